@@ -1,0 +1,47 @@
+/*
+ * `cutrace`: the offline command. One file per subcommand (cmd_*.c); this
+ * file only dispatches and prints the overall usage.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "decoder/cli.h"
+
+struct subcommand {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *summary;
+};
+
+static const struct subcommand cmds[] = {
+    {"info", ct_cmd_info, "what traces hold: metadata, record counts, drops, span, integrity"},
+    {"dump", ct_cmd_dump, "one line per record; --json for the stable JSON-lines view"},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: cutrace COMMAND [options] [args]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+        fprintf(f, "  %-10s %s\n", cmds[i].name, cmds[i].summary);
+    fprintf(f, "\n'cutrace COMMAND --help' describes a command.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return CT_EXIT_USAGE;
+    }
+    if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+        if (!strcmp(argv[1], cmds[i].name))
+            return cmds[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "cutrace: unknown command '%s'; expected one of:", argv[1]);
+    for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+        fprintf(stderr, " %s", cmds[i].name);
+    fprintf(stderr, "\n");
+    return CT_EXIT_USAGE;
+}

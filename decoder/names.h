@@ -1,0 +1,19 @@
+/* Names for the format's enums, as dump and reports print them. */
+#ifndef CT_NAMES_H
+#define CT_NAMES_H
+
+#include <stdint.h>
+
+const char *ct_name_copy_kind(uint64_t v);
+const char *ct_name_gpu_type(uint64_t v);
+const char *ct_name_gpu_source(uint64_t v);
+const char *ct_name_family(uint64_t v);
+const char *ct_name_nccl_op(uint64_t v);
+const char *ct_name_nccl_dtype(uint64_t v);
+const char *ct_name_nccl_redop(uint64_t v);
+const char *ct_name_fd_type(uint64_t v);
+const char *ct_name_scope(uint64_t v);
+const char *ct_name_drop_reason(uint64_t v);
+const char *ct_name_clock_source(uint64_t v);
+
+#endif

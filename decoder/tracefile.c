@@ -1,0 +1,165 @@
+/* Loading a trace file into a sorted record array. */
+#include "decoder/tracefile.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "src/config.h"
+
+struct load_ctx {
+    struct ct_trace *t;
+    int keep;
+};
+
+static uint64_t record_end(const struct ct_record *r)
+{
+    const struct ct_kind_desc *d = &ct_kind_table[r->kind];
+    if (d->nfields > 1 && d->codec[1] == CT_CODEC_END)
+        return r->f[1];
+    return r->f[0];
+}
+
+static int on_record(void *ctx, const struct ct_record *r)
+{
+    struct load_ctx *lc = ctx;
+    struct ct_trace *t = lc->t;
+    t->count[r->kind]++;
+    uint64_t start = r->f[0], end = record_end(r);
+    if (t->first_ns == 0 || start < t->first_ns)
+        t->first_ns = start;
+    if (end > t->last_ns)
+        t->last_ns = end;
+    if (r->kind == CT_REC_DROP)
+        t->dropped += r->f[CT_DROP_COUNT];
+    if (r->kind == CT_REC_META && r->f[CT_META_SCOPE] == CT_SCOPE_PROCESS &&
+        strcmp(ct_reader_string(&t->rd, r->f[CT_META_KEY]), "rank") == 0) {
+        long long v;
+        if (ct_parse_int(ct_reader_string(&t->rd, r->f[CT_META_VALUE]), 0, INT32_MAX, &v) == 0)
+            t->rank = v;
+    }
+    if (r->kind == CT_REC_META) {
+        if (t->nmeta == t->meta_cap) {
+            size_t cap = t->meta_cap ? t->meta_cap * 2 : 64;
+            struct ct_record *nm = realloc(t->meta, cap * sizeof(*nm));
+            if (!nm)
+                return -ENOMEM;
+            t->meta = nm;
+            t->meta_cap = cap;
+        }
+        t->meta[t->nmeta++] = *r;
+    }
+    if (!lc->keep)
+        return 0;
+    if (t->n == t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 1024;
+        struct ct_record *nr = realloc(t->recs, cap * sizeof(*nr));
+        if (!nr)
+            return -ENOMEM;
+        t->recs = nr;
+        t->cap = cap;
+    }
+    t->recs[t->n++] = *r;
+    return 0;
+}
+
+struct sort_key {
+    uint64_t time;
+    size_t idx;
+};
+
+static int cmp_key(const void *a, const void *b)
+{
+    const struct sort_key *x = a, *y = b;
+    if (x->time != y->time)
+        return x->time < y->time ? -1 : 1;
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/* Stable sort by start time: qsort is not stable, so sort (time, index). */
+static int sort_records(struct ct_trace *t)
+{
+    int sorted = 1;
+    for (size_t i = 1; i < t->n && sorted; i++)
+        sorted = t->recs[i].f[0] >= t->recs[i - 1].f[0];
+    if (sorted)
+        return 0;
+    struct sort_key *k = malloc(t->n * sizeof(*k));
+    struct ct_record *out = malloc(t->n * sizeof(*out));
+    if (!k || !out) {
+        free(k);
+        free(out);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < t->n; i++) {
+        k[i].time = t->recs[i].f[0];
+        k[i].idx = i;
+    }
+    qsort(k, t->n, sizeof(*k), cmp_key);
+    for (size_t i = 0; i < t->n; i++)
+        out[i] = t->recs[k[i].idx];
+    free(k);
+    free(t->recs);
+    t->recs = out;
+    t->cap = t->n;
+    return 0;
+}
+
+int ct_trace_load(struct ct_trace *t, const char *path, int keep_records, char *err,
+                  size_t errlen)
+{
+    memset(t, 0, sizeof(*t));
+    t->rank = -1;
+    t->path = strdup(path);
+    if (!t->path) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        return -ENOMEM;
+    }
+    int rc = ct_reader_open(&t->rd, t->path);
+    if (rc) {
+        snprintf(err, errlen, "%s", t->rd.err);
+        free(t->path);
+        t->path = NULL;
+        return rc;
+    }
+    struct load_ctx lc = {t, keep_records};
+    struct ct_chunk_sink sink = {&lc, NULL, on_record};
+    while ((rc = ct_reader_next(&t->rd, &sink)) > 0)
+        ;
+    if (rc < 0) {
+        if (rc == -ENOMEM)
+            snprintf(err, errlen, "%s: out of memory", path);
+        else
+            snprintf(err, errlen, "%s", t->rd.err[0] ? t->rd.err : strerror(-rc));
+        ct_trace_free(t);
+        return rc;
+    }
+    ct_reader_release_io(&t->rd);
+    if (keep_records && sort_records(t) != 0) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        ct_trace_free(t);
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+void ct_trace_free(struct ct_trace *t)
+{
+    ct_reader_close(&t->rd);
+    free(t->recs);
+    free(t->meta);
+    free(t->path);
+    memset(t, 0, sizeof(*t));
+}
+
+const char *ct_trace_meta(const struct ct_trace *t, const char *key)
+{
+    for (size_t i = 0; i < t->nmeta; i++) {
+        const struct ct_record *r = &t->meta[i];
+        if (r->f[CT_META_SCOPE] == CT_SCOPE_PROCESS &&
+            strcmp(ct_reader_string(&t->rd, r->f[CT_META_KEY]), key) == 0)
+            return ct_reader_string(&t->rd, r->f[CT_META_VALUE]);
+    }
+    return NULL;
+}

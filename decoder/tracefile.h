@@ -1,0 +1,39 @@
+/*
+ * One decoded trace file in memory: header, strings, status and records
+ * sorted by time (stable, so records of the same instant keep file order).
+ * The analyses and the dump work on this.
+ */
+#ifndef CT_TRACEFILE_H
+#define CT_TRACEFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "src/reader.h"
+
+struct ct_trace {
+    char *path;
+    struct ct_reader rd;    /* strings, header, footer, damage; I/O released */
+    struct ct_record *recs;
+    size_t n, cap;
+    struct ct_record *meta; /* every META record, always kept */
+    size_t nmeta, meta_cap;
+    int64_t rank;           /* -1 when the process metadata has none */
+    uint64_t count[CT_REC_KIND_COUNT];
+    uint64_t first_ns, last_ns;
+    uint64_t dropped;       /* sum of DROP records */
+};
+
+/*
+ * Reads the whole file. Returns 0 (possibly truncated or damaged: see
+ * t->rd), or a negative errno with err holding one message naming the file.
+ * keep_records = 0 only counts (for `info`).
+ */
+int ct_trace_load(struct ct_trace *t, const char *path, int keep_records, char *err,
+                  size_t errlen);
+void ct_trace_free(struct ct_trace *t);
+
+/* The value of process metadata `key`, or NULL. */
+const char *ct_trace_meta(const struct ct_trace *t, const char *key);
+
+#endif

@@ -1,0 +1,407 @@
+/*
+ * cutrace trace file format, version 1 — the only contract between the
+ * recorder (libcutrace.so) and the decoder (`cutrace`).
+ *
+ * Every format change bumps CT_FORMAT_VERSION and adds a golden file under
+ * tests/golden that must decode forever. All integers are little-endian.
+ *
+ * ## File layout
+ *
+ * A trace file is a valid concatenation of zstd frames, so `zstd -dc FILE`
+ * shows the raw chunk payloads:
+ *
+ *   [file header]   zstd skippable frame, magic CT_SKIP_MAGIC_HEADER
+ *   [chunk]*        ordinary zstd frames (magic 0xFD2FB528), one per chunk,
+ *                   written with the content size and the XXH64 checksum flag
+ *   [footer]        optional zstd skippable frame, magic CT_SKIP_MAGIC_FOOTER,
+ *                   written only by a clean shutdown
+ *
+ * A file cut anywhere (the job was SIGKILLed, the disk filled up) decodes up
+ * to its last complete frame; the reader reports "truncated at offset N".
+ * Other skippable frames (magics 0x184D2A50..0x184D2A5F not used here) are
+ * ignored by readers of this version, which leaves room for additive
+ * extensions without a version bump.
+ *
+ * ## File header (skippable frame)
+ *
+ *   off  size  field
+ *     0     4  CT_SKIP_MAGIC_HEADER (0x184D2A50)
+ *     4     4  payload length, >= CT_HEADER_MIN_SIZE (64)
+ *     8     8  magic "CUTRACE\0"
+ *    16     2  format version (CT_FORMAT_VERSION). A reader refuses versions
+ *              newer than its own.
+ *    18     2  header payload size as written (== payload length)
+ *    20     4  flags, reserved, 0
+ *    24     8  feature bits (CT_FEAT_*)
+ *    32     4  clock source (enum ct_clock_source) the recorder read
+ *    36     4  reserved, 0
+ *    40     8  TSC frequency in Hz, 0 when not recorded (CT_REC_CLOCK records
+ *              carry (ticks, ns) pairs from which the rate follows)
+ *    48     8  CLOCK_MONOTONIC ns at recorder start
+ *    56     8  CLOCK_REALTIME ns at recorder start
+ *    64     4  pid of the recording process
+ *    68     4  exec generation of that pid (0 for the first image)
+ *              (72 bytes in all: the payload is 64 bytes)
+ *
+ * Timestamps in records are always CLOCK_MONOTONIC nanoseconds of the host
+ * ("the trace clock"): when the recorder reads the TSC, its writer converts
+ * ticks to nanoseconds before encoding, anchored to (TSC, monotonic) pairs it
+ * takes as it runs. Clock-sync records (CT_REC_CLOCK) give (monotonic,
+ * realtime) pairs at start, about every second and at the end, so traces of
+ * many hosts can be aligned.
+ *
+ * ## Chunk (payload of one zstd frame)
+ *
+ * Each chunk decodes on its own (its timestamps are relative to its own base)
+ * except for strings, which are defined once per file in the first chunk that
+ * needs them. Varints are unsigned LEB128 (at most 10 bytes); "zigzag" maps
+ * signed n to (n << 1) ^ (n >> 63).
+ *
+ *   varint  magic CT_CHUNK_MAGIC
+ *   varint  tid of the recording thread (Linux thread id)
+ *   varint  chunk sequence number in this file, from 0
+ *   varint  base time, ns (the initial "previous time" for CT_CODEC_TIME)
+ *   varint  number of string definitions that follow
+ *           each: varint id, varint length, then that many bytes (UTF-8, no
+ *           NUL). Ids start at 1 and are defined once per file, in or before
+ *           the first chunk whose records use them (not necessarily in
+ *           increasing order); id 0 is the empty string.
+ *   varint  number of records that follow
+ *           each: varint kind (enum ct_record_kind), then the kind's fields
+ *           in the order of its table below, each with its codec.
+ *
+ * ## Field codecs (enum ct_codec)
+ *
+ *   CT_CODEC_U      unsigned varint
+ *   CT_CODEC_I      zigzag varint (signed)
+ *   CT_CODEC_STR    unsigned varint string id
+ *   CT_CODEC_TIME   zigzag varint of (value - previous time in the chunk);
+ *                   the value becomes the new previous time
+ *   CT_CODEC_END    zigzag varint of (value - the record's latest TIME or
+ *                   OTIME field); used for ends of spans
+ *   CT_CODEC_OTIME  optional time: 0 when absent, else 1 + zigzag(value -
+ *                   previous time), and the value becomes the previous time
+ *   CT_CODEC_OEND   optional end: 0 when absent, else 1 + zigzag(value - the
+ *                   record's latest TIME/OTIME value)
+ *   CT_CODEC_SEQ    zigzag varint of (value - previous value of the same
+ *                   field of the same kind in the chunk, initially 0); used
+ *                   for correlation ids and sequence numbers
+ *
+ * ## Footer (skippable frame, optional)
+ *
+ *   off  size  field
+ *     0     4  CT_SKIP_MAGIC_FOOTER (0x184D2A5F)
+ *     4     4  payload length (>= 40)
+ *     8     8  magic "CTFOOTER"
+ *    16     8  number of chunks written
+ *    24     8  number of records written
+ *    32     8  records dropped (all reasons)
+ *    40     8  CLOCK_MONOTONIC ns at shutdown
+ */
+#ifndef CUTRACE_FORMAT_H
+#define CUTRACE_FORMAT_H
+
+#include <stdint.h>
+
+#define CT_FORMAT_VERSION 1u
+#define CT_FILE_MAGIC "CUTRACE"          /* 8 bytes with its NUL */
+#define CT_FOOTER_MAGIC "CTFOOTER"       /* 8 bytes, no NUL */
+#define CT_SKIP_MAGIC_HEADER 0x184D2A50u
+#define CT_SKIP_MAGIC_FOOTER 0x184D2A5Fu
+#define CT_SKIP_MAGIC_MIN 0x184D2A50u
+#define CT_SKIP_MAGIC_MAX 0x184D2A5Fu
+#define CT_ZSTD_MAGIC 0xFD2FB528u
+#define CT_HEADER_MIN_SIZE 64u           /* payload bytes of a v1 header */
+#define CT_FOOTER_SIZE 40u               /* payload bytes of a v1 footer */
+#define CT_CHUNK_MAGIC 0x4354u           /* "CT" */
+#define CT_MAX_FIELDS 20                 /* most fields any kind has */
+#define CT_MAX_CHUNK_BYTES (64u << 20)   /* readers refuse larger chunks */
+
+/* Feature bits in the header: what this recorder could capture. */
+enum ct_feature {
+    CT_FEAT_TSC = 1u << 0,        /* record times came from a calibrated TSC */
+    CT_FEAT_CUDA = 1u << 1,       /* CUDA driver interception enabled */
+    CT_FEAT_NCCL = 1u << 2,
+    CT_FEAT_IO = 1u << 3,
+    CT_FEAT_NVTX = 1u << 4,
+    CT_FEAT_GPU_TIMING = 1u << 5, /* GPU interval records may be present */
+};
+
+enum ct_clock_source {
+    CT_CLOCK_MONOTONIC = 0, /* clock_gettime(CLOCK_MONOTONIC) */
+    CT_CLOCK_TSC = 1,       /* rdtsc, converted to monotonic ns by the writer */
+};
+
+enum ct_codec {
+    CT_CODEC_U = 1,
+    CT_CODEC_I,
+    CT_CODEC_STR,
+    CT_CODEC_TIME,
+    CT_CODEC_END,
+    CT_CODEC_OTIME,
+    CT_CODEC_OEND,
+    CT_CODEC_SEQ,
+};
+
+/* Record kinds. 0 is never written (in memory it pads a ring). */
+enum ct_record_kind {
+    CT_REC_META = 1,   /* one key/value of process, device, comm metadata */
+    CT_REC_CLOCK,      /* clock sync pair */
+    CT_REC_API,        /* a CUDA driver call (host span) */
+    CT_REC_GPU,        /* a GPU-side interval */
+    CT_REC_NCCL,       /* an NCCL collective or point-to-point call */
+    CT_REC_IO,         /* a file/pipe/socket operation or host wait */
+    CT_REC_NVTX_RANGE, /* push/pop or start/end range */
+    CT_REC_NVTX_MARK,  /* instantaneous mark */
+    CT_REC_DROP,       /* records lost, with why */
+    CT_REC_ERROR,      /* something of the recorder's own failed */
+    CT_REC_KIND_COUNT
+};
+
+/*
+ * Field tables. The index enums give each field's position; the codec of
+ * each field is listed beside it and in ct_kind_table below.
+ */
+
+/* CT_REC_META: one key/value pair. Consecutive META records with the same
+ * (time, scope, scope_id) form one metadata object. */
+enum ct_meta_field {
+    CT_META_TIME,     /* TIME  when it was recorded */
+    CT_META_SCOPE,    /* U     enum ct_meta_scope */
+    CT_META_SCOPE_ID, /* U     device ordinal, communicator hash, ... (0 for process) */
+    CT_META_KEY,      /* STR   e.g. "host", "rank", "cmdline", "name", "uuid" */
+    CT_META_VALUE,    /* STR   the value as text */
+    CT_META_NFIELDS
+};
+enum ct_meta_scope {
+    CT_SCOPE_PROCESS = 0,
+    CT_SCOPE_DEVICE = 1,
+    CT_SCOPE_COMM = 2,
+    CT_SCOPE_THREAD = 3,
+    CT_SCOPE_RECORDER = 4, /* recorder configuration and state */
+};
+
+/* CT_REC_CLOCK */
+enum ct_clock_field {
+    CT_CLOCK_MONO,     /* TIME  CLOCK_MONOTONIC ns */
+    CT_CLOCK_REAL,     /* SEQ   CLOCK_REALTIME ns at the same instant */
+    CT_CLOCK_TSC_TICKS,/* SEQ   raw TSC at the same instant (0 if none) */
+    CT_CLOCK_GPU,      /* SEQ   GPU timestamp at the same instant (0 if none) */
+    CT_CLOCK_DEVICE,   /* I     device of CT_CLOCK_GPU, -1 if none */
+    CT_CLOCK_NFIELDS
+};
+
+/* CT_REC_API: a driver entry point as called. */
+enum ct_api_field {
+    CT_API_START,      /* TIME  host enter */
+    CT_API_END,        /* END   host exit */
+    CT_API_NAME,       /* STR   entry point as called, e.g. cuLaunchKernel_ptsz */
+    CT_API_CORR,       /* SEQ   correlation id, unique per process, joins GPU records */
+    CT_API_FAMILY,     /* U     enum ct_api_family */
+    CT_API_RESULT,     /* I     CUresult returned */
+    CT_API_DEVICE,     /* I     device ordinal, -1 unknown */
+    CT_API_STREAM,     /* U     stable stream id (0 = none) */
+    CT_API_KERNEL,     /* STR   kernel name (launches) */
+    CT_API_GRID_X,     /* U */
+    CT_API_GRID_Y,     /* U */
+    CT_API_GRID_Z,     /* U */
+    CT_API_BLOCK_X,    /* U */
+    CT_API_BLOCK_Y,    /* U */
+    CT_API_BLOCK_Z,    /* U */
+    CT_API_SHMEM,      /* U     dynamic shared memory bytes */
+    CT_API_BYTES,      /* U     bytes copied, set or allocated */
+    CT_API_COPY_KIND,  /* U     enum ct_copy_kind */
+    CT_API_FLAGS,      /* U     CT_APIF_* */
+    CT_API_NFIELDS
+};
+enum ct_api_family {
+    CT_FAM_OTHER = 0,
+    CT_FAM_LAUNCH = 1,
+    CT_FAM_MEMCPY = 2,
+    CT_FAM_MEMSET = 3,
+    CT_FAM_SYNC = 4,
+    CT_FAM_ALLOC = 5,
+    CT_FAM_GRAPH = 6,
+    CT_FAM_MODULE = 7,
+};
+enum ct_copy_kind {
+    CT_COPY_NONE = 0,
+    CT_COPY_HTOD = 1,
+    CT_COPY_DTOH = 2,
+    CT_COPY_DTOD = 3,
+    CT_COPY_HTOH = 4,
+    CT_COPY_PEER = 5,
+};
+enum ct_api_flags {
+    CT_APIF_PER_THREAD = 1u << 0, /* a _ptsz/_ptds entry point */
+    CT_APIF_ASYNC = 1u << 1,      /* an *Async variant */
+    CT_APIF_CAPTURED = 1u << 2,   /* issued to a stream under capture */
+    CT_APIF_FREE = 1u << 3,       /* a free in the alloc family */
+};
+
+/* CT_REC_GPU: when an op really ran on the device. */
+enum ct_gpu_field {
+    CT_GPU_START,      /* TIME  GPU start on the trace clock */
+    CT_GPU_END,        /* END   GPU end */
+    CT_GPU_DEVICE,     /* I     device ordinal */
+    CT_GPU_STREAM,     /* U     stable stream id */
+    CT_GPU_CORR,       /* SEQ   correlation id of the API record */
+    CT_GPU_TYPE,       /* U     enum ct_gpu_type */
+    CT_GPU_NAME,       /* STR   kernel name */
+    CT_GPU_BYTES,      /* U */
+    CT_GPU_COPY_KIND,  /* U     enum ct_copy_kind */
+    CT_GPU_SOURCE,     /* U     enum ct_gpu_source */
+    CT_GPU_NFIELDS
+};
+enum ct_gpu_type {
+    CT_GPU_KERNEL = 1,
+    CT_GPU_MEMCPY = 2,
+    CT_GPU_MEMSET = 3,
+    CT_GPU_NCCL = 4,
+    CT_GPU_SYNC = 5,
+    CT_GPU_GRAPH = 6,
+};
+enum ct_gpu_source {
+    CT_SRC_CUPTI = 1,
+    CT_SRC_EVENTS = 2,
+    CT_SRC_NCCL_PLUGIN = 3,
+};
+
+/* CT_REC_NCCL */
+enum ct_nccl_field {
+    CT_NCCL_START,     /* TIME  host enter */
+    CT_NCCL_END,       /* END   host exit */
+    CT_NCCL_OP,        /* U     enum ct_nccl_op */
+    CT_NCCL_COMM,      /* U     communicator hash, identical on every rank */
+    CT_NCCL_SEQ,       /* SEQ   per-communicator sequence number */
+    CT_NCCL_COUNT,     /* U     element count */
+    CT_NCCL_DTYPE,     /* U     ncclDataType_t value */
+    CT_NCCL_BYTES,     /* U */
+    CT_NCCL_REDOP,     /* U     ncclRedOp_t value */
+    CT_NCCL_ROOT,      /* I     root rank, -1 if none */
+    CT_NCCL_PEER,      /* I     peer rank, -1 if none */
+    CT_NCCL_STREAM,    /* U     stable stream id */
+    CT_NCCL_GROUP,     /* U     group id, 0 outside a group */
+    CT_NCCL_CORR,      /* SEQ   correlation id */
+    CT_NCCL_RANK,      /* I     this rank in the communicator */
+    CT_NCCL_NRANKS,    /* U */
+    CT_NCCL_GPU_START, /* OTIME GPU start when known */
+    CT_NCCL_GPU_END,   /* OEND  GPU end when known */
+    CT_NCCL_NFIELDS
+};
+enum ct_nccl_op {
+    CT_NCCL_OP_ALLREDUCE = 1,
+    CT_NCCL_OP_BROADCAST,
+    CT_NCCL_OP_REDUCE,
+    CT_NCCL_OP_ALLGATHER,
+    CT_NCCL_OP_REDUCESCATTER,
+    CT_NCCL_OP_ALLTOALL,
+    CT_NCCL_OP_GATHER,
+    CT_NCCL_OP_SCATTER,
+    CT_NCCL_OP_SEND,
+    CT_NCCL_OP_RECV,
+    CT_NCCL_OP_BCAST,
+    CT_NCCL_OP_COUNT
+};
+
+/* CT_REC_IO */
+enum ct_io_field {
+    CT_IO_START,   /* TIME */
+    CT_IO_END,     /* END */
+    CT_IO_OP,      /* STR   libc name: read, pread64, poll, ... */
+    CT_IO_FD,      /* I */
+    CT_IO_FD_TYPE, /* U     enum ct_fd_type */
+    CT_IO_PATH,    /* STR   path, or pipe:[ino] / socket:[ino] */
+    CT_IO_BYTES,   /* U     bytes requested */
+    CT_IO_RESULT,  /* I     return value (-errno on failure) */
+    CT_IO_OFFSET,  /* I     file offset, -1 if none */
+    CT_IO_NFIELDS
+};
+enum ct_fd_type {
+    CT_FD_UNKNOWN = 0,
+    CT_FD_FILE = 1,
+    CT_FD_PIPE = 2,
+    CT_FD_SOCKET = 3,
+    CT_FD_CHAR = 4,
+    CT_FD_DIR = 5,
+    CT_FD_OTHER = 6,
+};
+
+/* CT_REC_NVTX_RANGE */
+enum ct_nvtx_range_field {
+    CT_NVTX_START,   /* TIME */
+    CT_NVTX_END,     /* END */
+    CT_NVTX_DOMAIN,  /* STR */
+    CT_NVTX_MESSAGE, /* STR */
+    CT_NVTX_DEPTH,   /* U     nesting depth for push/pop, 0 for start/end */
+    CT_NVTX_NFIELDS
+};
+
+/* CT_REC_NVTX_MARK */
+enum ct_nvtx_mark_field {
+    CT_MARK_TIME,    /* TIME */
+    CT_MARK_DOMAIN,  /* STR */
+    CT_MARK_MESSAGE, /* STR */
+    CT_MARK_NFIELDS
+};
+
+/* CT_REC_DROP */
+enum ct_drop_field {
+    CT_DROP_TIME,   /* TIME  when the writer noticed */
+    CT_DROP_COUNT,  /* U     records lost since the previous DROP of this reason */
+    CT_DROP_REASON, /* U     enum ct_drop_reason */
+    CT_DROP_NFIELDS
+};
+enum ct_drop_reason {
+    CT_DROP_RING_FULL = 1,    /* the writer fell behind this thread */
+    CT_DROP_NO_BUFFER = 2,    /* no per-thread buffer could be had */
+    CT_DROP_WRITE_FAILED = 3, /* the file could not be written */
+    CT_DROP_STRINGS_FULL = 4, /* string table full: names became "" */
+};
+
+/* CT_REC_ERROR */
+enum ct_error_field {
+    CT_ERROR_TIME, /* TIME */
+    CT_ERROR_WHAT, /* STR   human-readable description */
+    CT_ERROR_CODE, /* I     errno-style or API code */
+    CT_ERROR_NFIELDS
+};
+
+struct ct_kind_desc {
+    const char *name;
+    uint8_t nfields;
+    uint8_t codec[CT_MAX_FIELDS];
+};
+
+/* The codec of every field of every kind, indexed by enum ct_record_kind. */
+static const struct ct_kind_desc ct_kind_table[CT_REC_KIND_COUNT] = {
+    [CT_REC_META] = {"meta", CT_META_NFIELDS,
+                     {CT_CODEC_TIME, CT_CODEC_U, CT_CODEC_U, CT_CODEC_STR, CT_CODEC_STR}},
+    [CT_REC_CLOCK] = {"clock", CT_CLOCK_NFIELDS,
+                      {CT_CODEC_TIME, CT_CODEC_SEQ, CT_CODEC_SEQ, CT_CODEC_SEQ, CT_CODEC_I}},
+    [CT_REC_API] = {"api", CT_API_NFIELDS,
+                    {CT_CODEC_TIME, CT_CODEC_END, CT_CODEC_STR, CT_CODEC_SEQ, CT_CODEC_U,
+                     CT_CODEC_I, CT_CODEC_I, CT_CODEC_U, CT_CODEC_STR, CT_CODEC_U, CT_CODEC_U,
+                     CT_CODEC_U, CT_CODEC_U, CT_CODEC_U, CT_CODEC_U, CT_CODEC_U, CT_CODEC_U,
+                     CT_CODEC_U, CT_CODEC_U}},
+    [CT_REC_GPU] = {"gpu", CT_GPU_NFIELDS,
+                    {CT_CODEC_TIME, CT_CODEC_END, CT_CODEC_I, CT_CODEC_U, CT_CODEC_SEQ,
+                     CT_CODEC_U, CT_CODEC_STR, CT_CODEC_U, CT_CODEC_U, CT_CODEC_U}},
+    [CT_REC_NCCL] = {"nccl", CT_NCCL_NFIELDS,
+                     {CT_CODEC_TIME, CT_CODEC_END, CT_CODEC_U, CT_CODEC_U, CT_CODEC_SEQ,
+                      CT_CODEC_U, CT_CODEC_U, CT_CODEC_U, CT_CODEC_U, CT_CODEC_I, CT_CODEC_I,
+                      CT_CODEC_U, CT_CODEC_U, CT_CODEC_SEQ, CT_CODEC_I, CT_CODEC_U,
+                      CT_CODEC_OTIME, CT_CODEC_OEND}},
+    [CT_REC_IO] = {"io", CT_IO_NFIELDS,
+                   {CT_CODEC_TIME, CT_CODEC_END, CT_CODEC_STR, CT_CODEC_I, CT_CODEC_U,
+                    CT_CODEC_STR, CT_CODEC_U, CT_CODEC_I, CT_CODEC_I}},
+    [CT_REC_NVTX_RANGE] = {"nvtx", CT_NVTX_NFIELDS,
+                           {CT_CODEC_TIME, CT_CODEC_END, CT_CODEC_STR, CT_CODEC_STR,
+                            CT_CODEC_U}},
+    [CT_REC_NVTX_MARK] = {"nvtx", CT_MARK_NFIELDS,
+                          {CT_CODEC_TIME, CT_CODEC_STR, CT_CODEC_STR}},
+    [CT_REC_DROP] = {"drop", CT_DROP_NFIELDS, {CT_CODEC_TIME, CT_CODEC_U, CT_CODEC_U}},
+    [CT_REC_ERROR] = {"error", CT_ERROR_NFIELDS, {CT_CODEC_TIME, CT_CODEC_STR, CT_CODEC_I}},
+};
+
+#endif /* CUTRACE_FORMAT_H */

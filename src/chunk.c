@@ -1,0 +1,254 @@
+/*
+ * Chunk codec. The encoder never fails on valid input except for memory; the
+ * decoder checks every length and value against the payload bounds, because
+ * it reads files from crashed processes and from strangers.
+ */
+#include "src/chunk.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "src/varint.h"
+
+int ct_buf_reserve(struct ct_buf *b, size_t extra)
+{
+    if (b->cap - b->len >= extra)
+        return 0;
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap - b->len < extra) {
+        if (cap > SIZE_MAX / 2)
+            return -ENOMEM;
+        cap *= 2;
+    }
+    uint8_t *p = realloc(b->p, cap);
+    if (!p)
+        return -ENOMEM;
+    b->p = p;
+    b->cap = cap;
+    return 0;
+}
+
+void ct_buf_free(struct ct_buf *b)
+{
+    free(b->p);
+    memset(b, 0, sizeof(*b));
+}
+
+static void put_varint(struct ct_buf *b, uint64_t v)
+{
+    b->len += ct_varint_put(b->p + b->len, v);
+}
+
+void ct_chunk_begin(struct ct_chunk_enc *e, uint64_t tid, uint64_t seq, uint64_t base_time)
+{
+    e->strings.len = 0;
+    e->records.len = 0;
+    e->nstrings = 0;
+    e->nrecords = 0;
+    e->tid = tid;
+    e->seq = seq;
+    e->base_time = base_time;
+    e->prev_time = base_time;
+    memset(e->seq_prev, 0, sizeof(e->seq_prev));
+}
+
+int ct_chunk_add_string(struct ct_chunk_enc *e, uint32_t id, const char *s, uint32_t len)
+{
+    int rc = ct_buf_reserve(&e->strings, 2 * CT_VARINT_MAX + len);
+    if (rc)
+        return rc;
+    put_varint(&e->strings, id);
+    put_varint(&e->strings, len);
+    memcpy(e->strings.p + e->strings.len, s, len);
+    e->strings.len += len;
+    e->nstrings++;
+    return 0;
+}
+
+int ct_chunk_add_record(struct ct_chunk_enc *e, unsigned kind, const uint64_t *f,
+                        unsigned nfields)
+{
+    if (kind == 0 || kind >= CT_REC_KIND_COUNT)
+        return -EINVAL;
+    const struct ct_kind_desc *d = &ct_kind_table[kind];
+    if (nfields != d->nfields)
+        return -EINVAL;
+    int rc = ct_buf_reserve(&e->records, (size_t)(1 + nfields) * CT_VARINT_MAX);
+    if (rc)
+        return rc;
+    struct ct_buf *b = &e->records;
+    put_varint(b, kind);
+    uint64_t last_time = e->prev_time;
+    for (unsigned i = 0; i < nfields; i++) {
+        uint64_t v = f[i];
+        switch (d->codec[i]) {
+        case CT_CODEC_TIME:
+            put_varint(b, ct_zigzag((int64_t)(v - e->prev_time)));
+            e->prev_time = last_time = v;
+            break;
+        case CT_CODEC_OTIME:
+            if (v == 0) {
+                put_varint(b, 0);
+            } else {
+                put_varint(b, 1 + ct_zigzag((int64_t)(v - e->prev_time)));
+                e->prev_time = last_time = v;
+            }
+            break;
+        case CT_CODEC_END:
+            put_varint(b, ct_zigzag((int64_t)(v - last_time)));
+            break;
+        case CT_CODEC_OEND:
+            put_varint(b, v == 0 ? 0 : 1 + ct_zigzag((int64_t)(v - last_time)));
+            break;
+        case CT_CODEC_SEQ:
+            put_varint(b, ct_zigzag((int64_t)(v - e->seq_prev[kind][i])));
+            e->seq_prev[kind][i] = v;
+            break;
+        case CT_CODEC_I:
+            put_varint(b, ct_zigzag((int64_t)v));
+            break;
+        default: /* U, STR */
+            put_varint(b, v);
+            break;
+        }
+    }
+    e->nrecords++;
+    return 0;
+}
+
+int ct_chunk_finish(struct ct_chunk_enc *e, struct ct_buf *out)
+{
+    out->len = 0;
+    int rc = ct_buf_reserve(out, 7 * CT_VARINT_MAX + e->strings.len + e->records.len);
+    if (rc)
+        return rc;
+    put_varint(out, CT_CHUNK_MAGIC);
+    put_varint(out, e->tid);
+    put_varint(out, e->seq);
+    put_varint(out, e->base_time);
+    put_varint(out, e->nstrings);
+    memcpy(out->p + out->len, e->strings.p, e->strings.len);
+    out->len += e->strings.len;
+    put_varint(out, e->nrecords);
+    memcpy(out->p + out->len, e->records.p, e->records.len);
+    out->len += e->records.len;
+    return 0;
+}
+
+void ct_chunk_enc_free(struct ct_chunk_enc *e)
+{
+    ct_buf_free(&e->strings);
+    ct_buf_free(&e->records);
+}
+
+#define FAIL(what)                                                                             \
+    do {                                                                                       \
+        *err_pos = (size_t)(q - p);                                                            \
+        *err_what = (what);                                                                    \
+        return -EBADMSG;                                                                       \
+    } while (0)
+
+#define GET(v, what)                                                                           \
+    do {                                                                                       \
+        if (ct_varint_get(&q, end, &(v)))                                                      \
+            FAIL(what);                                                                        \
+    } while (0)
+
+int ct_chunk_decode(const uint8_t *p, size_t n, const struct ct_chunk_sink *sink,
+                    struct ct_chunk_info *info, size_t *err_pos, const char **err_what)
+{
+    const uint8_t *q = p, *end = p + n;
+    uint64_t magic, v;
+    struct ct_chunk_info ci;
+    GET(magic, "chunk magic");
+    if (magic != CT_CHUNK_MAGIC)
+        FAIL("chunk magic (0x4354)");
+    GET(ci.tid, "thread id");
+    GET(ci.seq, "chunk sequence number");
+    GET(ci.base_time, "base time");
+    GET(ci.nstrings, "string count");
+    if (ci.nstrings > n)
+        FAIL("string count within the chunk size");
+    for (uint64_t i = 0; i < ci.nstrings; i++) {
+        uint64_t id, len;
+        GET(id, "string id");
+        GET(len, "string length");
+        if (id == 0 || id > UINT32_MAX)
+            FAIL("string id in 1..2^32-1");
+        if (len > (uint64_t)(end - q))
+            FAIL("string bytes within the chunk");
+        if (sink && sink->on_string) {
+            int rc = sink->on_string(sink->ctx, (uint32_t)id, (const char *)q, (uint32_t)len);
+            if (rc)
+                return rc;
+        }
+        q += len;
+    }
+    GET(ci.nrecords, "record count");
+    if (ci.nrecords > n)
+        FAIL("record count within the chunk size");
+    struct ct_record r;
+    uint64_t prev_time = ci.base_time;
+    uint64_t seq_prev[CT_REC_KIND_COUNT][CT_MAX_FIELDS];
+    memset(seq_prev, 0, sizeof(seq_prev));
+    for (uint64_t k = 0; k < ci.nrecords; k++) {
+        uint64_t kind;
+        GET(kind, "record kind");
+        if (kind == 0 || kind >= CT_REC_KIND_COUNT)
+            FAIL("a known record kind (1..10)");
+        const struct ct_kind_desc *d = &ct_kind_table[kind];
+        r.kind = (uint16_t)kind;
+        r.nfields = d->nfields;
+        r.tid = (uint32_t)ci.tid;
+        uint64_t last_time = prev_time;
+        for (unsigned i = 0; i < d->nfields; i++) {
+            GET(v, "record field");
+            switch (d->codec[i]) {
+            case CT_CODEC_TIME:
+                prev_time = last_time = prev_time + (uint64_t)ct_unzigzag(v);
+                r.f[i] = prev_time;
+                break;
+            case CT_CODEC_OTIME:
+                if (v == 0) {
+                    r.f[i] = 0;
+                } else {
+                    prev_time = last_time = prev_time + (uint64_t)ct_unzigzag(v - 1);
+                    r.f[i] = prev_time;
+                }
+                break;
+            case CT_CODEC_END:
+                r.f[i] = last_time + (uint64_t)ct_unzigzag(v);
+                break;
+            case CT_CODEC_OEND:
+                r.f[i] = v == 0 ? 0 : last_time + (uint64_t)ct_unzigzag(v - 1);
+                break;
+            case CT_CODEC_SEQ:
+                seq_prev[kind][i] += (uint64_t)ct_unzigzag(v);
+                r.f[i] = seq_prev[kind][i];
+                break;
+            case CT_CODEC_I:
+                r.f[i] = (uint64_t)ct_unzigzag(v);
+                break;
+            case CT_CODEC_STR:
+                if (v > UINT32_MAX)
+                    FAIL("string id below 2^32");
+                r.f[i] = v;
+                break;
+            default:
+                r.f[i] = v;
+                break;
+            }
+        }
+        if (sink && sink->on_record) {
+            int rc = sink->on_record(sink->ctx, &r);
+            if (rc)
+                return rc;
+        }
+    }
+    if (q != end)
+        FAIL("end of chunk after the last record");
+    if (info)
+        *info = ci;
+    return 0;
+}

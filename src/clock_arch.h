@@ -1,0 +1,30 @@
+/*
+ * The architecture-specific half of the clock: reading the cycle counter and
+ * deciding whether it can stand in for CLOCK_MONOTONIC. One small block per
+ * architecture so aarch64 (cntvct_el0) can be added beside x86-64.
+ */
+#ifndef CT_CLOCK_ARCH_H
+#define CT_CLOCK_ARCH_H
+
+#include <stdint.h>
+
+#if defined(__x86_64__)
+static inline uint64_t ct_arch_ticks(void)
+{
+    uint32_t lo, hi;
+    __asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+    return ((uint64_t)hi << 32) | lo;
+}
+#define CT_ARCH_HAS_TICKS 1
+#else
+static inline uint64_t ct_arch_ticks(void)
+{
+    return 0;
+}
+#define CT_ARCH_HAS_TICKS 0
+#endif
+
+/* 1 when the counter is invariant (constant rate, runs in deep C-states). */
+int ct_arch_ticks_invariant(void);
+
+#endif

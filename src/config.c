@@ -1,0 +1,93 @@
+/* CUTRACE_* parsing. Every variable: its range, its default, one message. */
+#include "src/config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void ct_config_defaults(struct ct_config *c)
+{
+    memset(c, 0, sizeof(*c));
+    strcpy(c->output, ".");
+    c->buffer_kb = 1024;
+    c->zstd_level = 3;
+    c->flush_ms = 100;
+    c->clock = CT_CLOCK_PREF_AUTO;
+}
+
+int ct_parse_int(const char *s, long long lo, long long hi, long long *out)
+{
+    if (!s || !*s)
+        return -EINVAL;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end || v < lo || v > hi)
+        return -EINVAL;
+    *out = v;
+    return 0;
+}
+
+struct int_var {
+    const char *name;
+    long long lo, hi;
+};
+
+static int get_int(const char *(*getenv_fn)(const char *), const struct int_var *v,
+                   long long *out, char *err, size_t errlen)
+{
+    const char *s = getenv_fn(v->name);
+    if (!s)
+        return 1; /* unset: keep the default */
+    if (ct_parse_int(s, v->lo, v->hi, out) == 0)
+        return 0;
+    snprintf(err, errlen, "%s=%s: expected an integer from %lld to %lld", v->name, s, v->lo,
+             v->hi);
+    return -EINVAL;
+}
+
+int ct_config_from_env(struct ct_config *c, const char *(*getenv_fn)(const char *), char *err,
+                       size_t errlen)
+{
+    static const struct int_var buffer = {"CUTRACE_BUFFER_KB", 64, 1048576};
+    static const struct int_var level = {"CUTRACE_ZSTD_LEVEL", -7, 19};
+    static const struct int_var flush = {"CUTRACE_FLUSH_MS", 1, 60000};
+    long long v;
+    int rc;
+    const char *out = getenv_fn("CUTRACE_OUTPUT");
+    if (out) {
+        if (!*out || strlen(out) >= sizeof(c->output) - 256) {
+            snprintf(err, errlen, "CUTRACE_OUTPUT=%s: expected a directory path of 1 to %zu bytes",
+                     out, sizeof(c->output) - 256);
+            return -EINVAL;
+        }
+        strcpy(c->output, out);
+    }
+    if ((rc = get_int(getenv_fn, &buffer, &v, err, errlen)) < 0)
+        return rc;
+    if (rc == 0)
+        c->buffer_kb = (size_t)v;
+    if ((rc = get_int(getenv_fn, &level, &v, err, errlen)) < 0)
+        return rc;
+    if (rc == 0)
+        c->zstd_level = (int)v;
+    if ((rc = get_int(getenv_fn, &flush, &v, err, errlen)) < 0)
+        return rc;
+    if (rc == 0)
+        c->flush_ms = (unsigned)v;
+    const char *clk = getenv_fn("CUTRACE_CLOCK");
+    if (clk) {
+        if (!strcmp(clk, "auto"))
+            c->clock = CT_CLOCK_PREF_AUTO;
+        else if (!strcmp(clk, "tsc"))
+            c->clock = CT_CLOCK_PREF_TSC;
+        else if (!strcmp(clk, "monotonic"))
+            c->clock = CT_CLOCK_PREF_MONOTONIC;
+        else {
+            snprintf(err, errlen, "CUTRACE_CLOCK=%s: expected auto, tsc or monotonic", clk);
+            return -EINVAL;
+        }
+    }
+    return 0;
+}

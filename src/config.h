@@ -1,0 +1,34 @@
+/*
+ * CUTRACE_* environment configuration: parsed and validated in one place so
+ * that a bad value gives one message naming the variable and what it
+ * accepts. Parsing allocates nothing and never exits.
+ */
+#ifndef CT_CONFIG_H
+#define CT_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "src/clock.h"
+
+struct ct_config {
+    char output[4096];   /* CUTRACE_OUTPUT: directory for traces (default ".") */
+    size_t buffer_kb;    /* CUTRACE_BUFFER_KB: per-thread ring, 64..1048576, default 1024 */
+    int zstd_level;      /* CUTRACE_ZSTD_LEVEL: -7..19, default 3 */
+    unsigned flush_ms;   /* CUTRACE_FLUSH_MS: 1..60000, default 100 */
+    enum ct_clock_pref clock; /* CUTRACE_CLOCK: auto|tsc|monotonic */
+};
+
+void ct_config_defaults(struct ct_config *c);
+
+/*
+ * Reads the variables through getenv_fn (getenv, or a test's lookup).
+ * Returns 0, or -EINVAL with err holding "CUTRACE_X=value: expected ...".
+ */
+int ct_config_from_env(struct ct_config *c, const char *(*getenv_fn)(const char *), char *err,
+                       size_t errlen);
+
+/* Parses a decimal integer in [lo, hi]; 0 or -EINVAL. */
+int ct_parse_int(const char *s, long long lo, long long hi, long long *out);
+
+#endif

@@ -1,0 +1,494 @@
+/*
+ * Frame-by-frame reading. The window buffer grows only as far as the largest
+ * frame (bounded by CT_MAX_CHUNK_BYTES), so a multi-gigabyte trace decodes in
+ * constant memory. Every length read from the file is checked before use.
+ */
+#include "src/reader.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zstd.h>
+#include <zstd_errors.h> /* ZSTD_getErrorCode: tells a cut frame from a corrupt one */
+
+#define CT_READ_STEP (1u << 20)
+#define CT_MAX_FRAME (CT_MAX_CHUNK_BYTES + (CT_MAX_CHUNK_BYTES >> 7) + 4096)
+#define CT_MAX_STRING_ID (1u << 24)
+
+static uint32_t le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t le64(const uint8_t *p)
+{
+    return (uint64_t)le32(p) | (uint64_t)le32(p + 4) << 32;
+}
+
+/* Makes at least `want` unread bytes available if the file has them.
+ * Returns the number available (may be less at EOF) or a negative errno. */
+static long long ensure(struct ct_reader *r, size_t want)
+{
+    for (;;) {
+        size_t avail = r->buf_len - r->buf_pos;
+        if (avail >= want || r->eof)
+            return (long long)avail;
+        if (r->buf_pos > 0) { /* slide the window */
+            memmove(r->buf, r->buf + r->buf_pos, avail);
+            r->buf_off += r->buf_pos;
+            r->buf_len = avail;
+            r->buf_pos = 0;
+        }
+        size_t need = want > CT_READ_STEP ? want : CT_READ_STEP;
+        if (r->buf_cap < need + CT_READ_STEP) {
+            size_t cap = need + CT_READ_STEP;
+            uint8_t *nb = realloc(r->buf, cap);
+            if (!nb)
+                return -ENOMEM;
+            r->buf = nb;
+            r->buf_cap = cap;
+        }
+        size_t room = r->buf_cap - r->buf_len;
+        ssize_t got;
+        if (r->mem) {
+            uint64_t done = r->buf_off + r->buf_len;
+            size_t left = done < r->mem_len ? r->mem_len - (size_t)done : 0;
+            got = (ssize_t)(left < room ? left : room);
+            memcpy(r->buf + r->buf_len, r->mem + done, (size_t)got);
+        } else {
+            got = read(r->fd, r->buf + r->buf_len, room);
+            if (got < 0) {
+                if (errno == EINTR)
+                    continue;
+                int e = errno;
+                snprintf(r->err, sizeof(r->err), "%s: read error at offset %llu: %s", r->name,
+                         (unsigned long long)(r->buf_off + r->buf_len), strerror(e));
+                return -e;
+            }
+        }
+        if (got == 0)
+            r->eof = 1;
+        r->buf_len += (size_t)got;
+    }
+}
+
+static uint64_t cur_off(const struct ct_reader *r)
+{
+    return r->buf_off + r->buf_pos;
+}
+
+static int parse_header(struct ct_reader *r)
+{
+    long long n = ensure(r, 8 + CT_HEADER_MIN_SIZE);
+    if (n < 0)
+        return (int)n;
+    const uint8_t *p = r->buf + r->buf_pos;
+    if (n < 8 || le32(p) != CT_SKIP_MAGIC_HEADER) {
+        snprintf(r->err, sizeof(r->err),
+                 "%s: not a cutrace trace: offset 0: expected the header frame magic 0x%08X",
+                 r->name, CT_SKIP_MAGIC_HEADER);
+        return -EPROTO;
+    }
+    uint32_t size = le32(p + 4);
+    if (n < 16 || memcmp(p + 8, CT_FILE_MAGIC, 8) != 0) {
+        snprintf(r->err, sizeof(r->err),
+                 "%s: not a cutrace trace: offset 8: expected the magic \"CUTRACE\\0\"", r->name);
+        return -EPROTO;
+    }
+    uint32_t version = (uint32_t)p[16] | (uint32_t)p[17] << 8;
+    if (version > CT_FORMAT_VERSION) {
+        snprintf(r->err, sizeof(r->err),
+                 "%s: trace format version %u is newer than this cutrace supports (%u); "
+                 "use a newer cutrace to read it",
+                 r->name, version, CT_FORMAT_VERSION);
+        return -EPROTONOSUPPORT;
+    }
+    if (version == 0 || size < CT_HEADER_MIN_SIZE || size > (1u << 20)) {
+        snprintf(r->err, sizeof(r->err),
+                 "%s: corrupt header: offset 4: expected a header size of at least %u bytes "
+                 "and version >= 1, found size %u version %u",
+                 r->name, CT_HEADER_MIN_SIZE, size, version);
+        return -EPROTO;
+    }
+    if ((unsigned long long)n < 8ull + CT_HEADER_MIN_SIZE) {
+        snprintf(r->err, sizeof(r->err), "%s: truncated at offset 0: the file header is cut",
+                 r->name);
+        return -EPROTO;
+    }
+    r->hdr.version = version;
+    r->hdr.features = le64(p + 24);
+    r->hdr.clock_source = le32(p + 32);
+    r->hdr.tsc_hz = le64(p + 40);
+    r->hdr.start_mono_ns = le64(p + 48);
+    r->hdr.start_real_ns = le64(p + 56);
+    r->hdr.pid = le32(p + 64);
+    r->hdr.gen = le32(p + 68);
+    n = ensure(r, 8 + (size_t)size);
+    if (n < 0)
+        return (int)n;
+    if ((unsigned long long)n < 8ull + size) {
+        snprintf(r->err, sizeof(r->err), "%s: truncated at offset 0: the file header is cut",
+                 r->name);
+        return -EPROTO;
+    }
+    r->buf_pos += 8 + size;
+    return 0;
+}
+
+static int open_common(struct ct_reader *r)
+{
+    r->dctx = ZSTD_createDCtx();
+    if (!r->dctx) {
+        snprintf(r->err, sizeof(r->err), "%s: out of memory", r->name);
+        ct_reader_close(r);
+        return -ENOMEM;
+    }
+    int rc = parse_header(r);
+    if (rc)
+        ct_reader_close(r);
+    return rc;
+}
+
+int ct_reader_open(struct ct_reader *r, const char *path)
+{
+    memset(r, 0, sizeof(*r));
+    r->name = path;
+    r->fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (r->fd < 0) {
+        int e = errno;
+        snprintf(r->err, sizeof(r->err), "%s: cannot open: %s", path, strerror(e));
+        return -e;
+    }
+    return open_common(r);
+}
+
+int ct_reader_open_mem(struct ct_reader *r, const uint8_t *p, size_t n)
+{
+    memset(r, 0, sizeof(*r));
+    r->name = "<memory>";
+    r->fd = -1;
+    r->mem = p;
+    r->mem_len = n;
+    return open_common(r);
+}
+
+void ct_reader_release_io(struct ct_reader *r)
+{
+    if (r->fd >= 0 && !r->mem)
+        close(r->fd);
+    r->fd = -1;
+    free(r->buf);
+    r->buf = NULL;
+    r->buf_len = r->buf_cap = r->buf_pos = 0;
+    ZSTD_freeDCtx(r->dctx);
+    r->dctx = NULL;
+    ct_buf_free(&r->out);
+}
+
+void ct_reader_close(struct ct_reader *r)
+{
+    ct_reader_release_io(r);
+    for (size_t i = 0; i < r->nstrs; i++)
+        free(r->strs[i]);
+    free(r->strs);
+    free(r->str_lens);
+    r->strs = NULL;
+    r->str_lens = NULL;
+    r->nstrs = 0;
+}
+
+const char *ct_reader_string(const struct ct_reader *r, uint64_t id)
+{
+    if (id < r->nstrs && r->strs[id])
+        return r->strs[id];
+    return "";
+}
+
+static void note_damage(struct ct_reader *r, uint64_t off, const char *fmt, const char *detail)
+{
+    r->damage_total++;
+    if (r->ndamage >= CT_READER_MAX_DAMAGE)
+        return;
+    struct ct_damage *d = &r->damage[r->ndamage++];
+    d->offset = off;
+    d->skipped = 0;
+    snprintf(d->what, sizeof(d->what), fmt, detail);
+}
+
+static int is_frame_magic(const uint8_t *p)
+{
+    uint32_t m = le32(p);
+    return m == CT_ZSTD_MAGIC || (m >= CT_SKIP_MAGIC_MIN && m <= CT_SKIP_MAGIC_MAX);
+}
+
+/* After damage at the current position: skip to the next plausible frame
+ * start. Returns 0 (positioned, or at EOF) or a negative errno. */
+static int resync(struct ct_reader *r, uint64_t bad_off)
+{
+    r->buf_pos++;
+    for (;;) {
+        long long n = ensure(r, 4);
+        if (n < 0)
+            return (int)n;
+        if (n < 4) {
+            r->buf_pos = r->buf_len;
+            break;
+        }
+        if (is_frame_magic(r->buf + r->buf_pos))
+            break;
+        r->buf_pos++;
+    }
+    if (r->ndamage > 0 && r->damage[r->ndamage - 1].offset == bad_off)
+        r->damage[r->ndamage - 1].skipped = cur_off(r) - bad_off;
+    return 0;
+}
+
+static int on_string(void *ctx, uint32_t id, const char *s, uint32_t len)
+{
+    struct ct_reader *r = ctx;
+    if (id >= CT_MAX_STRING_ID)
+        return -EBADMSG;
+    if (id >= r->nstrs) {
+        size_t n = r->nstrs ? r->nstrs : 256;
+        while (n <= id)
+            n *= 2;
+        char **ns = realloc(r->strs, n * sizeof(*ns));
+        if (!ns)
+            return -ENOMEM;
+        r->strs = ns;
+        uint32_t *nl = realloc(r->str_lens, n * sizeof(*nl));
+        if (!nl)
+            return -ENOMEM;
+        r->str_lens = nl;
+        memset(r->strs + r->nstrs, 0, (n - r->nstrs) * sizeof(*ns));
+        memset(r->str_lens + r->nstrs, 0, (n - r->nstrs) * sizeof(*nl));
+        r->nstrs = n;
+    }
+    char *copy = malloc((size_t)len + 1);
+    if (!copy)
+        return -ENOMEM;
+    memcpy(copy, s, len);
+    copy[len] = 0;
+    free(r->strs[id]);
+    r->strs[id] = copy;
+    r->str_lens[id] = len;
+    return 0;
+}
+
+struct pass_ctx {
+    struct ct_reader *r;
+    const struct ct_chunk_sink *user;
+};
+
+static int pass_string(void *ctx, uint32_t id, const char *s, uint32_t len)
+{
+    struct pass_ctx *pc = ctx;
+    return on_string(pc->r, id, s, len);
+}
+
+static int pass_record(void *ctx, const struct ct_record *rec)
+{
+    struct pass_ctx *pc = ctx;
+    pc->r->records++;
+    if (pc->user && pc->user->on_record)
+        return pc->user->on_record(pc->user->ctx, rec);
+    return 0;
+}
+
+/* Decodes one zstd frame at the current position. 1 delivered, 0 truncated
+ * (EOF inside the frame), 2 damaged (recorded, resynced), <0 fatal. */
+static int read_zstd_frame(struct ct_reader *r, const struct ct_chunk_sink *sink)
+{
+    uint64_t off = cur_off(r);
+    size_t want = 64;
+    size_t fsize;
+    for (;;) {
+        long long n = ensure(r, want);
+        if (n < 0)
+            return (int)n;
+        fsize = ZSTD_findFrameCompressedSize(r->buf + r->buf_pos, (size_t)n);
+        if (!ZSTD_isError(fsize))
+            break;
+        if (ZSTD_getErrorCode(fsize) != ZSTD_error_srcSize_wrong) {
+            note_damage(r, off, "corrupt zstd frame: %s", ZSTD_getErrorName(fsize));
+            return resync(r, off) ? -EIO : 2;
+        }
+        if (r->eof && (size_t)n < want)
+            return 0; /* the frame runs past the end of the file */
+        if (want >= CT_MAX_FRAME) {
+            note_damage(r, off, "%s", "corrupt zstd frame: larger than any chunk cutrace writes");
+            return resync(r, off) ? -EIO : 2;
+        }
+        want = (size_t)n * 2 > CT_MAX_FRAME ? CT_MAX_FRAME : (size_t)n * 2;
+    }
+    const uint8_t *src = r->buf + r->buf_pos;
+    unsigned long long csize = ZSTD_getFrameContentSize(src, fsize);
+    if (csize == ZSTD_CONTENTSIZE_UNKNOWN || csize == ZSTD_CONTENTSIZE_ERROR ||
+        csize > CT_MAX_CHUNK_BYTES) {
+        note_damage(r, off, "%s",
+                    "corrupt zstd frame: expected a content size up to 64 MiB in its header");
+        return resync(r, off) ? -EIO : 2;
+    }
+    r->out.len = 0;
+    if (ct_buf_reserve(&r->out, (size_t)csize + 1))
+        return -ENOMEM;
+    size_t got = ZSTD_decompressDCtx(r->dctx, r->out.p, (size_t)csize + 1, src, fsize);
+    if (ZSTD_isError(got) || got != csize) {
+        note_damage(r, off, "corrupt zstd frame: %s",
+                    ZSTD_isError(got) ? ZSTD_getErrorName(got) : "content size mismatch");
+        return resync(r, off) ? -EIO : 2;
+    }
+    /* Validate the whole chunk before delivering any of it, so a damaged
+     * chunk never yields half its records. */
+    size_t epos = 0;
+    const char *ewhat = NULL;
+    int rc = ct_chunk_decode(r->out.p, got, NULL, NULL, &epos, &ewhat);
+    if (rc == -EBADMSG) {
+        char detail[128];
+        snprintf(detail, sizeof(detail), "byte %zu of the chunk: expected %s", epos, ewhat);
+        note_damage(r, off, "corrupt chunk: %s", detail);
+        r->buf_pos += fsize;
+        if (r->ndamage > 0 && r->damage[r->ndamage - 1].offset == off)
+            r->damage[r->ndamage - 1].skipped = fsize;
+        return 2;
+    }
+    struct pass_ctx pc = {r, sink};
+    struct ct_chunk_sink wrap = {&pc, pass_string, pass_record};
+    rc = ct_chunk_decode(r->out.p, got, &wrap, NULL, &epos, &ewhat);
+    r->buf_pos += fsize;
+    if (rc == -EBADMSG) { /* a string id beyond our limit */
+        note_damage(r, off, "corrupt chunk: %s", "string id below 2^24");
+        return 2;
+    }
+    if (rc)
+        return rc;
+    r->frames++;
+    return 1;
+}
+
+/* Whether a complete, valid frame starts at p (n bytes to EOF). */
+static int valid_frame_at(struct ct_reader *r, const uint8_t *p, size_t n)
+{
+    if (n < 8)
+        return 0;
+    uint32_t m = le32(p);
+    if (m == CT_SKIP_MAGIC_FOOTER)
+        return le32(p + 4) == CT_FOOTER_SIZE && n == 8 + CT_FOOTER_SIZE &&
+               memcmp(p + 8, CT_FOOTER_MAGIC, 8) == 0;
+    if (m != CT_ZSTD_MAGIC)
+        return 0;
+    size_t fsize = ZSTD_findFrameCompressedSize(p, n);
+    if (ZSTD_isError(fsize))
+        return 0;
+    unsigned long long csize = ZSTD_getFrameContentSize(p, fsize);
+    if (csize == ZSTD_CONTENTSIZE_UNKNOWN || csize == ZSTD_CONTENTSIZE_ERROR ||
+        csize > CT_MAX_CHUNK_BYTES)
+        return 0;
+    r->out.len = 0;
+    if (ct_buf_reserve(&r->out, (size_t)csize + 1))
+        return 0;
+    size_t got = ZSTD_decompressDCtx(r->dctx, r->out.p, (size_t)csize + 1, p, fsize);
+    return !ZSTD_isError(got) && got == csize;
+}
+
+/*
+ * EOF came inside the frame at the current position. That is a cut file,
+ * unless the frame's sizes were damaged and made it look longer than it is:
+ * then a valid frame follows. Returns the offset of that frame in the
+ * buffer, or 0 when this really is the end.
+ */
+static size_t valid_frame_after(struct ct_reader *r)
+{
+    for (size_t i = r->buf_pos + 1; i + 8 <= r->buf_len; i++)
+        if (is_frame_magic(r->buf + i) && valid_frame_at(r, r->buf + i, r->buf_len - i))
+            return i;
+    return 0;
+}
+
+int ct_reader_next(struct ct_reader *r, const struct ct_chunk_sink *sink)
+{
+    for (;;) {
+        if (r->has_footer || r->truncated)
+            return 0;
+        long long n = ensure(r, 8);
+        if (n < 0)
+            return (int)n;
+        uint64_t off = cur_off(r);
+        if (n == 0) { /* clean end of data without a footer */
+            r->truncated = 1;
+            r->truncated_at = off;
+            return 0;
+        }
+        if (n < 8) {
+            if (n >= 4 && !is_frame_magic(r->buf + r->buf_pos)) {
+                note_damage(r, off, "%s", "expected a frame magic; found garbage at the end");
+                r->buf_pos = r->buf_len;
+                continue;
+            }
+            r->truncated = 1;
+            r->truncated_at = off;
+            return 0;
+        }
+        const uint8_t *p = r->buf + r->buf_pos;
+        uint32_t magic = le32(p);
+        if (magic >= CT_SKIP_MAGIC_MIN && magic <= CT_SKIP_MAGIC_MAX) {
+            uint32_t size = le32(p + 4);
+            if (size > CT_MAX_FRAME) {
+                note_damage(r, off, "%s", "corrupt skippable frame: implausible size");
+                if (resync(r, off))
+                    return -EIO;
+                continue;
+            }
+            n = ensure(r, 8 + (size_t)size);
+            if (n < 0)
+                return (int)n;
+            if ((unsigned long long)n < 8ull + size) {
+                r->truncated = 1;
+                r->truncated_at = off;
+                return 0;
+            }
+            p = r->buf + r->buf_pos;
+            if (magic == CT_SKIP_MAGIC_FOOTER && size >= CT_FOOTER_SIZE &&
+                memcmp(p + 8, CT_FOOTER_MAGIC, 8) == 0) {
+                r->footer.chunks = le64(p + 16);
+                r->footer.records = le64(p + 24);
+                r->footer.dropped = le64(p + 32);
+                r->footer.end_mono_ns = le64(p + 40);
+                r->has_footer = 1;
+            } else if (magic == CT_SKIP_MAGIC_HEADER) {
+                note_damage(r, off, "%s", "unexpected second file header (files concatenated?)");
+            }
+            r->buf_pos += 8 + size;
+            continue;
+        }
+        if (magic != CT_ZSTD_MAGIC) {
+            note_damage(r, off, "%s",
+                        "expected a zstd frame (magic 0xFD2FB528) or a skippable frame");
+            if (resync(r, off))
+                return -EIO;
+            continue;
+        }
+        int rc = read_zstd_frame(r, sink);
+        if (rc == 0) {
+            size_t next = valid_frame_after(r);
+            if (next) {
+                note_damage(r, off, "%s",
+                            "corrupt zstd frame: its sizes run past the end of the file "
+                            "although valid frames follow");
+                if (r->ndamage > 0 && r->damage[r->ndamage - 1].offset == off)
+                    r->damage[r->ndamage - 1].skipped = next - r->buf_pos;
+                r->buf_pos = next;
+                continue;
+            }
+            r->truncated = 1;
+            r->truncated_at = off;
+            return 0;
+        }
+        if (rc == 2)
+            continue;
+        return rc;
+    }
+}

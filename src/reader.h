@@ -1,0 +1,90 @@
+/*
+ * Trace reader: streams a file frame by frame with bounded memory. A file
+ * cut anywhere decodes up to its last complete frame ("truncated at offset
+ * N"); corrupt bytes are reported with their offset and what was expected,
+ * and reading resumes at the next frame that decodes. Used by the decoder
+ * and fuzzed (ct_reader_open_mem).
+ */
+#ifndef CT_READER_H
+#define CT_READER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "src/chunk.h"
+
+struct ct_trace_header {
+    uint32_t version;
+    uint64_t features;
+    uint32_t clock_source;
+    uint64_t tsc_hz;
+    uint64_t start_mono_ns, start_real_ns;
+    uint32_t pid, gen;
+};
+
+struct ct_trace_footer {
+    uint64_t chunks, records, dropped, end_mono_ns;
+};
+
+#define CT_READER_MAX_DAMAGE 16
+
+struct ct_damage {
+    uint64_t offset;  /* first bad byte */
+    uint64_t skipped; /* bytes skipped before the next good frame (0 at EOF) */
+    char what[160];
+};
+
+struct ct_reader {
+    const char *name; /* for messages: the path, or "<memory>" */
+    int fd;
+    const uint8_t *mem;
+    size_t mem_len;
+    uint8_t *buf;     /* window of the file: [buf_off, buf_off + buf_len) */
+    size_t buf_len, buf_cap, buf_pos; /* buf_pos: next unread byte in buf */
+    uint64_t buf_off;
+    int eof;
+    void *dctx;       /* ZSTD_DCtx */
+    struct ct_buf out;
+
+    struct ct_trace_header hdr;
+    int has_footer;
+    struct ct_trace_footer footer;
+    int truncated;
+    uint64_t truncated_at;
+    uint64_t frames;  /* chunk frames decoded */
+    uint64_t records; /* records delivered */
+    unsigned ndamage;
+    uint64_t damage_total;
+    struct ct_damage damage[CT_READER_MAX_DAMAGE];
+
+    char **strs;      /* by id */
+    uint32_t *str_lens;
+    size_t nstrs;
+    char err[256];    /* message of the last fatal error */
+};
+
+/*
+ * Opens a trace and reads its header. Returns 0, or a negative errno with
+ * r->err set: -ENOENT and friends from open, -EPROTO "not a cutrace trace"
+ * (with the offset and what was expected), -EPROTONOSUPPORT for a newer
+ * format version. On failure the reader is closed.
+ */
+int ct_reader_open(struct ct_reader *r, const char *path);
+int ct_reader_open_mem(struct ct_reader *r, const uint8_t *p, size_t n);
+void ct_reader_close(struct ct_reader *r);
+/* Closes the file and frees the read buffers but keeps strings and status,
+ * for callers that hold many decoded traces at once. */
+void ct_reader_release_io(struct ct_reader *r);
+
+/*
+ * Delivers the next chunk's strings and records to sink. Returns 1 when a
+ * chunk was delivered, 0 at the end of the trace (see truncated/has_footer),
+ * or a negative errno for a read error (r->err says which) or a sink's own
+ * negative code. Damage is recorded in r->damage and skipped.
+ */
+int ct_reader_next(struct ct_reader *r, const struct ct_chunk_sink *sink);
+
+/* The string for id ("" for 0 or unknown ids). */
+const char *ct_reader_string(const struct ct_reader *r, uint64_t id);
+
+#endif

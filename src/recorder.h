@@ -1,0 +1,122 @@
+/*
+ * The recording core: one per process. Threads append records to their own
+ * ring (found through a thread-local pointer); a background writer thread
+ * drains the rings, converts times, encodes chunks and writes one zstd frame
+ * per chunk. Nothing on the append path locks, allocates or makes syscalls
+ * except a thread's very first record, which maps its ring once.
+ *
+ * Lifecycle: ct_recorder_start() once (it creates the file and the writer),
+ * ct_recorder_stop() at exit. Both are called from the shim's init/exit
+ * paths, never from the hot path.
+ */
+#ifndef CT_RECORDER_H
+#define CT_RECORDER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "src/clock.h"
+#include "src/ring.h"
+#include "src/strtab.h"
+
+#define CT_MAX_RINGS 4096
+
+struct ct_recorder_config {
+    const char *path;         /* trace file to create (O_EXCL) */
+    size_t ring_bytes;        /* per-thread ring, CUTRACE_BUFFER_KB */
+    int zstd_level;           /* CUTRACE_ZSTD_LEVEL */
+    unsigned flush_ms;        /* CUTRACE_FLUSH_MS: partial chunks at least this often */
+    uint64_t features;        /* CT_FEAT_* for the header */
+    uint32_t pid, gen;        /* for the header */
+    uint32_t max_strings;     /* 0 = default */
+    size_t string_bytes;      /* 0 = default */
+    enum ct_clock_pref clock; /* CUTRACE_CLOCK */
+};
+
+/* One metadata key/value written in the first chunk, before any event. */
+struct ct_meta_kv {
+    unsigned scope; /* enum ct_meta_scope */
+    uint64_t scope_id;
+    const char *key;
+    const char *value;
+};
+
+/*
+ * Creates the file (0600, O_EXCL|O_NOFOLLOW|O_CLOEXEC), writes the header and
+ * a metadata chunk from `meta`, and starts the writer. Returns 0, or a
+ * negative errno (the file exists, cannot be created, thread creation
+ * failed...). On failure nothing is left running and recording stays off.
+ * Not thread-safe: the caller serialises (the shim's init does).
+ */
+int ct_recorder_start(const struct ct_recorder_config *cfg, const struct ct_meta_kv *meta,
+                      size_t nmeta);
+
+/*
+ * Drains everything, writes the final clock pair and the footer, closes the
+ * file. Waits at most timeout_ms for the writer. Idempotent. Returns 0 or
+ * a negative errno of the first write failure seen during the run.
+ */
+int ct_recorder_stop(unsigned timeout_ms);
+
+/* Asks the writer for a full pass (partial chunks included) and waits up
+ * to timeout_ms for it. Returns 0, -ETIMEDOUT, or -ENODEV when not running. */
+int ct_recorder_flush(unsigned timeout_ms);
+
+/* 1 while records are being taken. */
+int ct_recorder_running(void);
+
+/* Test hook: a paused writer drains nothing, so rings fill and drop. */
+void ct_recorder_pause_writer(int paused);
+
+/* Totals so far (writer's view). */
+struct ct_recorder_stats {
+    uint64_t chunks, records, dropped, bytes_written;
+    int write_error; /* first negative errno from writing, 0 if none */
+};
+void ct_recorder_stats(struct ct_recorder_stats *s);
+
+/* The process-wide string table (valid once started). */
+extern struct ct_strtab ct_strings;
+static inline uint32_t ct_intern(const char *s)
+{
+    return ct_strtab_intern_cstr(&ct_strings, s);
+}
+
+/*
+ * Set on threads that belong to the recorder (the writer) and by the shim
+ * around its own work: wrappers seeing it pass straight through.
+ */
+extern __thread int ct_tls_guard __attribute__((tls_model("initial-exec")));
+
+extern __thread struct ct_ring *ct_tls_ring __attribute__((tls_model("initial-exec")));
+struct ct_ring *ct_thread_ring_slow(void);
+
+/* The calling thread's ring, or NULL (the loss is counted) when recording is
+ * off or no ring could be had. */
+static inline struct ct_ring *ct_thread_ring(void)
+{
+    struct ct_ring *r = ct_tls_ring;
+    if (__builtin_expect((uintptr_t)r > 1, 1))
+        return r;
+    return ct_thread_ring_slow();
+}
+
+/* Appends one record of `kind` with n fields. 0 or -1 (dropped, counted). */
+static inline int ct_emit(unsigned kind, unsigned flags, const uint64_t *f, unsigned n)
+{
+    struct ct_ring *r = ct_thread_ring();
+    if (!r)
+        return -1;
+    uint64_t *w = ct_ring_begin(r, kind, n, flags);
+    if (!w)
+        return -1;
+    memcpy(w, f, (size_t)n * 8u);
+    ct_ring_commit(r);
+    return 0;
+}
+
+/* Records an error of the recorder's own (kind CT_REC_ERROR). */
+void ct_emit_error(const char *what, int64_t code);
+
+#endif

@@ -1,0 +1,54 @@
+/* State shared by recorder.c (threads and rings) and writer.c (the writer). */
+#ifndef CT_RECORDER_INT_H
+#define CT_RECORDER_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "src/chunk.h"
+#include "src/recorder.h"
+
+struct ct_rec_state {
+    atomic_int running;             /* records are being taken */
+    size_t ring_bytes;
+    struct ct_ring *_Atomic rings[CT_MAX_RINGS];
+    atomic_uint nrings_hwm;         /* slots [0, hwm) may be in use */
+    _Atomic uint64_t no_buffer_drops;
+    pthread_key_t exit_key;
+
+    /* writer */
+    pthread_t thread;
+    pthread_mutex_t mu;             /* only the writer and control calls take it */
+    pthread_cond_t cv;              /* wakes the writer */
+    pthread_cond_t done_cv;         /* flush completion */
+    int stop_req;
+    uint64_t flush_req, flush_done;
+    atomic_int paused;
+    int fd;
+    unsigned flush_ms;
+    int zstd_level;
+    void *cctx;                     /* ZSTD_CCtx */
+    struct ct_clock_conv conv;
+    struct ct_chunk_enc enc;
+    struct ct_buf payload, frame;
+    uint8_t *str_emitted;           /* bitmap: id already defined in the file */
+    uint32_t str_scan_from;         /* every id below is defined */
+    uint64_t next_seq;
+    uint64_t last_sync_ns;
+    uint64_t no_buffer_reported;
+    _Atomic uint64_t chunks, records, dropped, bytes_written;
+    atomic_int write_error;
+};
+
+extern struct ct_rec_state ct_rec;
+
+/* recorder.c */
+void ct_rings_reset(void);
+
+/* writer.c */
+void *ct_writer_main(void *arg);
+int ct_writer_open(const struct ct_recorder_config *cfg, const struct ct_meta_kv *meta,
+                   size_t nmeta);
+void ct_writer_close(void);
+
+#endif

@@ -1,0 +1,107 @@
+/*
+ * Per-thread record ring: one producer (the recording thread), one consumer
+ * (the writer). The producer's append path is a handful of loads and stores:
+ * no locks, no allocation, no syscalls. When the ring is full the record is
+ * dropped and counted; the producer never waits.
+ *
+ * A record in memory is a struct ct_rec_hdr followed by hdr.nwords u64
+ * fields in the order of the kind's table in cutrace/format.h. Times are raw
+ * ct_clock_now() values unless CT_RF_NS says they are already monotonic ns.
+ * Records never wrap: a pad record (kind 0) fills the end of the ring.
+ *
+ * Not reentrant on one thread: a caller that can be interrupted by a signal
+ * handler that also records must guard (the shim's reentry flag does).
+ */
+#ifndef CT_RING_H
+#define CT_RING_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cutrace/format.h"
+
+#define CT_RF_NS 0x01 /* time fields are already CLOCK_MONOTONIC ns */
+
+struct ct_rec_hdr {
+    uint16_t kind;  /* enum ct_record_kind; 0 = pad */
+    uint8_t nwords; /* fields that follow */
+    uint8_t flags;  /* CT_RF_* */
+    uint32_t reserved;
+};
+
+enum ct_ring_state {
+    CT_RING_ACTIVE = 1,
+    CT_RING_EXITED = 2, /* its thread is gone; the writer drains and frees it */
+};
+
+struct ct_ring {
+    /* producer's cache line */
+    _Atomic uint64_t head;    /* bytes ever committed */
+    uint64_t cached_tail;     /* producer's last view of tail */
+    uint64_t pending;         /* head after the record being built */
+    _Atomic uint64_t dropped; /* written by the producer only */
+    char pad0[32];
+    /* consumer's cache line */
+    _Atomic uint64_t tail;    /* bytes ever consumed */
+    uint64_t dropped_reported;
+    uint64_t last_drain_ns;
+    char pad1[40];
+    /* set at creation */
+    uint8_t *data;
+    uint64_t size; /* power of two */
+    uint64_t mask;
+    uint32_t tid;
+    atomic_int state;
+};
+
+/* Maps a ring with `bytes` of data (rounded up to a power of two, at least
+ * 4 KiB). Returns NULL on failure. One mmap: safe in any context. */
+struct ct_ring *ct_ring_create(size_t bytes, uint32_t tid);
+void ct_ring_destroy(struct ct_ring *r);
+
+/*
+ * Starts a record of `nwords` fields; returns where to store them, or NULL
+ * (the record is dropped and counted) when the ring is full. Must be followed
+ * by ct_ring_commit() before the next begin.
+ */
+static inline uint64_t *ct_ring_begin(struct ct_ring *r, unsigned kind, unsigned nwords,
+                                      unsigned flags)
+{
+    uint64_t need = 8u + (uint64_t)nwords * 8u;
+    uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+    uint64_t pos = head & r->mask;
+    uint64_t pad = r->size - pos < need ? r->size - pos : 0;
+    if (head + pad + need - r->cached_tail > r->size) {
+        r->cached_tail = atomic_load_explicit(&r->tail, memory_order_acquire);
+        if (head + pad + need - r->cached_tail > r->size) {
+            atomic_store_explicit(&r->dropped,
+                                  atomic_load_explicit(&r->dropped, memory_order_relaxed) + 1,
+                                  memory_order_relaxed);
+            return NULL;
+        }
+    }
+    if (pad) {
+        struct ct_rec_hdr *ph = (struct ct_rec_hdr *)(void *)(r->data + pos);
+        ph->kind = 0;
+        ph->nwords = (uint8_t)((pad - 8u) / 8u);
+        ph->flags = 0;
+        ph->reserved = 0;
+        head += pad;
+        pos = 0;
+    }
+    struct ct_rec_hdr *h = (struct ct_rec_hdr *)(void *)(r->data + pos);
+    h->kind = (uint16_t)kind;
+    h->nwords = (uint8_t)nwords;
+    h->flags = (uint8_t)flags;
+    h->reserved = 0;
+    r->pending = head + need;
+    return (uint64_t *)(void *)(h + 1);
+}
+
+static inline void ct_ring_commit(struct ct_ring *r)
+{
+    atomic_store_explicit(&r->head, r->pending, memory_order_release);
+}
+
+#endif

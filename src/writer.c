@@ -1,0 +1,388 @@
+/*
+ * The writer thread: drains per-thread rings, converts tick times to
+ * monotonic ns, encodes one chunk per ring visit, compresses it as one zstd
+ * frame and appends it with write(). It is the only thread that touches the
+ * file. It may allocate and block (it is not the job's thread); it must never
+ * make the job wait: producers that outrun it lose records, counted.
+ */
+#include "src/recorder_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#define CT_CHUNK_MAX_RECORDS 65536u /* keeps a chunk's payload a few MiB at most */
+#define CT_SYNC_PERIOD_NS 1000000000ull
+
+static void put_le32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void put_le64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static int write_all(int fd, const uint8_t *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        if (w == 0)
+            return -EIO;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* Appends bytes to the file unless an earlier write failed. */
+static int emit_bytes(const uint8_t *p, size_t n)
+{
+    if (atomic_load(&ct_rec.write_error) || ct_rec.fd < 0)
+        return -EIO;
+    int rc = write_all(ct_rec.fd, p, n);
+    if (rc) {
+        int zero = 0;
+        atomic_compare_exchange_strong(&ct_rec.write_error, &zero, rc);
+        return rc;
+    }
+    atomic_fetch_add(&ct_rec.bytes_written, n);
+    return 0;
+}
+
+/* Defines, in the chunk being built, every ready string not yet in the file. */
+static int add_new_strings(void)
+{
+    uint32_t limit = ct_strtab_limit(&ct_strings);
+    int contiguous = 1;
+    for (uint32_t id = ct_rec.str_scan_from; id < limit; id++) {
+        if (ct_rec.str_emitted[id / 8] & (1u << (id % 8))) {
+            if (contiguous)
+                ct_rec.str_scan_from = id + 1;
+            continue;
+        }
+        const char *s;
+        uint32_t len;
+        if (ct_strtab_get(&ct_strings, id, &s, &len) != 0) {
+            contiguous = 0; /* still being defined by its thread */
+            continue;
+        }
+        int rc = ct_chunk_add_string(&ct_rec.enc, id, s, len);
+        if (rc)
+            return rc;
+        ct_rec.str_emitted[id / 8] |= (uint8_t)(1u << (id % 8));
+        if (contiguous)
+            ct_rec.str_scan_from = id + 1;
+    }
+    return 0;
+}
+
+/* Finishes the chunk being built and writes it as one zstd frame. */
+static int flush_chunk(void)
+{
+    if (ct_rec.enc.nrecords == 0 && ct_rec.enc.nstrings == 0)
+        return 0;
+    int rc = add_new_strings();
+    if (!rc)
+        rc = ct_chunk_finish(&ct_rec.enc, &ct_rec.payload);
+    if (!rc)
+        rc = ct_buf_reserve(&ct_rec.frame, ZSTD_compressBound(ct_rec.payload.len));
+    if (rc)
+        return rc;
+    size_t z = ZSTD_compress2(ct_rec.cctx, ct_rec.frame.p, ct_rec.frame.cap, ct_rec.payload.p,
+                              ct_rec.payload.len);
+    if (ZSTD_isError(z))
+        return -EIO;
+    uint32_t nrec = ct_rec.enc.nrecords;
+    rc = emit_bytes(ct_rec.frame.p, z);
+    ct_rec.next_seq++;
+    if (rc) {
+        atomic_fetch_add(&ct_rec.dropped, nrec);
+        return rc;
+    }
+    atomic_fetch_add(&ct_rec.chunks, 1);
+    atomic_fetch_add(&ct_rec.records, nrec);
+    return 0;
+}
+
+static uint64_t to_ns(uint64_t v, unsigned flags)
+{
+    return (flags & CT_RF_NS) ? v : ct_clock_conv_ns(&ct_rec.conv, v);
+}
+
+/* Adds one in-memory record to the chunk, converting its time fields. */
+static void add_record(unsigned kind, unsigned flags, const uint64_t *w, unsigned nwords)
+{
+    if (kind == 0 || kind >= CT_REC_KIND_COUNT || nwords != ct_kind_table[kind].nfields)
+        return; /* cannot happen with our own emitters; never trust it anyway */
+    uint64_t f[CT_MAX_FIELDS];
+    const uint8_t *codec = ct_kind_table[kind].codec;
+    for (unsigned i = 0; i < nwords; i++) {
+        uint64_t v = w[i];
+        switch (codec[i]) {
+        case CT_CODEC_TIME:
+        case CT_CODEC_END:
+            v = to_ns(v, flags);
+            break;
+        case CT_CODEC_OTIME:
+        case CT_CODEC_OEND:
+            v = v ? to_ns(v, flags) : 0;
+            break;
+        default:
+            break;
+        }
+        f[i] = v;
+    }
+    if (ct_rec.enc.nrecords >= CT_CHUNK_MAX_RECORDS) {
+        uint64_t tid = ct_rec.enc.tid;
+        flush_chunk();
+        ct_chunk_begin(&ct_rec.enc, tid, ct_rec.next_seq, f[0]);
+    }
+    if (ct_chunk_add_record(&ct_rec.enc, kind, f, nwords) != 0)
+        atomic_fetch_add(&ct_rec.dropped, 1);
+}
+
+static void add_drop(uint64_t count, unsigned reason, uint64_t now_ns)
+{
+    uint64_t f[CT_DROP_NFIELDS] = {now_ns, count, reason};
+    add_record(CT_REC_DROP, CT_RF_NS, f, CT_DROP_NFIELDS);
+    atomic_fetch_add(&ct_rec.dropped, count);
+}
+
+static uint64_t first_time(const struct ct_ring *r, uint64_t pos, uint64_t head, uint64_t dflt)
+{
+    while (pos < head) {
+        const struct ct_rec_hdr *h = (const void *)(r->data + (pos & r->mask));
+        if (h->kind != 0 && h->nwords > 0)
+            return to_ns(((const uint64_t *)(h + 1))[0], h->flags);
+        pos += 8u + (uint64_t)h->nwords * 8u;
+    }
+    return dflt;
+}
+
+/* Encodes and writes whatever the ring holds (or nothing, if not due). */
+static void drain_ring(unsigned slot, uint64_t now_ns, int force)
+{
+    struct ct_ring *r = atomic_load_explicit(&ct_rec.rings[slot], memory_order_acquire);
+    if (!r)
+        return;
+    int exited = atomic_load_explicit(&r->state, memory_order_acquire) == CT_RING_EXITED;
+    uint64_t head = atomic_load_explicit(&r->head, memory_order_acquire);
+    uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+    uint64_t dropped = atomic_load_explicit(&r->dropped, memory_order_relaxed);
+    uint64_t avail = head - tail;
+    int due = force || exited || avail >= r->size / 4 ||
+              (avail > 0 && now_ns - r->last_drain_ns >= (uint64_t)ct_rec.flush_ms * 1000000u);
+    if (due && (avail > 0 || dropped != r->dropped_reported)) {
+        ct_chunk_begin(&ct_rec.enc, r->tid, ct_rec.next_seq, first_time(r, tail, head, now_ns));
+        uint64_t pos = tail;
+        while (pos < head) {
+            const struct ct_rec_hdr *h = (const void *)(r->data + (pos & r->mask));
+            if (h->kind != 0)
+                add_record(h->kind, h->flags, (const uint64_t *)(h + 1), h->nwords);
+            pos += 8u + (uint64_t)h->nwords * 8u;
+        }
+        /* The records are copied into the encoder: give the space back first,
+         * compression and I/O happen after. */
+        atomic_store_explicit(&r->tail, head, memory_order_release);
+        if (dropped != r->dropped_reported) {
+            add_drop(dropped - r->dropped_reported, CT_DROP_RING_FULL, now_ns);
+            r->dropped_reported = dropped;
+        }
+        flush_chunk();
+        r->last_drain_ns = now_ns;
+    }
+    if (due && exited) {
+        atomic_store(&ct_rec.rings[slot], NULL);
+        ct_ring_destroy(r);
+    }
+}
+
+static void emit_clock_record(void)
+{
+    struct ct_clock_pair p;
+    ct_clock_pair_take(&p);
+    ct_clock_conv_update(&ct_rec.conv, &p);
+    ct_clock_publish(&ct_rec.conv);
+    uint64_t f[CT_CLOCK_NFIELDS] = {p.mono_ns, p.real_ns, ct_clock_tsc ? p.ticks : 0, 0,
+                                    (uint64_t)-1};
+    ct_emit(CT_REC_CLOCK, CT_RF_NS, f, CT_CLOCK_NFIELDS);
+    ct_rec.last_sync_ns = p.mono_ns;
+}
+
+static void writer_pass(int force)
+{
+    struct ct_clock_pair p;
+    ct_clock_pair_take(&p);
+    ct_clock_conv_update(&ct_rec.conv, &p);
+    ct_clock_publish(&ct_rec.conv);
+    if (p.mono_ns - ct_rec.last_sync_ns >= CT_SYNC_PERIOD_NS)
+        emit_clock_record();
+    uint64_t nb = atomic_load(&ct_rec.no_buffer_drops);
+    if (nb != ct_rec.no_buffer_reported) {
+        uint64_t f[CT_DROP_NFIELDS] = {p.mono_ns, nb - ct_rec.no_buffer_reported,
+                                       CT_DROP_NO_BUFFER};
+        if (ct_emit(CT_REC_DROP, CT_RF_NS, f, CT_DROP_NFIELDS) == 0) {
+            atomic_fetch_add(&ct_rec.dropped, nb - ct_rec.no_buffer_reported);
+            ct_rec.no_buffer_reported = nb;
+        }
+    }
+    unsigned hwm = atomic_load(&ct_rec.nrings_hwm);
+    for (unsigned i = 0; i < hwm; i++)
+        drain_ring(i, p.mono_ns, force);
+}
+
+static void write_footer(void)
+{
+    uint8_t f[8 + CT_FOOTER_SIZE];
+    put_le32(f, CT_SKIP_MAGIC_FOOTER);
+    put_le32(f + 4, CT_FOOTER_SIZE);
+    memcpy(f + 8, CT_FOOTER_MAGIC, 8);
+    put_le64(f + 16, atomic_load(&ct_rec.chunks));
+    put_le64(f + 24, atomic_load(&ct_rec.records));
+    put_le64(f + 32, atomic_load(&ct_rec.dropped));
+    put_le64(f + 40, ct_clock_mono_ns());
+    emit_bytes(f, sizeof(f));
+}
+
+static unsigned poll_ms(void)
+{
+    unsigned p = ct_rec.flush_ms / 10;
+    return p < 1 ? 1 : p > 5 ? 5 : p;
+}
+
+void *ct_writer_main(void *arg)
+{
+    (void)arg;
+    /* The job's signals are for the job's threads. */
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
+    ct_tls_guard = 1;
+    emit_clock_record();
+    for (;;) {
+        struct timespec dl;
+        clock_gettime(CLOCK_MONOTONIC, &dl);
+        dl.tv_nsec += (long)poll_ms() * 1000000L;
+        if (dl.tv_nsec >= 1000000000L) {
+            dl.tv_sec++;
+            dl.tv_nsec -= 1000000000L;
+        }
+        pthread_mutex_lock(&ct_rec.mu);
+        while (!ct_rec.stop_req && ct_rec.flush_req == ct_rec.flush_done &&
+               pthread_cond_timedwait(&ct_rec.cv, &ct_rec.mu, &dl) == 0)
+            ;
+        int stop = ct_rec.stop_req;
+        uint64_t flush = ct_rec.flush_req;
+        pthread_mutex_unlock(&ct_rec.mu);
+        int forced = stop || flush != ct_rec.flush_done;
+        if (!atomic_load(&ct_rec.paused) || forced)
+            writer_pass(forced);
+        if (flush != ct_rec.flush_done) {
+            /* A second pass picks up what the first one's own records added. */
+            writer_pass(1);
+            pthread_mutex_lock(&ct_rec.mu);
+            ct_rec.flush_done = flush;
+            pthread_cond_broadcast(&ct_rec.done_cv);
+            pthread_mutex_unlock(&ct_rec.mu);
+        }
+        if (stop)
+            break;
+    }
+    emit_clock_record();
+    writer_pass(1);
+    write_footer();
+    ct_writer_close();
+    return NULL;
+}
+
+static int write_header(const struct ct_recorder_config *cfg, const struct ct_clock_pair *p)
+{
+    uint8_t h[8 + CT_HEADER_MIN_SIZE];
+    memset(h, 0, sizeof(h));
+    const uint32_t size = CT_HEADER_MIN_SIZE;
+    put_le32(h, CT_SKIP_MAGIC_HEADER);
+    put_le32(h + 4, size);
+    memcpy(h + 8, CT_FILE_MAGIC, 8);
+    h[16] = (uint8_t)CT_FORMAT_VERSION;
+    h[17] = (uint8_t)(CT_FORMAT_VERSION >> 8);
+    h[18] = (uint8_t)size;
+    h[19] = (uint8_t)(size >> 8);
+    uint64_t features = cfg->features | (ct_clock_tsc ? CT_FEAT_TSC : 0);
+    put_le64(h + 24, features);
+    put_le32(h + 32, ct_clock_source());
+    put_le64(h + 40, 0); /* TSC rate: the clock records carry (ticks, ns) pairs */
+    put_le64(h + 48, p->mono_ns);
+    put_le64(h + 56, p->real_ns);
+    put_le32(h + 64, cfg->pid);
+    put_le32(h + 68, cfg->gen);
+    return emit_bytes(h, sizeof(h));
+}
+
+static int write_meta_chunk(const struct ct_meta_kv *meta, size_t nmeta, uint64_t now_ns)
+{
+    uint64_t tid = (uint64_t)syscall(SYS_gettid);
+    ct_chunk_begin(&ct_rec.enc, tid, ct_rec.next_seq, now_ns);
+    for (size_t i = 0; i < nmeta; i++) {
+        uint64_t f[CT_META_NFIELDS] = {now_ns, meta[i].scope, meta[i].scope_id,
+                                       ct_intern(meta[i].key), ct_intern(meta[i].value)};
+        add_record(CT_REC_META, CT_RF_NS, f, CT_META_NFIELDS);
+    }
+    return flush_chunk();
+}
+
+int ct_writer_open(const struct ct_recorder_config *cfg, const struct ct_meta_kv *meta,
+                   size_t nmeta)
+{
+    int fd = open(cfg->path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -errno;
+    ct_rec.fd = fd;
+    atomic_store(&ct_rec.write_error, 0);
+    ZSTD_CCtx *cctx = ZSTD_createCCtx();
+    if (!cctx) {
+        ct_writer_close();
+        return -ENOMEM;
+    }
+    ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, cfg->zstd_level);
+    ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1);
+    ZSTD_CCtx_setParameter(cctx, ZSTD_c_contentSizeFlag, 1);
+    ct_rec.cctx = cctx;
+    struct ct_clock_pair p;
+    ct_clock_pair_take(&p);
+    ct_clock_conv_init(&ct_rec.conv, &p);
+    ct_rec.last_sync_ns = p.mono_ns;
+    int rc = write_header(cfg, &p);
+    if (!rc)
+        rc = write_meta_chunk(meta, nmeta, p.mono_ns);
+    if (rc) {
+        ct_writer_close();
+        return rc;
+    }
+    return 0;
+}
+
+void ct_writer_close(void)
+{
+    if (ct_rec.fd >= 0)
+        close(ct_rec.fd);
+    ct_rec.fd = -1;
+    ZSTD_freeCCtx(ct_rec.cctx);
+    ct_rec.cctx = NULL;
+    ct_chunk_enc_free(&ct_rec.enc);
+    ct_buf_free(&ct_rec.payload);
+    ct_buf_free(&ct_rec.frame);
+}

@@ -1,0 +1,120 @@
+#include "tests/unit/helpers.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+const char *th_tmpdir(void)
+{
+    static char dir[256];
+    const char *base = getenv("TMPDIR");
+    snprintf(dir, sizeof(dir), "%s/cutrace-test-XXXXXX", base && *base ? base : "/tmp");
+    if (!mkdtemp(dir))
+        abort();
+    return dir;
+}
+
+const char *th_path(char *buf, size_t n, const char *dir, const char *name)
+{
+    snprintf(buf, n, "%s/%s", dir, name);
+    return buf;
+}
+
+uint8_t *th_read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *p = malloc(n > 0 ? (size_t)n : 1);
+    if (p && fread(p, 1, (size_t)n, f) != (size_t)n) {
+        free(p);
+        p = NULL;
+    }
+    fclose(f);
+    *len = (size_t)n;
+    return p;
+}
+
+int th_write_file(const char *path, const uint8_t *p, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return -errno;
+    size_t w = fwrite(p, 1, len, f);
+    fclose(f);
+    return w == len ? 0 : -EIO;
+}
+
+static int on_rec(void *ctx, const struct ct_record *r)
+{
+    struct th_trace *t = ctx;
+    if (t->n == t->cap) {
+        t->cap = t->cap ? t->cap * 2 : 256;
+        t->recs = realloc(t->recs, t->cap * sizeof(*t->recs));
+    }
+    t->recs[t->n++] = *r;
+    return 0;
+}
+
+static void read_all(struct th_trace *t)
+{
+    if (t->open_rc)
+        return;
+    struct ct_chunk_sink sink = {t, NULL, on_rec};
+    while (ct_reader_next(&t->rd, &sink) > 0)
+        ;
+}
+
+void th_trace_read_mem(struct th_trace *t, const uint8_t *p, size_t len)
+{
+    memset(t, 0, sizeof(*t));
+    t->open_rc = ct_reader_open_mem(&t->rd, p, len);
+    read_all(t);
+}
+
+void th_trace_read_file(struct th_trace *t, const char *path)
+{
+    memset(t, 0, sizeof(*t));
+    t->open_rc = ct_reader_open(&t->rd, path);
+    read_all(t);
+}
+
+void th_trace_free(struct th_trace *t)
+{
+    if (!t->open_rc)
+        ct_reader_close(&t->rd);
+    free(t->recs);
+    memset(t, 0, sizeof(*t));
+}
+
+size_t th_count_kind(const struct th_trace *t, unsigned kind)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < t->n; i++)
+        n += t->recs[i].kind == kind;
+    return n;
+}
+
+int th_start(const char *path, size_t ring_bytes, unsigned flush_ms)
+{
+    struct ct_recorder_config cfg = {
+        .path = path,
+        .ring_bytes = ring_bytes,
+        .zstd_level = 3,
+        .flush_ms = flush_ms,
+        .pid = (uint32_t)getpid(),
+        .max_strings = 4096,
+        .string_bytes = 1 << 20,
+    };
+    struct ct_meta_kv meta[] = {
+        {CT_SCOPE_PROCESS, 0, "host", "testhost"},
+        {CT_SCOPE_PROCESS, 0, "rank", "3"},
+    };
+    return ct_recorder_start(&cfg, meta, 2);
+}

@@ -1,0 +1,239 @@
+/* Suite "codec": varints, zigzag and the chunk encoder/decoder. */
+#include <check.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "src/chunk.h"
+#include "src/varint.h"
+
+static const uint64_t edge_u[] = {0,
+                                  1,
+                                  127,
+                                  128,
+                                  16383,
+                                  16384,
+                                  (1ull << 32) - 1,
+                                  1ull << 32,
+                                  (1ull << 63) - 1,
+                                  1ull << 63,
+                                  UINT64_MAX - 1,
+                                  UINT64_MAX};
+
+START_TEST(varint_round_trips_edge_values)
+{
+    for (size_t i = 0; i < sizeof(edge_u) / sizeof(edge_u[0]); i++) {
+        uint8_t buf[CT_VARINT_MAX];
+        size_t n = ct_varint_put(buf, edge_u[i]);
+        ck_assert_uint_le(n, CT_VARINT_MAX);
+        const uint8_t *p = buf;
+        uint64_t v;
+        ck_assert_int_eq(ct_varint_get(&p, buf + n, &v), 0);
+        ck_assert_uint_eq(v, edge_u[i]);
+        ck_assert_ptr_eq(p, buf + n);
+        /* every proper prefix is an error, never a wrong value */
+        for (size_t cut = 0; cut < n; cut++) {
+            p = buf;
+            ck_assert_int_eq(ct_varint_get(&p, buf + cut, &v), -1);
+        }
+    }
+}
+END_TEST
+
+START_TEST(varint_rejects_more_than_64_bits)
+{
+    uint8_t buf[11];
+    memset(buf, 0xff, sizeof(buf));
+    buf[10] = 0x01;
+    const uint8_t *p = buf;
+    uint64_t v;
+    ck_assert_int_eq(ct_varint_get(&p, buf + 11, &v), -1);
+    /* tenth byte carrying more than the 64th bit */
+    memset(buf, 0x80, 9);
+    buf[9] = 0x02;
+    p = buf;
+    ck_assert_int_eq(ct_varint_get(&p, buf + 10, &v), -1);
+}
+END_TEST
+
+START_TEST(zigzag_round_trips_signed_extremes)
+{
+    const int64_t vals[] = {0, 1, -1, 63, -64, INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN};
+    for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++)
+        ck_assert_int_eq(ct_unzigzag(ct_zigzag(vals[i])), vals[i]);
+    ck_assert_uint_eq(ct_zigzag(-1), 1);
+    ck_assert_uint_eq(ct_zigzag(1), 2);
+}
+END_TEST
+
+struct collected {
+    struct ct_record recs[64];
+    size_t n;
+    char strs[8][32];
+    uint32_t ids[8];
+    size_t nstr;
+};
+
+static int col_string(void *ctx, uint32_t id, const char *s, uint32_t len)
+{
+    struct collected *c = ctx;
+    ck_assert_uint_lt(c->nstr, 8);
+    ck_assert_uint_lt(len, 32);
+    memcpy(c->strs[c->nstr], s, len);
+    c->strs[c->nstr][len] = 0;
+    c->ids[c->nstr++] = id;
+    return 0;
+}
+
+static int col_record(void *ctx, const struct ct_record *r)
+{
+    struct collected *c = ctx;
+    ck_assert_uint_lt(c->n, 64);
+    c->recs[c->n++] = *r;
+    return 0;
+}
+
+/* Fills every field of a kind with a value that stresses its codec. */
+static void extreme_fields(unsigned kind, unsigned variant, uint64_t *f)
+{
+    const struct ct_kind_desc *d = &ct_kind_table[kind];
+    for (unsigned i = 0; i < d->nfields; i++) {
+        uint64_t v = edge_u[(i + variant) % (sizeof(edge_u) / sizeof(edge_u[0]))];
+        if (d->codec[i] == CT_CODEC_STR)
+            v &= 0xffffffffu; /* string ids are 32-bit */
+        f[i] = v;
+    }
+}
+
+START_TEST(chunk_round_trips_every_kind_with_extreme_values)
+{
+    struct ct_chunk_enc e = {0};
+    struct ct_buf out = {0};
+    uint64_t in[64][CT_MAX_FIELDS];
+    unsigned kinds[64];
+    size_t n = 0;
+    ct_chunk_begin(&e, 4242, 7, UINT64_MAX - 5);
+    ck_assert_int_eq(ct_chunk_add_string(&e, 1, "cuLaunchKernel", 14), 0);
+    ck_assert_int_eq(ct_chunk_add_string(&e, 99, "", 0), 0);
+    for (unsigned variant = 0; variant < 5; variant++) {
+        for (unsigned kind = 1; kind < CT_REC_KIND_COUNT; kind++) {
+            extreme_fields(kind, variant, in[n]);
+            kinds[n] = kind;
+            ck_assert_int_eq(ct_chunk_add_record(&e, kind, in[n], ct_kind_table[kind].nfields),
+                             0);
+            n++;
+        }
+    }
+    ck_assert_int_eq(ct_chunk_finish(&e, &out), 0);
+    struct collected c = {0};
+    struct ct_chunk_sink sink = {&c, col_string, col_record};
+    struct ct_chunk_info info;
+    size_t pos;
+    const char *what;
+    ck_assert_int_eq(ct_chunk_decode(out.p, out.len, &sink, &info, &pos, &what), 0);
+    ck_assert_uint_eq(info.tid, 4242);
+    ck_assert_uint_eq(info.seq, 7);
+    ck_assert_uint_eq(c.nstr, 2);
+    ck_assert_str_eq(c.strs[0], "cuLaunchKernel");
+    ck_assert_uint_eq(c.ids[1], 99);
+    ck_assert_uint_eq(c.n, n);
+    for (size_t i = 0; i < n; i++) {
+        ck_assert_uint_eq(c.recs[i].kind, kinds[i]);
+        ck_assert_uint_eq(c.recs[i].tid, 4242);
+        for (unsigned k = 0; k < ct_kind_table[kinds[i]].nfields; k++) {
+            unsigned codec = ct_kind_table[kinds[i]].codec[k];
+            /* an absent optional time stays absent; every other value exact */
+            ck_assert_uint_eq(c.recs[i].f[k], in[i][k]);
+            (void)codec;
+        }
+    }
+    ct_chunk_enc_free(&e);
+    ct_buf_free(&out);
+}
+END_TEST
+
+START_TEST(chunk_rejects_wrong_kind_or_field_count)
+{
+    struct ct_chunk_enc e = {0};
+    uint64_t f[CT_MAX_FIELDS] = {0};
+    ct_chunk_begin(&e, 1, 0, 0);
+    ck_assert_int_eq(ct_chunk_add_record(&e, 0, f, 3), -EINVAL);
+    ck_assert_int_eq(ct_chunk_add_record(&e, CT_REC_KIND_COUNT, f, 3), -EINVAL);
+    ck_assert_int_eq(ct_chunk_add_record(&e, CT_REC_DROP, f, 2), -EINVAL);
+    ct_chunk_enc_free(&e);
+}
+END_TEST
+
+START_TEST(chunk_decode_reports_position_of_damage_at_every_cut)
+{
+    struct ct_chunk_enc e = {0};
+    struct ct_buf out = {0};
+    ct_chunk_begin(&e, 1, 0, 1000);
+    ct_chunk_add_string(&e, 1, "abc", 3);
+    uint64_t f[CT_API_NFIELDS] = {1000, 2000, 1, 5};
+    for (int i = 0; i < 10; i++) {
+        f[0] += 100;
+        f[1] += 100;
+        ct_chunk_add_record(&e, CT_REC_API, f, CT_API_NFIELDS);
+    }
+    ct_chunk_finish(&e, &out);
+    for (size_t cut = 0; cut < out.len; cut++) {
+        size_t pos = SIZE_MAX;
+        const char *what = NULL;
+        int rc = ct_chunk_decode(out.p, cut, NULL, NULL, &pos, &what);
+        ck_assert_int_eq(rc, -EBADMSG);
+        ck_assert_uint_le(pos, cut);
+        ck_assert_ptr_nonnull(what);
+    }
+    /* trailing garbage is damage too */
+    uint8_t *longer = malloc(out.len + 1);
+    memcpy(longer, out.p, out.len);
+    longer[out.len] = 0;
+    size_t pos;
+    const char *what;
+    ck_assert_int_eq(ct_chunk_decode(longer, out.len + 1, NULL, NULL, &pos, &what), -EBADMSG);
+    ck_assert_uint_eq(pos, out.len);
+    free(longer);
+    ct_chunk_enc_free(&e);
+    ct_buf_free(&out);
+}
+END_TEST
+
+START_TEST(chunk_decode_survives_random_bytes)
+{
+    srand(12345);
+    uint8_t buf[512];
+    for (int iter = 0; iter < 20000; iter++) {
+        size_t n = (size_t)(rand() % (int)sizeof(buf));
+        for (size_t i = 0; i < n; i++)
+            buf[i] = (uint8_t)rand();
+        if (n > 2 && iter % 2) { /* make most inputs get past the magic */
+            buf[0] = 0xd4;
+            buf[1] = 0x86;
+            buf[2] = 0x01;
+        }
+        size_t pos;
+        const char *what;
+        int rc = ct_chunk_decode(buf, n, NULL, NULL, &pos, &what);
+        ck_assert(rc == 0 || rc == -EBADMSG);
+        if (rc)
+            ck_assert_uint_le(pos, n);
+    }
+}
+END_TEST
+
+Suite *codec_suite(void)
+{
+    Suite *s = suite_create("codec");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, varint_round_trips_edge_values);
+    tcase_add_test(tc, varint_rejects_more_than_64_bits);
+    tcase_add_test(tc, zigzag_round_trips_signed_extremes);
+    tcase_add_test(tc, chunk_round_trips_every_kind_with_extreme_values);
+    tcase_add_test(tc, chunk_rejects_wrong_kind_or_field_count);
+    tcase_add_test(tc, chunk_decode_reports_position_of_damage_at_every_cut);
+    tcase_add_test(tc, chunk_decode_survives_random_bytes);
+    suite_add_tcase(s, tc);
+    return s;
+}

@@ -1,0 +1,82 @@
+/* Suite "config": CUTRACE_* validation names the variable and the range. */
+#include <check.h>
+#include <errno.h>
+#include <string.h>
+
+#include "src/config.h"
+
+static const char *const *g_env;
+
+static const char *fake_getenv(const char *name)
+{
+    for (const char *const *e = g_env; e && *e; e += 2)
+        if (!strcmp(e[0], name))
+            return e[1];
+    return NULL;
+}
+
+START_TEST(defaults_when_unset)
+{
+    struct ct_config c;
+    char err[256] = "";
+    ct_config_defaults(&c);
+    g_env = NULL;
+    ck_assert_int_eq(ct_config_from_env(&c, fake_getenv, err, sizeof(err)), 0);
+    ck_assert_uint_eq(c.buffer_kb, 1024);
+    ck_assert_int_eq(c.zstd_level, 3);
+    ck_assert_uint_eq(c.flush_ms, 100);
+    ck_assert_str_eq(c.output, ".");
+}
+END_TEST
+
+START_TEST(valid_values_are_taken)
+{
+    static const char *const env[] = {"CUTRACE_BUFFER_KB", "256", "CUTRACE_ZSTD_LEVEL", "-1",
+                                      "CUTRACE_FLUSH_MS", "20", "CUTRACE_OUTPUT", "/tmp/x",
+                                      "CUTRACE_CLOCK", "monotonic", NULL};
+    struct ct_config c;
+    char err[256] = "";
+    ct_config_defaults(&c);
+    g_env = env;
+    ck_assert_int_eq(ct_config_from_env(&c, fake_getenv, err, sizeof(err)), 0);
+    ck_assert_uint_eq(c.buffer_kb, 256);
+    ck_assert_int_eq(c.zstd_level, -1);
+    ck_assert_uint_eq(c.flush_ms, 20);
+    ck_assert_str_eq(c.output, "/tmp/x");
+    ck_assert_int_eq(c.clock, CT_CLOCK_PREF_MONOTONIC);
+}
+END_TEST
+
+START_TEST(bad_values_name_the_variable_and_the_allowed_values)
+{
+    static const char *const cases[][3] = {
+        {"CUTRACE_BUFFER_KB", "12x", "CUTRACE_BUFFER_KB=12x: expected an integer from 64 to"},
+        {"CUTRACE_BUFFER_KB", "1", "CUTRACE_BUFFER_KB=1: expected an integer from 64"},
+        {"CUTRACE_ZSTD_LEVEL", "99", "CUTRACE_ZSTD_LEVEL=99: expected an integer from -7 to 19"},
+        {"CUTRACE_FLUSH_MS", "0", "CUTRACE_FLUSH_MS=0: expected an integer from 1 to 60000"},
+        {"CUTRACE_CLOCK", "rdtsc", "CUTRACE_CLOCK=rdtsc: expected auto, tsc or monotonic"},
+        {"CUTRACE_OUTPUT", "", "CUTRACE_OUTPUT=: expected a directory path"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char *env[] = {cases[i][0], cases[i][1], NULL};
+        struct ct_config c;
+        char err[256] = "";
+        ct_config_defaults(&c);
+        g_env = env;
+        ck_assert_int_eq(ct_config_from_env(&c, fake_getenv, err, sizeof(err)), -EINVAL);
+        ck_assert_msg(strncmp(err, cases[i][2], strlen(cases[i][2])) == 0, "got '%s'", err);
+    }
+}
+END_TEST
+
+Suite *config_suite(void)
+{
+    Suite *s = suite_create("config");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 10);
+    tcase_add_test(tc, defaults_when_unset);
+    tcase_add_test(tc, valid_values_are_taken);
+    tcase_add_test(tc, bad_values_name_the_variable_and_the_allowed_values);
+    suite_add_tcase(s, tc);
+    return s;
+}

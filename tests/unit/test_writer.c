@@ -1,0 +1,239 @@
+/* Suite "writer": recorder -> file -> reader round trips and lifecycle. */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "src/recorder_int.h"
+#include "tests/unit/helpers.h"
+
+static const struct ct_record *find_kind(const struct th_trace *t, unsigned kind, size_t nth)
+{
+    for (size_t i = 0; i < t->n; i++)
+        if (t->recs[i].kind == kind && nth-- == 0)
+            return &t->recs[i];
+    return NULL;
+}
+
+START_TEST(every_kind_round_trips_through_the_file)
+{
+    char path[512];
+    th_path(path, sizeof(path), th_tmpdir(), "t.cutrace");
+    ck_assert_int_eq(th_start(path, 1 << 16, 50), 0);
+    uint64_t api[CT_API_NFIELDS] = {0};
+    api[CT_API_START] = 1000000000123ull;
+    api[CT_API_END] = 1000000005123ull;
+    api[CT_API_NAME] = ct_intern("cuLaunchKernel_ptsz");
+    api[CT_API_CORR] = 77;
+    api[CT_API_FAMILY] = CT_FAM_LAUNCH;
+    api[CT_API_RESULT] = (uint64_t)-1;
+    api[CT_API_DEVICE] = 1;
+    api[CT_API_STREAM] = 13;
+    api[CT_API_KERNEL] = ct_intern("gemm__20us");
+    api[CT_API_GRID_X] = 65535;
+    api[CT_API_BLOCK_X] = 1024;
+    api[CT_API_SHMEM] = 49152;
+    api[CT_API_FLAGS] = CT_APIF_PER_THREAD;
+    ck_assert_int_eq(ct_emit(CT_REC_API, CT_RF_NS, api, CT_API_NFIELDS), 0);
+    uint64_t nccl[CT_NCCL_NFIELDS] = {0};
+    nccl[CT_NCCL_START] = 1000000006000ull;
+    nccl[CT_NCCL_END] = 1000000007000ull;
+    nccl[CT_NCCL_OP] = CT_NCCL_OP_ALLREDUCE;
+    nccl[CT_NCCL_COMM] = 0xfedcba9876543210ull;
+    nccl[CT_NCCL_SEQ] = 5;
+    nccl[CT_NCCL_ROOT] = (uint64_t)-1;
+    nccl[CT_NCCL_GPU_START] = 1000000006500ull;
+    nccl[CT_NCCL_GPU_END] = 1000000009000ull;
+    ck_assert_int_eq(ct_emit(CT_REC_NCCL, CT_RF_NS, nccl, CT_NCCL_NFIELDS), 0);
+    uint64_t io[CT_IO_NFIELDS] = {1000000010000ull, 1000000020000ull,
+                                  ct_intern("pread64"),  7, CT_FD_FILE,
+                                  ct_intern("/data/shard-0001.bin"),
+                                  4096, (uint64_t)-EIO, 1ull << 40};
+    ck_assert_int_eq(ct_emit(CT_REC_IO, CT_RF_NS, io, CT_IO_NFIELDS), 0);
+    /* a record on the raw clock: the writer converts it to monotonic ns */
+    uint64_t before = ct_clock_mono_ns();
+    uint64_t mark[CT_MARK_NFIELDS] = {ct_clock_now(), ct_intern("app"), ct_intern("step")};
+    ck_assert_int_eq(ct_emit(CT_REC_NVTX_MARK, 0, mark, CT_MARK_NFIELDS), 0);
+    uint64_t after = ct_clock_mono_ns();
+    ct_emit_error("something of ours failed", -ENOSPC);
+    ck_assert_int_eq(ct_recorder_stop(5000), 0);
+
+    struct th_trace t;
+    th_trace_read_file(&t, path);
+    ck_assert_int_eq(t.open_rc, 0);
+    ck_assert(t.rd.has_footer);
+    ck_assert(!t.rd.truncated);
+    ck_assert_uint_eq(t.rd.hdr.version, CT_FORMAT_VERSION);
+    ck_assert_uint_eq(t.rd.hdr.pid, (uint32_t)getpid());
+    /* metadata comes first, in the first chunk */
+    ck_assert_uint_eq(t.recs[0].kind, CT_REC_META);
+    ck_assert_str_eq(ct_reader_string(&t.rd, t.recs[0].f[CT_META_KEY]), "host");
+    ck_assert_str_eq(ct_reader_string(&t.rd, t.recs[1].f[CT_META_VALUE]), "3");
+    const struct ct_record *r = find_kind(&t, CT_REC_API, 0);
+    ck_assert_ptr_nonnull(r);
+    for (int i = 0; i < CT_API_NFIELDS; i++)
+        if (ct_kind_table[CT_REC_API].codec[i] != CT_CODEC_STR)
+            ck_assert_uint_eq(r->f[i], api[i]);
+    ck_assert_str_eq(ct_reader_string(&t.rd, r->f[CT_API_NAME]), "cuLaunchKernel_ptsz");
+    ck_assert_str_eq(ct_reader_string(&t.rd, r->f[CT_API_KERNEL]), "gemm__20us");
+    r = find_kind(&t, CT_REC_NCCL, 0);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_int_eq(memcmp(r->f, nccl, sizeof(nccl)), 0);
+    r = find_kind(&t, CT_REC_IO, 0);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_str_eq(ct_reader_string(&t.rd, r->f[CT_IO_PATH]), "/data/shard-0001.bin");
+    ck_assert_int_eq((int64_t)r->f[CT_IO_RESULT], -EIO);
+    ck_assert_uint_eq(r->f[CT_IO_OFFSET], 1ull << 40);
+    r = find_kind(&t, CT_REC_NVTX_MARK, 0);
+    ck_assert_ptr_nonnull(r);
+    /* conversion error well under a microsecond plus the bracket */
+    ck_assert_uint_ge(r->f[CT_MARK_TIME] + 1000, before);
+    ck_assert_uint_le(r->f[CT_MARK_TIME], after + 1000);
+    r = find_kind(&t, CT_REC_ERROR, 0);
+    ck_assert_str_eq(ct_reader_string(&t.rd, r->f[CT_ERROR_WHAT]), "something of ours failed");
+    /* clock pairs at start and at the end */
+    ck_assert_uint_ge(th_count_kind(&t, CT_REC_CLOCK), 2);
+    th_trace_free(&t);
+}
+END_TEST
+
+START_TEST(file_is_private_and_never_clobbered)
+{
+    char path[512];
+    th_path(path, sizeof(path), th_tmpdir(), "t.cutrace");
+    ck_assert_int_eq(th_start(path, 1 << 16, 50), 0);
+    struct stat st;
+    ck_assert_int_eq(stat(path, &st), 0);
+    ck_assert_uint_eq(st.st_mode & 0777, 0600);
+    ck_assert_int_eq(ct_recorder_stop(5000), 0);
+    /* a second start on the same name fails with EEXIST instead of truncating */
+    ck_assert_int_eq(th_start(path, 1 << 16, 50), -EEXIST);
+    ck_assert(!ct_recorder_running());
+    /* a symlink at the name is refused too */
+    char link[512];
+    th_path(link, sizeof(link), th_tmpdir(), "l.cutrace");
+    ck_assert_int_eq(symlink("/tmp/elsewhere", link), 0);
+    ck_assert_int_lt(th_start(link, 1 << 16, 50), 0);
+}
+END_TEST
+
+static void emit_marks(int n)
+{
+    for (int i = 0; i < n; i++) {
+        uint64_t mark[CT_MARK_NFIELDS] = {ct_clock_now(), ct_intern("d"), ct_intern("m")};
+        ct_emit(CT_REC_NVTX_MARK, 0, mark, CT_MARK_NFIELDS);
+    }
+}
+
+START_TEST(partial_chunks_reach_the_file_within_the_flush_interval)
+{
+    char path[512];
+    th_path(path, sizeof(path), th_tmpdir(), "t.cutrace");
+    ck_assert_int_eq(th_start(path, 1 << 20, 20), 0);
+    emit_marks(10);
+    /* 20 ms flush interval; wait 10x that so a busy CI machine passes too */
+    struct timespec ts = {0, 200 * 1000000L};
+    nanosleep(&ts, NULL);
+    /* read the file while the recorder is still running, as after a SIGKILL */
+    struct th_trace t;
+    th_trace_read_file(&t, path);
+    ck_assert_int_eq(t.open_rc, 0);
+    ck_assert(t.rd.truncated);
+    ck_assert(!t.rd.has_footer);
+    ck_assert_uint_eq(t.rd.damage_total, 0);
+    ck_assert_uint_eq(th_count_kind(&t, CT_REC_NVTX_MARK), 10);
+    th_trace_free(&t);
+    ct_recorder_stop(5000);
+}
+END_TEST
+
+static void *short_lived(void *arg)
+{
+    (void)arg;
+    emit_marks(1000);
+    return NULL;
+}
+
+START_TEST(exiting_threads_hand_their_records_over)
+{
+    char path[512];
+    th_path(path, sizeof(path), th_tmpdir(), "t.cutrace");
+    ck_assert_int_eq(th_start(path, 1 << 16, 1000), 0);
+    for (int round = 0; round < 20; round++) {
+        pthread_t th;
+        pthread_create(&th, NULL, short_lived, NULL);
+        pthread_join(th, NULL);
+    }
+    ck_assert_int_eq(ct_recorder_flush(5000), 0);
+    ck_assert_int_eq(ct_recorder_stop(5000), 0);
+    struct th_trace t;
+    th_trace_read_file(&t, path);
+    ck_assert_uint_eq(th_count_kind(&t, CT_REC_NVTX_MARK), 20 * 1000);
+    ck_assert_uint_eq(th_count_kind(&t, CT_REC_DROP), 0);
+    th_trace_free(&t);
+}
+END_TEST
+
+START_TEST(flush_and_stop_are_safe_to_repeat)
+{
+    char path[512];
+    th_path(path, sizeof(path), th_tmpdir(), "t.cutrace");
+    ck_assert_int_eq(ct_recorder_flush(10), -ENODEV);
+    ck_assert_int_eq(th_start(path, 1 << 16, 100), 0);
+    ck_assert_int_eq(th_start(path, 1 << 16, 100), -EALREADY);
+    emit_marks(3);
+    ck_assert_int_eq(ct_recorder_flush(5000), 0);
+    ck_assert_int_eq(ct_recorder_stop(5000), 0);
+    ck_assert_int_eq(ct_recorder_stop(5000), 0);
+    /* after stop, records are refused quietly */
+    uint64_t mark[CT_MARK_NFIELDS] = {0};
+    ct_emit(CT_REC_NVTX_MARK, 0, mark, CT_MARK_NFIELDS);
+    struct th_trace t;
+    th_trace_read_file(&t, path);
+    ck_assert(t.rd.has_footer);
+    ck_assert_uint_eq(th_count_kind(&t, CT_REC_NVTX_MARK), 3);
+    th_trace_free(&t);
+}
+END_TEST
+
+START_TEST(write_failure_is_reported_not_fatal)
+{
+    char path[512];
+    th_path(path, sizeof(path), th_tmpdir(), "t.cutrace");
+    ck_assert_int_eq(th_start(path, 1 << 16, 10), 0);
+    /* /dev/full fails every write with ENOSPC, like a disk filling mid-run:
+     * swap it in under the writer's descriptor. */
+    int full = open("/dev/full", O_WRONLY);
+    ck_assert_int_ge(full, 0);
+    ck_assert_int_ge(dup2(full, ct_rec.fd), 0);
+    close(full);
+    emit_marks(100);
+    ck_assert_int_eq(ct_recorder_flush(5000), 0);
+    emit_marks(100); /* still accepted: the producer never learns or waits */
+    struct ct_recorder_stats st;
+    ct_recorder_stats(&st);
+    ck_assert_int_eq(st.write_error, -ENOSPC);
+    ck_assert_int_eq(ct_recorder_stop(5000), -ENOSPC);
+    ct_recorder_stats(&st);
+    ck_assert_uint_ge(st.dropped, 100);
+}
+END_TEST
+
+Suite *writer_suite(void)
+{
+    Suite *s = suite_create("writer");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, every_kind_round_trips_through_the_file);
+    tcase_add_test(tc, file_is_private_and_never_clobbered);
+    tcase_add_test(tc, partial_chunks_reach_the_file_within_the_flush_interval);
+    tcase_add_test(tc, exiting_threads_hand_their_records_over);
+    tcase_add_test(tc, flush_and_stop_are_safe_to_repeat);
+    tcase_add_test(tc, write_failure_is_reported_not_fatal);
+    suite_add_tcase(s, tc);
+    return s;
+}
