@@ -40,16 +40,27 @@ static void put_varint(struct ct_buf *b, uint64_t v)
     b->len += ct_varint_put(b->p + b->len, v);
 }
 
+/* Columns hold coded values as raw u64 until the chunk is finished. */
+static void put_value(struct ct_buf *b, uint64_t v)
+{
+    memcpy(b->p + b->len, &v, 8);
+    b->len += 8;
+}
+
 void ct_chunk_begin(struct ct_chunk_enc *e, uint64_t tid, uint64_t seq, uint64_t base_time)
 {
     e->strings.len = 0;
-    e->records.len = 0;
+    e->kinds.len = 0;
+    for (unsigned k = 0; k < CT_REC_KIND_COUNT; k++)
+        for (unsigned i = 0; i < CT_MAX_FIELDS; i++)
+            e->cols[k][i].len = 0;
     e->nstrings = 0;
     e->nrecords = 0;
     e->tid = tid;
     e->seq = seq;
     e->base_time = base_time;
-    e->prev_time = base_time;
+    for (unsigned k = 0; k < CT_REC_KIND_COUNT; k++)
+        e->prev_time[k] = base_time;
     memset(e->seq_prev, 0, sizeof(e->seq_prev));
 }
 
@@ -74,42 +85,48 @@ int ct_chunk_add_record(struct ct_chunk_enc *e, unsigned kind, const uint64_t *f
     const struct ct_kind_desc *d = &ct_kind_table[kind];
     if (nfields != d->nfields)
         return -EINVAL;
-    int rc = ct_buf_reserve(&e->records, (size_t)(1 + nfields) * CT_VARINT_MAX);
+    int rc = ct_buf_reserve(&e->kinds, 1);
+    for (unsigned i = 0; i < nfields && !rc; i++)
+        rc = ct_buf_reserve(&e->cols[kind][i], 8);
     if (rc)
         return rc;
-    struct ct_buf *b = &e->records;
-    put_varint(b, kind);
-    uint64_t last_time = e->prev_time;
+    e->kinds.p[e->kinds.len++] = (uint8_t)kind;
+    uint64_t *prev = &e->prev_time[kind];
+    uint64_t last_time = *prev;
     for (unsigned i = 0; i < nfields; i++) {
+        struct ct_buf *b = &e->cols[kind][i];
         uint64_t v = f[i];
         switch (d->codec[i]) {
         case CT_CODEC_TIME:
-            put_varint(b, ct_zigzag((int64_t)(v - e->prev_time)));
-            e->prev_time = last_time = v;
+            put_value(b, ct_zigzag((int64_t)(v - *prev)));
+            *prev = last_time = v;
             break;
         case CT_CODEC_OTIME:
             if (v == 0) {
-                put_varint(b, 0);
+                put_value(b, 0);
             } else {
-                put_varint(b, 1 + ct_zigzag((int64_t)(v - e->prev_time)));
-                e->prev_time = last_time = v;
+                put_value(b, 1 + ct_zigzag((int64_t)(v - *prev)));
+                *prev = last_time = v;
             }
             break;
         case CT_CODEC_END:
-            put_varint(b, ct_zigzag((int64_t)(v - last_time)));
+            put_value(b, ct_zigzag((int64_t)(v - last_time)));
+            *prev = v;
             break;
         case CT_CODEC_OEND:
-            put_varint(b, v == 0 ? 0 : 1 + ct_zigzag((int64_t)(v - last_time)));
+            put_value(b, v == 0 ? 0 : 1 + ct_zigzag((int64_t)(v - last_time)));
+            if (v)
+                *prev = v;
             break;
         case CT_CODEC_SEQ:
-            put_varint(b, ct_zigzag((int64_t)(v - e->seq_prev[kind][i])));
+            put_value(b, ct_zigzag((int64_t)(v - e->seq_prev[kind][i])));
             e->seq_prev[kind][i] = v;
             break;
         case CT_CODEC_I:
-            put_varint(b, ct_zigzag((int64_t)v));
+            put_value(b, ct_zigzag((int64_t)v));
             break;
         default: /* U, STR */
-            put_varint(b, v);
+            put_value(b, v);
             break;
         }
     }
@@ -120,7 +137,11 @@ int ct_chunk_add_record(struct ct_chunk_enc *e, unsigned kind, const uint64_t *f
 int ct_chunk_finish(struct ct_chunk_enc *e, struct ct_buf *out)
 {
     out->len = 0;
-    int rc = ct_buf_reserve(out, 7 * CT_VARINT_MAX + e->strings.len + e->records.len);
+    size_t total = 7 * CT_VARINT_MAX + e->strings.len + e->kinds.len;
+    for (unsigned k = 1; k < CT_REC_KIND_COUNT; k++)
+        for (unsigned i = 0; i < ct_kind_table[k].nfields; i++)
+            total += 1 + e->cols[k][i].len;
+    int rc = ct_buf_reserve(out, total);
     if (rc)
         return rc;
     put_varint(out, CT_CHUNK_MAGIC);
@@ -131,15 +152,47 @@ int ct_chunk_finish(struct ct_chunk_enc *e, struct ct_buf *out)
     memcpy(out->p + out->len, e->strings.p, e->strings.len);
     out->len += e->strings.len;
     put_varint(out, e->nrecords);
-    memcpy(out->p + out->len, e->records.p, e->records.len);
-    out->len += e->records.len;
+    memcpy(out->p + out->len, e->kinds.p, e->kinds.len);
+    out->len += e->kinds.len;
+    uint64_t present[CT_REC_KIND_COUNT] = {0};
+    for (size_t r = 0; r < e->kinds.len; r++)
+        present[e->kinds.p[r]] = 1;
+    for (unsigned k = 1; k < CT_REC_KIND_COUNT; k++) {
+        if (!present[k])
+            continue;
+        for (unsigned i = 0; i < ct_kind_table[k].nfields; i++) {
+            /* Byte planes: the width byte, then every value's byte 0, then
+             * every byte 1, ... Random low bytes and near-constant high
+             * bytes land in separate runs, which zstd codes far better than
+             * interleaved varints. */
+            const struct ct_buf *c = &e->cols[k][i];
+            size_t n = c->len / 8;
+            uint64_t all = 0, v;
+            for (size_t j = 0; j < n; j++) {
+                memcpy(&v, c->p + j * 8, 8);
+                all |= v;
+            }
+            unsigned w = 0;
+            while (w < 8 && (all >> (8 * w)) != 0)
+                w++;
+            out->p[out->len++] = (uint8_t)w;
+            for (unsigned plane = 0; plane < w; plane++)
+                for (size_t j = 0; j < n; j++) {
+                    memcpy(&v, c->p + j * 8, 8);
+                    out->p[out->len++] = (uint8_t)(v >> (8 * plane));
+                }
+        }
+    }
     return 0;
 }
 
 void ct_chunk_enc_free(struct ct_chunk_enc *e)
 {
     ct_buf_free(&e->strings);
-    ct_buf_free(&e->records);
+    ct_buf_free(&e->kinds);
+    for (unsigned k = 0; k < CT_REC_KIND_COUNT; k++)
+        for (unsigned i = 0; i < CT_MAX_FIELDS; i++)
+            ct_buf_free(&e->cols[k][i]);
 }
 
 #define FAIL(what)                                                                             \
@@ -186,42 +239,75 @@ int ct_chunk_decode(const uint8_t *p, size_t n, const struct ct_chunk_sink *sink
         q += len;
     }
     GET(ci.nrecords, "record count");
-    if (ci.nrecords > n)
-        FAIL("record count within the chunk size");
+    if (ci.nrecords > (uint64_t)(end - q))
+        FAIL("one kind byte per record within the chunk");
+    const uint8_t *kinds = q;
+    uint64_t count[CT_REC_KIND_COUNT] = {0};
+    for (uint64_t k = 0; k < ci.nrecords; k++, q++) {
+        if (*q == 0 || *q >= CT_REC_KIND_COUNT)
+            FAIL("a known record kind (1..10)");
+        count[*q]++;
+    }
+    /* Column planes: width byte, then `width` planes of count[k] bytes. */
+    const uint8_t *col[CT_REC_KIND_COUNT][CT_MAX_FIELDS];
+    uint8_t width[CT_REC_KIND_COUNT][CT_MAX_FIELDS];
+    for (unsigned k = 1; k < CT_REC_KIND_COUNT; k++) {
+        if (!count[k])
+            continue;
+        for (unsigned i = 0; i < ct_kind_table[k].nfields; i++) {
+            if (q >= end)
+                FAIL("a column width byte");
+            if (*q > 8)
+                FAIL("a column width of 0 to 8 bytes");
+            width[k][i] = *q++;
+            if ((uint64_t)width[k][i] * count[k] > (uint64_t)(end - q))
+                FAIL("column planes within the chunk");
+            col[k][i] = q;
+            q += (size_t)width[k][i] * count[k];
+        }
+    }
+    if (q != end)
+        FAIL("end of chunk after the last column");
     struct ct_record r;
-    uint64_t prev_time = ci.base_time;
+    uint64_t prev_times[CT_REC_KIND_COUNT];
+    for (unsigned k = 0; k < CT_REC_KIND_COUNT; k++)
+        prev_times[k] = ci.base_time;
     uint64_t seq_prev[CT_REC_KIND_COUNT][CT_MAX_FIELDS];
     memset(seq_prev, 0, sizeof(seq_prev));
-    for (uint64_t k = 0; k < ci.nrecords; k++) {
-        uint64_t kind;
-        GET(kind, "record kind");
-        if (kind == 0 || kind >= CT_REC_KIND_COUNT)
-            FAIL("a known record kind (1..10)");
+    uint64_t index[CT_REC_KIND_COUNT] = {0}; /* position within the kind's columns */
+    for (uint64_t n = 0; n < ci.nrecords; n++) {
+        unsigned kind = kinds[n];
         const struct ct_kind_desc *d = &ct_kind_table[kind];
         r.kind = (uint16_t)kind;
         r.nfields = d->nfields;
         r.tid = (uint32_t)ci.tid;
-        uint64_t last_time = prev_time;
+        uint64_t *prev = &prev_times[kind];
+        uint64_t last_time = *prev;
+        uint64_t j = index[kind]++;
         for (unsigned i = 0; i < d->nfields; i++) {
-            GET(v, "record field");
+            v = 0;
+            for (unsigned plane = 0; plane < width[kind][i]; plane++)
+                v |= (uint64_t)col[kind][i][plane * count[kind] + j] << (8 * plane);
             switch (d->codec[i]) {
             case CT_CODEC_TIME:
-                prev_time = last_time = prev_time + (uint64_t)ct_unzigzag(v);
-                r.f[i] = prev_time;
+                *prev = last_time = *prev + (uint64_t)ct_unzigzag(v);
+                r.f[i] = *prev;
                 break;
             case CT_CODEC_OTIME:
                 if (v == 0) {
                     r.f[i] = 0;
                 } else {
-                    prev_time = last_time = prev_time + (uint64_t)ct_unzigzag(v - 1);
-                    r.f[i] = prev_time;
+                    *prev = last_time = *prev + (uint64_t)ct_unzigzag(v - 1);
+                    r.f[i] = *prev;
                 }
                 break;
             case CT_CODEC_END:
-                r.f[i] = last_time + (uint64_t)ct_unzigzag(v);
+                r.f[i] = *prev = last_time + (uint64_t)ct_unzigzag(v);
                 break;
             case CT_CODEC_OEND:
                 r.f[i] = v == 0 ? 0 : last_time + (uint64_t)ct_unzigzag(v - 1);
+                if (v)
+                    *prev = r.f[i];
                 break;
             case CT_CODEC_SEQ:
                 seq_prev[kind][i] += (uint64_t)ct_unzigzag(v);
@@ -246,8 +332,6 @@ int ct_chunk_decode(const uint8_t *p, size_t n, const struct ct_chunk_sink *sink
                 return rc;
         }
     }
-    if (q != end)
-        FAIL("end of chunk after the last record");
     if (info)
         *info = ci;
     return 0;

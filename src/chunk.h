@@ -20,10 +20,12 @@ void ct_buf_free(struct ct_buf *b);
 
 struct ct_chunk_enc {
     struct ct_buf strings; /* encoded string definitions */
-    struct ct_buf records; /* encoded records */
+    struct ct_buf kinds;   /* one byte per record */
+    struct ct_buf cols[CT_REC_KIND_COUNT][CT_MAX_FIELDS]; /* one varint column per field */
     uint32_t nstrings;
     uint32_t nrecords;
-    uint64_t tid, seq, base_time, prev_time;
+    uint64_t tid, seq, base_time;
+    uint64_t prev_time[CT_REC_KIND_COUNT];
     uint64_t seq_prev[CT_REC_KIND_COUNT][CT_MAX_FIELDS];
 };
 

@@ -40,6 +40,13 @@ struct ct_ring *ct_thread_ring_slow(void)
         count_no_buffer();
         return NULL;
     }
+    return ct_thread_ring_register();
+}
+
+struct ct_ring *ct_thread_ring_register(void)
+{
+    if ((uintptr_t)ct_tls_ring > 1)
+        return ct_tls_ring;
     /* First record of this thread: map its ring and publish it. */
     uint32_t tid = (uint32_t)syscall(SYS_gettid);
     struct ct_ring *r = ct_ring_create(ct_rec.ring_bytes, tid);

@@ -43,6 +43,9 @@ struct ct_rec_state {
 extern struct ct_rec_state ct_rec;
 
 /* recorder.c */
+/* The calling thread's ring, created even while stopping (for the writer's
+ * own records). */
+struct ct_ring *ct_thread_ring_register(void);
 void ct_rings_reset(void);
 
 /* writer.c */

@@ -272,6 +272,7 @@ void *ct_writer_main(void *arg)
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
     ct_tls_guard = 1;
+    ct_thread_ring_register();
     emit_clock_record();
     for (;;) {
         struct timespec dl;

@@ -55,35 +55,51 @@
  * Each chunk decodes on its own (its timestamps are relative to its own base)
  * except for strings, which are defined once per file in the first chunk that
  * needs them. Varints are unsigned LEB128 (at most 10 bytes); "zigzag" maps
- * signed n to (n << 1) ^ (n >> 63).
+ * signed n to (n << 1) ^ (n >> 63). All arithmetic is modulo 2^64.
  *
  *   varint  magic CT_CHUNK_MAGIC
  *   varint  tid of the recording thread (Linux thread id)
  *   varint  chunk sequence number in this file, from 0
- *   varint  base time, ns (the initial "previous time" for CT_CODEC_TIME)
+ *   varint  base time, ns (the initial "previous time" of every kind)
  *   varint  number of string definitions that follow
  *           each: varint id, varint length, then that many bytes (UTF-8, no
  *           NUL). Ids start at 1 and are defined once per file, in or before
  *           the first chunk whose records use them (not necessarily in
  *           increasing order); id 0 is the empty string.
- *   varint  number of records that follow
- *           each: varint kind (enum ct_record_kind), then the kind's fields
- *           in the order of its table below, each with its codec.
+ *   varint  number of records that follow, n
+ *   n bytes one kind byte per record (enum ct_record_kind), in record order
+ *   then, for each kind present in increasing kind order, for each of that
+ *   kind's fields in table order, one column holding that field of every
+ *   record of the kind (count c), in record order:
+ *     1 byte  width w, 0..8: bytes per value (0 = every value is 0)
+ *     w * c   byte planes: byte 0 of every value, then byte 1 of every value,
+ *             ... (values little-endian, after the field's codec below)
+ *
+ * Columns and byte planes keep random low bytes apart from near-constant
+ * high bytes and constant fields, which is what lets zstd approach the
+ * entropy of the timestamps (see README, "Bytes per record").
  *
  * ## Field codecs (enum ct_codec)
  *
- *   CT_CODEC_U      unsigned varint
- *   CT_CODEC_I      zigzag varint (signed)
- *   CT_CODEC_STR    unsigned varint string id
- *   CT_CODEC_TIME   zigzag varint of (value - previous time in the chunk);
- *                   the value becomes the new previous time
- *   CT_CODEC_END    zigzag varint of (value - the record's latest TIME or
- *                   OTIME field); used for ends of spans
+ *   CT_CODEC_U      the value
+ *   CT_CODEC_I      zigzag (signed)
+ *   CT_CODEC_STR    the string id
+ *   CT_CODEC_TIME   zigzag of (value - previous time of this kind);
+ *                   the value becomes the previous time of this kind
+ *   CT_CODEC_END    zigzag of (value - the record's latest TIME or
+ *                   OTIME value); used for ends of spans; the value becomes
+ *                   the previous time of this kind
  *   CT_CODEC_OTIME  optional time: 0 when absent, else 1 + zigzag(value -
- *                   previous time), and the value becomes the previous time
+ *                   previous time of this kind), which it then becomes
  *   CT_CODEC_OEND   optional end: 0 when absent, else 1 + zigzag(value - the
- *                   record's latest TIME/OTIME value)
- *   CT_CODEC_SEQ    zigzag varint of (value - previous value of the same
+ *                   record's latest TIME/OTIME value), which it then becomes
+ *
+ * "Previous time of this kind" starts at the chunk's base time for every
+ * kind, so a span's start is coded against the end of the previous span of
+ * the same kind: back-to-back GPU intervals cost the gap, not the clock.
+ * Within a record, "latest TIME/OTIME value" starts as the previous time of
+ * this kind.
+ *   CT_CODEC_SEQ    zigzag of (value - previous value of the same
  *                   field of the same kind in the chunk, initially 0); used
  *                   for correlation ids and sequence numbers
  *

@@ -1,0 +1,242 @@
+/*
+ * ct_synth: writes a trace through the real recorder without a GPU, for the
+ * golden file, the size benchmark and the demo before the shim exists.
+ *
+ * The "training loop" it writes states its own mix (per iteration, per
+ * rank): 40 layers x (1 forward + 2 backward) kernel launches, each an API
+ * span (cuLaunchKernel, 3-8 us) and a GPU kernel interval (10-400 us by
+ * layer, +-2% jitter); 1 input copy HtoD (API span + GPU interval); 4
+ * gradient all-reduces (NCCL op + GPU interval); 2 dataset preads; 1
+ * cuStreamSynchronize; 1 NVTX ProfilerStep#N range. Timestamps are ns with
+ * uniform jitter of a few hundred ns, as real host clocks show.
+ *
+ * usage: ct_synth -o FILE [--iterations N] [--zstd-level L] [--golden]
+ *   --golden writes a small fixed trace whose record contents (not pid/tid
+ *   or clock pairs) are the same on every run.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "src/recorder.h"
+
+static uint64_t g_rng = 88172645463325252ull;
+static uint64_t rnd(uint64_t n)
+{
+    g_rng ^= g_rng << 13;
+    g_rng ^= g_rng >> 7;
+    g_rng ^= g_rng << 17;
+    return n ? g_rng % n : 0;
+}
+
+struct synth {
+    uint64_t now;  /* host time, ns */
+    uint64_t gpu;  /* when the stream is free, ns */
+    uint64_t corr;
+    uint64_t seq;
+    uint32_t launch, sync, htod, allreduce, pread, domain;
+    uint32_t kernels[120];
+    uint32_t path;
+};
+
+static void emit(unsigned kind, const uint64_t *f, unsigned n)
+{
+    /* Times here are already ns; a full ring is retried (never in the shim). */
+    while (ct_emit(kind, CT_RF_NS, f, n) != 0)
+        usleep(100);
+}
+
+static void api_and_gpu(struct synth *s, uint32_t name, unsigned family, uint32_t kernel,
+                        uint64_t gpu_dur, uint64_t bytes, unsigned copy, unsigned gpu_type)
+{
+    uint64_t a[CT_API_NFIELDS] = {0};
+    s->now += 500 + rnd(700);
+    a[CT_API_START] = s->now;
+    s->now += 3000 + rnd(5000);
+    a[CT_API_END] = s->now;
+    a[CT_API_NAME] = name;
+    a[CT_API_CORR] = ++s->corr;
+    a[CT_API_FAMILY] = family;
+    a[CT_API_STREAM] = 7;
+    a[CT_API_KERNEL] = kernel;
+    if (family == CT_FAM_LAUNCH) {
+        a[CT_API_GRID_X] = 108 * (1 + kernel % 4);
+        a[CT_API_GRID_Y] = a[CT_API_GRID_Z] = 1;
+        a[CT_API_BLOCK_X] = 256;
+        a[CT_API_BLOCK_Y] = a[CT_API_BLOCK_Z] = 1;
+    }
+    a[CT_API_BYTES] = bytes;
+    a[CT_API_COPY_KIND] = copy;
+    emit(CT_REC_API, a, CT_API_NFIELDS);
+    uint64_t g[CT_GPU_NFIELDS] = {0};
+    uint64_t start = s->gpu > a[CT_API_START] + 2000 ? s->gpu : a[CT_API_START] + 2000;
+    start += rnd(300);
+    g[CT_GPU_START] = start;
+    g[CT_GPU_END] = start + gpu_dur;
+    g[CT_GPU_STREAM] = 7;
+    g[CT_GPU_CORR] = s->corr;
+    g[CT_GPU_TYPE] = gpu_type;
+    g[CT_GPU_NAME] = kernel;
+    g[CT_GPU_BYTES] = bytes;
+    g[CT_GPU_COPY_KIND] = copy;
+    g[CT_GPU_SOURCE] = CT_SRC_CUPTI;
+    emit(CT_REC_GPU, g, CT_GPU_NFIELDS);
+    s->gpu = g[CT_GPU_END];
+}
+
+static uint64_t jitter(uint64_t d)
+{
+    return d - d / 50 + rnd(d / 25 + 1);
+}
+
+static void iteration(struct synth *s, int it)
+{
+    uint64_t step_start = s->now;
+    for (int k = 0; k < 2; k++) {
+        uint64_t io[CT_IO_NFIELDS] = {0};
+        s->now += 1000 + rnd(2000);
+        io[CT_IO_START] = s->now;
+        s->now += 20000 + rnd(40000);
+        io[CT_IO_END] = s->now;
+        io[CT_IO_OP] = s->pread;
+        io[CT_IO_FD] = 9;
+        io[CT_IO_FD_TYPE] = CT_FD_FILE;
+        io[CT_IO_PATH] = s->path;
+        io[CT_IO_BYTES] = 1 << 20;
+        io[CT_IO_RESULT] = 1 << 20;
+        io[CT_IO_OFFSET] = (uint64_t)(it * 2 + k) << 20;
+        emit(CT_REC_IO, io, CT_IO_NFIELDS);
+    }
+    api_and_gpu(s, s->htod, CT_FAM_MEMCPY, 0, jitter(80000), 2u << 20, CT_COPY_HTOD,
+                CT_GPU_MEMCPY);
+    for (int layer = 0; layer < 40; layer++)
+        api_and_gpu(s, s->launch, CT_FAM_LAUNCH, s->kernels[layer],
+                    jitter(10000 + (uint64_t)layer * 9000), 0, 0, CT_GPU_KERNEL);
+    for (int layer = 39; layer >= 0; layer--) {
+        for (int k = 0; k < 2; k++)
+            api_and_gpu(s, s->launch, CT_FAM_LAUNCH, s->kernels[40 + layer * 2 + k],
+                        jitter(15000 + (uint64_t)layer * 8000), 0, 0, CT_GPU_KERNEL);
+        if (layer % 10 == 0) {
+            uint64_t n[CT_NCCL_NFIELDS] = {0};
+            s->now += 800 + rnd(500);
+            n[CT_NCCL_START] = s->now;
+            s->now += 6000 + rnd(4000);
+            n[CT_NCCL_END] = s->now;
+            n[CT_NCCL_OP] = CT_NCCL_OP_ALLREDUCE;
+            n[CT_NCCL_COMM] = 0x5eed5eed12345678ull;
+            n[CT_NCCL_SEQ] = ++s->seq;
+            n[CT_NCCL_COUNT] = 25u << 20;
+            n[CT_NCCL_DTYPE] = 7; /* float32 */
+            n[CT_NCCL_BYTES] = 100u << 20;
+            n[CT_NCCL_ROOT] = (uint64_t)-1;
+            n[CT_NCCL_PEER] = (uint64_t)-1;
+            n[CT_NCCL_STREAM] = 9;
+            n[CT_NCCL_CORR] = ++s->corr;
+            n[CT_NCCL_NRANKS] = 8;
+            n[CT_NCCL_GPU_START] = s->gpu + rnd(2000);
+            n[CT_NCCL_GPU_END] = n[CT_NCCL_GPU_START] + jitter(900000);
+            emit(CT_REC_NCCL, n, CT_NCCL_NFIELDS);
+            uint64_t g[CT_GPU_NFIELDS] = {0};
+            g[CT_GPU_START] = n[CT_NCCL_GPU_START];
+            g[CT_GPU_END] = n[CT_NCCL_GPU_END];
+            g[CT_GPU_STREAM] = 9;
+            g[CT_GPU_CORR] = s->corr;
+            g[CT_GPU_TYPE] = CT_GPU_NCCL;
+            g[CT_GPU_NAME] = s->allreduce;
+            g[CT_GPU_BYTES] = 100u << 20;
+            g[CT_GPU_SOURCE] = CT_SRC_CUPTI;
+            emit(CT_REC_GPU, g, CT_GPU_NFIELDS);
+        }
+    }
+    uint64_t a[CT_API_NFIELDS] = {0};
+    s->now += 500 + rnd(500);
+    a[CT_API_START] = s->now;
+    s->now = (s->gpu > s->now ? s->gpu : s->now) + 3000 + rnd(2000);
+    a[CT_API_END] = s->now;
+    a[CT_API_NAME] = s->sync;
+    a[CT_API_CORR] = ++s->corr;
+    a[CT_API_FAMILY] = CT_FAM_SYNC;
+    a[CT_API_STREAM] = 7;
+    emit(CT_REC_API, a, CT_API_NFIELDS);
+    char msg[32];
+    snprintf(msg, sizeof(msg), "ProfilerStep#%d", it);
+    uint64_t r[CT_NVTX_NFIELDS] = {step_start, s->now, s->domain, ct_intern(msg), 0};
+    emit(CT_REC_NVTX_RANGE, r, CT_NVTX_NFIELDS);
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {{"iterations", required_argument, NULL, 'n'},
+                                         {"zstd-level", required_argument, NULL, 'z'},
+                                         {"golden", no_argument, NULL, 'g'},
+                                         {NULL, 0, NULL, 0}};
+    const char *out = NULL;
+    int iterations = 100, level = 3, golden = 0, c;
+    while ((c = getopt_long(argc, argv, "o:n:z:g", opts, NULL)) != -1) {
+        switch (c) {
+        case 'o': out = optarg; break;
+        case 'n': iterations = atoi(optarg); break;
+        case 'z': level = atoi(optarg); break;
+        case 'g': golden = 1; break;
+        default: return 2;
+        }
+    }
+    if (!out || iterations < 1) {
+        fprintf(stderr, "usage: ct_synth -o FILE [--iterations N] [--zstd-level L] [--golden]\n");
+        return 2;
+    }
+    struct ct_recorder_config cfg = {.path = out,
+                                     .ring_bytes = 8u << 20,
+                                     .zstd_level = level,
+                                     .flush_ms = 100,
+                                     .features = CT_FEAT_CUDA | CT_FEAT_NCCL | CT_FEAT_IO |
+                                                 CT_FEAT_NVTX | CT_FEAT_GPU_TIMING,
+                                     .pid = (uint32_t)getpid()};
+    struct ct_meta_kv meta[] = {
+        {CT_SCOPE_PROCESS, 0, "host", golden ? "golden-host" : "synth-host"},
+        {CT_SCOPE_PROCESS, 0, "job", "synth"},
+        {CT_SCOPE_PROCESS, 0, "rank", "0"},
+        {CT_SCOPE_PROCESS, 0, "world_size", "8"},
+        {CT_SCOPE_PROCESS, 0, "cmdline", "ct_synth"},
+        {CT_SCOPE_DEVICE, 0, "name", "Simulated H200"},
+    };
+    int rc = ct_recorder_start(&cfg, meta, sizeof(meta) / sizeof(meta[0]));
+    if (rc) {
+        fprintf(stderr, "ct_synth: cannot start recording to %s: %s\n", out, strerror(-rc));
+        return 1;
+    }
+    struct synth s = {.now = 1000000000000ull};
+    s.gpu = s.now;
+    s.launch = ct_intern("cuLaunchKernel");
+    s.sync = ct_intern("cuStreamSynchronize");
+    s.htod = ct_intern("cuMemcpyHtoDAsync_v2");
+    s.allreduce = ct_intern("ncclDevKernel_AllReduce_Sum_f32_RING_LL");
+    s.pread = ct_intern("pread64");
+    s.domain = ct_intern("torch");
+    s.path = ct_intern("/data/train-00001.bin");
+    static const char *const ops[] = {"gemm", "layernorm", "gelu", "softmax", "attn"};
+    for (int i = 0; i < 120; i++) {
+        char name[64];
+        snprintf(name, sizeof(name), "%s_%s_%d", i < 40 ? "fwd" : "bwd", ops[i % 5], i % 7);
+        s.kernels[i] = ct_intern(name);
+    }
+    if (golden) {
+        iterations = 1;
+        uint64_t mark[CT_MARK_NFIELDS] = {s.now, s.domain, ct_intern("golden \"quoted\" \\ \t")};
+        emit(CT_REC_NVTX_MARK, mark, CT_MARK_NFIELDS);
+        ct_emit_error("example error", -28);
+    }
+    for (int it = 0; it < iterations; it++) {
+        iteration(&s, it);
+        if (it % 32 == 31) /* keep the 8 MiB ring from filling: no drops here */
+            ct_recorder_flush(30000);
+    }
+    rc = ct_recorder_stop(30000);
+    if (rc) {
+        fprintf(stderr, "ct_synth: writing %s failed: %s\n", out, strerror(-rc));
+        return 1;
+    }
+    return 0;
+}
