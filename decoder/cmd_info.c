@@ -13,19 +13,19 @@ static void print_status(const struct ct_trace *t)
 {
     const struct ct_reader *rd = &t->rd;
     if (rd->has_footer && rd->damage_total == 0)
-        printf("  status:   complete\n");
+        printf("  status:     complete\n");
     else if (!rd->has_footer)
-        printf("  status:   truncated at offset %llu (no footer: the process did not shut the "
+        printf("  status:     truncated at offset %llu (no footer: the process did not shut the "
                "trace down; everything before that offset decoded)\n",
                (unsigned long long)rd->truncated_at);
     else
-        printf("  status:   complete, with damage\n");
+        printf("  status:     complete, with damage\n");
     for (unsigned i = 0; i < rd->ndamage; i++)
-        printf("  damage:   offset %llu: %s (%llu bytes skipped)\n",
+        printf("  damage:     offset %llu: %s (%llu bytes skipped)\n",
                (unsigned long long)rd->damage[i].offset, rd->damage[i].what,
                (unsigned long long)rd->damage[i].skipped);
     if (rd->damage_total > rd->ndamage)
-        printf("  damage:   ... %llu more places\n",
+        printf("  damage:     ... %llu more places\n",
                (unsigned long long)(rd->damage_total - rd->ndamage));
 }
 
@@ -36,7 +36,7 @@ static void print_meta(const struct ct_trace *t)
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
         const char *v = ct_trace_meta(t, keys[i]);
         if (v)
-            printf("  %-10s%s\n", keys[i], v);
+            printf("  %-12s%s\n", keys[i], v);
     }
 }
 
@@ -44,21 +44,21 @@ static void print_one(const struct ct_trace *t)
 {
     const struct ct_reader *rd = &t->rd;
     printf("%s\n", t->path);
-    printf("  format:   v%u, clock %s, pid %u (exec generation %u)\n", rd->hdr.version,
+    printf("  format:     v%u, clock %s, pid %u (exec generation %u)\n", rd->hdr.version,
            ct_name_clock_source(rd->hdr.clock_source), rd->hdr.pid, rd->hdr.gen);
     time_t secs = (time_t)(rd->hdr.start_real_ns / 1000000000u);
     struct tm tm;
     char when[64] = "?";
     if (gmtime_r(&secs, &tm))
         strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-    printf("  started:  %s\n", when);
+    printf("  started:    %s\n", when);
     print_meta(t);
     uint64_t total = 0;
     for (int k = 1; k < CT_REC_KIND_COUNT; k++)
         total += t->count[k];
     double span = t->last_ns > t->first_ns ? (double)(t->last_ns - t->first_ns) / 1e9 : 0.0;
-    printf("  span:     %.6f s\n", span);
-    printf("  records:  %llu (", (unsigned long long)total);
+    printf("  span:       %.6f s\n", span);
+    printf("  records:    %llu (", (unsigned long long)total);
     int first = 1;
     for (int k = 1; k < CT_REC_KIND_COUNT; k++) {
         if (!t->count[k])
@@ -68,8 +68,8 @@ static void print_one(const struct ct_trace *t)
                (unsigned long long)t->count[k]);
         first = 0;
     }
-    printf(")\n  chunks:   %llu\n", (unsigned long long)rd->frames);
-    printf("  dropped:  %llu\n", (unsigned long long)t->dropped);
+    printf(")\n  chunks:     %llu\n", (unsigned long long)rd->frames);
+    printf("  dropped:    %llu\n", (unsigned long long)t->dropped);
     print_status(t);
 }
 

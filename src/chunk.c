@@ -11,10 +11,8 @@
 
 #include "src/varint.h"
 
-int ct_buf_reserve(struct ct_buf *b, size_t extra)
+int ct_buf_grow(struct ct_buf *b, size_t extra)
 {
-    if (b->cap - b->len >= extra)
-        return 0;
     size_t cap = b->cap ? b->cap : 4096;
     while (cap - b->len < extra) {
         if (cap > SIZE_MAX / 2)

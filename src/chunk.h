@@ -15,7 +15,12 @@ struct ct_buf {
     uint8_t *p;
     size_t len, cap;
 };
-int ct_buf_reserve(struct ct_buf *b, size_t extra); /* 0 or -ENOMEM */
+int ct_buf_grow(struct ct_buf *b, size_t extra); /* 0 or -ENOMEM */
+/* Room for `extra` more bytes: 0 or -ENOMEM. */
+static inline int ct_buf_reserve(struct ct_buf *b, size_t extra)
+{
+    return b->cap - b->len >= extra ? 0 : ct_buf_grow(b, extra);
+}
 void ct_buf_free(struct ct_buf *b);
 
 struct ct_chunk_enc {

@@ -1,0 +1,52 @@
+#!/usr/bin/env python3
+"""Validates `cutrace dump --json` output against the documented contract:
+every line is one JSON object, with kind/pid/tid/rank, and the fields each
+kind must carry with their types. Reads stdin; exits 1 with the first problem."""
+import json
+import sys
+
+COMMON = {"kind": str, "pid": int, "tid": int}
+REQUIRED = {
+    "meta": {"scope": str, "time_ns": int},
+    "clock": {"mono_ns": int, "real_ns": int},
+    "drop": {"count": int, "reason": str, "time_ns": int},
+    "error": {"what": str, "time_ns": int},
+    "api": {"start_ns": int, "end_ns": int, "name": str, "correlation_id": int, "stream": int},
+    "gpu": {"gpu_start_ns": int, "gpu_end_ns": int, "device": int, "stream": int,
+            "correlation_id": int, "type": str, "name": str, "bytes": int, "source": str},
+    "nccl": {"op": str, "comm_hash": str, "seq": int, "count": int, "dtype": str, "bytes": int,
+             "redop": str, "stream": int, "group": int},
+    "io": {"op": str, "fd": int, "fd_type": str, "path": str, "bytes": int, "result": int,
+           "offset": int},
+    "nvtx": {"domain": str, "message": str},
+}
+n = 0
+for lineno, line in enumerate(sys.stdin, 1):
+    try:
+        obj = json.loads(line)
+    except ValueError as e:
+        sys.exit(f"line {lineno}: not JSON: {e}")
+    if not isinstance(obj, dict):
+        sys.exit(f"line {lineno}: not an object")
+    for key, typ in COMMON.items():
+        if not isinstance(obj.get(key), typ):
+            sys.exit(f"line {lineno}: {key} missing or not {typ.__name__}")
+    if "rank" not in obj or not (obj["rank"] is None or isinstance(obj["rank"], int)):
+        sys.exit(f"line {lineno}: rank must be an integer or null")
+    kind = obj["kind"]
+    if kind not in REQUIRED:
+        sys.exit(f"line {lineno}: unknown kind {kind}")
+    for key, typ in REQUIRED[kind].items():
+        if not isinstance(obj.get(key), typ) or isinstance(obj.get(key), bool):
+            sys.exit(f"line {lineno}: {kind}.{key} missing or not {typ.__name__}")
+    if kind in ("api", "gpu", "io", "nccl") and obj["end_ns"] < obj["start_ns"]:
+        sys.exit(f"line {lineno}: end_ns before start_ns")
+    if kind == "api" and obj.get("family") == "launch":
+        for key in ("grid", "block"):
+            v = obj.get(key)
+            if not (isinstance(v, list) and len(v) == 3 and all(isinstance(x, int) for x in v)):
+                sys.exit(f"line {lineno}: api.{key} must be [x,y,z]")
+    n += 1
+if n == 0:
+    sys.exit("no records")
+print(f"{n} records valid")

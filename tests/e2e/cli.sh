@@ -1,0 +1,74 @@
+#!/bin/bash
+# End-to-end checks of `cutrace info` and `cutrace dump` as a user runs them:
+# the golden trace decodes exactly as recorded, bad input gets one clear
+# message naming the file and a non-zero status, truncation is reported.
+# usage: cli.sh BUILD_DIR SOURCE_DIR
+set -u
+build=$1
+src=$2
+cutrace=$build/decoder/cutrace
+synth=$build/tests/tools/ct_synth
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); }
+bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+
+cd "$src" || exit 1
+
+# 1. The golden trace of format v1 decodes to exactly the stored views.
+if "$cutrace" dump --json tests/golden/v1.cutrace > "$tmp/v1.jsonl" &&
+    cmp -s "$tmp/v1.jsonl" tests/golden/v1.jsonl; then ok; else
+    bad "golden v1 dump --json differs:"; diff "$tmp/v1.jsonl" tests/golden/v1.jsonl | head -5; fi
+if "$cutrace" info tests/golden/v1.cutrace > "$tmp/v1.info" && cmp -s "$tmp/v1.info" tests/golden/v1.info; then ok; else
+    bad "golden v1 info differs:"; diff "$tmp/v1.info" tests/golden/v1.info | head -5; fi
+if python3 tests/e2e/check_dump_json.py < "$tmp/v1.jsonl" > /dev/null; then ok; else bad "golden JSON contract"; fi
+
+# 2. A fresh trace: directories are expanded, text dump has a line per record.
+mkdir -p "$tmp/run/sub"
+"$synth" -o "$tmp/run/a.cutrace" -n 3 && "$synth" -o "$tmp/run/sub/b.cutrace" -n 2 || bad "ct_synth"
+lines=$("$cutrace" dump "$tmp/run" | wc -l)
+jlines=$("$cutrace" dump --json "$tmp/run" | wc -l)
+[ "$lines" -gt 1000 ] && [ "$lines" = "$jlines" ] && ok || bad "dump of a directory: $lines text vs $jlines json lines"
+"$cutrace" dump --json "$tmp/run" | python3 tests/e2e/check_dump_json.py > /dev/null && ok || bad "fresh trace JSON contract"
+n=$("$cutrace" info "$tmp/run" | grep -c 'status:     complete')
+[ "$n" = 2 ] && ok || bad "info on a directory should describe both traces"
+
+# 3. Truncated: decoded up to the cut, reported, exit 0 (a killed job's trace is normal).
+size=$(stat -c %s "$tmp/run/a.cutrace")
+head -c $((size * 2 / 3)) "$tmp/run/a.cutrace" > "$tmp/cut.cutrace"
+out=$("$cutrace" info "$tmp/cut.cutrace" 2>&1); rc=$?
+[ $rc = 0 ] && grep -q "truncated at offset [0-9]" <<< "$out" && ok || bad "truncated info: rc=$rc $out"
+err=$("$cutrace" dump "$tmp/cut.cutrace" 2>&1 > /dev/null); rc=$?
+[ $rc = 0 ] && grep -q "cut.cutrace: truncated at offset" <<< "$err" && ok || bad "truncated dump: rc=$rc $err"
+
+# 4. Corrupt bytes mid-file: decoded around the damage, located, exit 1.
+cp "$tmp/run/a.cutrace" "$tmp/bad.cutrace"
+printf 'XXXXXXXXXXXXXXXX' | dd of="$tmp/bad.cutrace" bs=1 seek=$((size / 2)) conv=notrunc 2> /dev/null
+err=$("$cutrace" dump "$tmp/bad.cutrace" 2>&1 > /dev/null); rc=$?
+[ $rc = 1 ] && grep -q "bad.cutrace: damaged at offset [0-9]*: corrupt" <<< "$err" && ok || bad "corrupt dump: rc=$rc $err"
+
+# 5. Bad input: one clear message naming the file, non-zero, never a crash.
+check_error() { # expected-rc pattern args...
+    local want=$1 pat=$2; shift 2
+    local err rc
+    err=$("$cutrace" "$@" 2>&1 > /dev/null); rc=$?
+    if [ $rc = "$want" ] && grep -q -- "$pat" <<< "$err" && [ "$(wc -l <<< "$err")" = 1 ]; then ok; else
+        bad "cutrace $* -> rc=$rc: $err (wanted $want, /$pat/)"; fi
+}
+echo '{"traceEvents": []}' > "$tmp/kineto.json"
+printf 'CUTRACE' > "$tmp/short.cutrace"
+mkdir -p "$tmp/empty"
+check_error 1 "no-such.cutrace: No such file or directory" info "$tmp/no-such.cutrace"
+check_error 1 "kineto.json: not a cutrace trace: offset 0" dump "$tmp/kineto.json"
+check_error 1 "short.cutrace: not a cutrace trace" info "$tmp/short.cutrace"
+check_error 1 "empty: directory holds no \*.cutrace files" dump "$tmp/empty"
+check_error 2 "unknown command 'frobnicate'" frobnicate
+check_error 2 "expected at least one trace" dump
+cp tests/golden/v1.cutrace "$tmp/v9.cutrace"
+printf '\x09' | dd of="$tmp/v9.cutrace" bs=1 seek=16 conv=notrunc 2> /dev/null
+check_error 1 "v9.cutrace: trace format version 9 is newer than this cutrace supports (1)" info "$tmp/v9.cutrace"
+
+echo "$pass passed, $fail failed"
+[ $fail = 0 ]
