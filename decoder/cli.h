@@ -2,9 +2,9 @@
 #ifndef CT_CLI_H
 #define CT_CLI_H
 
-#define CT_EXIT_OK 0
+#define CT_EXIT_OK        0
 #define CT_EXIT_BAD_INPUT 1 /* a trace could not be read, or is damaged */
-#define CT_EXIT_USAGE 2     /* bad options or operands */
+#define CT_EXIT_USAGE     2 /* bad options or operands */
 
 int ct_cmd_info(int argc, char **argv);
 int ct_cmd_dump(int argc, char **argv);

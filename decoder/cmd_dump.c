@@ -109,11 +109,8 @@ static void api_fields(struct out *o, const struct ct_trace *t, const uint64_t *
         f_s(o, "copy_kind", ct_name_copy_kind(f[CT_API_COPY_KIND]));
         break;
     case CT_FAM_MEMSET:
-    case CT_FAM_ALLOC:
-        f_u(o, "bytes", f[CT_API_BYTES]);
-        break;
-    default:
-        break;
+    case CT_FAM_ALLOC: f_u(o, "bytes", f[CT_API_BYTES]); break;
+    default: break;
     }
 }
 
@@ -222,18 +219,10 @@ static size_t print_record(struct out *o, const struct ct_trace *t, size_t i)
             f_i(o, "device", (int64_t)f[CT_CLOCK_DEVICE]);
         }
         break;
-    case CT_REC_API:
-        api_fields(o, t, f);
-        break;
-    case CT_REC_GPU:
-        gpu_fields(o, t, f);
-        break;
-    case CT_REC_NCCL:
-        nccl_fields(o, f);
-        break;
-    case CT_REC_IO:
-        io_fields(o, t, f);
-        break;
+    case CT_REC_API: api_fields(o, t, f); break;
+    case CT_REC_GPU: gpu_fields(o, t, f); break;
+    case CT_REC_NCCL: nccl_fields(o, f); break;
+    case CT_REC_IO: io_fields(o, t, f); break;
     case CT_REC_NVTX_RANGE:
         f_s(o, "type", "range");
         span(o, f);
@@ -257,8 +246,7 @@ static size_t print_record(struct out *o, const struct ct_trace *t, size_t i)
         f_s(o, "what", S(f[CT_ERROR_WHAT]));
         f_i(o, "code", (int64_t)f[CT_ERROR_CODE]);
         break;
-    default:
-        break;
+    default: break;
     }
     fputs(o->json ? "}\n" : "\n", o->f);
     return next;

@@ -31,8 +31,8 @@ static void print_status(const struct ct_trace *t)
 
 static void print_meta(const struct ct_trace *t)
 {
-    static const char *const keys[] = {"host", "job", "rank", "local_rank", "world_size",
-                                       "cmdline"};
+    static const char *const keys[] = {"host",       "job",        "rank",
+                                       "local_rank", "world_size", "cmdline"};
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
         const char *v = ct_trace_meta(t, keys[i]);
         if (v)

@@ -74,8 +74,7 @@ static int add_dir(struct ct_inputs *in, const char *dir, int depth, char *err, 
     return rc;
 }
 
-int ct_inputs_expand(struct ct_inputs *in, char *const *args, int nargs, char *err,
-                     size_t errlen)
+int ct_inputs_expand(struct ct_inputs *in, char *const *args, int nargs, char *err, size_t errlen)
 {
     for (int i = 0; i < nargs; i++) {
         struct stat st;

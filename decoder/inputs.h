@@ -14,8 +14,7 @@ struct ct_inputs {
  * (recursively, sorted). Returns 0, or a negative errno with err naming the
  * operand that does not exist or cannot be read.
  */
-int ct_inputs_expand(struct ct_inputs *in, char *const *args, int nargs, char *err,
-                     size_t errlen);
+int ct_inputs_expand(struct ct_inputs *in, char *const *args, int nargs, char *err, size_t errlen);
 void ct_inputs_free(struct ct_inputs *in);
 
 #endif

@@ -5,8 +5,7 @@
 
 #include "cutrace/format.h"
 
-#define LOOKUP(table, v)                                                                       \
-    ((v) < sizeof(table) / sizeof(table[0]) && table[v] ? table[v] : "unknown")
+#define LOOKUP(table, v) ((v) < sizeof(table) / sizeof(table[0]) && table[v] ? table[v] : "unknown")
 
 const char *ct_name_copy_kind(uint64_t v)
 {
@@ -44,8 +43,8 @@ const char *ct_name_nccl_op(uint64_t v)
 /* ncclDataType_t values (nccl.h 2.28). */
 const char *ct_name_nccl_dtype(uint64_t v)
 {
-    static const char *const t[] = {"int8",    "uint8",   "int32",    "uint32",
-                                    "int64",   "uint64",  "float16",  "float32",
+    static const char *const t[] = {"int8",    "uint8",    "int32",   "uint32",
+                                    "int64",   "uint64",   "float16", "float32",
                                     "float64", "bfloat16", "fp8e4m3", "fp8e5m2"};
     return LOOKUP(t, v);
 }
@@ -71,8 +70,7 @@ const char *ct_name_scope(uint64_t v)
 
 const char *ct_name_drop_reason(uint64_t v)
 {
-    static const char *const t[] = {NULL, "ring_full", "no_buffer", "write_failed",
-                                    "strings_full"};
+    static const char *const t[] = {NULL, "ring_full", "no_buffer", "write_failed", "strings_full"};
     return LOOKUP(t, v);
 }
 

@@ -106,8 +106,7 @@ static int sort_records(struct ct_trace *t)
     return 0;
 }
 
-int ct_trace_load(struct ct_trace *t, const char *path, int keep_records, char *err,
-                  size_t errlen)
+int ct_trace_load(struct ct_trace *t, const char *path, int keep_records, char *err, size_t errlen)
 {
     memset(t, 0, sizeof(*t));
     t->rank = -1;

@@ -13,15 +13,15 @@
 
 struct ct_trace {
     char *path;
-    struct ct_reader rd;    /* strings, header, footer, damage; I/O released */
+    struct ct_reader rd; /* strings, header, footer, damage; I/O released */
     struct ct_record *recs;
     size_t n, cap;
     struct ct_record *meta; /* every META record, always kept */
     size_t nmeta, meta_cap;
-    int64_t rank;           /* -1 when the process metadata has none */
+    int64_t rank; /* -1 when the process metadata has none */
     uint64_t count[CT_REC_KIND_COUNT];
     uint64_t first_ns, last_ns;
-    uint64_t dropped;       /* sum of DROP records */
+    uint64_t dropped; /* sum of DROP records */
 };
 
 /*
@@ -29,8 +29,7 @@ struct ct_trace {
  * t->rd), or a negative errno with err holding one message naming the file.
  * keep_records = 0 only counts (for `info`).
  */
-int ct_trace_load(struct ct_trace *t, const char *path, int keep_records, char *err,
-                  size_t errlen);
+int ct_trace_load(struct ct_trace *t, const char *path, int keep_records, char *err, size_t errlen);
 void ct_trace_free(struct ct_trace *t);
 
 /* The value of process metadata `key`, or NULL. */

@@ -75,8 +75,7 @@ int ct_chunk_add_string(struct ct_chunk_enc *e, uint32_t id, const char *s, uint
     return 0;
 }
 
-int ct_chunk_add_record(struct ct_chunk_enc *e, unsigned kind, const uint64_t *f,
-                        unsigned nfields)
+int ct_chunk_add_record(struct ct_chunk_enc *e, unsigned kind, const uint64_t *f, unsigned nfields)
 {
     if (kind == 0 || kind >= CT_REC_KIND_COUNT)
         return -EINVAL;
@@ -120,12 +119,8 @@ int ct_chunk_add_record(struct ct_chunk_enc *e, unsigned kind, const uint64_t *f
             put_value(b, ct_zigzag((int64_t)(v - e->seq_prev[kind][i])));
             e->seq_prev[kind][i] = v;
             break;
-        case CT_CODEC_I:
-            put_value(b, ct_zigzag((int64_t)v));
-            break;
-        default: /* U, STR */
-            put_value(b, v);
-            break;
+        case CT_CODEC_I: put_value(b, ct_zigzag((int64_t)v)); break;
+        default: /* U, STR */ put_value(b, v); break;
         }
     }
     e->nrecords++;
@@ -193,17 +188,17 @@ void ct_chunk_enc_free(struct ct_chunk_enc *e)
             ct_buf_free(&e->cols[k][i]);
 }
 
-#define FAIL(what)                                                                             \
-    do {                                                                                       \
-        *err_pos = (size_t)(q - p);                                                            \
-        *err_what = (what);                                                                    \
-        return -EBADMSG;                                                                       \
+#define FAIL(what)                                                                                 \
+    do {                                                                                           \
+        *err_pos = (size_t)(q - p);                                                                \
+        *err_what = (what);                                                                        \
+        return -EBADMSG;                                                                           \
     } while (0)
 
-#define GET(v, what)                                                                           \
-    do {                                                                                       \
-        if (ct_varint_get(&q, end, &(v)))                                                      \
-            FAIL(what);                                                                        \
+#define GET(v, what)                                                                               \
+    do {                                                                                           \
+        if (ct_varint_get(&q, end, &(v)))                                                          \
+            FAIL(what);                                                                            \
     } while (0)
 
 int ct_chunk_decode(const uint8_t *p, size_t n, const struct ct_chunk_sink *sink,
@@ -299,9 +294,7 @@ int ct_chunk_decode(const uint8_t *p, size_t n, const struct ct_chunk_sink *sink
                     r.f[i] = *prev;
                 }
                 break;
-            case CT_CODEC_END:
-                r.f[i] = *prev = last_time + (uint64_t)ct_unzigzag(v);
-                break;
+            case CT_CODEC_END: r.f[i] = *prev = last_time + (uint64_t)ct_unzigzag(v); break;
             case CT_CODEC_OEND:
                 r.f[i] = v == 0 ? 0 : last_time + (uint64_t)ct_unzigzag(v - 1);
                 if (v)
@@ -311,17 +304,13 @@ int ct_chunk_decode(const uint8_t *p, size_t n, const struct ct_chunk_sink *sink
                 seq_prev[kind][i] += (uint64_t)ct_unzigzag(v);
                 r.f[i] = seq_prev[kind][i];
                 break;
-            case CT_CODEC_I:
-                r.f[i] = (uint64_t)ct_unzigzag(v);
-                break;
+            case CT_CODEC_I: r.f[i] = (uint64_t)ct_unzigzag(v); break;
             case CT_CODEC_STR:
                 if (v > UINT32_MAX)
                     FAIL("string id below 2^32");
                 r.f[i] = v;
                 break;
-            default:
-                r.f[i] = v;
-                break;
+            default: r.f[i] = v; break;
             }
         }
         if (sink && sink->on_record) {

@@ -24,8 +24,8 @@ static inline int ct_buf_reserve(struct ct_buf *b, size_t extra)
 void ct_buf_free(struct ct_buf *b);
 
 struct ct_chunk_enc {
-    struct ct_buf strings; /* encoded string definitions */
-    struct ct_buf kinds;   /* one byte per record */
+    struct ct_buf strings;                                /* encoded string definitions */
+    struct ct_buf kinds;                                  /* one byte per record */
     struct ct_buf cols[CT_REC_KIND_COUNT][CT_MAX_FIELDS]; /* one varint column per field */
     uint32_t nstrings;
     uint32_t nrecords;

@@ -95,7 +95,10 @@ static atomic_int g_pub_valid;
 
 void ct_clock_publish(const struct ct_clock_conv *c)
 {
-    union { double d; uint64_t u; } rate = {.d = c->ns_per_tick};
+    union {
+        double d;
+        uint64_t u;
+    } rate = {.d = c->ns_per_tick};
     unsigned s = atomic_load_explicit(&g_pub_seq, memory_order_relaxed);
     atomic_store_explicit(&g_pub_seq, s + 1, memory_order_relaxed);
     atomic_thread_fence(memory_order_release);
@@ -111,7 +114,10 @@ uint64_t ct_clock_ns_now(void)
     if (!ct_clock_tsc || !atomic_load_explicit(&g_pub_valid, memory_order_acquire))
         return ct_clock_mono_ns();
     struct ct_clock_conv c;
-    union { double d; uint64_t u; } rate;
+    union {
+        double d;
+        uint64_t u;
+    } rate;
     unsigned s0, s1;
     do {
         s0 = atomic_load_explicit(&g_pub_seq, memory_order_acquire);

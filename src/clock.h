@@ -41,7 +41,7 @@ static inline uint64_t ct_clock_now(void)
 enum ct_clock_pref {
     CT_CLOCK_PREF_AUTO = 0, /* TSC when invariant, else monotonic */
     CT_CLOCK_PREF_MONOTONIC,
-    CT_CLOCK_PREF_TSC,      /* TSC even when CPUID does not promise invariance */
+    CT_CLOCK_PREF_TSC, /* TSC even when CPUID does not promise invariance */
 };
 
 /* Chooses the source. Idempotent; call before any ct_clock_now(). */

@@ -34,16 +34,15 @@ struct int_var {
     long long lo, hi;
 };
 
-static int get_int(const char *(*getenv_fn)(const char *), const struct int_var *v,
-                   long long *out, char *err, size_t errlen)
+static int get_int(const char *(*getenv_fn)(const char *), const struct int_var *v, long long *out,
+                   char *err, size_t errlen)
 {
     const char *s = getenv_fn(v->name);
     if (!s)
         return 1; /* unset: keep the default */
     if (ct_parse_int(s, v->lo, v->hi, out) == 0)
         return 0;
-    snprintf(err, errlen, "%s=%s: expected an integer from %lld to %lld", v->name, s, v->lo,
-             v->hi);
+    snprintf(err, errlen, "%s=%s: expected an integer from %lld to %lld", v->name, s, v->lo, v->hi);
     return -EINVAL;
 }
 

@@ -12,10 +12,10 @@
 #include "src/clock.h"
 
 struct ct_config {
-    char output[4096];   /* CUTRACE_OUTPUT: directory for traces (default ".") */
-    size_t buffer_kb;    /* CUTRACE_BUFFER_KB: per-thread ring, 64..1048576, default 1024 */
-    int zstd_level;      /* CUTRACE_ZSTD_LEVEL: -7..19, default 3 */
-    unsigned flush_ms;   /* CUTRACE_FLUSH_MS: 1..60000, default 100 */
+    char output[4096];        /* CUTRACE_OUTPUT: directory for traces (default ".") */
+    size_t buffer_kb;         /* CUTRACE_BUFFER_KB: per-thread ring, 64..1048576, default 1024 */
+    int zstd_level;           /* CUTRACE_ZSTD_LEVEL: -7..19, default 3 */
+    unsigned flush_ms;        /* CUTRACE_FLUSH_MS: 1..60000, default 100 */
     enum ct_clock_pref clock; /* CUTRACE_CLOCK: auto|tsc|monotonic */
 };
 

@@ -14,8 +14,8 @@
 #include <zstd.h>
 #include <zstd_errors.h> /* ZSTD_getErrorCode: tells a cut frame from a corrupt one */
 
-#define CT_READ_STEP (1u << 20)
-#define CT_MAX_FRAME (CT_MAX_CHUNK_BYTES + (CT_MAX_CHUNK_BYTES >> 7) + 4096)
+#define CT_READ_STEP     (1u << 20)
+#define CT_MAX_FRAME     (CT_MAX_CHUNK_BYTES + (CT_MAX_CHUNK_BYTES >> 7) + 4096)
 #define CT_MAX_STRING_ID (1u << 24)
 
 static uint32_t le32(const uint8_t *p)
@@ -98,6 +98,11 @@ static int parse_header(struct ct_reader *r)
                  "%s: not a cutrace trace: offset 8: expected the magic \"CUTRACE\\0\"", r->name);
         return -EPROTO;
     }
+    if ((unsigned long long)n < 8ull + CT_HEADER_MIN_SIZE) {
+        snprintf(r->err, sizeof(r->err), "%s: truncated at offset 0: the file header is cut",
+                 r->name);
+        return -EPROTO;
+    }
     uint32_t version = (uint32_t)p[16] | (uint32_t)p[17] << 8;
     if (version > CT_FORMAT_VERSION) {
         snprintf(r->err, sizeof(r->err),
@@ -111,11 +116,6 @@ static int parse_header(struct ct_reader *r)
                  "%s: corrupt header: offset 4: expected a header size of at least %u bytes "
                  "and version >= 1, found size %u version %u",
                  r->name, CT_HEADER_MIN_SIZE, size, version);
-        return -EPROTO;
-    }
-    if ((unsigned long long)n < 8ull + CT_HEADER_MIN_SIZE) {
-        snprintf(r->err, sizeof(r->err), "%s: truncated at offset 0: the file header is cut",
-                 r->name);
         return -EPROTO;
     }
     r->hdr.version = version;

@@ -39,11 +39,11 @@ struct ct_reader {
     int fd;
     const uint8_t *mem;
     size_t mem_len;
-    uint8_t *buf;     /* window of the file: [buf_off, buf_off + buf_len) */
+    uint8_t *buf;                     /* window of the file: [buf_off, buf_off + buf_len) */
     size_t buf_len, buf_cap, buf_pos; /* buf_pos: next unread byte in buf */
     uint64_t buf_off;
     int eof;
-    void *dctx;       /* ZSTD_DCtx */
+    void *dctx; /* ZSTD_DCtx */
     struct ct_buf out;
 
     struct ct_trace_header hdr;
@@ -57,10 +57,10 @@ struct ct_reader {
     uint64_t damage_total;
     struct ct_damage damage[CT_READER_MAX_DAMAGE];
 
-    char **strs;      /* by id */
+    char **strs; /* by id */
     uint32_t *str_lens;
     size_t nstrs;
-    char err[256];    /* message of the last fatal error */
+    char err[256]; /* message of the last fatal error */
 };
 
 /*

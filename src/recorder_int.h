@@ -9,30 +9,30 @@
 #include "src/recorder.h"
 
 struct ct_rec_state {
-    atomic_int running;             /* records are being taken */
+    atomic_int running; /* records are being taken */
     size_t ring_bytes;
     struct ct_ring *_Atomic rings[CT_MAX_RINGS];
-    atomic_uint nrings_hwm;         /* slots [0, hwm) may be in use */
+    atomic_uint nrings_hwm; /* slots [0, hwm) may be in use */
     _Atomic uint64_t no_buffer_drops;
     pthread_key_t exit_key;
 
     /* writer */
     pthread_t thread;
-    pthread_mutex_t mu;             /* only the writer and control calls take it */
-    pthread_cond_t cv;              /* wakes the writer */
-    pthread_cond_t done_cv;         /* flush completion */
+    pthread_mutex_t mu;     /* only the writer and control calls take it */
+    pthread_cond_t cv;      /* wakes the writer */
+    pthread_cond_t done_cv; /* flush completion */
     int stop_req;
     uint64_t flush_req, flush_done;
     atomic_int paused;
     int fd;
     unsigned flush_ms;
     int zstd_level;
-    void *cctx;                     /* ZSTD_CCtx */
+    void *cctx; /* ZSTD_CCtx */
     struct ct_clock_conv conv;
     struct ct_chunk_enc enc;
     struct ct_buf payload, frame;
-    uint8_t *str_emitted;           /* bitmap: id already defined in the file */
-    uint32_t str_scan_from;         /* every id below is defined */
+    uint8_t *str_emitted;   /* bitmap: id already defined in the file */
+    uint32_t str_scan_from; /* every id below is defined */
     uint64_t next_seq;
     uint64_t last_sync_ns;
     uint64_t no_buffer_reported;

@@ -43,7 +43,7 @@ struct ct_ring {
     _Atomic uint64_t dropped; /* written by the producer only */
     char pad0[32];
     /* consumer's cache line */
-    _Atomic uint64_t tail;    /* bytes ever consumed */
+    _Atomic uint64_t tail; /* bytes ever consumed */
     uint64_t dropped_reported;
     uint64_t last_drain_ns;
     char pad1[40];

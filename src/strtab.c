@@ -11,8 +11,8 @@
 
 static void *map_zeroed(size_t n)
 {
-    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                   -1, 0);
+    void *p =
+        mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     return p == MAP_FAILED ? NULL : p;
 }
 
@@ -116,8 +116,7 @@ uint32_t ct_strtab_intern(struct ct_strtab *t, const char *s, size_t len)
         }
         uint32_t expected = 0;
         if (atomic_compare_exchange_strong_explicit(&t->slots[i], &expected, mine,
-                                                    memory_order_acq_rel,
-                                                    memory_order_acquire))
+                                                    memory_order_acq_rel, memory_order_acquire))
             return mine;
         if (entry_equals(t, expected, s, len))
             return expected; /* lost the race to the same string */

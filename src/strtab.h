@@ -21,12 +21,12 @@ struct ct_strtab {
     atomic_uint *slots;           /* hash slots holding ids, 0 = empty */
     struct ct_str_entry *entries; /* by id */
     char *arena;
-    size_t nslots;                /* power of two */
+    size_t nslots; /* power of two */
     uint32_t max_ids;
     size_t arena_size;
-    atomic_uint next_id;          /* ids handed out so far + 1 */
+    atomic_uint next_id; /* ids handed out so far + 1 */
     _Atomic uint64_t arena_used;
-    _Atomic uint64_t failures;    /* interning that returned 0 for lack of room */
+    _Atomic uint64_t failures; /* interning that returned 0 for lack of room */
 };
 
 /*

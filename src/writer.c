@@ -17,7 +17,7 @@
 #include <zstd.h>
 
 #define CT_CHUNK_MAX_RECORDS 65536u /* keeps a chunk's payload a few MiB at most */
-#define CT_SYNC_PERIOD_NS 1000000000ull
+#define CT_SYNC_PERIOD_NS    1000000000ull
 
 static void put_le32(uint8_t *p, uint32_t v)
 {
@@ -134,15 +134,10 @@ static void add_record(unsigned kind, unsigned flags, const uint64_t *w, unsigne
         uint64_t v = w[i];
         switch (codec[i]) {
         case CT_CODEC_TIME:
-        case CT_CODEC_END:
-            v = to_ns(v, flags);
-            break;
+        case CT_CODEC_END: v = to_ns(v, flags); break;
         case CT_CODEC_OTIME:
-        case CT_CODEC_OEND:
-            v = v ? to_ns(v, flags) : 0;
-            break;
-        default:
-            break;
+        case CT_CODEC_OEND: v = v ? to_ns(v, flags) : 0; break;
+        default: break;
         }
         f[i] = v;
     }

@@ -119,24 +119,24 @@
 
 #include <stdint.h>
 
-#define CT_FORMAT_VERSION 1u
-#define CT_FILE_MAGIC "CUTRACE"          /* 8 bytes with its NUL */
-#define CT_FOOTER_MAGIC "CTFOOTER"       /* 8 bytes, no NUL */
+#define CT_FORMAT_VERSION    1u
+#define CT_FILE_MAGIC        "CUTRACE"  /* 8 bytes with its NUL */
+#define CT_FOOTER_MAGIC      "CTFOOTER" /* 8 bytes, no NUL */
 #define CT_SKIP_MAGIC_HEADER 0x184D2A50u
 #define CT_SKIP_MAGIC_FOOTER 0x184D2A5Fu
-#define CT_SKIP_MAGIC_MIN 0x184D2A50u
-#define CT_SKIP_MAGIC_MAX 0x184D2A5Fu
-#define CT_ZSTD_MAGIC 0xFD2FB528u
-#define CT_HEADER_MIN_SIZE 64u           /* payload bytes of a v1 header */
-#define CT_FOOTER_SIZE 40u               /* payload bytes of a v1 footer */
-#define CT_CHUNK_MAGIC 0x4354u           /* "CT" */
-#define CT_MAX_FIELDS 20                 /* most fields any kind has */
-#define CT_MAX_CHUNK_BYTES (64u << 20)   /* readers refuse larger chunks */
+#define CT_SKIP_MAGIC_MIN    0x184D2A50u
+#define CT_SKIP_MAGIC_MAX    0x184D2A5Fu
+#define CT_ZSTD_MAGIC        0xFD2FB528u
+#define CT_HEADER_MIN_SIZE   64u         /* payload bytes of a v1 header */
+#define CT_FOOTER_SIZE       40u         /* payload bytes of a v1 footer */
+#define CT_CHUNK_MAGIC       0x4354u     /* "CT" */
+#define CT_MAX_FIELDS        20          /* most fields any kind has */
+#define CT_MAX_CHUNK_BYTES   (64u << 20) /* readers refuse larger chunks */
 
 /* Feature bits in the header: what this recorder could capture. */
 enum ct_feature {
-    CT_FEAT_TSC = 1u << 0,        /* record times came from a calibrated TSC */
-    CT_FEAT_CUDA = 1u << 1,       /* CUDA driver interception enabled */
+    CT_FEAT_TSC = 1u << 0,  /* record times came from a calibrated TSC */
+    CT_FEAT_CUDA = 1u << 1, /* CUDA driver interception enabled */
     CT_FEAT_NCCL = 1u << 2,
     CT_FEAT_IO = 1u << 3,
     CT_FEAT_NVTX = 1u << 4,
@@ -199,35 +199,35 @@ enum ct_meta_scope {
 
 /* CT_REC_CLOCK */
 enum ct_clock_field {
-    CT_CLOCK_MONO,     /* TIME  CLOCK_MONOTONIC ns */
-    CT_CLOCK_REAL,     /* SEQ   CLOCK_REALTIME ns at the same instant */
-    CT_CLOCK_TSC_TICKS,/* SEQ   raw TSC at the same instant (0 if none) */
-    CT_CLOCK_GPU,      /* SEQ   GPU timestamp at the same instant (0 if none) */
-    CT_CLOCK_DEVICE,   /* I     device of CT_CLOCK_GPU, -1 if none */
+    CT_CLOCK_MONO,      /* TIME  CLOCK_MONOTONIC ns */
+    CT_CLOCK_REAL,      /* SEQ   CLOCK_REALTIME ns at the same instant */
+    CT_CLOCK_TSC_TICKS, /* SEQ   raw TSC at the same instant (0 if none) */
+    CT_CLOCK_GPU,       /* SEQ   GPU timestamp at the same instant (0 if none) */
+    CT_CLOCK_DEVICE,    /* I     device of CT_CLOCK_GPU, -1 if none */
     CT_CLOCK_NFIELDS
 };
 
 /* CT_REC_API: a driver entry point as called. */
 enum ct_api_field {
-    CT_API_START,      /* TIME  host enter */
-    CT_API_END,        /* END   host exit */
-    CT_API_NAME,       /* STR   entry point as called, e.g. cuLaunchKernel_ptsz */
-    CT_API_CORR,       /* SEQ   correlation id, unique per process, joins GPU records */
-    CT_API_FAMILY,     /* U     enum ct_api_family */
-    CT_API_RESULT,     /* I     CUresult returned */
-    CT_API_DEVICE,     /* I     device ordinal, -1 unknown */
-    CT_API_STREAM,     /* U     stable stream id (0 = none) */
-    CT_API_KERNEL,     /* STR   kernel name (launches) */
-    CT_API_GRID_X,     /* U */
-    CT_API_GRID_Y,     /* U */
-    CT_API_GRID_Z,     /* U */
-    CT_API_BLOCK_X,    /* U */
-    CT_API_BLOCK_Y,    /* U */
-    CT_API_BLOCK_Z,    /* U */
-    CT_API_SHMEM,      /* U     dynamic shared memory bytes */
-    CT_API_BYTES,      /* U     bytes copied, set or allocated */
-    CT_API_COPY_KIND,  /* U     enum ct_copy_kind */
-    CT_API_FLAGS,      /* U     CT_APIF_* */
+    CT_API_START,     /* TIME  host enter */
+    CT_API_END,       /* END   host exit */
+    CT_API_NAME,      /* STR   entry point as called, e.g. cuLaunchKernel_ptsz */
+    CT_API_CORR,      /* SEQ   correlation id, unique per process, joins GPU records */
+    CT_API_FAMILY,    /* U     enum ct_api_family */
+    CT_API_RESULT,    /* I     CUresult returned */
+    CT_API_DEVICE,    /* I     device ordinal, -1 unknown */
+    CT_API_STREAM,    /* U     stable stream id (0 = none) */
+    CT_API_KERNEL,    /* STR   kernel name (launches) */
+    CT_API_GRID_X,    /* U */
+    CT_API_GRID_Y,    /* U */
+    CT_API_GRID_Z,    /* U */
+    CT_API_BLOCK_X,   /* U */
+    CT_API_BLOCK_Y,   /* U */
+    CT_API_BLOCK_Z,   /* U */
+    CT_API_SHMEM,     /* U     dynamic shared memory bytes */
+    CT_API_BYTES,     /* U     bytes copied, set or allocated */
+    CT_API_COPY_KIND, /* U     enum ct_copy_kind */
+    CT_API_FLAGS,     /* U     CT_APIF_* */
     CT_API_NFIELDS
 };
 enum ct_api_family {
@@ -257,16 +257,16 @@ enum ct_api_flags {
 
 /* CT_REC_GPU: when an op really ran on the device. */
 enum ct_gpu_field {
-    CT_GPU_START,      /* TIME  GPU start on the trace clock */
-    CT_GPU_END,        /* END   GPU end */
-    CT_GPU_DEVICE,     /* I     device ordinal */
-    CT_GPU_STREAM,     /* U     stable stream id */
-    CT_GPU_CORR,       /* SEQ   correlation id of the API record */
-    CT_GPU_TYPE,       /* U     enum ct_gpu_type */
-    CT_GPU_NAME,       /* STR   kernel name */
-    CT_GPU_BYTES,      /* U */
-    CT_GPU_COPY_KIND,  /* U     enum ct_copy_kind */
-    CT_GPU_SOURCE,     /* U     enum ct_gpu_source */
+    CT_GPU_START,     /* TIME  GPU start on the trace clock */
+    CT_GPU_END,       /* END   GPU end */
+    CT_GPU_DEVICE,    /* I     device ordinal */
+    CT_GPU_STREAM,    /* U     stable stream id */
+    CT_GPU_CORR,      /* SEQ   correlation id of the API record */
+    CT_GPU_TYPE,      /* U     enum ct_gpu_type */
+    CT_GPU_NAME,      /* STR   kernel name */
+    CT_GPU_BYTES,     /* U */
+    CT_GPU_COPY_KIND, /* U     enum ct_copy_kind */
+    CT_GPU_SOURCE,    /* U     enum ct_gpu_source */
     CT_GPU_NFIELDS
 };
 enum ct_gpu_type {
@@ -391,31 +391,36 @@ struct ct_kind_desc {
 
 /* The codec of every field of every kind, indexed by enum ct_record_kind. */
 static const struct ct_kind_desc ct_kind_table[CT_REC_KIND_COUNT] = {
-    [CT_REC_META] = {"meta", CT_META_NFIELDS,
+    [CT_REC_META] = {"meta",
+                     CT_META_NFIELDS,
                      {CT_CODEC_TIME, CT_CODEC_U, CT_CODEC_U, CT_CODEC_STR, CT_CODEC_STR}},
-    [CT_REC_CLOCK] = {"clock", CT_CLOCK_NFIELDS,
+    [CT_REC_CLOCK] = {"clock",
+                      CT_CLOCK_NFIELDS,
                       {CT_CODEC_TIME, CT_CODEC_SEQ, CT_CODEC_SEQ, CT_CODEC_SEQ, CT_CODEC_I}},
-    [CT_REC_API] = {"api", CT_API_NFIELDS,
+    [CT_REC_API] = {"api",
+                    CT_API_NFIELDS,
                     {CT_CODEC_TIME, CT_CODEC_END, CT_CODEC_STR, CT_CODEC_SEQ, CT_CODEC_U,
                      CT_CODEC_I, CT_CODEC_I, CT_CODEC_U, CT_CODEC_STR, CT_CODEC_U, CT_CODEC_U,
                      CT_CODEC_U, CT_CODEC_U, CT_CODEC_U, CT_CODEC_U, CT_CODEC_U, CT_CODEC_U,
                      CT_CODEC_U, CT_CODEC_U}},
-    [CT_REC_GPU] = {"gpu", CT_GPU_NFIELDS,
-                    {CT_CODEC_TIME, CT_CODEC_END, CT_CODEC_I, CT_CODEC_U, CT_CODEC_SEQ,
-                     CT_CODEC_U, CT_CODEC_STR, CT_CODEC_U, CT_CODEC_U, CT_CODEC_U}},
-    [CT_REC_NCCL] = {"nccl", CT_NCCL_NFIELDS,
-                     {CT_CODEC_TIME, CT_CODEC_END, CT_CODEC_U, CT_CODEC_U, CT_CODEC_SEQ,
-                      CT_CODEC_U, CT_CODEC_U, CT_CODEC_U, CT_CODEC_U, CT_CODEC_I, CT_CODEC_I,
-                      CT_CODEC_U, CT_CODEC_U, CT_CODEC_SEQ, CT_CODEC_I, CT_CODEC_U,
-                      CT_CODEC_OTIME, CT_CODEC_OEND}},
-    [CT_REC_IO] = {"io", CT_IO_NFIELDS,
-                   {CT_CODEC_TIME, CT_CODEC_END, CT_CODEC_STR, CT_CODEC_I, CT_CODEC_U,
-                    CT_CODEC_STR, CT_CODEC_U, CT_CODEC_I, CT_CODEC_I}},
-    [CT_REC_NVTX_RANGE] = {"nvtx", CT_NVTX_NFIELDS,
-                           {CT_CODEC_TIME, CT_CODEC_END, CT_CODEC_STR, CT_CODEC_STR,
-                            CT_CODEC_U}},
-    [CT_REC_NVTX_MARK] = {"nvtx", CT_MARK_NFIELDS,
-                          {CT_CODEC_TIME, CT_CODEC_STR, CT_CODEC_STR}},
+    [CT_REC_GPU] = {"gpu",
+                    CT_GPU_NFIELDS,
+                    {CT_CODEC_TIME, CT_CODEC_END, CT_CODEC_I, CT_CODEC_U, CT_CODEC_SEQ, CT_CODEC_U,
+                     CT_CODEC_STR, CT_CODEC_U, CT_CODEC_U, CT_CODEC_U}},
+    [CT_REC_NCCL] = {"nccl",
+                     CT_NCCL_NFIELDS,
+                     {CT_CODEC_TIME, CT_CODEC_END, CT_CODEC_U, CT_CODEC_U, CT_CODEC_SEQ, CT_CODEC_U,
+                      CT_CODEC_U, CT_CODEC_U, CT_CODEC_U, CT_CODEC_I, CT_CODEC_I, CT_CODEC_U,
+                      CT_CODEC_U, CT_CODEC_SEQ, CT_CODEC_I, CT_CODEC_U, CT_CODEC_OTIME,
+                      CT_CODEC_OEND}},
+    [CT_REC_IO] = {"io",
+                   CT_IO_NFIELDS,
+                   {CT_CODEC_TIME, CT_CODEC_END, CT_CODEC_STR, CT_CODEC_I, CT_CODEC_U, CT_CODEC_STR,
+                    CT_CODEC_U, CT_CODEC_I, CT_CODEC_I}},
+    [CT_REC_NVTX_RANGE] = {"nvtx",
+                           CT_NVTX_NFIELDS,
+                           {CT_CODEC_TIME, CT_CODEC_END, CT_CODEC_STR, CT_CODEC_STR, CT_CODEC_U}},
+    [CT_REC_NVTX_MARK] = {"nvtx", CT_MARK_NFIELDS, {CT_CODEC_TIME, CT_CODEC_STR, CT_CODEC_STR}},
     [CT_REC_DROP] = {"drop", CT_DROP_NFIELDS, {CT_CODEC_TIME, CT_CODEC_U, CT_CODEC_U}},
     [CT_REC_ERROR] = {"error", CT_ERROR_NFIELDS, {CT_CODEC_TIME, CT_CODEC_STR, CT_CODEC_I}},
 };

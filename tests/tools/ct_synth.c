@@ -32,8 +32,8 @@ static uint64_t rnd(uint64_t n)
 }
 
 struct synth {
-    uint64_t now;  /* host time, ns */
-    uint64_t gpu;  /* when the stream is free, ns */
+    uint64_t now; /* host time, ns */
+    uint64_t gpu; /* when the stream is free, ns */
     uint64_t corr;
     uint64_t seq;
     uint32_t launch, sync, htod, allreduce, pread, domain;
@@ -109,8 +109,7 @@ static void iteration(struct synth *s, int it)
         io[CT_IO_OFFSET] = (uint64_t)(it * 2 + k) << 20;
         emit(CT_REC_IO, io, CT_IO_NFIELDS);
     }
-    api_and_gpu(s, s->htod, CT_FAM_MEMCPY, 0, jitter(80000), 2u << 20, CT_COPY_HTOD,
-                CT_GPU_MEMCPY);
+    api_and_gpu(s, s->htod, CT_FAM_MEMCPY, 0, jitter(80000), 2u << 20, CT_COPY_HTOD, CT_GPU_MEMCPY);
     for (int layer = 0; layer < 40; layer++)
         api_and_gpu(s, s->launch, CT_FAM_LAUNCH, s->kernels[layer],
                     jitter(10000 + (uint64_t)layer * 9000), 0, 0, CT_GPU_KERNEL);

@@ -119,8 +119,7 @@ START_TEST(chunk_round_trips_every_kind_with_extreme_values)
         for (unsigned kind = 1; kind < CT_REC_KIND_COUNT; kind++) {
             extreme_fields(kind, variant, in[n]);
             kinds[n] = kind;
-            ck_assert_int_eq(ct_chunk_add_record(&e, kind, in[n], ct_kind_table[kind].nfields),
-                             0);
+            ck_assert_int_eq(ct_chunk_add_record(&e, kind, in[n], ct_kind_table[kind].nfields), 0);
             n++;
         }
     }

@@ -31,9 +31,17 @@ END_TEST
 
 START_TEST(valid_values_are_taken)
 {
-    static const char *const env[] = {"CUTRACE_BUFFER_KB", "256", "CUTRACE_ZSTD_LEVEL", "-1",
-                                      "CUTRACE_FLUSH_MS", "20", "CUTRACE_OUTPUT", "/tmp/x",
-                                      "CUTRACE_CLOCK", "monotonic", NULL};
+    static const char *const env[] = {"CUTRACE_BUFFER_KB",
+                                      "256",
+                                      "CUTRACE_ZSTD_LEVEL",
+                                      "-1",
+                                      "CUTRACE_FLUSH_MS",
+                                      "20",
+                                      "CUTRACE_OUTPUT",
+                                      "/tmp/x",
+                                      "CUTRACE_CLOCK",
+                                      "monotonic",
+                                      NULL};
     struct ct_config c;
     char err[256] = "";
     ct_config_defaults(&c);

@@ -22,8 +22,8 @@ static void make_trace(void)
     ck_assert_int_eq(th_start(path, 1 << 16, 60000), 0);
     for (int c = 0; c < 6; c++) {
         for (int i = 0; i < 50; i++) {
-            uint64_t mark[CT_MARK_NFIELDS] = {1000000 + (uint64_t)(c * 100 + i),
-                                              ct_intern("d"), ct_intern(c % 2 ? "odd" : "even")};
+            uint64_t mark[CT_MARK_NFIELDS] = {1000000 + (uint64_t)(c * 100 + i), ct_intern("d"),
+                                              ct_intern(c % 2 ? "odd" : "even")};
             ct_emit(CT_REC_NVTX_MARK, CT_RF_NS, mark, CT_MARK_NFIELDS);
         }
         ck_assert_int_eq(ct_recorder_flush(5000), 0);

@@ -11,7 +11,7 @@
 
 #include "tests/unit/helpers.h"
 
-#define NTHREADS 8
+#define NTHREADS   8
 #define PER_THREAD 40000
 
 struct worker {

@@ -49,10 +49,15 @@ START_TEST(every_kind_round_trips_through_the_file)
     nccl[CT_NCCL_GPU_START] = 1000000006500ull;
     nccl[CT_NCCL_GPU_END] = 1000000009000ull;
     ck_assert_int_eq(ct_emit(CT_REC_NCCL, CT_RF_NS, nccl, CT_NCCL_NFIELDS), 0);
-    uint64_t io[CT_IO_NFIELDS] = {1000000010000ull, 1000000020000ull,
-                                  ct_intern("pread64"),  7, CT_FD_FILE,
+    uint64_t io[CT_IO_NFIELDS] = {1000000010000ull,
+                                  1000000020000ull,
+                                  ct_intern("pread64"),
+                                  7,
+                                  CT_FD_FILE,
                                   ct_intern("/data/shard-0001.bin"),
-                                  4096, (uint64_t)-EIO, 1ull << 40};
+                                  4096,
+                                  (uint64_t)-EIO,
+                                  1ull << 40};
     ck_assert_int_eq(ct_emit(CT_REC_IO, CT_RF_NS, io, CT_IO_NFIELDS), 0);
     /* a record on the raw clock: the writer converts it to monotonic ns */
     uint64_t before = ct_clock_mono_ns();
