@@ -69,7 +69,7 @@ static int add_dir(struct ct_inputs *in, const char *dir, int depth, char *err, 
         free(p);
     }
     closedir(d);
-    if (!rc)
+    if (!rc && in->n - first > 1)
         qsort(in->paths + first, in->n - first, sizeof(char *), cmp_str);
     return rc;
 }

@@ -91,6 +91,10 @@ int ct_recorder_start(const struct ct_recorder_config *cfg, const struct ct_meta
     ct_rec.flush_ms = cfg->flush_ms ? cfg->flush_ms : 100;
     ct_rec.zstd_level = cfg->zstd_level;
     uint32_t max_strings = cfg->max_strings ? cfg->max_strings : 1u << 20;
+    /* A restart after stop (tests, on-demand capture) starts a new file with
+     * a new string table; ids of the old file mean nothing in the new one. */
+    if (ct_strings.slots)
+        ct_strtab_destroy(&ct_strings);
     size_t string_bytes = cfg->string_bytes ? cfg->string_bytes : (size_t)64 << 20;
     int rc = ct_strtab_init(&ct_strings, max_strings, string_bytes);
     if (rc)
@@ -182,6 +186,9 @@ int ct_recorder_stop(unsigned timeout_ms)
          * hold the job's exit hostage. */
         return -ETIMEDOUT;
     }
+    free(ct_rec.str_emitted);
+    ct_rec.str_emitted = NULL;
+    pthread_key_delete(ct_rec.exit_key);
     return atomic_load(&ct_rec.write_error);
 }
 

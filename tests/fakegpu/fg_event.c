@@ -1,0 +1,204 @@
+/*
+ * fg_event.c - events and cross-stream waits.
+ *
+ * Recording an event enqueues a zero-length marker op on the stream; the
+ * event keeps a reference to it, so the event's time is the marker's end:
+ * max(record time, completion of everything enqueued before it on that
+ * stream, including the legacy stream's implicit dependencies).  A stream
+ * wait enqueues a marker that depends on the event's marker, which makes
+ * every later op of the waiting stream start no earlier than the event.
+ *
+ * During stream capture a record does not enqueue anything: it tags the
+ * event with the capture, and a stream waiting on such an event joins the
+ * capture (CUDA's fork/join pattern).
+ */
+#include "fg_internal.h"
+
+#include <stdlib.h>
+
+typedef struct fg_event {
+    fg_ctx *ctx;
+    unsigned flags;
+    fg_op *op;         /* last record's marker; NULL until recorded */
+    fg_graph *capture; /* set when last recorded into a capturing stream */
+} fg_event;
+
+static fg_event *fg_event_get(CUevent h)
+{
+    return fg_handle_type(h) == FG_H_EVENT ? (fg_event *)h : NULL;
+}
+
+CUresult CUDAAPI cuEventCreate(CUevent *phEvent, unsigned int Flags)
+{
+    FG_ENTER();
+    fg_ctx *c;
+    const unsigned known = CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS;
+    if (!phEvent || (Flags & ~known))
+        FG_RETURN(CUDA_ERROR_INVALID_VALUE);
+    if ((Flags & CU_EVENT_INTERPROCESS) && !(Flags & CU_EVENT_DISABLE_TIMING))
+        FG_RETURN(CUDA_ERROR_INVALID_VALUE);
+    if (fg_require_ctx(&c) != CUDA_SUCCESS)
+        FG_RETURN(CUDA_ERROR_INVALID_CONTEXT);
+    fg_event *e = calloc(1, sizeof *e);
+    if (!e)
+        FG_RETURN(CUDA_ERROR_OUT_OF_MEMORY);
+    e->ctx = c;
+    e->flags = Flags;
+    fg_handle_add(e, FG_H_EVENT);
+    *phEvent = (CUevent)e;
+    FG_RETURN(CUDA_SUCCESS);
+}
+
+static CUresult fg_event_destroy(CUevent h)
+{
+    FG_ENTER();
+    fg_event *e = fg_event_get(h);
+    if (!e)
+        FG_RETURN(CUDA_ERROR_INVALID_HANDLE);
+    fg_handle_del(e);
+    fg_op_unref(e->op);
+    free(e);
+    FG_RETURN(CUDA_SUCCESS);
+}
+
+CUresult CUDAAPI cuEventDestroy(CUevent hEvent)
+{
+    return fg_event_destroy(hEvent);
+}
+
+CUresult CUDAAPI cuEventDestroy_v2(CUevent hEvent)
+{
+    return fg_event_destroy(hEvent);
+}
+
+static CUresult fg_event_record(CUevent h, CUstream hs, unsigned flags, bool pt)
+{
+    FG_ENTER();
+    fg_event *e = fg_event_get(h);
+    if (!e)
+        FG_RETURN(CUDA_ERROR_INVALID_HANDLE);
+    if (flags & ~(unsigned)CU_EVENT_RECORD_EXTERNAL)
+        FG_RETURN(CUDA_ERROR_INVALID_VALUE);
+    CUresult rc;
+    fg_stream *s = fg_stream_get(hs, pt, &rc);
+    if (!s)
+        FG_RETURN(rc);
+    if (s->capture) {
+        e->capture = s->capture;
+        FG_RETURN(CUDA_SUCCESS);
+    }
+    fg_desc d = {.kind = FG_OP_MARKER, .name = "eventRecord"};
+    fg_op *op = fg_enqueue(s, &d, NULL, 0);
+    fg_op_ref(op);
+    fg_op_unref(e->op);
+    e->op = op;
+    e->capture = NULL;
+    FG_RETURN(CUDA_SUCCESS);
+}
+
+CUresult CUDAAPI cuEventRecord(CUevent hEvent, CUstream hStream)
+{
+    return fg_event_record(hEvent, hStream, 0, false);
+}
+
+CUresult CUDAAPI cuEventRecord_ptsz(CUevent hEvent, CUstream hStream)
+{
+    return fg_event_record(hEvent, hStream, 0, true);
+}
+
+CUresult CUDAAPI cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags)
+{
+    return fg_event_record(hEvent, hStream, flags, false);
+}
+
+CUresult CUDAAPI cuEventRecordWithFlags_ptsz(CUevent hEvent, CUstream hStream, unsigned int flags)
+{
+    return fg_event_record(hEvent, hStream, flags, true);
+}
+
+CUresult CUDAAPI cuEventQuery(CUevent hEvent)
+{
+    FG_ENTER();
+    fg_event *e = fg_event_get(hEvent);
+    if (!e)
+        FG_RETURN(CUDA_ERROR_INVALID_HANDLE);
+    /* Never recorded: complete, as in CUDA. */
+    FG_RETURN(!e->op || fg_op_done(e->op, fg_now()) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY);
+}
+
+CUresult CUDAAPI cuEventSynchronize(CUevent hEvent)
+{
+    FG_ENTER();
+    fg_event *e = fg_event_get(hEvent);
+    if (!e)
+        FG_RETURN(CUDA_ERROR_INVALID_HANDLE);
+    fg_op *op = e->op; /* the event may be re-recorded while we wait */
+    if (op)
+        fg_wait_ops_locked(&op, 1);
+    FG_RETURN(CUDA_SUCCESS);
+}
+
+static CUresult fg_elapsed(float *ms, CUevent hStart, CUevent hEnd)
+{
+    FG_ENTER();
+    if (!ms)
+        FG_RETURN(CUDA_ERROR_INVALID_VALUE);
+    fg_event *a = fg_event_get(hStart), *b = fg_event_get(hEnd);
+    if (!a || !b || !a->op || !b->op)
+        FG_RETURN(CUDA_ERROR_INVALID_HANDLE);
+    if ((a->flags | b->flags) & CU_EVENT_DISABLE_TIMING)
+        FG_RETURN(CUDA_ERROR_INVALID_HANDLE);
+    int64_t now = fg_now();
+    if (!fg_op_done(a->op, now) || !fg_op_done(b->op, now))
+        FG_RETURN(CUDA_ERROR_NOT_READY);
+    *ms = (float)((double)(b->op->end_ns - a->op->end_ns) / 1e6);
+    FG_RETURN(CUDA_SUCCESS);
+}
+
+CUresult CUDAAPI cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd)
+{
+    return fg_elapsed(pMilliseconds, hStart, hEnd);
+}
+
+CUresult CUDAAPI cuEventElapsedTime_v2(float *pMilliseconds, CUevent hStart, CUevent hEnd)
+{
+    return fg_elapsed(pMilliseconds, hStart, hEnd);
+}
+
+static CUresult fg_stream_wait_event(CUstream hs, CUevent h, unsigned flags, bool pt)
+{
+    FG_ENTER();
+    CUresult rc;
+    fg_stream *s = fg_stream_get(hs, pt, &rc);
+    if (!s)
+        FG_RETURN(rc);
+    fg_event *e = fg_event_get(h);
+    if (!e)
+        FG_RETURN(CUDA_ERROR_INVALID_HANDLE);
+    if (flags & ~(unsigned)CU_EVENT_WAIT_EXTERNAL)
+        FG_RETURN(CUDA_ERROR_INVALID_VALUE);
+    if (e->capture && fg_graph_capturing(e->capture)) {
+        if (!s->capture) {
+            s->capture = e->capture; /* fork: s joins the capture */
+            s->capture_origin = false;
+        }
+        FG_RETURN(CUDA_SUCCESS);
+    }
+    /* Captured graphs are replayed on one stream, so an ordinary event
+     * waited on inside a capture adds nothing to record. */
+    if (!e->op || s->capture)
+        FG_RETURN(CUDA_SUCCESS);
+    fg_desc d = {.kind = FG_OP_MARKER, .name = "streamWaitEvent"};
+    fg_enqueue(s, &d, &e->op, 1);
+    FG_RETURN(CUDA_SUCCESS);
+}
+
+CUresult CUDAAPI cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
+{
+    return fg_stream_wait_event(hStream, hEvent, Flags, false);
+}
+
+CUresult CUDAAPI cuStreamWaitEvent_ptsz(CUstream hStream, CUevent hEvent, unsigned int Flags)
+{
+    return fg_stream_wait_event(hStream, hEvent, Flags, true);
+}

@@ -1,0 +1,258 @@
+/*
+ * fg_internal.h - shared state of the simulated CUDA driver (libcuda.so.1).
+ *
+ * Every source file of the fake includes this header first.  The build
+ * defines __CUDA_API_VERSION_INTERNAL so that cuda.h declares every entry
+ * point under its exported name (cuMemcpyHtoD_v2, cuMemcpyHtoD_v2_ptds, the
+ * pre-v2 names, ...) instead of renaming them, and
+ * __CUDA_API_PUSH_VISIBILITY_DEFAULT so that those declarations stay
+ * exported while everything else (the fg_ helpers) is hidden.
+ *
+ * Locking: one process-wide mutex (fg.lock) protects all state.  Entry
+ * points take it on entry; fg_ helpers documented as "locked" expect it held.
+ * Only waits (fg_wait_ops_locked) and host-function calls drop it.
+ */
+#ifndef FG_INTERNAL_H
+#define FG_INTERNAL_H
+
+#include <cuda.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define FG_DRIVER_VERSION   13000
+#define FG_MAX_DEVICES      64
+#define FG_DEVICE_MEM_BYTES (80ull << 30) /* an 80 GiB H100-class part */
+
+/* ---------------------------------------------------------------- handles */
+
+/* Every handle given to a caller is registered with its type, so that a
+ * stale or foreign pointer is rejected instead of dereferenced. */
+typedef enum fg_htype {
+    FG_H_NONE = 0,
+    FG_H_CTX,
+    FG_H_STREAM,
+    FG_H_EVENT,
+    FG_H_MODULE,
+    FG_H_FUNC,
+    FG_H_LIBRARY,
+    FG_H_KERNEL,
+    FG_H_GRAPH,
+    FG_H_GRAPH_EXEC,
+    FG_H_POOL,
+} fg_htype;
+
+void fg_handle_add(const void *h, fg_htype t);
+void fg_handle_del(const void *h);
+fg_htype fg_handle_type(const void *h);
+
+/* ------------------------------------------------------------- scheduler */
+
+typedef struct fg_op fg_op;
+typedef struct fg_ctx fg_ctx;
+typedef struct fg_stream fg_stream;
+typedef struct fg_graph fg_graph;
+
+typedef enum fg_op_kind {
+    FG_OP_MARKER, /* zero-length: event records, stream waits */
+    FG_OP_KERNEL,
+    FG_OP_COPY,
+    FG_OP_MEMSET,
+    FG_OP_HOSTFN,   /* runs on the worker thread; ends when the function returns */
+    FG_OP_FREE,     /* cuMemFreeAsync: releases memory in stream order */
+    FG_OP_EXTERNAL, /* end decided by a resolver (seam for a simulated NCCL) */
+} fg_op_kind;
+
+/*
+ * Resolver seam: an op whose end is not known at enqueue time (e.g. a
+ * collective that completes only when peers in other processes arrive)
+ * carries a resolver.  Once the op's start is known the scheduler calls
+ * resolve(op_start_ns, &end_ns, arg) from fg_progress(); it returns true and
+ * sets *end_ns when the end is known, false to be asked again later (every
+ * query, every synchronize poll - at least once per millisecond while someone
+ * waits).  It runs with fg.lock held, must not block and must not call the
+ * CUDA API.  Anything queued behind such an op stays unresolved until then.
+ */
+typedef bool (*fg_resolve_fn)(int64_t start_ns, int64_t *end_ns, void *arg);
+
+/* What an op does.  Also the node type of captured graphs, which is why it
+ * holds everything needed to replay the op later. */
+typedef struct fg_desc {
+    fg_op_kind kind;
+    int64_t duration_ns;
+    const char *name; /* kernel name; owned by its function, which is never freed */
+    union {
+        struct { /* 3D strided copy: depth slices of height rows of width bytes */
+            char *dst;
+            const char *src;
+            size_t width, height, depth;
+            size_t dpitch, spitch, dslice, sslice;
+        } copy;
+        struct {
+            char *dst;
+            size_t pitch, width, height; /* width in elements */
+            uint32_t value;
+            unsigned elsize;
+        } memset;
+        struct {
+            CUhostFn fn;
+            CUstreamCallback cb; /* cuStreamAddCallback flavour when non-NULL */
+            CUstream cb_stream;
+            void *arg;
+        } host;
+        struct {
+            void *ptr;
+        } free;
+    } u;
+    fg_resolve_fn resolve;
+    void *resolve_arg;
+} fg_desc;
+
+struct fg_op {
+    int refs;
+    fg_desc d;
+    int64_t min_start_ns; /* enqueue time and already-finished dependencies */
+    int64_t start_ns, end_ns;
+    bool start_known, resolved, executed, running, deps_executed;
+    fg_op *next; /* pending list */
+    size_t ndeps;
+    fg_op **deps;
+};
+
+int64_t fg_now(void);
+void fg_sleep_until(int64_t t_ns);
+void fg_op_ref(fg_op *op);
+void fg_op_unref(fg_op *op);
+/* Enqueue d on s (not capturing), after s's previous op, the implicit
+ * legacy-stream dependencies and the extra deps.  Returns the op, owned by
+ * the stream (take a ref to keep it). */
+fg_op *fg_enqueue(fg_stream *s, const fg_desc *d, fg_op *const *extra, size_t nextra);
+/* Record into the capture graph if s is capturing, else enqueue; when wait
+ * is set, block until the op has completed in virtual time. */
+CUresult fg_submit(fg_stream *s, const fg_desc *d, bool wait);
+/* Advance resolution/execution of pending ops; cheap when nothing pends. */
+void fg_progress(void);
+bool fg_op_done(fg_op *op, int64_t now);
+/* Block until every op completed (in virtual time); drops fg.lock while waiting. */
+void fg_wait_ops_locked(fg_op *const *ops, size_t n);
+/* Block until no queued op has a side effect left to run (frees use it). */
+void fg_drain_effects_locked(void);
+void fg_sched_atfork_child(void);
+
+/* ---------------------------------------------------- devices / contexts */
+
+typedef struct fg_device {
+    int ordinal;
+    fg_ctx *primary;
+    int primary_refs;
+    unsigned primary_flags;
+    size_t used_mem;
+    char pool_tag; /* address used as the device's default CUmemoryPool */
+} fg_device;
+
+struct fg_ctx {
+    int device;
+    unsigned long long id;
+    unsigned flags;
+    bool primary, destroyed;
+    fg_stream *legacy;
+    fg_stream **streams; /* user and per-thread streams, not the legacy one */
+    size_t nstreams, capstreams;
+    fg_op **orphans; /* last ops of destroyed streams, still owed to syncs */
+    size_t norphans, caporphans;
+};
+
+typedef enum fg_stream_kind { FG_S_USER, FG_S_LEGACY, FG_S_PER_THREAD } fg_stream_kind;
+
+struct fg_stream {
+    fg_ctx *ctx;
+    unsigned long long id;
+    unsigned flags;
+    int priority;
+    fg_stream_kind kind;
+    pthread_t owner; /* FG_S_PER_THREAD only */
+    fg_op *last;
+    fg_graph *capture; /* non-NULL while capturing into this graph */
+    bool capture_origin;
+};
+
+struct fg_global {
+    pthread_mutex_t lock;
+    pthread_cond_t progress_cond; /* broadcast whenever an op finishes */
+    pthread_cond_t worker_cond;
+    int initialized; /* read without the lock: use __atomic */
+    int ndevices;
+    double kernel_scale, pcie_gbps, hbm_gbps;
+    fg_device devices[FG_MAX_DEVICES];
+    unsigned long long next_id;
+    fg_ctx **ctxs;
+    size_t nctxs, capctxs;
+    fg_op *pending_head, *pending_tail;
+    bool worker_started;
+};
+extern struct fg_global fg;
+
+#define FG_LOCK()   pthread_mutex_lock(&fg.lock)
+#define FG_UNLOCK() pthread_mutex_unlock(&fg.lock)
+/* Entry-point prologue: everything except cuInit & co. fails before cuInit. */
+#define FG_ENTER()                                                                                 \
+    do {                                                                                           \
+        if (!__atomic_load_n(&fg.initialized, __ATOMIC_ACQUIRE))                                   \
+            return CUDA_ERROR_NOT_INITIALIZED;                                                     \
+        FG_LOCK();                                                                                 \
+    } while (0)
+#define FG_RETURN(rc)                                                                              \
+    do {                                                                                           \
+        CUresult rc_ = (rc);                                                                       \
+        FG_UNLOCK();                                                                               \
+        return rc_;                                                                                \
+    } while (0)
+
+unsigned long long fg_next_id(void);
+bool fg_grow(void **arr, size_t *cap, size_t need, size_t elsize);
+void fg_retire(void *p); /* keep a dead object reachable forever */
+
+fg_ctx *fg_current_ctx(void);
+fg_ctx *fg_ctx_from_handle(CUcontext h); /* NULL unless a live context */
+CUresult fg_require_ctx(fg_ctx **out);
+void fg_ctx_wait_all_locked(fg_ctx *c);
+bool fg_device_valid(CUdevice d);
+
+/* Map a CUstream argument to a stream: handle 0 means the per-thread stream
+ * in _ptsz/_ptds entry points (per_thread=true), the legacy stream otherwise. */
+fg_stream *fg_stream_get(CUstream h, bool per_thread, CUresult *err);
+bool fg_stream_blocking(const fg_stream *s);
+fg_stream *fg_stream_new(fg_ctx *c, fg_stream_kind kind, unsigned flags, int prio);
+void fg_stream_free(fg_stream *s);
+
+/* ---------------------------------------------------------------- memory */
+
+typedef enum fg_mem_kind {
+    FG_MEM_DEVICE,
+    FG_MEM_HOST_PINNED,
+    FG_MEM_HOST_REGISTERED,
+    FG_MEM_MANAGED
+} fg_mem_kind;
+
+typedef struct fg_alloc {
+    uintptr_t base;
+    size_t size;
+    fg_mem_kind kind;
+    int device;
+    fg_ctx *ctx;
+    unsigned long long id;
+} fg_alloc;
+
+const fg_alloc *fg_mem_find(uintptr_t p); /* locked */
+void fg_mem_release_locked(uintptr_t base);
+
+/* ----------------------------------------------------------- misc helpers */
+
+int64_t fg_kernel_duration_ns(const char *name);
+const char *fg_func_name(CUfunction f); /* NULL unless a function or kernel handle */
+int64_t fg_bytes_ns(size_t bytes, double gbps);
+CUresult fg_graph_record_locked(fg_graph *g, const fg_desc *d);
+bool fg_graph_capturing(fg_graph *g); /* false for destroyed graphs too */
+
+#endif

@@ -1,0 +1,101 @@
+/*
+ * fg_launch.c - kernel launches: cuLaunchKernel, cuLaunchKernelEx,
+ * cuLaunchCooperativeKernel, each in legacy and _ptsz form.  A launch is an
+ * op whose duration comes from the function's name (fg_kernel_duration_ns);
+ * parameters are ignored, since no code runs.
+ */
+#include "fg_internal.h"
+
+static CUresult fg_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                          unsigned by, unsigned bz, CUstream hs, bool pt)
+{
+    FG_ENTER();
+    const char *name = fg_func_name(f);
+    if (!name)
+        FG_RETURN(CUDA_ERROR_INVALID_HANDLE);
+    if (!gx || !gy || !gz || !bx || !by || !bz)
+        FG_RETURN(CUDA_ERROR_INVALID_VALUE);
+    if ((unsigned long long)bx * by * bz > 1024 || bz > 64)
+        FG_RETURN(CUDA_ERROR_INVALID_VALUE);
+    CUresult rc;
+    fg_stream *s = fg_stream_get(hs, pt, &rc);
+    if (!s)
+        FG_RETURN(rc);
+    fg_desc d = {.kind = FG_OP_KERNEL, .name = name, .duration_ns = fg_kernel_duration_ns(name)};
+    FG_RETURN(fg_submit(s, &d, false));
+}
+
+CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                                unsigned int gridDimZ, unsigned int blockDimX,
+                                unsigned int blockDimY, unsigned int blockDimZ,
+                                unsigned int sharedMemBytes, CUstream hStream, void **kernelParams,
+                                void **extra)
+{
+    (void)sharedMemBytes;
+    (void)kernelParams;
+    (void)extra;
+    return fg_launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream,
+                     false);
+}
+
+CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                                     unsigned int gridDimZ, unsigned int blockDimX,
+                                     unsigned int blockDimY, unsigned int blockDimZ,
+                                     unsigned int sharedMemBytes, CUstream hStream,
+                                     void **kernelParams, void **extra)
+{
+    (void)sharedMemBytes;
+    (void)kernelParams;
+    (void)extra;
+    return fg_launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream,
+                     true);
+}
+
+static CUresult fg_launch_ex(const CUlaunchConfig *config, CUfunction f, bool pt)
+{
+    if (!config)
+        return __atomic_load_n(&fg.initialized, __ATOMIC_ACQUIRE) ? CUDA_ERROR_INVALID_VALUE
+                                                                  : CUDA_ERROR_NOT_INITIALIZED;
+    return fg_launch(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,
+                     config->blockDimY, config->blockDimZ, config->hStream, pt);
+}
+
+CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
+                                  void **extra)
+{
+    (void)kernelParams;
+    (void)extra;
+    return fg_launch_ex(config, f, false);
+}
+
+CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f,
+                                       void **kernelParams, void **extra)
+{
+    (void)kernelParams;
+    (void)extra;
+    return fg_launch_ex(config, f, true);
+}
+
+CUresult CUDAAPI cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX,
+                                           unsigned int gridDimY, unsigned int gridDimZ,
+                                           unsigned int blockDimX, unsigned int blockDimY,
+                                           unsigned int blockDimZ, unsigned int sharedMemBytes,
+                                           CUstream hStream, void **kernelParams)
+{
+    (void)sharedMemBytes;
+    (void)kernelParams;
+    return fg_launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream,
+                     false);
+}
+
+CUresult CUDAAPI cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX,
+                                                unsigned int gridDimY, unsigned int gridDimZ,
+                                                unsigned int blockDimX, unsigned int blockDimY,
+                                                unsigned int blockDimZ, unsigned int sharedMemBytes,
+                                                CUstream hStream, void **kernelParams)
+{
+    (void)sharedMemBytes;
+    (void)kernelParams;
+    return fg_launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream,
+                     true);
+}
