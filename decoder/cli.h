@@ -8,5 +8,6 @@
 
 int ct_cmd_info(int argc, char **argv);
 int ct_cmd_dump(int argc, char **argv);
+int ct_cmd_run(int argc, char **argv);
 
 #endif

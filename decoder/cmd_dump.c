@@ -188,6 +188,8 @@ static size_t print_record(struct out *o, const struct ct_trace *t, size_t i)
             f_hex(o, "comm_hash", f[CT_META_SCOPE_ID]);
         else if (f[CT_META_SCOPE] == CT_SCOPE_THREAD)
             f_u(o, "thread", f[CT_META_SCOPE_ID]);
+        else if (f[CT_META_SCOPE] == CT_SCOPE_STREAM)
+            f_u(o, "stream", f[CT_META_SCOPE_ID]);
         f_u(o, "time_ns", f[CT_META_TIME]);
         for (next = i; next < t->n; next++) {
             const struct ct_record *m = &t->recs[next];

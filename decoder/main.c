@@ -14,6 +14,7 @@ struct subcommand {
 };
 
 static const struct subcommand cmds[] = {
+    {"run", ct_cmd_run, "run a command with the recorder preloaded: cutrace run -o DIR -- CMD"},
     {"info", ct_cmd_info, "what traces hold: metadata, record counts, drops, span, integrity"},
     {"dump", ct_cmd_dump, "one line per record; --json for the stable JSON-lines view"},
 };

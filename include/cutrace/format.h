@@ -195,6 +195,7 @@ enum ct_meta_scope {
     CT_SCOPE_COMM = 2,
     CT_SCOPE_THREAD = 3,
     CT_SCOPE_RECORDER = 4, /* recorder configuration and state */
+    CT_SCOPE_STREAM = 5,   /* a stream, scope_id = its stable id (keys: device) */
 };
 
 /* CT_REC_CLOCK */

@@ -1,0 +1,190 @@
+/*
+ * Kernel, cooperative, host-function and graph launches. Each exported name
+ * is a one-line wrapper passing its row and per-thread flag to the shared
+ * recorder for its signature.
+ */
+#include "shim/cuda_record.h"
+
+CUresult cuLaunchKernel_ptsz(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                             unsigned, CUstream, void **, void **);
+CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *, CUfunction, void **, void **);
+CUresult cuLaunchCooperativeKernel_ptsz(CUfunction, unsigned, unsigned, unsigned, unsigned,
+                                        unsigned, unsigned, unsigned, CUstream, void **);
+CUresult cuLaunchHostFunc_ptsz(CUstream, CUhostFn, void *);
+CUresult cuGraphLaunch_ptsz(CUgraphExec, CUstream);
+
+typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                              unsigned, unsigned, CUstream, void **, void **);
+typedef CUresult (*launch_ex_fn)(const CUlaunchConfig *, CUfunction, void **, void **);
+typedef CUresult (*coop_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                            unsigned, CUstream, void **);
+typedef CUresult (*host_fn)(CUstream, CUhostFn, void *);
+typedef CUresult (*graph_fn)(CUgraphExec, CUstream);
+
+static void record_launch(struct ct_call *c, enum ct_sym sym, CUresult r, unsigned flags,
+                          const void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                          unsigned by, unsigned bz, unsigned shmem, CUstream s)
+{
+    int dev;
+    uint64_t sid = ct_stream_id(s, flags & CT_APIF_PER_THREAD, &dev);
+    uint64_t *w = ct_call_record(c, sym, CT_FAM_LAUNCH, r, sid, dev, flags);
+    if (!w)
+        return;
+    w[CT_API_KERNEL] = ct_func_name(f);
+    w[CT_API_GRID_X] = gx;
+    w[CT_API_GRID_Y] = gy;
+    w[CT_API_GRID_Z] = gz;
+    w[CT_API_BLOCK_X] = bx;
+    w[CT_API_BLOCK_Y] = by;
+    w[CT_API_BLOCK_Z] = bz;
+    w[CT_API_SHMEM] = shmem;
+    ct_call_commit();
+}
+
+static CUresult launch(enum ct_sym sym, unsigned flags, CUfunction f, unsigned gx, unsigned gy,
+                       unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned shmem,
+                       CUstream s, void **params, void **extra)
+{
+    launch_fn real = CT_REAL(launch_fn, sym);
+    if (!real)
+        return CT_NOT_AVAILABLE;
+    if (!ct_shim_recording())
+        return real(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);
+    struct ct_call c;
+    ct_call_enter(&c);
+    CUresult r = real(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);
+    record_launch(&c, sym, r, flags, f, gx, gy, gz, bx, by, bz, shmem, s);
+    ct_call_leave(&c);
+    return r;
+}
+
+CT_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                  unsigned by, unsigned bz, unsigned shmem, CUstream s,
+                                  void **params, void **extra)
+{
+    return launch(CT_SYM_cuLaunchKernel, 0, f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);
+}
+
+CT_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                                       unsigned bx, unsigned by, unsigned bz, unsigned shmem,
+                                       CUstream s, void **params, void **extra)
+{
+    return launch(CT_SYM_cuLaunchKernel_ptsz, CT_APIF_PER_THREAD, f, gx, gy, gz, bx, by, bz, shmem,
+                  s, params, extra);
+}
+
+static CUresult launch_ex(enum ct_sym sym, unsigned flags, const CUlaunchConfig *cfg, CUfunction f,
+                          void **params, void **extra)
+{
+    launch_ex_fn real = CT_REAL(launch_ex_fn, sym);
+    if (!real)
+        return CT_NOT_AVAILABLE;
+    if (!ct_shim_recording() || !cfg)
+        return real(cfg, f, params, extra);
+    struct ct_call c;
+    ct_call_enter(&c);
+    CUresult r = real(cfg, f, params, extra);
+    record_launch(&c, sym, r, flags, f, cfg->gridDimX, cfg->gridDimY, cfg->gridDimZ, cfg->blockDimX,
+                  cfg->blockDimY, cfg->blockDimZ, cfg->sharedMemBytes, cfg->hStream);
+    ct_call_leave(&c);
+    return r;
+}
+
+CT_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *cfg, CUfunction f, void **params,
+                                    void **extra)
+{
+    return launch_ex(CT_SYM_cuLaunchKernelEx, 0, cfg, f, params, extra);
+}
+
+CT_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *cfg, CUfunction f, void **params,
+                                         void **extra)
+{
+    return launch_ex(CT_SYM_cuLaunchKernelEx_ptsz, CT_APIF_PER_THREAD, cfg, f, params, extra);
+}
+
+static CUresult coop(enum ct_sym sym, unsigned flags, CUfunction f, unsigned gx, unsigned gy,
+                     unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned shmem, CUstream s,
+                     void **params)
+{
+    coop_fn real = CT_REAL(coop_fn, sym);
+    if (!real)
+        return CT_NOT_AVAILABLE;
+    if (!ct_shim_recording())
+        return real(f, gx, gy, gz, bx, by, bz, shmem, s, params);
+    struct ct_call c;
+    ct_call_enter(&c);
+    CUresult r = real(f, gx, gy, gz, bx, by, bz, shmem, s, params);
+    record_launch(&c, sym, r, flags, f, gx, gy, gz, bx, by, bz, shmem, s);
+    ct_call_leave(&c);
+    return r;
+}
+
+CT_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                                             unsigned bx, unsigned by, unsigned bz, unsigned shmem,
+                                             CUstream s, void **params)
+{
+    return coop(CT_SYM_cuLaunchCooperativeKernel, 0, f, gx, gy, gz, bx, by, bz, shmem, s, params);
+}
+
+CT_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, unsigned gy,
+                                                  unsigned gz, unsigned bx, unsigned by,
+                                                  unsigned bz, unsigned shmem, CUstream s,
+                                                  void **params)
+{
+    return coop(CT_SYM_cuLaunchCooperativeKernel_ptsz, CT_APIF_PER_THREAD, f, gx, gy, gz, bx, by,
+                bz, shmem, s, params);
+}
+
+static CUresult host_func(enum ct_sym sym, unsigned flags, CUstream s, CUhostFn fn, void *data)
+{
+    host_fn real = CT_REAL(host_fn, sym);
+    if (!real)
+        return CT_NOT_AVAILABLE;
+    if (!ct_shim_recording())
+        return real(s, fn, data);
+    struct ct_call c;
+    ct_call_enter(&c);
+    CUresult r = real(s, fn, data);
+    int dev;
+    uint64_t sid = ct_stream_id(s, flags & CT_APIF_PER_THREAD, &dev);
+    ct_call_simple(&c, sym, CT_FAM_LAUNCH, r, sid, dev, flags, 0, 0);
+    ct_call_leave(&c);
+    return r;
+}
+
+CT_EXPORT CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void *data)
+{
+    return host_func(CT_SYM_cuLaunchHostFunc, 0, s, fn, data);
+}
+
+CT_EXPORT CUresult cuLaunchHostFunc_ptsz(CUstream s, CUhostFn fn, void *data)
+{
+    return host_func(CT_SYM_cuLaunchHostFunc_ptsz, CT_APIF_PER_THREAD, s, fn, data);
+}
+
+static CUresult graph_launch(enum ct_sym sym, unsigned flags, CUgraphExec g, CUstream s)
+{
+    graph_fn real = CT_REAL(graph_fn, sym);
+    if (!real)
+        return CT_NOT_AVAILABLE;
+    if (!ct_shim_recording())
+        return real(g, s);
+    struct ct_call c;
+    ct_call_enter(&c);
+    CUresult r = real(g, s);
+    int dev;
+    uint64_t sid = ct_stream_id(s, flags & CT_APIF_PER_THREAD, &dev);
+    ct_call_simple(&c, sym, CT_FAM_GRAPH, r, sid, dev, flags, 0, 0);
+    ct_call_leave(&c);
+    return r;
+}
+
+CT_EXPORT CUresult cuGraphLaunch(CUgraphExec g, CUstream s)
+{
+    return graph_launch(CT_SYM_cuGraphLaunch, 0, g, s);
+}
+
+CT_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec g, CUstream s)
+{
+    return graph_launch(CT_SYM_cuGraphLaunch_ptsz, CT_APIF_PER_THREAD, g, s);
+}

@@ -1,0 +1,134 @@
+/*
+ * Lazy, safe initialisation of the shim. Our constructor may run after other
+ * libraries have already called wrapped functions, so nothing depends on it:
+ * the first wrapped call that should be recorded runs ct_shim_init(). A bad
+ * CUTRACE_* value or a failure to create the trace prints one stderr line and
+ * turns recording off; the job itself is never touched.
+ */
+#include "shim/shim.h"
+
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "shim/cuda_record.h"
+#include "src/config.h"
+
+atomic_int ct_shim_state;
+__thread uint64_t ct_tls_corr __attribute__((tls_model("initial-exec")));
+static atomic_uint g_thread_index;
+
+uint64_t ct_corr_slow(void)
+{
+    /* 24 bits of thread index, 40 bits of per-thread sequence. */
+    uint64_t idx = atomic_fetch_add(&g_thread_index, 1) + 1;
+    return (idx & 0xffffff) << 40 | 1;
+}
+
+static const char *env_get(const char *name)
+{
+    return getenv(name);
+}
+
+static void shim_atexit(void)
+{
+    if (atomic_load(&ct_shim_state) != CT_SHIM_ON)
+        return;
+    ct_tls_guard = 1;
+    atomic_store(&ct_shim_state, CT_SHIM_OFF);
+    ct_recorder_stop(5000);
+}
+
+/* A forked child has no writer thread and shares nothing with the parent's
+ * file: it records nothing (its own trace is future work, see README). */
+static void shim_atfork_child(void)
+{
+    if (atomic_load(&ct_shim_state) == CT_SHIM_ON)
+        atomic_store(&ct_shim_state, CT_SHIM_OFF);
+}
+
+static void say(const char *fmt, const char *a, const char *b)
+{
+    /* One line, straight to fd 2: no stdio buffers of the job's. */
+    char line[768];
+    int n = snprintf(line, sizeof(line), fmt, a, b);
+    if (n > 0) {
+        size_t len = (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1;
+        ssize_t w = write(2, line, len);
+        (void)w;
+    }
+}
+
+static int start_recording(void)
+{
+    struct ct_config cfg;
+    char err[512];
+    ct_config_defaults(&cfg);
+    if (ct_config_from_env(&cfg, env_get, err, sizeof(err)) != 0) {
+        say("cutrace: %s; recording is off%s\n", err, "");
+        return -1;
+    }
+    struct ct_launcher l;
+    ct_launcher_detect(&l);
+    char rank[32];
+    if (l.rank >= 0)
+        snprintf(rank, sizeof(rank), "%ld", l.rank);
+    else
+        snprintf(rank, sizeof(rank), "NA");
+    static struct ct_meta_kv meta[256];
+    static char strbuf[64 * 1024];
+    size_t nmeta = ct_meta_process(meta, 256, strbuf, sizeof(strbuf));
+    struct ct_recorder_config rc = {
+        .ring_bytes = cfg.buffer_kb * 1024,
+        .zstd_level = cfg.zstd_level,
+        .flush_ms = cfg.flush_ms,
+        .features = CT_FEAT_CUDA,
+        .pid = (uint32_t)getpid(),
+        .clock = cfg.clock,
+    };
+    char path[PATH_MAX + 256];
+    int r = -1;
+    /* gen counts images of this pid (exec keeps the pid): the first name not
+     * taken yet is ours. O_EXCL makes that race-free. */
+    for (unsigned gen = 0; gen < 64; gen++) {
+        snprintf(path, sizeof(path), "%s/%s-%s-r%s-p%d-%u.cutrace", cfg.output, l.job, l.host, rank,
+                 (int)getpid(), gen);
+        rc.path = path;
+        rc.gen = gen;
+        r = ct_recorder_start(&rc, meta, nmeta);
+        if (r != -EEXIST)
+            break;
+    }
+    if (r != 0) {
+        say("cutrace: cannot record to %s: %s; recording is off\n", path, strerror(-r));
+        return -1;
+    }
+    if (ct_cuda_record_init() != 0)
+        ct_emit_error("cutrace: no memory for the CUDA caches; names and streams resolve slowly",
+                      -ENOMEM);
+    atexit(shim_atexit);
+    pthread_atfork(NULL, NULL, shim_atfork_child);
+    return 0;
+}
+
+int ct_shim_init(void)
+{
+    int expected = CT_SHIM_UNINIT;
+    if (!atomic_compare_exchange_strong(&ct_shim_state, &expected, CT_SHIM_INITING)) {
+        /* Another thread is initialising: this call goes unrecorded rather
+         * than waiting (the shim never blocks the job). */
+        return atomic_load(&ct_shim_state) == CT_SHIM_ON;
+    }
+    int saved = errno;
+    int guard = ct_tls_guard;
+    ct_tls_guard = 1; /* our own calls during init go straight through */
+    int ok = start_recording() == 0;
+    ct_tls_guard = guard;
+    errno = saved;
+    atomic_store_explicit(&ct_shim_state, ok ? CT_SHIM_ON : CT_SHIM_OFF, memory_order_release);
+    return ok;
+}

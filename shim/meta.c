@@ -1,0 +1,177 @@
+/*
+ * Process metadata for the first chunk: who ran, where, as which rank, with
+ * which NCCL/CUDA/Torch settings. Values of variables whose names suggest
+ * secrets are redacted. Runs once, at init, under the guard.
+ */
+#include <ctype.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "shim/shim.h"
+
+extern char **environ;
+
+static long env_long(const char *const *names)
+{
+    for (; *names; names++) {
+        const char *v = getenv(*names);
+        char *end;
+        if (v && *v) {
+            long n = strtol(v, &end, 10);
+            if (!*end && n >= 0)
+                return n;
+        }
+    }
+    return -1;
+}
+
+/* Keeps [A-Za-z0-9._] so the value is safe in a file name. */
+static void sanitize(char *s)
+{
+    for (; *s; s++)
+        if (!isalnum((unsigned char)*s) && *s != '.' && *s != '_')
+            *s = '_';
+}
+
+void ct_launcher_detect(struct ct_launcher *l)
+{
+    static const char *const rank[] = {"RANK",     "OMPI_COMM_WORLD_RANK", "PMIX_RANK",
+                                       "PMI_RANK", "SLURM_PROCID",         NULL};
+    static const char *const local[] = {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
+                                        "MPI_LOCALRANKID", "SLURM_LOCALID", NULL};
+    static const char *const world[] = {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE",
+                                        "SLURM_NTASKS", NULL};
+    static const char *const job[] = {"CUTRACE_JOB",
+                                      "SLURM_JOB_ID",
+                                      "TORCHELASTIC_RUN_ID",
+                                      "PMIX_NAMESPACE",
+                                      "OMPI_MCA_orte_ess_jobid",
+                                      NULL};
+    l->rank = env_long(rank);
+    l->local_rank = env_long(local);
+    l->world_size = env_long(world);
+    snprintf(l->job, sizeof(l->job), "job");
+    for (const char *const *n = job; *n; n++) {
+        const char *v = getenv(*n);
+        if (v && *v) {
+            snprintf(l->job, sizeof(l->job), "%s", v);
+            break;
+        }
+    }
+    if (gethostname(l->host, sizeof(l->host)) != 0)
+        snprintf(l->host, sizeof(l->host), "host");
+    l->host[sizeof(l->host) - 1] = 0;
+    char *dot = strchr(l->host, '.');
+    if (dot)
+        *dot = 0;
+    sanitize(l->job);
+    sanitize(l->host);
+}
+
+struct kvbuf {
+    struct ct_meta_kv *kv;
+    size_t n, max;
+    char *s;
+    size_t used, cap;
+};
+
+static const char *keep(struct kvbuf *b, const char *s)
+{
+    size_t len = strlen(s) + 1;
+    if (b->used + len > b->cap)
+        return NULL;
+    char *p = b->s + b->used;
+    memcpy(p, s, len);
+    b->used += len;
+    return p;
+}
+
+static void add(struct kvbuf *b, const char *key, const char *value)
+{
+    if (b->n >= b->max || !value)
+        return;
+    const char *k = keep(b, key), *v = keep(b, value);
+    if (!k || !v)
+        return;
+    b->kv[b->n++] = (struct ct_meta_kv){CT_SCOPE_PROCESS, 0, k, v};
+}
+
+static void add_long(struct kvbuf *b, const char *key, long v)
+{
+    char buf[32];
+    if (v < 0)
+        return;
+    snprintf(buf, sizeof(buf), "%ld", v);
+    add(b, key, buf);
+}
+
+static int is_secret(const char *name, size_t len)
+{
+    static const char *const words[] = {"TOKEN", "KEY", "SECRET", "PASSWORD"};
+    char upper[256];
+    if (len >= sizeof(upper))
+        len = sizeof(upper) - 1;
+    for (size_t i = 0; i < len; i++)
+        upper[i] = (char)toupper((unsigned char)name[i]);
+    upper[len] = 0;
+    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+        if (strstr(upper, words[i]))
+            return 1;
+    return 0;
+}
+
+/* /proc/self/cmdline with NULs as spaces. */
+static void read_cmdline(char *out, size_t n)
+{
+    out[0] = 0;
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    ssize_t r = read(fd, out, n - 1);
+    close(fd);
+    if (r <= 0)
+        return;
+    for (ssize_t i = 0; i < r - 1; i++)
+        if (out[i] == 0)
+            out[i] = ' ';
+    out[r] = 0;
+}
+
+size_t ct_meta_process(struct ct_meta_kv *kv, size_t max, char *strbuf, size_t strbuf_len)
+{
+    struct kvbuf b = {kv, 0, max, strbuf, 0, strbuf_len};
+    struct ct_launcher l;
+    ct_launcher_detect(&l);
+    char buf[4096];
+    add(&b, "host", l.host);
+    add(&b, "job", l.job);
+    add_long(&b, "rank", l.rank);
+    add_long(&b, "local_rank", l.local_rank);
+    add_long(&b, "world_size", l.world_size);
+    add_long(&b, "pid", (long)getpid());
+    add_long(&b, "ppid", (long)getppid());
+    read_cmdline(buf, sizeof(buf));
+    add(&b, "cmdline", buf);
+    ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+    if (n > 0) {
+        buf[n] = 0;
+        add(&b, "exe", buf);
+    }
+    add(&b, "cutrace_version", "0.1.0");
+    for (char **e = environ; e && *e; e++) {
+        const char *eq = strchr(*e, '=');
+        if (!eq)
+            continue;
+        size_t len = (size_t)(eq - *e);
+        if (strncmp(*e, "NCCL_", 5) && strncmp(*e, "CUDA_", 5) && strncmp(*e, "TORCH_", 6) &&
+            strncmp(*e, "CUTRACE_", 8))
+            continue;
+        char key[300];
+        snprintf(key, sizeof(key), "env.%.*s", (int)len, *e);
+        add(&b, key, is_secret(*e, len) ? "<redacted>" : eq + 1);
+    }
+    return b.n;
+}

@@ -1,0 +1,67 @@
+/*
+ * The cuGetProcAddress layer: libcudart, NCCL, cuBLAS and cuDNN resolve
+ * their ~440 driver entry points through cuGetProcAddress(_v2) rather than
+ * by symbol. We call the real lookup with the same arguments and, only when
+ * it succeeded, swap in the wrapper for exactly that (symbol, ABI version,
+ * per-thread) row. Anything newer than our headers, anything we do not wrap,
+ * and any pointer that is not the driver's exported function for that row
+ * (another interposer below us) passes through untouched.
+ */
+#include <string.h>
+
+#include "shim/cuda_record.h"
+
+typedef CUresult (*gpa_fn)(const char *, void **, int, cuuint64_t);
+typedef CUresult (*gpa2_fn)(const char *, void **, int, cuuint64_t,
+                            CUdriverProcAddressQueryResult *);
+
+/* Replaces *pfn with our wrapper when that is provably right. */
+static void substitute(const char *sym, void **pfn, int version, cuuint64_t flags)
+{
+    if (!sym || !pfn || !*pfn || version > CUDA_VERSION)
+        return;
+    int row;
+    if (strcmp(sym, "cuGetProcAddress") == 0)
+        row = version >= 12000 ? CT_SYM_cuGetProcAddress_v2 : CT_SYM_cuGetProcAddress;
+    else
+        row = ct_sym_select(sym, version, flags);
+    if (row < 0)
+        return;
+    void *h = ct_libcuda();
+    void *exported = h ? ct_dlsym_real(h, ct_sym_rows[row].exported) : NULL;
+    if (exported != *pfn && *pfn != ct_sym_wrapper(row))
+        return; /* not the driver's own function for this row: hands off */
+    if (!ct_real_claim((enum ct_sym)row, *pfn))
+        return;
+    *pfn = ct_sym_wrapper(row);
+}
+
+CT_EXPORT CUresult cuGetProcAddress(const char *sym, void **pfn, int version, cuuint64_t flags)
+{
+    gpa_fn real = CT_REAL(gpa_fn, CT_SYM_cuGetProcAddress);
+    if (!real)
+        return CT_NOT_AVAILABLE;
+    CUresult r = real(sym, pfn, version, flags);
+    if (r == CUDA_SUCCESS && !ct_tls_guard && atomic_load(&ct_shim_state) != CT_SHIM_OFF) {
+        int saved = errno;
+        substitute(sym, pfn, version, flags);
+        errno = saved;
+    }
+    return r;
+}
+
+CT_EXPORT CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int version, cuuint64_t flags,
+                                       CUdriverProcAddressQueryResult *st)
+{
+    gpa2_fn real = CT_REAL(gpa2_fn, CT_SYM_cuGetProcAddress_v2);
+    if (!real)
+        return CT_NOT_AVAILABLE;
+    CUresult r = real(sym, pfn, version, flags, st);
+    if (r == CUDA_SUCCESS && (!st || *st == CU_GET_PROC_ADDRESS_SUCCESS) && !ct_tls_guard &&
+        atomic_load(&ct_shim_state) != CT_SHIM_OFF) {
+        int saved = errno;
+        substitute(sym, pfn, version, flags);
+        errno = saved;
+    }
+    return r;
+}

@@ -1,0 +1,89 @@
+/*
+ * Internal interface of libcutrace.so. Everything here is hidden; the only
+ * exported names are the interposed entry points (CT_EXPORT).
+ *
+ * Every wrapper follows one shape: if recording is off or this thread is
+ * already inside cutrace (ct_tls_guard), call the real function and return;
+ * otherwise enter (guard, errno saved, clock), call the real function, read
+ * the clock, append one record, leave (errno restored). Nothing on that path
+ * locks, allocates or makes a syscall of ours.
+ */
+#ifndef CT_SHIM_H
+#define CT_SHIM_H
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "src/recorder.h"
+
+#define CT_EXPORT __attribute__((visibility("default")))
+
+enum ct_shim_state {
+    CT_SHIM_UNINIT = 0,
+    CT_SHIM_INITING = 1,
+    CT_SHIM_ON = 2,
+    CT_SHIM_OFF = 3, /* bad configuration, no file, or after fork: the job runs untouched */
+};
+
+extern atomic_int ct_shim_state;
+
+/* Slow path of ct_shim_recording(): the first event of the process. */
+int ct_shim_init(void);
+
+/* 1 when this call should be recorded. Starts the recorder at the first event. */
+static inline int ct_shim_recording(void)
+{
+    if (__builtin_expect(ct_tls_guard, 0))
+        return 0;
+    int s = atomic_load_explicit(&ct_shim_state, memory_order_acquire);
+    if (__builtin_expect(s == CT_SHIM_ON, 1))
+        return 1;
+    if (s == CT_SHIM_UNINIT)
+        return ct_shim_init();
+    return 0;
+}
+
+/* A span being recorded by the calling thread. */
+struct ct_span {
+    uint64_t t0;
+    int saved_errno;
+};
+
+static inline void ct_span_enter(struct ct_span *sp)
+{
+    ct_tls_guard = 1;
+    sp->saved_errno = errno;
+    sp->t0 = ct_clock_now();
+}
+
+static inline void ct_span_leave(struct ct_span *sp)
+{
+    errno = sp->saved_errno;
+    ct_tls_guard = 0;
+}
+
+/* Correlation ids: unique in the process without a shared counter. */
+extern __thread uint64_t ct_tls_corr __attribute__((tls_model("initial-exec")));
+uint64_t ct_corr_slow(void);
+static inline uint64_t ct_next_corr(void)
+{
+    uint64_t c = ct_tls_corr;
+    if (__builtin_expect(c == 0, 0))
+        c = ct_corr_slow();
+    ct_tls_corr = c + 1;
+    return c;
+}
+
+/* meta.c: the process metadata written first in every trace. */
+struct ct_meta_kv;
+size_t ct_meta_process(struct ct_meta_kv *kv, size_t max, char *strbuf, size_t strbuf_len);
+/* Launcher identity for the file name. */
+struct ct_launcher {
+    char job[64];
+    char host[64];
+    long rank, local_rank, world_size; /* -1 when unknown */
+};
+void ct_launcher_detect(struct ct_launcher *l);
+
+#endif
