@@ -34,11 +34,24 @@ static const char *env_get(const char *name)
     return getenv(name);
 }
 
+static void recorder_meta(const char *key, uint64_t v)
+{
+    char buf[32];
+    snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v);
+    uint64_t f[CT_META_NFIELDS] = {ct_clock_now(), CT_SCOPE_RECORDER, 0, ct_intern(key),
+                                   ct_intern(buf)};
+    ct_emit(CT_REC_META, 0, f, CT_META_NFIELDS);
+}
+
 static void shim_atexit(void)
 {
     if (atomic_load(&ct_shim_state) != CT_SHIM_ON)
         return;
     ct_tls_guard = 1;
+    uint64_t lookups, wrapped;
+    ct_procaddr_stats(&lookups, &wrapped);
+    recorder_meta("cuGetProcAddress_lookups", lookups);
+    recorder_meta("cuGetProcAddress_wrapped", wrapped);
     atomic_store(&ct_shim_state, CT_SHIM_OFF);
     ct_recorder_stop(5000);
 }

@@ -15,9 +15,21 @@ typedef CUresult (*gpa_fn)(const char *, void **, int, cuuint64_t);
 typedef CUresult (*gpa2_fn)(const char *, void **, int, cuuint64_t,
                             CUdriverProcAddressQueryResult *);
 
+/* Written into the trace at exit: how many lookups the layer saw and how
+ * many it answered with a wrapper (not the hot path: cudart does ~440 per
+ * instance at start-up). */
+static _Atomic uint64_t g_lookups, g_wrapped;
+
+void ct_procaddr_stats(uint64_t *lookups, uint64_t *wrapped)
+{
+    *lookups = atomic_load(&g_lookups);
+    *wrapped = atomic_load(&g_wrapped);
+}
+
 /* Replaces *pfn with our wrapper when that is provably right. */
 static void substitute(const char *sym, void **pfn, int version, cuuint64_t flags)
 {
+    atomic_fetch_add(&g_lookups, 1);
     if (!sym || !pfn || !*pfn || version > CUDA_VERSION)
         return;
     int row;
@@ -34,6 +46,7 @@ static void substitute(const char *sym, void **pfn, int version, cuuint64_t flag
     if (!ct_real_claim((enum ct_sym)row, *pfn))
         return;
     *pfn = ct_sym_wrapper(row);
+    atomic_fetch_add(&g_wrapped, 1);
 }
 
 CT_EXPORT CUresult cuGetProcAddress(const char *sym, void **pfn, int version, cuuint64_t flags)
@@ -42,6 +55,8 @@ CT_EXPORT CUresult cuGetProcAddress(const char *sym, void **pfn, int version, cu
     if (!real)
         return CT_NOT_AVAILABLE;
     CUresult r = real(sym, pfn, version, flags);
+    if (r != CUDA_SUCCESS)
+        atomic_fetch_add(&g_lookups, 1);
     if (r == CUDA_SUCCESS && !ct_tls_guard && atomic_load(&ct_shim_state) != CT_SHIM_OFF) {
         int saved = errno;
         substitute(sym, pfn, version, flags);
@@ -57,6 +72,8 @@ CT_EXPORT CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int version,
     if (!real)
         return CT_NOT_AVAILABLE;
     CUresult r = real(sym, pfn, version, flags, st);
+    if (r != CUDA_SUCCESS || (st && *st != CU_GET_PROC_ADDRESS_SUCCESS))
+        atomic_fetch_add(&g_lookups, 1);
     if (r == CUDA_SUCCESS && (!st || *st == CU_GET_PROC_ADDRESS_SUCCESS) && !ct_tls_guard &&
         atomic_load(&ct_shim_state) != CT_SHIM_OFF) {
         int saved = errno;

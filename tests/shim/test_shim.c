@@ -1,0 +1,476 @@
+/*
+ * Suite "shim": real programs run under LD_PRELOAD=libcutrace.so on the
+ * simulated driver, and their traces compared with the programs' own
+ * statement of what they called (tests/workloads).
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "decoder/names.h"
+#include "tests/unit/helpers.h"
+
+static const char *env_or(const char *name)
+{
+    const char *v = getenv(name);
+    ck_assert_msg(v != NULL, "test environment lacks %s", name);
+    return v;
+}
+
+struct run {
+    char dir[256];
+    char out[512], err[512];
+    int status;
+};
+
+/* Runs argv with the shim preloaded (unless preload is NULL); extra env "K=V" entries. */
+static void run(struct run *r, const char *preload, const char *const *extra_env,
+                const char *const *argv)
+{
+    snprintf(r->dir, sizeof(r->dir), "%s", th_tmpdir());
+    snprintf(r->out, sizeof(r->out), "%s/stdout", r->dir);
+    snprintf(r->err, sizeof(r->err), "%s/stderr", r->dir);
+    char tracedir[300];
+    snprintf(tracedir, sizeof(tracedir), "%s/traces", r->dir);
+    ck_assert_int_eq(mkdir(tracedir, 0700), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        int o = open(r->out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        int e = open(r->err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        dup2(o, 1);
+        dup2(e, 2);
+        setenv("CUTRACE_OUTPUT", tracedir, 1);
+        if (preload)
+            setenv("LD_PRELOAD", preload, 1);
+        else
+            unsetenv("LD_PRELOAD");
+        for (const char *const *kv = extra_env; kv && *kv; kv++)
+            putenv((char *)*kv);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    ck_assert_int_eq(waitpid(pid, &r->status, 0), pid);
+}
+
+static char *slurp(const char *path)
+{
+    size_t n;
+    uint8_t *p = th_read_file(path, &n);
+    ck_assert_ptr_nonnull(p);
+    char *s = realloc(p, n + 1);
+    s[n] = 0;
+    return s;
+}
+
+/* The single trace a run wrote (path into buf), or 0 if there is none. */
+static int trace_path(const struct run *r, char *buf, size_t n)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof(cmd), "ls %s/traces/*.cutrace 2>/dev/null", r->dir);
+    FILE *p = popen(cmd, "r");
+    int found = 0;
+    char line[512];
+    while (fgets(line, sizeof(line), p)) {
+        line[strcspn(line, "\n")] = 0;
+        snprintf(buf, n, "%s", line);
+        found++;
+    }
+    pclose(p);
+    ck_assert_int_le(found, 1);
+    return found;
+}
+
+static const char *S(const struct th_trace *t, uint64_t id)
+{
+    return ct_reader_string(&t->rd, id);
+}
+
+/* Compares the API records of the trace, in order, with the EXPECT lines. */
+static void compare_with_expectations(const struct run *r)
+{
+    char path[512];
+    ck_assert_int_eq(trace_path(r, path, sizeof(path)), 1);
+    struct th_trace t;
+    th_trace_read_file(&t, path);
+    ck_assert_int_eq(t.open_rc, 0);
+    ck_assert(t.rd.has_footer);
+    char *out = slurp(r->out);
+    char *all = strdup(out);
+    size_t k = 0, nexp = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char name[64], family[16], kind[16], kernel[64];
+        unsigned long long bytes, stream;
+        unsigned gx, bx, shmem, flags;
+        if (sscanf(line, "EXPECT %63s %15s %llu %15s %llu %u %u %u %63s %u", name, family, &bytes,
+                   kind, &stream, &gx, &bx, &shmem, kernel, &flags) != 10)
+            continue;
+        nexp++;
+        while (k < t.n && t.recs[k].kind != CT_REC_API)
+            k++;
+        ck_assert_msg(k < t.n, "trace ends before expected %s", name);
+        const uint64_t *f = t.recs[k].f;
+        ck_assert_str_eq(S(&t, f[CT_API_NAME]), name);
+        ck_assert_str_eq(ct_name_family(f[CT_API_FAMILY]), family);
+        ck_assert_msg(f[CT_API_BYTES] == bytes, "%s: bytes %llu, expected %llu", name,
+                      (unsigned long long)f[CT_API_BYTES], bytes);
+        if (strcmp(kind, "-") != 0)
+            ck_assert_str_eq(ct_name_copy_kind(f[CT_API_COPY_KIND]), kind);
+        ck_assert_msg(f[CT_API_STREAM] == stream, "%s: stream %llu, expected %llu", name,
+                      (unsigned long long)f[CT_API_STREAM], stream);
+        ck_assert_msg(f[CT_API_FLAGS] == flags, "%s: flags %llu, expected %u", name,
+                      (unsigned long long)f[CT_API_FLAGS], flags);
+        if (!strcmp(family, "launch") && gx) {
+            ck_assert_uint_eq(f[CT_API_GRID_X], gx);
+            ck_assert_uint_eq(f[CT_API_BLOCK_X], bx);
+            ck_assert_uint_eq(f[CT_API_SHMEM], shmem);
+        }
+        if (strcmp(kernel, "-") != 0)
+            ck_assert_str_eq(S(&t, f[CT_API_KERNEL]), kernel);
+        ck_assert_uint_gt(f[CT_API_CORR], 0);
+        k++;
+    }
+    /* every wrapped entry point was exercised (the lookup rows and
+     * cuStreamDestroy_v2, which records nothing, aside) */
+    static const char *const rows[] = {
+#define CT_SYM(exported, base, ver, pt) #exported,
+#include "shim/cuda_syms.h"
+#undef CT_SYM
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        if (!strncmp(rows[i], "cuGetProcAddress", 16) || !strcmp(rows[i], "cuStreamDestroy_v2"))
+            continue;
+        char needle[80];
+        snprintf(needle, sizeof(needle), "EXPECT %s ", rows[i]);
+        ck_assert_msg(strstr(all, needle), "no test calls %s", rows[i]);
+    }
+    ck_assert_uint_ge(nexp, 85);
+    while (k < t.n && t.recs[k].kind != CT_REC_API)
+        k++;
+    ck_assert_msg(k == t.n, "trace holds calls that were not made");
+    free(out);
+    free(all);
+    th_trace_free(&t);
+}
+
+static void families(const char *mode)
+{
+    char exe[512];
+    snprintf(exe, sizeof(exe), "%s/w_families", env_or("CT_WORKLOADS"));
+    const char *argv[] = {exe, mode, NULL};
+    struct run r;
+    run(&r, env_or("CT_SHIM"), NULL, argv);
+    char *err = slurp(r.err);
+    ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "exit %d: %s", r.status, err);
+    ck_assert_msg(err[0] == 0, "the shim or program wrote to stderr: %s", err);
+    free(err);
+    char *out = slurp(r.out);
+    /* the bad launch: the driver's error comes back unchanged, errno too */
+    ck_assert_ptr_nonnull(strstr(out, "RESULT bad_launch=400 errno=4321"));
+    free(out);
+    compare_with_expectations(&r);
+}
+
+START_TEST(linked_program_records_every_family_exactly)
+{
+    families("linked");
+}
+END_TEST
+
+START_TEST(dlsym_path_records_every_family_exactly)
+{
+    families("dlsym");
+}
+END_TEST
+
+START_TEST(procaddr_v2_path_records_every_family_exactly)
+{
+    families("procaddr");
+}
+END_TEST
+
+START_TEST(procaddr_v1_path_records_every_family_exactly)
+{
+    families("procaddr4");
+}
+END_TEST
+
+START_TEST(procaddr_wraps_only_what_it_should)
+{
+    char exe[512];
+    snprintf(exe, sizeof(exe), "%s/w_procaddr", env_or("CT_WORKLOADS"));
+    const char *argv[] = {exe, NULL};
+    struct run r;
+    run(&r, env_or("CT_SHIM"), NULL, argv);
+    char *out = slurp(r.out);
+    ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "%s", out);
+    ck_assert_ptr_null(strstr(out, "FAIL"));
+    ck_assert_ptr_nonnull(strstr(out, "CHECK export_table_untouched ok"));
+    free(out);
+}
+END_TEST
+
+START_TEST(process_without_cuda_is_unaffected)
+{
+    char exe[512];
+    snprintf(exe, sizeof(exe), "%s/w_nocuda", env_or("CT_WORKLOADS"));
+    const char *argv[] = {exe, NULL};
+    struct run r;
+    run(&r, env_or("CT_SHIM"), NULL, argv);
+    char *out = slurp(r.out), *err = slurp(r.err);
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_str_eq(out, "hello\n");
+    ck_assert_str_eq(err, "");
+    char path[512];
+    ck_assert_int_eq(trace_path(&r, path, sizeof(path)), 0); /* no event, no file */
+    free(out);
+    free(err);
+}
+END_TEST
+
+START_TEST(second_interposer_below_us_still_works)
+{
+    char exe[512], preload[1024];
+    snprintf(exe, sizeof(exe), "%s/w_launches", env_or("CT_WORKLOADS"));
+    snprintf(preload, sizeof(preload), "%s:%s", env_or("CT_SHIM"), env_or("CT_SECOND"));
+    const char *argv[] = {exe, "7", NULL};
+    struct run r;
+    run(&r, preload, NULL, argv);
+    char *out = slurp(r.out);
+    ck_assert_msg(r.status == 0, "status %d", r.status);
+    ck_assert_ptr_nonnull(strstr(out, "launched 7"));
+    ck_assert_ptr_nonnull(strstr(out, "SECOND calls=7"));
+    char path[512];
+    ck_assert_int_eq(trace_path(&r, path, sizeof(path)), 1);
+    struct th_trace t;
+    th_trace_read_file(&t, path);
+    size_t launches = 0;
+    for (size_t i = 0; i < t.n; i++)
+        launches += t.recs[i].kind == CT_REC_API && t.recs[i].f[CT_API_FAMILY] == CT_FAM_LAUNCH;
+    ck_assert_uint_eq(launches, 7);
+    th_trace_free(&t);
+    free(out);
+}
+END_TEST
+
+START_TEST(threads_each_record_their_own_calls)
+{
+    char exe[512];
+    snprintf(exe, sizeof(exe), "%s/w_launches", env_or("CT_WORKLOADS"));
+    const char *argv[] = {exe, "500", "8", NULL};
+    struct run r;
+    run(&r, env_or("CT_SHIM"), NULL, argv);
+    ck_assert_int_eq(r.status, 0);
+    char path[512];
+    ck_assert_int_eq(trace_path(&r, path, sizeof(path)), 1);
+    struct th_trace t;
+    th_trace_read_file(&t, path);
+    uint32_t tids[16];
+    size_t ntids = 0, launches = 0;
+    uint64_t streams[16];
+    size_t nstreams = 0;
+    for (size_t i = 0; i < t.n; i++) {
+        const struct ct_record *rec = &t.recs[i];
+        if (rec->kind != CT_REC_API || rec->f[CT_API_FAMILY] != CT_FAM_LAUNCH)
+            continue;
+        launches++;
+        size_t j;
+        for (j = 0; j < ntids && tids[j] != rec->tid; j++)
+            ;
+        if (j == ntids && ntids < 16)
+            tids[ntids++] = rec->tid;
+        for (j = 0; j < nstreams && streams[j] != rec->f[CT_API_STREAM]; j++)
+            ;
+        if (j == nstreams && nstreams < 16)
+            streams[nstreams++] = rec->f[CT_API_STREAM];
+    }
+    ck_assert_uint_eq(launches, 4000);
+    ck_assert_uint_eq(ntids, 8);
+    ck_assert_uint_eq(nstreams, 8);
+    ck_assert_uint_eq(th_count_kind(&t, CT_REC_DROP), 0);
+    th_trace_free(&t);
+}
+END_TEST
+
+START_TEST(real_cudart_fails_cleanly_through_the_wrapper)
+{
+    char exe[512];
+    snprintf(exe, sizeof(exe), "%s/w_cudart", env_or("CT_WORKLOADS"));
+    const char *argv[] = {exe, NULL};
+    struct run r;
+    run(&r, env_or("CT_SHIM"), NULL, argv);
+    char *out = slurp(r.out);
+    ck_assert_msg(r.status == 0, "status %d: %s", r.status, out);
+    /* an error code, not success and not a crash */
+    ck_assert_ptr_nonnull(strstr(out, "CUDART cudaGetDeviceCount="));
+    ck_assert_ptr_null(strstr(out, "CUDART cudaGetDeviceCount=0 "));
+    char path[512];
+    ck_assert_int_eq(trace_path(&r, path, sizeof(path)), 1);
+    struct th_trace t;
+    th_trace_read_file(&t, path);
+    uint64_t lookups = 0, wrapped = 0;
+    for (size_t i = 0; i < t.n; i++) {
+        const struct ct_record *m = &t.recs[i];
+        if (m->kind != CT_REC_META || m->f[CT_META_SCOPE] != CT_SCOPE_RECORDER)
+            continue;
+        const char *k = S(&t, m->f[CT_META_KEY]);
+        uint64_t v = strtoull(S(&t, m->f[CT_META_VALUE]), NULL, 10);
+        if (!strcmp(k, "cuGetProcAddress_lookups"))
+            lookups = v;
+        if (!strcmp(k, "cuGetProcAddress_wrapped"))
+            wrapped = v;
+    }
+    /* cudart 13.0 asks for ~440 entry points; we wrap a few dozen of them */
+    ck_assert_msg(lookups >= 400, "only %llu lookups reached the wrapper",
+                  (unsigned long long)lookups);
+    ck_assert_msg(wrapped >= 40 && wrapped < lookups, "%llu of %llu wrapped",
+                  (unsigned long long)wrapped, (unsigned long long)lookups);
+    th_trace_free(&t);
+    free(out);
+}
+END_TEST
+
+START_TEST(bad_setting_gives_one_line_and_the_job_runs)
+{
+    char exe[512];
+    snprintf(exe, sizeof(exe), "%s/w_launches", env_or("CT_WORKLOADS"));
+    const char *argv[] = {exe, "3", NULL};
+    const char *env[] = {"CUTRACE_FLUSH_MS=soon", NULL};
+    struct run r;
+    run(&r, env_or("CT_SHIM"), env, argv);
+    char *out = slurp(r.out), *err = slurp(r.err);
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_ptr_nonnull(strstr(out, "launched 3"));
+    ck_assert_str_eq(err, "cutrace: CUTRACE_FLUSH_MS=soon: expected an integer from 1 to 60000; "
+                          "recording is off\n");
+    char path[512];
+    ck_assert_int_eq(trace_path(&r, path, sizeof(path)), 0);
+    free(out);
+    free(err);
+}
+END_TEST
+
+START_TEST(unwritable_output_gives_one_line_and_the_job_runs)
+{
+    char exe[512];
+    snprintf(exe, sizeof(exe), "%s/w_launches", env_or("CT_WORKLOADS"));
+    const char *argv[] = {exe, "3", NULL};
+    const char *env[] = {"CUTRACE_OUTPUT=/nonexistent/dir", NULL};
+    struct run r;
+    run(&r, env_or("CT_SHIM"), env, argv);
+    char *out = slurp(r.out), *err = slurp(r.err);
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_ptr_nonnull(strstr(out, "launched 3"));
+    ck_assert_ptr_nonnull(strstr(err, "cutrace: cannot record to /nonexistent/dir/"));
+    ck_assert_ptr_nonnull(strstr(err, "No such file or directory; recording is off\n"));
+    ck_assert_ptr_eq(strchr(err, '\n'), err + strlen(err) - 1); /* one line */
+    free(out);
+    free(err);
+}
+END_TEST
+
+START_TEST(launcher_environment_names_the_file_and_secrets_are_redacted)
+{
+    char exe[512];
+    snprintf(exe, sizeof(exe), "%s/w_launches", env_or("CT_WORKLOADS"));
+    const char *argv[] = {exe, "1", NULL};
+    const char *env[] = {
+        "RANK=3",          "LOCAL_RANK=1",        "WORLD_SIZE=8",        "SLURM_JOB_ID=4242",
+        "NCCL_DEBUG=INFO", "NCCL_IB_KEY=hunter2", "TORCH_API_TOKEN=abc", NULL};
+    struct run r;
+    run(&r, env_or("CT_SHIM"), env, argv);
+    ck_assert_int_eq(r.status, 0);
+    char path[512];
+    ck_assert_int_eq(trace_path(&r, path, sizeof(path)), 1);
+    ck_assert_ptr_nonnull(strstr(path, "/4242-"));
+    ck_assert_ptr_nonnull(strstr(path, "-r3-p"));
+    struct th_trace t;
+    th_trace_read_file(&t, path);
+    int seen = 0;
+    for (size_t i = 0; i < t.n; i++) {
+        const struct ct_record *m = &t.recs[i];
+        if (m->kind != CT_REC_META || m->f[CT_META_SCOPE] != CT_SCOPE_PROCESS)
+            continue;
+        const char *k = S(&t, m->f[CT_META_KEY]), *v = S(&t, m->f[CT_META_VALUE]);
+        if (!strcmp(k, "rank"))
+            seen += !strcmp(v, "3");
+        if (!strcmp(k, "local_rank"))
+            seen += !strcmp(v, "1");
+        if (!strcmp(k, "world_size"))
+            seen += !strcmp(v, "8");
+        if (!strcmp(k, "env.NCCL_DEBUG"))
+            seen += !strcmp(v, "INFO");
+        if (!strcmp(k, "env.NCCL_IB_KEY") || !strcmp(k, "env.TORCH_API_TOKEN"))
+            seen += !strcmp(v, "<redacted>");
+        ck_assert_ptr_null(strstr(v, "hunter2"));
+    }
+    ck_assert_int_eq(seen, 6);
+    /* device metadata at first use */
+    int device_meta = 0;
+    for (size_t i = 0; i < t.n; i++)
+        if (t.recs[i].kind == CT_REC_META && t.recs[i].f[CT_META_SCOPE] == CT_SCOPE_DEVICE &&
+            !strcmp(S(&t, t.recs[i].f[CT_META_KEY]), "uuid"))
+            device_meta++;
+    ck_assert_int_eq(device_meta, 1);
+    th_trace_free(&t);
+}
+END_TEST
+
+START_TEST(shim_depends_on_glibc_only)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof(cmd), "readelf -d %s", env_or("CT_SHIM"));
+    FILE *p = popen(cmd, "r");
+    char line[512];
+    int needed = 0;
+    while (fgets(line, sizeof(line), p)) {
+        if (!strstr(line, "(NEEDED)"))
+            continue;
+        needed++;
+        ck_assert_msg(strstr(line, "[libc.so.6]") || strstr(line, "[libm.so.6]") ||
+                          strstr(line, "[libpthread.so.0]") || strstr(line, "[libdl.so.2]") ||
+                          strstr(line, "[ld-linux-x86-64.so.2]"),
+                      "unexpected dependency: %s", line);
+    }
+    ck_assert_int_eq(pclose(p), 0);
+    ck_assert_int_ge(needed, 1);
+}
+END_TEST
+
+Suite *shim_suite(void)
+{
+    Suite *s = suite_create("shim");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, linked_program_records_every_family_exactly);
+    tcase_add_test(tc, dlsym_path_records_every_family_exactly);
+    tcase_add_test(tc, procaddr_v2_path_records_every_family_exactly);
+    tcase_add_test(tc, procaddr_v1_path_records_every_family_exactly);
+    tcase_add_test(tc, procaddr_wraps_only_what_it_should);
+    tcase_add_test(tc, process_without_cuda_is_unaffected);
+    tcase_add_test(tc, second_interposer_below_us_still_works);
+    tcase_add_test(tc, threads_each_record_their_own_calls);
+    tcase_add_test(tc, real_cudart_fails_cleanly_through_the_wrapper);
+    tcase_add_test(tc, bad_setting_gives_one_line_and_the_job_runs);
+    tcase_add_test(tc, unwritable_output_gives_one_line_and_the_job_runs);
+    tcase_add_test(tc, launcher_environment_names_the_file_and_secrets_are_redacted);
+    tcase_add_test(tc, shim_depends_on_glibc_only);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(shim_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
