@@ -20,14 +20,16 @@ enum ct_sym {
  * ct_fn()/ct_fn_addr(), which ISO C allows and POSIX guarantees. */
 typedef void (*ct_voidfn)(void);
 
-static inline ct_voidfn ct_fn(void *p)
+__attribute__((always_inline, no_sanitize("address", "undefined", "thread"))) static inline ct_voidfn
+ct_fn(void *p)
 {
     ct_voidfn f;
     memcpy(&f, &p, sizeof(f));
     return f;
 }
 
-static inline void *ct_fn_addr(ct_voidfn f)
+__attribute__((always_inline, no_sanitize("address", "undefined", "thread"))) static inline void *
+ct_fn_addr(ct_voidfn f)
 {
     void *p;
     memcpy(&p, &f, sizeof(p));
@@ -64,7 +66,8 @@ static inline void *ct_real_get(enum ct_sym s)
 #define CT_REAL(type, sym) ((type)ct_fn(ct_real_get(sym)))
 
 /* Address of a row's wrapper, comparable with dlsym results. */
-static inline void *ct_sym_wrapper(int row)
+__attribute__((always_inline, no_sanitize("address", "undefined", "thread"))) static inline void *
+ct_sym_wrapper(int row)
 {
     return ct_fn_addr(ct_sym_rows[row].wrapper);
 }

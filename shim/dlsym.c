@@ -18,7 +18,7 @@ typedef void *(*dlsym_fn)(void *, const char *);
 void *ct_real_dlsym_ptr;
 
 void *ct_dlsym_next_target(void);
-void *ct_dlsym_next_target(void)
+CT_NO_SANITIZE void *ct_dlsym_next_target(void)
 {
     void *p = __atomic_load_n(&ct_real_dlsym_ptr, __ATOMIC_ACQUIRE);
     if (p)
@@ -32,14 +32,14 @@ void *ct_dlsym_next_target(void)
     return p;
 }
 
-void *ct_dlsym_real(void *handle, const char *name)
+CT_NO_SANITIZE void *ct_dlsym_real(void *handle, const char *name)
 {
     dlsym_fn real = (dlsym_fn)ct_fn(ct_dlsym_next_target());
     return real ? real(handle, name) : NULL;
 }
 
 void *ct_dlsym_impl(void *handle, const char *name);
-void *ct_dlsym_impl(void *handle, const char *name)
+CT_NO_SANITIZE void *ct_dlsym_impl(void *handle, const char *name)
 {
     void *p = ct_dlsym_real(handle, name);
     if (!p || ct_tls_guard)

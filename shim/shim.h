@@ -19,6 +19,13 @@
 
 #define CT_EXPORT __attribute__((visibility("default")))
 
+/*
+ * For code on the dlsym path: sanitizer runtimes call dlsym while they
+ * initialise, before their shadow memory exists, so that path must not be
+ * instrumented in sanitizer builds (it is plain in normal builds).
+ */
+#define CT_NO_SANITIZE __attribute__((no_sanitize("address", "undefined", "thread")))
+
 enum ct_shim_state {
     CT_SHIM_UNINIT = 0,
     CT_SHIM_INITING = 1,
