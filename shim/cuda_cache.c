@@ -12,8 +12,8 @@
 
 uint32_t ct_sym_name_id[CT_SYM_COUNT];
 
-static struct ct_ptrmap g_streams; /* handle -> id | (device + 1) << 48 */
-static struct ct_ptrmap g_funcs;   /* handle -> name id | 1 << 32 */
+struct ct_ptrmap ct_stream_map;
+struct ct_ptrmap ct_func_map;
 static __thread uint64_t tls_pt_stream __attribute__((tls_model("initial-exec")));
 static _Atomic uint64_t g_legacy_stream;
 static atomic_uchar g_described[256];
@@ -78,10 +78,12 @@ int ct_cuda_record_init(void)
 {
     for (int i = 0; i < CT_SYM_COUNT; i++)
         ct_sym_name_id[i] = ct_intern(ct_sym_rows[i].exported);
-    if (ct_ptrmap_init(&g_streams, 16) || ct_ptrmap_init(&g_funcs, 16))
+    if (ct_ptrmap_init(&ct_stream_map, 16) || ct_ptrmap_init(&ct_func_map, 16))
         return -1;
     return 0;
 }
+
+static uint64_t resolve_stream_inner(CUstream s, int per_thread, int *device);
 
 static void meta(unsigned scope, uint64_t id, const char *key, const char *value)
 {
@@ -139,6 +141,14 @@ static void describe_device(const struct driver_fns *f, int dev)
 
 static uint64_t resolve_stream(CUstream s, int per_thread, int *device)
 {
+    CT_ERRNO_SAVE;
+    uint64_t v = resolve_stream_inner(s, per_thread, device);
+    CT_ERRNO_RESTORE;
+    return v;
+}
+
+static uint64_t resolve_stream_inner(CUstream s, int per_thread, int *device)
+{
     const struct driver_fns *f = fns();
     unsigned long long id = 0;
     CUdevice dev = -1;
@@ -160,7 +170,7 @@ static uint64_t resolve_stream(CUstream s, int per_thread, int *device)
     return (uint64_t)id | ((uint64_t)(dev + 1) & 0xffff) << 48;
 }
 
-uint64_t ct_stream_id(CUstream s, int per_thread, int *device)
+uint64_t ct_stream_id_slow(CUstream s, int per_thread, int *device)
 {
     uint64_t v;
     if (s == NULL)
@@ -176,11 +186,11 @@ uint64_t ct_stream_id(CUstream s, int per_thread, int *device)
             atomic_store_explicit(&g_legacy_stream, v, memory_order_relaxed);
         }
     } else {
-        v = ct_ptrmap_get(&g_streams, (uintptr_t)s);
+        v = ct_ptrmap_get(&ct_stream_map, (uintptr_t)s);
         if (!v) {
             v = resolve_stream(s, 0, device);
             if (v)
-                ct_ptrmap_put(&g_streams, (uintptr_t)s, v);
+                ct_ptrmap_put(&ct_stream_map, (uintptr_t)s, v);
         }
     }
     *device = (int)((v >> 48) & 0xffff) - 1;
@@ -191,15 +201,16 @@ void ct_stream_forget(CUstream s)
 {
     /* The handle may be reused for a new stream: make the next use resolve. */
     if (s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD &&
-        ct_ptrmap_get(&g_streams, (uintptr_t)s))
-        ct_ptrmap_put(&g_streams, (uintptr_t)s, 0);
+        ct_ptrmap_get(&ct_stream_map, (uintptr_t)s))
+        ct_ptrmap_put(&ct_stream_map, (uintptr_t)s, 0);
 }
 
-uint32_t ct_func_name(const void *handle)
+uint32_t ct_func_name_slow(const void *handle)
 {
-    uint64_t v = ct_ptrmap_get(&g_funcs, (uintptr_t)handle);
+    uint64_t v = ct_ptrmap_get(&ct_func_map, (uintptr_t)handle);
     if (v)
         return (uint32_t)v;
+    CT_ERRNO_SAVE;
     const struct driver_fns *f = fns();
     const char *name = NULL;
     if (f && f->func_get_name &&
@@ -211,7 +222,8 @@ uint32_t ct_func_name(const void *handle)
         name = NULL;
     uint32_t id = name ? ct_intern(name) : 0;
     if (id)
-        ct_ptrmap_put(&g_funcs, (uintptr_t)handle, id | 1ull << 32);
+        ct_ptrmap_put(&ct_func_map, (uintptr_t)handle, id | 1ull << 32);
+    CT_ERRNO_RESTORE;
     return id;
 }
 
@@ -219,12 +231,12 @@ void ct_func_name_set(const void *handle, const char *name)
 {
     uint32_t id = ct_intern(name);
     if (handle && id)
-        ct_ptrmap_put(&g_funcs, (uintptr_t)handle, id | 1ull << 32);
+        ct_ptrmap_put(&ct_func_map, (uintptr_t)handle, id | 1ull << 32);
 }
 
 void ct_func_name_copy(const void *to, const void *from)
 {
     uint32_t id = ct_func_name(from);
     if (to && id)
-        ct_ptrmap_put(&g_funcs, (uintptr_t)to, id | 1ull << 32);
+        ct_ptrmap_put(&ct_func_map, (uintptr_t)to, id | 1ull << 32);
 }

@@ -21,29 +21,29 @@ typedef CUresult (*coop_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, 
 typedef CUresult (*host_fn)(CUstream, CUhostFn, void *);
 typedef CUresult (*graph_fn)(CUgraphExec, CUstream);
 
-static void record_launch(struct ct_call *c, enum ct_sym sym, CUresult r, unsigned flags,
-                          const void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                          unsigned by, unsigned bz, unsigned shmem, CUstream s)
+static inline __attribute__((always_inline)) void
+record_launch(struct ct_call *c, enum ct_sym sym, CUresult r, unsigned flags, const void *f,
+              unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+              unsigned shmem, CUstream s)
 {
     int dev;
     uint64_t sid = ct_stream_id(s, flags & CT_APIF_PER_THREAD, &dev);
-    uint64_t *w = ct_call_record(c, sym, CT_FAM_LAUNCH, r, sid, dev, flags);
+    uint32_t name = ct_func_name(f);
+    uint64_t *w = ct_call_record(c, sym, CT_FAM_LAUNCH, r, sid, dev, flags, 0);
     if (!w)
         return;
-    w[CT_API_KERNEL] = ct_func_name(f);
-    w[CT_API_GRID_X] = gx;
-    w[CT_API_GRID_Y] = gy;
-    w[CT_API_GRID_Z] = gz;
-    w[CT_API_BLOCK_X] = bx;
-    w[CT_API_BLOCK_Y] = by;
-    w[CT_API_BLOCK_Z] = bz;
-    w[CT_API_SHMEM] = shmem;
+    w[CT_PA_KERNEL_SHMEM] = name | (uint64_t)shmem << 32;
+    w[CT_PA_GRID_XY] = gx | (uint64_t)gy << 32;
+    w[CT_PA_GRID_Z_BLK_X] = gz | (uint64_t)bx << 32;
+    w[CT_PA_BLK_YZ] = by | (uint64_t)bz << 32;
+    w[CT_PA_BYTES] = 0;
     ct_call_commit();
 }
 
-static CUresult launch(enum ct_sym sym, unsigned flags, CUfunction f, unsigned gx, unsigned gy,
-                       unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned shmem,
-                       CUstream s, void **params, void **extra)
+static inline __attribute__((always_inline)) CUresult
+launch(enum ct_sym sym, unsigned flags, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+       unsigned bx, unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params,
+       void **extra)
 {
     launch_fn real = CT_REAL(launch_fn, sym);
     if (!real)

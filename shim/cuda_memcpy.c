@@ -34,7 +34,10 @@ static int is_device_ptr(CUdeviceptr p)
         atomic_store_explicit(&get, f, memory_order_release);
     }
     unsigned int type = 0;
-    if (!f || f(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p) != CUDA_SUCCESS)
+    CT_ERRNO_SAVE;
+    CUresult r = f ? f(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p) : CUDA_ERROR_NOT_INITIALIZED;
+    CT_ERRNO_RESTORE;
+    if (r != CUDA_SUCCESS)
         return 0;
     return type == CU_MEMORYTYPE_DEVICE || type == CU_MEMORYTYPE_UNIFIED ||
            type == CU_MEMORYTYPE_ARRAY;

@@ -13,9 +13,14 @@ typedef CUresult (*stream_destroy_fn)(CUstream);
 
 static void module_done(struct ct_call *c, enum ct_sym sym, CUresult r, const void *handle)
 {
-    uint64_t *w = ct_call_record(c, sym, CT_FAM_MODULE, r, 0, -1, 0);
+    uint32_t name = handle ? ct_func_name(handle) : 0;
+    uint64_t *w = ct_call_record(c, sym, CT_FAM_MODULE, r, 0, -1, 0, 0);
     if (w) {
-        w[CT_API_KERNEL] = handle ? ct_func_name(handle) : 0;
+        w[CT_PA_KERNEL_SHMEM] = name;
+        w[CT_PA_GRID_XY] = 0;
+        w[CT_PA_GRID_Z_BLK_X] = 0;
+        w[CT_PA_BLK_YZ] = 0;
+        w[CT_PA_BYTES] = 0;
         ct_call_commit();
     }
     ct_call_leave(c);

@@ -6,6 +6,7 @@
 #include "shim/cuda_table.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <string.h>
 
 #include "shim/shim.h"
@@ -54,7 +55,9 @@ void *ct_driver_sym(const char *name)
 
 void *ct_real_resolve(enum ct_sym s)
 {
+    CT_ERRNO_SAVE;
     void *p = ct_driver_sym(ct_sym_rows[s].exported);
+    CT_ERRNO_RESTORE;
     if (!p)
         return NULL;
     void *expected = NULL;

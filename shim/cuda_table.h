@@ -20,7 +20,8 @@ enum ct_sym {
  * ct_fn()/ct_fn_addr(), which ISO C allows and POSIX guarantees. */
 typedef void (*ct_voidfn)(void);
 
-__attribute__((always_inline, no_sanitize("address", "undefined", "thread"))) static inline ct_voidfn
+__attribute__((always_inline,
+               no_sanitize("address", "undefined", "thread"))) static inline ct_voidfn
 ct_fn(void *p)
 {
     ct_voidfn f;

@@ -46,3 +46,16 @@ int ct_ptrmap_put(struct ct_ptrmap *m, uintptr_t k, uint64_t v)
     }
     return -1;
 }
+
+uint64_t ct_ptrmap_get_slow(const struct ct_ptrmap *m, uintptr_t k)
+{
+    for (uint64_t i = ct_ptrmap_hash(k) & m->mask, n = 0; n <= m->mask;
+         n++, i = (i + 1) & m->mask) {
+        uintptr_t key = atomic_load_explicit(&m->keys[i], memory_order_acquire);
+        if (key == k)
+            return atomic_load_explicit(&m->vals[i], memory_order_acquire);
+        if (key == 0)
+            return 0;
+    }
+    return 0;
+}

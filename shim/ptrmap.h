@@ -24,20 +24,22 @@ static inline uint64_t ct_ptrmap_hash(uintptr_t k)
     return h ^ (h >> 29);
 }
 
-/* The value stored for k, or 0. */
-static inline uint64_t ct_ptrmap_get(const struct ct_ptrmap *m, uintptr_t k)
+uint64_t ct_ptrmap_get_slow(const struct ct_ptrmap *m, uintptr_t k);
+
+/* The value stored for k, or 0. The first probe is inline: in a map kept at
+ * most half full it is the one that hits. */
+static inline __attribute__((always_inline)) uint64_t ct_ptrmap_get(const struct ct_ptrmap *m,
+                                                                    uintptr_t k)
 {
-    if (!m->keys)
+    if (__builtin_expect(!m->keys, 0))
         return 0;
-    for (uint64_t i = ct_ptrmap_hash(k) & m->mask, n = 0; n <= m->mask;
-         n++, i = (i + 1) & m->mask) {
-        uintptr_t key = atomic_load_explicit(&m->keys[i], memory_order_acquire);
-        if (key == k)
-            return atomic_load_explicit(&m->vals[i], memory_order_acquire);
-        if (key == 0)
-            return 0;
-    }
-    return 0;
+    uint64_t i = ct_ptrmap_hash(k) & m->mask;
+    uintptr_t key = atomic_load_explicit(&m->keys[i], memory_order_acquire);
+    if (__builtin_expect(key == k, 1))
+        return atomic_load_explicit(&m->vals[i], memory_order_acquire);
+    if (key == 0)
+        return 0;
+    return ct_ptrmap_get_slow(m, k);
 }
 
 /* Stores v (nonzero) for k, replacing any value. 0, or -1 when full. */

@@ -51,29 +51,36 @@ static inline int ct_shim_recording(void)
     return 0;
 }
 
-/* A span being recorded by the calling thread. */
+/*
+ * A span being recorded by the calling thread. errno is not saved here: the
+ * steady-state path touches nothing that sets it, and every slow path that
+ * can (first use of a thread, stream or kernel; symbol resolution) saves and
+ * restores it itself (CT_ERRNO_SAVE/RESTORE), so the job sees the errno the
+ * real call left.
+ */
 struct ct_span {
     uint64_t t0;
-    int saved_errno;
 };
 
 static inline void ct_span_enter(struct ct_span *sp)
 {
     ct_tls_guard = 1;
-    sp->saved_errno = errno;
     sp->t0 = ct_clock_now();
 }
 
 static inline void ct_span_leave(struct ct_span *sp)
 {
-    errno = sp->saved_errno;
+    (void)sp;
     ct_tls_guard = 0;
 }
+
+#define CT_ERRNO_SAVE    int ct_saved_errno_ = errno
+#define CT_ERRNO_RESTORE (errno = ct_saved_errno_)
 
 /* Correlation ids: unique in the process without a shared counter. */
 extern __thread uint64_t ct_tls_corr __attribute__((tls_model("initial-exec")));
 uint64_t ct_corr_slow(void);
-static inline uint64_t ct_next_corr(void)
+static inline __attribute__((always_inline)) uint64_t ct_next_corr(void)
 {
     uint64_t c = ct_tls_corr;
     if (__builtin_expect(c == 0, 0))

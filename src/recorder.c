@@ -40,7 +40,11 @@ struct ct_ring *ct_thread_ring_slow(void)
         count_no_buffer();
         return NULL;
     }
-    return ct_thread_ring_register();
+    /* mmap and gettid may set errno; the caller's caller must not see it. */
+    int saved = errno;
+    struct ct_ring *r = ct_thread_ring_register();
+    errno = saved;
+    return r;
 }
 
 struct ct_ring *ct_thread_ring_register(void)

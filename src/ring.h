@@ -21,7 +21,29 @@
 
 #include "cutrace/format.h"
 
-#define CT_RF_NS 0x01 /* time fields are already CLOCK_MONOTONIC ns */
+#define CT_RF_NS     0x01 /* time fields are already CLOCK_MONOTONIC ns */
+#define CT_RF_PACKED 0x02 /* CT_REC_API in the packed layout below */
+
+/*
+ * Packed in-memory layout of an API record (11 words instead of 19, so a
+ * launch writes 1.5 cache lines, not 2.5); the writer unpacks it into the
+ * format's fields. Values that do not fit their half-word are truncated:
+ * names and kernels are string ids, dims and shmem are 32-bit in CUDA.
+ */
+enum ct_packed_api {
+    CT_PA_START,        /* CT_API_START */
+    CT_PA_END,          /* CT_API_END */
+    CT_PA_CORR,         /* CT_API_CORR */
+    CT_PA_STREAM,       /* CT_API_STREAM */
+    CT_PA_NAME_FAMILY,  /* name | family << 32 | flags << 40 | copy_kind << 48 */
+    CT_PA_RESULT_DEV,   /* (uint32)result | (uint32)device << 32 */
+    CT_PA_KERNEL_SHMEM, /* kernel | shmem << 32 */
+    CT_PA_GRID_XY,      /* grid x | grid y << 32 */
+    CT_PA_GRID_Z_BLK_X, /* grid z | block x << 32 */
+    CT_PA_BLK_YZ,       /* block y | block z << 32 */
+    CT_PA_BYTES,        /* CT_API_BYTES */
+    CT_PA_NWORDS
+};
 
 struct ct_rec_hdr {
     uint16_t kind;  /* enum ct_record_kind; 0 = pad */

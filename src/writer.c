@@ -123,9 +123,41 @@ static uint64_t to_ns(uint64_t v, unsigned flags)
     return (flags & CT_RF_NS) ? v : ct_clock_conv_ns(&ct_rec.conv, v);
 }
 
+/* The format's fields of a packed API record (see ring.h). */
+static void unpack_api(const uint64_t *w, uint64_t *f)
+{
+    f[CT_API_START] = w[CT_PA_START];
+    f[CT_API_END] = w[CT_PA_END];
+    f[CT_API_CORR] = w[CT_PA_CORR];
+    f[CT_API_STREAM] = w[CT_PA_STREAM];
+    f[CT_API_NAME] = (uint32_t)w[CT_PA_NAME_FAMILY];
+    f[CT_API_FAMILY] = (w[CT_PA_NAME_FAMILY] >> 32) & 0xff;
+    f[CT_API_FLAGS] = (w[CT_PA_NAME_FAMILY] >> 40) & 0xff;
+    f[CT_API_COPY_KIND] = (w[CT_PA_NAME_FAMILY] >> 48) & 0xff;
+    f[CT_API_RESULT] = (uint64_t)(int64_t)(int32_t)(uint32_t)w[CT_PA_RESULT_DEV];
+    f[CT_API_DEVICE] = (uint64_t)(int64_t)(int32_t)(uint32_t)(w[CT_PA_RESULT_DEV] >> 32);
+    f[CT_API_KERNEL] = (uint32_t)w[CT_PA_KERNEL_SHMEM];
+    f[CT_API_SHMEM] = w[CT_PA_KERNEL_SHMEM] >> 32;
+    f[CT_API_GRID_X] = (uint32_t)w[CT_PA_GRID_XY];
+    f[CT_API_GRID_Y] = w[CT_PA_GRID_XY] >> 32;
+    f[CT_API_GRID_Z] = (uint32_t)w[CT_PA_GRID_Z_BLK_X];
+    f[CT_API_BLOCK_X] = w[CT_PA_GRID_Z_BLK_X] >> 32;
+    f[CT_API_BLOCK_Y] = (uint32_t)w[CT_PA_BLK_YZ];
+    f[CT_API_BLOCK_Z] = w[CT_PA_BLK_YZ] >> 32;
+    f[CT_API_BYTES] = w[CT_PA_BYTES];
+}
+
 /* Adds one in-memory record to the chunk, converting its time fields. */
 static void add_record(unsigned kind, unsigned flags, const uint64_t *w, unsigned nwords)
 {
+    uint64_t unpacked[CT_API_NFIELDS];
+    if (kind == CT_REC_API && (flags & CT_RF_PACKED)) {
+        if (nwords != CT_PA_NWORDS)
+            return;
+        unpack_api(w, unpacked);
+        w = unpacked;
+        nwords = CT_API_NFIELDS;
+    }
     if (kind == 0 || kind >= CT_REC_KIND_COUNT || nwords != ct_kind_table[kind].nfields)
         return; /* cannot happen with our own emitters; never trust it anyway */
     uint64_t f[CT_MAX_FIELDS];
