@@ -38,20 +38,11 @@ static void put_varint(struct ct_buf *b, uint64_t v)
     b->len += ct_varint_put(b->p + b->len, v);
 }
 
-/* Columns hold coded values as raw u64 until the chunk is finished. */
-static void put_value(struct ct_buf *b, uint64_t v)
-{
-    memcpy(b->p + b->len, &v, 8);
-    b->len += 8;
-}
-
 void ct_chunk_begin(struct ct_chunk_enc *e, uint64_t tid, uint64_t seq, uint64_t base_time)
 {
     e->strings.len = 0;
     e->kinds.len = 0;
-    for (unsigned k = 0; k < CT_REC_KIND_COUNT; k++)
-        for (unsigned i = 0; i < CT_MAX_FIELDS; i++)
-            e->cols[k][i].len = 0;
+    memset(e->count, 0, sizeof(e->count));
     e->nstrings = 0;
     e->nrecords = 0;
     e->tid = tid;
@@ -75,6 +66,20 @@ int ct_chunk_add_string(struct ct_chunk_enc *e, uint32_t id, const char *s, uint
     return 0;
 }
 
+/* Room for one more record of `kind` in each of its columns. */
+static int grow_columns(struct ct_chunk_enc *e, unsigned kind)
+{
+    uint32_t cap = e->cap[kind] ? e->cap[kind] * 2 : 1024;
+    for (unsigned i = 0; i < ct_kind_table[kind].nfields; i++) {
+        uint64_t *p = realloc(e->cols[kind][i], (size_t)cap * sizeof(uint64_t));
+        if (!p)
+            return -ENOMEM; /* columns grown so far keep their larger size */
+        e->cols[kind][i] = p;
+    }
+    e->cap[kind] = cap;
+    return 0;
+}
+
 int ct_chunk_add_record(struct ct_chunk_enc *e, unsigned kind, const uint64_t *f, unsigned nfields)
 {
     if (kind == 0 || kind >= CT_REC_KIND_COUNT)
@@ -83,45 +88,46 @@ int ct_chunk_add_record(struct ct_chunk_enc *e, unsigned kind, const uint64_t *f
     if (nfields != d->nfields)
         return -EINVAL;
     int rc = ct_buf_reserve(&e->kinds, 1);
-    for (unsigned i = 0; i < nfields && !rc; i++)
-        rc = ct_buf_reserve(&e->cols[kind][i], 8);
+    if (!rc && e->count[kind] == e->cap[kind])
+        rc = grow_columns(e, kind);
     if (rc)
         return rc;
     e->kinds.p[e->kinds.len++] = (uint8_t)kind;
+    uint32_t row = e->count[kind]++;
     uint64_t *prev = &e->prev_time[kind];
     uint64_t last_time = *prev;
     for (unsigned i = 0; i < nfields; i++) {
-        struct ct_buf *b = &e->cols[kind][i];
-        uint64_t v = f[i];
+        uint64_t v = f[i], out;
         switch (d->codec[i]) {
         case CT_CODEC_TIME:
-            put_value(b, ct_zigzag((int64_t)(v - *prev)));
+            out = ct_zigzag((int64_t)(v - *prev));
             *prev = last_time = v;
             break;
         case CT_CODEC_OTIME:
             if (v == 0) {
-                put_value(b, 0);
+                out = 0;
             } else {
-                put_value(b, 1 + ct_zigzag((int64_t)(v - *prev)));
+                out = 1 + ct_zigzag((int64_t)(v - *prev));
                 *prev = last_time = v;
             }
             break;
         case CT_CODEC_END:
-            put_value(b, ct_zigzag((int64_t)(v - last_time)));
+            out = ct_zigzag((int64_t)(v - last_time));
             *prev = v;
             break;
         case CT_CODEC_OEND:
-            put_value(b, v == 0 ? 0 : 1 + ct_zigzag((int64_t)(v - last_time)));
+            out = v == 0 ? 0 : 1 + ct_zigzag((int64_t)(v - last_time));
             if (v)
                 *prev = v;
             break;
         case CT_CODEC_SEQ:
-            put_value(b, ct_zigzag((int64_t)(v - e->seq_prev[kind][i])));
+            out = ct_zigzag((int64_t)(v - e->seq_prev[kind][i]));
             e->seq_prev[kind][i] = v;
             break;
-        case CT_CODEC_I: put_value(b, ct_zigzag((int64_t)v)); break;
-        default: /* U, STR */ put_value(b, v); break;
+        case CT_CODEC_I: out = ct_zigzag((int64_t)v); break;
+        default: /* U, STR */ out = v; break;
         }
+        e->cols[kind][i][row] = out;
     }
     e->nrecords++;
     return 0;
@@ -132,8 +138,7 @@ int ct_chunk_finish(struct ct_chunk_enc *e, struct ct_buf *out)
     out->len = 0;
     size_t total = 7 * CT_VARINT_MAX + e->strings.len + e->kinds.len;
     for (unsigned k = 1; k < CT_REC_KIND_COUNT; k++)
-        for (unsigned i = 0; i < ct_kind_table[k].nfields; i++)
-            total += 1 + e->cols[k][i].len;
+        total += (size_t)ct_kind_table[k].nfields * (1 + 8 * (size_t)e->count[k]);
     int rc = ct_buf_reserve(out, total);
     if (rc)
         return rc;
@@ -147,33 +152,29 @@ int ct_chunk_finish(struct ct_chunk_enc *e, struct ct_buf *out)
     put_varint(out, e->nrecords);
     memcpy(out->p + out->len, e->kinds.p, e->kinds.len);
     out->len += e->kinds.len;
-    uint64_t present[CT_REC_KIND_COUNT] = {0};
-    for (size_t r = 0; r < e->kinds.len; r++)
-        present[e->kinds.p[r]] = 1;
     for (unsigned k = 1; k < CT_REC_KIND_COUNT; k++) {
-        if (!present[k])
+        if (!e->count[k])
             continue;
         for (unsigned i = 0; i < ct_kind_table[k].nfields; i++) {
             /* Byte planes: the width byte, then every value's byte 0, then
              * every byte 1, ... Random low bytes and near-constant high
              * bytes land in separate runs, which zstd codes far better than
              * interleaved varints. */
-            const struct ct_buf *c = &e->cols[k][i];
-            size_t n = c->len / 8;
-            uint64_t all = 0, v;
-            for (size_t j = 0; j < n; j++) {
-                memcpy(&v, c->p + j * 8, 8);
-                all |= v;
-            }
+            const uint64_t *c = e->cols[k][i];
+            size_t n = e->count[k];
+            uint64_t all = 0;
+            for (size_t j = 0; j < n; j++)
+                all |= c[j];
             unsigned w = 0;
             while (w < 8 && (all >> (8 * w)) != 0)
                 w++;
             out->p[out->len++] = (uint8_t)w;
-            for (unsigned plane = 0; plane < w; plane++)
-                for (size_t j = 0; j < n; j++) {
-                    memcpy(&v, c->p + j * 8, 8);
-                    out->p[out->len++] = (uint8_t)(v >> (8 * plane));
-                }
+            for (unsigned plane = 0; plane < w; plane++) {
+                uint8_t *dst = out->p + out->len;
+                for (size_t j = 0; j < n; j++)
+                    dst[j] = (uint8_t)(c[j] >> (8 * plane));
+                out->len += n;
+            }
         }
     }
     return 0;
@@ -183,9 +184,13 @@ void ct_chunk_enc_free(struct ct_chunk_enc *e)
 {
     ct_buf_free(&e->strings);
     ct_buf_free(&e->kinds);
-    for (unsigned k = 0; k < CT_REC_KIND_COUNT; k++)
-        for (unsigned i = 0; i < CT_MAX_FIELDS; i++)
-            ct_buf_free(&e->cols[k][i]);
+    for (unsigned k = 0; k < CT_REC_KIND_COUNT; k++) {
+        for (unsigned i = 0; i < CT_MAX_FIELDS; i++) {
+            free(e->cols[k][i]);
+            e->cols[k][i] = NULL;
+        }
+        e->cap[k] = 0;
+    }
 }
 
 #define FAIL(what)                                                                                 \

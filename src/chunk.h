@@ -24,9 +24,11 @@ static inline int ct_buf_reserve(struct ct_buf *b, size_t extra)
 void ct_buf_free(struct ct_buf *b);
 
 struct ct_chunk_enc {
-    struct ct_buf strings;                                /* encoded string definitions */
-    struct ct_buf kinds;                                  /* one byte per record */
-    struct ct_buf cols[CT_REC_KIND_COUNT][CT_MAX_FIELDS]; /* one varint column per field */
+    struct ct_buf strings;                            /* encoded string definitions */
+    struct ct_buf kinds;                              /* one byte per record */
+    uint64_t *cols[CT_REC_KIND_COUNT][CT_MAX_FIELDS]; /* coded values, one column per field */
+    uint32_t count[CT_REC_KIND_COUNT];                /* records of each kind in this chunk */
+    uint32_t cap[CT_REC_KIND_COUNT];                  /* values every column of the kind holds */
     uint32_t nstrings;
     uint32_t nrecords;
     uint64_t tid, seq, base_time;
