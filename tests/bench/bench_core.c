@@ -11,6 +11,7 @@
  *            measured by scripts/bench directly (ct_synth + stat).
  *
  * usage: bench_core record|writer [--clock tsc|monotonic] [--dir DIR]
+ *        bench_core loop-record|loop-clocks N   (for instruction counts)
  * Output: "name value unit" lines, easy to grep.
  */
 #include <stdio.h>
@@ -169,6 +170,25 @@ static int bench_writer(const char *dir)
     return 0;
 }
 
+/* For instruction counting under callgrind: N records, or N clock pairs. */
+static int bench_loop(const char *dir, int record, long n)
+{
+    if (start(dir, CT_CLOCK_PREF_TSC, 64u << 20))
+        return 1;
+    uint32_t name = ct_intern("cuLaunchKernel");
+    for (long i = 0; i < n; i++) {
+        if (record) {
+            record_one((uint64_t)i, name);
+        } else {
+            uint64_t a = ct_clock_now();
+            uint64_t c = ct_clock_now();
+            g_sink += a ^ c;
+        }
+    }
+    finish(dir);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *what = argc > 1 ? argv[1] : "";
@@ -184,6 +204,8 @@ int main(int argc, char **argv)
         return bench_record(dir, clock);
     if (!strcmp(what, "writer"))
         return bench_writer(dir);
+    if (!strcmp(what, "loop-record") || !strcmp(what, "loop-clocks"))
+        return bench_loop(dir, !strcmp(what, "loop-record"), argc > 2 ? atol(argv[2]) : 100000);
     fprintf(stderr, "usage: bench_core record|writer [--clock tsc|monotonic] [--dir DIR]\n");
     return 2;
 }
