@@ -54,8 +54,7 @@ static void run(struct run *r, const char *preload, const char *const *extra_env
             setenv("LD_PRELOAD", both, 1);
         } else if (preload) {
             setenv("LD_PRELOAD", preload, 1);
-        }
-        else
+        } else
             unsetenv("LD_PRELOAD");
         for (const char *const *kv = extra_env; kv && *kv; kv++)
             putenv((char *)*kv);
@@ -441,8 +440,8 @@ START_TEST(shim_depends_on_glibc_only)
             continue;
         needed++;
         const char *san = getenv("CT_SANITIZER_PRELOAD");
-        if (san && *san && (strstr(line, "libasan") || strstr(line, "libubsan") ||
-                            strstr(line, "libtsan")))
+        if (san && *san &&
+            (strstr(line, "libasan") || strstr(line, "libubsan") || strstr(line, "libtsan")))
             continue; /* sanitizer builds link their runtimes, by design */
         ck_assert_msg(strstr(line, "[libc.so.6]") || strstr(line, "[libm.so.6]") ||
                           strstr(line, "[libpthread.so.0]") || strstr(line, "[libdl.so.2]") ||
