@@ -114,7 +114,7 @@ static void api_fields(struct out *o, const struct ct_trace *t, const uint64_t *
     }
 }
 
-static void gpu_fields(struct out *o, const struct ct_trace *t, const uint64_t *f)
+static void gpu_fields(struct out *o, struct ct_trace *t, const uint64_t *f)
 {
     span(o, f);
     f_u(o, "gpu_start_ns", f[CT_GPU_START]);
@@ -128,6 +128,19 @@ static void gpu_fields(struct out *o, const struct ct_trace *t, const uint64_t *
     if (f[CT_GPU_TYPE] == CT_GPU_MEMCPY)
         f_s(o, "copy_kind", ct_name_copy_kind(f[CT_GPU_COPY_KIND]));
     f_s(o, "source", ct_name_gpu_source(f[CT_GPU_SOURCE]));
+    /* joined to the call that put the work on the stream */
+    const struct ct_record *call = ct_trace_call(t, f[CT_GPU_CORR]);
+    if (call && call->kind == CT_REC_API) {
+        f_s(o, "api", S(call->f[CT_API_NAME]));
+        f_u(o, "api_start_ns", call->f[CT_API_START]);
+        f_u(o, "api_end_ns", call->f[CT_API_END]);
+        f_u(o, "api_tid", call->tid);
+    } else if (call) {
+        f_s(o, "api", ct_name_nccl_op(call->f[CT_NCCL_OP]));
+        f_u(o, "api_start_ns", call->f[CT_NCCL_START]);
+        f_u(o, "api_end_ns", call->f[CT_NCCL_END]);
+        f_u(o, "api_tid", call->tid);
+    }
 }
 
 static void nccl_fields(struct out *o, const uint64_t *f)
@@ -167,7 +180,7 @@ static void io_fields(struct out *o, const struct ct_trace *t, const uint64_t *f
 
 /* Prints records [i, j) where j > i groups consecutive META records of one
  * (time, scope, scope_id) into one object. Returns j. */
-static size_t print_record(struct out *o, const struct ct_trace *t, size_t i)
+static size_t print_record(struct out *o, struct ct_trace *t, size_t i)
 {
     const struct ct_record *r = &t->recs[i];
     const uint64_t *f = r->f;

@@ -40,6 +40,27 @@ static void print_meta(const struct ct_trace *t)
     }
 }
 
+/* Recorder metadata worth a line: how GPU intervals were obtained, and why
+ * not the preferred way. */
+static void print_recorder(const struct ct_trace *t)
+{
+    const char *timing = NULL, *fallback = NULL;
+    for (size_t i = 0; i < t->nmeta; i++) {
+        const struct ct_record *m = &t->meta[i];
+        if (m->f[CT_META_SCOPE] != CT_SCOPE_RECORDER)
+            continue;
+        const char *k = ct_reader_string(&t->rd, m->f[CT_META_KEY]);
+        if (!strcmp(k, "gpu_timing"))
+            timing = ct_reader_string(&t->rd, m->f[CT_META_VALUE]);
+        else if (!strcmp(k, "gpu_timing_fallback"))
+            fallback = ct_reader_string(&t->rd, m->f[CT_META_VALUE]);
+    }
+    if (timing && fallback)
+        printf("  gpu time:   %s (fell back: %s)\n", timing, fallback);
+    else if (timing)
+        printf("  gpu time:   %s\n", timing);
+}
+
 static void print_one(const struct ct_trace *t)
 {
     const struct ct_reader *rd = &t->rd;
@@ -53,6 +74,7 @@ static void print_one(const struct ct_trace *t)
         strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
     printf("  started:    %s\n", when);
     print_meta(t);
+    print_recorder(t);
     uint64_t total = 0;
     for (int k = 1; k < CT_REC_KIND_COUNT; k++)
         total += t->count[k];

@@ -79,8 +79,8 @@ static int find_shim(char *out, size_t n)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: cutrace run [-o DIR] [--buffer-kb N] [--flush-ms N] [--zstd-level N] "
-               "-- CMD [ARGS...]\n"
+    fprintf(f, "usage: cutrace run [-o DIR] [--gpu-timing=cupti|events|off] [--buffer-kb N] "
+               "[--flush-ms N] [--zstd-level N] -- CMD [ARGS...]\n"
                "  -o, --output DIR   where traces go (created if needed; default cutrace-traces)\n"
                "  the other options set the CUTRACE_* variable of the same name for CMD\n");
 }

@@ -143,8 +143,56 @@ int ct_trace_load(struct ct_trace *t, const char *path, int keep_records, char *
     return 0;
 }
 
+static uint64_t call_corr(const struct ct_record *r)
+{
+    return r->kind == CT_REC_API ? r->f[CT_API_CORR] : r->f[CT_NCCL_CORR];
+}
+
+static const struct ct_trace *g_sort_trace; /* qsort has no context argument */
+
+static int cmp_corr(const void *a, const void *b)
+{
+    uint64_t x = call_corr(&g_sort_trace->recs[*(const size_t *)a]);
+    uint64_t y = call_corr(&g_sort_trace->recs[*(const size_t *)b]);
+    return (x > y) - (x < y);
+}
+
+const struct ct_record *ct_trace_call(struct ct_trace *t, uint64_t corr)
+{
+    if (corr == 0)
+        return NULL;
+    if (!t->api_by_corr) {
+        size_t n = 0;
+        for (size_t i = 0; i < t->n; i++)
+            n += t->recs[i].kind == CT_REC_API || t->recs[i].kind == CT_REC_NCCL;
+        t->api_by_corr = malloc((n ? n : 1) * sizeof(size_t));
+        if (!t->api_by_corr)
+            return NULL;
+        n = 0;
+        for (size_t i = 0; i < t->n; i++)
+            if (t->recs[i].kind == CT_REC_API || t->recs[i].kind == CT_REC_NCCL)
+                t->api_by_corr[n++] = i;
+        g_sort_trace = t;
+        qsort(t->api_by_corr, n, sizeof(size_t), cmp_corr);
+        t->napi = n;
+    }
+    size_t lo = 0, hi = t->napi;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        uint64_t c = call_corr(&t->recs[t->api_by_corr[mid]]);
+        if (c < corr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < t->napi && call_corr(&t->recs[t->api_by_corr[lo]]) == corr)
+        return &t->recs[t->api_by_corr[lo]];
+    return NULL;
+}
+
 void ct_trace_free(struct ct_trace *t)
 {
+    free(t->api_by_corr);
     ct_reader_close(&t->rd);
     free(t->recs);
     free(t->meta);

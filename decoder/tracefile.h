@@ -21,7 +21,9 @@ struct ct_trace {
     int64_t rank; /* -1 when the process metadata has none */
     uint64_t count[CT_REC_KIND_COUNT];
     uint64_t first_ns, last_ns;
-    uint64_t dropped; /* sum of DROP records */
+    uint64_t dropped;    /* sum of DROP records */
+    size_t *api_by_corr; /* indexes of API/NCCL records sorted by correlation id */
+    size_t napi;
 };
 
 /*
@@ -31,6 +33,10 @@ struct ct_trace {
  */
 int ct_trace_load(struct ct_trace *t, const char *path, int keep_records, char *err, size_t errlen);
 void ct_trace_free(struct ct_trace *t);
+
+/* The API (or NCCL) record with this correlation id, or NULL: how a GPU
+ * interval is joined to the call that launched it. */
+const struct ct_record *ct_trace_call(struct ct_trace *t, uint64_t corr);
 
 /* The value of process metadata `key`, or NULL. */
 const char *ct_trace_meta(const struct ct_trace *t, const char *key);

@@ -3,7 +3,7 @@
  * is a one-line wrapper passing its row and per-thread flag to the shared
  * recorder for its signature.
  */
-#include "shim/cuda_record.h"
+#include "shim/gpu.h"
 
 CUresult cuLaunchKernel_ptsz(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                              unsigned, CUstream, void **, void **);
@@ -22,13 +22,14 @@ typedef CUresult (*host_fn)(CUstream, CUhostFn, void *);
 typedef CUresult (*graph_fn)(CUgraphExec, CUstream);
 
 static inline __attribute__((always_inline)) void
-record_launch(struct ct_call *c, enum ct_sym sym, CUresult r, unsigned flags, const void *f,
-              unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
-              unsigned shmem, CUstream s)
+record_launch(struct ct_call *c, struct ct_gpu_op *g, enum ct_sym sym, CUresult r, unsigned flags,
+              const void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+              unsigned bz, unsigned shmem, CUstream s)
 {
     int dev;
     uint64_t sid = ct_stream_id(s, flags & CT_APIF_PER_THREAD, &dev);
     uint32_t name = ct_func_name(f);
+    ct_gpu_after(c, g, s, flags, sid, dev, CT_GPU_KERNEL, name, 0, 0);
     uint64_t *w = ct_call_record(c, sym, CT_FAM_LAUNCH, r, sid, dev, flags, 0);
     if (!w)
         return;
@@ -51,9 +52,10 @@ launch(enum ct_sym sym, unsigned flags, CUfunction f, unsigned gx, unsigned gy, 
     if (!ct_shim_recording())
         return real(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);
     struct ct_call c;
-    ct_call_enter(&c);
+    struct ct_gpu_op g;
+    ct_call_enter_gpu(&c, s, flags, &g);
     CUresult r = real(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);
-    record_launch(&c, sym, r, flags, f, gx, gy, gz, bx, by, bz, shmem, s);
+    record_launch(&c, &g, sym, r, flags, f, gx, gy, gz, bx, by, bz, shmem, s);
     ct_call_leave(&c);
     return r;
 }
@@ -82,10 +84,12 @@ static CUresult launch_ex(enum ct_sym sym, unsigned flags, const CUlaunchConfig 
     if (!ct_shim_recording() || !cfg)
         return real(cfg, f, params, extra);
     struct ct_call c;
-    ct_call_enter(&c);
+    struct ct_gpu_op g;
+    ct_call_enter_gpu(&c, cfg->hStream, flags, &g);
     CUresult r = real(cfg, f, params, extra);
-    record_launch(&c, sym, r, flags, f, cfg->gridDimX, cfg->gridDimY, cfg->gridDimZ, cfg->blockDimX,
-                  cfg->blockDimY, cfg->blockDimZ, cfg->sharedMemBytes, cfg->hStream);
+    record_launch(&c, &g, sym, r, flags, f, cfg->gridDimX, cfg->gridDimY, cfg->gridDimZ,
+                  cfg->blockDimX, cfg->blockDimY, cfg->blockDimZ, cfg->sharedMemBytes,
+                  cfg->hStream);
     ct_call_leave(&c);
     return r;
 }
@@ -112,9 +116,10 @@ static CUresult coop(enum ct_sym sym, unsigned flags, CUfunction f, unsigned gx,
     if (!ct_shim_recording())
         return real(f, gx, gy, gz, bx, by, bz, shmem, s, params);
     struct ct_call c;
-    ct_call_enter(&c);
+    struct ct_gpu_op g;
+    ct_call_enter_gpu(&c, s, flags, &g);
     CUresult r = real(f, gx, gy, gz, bx, by, bz, shmem, s, params);
-    record_launch(&c, sym, r, flags, f, gx, gy, gz, bx, by, bz, shmem, s);
+    record_launch(&c, &g, sym, r, flags, f, gx, gy, gz, bx, by, bz, shmem, s);
     ct_call_leave(&c);
     return r;
 }
@@ -170,10 +175,13 @@ static CUresult graph_launch(enum ct_sym sym, unsigned flags, CUgraphExec g, CUs
     if (!ct_shim_recording())
         return real(g, s);
     struct ct_call c;
-    ct_call_enter(&c);
+    struct ct_gpu_op op;
+    ct_call_enter_gpu(&c, s, flags, &op);
     CUresult r = real(g, s);
     int dev;
     uint64_t sid = ct_stream_id(s, flags & CT_APIF_PER_THREAD, &dev);
+    /* In event mode the whole replay is one interval; CUPTI reports its nodes. */
+    ct_gpu_after(&c, &op, s, flags, sid, dev, CT_GPU_GRAPH, 0, 0, 0);
     ct_call_simple(&c, sym, CT_FAM_GRAPH, r, sid, dev, flags, 0, 0);
     ct_call_leave(&c);
     return r;

@@ -4,7 +4,7 @@
  * unified-addressing copy (cuMemcpy, cuMemcpyAsync) is looked up from the
  * pointers' memory types after the call.
  */
-#include "shim/cuda_record.h"
+#include "shim/gpu.h"
 
 CUresult cuMemcpy_ptds(CUdeviceptr, CUdeviceptr, size_t);
 CUresult cuMemcpyAsync_ptsz(CUdeviceptr, CUdeviceptr, size_t, CUstream);
@@ -58,11 +58,12 @@ static unsigned kind_of_types(CUmemorytype src, CUdeviceptr sptr, CUmemorytype d
     return kind_of(s, d);
 }
 
-static void done(struct ct_call *c, enum ct_sym sym, CUresult r, unsigned flags, CUstream s,
-                 uint64_t bytes, unsigned kind)
+static void done(struct ct_call *c, struct ct_gpu_op *g, enum ct_sym sym, CUresult r,
+                 unsigned flags, CUstream s, uint64_t bytes, unsigned kind)
 {
     int dev;
     uint64_t sid = ct_stream_id(s, flags & CT_APIF_PER_THREAD, &dev);
+    ct_gpu_after(c, g, s, flags, sid, dev, CT_GPU_MEMCPY, 0, bytes, kind);
     ct_call_simple(c, sym, CT_FAM_MEMCPY, r, sid, dev, flags, bytes, kind);
     ct_call_leave(c);
 }
@@ -80,11 +81,12 @@ static CUresult copy1d(enum ct_sym sym, unsigned flags, int kind, CUdeviceptr ds
     if (!ct_shim_recording())
         return async ? ((copy_async_fn)real)(dst, src, n, s) : ((copy_fn)real)(dst, src, n);
     struct ct_call c;
-    ct_call_enter(&c);
+    struct ct_gpu_op g;
+    ct_call_enter_gpu(&c, s, flags, &g);
     CUresult r = async ? ((copy_async_fn)real)(dst, src, n, s) : ((copy_fn)real)(dst, src, n);
     if (kind < 0)
         kind = (int)kind_of(is_device_ptr(src), is_device_ptr(dst));
-    done(&c, sym, r, flags | (async ? CT_APIF_ASYNC : 0), s, n, (unsigned)kind);
+    done(&c, &g, sym, r, flags | (async ? CT_APIF_ASYNC : 0), s, n, (unsigned)kind);
     return r;
 }
 
@@ -179,10 +181,11 @@ static CUresult peer(enum ct_sym sym, unsigned flags, CUdeviceptr dst, CUcontext
     if (!ct_shim_recording())
         return CALL_PEER;
     struct ct_call c;
-    ct_call_enter(&c);
+    struct ct_gpu_op g;
+    ct_call_enter_gpu(&c, s, flags, &g);
     CUresult r = CALL_PEER;
 #undef CALL_PEER
-    done(&c, sym, r, flags | (async ? CT_APIF_ASYNC : 0), s, n, CT_COPY_PEER);
+    done(&c, &g, sym, r, flags | (async ? CT_APIF_ASYNC : 0), s, n, CT_COPY_PEER);
     return r;
 }
 
@@ -222,11 +225,12 @@ static CUresult copy2d(enum ct_sym sym, unsigned flags, const CUDA_MEMCPY2D *p, 
     if (!ct_shim_recording() || !p)
         return async ? ((copy2d_async_fn)real)(p, s) : ((copy2d_fn)real)(p);
     struct ct_call c;
-    ct_call_enter(&c);
+    struct ct_gpu_op g;
+    ct_call_enter_gpu(&c, s, flags, &g);
     CUresult r = async ? ((copy2d_async_fn)real)(p, s) : ((copy2d_fn)real)(p);
     unsigned kind = kind_of_types(p->srcMemoryType, p->srcDevice, p->dstMemoryType, p->dstDevice);
-    done(&c, sym, r, flags | (async ? CT_APIF_ASYNC : 0), s, (uint64_t)p->WidthInBytes * p->Height,
-         kind);
+    done(&c, &g, sym, r, flags | (async ? CT_APIF_ASYNC : 0), s,
+         (uint64_t)p->WidthInBytes * p->Height, kind);
     return r;
 }
 
@@ -239,10 +243,11 @@ static CUresult copy3d(enum ct_sym sym, unsigned flags, const CUDA_MEMCPY3D *p, 
     if (!ct_shim_recording() || !p)
         return async ? ((copy3d_async_fn)real)(p, s) : ((copy3d_fn)real)(p);
     struct ct_call c;
-    ct_call_enter(&c);
+    struct ct_gpu_op g;
+    ct_call_enter_gpu(&c, s, flags, &g);
     CUresult r = async ? ((copy3d_async_fn)real)(p, s) : ((copy3d_fn)real)(p);
     unsigned kind = kind_of_types(p->srcMemoryType, p->srcDevice, p->dstMemoryType, p->dstDevice);
-    done(&c, sym, r, flags | (async ? CT_APIF_ASYNC : 0), s,
+    done(&c, &g, sym, r, flags | (async ? CT_APIF_ASYNC : 0), s,
          (uint64_t)p->WidthInBytes * p->Height * p->Depth, kind);
     return r;
 }

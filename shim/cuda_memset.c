@@ -6,7 +6,7 @@
  * variant; on the x86-64 and aarch64 ABIs each travels in a full integer
  * register, so one helper calls all of them with an unsigned int.
  */
-#include "shim/cuda_record.h"
+#include "shim/gpu.h"
 
 CUresult cuMemsetD8_v2_ptds(CUdeviceptr, unsigned char, size_t);
 CUresult cuMemsetD16_v2_ptds(CUdeviceptr, unsigned short, size_t);
@@ -36,11 +36,13 @@ static CUresult set1(enum ct_sym sym, unsigned flags, unsigned elem, CUdeviceptr
     if (!ct_shim_recording())
         return CALL_SET1;
     struct ct_call c;
-    ct_call_enter(&c);
+    struct ct_gpu_op g;
+    ct_call_enter_gpu(&c, s, flags, &g);
     CUresult r = CALL_SET1;
 #undef CALL_SET1
     int dev;
     uint64_t sid = ct_stream_id(s, flags & CT_APIF_PER_THREAD, &dev);
+    ct_gpu_after(&c, &g, s, flags, sid, dev, CT_GPU_MEMSET, 0, (uint64_t)n * elem, 0);
     ct_call_simple(&c, sym, CT_FAM_MEMSET, r, sid, dev, flags | (async ? CT_APIF_ASYNC : 0),
                    (uint64_t)n * elem, 0);
     ct_call_leave(&c);
@@ -58,11 +60,13 @@ static CUresult set2(enum ct_sym sym, unsigned flags, unsigned elem, CUdeviceptr
     if (!ct_shim_recording())
         return CALL_SET2;
     struct ct_call c;
-    ct_call_enter(&c);
+    struct ct_gpu_op g;
+    ct_call_enter_gpu(&c, s, flags, &g);
     CUresult r = CALL_SET2;
 #undef CALL_SET2
     int dev;
     uint64_t sid = ct_stream_id(s, flags & CT_APIF_PER_THREAD, &dev);
+    ct_gpu_after(&c, &g, s, flags, sid, dev, CT_GPU_MEMSET, 0, (uint64_t)w * h * elem, 0);
     ct_call_simple(&c, sym, CT_FAM_MEMSET, r, sid, dev, flags | (async ? CT_APIF_ASYNC : 0),
                    (uint64_t)w * h * elem, 0);
     ct_call_leave(&c);

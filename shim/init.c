@@ -15,10 +15,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "shim/cuda_record.h"
+#include "shim/gpu.h"
 #include "src/config.h"
 
 atomic_int ct_shim_state;
+int ct_gpu_mode;
 __thread uint64_t ct_tls_corr __attribute__((tls_model("initial-exec")));
 static atomic_uint g_thread_index;
 
@@ -34,13 +35,49 @@ static const char *env_get(const char *name)
     return getenv(name);
 }
 
+static void recorder_meta_str(const char *key, const char *value)
+{
+    uint64_t f[CT_META_NFIELDS] = {ct_clock_now(), CT_SCOPE_RECORDER, 0, ct_intern(key),
+                                   ct_intern(value)};
+    ct_emit(CT_REC_META, 0, f, CT_META_NFIELDS);
+}
+
 static void recorder_meta(const char *key, uint64_t v)
 {
     char buf[32];
     snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v);
-    uint64_t f[CT_META_NFIELDS] = {ct_clock_now(), CT_SCOPE_RECORDER, 0, ct_intern(key),
-                                   ct_intern(buf)};
-    ct_emit(CT_REC_META, 0, f, CT_META_NFIELDS);
+    recorder_meta_str(key, buf);
+}
+
+/*
+ * GPU timing as configured, falling back from CUPTI to events when CUPTI is
+ * missing or held by another profiler. The outcome and any reason are in the
+ * trace (recorder metadata and an error record), which `cutrace info` shows.
+ */
+static void start_gpu_timing(int pref)
+{
+    char why[256] = "";
+    int mode = CT_GPU_OFF;
+    if (pref == 1) {
+        if (ct_cupti_start(why, sizeof(why)) == 0) {
+            mode = CT_GPU_CUPTI;
+        } else {
+            recorder_meta_str("gpu_timing_fallback", why);
+            ct_emit_error(why, 0);
+            pref = 2;
+        }
+    }
+    if (pref == 2) {
+        char why2[256] = "";
+        if (ct_events_start(why2, sizeof(why2)) == 0) {
+            mode = CT_GPU_EVENTS;
+        } else {
+            ct_emit_error(why2, 0);
+        }
+    }
+    static const char *const names[] = {"off", "cupti", "events"};
+    recorder_meta_str("gpu_timing", names[mode]);
+    ct_gpu_mode = mode;
 }
 
 static void shim_atexit(void)
@@ -52,6 +89,11 @@ static void shim_atexit(void)
     ct_procaddr_stats(&lookups, &wrapped);
     recorder_meta("cuGetProcAddress_lookups", lookups);
     recorder_meta("cuGetProcAddress_wrapped", wrapped);
+    /* GPU intervals still in flight are collected before the file closes. */
+    if (ct_gpu_mode == CT_GPU_CUPTI)
+        ct_cupti_stop();
+    else if (ct_gpu_mode == CT_GPU_EVENTS)
+        ct_events_stop(2000);
     atomic_store(&ct_shim_state, CT_SHIM_OFF);
     ct_recorder_stop(5000);
 }
@@ -123,6 +165,7 @@ static int start_recording(void)
     if (ct_cuda_record_init() != 0)
         ct_emit_error("cutrace: no memory for the CUDA caches; names and streams resolve slowly",
                       -ENOMEM);
+    start_gpu_timing(cfg.gpu_timing);
     atexit(shim_atexit);
     pthread_atfork(NULL, NULL, shim_atfork_child);
     return 0;
@@ -144,4 +187,16 @@ int ct_shim_init(void)
     errno = saved;
     atomic_store_explicit(&ct_shim_state, ok ? CT_SHIM_ON : CT_SHIM_OFF, memory_order_release);
     return ok;
+}
+
+/*
+ * CUDA_INJECTION64_PATH entry point: the driver calls it during cuInit. We
+ * start recording there (the same lazy init as the first wrapped call);
+ * returning nonzero tells the driver the injection succeeded.
+ */
+CT_EXPORT int InitializeInjection(void)
+{
+    if (atomic_load(&ct_shim_state) == CT_SHIM_UNINIT)
+        ct_shim_init();
+    return 1;
 }

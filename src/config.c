@@ -14,6 +14,7 @@ void ct_config_defaults(struct ct_config *c)
     c->zstd_level = 3;
     c->flush_ms = 100;
     c->clock = CT_CLOCK_PREF_AUTO;
+    c->gpu_timing = 1;
 }
 
 int ct_parse_int(const char *s, long long lo, long long hi, long long *out)
@@ -85,6 +86,19 @@ int ct_config_from_env(struct ct_config *c, const char *(*getenv_fn)(const char 
             c->clock = CT_CLOCK_PREF_MONOTONIC;
         else {
             snprintf(err, errlen, "CUTRACE_CLOCK=%s: expected auto, tsc or monotonic", clk);
+            return -EINVAL;
+        }
+    }
+    const char *gt = getenv_fn("CUTRACE_GPU_TIMING");
+    if (gt) {
+        if (!strcmp(gt, "cupti"))
+            c->gpu_timing = 1;
+        else if (!strcmp(gt, "events"))
+            c->gpu_timing = 2;
+        else if (!strcmp(gt, "off"))
+            c->gpu_timing = 0;
+        else {
+            snprintf(err, errlen, "CUTRACE_GPU_TIMING=%s: expected cupti, events or off", gt);
             return -EINVAL;
         }
     }

@@ -17,6 +17,7 @@ struct ct_config {
     int zstd_level;           /* CUTRACE_ZSTD_LEVEL: -7..19, default 3 */
     unsigned flush_ms;        /* CUTRACE_FLUSH_MS: 1..60000, default 100 */
     enum ct_clock_pref clock; /* CUTRACE_CLOCK: auto|tsc|monotonic */
+    int gpu_timing;           /* CUTRACE_GPU_TIMING: 0 off, 1 cupti (default), 2 events */
 };
 
 void ct_config_defaults(struct ct_config *c);

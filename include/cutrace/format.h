@@ -374,6 +374,8 @@ enum ct_drop_reason {
     CT_DROP_NO_BUFFER = 2,    /* no per-thread buffer could be had */
     CT_DROP_WRITE_FAILED = 3, /* the file could not be written */
     CT_DROP_STRINGS_FULL = 4, /* string table full: names became "" */
+    CT_DROP_GPU_UNTIMED = 5,  /* ops left without a GPU interval (event pool/queue full) */
+    CT_DROP_CUPTI = 6,        /* activity records CUPTI reported as dropped */
 };
 
 /* CT_REC_ERROR */

@@ -303,20 +303,28 @@ CUresult CUDAAPI cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
 CUresult CUDAAPI cuCtxSynchronize(void)
 {
     FG_ENTER();
+    int64_t t0 = 0;
+    uint32_t corr = fg_cupti_sync_begin(&t0);
     fg_ctx *c;
     if (fg_require_ctx(&c) != CUDA_SUCCESS)
         FG_RETURN(CUDA_ERROR_INVALID_CONTEXT);
     fg_ctx_wait_all_locked(c);
+    if (corr)
+        fg_cupti_sync_end(corr, t0, FG_CUPTI_SYNC_CONTEXT, c, FG_CUPTI_NA, FG_CUPTI_NA);
     FG_RETURN(CUDA_SUCCESS);
 }
 
 CUresult CUDAAPI cuCtxSynchronize_v2(CUcontext ctx)
 {
     FG_ENTER();
+    int64_t t0 = 0;
+    uint32_t corr = fg_cupti_sync_begin(&t0);
     fg_ctx *c = fg_ctx_or_current(ctx);
     if (!c)
         FG_RETURN(CUDA_ERROR_INVALID_CONTEXT);
     fg_ctx_wait_all_locked(c);
+    if (corr)
+        fg_cupti_sync_end(corr, t0, FG_CUPTI_SYNC_CONTEXT, c, FG_CUPTI_NA, FG_CUPTI_NA);
     FG_RETURN(CUDA_SUCCESS);
 }
 

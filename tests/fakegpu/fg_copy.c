@@ -54,6 +54,13 @@ typedef struct fg_copy_req {
     bool per_thread;
 } fg_copy_req;
 
+static fg_cupti_mem fg_cupti_mem_of(fg_end_kind k)
+{
+    return k == FG_END_DEVICE   ? FG_CUPTI_MEM_DEVICE
+           : k == FG_END_PINNED ? FG_CUPTI_MEM_PINNED
+                                : FG_CUPTI_MEM_PAGEABLE;
+}
+
 static size_t fg_extent(size_t width, size_t height, size_t depth, size_t pitch, size_t slice)
 {
     if (!width || !height || !depth)
@@ -94,6 +101,8 @@ static CUresult fg_copy_submit(const fg_copy_req *r)
     d.u.copy.spitch = r->spitch;
     d.u.copy.dslice = r->dslice;
     d.u.copy.sslice = r->sslice;
+    d.u.copy.src_mem = fg_cupti_mem_of(r->src.kind);
+    d.u.copy.dst_mem = fg_cupti_mem_of(r->dst.kind);
     FG_RETURN(fg_submit(s, &d, r->sync_api || pageable));
 }
 

@@ -18,10 +18,13 @@
 
 typedef struct fg_event {
     fg_ctx *ctx;
+    uint32_t id; /* reported to a fake CUPTI as cudaEventId */
     unsigned flags;
     fg_op *op;         /* last record's marker; NULL until recorded */
     fg_graph *capture; /* set when last recorded into a capturing stream */
 } fg_event;
+
+static uint32_t fg_event_ids; /* under fg.lock; apart from fg_next_id */
 
 static fg_event *fg_event_get(CUevent h)
 {
@@ -43,6 +46,7 @@ CUresult CUDAAPI cuEventCreate(CUevent *phEvent, unsigned int Flags)
     if (!e)
         FG_RETURN(CUDA_ERROR_OUT_OF_MEMORY);
     e->ctx = c;
+    e->id = ++fg_event_ids;
     e->flags = Flags;
     fg_handle_add(e, FG_H_EVENT);
     *phEvent = (CUevent)e;
@@ -129,12 +133,18 @@ CUresult CUDAAPI cuEventQuery(CUevent hEvent)
 CUresult CUDAAPI cuEventSynchronize(CUevent hEvent)
 {
     FG_ENTER();
+    int64_t t0 = 0;
+    uint32_t corr = fg_cupti_sync_begin(&t0);
     fg_event *e = fg_event_get(hEvent);
     if (!e)
         FG_RETURN(CUDA_ERROR_INVALID_HANDLE);
     fg_op *op = e->op; /* the event may be re-recorded while we wait */
+    fg_ctx *c = e->ctx;
+    uint32_t id = e->id; /* ... or destroyed */
     if (op)
         fg_wait_ops_locked(&op, 1);
+    if (corr)
+        fg_cupti_sync_end(corr, t0, FG_CUPTI_SYNC_EVENT, c, FG_CUPTI_NA, id);
     FG_RETURN(CUDA_SUCCESS);
 }
 
@@ -168,6 +178,8 @@ CUresult CUDAAPI cuEventElapsedTime_v2(float *pMilliseconds, CUevent hStart, CUe
 static CUresult fg_stream_wait_event(CUstream hs, CUevent h, unsigned flags, bool pt)
 {
     FG_ENTER();
+    int64_t t0 = 0;
+    uint32_t corr = fg_cupti_sync_begin(&t0);
     CUresult rc;
     fg_stream *s = fg_stream_get(hs, pt, &rc);
     if (!s)
@@ -186,10 +198,14 @@ static CUresult fg_stream_wait_event(CUstream hs, CUevent h, unsigned flags, boo
     }
     /* Captured graphs are replayed on one stream, so an ordinary event
      * waited on inside a capture adds nothing to record. */
-    if (!e->op || s->capture)
+    if (s->capture)
         FG_RETURN(CUDA_SUCCESS);
-    fg_desc d = {.kind = FG_OP_MARKER, .name = "streamWaitEvent"};
-    fg_enqueue(s, &d, &e->op, 1);
+    if (e->op) {
+        fg_desc d = {.kind = FG_OP_MARKER, .name = "streamWaitEvent"};
+        fg_enqueue(s, &d, &e->op, 1);
+    }
+    if (corr)
+        fg_cupti_sync_end(corr, t0, FG_CUPTI_SYNC_STREAM_WAIT, e->ctx, (uint32_t)s->id, e->id);
     FG_RETURN(CUDA_SUCCESS);
 }
 

@@ -6,6 +6,10 @@
  * cuGraphLaunch enqueues the recorded ops in that order on the launch
  * stream, so a launched graph lasts the sum of its nodes (branches captured
  * on forked streams are serialised on replay).
+ *
+ * Graphs have ids of their own (reported to a fake CUPTI as graphId; node
+ * i of a graph is graphNodeId (graphId << 32) | (i + 1)), counted apart
+ * from fg_next_id so that stream and context ids do not depend on them.
  */
 #include "fg_internal.h"
 
@@ -17,12 +21,16 @@ struct fg_graph {
     size_t n, cap;
     bool capturing;
     unsigned long long capture_id;
+    uint32_t id;
 };
 
 typedef struct fg_graph_exec {
     fg_desc *nodes;
     size_t n;
+    uint32_t graph_id;
 } fg_graph_exec;
+
+static uint32_t fg_graph_ids; /* under fg.lock */
 
 static fg_graph *fg_graph_get(CUgraph h)
 {
@@ -50,8 +58,10 @@ CUresult fg_graph_record_locked(fg_graph *g, const fg_desc *d)
 static fg_graph *fg_graph_new(void)
 {
     fg_graph *g = calloc(1, sizeof *g);
-    if (g)
+    if (g) {
+        g->id = ++fg_graph_ids;
         fg_handle_add(g, FG_H_GRAPH);
+    }
     return g;
 }
 
@@ -284,6 +294,7 @@ static CUresult fg_instantiate(CUgraphExec *phExec, CUgraph hGraph)
     if (g->n)
         memcpy(x->nodes, g->nodes, g->n * sizeof *x->nodes);
     x->n = g->n;
+    x->graph_id = g->id;
     fg_handle_add(x, FG_H_GRAPH_EXEC);
     *phExec = (CUgraphExec)x;
     FG_RETURN(CUDA_SUCCESS);
@@ -358,8 +369,18 @@ static CUresult fg_graph_launch(CUgraphExec hx, CUstream hs, bool pt, bool uploa
     fg_stream *s = fg_stream_get(hs, pt, &rc);
     if (!s)
         FG_RETURN(rc);
-    for (size_t i = 0; !upload_only && i < x->n && rc == CUDA_SUCCESS; i++)
+    if (upload_only)
+        FG_RETURN(CUDA_SUCCESS);
+    const struct fg_cupti_hooks *h = fg_cupti();
+    if (__builtin_expect(h != NULL, 0) && !s->capture)
+        fg_cupti_graph_begin(h, x->graph_id);
+    for (size_t i = 0; i < x->n && rc == CUDA_SUCCESS; i++) {
+        if (__builtin_expect(h != NULL, 0))
+            fg_cupti_graph_node(((uint64_t)x->graph_id << 32) | (i + 1));
         rc = fg_submit(s, &x->nodes[i], false);
+    }
+    if (__builtin_expect(h != NULL, 0))
+        fg_cupti_graph_end();
     FG_RETURN(rc);
 }
 

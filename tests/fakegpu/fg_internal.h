@@ -15,6 +15,8 @@
 #ifndef FG_INTERNAL_H
 #define FG_INTERNAL_H
 
+#include "fg_cupti_hooks.h"
+
 #include <cuda.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -83,11 +85,17 @@ typedef struct fg_desc {
     int64_t duration_ns;
     const char *name; /* kernel name; owned by its function, which is never freed */
     union {
+        struct { /* launch geometry: reported to CUPTI only */
+            unsigned grid[3], block[3];
+            unsigned shmem;
+            bool coop;
+        } launch;
         struct { /* 3D strided copy: depth slices of height rows of width bytes */
             char *dst;
             const char *src;
             size_t width, height, depth;
             size_t dpitch, spitch, dslice, sslice;
+            fg_cupti_mem src_mem, dst_mem; /* reported to CUPTI only */
         } copy;
         struct {
             char *dst;
@@ -225,6 +233,34 @@ fg_stream *fg_stream_get(CUstream h, bool per_thread, CUresult *err);
 bool fg_stream_blocking(const fg_stream *s);
 fg_stream *fg_stream_new(fg_ctx *c, fg_stream_kind kind, unsigned flags, int prio);
 void fg_stream_free(fg_stream *s);
+
+/* ------------------------------------------------------ fake CUPTI hooks */
+
+/* Set by fakegpu_cupti_attach (fg_cupti_driver.c); NULL when no fake CUPTI
+ * is attached, which is the only thing the hot paths test. */
+extern const struct fg_cupti_hooks *fg_cupti_hooks_p;
+static inline const struct fg_cupti_hooks *fg_cupti(void)
+{
+    return __atomic_load_n(&fg_cupti_hooks_p, __ATOMIC_ACQUIRE);
+}
+/* Locked.  Report op (just enqueued on s) to the attached CUPTI. */
+void fg_cupti_op_locked(const struct fg_cupti_hooks *h, fg_stream *s, fg_op *op);
+/* Locked.  At the start of a synchronising call: returns its correlation id
+ * (0 when no CUPTI is attached) and the host entry time. */
+uint32_t fg_cupti_sync_begin_slow(const struct fg_cupti_hooks *h, int64_t *enter_ns);
+static inline uint32_t fg_cupti_sync_begin(int64_t *enter_ns)
+{
+    const struct fg_cupti_hooks *h = fg_cupti();
+    return __builtin_expect(h == NULL, 1) ? 0 : fg_cupti_sync_begin_slow(h, enter_ns);
+}
+/* Locked.  When that call returns successfully (corr != 0); stream_id and
+ * event_id are FG_CUPTI_NA where they do not apply. */
+void fg_cupti_sync_end(uint32_t corr, int64_t enter_ns, fg_cupti_sync_type type, const fg_ctx *c,
+                       uint32_t stream_id, uint32_t event_id);
+/* Locked.  cuGraphLaunch: one correlation id for every replayed node. */
+void fg_cupti_graph_begin(const struct fg_cupti_hooks *h, uint32_t graph_id);
+void fg_cupti_graph_node(uint64_t node_id);
+void fg_cupti_graph_end(void);
 
 /* ---------------------------------------------------------------- memory */
 

@@ -7,7 +7,7 @@
 #include "fg_internal.h"
 
 static CUresult fg_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                          unsigned by, unsigned bz, CUstream hs, bool pt)
+                          unsigned by, unsigned bz, unsigned shmem, bool coop, CUstream hs, bool pt)
 {
     FG_ENTER();
     const char *name = fg_func_name(f);
@@ -22,6 +22,14 @@ static CUresult fg_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, u
     if (!s)
         FG_RETURN(rc);
     fg_desc d = {.kind = FG_OP_KERNEL, .name = name, .duration_ns = fg_kernel_duration_ns(name)};
+    d.u.launch.grid[0] = gx;
+    d.u.launch.grid[1] = gy;
+    d.u.launch.grid[2] = gz;
+    d.u.launch.block[0] = bx;
+    d.u.launch.block[1] = by;
+    d.u.launch.block[2] = bz;
+    d.u.launch.shmem = shmem;
+    d.u.launch.coop = coop;
     FG_RETURN(fg_submit(s, &d, false));
 }
 
@@ -31,11 +39,10 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned in
                                 unsigned int sharedMemBytes, CUstream hStream, void **kernelParams,
                                 void **extra)
 {
-    (void)sharedMemBytes;
     (void)kernelParams;
     (void)extra;
-    return fg_launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream,
-                     false);
+    return fg_launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+                     sharedMemBytes, false, hStream, false);
 }
 
 CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
@@ -44,11 +51,10 @@ CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsign
                                      unsigned int sharedMemBytes, CUstream hStream,
                                      void **kernelParams, void **extra)
 {
-    (void)sharedMemBytes;
     (void)kernelParams;
     (void)extra;
-    return fg_launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream,
-                     true);
+    return fg_launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+                     sharedMemBytes, false, hStream, true);
 }
 
 static CUresult fg_launch_ex(const CUlaunchConfig *config, CUfunction f, bool pt)
@@ -56,8 +62,13 @@ static CUresult fg_launch_ex(const CUlaunchConfig *config, CUfunction f, bool pt
     if (!config)
         return __atomic_load_n(&fg.initialized, __ATOMIC_ACQUIRE) ? CUDA_ERROR_INVALID_VALUE
                                                                   : CUDA_ERROR_NOT_INITIALIZED;
+    bool coop = false;
+    for (unsigned i = 0; config->attrs && i < config->numAttrs; i++)
+        if (config->attrs[i].id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE)
+            coop = config->attrs[i].value.cooperative != 0;
     return fg_launch(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,
-                     config->blockDimY, config->blockDimZ, config->hStream, pt);
+                     config->blockDimY, config->blockDimZ, config->sharedMemBytes, coop,
+                     config->hStream, pt);
 }
 
 CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
@@ -82,10 +93,9 @@ CUresult CUDAAPI cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX,
                                            unsigned int blockDimZ, unsigned int sharedMemBytes,
                                            CUstream hStream, void **kernelParams)
 {
-    (void)sharedMemBytes;
     (void)kernelParams;
-    return fg_launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream,
-                     false);
+    return fg_launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+                     sharedMemBytes, true, hStream, false);
 }
 
 CUresult CUDAAPI cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX,
@@ -94,8 +104,7 @@ CUresult CUDAAPI cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridD
                                                 unsigned int blockDimZ, unsigned int sharedMemBytes,
                                                 CUstream hStream, void **kernelParams)
 {
-    (void)sharedMemBytes;
     (void)kernelParams;
-    return fg_launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream,
-                     true);
+    return fg_launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+                     sharedMemBytes, true, hStream, true);
 }

@@ -354,6 +354,9 @@ CUresult fg_submit(fg_stream *s, const fg_desc *d, bool wait)
     if (s->capture)
         return fg_graph_record_locked(s->capture, d);
     fg_op *op = fg_enqueue(s, d, NULL, 0);
+    const struct fg_cupti_hooks *h = fg_cupti();
+    if (__builtin_expect(h != NULL, 0))
+        fg_cupti_op_locked(h, s, op);
     if (wait)
         fg_wait_ops_locked(&op, 1);
     return CUDA_SUCCESS;

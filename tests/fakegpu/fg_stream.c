@@ -188,6 +188,8 @@ CUresult CUDAAPI cuStreamQuery_ptsz(CUstream hStream)
 static CUresult fg_stream_sync(CUstream h, bool pt)
 {
     FG_ENTER();
+    int64_t t0 = 0;
+    uint32_t corr = fg_cupti_sync_begin(&t0);
     CUresult rc;
     fg_stream *s = fg_stream_get(h, pt, &rc);
     if (!s)
@@ -195,8 +197,12 @@ static CUresult fg_stream_sync(CUstream h, bool pt)
     if (s->capture)
         FG_RETURN(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
     fg_op *last = s->last; /* s may be destroyed while we wait */
+    fg_ctx *c = s->ctx;    /* what the sync record needs, should s go */
+    uint32_t sid = (uint32_t)s->id;
     if (last)
         fg_wait_ops_locked(&last, 1);
+    if (corr)
+        fg_cupti_sync_end(corr, t0, FG_CUPTI_SYNC_STREAM, c, sid, FG_CUPTI_NA);
     FG_RETURN(CUDA_SUCCESS);
 }
 

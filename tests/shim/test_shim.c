@@ -453,6 +453,233 @@ START_TEST(shim_depends_on_glibc_only)
 }
 END_TEST
 
+/* ---- GPU timing ---- */
+
+struct expect_op {
+    char type[16];
+    uint64_t dur;
+};
+
+struct gpu_run {
+    struct th_trace t;
+    unsigned long long sid, pt, legacy;
+    struct expect_op exp[16];
+    int nexp;
+    char timing[32], fallback[256];
+};
+
+static void gpu_run(struct gpu_run *g, const char *const *env)
+{
+    char exe[512];
+    snprintf(exe, sizeof(exe), "%s/w_gputime", env_or("CT_WORKLOADS"));
+    const char *argv[] = {exe, NULL};
+    struct run r;
+    run(&r, env_or("CT_SHIM"), env, argv);
+    char *out = slurp(r.out), *err = slurp(r.err);
+    ck_assert_msg(r.status == 0, "status %d: %s", r.status, err);
+    ck_assert_msg(err[0] == 0, "stderr: %s", err);
+    memset(g, 0, sizeof(*g));
+    ck_assert(sscanf(strstr(out, "STREAMS"), "STREAMS s=%llu pt=%llu legacy=%llu", &g->sid, &g->pt,
+                     &g->legacy) == 3);
+    for (char *p = strstr(out, "EXPECT "); p && g->nexp < 16; p = strstr(p + 1, "EXPECT ")) {
+        unsigned long long dur;
+        ck_assert(sscanf(p, "EXPECT %15s %llu", g->exp[g->nexp].type, &dur) == 2);
+        g->exp[g->nexp++].dur = dur;
+    }
+    char path[512];
+    ck_assert_int_eq(trace_path(&r, path, sizeof(path)), 1);
+    th_trace_read_file(&g->t, path);
+    for (size_t i = 0; i < g->t.n; i++) {
+        const struct ct_record *m = &g->t.recs[i];
+        if (m->kind != CT_REC_META || m->f[CT_META_SCOPE] != CT_SCOPE_RECORDER)
+            continue;
+        const char *k = S(&g->t, m->f[CT_META_KEY]);
+        if (!strcmp(k, "gpu_timing"))
+            snprintf(g->timing, sizeof(g->timing), "%s", S(&g->t, m->f[CT_META_VALUE]));
+        if (!strcmp(k, "gpu_timing_fallback"))
+            snprintf(g->fallback, sizeof(g->fallback), "%s", S(&g->t, m->f[CT_META_VALUE]));
+    }
+    free(out);
+    free(err);
+}
+
+static const struct ct_record *api_of(const struct th_trace *t, uint64_t corr)
+{
+    for (size_t i = 0; i < t->n; i++)
+        if (t->recs[i].kind == CT_REC_API && t->recs[i].f[CT_API_CORR] == corr)
+            return &t->recs[i];
+    return NULL;
+}
+
+static int cmp_gpu_start(const void *a, const void *b)
+{
+    const struct ct_record *x = *(const struct ct_record *const *)a;
+    const struct ct_record *y = *(const struct ct_record *const *)b;
+    return (x->f[CT_GPU_START] > y->f[CT_GPU_START]) - (x->f[CT_GPU_START] < y->f[CT_GPU_START]);
+}
+
+/*
+ * Checks the intervals on stream S against the schedule: durations and
+ * back-to-back starts within `tol` ns, every timed call joined to its
+ * interval, captured launches untimed, default streams right. With CUPTI the
+ * graph shows as its two kernels; with events as one interval.
+ */
+static void check_schedule(struct gpu_run *g, uint64_t tol, int cupti)
+{
+    const struct ct_record *on_s[64];
+    size_t n = 0;
+    int pt_seen = 0, legacy_seen = 0;
+    for (size_t i = 0; i < g->t.n; i++) {
+        const struct ct_record *r = &g->t.recs[i];
+        if (r->kind != CT_REC_GPU || r->f[CT_GPU_TYPE] == CT_GPU_SYNC)
+            continue;
+        const struct ct_record *call = api_of(&g->t, r->f[CT_GPU_CORR]);
+        ck_assert_msg(call != NULL, "GPU interval without its call (corr %llu)",
+                      (unsigned long long)r->f[CT_GPU_CORR]);
+        const char *kernel = S(&g->t, r->f[CT_GPU_NAME]);
+        if (!strcmp(kernel, "P__20us")) {
+            ck_assert_uint_eq(r->f[CT_GPU_STREAM], g->pt);
+            pt_seen++;
+        } else if (!strcmp(kernel, "L__10us")) {
+            ck_assert_uint_eq(r->f[CT_GPU_STREAM], g->legacy);
+            legacy_seen++;
+        } else {
+            ck_assert_msg(r->f[CT_GPU_STREAM] == g->sid, "%s on stream %llu", kernel,
+                          (unsigned long long)r->f[CT_GPU_STREAM]);
+            ck_assert_uint_lt(n, 64);
+            on_s[n++] = r;
+        }
+    }
+    ck_assert_int_eq(pt_seen, 1);
+    ck_assert_int_eq(legacy_seen, 1);
+    qsort(on_s, n, sizeof(on_s[0]), cmp_gpu_start);
+    /* expected sequence; with CUPTI the graph is its nodes */
+    struct expect_op exp[20];
+    int ne = 0;
+    for (int i = 0; i < g->nexp; i++) {
+        if (cupti && !strcmp(g->exp[i].type, "graph")) {
+            exp[ne++] = (struct expect_op){"kernel", 30000};
+            exp[ne++] = (struct expect_op){"kernel", 40000};
+        } else {
+            exp[ne++] = g->exp[i];
+        }
+    }
+    ck_assert_msg((int)n == ne, "%zu intervals on stream S, expected %d", n, ne);
+    for (int i = 0; i < ne; i++) {
+        const uint64_t *f = on_s[i]->f;
+        uint64_t dur = f[CT_GPU_END] - f[CT_GPU_START];
+        ck_assert_str_eq(ct_name_gpu_type(f[CT_GPU_TYPE]), exp[i].type);
+        int64_t derr = (int64_t)dur - (int64_t)exp[i].dur;
+        ck_assert_msg(derr <= (int64_t)tol && derr >= -(int64_t)tol,
+                      "op %d (%s): %llu ns, expected %llu +- %llu", i, exp[i].type,
+                      (unsigned long long)dur, (unsigned long long)exp[i].dur,
+                      (unsigned long long)tol);
+        if (i > 0) {
+            int64_t gap = (int64_t)f[CT_GPU_START] - (int64_t)on_s[i - 1]->f[CT_GPU_END];
+            ck_assert_msg(gap <= (int64_t)tol && gap >= -(int64_t)tol,
+                          "op %d starts %lld ns after the previous ends", i, (long long)gap);
+        }
+    }
+    /* the first op cannot start before its launch call */
+    const struct ct_record *first = api_of(&g->t, on_s[0]->f[CT_GPU_CORR]);
+    ck_assert_uint_ge(on_s[0]->f[CT_GPU_START] + tol, first->f[CT_API_START]);
+    /* every kernel, copy, memset and graph launch on a stream not capturing
+     * has its interval; the two captured launches have none */
+    for (size_t i = 0; i < g->t.n; i++) {
+        const struct ct_record *r = &g->t.recs[i];
+        if (r->kind != CT_REC_API)
+            continue;
+        uint64_t fam = r->f[CT_API_FAMILY];
+        if (fam != CT_FAM_LAUNCH && fam != CT_FAM_MEMCPY && fam != CT_FAM_MEMSET &&
+            fam != CT_FAM_GRAPH)
+            continue;
+        int timed = 0;
+        for (size_t k = 0; k < g->t.n; k++)
+            timed +=
+                g->t.recs[k].kind == CT_REC_GPU && g->t.recs[k].f[CT_GPU_CORR] == r->f[CT_API_CORR];
+        const char *kernel = S(&g->t, r->f[CT_API_KERNEL]);
+        int captured = !strcmp(kernel, "C1__30us") || !strcmp(kernel, "C2__40us");
+        int expect = captured ? 0 : (cupti && fam == CT_FAM_GRAPH ? 2 : 1);
+        ck_assert_msg(timed == expect, "%s %s: %d intervals, expected %d",
+                      S(&g->t, r->f[CT_API_NAME]), kernel, timed, expect);
+    }
+}
+
+START_TEST(event_timing_matches_the_simulated_schedule)
+{
+    const char *env[] = {"CUTRACE_GPU_TIMING=events", NULL};
+    struct gpu_run g;
+    gpu_run(&g, env);
+    ck_assert_str_eq(g.timing, "events");
+    /* Tolerance: the anchor's host time is the midpoint of one cuEventRecord
+     * call (error <= half of it, well under 1 us here) plus float-ms rounding
+     * of cuEventElapsedTime (~0.06 us per second of anchor age); 2 us keeps
+     * a loaded CI machine from flaking while still catching a missed op. */
+    check_schedule(&g, 2000, 0);
+    th_trace_free(&g.t);
+}
+END_TEST
+
+START_TEST(timing_off_records_host_spans_only)
+{
+    const char *env[] = {"CUTRACE_GPU_TIMING=off", NULL};
+    struct gpu_run g;
+    gpu_run(&g, env);
+    ck_assert_str_eq(g.timing, "off");
+    ck_assert_uint_eq(th_count_kind(&g.t, CT_REC_GPU), 0);
+    ck_assert_uint_gt(th_count_kind(&g.t, CT_REC_API), 10);
+    th_trace_free(&g.t);
+}
+END_TEST
+
+START_TEST(real_cupti_on_the_simulated_driver_falls_back_to_events)
+{
+    char lib[600];
+    snprintf(lib, sizeof(lib), "CUTRACE_CUPTI_LIB=%s", env_or("CT_REAL_CUPTI"));
+    const char *env[] = {lib, NULL};
+    struct gpu_run g;
+    gpu_run(&g, env);
+    ck_assert_str_eq(g.timing, "events");
+    ck_assert_msg(g.fallback[0] != 0, "no reason recorded");
+    check_schedule(&g, 2000, 0);
+    th_trace_free(&g.t);
+}
+END_TEST
+
+START_TEST(cupti_timing_matches_the_simulated_schedule)
+{
+    const char *fake = getenv("CT_FAKE_CUPTI");
+    if (!fake || !*fake)
+        return; /* built without the simulated CUPTI */
+    char lib[600];
+    snprintf(lib, sizeof(lib), "CUTRACE_CUPTI_LIB=%s", fake);
+    const char *env[] = {lib, NULL};
+    struct gpu_run g;
+    gpu_run(&g, env);
+    ck_assert_msg(!strcmp(g.timing, "cupti"), "timing %s: %s", g.timing, g.fallback);
+    /* CUPTI reports the device's own times: within 1 us */
+    check_schedule(&g, 1000, 1);
+    th_trace_free(&g.t);
+}
+END_TEST
+
+START_TEST(busy_cupti_falls_back_to_events_visibly)
+{
+    const char *fake = getenv("CT_FAKE_CUPTI");
+    if (!fake || !*fake)
+        return;
+    char lib[600];
+    snprintf(lib, sizeof(lib), "CUTRACE_CUPTI_LIB=%s", fake);
+    const char *env[] = {lib, "FAKEGPU_CUPTI_BUSY=1", NULL};
+    struct gpu_run g;
+    gpu_run(&g, env);
+    ck_assert_str_eq(g.timing, "events");
+    ck_assert_ptr_nonnull(strstr(g.fallback, "busy"));
+    check_schedule(&g, 2000, 0);
+    th_trace_free(&g.t);
+}
+END_TEST
+
 Suite *shim_suite(void)
 {
     Suite *s = suite_create("shim");
@@ -471,6 +698,11 @@ Suite *shim_suite(void)
     tcase_add_test(tc, unwritable_output_gives_one_line_and_the_job_runs);
     tcase_add_test(tc, launcher_environment_names_the_file_and_secrets_are_redacted);
     tcase_add_test(tc, shim_depends_on_glibc_only);
+    tcase_add_test(tc, event_timing_matches_the_simulated_schedule);
+    tcase_add_test(tc, timing_off_records_host_spans_only);
+    tcase_add_test(tc, real_cupti_on_the_simulated_driver_falls_back_to_events);
+    tcase_add_test(tc, cupti_timing_matches_the_simulated_schedule);
+    tcase_add_test(tc, busy_cupti_falls_back_to_events_visibly);
     suite_add_tcase(s, tc);
     return s;
 }

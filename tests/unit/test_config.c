@@ -26,6 +26,7 @@ START_TEST(defaults_when_unset)
     ck_assert_int_eq(c.zstd_level, 3);
     ck_assert_uint_eq(c.flush_ms, 100);
     ck_assert_str_eq(c.output, ".");
+    ck_assert_int_eq(c.gpu_timing, 1); /* cupti */
 }
 END_TEST
 
@@ -64,6 +65,8 @@ START_TEST(bad_values_name_the_variable_and_the_allowed_values)
         {"CUTRACE_FLUSH_MS", "0", "CUTRACE_FLUSH_MS=0: expected an integer from 1 to 60000"},
         {"CUTRACE_CLOCK", "rdtsc", "CUTRACE_CLOCK=rdtsc: expected auto, tsc or monotonic"},
         {"CUTRACE_OUTPUT", "", "CUTRACE_OUTPUT=: expected a directory path"},
+        {"CUTRACE_GPU_TIMING", "nsight",
+         "CUTRACE_GPU_TIMING=nsight: expected cupti, events or off"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         const char *env[] = {cases[i][0], cases[i][1], NULL};

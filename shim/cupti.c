@@ -1,0 +1,297 @@
+/*
+ * CUPTI activity timing (--gpu-timing=cupti, the default of `cutrace run`).
+ * We use the CUPTI library the job already has if it is loaded, else load
+ * one (CUTRACE_CUPTI_LIB, the soname, the toolkit paths), register our clock
+ * as CUPTI's timestamp source before enabling anything, and turn completed
+ * activity buffers into GPU-interval records joined to our calls through
+ * external correlation (the wrappers push our correlation id around each
+ * real call). If CUPTI is missing, of another major version, or already
+ * held by another profiler, start fails with the reason and the caller
+ * falls back to event timing.
+ */
+#include <cupti.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shim/gpu.h"
+
+#define CT_CUPTI_BUFFER    (1u << 20)
+#define CT_CUPTI_CORR_LOG2 16
+
+typedef CUptiResult (*subscribe_fn)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *);
+typedef CUptiResult (*unsubscribe_fn)(CUpti_SubscriberHandle);
+typedef CUptiResult (*reg_callbacks_fn)(CUpti_BuffersCallbackRequestFunc,
+                                        CUpti_BuffersCallbackCompleteFunc);
+typedef CUptiResult (*reg_timestamp_fn)(CUpti_TimestampCallbackFunc);
+typedef CUptiResult (*enable_fn)(CUpti_ActivityKind);
+typedef CUptiResult (*flush_fn)(uint32_t);
+typedef CUptiResult (*next_fn)(uint8_t *, size_t, CUpti_Activity **);
+typedef CUptiResult (*dropped_fn)(CUcontext, uint32_t, size_t *);
+typedef CUptiResult (*push_fn)(CUpti_ExternalCorrelationKind, uint64_t);
+typedef CUptiResult (*pop_fn)(CUpti_ExternalCorrelationKind, uint64_t *);
+typedef CUptiResult (*result_string_fn)(CUptiResult, const char **);
+typedef CUptiResult (*version_fn)(uint32_t *);
+typedef CUptiResult (*period_fn)(uint32_t);
+
+static struct {
+    void *lib;
+    subscribe_fn subscribe;
+    unsubscribe_fn unsubscribe;
+    reg_callbacks_fn reg_callbacks;
+    reg_timestamp_fn reg_timestamp;
+    enable_fn enable, disable;
+    flush_fn flush;
+    next_fn next;
+    dropped_fn dropped;
+    push_fn push;
+    pop_fn pop;
+    result_string_fn result_string;
+    version_fn version;
+    period_fn period;
+} c;
+
+static CUpti_SubscriberHandle g_sub;
+static atomic_int g_active;
+
+/* CUPTI correlation id -> our correlation id, direct-mapped (ids grow);
+ * used only in buffer_completed, which CUPTI may run on its own thread and
+ * on a flushing thread at once: g_corr_mu (never taken by job threads). */
+static pthread_mutex_t g_corr_mu = PTHREAD_MUTEX_INITIALIZER;
+static uint32_t g_corr_key[1u << CT_CUPTI_CORR_LOG2];
+static uint64_t g_corr_val[1u << CT_CUPTI_CORR_LOG2];
+
+void ct_cupti_push(uint64_t corr)
+{
+    c.push(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, corr);
+}
+
+void ct_cupti_pop(void)
+{
+    uint64_t id;
+    c.pop(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &id);
+}
+
+static const char *result(CUptiResult r)
+{
+    const char *s = NULL;
+    if (c.result_string && c.result_string(r, &s) == CUPTI_SUCCESS && s)
+        return s;
+    return "unknown CUPTI error";
+}
+
+static uint64_t timestamp(void)
+{
+    return ct_clock_ns_now();
+}
+
+static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
+{
+    *buffer = aligned_alloc(8, CT_CUPTI_BUFFER);
+    *size = *buffer ? CT_CUPTI_BUFFER : 0;
+    *max_records = 0;
+}
+
+static void emit_gpu(uint64_t start, uint64_t end, uint32_t device, uint32_t stream,
+                     uint32_t cupti_corr, unsigned type, uint32_t name, uint64_t bytes,
+                     unsigned copy_kind)
+{
+    uint32_t slot = cupti_corr & ((1u << CT_CUPTI_CORR_LOG2) - 1);
+    uint64_t corr = g_corr_key[slot] == cupti_corr ? g_corr_val[slot] : 0;
+    uint64_t f[CT_GPU_NFIELDS];
+    f[CT_GPU_START] = start;
+    f[CT_GPU_END] = end >= start ? end : start;
+    f[CT_GPU_DEVICE] = device;
+    f[CT_GPU_STREAM] = stream;
+    f[CT_GPU_CORR] = corr;
+    f[CT_GPU_TYPE] = type;
+    f[CT_GPU_NAME] = name;
+    f[CT_GPU_BYTES] = bytes;
+    f[CT_GPU_COPY_KIND] = copy_kind;
+    f[CT_GPU_SOURCE] = CT_SRC_CUPTI;
+    ct_emit(CT_REC_GPU, CT_RF_NS, f, CT_GPU_NFIELDS);
+}
+
+static unsigned copy_kind(uint8_t k)
+{
+    switch (k) {
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return CT_COPY_HTOD;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH: return CT_COPY_DTOH;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD: return CT_COPY_DTOD;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return CT_COPY_HTOH;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return CT_COPY_PEER;
+    default: return CT_COPY_NONE;
+    }
+}
+
+static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size,
+                                      size_t valid)
+{
+    (void)size;
+    int guard = ct_tls_guard;
+    ct_tls_guard = 1;
+    pthread_mutex_lock(&g_corr_mu);
+    CUpti_Activity *rec = NULL;
+    /* External correlations first: they map CUPTI's ids to ours. */
+    while (buffer && c.next(buffer, valid, &rec) == CUPTI_SUCCESS) {
+        if (rec->kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) {
+            const CUpti_ActivityExternalCorrelation *x = (const void *)rec;
+            uint32_t slot = x->correlationId & ((1u << CT_CUPTI_CORR_LOG2) - 1);
+            g_corr_key[slot] = x->correlationId;
+            g_corr_val[slot] = x->externalId;
+        }
+    }
+    rec = NULL;
+    while (buffer && c.next(buffer, valid, &rec) == CUPTI_SUCCESS) {
+        switch (rec->kind) {
+        case CUPTI_ACTIVITY_KIND_KERNEL:
+        case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+            const CUpti_ActivityKernel10 *k = (const void *)rec;
+            emit_gpu(k->start, k->end, k->deviceId, k->streamId, k->correlationId, CT_GPU_KERNEL,
+                     k->name ? ct_intern(k->name) : 0, 0, 0);
+            break;
+        }
+        case CUPTI_ACTIVITY_KIND_MEMCPY: {
+            const CUpti_ActivityMemcpy6 *m = (const void *)rec;
+            emit_gpu(m->start, m->end, m->deviceId, m->streamId, m->correlationId, CT_GPU_MEMCPY, 0,
+                     m->bytes, copy_kind(m->copyKind));
+            break;
+        }
+        case CUPTI_ACTIVITY_KIND_MEMSET: {
+            const CUpti_ActivityMemset4 *m = (const void *)rec;
+            emit_gpu(m->start, m->end, m->deviceId, m->streamId, m->correlationId, CT_GPU_MEMSET, 0,
+                     m->bytes, 0);
+            break;
+        }
+        case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
+            const CUpti_ActivitySynchronization2 *s = (const void *)rec;
+            emit_gpu(s->start, s->end, (uint32_t)-1, s->streamId, s->correlationId, CT_GPU_SYNC, 0,
+                     0, 0);
+            break;
+        }
+        default: break;
+        }
+    }
+    size_t dropped = 0;
+    if (c.dropped && c.dropped(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped) {
+        uint64_t f[CT_DROP_NFIELDS] = {ct_clock_ns_now(), dropped, CT_DROP_CUPTI};
+        ct_emit(CT_REC_DROP, CT_RF_NS, f, CT_DROP_NFIELDS);
+    }
+    pthread_mutex_unlock(&g_corr_mu);
+    free(buffer);
+    ct_tls_guard = guard;
+}
+
+static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId id,
+                                 const void *data)
+{
+    (void)ud;
+    (void)dom;
+    (void)id;
+    (void)data; /* the subscription only claims CUPTI; activities do the work */
+}
+
+static void *load(void)
+{
+    static const char *const loaded[] = {"libcupti.so.13", "libcupti.so"};
+    for (size_t i = 0; i < 2; i++) {
+        void *h = dlopen(loaded[i], RTLD_NOW | RTLD_NOLOAD);
+        if (h)
+            return h;
+    }
+    const char *env = getenv("CUTRACE_CUPTI_LIB");
+    if (env && *env)
+        return dlopen(env, RTLD_NOW | RTLD_LOCAL);
+    static const char *const paths[] = {"libcupti.so.13", "/usr/local/cuda/lib64/libcupti.so.13",
+                                        "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13"};
+    for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+        void *h = dlopen(paths[i], RTLD_NOW | RTLD_LOCAL);
+        if (h)
+            return h;
+    }
+    return NULL;
+}
+
+static const CUpti_ActivityKind g_kinds[] = {
+    CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+    CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION};
+
+int ct_cupti_start(char *why, size_t whylen)
+{
+    CT_ERRNO_SAVE;
+    c.lib = load();
+    CT_ERRNO_RESTORE;
+    if (!c.lib) {
+        snprintf(why, whylen, "CUPTI not found (set CUTRACE_CUPTI_LIB)");
+        return -1;
+    }
+#define SYM(field, type, name) c.field = (type)ct_fn(dlsym(c.lib, name))
+    SYM(subscribe, subscribe_fn, "cuptiSubscribe");
+    SYM(unsubscribe, unsubscribe_fn, "cuptiUnsubscribe");
+    SYM(reg_callbacks, reg_callbacks_fn, "cuptiActivityRegisterCallbacks");
+    SYM(reg_timestamp, reg_timestamp_fn, "cuptiActivityRegisterTimestampCallback");
+    SYM(enable, enable_fn, "cuptiActivityEnable");
+    SYM(disable, enable_fn, "cuptiActivityDisable");
+    SYM(flush, flush_fn, "cuptiActivityFlushAll");
+    SYM(next, next_fn, "cuptiActivityGetNextRecord");
+    SYM(dropped, dropped_fn, "cuptiActivityGetNumDroppedRecords");
+    SYM(push, push_fn, "cuptiActivityPushExternalCorrelationId");
+    SYM(pop, pop_fn, "cuptiActivityPopExternalCorrelationId");
+    SYM(result_string, result_string_fn, "cuptiGetResultString");
+    SYM(version, version_fn, "cuptiGetVersion");
+    SYM(period, period_fn, "cuptiActivityFlushPeriod");
+#undef SYM
+    if (!c.subscribe || !c.reg_callbacks || !c.reg_timestamp || !c.enable || !c.disable ||
+        !c.flush || !c.next || !c.push || !c.pop || !c.version) {
+        snprintf(why, whylen, "CUPTI lacks the activity API entry points cutrace needs");
+        return -1;
+    }
+    uint32_t v = 0;
+    if (c.version(&v) != CUPTI_SUCCESS || v / 10000 != CUPTI_API_VERSION / 10000) {
+        snprintf(why, whylen, "CUPTI API version %u; cutrace reads records of version %u.x", v,
+                 CUPTI_API_VERSION / 10000);
+        return -1;
+    }
+    CUptiResult r = c.subscribe(&g_sub, on_callback, NULL);
+    if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+        snprintf(why, whylen, "CUPTI busy: another profiler holds it (cuptiSubscribe: %s)",
+                 result(r));
+        return -1;
+    }
+    if (r != CUPTI_SUCCESS) {
+        snprintf(why, whylen, "CUPTI unusable: cuptiSubscribe: %s", result(r));
+        return -1;
+    }
+    /* Our clock first, so every record is on the trace clock. */
+    r = c.reg_timestamp(timestamp);
+    if (r == CUPTI_SUCCESS)
+        r = c.reg_callbacks(buffer_requested, buffer_completed);
+    size_t enabled = 0;
+    for (; r == CUPTI_SUCCESS && enabled < sizeof(g_kinds) / sizeof(g_kinds[0]); enabled++)
+        r = c.enable(g_kinds[enabled]);
+    if (r != CUPTI_SUCCESS) {
+        snprintf(why, whylen, "CUPTI refused activity recording: %s", result(r));
+        for (size_t i = 0; i + 1 < enabled; i++)
+            c.disable(g_kinds[i]);
+        c.unsubscribe(g_sub);
+        return -1;
+    }
+    if (c.period)
+        c.period(100);
+    atomic_store(&g_active, 1);
+    return 0;
+}
+
+void ct_cupti_stop(void)
+{
+    if (!atomic_exchange(&g_active, 0))
+        return;
+    c.flush(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    for (size_t i = 0; i < sizeof(g_kinds) / sizeof(g_kinds[0]); i++)
+        c.disable(g_kinds[i]);
+    c.flush(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    if (c.unsubscribe)
+        c.unsubscribe(g_sub);
+}

@@ -1,0 +1,79 @@
+/*
+ * GPU-side timing, dispatched from the wrappers of calls that put work on a
+ * stream (launches, graph launches, copies, memsets). One predictable branch
+ * when timing is off. CUPTI mode pushes our correlation id as CUPTI's
+ * external correlation around the real call; event mode brackets the call
+ * with a pair of timing events on the op's own stream (shim/events.c).
+ */
+#ifndef CT_GPU_H
+#define CT_GPU_H
+
+#include "shim/cuda_record.h"
+
+enum ct_gpu_mode {
+    CT_GPU_OFF = 0,
+    CT_GPU_CUPTI = 1,
+    CT_GPU_EVENTS = 2,
+};
+
+/* Set once at init (after any fallback); read by every wrapper. */
+extern int ct_gpu_mode;
+
+/* Per-call state of event mode. */
+struct ct_gpu_op {
+    uint64_t start; /* CUevent, 0 when this op is not timed */
+    uint64_t end;
+    int ctx; /* index of the context's pool */
+    int stream_slot;
+};
+
+/* cupti.c */
+void ct_cupti_push(uint64_t corr);
+void ct_cupti_pop(void);
+int ct_cupti_start(char *why, size_t whylen); /* 0, or -1 with the reason */
+void ct_cupti_stop(void);
+
+/* events.c */
+void ct_events_before(CUstream s, unsigned flags, struct ct_gpu_op *op);
+void ct_events_after(struct ct_gpu_op *op, CUstream s, unsigned flags, uint64_t corr,
+                     uint64_t stream_id, int device, unsigned type, uint32_t name, uint64_t bytes,
+                     unsigned copy_kind);
+int ct_events_start(char *why, size_t whylen);
+void ct_events_stop(unsigned timeout_ms);
+
+static inline void ct_gpu_before(struct ct_call *c, CUstream s, unsigned flags,
+                                 struct ct_gpu_op *op)
+{
+    op->start = 0;
+    if (__builtin_expect(ct_gpu_mode == CT_GPU_OFF, 0))
+        return;
+    if (ct_gpu_mode == CT_GPU_CUPTI)
+        ct_cupti_push(c->corr);
+    else
+        ct_events_before(s, flags, op);
+}
+
+/* ct_call_enter for calls that put work on a stream: the GPU hook runs
+ * before the host clock is read, so the API span excludes its cost. */
+static inline __attribute__((always_inline)) void
+ct_call_enter_gpu(struct ct_call *c, CUstream s, unsigned flags, struct ct_gpu_op *op)
+{
+    ct_tls_guard = 1;
+    c->corr = ct_next_corr();
+    ct_gpu_before(c, s, flags, op);
+    c->sp.t0 = ct_clock_now();
+}
+
+static inline void ct_gpu_after(struct ct_call *c, struct ct_gpu_op *op, CUstream s, unsigned flags,
+                                uint64_t stream_id, int device, unsigned type, uint32_t name,
+                                uint64_t bytes, unsigned copy_kind)
+{
+    if (__builtin_expect(ct_gpu_mode == CT_GPU_OFF, 0))
+        return;
+    if (ct_gpu_mode == CT_GPU_CUPTI)
+        ct_cupti_pop();
+    else if (op->start)
+        ct_events_after(op, s, flags, c->corr, stream_id, device, type, name, bytes, copy_kind);
+}
+
+#endif
