@@ -6,6 +6,8 @@
  */
 #include "fg_internal.h"
 
+#include <dlfcn.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -154,12 +156,35 @@ static void fg_atfork_child(void)
     fg_sched_atfork_child();
 }
 
+/*
+ * CUDA_INJECTION64_PATH, as the real driver honours it: during the first
+ * cuInit, dlopen the library and call its InitializeInjection(), outside
+ * the driver lock (the injected tool may call back into the driver).
+ */
+static void fg_run_injection(void)
+{
+    const char *path = getenv("CUDA_INJECTION64_PATH");
+    if (!path || !*path)
+        return;
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+        return;
+    union {
+        void *p;
+        int (*fn)(void);
+    } u = {dlsym(h, "InitializeInjection")};
+    if (u.p)
+        u.fn();
+}
+
 CUresult CUDAAPI cuInit(unsigned int Flags)
 {
     if (Flags != 0)
         return CUDA_ERROR_INVALID_VALUE;
+    int first = 0;
     FG_LOCK();
     if (!fg.initialized) {
+        first = 1;
         double n = fg_env_double("FAKEGPU_DEVICES", 1, 0);
         fg.ndevices = n > FG_MAX_DEVICES ? FG_MAX_DEVICES : (int)n;
         if (fg.ndevices == 0) {
@@ -185,6 +210,8 @@ CUresult CUDAAPI cuInit(unsigned int Flags)
         __atomic_store_n(&fg.initialized, 1, __ATOMIC_RELEASE);
     }
     FG_UNLOCK();
+    if (first)
+        fg_run_injection();
     return CUDA_SUCCESS;
 }
 
