@@ -341,9 +341,9 @@ static int poll_once(int final)
             continue;
         uint64_t free_now = atomic_load(&c->free.tail) - atomic_load(&c->free.head);
         int created = atomic_load(&c->created);
-        if (free_now < CT_EV_INITIAL / 4 && created + 64 <= (int)(c->free.mask + 1) &&
+        if (free_now < CT_EV_INITIAL / 2 && created + 256 <= (int)(c->free.mask + 1) &&
             use_ctx(i) == 0) {
-            for (int k = 0; k < 64; k++) {
+            for (int k = 0; k < 256; k++) {
                 CUevent ev;
                 if (d.create(&ev, CU_EVENT_DEFAULT) != CUDA_SUCCESS)
                     break;

@@ -299,7 +299,10 @@ START_TEST(threads_each_record_their_own_calls)
     ck_assert_uint_eq(launches, 4000);
     ck_assert_uint_eq(ntids, 8);
     ck_assert_uint_eq(nstreams, 8);
-    ck_assert_uint_eq(th_count_kind(&t, CT_REC_DROP), 0);
+    /* no call record lost (GPU timing may leave a burst partly untimed) */
+    for (size_t i = 0; i < t.n; i++)
+        if (t.recs[i].kind == CT_REC_DROP)
+            ck_assert_uint_eq(t.recs[i].f[CT_DROP_REASON], CT_DROP_GPU_UNTIMED);
     th_trace_free(&t);
 }
 END_TEST
