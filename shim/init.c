@@ -20,6 +20,7 @@
 
 atomic_int ct_shim_state;
 int ct_gpu_mode;
+struct ct_config ct_cfg;
 __thread uint64_t ct_tls_corr __attribute__((tls_model("initial-exec")));
 static atomic_uint g_thread_index;
 
@@ -127,6 +128,7 @@ static int start_recording(void)
         say("cutrace: %s; recording is off%s\n", err, "");
         return -1;
     }
+    ct_cfg = cfg;
     struct ct_launcher l;
     ct_launcher_detect(&l);
     char rank[32];

@@ -15,7 +15,11 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "src/config.h"
 #include "src/recorder.h"
+
+/* The validated CUTRACE_* settings (filled by ct_shim_init). */
+extern struct ct_config ct_cfg;
 
 #define CT_EXPORT __attribute__((visibility("default")))
 

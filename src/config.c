@@ -15,6 +15,24 @@ void ct_config_defaults(struct ct_config *c)
     c->flush_ms = 100;
     c->clock = CT_CLOCK_PREF_AUTO;
     c->gpu_timing = 1;
+    c->stacks = 1;
+}
+
+/* A word from a fixed list: index, or -EINVAL with the message written. */
+static int get_word(const char *(*getenv_fn)(const char *), const char *name,
+                    const char *const *words, int dflt, char *err, size_t errlen)
+{
+    const char *v = getenv_fn(name);
+    if (!v)
+        return dflt;
+    for (int i = 0; words[i]; i++)
+        if (!strcmp(v, words[i]))
+            return i;
+    int n = snprintf(err, errlen, "%s=%s: expected ", name, v);
+    for (int i = 0; words[i] && n > 0 && (size_t)n < errlen; i++)
+        n += snprintf(err + n, errlen - (size_t)n, "%s%s", i ? (words[i + 1] ? ", " : " or ") : "",
+                      words[i]);
+    return -EINVAL;
 }
 
 int ct_parse_int(const char *s, long long lo, long long hi, long long *out)
@@ -89,6 +107,24 @@ int ct_config_from_env(struct ct_config *c, const char *(*getenv_fn)(const char 
             return -EINVAL;
         }
     }
+    static const struct int_var io_min = {"CUTRACE_IO_MIN_NS", 0, 3600000000000ll};
+    static const struct int_var duration = {"CUTRACE_DURATION", 0, 31536000};
+    if ((rc = get_int(getenv_fn, &io_min, &v, err, errlen)) < 0)
+        return rc;
+    if (rc == 0)
+        c->io_min_ns = (uint64_t)v;
+    if ((rc = get_int(getenv_fn, &duration, &v, err, errlen)) < 0)
+        return rc;
+    if (rc == 0)
+        c->duration_s = (unsigned)v;
+    static const char *const stacks[] = {"off", "sync", "all", NULL};
+    static const char *const start[] = {"running", "paused", NULL};
+    if ((rc = get_word(getenv_fn, "CUTRACE_STACKS", stacks, c->stacks, err, errlen)) < 0)
+        return rc;
+    c->stacks = rc;
+    if ((rc = get_word(getenv_fn, "CUTRACE_START", start, c->start_paused, err, errlen)) < 0)
+        return rc;
+    c->start_paused = rc;
     const char *gt = getenv_fn("CUTRACE_GPU_TIMING");
     if (gt) {
         if (!strcmp(gt, "cupti"))
