@@ -81,7 +81,7 @@ static void start_gpu_timing(int pref)
     ct_gpu_mode = mode;
 }
 
-static void shim_atexit(void)
+void ct_shim_finish(void)
 {
     if (atomic_load(&ct_shim_state) != CT_SHIM_ON)
         return;
@@ -95,16 +95,22 @@ static void shim_atexit(void)
         ct_cupti_stop();
     else if (ct_gpu_mode == CT_GPU_EVENTS)
         ct_events_stop(2000);
+    ct_gpu_mode = CT_GPU_OFF;
     atomic_store(&ct_shim_state, CT_SHIM_OFF);
     ct_recorder_stop(5000);
 }
 
-/* A forked child has no writer thread and shares nothing with the parent's
- * file: it records nothing (its own trace is future work, see README). */
+static void shim_atexit(void)
+{
+    ct_shim_finish();
+}
+
+/* A forked child has no writer thread and must not write the parent's file:
+ * it gets its own trace at its first event (ct_shim_recording). */
 static void shim_atfork_child(void)
 {
     if (atomic_load(&ct_shim_state) == CT_SHIM_ON)
-        atomic_store(&ct_shim_state, CT_SHIM_OFF);
+        atomic_store(&ct_shim_state, CT_SHIM_FORKED);
 }
 
 static void say(const char *fmt, const char *a, const char *b)
@@ -119,16 +125,23 @@ static void say(const char *fmt, const char *a, const char *b)
     }
 }
 
-static int start_recording(void)
+/*
+ * Creates this process's trace and starts its writer. after_fork: we are a
+ * forked child of a recording process; its recorder state is reused
+ * (strings) and reset (threads, file), and CUDA is not usable here.
+ */
+static int start_recording(int after_fork)
 {
-    struct ct_config cfg;
-    char err[512];
-    ct_config_defaults(&cfg);
-    if (ct_config_from_env(&cfg, env_get, err, sizeof(err)) != 0) {
-        say("cutrace: %s; recording is off%s\n", err, "");
-        return -1;
+    if (!after_fork) {
+        struct ct_config cfg;
+        char err[512];
+        ct_config_defaults(&cfg);
+        if (ct_config_from_env(&cfg, env_get, err, sizeof(err)) != 0) {
+            say("cutrace: %s; recording is off%s\n", err, "");
+            return -1;
+        }
+        ct_cfg = cfg;
     }
-    ct_cfg = cfg;
     struct ct_launcher l;
     ct_launcher_detect(&l);
     char rank[32];
@@ -140,23 +153,24 @@ static int start_recording(void)
     static char strbuf[64 * 1024];
     size_t nmeta = ct_meta_process(meta, 256, strbuf, sizeof(strbuf));
     struct ct_recorder_config rc = {
-        .ring_bytes = cfg.buffer_kb * 1024,
-        .zstd_level = cfg.zstd_level,
-        .flush_ms = cfg.flush_ms,
-        .features = CT_FEAT_CUDA,
+        .ring_bytes = ct_cfg.buffer_kb * 1024,
+        .zstd_level = ct_cfg.zstd_level,
+        .flush_ms = ct_cfg.flush_ms,
+        .features = CT_FEAT_CUDA | CT_FEAT_IO | CT_FEAT_NVTX,
         .pid = (uint32_t)getpid(),
-        .clock = cfg.clock,
+        .clock = ct_cfg.clock,
     };
     char path[PATH_MAX + 256];
     int r = -1;
     /* gen counts images of this pid (exec keeps the pid): the first name not
      * taken yet is ours. O_EXCL makes that race-free. */
     for (unsigned gen = 0; gen < 64; gen++) {
-        snprintf(path, sizeof(path), "%s/%s-%s-r%s-p%d-%u.cutrace", cfg.output, l.job, l.host, rank,
-                 (int)getpid(), gen);
+        snprintf(path, sizeof(path), "%s/%s-%s-r%s-p%d-%u.cutrace", ct_cfg.output, l.job, l.host,
+                 rank, (int)getpid(), gen);
         rc.path = path;
         rc.gen = gen;
-        r = ct_recorder_start(&rc, meta, nmeta);
+        r = after_fork ? ct_recorder_restart_after_fork(&rc, meta, nmeta)
+                       : ct_recorder_start(&rc, meta, nmeta);
         if (r != -EEXIST)
             break;
     }
@@ -164,10 +178,16 @@ static int start_recording(void)
         say("cutrace: cannot record to %s: %s; recording is off\n", path, strerror(-r));
         return -1;
     }
+    if (after_fork) {
+        /* CUDA cannot be used in a child forked after cuInit: host spans only */
+        ct_gpu_mode = CT_GPU_OFF;
+        return 0;
+    }
     if (ct_cuda_record_init() != 0)
         ct_emit_error("cutrace: no memory for the CUDA caches; names and streams resolve slowly",
                       -ENOMEM);
-    start_gpu_timing(cfg.gpu_timing);
+    start_gpu_timing(ct_cfg.gpu_timing);
+    ct_process_started();
     atexit(shim_atexit);
     pthread_atfork(NULL, NULL, shim_atfork_child);
     return 0;
@@ -175,8 +195,9 @@ static int start_recording(void)
 
 int ct_shim_init(void)
 {
-    int expected = CT_SHIM_UNINIT;
-    if (!atomic_compare_exchange_strong(&ct_shim_state, &expected, CT_SHIM_INITING)) {
+    int expected = atomic_load(&ct_shim_state);
+    if ((expected != CT_SHIM_UNINIT && expected != CT_SHIM_FORKED) ||
+        !atomic_compare_exchange_strong(&ct_shim_state, &expected, CT_SHIM_INITING)) {
         /* Another thread is initialising: this call goes unrecorded rather
          * than waiting (the shim never blocks the job). */
         return atomic_load(&ct_shim_state) == CT_SHIM_ON;
@@ -184,7 +205,7 @@ int ct_shim_init(void)
     int saved = errno;
     int guard = ct_tls_guard;
     ct_tls_guard = 1; /* our own calls during init go straight through */
-    int ok = start_recording() == 0;
+    int ok = start_recording(expected == CT_SHIM_FORKED) == 0;
     ct_tls_guard = guard;
     errno = saved;
     atomic_store_explicit(&ct_shim_state, ok ? CT_SHIM_ON : CT_SHIM_OFF, memory_order_release);

@@ -34,7 +34,8 @@ enum ct_shim_state {
     CT_SHIM_UNINIT = 0,
     CT_SHIM_INITING = 1,
     CT_SHIM_ON = 2,
-    CT_SHIM_OFF = 3, /* bad configuration, no file, or after fork: the job runs untouched */
+    CT_SHIM_OFF = 3,    /* bad configuration, no file, or stopped: the job runs untouched */
+    CT_SHIM_FORKED = 4, /* a forked child that has not recorded yet: its own trace at first use */
 };
 
 extern atomic_int ct_shim_state;
@@ -50,10 +51,17 @@ static inline int ct_shim_recording(void)
     int s = atomic_load_explicit(&ct_shim_state, memory_order_acquire);
     if (__builtin_expect(s == CT_SHIM_ON, 1))
         return 1;
-    if (s == CT_SHIM_UNINIT)
+    if (s == CT_SHIM_UNINIT || s == CT_SHIM_FORKED)
         return ct_shim_init();
     return 0;
 }
+
+/* Stops recording for good in this image: GPU timing collected, footer
+ * written (exit, _exit, exec). Idempotent. */
+void ct_shim_finish(void);
+
+/* process.c: installs the fatal-signal handlers once recording is on. */
+void ct_process_started(void);
 
 /*
  * A span being recorded by the calling thread. errno is not saved here: the

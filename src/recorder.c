@@ -10,6 +10,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #define CT_RING_DEAD ((struct ct_ring *)1) /* thread exiting: stop recording */
 
@@ -222,4 +223,86 @@ void ct_emit_error(const char *what, int64_t code)
     f[CT_ERROR_WHAT] = ct_intern(what);
     f[CT_ERROR_CODE] = (uint64_t)code;
     ct_emit(CT_REC_ERROR, 0, f, CT_ERROR_NFIELDS);
+}
+
+int ct_recorder_flush_async(unsigned timeout_ms)
+{
+    if (!atomic_load(&ct_rec.running))
+        return -ENODEV;
+    if ((pid_t)syscall(SYS_gettid) == ct_rec.writer_tid)
+        return -ENODEV; /* we are the writer: nobody would answer */
+    uint64_t want = atomic_fetch_add(&ct_rec.async_req, 1) + 1;
+    for (unsigned waited = 0; waited < timeout_ms; waited++) {
+        if (atomic_load(&ct_rec.async_done) >= want)
+            return 0;
+        struct timespec ts = {0, 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    return -ETIMEDOUT;
+}
+
+int ct_recorder_restart_after_fork(const struct ct_recorder_config *cfg,
+                                   const struct ct_meta_kv *meta, size_t nmeta)
+{
+    /* Only this thread exists now; the parent's writer does not. Its locks
+     * may have been held at fork time, so they are made anew. */
+    atomic_store(&ct_rec.running, 0);
+    pthread_mutex_init(&ct_rec.mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&ct_rec.cv, &ca);
+    pthread_cond_init(&ct_rec.done_cv, &ca);
+    pthread_condattr_destroy(&ca);
+    struct ct_ring *mine = (uintptr_t)ct_tls_ring > 1 ? ct_tls_ring : NULL;
+    for (unsigned i = 0; i < CT_MAX_RINGS; i++) {
+        struct ct_ring *r = atomic_exchange(&ct_rec.rings[i], NULL);
+        if (r && r != mine)
+            ct_ring_destroy(r); /* threads that do not exist in the child */
+    }
+    atomic_store(&ct_rec.nrings_hwm, 0);
+    if (mine) {
+        /* The parent's records in it belong to the parent's trace. */
+        atomic_store(&mine->head, 0);
+        atomic_store(&mine->tail, 0);
+        mine->cached_tail = 0;
+        atomic_store(&mine->dropped, 0);
+        mine->dropped_reported = 0;
+        mine->tid = (uint32_t)syscall(SYS_gettid);
+        atomic_store(&ct_rec.rings[0], mine);
+        atomic_store(&ct_rec.nrings_hwm, 1);
+    }
+    if (ct_rec.fd >= 0)
+        close(ct_rec.fd); /* the parent's file: not ours to finish */
+    ct_rec.fd = -1;
+    ZSTD_freeCCtx(ct_rec.cctx);
+    ct_rec.cctx = NULL;
+    if (ct_rec.str_emitted) {
+        memset(ct_rec.str_emitted, 0, (size_t)ct_strings.max_ids / 8 + 1);
+        ct_rec.str_emitted[0] = 1;
+    }
+    ct_rec.str_scan_from = 1;
+    ct_rec.next_seq = 0;
+    ct_rec.stop_req = 0;
+    ct_rec.flush_req = ct_rec.flush_done = 0;
+    ct_rec.no_buffer_reported = atomic_load(&ct_rec.no_buffer_drops);
+    atomic_store(&ct_rec.chunks, 0);
+    atomic_store(&ct_rec.records, 0);
+    atomic_store(&ct_rec.dropped, 0);
+    atomic_store(&ct_rec.bytes_written, 0);
+    atomic_store(&ct_rec.async_req, 0);
+    atomic_store(&ct_rec.async_done, 0);
+    atomic_store(&ct_rec.paused, 0);
+    ct_rec.ring_bytes = cfg->ring_bytes ? cfg->ring_bytes : ct_rec.ring_bytes;
+    int rc = ct_writer_open(cfg, meta, nmeta);
+    if (rc)
+        return rc;
+    atomic_store(&ct_rec.running, 1);
+    rc = pthread_create(&ct_rec.thread, NULL, ct_writer_main, NULL);
+    if (rc) {
+        atomic_store(&ct_rec.running, 0);
+        ct_writer_close();
+        return -rc;
+    }
+    return 0;
 }

@@ -63,6 +63,27 @@ int ct_recorder_stop(unsigned timeout_ms);
  * to timeout_ms for it. Returns 0, -ETIMEDOUT, or -ENODEV when not running. */
 int ct_recorder_flush(unsigned timeout_ms);
 
+/*
+ * Async-signal-safe flush for fatal-signal and _exit paths: asks the writer
+ * for a full pass and sleeps (nanosleep) up to timeout_ms for it, taking no
+ * lock. Returns 0, -ETIMEDOUT, or -ENODEV when not running or called on the
+ * writer thread itself. Writes no footer: the process may go on.
+ */
+int ct_recorder_flush_async(unsigned timeout_ms);
+
+/*
+ * In a forked child (only the forking thread survives): drops the parent's
+ * rings and writer state, keeps the string table (its strings are redefined
+ * in the new file), and starts recording to a new file with a new writer.
+ * Returns 0 or a negative errno (recording then stays off in the child).
+ */
+int ct_recorder_restart_after_fork(const struct ct_recorder_config *cfg,
+                                   const struct ct_meta_kv *meta, size_t nmeta);
+
+/* Called by the writer thread on every pass (about every few ms), if set:
+ * for controls polled from outside (on-demand capture). Set before start. */
+extern void (*ct_writer_tick)(uint64_t now_ns);
+
 /* 1 while records are being taken. */
 int ct_recorder_running(void);
 

@@ -3,6 +3,7 @@
 #define CT_RECORDER_INT_H
 
 #include <pthread.h>
+#include <sys/types.h>
 #include <stdatomic.h>
 
 #include "src/chunk.h"
@@ -38,6 +39,8 @@ struct ct_rec_state {
     uint64_t no_buffer_reported;
     _Atomic uint64_t chunks, records, dropped, bytes_written;
     atomic_int write_error;
+    _Atomic uint64_t async_req, async_done; /* flushes asked from signal handlers */
+    pid_t writer_tid;
 };
 
 extern struct ct_rec_state ct_rec;

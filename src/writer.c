@@ -291,6 +291,8 @@ static unsigned poll_ms(void)
     return p < 1 ? 1 : p > 5 ? 5 : p;
 }
 
+void (*ct_writer_tick)(uint64_t now_ns);
+
 void *ct_writer_main(void *arg)
 {
     (void)arg;
@@ -299,6 +301,7 @@ void *ct_writer_main(void *arg)
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
     ct_tls_guard = 1;
+    ct_rec.writer_tid = (pid_t)syscall(SYS_gettid);
     ct_thread_ring_register();
     emit_clock_record();
     for (;;) {
@@ -319,6 +322,14 @@ void *ct_writer_main(void *arg)
         int forced = stop || flush != ct_rec.flush_done;
         if (!atomic_load(&ct_rec.paused) || forced)
             writer_pass(forced);
+        uint64_t areq = atomic_load(&ct_rec.async_req);
+        if (areq != atomic_load(&ct_rec.async_done)) {
+            writer_pass(1);
+            writer_pass(1);
+            atomic_store(&ct_rec.async_done, areq);
+        }
+        if (ct_writer_tick)
+            ct_writer_tick(ct_clock_mono_ns());
         if (flush != ct_rec.flush_done) {
             /* A second pass picks up what the first one's own records added. */
             writer_pass(1);

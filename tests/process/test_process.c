@@ -1,0 +1,250 @@
+/*
+ * Suite "process": what a trace keeps when its process ends in each way a
+ * production job's processes end, and that a forked child gets its own.
+ * Buffers are flushed only every 60 s in these runs (CUTRACE_FLUSH_MS), so
+ * any record on disk got there through the path under test.
+ */
+#include <check.h>
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tests/unit/helpers.h"
+
+struct life {
+    char dir[300];
+    int status;
+    pid_t pid;
+};
+
+static pid_t spawn(struct life *l, const char *mode, const char *flush_ms, int out_fd)
+{
+    snprintf(l->dir, sizeof(l->dir), "%s", th_tmpdir());
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        if (out_fd >= 0)
+            dup2(out_fd, 1);
+        setenv("CUTRACE_OUTPUT", l->dir, 1);
+        setenv("CUTRACE_FLUSH_MS", flush_ms, 1);
+        setenv("CUTRACE_GPU_TIMING", "off", 1);
+        const char *san = getenv("CT_SANITIZER_PRELOAD");
+        char preload[2048];
+        snprintf(preload, sizeof(preload), "%s%s%s", san && *san ? san : "", san && *san ? ":" : "",
+                 getenv("CT_SHIM"));
+        setenv("LD_PRELOAD", preload, 1);
+        const char *life = getenv("CT_LIFE");
+        execl(life, life, mode, "50", (char *)NULL);
+        _exit(127);
+    }
+    l->pid = pid;
+    return pid;
+}
+
+static void run_life(struct life *l, const char *mode)
+{
+    spawn(l, mode, "60000", -1);
+    ck_assert_int_eq(waitpid(l->pid, &l->status, 0), l->pid);
+}
+
+/* Trace files in the run's directory; returns how many, paths in out. */
+static int traces(const struct life *l, char out[][600], int max)
+{
+    DIR *d = opendir(l->dir);
+    ck_assert_ptr_nonnull(d);
+    int n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL)
+        if (strstr(de->d_name, ".cutrace") && n < max)
+            snprintf(out[n++], 600, "%s/%s", l->dir, de->d_name);
+    closedir(d);
+    return n;
+}
+
+static size_t launches(const struct th_trace *t)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < t->n; i++)
+        n += t->recs[i].kind == CT_REC_API && t->recs[i].f[CT_API_FAMILY] == CT_FAM_LAUNCH;
+    return n;
+}
+
+static void one_trace(const struct life *l, struct th_trace *t)
+{
+    char paths[4][600];
+    ck_assert_int_eq(traces(l, paths, 4), 1);
+    th_trace_read_file(t, paths[0]);
+    ck_assert_int_eq(t->open_rc, 0);
+    ck_assert_uint_eq(t->rd.damage_total, 0);
+}
+
+START_TEST(segfault_flushes_then_dies_as_it_would)
+{
+    struct life l;
+    run_life(&l, "segv");
+    ck_assert(WIFSIGNALED(l.status));
+    ck_assert_int_eq(WTERMSIG(l.status), SIGSEGV);
+    struct th_trace t;
+    one_trace(&l, &t);
+    ck_assert_uint_eq(launches(&t), 50);
+    th_trace_free(&t);
+}
+END_TEST
+
+START_TEST(sigterm_flushes_then_dies_as_it_would)
+{
+    struct life l;
+    run_life(&l, "term");
+    ck_assert(WIFSIGNALED(l.status));
+    ck_assert_int_eq(WTERMSIG(l.status), SIGTERM);
+    struct th_trace t;
+    one_trace(&l, &t);
+    ck_assert_uint_eq(launches(&t), 50);
+    th_trace_free(&t);
+}
+END_TEST
+
+START_TEST(underscore_exit_finishes_the_trace)
+{
+    struct life l;
+    run_life(&l, "exit");
+    ck_assert(WIFEXITED(l.status));
+    ck_assert_int_eq(WEXITSTATUS(l.status), 3);
+    struct th_trace t;
+    one_trace(&l, &t);
+    ck_assert(t.rd.has_footer);
+    ck_assert_uint_eq(launches(&t), 50);
+    th_trace_free(&t);
+}
+END_TEST
+
+START_TEST(exec_finishes_one_trace_and_the_new_image_starts_the_next)
+{
+    struct life l;
+    run_life(&l, "exec");
+    ck_assert(WIFEXITED(l.status));
+    ck_assert_int_eq(WEXITSTATUS(l.status), 0);
+    char paths[4][600];
+    ck_assert_int_eq(traces(&l, paths, 4), 2);
+    size_t counts[2];
+    unsigned gens[2];
+    for (int i = 0; i < 2; i++) {
+        struct th_trace t;
+        th_trace_read_file(&t, paths[i]);
+        ck_assert(t.rd.has_footer);
+        ck_assert_uint_eq(t.rd.hdr.pid, (uint32_t)l.pid); /* exec keeps the pid */
+        counts[i] = launches(&t);
+        gens[i] = t.rd.hdr.gen;
+        th_trace_free(&t);
+    }
+    int first = gens[0] == 0 ? 0 : 1;
+    ck_assert_uint_eq(gens[first], 0);
+    ck_assert_uint_eq(gens[1 - first], 1);
+    ck_assert_uint_eq(counts[first], 50);
+    ck_assert_uint_eq(counts[1 - first], 5);
+}
+END_TEST
+
+START_TEST(forked_child_gets_its_own_trace)
+{
+    struct life l;
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    spawn(&l, "fork", "60000", fds[1]);
+    close(fds[1]);
+    char out[128] = "";
+    ssize_t n = read(fds[0], out, sizeof(out) - 1);
+    close(fds[0]);
+    ck_assert_int_gt(n, 0);
+    ck_assert_int_eq(waitpid(l.pid, &l.status, 0), l.pid);
+    ck_assert(WIFEXITED(l.status) && WEXITSTATUS(l.status) == 0);
+    int child = 0;
+    ck_assert(sscanf(out, "CHILD %d", &child) == 1);
+    char paths[4][600];
+    ck_assert_int_eq(traces(&l, paths, 4), 2);
+    int seen_parent = 0, seen_child = 0;
+    for (int i = 0; i < 2; i++) {
+        struct th_trace t;
+        th_trace_read_file(&t, paths[i]);
+        ck_assert(t.rd.has_footer);
+        if (t.rd.hdr.pid == (uint32_t)l.pid) {
+            seen_parent = 1;
+            ck_assert_uint_eq(launches(&t), 50);
+        } else {
+            seen_child = 1;
+            ck_assert_uint_eq(t.rd.hdr.pid, (uint32_t)child);
+            /* only the child's own call: none of the parent's records */
+            ck_assert_uint_eq(launches(&t), 0);
+            size_t syncs = 0;
+            for (size_t k = 0; k < t.n; k++)
+                syncs += t.recs[k].kind == CT_REC_API && t.recs[k].f[CT_API_FAMILY] == CT_FAM_SYNC;
+            ck_assert_uint_eq(syncs, 1);
+            /* and its metadata names its parent */
+            int ppid_ok = 0;
+            char want[32];
+            snprintf(want, sizeof(want), "%d", (int)l.pid);
+            for (size_t k = 0; k < t.n; k++)
+                if (t.recs[k].kind == CT_REC_META &&
+                    !strcmp(ct_reader_string(&t.rd, t.recs[k].f[CT_META_KEY]), "ppid"))
+                    ppid_ok = !strcmp(ct_reader_string(&t.rd, t.recs[k].f[CT_META_VALUE]), want);
+            ck_assert(ppid_ok);
+        }
+        th_trace_free(&t);
+    }
+    ck_assert(seen_parent && seen_child);
+}
+END_TEST
+
+START_TEST(sigkill_leaves_a_trace_that_decodes_to_its_last_frame)
+{
+    struct life l;
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    spawn(&l, "sleep", "20", fds[1]); /* flushed every 20 ms */
+    close(fds[1]);
+    char buf[16];
+    ck_assert_int_gt(read(fds[0], buf, sizeof(buf)), 0); /* READY */
+    close(fds[0]);
+    struct timespec ts = {0, 300 * 1000000L}; /* 15 flush intervals */
+    nanosleep(&ts, NULL);
+    kill(l.pid, SIGKILL);
+    ck_assert_int_eq(waitpid(l.pid, &l.status, 0), l.pid);
+    ck_assert(WIFSIGNALED(l.status) && WTERMSIG(l.status) == SIGKILL);
+    struct th_trace t;
+    one_trace(&l, &t);
+    ck_assert(t.rd.truncated);
+    ck_assert(!t.rd.has_footer);
+    ck_assert_uint_eq(launches(&t), 50);
+    th_trace_free(&t);
+}
+END_TEST
+
+Suite *process_suite(void)
+{
+    Suite *s = suite_create("process");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, segfault_flushes_then_dies_as_it_would);
+    tcase_add_test(tc, sigterm_flushes_then_dies_as_it_would);
+    tcase_add_test(tc, underscore_exit_finishes_the_trace);
+    tcase_add_test(tc, exec_finishes_one_trace_and_the_new_image_starts_the_next);
+    tcase_add_test(tc, forked_child_gets_its_own_trace);
+    tcase_add_test(tc, sigkill_leaves_a_trace_that_decodes_to_its_last_frame);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(process_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

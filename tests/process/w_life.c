@@ -1,0 +1,68 @@
+/*
+ * Ends its life in the way named on the command line after N launches on
+ * the simulated device, so tests can check what the trace kept:
+ *   segv   dereferences NULL          term  raises SIGTERM (default action)
+ *   exit   _exit(3)                   exec  execs itself as "child"
+ *   child  5 launches, normal exit    fork  forks a child that synchronises
+ *   sleep  sleeps until killed        normal  returns from main
+ * usage: w_life MODE [N]
+ */
+#include <cuda.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void launches(int n)
+{
+    CUdevice d;
+    CUcontext c;
+    CUmodule m;
+    CUfunction f;
+    if (cuInit(0) || cuDeviceGet(&d, 0) || cuDevicePrimaryCtxRetain(&c, d) || cuCtxSetCurrent(c) ||
+        cuModuleLoadData(&m, "x") || cuModuleGetFunction(&f, m, "life__1us"))
+        exit(2);
+    for (int i = 0; i < n; i++)
+        cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL);
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "normal";
+    int n = argc > 2 ? atoi(argv[2]) : 50;
+    if (!strcmp(mode, "child")) {
+        launches(5);
+        return 0;
+    }
+    launches(n);
+    fflush(stdout);
+    if (!strcmp(mode, "segv")) {
+        volatile int *p = NULL;
+        *p = 1;
+    } else if (!strcmp(mode, "term")) {
+        raise(SIGTERM);
+    } else if (!strcmp(mode, "exit")) {
+        _exit(3);
+    } else if (!strcmp(mode, "exec")) {
+        execl(argv[0], argv[0], "child", (char *)NULL);
+        return 4;
+    } else if (!strcmp(mode, "fork")) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            cuCtxSynchronize(); /* an event of the child's own */
+            _exit(0);
+        }
+        int st;
+        waitpid(pid, &st, 0);
+        printf("CHILD %d\n", (int)pid);
+        return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+    } else if (!strcmp(mode, "sleep")) {
+        printf("READY\n");
+        fflush(stdout);
+        for (;;)
+            pause();
+    }
+    return 0;
+}
