@@ -15,6 +15,8 @@ struct subcommand {
 
 static const struct subcommand cmds[] = {
     {"run", ct_cmd_run, "run a command with the recorder preloaded: cutrace run -o DIR -- CMD"},
+    {"start", ct_cmd_start, "open a capture window in a running process: cutrace start PID"},
+    {"stop", ct_cmd_stop, "close a capture window: cutrace stop PID"},
     {"info", ct_cmd_info, "what traces hold: metadata, record counts, drops, span, integrity"},
     {"dump", ct_cmd_dump, "one line per record; --json for the stable JSON-lines view"},
 };

@@ -84,7 +84,7 @@ CT_EXPORT CUresult cuStreamDestroy_v2(CUstream s)
         return CT_NOT_AVAILABLE;
     CUresult r = real(s);
     /* Not an event of its own: only keeps the stream-id cache honest. */
-    if (r == CUDA_SUCCESS && atomic_load(&ct_shim_state) == CT_SHIM_ON)
+    if (r == CUDA_SUCCESS && ct_shim_live())
         ct_stream_forget(s);
     return r;
 }

@@ -98,6 +98,8 @@ static void emit_gpu(uint64_t start, uint64_t end, uint32_t device, uint32_t str
                      uint32_t cupti_corr, unsigned type, uint32_t name, uint64_t bytes,
                      unsigned copy_kind)
 {
+    if (!ct_capture_contains(start))
+        return; /* outside every capture window */
     uint32_t slot = cupti_corr & ((1u << CT_CUPTI_CORR_LOG2) - 1);
     uint64_t corr = g_corr_key[slot] == cupti_corr ? g_corr_val[slot] : 0;
     uint64_t f[CT_GPU_NFIELDS];

@@ -83,7 +83,7 @@ static void start_gpu_timing(int pref)
 
 void ct_shim_finish(void)
 {
-    if (atomic_load(&ct_shim_state) != CT_SHIM_ON)
+    if (!ct_shim_live())
         return;
     ct_tls_guard = 1;
     uint64_t lookups, wrapped;
@@ -109,7 +109,7 @@ static void shim_atexit(void)
  * it gets its own trace at its first event (ct_shim_recording). */
 static void shim_atfork_child(void)
 {
-    if (atomic_load(&ct_shim_state) == CT_SHIM_ON)
+    if (ct_shim_live())
         atomic_store(&ct_shim_state, CT_SHIM_FORKED);
 }
 
@@ -202,14 +202,18 @@ int ct_shim_init(void)
          * than waiting (the shim never blocks the job). */
         return atomic_load(&ct_shim_state) == CT_SHIM_ON;
     }
+    int after_fork = expected == CT_SHIM_FORKED;
     int saved = errno;
     int guard = ct_tls_guard;
     ct_tls_guard = 1; /* our own calls during init go straight through */
-    int ok = start_recording(expected == CT_SHIM_FORKED) == 0;
+    int ok = start_recording(after_fork) == 0;
+    int next = ok ? ct_capture_initial_state() : CT_SHIM_OFF;
+    atomic_store_explicit(&ct_shim_state, next, memory_order_release);
+    if (ok)
+        ct_capture_started(after_fork);
     ct_tls_guard = guard;
     errno = saved;
-    atomic_store_explicit(&ct_shim_state, ok ? CT_SHIM_ON : CT_SHIM_OFF, memory_order_release);
-    return ok;
+    return next == CT_SHIM_ON;
 }
 
 /*

@@ -49,7 +49,7 @@ REAL(exit_fn, _Exit)
  * goes on, and its next event starts a new file (the next generation). */
 static void before_exec(void)
 {
-    if (atomic_load(&ct_shim_state) != CT_SHIM_ON || ct_tls_guard)
+    if (!ct_shim_live() || ct_tls_guard)
         return;
     CT_ERRNO_SAVE;
     ct_shim_finish();

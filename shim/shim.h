@@ -36,9 +36,16 @@ enum ct_shim_state {
     CT_SHIM_ON = 2,
     CT_SHIM_OFF = 3,    /* bad configuration, no file, or stopped: the job runs untouched */
     CT_SHIM_FORKED = 4, /* a forked child that has not recorded yet: its own trace at first use */
+    CT_SHIM_PAUSED = 5, /* recorder running, outside a capture window: calls pass through */
 };
 
 extern atomic_int ct_shim_state;
+/* ON or PAUSED: a trace is open. */
+static inline int ct_shim_live(void)
+{
+    int s = atomic_load(&ct_shim_state);
+    return s == CT_SHIM_ON || s == CT_SHIM_PAUSED;
+}
 
 /* Slow path of ct_shim_recording(): the first event of the process. */
 int ct_shim_init(void);
@@ -62,6 +69,16 @@ void ct_shim_finish(void);
 
 /* process.c: installs the fatal-signal handlers once recording is on. */
 void ct_process_started(void);
+
+/* capture.c: on-demand capture windows (CUTRACE_START, CUTRACE_DURATION,
+ * `cutrace start|stop PID`). The state recording starts in (ON/PAUSED). */
+int ct_capture_initial_state(void);
+/* Called after recording started (after fork too); polls the control file
+ * from the writer thread. */
+void ct_capture_started(int after_fork);
+/* 1 when a GPU timestamp lies in a capture window (CUPTI delivers activity
+ * of the whole process; records outside the windows are dropped). */
+int ct_capture_contains(uint64_t ns);
 
 /*
  * A span being recorded by the calling thread. errno is not saved here: the

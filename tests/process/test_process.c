@@ -23,7 +23,8 @@ struct life {
     pid_t pid;
 };
 
-static pid_t spawn(struct life *l, const char *mode, const char *flush_ms, int out_fd)
+static pid_t spawn_env(struct life *l, const char *mode, const char *arg, const char *flush_ms,
+                       int out_fd, const char *const *env)
 {
     snprintf(l->dir, sizeof(l->dir), "%s", th_tmpdir());
     pid_t pid = fork();
@@ -39,12 +40,19 @@ static pid_t spawn(struct life *l, const char *mode, const char *flush_ms, int o
         snprintf(preload, sizeof(preload), "%s%s%s", san && *san ? san : "", san && *san ? ":" : "",
                  getenv("CT_SHIM"));
         setenv("LD_PRELOAD", preload, 1);
+        for (const char *const *kv = env; kv && *kv; kv++)
+            putenv((char *)*kv);
         const char *life = getenv("CT_LIFE");
-        execl(life, life, mode, "50", (char *)NULL);
+        execl(life, life, mode, arg, (char *)NULL);
         _exit(127);
     }
     l->pid = pid;
     return pid;
+}
+
+static pid_t spawn(struct life *l, const char *mode, const char *flush_ms, int out_fd)
+{
+    return spawn_env(l, mode, "50", flush_ms, out_fd, NULL);
 }
 
 static void run_life(struct life *l, const char *mode)
@@ -225,6 +233,100 @@ START_TEST(sigkill_leaves_a_trace_that_decodes_to_its_last_frame)
 }
 END_TEST
 
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static void cutrace_cmd(const char *cmd, const struct life *l)
+{
+    char line[1024];
+    snprintf(line, sizeof(line), "%s %s -o %s %d > /dev/null", getenv("CT_CUTRACE"), cmd, l->dir,
+             (int)l->pid);
+    ck_assert_int_eq(system(line), 0);
+}
+
+/* Window boundaries recorded as "capture" metadata, in order. */
+static int windows(const struct th_trace *t, uint64_t *start, uint64_t *stop, int max)
+{
+    int n = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        const struct ct_record *m = &t->recs[i];
+        if (m->kind != CT_REC_META ||
+            strcmp(ct_reader_string(&t->rd, m->f[CT_META_KEY]), "capture"))
+            continue;
+        const char *v = ct_reader_string(&t->rd, m->f[CT_META_VALUE]);
+        if (!strcmp(v, "start") && n < max) {
+            start[n] = m->f[CT_META_TIME];
+            stop[n++] = UINT64_MAX;
+        } else if (!strcmp(v, "stop") && n > 0) {
+            stop[n - 1] = m->f[CT_META_TIME];
+        }
+    }
+    return n;
+}
+
+START_TEST(paused_shim_records_only_inside_the_window)
+{
+    struct life l;
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    const char *env[] = {"CUTRACE_START=paused", NULL};
+    spawn_env(&l, "loop", "15", "20", fds[1], env); /* 1.5 s of launches */
+    close(fds[1]);
+    char buf[16];
+    ck_assert_int_gt(read(fds[0], buf, sizeof(buf)), 0); /* READY */
+    close(fds[0]);
+    sleep_ms(300);
+    cutrace_cmd("start", &l);
+    sleep_ms(400);
+    cutrace_cmd("stop", &l);
+    ck_assert_int_eq(waitpid(l.pid, &l.status, 0), l.pid);
+    ck_assert(WIFEXITED(l.status) && WEXITSTATUS(l.status) == 0);
+    struct th_trace t;
+    one_trace(&l, &t);
+    uint64_t a[4], b[4];
+    ck_assert_int_eq(windows(&t, a, b, 4), 1);
+    ck_assert_uint_ne(b[0], UINT64_MAX);
+    size_t inside = launches(&t);
+    for (size_t i = 0; i < t.n; i++) {
+        const struct ct_record *r = &t.recs[i];
+        if (r->kind == CT_REC_API)
+            ck_assert_msg(r->f[CT_API_START] >= a[0] && r->f[CT_API_END] <= b[0],
+                          "a call outside the window");
+    }
+    /* ~400 ms of one launch per ms (plus polling latency, 50 ms each way);
+     * loose bounds: a loaded machine sleeps longer than asked */
+    ck_assert_uint_gt(inside, 50);
+    ck_assert_uint_lt(inside, 900);
+    th_trace_free(&t);
+}
+END_TEST
+
+START_TEST(duration_closes_the_window)
+{
+    struct life l;
+    const char *env[] = {"CUTRACE_DURATION=1", NULL};
+    spawn_env(&l, "loop", "25", "20", -1, env); /* 2.5 s of launches, 1 s recorded */
+    ck_assert_int_eq(waitpid(l.pid, &l.status, 0), l.pid);
+    ck_assert(WIFEXITED(l.status) && WEXITSTATUS(l.status) == 0);
+    struct th_trace t;
+    one_trace(&l, &t);
+    uint64_t a[4], b[4];
+    ck_assert_int_eq(windows(&t, a, b, 4), 1);
+    ck_assert_uint_ne(b[0], UINT64_MAX);
+    uint64_t len = b[0] - a[0];
+    /* the writer checks the deadline every pass (<= 5 ms) */
+    ck_assert_uint_ge(len, 1000000000ull);
+    ck_assert_uint_lt(len, 1200000000ull);
+    for (size_t i = 0; i < t.n; i++)
+        if (t.recs[i].kind == CT_REC_API)
+            ck_assert(t.recs[i].f[CT_API_END] <= b[0]);
+    th_trace_free(&t);
+}
+END_TEST
+
 Suite *process_suite(void)
 {
     Suite *s = suite_create("process");
@@ -236,6 +338,8 @@ Suite *process_suite(void)
     tcase_add_test(tc, exec_finishes_one_trace_and_the_new_image_starts_the_next);
     tcase_add_test(tc, forked_child_gets_its_own_trace);
     tcase_add_test(tc, sigkill_leaves_a_trace_that_decodes_to_its_last_frame);
+    tcase_add_test(tc, paused_shim_records_only_inside_the_window);
+    tcase_add_test(tc, duration_closes_the_window);
     suite_add_tcase(s, tc);
     return s;
 }

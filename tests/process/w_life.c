@@ -5,6 +5,7 @@
  *   exit   _exit(3)                   exec  execs itself as "child"
  *   child  5 launches, normal exit    fork  forks a child that synchronises
  *   sleep  sleeps until killed        normal  returns from main
+ *   loop   one launch per millisecond for N tenths of a second, then exits
  * usage: w_life MODE [N]
  */
 #include <cuda.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static void launches(int n)
@@ -34,6 +36,24 @@ int main(int argc, char **argv)
     int n = argc > 2 ? atoi(argv[2]) : 50;
     if (!strcmp(mode, "child")) {
         launches(5);
+        return 0;
+    }
+    if (!strcmp(mode, "loop")) {
+        CUdevice d;
+        CUcontext c;
+        CUmodule m;
+        CUfunction f;
+        if (cuInit(0) || cuDeviceGet(&d, 0) || cuDevicePrimaryCtxRetain(&c, d) ||
+            cuCtxSetCurrent(c) || cuModuleLoadData(&m, "x") ||
+            cuModuleGetFunction(&f, m, "tick__1us"))
+            return 2;
+        printf("READY\n");
+        fflush(stdout);
+        struct timespec ms = {0, 1000000L};
+        for (int i = 0; i < n * 100; i++) {
+            cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL);
+            nanosleep(&ms, NULL);
+        }
         return 0;
     }
     launches(n);

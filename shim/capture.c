@@ -1,0 +1,135 @@
+/*
+ * On-demand capture. With CUTRACE_START=paused the shim is installed and
+ * its trace open, but wrappers pass calls straight through (the state check
+ * every wrapper already makes) until a window opens. Windows open and close
+ * through a control file the writer thread polls, written by `cutrace
+ * start|stop PID` (DIR/.cutrace-control-PID holding "start" or "stop"), and
+ * CUTRACE_DURATION closes a window after that many seconds. Each boundary is
+ * a recorder metadata record ("capture" = "start" / "stop") at its time, so
+ * the decoder knows which spans of time the trace covers.
+ */
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "shim/shim.h"
+
+#define CT_MAX_WINDOWS     256
+#define CT_CONTROL_POLL_NS 50000000ull /* 50 ms */
+
+static atomic_int g_active = -1; /* -1 until the first start decides */
+static int g_windowed;           /* paused start or a duration: windows matter */
+static _Atomic uint64_t g_win_start[CT_MAX_WINDOWS], g_win_stop[CT_MAX_WINDOWS];
+static atomic_uint g_nwin;
+static uint64_t g_deadline_ns; /* writer thread only */
+static uint64_t g_next_poll_ns;
+static char g_control[PATH_MAX + 64];
+
+int ct_capture_initial_state(void)
+{
+    int active = atomic_load(&g_active);
+    if (active < 0) {
+        active = !ct_cfg.start_paused;
+        atomic_store(&g_active, active);
+        g_windowed = ct_cfg.start_paused || ct_cfg.duration_s > 0;
+    }
+    return active ? CT_SHIM_ON : CT_SHIM_PAUSED;
+}
+
+static void boundary(const char *what, uint64_t ns)
+{
+    uint64_t f[CT_META_NFIELDS] = {ns, CT_SCOPE_RECORDER, 0, ct_intern("capture"), ct_intern(what)};
+    ct_emit(CT_REC_META, CT_RF_NS, f, CT_META_NFIELDS);
+}
+
+static void open_window(uint64_t now_ns)
+{
+    unsigned n = atomic_load(&g_nwin);
+    if (n < CT_MAX_WINDOWS) {
+        atomic_store(&g_win_start[n], now_ns);
+        atomic_store(&g_win_stop[n], 0);
+        atomic_store(&g_nwin, n + 1);
+    }
+    atomic_store(&g_active, 1);
+    int expected = CT_SHIM_PAUSED;
+    atomic_compare_exchange_strong(&ct_shim_state, &expected, CT_SHIM_ON);
+    g_deadline_ns = ct_cfg.duration_s ? now_ns + (uint64_t)ct_cfg.duration_s * 1000000000ull : 0;
+    boundary("start", now_ns);
+}
+
+static void close_window(uint64_t now_ns)
+{
+    int expected = CT_SHIM_ON;
+    atomic_compare_exchange_strong(&ct_shim_state, &expected, CT_SHIM_PAUSED);
+    atomic_store(&g_active, 0);
+    unsigned n = atomic_load(&g_nwin);
+    if (n > 0)
+        atomic_store(&g_win_stop[n - 1], now_ns);
+    g_deadline_ns = 0;
+    boundary("stop", now_ns);
+}
+
+int ct_capture_contains(uint64_t ns)
+{
+    if (!g_windowed)
+        return 1;
+    unsigned n = atomic_load(&g_nwin);
+    for (unsigned i = 0; i < n; i++) {
+        uint64_t a = atomic_load(&g_win_start[i]), b = atomic_load(&g_win_stop[i]);
+        if (ns >= a && (b == 0 || ns <= b))
+            return 1;
+    }
+    return 0;
+}
+
+/* Reads and removes the control file, if any: "start" or "stop". */
+static void poll_control(uint64_t now_ns)
+{
+    int fd = open(g_control, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return;
+    char cmd[16] = "";
+    ssize_t n = read(fd, cmd, sizeof(cmd) - 1);
+    close(fd);
+    unlink(g_control);
+    if (n <= 0)
+        return;
+    int active = atomic_load(&g_active) == 1;
+    if (!strncmp(cmd, "start", 5) && !active)
+        open_window(now_ns);
+    else if (!strncmp(cmd, "stop", 4) && active)
+        close_window(now_ns);
+}
+
+/* Writer thread, every pass. */
+static void tick(uint64_t now_mono)
+{
+    uint64_t now = ct_clock_ns_now();
+    (void)now_mono;
+    if (g_deadline_ns && now >= g_deadline_ns && atomic_load(&g_active) == 1)
+        close_window(now);
+    if (now >= g_next_poll_ns) {
+        g_next_poll_ns = now + CT_CONTROL_POLL_NS;
+        poll_control(now);
+    }
+}
+
+void ct_capture_started(int after_fork)
+{
+    snprintf(g_control, sizeof(g_control), "%s/.cutrace-control-%d", ct_cfg.output, (int)getpid());
+    if (!g_windowed)
+        return; /* recording throughout: nothing to poll, nothing to mark */
+    uint64_t now = ct_clock_ns_now();
+    if (atomic_load(&g_active) == 1) {
+        if (after_fork) {
+            boundary("start", now); /* the child's trace is inside a window */
+            g_deadline_ns = 0;
+        } else {
+            open_window(now); /* running with a duration: the first window */
+        }
+    }
+    ct_writer_tick = tick;
+}
