@@ -41,10 +41,13 @@ record_launch(struct ct_call *c, struct ct_gpu_op *g, enum ct_sym sym, CUresult 
     ct_call_commit();
 }
 
-static inline __attribute__((always_inline)) CUresult
-launch(enum ct_sym sym, unsigned flags, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
-       unsigned bx, unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params,
-       void **extra)
+/* The recorded path, kept out of line so that the pass-through path (paused
+ * or off) stays a few instructions and a tail call. */
+static __attribute__((noinline)) CUresult launch_recorded(enum ct_sym sym, unsigned flags,
+                                                          CUfunction f, unsigned gx, unsigned gy,
+                                                          unsigned gz, unsigned bx, unsigned by,
+                                                          unsigned bz, unsigned shmem, CUstream s,
+                                                          void **params, void **extra)
 {
     launch_fn real = CT_REAL(launch_fn, sym);
     if (!real)
@@ -60,19 +63,44 @@ launch(enum ct_sym sym, unsigned flags, CUfunction f, unsigned gx, unsigned gy, 
     return r;
 }
 
+/* Same signature as the exported names, so both exits of those are plain
+ * tail jumps that leave the stack arguments where they are. */
+static __attribute__((noinline)) CUresult launch_slow(CUfunction f, unsigned gx, unsigned gy,
+                                                      unsigned gz, unsigned bx, unsigned by,
+                                                      unsigned bz, unsigned shmem, CUstream s,
+                                                      void **params, void **extra)
+{
+    return launch_recorded(CT_SYM_cuLaunchKernel, 0, f, gx, gy, gz, bx, by, bz, shmem, s, params,
+                           extra);
+}
+
+static __attribute__((noinline)) CUresult launch_slow_ptsz(CUfunction f, unsigned gx, unsigned gy,
+                                                           unsigned gz, unsigned bx, unsigned by,
+                                                           unsigned bz, unsigned shmem, CUstream s,
+                                                           void **params, void **extra)
+{
+    return launch_recorded(CT_SYM_cuLaunchKernel_ptsz, CT_APIF_PER_THREAD, f, gx, gy, gz, bx, by,
+                           bz, shmem, s, params, extra);
+}
+
 CT_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                                   unsigned by, unsigned bz, unsigned shmem, CUstream s,
                                   void **params, void **extra)
 {
-    return launch(CT_SYM_cuLaunchKernel, 0, f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);
+    void *p = atomic_load_explicit(&ct_real[CT_SYM_cuLaunchKernel], memory_order_acquire);
+    if (__builtin_expect(p != NULL, 1) && ct_shim_passthrough())
+        return ((launch_fn)ct_fn(p))(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);
+    return launch_slow(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);
 }
 
 CT_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                                        unsigned bx, unsigned by, unsigned bz, unsigned shmem,
                                        CUstream s, void **params, void **extra)
 {
-    return launch(CT_SYM_cuLaunchKernel_ptsz, CT_APIF_PER_THREAD, f, gx, gy, gz, bx, by, bz, shmem,
-                  s, params, extra);
+    void *p = atomic_load_explicit(&ct_real[CT_SYM_cuLaunchKernel_ptsz], memory_order_acquire);
+    if (__builtin_expect(p != NULL, 1) && ct_shim_passthrough())
+        return ((launch_fn)ct_fn(p))(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);
+    return launch_slow_ptsz(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);
 }
 
 static CUresult launch_ex(enum ct_sym sym, unsigned flags, const CUlaunchConfig *cfg, CUfunction f,

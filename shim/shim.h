@@ -81,6 +81,20 @@ void ct_capture_started(int after_fork);
 int ct_capture_contains(uint64_t ns);
 
 /*
+ * 1 when a call must simply go through (inside cutrace, paused, off) -- the
+ * wrappers' first test, kept free of calls so that path is a tail call.
+ * 0 when it may have to be recorded: ct_shim_recording() then decides
+ * (and starts recording at the process's first event).
+ */
+static inline int ct_shim_passthrough(void)
+{
+    if (ct_tls_guard)
+        return 1;
+    int s = atomic_load_explicit(&ct_shim_state, memory_order_acquire);
+    return s == CT_SHIM_PAUSED || s == CT_SHIM_OFF || s == CT_SHIM_INITING;
+}
+
+/*
  * A span being recorded by the calling thread. errno is not saved here: the
  * steady-state path touches nothing that sets it, and every slow path that
  * can (first use of a thread, stream or kernel; symbol resolution) saves and
