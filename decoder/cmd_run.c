@@ -132,6 +132,11 @@ int ct_cmd_run(int argc, char **argv)
     snprintf(preload, need, "%s%s%s", shim, old && *old ? ":" : "", old ? old : "");
     setenv("LD_PRELOAD", preload, 1);
     setenv("CUTRACE_OUTPUT", dir, 1);
+    /* NVTX ranges reach us through NVTX's own injection hook, unless the
+     * user already points it at another tool. */
+    const char *nvtx = getenv("NVTX_INJECTION64_PATH");
+    if (!nvtx || !*nvtx)
+        setenv("NVTX_INJECTION64_PATH", shim, 1);
     free(preload);
 
     struct sigaction sa;
