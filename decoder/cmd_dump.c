@@ -6,12 +6,14 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "decoder/cli.h"
 #include "decoder/inputs.h"
 #include "decoder/json.h"
 #include "decoder/names.h"
+#include "decoder/symbols.h"
 #include "decoder/tracefile.h"
 
 struct out {
@@ -87,7 +89,36 @@ static void span(struct out *o, const uint64_t *f)
 
 #define S(id) ct_reader_string(&t->rd, (id))
 
-static void api_fields(struct out *o, const struct ct_trace *t, const uint64_t *f)
+/* The symbolised call stack recorded for a call, if any. */
+static void stack_field(struct out *o, struct ct_trace *t, uint64_t corr)
+{
+    const char *frames = ct_trace_stack(t, corr);
+    if (!frames)
+        return;
+    key(o, "stack");
+    fputs(o->json ? "[" : "", o->f);
+    int first = 1;
+    for (const char *p = frames; *p;) {
+        unsigned long long ip = strtoull(p, NULL, 16);
+        char name[512];
+        ct_symbolize(t, ip, name, sizeof(name));
+        if (o->json) {
+            if (!first)
+                fputc(',', o->f);
+            ct_json_str(o->f, name);
+        } else {
+            fprintf(o->f, "%s%s", first ? "" : "<-", name);
+        }
+        first = 0;
+        const char *semi = strchr(p, ';');
+        if (!semi)
+            break;
+        p = semi + 1;
+    }
+    fputs(o->json ? "]" : "", o->f);
+}
+
+static void api_fields(struct out *o, struct ct_trace *t, const uint64_t *f)
 {
     span(o, f);
     f_s(o, "name", S(f[CT_API_NAME]));
@@ -112,6 +143,7 @@ static void api_fields(struct out *o, const struct ct_trace *t, const uint64_t *
     case CT_FAM_ALLOC: f_u(o, "bytes", f[CT_API_BYTES]); break;
     default: break;
     }
+    stack_field(o, t, f[CT_API_CORR]);
 }
 
 static void gpu_fields(struct out *o, struct ct_trace *t, const uint64_t *f)
@@ -203,6 +235,10 @@ static size_t print_record(struct out *o, struct ct_trace *t, size_t i)
             f_u(o, "thread", f[CT_META_SCOPE_ID]);
         else if (f[CT_META_SCOPE] == CT_SCOPE_STREAM)
             f_u(o, "stream", f[CT_META_SCOPE_ID]);
+        else if (f[CT_META_SCOPE] == CT_SCOPE_STACK)
+            f_u(o, "correlation_id", f[CT_META_SCOPE_ID]);
+        else if (f[CT_META_SCOPE] == CT_SCOPE_MODULE)
+            f_hex(o, "address", f[CT_META_SCOPE_ID]);
         f_u(o, "time_ns", f[CT_META_TIME]);
         for (next = i; next < t->n; next++) {
             const struct ct_record *m = &t->recs[next];

@@ -87,10 +87,13 @@ static void usage(FILE *f)
 
 int ct_cmd_run(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"output", required_argument, NULL, 'o'},   {"buffer-kb", required_argument, NULL, 'b'},
-        {"flush-ms", required_argument, NULL, 'f'}, {"zstd-level", required_argument, NULL, 'z'},
-        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {{"output", required_argument, NULL, 'o'},
+                                         {"buffer-kb", required_argument, NULL, 'b'},
+                                         {"flush-ms", required_argument, NULL, 'f'},
+                                         {"zstd-level", required_argument, NULL, 'z'},
+                                         {"gpu-timing", required_argument, NULL, 'g'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
     const char *out = "cutrace-traces";
     int c;
     optind = 1;
@@ -101,6 +104,14 @@ int ct_cmd_run(int argc, char **argv)
         case 'b': setenv("CUTRACE_BUFFER_KB", optarg, 1); break;
         case 'f': setenv("CUTRACE_FLUSH_MS", optarg, 1); break;
         case 'z': setenv("CUTRACE_ZSTD_LEVEL", optarg, 1); break;
+        case 'g':
+            if (strcmp(optarg, "cupti") && strcmp(optarg, "events") && strcmp(optarg, "off")) {
+                fprintf(stderr, "cutrace run: --gpu-timing=%s: expected cupti, events or off\n",
+                        optarg);
+                return CT_EXIT_USAGE;
+            }
+            setenv("CUTRACE_GPU_TIMING", optarg, 1);
+            break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return CT_EXIT_USAGE;
         }

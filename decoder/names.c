@@ -64,7 +64,8 @@ const char *ct_name_fd_type(uint64_t v)
 
 const char *ct_name_scope(uint64_t v)
 {
-    static const char *const t[] = {"process", "device", "comm", "thread", "recorder", "stream"};
+    static const char *const t[] = {"process",  "device", "comm",  "thread",
+                                    "recorder", "stream", "stack", "module"};
     return LOOKUP(t, v);
 }
 

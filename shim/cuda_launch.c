@@ -30,6 +30,8 @@ record_launch(struct ct_call *c, struct ct_gpu_op *g, enum ct_sym sym, CUresult 
     uint64_t sid = ct_stream_id(s, flags & CT_APIF_PER_THREAD, &dev);
     uint32_t name = ct_func_name(f);
     ct_gpu_after(c, g, s, flags, sid, dev, CT_GPU_KERNEL, name, 0, 0);
+    if (__builtin_expect(ct_cfg.stacks == 2, 0))
+        ct_stack_capture(c->corr);
     uint64_t *w = ct_call_record(c, sym, CT_FAM_LAUNCH, r, sid, dev, flags, 0);
     if (!w)
         return;

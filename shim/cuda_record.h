@@ -8,6 +8,7 @@
 
 #include "shim/cuda_api.h"
 #include "shim/ptrmap.h"
+#include "shim/stacks.h"
 
 extern struct ct_ptrmap ct_stream_map; /* handle -> id | (device + 1) << 48 */
 extern struct ct_ptrmap ct_func_map;   /* handle -> name id | 1 << 32 */
@@ -105,6 +106,12 @@ static inline void ct_call_simple(struct ct_call *c, enum ct_sym sym, unsigned f
                                   uint64_t stream, int device, unsigned flags, uint64_t bytes,
                                   unsigned copy_kind)
 {
+    /* blocking calls: synchronisations (not the stream-to-event wait),
+     * synchronous copies, allocations */
+    int blocking = (family == CT_FAM_SYNC && !(flags & CT_APIF_ASYNC)) ||
+                   (family == CT_FAM_MEMCPY && !(flags & CT_APIF_ASYNC)) || family == CT_FAM_ALLOC;
+    if (__builtin_expect(ct_cfg.stacks != 0, 1) && ct_stack_wanted(blocking))
+        ct_stack_capture(c->corr);
     uint64_t *w = ct_call_record(c, sym, family, r, stream, device, flags, copy_kind);
     if (w) {
         w[CT_PA_KERNEL_SHMEM] = 0;

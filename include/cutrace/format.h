@@ -175,6 +175,9 @@ enum ct_record_kind {
 };
 
 /*
+ * Meta scopes may be added without a version bump (older readers print an
+ * unknown scope as "unknown"); fields and kinds may not.
+ *
  * Field tables. The index enums give each field's position; the codec of
  * each field is listed beside it and in ct_kind_table below.
  */
@@ -196,6 +199,11 @@ enum ct_meta_scope {
     CT_SCOPE_THREAD = 3,
     CT_SCOPE_RECORDER = 4, /* recorder configuration and state */
     CT_SCOPE_STREAM = 5,   /* a stream, scope_id = its stable id (keys: device) */
+    CT_SCOPE_STACK = 6,    /* host call stack of the call whose correlation id is scope_id:
+                            * key "frames", value "0x<ip>;0x<ip>;..." innermost first; the
+                            * string table stores each distinct stack once */
+    CT_SCOPE_MODULE = 7,   /* an executable mapping, scope_id = its start address: key = the
+                            * file's path, value "<start> <end> <file offset>" in hex */
 };
 
 /* CT_REC_CLOCK */

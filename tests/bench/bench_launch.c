@@ -13,7 +13,30 @@
 #include <cuda.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+
+/* N cuStreamSynchronize calls on an idle stream: the cost of a blocking
+ * call's recording, host call stack included when CUTRACE_STACKS asks. */
+static int sync_loop(long n)
+{
+    CUdevice d;
+    CUcontext ctx;
+    CUstream s;
+    if (cuInit(0) || cuDeviceGet(&d, 0) || cuDevicePrimaryCtxRetain(&ctx, d) ||
+        cuCtxSetCurrent(ctx) || cuStreamCreate(&s, CU_STREAM_NON_BLOCKING))
+        return 2;
+    for (int i = 0; i < 100; i++)
+        cuStreamSynchronize(s);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (long i = 0; i < n; i++)
+        cuStreamSynchronize(s);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double ns = (double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec);
+    printf("sync_ns %.2f\n", ns / (double)n);
+    return 0;
+}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -23,6 +46,8 @@ static int cmp_double(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
+    if (argc > 1 && !strcmp(argv[1], "sync"))
+        return sync_loop(argc > 2 ? atol(argv[2]) : 20000);
     long n = argc > 1 ? atol(argv[1]) : 200000;
     long batch = argc > 2 ? atol(argv[2]) : n;
     long pause_ms = argc > 3 ? atol(argv[3]) : 0;

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "decoder/symbols.h"
 #include "tests/unit/helpers.h"
 
 struct life {
@@ -327,6 +328,41 @@ START_TEST(duration_closes_the_window)
 }
 END_TEST
 
+START_TEST(blocking_call_carries_its_symbolised_call_stack)
+{
+    struct life l;
+    run_life(&l, "stack");
+    ck_assert(WIFEXITED(l.status) && WEXITSTATUS(l.status) == 0);
+    char paths[4][600];
+    ck_assert_int_eq(traces(&l, paths, 4), 1);
+    struct ct_trace t;
+    char err[512];
+    ck_assert_int_eq(ct_trace_load(&t, paths[0], 1, err, sizeof(err)), 0);
+    int found = 0, launch_stacks = 0;
+    for (size_t i = 0; i < t.n; i++) {
+        const struct ct_record *r = &t.recs[i];
+        if (r->kind != CT_REC_API)
+            continue;
+        const char *frames = ct_trace_stack(&t, r->f[CT_API_CORR]);
+        if (r->f[CT_API_FAMILY] == CT_FAM_LAUNCH) {
+            launch_stacks += frames != NULL; /* not a blocking call: no stack */
+            continue;
+        }
+        if (strcmp(ct_reader_string(&t.rd, r->f[CT_API_NAME]), "cuStreamSynchronize") != 0)
+            continue;
+        ck_assert_ptr_nonnull(frames);
+        /* innermost first: the caller of the driver entry point comes first */
+        char name[512];
+        ct_symbolize(&t, strtoull(frames, NULL, 16), name, sizeof(name));
+        ck_assert_msg(strstr(name, "sync_from_here+") == name, "innermost frame %s", name);
+        found++;
+    }
+    ck_assert_int_eq(found, 1);
+    ck_assert_int_eq(launch_stacks, 0);
+    ct_trace_free(&t);
+}
+END_TEST
+
 Suite *process_suite(void)
 {
     Suite *s = suite_create("process");
@@ -340,6 +376,7 @@ Suite *process_suite(void)
     tcase_add_test(tc, sigkill_leaves_a_trace_that_decodes_to_its_last_frame);
     tcase_add_test(tc, paused_shim_records_only_inside_the_window);
     tcase_add_test(tc, duration_closes_the_window);
+    tcase_add_test(tc, blocking_call_carries_its_symbolised_call_stack);
     suite_add_tcase(s, tc);
     return s;
 }

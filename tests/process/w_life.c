@@ -6,6 +6,7 @@
  *   child  5 launches, normal exit    fork  forks a child that synchronises
  *   sleep  sleeps until killed        normal  returns from main
  *   loop   one launch per millisecond for N tenths of a second, then exits
+ *   stack  synchronises a stream from the function sync_from_here()
  * usage: w_life MODE [N]
  */
 #include <cuda.h>
@@ -28,6 +29,14 @@ static void launches(int n)
         exit(2);
     for (int i = 0; i < n; i++)
         cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL);
+}
+
+/* noinline and not static: the test looks for this name in the recorded stack */
+__attribute__((noinline)) void sync_from_here(CUstream s);
+__attribute__((noinline)) void sync_from_here(CUstream s)
+{
+    cuStreamSynchronize(s);
+    __asm__ volatile("" ::: "memory"); /* keep the call from becoming a tail jump */
 }
 
 int main(int argc, char **argv)
@@ -58,6 +67,12 @@ int main(int argc, char **argv)
     }
     launches(n);
     fflush(stdout);
+    if (!strcmp(mode, "stack")) {
+        CUstream s;
+        cuStreamCreate(&s, CU_STREAM_NON_BLOCKING);
+        sync_from_here(s);
+        return 0;
+    }
     if (!strcmp(mode, "segv")) {
         volatile int *p = NULL;
         *p = 1;
