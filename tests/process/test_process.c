@@ -97,8 +97,15 @@ START_TEST(segfault_flushes_then_dies_as_it_would)
 {
     struct life l;
     run_life(&l, "segv");
-    ck_assert(WIFSIGNALED(l.status));
-    ck_assert_int_eq(WTERMSIG(l.status), SIGSEGV);
+    const char *san = getenv("CT_SANITIZER_PRELOAD");
+    if (san && *san) {
+        /* ASan's own SEGV handler was there first: ours chains to it, and it
+         * reports and exits non-zero instead of dying by the signal */
+        ck_assert(WIFEXITED(l.status) && WEXITSTATUS(l.status) != 0);
+    } else {
+        ck_assert(WIFSIGNALED(l.status));
+        ck_assert_int_eq(WTERMSIG(l.status), SIGSEGV);
+    }
     struct th_trace t;
     one_trace(&l, &t);
     ck_assert_uint_eq(launches(&t), 50);
