@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "shim/gpu.h"
+#include "shim/nvtx.h"
 #include "src/config.h"
 
 atomic_int ct_shim_state;
@@ -86,6 +87,7 @@ void ct_shim_finish(void)
     if (!ct_shim_live())
         return;
     ct_tls_guard = 1;
+    ct_nvtx_finish(); /* NVTX counters, while the trace is open (also on _exit/exec) */
     uint64_t lookups, wrapped;
     ct_procaddr_stats(&lookups, &wrapped);
     recorder_meta("cuGetProcAddress_lookups", lookups);
@@ -209,8 +211,10 @@ int ct_shim_init(void)
     int ok = start_recording(after_fork) == 0;
     int next = ok ? ct_capture_initial_state() : CT_SHIM_OFF;
     atomic_store_explicit(&ct_shim_state, next, memory_order_release);
-    if (ok)
+    if (ok) {
         ct_capture_started(after_fork);
+        ct_nvtx_started(); /* thread names set before recording started */
+    }
     ct_tls_guard = guard;
     errno = saved;
     return next == CT_SHIM_ON;
