@@ -72,7 +72,7 @@ const char *ct_name_scope(uint64_t v)
 const char *ct_name_drop_reason(uint64_t v)
 {
     static const char *const t[] = {NULL,           "ring_full",   "no_buffer", "write_failed",
-                                    "strings_full", "gpu_untimed", "cupti"};
+                                    "strings_full", "gpu_untimed", "cupti",     "io_below_min"};
     return LOOKUP(t, v);
 }
 

@@ -65,6 +65,11 @@ static void close_window(uint64_t now_ns)
     int expected = CT_SHIM_ON;
     atomic_compare_exchange_strong(&ct_shim_state, &expected, CT_SHIM_PAUSED);
     atomic_store(&g_active, 0);
+    /* The stop time is taken once no new call can begin recording: every
+     * recorded call starts before it (one in flight may end after it). */
+    uint64_t t = ct_clock_ns_now();
+    if (t > now_ns)
+        now_ns = t;
     unsigned n = atomic_load(&g_nwin);
     if (n > 0)
         atomic_store(&g_win_stop[n - 1], now_ns);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "shim/gpu.h"
+#include "shim/io.h"
 #include "shim/nvtx.h"
 #include "src/config.h"
 
@@ -88,6 +89,7 @@ void ct_shim_finish(void)
         return;
     ct_tls_guard = 1;
     ct_nvtx_finish(); /* NVTX counters, while the trace is open (also on _exit/exec) */
+    ct_io_finish();   /* I/O spans skipped under CUTRACE_IO_MIN_NS (also on _exit/exec) */
     uint64_t lookups, wrapped;
     ct_procaddr_stats(&lookups, &wrapped);
     recorder_meta("cuGetProcAddress_lookups", lookups);

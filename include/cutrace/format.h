@@ -384,6 +384,7 @@ enum ct_drop_reason {
     CT_DROP_STRINGS_FULL = 4, /* string table full: names became "" */
     CT_DROP_GPU_UNTIMED = 5,  /* ops left without a GPU interval (event pool/queue full) */
     CT_DROP_CUPTI = 6,        /* activity records CUPTI reported as dropped */
+    CT_DROP_IO_BELOW_MIN = 7, /* io spans shorter than CUTRACE_IO_MIN_NS: counted, not recorded */
 };
 
 /* CT_REC_ERROR */

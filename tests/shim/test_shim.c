@@ -233,8 +233,16 @@ START_TEST(process_without_cuda_is_unaffected)
     ck_assert_int_eq(r.status, 0);
     ck_assert_str_eq(out, "hello\n");
     ck_assert_str_eq(err, "");
+    /* Its file I/O is recorded (an I/O-only process gets a trace): the
+     * write and close on its temp file, and no CUDA call. */
     char path[512];
-    ck_assert_int_eq(trace_path(&r, path, sizeof(path)), 0); /* no event, no file */
+    ck_assert_int_eq(trace_path(&r, path, sizeof(path)), 1);
+    struct th_trace t;
+    th_trace_read_file(&t, path);
+    ck_assert_int_eq(t.open_rc, 0);
+    ck_assert_uint_eq(th_count_kind(&t, CT_REC_API), 0);
+    ck_assert_uint_eq(th_count_kind(&t, CT_REC_IO), 2);
+    th_trace_free(&t);
     free(out);
     free(err);
 }

@@ -1,5 +1,5 @@
 /*
- * A schedule with known GPU timing for the GPU-timing tests. After a 20 ms
+ * A schedule with known GPU timing for the GPU-timing tests. After a 200 ms
  * blocker kernel, everything on stream S is queued, so on the simulated
  * device each op starts exactly when the previous one ends:
  *   A__100us kernel, 1 MiB HtoD copy (pinned, async), 4 MiB memset (D32),
@@ -64,8 +64,8 @@ int main(void)
     CHECK(cuStreamEndCapture(cap, &g));
     CHECK(cuGraphInstantiateWithFlags(&ge, g, 0));
 
-    CHECK(cuLaunchKernel(fn(m, "blocker__20000us"), 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL));
-    printf("EXPECT kernel 20000000 blocker\n");
+    CHECK(cuLaunchKernel(fn(m, "blocker__200000us"), 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL));
+    printf("EXPECT kernel 200000000 blocker\n");
     CHECK(cuLaunchKernel(fn(m, "A__100us"), 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL));
     printf("EXPECT kernel 100000 A\n");
     CHECK(cuMemcpyHtoDAsync(a, h, 1 << 20, s)); /* 1 MiB at 25 GB/s */

@@ -1,5 +1,5 @@
 /* A program that never touches CUDA: with the shim preloaded it must behave
- * exactly as without it, and no trace may appear. */
+ * exactly as without it; its trace holds its file I/O only. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
