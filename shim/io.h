@@ -1,6 +1,8 @@
 /*
- * What the rest of the shim may ask of the file-I/O layer (shim/io.c): two
- * hooks for the lifecycle code. Nothing here records anything by itself.
+ * What the rest of the shim may ask of the file-I/O layer (shim/io.c, with
+ * shim/io_fd.c, shim/io_calls.c and shim/io_waits.c; their shared internals
+ * are shim/io_int.h): two hooks for the lifecycle code. Nothing here records
+ * anything by itself.
  */
 #ifndef CT_SHIM_IO_H
 #define CT_SHIM_IO_H
@@ -16,10 +18,10 @@
 void ct_io_finish(void);
 
 /*
- * Forgets every string id io.c cached (op names, descriptor paths). Call it
- * whenever the recorder starts over with a new string table in the same
- * process: cached ids would otherwise name strings of the old table. Not
- * needed after fork (the child keeps the table).
+ * Forgets every string id the I/O layer cached (op names, descriptor
+ * paths). Call it whenever the recorder starts over with a new string table
+ * in the same process: cached ids would otherwise name strings of the old
+ * table. Not needed after fork (the child keeps the table).
  */
 void ct_io_forget_strings(void);
 
