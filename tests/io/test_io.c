@@ -9,121 +9,27 @@
  * children's traces are required.
  */
 #include <check.h>
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "decoder/names.h"
 #include "tests/unit/helpers.h"
+#include "tests/unit/run.h"
 
 #define IO_DROP_BELOW_MIN 7 /* proposed CT_DROP_IO_BELOW_MIN (format.h) */
 
-static const char *env_or(const char *name)
+/* Runs argv under the shim (GPU timing off, traces in a fresh directory)
+ * with extra env "K=V" entries; requires exit status 0 and an empty stderr
+ * and returns stdout. */
+static char *run_ok(struct th_run *r, const char *const *extra_env, const char *const *argv)
 {
-    const char *v = getenv(name);
-    ck_assert_msg(v != NULL, "test environment lacks %s", name);
-    return v;
-}
-
-struct run {
-    char dir[256];
-    char traces[300];
-    char out[512], err[512];
-    int status;
-};
-
-/* Runs argv under the shim (GPU timing off, traces in a fresh directory);
- * extra env "K=V" entries. */
-static void run(struct run *r, const char *const *extra_env, const char *const *argv)
-{
-    snprintf(r->dir, sizeof(r->dir), "%s", th_tmpdir());
-    snprintf(r->out, sizeof(r->out), "%s/stdout", r->dir);
-    snprintf(r->err, sizeof(r->err), "%s/stderr", r->dir);
-    snprintf(r->traces, sizeof(r->traces), "%s/traces", r->dir);
-    ck_assert_int_eq(mkdir(r->traces, 0700), 0);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        int o = open(r->out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        int e = open(r->err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        dup2(o, 1);
-        dup2(e, 2);
-        setenv("CUTRACE_OUTPUT", r->traces, 1);
-        setenv("CUTRACE_GPU_TIMING", "off", 1);
-        const char *san = getenv("CT_SANITIZER_PRELOAD");
-        const char *shim = getenv("CT_SHIM");
-        char both[2048];
-        if (san && *san)
-            snprintf(both, sizeof(both), "%s:%s", san, shim);
-        else
-            snprintf(both, sizeof(both), "%s", shim);
-        setenv("LD_PRELOAD", both, 1);
-        for (const char *const *kv = extra_env; kv && *kv; kv++)
-            putenv((char *)*kv);
-        execv(argv[0], (char *const *)argv);
-        _exit(127);
-    }
-    ck_assert_int_eq(waitpid(pid, &r->status, 0), pid);
-}
-
-static char *slurp(const char *path)
-{
-    size_t n;
-    uint8_t *p = th_read_file(path, &n);
-    ck_assert_ptr_nonnull(p);
-    char *s = realloc(p, n + 1);
-    s[n] = 0;
-    return s;
-}
-
-/* Runs a workload and requires exit status 0 and an empty stderr. */
-static char *run_ok(struct run *r, const char *const *extra_env, const char *const *argv)
-{
-    run(r, extra_env, argv);
-    char *err = slurp(r->err);
-    ck_assert_msg(WIFEXITED(r->status) && WEXITSTATUS(r->status) == 0, "exit status %d: %s",
-                  r->status, err);
-    ck_assert_msg(err[0] == 0, "stderr: %s", err);
-    free(err);
-    return slurp(r->out);
-}
-
-/* Path of the trace of process pid (any process when pid is 0, then there
- * must be exactly one); 0 when there is none. */
-static int find_trace(const struct run *r, int pid, char *buf, size_t n)
-{
-    DIR *d = opendir(r->traces);
-    ck_assert_ptr_nonnull(d);
-    char needle[32];
-    snprintf(needle, sizeof(needle), "-p%d-", pid);
-    int found = 0;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        size_t len = strlen(e->d_name);
-        if (len < 8 || strcmp(e->d_name + len - 8, ".cutrace") != 0)
-            continue;
-        if (pid && !strstr(e->d_name, needle))
-            continue;
-        snprintf(buf, n, "%s/%s", r->traces, e->d_name);
-        found++;
-    }
-    closedir(d);
-    ck_assert_int_le(found, 1);
-    return found;
-}
-
-static void read_trace(struct th_trace *t, const struct run *r, int pid)
-{
-    char path[600];
-    ck_assert_msg(find_trace(r, pid, path, sizeof(path)) == 1, "no trace for pid %d", pid);
-    th_trace_read_file(t, path);
-    ck_assert_int_eq(t->open_rc, 0);
+    struct th_run_opts o = {.preload = th_env("CT_SHIM"), .gpu_timing_off = 1, .env = extra_env};
+    th_run(r, &o, argv);
+    return th_run_clean(r);
 }
 
 static const char *S(const struct th_trace *t, uint64_t id)
@@ -192,15 +98,15 @@ static size_t compare_with_expectations(const struct th_trace *t, const char *ou
 
 static void run_mode_and_compare(const char *mode, size_t min_expect)
 {
-    struct run r;
+    struct th_run r;
     char exe[512];
-    snprintf(exe, sizeof(exe), "%s/w_io", env_or("CT_IO_WORKLOADS"));
+    snprintf(exe, sizeof(exe), "%s/w_io", th_env("CT_IO_WORKLOADS"));
     char dir[300];
     snprintf(dir, sizeof(dir), "%s", th_tmpdir());
     const char *argv[] = {exe, mode, dir, NULL};
     char *out = run_ok(&r, NULL, argv);
     struct th_trace t;
-    read_trace(&t, &r, 0);
+    th_run_read_trace(&r, 0, &t);
     ck_assert(t.rd.has_footer);
     ck_assert_uint_ge(compare_with_expectations(&t, out), min_expect);
     /* A wait that timed out (result 0) lasted its 20 ms timeout. */
@@ -228,9 +134,9 @@ END_TEST
 
 START_TEST(failures_record_minus_errno_and_leave_errno_as_libc_set_it)
 {
-    struct run r;
+    struct th_run r;
     char exe[512];
-    snprintf(exe, sizeof(exe), "%s/w_io", env_or("CT_IO_WORKLOADS"));
+    snprintf(exe, sizeof(exe), "%s/w_io", th_env("CT_IO_WORKLOADS"));
     char dir[300];
     snprintf(dir, sizeof(dir), "%s", th_tmpdir());
     const char *argv[] = {exe, "files", dir, NULL};
@@ -248,9 +154,9 @@ END_TEST
 
 START_TEST(io_min_ns_skips_short_spans_and_counts_them_exactly)
 {
-    struct run r;
+    struct th_run r;
     char exe[512];
-    snprintf(exe, sizeof(exe), "%s/w_io", env_or("CT_IO_WORKLOADS"));
+    snprintf(exe, sizeof(exe), "%s/w_io", th_env("CT_IO_WORKLOADS"));
     const char *argv[] = {exe, "minns", NULL};
     const char *env[] = {"CUTRACE_IO_MIN_NS=5000000", NULL};
     char *out = run_ok(&r, env, argv);
@@ -260,7 +166,7 @@ START_TEST(io_min_ns_skips_short_spans_and_counts_them_exactly)
     calls = atol(c + 6);
     ck_assert_int_eq(calls, 1007);
     struct th_trace t;
-    read_trace(&t, &r, 0);
+    th_run_read_trace(&r, 0, &t);
     ck_assert(t.rd.has_footer);
     uint64_t recorded = 0, skipped = 0, drop_records = 0, polls = 0;
     for (size_t i = 0; i < t.n; i++) {
@@ -287,9 +193,9 @@ END_TEST
 
 START_TEST(threads_each_record_their_own_reads)
 {
-    struct run r;
+    struct th_run r;
     char exe[512];
-    snprintf(exe, sizeof(exe), "%s/w_io", env_or("CT_IO_WORKLOADS"));
+    snprintf(exe, sizeof(exe), "%s/w_io", th_env("CT_IO_WORKLOADS"));
     char dir[300];
     snprintf(dir, sizeof(dir), "%s", th_tmpdir());
     enum { N = 8, CHUNKS = 200 };
@@ -297,7 +203,7 @@ START_TEST(threads_each_record_their_own_reads)
     char *out = run_ok(&r, NULL, argv);
     ck_assert_ptr_nonnull(strstr(out, "total=6553600"));
     struct th_trace t;
-    read_trace(&t, &r, 0);
+    th_run_read_trace(&r, 0, &t);
     uint32_t main_tid = t.rd.hdr.pid; /* the main thread writes the files first */
     struct {
         uint32_t tid;
@@ -360,16 +266,16 @@ END_TEST
 
 START_TEST(heavy_writer_runs_correctly_and_the_trace_never_records_itself)
 {
-    struct run r;
+    struct th_run r;
     char exe[512];
-    snprintf(exe, sizeof(exe), "%s/w_io", env_or("CT_IO_WORKLOADS"));
+    snprintf(exe, sizeof(exe), "%s/w_io", th_env("CT_IO_WORKLOADS"));
     char dir[300];
     snprintf(dir, sizeof(dir), "%s", th_tmpdir());
     const char *argv[] = {exe, "big", dir, "64", NULL};
     char *out = run_ok(&r, NULL, argv);
     ck_assert_ptr_nonnull(strstr(out, "BIG ok 67108864"));
     struct th_trace t;
-    read_trace(&t, &r, 0);
+    th_run_read_trace(&r, 0, &t);
     ck_assert(t.rd.has_footer);
     uint64_t file_writes = 0, null_writes = 0, dropped = 0;
     for (size_t i = 0; i < t.n; i++) {
@@ -405,9 +311,9 @@ END_TEST
 
 START_TEST(io_in_constructors_before_main_works_and_is_recorded)
 {
-    struct run r;
+    struct th_run r;
     char exe[512];
-    snprintf(exe, sizeof(exe), "%s/w_ctor", env_or("CT_IO_WORKLOADS"));
+    snprintf(exe, sizeof(exe), "%s/w_ctor", th_env("CT_IO_WORKLOADS"));
     char dir[300], envdir[400];
     snprintf(dir, sizeof(dir), "%s", th_tmpdir());
     snprintf(envdir, sizeof(envdir), "CT_IO_CTOR_DIR=%s", dir);
@@ -416,7 +322,7 @@ START_TEST(io_in_constructors_before_main_works_and_is_recorded)
     char *out = run_ok(&r, env, argv);
     ck_assert_str_eq(out, "CTOR lib=0 exe=0\n");
     struct th_trace t;
-    read_trace(&t, &r, 0);
+    th_run_read_trace(&r, 0, &t);
     ck_assert(t.rd.has_footer);
     for (int which = 0; which < 2; which++) {
         const char *name = which ? "/ctor-exe" : "/ctor-lib";
@@ -464,9 +370,9 @@ static int field_int(const char *out, const char *key)
  */
 START_TEST(data_loader_waits_and_pipe_reads_show_the_delays)
 {
-    struct run r;
+    struct th_run r;
     char exe[512];
-    snprintf(exe, sizeof(exe), "%s/w_io", env_or("CT_IO_WORKLOADS"));
+    snprintf(exe, sizeof(exe), "%s/w_io", th_env("CT_IO_WORKLOADS"));
     char dir[300];
     snprintf(dir, sizeof(dir), "%s", th_tmpdir());
     const char *argv[] = {exe, "loader", dir, NULL};
@@ -476,7 +382,7 @@ START_TEST(data_loader_waits_and_pipe_reads_show_the_delays)
         w2 = field_int(out, "WORKER2 ");
 
     struct th_trace t;
-    read_trace(&t, &r, parent);
+    th_run_read_trace(&r, parent, &t);
     ck_assert(t.rd.has_footer);
     unsigned polls = 0, long_polls = 0, pipe_reads = 0, feeds = 0;
     uint64_t poll_ns = 0;
@@ -512,7 +418,7 @@ START_TEST(data_loader_waits_and_pipe_reads_show_the_delays)
         return;
     }
     /* worker 1: the data file, in 4 KiB reads */
-    read_trace(&t, &r, w1);
+    th_run_read_trace(&r, w1, &t);
     uint64_t file_bytes = 0;
     unsigned opened = 0;
     for (size_t i = 0; i < t.n; i++) {
@@ -533,7 +439,7 @@ START_TEST(data_loader_waits_and_pipe_reads_show_the_delays)
     ck_assert_uint_eq(file_bytes, 65536);
     th_trace_free(&t);
     /* worker 2: reads that block until the feeder's next batch */
-    read_trace(&t, &r, w2);
+    th_run_read_trace(&r, w2, &t);
     unsigned batches = 0, blocked = 0;
     for (size_t i = 0; i < t.n; i++) {
         const struct ct_record *rec = &t.recs[i];

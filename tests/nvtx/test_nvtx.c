@@ -6,112 +6,33 @@
  * domains, and thread names.
  */
 #include <check.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "tests/unit/helpers.h"
+#include "tests/unit/run.h"
 
-static const char *env_or(const char *name)
-{
-    const char *v = getenv(name);
-    ck_assert_msg(v != NULL, "test environment lacks %s", name);
-    return v;
-}
-
-struct run {
-    char dir[256];
-    char out[512], err[512];
-    int status;
-};
-
-/* Runs exe mode; with_shim: LD_PRELOAD and NVTX_INJECTION64_PATH = the shim;
- * inject_only_preload: LD_PRELOAD but no NVTX_INJECTION64_PATH. */
+/* Runs exe mode (GPU timing off); SHIM: LD_PRELOAD and NVTX_INJECTION64_PATH
+ * = the shim; PRELOAD_ONLY: LD_PRELOAD but no NVTX_INJECTION64_PATH. */
 enum how { NO_SHIM, SHIM, PRELOAD_ONLY };
-static void run(struct run *r, enum how how, const char *exe, const char *mode)
+static void run(struct th_run *r, enum how how, const char *exe, const char *mode)
 {
-    const char *shim = env_or("CT_SHIM");
-    snprintf(r->dir, sizeof(r->dir), "%s", th_tmpdir());
-    snprintf(r->out, sizeof(r->out), "%s/stdout", r->dir);
-    snprintf(r->err, sizeof(r->err), "%s/stderr", r->dir);
-    char tracedir[300];
-    snprintf(tracedir, sizeof(tracedir), "%s/traces", r->dir);
-    ck_assert_int_eq(mkdir(tracedir, 0700), 0);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        int o = open(r->out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        int e = open(r->err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        dup2(o, 1);
-        dup2(e, 2);
-        setenv("CUTRACE_OUTPUT", tracedir, 1);
-        setenv("CUTRACE_GPU_TIMING", "off", 1);
-        unsetenv("NVTX_INJECTION64_PATH");
-        unsetenv("LD_PRELOAD");
-        if (how != NO_SHIM) {
-            const char *san = getenv("CT_SANITIZER_PRELOAD");
-            char both[2048];
-            snprintf(both, sizeof(both), "%s%s%s", san && *san ? san : "", san && *san ? ":" : "",
-                     shim);
-            setenv("LD_PRELOAD", both, 1);
-        }
-        if (how == SHIM)
-            setenv("NVTX_INJECTION64_PATH", shim, 1);
-        const char *argv[] = {exe, mode, NULL};
-        execv(exe, (char *const *)argv);
-        _exit(127);
-    }
-    ck_assert_int_eq(waitpid(pid, &r->status, 0), pid);
+    const char *shim = th_env("CT_SHIM");
+    char inject[600];
+    snprintf(inject, sizeof(inject), "NVTX_INJECTION64_PATH=%s", shim);
+    const char *env[] = {how == SHIM ? inject : "NVTX_INJECTION64_PATH", NULL};
+    struct th_run_opts o = {
+        .preload = how != NO_SHIM ? shim : NULL, .gpu_timing_off = 1, .env = env};
+    const char *argv[] = {exe, mode, NULL};
+    th_run(r, &o, argv);
 }
 
-static char *slurp(const char *path)
+static void read_trace(const struct th_run *r, struct th_trace *t)
 {
-    size_t n;
-    uint8_t *p = th_read_file(path, &n);
-    ck_assert_ptr_nonnull(p);
-    char *s = realloc(p, n + 1);
-    s[n] = 0;
-    return s;
-}
-
-/* The run exited 0 with nothing on stderr; returns its stdout. */
-static char *clean_exit(const struct run *r)
-{
-    char *err = slurp(r->err);
-    ck_assert_msg(WIFEXITED(r->status) && WEXITSTATUS(r->status) == 0, "exit %d: %s", r->status,
-                  err);
-    ck_assert_msg(err[0] == 0, "the shim or program wrote to stderr: %s", err);
-    free(err);
-    return slurp(r->out);
-}
-
-/* Number of traces the run wrote; the last one's path in buf. */
-static int trace_path(const struct run *r, char *buf, size_t n)
-{
-    char cmd[600];
-    snprintf(cmd, sizeof(cmd), "ls %s/traces/*.cutrace 2>/dev/null", r->dir);
-    FILE *p = popen(cmd, "r");
-    int found = 0;
-    char line[512];
-    while (fgets(line, sizeof(line), p)) {
-        line[strcspn(line, "\n")] = 0;
-        snprintf(buf, n, "%s", line);
-        found++;
-    }
-    pclose(p);
-    return found;
-}
-
-static void read_trace(const struct run *r, struct th_trace *t)
-{
-    char path[512];
-    ck_assert_int_eq(trace_path(r, path, sizeof(path)), 1);
-    th_trace_read_file(t, path);
-    ck_assert_int_eq(t->open_rc, 0);
+    th_run_read_trace(r, 0, t);
     ck_assert(t->rd.has_footer);
 }
 
@@ -215,9 +136,9 @@ static long recorder_meta(const struct th_trace *t, const char *key)
 
 START_TEST(nested_ranges_marks_and_domains_are_recorded_exactly)
 {
-    struct run r;
-    run(&r, SHIM, env_or("CT_W_NVTX"), "ranges");
-    char *out = clean_exit(&r);
+    struct th_run r;
+    run(&r, SHIM, th_env("CT_W_NVTX"), "ranges");
+    char *out = th_run_clean(&r);
     /* NVTX's return values: 0-based levels, per domain */
     ck_assert_ptr_nonnull(strstr(out, "RET push 0 1 2 pop 2 1 0\n"));
     ck_assert_ptr_nonnull(strstr(out, "RET start 1 1\n"));
@@ -288,9 +209,9 @@ END_TEST
 
 START_TEST(threads_named_every_way_are_named_in_the_trace)
 {
-    struct run r;
-    run(&r, SHIM, env_or("CT_W_NVTX"), "threads");
-    char *out = clean_exit(&r);
+    struct th_run r;
+    run(&r, SHIM, th_env("CT_W_NVTX"), "threads");
+    char *out = th_run_clean(&r);
     ck_assert_ptr_nonnull(strstr(out, "RET setname_other 0\n"));
     struct th_trace t;
     read_trace(&r, &t);
@@ -319,9 +240,9 @@ END_TEST
 
 START_TEST(unmatched_pops_and_overflowing_pushes_are_counted)
 {
-    struct run r;
-    run(&r, SHIM, env_or("CT_W_NVTX"), "anomalies");
-    char *out = clean_exit(&r);
+    struct th_run r;
+    run(&r, SHIM, th_env("CT_W_NVTX"), "anomalies");
+    char *out = th_run_clean(&r);
     ck_assert_ptr_nonnull(strstr(out, "RET pop_empty -1 deep_ok 1 domain_pop_empty -1\n"));
     struct th_trace t;
     read_trace(&r, &t);
@@ -354,9 +275,9 @@ END_TEST
 
 START_TEST(second_client_library_and_second_init_are_harmless)
 {
-    struct run r;
-    run(&r, SHIM, env_or("CT_W_NVTX"), "twice");
-    char *out = clean_exit(&r);
+    struct th_run r;
+    run(&r, SHIM, th_env("CT_W_NVTX"), "twice");
+    char *out = th_run_clean(&r);
     ck_assert_ptr_nonnull(strstr(out, "RET again 1 levels 0 1\n"));
     struct th_trace t;
     read_trace(&r, &t);
@@ -380,31 +301,31 @@ START_TEST(without_injection_path_nvtx_records_nothing)
 {
     /* LD_PRELOAD alone: NVTX never loads us, and naming threads is not an
      * event, so the process writes no trace at all. */
-    struct run r;
-    run(&r, PRELOAD_ONLY, env_or("CT_W_NVTX"), "threads");
-    free(clean_exit(&r));
+    struct th_run r;
+    run(&r, PRELOAD_ONLY, th_env("CT_W_NVTX"), "threads");
+    free(th_run_clean(&r));
     char path[512];
-    ck_assert_int_eq(trace_path(&r, path, sizeof(path)), 0);
+    ck_assert_int_eq(th_run_trace(&r, 0, path, sizeof(path)), 0);
 }
 END_TEST
 
 START_TEST(user_api_is_a_no_op_without_the_shim)
 {
-    struct run r;
-    run(&r, NO_SHIM, env_or("CT_W_API"), "");
-    char *out = clean_exit(&r);
+    struct th_run r;
+    run(&r, NO_SHIM, th_env("CT_W_API"), "");
+    char *out = th_run_clean(&r);
     ck_assert_str_eq(out, "RET recording 0 push -1 -1 pop -1 -1 -1 flush -38\n");
     char path[512];
-    ck_assert_int_eq(trace_path(&r, path, sizeof(path)), 0);
+    ck_assert_int_eq(th_run_trace(&r, 0, path, sizeof(path)), 0);
     free(out);
 }
 END_TEST
 
 START_TEST(user_api_records_ranges_and_marks_in_domain_cutrace)
 {
-    struct run r;
-    run(&r, PRELOAD_ONLY, env_or("CT_W_API"), "");
-    char *out = clean_exit(&r);
+    struct th_run r;
+    run(&r, PRELOAD_ONLY, th_env("CT_W_API"), "");
+    char *out = th_run_clean(&r);
     ck_assert_str_eq(out, "RET recording 1 push 0 1 pop 1 0 -1 flush 0\n");
     struct th_trace t;
     read_trace(&r, &t);

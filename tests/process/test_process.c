@@ -5,75 +5,47 @@
  * any record on disk got there through the path under test.
  */
 #include <check.h>
-#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "decoder/symbols.h"
 #include "tests/unit/helpers.h"
+#include "tests/unit/run.h"
 
-struct life {
-    char dir[300];
-    int status;
-    pid_t pid;
-};
-
-static pid_t spawn_env(struct life *l, const char *mode, const char *arg, const char *flush_ms,
+/* Starts w_life mode arg under the shim (GPU timing off, buffers flushed
+ * every flush_ms), stdout onto out_fd when it is not -1; extra env "K=V"
+ * entries. Does not wait. */
+static pid_t spawn_env(struct th_run *l, const char *mode, const char *arg, const char *flush_ms,
                        int out_fd, const char *const *env)
 {
-    snprintf(l->dir, sizeof(l->dir), "%s", th_tmpdir());
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        if (out_fd >= 0)
-            dup2(out_fd, 1);
-        setenv("CUTRACE_OUTPUT", l->dir, 1);
-        setenv("CUTRACE_FLUSH_MS", flush_ms, 1);
-        setenv("CUTRACE_GPU_TIMING", "off", 1);
-        const char *san = getenv("CT_SANITIZER_PRELOAD");
-        char preload[2048];
-        snprintf(preload, sizeof(preload), "%s%s%s", san && *san ? san : "", san && *san ? ":" : "",
-                 getenv("CT_SHIM"));
-        setenv("LD_PRELOAD", preload, 1);
-        for (const char *const *kv = env; kv && *kv; kv++)
-            putenv((char *)*kv);
-        const char *life = getenv("CT_LIFE");
-        execl(life, life, mode, arg, (char *)NULL);
-        _exit(127);
-    }
-    l->pid = pid;
-    return pid;
+    char flush[64];
+    snprintf(flush, sizeof(flush), "CUTRACE_FLUSH_MS=%s", flush_ms);
+    const char *kv[8] = {flush};
+    for (size_t i = 1; env && *env && i < 7; i++)
+        kv[i] = *env++;
+    struct th_run_opts o = {.preload = th_env("CT_SHIM"),
+                            .gpu_timing_off = 1,
+                            .output = out_fd >= 0 ? TH_OUT_FD : TH_OUT_INHERIT,
+                            .out_fd = out_fd,
+                            .env = kv};
+    const char *argv[] = {th_env("CT_LIFE"), mode, arg, NULL};
+    return th_run_start(l, &o, argv);
 }
 
-static pid_t spawn(struct life *l, const char *mode, const char *flush_ms, int out_fd)
+static pid_t spawn(struct th_run *l, const char *mode, const char *flush_ms, int out_fd)
 {
     return spawn_env(l, mode, "50", flush_ms, out_fd, NULL);
 }
 
-static void run_life(struct life *l, const char *mode)
+static void run_life(struct th_run *l, const char *mode)
 {
     spawn(l, mode, "60000", -1);
-    ck_assert_int_eq(waitpid(l->pid, &l->status, 0), l->pid);
-}
-
-/* Trace files in the run's directory; returns how many, paths in out. */
-static int traces(const struct life *l, char out[][600], int max)
-{
-    DIR *d = opendir(l->dir);
-    ck_assert_ptr_nonnull(d);
-    int n = 0;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL)
-        if (strstr(de->d_name, ".cutrace") && n < max)
-            snprintf(out[n++], 600, "%s/%s", l->dir, de->d_name);
-    closedir(d);
-    return n;
+    th_run_wait(l);
 }
 
 static size_t launches(const struct th_trace *t)
@@ -84,18 +56,15 @@ static size_t launches(const struct th_trace *t)
     return n;
 }
 
-static void one_trace(const struct life *l, struct th_trace *t)
+static void one_trace(const struct th_run *l, struct th_trace *t)
 {
-    char paths[4][600];
-    ck_assert_int_eq(traces(l, paths, 4), 1);
-    th_trace_read_file(t, paths[0]);
-    ck_assert_int_eq(t->open_rc, 0);
+    th_run_read_trace(l, 0, t);
     ck_assert_uint_eq(t->rd.damage_total, 0);
 }
 
 START_TEST(segfault_flushes_then_dies_as_it_would)
 {
-    struct life l;
+    struct th_run l;
     run_life(&l, "segv");
     const char *san = getenv("CT_SANITIZER_PRELOAD");
     if (san && *san) {
@@ -115,7 +84,7 @@ END_TEST
 
 START_TEST(sigterm_flushes_then_dies_as_it_would)
 {
-    struct life l;
+    struct th_run l;
     run_life(&l, "term");
     ck_assert(WIFSIGNALED(l.status));
     ck_assert_int_eq(WTERMSIG(l.status), SIGTERM);
@@ -128,7 +97,7 @@ END_TEST
 
 START_TEST(underscore_exit_finishes_the_trace)
 {
-    struct life l;
+    struct th_run l;
     run_life(&l, "exit");
     ck_assert(WIFEXITED(l.status));
     ck_assert_int_eq(WEXITSTATUS(l.status), 3);
@@ -142,12 +111,12 @@ END_TEST
 
 START_TEST(exec_finishes_one_trace_and_the_new_image_starts_the_next)
 {
-    struct life l;
+    struct th_run l;
     run_life(&l, "exec");
     ck_assert(WIFEXITED(l.status));
     ck_assert_int_eq(WEXITSTATUS(l.status), 0);
-    char paths[4][600];
-    ck_assert_int_eq(traces(&l, paths, 4), 2);
+    char paths[4][TH_RUN_PATH];
+    ck_assert_int_eq(th_run_traces(&l, 0, paths, 4), 2);
     size_t counts[2];
     unsigned gens[2];
     for (int i = 0; i < 2; i++) {
@@ -169,7 +138,7 @@ END_TEST
 
 START_TEST(forked_child_gets_its_own_trace)
 {
-    struct life l;
+    struct th_run l;
     int fds[2];
     ck_assert_int_eq(pipe(fds), 0);
     spawn(&l, "fork", "60000", fds[1]);
@@ -178,12 +147,12 @@ START_TEST(forked_child_gets_its_own_trace)
     ssize_t n = read(fds[0], out, sizeof(out) - 1);
     close(fds[0]);
     ck_assert_int_gt(n, 0);
-    ck_assert_int_eq(waitpid(l.pid, &l.status, 0), l.pid);
+    th_run_wait(&l);
     ck_assert(WIFEXITED(l.status) && WEXITSTATUS(l.status) == 0);
     int child = 0;
     ck_assert(sscanf(out, "CHILD %d", &child) == 1);
-    char paths[4][600];
-    ck_assert_int_eq(traces(&l, paths, 4), 2);
+    char paths[4][TH_RUN_PATH];
+    ck_assert_int_eq(th_run_traces(&l, 0, paths, 4), 2);
     int seen_parent = 0, seen_child = 0;
     for (int i = 0; i < 2; i++) {
         struct th_trace t;
@@ -219,7 +188,7 @@ END_TEST
 
 START_TEST(sigkill_leaves_a_trace_that_decodes_to_its_last_frame)
 {
-    struct life l;
+    struct th_run l;
     int fds[2];
     ck_assert_int_eq(pipe(fds), 0);
     spawn(&l, "sleep", "20", fds[1]); /* flushed every 20 ms */
@@ -230,7 +199,7 @@ START_TEST(sigkill_leaves_a_trace_that_decodes_to_its_last_frame)
     struct timespec ts = {0, 300 * 1000000L}; /* 15 flush intervals */
     nanosleep(&ts, NULL);
     kill(l.pid, SIGKILL);
-    ck_assert_int_eq(waitpid(l.pid, &l.status, 0), l.pid);
+    th_run_wait(&l);
     ck_assert(WIFSIGNALED(l.status) && WTERMSIG(l.status) == SIGKILL);
     struct th_trace t;
     one_trace(&l, &t);
@@ -247,10 +216,10 @@ static void sleep_ms(long ms)
     nanosleep(&ts, NULL);
 }
 
-static void cutrace_cmd(const char *cmd, const struct life *l)
+static void cutrace_cmd(const char *cmd, const struct th_run *l)
 {
     char line[1024];
-    snprintf(line, sizeof(line), "%s %s -o %s %d > /dev/null", getenv("CT_CUTRACE"), cmd, l->dir,
+    snprintf(line, sizeof(line), "%s %s -o %s %d > /dev/null", getenv("CT_CUTRACE"), cmd, l->traces,
              (int)l->pid);
     ck_assert_int_eq(system(line), 0);
 }
@@ -277,7 +246,7 @@ static int windows(const struct th_trace *t, uint64_t *start, uint64_t *stop, in
 
 START_TEST(paused_shim_records_only_inside_the_window)
 {
-    struct life l;
+    struct th_run l;
     int fds[2];
     ck_assert_int_eq(pipe(fds), 0);
     const char *env[] = {"CUTRACE_START=paused", NULL};
@@ -290,7 +259,7 @@ START_TEST(paused_shim_records_only_inside_the_window)
     cutrace_cmd("start", &l);
     sleep_ms(400);
     cutrace_cmd("stop", &l);
-    ck_assert_int_eq(waitpid(l.pid, &l.status, 0), l.pid);
+    th_run_wait(&l);
     ck_assert(WIFEXITED(l.status) && WEXITSTATUS(l.status) == 0);
     struct th_trace t;
     one_trace(&l, &t);
@@ -314,10 +283,10 @@ END_TEST
 
 START_TEST(duration_closes_the_window)
 {
-    struct life l;
+    struct th_run l;
     const char *env[] = {"CUTRACE_DURATION=1", NULL};
     spawn_env(&l, "loop", "25", "20", -1, env); /* 2.5 s of launches, 1 s recorded */
-    ck_assert_int_eq(waitpid(l.pid, &l.status, 0), l.pid);
+    th_run_wait(&l);
     ck_assert(WIFEXITED(l.status) && WEXITSTATUS(l.status) == 0);
     struct th_trace t;
     one_trace(&l, &t);
@@ -337,11 +306,11 @@ END_TEST
 
 START_TEST(blocking_call_carries_its_symbolised_call_stack)
 {
-    struct life l;
+    struct th_run l;
     run_life(&l, "stack");
     ck_assert(WIFEXITED(l.status) && WEXITSTATUS(l.status) == 0);
-    char paths[4][600];
-    ck_assert_int_eq(traces(&l, paths, 4), 1);
+    char paths[4][TH_RUN_PATH];
+    ck_assert_int_eq(th_run_traces(&l, 0, paths, 4), 1);
     struct ct_trace t;
     char err[512];
     ck_assert_int_eq(ct_trace_load(&t, paths[0], 1, err, sizeof(err)), 0);

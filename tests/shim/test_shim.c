@@ -5,91 +5,22 @@
  */
 #include <check.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "decoder/names.h"
 #include "tests/unit/helpers.h"
+#include "tests/unit/run.h"
 
-static const char *env_or(const char *name)
-{
-    const char *v = getenv(name);
-    ck_assert_msg(v != NULL, "test environment lacks %s", name);
-    return v;
-}
-
-struct run {
-    char dir[256];
-    char out[512], err[512];
-    int status;
-};
-
-/* Runs argv with the shim preloaded (unless preload is NULL); extra env "K=V" entries. */
-static void run(struct run *r, const char *preload, const char *const *extra_env,
+/* Runs argv with preload (NULL: none) and extra env "K=V" entries. */
+static void run(struct th_run *r, const char *preload, const char *const *extra_env,
                 const char *const *argv)
 {
-    snprintf(r->dir, sizeof(r->dir), "%s", th_tmpdir());
-    snprintf(r->out, sizeof(r->out), "%s/stdout", r->dir);
-    snprintf(r->err, sizeof(r->err), "%s/stderr", r->dir);
-    char tracedir[300];
-    snprintf(tracedir, sizeof(tracedir), "%s/traces", r->dir);
-    ck_assert_int_eq(mkdir(tracedir, 0700), 0);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        int o = open(r->out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        int e = open(r->err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        dup2(o, 1);
-        dup2(e, 2);
-        setenv("CUTRACE_OUTPUT", tracedir, 1);
-        const char *san = getenv("CT_SANITIZER_PRELOAD");
-        if (preload && san && *san) {
-            char both[2048];
-            snprintf(both, sizeof(both), "%s:%s", san, preload);
-            setenv("LD_PRELOAD", both, 1);
-        } else if (preload) {
-            setenv("LD_PRELOAD", preload, 1);
-        } else
-            unsetenv("LD_PRELOAD");
-        for (const char *const *kv = extra_env; kv && *kv; kv++)
-            putenv((char *)*kv);
-        execv(argv[0], (char *const *)argv);
-        _exit(127);
-    }
-    ck_assert_int_eq(waitpid(pid, &r->status, 0), pid);
-}
-
-static char *slurp(const char *path)
-{
-    size_t n;
-    uint8_t *p = th_read_file(path, &n);
-    ck_assert_ptr_nonnull(p);
-    char *s = realloc(p, n + 1);
-    s[n] = 0;
-    return s;
-}
-
-/* The single trace a run wrote (path into buf), or 0 if there is none. */
-static int trace_path(const struct run *r, char *buf, size_t n)
-{
-    char cmd[600];
-    snprintf(cmd, sizeof(cmd), "ls %s/traces/*.cutrace 2>/dev/null", r->dir);
-    FILE *p = popen(cmd, "r");
-    int found = 0;
-    char line[512];
-    while (fgets(line, sizeof(line), p)) {
-        line[strcspn(line, "\n")] = 0;
-        snprintf(buf, n, "%s", line);
-        found++;
-    }
-    pclose(p);
-    ck_assert_int_le(found, 1);
-    return found;
+    struct th_run_opts o = {.preload = preload, .env = extra_env};
+    th_run(r, &o, argv);
 }
 
 static const char *S(const struct th_trace *t, uint64_t id)
@@ -98,15 +29,12 @@ static const char *S(const struct th_trace *t, uint64_t id)
 }
 
 /* Compares the API records of the trace, in order, with the EXPECT lines. */
-static void compare_with_expectations(const struct run *r)
+static void compare_with_expectations(const struct th_run *r)
 {
-    char path[512];
-    ck_assert_int_eq(trace_path(r, path, sizeof(path)), 1);
     struct th_trace t;
-    th_trace_read_file(&t, path);
-    ck_assert_int_eq(t.open_rc, 0);
+    th_run_read_trace(r, 0, &t);
     ck_assert(t.rd.has_footer);
-    char *out = slurp(r->out);
+    char *out = th_slurp(r->out);
     char *all = strdup(out);
     size_t k = 0, nexp = 0;
     char *save = NULL;
@@ -168,15 +96,11 @@ static void compare_with_expectations(const struct run *r)
 static void families(const char *mode)
 {
     char exe[512];
-    snprintf(exe, sizeof(exe), "%s/w_families", env_or("CT_WORKLOADS"));
+    snprintf(exe, sizeof(exe), "%s/w_families", th_env("CT_WORKLOADS"));
     const char *argv[] = {exe, mode, NULL};
-    struct run r;
-    run(&r, env_or("CT_SHIM"), NULL, argv);
-    char *err = slurp(r.err);
-    ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "exit %d: %s", r.status, err);
-    ck_assert_msg(err[0] == 0, "the shim or program wrote to stderr: %s", err);
-    free(err);
-    char *out = slurp(r.out);
+    struct th_run r;
+    run(&r, th_env("CT_SHIM"), NULL, argv);
+    char *out = th_run_clean(&r);
     /* the bad launch: the driver's error comes back unchanged, errno too */
     ck_assert_ptr_nonnull(strstr(out, "RESULT bad_launch=400 errno=4321"));
     free(out);
@@ -210,11 +134,11 @@ END_TEST
 START_TEST(procaddr_wraps_only_what_it_should)
 {
     char exe[512];
-    snprintf(exe, sizeof(exe), "%s/w_procaddr", env_or("CT_WORKLOADS"));
+    snprintf(exe, sizeof(exe), "%s/w_procaddr", th_env("CT_WORKLOADS"));
     const char *argv[] = {exe, NULL};
-    struct run r;
-    run(&r, env_or("CT_SHIM"), NULL, argv);
-    char *out = slurp(r.out);
+    struct th_run r;
+    run(&r, th_env("CT_SHIM"), NULL, argv);
+    char *out = th_slurp(r.out);
     ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "%s", out);
     ck_assert_ptr_null(strstr(out, "FAIL"));
     ck_assert_ptr_nonnull(strstr(out, "CHECK export_table_untouched ok"));
@@ -225,18 +149,18 @@ END_TEST
 START_TEST(process_without_cuda_is_unaffected)
 {
     char exe[512];
-    snprintf(exe, sizeof(exe), "%s/w_nocuda", env_or("CT_WORKLOADS"));
+    snprintf(exe, sizeof(exe), "%s/w_nocuda", th_env("CT_WORKLOADS"));
     const char *argv[] = {exe, NULL};
-    struct run r;
-    run(&r, env_or("CT_SHIM"), NULL, argv);
-    char *out = slurp(r.out), *err = slurp(r.err);
+    struct th_run r;
+    run(&r, th_env("CT_SHIM"), NULL, argv);
+    char *out = th_slurp(r.out), *err = th_slurp(r.err);
     ck_assert_int_eq(r.status, 0);
     ck_assert_str_eq(out, "hello\n");
     ck_assert_str_eq(err, "");
     /* Its file I/O is recorded (an I/O-only process gets a trace): the
      * write and close on its temp file, and no CUDA call. */
     char path[512];
-    ck_assert_int_eq(trace_path(&r, path, sizeof(path)), 1);
+    ck_assert_int_eq(th_run_trace(&r, 0, path, sizeof(path)), 1);
     struct th_trace t;
     th_trace_read_file(&t, path);
     ck_assert_int_eq(t.open_rc, 0);
@@ -251,17 +175,17 @@ END_TEST
 START_TEST(second_interposer_below_us_still_works)
 {
     char exe[512], preload[1024];
-    snprintf(exe, sizeof(exe), "%s/w_launches", env_or("CT_WORKLOADS"));
-    snprintf(preload, sizeof(preload), "%s:%s", env_or("CT_SHIM"), env_or("CT_SECOND"));
+    snprintf(exe, sizeof(exe), "%s/w_launches", th_env("CT_WORKLOADS"));
+    snprintf(preload, sizeof(preload), "%s:%s", th_env("CT_SHIM"), th_env("CT_SECOND"));
     const char *argv[] = {exe, "7", NULL};
-    struct run r;
+    struct th_run r;
     run(&r, preload, NULL, argv);
-    char *out = slurp(r.out);
+    char *out = th_slurp(r.out);
     ck_assert_msg(r.status == 0, "status %d", r.status);
     ck_assert_ptr_nonnull(strstr(out, "launched 7"));
     ck_assert_ptr_nonnull(strstr(out, "SECOND calls=7"));
     char path[512];
-    ck_assert_int_eq(trace_path(&r, path, sizeof(path)), 1);
+    ck_assert_int_eq(th_run_trace(&r, 0, path, sizeof(path)), 1);
     struct th_trace t;
     th_trace_read_file(&t, path);
     size_t launches = 0;
@@ -276,13 +200,13 @@ END_TEST
 START_TEST(threads_each_record_their_own_calls)
 {
     char exe[512];
-    snprintf(exe, sizeof(exe), "%s/w_launches", env_or("CT_WORKLOADS"));
+    snprintf(exe, sizeof(exe), "%s/w_launches", th_env("CT_WORKLOADS"));
     const char *argv[] = {exe, "500", "8", NULL};
-    struct run r;
-    run(&r, env_or("CT_SHIM"), NULL, argv);
+    struct th_run r;
+    run(&r, th_env("CT_SHIM"), NULL, argv);
     ck_assert_int_eq(r.status, 0);
     char path[512];
-    ck_assert_int_eq(trace_path(&r, path, sizeof(path)), 1);
+    ck_assert_int_eq(th_run_trace(&r, 0, path, sizeof(path)), 1);
     struct th_trace t;
     th_trace_read_file(&t, path);
     uint32_t tids[16];
@@ -318,17 +242,17 @@ END_TEST
 START_TEST(real_cudart_fails_cleanly_through_the_wrapper)
 {
     char exe[512];
-    snprintf(exe, sizeof(exe), "%s/w_cudart", env_or("CT_WORKLOADS"));
+    snprintf(exe, sizeof(exe), "%s/w_cudart", th_env("CT_WORKLOADS"));
     const char *argv[] = {exe, NULL};
-    struct run r;
-    run(&r, env_or("CT_SHIM"), NULL, argv);
-    char *out = slurp(r.out);
+    struct th_run r;
+    run(&r, th_env("CT_SHIM"), NULL, argv);
+    char *out = th_slurp(r.out);
     ck_assert_msg(r.status == 0, "status %d: %s", r.status, out);
     /* an error code, not success and not a crash */
     ck_assert_ptr_nonnull(strstr(out, "CUDART cudaGetDeviceCount="));
     ck_assert_ptr_null(strstr(out, "CUDART cudaGetDeviceCount=0 "));
     char path[512];
-    ck_assert_int_eq(trace_path(&r, path, sizeof(path)), 1);
+    ck_assert_int_eq(th_run_trace(&r, 0, path, sizeof(path)), 1);
     struct th_trace t;
     th_trace_read_file(&t, path);
     uint64_t lookups = 0, wrapped = 0;
@@ -356,18 +280,18 @@ END_TEST
 START_TEST(bad_setting_gives_one_line_and_the_job_runs)
 {
     char exe[512];
-    snprintf(exe, sizeof(exe), "%s/w_launches", env_or("CT_WORKLOADS"));
+    snprintf(exe, sizeof(exe), "%s/w_launches", th_env("CT_WORKLOADS"));
     const char *argv[] = {exe, "3", NULL};
     const char *env[] = {"CUTRACE_FLUSH_MS=soon", NULL};
-    struct run r;
-    run(&r, env_or("CT_SHIM"), env, argv);
-    char *out = slurp(r.out), *err = slurp(r.err);
+    struct th_run r;
+    run(&r, th_env("CT_SHIM"), env, argv);
+    char *out = th_slurp(r.out), *err = th_slurp(r.err);
     ck_assert_int_eq(r.status, 0);
     ck_assert_ptr_nonnull(strstr(out, "launched 3"));
     ck_assert_str_eq(err, "cutrace: CUTRACE_FLUSH_MS=soon: expected an integer from 1 to 60000; "
                           "recording is off\n");
     char path[512];
-    ck_assert_int_eq(trace_path(&r, path, sizeof(path)), 0);
+    ck_assert_int_eq(th_run_trace(&r, 0, path, sizeof(path)), 0);
     free(out);
     free(err);
 }
@@ -376,12 +300,12 @@ END_TEST
 START_TEST(unwritable_output_gives_one_line_and_the_job_runs)
 {
     char exe[512];
-    snprintf(exe, sizeof(exe), "%s/w_launches", env_or("CT_WORKLOADS"));
+    snprintf(exe, sizeof(exe), "%s/w_launches", th_env("CT_WORKLOADS"));
     const char *argv[] = {exe, "3", NULL};
     const char *env[] = {"CUTRACE_OUTPUT=/nonexistent/dir", NULL};
-    struct run r;
-    run(&r, env_or("CT_SHIM"), env, argv);
-    char *out = slurp(r.out), *err = slurp(r.err);
+    struct th_run r;
+    run(&r, th_env("CT_SHIM"), env, argv);
+    char *out = th_slurp(r.out), *err = th_slurp(r.err);
     ck_assert_int_eq(r.status, 0);
     ck_assert_ptr_nonnull(strstr(out, "launched 3"));
     ck_assert_ptr_nonnull(strstr(err, "cutrace: cannot record to /nonexistent/dir/"));
@@ -395,16 +319,16 @@ END_TEST
 START_TEST(launcher_environment_names_the_file_and_secrets_are_redacted)
 {
     char exe[512];
-    snprintf(exe, sizeof(exe), "%s/w_launches", env_or("CT_WORKLOADS"));
+    snprintf(exe, sizeof(exe), "%s/w_launches", th_env("CT_WORKLOADS"));
     const char *argv[] = {exe, "1", NULL};
     const char *env[] = {
         "RANK=3",          "LOCAL_RANK=1",        "WORLD_SIZE=8",        "SLURM_JOB_ID=4242",
         "NCCL_DEBUG=INFO", "NCCL_IB_KEY=hunter2", "TORCH_API_TOKEN=abc", NULL};
-    struct run r;
-    run(&r, env_or("CT_SHIM"), env, argv);
+    struct th_run r;
+    run(&r, th_env("CT_SHIM"), env, argv);
     ck_assert_int_eq(r.status, 0);
     char path[512];
-    ck_assert_int_eq(trace_path(&r, path, sizeof(path)), 1);
+    ck_assert_int_eq(th_run_trace(&r, 0, path, sizeof(path)), 1);
     ck_assert_ptr_nonnull(strstr(path, "/4242-"));
     ck_assert_ptr_nonnull(strstr(path, "-r3-p"));
     struct th_trace t;
@@ -442,7 +366,7 @@ END_TEST
 START_TEST(shim_depends_on_glibc_only)
 {
     char cmd[600];
-    snprintf(cmd, sizeof(cmd), "readelf -d %s", env_or("CT_SHIM"));
+    snprintf(cmd, sizeof(cmd), "readelf -d %s", th_env("CT_SHIM"));
     FILE *p = popen(cmd, "r");
     char line[512];
     int needed = 0;
@@ -482,11 +406,11 @@ struct gpu_run {
 static void gpu_run(struct gpu_run *g, const char *const *env)
 {
     char exe[512];
-    snprintf(exe, sizeof(exe), "%s/w_gputime", env_or("CT_WORKLOADS"));
+    snprintf(exe, sizeof(exe), "%s/w_gputime", th_env("CT_WORKLOADS"));
     const char *argv[] = {exe, NULL};
-    struct run r;
-    run(&r, env_or("CT_SHIM"), env, argv);
-    char *out = slurp(r.out), *err = slurp(r.err);
+    struct th_run r;
+    run(&r, th_env("CT_SHIM"), env, argv);
+    char *out = th_slurp(r.out), *err = th_slurp(r.err);
     ck_assert_msg(r.status == 0, "status %d: %s", r.status, err);
     ck_assert_msg(err[0] == 0, "stderr: %s", err);
     memset(g, 0, sizeof(*g));
@@ -498,7 +422,7 @@ static void gpu_run(struct gpu_run *g, const char *const *env)
         g->exp[g->nexp++].dur = dur;
     }
     char path[512];
-    ck_assert_int_eq(trace_path(&r, path, sizeof(path)), 1);
+    ck_assert_int_eq(th_run_trace(&r, 0, path, sizeof(path)), 1);
     th_trace_read_file(&g->t, path);
     for (size_t i = 0; i < g->t.n; i++) {
         const struct ct_record *m = &g->t.recs[i];
@@ -653,7 +577,7 @@ END_TEST
 START_TEST(real_cupti_on_the_simulated_driver_falls_back_to_events)
 {
     char lib[600];
-    snprintf(lib, sizeof(lib), "CUTRACE_CUPTI_LIB=%s", env_or("CT_REAL_CUPTI"));
+    snprintf(lib, sizeof(lib), "CUTRACE_CUPTI_LIB=%s", th_env("CT_REAL_CUPTI"));
     const char *env[] = {lib, NULL};
     struct gpu_run g;
     gpu_run(&g, env);
@@ -706,16 +630,16 @@ START_TEST(injection_path_alone_records_gpu_intervals)
     /* No LD_PRELOAD: the driver loads the shim through CUDA_INJECTION64_PATH
      * at cuInit. Calls are not interposed then, but CUPTI's intervals are. */
     char inj[600], lib[600], exe[512];
-    snprintf(inj, sizeof(inj), "CUDA_INJECTION64_PATH=%s", env_or("CT_SHIM"));
+    snprintf(inj, sizeof(inj), "CUDA_INJECTION64_PATH=%s", th_env("CT_SHIM"));
     snprintf(lib, sizeof(lib), "CUTRACE_CUPTI_LIB=%s", fake);
-    snprintf(exe, sizeof(exe), "%s/w_gputime", env_or("CT_WORKLOADS"));
+    snprintf(exe, sizeof(exe), "%s/w_gputime", th_env("CT_WORKLOADS"));
     const char *env[] = {inj, lib, NULL};
     const char *argv[] = {exe, NULL};
-    struct run r;
+    struct th_run r;
     run(&r, NULL, env, argv);
     ck_assert_int_eq(r.status, 0);
     char path[512];
-    ck_assert_int_eq(trace_path(&r, path, sizeof(path)), 1);
+    ck_assert_int_eq(th_run_trace(&r, 0, path, sizeof(path)), 1);
     struct th_trace t;
     th_trace_read_file(&t, path);
     size_t kernels = 0;
