@@ -124,18 +124,64 @@ static const char *base(const char *path)
     return s ? s + 1 : path;
 }
 
-void ct_symbolize(const struct ct_trace *t, uint64_t ip, char *out, size_t n)
+static int cmp_module(const void *a, const void *b)
 {
+    const struct ct_module *x = a, *y = b;
+    return (x->start > y->start) - (x->start < y->start);
+}
+
+static int cmp_stack(const void *a, const void *b)
+{
+    const struct ct_stack_ref *x = a, *y = b;
+    return (x->corr > y->corr) - (x->corr < y->corr);
+}
+
+/* One pass over the metadata: mappings and stacks, sorted for lookups. */
+static void index_trace(struct ct_trace *t)
+{
+    if (t->sym_indexed)
+        return;
+    t->sym_indexed = 1;
+    size_t nm = 0, ns = 0;
+    for (size_t i = 0; i < t->nmeta; i++) {
+        nm += t->meta[i].f[CT_META_SCOPE] == CT_SCOPE_MODULE;
+        ns += t->meta[i].f[CT_META_SCOPE] == CT_SCOPE_STACK;
+    }
+    t->mods = calloc(nm ? nm : 1, sizeof(*t->mods));
+    t->stacks = calloc(ns ? ns : 1, sizeof(*t->stacks));
+    if (!t->mods || !t->stacks)
+        return;
     for (size_t i = 0; i < t->nmeta; i++) {
         const struct ct_record *m = &t->meta[i];
-        if (m->f[CT_META_SCOPE] != CT_SCOPE_MODULE)
-            continue;
-        unsigned long long a, b, off;
-        if (sscanf(ct_reader_string(&t->rd, m->f[CT_META_VALUE]), "%llx %llx %llx", &a, &b, &off) !=
-                3 ||
-            ip < a || ip >= b)
-            continue;
-        const char *path = ct_reader_string(&t->rd, m->f[CT_META_KEY]);
+        const char *v = ct_reader_string(&t->rd, m->f[CT_META_VALUE]);
+        if (m->f[CT_META_SCOPE] == CT_SCOPE_STACK) {
+            t->stacks[t->nstacks++] = (struct ct_stack_ref){m->f[CT_META_SCOPE_ID], v};
+        } else if (m->f[CT_META_SCOPE] == CT_SCOPE_MODULE) {
+            unsigned long long a, b, off;
+            if (sscanf(v, "%llx %llx %llx", &a, &b, &off) == 3 && a < b)
+                t->mods[t->nmods++] =
+                    (struct ct_module){a, b, off, ct_reader_string(&t->rd, m->f[CT_META_KEY])};
+        }
+    }
+    qsort(t->mods, t->nmods, sizeof(*t->mods), cmp_module);
+    qsort(t->stacks, t->nstacks, sizeof(*t->stacks), cmp_stack);
+}
+
+void ct_symbolize(struct ct_trace *t, uint64_t ip, char *out, size_t n)
+{
+    index_trace(t);
+    size_t lo = 0, hi = t->nmods;
+    while (lo < hi) { /* last mapping starting at or below ip */
+        size_t mid = lo + (hi - lo) / 2;
+        if (t->mods[mid].start <= ip)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo > 0 && ip < t->mods[lo - 1].end) {
+        const struct ct_module *mod = &t->mods[lo - 1];
+        uint64_t a = mod->start, off = mod->offset;
+        const char *path = mod->path;
         struct elf_file *f = load(path);
         uint64_t file_off = ip - a + off;
         if (f && f->ok) {
@@ -173,10 +219,14 @@ void ct_symbolize(const struct ct_trace *t, uint64_t ip, char *out, size_t n)
 
 const char *ct_trace_stack(struct ct_trace *t, uint64_t corr)
 {
-    for (size_t i = 0; i < t->nmeta; i++) {
-        const struct ct_record *m = &t->meta[i];
-        if (m->f[CT_META_SCOPE] == CT_SCOPE_STACK && m->f[CT_META_SCOPE_ID] == corr)
-            return ct_reader_string(&t->rd, m->f[CT_META_VALUE]);
+    index_trace(t);
+    size_t lo = 0, hi = t->nstacks;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (t->stacks[mid].corr < corr)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
-    return NULL;
+    return lo < t->nstacks && t->stacks[lo].corr == corr ? t->stacks[lo].frames : NULL;
 }

@@ -14,7 +14,7 @@
 #include "decoder/tracefile.h"
 
 /* "function+0xoff (module basename)" for ip in trace t, into out. */
-void ct_symbolize(const struct ct_trace *t, uint64_t ip, char *out, size_t n);
+void ct_symbolize(struct ct_trace *t, uint64_t ip, char *out, size_t n);
 
 /* The frames string of the call with correlation id corr, or NULL. */
 const char *ct_trace_stack(struct ct_trace *t, uint64_t corr);

@@ -148,12 +148,11 @@ static uint64_t call_corr(const struct ct_record *r)
     return r->kind == CT_REC_API ? r->f[CT_API_CORR] : r->f[CT_NCCL_CORR];
 }
 
-static const struct ct_trace *g_sort_trace; /* qsort has no context argument */
-
-static int cmp_corr(const void *a, const void *b)
+static int cmp_corr(const void *a, const void *b, void *ctx)
 {
-    uint64_t x = call_corr(&g_sort_trace->recs[*(const size_t *)a]);
-    uint64_t y = call_corr(&g_sort_trace->recs[*(const size_t *)b]);
+    const struct ct_trace *t = ctx;
+    uint64_t x = call_corr(&t->recs[*(const size_t *)a]);
+    uint64_t y = call_corr(&t->recs[*(const size_t *)b]);
     return (x > y) - (x < y);
 }
 
@@ -172,8 +171,7 @@ const struct ct_record *ct_trace_call(struct ct_trace *t, uint64_t corr)
         for (size_t i = 0; i < t->n; i++)
             if (t->recs[i].kind == CT_REC_API || t->recs[i].kind == CT_REC_NCCL)
                 t->api_by_corr[n++] = i;
-        g_sort_trace = t;
-        qsort(t->api_by_corr, n, sizeof(size_t), cmp_corr);
+        qsort_r(t->api_by_corr, n, sizeof(size_t), cmp_corr, t);
         t->napi = n;
     }
     size_t lo = 0, hi = t->napi;
@@ -193,6 +191,8 @@ const struct ct_record *ct_trace_call(struct ct_trace *t, uint64_t corr)
 void ct_trace_free(struct ct_trace *t)
 {
     free(t->api_by_corr);
+    free(t->mods);
+    free(t->stacks);
     ct_reader_close(&t->rd);
     free(t->recs);
     free(t->meta);

@@ -11,6 +11,16 @@
 
 #include "src/reader.h"
 
+struct ct_module {
+    uint64_t start, end, offset;
+    const char *path;
+};
+
+struct ct_stack_ref {
+    uint64_t corr;
+    const char *frames;
+};
+
 struct ct_trace {
     char *path;
     struct ct_reader rd; /* strings, header, footer, damage; I/O released */
@@ -24,6 +34,13 @@ struct ct_trace {
     uint64_t dropped;    /* sum of DROP records */
     size_t *api_by_corr; /* indexes of API/NCCL records sorted by correlation id */
     size_t napi;
+    /* built on first use by symbols.c: executable mappings sorted by start,
+     * recorded call stacks sorted by correlation id */
+    struct ct_module *mods;
+    size_t nmods;
+    struct ct_stack_ref *stacks;
+    size_t nstacks;
+    int sym_indexed;
 };
 
 /*

@@ -98,4 +98,11 @@ void *ct_driver_sym(const char *name);
 /* dlsym.c: the real dlsym, resolved on first use. */
 void *ct_dlsym_real(void *handle, const char *name);
 
+/*
+ * The next definition of `name` after libcutrace (libc's, for the libc
+ * functions we wrap), resolved once into *slot and cached; errno is kept.
+ * NULL when there is none: the caller fails the call the way libc would.
+ */
+void *ct_next_sym(void *_Atomic *slot, const char *name);
+
 #endif

@@ -6,6 +6,7 @@
  * here (see dlsym_x86_64.S).
  */
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdatomic.h>
 #include <stddef.h>
 
@@ -50,4 +51,16 @@ CT_NO_SANITIZE void *ct_dlsym_impl(void *handle, const char *name)
     if (!ct_real_claim((enum ct_sym)row, p))
         return p; /* a second driver: pass it through unwrapped */
     return ct_sym_wrapper(row);
+}
+
+void *ct_next_sym(void *_Atomic *slot, const char *name)
+{
+    void *p = atomic_load_explicit(slot, memory_order_acquire);
+    if (!p) {
+        int saved = errno;
+        p = ct_dlsym_real(RTLD_NEXT, name);
+        errno = saved;
+        atomic_store_explicit(slot, p, memory_order_release);
+    }
+    return p;
 }

@@ -513,9 +513,11 @@ static uint64_t io_mul(size_t a, size_t b)
     return __builtin_mul_overflow((uint64_t)a, (uint64_t)b, &r) ? UINT64_MAX : r;
 }
 
-CT_EXPORT size_t fread(void *ptr, size_t size, size_t n, FILE *fp)
+/* fread and fwrite differ only in the pointer's const: one body for both. */
+typedef size_t (*stdio_rw_fn)(void *, size_t, size_t, FILE *);
+
+static size_t stdio_rw(enum io_fn f, stdio_rw_fn real, void *ptr, size_t size, size_t n, FILE *fp)
 {
-    fread_fn real = IO_REAL(fread_fn, IO_fread);
     if (__builtin_expect(!real, 0)) {
         errno = ENOSYS;
         return 0;
@@ -527,26 +529,19 @@ CT_EXPORT size_t fread(void *ptr, size_t size, size_t n, FILE *fp)
     int fd = io_fileno(fp);
     sp.t0 = ct_clock_now();
     size_t r = real(ptr, size, n, fp);
-    io_done(&sp, IO_fread, fd, io_mul(size, n), (int64_t)r, -1);
+    io_done(&sp, f, fd, io_mul(size, n), (int64_t)r, -1);
     ct_span_leave(&sp);
     return r;
 }
 
+CT_EXPORT size_t fread(void *ptr, size_t size, size_t n, FILE *fp)
+{
+    return stdio_rw(IO_fread, (stdio_rw_fn)IO_REAL(fread_fn, IO_fread), ptr, size, n, fp);
+}
+
 CT_EXPORT size_t fwrite(const void *ptr, size_t size, size_t n, FILE *fp)
 {
-    fwrite_fn real = IO_REAL(fwrite_fn, IO_fwrite);
-    if (__builtin_expect(!real, 0)) {
-        errno = ENOSYS;
-        return 0;
-    }
-    if (!ct_shim_recording())
-        return real(ptr, size, n, fp);
-    struct ct_span sp;
-    ct_span_enter(&sp);
-    int fd = io_fileno(fp);
-    sp.t0 = ct_clock_now();
-    size_t r = real(ptr, size, n, fp);
-    io_done(&sp, IO_fwrite, fd, io_mul(size, n), (int64_t)r, -1);
-    ct_span_leave(&sp);
-    return r;
+    /* fwrite never writes through ptr; the cast only shares the body */
+    return stdio_rw(IO_fwrite, (stdio_rw_fn)IO_REAL(fwrite_fn, IO_fwrite), (void *)ptr, size, n,
+                    fp);
 }

@@ -24,12 +24,7 @@
     static void *_Atomic real_##name##_p;                                                          \
     static type real_##name(void)                                                                  \
     {                                                                                              \
-        void *p = atomic_load_explicit(&real_##name##_p, memory_order_acquire);                    \
-        if (!p) {                                                                                  \
-            p = ct_dlsym_real(RTLD_NEXT, #name);                                                   \
-            atomic_store_explicit(&real_##name##_p, p, memory_order_release);                      \
-        }                                                                                          \
-        return (type)ct_fn(p);                                                                     \
+        return (type)ct_fn(ct_next_sym(&real_##name##_p, #name));                                  \
     }
 
 typedef int (*execve_fn)(const char *, char *const[], char *const[]);

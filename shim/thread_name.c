@@ -115,19 +115,9 @@ typedef int (*setname_fn)(pthread_t, const char *);
 typedef int (*prctl_fn)(int, unsigned long, unsigned long, unsigned long, unsigned long);
 static void *_Atomic g_real_setname, *_Atomic g_real_prctl;
 
-static void *real_sym(void *_Atomic *slot, const char *name)
-{
-    void *p = atomic_load_explicit(slot, memory_order_acquire);
-    if (!p) {
-        p = ct_dlsym_real(RTLD_NEXT, name);
-        atomic_store_explicit(slot, p, memory_order_release);
-    }
-    return p;
-}
-
 CT_EXPORT int pthread_setname_np(pthread_t th, const char *name)
 {
-    setname_fn real = (setname_fn)ct_fn(real_sym(&g_real_setname, "pthread_setname_np"));
+    setname_fn real = (setname_fn)ct_fn(ct_next_sym(&g_real_setname, "pthread_setname_np"));
     if (!real)
         return ENOSYS;
     int r = real(th, name);
@@ -152,7 +142,7 @@ CT_EXPORT int prctl(int option, ...)
     unsigned long a2 = va_arg(ap, unsigned long), a3 = va_arg(ap, unsigned long);
     unsigned long a4 = va_arg(ap, unsigned long), a5 = va_arg(ap, unsigned long);
     va_end(ap);
-    prctl_fn real = (prctl_fn)ct_fn(real_sym(&g_real_prctl, "prctl"));
+    prctl_fn real = (prctl_fn)ct_fn(ct_next_sym(&g_real_prctl, "prctl"));
     if (!real) {
         errno = ENOSYS;
         return -1;

@@ -35,25 +35,25 @@ void fgc_collect(void)
 {
     pthread_mutex_lock(&fgc.collect);
     pthread_mutex_lock(&fgc.lock);
-    fgc_list todo = fgc.pending;
+    fgc_list taken = fgc.pending;
     fgc.pending = (fgc_list){0};
     const struct fg_cupti_driver *drv = fgc.drv;
     pthread_mutex_unlock(&fgc.lock);
 
     size_t n = 0;
-    for (fgc_rec *r = todo.head; r; r = r->next)
+    for (fgc_rec *r = taken.head; r; r = r->next)
         n += r->handle != NULL;
     if (n && drv) {
         void **h = malloc(n * sizeof *h);
         int64_t *st = malloc(n * sizeof *st), *en = malloc(n * sizeof *en);
         if (h && st && en) {
             size_t i = 0;
-            for (fgc_rec *r = todo.head; r; r = r->next)
+            for (fgc_rec *r = taken.head; r; r = r->next)
                 if (r->handle)
                     h[i++] = r->handle;
             drv->poll(h, n, st, en); /* takes the driver's lock: we hold only collect */
             i = 0;
-            for (fgc_rec *r = todo.head; r; r = r->next) {
+            for (fgc_rec *r = taken.head; r; r = r->next) {
                 if (!r->handle)
                     continue;
                 if (!h[i]) {
@@ -72,7 +72,7 @@ void fgc_collect(void)
     /* Complete: times known and the op has ended in virtual time. */
     int64_t now = fgc_mono_now();
     fgc_list keep = {0}, done = {0};
-    for (fgc_rec *r = todo.head, *next; r; r = next) {
+    for (fgc_rec *r = taken.head, *next; r; r = next) {
         next = r->next;
         r->next = NULL;
         bool complete = !r->handle && (!r->has_times || r->end_ns <= now);
@@ -179,14 +179,14 @@ void fgc_deliver_ready(void)
         pthread_mutex_unlock(&fgc.lock);
         return;
     }
-    fgc_list todo = fgc.ready;
+    fgc_list taken = fgc.ready;
     fgc.ready = (fgc_list){0};
     fgc.inflight++;
     pthread_mutex_unlock(&fgc.lock);
 
     uint8_t *buf = NULL;
     size_t size = 0, used = 0, max_records = 0, nrec = 0, dropped = 0;
-    for (fgc_rec *r = todo.head, *next; r; r = next) {
+    for (fgc_rec *r = taken.head, *next; r; r = next) {
         next = r->next;
         for (;;) {
             if (!buf) {
