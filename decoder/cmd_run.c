@@ -148,6 +148,11 @@ int ct_cmd_run(int argc, char **argv)
     const char *nvtx = getenv("NVTX_INJECTION64_PATH");
     if (!nvtx || !*nvtx)
         setenv("NVTX_INJECTION64_PATH", shim, 1);
+    /* Per-op GPU times from NCCL's profiler plugin interface: the shim is
+     * that plugin too (NCCL dlopens it; it is already loaded). */
+    const char *prof = getenv("NCCL_PROFILER_PLUGIN");
+    if (!prof || !*prof)
+        setenv("NCCL_PROFILER_PLUGIN", shim, 1);
     free(preload);
 
     struct sigaction sa;

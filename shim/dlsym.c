@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 #include "shim/cuda_table.h"
+#include "shim/nccl_table.h"
 #include "shim/shim.h"
 
 typedef void *(*dlsym_fn)(void *, const char *);
@@ -39,6 +40,23 @@ CT_NO_SANITIZE void *ct_dlsym_real(void *handle, const char *name)
     return real ? real(handle, name) : NULL;
 }
 
+/*
+ * NCCL names (JAX and vLLM resolve NCCL by dlsym). A lookup that found our
+ * own definition while no NCCL is loaded is a probe that must fail as it
+ * would without us.
+ */
+CT_NO_SANITIZE static void *ct_dlsym_nccl(const char *name, void *p)
+{
+    int row = ct_nccl_find(name);
+    if (row < 0)
+        return p;
+    if (p == ct_nccl_wrapper(row))
+        return ct_nccl_present() ? p : NULL;
+    if (!ct_nccl_claim((enum ct_nccl_sym)row, p))
+        return p; /* a second NCCL: pass it through unwrapped */
+    return ct_nccl_wrapper(row);
+}
+
 void *ct_dlsym_impl(void *handle, const char *name);
 CT_NO_SANITIZE void *ct_dlsym_impl(void *handle, const char *name)
 {
@@ -47,7 +65,7 @@ CT_NO_SANITIZE void *ct_dlsym_impl(void *handle, const char *name)
         return p;
     int row = ct_sym_find(name);
     if (row < 0)
-        return p;
+        return ct_dlsym_nccl(name, p);
     if (!ct_real_claim((enum ct_sym)row, p))
         return p; /* a second driver: pass it through unwrapped */
     return ct_sym_wrapper(row);

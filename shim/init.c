@@ -160,7 +160,7 @@ static int start_recording(int after_fork)
         .ring_bytes = ct_cfg.buffer_kb * 1024,
         .zstd_level = ct_cfg.zstd_level,
         .flush_ms = ct_cfg.flush_ms,
-        .features = CT_FEAT_CUDA | CT_FEAT_IO | CT_FEAT_NVTX,
+        .features = CT_FEAT_CUDA | CT_FEAT_NCCL | CT_FEAT_IO | CT_FEAT_NVTX,
         .pid = (uint32_t)getpid(),
         .clock = ct_cfg.clock,
     };

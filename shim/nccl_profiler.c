@@ -1,0 +1,305 @@
+/*
+ * NCCL profiler plugin: libcutrace.so exports ncclProfiler_v5, _v4 and _v3,
+ * and `cutrace run` points NCCL_PROFILER_PLUGIN at it, so NCCL (>= 2.23 for
+ * v3, 2.25 v4, 2.26 v5) reports each collective and point-to-point op with
+ * per-channel kernel events. An op's GPU interval is the earliest channel
+ * start to the latest channel stop; it becomes a CT_REC_GPU record of type
+ * nccl and source nccl_plugin, correlated with the op's NCCL record.
+ *
+ * Tying an event to our record: NCCL starts Coll and P2p events on the
+ * thread that called the outermost ncclGroupEnd (or the op itself, for its
+ * implicit group), inside that call; the op wrappers keep that call's ops
+ * per thread (shim/nccl.c), and the first not yet taken with the same
+ * function, count (and peer) is the one. Events that match nothing (an op
+ * issued while we were not recording) are counted as untimed.
+ *
+ * Times: v4 and v5 carry the GPU's globaltimer (nanoseconds on the host's
+ * CLOCK_REALTIME base, as the driver sets it), converted to the trace's
+ * CLOCK_MONOTONIC with the current offset between the two clocks. v3 has no
+ * GPU timer: its kernel-channel start and stop are reported by NCCL's proxy
+ * thread when it observes them, so the host clock at those calls is used.
+ *
+ * These callbacks run on NCCL's threads, never inside a job's wrapped call:
+ * they may read the clock, but still take no lock and allocate nothing
+ * (handles come from a fixed pool).
+ */
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "shim/nccl_int.h"
+#include "shim/nccl_profiler_abi.h"
+
+#define CT_NPROF_POOL 8192
+
+enum ev_kind { EV_FREE = 0, EV_OP = 1, EV_CHANNEL = 2 };
+
+struct ev {
+    _Atomic int kind;
+    _Atomic int refs; /* op: itself + open channels */
+    struct ev *parent;
+    uint64_t corr;
+    uint32_t name;
+    _Atomic uint64_t start; /* op: earliest channel start, UINT64_MAX none */
+    _Atomic uint64_t end;   /* op: latest channel stop */
+};
+
+static struct ev g_pool[CT_NPROF_POOL];
+static _Atomic unsigned g_next;
+static _Atomic uint64_t g_untimed;
+static _Atomic uint64_t g_pool_full;
+static int g_group_handle; /* Group events: a non-NULL handle we ignore */
+static int g_ctx;
+
+static struct ev *ev_alloc(int kind)
+{
+    for (unsigned tries = 0; tries < CT_NPROF_POOL; tries++) {
+        unsigned i = atomic_fetch_add_explicit(&g_next, 1, memory_order_relaxed) % CT_NPROF_POOL;
+        int expected = EV_FREE;
+        if (atomic_compare_exchange_strong(&g_pool[i].kind, &expected, kind))
+            return &g_pool[i];
+    }
+    atomic_fetch_add(&g_pool_full, 1);
+    return NULL;
+}
+
+static int ours(void *h)
+{
+    return h && (struct ev *)h >= g_pool && (struct ev *)h < g_pool + CT_NPROF_POOL;
+}
+
+static uint64_t gpu_to_mono(uint64_t ptimer)
+{
+    /* both clocks read back to back: their offset is good to ~100 ns */
+    uint64_t real = ct_clock_real_ns(), mono = ct_clock_mono_ns();
+    return ptimer > real - mono ? ptimer - (real - mono) : 0;
+}
+
+static void op_release(struct ev *op)
+{
+    if (atomic_fetch_sub(&op->refs, 1) != 1)
+        return;
+    uint64_t s = atomic_load(&op->start), e = atomic_load(&op->end);
+    if (op->corr && s != UINT64_MAX && e >= s && ct_shim_live() && ct_capture_contains(s)) {
+        uint64_t f[CT_GPU_NFIELDS] = {0};
+        f[CT_GPU_START] = s;
+        f[CT_GPU_END] = e;
+        f[CT_GPU_DEVICE] = (uint64_t)(int64_t)-1;
+        f[CT_GPU_CORR] = op->corr;
+        f[CT_GPU_TYPE] = CT_GPU_NCCL;
+        f[CT_GPU_NAME] = op->name;
+        f[CT_GPU_SOURCE] = CT_SRC_NCCL_PLUGIN;
+        int guard = ct_tls_guard;
+        ct_tls_guard = 1;
+        ct_emit(CT_REC_GPU, CT_RF_NS, f, CT_GPU_NFIELDS);
+        ct_tls_guard = guard;
+    } else {
+        atomic_fetch_add(&g_untimed, 1);
+    }
+    atomic_store(&op->kind, EV_FREE);
+}
+
+static void op_start(void **handle, const char *func, uint64_t count, int peer)
+{
+    struct ev *e = ev_alloc(EV_OP);
+    *handle = e;
+    if (!e)
+        return;
+    e->parent = NULL;
+    e->corr = ct_nccl_take_pending(func, count, peer);
+    char name[48];
+    snprintf(name, sizeof(name), "nccl%s", func ? func : "?");
+    int guard = ct_tls_guard;
+    ct_tls_guard = 1;
+    e->name = ct_shim_live() ? ct_intern(name) : 0;
+    ct_tls_guard = guard;
+    atomic_store(&e->start, UINT64_MAX);
+    atomic_store(&e->end, 0);
+    atomic_store(&e->refs, 1);
+}
+
+static void channel_start(void **handle, void *parent, int has_timer, uint64_t ptimer)
+{
+    *handle = NULL;
+    if (!ours(parent) || atomic_load(&((struct ev *)parent)->kind) != EV_OP)
+        return;
+    struct ev *e = ev_alloc(EV_CHANNEL);
+    if (!e)
+        return;
+    struct ev *op = parent;
+    atomic_fetch_add(&op->refs, 1);
+    e->parent = op;
+    atomic_store(&e->start, has_timer && ptimer ? gpu_to_mono(ptimer) : ct_clock_mono_ns());
+    atomic_store(&e->end, 0);
+    *handle = e;
+}
+
+static void channel_stop(struct ev *e)
+{
+    struct ev *op = e->parent;
+    uint64_t s = atomic_load(&e->start);
+    uint64_t t = atomic_load(&e->end);
+    if (!t)
+        t = ct_clock_mono_ns(); /* v3, or no stop timer given */
+    uint64_t cur = atomic_load(&op->start);
+    while (s && s < cur && !atomic_compare_exchange_weak(&op->start, &cur, s))
+        ;
+    cur = atomic_load(&op->end);
+    while (t > cur && !atomic_compare_exchange_weak(&op->end, &cur, t))
+        ;
+    atomic_store(&e->kind, EV_FREE);
+    op_release(op);
+}
+
+static ncclResult_t stop_event(void *handle)
+{
+    if (!ours(handle))
+        return ncclSuccess;
+    struct ev *e = handle;
+    int kind = atomic_load(&e->kind);
+    if (kind == EV_CHANNEL)
+        channel_stop(e);
+    else if (kind == EV_OP)
+        op_release(e);
+    return ncclSuccess;
+}
+
+static ncclResult_t record_state_v4(void *handle, int state, union ct_nprof_state_args_v4 *a)
+{
+    if (!ours(handle) || state != CT_NPROF_STATE_KERNEL_CH_STOP || !a)
+        return ncclSuccess;
+    struct ev *e = handle;
+    if (atomic_load(&e->kind) == EV_CHANNEL && a->kernel_ch.ptimer)
+        atomic_store(&e->end, gpu_to_mono(a->kernel_ch.ptimer));
+    return ncclSuccess;
+}
+
+static ncclResult_t record_state_v3(void *handle, int state, void *a)
+{
+    (void)handle, (void)state, (void)a;
+    return ncclSuccess;
+}
+
+/* Common init: what we want to hear about, and the link between NCCL's
+ * own communicator id and ours (a "nccl_comm_hash" metadata entry). */
+static ncclResult_t init_common(void **ctx, int *mask, uint64_t nccl_hash)
+{
+    *ctx = &g_ctx;
+    if (!ct_shim_live()) {
+        *mask = 0;
+        return ncclSuccess;
+    }
+    *mask = CT_NPROF_GROUP | CT_NPROF_COLL | CT_NPROF_P2P | CT_NPROF_KERNEL_CH;
+    uint64_t ours_hash = ct_nccl_tls()->init_hash;
+    if (ours_hash && nccl_hash) {
+        int guard = ct_tls_guard;
+        ct_tls_guard = 1;
+        char buf[24];
+        snprintf(buf, sizeof(buf), "0x%016llx", (unsigned long long)nccl_hash);
+        uint64_t f[CT_META_NFIELDS] = {ct_clock_now(), CT_SCOPE_COMM, ours_hash,
+                                       ct_intern("nccl_comm_hash"), ct_intern(buf)};
+        ct_emit(CT_REC_META, 0, f, CT_META_NFIELDS);
+        ct_tls_guard = guard;
+    }
+    return ncclSuccess;
+}
+
+static ncclResult_t finalize(void *ctx)
+{
+    (void)ctx;
+    uint64_t n = atomic_exchange(&g_untimed, 0) + atomic_exchange(&g_pool_full, 0);
+    if (n && ct_shim_live()) {
+        int guard = ct_tls_guard;
+        ct_tls_guard = 1;
+        uint64_t f[CT_DROP_NFIELDS] = {ct_clock_mono_ns(), n, CT_DROP_GPU_UNTIMED};
+        ct_emit(CT_REC_DROP, CT_RF_NS, f, CT_DROP_NFIELDS);
+        ct_tls_guard = guard;
+    }
+    return ncclSuccess;
+}
+
+/* ------------------------------------------------------------------ v5 */
+
+static ncclResult_t init_v5(void **ctx, uint64_t comm_id, int *mask, const char *comm_name,
+                            int nnodes, int nranks, int rank, ct_nprof_logger log)
+{
+    (void)comm_name, (void)nnodes, (void)nranks, (void)rank, (void)log;
+    return init_common(ctx, mask, comm_id);
+}
+
+static ncclResult_t start_v5(void *ctx, void **handle, struct ct_nprof_descr_v5 *d)
+{
+    (void)ctx;
+    *handle = NULL;
+    if (!d)
+        return ncclSuccess;
+    if (d->type == CT_NPROF_GROUP)
+        *handle = &g_group_handle;
+    else if (d->type == CT_NPROF_COLL)
+        op_start(handle, d->coll.func, d->coll.count, -1);
+    else if (d->type == CT_NPROF_P2P)
+        op_start(handle, d->p2p.func, d->p2p.count, d->p2p.peer);
+    else if (d->type == CT_NPROF_KERNEL_CH)
+        channel_start(handle, d->parent, 1, d->kernel_ch.ptimer);
+    return ncclSuccess;
+}
+
+/* ------------------------------------------------------------------ v4 */
+
+static ncclResult_t init_v4(void **ctx, int *mask, const char *comm_name, uint64_t comm_hash,
+                            int nnodes, int nranks, int rank, ct_nprof_logger log)
+{
+    (void)comm_name, (void)nnodes, (void)nranks, (void)rank, (void)log;
+    return init_common(ctx, mask, comm_hash);
+}
+
+static ncclResult_t start_v4(void *ctx, void **handle, struct ct_nprof_descr_v4 *d)
+{
+    (void)ctx;
+    *handle = NULL;
+    if (!d)
+        return ncclSuccess;
+    if (d->type == CT_NPROF_GROUP)
+        *handle = &g_group_handle;
+    else if (d->type == CT_NPROF_COLL)
+        op_start(handle, d->coll.func, d->coll.count, -1);
+    else if (d->type == CT_NPROF_P2P)
+        op_start(handle, d->p2p.func, d->p2p.count, d->p2p.peer);
+    else if (d->type == CT_NPROF_KERNEL_CH)
+        channel_start(handle, d->parent, 1, d->kernel_ch.ptimer);
+    return ncclSuccess;
+}
+
+/* ------------------------------------------------------------------ v3 */
+
+static ncclResult_t init_v3(void **ctx, int *mask)
+{
+    return init_common(ctx, mask, 0);
+}
+
+static ncclResult_t start_v3(void *ctx, void **handle, struct ct_nprof_descr_v3 *d)
+{
+    (void)ctx;
+    *handle = NULL;
+    if (!d)
+        return ncclSuccess;
+    if (d->type == CT_NPROF_GROUP)
+        *handle = &g_group_handle;
+    else if (d->type == CT_NPROF_COLL)
+        op_start(handle, d->coll.func, d->coll.count, -1);
+    else if (d->type == CT_NPROF_P2P)
+        op_start(handle, d->p2p.func, d->p2p.count, d->p2p.peer);
+    else if (d->type == CT_NPROF_KERNEL_CH)
+        channel_start(handle, d->parent, 0, 0);
+    return ncclSuccess;
+}
+
+CT_EXPORT struct ct_nprof_v5 ncclProfiler_v5 = {
+    "cutrace", init_v5, start_v5, stop_event, record_state_v4, finalize,
+};
+CT_EXPORT struct ct_nprof_v4 ncclProfiler_v4 = {
+    "cutrace", init_v4, start_v4, stop_event, record_state_v4, finalize,
+};
+CT_EXPORT struct ct_nprof_v3 ncclProfiler_v3 = {
+    "cutrace", init_v3, start_v3, stop_event, record_state_v3, finalize,
+};

@@ -1,0 +1,144 @@
+/*
+ * The NCCL profiler-plugin ABI, versions 3 to 5, as far as cutrace reads it.
+ * NCCL does not install these headers; the layouts below are transcribed
+ * from the interface NCCL documents for plugins (plugins/profiler in the
+ * NCCL sources): an event descriptor is {type, parentObj, rank, union},
+ * where type is a uint8_t before v5 and a uint64_t from v5 on, and the union
+ * holds one struct per event type. Only the members cutrace reads are named;
+ * each struct keeps every member before them so the offsets are NCCL's.
+ */
+#ifndef CT_NCCL_PROFILER_ABI_H
+#define CT_NCCL_PROFILER_ABI_H
+
+#include <nccl.h>
+#include <stdint.h>
+
+enum {
+    CT_NPROF_GROUP = 1 << 0,
+    CT_NPROF_COLL = 1 << 1,
+    CT_NPROF_P2P = 1 << 2,
+    CT_NPROF_KERNEL_CH = 1 << 6,
+};
+enum { CT_NPROF_STATE_KERNEL_CH_STOP = 22 };
+
+typedef void (*ct_nprof_logger)(void);
+
+/* v4 and v5 share the Coll, P2p and KernelCh member layouts up to what we
+ * read (v5 appends parentGroup to Coll and P2p). */
+struct ct_nprof_coll_v4 {
+    uint64_t seq;
+    const char *func;
+    const void *sendbuff;
+    void *recvbuff;
+    size_t count;
+    int root;
+    const char *datatype;
+    uint8_t nchannels, nwarps;
+    const char *algo, *proto;
+};
+struct ct_nprof_p2p_v4 {
+    const char *func;
+    void *buff;
+    const char *datatype;
+    size_t count;
+    int peer;
+    uint8_t nchannels;
+};
+struct ct_nprof_kernel_ch_v4 {
+    uint8_t channel;
+    uint64_t ptimer; /* GPU globaltimer at the channel's start */
+};
+
+struct ct_nprof_descr_v5 {
+    uint64_t type;
+    void *parent;
+    int rank;
+    union {
+        struct ct_nprof_coll_v4 coll;
+        struct ct_nprof_p2p_v4 p2p;
+        struct ct_nprof_kernel_ch_v4 kernel_ch;
+        uint64_t align_;
+    };
+};
+
+struct ct_nprof_descr_v4 {
+    uint8_t type;
+    void *parent;
+    int rank;
+    union {
+        struct ct_nprof_coll_v4 coll;
+        struct ct_nprof_p2p_v4 p2p;
+        struct ct_nprof_kernel_ch_v4 kernel_ch;
+        uint64_t align_;
+    };
+};
+
+struct ct_nprof_descr_v3 {
+    uint8_t type;
+    void *parent;
+    int rank;
+    union {
+        struct {
+            const char *name;
+            uint64_t comm_hash;
+            uint64_t seq;
+            const char *func;
+            const void *sendbuff;
+            void *recvbuff;
+            size_t count;
+        } coll;
+        struct {
+            const char *name;
+            uint64_t comm_hash;
+            const char *func;
+            void *buff;
+            const char *datatype;
+            size_t count;
+            int peer;
+        } p2p;
+        struct {
+            uint8_t channel;
+        } kernel_ch;
+        uint64_t align_;
+    };
+};
+
+/* State arguments: in v4 and v5 the KernelCh stop timer is the union's
+ * first word. */
+union ct_nprof_state_args_v4 {
+    struct {
+        uint64_t ptimer;
+    } kernel_ch;
+    void *align_;
+};
+
+struct ct_nprof_v5 {
+    const char *name;
+    ncclResult_t (*init)(void **ctx, uint64_t comm_id, int *mask, const char *comm_name, int nnodes,
+                         int nranks, int rank, ct_nprof_logger log);
+    ncclResult_t (*start_event)(void *ctx, void **handle, struct ct_nprof_descr_v5 *d);
+    ncclResult_t (*stop_event)(void *handle);
+    ncclResult_t (*record_event_state)(void *handle, int state, union ct_nprof_state_args_v4 *a);
+    ncclResult_t (*finalize)(void *ctx);
+};
+
+struct ct_nprof_v4 {
+    const char *name;
+    ncclResult_t (*init)(void **ctx, int *mask, const char *comm_name, uint64_t comm_hash,
+                         int nnodes, int nranks, int rank, ct_nprof_logger log);
+    ncclResult_t (*start_event)(void *ctx, void **handle, struct ct_nprof_descr_v4 *d);
+    ncclResult_t (*stop_event)(void *handle);
+    ncclResult_t (*record_event_state)(void *handle, int state, union ct_nprof_state_args_v4 *a);
+    ncclResult_t (*finalize)(void *ctx);
+};
+
+struct ct_nprof_v3 {
+    const char *name;
+    ncclResult_t (*init)(void **ctx, int *mask);
+    ncclResult_t (*start_event)(void *ctx, void **handle, struct ct_nprof_descr_v3 *d);
+    ncclResult_t (*stop_event)(void *handle);
+    ncclResult_t (*record_event_state)(void *handle, int state, void *args);
+    ncclResult_t (*finalize)(void *ctx);
+};
+
+#endif
