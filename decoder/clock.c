@@ -1,0 +1,170 @@
+/* Realtime mapping per process and collective-end refinement per rank. */
+#include "decoder/clock.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decoder/stats.h"
+#include "decoder/timeline.h"
+
+int64_t ct_clock_offset(const struct ct_trace *t)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < t->n; i++)
+        n += t->recs[i].kind == CT_REC_CLOCK;
+    if (n == 0)
+        return (int64_t)(t->rd.hdr.start_real_ns - t->rd.hdr.start_mono_ns);
+    int64_t *d = malloc(n * sizeof(*d));
+    if (!d)
+        return (int64_t)(t->rd.hdr.start_real_ns - t->rd.hdr.start_mono_ns);
+    n = 0;
+    for (size_t i = 0; i < t->n; i++)
+        if (t->recs[i].kind == CT_REC_CLOCK)
+            d[n++] = (int64_t)(t->recs[i].f[CT_CLOCK_REAL] - t->recs[i].f[CT_CLOCK_MONO]);
+    int64_t m = ct_median_i64(d, n);
+    free(d);
+    return m;
+}
+
+static void shift_set(struct ct_ivset *a, int64_t d)
+{
+    for (size_t i = 0; i < a->n; i++) {
+        a->v[i].s += d;
+        a->v[i].e += d;
+    }
+}
+
+static void shift_rank(struct ct_rank *r, int64_t d)
+{
+    for (size_t i = 0; i < r->nops; i++) {
+        r->ops[i].s += d;
+        r->ops[i].e += d;
+        if (r->ops[i].launch != INT64_MIN)
+            r->ops[i].launch += d;
+    }
+    for (size_t i = 0; i < r->nnccl; i++) {
+        r->nccl[i].host_s += d;
+        r->nccl[i].host_e += d;
+        if (r->nccl[i].e) {
+            r->nccl[i].s += d;
+            r->nccl[i].e += d;
+        }
+    }
+    for (size_t k = 0; k < r->nprocs; k++) {
+        struct ct_proc *p = r->procs[k];
+        for (size_t i = 0; i < p->nlaunches; i++)
+            p->launches[i] += d;
+        for (size_t i = 0; i < p->nsteps; i++) {
+            p->steps[i].s += d;
+            p->steps[i].e += d;
+        }
+        shift_set(&p->sync, d);
+        shift_set(&p->data_wait, d);
+        shift_set(&p->ckpt, d);
+    }
+}
+
+struct end {
+    uint64_t comm, seq;
+    int64_t e;
+    uint32_t rank; /* index into job->ranks */
+};
+
+static int cmp_end(const void *a, const void *b)
+{
+    const struct end *x = a, *y = b;
+    if (x->comm != y->comm)
+        return x->comm < y->comm ? -1 : 1;
+    if (x->seq != y->seq)
+        return x->seq < y->seq ? -1 : 1;
+    return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+static int is_collective(int op)
+{
+    return op != CT_NCCL_OP_SEND && op != CT_NCCL_OP_RECV;
+}
+
+/* One pass: residuals of every rank against the per-op median end. res[r]
+ * gets the median residual, abs_res[r] the median |residual|. */
+static int pass(struct ct_job *job, int64_t *res, int64_t *abs_res)
+{
+    size_t n = 0;
+    for (size_t r = 0; r < job->nranks; r++)
+        for (size_t i = 0; i < job->ranks[r].nnccl; i++)
+            n += job->ranks[r].nccl[i].e && is_collective(job->ranks[r].nccl[i].op);
+    struct end *v = malloc((n ? n : 1) * sizeof(*v));
+    int64_t **per = calloc(job->nranks, sizeof(*per));
+    size_t *cnt = calloc(job->nranks, sizeof(*cnt));
+    int64_t *ends = malloc((job->nranks ? job->nranks : 1) * sizeof(*ends));
+    int rc = -ENOMEM;
+    if (!v || !per || !cnt || !ends)
+        goto out;
+    n = 0;
+    for (size_t r = 0; r < job->nranks; r++)
+        for (size_t i = 0; i < job->ranks[r].nnccl; i++) {
+            const struct ct_nop *o = &job->ranks[r].nccl[i];
+            if (o->e && is_collective(o->op))
+                v[n++] = (struct end){o->comm, o->seq, o->e, (uint32_t)r};
+        }
+    qsort(v, n, sizeof(*v), cmp_end);
+    for (size_t r = 0; r < job->nranks; r++) {
+        per[r] = malloc((n ? n : 1) * sizeof(int64_t));
+        if (!per[r])
+            goto out;
+    }
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        while (j < n && v[j].comm == v[i].comm && v[j].seq == v[i].seq)
+            j++;
+        if (j - i >= 2) {
+            for (size_t k = i; k < j; k++)
+                ends[k - i] = v[k].e;
+            int64_t m = ct_median_i64(ends, j - i);
+            for (size_t k = i; k < j; k++)
+                per[v[k].rank][cnt[v[k].rank]++] = v[k].e - m;
+        }
+        i = j;
+    }
+    for (size_t r = 0; r < job->nranks; r++) {
+        res[r] = cnt[r] ? ct_median_i64(per[r], cnt[r]) : 0;
+        for (size_t k = 0; k < cnt[r]; k++)
+            per[r][k] = per[r][k] < 0 ? -per[r][k] : per[r][k];
+        abs_res[r] = cnt[r] ? ct_median_i64(per[r], cnt[r]) : 0;
+    }
+    rc = 0;
+out:
+    if (per)
+        for (size_t r = 0; r < job->nranks; r++)
+            free(per[r]);
+    free(per);
+    free(cnt);
+    free(ends);
+    free(v);
+    return rc;
+}
+
+int ct_clock_refine(struct ct_job *job)
+{
+    int64_t *res = calloc(job->nranks ? job->nranks : 1, sizeof(*res));
+    int64_t *abs_res = calloc(job->nranks ? job->nranks : 1, sizeof(*abs_res));
+    int rc = -ENOMEM;
+    if (!res || !abs_res)
+        goto out;
+    for (int it = 0; it < 2; it++) {
+        if ((rc = pass(job, res, abs_res)))
+            goto out;
+        for (size_t r = 0; r < job->nranks; r++) {
+            shift_rank(&job->ranks[r], -res[r]);
+            job->ranks[r].skew_ns -= res[r];
+        }
+    }
+    rc = pass(job, res, abs_res);
+    for (size_t r = 0; !rc && r < job->nranks; r++)
+        job->ranks[r].residual_ns = abs_res[r];
+out:
+    free(res);
+    free(abs_res);
+    return rc;
+}

@@ -1,0 +1,19 @@
+/* Order statistics the report uses (medians, percentiles, MAD). */
+#ifndef CT_STATS_H
+#define CT_STATS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Median of v[0..n) (reorders v); 0 for n == 0. Even n: the mean of the two
+ * middle values, rounded toward negative infinity. */
+int64_t ct_median_i64(int64_t *v, size_t n);
+
+/* Percentile q in [0,100] of v[0..n) by linear interpolation between closest
+ * ranks (numpy's default); sorts v. 0 for n == 0. */
+double ct_percentile(double *v, size_t n, double q);
+
+/* Median of doubles (sorts v); 0 for n == 0. */
+double ct_median(double *v, size_t n);
+
+#endif

@@ -1,0 +1,152 @@
+/*
+ * Per-rank timelines for `cutrace report`: what each rank's GPU did (per
+ * stream and per class) and what its host threads were doing, on one job
+ * clock (int64 ns of CLOCK_REALTIME, from each trace's CLOCK sync records,
+ * refined across ranks by matching collective ends).
+ *
+ * Building happens in two steps. ct_proc_extract() turns one decoded trace
+ * (one process) into compact arrays and may run on several threads at once,
+ * one trace each; the raw records can then be freed. ct_job_build() folds
+ * processes into ranks (loader workers join the rank they serve), classifies
+ * communication, builds the interval sets and aligns clocks.
+ *
+ * Communication classes (the rule, applied per NCCL op, first that holds):
+ *   1. Send/Recv (and SendRecv kernels)            -> pp   (pipeline)
+ *   2. Broadcast/Reduce/AlltoAll/Gather/Scatter     -> other
+ *   3. AllReduce/ReduceScatter/AllGather on a communicator that also
+ *      carries Send/Recv                            -> other
+ *   4. ... on a communicator whose members are consecutive global ranks,
+ *      not all ranks of the job, when the same rank also runs such
+ *      collectives on a strided communicator (members not consecutive)
+ *                                                   -> tp   (tensor-parallel)
+ *   5. ... otherwise (spans the data-parallel group) -> dp   (data-parallel)
+ * Rule 4 follows the layout every common framework uses (Megatron, DeepSpeed,
+ * torchtitan): tensor-parallel groups are the innermost, consecutive ranks,
+ * so the data-parallel group of a TP>1 job is strided. An ncclDevKernel_* /
+ * ncclKernel_* kernel without an NCCL call record is classified by the op in
+ * its name with rules 1, 2 and 5.
+ */
+#ifndef CT_TIMELINE_H
+#define CT_TIMELINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "decoder/intervals.h"
+#include "decoder/tracefile.h"
+
+enum ct_class {
+    CT_CL_COMPUTE = 0,
+    CT_CL_MEMORY,
+    CT_CL_DP,
+    CT_CL_TP,
+    CT_CL_PP,
+    CT_CL_OTHER,
+    CT_CL_COUNT
+};
+#define CT_CL_IS_COMM(c) ((c) >= CT_CL_DP)
+const char *ct_class_name(int cls);
+
+/* One GPU interval. */
+struct ct_gop {
+    int64_t s, e;
+    int64_t launch; /* host start of the call that enqueued it, INT64_MIN if unknown */
+    uint32_t stream;
+    uint32_t name;  /* index into the rank's name table */
+    int32_t nccl;   /* index of its NCCL op in the rank, -1 */
+    uint8_t cls;    /* enum ct_class */
+    uint8_t type;   /* enum ct_gpu_type */
+    uint8_t op;     /* enum ct_nccl_op guessed from a kernel name, 0 */
+    uint8_t source; /* enum ct_gpu_source */
+};
+
+/* One NCCL call with its GPU interval when known (s = e = 0 otherwise). */
+struct ct_nop {
+    int64_t host_s, host_e, s, e;
+    uint64_t comm, seq, bytes, corr;
+    int32_t comm_rank, peer, nranks;
+    uint8_t op, cls;
+};
+
+/* A named host range (NVTX range or a mark: s == e). */
+struct ct_range {
+    int64_t s, e;
+    char *msg;
+};
+
+struct ct_coverage {
+    uint64_t gpu_cupti, gpu_events, gpu_plugin, gpu_nccl_record;
+    uint64_t dropped;       /* records lost (DROP records, all reasons) */
+    uint64_t untimed;       /* launches/copies/memsets without a GPU interval */
+    uint64_t unmatched_p2p; /* Send/Recv without their peer's op in the traces */
+    uint64_t processes, truncated, damaged;
+};
+
+/* What one process contributes; produced by ct_proc_extract. */
+struct ct_proc {
+    char *path, *host;
+    int64_t rank; /* -1 when the metadata has none */
+    uint32_t pid, ppid;
+    int64_t clock_offset; /* ns added to monotonic trace times */
+    struct ct_gop *ops;
+    size_t nops;
+    struct ct_nop *nccl;
+    size_t nnccl;
+    int64_t *launches; /* sorted host starts of launch/copy/memset/NCCL calls */
+    size_t nlaunches;
+    struct ct_ivset sync;      /* blocking sync calls and synchronous copies */
+    struct ct_ivset data_wait; /* read/recv/poll... on files, pipes, sockets */
+    struct ct_ivset ckpt;      /* write/fsync on files, DtoH copies >= 16 MiB */
+    struct ct_range *steps;    /* ranges/marks naming iterations */
+    size_t nsteps;
+    char **names;
+    size_t nnames;
+    struct ct_coverage cov;
+};
+
+/*
+ * Extracts one loaded trace (loaded with keep_records). step_name: the NVTX
+ * range or mark message that names iterations ("ProfilerStep" matches
+ * "ProfilerStep#N"); NULL for the default. Returns 0 or -ENOMEM. Safe to
+ * call concurrently on different traces.
+ */
+int ct_proc_extract(struct ct_trace *t, const char *step_name, struct ct_proc *p);
+void ct_proc_free(struct ct_proc *p);
+
+struct ct_rank {
+    int rank;
+    char *host;
+    struct ct_proc **procs; /* procs[0] is the main (GPU-driving) process */
+    size_t nprocs;
+    struct ct_gop *ops; /* all GPU intervals, sorted by start */
+    size_t nops;
+    struct ct_nop *nccl; /* sorted by host start */
+    size_t nnccl;
+    char **names; /* pointers borrowed from the processes; ops[].name indexes it */
+    size_t nnames;
+    struct ct_ivset cls[CT_CL_COUNT];
+    struct ct_ivset comm, gpu; /* union of the communication classes; of everything */
+    int64_t skew_ns;           /* refinement added after realtime alignment */
+    int64_t residual_ns;       /* median |collective end - peers' median end| after it */
+    struct ct_coverage cov;
+};
+
+struct ct_job {
+    struct ct_proc *procs;
+    size_t nprocs;
+    struct ct_rank *ranks; /* sorted by rank */
+    size_t nranks;
+    int64_t t0; /* earliest GPU start of the job: output times are relative to it */
+};
+
+/*
+ * Takes ownership of procs (an array from malloc) and builds the job:
+ * ranks, classes, interval sets, clock alignment. Returns 0 or -ENOMEM.
+ */
+int ct_job_build(struct ct_job *job, struct ct_proc *procs, size_t nprocs);
+void ct_job_free(struct ct_job *job);
+
+/* The op of an NCCL kernel name (ncclDevKernel_AllReduce_...), 0 if none. */
+int ct_nccl_op_from_kernel(const char *name);
+
+#endif
