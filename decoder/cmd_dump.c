@@ -90,9 +90,8 @@ static void span(struct out *o, const uint64_t *f)
 #define S(id) ct_reader_string(&t->rd, (id))
 
 /* The symbolised call stack recorded for a call, if any. */
-static void stack_field(struct out *o, struct ct_trace *t, uint64_t corr)
+static void stack_field(struct out *o, struct ct_trace *t, const char *frames)
 {
-    const char *frames = ct_trace_stack(t, corr);
     if (!frames)
         return;
     key(o, "stack");
@@ -143,7 +142,7 @@ static void api_fields(struct out *o, struct ct_trace *t, const uint64_t *f)
     case CT_FAM_ALLOC: f_u(o, "bytes", f[CT_API_BYTES]); break;
     default: break;
     }
-    stack_field(o, t, f[CT_API_CORR]);
+    stack_field(o, t, ct_trace_stack(t, f[CT_API_CORR]));
 }
 
 static void gpu_fields(struct out *o, struct ct_trace *t, const uint64_t *f)
@@ -175,8 +174,9 @@ static void gpu_fields(struct out *o, struct ct_trace *t, const uint64_t *f)
     }
 }
 
-static void nccl_fields(struct out *o, const uint64_t *f)
+static void nccl_fields(struct out *o, struct ct_trace *t, const struct ct_record *r)
 {
+    const uint64_t *f = r->f;
     span(o, f);
     f_s(o, "op", ct_name_nccl_op(f[CT_NCCL_OP]));
     f_hex(o, "comm_hash", f[CT_NCCL_COMM]);
@@ -192,14 +192,19 @@ static void nccl_fields(struct out *o, const uint64_t *f)
     f_u(o, "correlation_id", f[CT_NCCL_CORR]);
     f_i(o, "comm_rank", (int64_t)f[CT_NCCL_RANK]);
     f_u(o, "nranks", f[CT_NCCL_NRANKS]);
-    if (f[CT_NCCL_GPU_START]) {
-        f_u(o, "gpu_start_ns", f[CT_NCCL_GPU_START]);
-        f_u(o, "gpu_end_ns", f[CT_NCCL_GPU_END]);
+    uint64_t gs, ge;
+    unsigned src = ct_trace_nccl_gpu(t, r, &gs, &ge);
+    if (src) {
+        f_u(o, "gpu_start_ns", gs);
+        f_u(o, "gpu_end_ns", ge);
+        f_s(o, "gpu_source", ct_name_gpu_source(src));
     }
+    stack_field(o, t, ct_trace_stack(t, f[CT_NCCL_CORR]));
 }
 
-static void io_fields(struct out *o, const struct ct_trace *t, const uint64_t *f)
+static void io_fields(struct out *o, struct ct_trace *t, const struct ct_record *r)
 {
+    const uint64_t *f = r->f;
     span(o, f);
     f_s(o, "op", S(f[CT_IO_OP]));
     f_i(o, "fd", (int64_t)f[CT_IO_FD]);
@@ -208,6 +213,7 @@ static void io_fields(struct out *o, const struct ct_trace *t, const uint64_t *f
     f_u(o, "bytes", f[CT_IO_BYTES]);
     f_i(o, "result", (int64_t)f[CT_IO_RESULT]);
     f_i(o, "offset", (int64_t)f[CT_IO_OFFSET]);
+    stack_field(o, t, ct_trace_io_stack(t, r->tid, f[CT_IO_START]));
 }
 
 /* Prints records [i, j) where j > i groups consecutive META records of one
@@ -272,8 +278,8 @@ static size_t print_record(struct out *o, struct ct_trace *t, size_t i)
         break;
     case CT_REC_API: api_fields(o, t, f); break;
     case CT_REC_GPU: gpu_fields(o, t, f); break;
-    case CT_REC_NCCL: nccl_fields(o, f); break;
-    case CT_REC_IO: io_fields(o, t, f); break;
+    case CT_REC_NCCL: nccl_fields(o, t, r); break;
+    case CT_REC_IO: io_fields(o, t, r); break;
     case CT_REC_NVTX_RANGE:
         f_s(o, "type", "range");
         span(o, f);

@@ -133,7 +133,11 @@ static int cmp_module(const void *a, const void *b)
 static int cmp_stack(const void *a, const void *b)
 {
     const struct ct_stack_ref *x = a, *y = b;
-    return (x->corr > y->corr) - (x->corr < y->corr);
+    if (x->corr != y->corr)
+        return (x->corr > y->corr) - (x->corr < y->corr);
+    if (x->tid != y->tid)
+        return (x->tid > y->tid) - (x->tid < y->tid);
+    return (x->time > y->time) - (x->time < y->time);
 }
 
 /* One pass over the metadata: mappings and stacks, sorted for lookups. */
@@ -155,7 +159,8 @@ static void index_trace(struct ct_trace *t)
         const struct ct_record *m = &t->meta[i];
         const char *v = ct_reader_string(&t->rd, m->f[CT_META_VALUE]);
         if (m->f[CT_META_SCOPE] == CT_SCOPE_STACK) {
-            t->stacks[t->nstacks++] = (struct ct_stack_ref){m->f[CT_META_SCOPE_ID], v};
+            t->stacks[t->nstacks++] =
+                (struct ct_stack_ref){m->f[CT_META_SCOPE_ID], m->f[CT_META_TIME], m->tid, v};
         } else if (m->f[CT_META_SCOPE] == CT_SCOPE_MODULE) {
             unsigned long long a, b, off;
             if (sscanf(v, "%llx %llx %llx", &a, &b, &off) == 3 && a < b)
@@ -217,8 +222,25 @@ void ct_symbolize(struct ct_trace *t, uint64_t ip, char *out, size_t n)
     snprintf(out, n, "0x%llx", (unsigned long long)ip);
 }
 
+static const char *find_stack(struct ct_trace *t, uint64_t corr, uint32_t tid, uint64_t time)
+{
+    index_trace(t);
+    struct ct_stack_ref key = {corr, time, tid, NULL};
+    size_t lo = 0, hi = t->nstacks;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (cmp_stack(&t->stacks[mid], &key) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < t->nstacks && cmp_stack(&t->stacks[lo], &key) == 0 ? t->stacks[lo].frames : NULL;
+}
+
 const char *ct_trace_stack(struct ct_trace *t, uint64_t corr)
 {
+    if (!corr)
+        return NULL;
     index_trace(t);
     size_t lo = 0, hi = t->nstacks;
     while (lo < hi) {
@@ -229,4 +251,9 @@ const char *ct_trace_stack(struct ct_trace *t, uint64_t corr)
             hi = mid;
     }
     return lo < t->nstacks && t->stacks[lo].corr == corr ? t->stacks[lo].frames : NULL;
+}
+
+const char *ct_trace_io_stack(struct ct_trace *t, uint32_t tid, uint64_t start_ns)
+{
+    return find_stack(t, 0, tid, start_ns);
 }

@@ -19,4 +19,7 @@ void ct_symbolize(struct ct_trace *t, uint64_t ip, char *out, size_t n);
 /* The frames string of the call with correlation id corr, or NULL. */
 const char *ct_trace_stack(struct ct_trace *t, uint64_t corr);
 
+/* The frames string of the I/O span of thread tid starting at start_ns. */
+const char *ct_trace_io_stack(struct ct_trace *t, uint32_t tid, uint64_t start_ns);
+
 #endif

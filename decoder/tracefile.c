@@ -188,8 +188,134 @@ const struct ct_record *ct_trace_call(struct ct_trace *t, uint64_t corr)
     return NULL;
 }
 
+static int cmp_gpu_corr(const void *a, const void *b, void *ctx)
+{
+    const struct ct_trace *t = ctx;
+    uint64_t x = t->recs[*(const size_t *)a].f[CT_GPU_CORR];
+    uint64_t y = t->recs[*(const size_t *)b].f[CT_GPU_CORR];
+    return (x > y) - (x < y);
+}
+
+const size_t *ct_trace_gpu(struct ct_trace *t, uint64_t corr, size_t *n)
+{
+    *n = 0;
+    if (corr == 0)
+        return NULL;
+    if (!t->gpu_by_corr) {
+        size_t m = t->count[CT_REC_GPU];
+        t->gpu_by_corr = malloc((m ? m : 1) * sizeof(size_t));
+        if (!t->gpu_by_corr)
+            return NULL;
+        m = 0;
+        for (size_t i = 0; i < t->n; i++)
+            if (t->recs[i].kind == CT_REC_GPU)
+                t->gpu_by_corr[m++] = i;
+        qsort_r(t->gpu_by_corr, m, sizeof(size_t), cmp_gpu_corr, t);
+        t->ngpu = m;
+    }
+    size_t lo = 0, hi = t->ngpu;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (t->recs[t->gpu_by_corr[mid]].f[CT_GPU_CORR] < corr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    size_t first = lo;
+    while (lo < t->ngpu && t->recs[t->gpu_by_corr[lo]].f[CT_GPU_CORR] == corr)
+        lo++;
+    *n = lo - first;
+    return *n ? &t->gpu_by_corr[first] : NULL;
+}
+
+/* Best GPU interval among the records of one correlation id: the plugin's,
+ * else any other of type nccl. */
+static unsigned nccl_interval(struct ct_trace *t, uint64_t corr, uint64_t *s, uint64_t *e)
+{
+    size_t n;
+    const size_t *ix = ct_trace_gpu(t, corr, &n);
+    unsigned best = 0;
+    for (size_t i = 0; i < n; i++) {
+        const uint64_t *f = t->recs[ix[i]].f;
+        if (f[CT_GPU_TYPE] != CT_GPU_NCCL)
+            continue;
+        unsigned src = (unsigned)f[CT_GPU_SOURCE];
+        if (!best || src == CT_SRC_NCCL_PLUGIN) {
+            best = src;
+            *s = f[CT_GPU_START];
+            *e = f[CT_GPU_END];
+        }
+    }
+    return best;
+}
+
+/* The ncclDevKernel launch made on `tid` during [t0, t1], from record
+ * index `from` on (records are sorted by start time). */
+static unsigned nested_kernel(struct ct_trace *t, size_t from, uint32_t tid, uint64_t t0,
+                              uint64_t t1, uint64_t *s, uint64_t *e)
+{
+    for (size_t i = from; i < t->n && t->recs[i].f[0] <= t1; i++) {
+        const struct ct_record *r = &t->recs[i];
+        if (r->kind != CT_REC_API || r->tid != tid || r->f[CT_API_FAMILY] != CT_FAM_LAUNCH ||
+            r->f[CT_API_START] < t0 || r->f[CT_API_END] > t1)
+            continue;
+        const char *k = ct_reader_string(&t->rd, r->f[CT_API_KERNEL]);
+        if (!k || strncmp(k, "ncclDevKernel", 13) != 0)
+            continue;
+        size_t n;
+        const size_t *ix = ct_trace_gpu(t, r->f[CT_API_CORR], &n);
+        for (size_t j = 0; j < n; j++) {
+            const uint64_t *f = t->recs[ix[j]].f;
+            if (f[CT_GPU_TYPE] == CT_GPU_KERNEL) {
+                *s = f[CT_GPU_START];
+                *e = f[CT_GPU_END];
+                return (unsigned)f[CT_GPU_SOURCE];
+            }
+        }
+    }
+    return 0;
+}
+
+unsigned ct_trace_nccl_gpu(struct ct_trace *t, const struct ct_record *op, uint64_t *start,
+                           uint64_t *end)
+{
+    if (op->f[CT_NCCL_GPU_START]) {
+        *start = op->f[CT_NCCL_GPU_START];
+        *end = op->f[CT_NCCL_GPU_END];
+        return CT_SRC_NCCL_PLUGIN;
+    }
+    unsigned src = nccl_interval(t, op->f[CT_NCCL_CORR], start, end);
+    if (src == CT_SRC_NCCL_PLUGIN)
+        return src;
+    uint64_t group = op->f[CT_NCCL_GROUP];
+    if (!src && group)
+        src = nccl_interval(t, group, start, end);
+    if (src)
+        return src;
+    /* the kernel NCCL launched inside the op's call, or its group's end */
+    const struct ct_record *span = op;
+    uint64_t t0 = op->f[CT_NCCL_START], t1 = op->f[CT_NCCL_END];
+    if (group) {
+        span = ct_trace_call(t, group);
+        if (!span || span->kind != CT_REC_API)
+            return 0;
+        t0 = span->f[CT_API_START];
+        t1 = span->f[CT_API_END];
+    }
+    size_t lo = 0, hi = t->n; /* first record starting at or after t0 */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (t->recs[mid].f[0] < t0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return nested_kernel(t, lo, span->tid, t0, t1, start, end);
+}
+
 void ct_trace_free(struct ct_trace *t)
 {
+    free(t->gpu_by_corr);
     free(t->api_by_corr);
     free(t->mods);
     free(t->stacks);

@@ -17,7 +17,9 @@ struct ct_module {
 };
 
 struct ct_stack_ref {
-    uint64_t corr;
+    uint64_t corr; /* 0: an I/O span's stack, found by (tid, time) */
+    uint64_t time;
+    uint32_t tid;
     const char *frames;
 };
 
@@ -34,6 +36,8 @@ struct ct_trace {
     uint64_t dropped;    /* sum of DROP records */
     size_t *api_by_corr; /* indexes of API/NCCL records sorted by correlation id */
     size_t napi;
+    size_t *gpu_by_corr; /* indexes of GPU records sorted by correlation id */
+    size_t ngpu;
     /* built on first use by symbols.c: executable mappings sorted by start,
      * recorded call stacks sorted by correlation id */
     struct ct_module *mods;
@@ -54,6 +58,21 @@ void ct_trace_free(struct ct_trace *t);
 /* The API (or NCCL) record with this correlation id, or NULL: how a GPU
  * interval is joined to the call that launched it. */
 const struct ct_record *ct_trace_call(struct ct_trace *t, uint64_t corr);
+
+/* The GPU records with this correlation id: *n of them from the returned
+ * index array (into t->recs), NULL when none. */
+const size_t *ct_trace_gpu(struct ct_trace *t, uint64_t corr, size_t *n);
+
+/*
+ * When an NCCL op (record `op` of t) ran on the GPU, from the best source:
+ * the profiler plugin's interval for the op, an event pair around the op
+ * (or around the outermost ncclGroupEnd of its group), else the GPU record
+ * of the ncclDevKernel_* launch NCCL made inside the op's call (or its
+ * group's ncclGroupEnd) on the same thread. Returns the source
+ * (enum ct_gpu_source) with start and end set, or 0 when the op is untimed.
+ */
+unsigned ct_trace_nccl_gpu(struct ct_trace *t, const struct ct_record *op, uint64_t *start,
+                           uint64_t *end);
 
 /* The value of process metadata `key`, or NULL. */
 const char *ct_trace_meta(const struct ct_trace *t, const char *key);

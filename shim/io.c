@@ -38,6 +38,7 @@
 #include <sys/uio.h>
 
 #include "shim/io_int.h"
+#include "shim/stacks.h"
 
 /*
  * Drop reason for spans shorter than CUTRACE_IO_MIN_NS. format.h has no name
@@ -194,9 +195,30 @@ int ct_io_short_slow(uint64_t t0, uint64_t t1)
     return 1;
 }
 
+/*
+ * Whether an I/O span gets the caller's stack: every span with
+ * CUTRACE_STACKS=all, spans of CUTRACE_IO_STACK_NS or more with sync.
+ * With the TSC the threshold waits for the tick rate io_min_ticks()
+ * calibrates (the first 10 ms of the process get none).
+ */
+static int io_stack_due(uint64_t t0, uint64_t t1)
+{
+    if (!ct_stack_wanted(1))
+        return 0;
+    if (ct_cfg.stacks == 2 || ct_cfg.io_stack_ns == 0)
+        return 1;
+    if (!ct_clock_tsc)
+        return t1 - t0 >= ct_cfg.io_stack_ns;
+    io_min_ticks(t1);
+    uint64_t sec = atomic_load_explicit(&io_sec_ticks_cal, memory_order_relaxed);
+    return sec && (double)(t1 - t0) * 1e9 >= (double)ct_cfg.io_stack_ns * (double)sec;
+}
+
 void ct_io_emit(uint64_t t0, uint64_t t1, enum io_fn f, const struct io_desc *d, uint64_t bytes,
                 int64_t result, int64_t offset)
 {
+    if (io_stack_due(t0, t1))
+        ct_stack_capture_at(0, t0);
     uint64_t w[CT_IO_NFIELDS];
     w[CT_IO_START] = t0;
     w[CT_IO_END] = t1;

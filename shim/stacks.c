@@ -35,10 +35,16 @@ static atomic_uint g_nmods;
 static atomic_int g_scanning;
 static uint64_t g_self_start, g_self_end; /* our own code: frames to skip */
 
+static void emit_meta_at(uint64_t time, unsigned scope, uint64_t id, const char *key,
+                         const char *value)
+{
+    uint64_t f[CT_META_NFIELDS] = {time, scope, id, ct_intern(key), ct_intern(value)};
+    ct_emit(CT_REC_META, 0, f, CT_META_NFIELDS);
+}
+
 static void emit_meta(unsigned scope, uint64_t id, const char *key, const char *value)
 {
-    uint64_t f[CT_META_NFIELDS] = {ct_clock_now(), scope, id, ct_intern(key), ct_intern(value)};
-    ct_emit(CT_REC_META, 0, f, CT_META_NFIELDS);
+    emit_meta_at(ct_clock_now(), scope, id, key, value);
 }
 
 /* Records every executable file mapping not recorded yet. Slow path. */
@@ -123,6 +129,11 @@ static backtrace_fn unwinder(void)
 
 void ct_stack_capture(uint64_t corr)
 {
+    ct_stack_capture_at(corr, ct_clock_now());
+}
+
+void ct_stack_capture_at(uint64_t corr, uint64_t time)
+{
     CT_ERRNO_SAVE;
     backtrace_fn bt = unwinder();
     if (bt) {
@@ -146,7 +157,7 @@ void ct_stack_capture(uint64_t corr)
         }
         if (unknown)
             scan_maps();
-        emit_meta(CT_SCOPE_STACK, corr, "frames", frames);
+        emit_meta_at(time, CT_SCOPE_STACK, corr, "frames", frames);
     }
     CT_ERRNO_RESTORE;
 }

@@ -16,6 +16,7 @@ void ct_config_defaults(struct ct_config *c)
     c->clock = CT_CLOCK_PREF_AUTO;
     c->gpu_timing = 1;
     c->stacks = 1;
+    c->io_stack_ns = 1000000;
 }
 
 /* A word from a fixed list: index, or -EINVAL with the message written. */
@@ -113,6 +114,11 @@ int ct_config_from_env(struct ct_config *c, const char *(*getenv_fn)(const char 
         return rc;
     if (rc == 0)
         c->io_min_ns = (uint64_t)v;
+    static const struct int_var io_stack = {"CUTRACE_IO_STACK_NS", 0, 3600000000000ll};
+    if ((rc = get_int(getenv_fn, &io_stack, &v, err, errlen)) < 0)
+        return rc;
+    if (rc == 0)
+        c->io_stack_ns = (uint64_t)v;
     if ((rc = get_int(getenv_fn, &duration, &v, err, errlen)) < 0)
         return rc;
     if (rc == 0)

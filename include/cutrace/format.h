@@ -201,7 +201,9 @@ enum ct_meta_scope {
     CT_SCOPE_STREAM = 5,   /* a stream, scope_id = its stable id (keys: device) */
     CT_SCOPE_STACK = 6,    /* host call stack of the call whose correlation id is scope_id:
                             * key "frames", value "0x<ip>;0x<ip>;..." innermost first; the
-                            * string table stores each distinct stack once */
+                            * string table stores each distinct stack once. scope_id 0: the
+                            * stack of the I/O span of the same thread that starts at this
+                            * record's time (I/O records carry no correlation id) */
     CT_SCOPE_MODULE = 7,   /* an executable mapping, scope_id = its start address: key = the
                             * file's path, value "<start> <end> <file offset>" in hex */
 };

@@ -335,6 +335,29 @@ START_TEST(blocking_call_carries_its_symbolised_call_stack)
     }
     ck_assert_int_eq(found, 1);
     ck_assert_int_eq(launch_stacks, 0);
+    /* I/O: the 30 ms read has its caller (over CUTRACE_IO_STACK_NS, 1 ms by
+     * default); the read that found its byte waiting has no stack */
+    int slow = 0, quick = 0;
+    for (size_t i = 0; i < t.n; i++) {
+        const struct ct_record *r = &t.recs[i];
+        if (r->kind != CT_REC_IO || strcmp(ct_reader_string(&t.rd, r->f[CT_IO_OP]), "read") != 0 ||
+            ct_reader_string(&t.rd, r->f[CT_IO_PATH])[0] != 'p') /* pipe:[ino] */
+            continue;
+        const char *frames = ct_trace_io_stack(&t, r->tid, r->f[CT_IO_START]);
+        uint64_t dur = r->f[CT_IO_END] - r->f[CT_IO_START];
+        if (dur >= 20000000u) {
+            ck_assert_ptr_nonnull(frames);
+            char name[512];
+            ct_symbolize(&t, strtoull(frames, NULL, 16), name, sizeof(name));
+            ck_assert_msg(strstr(name, "read_slowly_here+") == name, "innermost frame %s", name);
+            slow++;
+        } else if (dur < 1000000u) {
+            ck_assert_ptr_null(frames);
+            quick++;
+        }
+    }
+    ck_assert_int_eq(slow, 1);
+    ck_assert_int_eq(quick, 1);
     ct_trace_free(&t);
 }
 END_TEST

@@ -6,10 +6,13 @@
  *   child  5 launches, normal exit    fork  forks a child that synchronises
  *   sleep  sleeps until killed        normal  returns from main
  *   loop   one launch per millisecond for N tenths of a second, then exits
- *   stack  synchronises a stream from the function sync_from_here()
+ *   stack  synchronises a stream from the function sync_from_here(), then
+ *          reads a pipe from read_slowly_here() (the data arrives after
+ *          30 ms) and from read_quickly_here() (the data is there)
  * usage: w_life MODE [N]
  */
 #include <cuda.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +40,48 @@ __attribute__((noinline)) void sync_from_here(CUstream s)
 {
     cuStreamSynchronize(s);
     __asm__ volatile("" ::: "memory"); /* keep the call from becoming a tail jump */
+}
+
+__attribute__((noinline)) ssize_t read_slowly_here(int fd, char *buf, size_t n);
+__attribute__((noinline)) ssize_t read_slowly_here(int fd, char *buf, size_t n)
+{
+    ssize_t r = read(fd, buf, n);
+    __asm__ volatile("" ::: "memory");
+    return r;
+}
+
+__attribute__((noinline)) ssize_t read_quickly_here(int fd, char *buf, size_t n);
+__attribute__((noinline)) ssize_t read_quickly_here(int fd, char *buf, size_t n)
+{
+    ssize_t r = read(fd, buf, n);
+    __asm__ volatile("" ::: "memory");
+    return r;
+}
+
+static void *late_writer(void *arg)
+{
+    int fd = *(int *)arg;
+    struct timespec t = {0, 30000000L};
+    nanosleep(&t, NULL);
+    ssize_t w = write(fd, "x", 1);
+    (void)w;
+    return NULL;
+}
+
+static void pipe_reads(void)
+{
+    int p[2];
+    char c;
+    pthread_t th;
+    if (pipe(p) != 0 || pthread_create(&th, NULL, late_writer, &p[1]) != 0)
+        exit(2);
+    if (read_slowly_here(p[0], &c, 1) != 1)
+        exit(2);
+    pthread_join(th, NULL);
+    if (write(p[1], "y", 1) != 1 || read_quickly_here(p[0], &c, 1) != 1)
+        exit(2);
+    close(p[0]);
+    close(p[1]);
 }
 
 int main(int argc, char **argv)
@@ -71,6 +116,7 @@ int main(int argc, char **argv)
         CUstream s;
         cuStreamCreate(&s, CU_STREAM_NON_BLOCKING);
         sync_from_here(s);
+        pipe_reads();
         return 0;
     }
     if (!strcmp(mode, "segv")) {
