@@ -67,6 +67,7 @@ void fg_cupti_op_locked(const struct fg_cupti_hooks *h, fg_stream *s, fg_op *op)
     struct fg_cupti_op r = {0};
     switch (d->kind) {
     case FG_OP_KERNEL:
+    case FG_OP_EXTERNAL: /* resolver ops (fake NCCL kernels) keep their geometry */
         r.kind = FG_CUPTI_OP_KERNEL;
         for (int i = 0; i < 3; i++) {
             r.grid[i] = d->u.launch.grid[i];
@@ -75,7 +76,6 @@ void fg_cupti_op_locked(const struct fg_cupti_hooks *h, fg_stream *s, fg_op *op)
         r.dynamic_smem = d->u.launch.shmem;
         r.cooperative = d->u.launch.coop;
         break;
-    case FG_OP_EXTERNAL: r.kind = FG_CUPTI_OP_KERNEL; break;
     case FG_OP_COPY:
         r.kind = FG_CUPTI_OP_MEMCPY;
         r.bytes = (uint64_t)d->u.copy.width * d->u.copy.height * d->u.copy.depth;

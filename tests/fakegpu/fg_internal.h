@@ -262,6 +262,13 @@ void fg_cupti_graph_begin(const struct fg_cupti_hooks *h, uint32_t graph_id);
 void fg_cupti_graph_node(uint64_t node_id);
 void fg_cupti_graph_end(void);
 
+/* ------------------------------------------------------- fake NCCL hooks */
+
+/* Locked.  Turns d (a kernel launch) into a resolver op of the attached fake
+ * NCCL when d names an ncclDevKernel_* and params carries its token
+ * (fg_nccl_hooks.h); leaves d unchanged otherwise. */
+void fg_nccl_launch_desc(fg_desc *d, void **params);
+
 /* ---------------------------------------------------------------- memory */
 
 typedef enum fg_mem_kind {

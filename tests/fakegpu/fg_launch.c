@@ -2,12 +2,15 @@
  * fg_launch.c - kernel launches: cuLaunchKernel, cuLaunchKernelEx,
  * cuLaunchCooperativeKernel, each in legacy and _ptsz form.  A launch is an
  * op whose duration comes from the function's name (fg_kernel_duration_ns);
- * parameters are ignored, since no code runs.
+ * parameters are ignored, since no code runs, except that an ncclDevKernel_*
+ * launch of the fake NCCL carries its token in kernelParams[0]
+ * (fg_nccl_driver.c).
  */
 #include "fg_internal.h"
 
 static CUresult fg_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                          unsigned by, unsigned bz, unsigned shmem, bool coop, CUstream hs, bool pt)
+                          unsigned by, unsigned bz, unsigned shmem, bool coop, CUstream hs, bool pt,
+                          void **params)
 {
     FG_ENTER();
     const char *name = fg_func_name(f);
@@ -30,6 +33,7 @@ static CUresult fg_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, u
     d.u.launch.block[2] = bz;
     d.u.launch.shmem = shmem;
     d.u.launch.coop = coop;
+    fg_nccl_launch_desc(&d, params);
     FG_RETURN(fg_submit(s, &d, false));
 }
 
@@ -39,10 +43,9 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned in
                                 unsigned int sharedMemBytes, CUstream hStream, void **kernelParams,
                                 void **extra)
 {
-    (void)kernelParams;
     (void)extra;
     return fg_launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
-                     sharedMemBytes, false, hStream, false);
+                     sharedMemBytes, false, hStream, false, kernelParams);
 }
 
 CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
@@ -51,13 +54,12 @@ CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsign
                                      unsigned int sharedMemBytes, CUstream hStream,
                                      void **kernelParams, void **extra)
 {
-    (void)kernelParams;
     (void)extra;
     return fg_launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
-                     sharedMemBytes, false, hStream, true);
+                     sharedMemBytes, false, hStream, true, kernelParams);
 }
 
-static CUresult fg_launch_ex(const CUlaunchConfig *config, CUfunction f, bool pt)
+static CUresult fg_launch_ex(const CUlaunchConfig *config, CUfunction f, bool pt, void **params)
 {
     if (!config)
         return __atomic_load_n(&fg.initialized, __ATOMIC_ACQUIRE) ? CUDA_ERROR_INVALID_VALUE
@@ -68,23 +70,21 @@ static CUresult fg_launch_ex(const CUlaunchConfig *config, CUfunction f, bool pt
             coop = config->attrs[i].value.cooperative != 0;
     return fg_launch(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,
                      config->blockDimY, config->blockDimZ, config->sharedMemBytes, coop,
-                     config->hStream, pt);
+                     config->hStream, pt, params);
 }
 
 CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
                                   void **extra)
 {
-    (void)kernelParams;
     (void)extra;
-    return fg_launch_ex(config, f, false);
+    return fg_launch_ex(config, f, false, kernelParams);
 }
 
 CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f,
                                        void **kernelParams, void **extra)
 {
-    (void)kernelParams;
     (void)extra;
-    return fg_launch_ex(config, f, true);
+    return fg_launch_ex(config, f, true, kernelParams);
 }
 
 CUresult CUDAAPI cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX,
@@ -93,9 +93,8 @@ CUresult CUDAAPI cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX,
                                            unsigned int blockDimZ, unsigned int sharedMemBytes,
                                            CUstream hStream, void **kernelParams)
 {
-    (void)kernelParams;
     return fg_launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
-                     sharedMemBytes, true, hStream, false);
+                     sharedMemBytes, true, hStream, false, kernelParams);
 }
 
 CUresult CUDAAPI cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX,
@@ -104,7 +103,6 @@ CUresult CUDAAPI cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridD
                                                 unsigned int blockDimZ, unsigned int sharedMemBytes,
                                                 CUstream hStream, void **kernelParams)
 {
-    (void)kernelParams;
     return fg_launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
-                     sharedMemBytes, true, hStream, true);
+                     sharedMemBytes, true, hStream, true, kernelParams);
 }

@@ -1,0 +1,572 @@
+/*
+ * fn_profiler.c - the NCCL profiler plugin interface of the fake NCCL.
+ *
+ * Loading (once per process, at the first communicator): NCCL_PROFILER_PLUGIN
+ * names a library (dlopen'ed; a bare name that fails is retried as
+ * libnccl-profiler-<name>.so) or is STATIC_PLUGIN (symbols looked up in the
+ * global scope).  The newest of ncclProfiler_v5, _v4, _v3 found is used,
+ * capped by FAKEGPU_NCCL_PROFILER_VERSION (3..5).
+ *
+ * Events: the v5 API events on the calling thread around each call; at the
+ * outermost ncclGroupEnd, on the calling thread and before the launch, one
+ * Group event per communicator and one Coll/P2p event per op; KernelLaunch
+ * around each launch (v5).  KernelCh events (one per channel) are started
+ * and stopped by the proxy thread: started when the op's GPU start is known
+ * (v4/v5, pTimer = globaltimer at the start) or has come (v3, no timers),
+ * and stopped, after recordEventState(KernelChStop, pTimer = globaltimer at
+ * the op's end) in v4/v5, once the op has resolved and its virtual end has
+ * passed; then the Coll/P2p event stops, and the Group event after its last
+ * member.
+ *
+ * The simulated GPU globaltimer is virtual CLOCK_MONOTONIC time plus the
+ * offset CLOCK_REALTIME - CLOCK_MONOTONIC sampled when the plugin loads.
+ *
+ * Plugin callbacks are never made with fn_lock held.
+ */
+#include "fn_internal.h"
+
+#include <dlfcn.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define FN_NWARPS 16 /* 512 threads per block */
+
+int fn_prof_version;
+int fn_prof_channels = 2;
+
+static union {
+    const fn_profiler_v3 *v3;
+    const fn_profiler_v4 *v4;
+    const fn_profiler_v5 *v5;
+} fn_plugin;
+static int64_t fn_gtimer_offset; /* CLOCK_REALTIME - CLOCK_MONOTONIC */
+
+static pthread_cond_t fn_prof_cond;
+static struct fn_launch *fn_prof_head, *fn_prof_tail; /* fn_lock */
+static bool fn_prof_thread;                           /* fn_lock */
+
+struct fn_pgroup {
+    void *handle;
+    int remaining; /* member ops not yet stopped (proxy thread) */
+};
+
+/* The calling thread's v5 API events. */
+static __thread struct {
+    void *group_api;
+    void *op_api; /* CollApi/P2pApi of the call in progress */
+    bool active;
+} fn_api;
+
+/* ------------------------------------------------------------------ load */
+
+static int64_t fn_clock(clockid_t id)
+{
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void fn_prof_load(void)
+{
+    fn_prof_channels = (int)fn_env_double("FAKEGPU_NCCL_NCHANNELS", 2, 1, FN_MAX_CHANNELS);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&fn_prof_cond, &ca);
+    pthread_condattr_destroy(&ca);
+    fn_gtimer_offset = fn_clock(CLOCK_REALTIME) - fn_clock(CLOCK_MONOTONIC);
+
+    const char *name = getenv("NCCL_PROFILER_PLUGIN");
+    if (!name || !*name)
+        return;
+    void *h;
+    if (!strcmp(name, "STATIC_PLUGIN")) {
+        h = RTLD_DEFAULT;
+    } else {
+        h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+        if (!h && !strchr(name, '/')) {
+            char alt[512];
+            snprintf(alt, sizeof alt, "libnccl-profiler-%s.so", name);
+            h = dlopen(alt, RTLD_NOW | RTLD_LOCAL);
+        }
+        if (!h) {
+            fn_log(fnLogWarn, 0, __FILE__, __LINE__, "profiler plugin %s: %s", name, dlerror());
+            return;
+        }
+    }
+    int cap = (int)fn_env_double("FAKEGPU_NCCL_PROFILER_VERSION", 5, 3, 5);
+    for (int v = cap; v >= 3; v--) {
+        char sym[32];
+        snprintf(sym, sizeof sym, "ncclProfiler_v%d", v);
+        void *p = dlsym(h, sym);
+        if (!p)
+            continue;
+        if (v == 5)
+            fn_plugin.v5 = p;
+        else if (v == 4)
+            fn_plugin.v4 = p;
+        else
+            fn_plugin.v3 = p;
+        fn_prof_version = v;
+        return;
+    }
+}
+
+void fn_prof_comm_init(struct ncclComm *c)
+{
+    ncclResult_t rc = ncclInternalError;
+    int mask = 0;
+    void *ctx = NULL;
+    const char *name = c->name[0] ? c->name : NULL;
+    switch (fn_prof_version) {
+    case 3: rc = fn_plugin.v3->init(&ctx, &mask); break;
+    case 4:
+        rc = fn_plugin.v4->init(&ctx, &mask, name, c->hash, 1, c->nranks, c->rank, fn_log);
+        break;
+    case 5:
+        rc = fn_plugin.v5->init(&ctx, c->hash, &mask, name, 1, c->nranks, c->rank, fn_log);
+        break;
+    default: return;
+    }
+    if (rc == ncclSuccess && ctx) {
+        c->prof_ctx = ctx;
+        c->prof_mask = mask;
+    }
+}
+
+void fn_prof_comm_finalize(struct ncclComm *c)
+{
+    void *ctx = c->prof_ctx;
+    c->prof_ctx = NULL;
+    if (!ctx)
+        return;
+    switch (fn_prof_version) {
+    case 3: fn_plugin.v3->finalize(ctx); break;
+    case 4: fn_plugin.v4->finalize(ctx); break;
+    case 5: fn_plugin.v5->finalize(ctx); break;
+    default: break;
+    }
+}
+
+/* -------------------------------------------------------------- events */
+
+/* What one event is about; fn_prof_start turns it into the plugin's
+ * version of the descriptor. */
+struct fn_ev {
+    int type;
+    void *parent;
+    const struct fn_op *op; /* Coll, P2p, CollApi, P2pApi */
+    void *parent_group;     /* v5 Coll/P2p */
+    uint8_t channel;        /* KernelCh */
+    uint64_t ptimer;        /* KernelCh (v4/v5) */
+    int depth;              /* GroupApi */
+    void *stream;           /* KernelLaunch */
+};
+
+static void fn_fill_v5(fn_prof_descr_v5 *d, const struct fn_ev *e)
+{
+    const struct fn_op *op = e->op;
+    switch (e->type) {
+    case fnProfileColl:
+        d->coll.seqNumber = op->seq;
+        d->coll.func = fn_func_name(op->func);
+        d->coll.sendBuff = op->sendbuff;
+        d->coll.recvBuff = op->recvbuff;
+        d->coll.count = op->count;
+        d->coll.root = op->root;
+        d->coll.datatype = fn_dtype_name(op->dtype);
+        d->coll.nChannels = (uint8_t)fn_prof_channels;
+        d->coll.nWarps = FN_NWARPS;
+        d->coll.algo = "RING";
+        d->coll.proto = "LL";
+        d->coll.parentGroup = e->parent_group;
+        break;
+    case fnProfileP2p:
+        d->p2p.func = fn_func_name(op->func);
+        d->p2p.buff = op->func == FN_SEND ? (void *)(uintptr_t)op->sendbuff : op->recvbuff;
+        d->p2p.datatype = fn_dtype_name(op->dtype);
+        d->p2p.count = op->count;
+        d->p2p.peer = op->peer;
+        d->p2p.nChannels = (uint8_t)fn_prof_channels;
+        d->p2p.parentGroup = e->parent_group;
+        break;
+    case fnProfileKernelCh:
+        d->kernelCh.channelId = e->channel;
+        d->kernelCh.pTimer = e->ptimer;
+        break;
+    case fnProfileGroupApi: d->groupApi.groupDepth = e->depth; break;
+    case fnProfileCollApi:
+        d->collApi.func = fn_func_name(op->func);
+        d->collApi.count = op->count;
+        d->collApi.datatype = fn_dtype_name(op->dtype);
+        d->collApi.root = op->root;
+        d->collApi.stream = (void *)op->stream;
+        break;
+    case fnProfileP2pApi:
+        d->p2pApi.func = fn_func_name(op->func);
+        d->p2pApi.count = op->count;
+        d->p2pApi.datatype = fn_dtype_name(op->dtype);
+        d->p2pApi.stream = (void *)op->stream;
+        break;
+    case fnProfileKernelLaunch: d->kernelLaunch.stream = e->stream; break;
+    default: break;
+    }
+}
+
+static void *fn_prof_start(const struct ncclComm *c, const struct fn_ev *e)
+{
+    if (!c->prof_ctx || !(c->prof_mask & e->type))
+        return NULL;
+    void *h = NULL;
+    if (fn_prof_version == 5) {
+        fn_prof_descr_v5 d;
+        memset(&d, 0, sizeof d);
+        d.type = (uint64_t)e->type;
+        d.parentObj = e->parent;
+        d.rank = c->rank;
+        fn_fill_v5(&d, e);
+        fn_plugin.v5->startEvent(c->prof_ctx, &h, &d);
+        return h;
+    }
+    /* v3/v4: translate from the v5 form, which holds every field. */
+    fn_prof_descr_v5 f;
+    memset(&f, 0, sizeof f);
+    fn_fill_v5(&f, e);
+    if (fn_prof_version == 4) {
+        fn_prof_descr_v4 d;
+        memset(&d, 0, sizeof d);
+        d.type = (uint8_t)e->type;
+        d.parentObj = e->parent;
+        d.rank = c->rank;
+        if (e->type == fnProfileColl) {
+            d.coll.seqNumber = f.coll.seqNumber;
+            d.coll.func = f.coll.func;
+            d.coll.sendBuff = f.coll.sendBuff;
+            d.coll.recvBuff = f.coll.recvBuff;
+            d.coll.count = f.coll.count;
+            d.coll.root = f.coll.root;
+            d.coll.datatype = f.coll.datatype;
+            d.coll.nChannels = f.coll.nChannels;
+            d.coll.nWarps = f.coll.nWarps;
+            d.coll.algo = f.coll.algo;
+            d.coll.proto = f.coll.proto;
+        } else if (e->type == fnProfileP2p) {
+            d.p2p.func = f.p2p.func;
+            d.p2p.buff = f.p2p.buff;
+            d.p2p.datatype = f.p2p.datatype;
+            d.p2p.count = f.p2p.count;
+            d.p2p.peer = f.p2p.peer;
+            d.p2p.nChannels = f.p2p.nChannels;
+        } else if (e->type == fnProfileKernelCh) {
+            d.kernelCh.channelId = f.kernelCh.channelId;
+            d.kernelCh.pTimer = f.kernelCh.pTimer;
+        } else if (e->type != fnProfileGroup) {
+            return NULL; /* API events are v5 only */
+        }
+        fn_plugin.v4->startEvent(c->prof_ctx, &h, &d);
+        return h;
+    }
+    fn_prof_descr_v3 d;
+    memset(&d, 0, sizeof d);
+    d.type = (uint8_t)e->type;
+    d.parentObj = e->parent;
+    d.rank = c->rank;
+    if (e->type == fnProfileColl) {
+        d.coll.name = c->name[0] ? c->name : NULL;
+        d.coll.commHash = c->hash;
+        d.coll.seqNumber = f.coll.seqNumber;
+        d.coll.func = f.coll.func;
+        d.coll.sendBuff = f.coll.sendBuff;
+        d.coll.recvBuff = f.coll.recvBuff;
+        d.coll.count = f.coll.count;
+        d.coll.root = f.coll.root;
+        d.coll.datatype = f.coll.datatype;
+        d.coll.nMaxChannels = f.coll.nChannels;
+        d.coll.nWarps = f.coll.nWarps;
+        d.coll.algo = f.coll.algo;
+        d.coll.proto = f.coll.proto;
+    } else if (e->type == fnProfileP2p) {
+        d.p2p.name = c->name[0] ? c->name : NULL;
+        d.p2p.commHash = c->hash;
+        d.p2p.func = f.p2p.func;
+        d.p2p.buff = f.p2p.buff;
+        d.p2p.datatype = f.p2p.datatype;
+        d.p2p.count = f.p2p.count;
+        d.p2p.peer = f.p2p.peer;
+    } else if (e->type == fnProfileKernelCh) {
+        d.kernelCh.channelId = f.kernelCh.channelId;
+    } else if (e->type != fnProfileGroup) {
+        return NULL;
+    }
+    fn_plugin.v3->startEvent(c->prof_ctx, &h, &d);
+    return h;
+}
+
+static void fn_prof_stop(void *h)
+{
+    if (!h)
+        return;
+    switch (fn_prof_version) {
+    case 3: fn_plugin.v3->stopEvent(h); break;
+    case 4: fn_plugin.v4->stopEvent(h); break;
+    case 5: fn_plugin.v5->stopEvent(h); break;
+    default: break;
+    }
+}
+
+/* v4/v5 only (v3 has no KernelCh or API states). */
+static void fn_prof_record(void *h, fn_prof_state st, uint64_t ptimer)
+{
+    if (!h)
+        return;
+    fn_prof_args_v5 a;
+    memset(&a, 0, sizeof a);
+    a.kernelCh.pTimer = ptimer;
+    if (fn_prof_version == 4)
+        fn_plugin.v4->recordEventState(h, st, &a);
+    else if (fn_prof_version == 5)
+        fn_plugin.v5->recordEventState(h, st, &a);
+}
+
+/* ------------------------------------------------ calling-thread events */
+
+void fn_prof_api_call_begin(struct fn_op *op, int depth)
+{
+    const struct ncclComm *c = op->comm;
+    if (fn_prof_version != 5 || !c->prof_ctx)
+        return;
+    if (!fn_api.active) {
+        struct fn_ev g = {.type = fnProfileGroupApi, .depth = depth};
+        fn_api.group_api = fn_prof_start(c, &g);
+        fn_api.active = true;
+        fn_prof_record(fn_api.group_api, fnProfilerGroupStartApiStop, 0);
+    }
+    struct fn_ev e = {.type = (op->func == FN_SEND || op->func == FN_RECV) ? fnProfileP2pApi
+                                                                           : fnProfileCollApi,
+                      .parent = fn_api.group_api,
+                      .op = op};
+    op->h_api = fn_api.op_api = fn_prof_start(c, &e);
+}
+
+/* The handle stays the Coll/P2p event's parent, as in NCCL. */
+void fn_prof_api_call_end(void)
+{
+    fn_prof_stop(fn_api.op_api);
+    fn_api.op_api = NULL;
+}
+
+void fn_prof_group_end_begin(void)
+{
+    fn_prof_record(fn_api.group_api, fnProfilerGroupEndApiStart, 0);
+}
+
+void fn_prof_group_ops(struct fn_op *ops, size_t n)
+{
+    if (!fn_prof_version)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        struct ncclComm *c = ops[i].comm;
+        if (!c->prof_ctx)
+            continue;
+        if (!ops[i].pg && (c->prof_mask & fnProfileGroup)) {
+            /* First op of this communicator: its Group event. */
+            struct fn_ev g = {.type = fnProfileGroup,
+                              .parent = fn_prof_version == 5 ? fn_api.group_api : NULL};
+            void *h = fn_prof_start(c, &g);
+            struct fn_pgroup *pg = h ? calloc(1, sizeof *pg) : NULL;
+            if (pg) {
+                pg->handle = h;
+                for (size_t j = i; j < n; j++) {
+                    if (ops[j].comm == c) {
+                        ops[j].pg = pg;
+                        pg->remaining++;
+                    }
+                }
+            } else {
+                fn_prof_stop(h);
+            }
+        }
+        bool p2p = ops[i].func == FN_SEND || ops[i].func == FN_RECV;
+        void *group = ops[i].pg ? ops[i].pg->handle : NULL;
+        struct fn_ev e = {.type = p2p ? fnProfileP2p : fnProfileColl,
+                          .parent = fn_prof_version == 5 ? ops[i].h_api : group,
+                          .parent_group = group,
+                          .op = &ops[i]};
+        ops[i].h_op = fn_prof_start(c, &e);
+    }
+}
+
+void *fn_prof_launch_begin(struct ncclComm *c, CUstream s)
+{
+    if (fn_prof_version != 5)
+        return NULL;
+    struct fn_ev e = {.type = fnProfileKernelLaunch, .parent = fn_api.group_api, .stream = s};
+    return fn_prof_start(c, &e);
+}
+
+void fn_prof_launch_end(void *h)
+{
+    fn_prof_stop(h);
+}
+
+void fn_prof_group_end_done(void)
+{
+    fn_prof_stop(fn_api.group_api);
+    fn_api.group_api = NULL;
+    fn_api.active = false;
+}
+
+/* ---------------------------------------------------------- proxy thread */
+
+static void fn_proxy_start_kch(struct fn_launch *l)
+{
+    for (size_t i = 0; i < l->nops; i++) {
+        struct fn_op *op = &l->ops[i];
+        for (int ch = 0; ch < fn_prof_channels; ch++) {
+            struct fn_ev e = {.type = fnProfileKernelCh,
+                              .parent = op->h_op,
+                              .channel = (uint8_t)ch,
+                              .ptimer = (uint64_t)(l->start_ns + fn_gtimer_offset)};
+            op->h_kch[ch] = fn_prof_start(op->comm, &e);
+        }
+    }
+    l->kch_started = true;
+}
+
+static void fn_proxy_stop_op(struct fn_op *op)
+{
+    for (int ch = 0; ch < fn_prof_channels; ch++) {
+        fn_prof_record(op->h_kch[ch], fnProfilerKernelChStop,
+                       (uint64_t)(op->p_end_ns + fn_gtimer_offset));
+        fn_prof_stop(op->h_kch[ch]);
+    }
+    fn_prof_stop(op->h_op);
+    if (op->pg && --op->pg->remaining == 0) {
+        fn_prof_stop(op->pg->handle);
+        free(op->pg);
+    }
+    op->stopped = true;
+}
+
+/* One pass over the tracked launches (fn_lock NOT held); returns the next
+ * instant something is due, INT64_MAX if only news can help. */
+static int64_t fn_proxy_pass(struct fn_launch *const *ls, size_t n)
+{
+    int64_t wake = INT64_MAX, now = fn_now();
+    for (size_t k = 0; k < n; k++) {
+        struct fn_launch *l = ls[k];
+        if (!l->p_start_known)
+            continue;
+        if (!l->kch_started) {
+            if (fn_prof_version >= 4 || now >= l->start_ns) {
+                fn_proxy_start_kch(l);
+            } else {
+                wake = l->start_ns < wake ? l->start_ns : wake;
+                continue;
+            }
+        }
+        bool all = true;
+        for (size_t i = 0; i < l->nops; i++) {
+            struct fn_op *op = &l->ops[i];
+            if (op->stopped)
+                continue;
+            if (op->p_end_known && now >= op->p_end_ns) {
+                fn_proxy_stop_op(op);
+                continue;
+            }
+            all = false;
+            if (op->p_end_known && op->p_end_ns < wake)
+                wake = op->p_end_ns;
+        }
+        l->p_done = all;
+    }
+    return wake;
+}
+
+static void *fn_proxy_main(void *arg)
+{
+    (void)arg;
+    struct fn_launch **ls = NULL;
+    size_t cap = 0;
+    pthread_mutex_lock(&fn_lock);
+    for (;;) {
+        size_t n = 0;
+        for (struct fn_launch *l = fn_prof_head; l; l = l->pnext)
+            n++;
+        if (n > cap) {
+            struct fn_launch **p = realloc(ls, n * sizeof *p);
+            if (p) {
+                ls = p;
+                cap = n;
+            }
+        }
+        n = 0;
+        for (struct fn_launch *l = fn_prof_head; l && n < cap; l = l->pnext) {
+            ls[n++] = l;
+            l->p_start_known = l->start_known;
+            for (size_t i = 0; i < l->nops; i++) {
+                l->ops[i].p_end_known = l->ops[i].end_known;
+                l->ops[i].p_end_ns = l->ops[i].end_ns;
+            }
+        }
+        pthread_mutex_unlock(&fn_lock);
+        int64_t wake = fn_proxy_pass(ls, n);
+        pthread_mutex_lock(&fn_lock);
+        struct fn_launch **pp = &fn_prof_head, *prev = NULL;
+        while (*pp) {
+            struct fn_launch *l = *pp;
+            if (l->p_done && l->resolved) {
+                *pp = l->pnext;
+                if (fn_prof_tail == l)
+                    fn_prof_tail = prev;
+                fn_launch_free_locked(l);
+            } else {
+                prev = l;
+                pp = &l->pnext;
+            }
+        }
+        if (wake <= fn_now())
+            continue;
+        if (wake == INT64_MAX) {
+            pthread_cond_wait(&fn_prof_cond, &fn_lock);
+        } else {
+            struct timespec ts = {.tv_sec = (time_t)(wake / 1000000000),
+                                  .tv_nsec = (long)(wake % 1000000000)};
+            pthread_cond_timedwait(&fn_prof_cond, &fn_lock, &ts);
+        }
+    }
+    return NULL;
+}
+
+void fn_prof_track(struct fn_launch *l)
+{
+    pthread_mutex_lock(&fn_lock);
+    l->pnext = NULL;
+    if (fn_prof_tail)
+        fn_prof_tail->pnext = l;
+    else
+        fn_prof_head = l;
+    fn_prof_tail = l;
+    if (!fn_prof_thread) {
+        pthread_attr_t a;
+        pthread_attr_init(&a);
+        pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        pthread_t t;
+        fn_prof_thread = pthread_create(&t, &a, fn_proxy_main, NULL) == 0;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        pthread_attr_destroy(&a);
+    }
+    pthread_cond_signal(&fn_prof_cond);
+    pthread_mutex_unlock(&fn_lock);
+}
+
+void fn_prof_wake_locked(void)
+{
+    pthread_cond_signal(&fn_prof_cond);
+}
