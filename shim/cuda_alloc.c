@@ -23,7 +23,7 @@ static void alloc_done(struct ct_call *c, enum ct_sym sym, CUresult r, unsigned 
     ct_call_leave(c);
 }
 
-CT_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n)
+CUresult ct_impl_cuMemAlloc_v2(CUdeviceptr *p, size_t n)
 {
     alloc_fn real = CT_REAL(alloc_fn, CT_SYM_cuMemAlloc_v2);
     if (!real)
@@ -37,7 +37,7 @@ CT_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n)
     return r;
 }
 
-CT_EXPORT CUresult cuMemFree_v2(CUdeviceptr p)
+CUresult ct_impl_cuMemFree_v2(CUdeviceptr p)
 {
     free_fn real = CT_REAL(free_fn, CT_SYM_cuMemFree_v2);
     if (!real)
@@ -65,12 +65,12 @@ static CUresult alloc_async(enum ct_sym sym, unsigned flags, CUdeviceptr *p, siz
     return r;
 }
 
-CT_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *p, size_t n, CUstream s)
+CUresult ct_impl_cuMemAllocAsync(CUdeviceptr *p, size_t n, CUstream s)
 {
     return alloc_async(CT_SYM_cuMemAllocAsync, 0, p, n, s);
 }
 
-CT_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *p, size_t n, CUstream s)
+CUresult ct_impl_cuMemAllocAsync_ptsz(CUdeviceptr *p, size_t n, CUstream s)
 {
     return alloc_async(CT_SYM_cuMemAllocAsync_ptsz, CT_APIF_PER_THREAD, p, n, s);
 }
@@ -89,12 +89,12 @@ static CUresult free_async(enum ct_sym sym, unsigned flags, CUdeviceptr p, CUstr
     return r;
 }
 
-CT_EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s)
+CUresult ct_impl_cuMemFreeAsync(CUdeviceptr p, CUstream s)
 {
     return free_async(CT_SYM_cuMemFreeAsync, 0, p, s);
 }
 
-CT_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s)
+CUresult ct_impl_cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s)
 {
     return free_async(CT_SYM_cuMemFreeAsync_ptsz, CT_APIF_PER_THREAD, p, s);
 }
@@ -114,13 +114,13 @@ static CUresult alloc_pool(enum ct_sym sym, unsigned flags, CUdeviceptr *p, size
     return r;
 }
 
-CT_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s)
+CUresult ct_impl_cuMemAllocFromPoolAsync(CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s)
 {
     return alloc_pool(CT_SYM_cuMemAllocFromPoolAsync, 0, p, n, pool, s);
 }
 
-CT_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *p, size_t n, CUmemoryPool pool,
-                                                CUstream s)
+CUresult ct_impl_cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *p, size_t n, CUmemoryPool pool,
+                                              CUstream s)
 {
     return alloc_pool(CT_SYM_cuMemAllocFromPoolAsync_ptsz, CT_APIF_PER_THREAD, p, n, pool, s);
 }

@@ -85,9 +85,9 @@ static __attribute__((noinline)) CUresult launch_slow_ptsz(CUfunction f, unsigne
                            bz, shmem, s, params, extra);
 }
 
-CT_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                                  unsigned by, unsigned bz, unsigned shmem, CUstream s,
-                                  void **params, void **extra)
+CUresult ct_impl_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params,
+                                void **extra)
 {
     void *p = atomic_load_explicit(&ct_real[CT_SYM_cuLaunchKernel], memory_order_acquire);
     if (__builtin_expect(p != NULL, 1) && ct_shim_passthrough())
@@ -95,9 +95,9 @@ CT_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsign
     return launch_slow(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);
 }
 
-CT_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
-                                       unsigned bx, unsigned by, unsigned bz, unsigned shmem,
-                                       CUstream s, void **params, void **extra)
+CUresult ct_impl_cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                                     unsigned bx, unsigned by, unsigned bz, unsigned shmem,
+                                     CUstream s, void **params, void **extra)
 {
     void *p = atomic_load_explicit(&ct_real[CT_SYM_cuLaunchKernel_ptsz], memory_order_acquire);
     if (__builtin_expect(p != NULL, 1) && ct_shim_passthrough())
@@ -124,14 +124,14 @@ static CUresult launch_ex(enum ct_sym sym, unsigned flags, const CUlaunchConfig 
     return r;
 }
 
-CT_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *cfg, CUfunction f, void **params,
-                                    void **extra)
+CUresult ct_impl_cuLaunchKernelEx(const CUlaunchConfig *cfg, CUfunction f, void **params,
+                                  void **extra)
 {
     return launch_ex(CT_SYM_cuLaunchKernelEx, 0, cfg, f, params, extra);
 }
 
-CT_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *cfg, CUfunction f, void **params,
-                                         void **extra)
+CUresult ct_impl_cuLaunchKernelEx_ptsz(const CUlaunchConfig *cfg, CUfunction f, void **params,
+                                       void **extra)
 {
     return launch_ex(CT_SYM_cuLaunchKernelEx_ptsz, CT_APIF_PER_THREAD, cfg, f, params, extra);
 }
@@ -154,17 +154,16 @@ static CUresult coop(enum ct_sym sym, unsigned flags, CUfunction f, unsigned gx,
     return r;
 }
 
-CT_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
-                                             unsigned bx, unsigned by, unsigned bz, unsigned shmem,
-                                             CUstream s, void **params)
+CUresult ct_impl_cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                                           unsigned bx, unsigned by, unsigned bz, unsigned shmem,
+                                           CUstream s, void **params)
 {
     return coop(CT_SYM_cuLaunchCooperativeKernel, 0, f, gx, gy, gz, bx, by, bz, shmem, s, params);
 }
 
-CT_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, unsigned gy,
-                                                  unsigned gz, unsigned bx, unsigned by,
-                                                  unsigned bz, unsigned shmem, CUstream s,
-                                                  void **params)
+CUresult ct_impl_cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                                                unsigned bx, unsigned by, unsigned bz,
+                                                unsigned shmem, CUstream s, void **params)
 {
     return coop(CT_SYM_cuLaunchCooperativeKernel_ptsz, CT_APIF_PER_THREAD, f, gx, gy, gz, bx, by,
                 bz, shmem, s, params);
@@ -187,12 +186,12 @@ static CUresult host_func(enum ct_sym sym, unsigned flags, CUstream s, CUhostFn 
     return r;
 }
 
-CT_EXPORT CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void *data)
+CUresult ct_impl_cuLaunchHostFunc(CUstream s, CUhostFn fn, void *data)
 {
     return host_func(CT_SYM_cuLaunchHostFunc, 0, s, fn, data);
 }
 
-CT_EXPORT CUresult cuLaunchHostFunc_ptsz(CUstream s, CUhostFn fn, void *data)
+CUresult ct_impl_cuLaunchHostFunc_ptsz(CUstream s, CUhostFn fn, void *data)
 {
     return host_func(CT_SYM_cuLaunchHostFunc_ptsz, CT_APIF_PER_THREAD, s, fn, data);
 }
@@ -217,12 +216,12 @@ static CUresult graph_launch(enum ct_sym sym, unsigned flags, CUgraphExec g, CUs
     return r;
 }
 
-CT_EXPORT CUresult cuGraphLaunch(CUgraphExec g, CUstream s)
+CUresult ct_impl_cuGraphLaunch(CUgraphExec g, CUstream s)
 {
     return graph_launch(CT_SYM_cuGraphLaunch, 0, g, s);
 }
 
-CT_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec g, CUstream s)
+CUresult ct_impl_cuGraphLaunch_ptsz(CUgraphExec g, CUstream s)
 {
     return graph_launch(CT_SYM_cuGraphLaunch_ptsz, CT_APIF_PER_THREAD, g, s);
 }

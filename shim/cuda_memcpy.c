@@ -94,72 +94,72 @@ static CUresult copy1d(enum ct_sym sym, unsigned flags, int kind, CUdeviceptr ds
  * pointer types of the same size; they go through copy1d with casts. */
 #define HOST(p) ((CUdeviceptr)(uintptr_t)(p))
 
-CT_EXPORT CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n)
+CUresult ct_impl_cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n)
 {
     return copy1d(CT_SYM_cuMemcpy, 0, -1, dst, src, n, NULL, 0);
 }
-CT_EXPORT CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n)
+CUresult ct_impl_cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n)
 {
     return copy1d(CT_SYM_cuMemcpy_ptds, CT_APIF_PER_THREAD, -1, dst, src, n, NULL, 0);
 }
-CT_EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
+CUresult ct_impl_cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
 {
     return copy1d(CT_SYM_cuMemcpyAsync, 0, -1, dst, src, n, s, 1);
 }
-CT_EXPORT CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
+CUresult ct_impl_cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
 {
     return copy1d(CT_SYM_cuMemcpyAsync_ptsz, CT_APIF_PER_THREAD, -1, dst, src, n, s, 1);
 }
-CT_EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n)
+CUresult ct_impl_cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n)
 {
     return copy1d(CT_SYM_cuMemcpyHtoD_v2, 0, CT_COPY_HTOD, dst, HOST(src), n, NULL, 0);
 }
-CT_EXPORT CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dst, const void *src, size_t n)
+CUresult ct_impl_cuMemcpyHtoD_v2_ptds(CUdeviceptr dst, const void *src, size_t n)
 {
     return copy1d(CT_SYM_cuMemcpyHtoD_v2_ptds, CT_APIF_PER_THREAD, CT_COPY_HTOD, dst, HOST(src), n,
                   NULL, 0);
 }
-CT_EXPORT CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n)
+CUresult ct_impl_cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n)
 {
     return copy1d(CT_SYM_cuMemcpyDtoH_v2, 0, CT_COPY_DTOH, HOST(dst), src, n, NULL, 0);
 }
-CT_EXPORT CUresult cuMemcpyDtoH_v2_ptds(void *dst, CUdeviceptr src, size_t n)
+CUresult ct_impl_cuMemcpyDtoH_v2_ptds(void *dst, CUdeviceptr src, size_t n)
 {
     return copy1d(CT_SYM_cuMemcpyDtoH_v2_ptds, CT_APIF_PER_THREAD, CT_COPY_DTOH, HOST(dst), src, n,
                   NULL, 0);
 }
-CT_EXPORT CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n)
+CUresult ct_impl_cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n)
 {
     return copy1d(CT_SYM_cuMemcpyDtoD_v2, 0, CT_COPY_DTOD, dst, src, n, NULL, 0);
 }
-CT_EXPORT CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n)
+CUresult ct_impl_cuMemcpyDtoD_v2_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n)
 {
     return copy1d(CT_SYM_cuMemcpyDtoD_v2_ptds, CT_APIF_PER_THREAD, CT_COPY_DTOD, dst, src, n, NULL,
                   0);
 }
-CT_EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstream s)
+CUresult ct_impl_cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstream s)
 {
     return copy1d(CT_SYM_cuMemcpyHtoDAsync_v2, 0, CT_COPY_HTOD, dst, HOST(src), n, s, 1);
 }
-CT_EXPORT CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dst, const void *src, size_t n, CUstream s)
+CUresult ct_impl_cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dst, const void *src, size_t n, CUstream s)
 {
     return copy1d(CT_SYM_cuMemcpyHtoDAsync_v2_ptsz, CT_APIF_PER_THREAD, CT_COPY_HTOD, dst,
                   HOST(src), n, s, 1);
 }
-CT_EXPORT CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstream s)
+CUresult ct_impl_cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstream s)
 {
     return copy1d(CT_SYM_cuMemcpyDtoHAsync_v2, 0, CT_COPY_DTOH, HOST(dst), src, n, s, 1);
 }
-CT_EXPORT CUresult cuMemcpyDtoHAsync_v2_ptsz(void *dst, CUdeviceptr src, size_t n, CUstream s)
+CUresult ct_impl_cuMemcpyDtoHAsync_v2_ptsz(void *dst, CUdeviceptr src, size_t n, CUstream s)
 {
     return copy1d(CT_SYM_cuMemcpyDtoHAsync_v2_ptsz, CT_APIF_PER_THREAD, CT_COPY_DTOH, HOST(dst),
                   src, n, s, 1);
 }
-CT_EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
+CUresult ct_impl_cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
 {
     return copy1d(CT_SYM_cuMemcpyDtoDAsync_v2, 0, CT_COPY_DTOD, dst, src, n, s, 1);
 }
-CT_EXPORT CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
+CUresult ct_impl_cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
 {
     return copy1d(CT_SYM_cuMemcpyDtoDAsync_v2_ptsz, CT_APIF_PER_THREAD, CT_COPY_DTOD, dst, src, n,
                   s, 1);
@@ -189,23 +189,23 @@ static CUresult peer(enum ct_sym sym, unsigned flags, CUdeviceptr dst, CUcontext
     return r;
 }
 
-CT_EXPORT CUresult cuMemcpyPeer(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx,
-                                size_t n)
+CUresult ct_impl_cuMemcpyPeer(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx,
+                              size_t n)
 {
     return peer(CT_SYM_cuMemcpyPeer, 0, dst, dctx, src, sctx, n, NULL, 0);
 }
-CT_EXPORT CUresult cuMemcpyPeer_ptds(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src,
-                                     CUcontext sctx, size_t n)
+CUresult ct_impl_cuMemcpyPeer_ptds(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx,
+                                   size_t n)
 {
     return peer(CT_SYM_cuMemcpyPeer_ptds, CT_APIF_PER_THREAD, dst, dctx, src, sctx, n, NULL, 0);
 }
-CT_EXPORT CUresult cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src,
-                                     CUcontext sctx, size_t n, CUstream s)
+CUresult ct_impl_cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx,
+                                   size_t n, CUstream s)
 {
     return peer(CT_SYM_cuMemcpyPeerAsync, 0, dst, dctx, src, sctx, n, s, 1);
 }
-CT_EXPORT CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src,
-                                          CUcontext sctx, size_t n, CUstream s)
+CUresult ct_impl_cuMemcpyPeerAsync_ptsz(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src,
+                                        CUcontext sctx, size_t n, CUstream s)
 {
     return peer(CT_SYM_cuMemcpyPeerAsync_ptsz, CT_APIF_PER_THREAD, dst, dctx, src, sctx, n, s, 1);
 }
@@ -252,43 +252,43 @@ static CUresult copy3d(enum ct_sym sym, unsigned flags, const CUDA_MEMCPY3D *p, 
     return r;
 }
 
-CT_EXPORT CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D *p)
+CUresult ct_impl_cuMemcpy2D_v2(const CUDA_MEMCPY2D *p)
 {
     return copy2d(CT_SYM_cuMemcpy2D_v2, 0, p, NULL, 0);
 }
-CT_EXPORT CUresult cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D *p)
+CUresult ct_impl_cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D *p)
 {
     return copy2d(CT_SYM_cuMemcpy2D_v2_ptds, CT_APIF_PER_THREAD, p, NULL, 0);
 }
-CT_EXPORT CUresult cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D *p)
+CUresult ct_impl_cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D *p)
 {
     return copy2d(CT_SYM_cuMemcpy2DUnaligned_v2, 0, p, NULL, 0);
 }
-CT_EXPORT CUresult cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D *p)
+CUresult ct_impl_cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D *p)
 {
     return copy2d(CT_SYM_cuMemcpy2DUnaligned_v2_ptds, CT_APIF_PER_THREAD, p, NULL, 0);
 }
-CT_EXPORT CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *p, CUstream s)
+CUresult ct_impl_cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *p, CUstream s)
 {
     return copy2d(CT_SYM_cuMemcpy2DAsync_v2, 0, p, s, 1);
 }
-CT_EXPORT CUresult cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *p, CUstream s)
+CUresult ct_impl_cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *p, CUstream s)
 {
     return copy2d(CT_SYM_cuMemcpy2DAsync_v2_ptsz, CT_APIF_PER_THREAD, p, s, 1);
 }
-CT_EXPORT CUresult cuMemcpy3D_v2(const CUDA_MEMCPY3D *p)
+CUresult ct_impl_cuMemcpy3D_v2(const CUDA_MEMCPY3D *p)
 {
     return copy3d(CT_SYM_cuMemcpy3D_v2, 0, p, NULL, 0);
 }
-CT_EXPORT CUresult cuMemcpy3D_v2_ptds(const CUDA_MEMCPY3D *p)
+CUresult ct_impl_cuMemcpy3D_v2_ptds(const CUDA_MEMCPY3D *p)
 {
     return copy3d(CT_SYM_cuMemcpy3D_v2_ptds, CT_APIF_PER_THREAD, p, NULL, 0);
 }
-CT_EXPORT CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *p, CUstream s)
+CUresult ct_impl_cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *p, CUstream s)
 {
     return copy3d(CT_SYM_cuMemcpy3DAsync_v2, 0, p, s, 1);
 }
-CT_EXPORT CUresult cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D *p, CUstream s)
+CUresult ct_impl_cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D *p, CUstream s)
 {
     return copy3d(CT_SYM_cuMemcpy3DAsync_v2_ptsz, CT_APIF_PER_THREAD, p, s, 1);
 }

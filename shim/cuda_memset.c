@@ -75,108 +75,106 @@ static CUresult set2(enum ct_sym sym, unsigned flags, unsigned elem, CUdeviceptr
 
 #define PT CT_APIF_PER_THREAD
 
-CT_EXPORT CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n)
+CUresult ct_impl_cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n)
 {
     return set1(CT_SYM_cuMemsetD8_v2, 0, 1, d, v, n, NULL, 0);
 }
-CT_EXPORT CUresult cuMemsetD8_v2_ptds(CUdeviceptr d, unsigned char v, size_t n)
+CUresult ct_impl_cuMemsetD8_v2_ptds(CUdeviceptr d, unsigned char v, size_t n)
 {
     return set1(CT_SYM_cuMemsetD8_v2_ptds, PT, 1, d, v, n, NULL, 0);
 }
-CT_EXPORT CUresult cuMemsetD16_v2(CUdeviceptr d, unsigned short v, size_t n)
+CUresult ct_impl_cuMemsetD16_v2(CUdeviceptr d, unsigned short v, size_t n)
 {
     return set1(CT_SYM_cuMemsetD16_v2, 0, 2, d, v, n, NULL, 0);
 }
-CT_EXPORT CUresult cuMemsetD16_v2_ptds(CUdeviceptr d, unsigned short v, size_t n)
+CUresult ct_impl_cuMemsetD16_v2_ptds(CUdeviceptr d, unsigned short v, size_t n)
 {
     return set1(CT_SYM_cuMemsetD16_v2_ptds, PT, 2, d, v, n, NULL, 0);
 }
-CT_EXPORT CUresult cuMemsetD32_v2(CUdeviceptr d, unsigned int v, size_t n)
+CUresult ct_impl_cuMemsetD32_v2(CUdeviceptr d, unsigned int v, size_t n)
 {
     return set1(CT_SYM_cuMemsetD32_v2, 0, 4, d, v, n, NULL, 0);
 }
-CT_EXPORT CUresult cuMemsetD32_v2_ptds(CUdeviceptr d, unsigned int v, size_t n)
+CUresult ct_impl_cuMemsetD32_v2_ptds(CUdeviceptr d, unsigned int v, size_t n)
 {
     return set1(CT_SYM_cuMemsetD32_v2_ptds, PT, 4, d, v, n, NULL, 0);
 }
-CT_EXPORT CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream s)
+CUresult ct_impl_cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream s)
 {
     return set1(CT_SYM_cuMemsetD8Async, 0, 1, d, v, n, s, 1);
 }
-CT_EXPORT CUresult cuMemsetD8Async_ptsz(CUdeviceptr d, unsigned char v, size_t n, CUstream s)
+CUresult ct_impl_cuMemsetD8Async_ptsz(CUdeviceptr d, unsigned char v, size_t n, CUstream s)
 {
     return set1(CT_SYM_cuMemsetD8Async_ptsz, PT, 1, d, v, n, s, 1);
 }
-CT_EXPORT CUresult cuMemsetD16Async(CUdeviceptr d, unsigned short v, size_t n, CUstream s)
+CUresult ct_impl_cuMemsetD16Async(CUdeviceptr d, unsigned short v, size_t n, CUstream s)
 {
     return set1(CT_SYM_cuMemsetD16Async, 0, 2, d, v, n, s, 1);
 }
-CT_EXPORT CUresult cuMemsetD16Async_ptsz(CUdeviceptr d, unsigned short v, size_t n, CUstream s)
+CUresult ct_impl_cuMemsetD16Async_ptsz(CUdeviceptr d, unsigned short v, size_t n, CUstream s)
 {
     return set1(CT_SYM_cuMemsetD16Async_ptsz, PT, 2, d, v, n, s, 1);
 }
-CT_EXPORT CUresult cuMemsetD32Async(CUdeviceptr d, unsigned int v, size_t n, CUstream s)
+CUresult ct_impl_cuMemsetD32Async(CUdeviceptr d, unsigned int v, size_t n, CUstream s)
 {
     return set1(CT_SYM_cuMemsetD32Async, 0, 4, d, v, n, s, 1);
 }
-CT_EXPORT CUresult cuMemsetD32Async_ptsz(CUdeviceptr d, unsigned int v, size_t n, CUstream s)
+CUresult ct_impl_cuMemsetD32Async_ptsz(CUdeviceptr d, unsigned int v, size_t n, CUstream s)
 {
     return set1(CT_SYM_cuMemsetD32Async_ptsz, PT, 4, d, v, n, s, 1);
 }
-CT_EXPORT CUresult cuMemsetD2D8_v2(CUdeviceptr d, size_t p, unsigned char v, size_t w, size_t h)
+CUresult ct_impl_cuMemsetD2D8_v2(CUdeviceptr d, size_t p, unsigned char v, size_t w, size_t h)
 {
     return set2(CT_SYM_cuMemsetD2D8_v2, 0, 1, d, p, v, w, h, NULL, 0);
 }
-CT_EXPORT CUresult cuMemsetD2D8_v2_ptds(CUdeviceptr d, size_t p, unsigned char v, size_t w,
-                                        size_t h)
+CUresult ct_impl_cuMemsetD2D8_v2_ptds(CUdeviceptr d, size_t p, unsigned char v, size_t w, size_t h)
 {
     return set2(CT_SYM_cuMemsetD2D8_v2_ptds, PT, 1, d, p, v, w, h, NULL, 0);
 }
-CT_EXPORT CUresult cuMemsetD2D16_v2(CUdeviceptr d, size_t p, unsigned short v, size_t w, size_t h)
+CUresult ct_impl_cuMemsetD2D16_v2(CUdeviceptr d, size_t p, unsigned short v, size_t w, size_t h)
 {
     return set2(CT_SYM_cuMemsetD2D16_v2, 0, 2, d, p, v, w, h, NULL, 0);
 }
-CT_EXPORT CUresult cuMemsetD2D16_v2_ptds(CUdeviceptr d, size_t p, unsigned short v, size_t w,
-                                         size_t h)
+CUresult ct_impl_cuMemsetD2D16_v2_ptds(CUdeviceptr d, size_t p, unsigned short v, size_t w,
+                                       size_t h)
 {
     return set2(CT_SYM_cuMemsetD2D16_v2_ptds, PT, 2, d, p, v, w, h, NULL, 0);
 }
-CT_EXPORT CUresult cuMemsetD2D32_v2(CUdeviceptr d, size_t p, unsigned int v, size_t w, size_t h)
+CUresult ct_impl_cuMemsetD2D32_v2(CUdeviceptr d, size_t p, unsigned int v, size_t w, size_t h)
 {
     return set2(CT_SYM_cuMemsetD2D32_v2, 0, 4, d, p, v, w, h, NULL, 0);
 }
-CT_EXPORT CUresult cuMemsetD2D32_v2_ptds(CUdeviceptr d, size_t p, unsigned int v, size_t w,
-                                         size_t h)
+CUresult ct_impl_cuMemsetD2D32_v2_ptds(CUdeviceptr d, size_t p, unsigned int v, size_t w, size_t h)
 {
     return set2(CT_SYM_cuMemsetD2D32_v2_ptds, PT, 4, d, p, v, w, h, NULL, 0);
 }
-CT_EXPORT CUresult cuMemsetD2D8Async(CUdeviceptr d, size_t p, unsigned char v, size_t w, size_t h,
-                                     CUstream s)
+CUresult ct_impl_cuMemsetD2D8Async(CUdeviceptr d, size_t p, unsigned char v, size_t w, size_t h,
+                                   CUstream s)
 {
     return set2(CT_SYM_cuMemsetD2D8Async, 0, 1, d, p, v, w, h, s, 1);
 }
-CT_EXPORT CUresult cuMemsetD2D8Async_ptsz(CUdeviceptr d, size_t p, unsigned char v, size_t w,
-                                          size_t h, CUstream s)
+CUresult ct_impl_cuMemsetD2D8Async_ptsz(CUdeviceptr d, size_t p, unsigned char v, size_t w,
+                                        size_t h, CUstream s)
 {
     return set2(CT_SYM_cuMemsetD2D8Async_ptsz, PT, 1, d, p, v, w, h, s, 1);
 }
-CT_EXPORT CUresult cuMemsetD2D16Async(CUdeviceptr d, size_t p, unsigned short v, size_t w, size_t h,
-                                      CUstream s)
+CUresult ct_impl_cuMemsetD2D16Async(CUdeviceptr d, size_t p, unsigned short v, size_t w, size_t h,
+                                    CUstream s)
 {
     return set2(CT_SYM_cuMemsetD2D16Async, 0, 2, d, p, v, w, h, s, 1);
 }
-CT_EXPORT CUresult cuMemsetD2D16Async_ptsz(CUdeviceptr d, size_t p, unsigned short v, size_t w,
-                                           size_t h, CUstream s)
+CUresult ct_impl_cuMemsetD2D16Async_ptsz(CUdeviceptr d, size_t p, unsigned short v, size_t w,
+                                         size_t h, CUstream s)
 {
     return set2(CT_SYM_cuMemsetD2D16Async_ptsz, PT, 2, d, p, v, w, h, s, 1);
 }
-CT_EXPORT CUresult cuMemsetD2D32Async(CUdeviceptr d, size_t p, unsigned int v, size_t w, size_t h,
-                                      CUstream s)
+CUresult ct_impl_cuMemsetD2D32Async(CUdeviceptr d, size_t p, unsigned int v, size_t w, size_t h,
+                                    CUstream s)
 {
     return set2(CT_SYM_cuMemsetD2D32Async, 0, 4, d, p, v, w, h, s, 1);
 }
-CT_EXPORT CUresult cuMemsetD2D32Async_ptsz(CUdeviceptr d, size_t p, unsigned int v, size_t w,
-                                           size_t h, CUstream s)
+CUresult ct_impl_cuMemsetD2D32Async_ptsz(CUdeviceptr d, size_t p, unsigned int v, size_t w,
+                                         size_t h, CUstream s)
 {
     return set2(CT_SYM_cuMemsetD2D32Async_ptsz, PT, 4, d, p, v, w, h, s, 1);
 }

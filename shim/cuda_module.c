@@ -26,7 +26,7 @@ static void module_done(struct ct_call *c, enum ct_sym sym, CUresult r, const vo
     ct_call_leave(c);
 }
 
-CT_EXPORT CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name)
+CUresult ct_impl_cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name)
 {
     get_function_fn real = CT_REAL(get_function_fn, CT_SYM_cuModuleGetFunction);
     if (!real)
@@ -43,7 +43,7 @@ CT_EXPORT CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *na
     return r;
 }
 
-CT_EXPORT CUresult cuLibraryGetKernel(CUkernel *k, CUlibrary lib, const char *name)
+CUresult ct_impl_cuLibraryGetKernel(CUkernel *k, CUlibrary lib, const char *name)
 {
     get_kernel_fn real = CT_REAL(get_kernel_fn, CT_SYM_cuLibraryGetKernel);
     if (!real)
@@ -60,7 +60,7 @@ CT_EXPORT CUresult cuLibraryGetKernel(CUkernel *k, CUlibrary lib, const char *na
     return r;
 }
 
-CT_EXPORT CUresult cuKernelGetFunction(CUfunction *f, CUkernel k)
+CUresult ct_impl_cuKernelGetFunction(CUfunction *f, CUkernel k)
 {
     kernel_function_fn real = CT_REAL(kernel_function_fn, CT_SYM_cuKernelGetFunction);
     if (!real)
@@ -77,7 +77,7 @@ CT_EXPORT CUresult cuKernelGetFunction(CUfunction *f, CUkernel k)
     return r;
 }
 
-CT_EXPORT CUresult cuStreamDestroy_v2(CUstream s)
+CUresult ct_impl_cuStreamDestroy_v2(CUstream s)
 {
     stream_destroy_fn real = CT_REAL(stream_destroy_fn, CT_SYM_cuStreamDestroy_v2);
     if (!real)

@@ -15,7 +15,7 @@ typedef CUresult (*stream_sync_fn)(CUstream);
 typedef CUresult (*event_sync_fn)(CUevent);
 typedef CUresult (*wait_event_fn)(CUstream, CUevent, unsigned int);
 
-CT_EXPORT CUresult cuCtxSynchronize(void)
+CUresult ct_impl_cuCtxSynchronize(void)
 {
     ctx_sync_fn real = CT_REAL(ctx_sync_fn, CT_SYM_cuCtxSynchronize);
     if (!real)
@@ -30,7 +30,7 @@ CT_EXPORT CUresult cuCtxSynchronize(void)
     return r;
 }
 
-CT_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx)
+CUresult ct_impl_cuCtxSynchronize_v2(CUcontext ctx)
 {
     ctx_sync2_fn real = CT_REAL(ctx_sync2_fn, CT_SYM_cuCtxSynchronize_v2);
     if (!real)
@@ -62,17 +62,17 @@ static CUresult stream_sync(enum ct_sym sym, unsigned flags, CUstream s)
     return r;
 }
 
-CT_EXPORT CUresult cuStreamSynchronize(CUstream s)
+CUresult ct_impl_cuStreamSynchronize(CUstream s)
 {
     return stream_sync(CT_SYM_cuStreamSynchronize, 0, s);
 }
 
-CT_EXPORT CUresult cuStreamSynchronize_ptsz(CUstream s)
+CUresult ct_impl_cuStreamSynchronize_ptsz(CUstream s)
 {
     return stream_sync(CT_SYM_cuStreamSynchronize_ptsz, CT_APIF_PER_THREAD, s);
 }
 
-CT_EXPORT CUresult cuEventSynchronize(CUevent e)
+CUresult ct_impl_cuEventSynchronize(CUevent e)
 {
     event_sync_fn real = CT_REAL(event_sync_fn, CT_SYM_cuEventSynchronize);
     if (!real)
@@ -104,12 +104,12 @@ static CUresult wait_event(enum ct_sym sym, unsigned flags, CUstream s, CUevent 
     return r;
 }
 
-CT_EXPORT CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int f)
+CUresult ct_impl_cuStreamWaitEvent(CUstream s, CUevent e, unsigned int f)
 {
     return wait_event(CT_SYM_cuStreamWaitEvent, 0, s, e, f);
 }
 
-CT_EXPORT CUresult cuStreamWaitEvent_ptsz(CUstream s, CUevent e, unsigned int f)
+CUresult ct_impl_cuStreamWaitEvent_ptsz(CUstream s, CUevent e, unsigned int f)
 {
     return wait_event(CT_SYM_cuStreamWaitEvent_ptsz, CT_APIF_PER_THREAD, s, e, f);
 }

@@ -138,16 +138,15 @@ static int op_enter(struct op_call *c, unsigned op, uint64_t count, ncclDataType
         t->npending = 0;
         t->overflow = 0;
     }
-    if (t->npending < CT_NCCL_PENDING)
-        t->pending[t->npending++] = (struct ct_nccl_pending){
+    struct ct_nccl_pending *p = ct_nccl_pending_slot(t);
+    if (p)
+        *p = (struct ct_nccl_pending){
             .corr = c->corr,
             .count = count,
             .peer = peer,
             .op = (uint8_t)op,
             .stream = (uint64_t)(uintptr_t)stream,
         };
-    else
-        t->overflow++;
     if (ct_cfg.stacks && ct_stack_wanted(1))
         ct_stack_capture(c->corr);
     c->gpu.start = 0;

@@ -108,9 +108,30 @@ out:
 
 static __thread struct ct_nccl_tls g_tls;
 
+#define CT_NCCL_THREADS 256
+static struct ct_nccl_pending g_pending_pool[CT_NCCL_THREADS][CT_NCCL_PENDING];
+static _Atomic unsigned g_pending_used;
+
 struct ct_nccl_tls *ct_nccl_tls(void)
 {
     return &g_tls;
+}
+
+struct ct_nccl_pending *ct_nccl_pending_slot(struct ct_nccl_tls *t)
+{
+    if (__builtin_expect(!t->pending, 0)) {
+        unsigned i = atomic_fetch_add(&g_pending_used, 1);
+        if (i >= CT_NCCL_THREADS) {
+            t->overflow++;
+            return NULL; /* plugin events of this thread's ops stay unmatched */
+        }
+        t->pending = g_pending_pool[i];
+    }
+    if (t->npending >= CT_NCCL_PENDING) {
+        t->overflow++;
+        return NULL;
+    }
+    return &t->pending[t->npending++];
 }
 
 uint32_t ct_nccl_name_id(const char *name, _Atomic uint32_t *cache)

@@ -63,13 +63,17 @@ struct ct_nccl_tls {
     uint64_t group;  /* correlation id of the outermost group (its GroupEnd record) */
     unsigned npending;
     unsigned overflow; /* ops of this group beyond CT_NCCL_PENDING */
-    struct ct_nccl_pending pending[CT_NCCL_PENDING];
+    struct ct_nccl_pending *pending; /* [CT_NCCL_PENDING], NULL if none could be had */
     uint64_t init_hash; /* hash of the comm whose creation call runs here */
 };
 
-/* The calling thread's state (global-dynamic TLS: 2 KiB would not fit the
- * static TLS surplus if a program dlopen()s the shim). */
+/* The calling thread's state. The pending list lives in a static pool, one
+ * slot per thread that calls NCCL, not in TLS: the shim's thread-local data
+ * must fit glibc's static TLS surplus for the driver to dlopen it
+ * (CUDA_INJECTION64_PATH). */
 struct ct_nccl_tls *ct_nccl_tls(void);
+/* Room for one more pending op of this thread, or NULL (counted). */
+struct ct_nccl_pending *ct_nccl_pending_slot(struct ct_nccl_tls *t);
 
 /* Profiler plugin (shim/nccl_profiler.c): the op matching a Coll or P2p
  * event started on this thread, 0 if none. `name` is NCCL's func string. */

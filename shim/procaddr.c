@@ -49,7 +49,7 @@ static void substitute(const char *sym, void **pfn, int version, cuuint64_t flag
     atomic_fetch_add(&g_wrapped, 1);
 }
 
-CT_EXPORT CUresult cuGetProcAddress(const char *sym, void **pfn, int version, cuuint64_t flags)
+CUresult ct_impl_cuGetProcAddress(const char *sym, void **pfn, int version, cuuint64_t flags)
 {
     gpa_fn real = CT_REAL(gpa_fn, CT_SYM_cuGetProcAddress);
     if (!real)
@@ -65,8 +65,8 @@ CT_EXPORT CUresult cuGetProcAddress(const char *sym, void **pfn, int version, cu
     return r;
 }
 
-CT_EXPORT CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int version, cuuint64_t flags,
-                                       CUdriverProcAddressQueryResult *st)
+CUresult ct_impl_cuGetProcAddress_v2(const char *sym, void **pfn, int version, cuuint64_t flags,
+                                     CUdriverProcAddressQueryResult *st)
 {
     gpa2_fn real = CT_REAL(gpa2_fn, CT_SYM_cuGetProcAddress_v2);
     if (!real)

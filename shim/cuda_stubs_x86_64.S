@@ -1,0 +1,53 @@
+/*
+ * Entry stubs of the wrapped CUDA driver functions, x86-64: one per row of
+ * shim/cuda_syms.h, exported under the driver's name. A call that only
+ * passes through (recording paused or off, or made from inside cutrace)
+ * jumps straight to the real driver function from here, with the caller's
+ * registers and stack arguments untouched: in C the compiler saves
+ * registers and copies stack arguments even for a tail call (cuLaunchKernel
+ * has five on the stack), which is most of a paused shim's cost. Every
+ * other call (recording, first use, real function not resolved yet) jumps
+ * to the C wrapper, ct_impl_<name>, which decides for itself.
+ *
+ * The test mirrors ct_shim_passthrough() in shim.h: pass through when
+ * ct_tls_guard is set or ct_shim_state is INITING (1), OFF (3) or PAUSED
+ * (5). cuGetProcAddress always goes to C: a lookup while paused must still
+ * hand out wrappers, or the calls made through them later would be missed.
+ */
+    .hidden ct_real
+    .hidden ct_shim_state
+    .set    ct_row, 0
+
+.macro CT_STUB name, base
+    .text
+    .globl  \name
+    .type   \name, @function
+    .hidden ct_impl_\name
+    .p2align 4
+\name:
+.ifnc \base,cuGetProcAddress
+    movq    ct_real+8*ct_row(%rip), %rax
+    testq   %rax, %rax
+    jz      1f
+    movq    ct_tls_guard@gottpoff(%rip), %r11
+    cmpl    $0, %fs:(%r11)
+    jne     2f
+    movl    ct_shim_state(%rip), %r11d
+    cmpl    $2, %r11d               /* ON: recorded */
+    je      1f
+    testl   %r11d, %r11d            /* UNINIT: the first event starts recording */
+    jz      1f
+    cmpl    $4, %r11d               /* FORKED: the child's first event */
+    je      1f
+2:  jmp     *%rax
+.endif
+1:  jmp     ct_impl_\name
+    .size   \name, .-\name
+    .set    ct_row, ct_row + 1
+.endm
+
+#define CT_SYM(exported, base, ver, pt) CT_STUB exported, base
+#include "shim/cuda_syms.h"
+#undef CT_SYM
+
+    .section .note.GNU-stack,"",@progbits
