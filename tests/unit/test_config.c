@@ -27,6 +27,7 @@ START_TEST(defaults_when_unset)
     ck_assert_uint_eq(c.flush_ms, 100);
     ck_assert_str_eq(c.output, ".");
     ck_assert_int_eq(c.gpu_timing, 1); /* cupti */
+    ck_assert_uint_eq(c.io_stack_ns, 1000000);
 }
 END_TEST
 
@@ -42,6 +43,8 @@ START_TEST(valid_values_are_taken)
                                       "/tmp/x",
                                       "CUTRACE_CLOCK",
                                       "monotonic",
+                                      "CUTRACE_IO_STACK_NS",
+                                      "0",
                                       NULL};
     struct ct_config c;
     char err[256] = "";
@@ -53,6 +56,7 @@ START_TEST(valid_values_are_taken)
     ck_assert_uint_eq(c.flush_ms, 20);
     ck_assert_str_eq(c.output, "/tmp/x");
     ck_assert_int_eq(c.clock, CT_CLOCK_PREF_MONOTONIC);
+    ck_assert_uint_eq(c.io_stack_ns, 0);
 }
 END_TEST
 
@@ -65,6 +69,7 @@ START_TEST(bad_values_name_the_variable_and_the_allowed_values)
         {"CUTRACE_FLUSH_MS", "0", "CUTRACE_FLUSH_MS=0: expected an integer from 1 to 60000"},
         {"CUTRACE_CLOCK", "rdtsc", "CUTRACE_CLOCK=rdtsc: expected auto, tsc or monotonic"},
         {"CUTRACE_OUTPUT", "", "CUTRACE_OUTPUT=: expected a directory path"},
+        {"CUTRACE_IO_STACK_NS", "-5", "CUTRACE_IO_STACK_NS=-5: expected an integer from 0 to"},
         {"CUTRACE_GPU_TIMING", "nsight",
          "CUTRACE_GPU_TIMING=nsight: expected cupti, events or off"},
     };
