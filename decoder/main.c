@@ -19,6 +19,7 @@ static const struct subcommand cmds[] = {
     {"stop", ct_cmd_stop, "close a capture window: cutrace stop PID"},
     {"info", ct_cmd_info, "what traces hold: metadata, record counts, drops, span, integrity"},
     {"dump", ct_cmd_dump, "one line per record; --json for the stable JSON-lines view"},
+    {"report", ct_cmd_report, "job report: overlap, idle attribution, bubbles, collectives"},
 };
 
 static void usage(FILE *f)

@@ -64,6 +64,9 @@ struct ct_gop {
 struct ct_nop {
     int64_t host_s, host_e, s, e;
     uint64_t comm, seq, bytes, corr;
+    int64_t all_s; /* latest GPU start over the matched members (self
+                    * included): the transfer can begin only then; 0 when
+                    * the op was not matched across ranks */
     int32_t comm_rank, peer, nranks;
     uint8_t op, cls;
 };

@@ -1,0 +1,229 @@
+/*
+ * Attribution of non-compute time (definitions: docs/report.md).
+ *
+ * Pipeline bubble, per iteration [a, b) of a rank that runs pipeline
+ * send/recv ops: PPWAIT = ∪ [s, min(all_s, e)) of its matched Send/Recv ops
+ * (the time the op waited for its peer); WARM = [a, first PP op start) when
+ * the first PP op is a Recv, COOL = [last PP op end, b) when the last is a
+ * Send; bubble = |([a,b) \ COMPUTE) ∩ PPWAIT| + |(WARM ∪ COOL) ∩ GPU-idle|.
+ *
+ * GPU-idle time of the window is split, each instant to the first class
+ * whose host evidence covers it: the idle part of the bubble, data stall
+ * (the main process blocked in read/recv/poll... on a file, pipe or socket),
+ * checkpoint (write/fsync on files or a DtoH copy >= 16 MiB, any process of
+ * the rank), sync drain ([return of a blocking sync or synchronous copy,
+ * next launch)), launch overhead ([host launch, GPU start) of an op), and
+ * unexplained.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decoder/analysis.h"
+#include "decoder/stats.h"
+
+static int add_set(struct ct_ivset *dst, const struct ct_ivset *src)
+{
+    for (size_t i = 0; i < src->n; i++)
+        if (ct_ivset_add(dst, src->v[i].s, src->v[i].e))
+            return -ENOMEM;
+    return 0;
+}
+
+/* The bubble set of the rank, and per-iteration lengths into res->im. */
+static int bubble_set(struct ct_rank_result *res, const struct ct_ivset *idle, struct ct_ivset *out,
+                      int *pipeline)
+{
+    struct ct_rank *r = res->rank;
+    struct ct_ivset wait = {0}, edge = {0}, t1 = {0}, t2 = {0}, noncomp = {0};
+    int rc = 0;
+    /* PP ops sorted by GPU start come from ops[] (sorted) */
+    for (size_t i = 0; i < r->nops && !rc; i++) {
+        const struct ct_gop *g = &r->ops[i];
+        if (g->cls != CT_CL_PP || g->nccl < 0)
+            continue;
+        const struct ct_nop *o = &r->nccl[g->nccl];
+        if (o->all_s)
+            rc = ct_ivset_add(&wait, g->s, o->all_s < g->e ? o->all_s : g->e);
+    }
+    size_t npp = 0, j = 0;
+    const struct ct_gop **pp = malloc((r->nops ? r->nops : 1) * sizeof(*pp));
+    if (!pp)
+        rc = -ENOMEM;
+    for (size_t i = 0; i < r->nops && !rc; i++)
+        if (r->ops[i].cls == CT_CL_PP)
+            pp[npp++] = &r->ops[i];
+    for (size_t k = 0; k < res->niters && !rc; k++) {
+        int64_t a = res->iters[k].s, b = res->iters[k].e;
+        const struct ct_gop *first = NULL, *last = NULL;
+        while (j < npp && pp[j]->e <= a)
+            j++;
+        for (size_t i = j; i < npp && pp[i]->s < b; i++) {
+            if (pp[i]->e <= a)
+                continue;
+            if (!first)
+                first = pp[i];
+            if (!last || pp[i]->e > last->e)
+                last = pp[i];
+        }
+        if (!first)
+            continue;
+        *pipeline = 1;
+        if (first->op == CT_NCCL_OP_RECV)
+            rc = ct_ivset_add(&edge, a, first->s);
+        if (!rc && last->op == CT_NCCL_OP_SEND)
+            rc = ct_ivset_add(&edge, last->e, b);
+    }
+    free(pp);
+    if (rc)
+        goto out;
+    ct_ivset_normalize(&wait);
+    ct_ivset_normalize(&edge);
+    if ((rc = ct_ivset_subtract(&r->gpu, &r->cls[CT_CL_COMPUTE], &noncomp)) ||
+        (rc = ct_ivset_union(&noncomp, idle, &t2)) || (rc = ct_ivset_intersect(&t2, &wait, &t1)) ||
+        (rc = ct_ivset_intersect(&edge, idle, &t2)) || (rc = ct_ivset_union(&t1, &t2, out)))
+        goto out;
+    for (size_t k = 0; k < res->niters; k++)
+        res->im[k].bubble = ct_ivset_len_in(out, res->iters[k].s, res->iters[k].e);
+out:
+    ct_ivset_free(&wait);
+    ct_ivset_free(&edge);
+    ct_ivset_free(&t1);
+    ct_ivset_free(&t2);
+    ct_ivset_free(&noncomp);
+    return rc;
+}
+
+/* [sync return, next launch) for every blocking sync of the main process. */
+static int drain_set(const struct ct_proc *p, struct ct_ivset *out)
+{
+    for (size_t i = 0; i < p->sync.n; i++) {
+        int64_t e = p->sync.v[i].e;
+        size_t lo = 0, hi = p->nlaunches;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (p->launches[mid] < e)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        int64_t next = lo < p->nlaunches ? p->launches[lo] : INT64_MAX;
+        if (next != INT64_MAX && ct_ivset_add(out, e, next))
+            return -ENOMEM;
+    }
+    ct_ivset_normalize(out);
+    return 0;
+}
+
+/* Takes the part of *rest covered by `by`: returns its length, leaves the
+ * remainder in *rest. */
+static int64_t take(struct ct_ivset *rest, const struct ct_ivset *by, struct ct_ivset *tmp, int *rc)
+{
+    if (*rc)
+        return 0;
+    int64_t before = ct_ivset_len(rest);
+    if ((*rc = ct_ivset_subtract(rest, by, tmp)) || (*rc = ct_ivset_copy(tmp, rest)))
+        return 0;
+    return before - ct_ivset_len(rest);
+}
+
+/* Checkpoint stall by step-time excess: for each iteration that holds
+ * checkpoint activity, its duration minus the median of the (up to 2 + 2)
+ * nearest iterations without any, floored at 0. */
+static void ckpt_excess(struct ct_rank_result *res, const struct ct_ivset *ckpt)
+{
+    size_t n = res->niters;
+    if (n < 2)
+        return;
+    char *has = calloc(n, 1);
+    if (!has)
+        return;
+    for (size_t k = 0; k < n; k++)
+        has[k] = ct_ivset_len_in(ckpt, res->iters[k].s, res->iters[k].e) > 0;
+    int64_t total = 0;
+    for (size_t k = 0; k < n; k++) {
+        if (!has[k])
+            continue;
+        res->at.ckpt_steps++;
+        int64_t nb[4];
+        size_t m = 0;
+        for (size_t d = 1; d < n && m < 4; d++) {
+            int got = 0;
+            if (k >= d && !has[k - d] && m < 4)
+                nb[m++] = res->iters[k - d].e - res->iters[k - d].s, got = 1;
+            if (k + d < n && !has[k + d] && m < 4)
+                nb[m++] = res->iters[k + d].e - res->iters[k + d].s, got = 1;
+            (void)got;
+        }
+        if (!m)
+            continue;
+        int64_t med = ct_median_i64(nb, m), dur = res->iters[k].e - res->iters[k].s;
+        if (dur > med)
+            total += dur - med;
+    }
+    free(has);
+    res->at.checkpoint_stall = total;
+}
+
+int ct_attribution_rank(struct ct_job *job, struct ct_rank_result *res)
+{
+    (void)job;
+    struct ct_rank *r = res->rank;
+    struct ct_ivset win = {0}, rest = {0}, tmp = {0}, bub = {0}, data = {0}, ckpt = {0},
+                    drain = {0}, launch = {0};
+    int rc = 0;
+    res->bubble_pct = res->expected_bubble_pct = -1;
+    if (res->we <= res->ws)
+        return 0;
+    if ((rc = ct_ivset_add(&win, res->ws, res->we)) ||
+        (rc = ct_ivset_subtract(&win, &r->gpu, &rest)))
+        goto out;
+    int pipeline = 0;
+    if ((rc = bubble_set(res, &rest, &bub, &pipeline)))
+        goto out;
+    res->at.pipeline_bubble = ct_ivset_len(&bub);
+    const struct ct_proc *main = r->procs[0];
+    if ((rc = ct_ivset_copy(&main->data_wait, &data)))
+        goto out;
+    for (size_t k = 0; k < r->nprocs && !rc; k++)
+        rc = add_set(&ckpt, &r->procs[k]->ckpt);
+    ct_ivset_normalize(&ckpt);
+    if (!rc)
+        rc = drain_set(main, &drain);
+    for (size_t i = 0; i < r->nops && !rc; i++)
+        if (r->ops[i].launch != INT64_MIN && r->ops[i].launch < r->ops[i].s)
+            rc = ct_ivset_add(&launch, r->ops[i].launch, r->ops[i].s);
+    ct_ivset_normalize(&launch);
+    res->at.bubble_idle = take(&rest, &bub, &tmp, &rc);
+    res->at.data_stall = take(&rest, &data, &tmp, &rc);
+    res->at.ckpt_idle = take(&rest, &ckpt, &tmp, &rc);
+    res->at.sync_drain = take(&rest, &drain, &tmp, &rc);
+    res->at.launch_overhead = take(&rest, &launch, &tmp, &rc);
+    res->at.unexplained = ct_ivset_len(&rest);
+    res->at.checkpoint_stall = res->at.ckpt_idle;
+    if (!rc && res->niters >= 3)
+        ckpt_excess(res, &ckpt);
+    if (!rc && pipeline && res->niters) {
+        double *pct = malloc(res->niters * sizeof(*pct));
+        if (!pct) {
+            rc = -ENOMEM;
+            goto out;
+        }
+        for (size_t k = 0; k < res->niters; k++) {
+            int64_t d = res->iters[k].e - res->iters[k].s;
+            pct[k] = d > 0 ? 100.0 * (double)res->im[k].bubble / (double)d : 0;
+        }
+        res->bubble_pct = ct_median(pct, res->niters);
+        free(pct);
+    }
+out:
+    ct_ivset_free(&win);
+    ct_ivset_free(&rest);
+    ct_ivset_free(&tmp);
+    ct_ivset_free(&bub);
+    ct_ivset_free(&data);
+    ct_ivset_free(&ckpt);
+    ct_ivset_free(&drain);
+    ct_ivset_free(&launch);
+    return rc;
+}

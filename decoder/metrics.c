@@ -1,0 +1,112 @@
+/*
+ * Per-rank breakdown over the window [first GPU start, last GPU end):
+ *   compute = |∪COMPUTE|, comm = |∪COMM|, memory = |∪MEMORY|,
+ *   idle = |window| - |∪ all GPU intervals|,
+ *   overlap = |∪COMM ∩ ∪COMPUTE|, exposed_comm = |∪COMM \ ∪COMPUTE|,
+ * the same per communication class, and per iteration over [s, e).
+ * HTA idle breakdown per stream: the gap before each op goes to host_wait
+ * when the op was launched after the previous op on its stream ended, else
+ * to kernel_wait when shorter than CT_KERNEL_WAIT_NS, else to other.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decoder/analysis.h"
+
+static int breakdown(struct ct_rank_result *res)
+{
+    struct ct_rank *r = res->rank;
+    struct ct_ivset tmp = {0};
+    int rc = 0;
+    res->compute = ct_ivset_len(&r->cls[CT_CL_COMPUTE]);
+    res->memory = ct_ivset_len(&r->cls[CT_CL_MEMORY]);
+    res->comm = ct_ivset_len(&r->comm);
+    res->idle = (res->we - res->ws) - ct_ivset_len(&r->gpu);
+    if ((rc = ct_ivset_intersect(&r->comm, &r->cls[CT_CL_COMPUTE], &tmp)))
+        goto out;
+    res->overlap = ct_ivset_len(&tmp);
+    res->exposed_comm = res->comm - res->overlap;
+    for (int c = CT_CL_DP; c < CT_CL_COUNT; c++) {
+        res->cls_len[c] = ct_ivset_len(&r->cls[c]);
+        if ((rc = ct_ivset_intersect(&r->cls[c], &r->cls[CT_CL_COMPUTE], &tmp)))
+            goto out;
+        res->cls_overlap[c] = ct_ivset_len(&tmp);
+        res->cls_exposed[c] = res->cls_len[c] - res->cls_overlap[c];
+    }
+    for (size_t k = 0; k < res->niters; k++) {
+        int64_t a = res->iters[k].s, b = res->iters[k].e;
+        struct ct_iter_metrics *m = &res->im[k];
+        m->compute = ct_ivset_len_in(&r->cls[CT_CL_COMPUTE], a, b);
+        m->memory = ct_ivset_len_in(&r->cls[CT_CL_MEMORY], a, b);
+        m->comm = ct_ivset_len_in(&r->comm, a, b);
+        m->idle = (b - a) - ct_ivset_len_in(&r->gpu, a, b);
+    }
+    /* per iteration: exposed = comm - |comm ∩ compute| inside it */
+    if ((rc = ct_ivset_intersect(&r->comm, &r->cls[CT_CL_COMPUTE], &tmp)))
+        goto out;
+    for (size_t k = 0; k < res->niters; k++)
+        res->im[k].exposed_comm =
+            res->im[k].comm - ct_ivset_len_in(&tmp, res->iters[k].s, res->iters[k].e);
+out:
+    ct_ivset_free(&tmp);
+    return rc;
+}
+
+static int cmp_stream(const void *a, const void *b, void *ctx)
+{
+    const struct ct_gop *ops = ctx;
+    const struct ct_gop *x = &ops[*(const size_t *)a], *y = &ops[*(const size_t *)b];
+    if (x->stream != y->stream)
+        return x->stream < y->stream ? -1 : 1;
+    if (x->s != y->s)
+        return x->s < y->s ? -1 : 1;
+    return (*(const size_t *)a > *(const size_t *)b) - (*(const size_t *)a < *(const size_t *)b);
+}
+
+static int idle_breakdown(struct ct_rank_result *res)
+{
+    struct ct_rank *r = res->rank;
+    if (r->nops < 2)
+        return 0;
+    size_t *ix = malloc(r->nops * sizeof(*ix));
+    if (!ix)
+        return -ENOMEM;
+    for (size_t i = 0; i < r->nops; i++)
+        ix[i] = i;
+    qsort_r(ix, r->nops, sizeof(*ix), cmp_stream, r->ops);
+    for (size_t k = 1; k < r->nops; k++) {
+        const struct ct_gop *prev = &r->ops[ix[k - 1]], *op = &r->ops[ix[k]];
+        if (prev->stream != op->stream)
+            continue;
+        int64_t gap = op->s - prev->e;
+        if (gap <= 0)
+            continue;
+        if (op->launch != INT64_MIN && op->launch > prev->e)
+            res->host_wait += gap;
+        else if (gap < CT_KERNEL_WAIT_NS)
+            res->kernel_wait += gap;
+        else
+            res->other_wait += gap;
+    }
+    free(ix);
+    return 0;
+}
+
+int ct_metrics_rank(struct ct_rank_result *res)
+{
+    struct ct_rank *r = res->rank;
+    if (r->gpu.n) {
+        res->ws = r->gpu.v[0].s;
+        res->we = r->gpu.v[r->gpu.n - 1].e;
+    }
+    if (res->niters) {
+        res->im = calloc(res->niters, sizeof(*res->im));
+        if (!res->im)
+            return -ENOMEM;
+    }
+    int rc = breakdown(res);
+    if (!rc)
+        rc = idle_breakdown(res);
+    return rc;
+}

@@ -1,0 +1,272 @@
+/*
+ * `cutrace report` output: the text report (headline first, then per-rank
+ * and per-table detail) and the versioned JSON document (schema in
+ * docs/report.md). JSON numbers are always finite; `_us` values are µs with
+ * three decimals (ns resolution).
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decoder/analysis.h"
+#include "decoder/json.h"
+#include "decoder/names.h"
+#include "decoder/report_out.h"
+
+static double us(double ns)
+{
+    return isfinite(ns) ? ns / 1000.0 : 0;
+}
+
+static void num(FILE *f, const char *k, double v, int comma)
+{
+    fprintf(f, "\"%s\":%.3f%s", k, isfinite(v) ? v : 0.0, comma ? "," : "");
+}
+
+static void pct_or_null(FILE *f, const char *k, double v, int comma)
+{
+    if (v < 0 || !isfinite(v))
+        fprintf(f, "\"%s\":null%s", k, comma ? "," : "");
+    else
+        num(f, k, v, comma);
+}
+
+static double overlap_pct(int64_t overlap, int64_t comm)
+{
+    return comm > 0 ? 100.0 * (double)overlap / (double)comm : -1;
+}
+
+static const char *op_name(int op)
+{
+    return op == CT_NCCL_OP_COUNT ? "other" : ct_name_nccl_op((uint64_t)op);
+}
+
+void ct_report_json(FILE *f, const struct ct_report *rep)
+{
+    fprintf(f, "{\"schema\":\"cutrace.report\",\"version\":%d,", CT_REPORT_SCHEMA_VERSION);
+    fprintf(f, "\"ranks\":[");
+    for (size_t r = 0; r < rep->nr; r++) {
+        const struct ct_rank_result *x = &rep->rr[r];
+        const struct ct_rank *R = x->rank;
+        fprintf(f, "%s{\"rank\":%d,\"host\":", r ? "," : "", R->rank);
+        ct_json_str(f, R->host);
+        fprintf(f, ",\"processes\":%zu,", R->nprocs);
+        num(f, "window_us", us((double)(x->we - x->ws)), 1);
+        num(f, "compute_us", us((double)x->compute), 1);
+        num(f, "comm_us", us((double)x->comm), 1);
+        num(f, "memory_us", us((double)x->memory), 1);
+        num(f, "idle_us", us((double)x->idle), 1);
+        num(f, "exposed_comm_us", us((double)x->exposed_comm), 1);
+        pct_or_null(f, "overlap_pct", overlap_pct(x->overlap, x->comm), 1);
+        fprintf(f, "\"comm_by_kind\":{");
+        for (int c = CT_CL_DP; c < CT_CL_COUNT; c++) {
+            fprintf(f, "\"%s\":{", ct_class_name(c));
+            num(f, "comm_us", us((double)x->cls_len[c]), 1);
+            num(f, "exposed_us", us((double)x->cls_exposed[c]), 1);
+            pct_or_null(f, "overlap_pct", overlap_pct(x->cls_overlap[c], x->cls_len[c]), 0);
+            fprintf(f, "}%s", c + 1 < CT_CL_COUNT ? "," : "");
+        }
+        fprintf(f, "},\"idle_breakdown\":{");
+        num(f, "host_wait_us", us((double)x->host_wait), 1);
+        num(f, "kernel_wait_us", us((double)x->kernel_wait), 1);
+        num(f, "other_us", us((double)x->other_wait), 0);
+        fprintf(f, "},\"attribution\":{");
+        num(f, "pipeline_bubble_us", us((double)x->at.pipeline_bubble), 1);
+        num(f, "pipeline_bubble_idle_us", us((double)x->at.bubble_idle), 1);
+        num(f, "data_stall_us", us((double)x->at.data_stall), 1);
+        num(f, "checkpoint_stall_us", us((double)x->at.checkpoint_stall), 1);
+        num(f, "checkpoint_idle_us", us((double)x->at.ckpt_idle), 1);
+        fprintf(f, "\"checkpoint_steps\":%d,", x->at.ckpt_steps);
+        num(f, "sync_drain_us", us((double)x->at.sync_drain), 1);
+        num(f, "launch_overhead_us", us((double)x->at.launch_overhead), 1);
+        num(f, "unexplained_us", us((double)x->at.unexplained), 0);
+        fprintf(f, "},\"iteration_source\":\"%s\",\"iterations\":[",
+                ct_iter_source_name(x->iter_src));
+        for (size_t k = 0; k < x->niters; k++) {
+            const struct ct_iter *it = &x->iters[k];
+            const struct ct_iter_metrics *m = &x->im[k];
+            fprintf(f, "%s{\"index\":%" PRId64 ",", k ? "," : "", it->index);
+            num(f, "start_us", us((double)(it->s - rep->job->t0)), 1);
+            num(f, "end_us", us((double)(it->e - rep->job->t0)), 1);
+            num(f, "duration_us", us((double)(it->e - it->s)), 1);
+            num(f, "compute_us", us((double)m->compute), 1);
+            num(f, "comm_us", us((double)m->comm), 1);
+            num(f, "memory_us", us((double)m->memory), 1);
+            num(f, "idle_us", us((double)m->idle), 1);
+            num(f, "exposed_comm_us", us((double)m->exposed_comm), 1);
+            num(f, "bubble_us", us((double)m->bubble), 0);
+            fputc('}', f);
+        }
+        fprintf(f, "],");
+        pct_or_null(f, "bubble_pct", x->bubble_pct, 1);
+        pct_or_null(f, "expected_bubble_pct", x->expected_bubble_pct, 1);
+        fprintf(f, "\"pipeline\":{\"stages\":%d,\"microbatches\":%d},", x->pp_stages,
+                x->pp_microbatches);
+        fprintf(f, "\"clock\":{");
+        num(f, "skew_us", us((double)R->skew_ns), 1);
+        num(f, "residual_us", us((double)R->residual_ns), 0);
+        fprintf(f, "},\"straggler\":{");
+        num(f, "lateness_us", us((double)x->lateness), 1);
+        num(f, "slowness", x->slowness, 1);
+        num(f, "score", x->score, 1);
+        num(f, "persistence", x->persistence, 1);
+        fprintf(f, "\"flagged\":%s},", x->flagged ? "true" : "false");
+        const struct ct_coverage *c = &R->cov;
+        fprintf(f,
+                "\"coverage\":{\"gpu_cupti\":%" PRIu64 ",\"gpu_events\":%" PRIu64
+                ",\"gpu_plugin\":%" PRIu64 ",\"gpu_nccl_record\":%" PRIu64
+                ",\"dropped_records\":%" PRIu64 ",\"untimed_ops\":%" PRIu64
+                ",\"unmatched_p2p\":%" PRIu64 ",\"processes\":%" PRIu64
+                ",\"truncated_files\":%" PRIu64 ",\"damaged_bytes\":%" PRIu64 "}}",
+                c->gpu_cupti, c->gpu_events, c->gpu_plugin, c->gpu_nccl_record, c->dropped,
+                c->untimed, c->unmatched_p2p, c->processes, c->truncated, c->damaged);
+    }
+    fprintf(f, "],\"collectives\":[");
+    for (size_t i = 0; i < rep->ncoll; i++) {
+        const struct ct_coll_row *c = &rep->coll[i];
+        fprintf(f,
+                "%s{\"op\":\"%s\",\"bytes\":%" PRIu64 ",\"nranks\":%d,\"count\":%" PRIu64
+                ",\"matched\":%" PRIu64 ",",
+                i ? "," : "", op_name(c->op), c->bytes, c->nranks, c->count, c->matched);
+        num(f, "p50_us", us(c->p50), 1);
+        num(f, "p90_us", us(c->p90), 1);
+        num(f, "max_us", us(c->max), 1);
+        num(f, "arrival_skew_p50_us", us(c->skew_p50), 1);
+        num(f, "wait_p50_us", us(c->wait_p50), 1);
+        num(f, "transfer_p50_us", us(c->transfer_p50), 1);
+        num(f, "algbw_gbps", c->algbw, 1);
+        num(f, "busbw_gbps", c->busbw, 0);
+        fputc('}', f);
+    }
+    fprintf(f, "],\"kernels\":[");
+    for (size_t i = 0; i < rep->nkern; i++) {
+        const struct ct_kernel_row *k = &rep->kern[i];
+        fprintf(f, "%s{\"name\":", i ? "," : "");
+        ct_json_str(f, k->name);
+        fprintf(f, ",\"count\":%" PRIu64 ",", k->count);
+        num(f, "total_us", us((double)k->total), 1);
+        num(f, "p50_us", us(k->p50), 0);
+        fputc('}', f);
+    }
+    fprintf(f, "],\"job\":{\"ranks\":%zu,\"iterations\":%zu,", rep->nr, rep->iterations);
+    num(f, "step_p50_us", us(rep->step_p50), 1);
+    fprintf(f, "\"stragglers\":[");
+    /* flagged ranks, highest score first */
+    int first = 1;
+    char *done = calloc(rep->nr ? rep->nr : 1, 1);
+    for (;;) {
+        size_t best = SIZE_MAX;
+        for (size_t r = 0; r < rep->nr; r++)
+            if (done && !done[r] && rep->rr[r].flagged &&
+                (best == SIZE_MAX || rep->rr[r].score > rep->rr[best].score))
+                best = r;
+        if (best == SIZE_MAX)
+            break;
+        done[best] = 1;
+        fprintf(f, "%s{\"rank\":%d,", first ? "" : ",", rep->rr[best].rank->rank);
+        num(f, "score", rep->rr[best].score, 1);
+        num(f, "lateness_us", us((double)rep->rr[best].lateness), 1);
+        num(f, "slowness", rep->rr[best].slowness, 1);
+        num(f, "persistence", rep->rr[best].persistence, 0);
+        fputc('}', f);
+        first = 0;
+    }
+    free(done);
+    fprintf(f, "]}}\n");
+}
+
+static double pct(int64_t part, int64_t whole)
+{
+    return whole > 0 ? 100.0 * (double)part / (double)whole : 0;
+}
+
+void ct_report_text(FILE *f, const struct ct_report *rep)
+{
+    int64_t win = 0, comp = 0, expo = 0, idle = 0, comm = 0, ovl = 0;
+    for (size_t r = 0; r < rep->nr; r++) {
+        win += rep->rr[r].we - rep->rr[r].ws;
+        comp += rep->rr[r].compute;
+        expo += rep->rr[r].exposed_comm;
+        idle += rep->rr[r].idle;
+        comm += rep->rr[r].comm;
+        ovl += rep->rr[r].overlap;
+    }
+    fprintf(f, "cutrace report: %zu rank(s), %zu iteration(s), step p50 %.3f ms\n\n", rep->nr,
+            rep->iterations, rep->step_p50 / 1e6);
+    fprintf(f, "Where GPU time goes (all ranks, %% of window):\n");
+    fprintf(f,
+            "  compute %.1f%%  exposed communication %.1f%%  idle %.1f%%  "
+            "(communication hidden under compute: %.1f%%)\n",
+            pct(comp, win), pct(expo, win), pct(idle, win), comm ? pct(ovl, comm) : 0.0);
+    int any = 0;
+    for (size_t r = 0; r < rep->nr; r++)
+        if (rep->rr[r].flagged) {
+            if (!any)
+                fprintf(f, "\nStragglers:\n");
+            any = 1;
+            fprintf(f, "  rank %d: score %.1f, lateness %.1f us, kernel slowness x%.3f\n",
+                    rep->rr[r].rank->rank, rep->rr[r].score, us((double)rep->rr[r].lateness),
+                    rep->rr[r].slowness);
+        }
+    fprintf(f, "\nPer rank (ms; %% of window):\n");
+    fprintf(f, "  %-5s %-12s %9s %7s %7s %7s %7s %8s %7s\n", "rank", "host", "window", "comp%",
+            "comm%", "mem%", "idle%", "overlap", "bubble");
+    for (size_t r = 0; r < rep->nr; r++) {
+        const struct ct_rank_result *x = &rep->rr[r];
+        int64_t w = x->we - x->ws;
+        char ov[16], bb[16];
+        if (x->comm)
+            snprintf(ov, sizeof(ov), "%.1f%%", pct(x->overlap, x->comm));
+        else
+            snprintf(ov, sizeof(ov), "-");
+        if (x->bubble_pct >= 0)
+            snprintf(bb, sizeof(bb), "%.1f%%", x->bubble_pct);
+        else
+            snprintf(bb, sizeof(bb), "-");
+        fprintf(f, "  %-5d %-12.12s %9.3f %6.1f%% %6.1f%% %6.1f%% %6.1f%% %8s %7s\n", x->rank->rank,
+                x->rank->host, (double)w / 1e6, pct(x->compute, w), pct(x->comm, w),
+                pct(x->memory, w), pct(x->idle, w), ov, bb);
+    }
+    fprintf(f, "\nGPU-idle attribution (ms): bubble-idle data ckpt(step excess) sync-drain "
+               "launch unexplained\n");
+    for (size_t r = 0; r < rep->nr; r++) {
+        const struct ct_attribution *a = &rep->rr[r].at;
+        fprintf(f, "  rank %-4d %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f\n", rep->rr[r].rank->rank,
+                (double)a->bubble_idle / 1e6, (double)a->data_stall / 1e6,
+                (double)a->checkpoint_stall / 1e6, (double)a->sync_drain / 1e6,
+                (double)a->launch_overhead / 1e6, (double)a->unexplained / 1e6);
+    }
+    if (rep->ncoll) {
+        fprintf(f, "\nCollectives:\n  %-14s %12s %6s %8s %10s %10s %9s %9s\n", "op", "bytes",
+                "ranks", "count", "p50 us", "skew us", "algbw", "busbw");
+        for (size_t i = 0; i < rep->ncoll; i++) {
+            const struct ct_coll_row *c = &rep->coll[i];
+            fprintf(f, "  %-14s %12" PRIu64 " %6d %8" PRIu64 " %10.1f %10.1f %9.2f %9.2f\n",
+                    op_name(c->op), c->bytes, c->nranks, c->count, us(c->p50), us(c->skew_p50),
+                    c->algbw, c->busbw);
+        }
+    }
+    if (rep->nkern) {
+        fprintf(f, "\nTop kernels by total time:\n");
+        char *done = calloc(rep->nkern, 1);
+        for (int k = 0; k < 10 && done; k++) {
+            size_t best = SIZE_MAX;
+            for (size_t i = 0; i < rep->nkern; i++)
+                if (!done[i] && (best == SIZE_MAX || rep->kern[i].total > rep->kern[best].total))
+                    best = i;
+            if (best == SIZE_MAX)
+                break;
+            done[best] = 1;
+            fprintf(f, "  %10.3f ms %8" PRIu64 " x  p50 %9.1f us  %s\n",
+                    (double)rep->kern[best].total / 1e6, rep->kern[best].count,
+                    us(rep->kern[best].p50), rep->kern[best].name);
+        }
+        free(done);
+    }
+    fprintf(f, "\nClock alignment (skew applied after realtime, residual):\n");
+    for (size_t r = 0; r < rep->nr; r++)
+        fprintf(f, "  rank %-4d skew %10.1f us  residual %8.1f us\n", rep->rr[r].rank->rank,
+                us((double)rep->rr[r].rank->skew_ns), us((double)rep->rr[r].rank->residual_ns));
+}

@@ -1,0 +1,31 @@
+#!/bin/bash
+# e2e: `cutrace report --json` on a generated 4-rank job (tests/tools/
+# ct_synth_job.c states the schedule) checked against hand-computed truth
+# by check_report_json.py. usage: report.sh BUILD_ROOT SOURCE_ROOT
+set -euo pipefail
+build=$1
+src=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+mkdir "$tmp/job"
+"$build/tests/tools/ct_synth_job" -d "$tmp/job" --ranks 4 --iterations 10 --slow-rank 2 \
+  --skew-us 37
+"$build/decoder/cutrace" report --json -o "$tmp/report.json" "$tmp/job"
+python3 "$src/tests/e2e/check_report_json.py" "$tmp/report.json" 10
+# the text report names the straggler at the top
+"$build/decoder/cutrace" report "$tmp/job" > "$tmp/report.txt"
+grep -q "rank 2: score" "$tmp/report.txt"
+# --skip/--steps select iterations
+"$build/decoder/cutrace" report --json --skip 2 --steps 3-7 "$tmp/job" > "$tmp/sel.json"
+python3 - "$tmp/sel.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+idx = [it["index"] for it in r["ranks"][0]["iterations"]]
+assert idx == [3, 4, 5, 6, 7], idx
+PY
+# bad options name the option and the allowed values
+if "$build/decoder/cutrace" report --steps x "$tmp/job" 2> "$tmp/err"; then exit 1; fi
+grep -q -- "--steps 'x': expected A-B" "$tmp/err"
+if "$build/decoder/cutrace" report --bogus "$tmp/job" 2> "$tmp/err"; then exit 1; fi
+grep -q -- "allowed: --json" "$tmp/err"
+echo "report e2e: ok"
