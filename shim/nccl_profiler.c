@@ -68,11 +68,24 @@ static int ours(void *h)
     return h && (struct ev *)h >= g_pool && (struct ev *)h < g_pool + CT_NPROF_POOL;
 }
 
+/*
+ * CLOCK_REALTIME - CLOCK_MONOTONIC, read back to back (good to ~100 ns)
+ * and kept for a second: one offset for both ends of an interval keeps its
+ * length exact (offsets read for each end jitter by more than a short
+ * kernel lasts), while NTP slewing the realtime clock is followed.
+ */
+static _Atomic uint64_t g_offset, g_offset_at;
+
 static uint64_t gpu_to_mono(uint64_t ptimer)
 {
-    /* both clocks read back to back: their offset is good to ~100 ns */
-    uint64_t real = ct_clock_real_ns(), mono = ct_clock_mono_ns();
-    return ptimer > real - mono ? ptimer - (real - mono) : 0;
+    uint64_t mono = ct_clock_mono_ns();
+    uint64_t off = atomic_load_explicit(&g_offset, memory_order_relaxed);
+    if (!off || mono - atomic_load_explicit(&g_offset_at, memory_order_relaxed) > 1000000000u) {
+        off = ct_clock_real_ns() - mono;
+        atomic_store_explicit(&g_offset, off, memory_order_relaxed);
+        atomic_store_explicit(&g_offset_at, mono, memory_order_relaxed);
+    }
+    return ptimer > off ? ptimer - off : 0;
 }
 
 static void op_release(struct ev *op)
@@ -80,7 +93,9 @@ static void op_release(struct ev *op)
     if (atomic_fetch_sub(&op->refs, 1) != 1)
         return;
     uint64_t s = atomic_load(&op->start), e = atomic_load(&op->end);
-    if (op->corr && s != UINT64_MAX && e >= s && ct_shim_live() && ct_capture_contains(s)) {
+    if (e < s && s != UINT64_MAX)
+        e = s; /* an offset update between start and stop */
+    if (op->corr && s != UINT64_MAX && ct_shim_live() && ct_capture_contains(s)) {
         uint64_t f[CT_GPU_NFIELDS] = {0};
         f[CT_GPU_START] = s;
         f[CT_GPU_END] = e;

@@ -1,0 +1,374 @@
+/*
+ * Suite "nccl": multi-process NCCL jobs on the simulated device and NCCL
+ * (tests/fakegpu), run under the shim; every rank's trace is checked
+ * against the schedule tests/nccl/w_nccl.c states.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "decoder/tracefile.h"
+#include "tests/unit/run.h"
+
+#define MAX_RANKS 8
+
+struct job {
+    struct th_run r;
+    struct ct_trace t[MAX_RANKS];
+    int n;
+};
+
+/* Runs `exe launch n mode` under the shim with extra "K=V" settings. */
+static void run_job(struct job *j, const char *exe, int n, const char *mode,
+                    const char *const *extra)
+{
+    static char libpath[600], cupti[600];
+    snprintf(libpath, sizeof(libpath), "LD_LIBRARY_PATH=%s", th_env("CT_FAKEGPU_DIR"));
+    snprintf(cupti, sizeof(cupti), "CUTRACE_CUPTI_LIB=%s", th_env("CT_FAKE_CUPTI"));
+    const char *env[16] = {libpath, cupti, "NCCL_PROFILER_PLUGIN", "FAKEGPU_NCCL_PROFILER_VERSION"};
+    size_t ne = 4;
+    for (const char *const *e = extra; e && *e && ne < 15; e++)
+        env[ne++] = *e;
+    env[ne] = NULL;
+    char ns[16];
+    snprintf(ns, sizeof(ns), "%d", n);
+    const char *argv[] = {exe, "launch", ns, mode, NULL};
+    struct th_run_opts o = {.preload = th_env("CT_SHIM"), .env = env};
+    th_run(&j->r, &o, argv);
+    free(th_run_clean(&j->r));
+    char paths[MAX_RANKS + 2][TH_RUN_PATH];
+    ck_assert_int_eq(th_run_traces(&j->r, 0, paths, MAX_RANKS + 2), n);
+    j->n = n;
+    int seen[MAX_RANKS] = {0};
+    for (int i = 0; i < n; i++) {
+        struct ct_trace t;
+        char err[512];
+        ck_assert_msg(ct_trace_load(&t, paths[i], 1, err, sizeof(err)) == 0, "%s", err);
+        ck_assert_msg(t.rank >= 0 && t.rank < n && !seen[t.rank], "rank %lld", (long long)t.rank);
+        seen[t.rank] = 1;
+        j->t[t.rank] = t;
+    }
+}
+
+static void free_job(struct job *j)
+{
+    for (int i = 0; i < j->n; i++)
+        ct_trace_free(&j->t[i]);
+}
+
+/* The NCCL records of a trace, in time order. */
+static int nccl_ops(struct ct_trace *t, const struct ct_record **ops, int max)
+{
+    int n = 0;
+    for (size_t i = 0; i < t->n; i++)
+        if (t->recs[i].kind == CT_REC_NCCL) {
+            ck_assert_int_lt(n, max);
+            ops[n++] = &t->recs[i];
+        }
+    return n;
+}
+
+struct want {
+    unsigned op;
+    uint64_t count;
+    unsigned dtype;
+    uint64_t bytes_per_rank_factor; /* bytes = unit bytes x (n if set, else 1) */
+    uint64_t unit_bytes;
+    uint64_t seq;
+    int group; /* 0 none, 1 the Send/Recv group, 2 the AllReduce group */
+};
+
+/* w_nccl's "mix" schedule (ncclDataType_t values from nccl.h). */
+static const struct want mix_ops[] = {
+    {CT_NCCL_OP_ALLREDUCE, 262144, 7, 0, 262144 * 4, 0, 0},
+    {CT_NCCL_OP_BROADCAST, 1000, 2, 0, 4000, 1, 0},
+    {CT_NCCL_OP_BCAST, 4096, 0, 0, 4096, 2, 0},
+    {CT_NCCL_OP_REDUCE, 3000, 8, 0, 24000, 3, 0},
+    {CT_NCCL_OP_ALLGATHER, 2048, 6, 1, 2048 * 2, 4, 0},
+    {CT_NCCL_OP_REDUCESCATTER, 1024, 9, 1, 1024 * 2, 5, 0},
+    {CT_NCCL_OP_ALLTOALL, 512, 4, 1, 512 * 8, 6, 0},
+    {CT_NCCL_OP_GATHER, 256, 1, 1, 256, 7, 0},
+    {CT_NCCL_OP_SCATTER, 128, 3, 1, 128 * 4, 8, 0},
+    {CT_NCCL_OP_SEND, 4096, 7, 0, 16384, 0, 1},
+    {CT_NCCL_OP_RECV, 4096, 7, 0, 16384, 0, 1},
+    {CT_NCCL_OP_ALLREDUCE, 100, 7, 0, 400, 9, 2},
+    {CT_NCCL_OP_ALLREDUCE, 200, 7, 0, 800, 10, 2},
+};
+#define N_MIX (int)(sizeof(mix_ops) / sizeof(mix_ops[0]))
+
+/* An API record named `name` with this correlation id exists in t. */
+static int has_api(struct ct_trace *t, const char *name, uint64_t corr)
+{
+    const struct ct_record *r = ct_trace_call(t, corr);
+    return r && r->kind == CT_REC_API &&
+           strcmp(ct_reader_string(&t->rd, r->f[CT_API_NAME]), name) == 0;
+}
+
+/* Every op on every rank, exact, with the same communicator and sequence
+ * across ranks, and a GPU interval from `source`. */
+static void check_mix_tol(struct job *j, unsigned source, int64_t tol_ns)
+{
+    int n = j->n;
+    uint64_t comm = 0;
+    uint64_t gpu_end[N_MIX][MAX_RANKS];
+    for (int r = 0; r < n; r++) {
+        struct ct_trace *t = &j->t[r];
+        const struct ct_record *ops[64];
+        /* ncclBcast once (not also as the ncclBroadcast it calls), nothing
+         * of NCCL's own nested calls */
+        ck_assert_int_eq(nccl_ops(t, ops, 64), N_MIX);
+        uint64_t groups[3] = {0, 0, 0};
+        for (int i = 0; i < N_MIX; i++) {
+            const uint64_t *f = ops[i]->f;
+            const struct want *w = &mix_ops[i];
+            ck_assert_msg(f[CT_NCCL_OP] == w->op, "rank %d op %d: %llu", r, i,
+                          (unsigned long long)f[CT_NCCL_OP]);
+            ck_assert_uint_eq(f[CT_NCCL_COUNT], w->count);
+            ck_assert_uint_eq(f[CT_NCCL_DTYPE], w->dtype);
+            ck_assert_uint_eq(f[CT_NCCL_BYTES], w->unit_bytes * (w->bytes_per_rank_factor ? n : 1));
+            ck_assert_uint_eq(f[CT_NCCL_SEQ], w->seq);
+            ck_assert_int_eq((int64_t)f[CT_NCCL_RANK], r);
+            ck_assert_uint_eq(f[CT_NCCL_NRANKS], n);
+            if (!comm)
+                comm = f[CT_NCCL_COMM];
+            ck_assert_uint_eq(f[CT_NCCL_COMM], comm);
+            if (w->op == CT_NCCL_OP_SEND)
+                ck_assert_int_eq((int64_t)f[CT_NCCL_PEER], (r + 1) % n);
+            if (w->op == CT_NCCL_OP_RECV)
+                ck_assert_int_eq((int64_t)f[CT_NCCL_PEER], (r + n - 1) % n);
+            if (w->op == CT_NCCL_OP_BCAST)
+                ck_assert_int_eq((int64_t)f[CT_NCCL_ROOT], 1 % n);
+            if (w->group) {
+                ck_assert_uint_ne(f[CT_NCCL_GROUP], 0);
+                if (!groups[w->group])
+                    groups[w->group] = f[CT_NCCL_GROUP];
+                ck_assert_uint_eq(f[CT_NCCL_GROUP], groups[w->group]);
+            } else {
+                ck_assert_uint_eq(f[CT_NCCL_GROUP], 0);
+            }
+            uint64_t gs = 0, ge = 0;
+            unsigned src = ct_trace_nccl_gpu(t, ops[i], &gs, &ge);
+            ck_assert_msg(src == source, "rank %d op %d: GPU time from %u, want %u", r, i, src,
+                          source);
+            ck_assert_uint_lt(gs, ge);
+            /* the GPU cannot start an op before the host issued it */
+            ck_assert_uint_ge(gs + 100000, ops[i]->f[CT_NCCL_START]);
+            gpu_end[i][r] = ge;
+        }
+        ck_assert_uint_ne(groups[1], groups[2]);
+        ck_assert(has_api(t, "ncclGroupEnd", groups[1]));
+        ck_assert(has_api(t, "ncclGroupEnd", groups[2]));
+    }
+    ck_assert_uint_ne(comm, 0);
+    /* A collective ends when its last rank's data is in: the same instant
+     * on every rank (one host clock here), up to tol_ns. */
+    for (int i = 0; i < N_MIX; i++) {
+        if (mix_ops[i].group == 1)
+            continue;
+        for (int r = 1; r < n; r++) {
+            int64_t d = (int64_t)(gpu_end[i][r] - gpu_end[i][0]);
+            ck_assert_msg(d < tol_ns && d > -tol_ns, "op %d rank %d ends %lld ns apart", i, r,
+                          (long long)d);
+        }
+    }
+}
+
+/* 1 ms covers the GPU timer's conversion and event-pair anchoring. */
+static void check_mix(struct job *j, unsigned source)
+{
+    check_mix_tol(j, source, 1000000);
+}
+
+static const char *w_nccl(void)
+{
+    return th_env("CT_W_NCCL");
+}
+
+static const char *plugin_env(char *buf, size_t n)
+{
+    snprintf(buf, n, "NCCL_PROFILER_PLUGIN=%s", th_env("CT_SHIM"));
+    return buf;
+}
+
+START_TEST(two_ranks_plugin_v5)
+{
+    char p[700];
+    const char *env[] = {plugin_env(p, sizeof(p)), "FAKEGPU_NCCL_PROFILER_VERSION=5", NULL};
+    struct job j;
+    run_job(&j, w_nccl(), 2, "mix", env);
+    check_mix(&j, CT_SRC_NCCL_PLUGIN);
+    free_job(&j);
+}
+END_TEST
+
+START_TEST(four_ranks_plugin_v4)
+{
+    char p[700];
+    const char *env[] = {plugin_env(p, sizeof(p)), "FAKEGPU_NCCL_PROFILER_VERSION=4", NULL};
+    struct job j;
+    run_job(&j, w_nccl(), 4, "mix", env);
+    check_mix(&j, CT_SRC_NCCL_PLUGIN);
+    free_job(&j);
+}
+END_TEST
+
+START_TEST(eight_ranks_plugin_v3)
+{
+    char p[700];
+    const char *env[] = {plugin_env(p, sizeof(p)), "FAKEGPU_NCCL_PROFILER_VERSION=3", NULL};
+    struct job j;
+    run_job(&j, w_nccl(), 8, "mix", env);
+    /* v3 has no GPU timer: a kernel channel's start and stop are the host
+     * times at which NCCL's proxy thread saw them, and with 8 rank
+     * processes on a 2-CPU machine a proxy thread wakes up to a few ms
+     * late */
+    check_mix_tol(&j, CT_SRC_NCCL_PLUGIN, 20000000);
+    free_job(&j);
+}
+END_TEST
+
+START_TEST(static_plugin)
+{
+    /* NCCL looks for the plugin symbols in the process: the preloaded shim */
+    const char *env[] = {"NCCL_PROFILER_PLUGIN=STATIC_PLUGIN", NULL};
+    struct job j;
+    run_job(&j, w_nccl(), 2, "mix", env);
+    check_mix(&j, CT_SRC_NCCL_PLUGIN);
+    free_job(&j);
+}
+END_TEST
+
+START_TEST(four_ranks_without_plugin_use_cupti_kernels)
+{
+    struct job j;
+    run_job(&j, w_nccl(), 4, "mix", NULL);
+    check_mix(&j, CT_SRC_CUPTI);
+    free_job(&j);
+}
+END_TEST
+
+START_TEST(two_ranks_without_plugin_use_event_pairs)
+{
+    const char *env[] = {"CUTRACE_GPU_TIMING=events", NULL};
+    struct job j;
+    run_job(&j, w_nccl(), 2, "mix", env);
+    check_mix(&j, CT_SRC_EVENTS);
+    free_job(&j);
+}
+END_TEST
+
+START_TEST(dlopen_and_dlsym_job_is_traced)
+{
+    char p[700];
+    const char *env[] = {plugin_env(p, sizeof(p)), NULL};
+    struct job j;
+    run_job(&j, th_env("CT_W_NCCL_DL"), 2, "mix", env);
+    check_mix(&j, CT_SRC_NCCL_PLUGIN);
+    free_job(&j);
+}
+END_TEST
+
+/* Rank 1 arrives 30 ms late: every other rank's all-reduce kernel waits
+ * for it on the GPU, and all end together. */
+static void check_late(struct job *j)
+{
+    uint64_t end0 = 0;
+    for (int r = 0; r < j->n; r++) {
+        const struct ct_record *ops[4];
+        ck_assert_int_eq(nccl_ops(&j->t[r], ops, 4), 1);
+        uint64_t s, e;
+        ck_assert(ct_trace_nccl_gpu(&j->t[r], ops[0], &s, &e) != 0);
+        if (r == 1)
+            ck_assert_uint_lt(e - s, 5000000);
+        else
+            ck_assert_msg(e - s >= 25000000, "rank %d kernel %llu ns", r,
+                          (unsigned long long)(e - s));
+        if (r == 0)
+            end0 = e;
+        int64_t d = (int64_t)(e - end0);
+        ck_assert(d < 1000000 && d > -1000000);
+    }
+}
+
+START_TEST(late_rank_makes_peers_kernels_long_plugin)
+{
+    char p[700];
+    const char *env[] = {plugin_env(p, sizeof(p)), NULL};
+    struct job j;
+    run_job(&j, w_nccl(), 4, "late", env);
+    check_late(&j);
+    free_job(&j);
+}
+END_TEST
+
+START_TEST(late_rank_makes_peers_kernels_long_cupti)
+{
+    struct job j;
+    run_job(&j, w_nccl(), 2, "late", NULL);
+    check_late(&j);
+    free_job(&j);
+}
+END_TEST
+
+START_TEST(split_communicators_hash_alike_per_color)
+{
+    struct job j;
+    run_job(&j, w_nccl(), 4, "split", NULL);
+    uint64_t h[4];
+    for (int r = 0; r < 4; r++) {
+        const struct ct_record *ops[4];
+        ck_assert_int_eq(nccl_ops(&j.t[r], ops, 4), 1);
+        h[r] = ops[0]->f[CT_NCCL_COMM];
+        ck_assert_int_eq((int64_t)ops[0]->f[CT_NCCL_RANK], r / 2);
+        ck_assert_uint_eq(ops[0]->f[CT_NCCL_NRANKS], 2);
+        ck_assert_uint_eq(ops[0]->f[CT_NCCL_SEQ], 0);
+    }
+    ck_assert_uint_eq(h[0], h[2]);
+    ck_assert_uint_eq(h[1], h[3]);
+    ck_assert_uint_ne(h[0], h[1]);
+    free_job(&j);
+}
+END_TEST
+
+START_TEST(job_without_nccl_is_untouched)
+{
+    const char *argv[] = {th_env("CT_W_NONCCL"), NULL};
+    struct th_run_opts o = {.preload = th_env("CT_SHIM")};
+    struct th_run r;
+    th_run(&r, &o, argv);
+    char *out = th_run_clean(&r);
+    ck_assert_str_eq(out, "found 0\n"); /* our nccl* exports stay invisible */
+    free(out);
+}
+END_TEST
+
+Suite *nccl_suite(void)
+{
+    Suite *s = suite_create("nccl");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, two_ranks_plugin_v5);
+    tcase_add_test(tc, four_ranks_plugin_v4);
+    tcase_add_test(tc, eight_ranks_plugin_v3);
+    tcase_add_test(tc, static_plugin);
+    tcase_add_test(tc, four_ranks_without_plugin_use_cupti_kernels);
+    tcase_add_test(tc, two_ranks_without_plugin_use_event_pairs);
+    tcase_add_test(tc, dlopen_and_dlsym_job_is_traced);
+    tcase_add_test(tc, late_rank_makes_peers_kernels_long_plugin);
+    tcase_add_test(tc, late_rank_makes_peers_kernels_long_cupti);
+    tcase_add_test(tc, split_communicators_hash_alike_per_color);
+    tcase_add_test(tc, job_without_nccl_is_untouched);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(nccl_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
