@@ -19,13 +19,22 @@
 #define CU_OK(call) ck_assert_int_eq((call), CUDA_SUCCESS)
 #define NC_OK(call) ck_assert_int_eq((call), ncclSuccess)
 
+static int n_group_start, n_group_end, n_broadcast;
+
+/* ASan's runtime calls dlsym while it initialises, before its own dlvsym
+ * interceptor works: sanitizer builds do without this layer (and without
+ * the tests that need it). */
+#if defined(__SANITIZE_ADDRESS__)
+#define FGT_WRAP_DLSYM 0
+#else
+#define FGT_WRAP_DLSYM 1
+static int n_gpa_launch_ex, n_launches;
+static char launched[8][96];
+static CUstream launched_stream[8];
 static void *(*real_dlsym)(void *, const char *);
 static CUresult (*real_gpa)(const char *, void **, int, cuuint64_t,
                             CUdriverProcAddressQueryResult *);
 static CUresult (*real_launch_ex)(const CUlaunchConfig *, CUfunction, void **, void **);
-static int n_gpa_launch_ex, n_launches, n_group_start, n_group_end, n_broadcast;
-static char launched[8][96];
-static CUstream launched_stream[8];
 
 static void resolve_real_dlsym(void)
 {
@@ -73,11 +82,11 @@ __attribute__((visibility("default"))) void *dlsym(void *handle, const char *nam
     }
     return p;
 }
+#endif
 
 static void *next(const char *name)
 {
-    resolve_real_dlsym();
-    return real_dlsym(RTLD_NEXT, name);
+    return dlsym(RTLD_NEXT, name); /* through the wrapper above, if any */
 }
 
 __attribute__((visibility("default"))) ncclResult_t ncclGroupStart(void)
@@ -118,6 +127,7 @@ static void setup(CUstream *s, int n)
     }
 }
 
+#if FGT_WRAP_DLSYM
 START_TEST(kernel_goes_through_cuGetProcAddress_v2_and_cuLaunchKernelEx)
 {
     CUstream s;
@@ -143,6 +153,7 @@ START_TEST(kernel_goes_through_cuGetProcAddress_v2_and_cuLaunchKernelEx)
     NC_OK(ncclCommDestroy(c));
 }
 END_TEST
+#endif
 
 START_TEST(nested_api_calls_go_through_the_plt)
 {
@@ -164,6 +175,7 @@ START_TEST(nested_api_calls_go_through_the_plt)
 }
 END_TEST
 
+#if FGT_WRAP_DLSYM
 START_TEST(group_launches_one_kernel_per_stream)
 {
     CUstream s[2];
@@ -189,6 +201,7 @@ START_TEST(group_launches_one_kernel_per_stream)
         NC_OK(ncclCommDestroy(c[r]));
 }
 END_TEST
+#endif
 
 int main(void)
 {
@@ -197,9 +210,11 @@ int main(void)
     Suite *su = suite_create("fakegpu-nccl-interpose");
     TCase *tc = tcase_create("interpose");
     tcase_set_timeout(tc, 30);
+#if FGT_WRAP_DLSYM
     tcase_add_test(tc, kernel_goes_through_cuGetProcAddress_v2_and_cuLaunchKernelEx);
-    tcase_add_test(tc, nested_api_calls_go_through_the_plt);
     tcase_add_test(tc, group_launches_one_kernel_per_stream);
+#endif
+    tcase_add_test(tc, nested_api_calls_go_through_the_plt);
     suite_add_tcase(su, tc);
     SRunner *sr = srunner_create(su);
     srunner_set_fork_status(sr, CK_FORK);
