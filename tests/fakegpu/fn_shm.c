@@ -308,9 +308,11 @@ void fn_shm_detach(struct fn_shm *s, size_t size, const unsigned char *key, int 
     if (!s)
         return;
     __atomic_store_n(&fn_rank(s, rank)->state, 2, __ATOMIC_RELEASE);
-    if (__atomic_add_fetch(&s->left, 1, __ATOMIC_ACQ_REL) == s->nranks &&
+    int32_t left = __atomic_add_fetch(&s->left, 1, __ATOMIC_ACQ_REL);
+    if (__atomic_load_n(&s->joined, __ATOMIC_ACQUIRE) == left &&
         __atomic_load_n(&s->joined, __ATOMIC_ACQUIRE) < s->nranks) {
-        /* Never completed (a rank timed out): remove the name if it is ours. */
+        /* Never completed and everyone who came has left (a timeout):
+         * remove the name; a latecomer then waits on a fresh segment. */
         char name[64];
         fn_shm_name(key, name, sizeof name);
         uint32_t done = 0;
