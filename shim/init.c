@@ -145,6 +145,7 @@ static int start_recording(int after_fork)
             return -1;
         }
         ct_cfg = cfg;
+        ct_clock_test_offset_ns = cfg.test_clock_offset_ns;
     }
     struct ct_launcher l;
     ct_launcher_detect(&l);

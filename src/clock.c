@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 
 int ct_clock_tsc;
+int64_t ct_clock_test_offset_ns;
 
 static atomic_int g_clock_ready;
 
@@ -35,7 +36,7 @@ void ct_clock_pair_take(struct ct_clock_pair *p)
     if (!ct_clock_tsc) {
         p->mono_ns = ct_clock_mono_ns();
         p->ticks = p->mono_ns;
-        p->real_ns = ct_clock_real_ns();
+        p->real_ns = ct_clock_real_ns() + (uint64_t)ct_clock_test_offset_ns;
         return;
     }
     /* Bracket the monotonic read with two tick reads and keep the tightest
@@ -51,7 +52,7 @@ void ct_clock_pair_take(struct ct_clock_pair *p)
             p->mono_ns = mono;
         }
     }
-    p->real_ns = ct_clock_real_ns();
+    p->real_ns = ct_clock_real_ns() + (uint64_t)ct_clock_test_offset_ns;
 }
 
 void ct_clock_conv_init(struct ct_clock_conv *c, const struct ct_clock_pair *first)

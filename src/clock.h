@@ -16,6 +16,10 @@
 /* Nonzero when ct_clock_now() reads the TSC. Set once by ct_clock_init(). */
 extern int ct_clock_tsc;
 
+/* Added to the realtime half of every clock pair the trace records: lets
+ * tests pretend a host's clock is off (CUTRACE_TEST_CLOCK_OFFSET_NS). */
+extern int64_t ct_clock_test_offset_ns;
+
 static inline uint64_t ct_clock_mono_ns(void)
 {
     struct timespec ts;

@@ -119,6 +119,13 @@ int ct_config_from_env(struct ct_config *c, const char *(*getenv_fn)(const char 
         return rc;
     if (rc == 0)
         c->io_stack_ns = (uint64_t)v;
+    /* test-only: pretends this host's realtime clock is off by that much */
+    static const struct int_var offset = {"CUTRACE_TEST_CLOCK_OFFSET_NS", -1000000000000ll,
+                                          1000000000000ll};
+    if ((rc = get_int(getenv_fn, &offset, &v, err, errlen)) < 0)
+        return rc;
+    if (rc == 0)
+        c->test_clock_offset_ns = v;
     if ((rc = get_int(getenv_fn, &duration, &v, err, errlen)) < 0)
         return rc;
     if (rc == 0)

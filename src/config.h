@@ -19,10 +19,11 @@ struct ct_config {
     enum ct_clock_pref clock; /* CUTRACE_CLOCK: auto|tsc|monotonic */
     int gpu_timing;           /* CUTRACE_GPU_TIMING: 0 off, 1 cupti (default), 2 events */
     uint64_t io_min_ns;       /* CUTRACE_IO_MIN_NS: shorter I/O spans are counted, not recorded */
-    uint64_t io_stack_ns;     /* CUTRACE_IO_STACK_NS: I/O spans this long get a call stack (sync) */
-    int stacks;               /* CUTRACE_STACKS: 0 off, 1 sync (default), 2 all */
-    int start_paused;         /* CUTRACE_START: 0 running (default), 1 paused */
-    unsigned duration_s;      /* CUTRACE_DURATION: seconds per capture window, 0 = unbounded */
+    int64_t test_clock_offset_ns; /* CUTRACE_TEST_CLOCK_OFFSET_NS (tests of clock alignment) */
+    uint64_t io_stack_ns; /* CUTRACE_IO_STACK_NS: I/O spans this long get a call stack (sync) */
+    int stacks;           /* CUTRACE_STACKS: 0 off, 1 sync (default), 2 all */
+    int start_paused;     /* CUTRACE_START: 0 running (default), 1 paused */
+    unsigned duration_s;  /* CUTRACE_DURATION: seconds per capture window, 0 = unbounded */
 };
 
 void ct_config_defaults(struct ct_config *c);
