@@ -18,6 +18,7 @@
 #include "decoder/analysis.h"
 #include "decoder/cli.h"
 #include "decoder/inputs.h"
+#include "decoder/kineto.h"
 #include "decoder/report_out.h"
 #include "decoder/stats.h"
 
@@ -40,8 +41,11 @@ static void *load_worker(void *arg)
             return NULL;
         struct ct_trace t;
         char err[512];
-        int rc = ct_trace_load(&t, L->in->paths[i], 1, err, sizeof(err));
-        if (!rc) {
+        int rc;
+        /* kineto: a PyTorch profiler trace goes to its own reader */
+        if (ct_kineto_is_path(L->in->paths[i])) {
+            rc = ct_kineto_load(L->in->paths[i], &L->procs[i], err, sizeof(err));
+        } else if (!(rc = ct_trace_load(&t, L->in->paths[i], 1, err, sizeof(err)))) {
             rc = ct_proc_extract(&t, L->step, &L->procs[i]);
             if (rc)
                 snprintf(err, sizeof(err), "%s: out of memory", L->in->paths[i]);
@@ -186,7 +190,10 @@ static void usage(FILE *f)
                "  -o FILE       write the report to FILE instead of stdout\n"
                "  --step NAME   NVTX range or mark naming iterations (default ProfilerStep)\n"
                "  --steps A-B   keep iterations with index A..B (either side may be empty)\n"
-               "  --skip N      drop the first N iterations of every rank\n");
+               "  --skip N      drop the first N iterations of every rank\n"
+               "  --hta         Kineto input (*.json, *.json.gz): HTA's preprocessing and\n"
+               "                numbers (the default; docs/kineto.md)\n"
+               "  --no-hta      Kineto input: exact ns times, every step, cutrace's rules\n");
 }
 
 static int parse_steps(const char *s, struct ct_iter_opts *o)
@@ -216,8 +223,10 @@ int ct_cmd_report(int argc, char **argv)
                                          {"steps", required_argument, NULL, 'S'},
                                          {"skip", required_argument, NULL, 'k'},
                                          {"help", no_argument, NULL, 'h'},
+                                         {"hta", no_argument, NULL, 'H'},
+                                         {"no-hta", no_argument, NULL, 'N'},
                                          {NULL, 0, NULL, 0}};
-    int json = 0, c;
+    int json = 0, c, hta = 1; /* kineto: HTA-compatible mode for Kineto input */
     const char *out = NULL, *step = NULL;
     struct ct_iter_opts io = {0, 0, -1};
     optind = 1;
@@ -252,10 +261,12 @@ int ct_cmd_report(int argc, char **argv)
             }
             break;
         case 'h': usage(stdout); return 0;
+        case 'H': hta = 1; break;
+        case 'N': hta = 0; break;
         default:
             fprintf(stderr,
                     "cutrace report: unknown or incomplete option '%s'; allowed: "
-                    "--json, -o FILE, --step NAME, --steps A-B, --skip N\n",
+                    "--json, -o FILE, --step NAME, --steps A-B, --skip N, --hta, --no-hta\n",
                     argv[optind - 1]);
             return CT_EXIT_USAGE;
         }
@@ -267,7 +278,12 @@ int ct_cmd_report(int argc, char **argv)
     }
     struct ct_inputs in = {0};
     char err[512];
-    if (ct_inputs_expand(&in, argv + optind, argc - optind, err, sizeof(err))) {
+    int bad = 0;
+    /* kineto: Kineto operands (files, folders of them) go to its expansion */
+    for (int i = optind; i < argc && !bad; i++)
+        bad = ct_kineto_operand(argv[i]) ? ct_kineto_expand(&in, argv[i], err, sizeof(err))
+                                         : ct_inputs_expand(&in, argv + i, 1, err, sizeof(err));
+    if (bad) {
         fprintf(stderr, "cutrace report: %s\n", err);
         ct_inputs_free(&in);
         return CT_EXIT_BAD_INPUT;
@@ -280,6 +296,17 @@ int ct_cmd_report(int argc, char **argv)
         fprintf(stderr, "cutrace report: %s\n", rc == -ENOMEM ? "out of memory" : err);
         return CT_EXIT_BAD_INPUT;
     }
+    /* kineto: complete Kineto processes (HTA's filter spans all ranks) */
+    if (ct_kineto_finish(procs, nprocs, hta)) {
+        fprintf(stderr, "cutrace report: out of memory\n");
+        for (size_t i = 0; i < nprocs; i++)
+            ct_proc_free(&procs[i]);
+        free(procs);
+        return CT_EXIT_BAD_INPUT;
+    }
+    for (size_t i = 0; i < nprocs; i++)
+        if (ct_kineto_warning(&procs[i]))
+            fprintf(stderr, "cutrace report: %s\n", ct_kineto_warning(&procs[i]));
     struct ct_job job;
     struct ct_report rep = {0};
     rc = ct_job_build(&job, procs, nprocs);

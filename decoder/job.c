@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "decoder/clock.h"
+#include "decoder/kineto.h"
 #include "decoder/timeline.h"
 
 void ct_proc_free(struct ct_proc *p)
@@ -27,6 +28,7 @@ void ct_proc_free(struct ct_proc *p)
     for (size_t i = 0; i < p->nnames; i++)
         free(p->names[i]);
     free(p->names);
+    ct_kineto_free(p->kin); /* Kineto input (decoder/kineto.h) */
     memset(p, 0, sizeof(*p));
 }
 

@@ -35,6 +35,8 @@
 #include "decoder/intervals.h"
 #include "decoder/tracefile.h"
 
+struct ct_kineto;
+
 enum ct_class {
     CT_CL_COMPUTE = 0,
     CT_CL_MEMORY,
@@ -105,6 +107,7 @@ struct ct_proc {
     char **names;
     size_t nnames;
     struct ct_coverage cov;
+    struct ct_kineto *kin; /* Kineto input only (decoder/kineto.h), else NULL */
 };
 
 /*
