@@ -12,8 +12,12 @@
  * (the main process blocked in read/recv/poll... on a file, pipe or socket),
  * checkpoint (write/fsync on files or a DtoH copy >= 16 MiB, any process of
  * the rank), sync drain ([return of a blocking sync or synchronous copy,
- * next launch)), launch overhead ([host launch, GPU start) of an op), and
- * unexplained.
+ * next launch)), launch overhead ([host launch, GPU start) of an op, from
+ * the main process's previous launch call when that one began at most
+ * CT_LAUNCH_BURST_NS (1 ms) earlier: a host issuing work back to back is
+ * the bottleneck, so the GPU's wait between those calls is launch
+ * overhead),
+ * and unexplained.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -21,6 +25,12 @@
 
 #include "decoder/analysis.h"
 #include "decoder/stats.h"
+
+/* Launch calls closer than this: the host is issuing work, and GPU-idle
+ * time before the later one's work is launch overhead (the host could not
+ * feed the GPU faster). Longer host gaps without a recorded blocking call
+ * are unexplained host stalls. */
+#define CT_LAUNCH_BURST_NS 1000000
 
 static int add_set(struct ct_ivset *dst, const struct ct_ivset *src)
 {
@@ -190,9 +200,22 @@ int ct_attribution_rank(struct ct_job *job, struct ct_rank_result *res)
     ct_ivset_normalize(&ckpt);
     if (!rc)
         rc = drain_set(main, &drain);
-    for (size_t i = 0; i < r->nops && !rc; i++)
-        if (r->ops[i].launch != INT64_MIN && r->ops[i].launch < r->ops[i].s)
-            rc = ct_ivset_add(&launch, r->ops[i].launch, r->ops[i].s);
+    for (size_t i = 0; i < r->nops && !rc; i++) {
+        int64_t h = r->ops[i].launch;
+        if (h == INT64_MIN || h >= r->ops[i].s)
+            continue;
+        size_t lo = 0, hi = main->nlaunches; /* the main process's previous launch call */
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (main->launches[mid] < h)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo > 0 && h - main->launches[lo - 1] <= CT_LAUNCH_BURST_NS)
+            h = main->launches[lo - 1];
+        rc = ct_ivset_add(&launch, h, r->ops[i].s);
+    }
     ct_ivset_normalize(&launch);
     res->at.bubble_idle = take(&rest, &bub, &tmp, &rc);
     res->at.data_stall = take(&rest, &data, &tmp, &rc);

@@ -1,0 +1,278 @@
+#!/usr/bin/env python3
+"""Runs one labelled job of tests/labelled/w_job.c under `cutrace run`, then
+`cutrace report --json`, and checks every reported metric the case's
+schedule determines against that schedule (w_job.c states it).
+
+usage: check_case.py CASE   (environment: CT_CUTRACE, CT_W_JOB,
+                             CT_FAKEGPU_DIR, CT_FAKE_CUPTI)
+
+Tolerances. The simulated device is exact: kernel durations and collective
+transfers come out to the nanosecond. What is not exact is the host: rank
+processes wake from a synchronisation at slightly different times (tens of
+us, up to milliseconds when the 2-CPU test machine is busy), the first
+iteration pays one-off costs, and host-side spans carry the shim's own
+microseconds. So:
+  - figures of the GPU schedule alone (compute per iteration, collective
+    transfer time, bandwidth, iteration duration of a synchronised pipeline)
+    are checked to 1 %;
+  - figures that a rank's late arrival adds to (communication time, exposed
+    communication, bubbles) are checked as the median over iterations,
+    which a few disturbed iterations cannot move, to 5 %;
+  - host-measured truths (time the program itself spent waiting for data,
+    checkpointing, working between steps) are compared with the same
+    program's own clock readings, to 3 % plus 0.2 ms per event (the shim's
+    span and the program's clock reads bracket the call a few us apart, and
+    a GPU-idle gap also includes the wake-up after the previous sync).
+"""
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+failures = []
+
+
+def check(what, ok, detail=""):
+    if not ok:
+        failures.append(f"{what}: {detail}")
+
+
+def near(what, got, want, rel, abs_=0.0):
+    tol = abs(want) * rel + abs_
+    check(what, abs(got - want) <= tol, f"got {got:.3f}, want {want:.3f} +- {tol:.3f}")
+
+
+def run(case, ranks, extra_env=None):
+    d = tempfile.mkdtemp(prefix=f"labelled-{case}-")
+    env = dict(os.environ)
+    env.update({
+        "LD_LIBRARY_PATH": os.environ["CT_FAKEGPU_DIR"],
+        "CUTRACE_CUPTI_LIB": os.environ["CT_FAKE_CUPTI"],
+        "FAKEGPU_NET_GBPS": "1",
+        "W_JOB_DIR": d,
+    })
+    env.update(extra_env or {})
+    cutrace = os.environ["CT_CUTRACE"]
+    traces = os.path.join(d, "traces")
+    p = subprocess.run([cutrace, "run", "-o", traces, "--", os.environ["CT_W_JOB"], "launch",
+                        str(ranks), case], env=env, capture_output=True, text=True, timeout=300)
+    if p.returncode != 0:
+        sys.exit(f"{case}: job failed ({p.returncode}): {p.stderr}")
+    r = subprocess.run([cutrace, "report", "--json", traces], capture_output=True, text=True,
+                       timeout=300)
+    if r.returncode != 0:
+        sys.exit(f"{case}: report failed: {r.stderr}")
+    rep = json.loads(r.stdout)
+    check("ranks", len(rep["ranks"]) == ranks, str(len(rep["ranks"])))
+    for k in rep["ranks"]:
+        cov = k["coverage"]
+        check(f"rank {k['rank']} dropped records", cov["dropped_records"] == 0, str(cov))
+    return rep, p.stdout
+
+
+def median_iter(rank, key, skip_first=True):
+    its = rank["iterations"][1:] if skip_first else rank["iterations"]
+    return statistics.median(i[key] for i in its)
+
+
+def case_dp(rep, out, overlap):
+    """4 x 1 ms forward, 4 x 1.5 ms backward, four 1 ms bucket all-reduces."""
+    for k in rep["ranks"]:
+        r = k["rank"]
+        check(f"rank {r} iterations", len(k["iterations"]) == 10, str(len(k["iterations"])))
+        check(f"rank {r} iteration source", k["iteration_source"] == "ranges")
+        near(f"rank {r} compute_us", k["compute_us"], 100000, 0.01)
+        near(f"rank {r} compute per iteration", median_iter(k, "compute_us"), 10000, 0.01)
+        # a rank whose peer starts the step later waits for it in every
+        # bucket: its communication can only be longer than the schedule's
+        check(f"rank {r} comm per iteration", 3990 <= median_iter(k, "comm_us") <= 5000,
+              str(median_iter(k, "comm_us")))
+        dp_kind = k["comm_by_kind"]["dp"]
+        near(f"rank {r} dp comm = all comm", dp_kind["comm_us"], k["comm_us"], 0.001)
+        near(f"rank {r} memory_us", k["memory_us"], 0, 0, 1.0)
+        # the GPU schedule of a step is 11 ms (14 ms without overlap); the
+        # host's wake-up and first launch after each step's sync add idle
+        # time (more when the machine is busy), never less
+        steps = 11000 if overlap else 14000
+        d = median_iter(k, "duration_us")
+        check(f"rank {r} iteration duration", steps * 0.999 <= d <= steps + 2000, str(d))
+        check(f"rank {r} bubble_pct", k["bubble_pct"] is None and k["expected_bubble_pct"] is None)
+        check(f"rank {r} not a straggler", not k["straggler"]["flagged"], str(k["straggler"]))
+    # The rank that starts a step last never waits for its peer (the offset
+    # between ranks persists through the step: only the buckets synchronise,
+    # and they do not hold up the compute streams), so per iteration the
+    # smallest communication time over ranks is the schedule's exactly:
+    # comm 4 ms, exposed 1 ms (all 4 ms without overlap).
+    exposed = 1000 if overlap else 4000
+    for i in range(1, 10):
+        its = [k["iterations"][i] for k in rep["ranks"]]
+        late = min(its, key=lambda it: it["comm_us"])
+        near(f"iteration {i} comm of the last rank", late["comm_us"], 4000, 0.01)
+        near(f"iteration {i} exposed comm of the last rank", late["exposed_comm_us"], exposed, 0.01)
+    # buckets 0-2 hide under the next backward kernel even when the peer is
+    # late by up to 0.5 ms (each bucket then waits alike), the last is
+    # exposed: 75 % overlap on each rank in most iterations
+    want = 75.0 if overlap else 0.0
+    for k in rep["ranks"]:
+        ov = statistics.median(100 * (it["comm_us"] - it["exposed_comm_us"]) / it["comm_us"]
+                               for it in k["iterations"][1:])
+        near(f"rank {k['rank']} median iteration overlap", ov, want, 0, 1.0)
+    colls = [c for c in rep["collectives"] if c["op"] == "AllReduce"]
+    check("one collective row", len(colls) == 1, str(rep["collectives"]))
+    c = colls[0]
+    check("all-reduce bytes", c["bytes"] == 1000000, str(c))
+    check("all-reduce count", c["count"] == 80 and c["matched"] == 80, str(c))
+    # 1 MB x 2(n-1)/n at 1 GB/s: the transfer is exactly 1 ms
+    near("all-reduce transfer_p50_us", c["transfer_p50_us"], 1000, 0.01)
+    near("all-reduce algbw", c["algbw_gbps"], 1.0, 0.05)
+    near("all-reduce busbw", c["busbw_gbps"], c["algbw_gbps"] * 1.0, 0.001)
+    check("no stragglers", rep["job"]["stragglers"] == [], str(rep["job"]["stragglers"]))
+    names = {kk["name"]: kk for kk in rep["kernels"]}
+    check("kernel table", set(names) == {"forward__1000us", "backward__1500us"}, str(list(names)))
+    near("backward p50", names["backward__1500us"]["p50_us"], 1500, 0.001)
+    check("backward count", names["backward__1500us"]["count"] == 80)
+
+
+def case_pipe(rep, out):
+    """4 stages, 8 micro-batches, f 1 ms, b 2 ms: bubble (p-1)/(m+p-1)."""
+    for k in rep["ranks"]:
+        r = k["rank"]
+        check(f"rank {r} iterations", len(k["iterations"]) == 4, str(len(k["iterations"])))
+        near(f"rank {r} compute_us", k["compute_us"], 4 * 8 * 3000, 0.01)
+        check(f"rank {r} stages", k["pipeline"] == {"stages": 4, "microbatches": 8}, str(k["pipeline"]))
+        near(f"rank {r} expected_bubble_pct", k["expected_bubble_pct"], 100 * 3 / 11, 0.001)
+        # each stage waits (p-1)(f+b) = 9 ms of a 33 ms iteration. Where
+        # an iteration starts is the stage's own host time after its sync,
+        # so up to ~1.5 ms of a stage's warm-up wait can fall before or after
+        # a boundary when the host is slow to wake: 5 points.
+        near(f"rank {r} bubble_pct", k["bubble_pct"], 100 * 3 / 11, 0, 5.0)
+        # (p-1)(f+b) = 9 ms of waiting per iteration
+        near(f"rank {r} bubble per iteration", median_iter(k, "bubble_us", False), 9000, 0.10)
+        # stages leave each iteration together (host barrier): 33 ms plus
+        # the barrier's wake-up
+        d = median_iter(k, "duration_us", False)
+        check(f"rank {r} iteration duration", 33000 * 0.999 <= d <= 34500, str(d))
+        check(f"rank {r} pp comm", k["comm_by_kind"]["pp"]["comm_us"] > 0, str(k["comm_by_kind"]))
+        check(f"rank {r} no dp comm", k["comm_by_kind"]["dp"]["comm_us"] == 0)
+        at = k["attribution"]
+        check(f"rank {r} bubble idle part", at["pipeline_bubble_idle_us"] <= at["pipeline_bubble_us"],
+              str(at))
+        if r == 0:
+            # the first stage's bubble is its receives waiting for gradients:
+            # a waiting receive occupies the stream, so it is not GPU-idle
+            # (later stages also idle in cool-down until the iteration ends)
+            check("stage 0 bubble is not idle",
+                  at["pipeline_bubble_idle_us"] < 0.25 * at["pipeline_bubble_us"], str(at))
+    check("step p50", 33000 * 0.999 <= rep["job"]["step_p50_us"] <= 36000,
+          str(rep["job"]["step_p50_us"]))
+
+
+def values(out, key):
+    return [float(l.split()[-1]) for l in out.splitlines() if l.startswith(key + " ")]
+
+
+def case_loader(rep, out):
+    k = rep["ranks"][0]
+    check("worker folded into rank 0", k["coverage"]["processes"] == 2, str(k["coverage"]))
+    waits = values(out, "WAIT")
+    check("12 reads", len(waits) == 12, str(waits))
+    # the first read comes before the first GPU op, outside the window
+    truth = sum(waits[1:])
+    near("data_stall_us", k["attribution"]["data_stall_us"], truth, 0.03, 200 * 11)
+    near("compute_us", k["compute_us"], 24000, 0.01)
+    its = k["iterations"]
+    check("12 iterations", len(its) == 12)
+    for i in its[1:]:
+        # the step: its read (20 ms late every third step, the program's
+        # own measurement), then 2 ms of compute
+        check(f"iteration {i['index']} stalled", (waits[i["index"]] > 19000) == (i["index"] % 3 == 2),
+              str(waits))
+        # plus the host's wake-up after each sync (up to ms on a busy machine)
+        d = i["duration_us"] - waits[i["index"]]
+        check(f"iteration {i['index']} duration", d >= 1990, f"{i['duration_us']} {waits}")
+
+
+def case_ckpt(rep, out):
+    k = rep["ranks"][0]
+    truth = values(out, "CKPT_US")[0]
+    at = k["attribution"]
+    check("3 checkpoint steps", at["checkpoint_steps"] == 3, str(at))
+    near("checkpoint_stall_us", at["checkpoint_stall_us"], truth, 0.03, 600)
+    near("compute_us", k["compute_us"], 45000, 0.01)
+    plain = [i["duration_us"] for i in k["iterations"] if i["index"] % 5 != 4]
+    check("steps without checkpoint", min(plain) >= 2997, str(plain))
+    near("median step without checkpoint", statistics.median(plain), 3000, 0.10)
+
+
+def case_slow(rep, out):
+    s = rep["job"]["stragglers"]
+    check("rank 2 is the one straggler", [x["rank"] for x in s] == [2], str(s))
+    for k in rep["ranks"]:
+        want = 1.3 if k["rank"] == 2 else 1.0
+        near(f"rank {k['rank']} slowness", k["straggler"]["slowness"], want, 0.01)
+        near(f"rank {k['rank']} compute", k["compute_us"], 8 * 5 * 1000 * want, 0.01)
+
+
+def case_tiny(rep, out):
+    k = rep["ranks"][0]
+    near("compute_us", k["compute_us"], 10 * 500 * 0.2, 0.01)
+    at = k["attribution"]
+    idle = k["idle_us"]
+    check("launch-bound: mostly idle", idle > 2 * k["compute_us"], f"idle {idle}")
+    # the GPU waits for the host's next launch: launch overhead is the largest
+    # share of idle (preemption of the launching thread for > 50 us shows up
+    # as unexplained host stall instead)
+    lo = at["launch_overhead_us"]
+    check("launch overhead dominates idle", lo >= 0.5 * idle and lo >= max(
+        at["data_stall_us"], at["sync_drain_us"], at["unexplained_us"]), str(at))
+
+
+def case_drain(rep, out):
+    k = rep["ranks"][0]
+    host = values(out, "HOST_US")[0]
+    # after the last step's copy nothing is launched: 9 of the 10 host waits
+    truth = host * 9 / 10
+    at = k["attribution"]
+    near("sync_drain_us", at["sync_drain_us"], truth, 0.03, 200 * 9)
+    near("compute_us", k["compute_us"], 20000, 0.01)
+    # the rest is the host waking up from the blocking copy (unexplained)
+    check("drain is most of the idle", at["sync_drain_us"] >= 0.6 * k["idle_us"], str(at))
+
+
+def case_clock(rep, out):
+    """dp with rank 1's realtime clock recorded 5 ms ahead."""
+    case_dp(rep, out, True)
+    sk = {k["rank"]: k["clock"]["skew_us"] for k in rep["ranks"]}
+    near("relative skew correction", sk[1] - sk[0], -5000, 0, 50)
+
+
+CASES = {
+    "dp": (2, lambda rep, out: case_dp(rep, out, True), None),
+    "dp_seq": (2, lambda rep, out: case_dp(rep, out, False), None),
+    "pipe": (4, case_pipe, None),
+    "loader": (1, case_loader, None),
+    "ckpt": (1, case_ckpt, None),
+    "slow": (4, case_slow, None),
+    "tiny": (1, case_tiny, None),
+    "drain": (1, case_drain, None),
+    "clock": (2, case_clock, {"W_JOB_RANK1_CLOCK_OFFSET_NS": "5000000"}),
+}
+
+
+def main():
+    name = sys.argv[1]
+    ranks, fn, env = CASES[name]
+    rep, out = run("dp" if name == "clock" else name, ranks, env)
+    fn(rep, out)
+    if failures:
+        print(f"{name}: {len(failures)} check(s) failed:")
+        for f in failures:
+            print("  " + f)
+        sys.exit(1)
+    print(f"{name}: ok")
+
+
+if __name__ == "__main__":
+    main()
