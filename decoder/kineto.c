@@ -188,11 +188,19 @@ int ct_kineto_intern(struct ct_kineto *k, const char *s, size_t n, uint32_t *out
 struct src {
     int fd;
     gzFile gz;
+    const char *mem; /* ct_kineto_load_mem */
+    size_t mlen, mpos;
 };
 
 static ssize_t src_read(void *ctx, char *dst, size_t n)
 {
     struct src *s = ctx;
+    if (s->mem) {
+        size_t k = s->mlen - s->mpos < n ? s->mlen - s->mpos : n;
+        memcpy(dst, s->mem + s->mpos, k);
+        s->mpos += k;
+        return (ssize_t)k;
+    }
     if (n > (1u << 30))
         n = 1u << 30;
     if (s->gz) {
@@ -622,7 +630,10 @@ static int parse_top(struct parse *P, int *saw_events)
     }
 }
 
-int ct_kineto_load(const char *path, struct ct_proc *p, char *err, size_t errlen)
+static int load(const char *path, struct src *S, int gz, struct ct_proc *p, char *err,
+                size_t errlen);
+
+static int proc_init(const char *path, struct ct_proc *p, char *err, size_t errlen)
 {
     memset(p, 0, sizeof(*p));
     p->rank = -1;
@@ -635,6 +646,24 @@ int ct_kineto_load(const char *path, struct ct_proc *p, char *err, size_t errlen
         return -ENOMEM;
     }
     p->cov.processes = 1;
+    return 0;
+}
+
+int ct_kineto_load_mem(const void *data, size_t n, const char *name, struct ct_proc *p, char *err,
+                       size_t errlen)
+{
+    int rc = proc_init(name, p, err, errlen);
+    if (rc)
+        return rc;
+    struct src S = {.fd = -1, .mem = data, .mlen = n};
+    return load(name, &S, 0, p, err, errlen);
+}
+
+int ct_kineto_load(const char *path, struct ct_proc *p, char *err, size_t errlen)
+{
+    int rc = proc_init(path, p, err, errlen);
+    if (rc)
+        return rc;
     struct src S = {.fd = -1};
     int gz = ends_with(path, ".gz");
     S.fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -652,8 +681,19 @@ int ct_kineto_load(const char *path, struct ct_proc *p, char *err, size_t errlen
         }
         gzbuffer(S.gz, 1u << 18);
     }
+    rc = load(path, &S, gz, p, err, errlen);
+    if (S.gz)
+        gzclose(S.gz);
+    else
+        close(S.fd);
+    return rc;
+}
+
+static int load(const char *path, struct src *S, int gz, struct ct_proc *p, char *err,
+                size_t errlen)
+{
     struct parse P = {.k = p->kin, .p = p};
-    int rc = ct_jlex_init(&P.lx, src_read, &S);
+    int rc = ct_jlex_init(&P.lx, src_read, S);
     int saw = 0;
     if (!rc && parse_top(&P, &saw) == 0 && !saw) {
         snprintf(P.lx.err, sizeof(P.lx.err), "not a Kineto trace: no traceEvents");
@@ -669,8 +709,8 @@ int ct_kineto_load(const char *path, struct ct_proc *p, char *err, size_t errlen
     if (!rc && P.lx.err[0]) {
         const char *gzerr = NULL;
         int zerr = 0;
-        if (S.gz)
-            gzerr = gzerror(S.gz, &zerr);
+        if (S->gz)
+            gzerr = gzerror(S->gz, &zerr);
         const char *what = P.lx.io_err && gzerr && zerr ? gzerr : P.lx.err;
         if (!saw || (p->kin->events == 0 && p->kin->nrows == 0 && !p->kin->cpu_unstored)) {
             snprintf(err, errlen, "%s: byte %llu%s: %s", path, (unsigned long long)P.lx.off,
@@ -690,10 +730,6 @@ int ct_kineto_load(const char *path, struct ct_proc *p, char *err, size_t errlen
     }
     ct_jlex_free(&P.lx);
     free(P.name);
-    if (S.gz)
-        gzclose(S.gz);
-    else
-        close(S.fd);
     return rc;
 }
 

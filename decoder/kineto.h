@@ -42,6 +42,10 @@ int ct_kineto_expand(struct ct_inputs *in, const char *operand, char *err, size_
  */
 int ct_kineto_load(const char *path, struct ct_proc *p, char *err, size_t errlen);
 
+/* The same from memory (tests, fuzzing); name stands for the path. */
+int ct_kineto_load_mem(const void *data, size_t n, const char *name, struct ct_proc *p, char *err,
+                       size_t errlen);
+
 /*
  * Completes every process of procs that came from ct_kineto_load (others
  * are left alone): hta != 0 applies HTA's preprocessing (µs rounding, last
