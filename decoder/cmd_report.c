@@ -1,9 +1,9 @@
 /*
  * `cutrace report`: reads every trace of a job, builds per-rank timelines
  * and prints the report (text, or --json: schema in docs/report.md).
- * Traces are decoded on several threads, one file each; a file's raw
- * records are freed as soon as its compact timeline is extracted, so memory
- * is about (threads x one process's records) plus the compact timelines.
+ * Traces are decoded on several threads, one file each, straight into their
+ * compact timelines (ct_proc_extract_file: no record is kept), so memory is
+ * about the compact timelines plus, per thread, one file's join keys.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -39,17 +39,13 @@ static void *load_worker(void *arg)
         size_t i = atomic_fetch_add(&L->next, 1);
         if (i >= L->in->n || atomic_load(&L->failed))
             return NULL;
-        struct ct_trace t;
         char err[512];
         int rc;
         /* kineto: a PyTorch profiler trace goes to its own reader */
         if (ct_kineto_is_path(L->in->paths[i])) {
             rc = ct_kineto_load(L->in->paths[i], &L->procs[i], err, sizeof(err));
-        } else if (!(rc = ct_trace_load(&t, L->in->paths[i], 1, err, sizeof(err)))) {
-            rc = ct_proc_extract(&t, L->step, &L->procs[i]);
-            if (rc)
-                snprintf(err, sizeof(err), "%s: out of memory", L->in->paths[i]);
-            ct_trace_free(&t);
+        } else {
+            rc = ct_proc_extract_file(L->in->paths[i], L->step, &L->procs[i], err, sizeof(err));
         }
         if (rc) {
             pthread_mutex_lock(&L->lock);

@@ -120,7 +120,7 @@ static int has_u64(const uint64_t *v, size_t n, uint64_t x)
     return lo < n && v[lo] == x;
 }
 
-static int is_data_wait(const char *op, uint64_t fd_type)
+int ct_is_data_wait(const char *op, uint64_t fd_type)
 {
     static const char *const ops[] = {"read",        "pread",  "pread64",  "readv",    "preadv",
                                       "preadv2",     "recv",   "recvfrom", "recvmsg",  "poll",
@@ -136,7 +136,7 @@ static int is_data_wait(const char *op, uint64_t fd_type)
     return 0;
 }
 
-static int is_ckpt_io(const char *op, uint64_t fd_type)
+int ct_is_ckpt_io(const char *op, uint64_t fd_type)
 {
     static const char *const ops[] = {"write",    "pwrite", "pwrite64", "writev",   "pwritev",
                                       "pwritev2", "fwrite", "fsync",    "fdatasync"};
@@ -148,7 +148,7 @@ static int is_ckpt_io(const char *op, uint64_t fd_type)
     return 0;
 }
 
-static int step_matches(const char *msg, const char *step)
+int ct_step_matches(const char *msg, const char *step)
 {
     size_t n = strlen(step);
     return !strncmp(msg, step, n) && (msg[n] == 0 || msg[n] == '#');
@@ -298,9 +298,9 @@ int ct_proc_extract(struct ct_trace *t, const char *step_name, struct ct_proc *p
         case CT_REC_IO: {
             const char *op = ct_reader_string(&t->rd, f[CT_IO_OP]);
             int64_t s = (int64_t)f[CT_IO_START] + off, e = (int64_t)f[CT_IO_END] + off;
-            if (is_data_wait(op, f[CT_IO_FD_TYPE]))
+            if (ct_is_data_wait(op, f[CT_IO_FD_TYPE]))
                 rc = ct_ivset_add(&p->data_wait, s, e);
-            else if (is_ckpt_io(op, f[CT_IO_FD_TYPE]))
+            else if (ct_is_ckpt_io(op, f[CT_IO_FD_TYPE]))
                 rc = ct_ivset_add(&p->ckpt, s, e);
             break;
         }
@@ -309,7 +309,7 @@ int ct_proc_extract(struct ct_trace *t, const char *step_name, struct ct_proc *p
             int mark = r->kind == CT_REC_NVTX_MARK;
             const char *msg =
                 ct_reader_string(&t->rd, mark ? f[CT_MARK_MESSAGE] : f[CT_NVTX_MESSAGE]);
-            if (!step_matches(msg, step))
+            if (!ct_step_matches(msg, step))
                 break;
             if ((rc = grow((void **)&p->steps, &cap_s, p->nsteps, sizeof(*p->steps))))
                 break;

@@ -117,7 +117,27 @@ struct ct_proc {
  * call concurrently on different traces.
  */
 int ct_proc_extract(struct ct_trace *t, const char *step_name, struct ct_proc *p);
+
+/*
+ * The same from a trace file in one streaming pass (decoder/extract.c),
+ * without keeping records: memory is about the result plus 16 bytes per API
+ * and GPU record while it runs. The result equals ct_trace_load() followed
+ * by ct_proc_extract(). Returns 0 (the file may be truncated or damaged:
+ * p->cov says so), or a negative errno with err holding one message naming
+ * the file (the reader's message, or "PATH: out of memory"); p is then
+ * empty. Safe to call concurrently on different files.
+ */
+int ct_proc_extract_file(const char *path, const char *step_name, struct ct_proc *p, char *err,
+                         size_t errlen);
 void ct_proc_free(struct ct_proc *p);
+
+/* Extraction rules shared by both extractors (timeline.c): an I/O op that
+ * is a data wait (read/recv/poll... on a file, pipe or socket), one that is
+ * checkpoint I/O (write/fsync... on a file), a range or mark message that
+ * names an iteration ("ProfilerStep" matches "ProfilerStep#N"). */
+int ct_is_data_wait(const char *op, uint64_t fd_type);
+int ct_is_ckpt_io(const char *op, uint64_t fd_type);
+int ct_step_matches(const char *msg, const char *step);
 
 struct ct_rank {
     int rank;

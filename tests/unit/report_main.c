@@ -10,6 +10,7 @@
 
 Suite *intervals_suite(void);
 Suite *demangle_suite(void);
+Suite *extract_suite(void);
 
 static const struct {
     const char *name;
@@ -17,6 +18,7 @@ static const struct {
 } suites[] = {
     {"intervals", intervals_suite},
     {"demangle", demangle_suite},
+    {"extract", extract_suite},
 };
 
 int main(int argc, char **argv)

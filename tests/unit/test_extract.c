@@ -1,0 +1,275 @@
+/*
+ * Suite "extract": the streaming extraction (ct_proc_extract_file) gives
+ * exactly what loading every record and walking them sorted gives
+ * (ct_trace_load + ct_proc_extract), on traces whose records are out of
+ * time order: several recording threads, GPU records written in shuffled
+ * order by another thread than their launches, equal start times, NCCL ops
+ * timed by a GPU record, by their own interval or not at all.
+ */
+#include <check.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "decoder/timeline.h"
+#include "tests/unit/helpers.h"
+
+#define NLAUNCH 3000
+#define NNCCL   200
+#define T0      1000000000ull
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static uint64_t rnd(uint64_t n)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng % n;
+}
+
+static void emit(unsigned kind, const uint64_t *f, unsigned n)
+{
+    while (ct_emit(kind, CT_RF_NS, f, n) != 0)
+        usleep(100);
+}
+
+/* Launch i has correlation id i + 1 and starts at T0 + 1000 i; NCCL op k
+ * has id NLAUNCH + 1 + k. */
+static void *launcher(void *arg)
+{
+    (void)arg;
+    uint32_t launch = ct_intern("cuLaunchKernel"), copy = ct_intern("cuMemcpyDtoH_v2"),
+             sync = ct_intern("cuStreamSynchronize"), step = ct_intern("ProfilerStep#1"),
+             step2 = ct_intern("ProfilerStep#2"), other = ct_intern("forward");
+    for (uint64_t i = 0; i < NLAUNCH; i++) {
+        uint64_t a[CT_API_NFIELDS] = {0};
+        a[CT_API_START] = T0 + 1000 * i;
+        a[CT_API_END] = a[CT_API_START] + 400;
+        a[CT_API_CORR] = i + 1;
+        a[CT_API_FAMILY] = i % 10 == 3 ? CT_FAM_MEMCPY : i % 50 == 7 ? CT_FAM_SYNC : CT_FAM_LAUNCH;
+        a[CT_API_NAME] = a[CT_API_FAMILY] == CT_FAM_MEMCPY ? copy
+                         : a[CT_API_FAMILY] == CT_FAM_SYNC ? sync
+                                                           : launch;
+        a[CT_API_COPY_KIND] = CT_COPY_DTOH;
+        a[CT_API_BYTES] = i % 20 == 3 ? 32ull << 20 : 4096;
+        a[CT_API_FLAGS] = i % 97 == 5 ? CT_APIF_CAPTURED : 0;
+        emit(CT_REC_API, a, CT_API_NFIELDS);
+        if (i % 300 == 0) {
+            uint64_t r[CT_NVTX_NFIELDS] = {0};
+            r[CT_NVTX_START] = a[CT_API_START];
+            r[CT_NVTX_END] = a[CT_API_START] + 250000;
+            r[CT_NVTX_MESSAGE] = i % 600 ? other : i ? step2 : step;
+            emit(CT_REC_NVTX_RANGE, r, CT_NVTX_NFIELDS);
+        }
+        if (i % 15 == 0 && i / 15 < NNCCL) {
+            uint64_t k = i / 15, n[CT_NCCL_NFIELDS] = {0};
+            n[CT_NCCL_START] = a[CT_API_START] + 450;
+            n[CT_NCCL_END] = n[CT_NCCL_START] + 300;
+            n[CT_NCCL_OP] = k % 3 == 0 ? CT_NCCL_OP_SEND : CT_NCCL_OP_ALLREDUCE;
+            n[CT_NCCL_COMM] = 0xabc;
+            n[CT_NCCL_SEQ] = k;
+            n[CT_NCCL_BYTES] = 1 << 20;
+            n[CT_NCCL_PEER] = 1;
+            n[CT_NCCL_STREAM] = 9;
+            n[CT_NCCL_CORR] = NLAUNCH + 1 + k;
+            n[CT_NCCL_NRANKS] = 2;
+            if (k % 4 != 3) { /* own interval; k % 4 == 1 also gets a GPU record */
+                n[CT_NCCL_GPU_START] = n[CT_NCCL_START] + 5000;
+                n[CT_NCCL_GPU_END] = n[CT_NCCL_GPU_START] + 7000;
+            }
+            emit(CT_REC_NCCL, n, CT_NCCL_NFIELDS);
+        }
+        if (i % 500 == 499)
+            usleep(2000); /* let the writer cut chunks */
+    }
+    return NULL;
+}
+
+/* GPU records of every launch and some NCCL ops, in shuffled order. */
+static void *activity(void *arg)
+{
+    (void)arg;
+    static uint64_t order[NLAUNCH + NNCCL];
+    size_t n = 0;
+    for (uint64_t i = 0; i < NLAUNCH; i++)
+        order[n++] = i + 1;
+    for (uint64_t k = 0; k < NNCCL; k++)
+        if (k % 4 == 1 || k % 4 == 2)
+            order[n++] = NLAUNCH + 1 + k;
+    for (size_t i = n - 1; i > 0; i--) {
+        size_t j = rnd(i + 1);
+        uint64_t t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+    const char *names[] = {"_Z4gemmILi128EEvPf", "ncclDevKernel_AllReduce_Sum_f32", "relu",
+                           "ncclKernel_SendRecv", "layernorm"};
+    for (size_t i = 0; i < n; i++) {
+        uint64_t c = order[i], g[CT_GPU_NFIELDS] = {0};
+        g[CT_GPU_CORR] = c;
+        g[CT_GPU_SOURCE] = c % 3 ? CT_SRC_CUPTI : CT_SRC_EVENTS;
+        if (c > NLAUNCH) {
+            uint64_t k = c - NLAUNCH - 1;
+            g[CT_GPU_START] = T0 + 15000 * k + 6000;
+            g[CT_GPU_END] = g[CT_GPU_START] + 6000;
+            g[CT_GPU_TYPE] = CT_GPU_NCCL;
+            g[CT_GPU_SOURCE] = CT_SRC_NCCL_PLUGIN;
+            g[CT_GPU_NAME] = ct_intern("AllReduce");
+        } else {
+            /* pairs of launches share a start time: ties keep file order */
+            g[CT_GPU_START] = T0 + 2000 + 1000 * ((c - 1) & ~1ull);
+            g[CT_GPU_END] = g[CT_GPU_START] + (c % 7 == 0 ? 0 : 700 + c % 5);
+            g[CT_GPU_TYPE] = (c - 1) % 10 == 3 ? CT_GPU_MEMCPY
+                             : c % 50 == 8     ? CT_GPU_SYNC
+                                               : CT_GPU_KERNEL;
+            g[CT_GPU_NAME] = ct_intern(names[c % 5]);
+            g[CT_GPU_STREAM] = 7 + c % 2;
+        }
+        if (c % 211 == 0)
+            g[CT_GPU_CORR] = 0; /* unattributed */
+        if (c % 13 == 0 && c <= NLAUNCH)
+            continue; /* an untimed launch */
+        emit(CT_REC_GPU, g, CT_GPU_NFIELDS);
+        if (i % 400 == 399)
+            usleep(2000);
+    }
+    return NULL;
+}
+
+static void *io(void *arg)
+{
+    (void)arg;
+    const char *ops[] = {"pread64", "write", "fsync", "poll", "read"};
+    for (uint64_t i = 0; i < 300; i++) {
+        uint64_t f[CT_IO_NFIELDS] = {0};
+        f[CT_IO_START] = T0 + 10000 * i + 3;
+        f[CT_IO_END] = f[CT_IO_START] + 2500;
+        f[CT_IO_OP] = ct_intern(ops[i % 5]);
+        f[CT_IO_FD_TYPE] = i % 3 ? CT_FD_FILE : CT_FD_SOCKET;
+        emit(CT_REC_IO, f, CT_IO_NFIELDS);
+        if (i % 50 == 0) {
+            uint64_t m[CT_MARK_NFIELDS] = {0};
+            m[CT_MARK_TIME] = f[CT_IO_START];
+            m[CT_MARK_MESSAGE] = ct_intern("ProfilerStep#9");
+            emit(CT_REC_NVTX_MARK, m, CT_MARK_NFIELDS);
+        }
+        if (i % 100 == 99)
+            usleep(2000);
+    }
+    return NULL;
+}
+
+static void write_trace(const char *path)
+{
+    ck_assert_int_eq(th_start(path, 1 << 16, 1), 0);
+    pthread_t th[3];
+    void *(*fn[3])(void *) = {launcher, activity, io};
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(pthread_create(&th[i], NULL, fn[i], NULL), 0);
+    for (int i = 0; i < 3; i++)
+        pthread_join(th[i], NULL);
+    ck_assert_int_eq(ct_recorder_stop(5000), 0);
+}
+
+static void same_set(const struct ct_ivset *a, const struct ct_ivset *b)
+{
+    ck_assert_uint_eq(a->n, b->n);
+    for (size_t i = 0; i < a->n; i++) {
+        ck_assert_int_eq(a->v[i].s, b->v[i].s);
+        ck_assert_int_eq(a->v[i].e, b->v[i].e);
+    }
+}
+
+static void same_proc(const struct ct_proc *a, const struct ct_proc *b)
+{
+    ck_assert_str_eq(a->path, b->path);
+    ck_assert_str_eq(a->host, b->host);
+    ck_assert_int_eq(a->rank, b->rank);
+    ck_assert_uint_eq(a->pid, b->pid);
+    ck_assert_uint_eq(a->ppid, b->ppid);
+    ck_assert_int_eq(a->clock_offset, b->clock_offset);
+    ck_assert_uint_eq(a->nops, b->nops);
+    for (size_t i = 0; i < a->nops; i++) {
+        const struct ct_gop *x = &a->ops[i], *y = &b->ops[i];
+        ck_assert_msg(x->s == y->s && x->e == y->e && x->launch == y->launch &&
+                          x->stream == y->stream && x->nccl == y->nccl && x->cls == y->cls &&
+                          x->type == y->type && x->op == y->op && x->source == y->source,
+                      "op %zu differs", i);
+        ck_assert_str_eq(a->names[x->name], b->names[y->name]);
+        ck_assert_uint_eq(x->name, y->name);
+    }
+    ck_assert_uint_eq(a->nnames, b->nnames);
+    ck_assert_uint_eq(a->nnccl, b->nnccl);
+    ck_assert_int_eq(memcmp(a->nccl, b->nccl, a->nnccl * sizeof(*a->nccl)), 0);
+    ck_assert_uint_eq(a->nlaunches, b->nlaunches);
+    ck_assert_int_eq(memcmp(a->launches, b->launches, a->nlaunches * sizeof(int64_t)), 0);
+    same_set(&a->sync, &b->sync);
+    same_set(&a->data_wait, &b->data_wait);
+    same_set(&a->ckpt, &b->ckpt);
+    ck_assert_uint_eq(a->nsteps, b->nsteps);
+    for (size_t i = 0; i < a->nsteps; i++) {
+        ck_assert_int_eq(a->steps[i].s, b->steps[i].s);
+        ck_assert_int_eq(a->steps[i].e, b->steps[i].e);
+        ck_assert_str_eq(a->steps[i].msg, b->steps[i].msg);
+    }
+    ck_assert_int_eq(memcmp(&a->cov, &b->cov, sizeof(a->cov)), 0);
+}
+
+START_TEST(streaming_equals_sorted_record_walk_on_shuffled_trace)
+{
+    char path[512];
+    th_path(path, sizeof(path), th_tmpdir(), "shuffled.cutrace");
+    write_trace(path);
+    struct ct_trace t;
+    char err[512];
+    ck_assert_msg(ct_trace_load(&t, path, 1, err, sizeof(err)) == 0, "%s", err);
+    int unsorted = 0; /* the file really is out of time order */
+    struct ct_proc want, got;
+    ck_assert_int_eq(ct_proc_extract(&t, NULL, &want), 0);
+    ck_assert_int_eq(ct_proc_extract_file(path, NULL, &got, err, sizeof(err)), 0);
+    same_proc(&got, &want);
+    ct_proc_free(&want);
+    ct_proc_free(&got);
+    /* another step name: marks */
+    ck_assert_int_eq(ct_proc_extract(&t, "ProfilerStep#9", &want), 0);
+    ck_assert_int_eq(ct_proc_extract_file(path, "ProfilerStep#9", &got, err, sizeof(err)), 0);
+    same_proc(&got, &want);
+    ck_assert_uint_gt(got.nsteps, 0);
+    ck_assert_uint_gt(got.cov.gpu_nccl_record, 0);
+    ck_assert_uint_gt(got.cov.untimed, 0);
+    ct_proc_free(&want);
+    ct_proc_free(&got);
+    ct_trace_free(&t);
+    /* records as the reader delivers them are out of time order */
+    struct th_trace raw;
+    th_trace_read_file(&raw, path);
+    for (size_t i = 1; i < raw.n; i++)
+        unsorted |= raw.recs[i].f[0] < raw.recs[i - 1].f[0];
+    th_trace_free(&raw);
+    ck_assert(unsorted);
+}
+END_TEST
+
+START_TEST(missing_file_names_it_and_leaves_proc_empty)
+{
+    struct ct_proc p;
+    char err[512];
+    ck_assert_int_lt(ct_proc_extract_file("/nonexistent/x.cutrace", NULL, &p, err, sizeof(err)), 0);
+    ck_assert_ptr_nonnull(strstr(err, "/nonexistent/x.cutrace"));
+    ck_assert_ptr_null(p.ops);
+    ck_assert_ptr_null(p.path);
+    ct_proc_free(&p);
+}
+END_TEST
+
+Suite *extract_suite(void)
+{
+    Suite *s = suite_create("extract");
+    TCase *tc = tcase_create("extract");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, streaming_equals_sorted_record_walk_on_shuffled_trace);
+    tcase_add_test(tc, missing_file_names_it_and_leaves_proc_empty);
+    suite_add_tcase(s, tc);
+    return s;
+}
