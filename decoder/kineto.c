@@ -519,12 +519,10 @@ static int parse_event(struct parse *P)
             if (set_name(P, s, sn))
                 return snprintf(P->lx.err, sizeof(P->lx.err), "out of memory"), -1;
         } else if (KEY("ts") && t == CT_JT_NUM) {
-            e.has_ts = !ct_jnum_ns(s, sn, &e.ts_ns);
-            e.tsd = ct_jnum_double(s, sn);
-            e.ts_int = ct_jnum_is_int(s, sn);
+            e.has_ts = !ct_jnum_parse(s, sn, &e.ts_ns, &e.tsd, &e.ts_int);
         } else if (KEY("dur") && t == CT_JT_NUM) {
-            e.has_dur = !ct_jnum_ns(s, sn, &e.dur_ns);
-            e.durd = ct_jnum_double(s, sn);
+            int di;
+            e.has_dur = !ct_jnum_parse(s, sn, &e.dur_ns, &e.durd, &di);
         } else if (KEY("args") && t == CT_JT_OBJ) {
             if (parse_args(P, &e) < 0)
                 return -1;

@@ -174,26 +174,23 @@ static int decode(struct ct_jlex *lx, const char *p, const char *q)
     return CT_JT_STR;
 }
 
-static int str_stop(unsigned char c)
-{
-    return c < 0x20 || c == '"' || c == '\\';
-}
-
 static int lex_string(struct ct_jlex *lx)
 {
     for (;;) {
         const char *b = lx->buf + lx->pos + 1, *e = lx->buf + lx->end, *p = b;
         int esc = 0;
         for (;;) {
-            while (p < e && !str_stop((unsigned char)*p))
-                p++;
+            /* memchr is vectorised: the quote, then a backslash before it.
+             * Raw control bytes inside strings are accepted (as Python's
+             * json with strict=False): checking them costs a byte loop. */
+            const char *q = p < e ? memchr(p, '"', (size_t)(e - p)) : NULL;
+            const char *stop = q ? q : e;
+            const char *bs = p < stop ? memchr(p, '\\', (size_t)(stop - p)) : NULL;
+            p = bs ? bs : stop;
             if (p >= e)
                 break;
             if (*p == '"')
                 break;
-            if (*p != '\\')
-                return fail(lx, lx->base + (uint64_t)(p - lx->buf),
-                            "control character inside a string");
             esc = 1;
             p += 2; /* the escaped byte can never end the string */
         }
@@ -451,4 +448,39 @@ int ct_jnum_ns(const char *s, size_t n, int64_t *ns)
     }
     *ns = neg ? -(int64_t)v : (int64_t)v;
     return 0;
+}
+
+int ct_jnum_parse(const char *s, size_t n, int64_t *ns, double *d, int *is_int)
+{
+    size_t i = 0;
+    int neg = 0;
+    if (i < n && s[i] == '-')
+        neg = 1, i++;
+    uint64_t ip = 0, frac = 0;
+    size_t fd = 0, id = 0;
+    for (; i < n && s[i] >= '0' && s[i] <= '9'; i++, id++)
+        ip = ip * 10 + (uint64_t)(s[i] - '0');
+    if (i < n && s[i] == '.')
+        for (i++; i < n && s[i] >= '0' && s[i] <= '9' && fd < 4; i++, fd++)
+            frac = frac * 10 + (uint64_t)(s[i] - '0');
+    *is_int = ct_jnum_is_int(s, n);
+    if (i < n || id > 16) {
+        /* more than 3 decimals, an exponent or a huge value: the slow path */
+        *d = ct_jnum_double(s, n);
+        return ct_jnum_ns(s, n, ns);
+    }
+    static const uint64_t p10[] = {1, 10, 100, 1000, 10000};
+    uint64_t mant = ip * p10[fd] + frac;
+    /* mant and 10^fd are exact doubles (mant < 2^53): IEEE division rounds
+     * the exact decimal value correctly, as strtod (and Python) do */
+    if (mant < (1ull << 53) && fd < 4) {
+        *d = (double)mant / (double)p10[fd];
+        if (neg)
+            *d = -*d;
+        uint64_t v = ip * 1000 + frac * p10[3 - fd];
+        *ns = neg ? -(int64_t)v : (int64_t)v;
+        return 0;
+    }
+    *d = ct_jnum_double(s, n);
+    return ct_jnum_ns(s, n, ns);
 }

@@ -68,6 +68,9 @@ int ct_jlex_skip(struct ct_jlex *lx, int tok);
 double ct_jnum_double(const char *s, size_t n);
 int ct_jnum_is_int(const char *s, size_t n);
 int ct_jnum_ns(const char *s, size_t n, int64_t *ns);
+/* All three at once, without strtod for up to 3 decimals (the common
+ * case): returns what ct_jnum_ns returns. */
+int ct_jnum_parse(const char *s, size_t n, int64_t *ns, double *d, int *is_int);
 /* Integer value of a number token (truncated toward zero; saturates). */
 int64_t ct_jnum_i64(const char *s, size_t n);
 
