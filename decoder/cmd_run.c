@@ -14,6 +14,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "src/config.h"
+
 #include "decoder/cli.h"
 #include "decoder/inputs.h"
 
@@ -80,8 +82,10 @@ static int find_shim(char *out, size_t n)
 static void usage(FILE *f)
 {
     fprintf(f, "usage: cutrace run [-o DIR] [--gpu-timing=cupti|events|off] [--buffer-kb N] "
-               "[--flush-ms N] [--zstd-level N] -- CMD [ARGS...]\n"
+               "[--flush-ms N] [--zstd-level N] [--tag KEY=VALUE]... -- CMD [ARGS...]\n"
                "  -o, --output DIR   where traces go (created if needed; default cutrace-traces)\n"
+               "  --tag KEY=VALUE    a run tag stored in every trace's metadata (repeatable;\n"
+               "                     added to CUTRACE_TAGS)\n"
                "  the other options set the CUTRACE_* variable of the same name for CMD\n");
 }
 
@@ -92,6 +96,7 @@ int ct_cmd_run(int argc, char **argv)
                                          {"flush-ms", required_argument, NULL, 'f'},
                                          {"zstd-level", required_argument, NULL, 'z'},
                                          {"gpu-timing", required_argument, NULL, 'g'},
+                                         {"tag", required_argument, NULL, 't'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     const char *out = "cutrace-traces";
@@ -112,6 +117,24 @@ int ct_cmd_run(int argc, char **argv)
             }
             setenv("CUTRACE_GPU_TIMING", optarg, 1);
             break;
+        case 't': {
+            char why[256];
+            if (ct_tags_check(optarg, why, sizeof(why)) != 0 || strchr(optarg, ',')) {
+                fprintf(stderr, "cutrace run: --tag %s: %s\n", optarg,
+                        strchr(optarg, ',') ? "one KEY=VALUE per --tag (no ',')" : why);
+                return CT_EXIT_USAGE;
+            }
+            const char *old_tags = getenv("CUTRACE_TAGS");
+            size_t need = strlen(optarg) + (old_tags ? strlen(old_tags) + 1 : 0) + 1;
+            char *all = malloc(need);
+            if (!all)
+                return CT_EXIT_USAGE;
+            snprintf(all, need, "%s%s%s", old_tags && *old_tags ? old_tags : "",
+                     old_tags && *old_tags ? "," : "", optarg);
+            setenv("CUTRACE_TAGS", all, 1);
+            free(all);
+            break;
+        }
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return CT_EXIT_USAGE;
         }

@@ -161,6 +161,20 @@ size_t ct_meta_process(struct ct_meta_kv *kv, size_t max, char *strbuf, size_t s
         add(&b, "exe", buf);
     }
     add(&b, "cutrace_version", "0.1.0");
+    /* run tags (validated with the rest of the configuration) as tag.KEY */
+    const char *tags = getenv("CUTRACE_TAGS");
+    for (const char *p = tags; p && *p;) {
+        const char *eq = strchr(p, '='), *end = strchr(p, ',');
+        if (!end)
+            end = p + strlen(p);
+        if (!eq || eq > end)
+            break;
+        char key[80], value[260];
+        snprintf(key, sizeof(key), "tag.%.*s", (int)(eq - p), p);
+        snprintf(value, sizeof(value), "%.*s", (int)(end - eq - 1), eq + 1);
+        add(&b, key, is_secret(p, (size_t)(eq - p)) ? "<redacted>" : value);
+        p = *end ? end + 1 : end;
+    }
     for (char **e = environ; e && *e; e++) {
         const char *eq = strchr(*e, '=');
         if (!eq)

@@ -97,6 +97,23 @@ struct ct_nccl_comm *ct_nccl_comm_add(ncclComm_t handle, uint64_t hash, int rank
     atomic_store(&g_ncomms, i + 1);
 out:
     pthread_mutex_unlock(&g_comm_lock);
+    static _Atomic int version_told;
+    if (c && !atomic_exchange(&version_told, 1)) {
+        /* which NCCL this process runs, for comparing runs (process scope) */
+        typedef ncclResult_t (*version_fn)(int *);
+        void *p = ct_nccl_other("ncclGetVersion");
+        int v = 0;
+        if (p && ((version_fn)ct_fn(p))(&v) == ncclSuccess) {
+            char buf[32];
+            if (v >= 10000) /* NCCL_VERSION(): X*10000+Y*100+Z from 2.9 on, X*1000+Y*100+Z before */
+                snprintf(buf, sizeof(buf), "%d.%d.%d", v / 10000, v / 100 % 100, v % 100);
+            else
+                snprintf(buf, sizeof(buf), "%d.%d.%d", v / 1000, v / 100 % 10, v % 100);
+            uint64_t f[CT_META_NFIELDS] = {ct_clock_now(), CT_SCOPE_PROCESS, 0,
+                                           ct_intern("nccl_version"), ct_intern(buf)};
+            ct_emit(CT_REC_META, 0, f, CT_META_NFIELDS);
+        }
+    }
     if (c) {
         comm_meta(c, "rank", rank);
         comm_meta(c, "nranks", nranks);

@@ -36,6 +36,46 @@ static int get_word(const char *(*getenv_fn)(const char *), const char *name,
     return -EINVAL;
 }
 
+int ct_tags_check(const char *tags, char *err, size_t errlen)
+{
+    const char *p = tags;
+    int n = 0;
+    while (*p) {
+        const char *k = p;
+        while (*p && *p != '=' && *p != ',' &&
+               ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+                *p == '_' || *p == '-' || *p == '.'))
+            p++;
+        size_t klen = (size_t)(p - k);
+        if (*p != '=' || klen == 0 || klen > 64) {
+            snprintf(err, errlen,
+                     "tag '%.80s': expected KEY=VALUE with a KEY of 1 to 64 letters, digits, '_', "
+                     "'-' or '.'",
+                     k);
+            return -EINVAL;
+        }
+        const char *v = ++p;
+        while (*p && *p != ',') {
+            if ((unsigned char)*p < 0x20) {
+                snprintf(err, errlen, "tag '%.*s': control character in its value", (int)klen, k);
+                return -EINVAL;
+            }
+            p++;
+        }
+        if (p - v > 256) {
+            snprintf(err, errlen, "tag '%.*s': value longer than 256 bytes", (int)klen, k);
+            return -EINVAL;
+        }
+        if (++n > CT_MAX_TAGS) {
+            snprintf(err, errlen, "more than %d tags", CT_MAX_TAGS);
+            return -EINVAL;
+        }
+        if (*p == ',')
+            p++;
+    }
+    return 0;
+}
+
 int ct_parse_int(const char *s, long long lo, long long hi, long long *out)
 {
     if (!s || !*s)
@@ -130,6 +170,14 @@ int ct_config_from_env(struct ct_config *c, const char *(*getenv_fn)(const char 
         return rc;
     if (rc == 0)
         c->duration_s = (unsigned)v;
+    const char *tags = getenv_fn("CUTRACE_TAGS");
+    if (tags) {
+        char why[256];
+        if (ct_tags_check(tags, why, sizeof(why)) != 0) {
+            snprintf(err, errlen, "CUTRACE_TAGS=%.200s: %s", tags, why);
+            return -EINVAL;
+        }
+    }
     static const char *const stacks[] = {"off", "sync", "all", NULL};
     static const char *const start[] = {"running", "paused", NULL};
     if ((rc = get_word(getenv_fn, "CUTRACE_STACKS", stacks, c->stacks, err, errlen)) < 0)

@@ -35,6 +35,15 @@ void ct_config_defaults(struct ct_config *c);
 int ct_config_from_env(struct ct_config *c, const char *(*getenv_fn)(const char *), char *err,
                        size_t errlen);
 
+/*
+ * Run tags "KEY=VALUE[,KEY=VALUE...]" (CUTRACE_TAGS, `cutrace run --tag`):
+ * KEY of 1..64 letters, digits, '_', '-', '.'; VALUE of 0..256 bytes
+ * without ',' or control characters; at most CT_MAX_TAGS tags. 0, or
+ * -EINVAL with a message naming what is wrong.
+ */
+#define CT_MAX_TAGS 64
+int ct_tags_check(const char *tags, char *err, size_t errlen);
+
 /* Parses a decimal integer in [lo, hi]; 0 or -EINVAL. */
 int ct_parse_int(const char *s, long long lo, long long hi, long long *out);
 

@@ -70,5 +70,16 @@ cp tests/golden/v1.cutrace "$tmp/v9.cutrace"
 printf '\x09' | dd of="$tmp/v9.cutrace" bs=1 seek=16 conv=notrunc 2> /dev/null
 check_error 1 "v9.cutrace: trace format version 9 is newer than this cutrace supports (1)" info "$tmp/v9.cutrace"
 
+# 5. Run tags: --tag (repeatable) and CUTRACE_TAGS end up in every trace's metadata.
+# (A sanitizer build's shim needs its runtime preloaded first, which `cutrace run`
+# does not arrange: the shim suites cover those builds.)
+if readelf -d "$build/shim/libcutrace.so" | grep -q 'lib[at]san'; then ok
+elif CUTRACE_TAGS=fleet=eu "$cutrace" run -o "$tmp/tagged" --tag exp=7 --tag host_class=a -- \
+      cat /etc/hostname > /dev/null 2>&1 &&
+    "$cutrace" dump --json "$tmp/tagged" | grep -q '"tag.fleet":"eu","tag.exp":"7","tag.host_class":"a"'
+then ok; else bad "run tags not in the trace metadata"; fi
+check_error 2 "cutrace run: --tag a,b=1: one KEY=VALUE per --tag" run --tag a,b=1 -- true
+check_error 2 "cutrace run: --tag =x: tag '=x': expected KEY=VALUE" run --tag =x -- true
+
 echo "$pass passed, $fail failed"
 [ $fail = 0 ]

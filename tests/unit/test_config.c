@@ -45,6 +45,8 @@ START_TEST(valid_values_are_taken)
                                       "monotonic",
                                       "CUTRACE_IO_STACK_NS",
                                       "0",
+                                      "CUTRACE_TAGS",
+                                      "host_class=a,exp.id=7,empty=,note=x y",
                                       NULL};
     struct ct_config c;
     char err[256] = "";
@@ -70,6 +72,9 @@ START_TEST(bad_values_name_the_variable_and_the_allowed_values)
         {"CUTRACE_CLOCK", "rdtsc", "CUTRACE_CLOCK=rdtsc: expected auto, tsc or monotonic"},
         {"CUTRACE_OUTPUT", "", "CUTRACE_OUTPUT=: expected a directory path"},
         {"CUTRACE_IO_STACK_NS", "-5", "CUTRACE_IO_STACK_NS=-5: expected an integer from 0 to"},
+        {"CUTRACE_TAGS", "a=1,b", "CUTRACE_TAGS=a=1,b: tag 'b': expected KEY=VALUE"},
+        {"CUTRACE_TAGS", "k y=1", "CUTRACE_TAGS=k y=1: tag 'k y=1': expected KEY=VALUE"},
+        {"CUTRACE_TAGS", "=v", "CUTRACE_TAGS==v: tag '=v': expected KEY=VALUE"},
         {"CUTRACE_GPU_TIMING", "nsight",
          "CUTRACE_GPU_TIMING=nsight: expected cupti, events or off"},
     };
