@@ -9,6 +9,7 @@
 int ct_cmd_info(int argc, char **argv);
 int ct_cmd_dump(int argc, char **argv);
 int ct_cmd_report(int argc, char **argv);
+int ct_cmd_export(int argc, char **argv); /* decoder/cmd_export.c */
 int ct_cmd_run(int argc, char **argv);
 int ct_cmd_start(int argc, char **argv);
 int ct_cmd_stop(int argc, char **argv);

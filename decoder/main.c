@@ -20,6 +20,7 @@ static const struct subcommand cmds[] = {
     {"info", ct_cmd_info, "what traces hold: metadata, record counts, drops, span, integrity"},
     {"dump", ct_cmd_dump, "one line per record; --json for the stable JSON-lines view"},
     {"report", ct_cmd_report, "job report: overlap, idle attribution, bubbles, collectives"},
+    {"export", ct_cmd_export, "Perfetto/Chrome timeline JSON or SQLite database of a job"},
 };
 
 static void usage(FILE *f)
