@@ -20,6 +20,8 @@ static const struct subcommand cmds[] = {
     {"info", ct_cmd_info, "what traces hold: metadata, record counts, drops, span, integrity"},
     {"dump", ct_cmd_dump, "one line per record; --json for the stable JSON-lines view"},
     {"report", ct_cmd_report, "job report: overlap, idle attribution, bubbles, collectives"},
+    {"diff", ct_cmd_diff, "compare two sets of runs per metric, with confidence intervals"},
+    {"diagnose", ct_cmd_diagnose, "findings ranked by time saved if fixed, with evidence"},
     {"export", ct_cmd_export, "Perfetto/Chrome timeline JSON or SQLite database of a job"},
 };
 

@@ -1,0 +1,555 @@
+/*
+ * `cutrace diagnose`'s checks (rules and thresholds in docs/diff.md). Each
+ * check reads the report (and, for copies, the traces' copy facts), and
+ * either adds a finding with the evidence it used, records why the
+ * evidence was insufficient, or adds nothing (checked, not found). Savings
+ * are µs per iteration; a finding needs saving >= min_saving x step time.
+ * Never prints.
+ */
+#include "decoder/diagnose.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decoder/intervals.h"
+#include "decoder/names.h"
+#include "decoder/stats.h"
+
+#define Z_FLAG       3.5  /* robust z of a straggler (as the report) */
+#define SLOW_FACTOR  1.05 /* compute straggler: kernels >= 5 % slower than peers */
+#define HOST_NORMAL  1.02 /* host straggler: kernels within 2 % of peers */
+#define SI_FLAG      1.10 /* stage imbalance: slowest stage >= 10 % above the mean */
+#define BUBBLE_PTS   5.0  /* excess bubble: >= 5 points above the schedule's share */
+#define BW_FRACTION  0.5  /* slow collective: < 50 % of the reference bandwidth */
+#define PAGEABLE_R   0.8  /* an Async copy whose host call lasted >= 80 % of its transfer */
+#define PAGEABLE_MIN 5000 /* ... of at least 5 us (ns) */
+
+static const char *const kind_names[CT_FK_COUNT] = {
+    "exposed_communication", "slow_collective", "compute_straggler",  "host_straggler",
+    "stage_imbalance",       "excess_bubble",   "data_loading_stall", "checkpoint_stall",
+    "launch_bound",          "sync_drain",      "pageable_memcpy",
+};
+
+const char *ct_finding_kind_name(int kind)
+{
+    return kind >= 0 && kind < CT_FK_COUNT ? kind_names[kind] : "?";
+}
+
+struct ctx {
+    const struct ct_report *rep;
+    const struct ct_diag_opts *o;
+    struct ct_diagnosis *d;
+    double step; /* ns */
+};
+
+static double per_iter(const struct ct_rank_result *x, int64_t total)
+{
+    return x->niters ? (double)total / (double)x->niters : 0;
+}
+
+/* Confidence: how far the saving clears the threshold, scaled by how
+ * direct the evidence is (1: measured, < 1: inferred). */
+static double confidence(const struct ctx *c, double saving_ns, double quality)
+{
+    double t = c->o->min_saving * c->step, v = 0.5;
+    if (t > 0)
+        v = 0.5 + 0.45 * (1 - t / saving_ns);
+    if (v > 0.95)
+        v = 0.95;
+    return v * quality;
+}
+
+static struct ct_finding *add(struct ctx *c, int kind, double saving_ns, double quality)
+{
+    if (saving_ns < c->o->min_saving * c->step || c->d->nf >= sizeof(c->d->f) / sizeof(c->d->f[0]))
+        return NULL;
+    struct ct_finding *f = &c->d->f[c->d->nf++];
+    memset(f, 0, sizeof(*f));
+    f->kind = kind;
+    f->saving_us = saving_ns / 1e3;
+    f->confidence = confidence(c, saving_ns, quality);
+    return f;
+}
+
+static void ev(struct ct_finding *f, const char *key, double v)
+{
+    if (f->nev < CT_EV_MAX)
+        f->ev[f->nev++] = (struct ct_evidence){.key = key, .num = v};
+}
+
+static void evs(struct ct_finding *f, const char *key, const char *fmt, ...)
+{
+    if (f->nev >= CT_EV_MAX)
+        return;
+    struct ct_evidence *e = &f->ev[f->nev++];
+    memset(e, 0, sizeof(*e));
+    e->key = key;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->str, sizeof(e->str), fmt, ap);
+    va_end(ap);
+}
+
+static void rank_add(struct ct_finding *f, int r)
+{
+    if (f->nranks < sizeof(f->ranks) / sizeof(f->ranks[0]))
+        f->ranks[f->nranks++] = r;
+}
+
+static void insufficient(struct ctx *c, int kind, const char *fmt, ...)
+{
+    struct ct_insufficient *i = &c->d->ins[c->d->nins++];
+    i->kind = kind;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(i->reason, sizeof(i->reason), fmt, ap);
+    va_end(ap);
+}
+
+static double median_of(double *v, size_t n)
+{
+    return ct_median(v, n);
+}
+
+/* ------------------------------------------------ exposed communication */
+
+/* |[s, s + transfer) \ compute| over the rank's non-pipeline communication:
+ * what stays exposed if every peer arrived on time (the wait part follows
+ * stragglers, which their own checks own). */
+static int exposed_transfer(const struct ct_rank *R, int64_t *out)
+{
+    struct ct_ivset x = {0}, d = {0};
+    int rc = 0;
+    for (size_t i = 0; i < R->nops && !rc; i++) {
+        const struct ct_gop *g = &R->ops[i];
+        if (!CT_CL_IS_COMM(g->cls) || g->cls == CT_CL_PP)
+            continue;
+        int64_t from = g->s;
+        if (g->nccl >= 0 && (size_t)g->nccl < R->nnccl && R->nccl[g->nccl].all_s > g->s)
+            from = R->nccl[g->nccl].all_s;
+        if (from < g->e)
+            rc = ct_ivset_add(&x, g->s, g->s + (g->e - from));
+    }
+    if (!rc) {
+        ct_ivset_normalize(&x);
+        rc = ct_ivset_subtract(&x, &R->cls[CT_CL_COMPUTE], &d);
+    }
+    *out = rc ? 0 : ct_ivset_len(&d);
+    ct_ivset_free(&x);
+    ct_ivset_free(&d);
+    return rc;
+}
+
+static int check_exposed(struct ctx *c)
+{
+    const struct ct_report *rep = c->rep;
+    double *v = calloc(rep->nr ? rep->nr : 1, sizeof(double));
+    if (!v)
+        return -ENOMEM;
+    double measured = 0, comm = 0;
+    size_t n = 0;
+    for (size_t r = 0; r < rep->nr; r++) {
+        const struct ct_rank_result *x = &rep->rr[r];
+        int64_t e;
+        if (exposed_transfer(x->rank, &e)) {
+            free(v);
+            return -ENOMEM;
+        }
+        if (!x->niters)
+            continue;
+        v[n++] = per_iter(x, e);
+        measured += per_iter(x, x->exposed_comm - x->cls_exposed[CT_CL_PP]);
+        comm += per_iter(x, x->comm - x->cls_len[CT_CL_PP]);
+    }
+    double saving = n ? median_of(v, n) : 0;
+    struct ct_finding *f = add(c, CT_FK_EXPOSED_COMM, saving, 1);
+    if (f) {
+        for (size_t r = 0; r < rep->nr; r++) {
+            int64_t e = 0;
+            exposed_transfer(rep->rr[r].rank, &e);
+            if (per_iter(&rep->rr[r], e) >= c->o->min_saving * c->step)
+                rank_add(f, rep->rr[r].rank->rank);
+        }
+        ev(f, "exposed_comm_us_per_iteration", measured / (double)n / 1e3);
+        ev(f, "exposed_transfer_us_per_iteration", saving / 1e3);
+        ev(f, "comm_us_per_iteration", comm / (double)n / 1e3);
+        ev(f, "share_of_step", saving / c->step);
+        snprintf(f->summary, sizeof(f->summary),
+                 "%.1f us per iteration of communication transfer is not hidden under compute "
+                 "(%.1f%% of the step), even with every peer on time",
+                 saving / 1e3, 100 * saving / c->step);
+    }
+    free(v);
+    return 0;
+}
+
+/* ------------------------------------------------ slow collective */
+
+static void check_slow_collective(struct ctx *c)
+{
+    const struct ct_report *rep = c->rep;
+    int any_ref = 0;
+    for (size_t i = 0; i < rep->ncoll; i++) {
+        const struct ct_coll_row *a = &rep->coll[i];
+        if (a->op == CT_NCCL_OP_SEND || a->op == CT_NCCL_OP_RECV || a->p50 <= 0)
+            continue;
+        double tr = a->matched && a->transfer_p50 > 0 ? a->transfer_p50 : a->p50;
+        double bw = a->busbw * a->p50 / tr; /* bus bandwidth of the transfer part */
+        /* reference: the best transfer bandwidth of the same op at a size
+         * no larger (bandwidth grows with message size) */
+        double ref = 0;
+        uint64_t ref_bytes = 0;
+        for (size_t j = 0; j < rep->ncoll; j++) {
+            const struct ct_coll_row *b = &rep->coll[j];
+            if (j == i || b->op != a->op || b->bytes > a->bytes || b->p50 <= 0 ||
+                b->nranks != a->nranks)
+                continue;
+            any_ref = 1;
+            double tb = b->matched && b->transfer_p50 > 0 ? b->transfer_p50 : b->p50;
+            double bb = b->busbw * b->p50 / tb;
+            if (bb > ref) {
+                ref = bb;
+                ref_bytes = b->bytes;
+            }
+        }
+        if (ref <= 0 || bw >= BW_FRACTION * ref)
+            continue;
+        double per_it = rep->iterations && a->nranks
+                            ? (double)a->count / (double)rep->nr / (double)rep->iterations
+                            : 0;
+        double saving = per_it * tr * (1 - bw / ref);
+        struct ct_finding *f = add(c, CT_FK_SLOW_COLLECTIVE, saving, 0.8);
+        if (!f)
+            continue;
+        for (size_t r = 0; r < rep->nr; r++)
+            rank_add(f, rep->rr[r].rank->rank);
+        const char *op = ct_name_nccl_op((uint64_t)a->op);
+        evs(f, "collective", "%s %llu bytes over %d ranks", op, (unsigned long long)a->bytes,
+            a->nranks);
+        ev(f, "transfer_p50_us", tr / 1e3);
+        ev(f, "busbw_gbps", bw);
+        ev(f, "reference_busbw_gbps", ref);
+        ev(f, "reference_bytes", (double)ref_bytes);
+        ev(f, "per_iteration", per_it);
+        snprintf(f->summary, sizeof(f->summary),
+                 "%s of %llu bytes moves at %.2f GB/s bus bandwidth, %.0f%% of the %.2f GB/s the "
+                 "same op reached at %llu bytes",
+                 op, (unsigned long long)a->bytes, bw, 100 * bw / ref, ref,
+                 (unsigned long long)ref_bytes);
+    }
+    int colls = 0;
+    for (size_t i = 0; i < rep->ncoll; i++)
+        colls |= rep->coll[i].op != CT_NCCL_OP_SEND && rep->coll[i].op != CT_NCCL_OP_RECV;
+    if (colls && !any_ref)
+        insufficient(c, CT_FK_SLOW_COLLECTIVE,
+                     "every collective op runs at one message size: no bandwidth to compare "
+                     "with (a faster smaller message of the same op)");
+}
+
+/* ------------------------------------------------ stragglers */
+
+static int check_stragglers(struct ctx *c)
+{
+    const struct ct_report *rep = c->rep;
+    if (rep->nr < 3) {
+        if (rep->nr == 2)
+            for (int k = CT_FK_COMPUTE_STRAGGLER; k <= CT_FK_HOST_STRAGGLER; k++)
+                insufficient(c, k,
+                             "2 ranks: a slow rank cannot be told from its peer "
+                             "(3 or more needed)");
+        return 0;
+    }
+    double *sl = malloc(rep->nr * sizeof(double)), *cp = malloc(rep->nr * sizeof(double));
+    if (!sl || !cp) {
+        free(sl);
+        free(cp);
+        return -ENOMEM;
+    }
+    for (size_t r = 0; r < rep->nr; r++) {
+        sl[r] = rep->rr[r].slowness;
+        cp[r] = per_iter(&rep->rr[r], rep->rr[r].compute);
+    }
+    double msl = median_of(sl, rep->nr), mcp = median_of(cp, rep->nr);
+    for (size_t r = 0; r < rep->nr; r++) {
+        const struct ct_rank_result *x = &rep->rr[r];
+        double comp = per_iter(x, x->compute);
+        if (x->slowness >= SLOW_FACTOR * msl && x->flagged && comp > mcp) {
+            struct ct_finding *f = add(c, CT_FK_COMPUTE_STRAGGLER, comp - mcp, 1);
+            if (!f)
+                continue;
+            rank_add(f, x->rank->rank);
+            ev(f, "slowness", x->slowness);
+            ev(f, "peers_slowness", msl);
+            ev(f, "compute_us_per_iteration", comp / 1e3);
+            ev(f, "peers_compute_us_per_iteration", mcp / 1e3);
+            ev(f, "score", x->score);
+            snprintf(f->summary, sizeof(f->summary),
+                     "rank %d runs the same kernels x%.3f slower than its peers: %.1f us more "
+                     "compute per iteration, which the others wait for",
+                     x->rank->rank, x->slowness / (msl > 0 ? msl : 1), (comp - mcp) / 1e3);
+        } else if (x->flagged && x->slowness < HOST_NORMAL * msl && x->lateness > 0) {
+            struct ct_finding *f = add(c, CT_FK_HOST_STRAGGLER, (double)x->lateness, 0.9);
+            if (!f)
+                continue;
+            rank_add(f, x->rank->rank);
+            ev(f, "lateness_us", (double)x->lateness / 1e3);
+            ev(f, "persistence", x->persistence);
+            ev(f, "slowness", x->slowness);
+            ev(f, "score", x->score);
+            ev(f, "unexplained_idle_us_per_iteration", per_iter(x, x->at.unexplained) / 1e3);
+            snprintf(f->summary, sizeof(f->summary),
+                     "rank %d reaches its collectives %.1f us after its peers (on %.0f%% of them) "
+                     "while its kernels run at normal speed: its host is late",
+                     x->rank->rank, (double)x->lateness / 1e3, 100 * x->persistence);
+        }
+    }
+    free(sl);
+    free(cp);
+    return 0;
+}
+
+/* ------------------------------------------------ pipeline */
+
+static int check_pipeline(struct ctx *c)
+{
+    const struct ct_report *rep = c->rep;
+    size_t np = 0, imax = 0;
+    double sum = 0, max = -1;
+    for (size_t r = 0; r < rep->nr; r++) {
+        const struct ct_rank_result *x = &rep->rr[r];
+        if (x->bubble_pct < 0 || !x->niters)
+            continue;
+        double comp = per_iter(x, x->compute);
+        sum += comp;
+        np++;
+        if (comp > max) {
+            max = comp;
+            imax = r;
+        }
+    }
+    if (np < 2)
+        return 0;
+    double mean = sum / (double)np, si = mean > 0 ? max / mean : 1;
+    int imbalanced = 0;
+    if (si >= SI_FLAG) {
+        struct ct_finding *f = add(c, CT_FK_STAGE_IMBALANCE, c->step * (1 - mean / max), 1);
+        if (f) {
+            imbalanced = 1;
+            rank_add(f, rep->rr[imax].rank->rank);
+            ev(f, "stage_imbalance", si);
+            ev(f, "slowest_stage_compute_us_per_iteration", max / 1e3);
+            ev(f, "mean_stage_compute_us_per_iteration", mean / 1e3);
+            ev(f, "stages", (double)np);
+            snprintf(f->summary, sizeof(f->summary),
+                     "pipeline stage on rank %d computes %.1f%% more than the mean stage: every "
+                     "other stage waits for it",
+                     rep->rr[imax].rank->rank, 100 * (si - 1));
+        }
+    }
+    /* excess bubble: beyond the schedule's share and beyond what the
+     * slowest stage's extra compute explains */
+    double *ex = malloc(np * sizeof(double));
+    if (!ex)
+        return -ENOMEM;
+    size_t k = 0, unknown = 0;
+    double bsum = 0, esum = 0;
+    for (size_t r = 0; r < rep->nr; r++) {
+        const struct ct_rank_result *x = &rep->rr[r];
+        if (x->bubble_pct < 0 || !x->niters)
+            continue;
+        if (x->expected_bubble_pct < 0) {
+            unknown++;
+            continue;
+        }
+        double pts = x->bubble_pct - x->expected_bubble_pct;
+        double e = pts / 100 * c->step - (max - per_iter(x, x->compute));
+        ex[k++] = pts >= BUBBLE_PTS && e > 0 ? e : 0;
+        bsum += x->bubble_pct;
+        esum += x->expected_bubble_pct;
+    }
+    if (unknown) {
+        insufficient(c, CT_FK_EXCESS_BUBBLE,
+                     "pipeline schedule not recognised (not a plain GPipe/1F1B chain): no "
+                     "expected bubble to compare with");
+    } else if (k) {
+        double saving = median_of(ex, k);
+        struct ct_finding *f = add(c, CT_FK_EXCESS_BUBBLE, saving, 0.9);
+        if (f) {
+            for (size_t r = 0; r < rep->nr; r++)
+                if (rep->rr[r].bubble_pct >= 0)
+                    rank_add(f, rep->rr[r].rank->rank);
+            ev(f, "bubble_pct", bsum / (double)k);
+            ev(f, "expected_bubble_pct", esum / (double)k);
+            ev(f, "excess_us_per_iteration", saving / 1e3);
+            ev(f, "explained_by_stage_imbalance", imbalanced);
+            snprintf(f->summary, sizeof(f->summary),
+                     "pipeline bubbles take %.1f%% of the step where the schedule explains "
+                     "%.1f%%: %.1f us per iteration beyond it",
+                     bsum / (double)k, esum / (double)k, saving / 1e3);
+        }
+    }
+    free(ex);
+    return 0;
+}
+
+/* ------------------------------------------------ idle attribution */
+
+static void check_idle(struct ctx *c)
+{
+    const struct ct_report *rep = c->rep;
+    for (int kind = CT_FK_DATA_STALL; kind <= CT_FK_SYNC_DRAIN; kind++) {
+        double best = 0, idle = 0;
+        size_t n = 0;
+        for (size_t r = 0; r < rep->nr; r++) {
+            const struct ct_rank_result *x = &rep->rr[r];
+            const struct ct_attribution *a = &x->at;
+            int64_t v = kind == CT_FK_DATA_STALL     ? a->data_stall
+                        : kind == CT_FK_CKPT_STALL   ? a->checkpoint_stall
+                        : kind == CT_FK_LAUNCH_BOUND ? a->launch_overhead
+                                                     : a->sync_drain;
+            /* ranks of a synchronous job wait for the worst one */
+            if (per_iter(x, v) > best) {
+                best = per_iter(x, v);
+                idle = per_iter(x, x->idle);
+            }
+            n += x->niters > 0;
+        }
+        if (!n)
+            continue;
+        if (kind == CT_FK_LAUNCH_BOUND && best < 0.5 * idle)
+            continue; /* launch gaps are not what the GPU mostly waits for */
+        struct ct_finding *f = add(c, kind, best, 0.9);
+        if (!f)
+            continue;
+        for (size_t r = 0; r < rep->nr; r++) {
+            const struct ct_attribution *a = &rep->rr[r].at;
+            int64_t v = kind == CT_FK_DATA_STALL     ? a->data_stall
+                        : kind == CT_FK_CKPT_STALL   ? a->checkpoint_stall
+                        : kind == CT_FK_LAUNCH_BOUND ? a->launch_overhead
+                                                     : a->sync_drain;
+            if (per_iter(&rep->rr[r], v) >= c->o->min_saving * c->step)
+                rank_add(f, rep->rr[r].rank->rank);
+        }
+        ev(f, "us_per_iteration", best / 1e3);
+        ev(f, "share_of_step", best / c->step);
+        ev(f, "gpu_idle_us_per_iteration", idle / 1e3);
+        const char *what = "";
+        switch (kind) {
+        case CT_FK_DATA_STALL:
+            what = "the GPU idles while the training process is blocked reading input "
+                   "(file, pipe or socket: the data loader)";
+            break;
+        case CT_FK_CKPT_STALL: {
+            int steps = 0;
+            for (size_t r = 0; r < rep->nr; r++)
+                if (rep->rr[r].at.ckpt_steps > steps)
+                    steps = rep->rr[r].at.ckpt_steps;
+            ev(f, "checkpoint_steps", steps);
+            what = "steps that write a checkpoint run longer than their neighbours";
+            break;
+        }
+        case CT_FK_LAUNCH_BOUND:
+            what = "the GPU waits for the host to launch the next kernel (launch-bound: fuse "
+                   "kernels or capture a CUDA graph)";
+            break;
+        default:
+            what = "after a blocking synchronisation the GPU idles until the host launches "
+                   "again (sync drain)";
+        }
+        snprintf(f->summary, sizeof(f->summary), "%.1f us per iteration (%.1f%% of the step): %s",
+                 best / 1e3, 100 * best / c->step, what);
+    }
+}
+
+/* ------------------------------------------------ pageable copies */
+
+static void check_pageable(struct ctx *c, const struct ct_trace_facts *facts, size_t nfacts)
+{
+    const struct ct_report *rep = c->rep;
+    if (!facts || !rep->iterations)
+        return;
+    /* per rank: host time spent in Async host<->device copies that blocked */
+    struct ct_finding tmp = {0};
+    double total = 0, gpu = 0, bytes = 0;
+    size_t count = 0, async_copies = 0;
+    for (size_t i = 0; i < nfacts; i++) {
+        const struct ct_trace_facts *t = &facts[i];
+        int hit = 0;
+        for (size_t k = 0; k < t->ncopies; k++) {
+            const struct ct_copy_fact *cp = &t->copies[k];
+            if (!cp->async || (cp->kind != CT_COPY_HTOD && cp->kind != CT_COPY_DTOH))
+                continue;
+            async_copies++;
+            int64_t h = cp->host_e - cp->host_s, g = cp->gpu_e - cp->gpu_s;
+            if (g < PAGEABLE_MIN || (double)h < PAGEABLE_R * (double)g)
+                continue;
+            total += (double)h;
+            gpu += (double)g;
+            bytes += (double)cp->bytes;
+            count++;
+            hit = 1;
+        }
+        if (hit && t->rank >= 0)
+            rank_add(&tmp, (int)t->rank);
+    }
+    if (!count)
+        return;
+    double ranks = tmp.nranks ? (double)tmp.nranks : 1;
+    double saving = total / ranks / (double)rep->iterations;
+    struct ct_finding *f = add(c, CT_FK_PAGEABLE_MEMCPY, saving, 0.7);
+    if (!f)
+        return;
+    memcpy(f->ranks, tmp.ranks, sizeof(f->ranks));
+    f->nranks = tmp.nranks;
+    ev(f, "blocking_async_copies", (double)count);
+    ev(f, "async_copies", (double)async_copies);
+    ev(f, "host_blocked_us_per_iteration", saving / 1e3);
+    ev(f, "gpu_transfer_us_total", gpu / 1e3);
+    ev(f, "host_call_us_total", total / 1e3);
+    ev(f, "bytes", bytes);
+    evs(f, "inference",
+        "the trace has no host memory kind: pageable inferred from Async host<->device copies "
+        "whose host call lasted >= %.0f%% of their GPU transfer",
+        100 * PAGEABLE_R);
+    snprintf(f->summary, sizeof(f->summary),
+             "%zu Async copies blocked the host for their whole transfer (%.1f us per iteration): "
+             "their host buffers look pageable; pin them (cudaHostAlloc / pin_memory=True)",
+             count, saving / 1e3);
+}
+
+static int cmp_finding(const void *a, const void *b)
+{
+    double x = ((const struct ct_finding *)a)->saving_us;
+    double y = ((const struct ct_finding *)b)->saving_us;
+    return (x < y) - (x > y);
+}
+
+int ct_diagnose(const struct ct_report *rep, const struct ct_trace_facts *facts, size_t nfacts,
+                const struct ct_diag_opts *o, struct ct_diagnosis *d)
+{
+    memset(d, 0, sizeof(*d));
+    struct ctx c = {rep, o, d, rep->step_p50};
+    d->step_us = rep->step_p50 / 1e3;
+    d->iterations = rep->iterations;
+    if (!rep->iterations || rep->step_p50 <= 0) {
+        for (int k = 0; k < CT_FK_COUNT; k++)
+            insufficient(&c, k,
+                         "no iterations found (no ProfilerStep ranges, marks or "
+                         "repeating kernel pattern): no step time to weigh savings by");
+        return 0;
+    }
+    int rc = check_exposed(&c);
+    check_slow_collective(&c);
+    if (!rc)
+        rc = check_stragglers(&c);
+    if (!rc)
+        rc = check_pipeline(&c);
+    check_idle(&c);
+    check_pageable(&c, facts, nfacts);
+    qsort(d->f, d->nf, sizeof(d->f[0]), cmp_finding);
+    return rc;
+}
