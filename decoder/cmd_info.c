@@ -27,6 +27,10 @@ static void print_status(const struct ct_trace *t)
     if (rd->damage_total > rd->ndamage)
         printf("  damage:     ... %llu more places\n",
                (unsigned long long)(rd->damage_total - rd->ndamage));
+    if (rd->dropped_bytes)
+        printf("  size bound: the oldest frames (%llu bytes) were dropped to keep the file within "
+               "CUTRACE_MAX_MB\n",
+               (unsigned long long)rd->dropped_bytes);
 }
 
 static void print_meta(const struct ct_trace *t)

@@ -88,7 +88,8 @@ int ct_kernels_table(struct ct_report *rep)
     }
     if (rc)
         goto out;
-    qsort(e, ne, sizeof(*e), cmp_entry);
+    if (ne)
+        qsort(e, ne, sizeof(*e), cmp_entry);
     /* entries of one demangled name on one rank (several mangled names can
      * demangle alike) are merged by the table below */
     rep->kern = calloc(ne ? ne : 1, sizeof(*rep->kern));

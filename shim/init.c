@@ -129,6 +129,20 @@ static void say(const char *fmt, const char *a, const char *b)
     }
 }
 
+static char g_trace_path[PATH_MAX + 256];
+
+/*
+ * The writer could not write the trace (disk full, file size limit, I/O
+ * error): say so once, and stop recording so the job pays nothing more.
+ * What was written is cut back to its last whole frame and decodes.
+ */
+static void writer_failed(int err)
+{
+    say("cutrace: writing %s failed (%s); recording stopped, the trace up to here decodes\n",
+        g_trace_path, strerror(-err));
+    atomic_store(&ct_shim_state, CT_SHIM_OFF);
+}
+
 /*
  * Creates this process's trace and starts its writer. after_fork: we are a
  * forked child of a recording process; its recorder state is reused
@@ -164,6 +178,8 @@ static int start_recording(int after_fork)
         .features = CT_FEAT_CUDA | CT_FEAT_NCCL | CT_FEAT_IO | CT_FEAT_NVTX,
         .pid = (uint32_t)getpid(),
         .clock = ct_cfg.clock,
+        .max_bytes = (uint64_t)ct_cfg.max_mb << 20,
+        .max_stop = ct_cfg.max_stop,
     };
     char path[PATH_MAX + 256];
     int r = -1;
@@ -183,6 +199,8 @@ static int start_recording(int after_fork)
         say("cutrace: cannot record to %s: %s; recording is off\n", path, strerror(-r));
         return -1;
     }
+    snprintf(g_trace_path, sizeof(g_trace_path), "%s", path);
+    ct_writer_failed = writer_failed;
     if (after_fork) {
         /* CUDA cannot be used in a child forked after cuInit: host spans only */
         ct_gpu_mode = CT_GPU_OFF;

@@ -178,6 +178,15 @@ int ct_config_from_env(struct ct_config *c, const char *(*getenv_fn)(const char 
             return -EINVAL;
         }
     }
+    static const struct int_var max_mb = {"CUTRACE_MAX_MB", 0, 1048576};
+    if ((rc = get_int(getenv_fn, &max_mb, &v, err, errlen)) < 0)
+        return rc;
+    if (rc == 0)
+        c->max_mb = (unsigned)v;
+    static const char *const policy[] = {"oldest", "stop", NULL};
+    if ((rc = get_word(getenv_fn, "CUTRACE_MAX_POLICY", policy, c->max_stop, err, errlen)) < 0)
+        return rc;
+    c->max_stop = rc;
     static const char *const stacks[] = {"off", "sync", "all", NULL};
     static const char *const start[] = {"running", "paused", NULL};
     if ((rc = get_word(getenv_fn, "CUTRACE_STACKS", stacks, c->stacks, err, errlen)) < 0)

@@ -24,6 +24,8 @@ struct ct_config {
     int stacks;           /* CUTRACE_STACKS: 0 off, 1 sync (default), 2 all */
     int start_paused;     /* CUTRACE_START: 0 running (default), 1 paused */
     unsigned duration_s;  /* CUTRACE_DURATION: seconds per capture window, 0 = unbounded */
+    unsigned max_mb;      /* CUTRACE_MAX_MB: bound on the trace file, 0 = none */
+    int max_stop;         /* CUTRACE_MAX_POLICY: 0 oldest (drop oldest frames), 1 stop */
 };
 
 void ct_config_defaults(struct ct_config *c);

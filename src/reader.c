@@ -458,6 +458,8 @@ int ct_reader_next(struct ct_reader *r, const struct ct_chunk_sink *sink)
                 r->footer.dropped = le64(p + 32);
                 r->footer.end_mono_ns = le64(p + 40);
                 r->has_footer = 1;
+            } else if (magic == CT_SKIP_MAGIC_DROPPED) {
+                r->dropped_bytes += 8 + (uint64_t)size;
             } else if (magic == CT_SKIP_MAGIC_HEADER) {
                 note_damage(r, off, "%s", "unexpected second file header (files concatenated?)");
             }

@@ -51,8 +51,9 @@ struct ct_reader {
     struct ct_trace_footer footer;
     int truncated;
     uint64_t truncated_at;
-    uint64_t frames;  /* chunk frames decoded */
-    uint64_t records; /* records delivered */
+    uint64_t frames;        /* chunk frames decoded */
+    uint64_t dropped_bytes; /* oldest frames dropped in place by CUTRACE_MAX_MB */
+    uint64_t records;       /* records delivered */
     unsigned ndamage;
     uint64_t damage_total;
     struct ct_damage damage[CT_READER_MAX_DAMAGE];

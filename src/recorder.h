@@ -32,7 +32,16 @@ struct ct_recorder_config {
     uint32_t max_strings;     /* 0 = default */
     size_t string_bytes;      /* 0 = default */
     enum ct_clock_pref clock; /* CUTRACE_CLOCK */
+    uint64_t max_bytes;       /* CUTRACE_MAX_MB in bytes, 0 = unbounded */
+    int max_stop;             /* CUTRACE_MAX_POLICY=stop (default: drop the oldest frames) */
 };
+
+/*
+ * Called once, from the writer thread, when writing the trace failed (the
+ * negative errno): the file was cut back to its last complete frame and
+ * later records are counted as dropped. NULL: nobody is told.
+ */
+extern void (*ct_writer_failed)(int err);
 
 /* One metadata key/value written in the first chunk, before any event. */
 struct ct_meta_kv {

@@ -41,6 +41,18 @@ struct ct_rec_state {
     atomic_int write_error;
     _Atomic uint64_t async_req, async_done; /* flushes asked from signal handlers */
     pid_t writer_tid;
+    /* CUTRACE_MAX_MB (writer_cap.c) */
+    uint64_t cap_max; /* bytes, 0 = unbounded */
+    int cap_stop;     /* policy: stop at the bound instead of dropping the oldest */
+    int cap_stopped;  /* the bound was reached under "stop" */
+    int cap_said;     /* ... and the trace says so */
+    uint64_t cap_dropped_bytes, cap_dropped_frames;
+    uint64_t cap_note; /* bytes just dropped, for the next chunk's error record */
+    uint64_t cap_data_start;
+    struct ct_cap_frame {
+        uint64_t off, len;
+    } * cap_frames; /* data frames written since the metadata chunk */
+    size_t cap_first, cap_nframes, cap_frames_len;
 };
 
 extern struct ct_rec_state ct_rec;
@@ -50,6 +62,13 @@ extern struct ct_rec_state ct_rec;
  * own records). */
 struct ct_ring *ct_thread_ring_register(void);
 void ct_rings_reset(void);
+
+/* writer_cap.c */
+void ct_cap_init(uint64_t max_bytes, int stop_policy);
+void ct_cap_free(void);
+void ct_cap_before_chunk(void);
+int ct_cap_admit(uint64_t frame_len); /* 1: write the frame */
+void ct_cap_wrote(uint64_t off, uint64_t len);
 
 /* writer.c */
 void *ct_writer_main(void *arg);

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -48,7 +49,11 @@ static int write_all(int fd, const uint8_t *p, size_t n)
     return 0;
 }
 
-/* Appends bytes to the file unless an earlier write failed. */
+void (*ct_writer_failed)(int err);
+
+/* Appends bytes to the file unless an earlier write failed. On failure the
+ * file is cut back to what was written whole (a partial frame would read as
+ * damage), and whoever asked is told once. */
 static int emit_bytes(const uint8_t *p, size_t n)
 {
     if (atomic_load(&ct_rec.write_error) || ct_rec.fd < 0)
@@ -56,7 +61,13 @@ static int emit_bytes(const uint8_t *p, size_t n)
     int rc = write_all(ct_rec.fd, p, n);
     if (rc) {
         int zero = 0;
-        atomic_compare_exchange_strong(&ct_rec.write_error, &zero, rc);
+        if (atomic_compare_exchange_strong(&ct_rec.write_error, &zero, rc)) {
+            if (ftruncate(ct_rec.fd, (off_t)atomic_load(&ct_rec.bytes_written)) != 0) {
+                /* the reader reports the torn frame at the end as a cut */
+            }
+            if (ct_writer_failed)
+                ct_writer_failed(rc);
+        }
         return rc;
     }
     atomic_fetch_add(&ct_rec.bytes_written, n);
@@ -90,11 +101,51 @@ static int add_new_strings(void)
     return 0;
 }
 
+/* Under CUTRACE_MAX_POLICY=stop, the bound was reached: one last small
+ * chunk (past the bound, like the footer) says so. */
+static void stopped_note(uint32_t lost)
+{
+    char what[200];
+    snprintf(what, sizeof(what),
+             "CUTRACE_MAX_MB=%llu reached: recording stopped here (CUTRACE_MAX_POLICY=stop); "
+             "%u and later records are counted as dropped",
+             (unsigned long long)(ct_rec.cap_max >> 20), lost);
+    uint32_t id = ct_intern(what);
+    uint64_t now = ct_clock_mono_ns();
+    ct_chunk_begin(&ct_rec.enc, (uint64_t)ct_rec.writer_tid, ct_rec.next_seq++, now);
+    uint64_t f[CT_ERROR_NFIELDS] = {now, id, (uint64_t)(int64_t)-EFBIG};
+    if (ct_chunk_add_string(&ct_rec.enc, id, what, (uint32_t)strlen(what)) ||
+        ct_chunk_add_record(&ct_rec.enc, CT_REC_ERROR, f, CT_ERROR_NFIELDS) ||
+        ct_chunk_finish(&ct_rec.enc, &ct_rec.payload) ||
+        ct_buf_reserve(&ct_rec.frame, ZSTD_compressBound(ct_rec.payload.len)))
+        return;
+    size_t z = ZSTD_compress2(ct_rec.cctx, ct_rec.frame.p, ct_rec.frame.cap, ct_rec.payload.p,
+                              ct_rec.payload.len);
+    if (!ZSTD_isError(z) && emit_bytes(ct_rec.frame.p, z) == 0) {
+        atomic_fetch_add(&ct_rec.chunks, 1);
+        atomic_fetch_add(&ct_rec.records, 1);
+        if (id)
+            ct_rec.str_emitted[id / 8] |= (uint8_t)(1u << (id % 8));
+    }
+}
+
 /* Finishes the chunk being built and writes it as one zstd frame. */
 static int flush_chunk(void)
 {
     if (ct_rec.enc.nrecords == 0 && ct_rec.enc.nstrings == 0)
         return 0;
+    ct_cap_before_chunk();
+    if (ct_rec.cap_note) {
+        /* the trace says what CUTRACE_MAX_MB took away */
+        char what[160];
+        snprintf(what, sizeof(what),
+                 "CUTRACE_MAX_MB: dropped the oldest frames (%llu bytes) to stay within the bound",
+                 (unsigned long long)ct_rec.cap_note);
+        ct_rec.cap_note = 0;
+        uint64_t f[CT_ERROR_NFIELDS] = {ct_rec.enc.base_time, ct_intern(what), -EFBIG};
+        if (ct_chunk_add_record(&ct_rec.enc, CT_REC_ERROR, f, CT_ERROR_NFIELDS) != 0)
+            atomic_fetch_add(&ct_rec.dropped, 1);
+    }
     int rc = add_new_strings();
     if (!rc)
         rc = ct_chunk_finish(&ct_rec.enc, &ct_rec.payload);
@@ -107,12 +158,22 @@ static int flush_chunk(void)
     if (ZSTD_isError(z))
         return -EIO;
     uint32_t nrec = ct_rec.enc.nrecords;
-    rc = emit_bytes(ct_rec.frame.p, z);
     ct_rec.next_seq++;
+    if (!ct_cap_admit(z)) {
+        atomic_fetch_add(&ct_rec.dropped, nrec);
+        if (ct_rec.cap_stopped && !ct_rec.cap_said) {
+            ct_rec.cap_said = 1;
+            stopped_note(nrec);
+        }
+        return 0;
+    }
+    uint64_t at = atomic_load(&ct_rec.bytes_written);
+    rc = emit_bytes(ct_rec.frame.p, z);
     if (rc) {
         atomic_fetch_add(&ct_rec.dropped, nrec);
         return rc;
     }
+    ct_cap_wrote(at, z);
     atomic_fetch_add(&ct_rec.chunks, 1);
     atomic_fetch_add(&ct_rec.records, nrec);
     return 0;
@@ -404,6 +465,7 @@ int ct_writer_open(const struct ct_recorder_config *cfg, const struct ct_meta_kv
     ct_clock_pair_take(&p);
     ct_clock_conv_init(&ct_rec.conv, &p);
     ct_rec.last_sync_ns = p.mono_ns;
+    ct_cap_init(0, 0);
     int rc = write_header(cfg, &p);
     if (!rc)
         rc = write_meta_chunk(meta, nmeta, p.mono_ns);
@@ -411,6 +473,9 @@ int ct_writer_open(const struct ct_recorder_config *cfg, const struct ct_meta_kv
         ct_writer_close();
         return rc;
     }
+    /* the bound applies from here: the header and metadata are never dropped */
+    ct_cap_init(cfg->max_bytes, cfg->max_stop);
+    ct_rec.cap_said = 0;
     return 0;
 }
 
@@ -424,4 +489,5 @@ void ct_writer_close(void)
     ct_chunk_enc_free(&ct_rec.enc);
     ct_buf_free(&ct_rec.payload);
     ct_buf_free(&ct_rec.frame);
+    ct_cap_free();
 }

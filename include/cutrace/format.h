@@ -124,14 +124,18 @@
 #define CT_FOOTER_MAGIC      "CTFOOTER" /* 8 bytes, no NUL */
 #define CT_SKIP_MAGIC_HEADER 0x184D2A50u
 #define CT_SKIP_MAGIC_FOOTER 0x184D2A5Fu
-#define CT_SKIP_MAGIC_MIN    0x184D2A50u
-#define CT_SKIP_MAGIC_MAX    0x184D2A5Fu
-#define CT_ZSTD_MAGIC        0xFD2FB528u
-#define CT_HEADER_MIN_SIZE   64u         /* payload bytes of a v1 header */
-#define CT_FOOTER_SIZE       40u         /* payload bytes of a v1 footer */
-#define CT_CHUNK_MAGIC       0x4354u     /* "CT" */
-#define CT_MAX_FIELDS        20          /* most fields any kind has */
-#define CT_MAX_CHUNK_BYTES   (64u << 20) /* readers refuse larger chunks */
+/* Frames dropped in place to keep the file within CUTRACE_MAX_MB: a
+ * skippable frame (its interior punched out of the file) where the oldest
+ * chunks were. Readers skip it; `info` reports the bytes dropped. */
+#define CT_SKIP_MAGIC_DROPPED 0x184D2A5Du
+#define CT_SKIP_MAGIC_MIN     0x184D2A50u
+#define CT_SKIP_MAGIC_MAX     0x184D2A5Fu
+#define CT_ZSTD_MAGIC         0xFD2FB528u
+#define CT_HEADER_MIN_SIZE    64u         /* payload bytes of a v1 header */
+#define CT_FOOTER_SIZE        40u         /* payload bytes of a v1 footer */
+#define CT_CHUNK_MAGIC        0x4354u     /* "CT" */
+#define CT_MAX_FIELDS         20          /* most fields any kind has */
+#define CT_MAX_CHUNK_BYTES    (64u << 20) /* readers refuse larger chunks */
 
 /* Feature bits in the header: what this recorder could capture. */
 enum ct_feature {

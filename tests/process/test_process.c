@@ -362,6 +362,81 @@ START_TEST(blocking_call_carries_its_symbolised_call_stack)
 }
 END_TEST
 
+START_TEST(disk_full_mid_run_stops_recording_and_the_job_runs_on)
+{
+    /* The trace may not grow past 5 KiB: the header and first frames fit,
+     * then writes fail with EFBIG as on a full disk. */
+    const char *env[] = {"CUTRACE_FLUSH_MS=10", "W_LIFE_FSIZE=5120", NULL};
+    struct th_run_opts o = {.preload = th_env("CT_SHIM"), .gpu_timing_off = 1, .env = env};
+    const char *argv[] = {th_env("CT_LIFE"), "loop", "5", NULL}; /* 0.5 s of launches */
+    struct th_run l;
+    th_run(&l, &o, argv);
+    ck_assert(WIFEXITED(l.status) && WEXITSTATUS(l.status) == 0);
+    char *out = th_slurp(l.out), *err = th_slurp(l.err);
+    ck_assert_str_eq(out, "READY\n"); /* the job did all it does */
+    /* one line, naming the file and the cause */
+    ck_assert_msg(strstr(err, "cutrace: writing ") == err && strstr(err, "File too large") &&
+                      strchr(err, '\n') == err + strlen(err) - 1,
+                  "stderr: %s", err);
+    free(out);
+    free(err);
+    struct th_trace t;
+    th_run_read_trace(&l, 0, &t);
+    ck_assert_uint_eq(t.rd.damage_total, 0); /* cut back to the last whole frame */
+    ck_assert_uint_gt(launches(&t), 0);
+    th_trace_free(&t);
+}
+END_TEST
+
+/* Runs w_life loop under the shim with extra env (and an extra preload);
+ * requires a clean exit with READY printed; returns its stderr. */
+static char *run_faulty(struct th_run *l, const char *const *env, const char *also_preload)
+{
+    char preload[1024];
+    snprintf(preload, sizeof(preload), "%s%s%s", th_env("CT_SHIM"), also_preload ? ":" : "",
+             also_preload ? also_preload : "");
+    struct th_run_opts o = {.preload = preload, .gpu_timing_off = 1, .env = env};
+    const char *argv[] = {th_env("CT_LIFE"), "loop", "2", NULL};
+    th_run(l, &o, argv);
+    ck_assert(WIFEXITED(l->status) && WEXITSTATUS(l->status) == 0);
+    char *out = th_slurp(l->out);
+    ck_assert_str_eq(out, "READY\n");
+    free(out);
+    return th_slurp(l->err);
+}
+
+START_TEST(no_file_descriptor_left_leaves_the_job_alone)
+{
+    const char *env[] = {"W_LIFE_FILL_FDS=1", NULL};
+    struct th_run l;
+    char *err = run_faulty(&l, env, NULL);
+    ck_assert_msg(strstr(err, "cutrace: cannot record to ") == err &&
+                      strstr(err, "Too many open files") &&
+                      strchr(err, '\n') == err + strlen(err) - 1,
+                  "stderr: %s", err);
+    free(err);
+    char path[TH_RUN_PATH];
+    ck_assert_int_eq(th_run_trace(&l, 0, path, sizeof(path)), 0);
+}
+END_TEST
+
+START_TEST(no_writer_thread_leaves_the_job_alone)
+{
+    struct th_run l;
+    char *err = run_faulty(&l, NULL, th_env("CT_NOTHREAD"));
+    ck_assert_msg(strstr(err, "cutrace: cannot record to ") == err &&
+                      strstr(err, "Resource temporarily unavailable") &&
+                      strchr(err, '\n') == err + strlen(err) - 1,
+                  "stderr: %s", err);
+    free(err);
+    /* the file was created before the thread failed: it decodes (empty) */
+    struct th_trace t;
+    th_run_read_trace(&l, 0, &t);
+    ck_assert_uint_eq(t.rd.damage_total, 0);
+    th_trace_free(&t);
+}
+END_TEST
+
 Suite *process_suite(void)
 {
     Suite *s = suite_create("process");
@@ -376,6 +451,9 @@ Suite *process_suite(void)
     tcase_add_test(tc, paused_shim_records_only_inside_the_window);
     tcase_add_test(tc, duration_closes_the_window);
     tcase_add_test(tc, blocking_call_carries_its_symbolised_call_stack);
+    tcase_add_test(tc, disk_full_mid_run_stops_recording_and_the_job_runs_on);
+    tcase_add_test(tc, no_file_descriptor_left_leaves_the_job_alone);
+    tcase_add_test(tc, no_writer_thread_leaves_the_job_alone);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -9,6 +9,11 @@
  *   stack  synchronises a stream from the function sync_from_here(), then
  *          reads a pipe from read_slowly_here() (the data arrives after
  *          30 ms) and from read_quickly_here() (the data is there)
+ * W_LIFE_FSIZE=BYTES first limits the size of any file the process writes
+ * (RLIMIT_FSIZE), as a disk that fills up would: the trace's later frames
+ * fail with EFBIG.
+ * W_LIFE_FILL_FDS=1 first uses up every file descriptor it may open (the
+ * trace cannot be created), then closes one for its own use of /dev/null.
  * usage: w_life MODE [N]
  */
 #include <cuda.h>
@@ -17,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -86,6 +92,18 @@ static void pipe_reads(void)
 
 int main(int argc, char **argv)
 {
+    const char *fsize = getenv("W_LIFE_FSIZE");
+    if (fsize) {
+        struct rlimit rl = {(rlim_t)atol(fsize), (rlim_t)atol(fsize)};
+        signal(SIGXFSZ, SIG_IGN); /* the job's own choice; cutrace must not need it */
+        setrlimit(RLIMIT_FSIZE, &rl);
+    }
+    if (getenv("W_LIFE_FILL_FDS")) {
+        struct rlimit rl = {64, 64};
+        setrlimit(RLIMIT_NOFILE, &rl);
+        while (dup(1) >= 0)
+            ;
+    }
     const char *mode = argc > 1 ? argv[1] : "normal";
     int n = argc > 2 ? atoi(argv[2]) : 50;
     if (!strcmp(mode, "child")) {

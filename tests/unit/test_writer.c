@@ -3,7 +3,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -228,6 +231,153 @@ START_TEST(write_failure_is_reported_not_fatal)
 }
 END_TEST
 
+/* Starts a recorder bounded to max_kb KiB with the given policy. */
+static void start_bounded(const char *path, unsigned max_kb, int stop)
+{
+    struct ct_recorder_config cfg = {
+        .path = path,
+        .ring_bytes = 1 << 20,
+        .zstd_level = 1,
+        .flush_ms = 10,
+        .pid = (uint32_t)getpid(),
+        .max_strings = 4096,
+        .string_bytes = 1 << 20,
+        .max_bytes = (uint64_t)max_kb << 10,
+        .max_stop = stop,
+    };
+    struct ct_meta_kv meta[] = {{CT_SCOPE_PROCESS, 0, "host", "testhost"}};
+    ck_assert_int_eq(ct_recorder_start(&cfg, meta, 1), 0);
+}
+
+/* Emits n API records that compress badly (random fields), in batches the
+ * writer drains, each named with a string interned for the batch. Returns
+ * the sequence number of the last record (its correlation id). */
+static uint64_t emit_noise(unsigned batches, unsigned per_batch)
+{
+    static uint64_t x = 88172645463325252ull, seq;
+    for (unsigned b = 0; b < batches; b++) {
+        char name[32];
+        snprintf(name, sizeof(name), "batch%u", b);
+        uint32_t id = ct_intern(name);
+        for (unsigned i = 0; i < per_batch; i++) {
+            uint64_t f[CT_API_NFIELDS];
+            for (unsigned k = 0; k < CT_API_NFIELDS; k++) {
+                x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                f[k] = x;
+            }
+            f[CT_API_START] = 1000000 + ++seq * 1000;
+            f[CT_API_END] = f[CT_API_START] + 500;
+            f[CT_API_NAME] = id;
+            f[CT_API_KERNEL] = id;
+            f[CT_API_CORR] = seq;
+            while (ct_emit(CT_REC_API, CT_RF_NS, f, CT_API_NFIELDS) != 0)
+                usleep(1000);
+        }
+        ck_assert_int_eq(ct_recorder_flush(5000), 0);
+    }
+    return seq;
+}
+
+static uint64_t allocated_bytes(const char *path)
+{
+    struct stat st;
+    ck_assert_int_eq(stat(path, &st), 0);
+    return (uint64_t)st.st_blocks * 512;
+}
+
+START_TEST(size_bound_drops_the_oldest_frames)
+{
+    char path[512];
+    th_path(path, sizeof(path), th_tmpdir(), "bounded.cutrace");
+    start_bounded(path, 512, 0);
+    uint64_t last = emit_noise(40, 2000); /* ~12 MB of random fields */
+    ck_assert_int_eq(ct_recorder_stop(5000), 0);
+    /* the file keeps its length but holds at most the bound (plus the
+     * blocks of the dropped frames' headers and the footer) */
+    uint64_t alloc = allocated_bytes(path);
+    ck_assert_msg(alloc <= (512u << 10) + (64u << 10), "%llu bytes on disk",
+                  (unsigned long long)alloc);
+    struct th_trace t;
+    th_trace_read_file(&t, path);
+    ck_assert(t.rd.has_footer);
+    ck_assert_uint_eq(t.rd.ndamage, 0); /* dropped frames are skipped, not damage */
+    ck_assert_uint_gt(t.rd.dropped_bytes, 4u << 20);
+    /* what is left is the newest records, with their names defined again */
+    uint64_t newest = 0, kept = 0, errors = 0;
+    for (size_t i = 0; i < t.n; i++) {
+        const struct ct_record *r = &t.recs[i];
+        if (r->kind == CT_REC_ERROR &&
+            strstr(ct_reader_string(&t.rd, r->f[CT_ERROR_WHAT]), "CUTRACE_MAX_MB: dropped"))
+            errors++;
+        if (r->kind != CT_REC_API)
+            continue;
+        kept++;
+        newest = r->f[CT_API_CORR] > newest ? r->f[CT_API_CORR] : newest;
+        const char *name = ct_reader_string(&t.rd, r->f[CT_API_NAME]);
+        ck_assert_msg(name && strncmp(name, "batch", 5) == 0, "record %llu named '%s'",
+                      (unsigned long long)r->f[CT_API_CORR], name ? name : "(null)");
+    }
+    ck_assert_uint_eq(newest, last);
+    ck_assert_uint_gt(kept, 1000);
+    ck_assert_uint_lt(kept, 40u * 2000);
+    ck_assert_uint_ge(errors, 1);
+    th_trace_free(&t);
+}
+END_TEST
+
+START_TEST(size_bound_can_stop_recording_instead)
+{
+    char path[512];
+    th_path(path, sizeof(path), th_tmpdir(), "stopped.cutrace");
+    start_bounded(path, 512, 1);
+    emit_noise(40, 2000);
+    ck_assert_int_eq(ct_recorder_stop(5000), 0);
+    struct stat st;
+    ck_assert_int_eq(stat(path, &st), 0);
+    ck_assert_int_le(st.st_size, (512 << 10) + 4096); /* + the note and the footer */
+    struct th_trace t;
+    th_trace_read_file(&t, path);
+    ck_assert(t.rd.has_footer);
+    ck_assert_uint_eq(t.rd.dropped_bytes, 0);
+    ck_assert_uint_gt(t.rd.footer.dropped, 40000);
+    int said = 0;
+    for (size_t i = 0; i < t.n; i++)
+        said += t.recs[i].kind == CT_REC_ERROR &&
+                strstr(ct_reader_string(&t.rd, t.recs[i].f[CT_ERROR_WHAT]), "recording stopped");
+    ck_assert_int_eq(said, 1);
+    th_trace_free(&t);
+}
+END_TEST
+
+START_TEST(write_failure_cuts_back_to_the_last_whole_frame)
+{
+    char path[512];
+    th_path(path, sizeof(path), th_tmpdir(), "cut.cutrace");
+    ck_assert_int_eq(th_start(path, 1 << 20, 10), 0);
+    emit_noise(2, 1000);
+    /* the file may grow by at most 100 more KiB: the next frames fail
+     * part way with EFBIG, as on a disk that fills */
+    struct stat st;
+    ck_assert_int_eq(stat(path, &st), 0);
+    struct rlimit old, lim;
+    getrlimit(RLIMIT_FSIZE, &old);
+    lim = old;
+    lim.rlim_cur = (rlim_t)st.st_size + (100 << 10);
+    signal(SIGXFSZ, SIG_IGN);
+    ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
+    emit_noise(10, 2000);
+    setrlimit(RLIMIT_FSIZE, &old);
+    ck_assert_int_eq(ct_recorder_stop(5000), -EFBIG);
+    struct th_trace t;
+    th_trace_read_file(&t, path);
+    /* no torn frame at the end: a clean cut after the last whole frame */
+    ck_assert_uint_eq(t.rd.ndamage, 0);
+    ck_assert(t.rd.truncated);
+    ck_assert_uint_ge(th_count_kind(&t, CT_REC_API), 2000);
+    th_trace_free(&t);
+}
+END_TEST
+
 Suite *writer_suite(void)
 {
     Suite *s = suite_create("writer");
@@ -238,6 +388,9 @@ Suite *writer_suite(void)
     tcase_add_test(tc, partial_chunks_reach_the_file_within_the_flush_interval);
     tcase_add_test(tc, exiting_threads_hand_their_records_over);
     tcase_add_test(tc, flush_and_stop_are_safe_to_repeat);
+    tcase_add_test(tc, size_bound_drops_the_oldest_frames);
+    tcase_add_test(tc, size_bound_can_stop_recording_instead);
+    tcase_add_test(tc, write_failure_cuts_back_to_the_last_whole_frame);
     tcase_add_test(tc, write_failure_is_reported_not_fatal);
     suite_add_tcase(s, tc);
     return s;
