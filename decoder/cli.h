@@ -13,6 +13,7 @@ int ct_cmd_export(int argc, char **argv); /* decoder/cmd_export.c */
 int ct_cmd_run(int argc, char **argv);
 int ct_cmd_start(int argc, char **argv);
 int ct_cmd_stop(int argc, char **argv);
+int ct_cmd_dump_now(int argc, char **argv);
 int ct_cmd_diff(int argc, char **argv);
 int ct_cmd_diagnose(int argc, char **argv);
 

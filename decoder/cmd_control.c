@@ -17,7 +17,8 @@
 #include "decoder/cli.h"
 #include "src/config.h"
 
-static int control(const char *cmd, int argc, char **argv)
+/* cmd: the command's name; word: what goes in the control file. */
+static int control(const char *cmd, const char *word, int argc, char **argv)
 {
     static const struct option opts[] = {{"output", required_argument, NULL, 'o'},
                                          {"help", no_argument, NULL, 'h'},
@@ -38,7 +39,7 @@ static int control(const char *cmd, int argc, char **argv)
         }
     }
     if (optind >= argc) {
-        fprintf(stderr, "cutrace %s: expected the process id(s) to %s\n", cmd, cmd);
+        fprintf(stderr, "cutrace %s: expected the process id(s)\n", cmd);
         return CT_EXIT_USAGE;
     }
     struct stat st;
@@ -65,7 +66,7 @@ static int control(const char *cmd, int argc, char **argv)
         snprintf(tmp, sizeof(tmp), "%s/.cutrace-control-%lld.tmp%d", dir, pid, (int)getpid());
         snprintf(path, sizeof(path), "%s/.cutrace-control-%lld", dir, pid);
         FILE *f = fopen(tmp, "w");
-        if (!f || fprintf(f, "%s\n", cmd) < 0 || fclose(f) != 0 || rename(tmp, path) != 0) {
+        if (!f || fprintf(f, "%s\n", word) < 0 || fclose(f) != 0 || rename(tmp, path) != 0) {
             fprintf(stderr, "cutrace %s: cannot write %s: %s\n", cmd, path, strerror(errno));
             unlink(tmp);
             status = CT_EXIT_BAD_INPUT;
@@ -78,10 +79,17 @@ static int control(const char *cmd, int argc, char **argv)
 
 int ct_cmd_start(int argc, char **argv)
 {
-    return control("start", argc, argv);
+    return control("start", "start", argc, argv);
 }
 
 int ct_cmd_stop(int argc, char **argv)
 {
-    return control("stop", argc, argv);
+    return control("stop", "stop", argc, argv);
+}
+
+/* Asks a process running the flight recorder (CUTRACE_FLIGHT) to write its
+ * window now, as SIGUSR2 does. */
+int ct_cmd_dump_now(int argc, char **argv)
+{
+    return control("dump-now", "dump", argc, argv);
 }

@@ -17,6 +17,8 @@ static const struct subcommand cmds[] = {
     {"run", ct_cmd_run, "run a command with the recorder preloaded: cutrace run -o DIR -- CMD"},
     {"start", ct_cmd_start, "open a capture window in a running process: cutrace start PID"},
     {"stop", ct_cmd_stop, "close a capture window: cutrace stop PID"},
+    {"dump-now", ct_cmd_dump_now,
+     "write a flight recorder's window now (CUTRACE_FLIGHT): cutrace dump-now PID"},
     {"info", ct_cmd_info, "what traces hold: metadata, record counts, drops, span, integrity"},
     {"dump", ct_cmd_dump, "one line per record; --json for the stable JSON-lines view"},
     {"report", ct_cmd_report, "job report: overlap, idle attribution, bubbles, collectives"},

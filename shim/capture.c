@@ -103,7 +103,9 @@ static void poll_control(uint64_t now_ns)
     if (n <= 0)
         return;
     int active = atomic_load(&g_active) == 1;
-    if (!strncmp(cmd, "start", 5) && !active)
+    if (!strncmp(cmd, "dump", 4))
+        ct_recorder_flight_request(CT_FLIGHT_DUMP_NOW);
+    else if (!strncmp(cmd, "start", 5) && !active)
         open_window(now_ns);
     else if (!strncmp(cmd, "stop", 4) && active)
         close_window(now_ns);
@@ -125,8 +127,13 @@ static void tick(uint64_t now_mono)
 void ct_capture_started(int after_fork)
 {
     snprintf(g_control, sizeof(g_control), "%s/.cutrace-control-%d", ct_cfg.output, (int)getpid());
-    if (!g_windowed)
-        return; /* recording throughout: nothing to poll, nothing to mark */
+    if (!g_windowed) {
+        /* recording throughout: nothing to mark; the flight recorder still
+         * listens for `cutrace dump-now` */
+        if (ct_cfg.flight_s)
+            ct_writer_tick = tick;
+        return;
+    }
     uint64_t now = ct_clock_ns_now();
     if (atomic_load(&g_active) == 1) {
         if (after_fork) {

@@ -143,6 +143,14 @@ static void writer_failed(int err)
     atomic_store(&ct_shim_state, CT_SHIM_OFF);
 }
 
+/* A suspected NCCL hang (CUTRACE_HANG_S): one line, with the flight
+ * recorder's file when there is one. */
+static void writer_hang(const char *what, const char *path)
+{
+    say("cutrace: %s%s\n", what,
+        path && *path ? "; the flight recorder wrote its window" : "; see the trace");
+}
+
 /*
  * Creates this process's trace and starts its writer. after_fork: we are a
  * forked child of a recording process; its recorder state is reused
@@ -180,6 +188,9 @@ static int start_recording(int after_fork)
         .clock = ct_cfg.clock,
         .max_bytes = (uint64_t)ct_cfg.max_mb << 20,
         .max_stop = ct_cfg.max_stop,
+        .flight_ns = (uint64_t)ct_cfg.flight_s * 1000000000u,
+        .flight_bytes = (uint64_t)ct_cfg.flight_mb << 20,
+        .hang_ns = (uint64_t)ct_cfg.hang_s * 1000000000u,
     };
     char path[PATH_MAX + 256];
     int r = -1;
@@ -201,6 +212,7 @@ static int start_recording(int after_fork)
     }
     snprintf(g_trace_path, sizeof(g_trace_path), "%s", path);
     ct_writer_failed = writer_failed;
+    ct_writer_hang = writer_hang;
     if (after_fork) {
         /* CUDA cannot be used in a child forked after cuInit: host spans only */
         ct_gpu_mode = CT_GPU_OFF;

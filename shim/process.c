@@ -217,8 +217,33 @@ static void on_fatal(int sig, siginfo_t *si, void *uc)
     raise(sig);
 }
 
+/* SIGUSR2 writes the flight recorder's window (CUTRACE_FLIGHT), then the
+ * job's own handler runs, if it had one. */
+static struct sigaction g_prev_usr2;
+
+static void on_usr2(int sig, siginfo_t *si, void *uc)
+{
+    int saved = errno;
+    ct_recorder_flight_request(CT_FLIGHT_SIGUSR2);
+    errno = saved;
+    if ((g_prev_usr2.sa_flags & SA_SIGINFO) && g_prev_usr2.sa_sigaction)
+        g_prev_usr2.sa_sigaction(sig, si, uc);
+    else if (!(g_prev_usr2.sa_flags & SA_SIGINFO) && g_prev_usr2.sa_handler != SIG_DFL &&
+             g_prev_usr2.sa_handler != SIG_IGN)
+        g_prev_usr2.sa_handler(sig);
+}
+
 void ct_process_started(void)
 {
+    if (ct_cfg.flight_s) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_sigaction = on_usr2;
+        sa.sa_flags = SA_SIGINFO | SA_RESTART;
+        sigemptyset(&sa.sa_mask);
+        if (sigaction(SIGUSR2, NULL, &g_prev_usr2) == 0)
+            sigaction(SIGUSR2, &sa, NULL);
+    }
     for (size_t i = 0; i < sizeof(g_fatal) / sizeof(g_fatal[0]); i++) {
         int sig = g_fatal[i];
         struct sigaction sa;

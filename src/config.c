@@ -17,6 +17,7 @@ void ct_config_defaults(struct ct_config *c)
     c->gpu_timing = 1;
     c->stacks = 1;
     c->io_stack_ns = 1000000;
+    c->flight_mb = 256;
 }
 
 /* A word from a fixed list: index, or -EINVAL with the message written. */
@@ -183,6 +184,21 @@ int ct_config_from_env(struct ct_config *c, const char *(*getenv_fn)(const char 
         return rc;
     if (rc == 0)
         c->max_mb = (unsigned)v;
+    static const struct int_var flight = {"CUTRACE_FLIGHT", 0, 86400};
+    static const struct int_var flight_mb = {"CUTRACE_FLIGHT_MB", 1, 1048576};
+    static const struct int_var hang = {"CUTRACE_HANG_S", 0, 86400};
+    if ((rc = get_int(getenv_fn, &flight, &v, err, errlen)) < 0)
+        return rc;
+    if (rc == 0)
+        c->flight_s = (unsigned)v;
+    if ((rc = get_int(getenv_fn, &flight_mb, &v, err, errlen)) < 0)
+        return rc;
+    if (rc == 0)
+        c->flight_mb = (unsigned)v;
+    if ((rc = get_int(getenv_fn, &hang, &v, err, errlen)) < 0)
+        return rc;
+    if (rc == 0)
+        c->hang_s = (unsigned)v;
     static const char *const policy[] = {"oldest", "stop", NULL};
     if ((rc = get_word(getenv_fn, "CUTRACE_MAX_POLICY", policy, c->max_stop, err, errlen)) < 0)
         return rc;

@@ -26,6 +26,9 @@ struct ct_config {
     unsigned duration_s;  /* CUTRACE_DURATION: seconds per capture window, 0 = unbounded */
     unsigned max_mb;      /* CUTRACE_MAX_MB: bound on the trace file, 0 = none */
     int max_stop;         /* CUTRACE_MAX_POLICY: 0 oldest (drop oldest frames), 1 stop */
+    unsigned flight_s;    /* CUTRACE_FLIGHT: flight recorder window, 0 = off */
+    unsigned flight_mb;   /* CUTRACE_FLIGHT_MB: its memory bound (default 256) */
+    unsigned hang_s;      /* CUTRACE_HANG_S: NCCL hang detection, 0 = off */
 };
 
 void ct_config_defaults(struct ct_config *c);

@@ -34,7 +34,27 @@ struct ct_recorder_config {
     enum ct_clock_pref clock; /* CUTRACE_CLOCK */
     uint64_t max_bytes;       /* CUTRACE_MAX_MB in bytes, 0 = unbounded */
     int max_stop;             /* CUTRACE_MAX_POLICY=stop (default: drop the oldest frames) */
+    uint64_t flight_ns;       /* CUTRACE_FLIGHT: keep this much in memory, write on request */
+    uint64_t flight_bytes;    /* CUTRACE_FLIGHT_MB: memory bound of the flight recorder */
+    uint64_t hang_ns;         /* CUTRACE_HANG_S: no NCCL completion for this long is a hang */
 };
+
+/* Why a flight-recorder window is written (ct_recorder_flight_request). */
+enum ct_flight_reason {
+    CT_FLIGHT_SIGUSR2 = 1,
+    CT_FLIGHT_DUMP_NOW = 2,
+    CT_FLIGHT_HANG = 3,
+    CT_FLIGHT_FATAL = 4,
+};
+/* Asks the writer to write the flight recorder's window out (no-op when
+ * the flight recorder is off). Async-signal-safe. */
+void ct_recorder_flight_request(int reason);
+
+/*
+ * Called from the writer thread when the flight recorder wrote a window
+ * (path) for a suspected hang (what says why). NULL: nobody is told.
+ */
+extern void (*ct_writer_hang)(const char *what, const char *path);
 
 /*
  * Called once, from the writer thread, when writing the trace failed (the

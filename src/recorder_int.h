@@ -70,6 +70,19 @@ void ct_cap_before_chunk(void);
 int ct_cap_admit(uint64_t frame_len); /* 1: write the frame */
 void ct_cap_wrote(uint64_t off, uint64_t len);
 
+/* flight.c */
+int ct_flight_on(void);
+void ct_flight_init(const struct ct_recorder_config *cfg);
+void ct_flight_free(void);
+void ct_flight_head_done(void);
+int ct_flight_keep(const uint8_t *p, size_t len, uint64_t now_ns);
+void ct_flight_saw(unsigned kind, const uint64_t *f);
+void ct_flight_request(int reason);
+int ct_flight_take_request(void);
+int ct_flight_hang_check(uint64_t now_ns, char *what, size_t n);
+/* Writes the window; NULL on success (path set), else what failed. */
+const char *ct_flight_dump(const char *why, uint64_t now_ns, char *path, size_t pathlen);
+
 /* writer.c */
 void *ct_writer_main(void *arg);
 int ct_writer_open(const struct ct_recorder_config *cfg, const struct ct_meta_kv *meta,

@@ -56,6 +56,8 @@ void (*ct_writer_failed)(int err);
  * damage), and whoever asked is told once. */
 static int emit_bytes(const uint8_t *p, size_t n)
 {
+    if (ct_flight_on())
+        return ct_flight_keep(p, n, ct_clock_mono_ns());
     if (atomic_load(&ct_rec.write_error) || ct_rec.fd < 0)
         return -EIO;
     int rc = write_all(ct_rec.fd, p, n);
@@ -234,6 +236,7 @@ static void add_record(unsigned kind, unsigned flags, const uint64_t *w, unsigne
         }
         f[i] = v;
     }
+    ct_flight_saw(kind, f);
     if (ct_rec.enc.nrecords >= CT_CHUNK_MAX_RECORDS) {
         uint64_t tid = ct_rec.enc.tid;
         flush_chunk();
@@ -335,6 +338,8 @@ static void writer_pass(int force)
 
 static void write_footer(void)
 {
+    if (ct_flight_on())
+        return; /* each window written gets its own footer */
     uint8_t f[8 + CT_FOOTER_SIZE];
     put_le32(f, CT_SKIP_MAGIC_FOOTER);
     put_le32(f + 4, CT_FOOTER_SIZE);
@@ -353,6 +358,36 @@ static unsigned poll_ms(void)
 }
 
 void (*ct_writer_tick)(uint64_t now_ns);
+void (*ct_writer_hang)(const char *what, const char *path);
+
+void ct_recorder_flight_request(int reason)
+{
+    ct_flight_request(reason);
+}
+
+/* Hang detection and flight-recorder requests, once per writer loop. */
+static void flight_work(int fatal)
+{
+    static const char *const why[] = {"request", "SIGUSR2", "cutrace dump-now", "a suspected hang",
+                                      "a fatal signal"};
+    uint64_t now = ct_clock_mono_ns();
+    char what[256];
+    int req = fatal ? CT_FLIGHT_FATAL : ct_flight_take_request();
+    int hang = ct_flight_hang_check(now, what, sizeof(what));
+    if (hang) {
+        ct_emit_error(what, 0);
+        if (!req)
+            req = CT_FLIGHT_HANG;
+    }
+    char path[4200] = "";
+    if (req && ct_flight_on()) {
+        writer_pass(1); /* the latest records into the window */
+        if (ct_flight_dump(why[req <= CT_FLIGHT_FATAL ? req : 0], now, path, sizeof(path)))
+            path[0] = 0;
+    }
+    if (hang && ct_writer_hang)
+        ct_writer_hang(what, path);
+}
 
 void *ct_writer_main(void *arg)
 {
@@ -387,8 +422,11 @@ void *ct_writer_main(void *arg)
         if (areq != atomic_load(&ct_rec.async_done)) {
             writer_pass(1);
             writer_pass(1);
+            if (ct_flight_on()) /* a fatal signal: the window is all there is */
+                flight_work(1);
             atomic_store(&ct_rec.async_done, areq);
         }
+        flight_work(0);
         if (ct_writer_tick)
             ct_writer_tick(ct_clock_mono_ns());
         if (flush != ct_rec.flush_done) {
@@ -447,9 +485,13 @@ static int write_meta_chunk(const struct ct_meta_kv *meta, size_t nmeta, uint64_
 int ct_writer_open(const struct ct_recorder_config *cfg, const struct ct_meta_kv *meta,
                    size_t nmeta)
 {
-    int fd = open(cfg->path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return -errno;
+    ct_flight_init(cfg);
+    int fd = -1;
+    if (!ct_flight_on()) { /* the flight recorder writes files only on request */
+        fd = open(cfg->path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+            return -errno;
+    }
     ct_rec.fd = fd;
     atomic_store(&ct_rec.write_error, 0);
     ZSTD_CCtx *cctx = ZSTD_createCCtx();
@@ -474,7 +516,8 @@ int ct_writer_open(const struct ct_recorder_config *cfg, const struct ct_meta_kv
         return rc;
     }
     /* the bound applies from here: the header and metadata are never dropped */
-    ct_cap_init(cfg->max_bytes, cfg->max_stop);
+    ct_flight_head_done();
+    ct_cap_init(ct_flight_on() ? 0 : cfg->max_bytes, cfg->max_stop);
     ct_rec.cap_said = 0;
     return 0;
 }
@@ -490,4 +533,5 @@ void ct_writer_close(void)
     ct_buf_free(&ct_rec.payload);
     ct_buf_free(&ct_rec.frame);
     ct_cap_free();
+    ct_flight_free();
 }

@@ -388,6 +388,99 @@ START_TEST(disk_full_mid_run_stops_recording_and_the_job_runs_on)
 }
 END_TEST
 
+/* The error record of a flight-recorder file saying why it was written. */
+static int written_on(const struct th_trace *t, const char *why)
+{
+    for (size_t i = 0; i < t->n; i++)
+        if (t->recs[i].kind == CT_REC_ERROR &&
+            strstr(ct_reader_string(&t->rd, t->recs[i].f[CT_ERROR_WHAT]), why))
+            return 1;
+    return 0;
+}
+
+/* API records of a window, and the span of their start times. */
+static size_t window_calls(const struct th_trace *t, uint64_t *first, uint64_t *last)
+{
+    size_t n = 0;
+    *first = UINT64_MAX;
+    *last = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        const struct ct_record *r = &t->recs[i];
+        if (r->kind != CT_REC_API)
+            continue;
+        n++;
+        *first = r->f[CT_API_START] < *first ? r->f[CT_API_START] : *first;
+        *last = r->f[CT_API_START] > *last ? r->f[CT_API_START] : *last;
+    }
+    return n;
+}
+
+START_TEST(flight_recorder_writes_its_window_on_request)
+{
+    struct th_run l;
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    const char *env[] = {"CUTRACE_FLIGHT=1", NULL};
+    spawn_env(&l, "loop", "25", "20", fds[1], env); /* 2.5 s of launches */
+    close(fds[1]);
+    char buf[16];
+    ck_assert_int_gt(read(fds[0], buf, sizeof(buf)), 0); /* READY */
+    close(fds[0]);
+    sleep_ms(1500);
+    ck_assert_int_eq(kill(l.pid, SIGUSR2), 0);
+    sleep_ms(300);
+    cutrace_cmd("dump-now", &l);
+    th_run_wait(&l);
+    ck_assert(WIFEXITED(l.status) && WEXITSTATUS(l.status) == 0);
+    /* nothing but the two windows: the flight recorder writes on request */
+    char paths[4][TH_RUN_PATH];
+    ck_assert_int_eq(th_run_traces(&l, 0, paths, 4), 2);
+    int usr2 = 0, now = 0;
+    for (int i = 0; i < 2; i++) {
+        ck_assert_ptr_nonnull(strstr(paths[i], "-flight"));
+        struct th_trace t;
+        th_trace_read_file(&t, paths[i]);
+        ck_assert(t.rd.has_footer);
+        ck_assert_uint_eq(t.rd.damage_total, 0);
+        usr2 += written_on(&t, "written on SIGUSR2");
+        now += written_on(&t, "written on cutrace dump-now");
+        /* the last second (CUTRACE_FLIGHT=1), a launch every ms; a frame
+         * is dropped whole, so up to one flush interval more */
+        uint64_t a, b;
+        size_t n = window_calls(&t, &a, &b);
+        ck_assert_uint_gt(n, 200);
+        ck_assert_uint_le(b - a, 1100000000ull);
+        /* names survive the frames that first defined them */
+        int named = 0;
+        for (size_t k = 0; k < t.n; k++)
+            named += t.recs[k].kind == CT_REC_API &&
+                     !strcmp(ct_reader_string(&t.rd, t.recs[k].f[CT_API_NAME]), "cuLaunchKernel");
+        ck_assert_int_gt(named, 200);
+        th_trace_free(&t);
+    }
+    ck_assert_int_eq(usr2, 1);
+    ck_assert_int_eq(now, 1);
+}
+END_TEST
+
+START_TEST(flight_recorder_writes_its_window_on_a_fatal_signal)
+{
+    struct th_run l;
+    const char *env[] = {"CUTRACE_FLIGHT=5", NULL};
+    spawn_env(&l, "segv", "2000", "20", -1, env);
+    th_run_wait(&l);
+    ck_assert(WIFSIGNALED(l.status) || (WIFEXITED(l.status) && WEXITSTATUS(l.status) != 0));
+    char path[TH_RUN_PATH];
+    ck_assert_int_eq(th_run_trace(&l, 0, path, sizeof(path)), 1);
+    ck_assert_ptr_nonnull(strstr(path, "-flight0"));
+    struct th_trace t;
+    th_trace_read_file(&t, path);
+    ck_assert(written_on(&t, "written on a fatal signal"));
+    ck_assert_uint_eq(launches(&t), 2000); /* everything up to the fault */
+    th_trace_free(&t);
+}
+END_TEST
+
 /* Runs w_life loop under the shim with extra env (and an extra preload);
  * requires a clean exit with READY printed; returns its stderr. */
 static char *run_faulty(struct th_run *l, const char *const *env, const char *also_preload)
@@ -454,6 +547,8 @@ Suite *process_suite(void)
     tcase_add_test(tc, disk_full_mid_run_stops_recording_and_the_job_runs_on);
     tcase_add_test(tc, no_file_descriptor_left_leaves_the_job_alone);
     tcase_add_test(tc, no_writer_thread_leaves_the_job_alone);
+    tcase_add_test(tc, flight_recorder_writes_its_window_on_request);
+    tcase_add_test(tc, flight_recorder_writes_its_window_on_a_fatal_signal);
     suite_add_tcase(s, tc);
     return s;
 }
