@@ -17,6 +17,7 @@
 
 #include "decoder/analysis.h"
 #include "decoder/cli.h"
+#include "decoder/export.h" /* export: ct_report_html */
 #include "decoder/inputs.h"
 #include "decoder/kineto.h"
 #include "decoder/report_out.h"
@@ -184,6 +185,7 @@ static void usage(FILE *f)
                "TRACE|DIR...\n"
                "  --json        the versioned JSON document (docs/report.md) instead of text\n"
                "  -o FILE       write the report to FILE instead of stdout\n"
+               "  --html        a self-contained HTML page (needs -o FILE; docs/export.md)\n"
                "  --step NAME   NVTX range or mark naming iterations (default ProfilerStep)\n"
                "  --steps A-B   keep iterations with index A..B (either side may be empty)\n"
                "  --skip N      drop the first N iterations of every rank\n"
@@ -221,8 +223,9 @@ int ct_cmd_report(int argc, char **argv)
                                          {"help", no_argument, NULL, 'h'},
                                          {"hta", no_argument, NULL, 'H'},
                                          {"no-hta", no_argument, NULL, 'N'},
+                                         {"html", no_argument, NULL, 'T'}, /* export: HTML */
                                          {NULL, 0, NULL, 0}};
-    int json = 0, c, hta = 1; /* kineto: HTA-compatible mode for Kineto input */
+    int json = 0, html = 0, c, hta = 1; /* kineto: HTA-compatible mode for Kineto input */
     const char *out = NULL, *step = NULL;
     struct ct_iter_opts io = {0, 0, -1};
     optind = 1;
@@ -259,13 +262,20 @@ int ct_cmd_report(int argc, char **argv)
         case 'h': usage(stdout); return 0;
         case 'H': hta = 1; break;
         case 'N': hta = 0; break;
+        case 'T': html = 1; break;
         default:
             fprintf(stderr,
                     "cutrace report: unknown or incomplete option '%s'; allowed: "
-                    "--json, -o FILE, --step NAME, --steps A-B, --skip N, --hta, --no-hta\n",
+                    "--json, --html, -o FILE, --step NAME, --steps A-B, --skip N, --hta, "
+                    "--no-hta\n",
                     argv[optind - 1]);
             return CT_EXIT_USAGE;
         }
+    }
+    if (html && (json || !out)) { /* export: the HTML page goes to a file */
+        fprintf(stderr, "cutrace report: --html writes a file: use --html -o FILE (without "
+                        "--json)\n");
+        return CT_EXIT_USAGE;
     }
     if (optind >= argc) {
         fprintf(stderr, "cutrace report: expected at least one trace file or directory\n");
@@ -321,7 +331,9 @@ int ct_cmd_report(int argc, char **argv)
         ct_job_free(&job);
         return CT_EXIT_BAD_INPUT;
     }
-    if (json)
+    if (html)
+        ct_report_html(f, &rep); /* export: decoder/report_html.c */
+    else if (json)
         ct_report_json(f, &rep);
     else
         ct_report_text(f, &rep);

@@ -35,9 +35,17 @@
     (0x40000000u + ((uint32_t)(dev)&0xff) * 0x100000u + ((uint32_t)(stream)&0xfffff))
 #define S(id) ct_reader_string(&t->rd, (id))
 
+/* GPU intervals of one stream can overlap (a receive waiting for its peer
+ * beside a kernel on the simulated device, graph replays, clock error);
+ * Perfetto drops a slice that overlaps its track's previous one without
+ * nesting, so those go to extra "lane" tracks of the stream. */
+#define CT_LANES 4
+
 struct track {
     int64_t dev;
     uint64_t stream;
+    int64_t lane_end[CT_LANES];
+    int named; /* lanes whose thread_name is written (lane 0 by thread_meta) */
 };
 
 struct cdelta {
@@ -159,8 +167,41 @@ static uint32_t track_of(struct cw *w, int64_t dev, uint64_t stream)
         w->tracks = n;
         w->tcap = cap;
     }
-    w->tracks[w->ntracks] = (struct track){dev, stream};
+    w->tracks[w->ntracks] = (struct track){.dev = dev, .stream = stream, .named = 1};
+    for (int l = 0; l < CT_LANES; l++)
+        w->tracks[w->ntracks].lane_end[l] = INT64_MIN;
     return (uint32_t)w->ntracks++;
+}
+
+static void meta_ev(struct cw *w, uint32_t tid, const char *what, const char *name, long sort);
+
+/* The track id for a GPU interval [s, e) of (dev, stream): the first lane
+ * whose previous interval has ended. */
+static uint32_t gpu_tid(struct cw *w, int64_t dev, uint64_t stream, int64_t s, int64_t e)
+{
+    uint32_t tr = track_of(w, dev, stream);
+    uint32_t base = CT_GPU_TID(dev, stream);
+    if (tr == UINT32_MAX)
+        return base;
+    struct track *T = &w->tracks[tr];
+    int l = 0;
+    while (l < CT_LANES - 1 && T->lane_end[l] > s)
+        l++;
+    if (e > T->lane_end[l])
+        T->lane_end[l] = e;
+    uint32_t tid = base + ((uint32_t)l << 28);
+    if (l >= T->named) {
+        char buf[128];
+        snprintf(buf, sizeof(buf), "GPU %" PRId64 " stream %" PRIu64 " (overlapping, lane %d)", dev,
+                 stream, l);
+        for (; T->named <= l; T->named++) {
+            uint32_t t = base + ((uint32_t)T->named << 28);
+            meta_ev(w, t, "thread_name", buf, 0);
+            meta_ev(w, t, "thread_sort_index", NULL,
+                    (long)(dev * 100000 + (int64_t)(stream % 100000)) * 10 + T->named);
+        }
+    }
+    return tid;
 }
 
 static int add_delta(struct cw *w, int64_t ts, uint32_t series, int32_t dq, double bw)
@@ -269,7 +310,7 @@ static int thread_meta(struct cw *w)
             snprintf(buf, sizeof(buf), "%s %" PRIu32 " (pid %" PRIu32 ")",
                      tids[i] == w->src->pid ? "main thread" : "thread", tids[i], w->src->pid);
         meta_ev(w, tids[i], "thread_name", buf, 0);
-        meta_ev(w, tids[i], "thread_sort_index", NULL, 1000000L + (long)tids[i]);
+        meta_ev(w, tids[i], "thread_sort_index", NULL, 1000000000L + (long)tids[i]);
     }
     for (size_t i = 0; i < w->ntracks; i++) {
         uint32_t tid = CT_GPU_TID(w->tracks[i].dev, w->tracks[i].stream);
@@ -277,7 +318,7 @@ static int thread_meta(struct cw *w)
                  w->tracks[i].stream);
         meta_ev(w, tid, "thread_name", buf, 0);
         meta_ev(w, tid, "thread_sort_index", NULL,
-                (long)(w->tracks[i].dev * 100000 + (int64_t)(w->tracks[i].stream % 100000)));
+                (long)(w->tracks[i].dev * 100000 + (int64_t)(w->tracks[i].stream % 100000)) * 10);
     }
     free(tids);
     return 0;
@@ -397,7 +438,8 @@ static void gpu_event(struct cw *w, size_t i)
             nm = ct_name_gpu_type(f[CT_GPU_TYPE]);
         break;
     }
-    uint32_t tid = CT_GPU_TID(f[CT_GPU_DEVICE], f[CT_GPU_STREAM]);
+    uint32_t tid = gpu_tid(w, (int64_t)f[CT_GPU_DEVICE], f[CT_GPU_STREAM], (int64_t)f[CT_GPU_START],
+                           (int64_t)f[CT_GPU_END]);
     ev(w, "X", tid, (int64_t)f[CT_GPU_START], nm);
     cat(w, ct_name_gpu_type(f[CT_GPU_TYPE]));
     dur(w, f[CT_GPU_START], f[CT_GPU_END]);
@@ -431,7 +473,7 @@ static void synth_event(struct cw *w, const struct synth *s)
     const struct ct_record *r = &t->recs[s->rec];
     const uint64_t *f = r->f;
     char buf[64];
-    uint32_t tid = CT_GPU_TID(stream_device(t, f[CT_NCCL_STREAM]), f[CT_NCCL_STREAM]);
+    uint32_t tid = gpu_tid(w, stream_device(t, f[CT_NCCL_STREAM]), f[CT_NCCL_STREAM], s->s, s->e);
     ev(w, "X", tid, s->s, nccl_call_name(f[CT_NCCL_OP], buf, sizeof(buf)));
     cat(w, "nccl");
     dur(w, (uint64_t)s->s, (uint64_t)s->e);

@@ -1,0 +1,45 @@
+#!/usr/bin/env python3
+"""Exports a labelled job (tests/labelled/w_job.c, case `pipe`: 4 pipeline
+stages, Send/Recv between them) recorded under `cutrace run` on the
+simulated device, and checks both exports against the decoder's own
+figures with check_chrome.py and check_sqlite.py.
+
+usage: check_labelled.py TESTS_EXPORT_DIR   (environment as check_case.py:
+       CT_CUTRACE, CT_W_JOB, CT_FAKEGPU_DIR, CT_FAKE_CUPTI)
+"""
+import glob
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+here = sys.argv[1]
+cutrace = os.environ["CT_CUTRACE"]
+d = tempfile.mkdtemp(prefix="export-labelled-")
+try:
+    env = dict(os.environ)
+    env.update({"LD_LIBRARY_PATH": os.environ["CT_FAKEGPU_DIR"],
+                "CUTRACE_CUPTI_LIB": os.environ["CT_FAKE_CUPTI"],
+                "FAKEGPU_NET_GBPS": "1", "W_JOB_DIR": d})
+    traces = os.path.join(d, "traces")
+    subprocess.run([cutrace, "run", "-o", traces, "--", os.environ["CT_W_JOB"], "launch", "4",
+                    "pipe"], env=env, check=True, capture_output=True, timeout=300)
+    files = sorted(glob.glob(os.path.join(traces, "**", "*.cutrace"), recursive=True))
+    dumps = []
+    for f in files:
+        with open(f + ".jsonl", "w") as out:
+            subprocess.run([cutrace, "dump", "--json", f], stdout=out, check=True)
+        dumps.append(f + ".jsonl")
+    rep = os.path.join(d, "report.json")
+    subprocess.run([cutrace, "report", "--json", "-o", rep, traces], check=True)
+    for fmt, out in (("chrome", "job.json"), ("sqlite", "job.sqlite")):
+        subprocess.run([cutrace, "export", "--format", fmt, "-o", os.path.join(d, out), traces],
+                       check=True)
+    subprocess.run([sys.executable, os.path.join(here, "check_chrome.py"),
+                    os.path.join(d, "job.json"), "--ranks", "4", "--dump"] + dumps, check=True)
+    subprocess.run([sys.executable, os.path.join(here, "check_sqlite.py"),
+                    os.path.join(d, "job.sqlite"), rep] + dumps, check=True)
+    print("export labelled pipe: ok")
+finally:
+    shutil.rmtree(d, ignore_errors=True)

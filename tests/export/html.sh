@@ -1,0 +1,51 @@
+#!/bin/bash
+# e2e: `cutrace report --html` opened in headless Chromium. The page's own
+# self-check (#selfcheck, decoder/report_html_page.html) says "ok: timeline N
+# rows ...; M charts" only when the timeline and every chart drew without a
+# script error; console errors are caught from Chromium's log too. The
+# screenshot stays in the build folder (tests/export/report-html.png).
+# usage: html.sh BUILD_ROOT SOURCE_ROOT
+set -euo pipefail
+build=$1
+out=$build/tests/export
+browser=$(command -v chromium || command -v chromium-browser || true)
+if [ -z "$browser" ]; then
+  echo "SKIP: chromium is not installed (scripts/setup installs it)"
+  exit 77
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+mkdir "$tmp/job"
+"$build/tests/tools/ct_synth_job" -d "$tmp/job" --ranks 4 --iterations 10 --slow-rank 2 \
+  --skew-us 37
+"$build/decoder/cutrace" report --html -o "$out/report.html" "$tmp/job"
+# self-contained: no URL the page would fetch
+if grep -Eq '(src|href)="(https?:)?//' "$out/report.html"; then
+  echo "the page references the network"; exit 1
+fi
+flags=(--headless --disable-gpu --no-sandbox --no-first-run --user-data-dir="$tmp/profile"
+       --window-size=1300,2400 --virtual-time-budget=10000)
+timeout 120 "$browser" "${flags[@]}" --enable-logging=stderr --v=0 --dump-dom \
+  "file://$out/report.html" > "$tmp/dom.html" 2> "$tmp/console.log" || true
+timeout 120 "$browser" "${flags[@]}" --screenshot="$out/report-html.png" \
+  "file://$out/report.html" > /dev/null 2>&1 || true
+check=$(grep -o '<p id="selfcheck"[^<]*' "$tmp/dom.html" | sed 's/.*>//')
+echo "self-check: $check"
+case "$check" in
+  "ok: timeline "*) ;;
+  *) echo "the page did not render"; cat "$tmp/console.log" | grep -i console | head; exit 1 ;;
+esac
+rows=$(echo "$check" | sed -n 's/ok: timeline \([0-9]*\) rows.*/\1/p')
+charts=$(echo "$check" | sed -n 's/.* \([0-9]*\) charts/\1/p')
+[ "$rows" -ge 8 ] || { echo "timeline has $rows rows"; exit 1; }
+[ "$charts" -ge 7 ] || { echo "$charts charts"; exit 1; }
+grep -q 'data-selfcheck="ok"' "$tmp/dom.html" || { echo "no ok marker on body"; exit 1; }
+for id in breakdown overlap attr iters; do
+  grep -q "<div id=\"$id\"><svg" "$tmp/dom.html" || { echo "chart $id missing"; exit 1; }
+done
+grep -q '<table id="coll"><tr><th>op' "$tmp/dom.html" || { echo "collective table missing"; exit 1; }
+if grep -i 'CONSOLE' "$tmp/console.log" | grep -iq 'error'; then
+  echo "script errors:"; grep -i console "$tmp/console.log"; exit 1
+fi
+[ -s "$out/report-html.png" ] || { echo "no screenshot"; exit 1; }
+echo "html e2e: ok (screenshot $out/report-html.png)"
