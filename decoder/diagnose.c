@@ -398,26 +398,32 @@ static int check_pipeline(struct ctx *c)
 
 /* ------------------------------------------------ idle attribution */
 
+static int64_t idle_class(const struct ct_attribution *a, int kind)
+{
+    switch (kind) {
+    case CT_FK_DATA_STALL: return a->data_stall;
+    case CT_FK_CKPT_STALL: return a->checkpoint_stall;
+    case CT_FK_LAUNCH_BOUND: return a->launch_overhead;
+    default: return a->sync_drain;
+    }
+}
+
 static void check_idle(struct ctx *c)
 {
     const struct ct_report *rep = c->rep;
     for (int kind = CT_FK_DATA_STALL; kind <= CT_FK_SYNC_DRAIN; kind++) {
-        double best = 0, idle = 0;
+        /* the median rank: a stall on one rank alone makes it late for its
+         * peers, which the host-straggler check reports */
+        double v[64], w[64];
         size_t n = 0;
-        for (size_t r = 0; r < rep->nr; r++) {
+        for (size_t r = 0; r < rep->nr && n < 64; r++) {
             const struct ct_rank_result *x = &rep->rr[r];
-            const struct ct_attribution *a = &x->at;
-            int64_t v = kind == CT_FK_DATA_STALL     ? a->data_stall
-                        : kind == CT_FK_CKPT_STALL   ? a->checkpoint_stall
-                        : kind == CT_FK_LAUNCH_BOUND ? a->launch_overhead
-                                                     : a->sync_drain;
-            /* ranks of a synchronous job wait for the worst one */
-            if (per_iter(x, v) > best) {
-                best = per_iter(x, v);
-                idle = per_iter(x, x->idle);
-            }
-            n += x->niters > 0;
+            if (!x->niters)
+                continue;
+            v[n] = per_iter(x, idle_class(&x->at, kind));
+            w[n++] = per_iter(x, x->idle);
         }
+        double best = n ? median_of(v, n) : 0, idle = n ? median_of(w, n) : 0;
         if (!n)
             continue;
         if (kind == CT_FK_LAUNCH_BOUND && best < 0.5 * idle)

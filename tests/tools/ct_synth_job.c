@@ -18,7 +18,34 @@
  * that much), which the report's alignment must take out.
  *
  * usage: ct_synth_job -d DIR [--ranks N] [--iterations K] [--slow-rank R]
- *                     [--skew-us S]
+ *                     [--skew-us S] [options below]
+ *
+ * Options for labelled diagnosis cases and run comparisons (defaults give
+ * the schedule above exactly). Generalised schedule: the host reads for
+ * R = --read-us, makes an optional copy, then issues N = --kernels launches
+ * G = --launch-gap-us apart from B = T + R + copy call; kernel k runs from
+ * max(end of k-1, its launch + 10 us) for D = --kernel-us (x1.2 on the slow
+ * rank, x --kernel-scale, x jitter); the all-reduce starts with kernel N-2
+ * and lasts --ar-us after the last rank's start; the sync returns at
+ * max(T + 1475, last GPU end + 5) (without the 1475 floor when the compute
+ * options are changed) and the next step begins --gap-us later.
+ *   --read-us R          input read per step (0: none)
+ *   --gap-us G           host time between the sync's return and the next step
+ *   --ar-us A            all-reduce transfer time
+ *   --ar2-bytes B --ar2-us X  a second all-reduce of B bytes, X us, after
+ *                        the first (two message sizes: a bandwidth reference)
+ *   --kernels N --kernel-us D --launch-gap-us G   the compute part
+ *   --late-rank R --late-us X  rank R's host starts each step's launches X
+ *                        later (a host-side straggler)
+ *   --ckpt-every K --ckpt-us X  every K-th step writes and fsyncs a
+ *                        checkpoint file for X us before the step ends
+ *   --pageable-copy-us X an Async HtoD copy per step whose host call blocks
+ *                        for its whole X us transfer (a pageable buffer)
+ *   --pinned-copy-us X   the same copy returning after 3 us (pinned)
+ *   --kernel-scale F --jitter-pct P --run-jitter-pct Q --seed S
+ *                        kernel durations x F, x (1 + U(-P,P) %) per
+ *                        kernel and x (1 + U(-Q,Q) %) per run, seeded
+ *   --host NAME --gpu NAME --tag K=V (repeatable)   metadata
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -66,14 +93,69 @@ static void gpu(uint64_t s, uint64_t e, uint64_t stream, unsigned type, uint32_t
     emit(CT_REC_GPU, g, CT_GPU_NFIELDS);
 }
 
-static int run_rank(const char *dir, int rank, int nranks, int iters, int slow, uint64_t skew)
+struct opts {
+    int nranks, iters, slow, late, ckpt_every, kernels;
+    uint64_t skew, read, gap, ar, ar2_bytes, ar2, kernel, launch_gap, late_us, ckpt, pageable,
+        pinned;
+    double scale, jitter, run_jitter;
+    uint64_t seed;
+    const char *host, *gpu;
+    const char *tags[16];
+    int ntags;
+};
+
+static uint64_t rng(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static double unit(uint64_t *s) /* uniform in [-1, 1) */
+{
+    return (double)(rng(s) >> 11) / (double)(1ull << 52) - 1.0;
+}
+
+/* One rank's GPU schedule of one step, relative to its T (ns). */
+struct step {
+    uint64_t base, copy_host, copy_s, copy_e; /* launches start at base */
+    uint64_t ks[512], ke[512];
+    uint64_t ar_s;
+};
+
+static void schedule(const struct opts *o, int rank, int it, struct step *st)
+{
+    uint64_t seed = o->seed * 1000003ull + (uint64_t)rank * 7919ull + (uint64_t)it;
+    uint64_t runs = o->seed * 1000003ull + 424242ull;
+    double run_f = 1 + o->run_jitter / 100 * unit(&runs);
+    uint64_t copy = o->pageable ? o->pageable * US : o->pinned ? 3 * US : 0;
+    st->copy_host = copy;
+    st->copy_s = o->read * US + 2 * US;
+    st->copy_e = st->copy_s + (o->pageable ? o->pageable : o->pinned) * US;
+    st->base = o->read * US + copy + (rank == o->late ? o->late_us * US : 0);
+    uint64_t prev = o->pageable || o->pinned ? st->copy_e : 0;
+    double d = (double)o->kernel * (rank == o->slow ? 1.2 : 1.0) * o->scale * run_f;
+    for (int k = 0; k < o->kernels; k++) {
+        uint64_t launch = st->base + (uint64_t)k * o->launch_gap * US + 10 * US;
+        uint64_t s = prev > launch ? prev : launch;
+        double f = 1 + o->jitter / 100 * unit(&seed);
+        st->ks[k] = s;
+        st->ke[k] = s + (uint64_t)(d * f * (double)US + 0.5);
+        prev = st->ke[k];
+    }
+    st->ar_s = st->ks[o->kernels >= 2 ? o->kernels - 2 : 0];
+}
+
+static int run_rank(const char *dir, int rank, const struct opts *o)
 {
     char path[4096], rs[16], ws[16];
+    int nranks = o->nranks;
     snprintf(path, sizeof(path), "%s/synthjob-host%d-r%d-p%d-0.cutrace", dir, rank / 2, rank,
              (int)getpid());
     snprintf(rs, sizeof(rs), "%d", rank);
     snprintf(ws, sizeof(ws), "%d", nranks);
-    char host[32];
+    char host[64];
     snprintf(host, sizeof(host), "node%d", rank / 2);
     struct ct_recorder_config cfg = {.path = path,
                                      .ring_bytes = 8u << 20,
@@ -82,65 +164,145 @@ static int run_rank(const char *dir, int rank, int nranks, int iters, int slow, 
                                      .features = CT_FEAT_CUDA | CT_FEAT_NCCL | CT_FEAT_IO |
                                                  CT_FEAT_NVTX | CT_FEAT_GPU_TIMING,
                                      .pid = (uint32_t)getpid()};
-    struct ct_meta_kv meta[] = {
-        {CT_SCOPE_PROCESS, 0, "host", host},
+    struct ct_meta_kv meta[24] = {
+        {CT_SCOPE_PROCESS, 0, "host", o->host ? o->host : host},
         {CT_SCOPE_PROCESS, 0, "job", "synthjob"},
         {CT_SCOPE_PROCESS, 0, "rank", rs},
         {CT_SCOPE_PROCESS, 0, "world_size", ws},
     };
-    if (ct_recorder_start(&cfg, meta, sizeof(meta) / sizeof(meta[0])))
+    size_t nmeta = 4;
+    char tagk[16][64];
+    if (o->gpu)
+        meta[nmeta++] = (struct ct_meta_kv){CT_SCOPE_DEVICE, 0, "name", o->gpu};
+    for (int i = 0; i < o->ntags; i++) {
+        const char *eq = strchr(o->tags[i], '=');
+        snprintf(tagk[i], sizeof(tagk[i]), "tag.%.*s", (int)(eq - o->tags[i]), o->tags[i]);
+        meta[nmeta++] = (struct ct_meta_kv){CT_SCOPE_PROCESS, 0, tagk[i], eq + 1};
+    }
+    if (ct_recorder_start(&cfg, meta, nmeta))
         return 1;
     uint32_t launch = ct_intern("cuLaunchKernel"), sync = ct_intern("cuStreamSynchronize");
     uint32_t pread = ct_intern("pread64"), file = ct_intern("/data/shard-0.bin");
     uint32_t dom = ct_intern("pytorch"), ar = ct_intern("ncclDevKernel_AllReduce_Sum_f32_RING_LL");
+    uint32_t write = ct_intern("write"), fsync = ct_intern("fsync"),
+             ck = ct_intern("/ckpt/model.pt");
+    uint32_t memcpy_name = ct_intern("cuMemcpyHtoDAsync_v2");
     uint32_t kn[10];
     for (int k = 0; k < 10; k++) {
         char n[64];
         snprintf(n, sizeof(n), "_ZN5model6layer%dEPf", k); /* model::layer<k>(float*) */
         kn[k] = ct_intern(n);
     }
-    uint64_t d = (rank == slow ? 120 : 100) * US;
-    uint64_t max_d = slow >= 0 && slow < nranks ? 120 * US : 100 * US;
-    uint64_t T = 2000000000000ull + skew * (uint64_t)rank;
-    for (int it = 0; it < iters; it++, T += 1525 * US) {
-        uint64_t io[CT_IO_NFIELDS] = {0};
-        io[CT_IO_START] = T;
-        io[CT_IO_END] = T + 200 * US;
-        io[CT_IO_OP] = pread;
-        io[CT_IO_FD] = 5;
-        io[CT_IO_FD_TYPE] = CT_FD_FILE;
-        io[CT_IO_PATH] = file;
-        io[CT_IO_BYTES] = io[CT_IO_RESULT] = 1 << 20;
-        emit(CT_REC_IO, io, CT_IO_NFIELDS);
-        for (int k = 0; k < 10; k++) {
-            uint64_t s = T + (200 + 5 * (uint64_t)k) * US;
-            api(s, s + 3 * US, launch, CT_FAM_LAUNCH, kn[k]);
-            gpu(T + 210 * US + (uint64_t)k * d, T + 210 * US + (uint64_t)(k + 1) * d, 7,
-                CT_GPU_KERNEL, kn[k]);
+    static struct step all[64];
+    uint64_t T = 2000000000000ull + o->skew * (uint64_t)rank;
+    for (int it = 0; it < o->iters; it++) {
+        /* every rank's schedule: collectives end together */
+        uint64_t ar_last = 0, gpu_end = 0;
+        for (int r = 0; r < nranks && r < 64; r++) {
+            schedule(o, r, it, &all[r]);
+            if (all[r].ar_s > ar_last)
+                ar_last = all[r].ar_s;
+            uint64_t e = all[r].ke[o->kernels - 1];
+            if (e > gpu_end)
+                gpu_end = e;
         }
-        uint64_t n[CT_NCCL_NFIELDS] = {0};
-        n[CT_NCCL_START] = T + 260 * US;
-        n[CT_NCCL_END] = T + 265 * US;
-        n[CT_NCCL_OP] = CT_NCCL_OP_ALLREDUCE;
-        n[CT_NCCL_COMM] = 0xabcdef0123456789ull;
-        n[CT_NCCL_SEQ] = (uint64_t)it;
-        n[CT_NCCL_COUNT] = 1u << 18;
-        n[CT_NCCL_DTYPE] = 7;
-        n[CT_NCCL_BYTES] = 1u << 20;
-        n[CT_NCCL_ROOT] = n[CT_NCCL_PEER] = (uint64_t)-1;
-        n[CT_NCCL_STREAM] = 9;
-        n[CT_NCCL_CORR] = ++g_corr;
-        n[CT_NCCL_RANK] = (uint64_t)rank;
-        n[CT_NCCL_NRANKS] = (uint64_t)nranks;
-        emit(CT_REC_NCCL, n, CT_NCCL_NFIELDS);
-        gpu(T + 210 * US + 8 * d, T + 210 * US + 8 * max_d + 300 * US, 9, CT_GPU_NCCL, ar);
-        api(T + 270 * US, T + 1475 * US, sync, CT_FAM_SYNC, 0);
+        const struct step *st = &all[rank];
+        uint64_t ar_e = ar_last + o->ar * US, ar2_e = ar_e + o->ar2 * US;
+        uint64_t last = o->ar2_bytes ? ar2_e : ar_e;
+        if (last > gpu_end)
+            gpu_end = last;
+        /* the default compute part keeps the original fixed 1475 us step */
+        uint64_t floor = o->kernels == 10 && o->kernel == 100 && o->launch_gap == 5 ? 1475 * US : 0;
+        uint64_t sync_e = gpu_end + 5 * US > floor ? gpu_end + 5 * US : floor;
+        int ckpt = o->ckpt_every > 0 && it % o->ckpt_every == o->ckpt_every - 1;
+        uint64_t end = sync_e + (ckpt ? o->ckpt * US : 0);
+        if (o->read) {
+            uint64_t io[CT_IO_NFIELDS] = {0};
+            io[CT_IO_START] = T;
+            io[CT_IO_END] = T + o->read * US;
+            io[CT_IO_OP] = pread;
+            io[CT_IO_FD] = 5;
+            io[CT_IO_FD_TYPE] = CT_FD_FILE;
+            io[CT_IO_PATH] = file;
+            io[CT_IO_BYTES] = io[CT_IO_RESULT] = 1 << 20;
+            emit(CT_REC_IO, io, CT_IO_NFIELDS);
+        }
+        if (st->copy_host) {
+            uint64_t a[CT_API_NFIELDS] = {0};
+            a[CT_API_START] = T + o->read * US;
+            a[CT_API_END] = T + o->read * US + st->copy_host;
+            a[CT_API_NAME] = memcpy_name;
+            a[CT_API_CORR] = ++g_corr;
+            a[CT_API_FAMILY] = CT_FAM_MEMCPY;
+            a[CT_API_STREAM] = 7;
+            a[CT_API_BYTES] = 64u << 20;
+            a[CT_API_COPY_KIND] = CT_COPY_HTOD;
+            a[CT_API_FLAGS] = CT_APIF_ASYNC;
+            emit(CT_REC_API, a, CT_API_NFIELDS);
+            uint64_t g[CT_GPU_NFIELDS] = {0};
+            g[CT_GPU_START] = T + st->copy_s;
+            g[CT_GPU_END] = T + st->copy_e;
+            g[CT_GPU_STREAM] = 7;
+            g[CT_GPU_CORR] = g_corr;
+            g[CT_GPU_TYPE] = CT_GPU_MEMCPY;
+            g[CT_GPU_BYTES] = 64u << 20;
+            g[CT_GPU_COPY_KIND] = CT_COPY_HTOD;
+            g[CT_GPU_SOURCE] = CT_SRC_CUPTI;
+            emit(CT_REC_GPU, g, CT_GPU_NFIELDS);
+        }
+        uint64_t lk = 0;
+        for (int k = 0; k < o->kernels; k++) {
+            uint64_t s = T + st->base + (uint64_t)k * o->launch_gap * US;
+            api(s, s + 3 * US, launch, CT_FAM_LAUNCH, kn[k % 10]);
+            gpu(T + st->ks[k], T + st->ke[k], 7, CT_GPU_KERNEL, kn[k % 10]);
+            lk = s;
+        }
+        for (int c = 0; c < (o->ar2_bytes ? 2 : 1); c++) {
+            uint64_t n[CT_NCCL_NFIELDS] = {0};
+            n[CT_NCCL_START] = lk + (15 + 6 * (uint64_t)c) * US;
+            n[CT_NCCL_END] = n[CT_NCCL_START] + 5 * US;
+            n[CT_NCCL_OP] = CT_NCCL_OP_ALLREDUCE;
+            n[CT_NCCL_COMM] = 0xabcdef0123456789ull;
+            n[CT_NCCL_SEQ] = (uint64_t)it * (o->ar2_bytes ? 2 : 1) + (uint64_t)c;
+            uint64_t bytes = c ? o->ar2_bytes : 1u << 20;
+            n[CT_NCCL_COUNT] = bytes / 4;
+            n[CT_NCCL_DTYPE] = 7;
+            n[CT_NCCL_BYTES] = bytes;
+            n[CT_NCCL_ROOT] = n[CT_NCCL_PEER] = (uint64_t)-1;
+            n[CT_NCCL_STREAM] = 9;
+            n[CT_NCCL_CORR] = ++g_corr;
+            n[CT_NCCL_RANK] = (uint64_t)rank;
+            n[CT_NCCL_NRANKS] = (uint64_t)nranks;
+            emit(CT_REC_NCCL, n, CT_NCCL_NFIELDS);
+            if (c)
+                gpu(T + ar_e, T + ar2_e, 9, CT_GPU_NCCL, ar);
+            else
+                gpu(T + st->ar_s, T + ar_e, 9, CT_GPU_NCCL, ar);
+        }
+        api(lk + 25 * US, T + sync_e, sync, CT_FAM_SYNC, 0);
+        if (ckpt) {
+            uint64_t io[CT_IO_NFIELDS] = {0};
+            io[CT_IO_START] = T + sync_e;
+            io[CT_IO_END] = T + end - 20 * US;
+            io[CT_IO_OP] = write;
+            io[CT_IO_FD] = 9;
+            io[CT_IO_FD_TYPE] = CT_FD_FILE;
+            io[CT_IO_PATH] = ck;
+            io[CT_IO_BYTES] = io[CT_IO_RESULT] = 256u << 20;
+            emit(CT_REC_IO, io, CT_IO_NFIELDS);
+            io[CT_IO_START] = T + end - 20 * US;
+            io[CT_IO_END] = T + end;
+            io[CT_IO_OP] = fsync;
+            io[CT_IO_BYTES] = io[CT_IO_RESULT] = 0;
+            emit(CT_REC_IO, io, CT_IO_NFIELDS);
+        }
         char msg[32];
         snprintf(msg, sizeof(msg), "ProfilerStep#%d", it);
-        uint64_t r[CT_NVTX_NFIELDS] = {T, T + 1475 * US, dom, ct_intern(msg), 0};
+        uint64_t r[CT_NVTX_NFIELDS] = {T, T + end, dom, ct_intern(msg), 0};
         emit(CT_REC_NVTX_RANGE, r, CT_NVTX_NFIELDS);
         if (it % 64 == 63)
             ct_recorder_flush(30000);
+        T += end + o->gap * US;
     }
     return ct_recorder_stop(30000) ? 1 : 0;
 }
@@ -151,31 +313,91 @@ int main(int argc, char **argv)
                                          {"iterations", required_argument, NULL, 'i'},
                                          {"slow-rank", required_argument, NULL, 's'},
                                          {"skew-us", required_argument, NULL, 'k'},
+                                         {"read-us", required_argument, NULL, 'R'},
+                                         {"gap-us", required_argument, NULL, 'G'},
+                                         {"ar-us", required_argument, NULL, 'A'},
+                                         {"ar2-bytes", required_argument, NULL, 'b'},
+                                         {"ar2-us", required_argument, NULL, 'B'},
+                                         {"kernels", required_argument, NULL, 'N'},
+                                         {"kernel-us", required_argument, NULL, 'D'},
+                                         {"launch-gap-us", required_argument, NULL, 'L'},
+                                         {"late-rank", required_argument, NULL, 'l'},
+                                         {"late-us", required_argument, NULL, 'x'},
+                                         {"ckpt-every", required_argument, NULL, 'c'},
+                                         {"ckpt-us", required_argument, NULL, 'C'},
+                                         {"pageable-copy-us", required_argument, NULL, 'P'},
+                                         {"pinned-copy-us", required_argument, NULL, 'p'},
+                                         {"kernel-scale", required_argument, NULL, 'S'},
+                                         {"jitter-pct", required_argument, NULL, 'j'},
+                                         {"run-jitter-pct", required_argument, NULL, 'J'},
+                                         {"seed", required_argument, NULL, 'e'},
+                                         {"host", required_argument, NULL, 'H'},
+                                         {"gpu", required_argument, NULL, 'g'},
+                                         {"tag", required_argument, NULL, 't'},
                                          {NULL, 0, NULL, 0}};
     const char *dir = NULL;
-    int nranks = 4, iters = 20, slow = -1, c;
+    struct opts o = {.nranks = 4,
+                     .iters = 20,
+                     .slow = -1,
+                     .late = -1,
+                     .kernels = 10,
+                     .read = 200,
+                     .gap = 50,
+                     .ar = 300,
+                     .kernel = 100,
+                     .launch_gap = 5,
+                     .scale = 1.0};
+    int c, bad = 0;
     long skew = 0;
     while ((c = getopt_long(argc, argv, "d:", opts, NULL)) != -1) {
         switch (c) {
         case 'd': dir = optarg; break;
-        case 'n': nranks = atoi(optarg); break;
-        case 'i': iters = atoi(optarg); break;
-        case 's': slow = atoi(optarg); break;
+        case 'n': o.nranks = atoi(optarg); break;
+        case 'i': o.iters = atoi(optarg); break;
+        case 's': o.slow = atoi(optarg); break;
         case 'k': skew = atol(optarg); break;
+        case 'R': o.read = strtoull(optarg, NULL, 10); break;
+        case 'G': o.gap = strtoull(optarg, NULL, 10); break;
+        case 'A': o.ar = strtoull(optarg, NULL, 10); break;
+        case 'b': o.ar2_bytes = strtoull(optarg, NULL, 10); break;
+        case 'B': o.ar2 = strtoull(optarg, NULL, 10); break;
+        case 'N': o.kernels = atoi(optarg); break;
+        case 'D': o.kernel = strtoull(optarg, NULL, 10); break;
+        case 'L': o.launch_gap = strtoull(optarg, NULL, 10); break;
+        case 'l': o.late = atoi(optarg); break;
+        case 'x': o.late_us = strtoull(optarg, NULL, 10); break;
+        case 'c': o.ckpt_every = atoi(optarg); break;
+        case 'C': o.ckpt = strtoull(optarg, NULL, 10); break;
+        case 'P': o.pageable = strtoull(optarg, NULL, 10); break;
+        case 'p': o.pinned = strtoull(optarg, NULL, 10); break;
+        case 'S': o.scale = atof(optarg); break;
+        case 'j': o.jitter = atof(optarg); break;
+        case 'J': o.run_jitter = atof(optarg); break;
+        case 'e': o.seed = strtoull(optarg, NULL, 10); break;
+        case 'H': o.host = optarg; break;
+        case 'g': o.gpu = optarg; break;
+        case 't':
+            if (o.ntags < 16 && strchr(optarg, '='))
+                o.tags[o.ntags++] = optarg;
+            else
+                bad = 1;
+            break;
         default: return 2;
         }
     }
-    if (!dir || nranks < 1 || iters < 1 || skew < 0) {
+    if (!dir || bad || o.nranks < 1 || o.nranks > 64 || o.iters < 1 || skew < 0 || o.kernels < 2 ||
+        o.kernels > 512 || o.scale <= 0) {
         fprintf(stderr, "usage: ct_synth_job -d DIR [--ranks N] [--iterations K] "
-                        "[--slow-rank R] [--skew-us S]\n");
+                        "[--slow-rank R] [--skew-us S] [options: see the file's header]\n");
         return 2;
     }
-    for (int r = 0; r < nranks; r++) {
+    o.skew = (uint64_t)skew * US;
+    for (int r = 0; r < o.nranks; r++) {
         pid_t pid = fork();
         if (pid < 0)
             return 1;
         if (pid == 0)
-            _exit(run_rank(dir, r, nranks, iters, slow, (uint64_t)skew * US));
+            _exit(run_rank(dir, r, &o));
         int st;
         if (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
             fprintf(stderr, "ct_synth_job: rank %d failed\n", r);
