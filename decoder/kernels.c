@@ -129,12 +129,12 @@ int ct_kernels_table(struct ct_report *rep)
         e[i].name = NULL;
         row->count = total_n;
         row->total = total;
-        row->p50 = ct_median(all, total_n);
+        row->p50 = ct_median_select(all, total_n);
         free(all);
         /* slowness: per-rank medians against their median */
         size_t nr = 0;
         for (size_t x = i; x < j; x++)
-            meds[nr++] = ct_median(e[x].dur, e[x].n);
+            meds[nr++] = ct_median_select(e[x].dur, e[x].n);
         if (nr >= 2) {
             double *tmp = malloc(nr * sizeof(double));
             if (!tmp) {
@@ -142,7 +142,7 @@ int ct_kernels_table(struct ct_report *rep)
                 break;
             }
             memcpy(tmp, meds, nr * sizeof(double));
-            double m = ct_median(tmp, nr);
+            double m = ct_median_select(tmp, nr);
             free(tmp);
             for (size_t x = i; x < j && m > 0; x++)
                 ratio[e[x].rank][nratio[e[x].rank]++] = meds[x - i] / m;
@@ -150,7 +150,7 @@ int ct_kernels_table(struct ct_report *rep)
         i = j;
     }
     for (size_t r = 0; r < rep->nr && !rc; r++)
-        rep->rr[r].slowness = nratio[r] ? ct_median(ratio[r], nratio[r]) : 1.0;
+        rep->rr[r].slowness = nratio[r] ? ct_median_select(ratio[r], nratio[r]) : 1.0;
     for (size_t r = 0; r < job->nranks; r++)
         free(ratio[r]);
     free(ratio);

@@ -64,30 +64,90 @@ static int cmp_stream(const void *a, const void *b, void *ctx)
     return (*(const size_t *)a > *(const size_t *)b) - (*(const size_t *)a < *(const size_t *)b);
 }
 
+/* One gap of an op after the previous op on its stream. */
+static void add_gap(struct ct_rank_result *res, const struct ct_gop *prev, const struct ct_gop *op)
+{
+    int64_t gap = op->s - prev->e;
+    if (gap <= 0)
+        return;
+    if (op->launch != INT64_MIN && op->launch > prev->e)
+        res->host_wait += gap;
+    else if (gap < CT_KERNEL_WAIT_NS)
+        res->kernel_wait += gap;
+    else
+        res->other_wait += gap;
+}
+
+/* Ops sorted by start (what ct_job_build leaves): walking them in index order
+ * visits each stream's ops in (start, index) order, the order of the sort
+ * below, so each op's predecessor is the last op seen on its stream: an
+ * open-addressing map stream -> last op index replaces the sort. */
+static int idle_sorted(struct ct_rank_result *res)
+{
+    struct ct_rank *r = res->rank;
+    size_t cap = 64, used = 0;
+    struct slot {
+        uint32_t stream;
+        uint32_t full;
+        size_t last;
+    } *t = calloc(cap, sizeof(*t));
+    if (!t)
+        return -ENOMEM;
+    for (size_t i = 0; i < r->nops; i++) {
+        uint32_t st = r->ops[i].stream;
+        size_t h = (st * 0x9E3779B1u) & (cap - 1);
+        while (t[h].full && t[h].stream != st)
+            h = (h + 1) & (cap - 1);
+        if (t[h].full) {
+            add_gap(res, &r->ops[t[h].last], &r->ops[i]);
+            t[h].last = i;
+            continue;
+        }
+        t[h] = (struct slot){st, 1, i};
+        if (++used * 2 > cap) {
+            size_t ncap = cap * 2;
+            struct slot *n = calloc(ncap, sizeof(*n));
+            if (!n) {
+                free(t);
+                return -ENOMEM;
+            }
+            for (size_t k = 0; k < cap; k++) {
+                if (!t[k].full)
+                    continue;
+                size_t g = (t[k].stream * 0x9E3779B1u) & (ncap - 1);
+                while (n[g].full)
+                    g = (g + 1) & (ncap - 1);
+                n[g] = t[k];
+            }
+            free(t);
+            t = n;
+            cap = ncap;
+        }
+    }
+    free(t);
+    return 0;
+}
+
 static int idle_breakdown(struct ct_rank_result *res)
 {
     struct ct_rank *r = res->rank;
     if (r->nops < 2)
         return 0;
+    size_t k = 1;
+    while (k < r->nops && r->ops[k - 1].s <= r->ops[k].s)
+        k++;
+    if (k == r->nops)
+        return idle_sorted(res);
     size_t *ix = malloc(r->nops * sizeof(*ix));
     if (!ix)
         return -ENOMEM;
     for (size_t i = 0; i < r->nops; i++)
         ix[i] = i;
     qsort_r(ix, r->nops, sizeof(*ix), cmp_stream, r->ops);
-    for (size_t k = 1; k < r->nops; k++) {
+    for (k = 1; k < r->nops; k++) {
         const struct ct_gop *prev = &r->ops[ix[k - 1]], *op = &r->ops[ix[k]];
-        if (prev->stream != op->stream)
-            continue;
-        int64_t gap = op->s - prev->e;
-        if (gap <= 0)
-            continue;
-        if (op->launch != INT64_MIN && op->launch > prev->e)
-            res->host_wait += gap;
-        else if (gap < CT_KERNEL_WAIT_NS)
-            res->kernel_wait += gap;
-        else
-            res->other_wait += gap;
+        if (prev->stream == op->stream)
+            add_gap(res, prev, op);
     }
     free(ix);
     return 0;

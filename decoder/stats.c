@@ -1,4 +1,5 @@
-/* Medians and percentiles by sorting; inputs are small per call. */
+/* Medians and percentiles by sorting, or by selection where the order is not
+ * needed (per-kernel durations: up to millions of values). */
 #include "decoder/stats.h"
 
 #include <stdlib.h>
@@ -42,4 +43,67 @@ double ct_percentile(double *v, size_t n, double q)
 double ct_median(double *v, size_t n)
 {
     return ct_percentile(v, n, 50);
+}
+
+/* Moves the k-th smallest of v[0..n) to v[k], smaller-or-equal values before
+ * it and greater-or-equal after (Hoare partition around a median of three;
+ * runs of equal values split evenly, so they cost no more than distinct ones).
+ * Small ranges by insertion sort. */
+static void select_kth(double *v, size_t n, size_t k)
+{
+    size_t lo = 0, hi = n - 1;
+    while (hi - lo > 16) {
+        size_t mid = lo + (hi - lo) / 2;
+        double a = v[lo], b = v[mid], c = v[hi];
+        double piv = a < b ? (b < c ? b : (a < c ? c : a)) : (a < c ? a : (b < c ? c : b));
+        size_t i = lo, j = hi;
+        for (;;) {
+            while (v[i] < piv)
+                i++;
+            while (piv < v[j])
+                j--;
+            if (i >= j)
+                break;
+            double t = v[i];
+            v[i++] = v[j];
+            v[j--] = t;
+        }
+        /* v[lo..j] <= piv <= v[j+1..hi], both sides non-empty */
+        if (k <= j)
+            hi = j;
+        else
+            lo = j + 1;
+    }
+    for (size_t i = lo + 1; i <= hi; i++) {
+        double x = v[i];
+        size_t j = i;
+        while (j > lo && x < v[j - 1]) {
+            v[j] = v[j - 1];
+            j--;
+        }
+        v[j] = x;
+    }
+}
+
+double ct_percentile_select(double *v, size_t n, double q)
+{
+    if (!n)
+        return 0;
+    double pos = q / 100.0 * (double)(n - 1);
+    size_t i = (size_t)pos;
+    select_kth(v, n, i < n ? i : n - 1);
+    if (i + 1 >= n) {
+        /* the largest value: v[n-1] after select_kth(n-1) */
+        return v[n - 1];
+    }
+    double next = v[i + 1];
+    for (size_t j = i + 2; j < n; j++)
+        if (v[j] < next)
+            next = v[j];
+    return v[i] + (next - v[i]) * (pos - (double)i);
+}
+
+double ct_median_select(double *v, size_t n)
+{
+    return ct_percentile_select(v, n, 50);
 }

@@ -16,4 +16,10 @@ double ct_percentile(double *v, size_t n, double q);
 /* Median of doubles (sorts v); 0 for n == 0. */
 double ct_median(double *v, size_t n);
 
+/* The same value as ct_percentile / ct_median (bit for bit) by selection in
+ * O(n): reorders v without sorting it. For callers that do not use the order
+ * afterwards. v must hold no NaN. */
+double ct_percentile_select(double *v, size_t n, double q);
+double ct_median_select(double *v, size_t n);
+
 #endif
