@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decoder/hang.h"
 #include "decoder/analysis.h"
 #include "decoder/json.h"
 #include "decoder/kineto.h"
@@ -176,7 +177,9 @@ void ct_report_json(FILE *f, const struct ct_report *rep)
         first = 0;
     }
     free(done);
-    fprintf(f, "]}}\n");
+    fprintf(f, "]},");
+    ct_hang_json(f, rep); /* collectives in flight of a flight-recorder window */
+    fprintf(f, "}\n");
 }
 
 static double pct(int64_t part, int64_t whole)
@@ -212,6 +215,7 @@ void ct_report_text(FILE *f, const struct ct_report *rep)
                     rep->rr[r].rank->rank, rep->rr[r].score, us((double)rep->rr[r].lateness),
                     rep->rr[r].slowness);
         }
+    ct_hang_text(f, rep); /* collectives in flight of a flight-recorder window */
     fprintf(f, "\nPer rank (ms; %% of window):\n");
     fprintf(f, "  %-5s %-12s %9s %7s %7s %7s %7s %8s %7s\n", "rank", "host", "window", "comp%",
             "comm%", "mem%", "idle%", "overlap", "bubble");

@@ -221,10 +221,11 @@ START_TEST(eight_ranks_plugin_v3)
     struct job j;
     run_job(&j, w_nccl(), 8, "mix", env);
     /* v3 has no GPU timer: a kernel channel's start and stop are the host
-     * times at which NCCL's proxy thread saw them, and with 8 rank
-     * processes on a 2-CPU machine a proxy thread wakes up to a few ms
-     * late */
-    check_mix_tol(&j, CT_SRC_NCCL_PLUGIN, 20000000);
+     * times at which NCCL's proxy thread saw them. With 8 rank processes
+     * (and their proxy and writer threads) on a 2-CPU machine a proxy
+     * thread can wake up tens of ms late, more when the machine is busy;
+     * the exact timing checks are those of v4 and v5 */
+    check_mix_tol(&j, CT_SRC_NCCL_PLUGIN, 250000000);
     free_job(&j);
 }
 END_TEST
@@ -332,6 +333,42 @@ START_TEST(split_communicators_hash_alike_per_color)
 }
 END_TEST
 
+START_TEST(hang_is_detected_and_the_report_names_the_missing_rank)
+{
+    char p[700];
+    const char *env[] = {plugin_env(p, sizeof(p)), "CUTRACE_FLIGHT=10", "CUTRACE_HANG_S=1", NULL};
+    static char libpath[600], cupti[600];
+    snprintf(libpath, sizeof(libpath), "LD_LIBRARY_PATH=%s", th_env("CT_FAKEGPU_DIR"));
+    snprintf(cupti, sizeof(cupti), "CUTRACE_CUPTI_LIB=%s", th_env("CT_FAKE_CUPTI"));
+    const char *all[] = {libpath, cupti, env[0], env[1], env[2], NULL};
+    const char *argv[] = {w_nccl(), "launch", "2", "hang", NULL};
+    struct th_run_opts o = {.preload = th_env("CT_SHIM"), .env = all};
+    struct th_run r;
+    th_run(&r, &o, argv);
+    ck_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
+    /* rank 0 says it once; the flight recorder wrote its window */
+    char *err = th_slurp(r.err);
+    ck_assert_msg(strstr(err, "cutrace: hang: no NCCL op completed for") == err &&
+                      strstr(err, "the flight recorder wrote its window") &&
+                      strchr(err, '\n') == err + strlen(err) - 1,
+                  "stderr: %s", err);
+    free(err);
+    char paths[4][TH_RUN_PATH];
+    ck_assert_int_eq(th_run_traces(&r, 0, paths, 4), 2); /* rank 0's hang, rank 1's SIGUSR2 */
+    char cmd[1200];
+    snprintf(cmd, sizeof(cmd), "%s report --json %s", th_env("CT_CUTRACE"), r.traces);
+    FILE *f = popen(cmd, "r");
+    ck_assert_ptr_nonnull(f);
+    static char out[1 << 16];
+    size_t n = fread(out, 1, sizeof(out) - 1, f);
+    out[n] = 0;
+    ck_assert_int_eq(pclose(f), 0);
+    /* rank 0 waits in the second all-reduce, which rank 1 has not issued */
+    ck_assert_msg(strstr(out, "\"pending\":[{\"op\":\"AllReduce\""), "%s", out);
+    ck_assert_msg(strstr(out, "\"seq\":1,\"missing_ranks\":[1]}"), "%s", out);
+}
+END_TEST
+
 START_TEST(job_without_nccl_is_untouched)
 {
     const char *argv[] = {th_env("CT_W_NONCCL"), NULL};
@@ -360,6 +397,7 @@ Suite *nccl_suite(void)
     tcase_add_test(tc, late_rank_makes_peers_kernels_long_cupti);
     tcase_add_test(tc, split_communicators_hash_alike_per_color);
     tcase_add_test(tc, job_without_nccl_is_untouched);
+    tcase_add_test(tc, hang_is_detected_and_the_report_names_the_missing_rank);
     suite_add_tcase(s, tc);
     return s;
 }

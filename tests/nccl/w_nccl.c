@@ -24,12 +24,17 @@
  *          65536 x float32; the other ranks' kernels wait for rank 1
  *   split  ncclCommSplit(color = rank % 2), one AllReduce of 1024 x float32
  *          on the new communicator
+ *   hang   an AllReduce of 1024 x float32 on every rank, then rank 1 sleeps
+ *          3 s before the second one, which the others wait in (a hang, for
+ *          the flight recorder and CUTRACE_HANG_S); 2 s in, the launcher
+ *          sends rank 1 SIGUSR2, as an operator dumping every rank would
  */
 #include <cuda.h>
 #include <nccl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -122,6 +127,11 @@ static int launch(const char *self, int n, const char *mode)
             _exit(127);
         }
     }
+    if (!strcmp(mode, "hang") && n > 1) {
+        struct timespec t = {2, 0};
+        nanosleep(&t, NULL);
+        kill(pids[1], SIGUSR2);
+    }
     int bad = 0;
     for (int r = 0; r < n && r < 64; r++) {
         int st;
@@ -180,6 +190,15 @@ static int rank_main(int r, int n, const char *idhex, const char *mode)
             nanosleep(&t, NULL);
         }
         CHECK(NCCL(ncclAllReduce, coll_fn)(pa, pb, 65536, ncclFloat32, ncclSum, comm, cs));
+    } else if (!strcmp(mode, "hang")) {
+        CHECK(NCCL(ncclAllReduce, coll_fn)(pa, pb, 1024, ncclFloat32, ncclSum, comm, cs));
+        CHECK(cuStreamSynchronize(s));
+        if (r == 1) { /* all of it: SIGUSR2 interrupts a sleep */
+            struct timespec t = {3, 0};
+            while (nanosleep(&t, &t) != 0)
+                ;
+        }
+        CHECK(NCCL(ncclAllReduce, coll_fn)(pa, pb, 1024, ncclFloat32, ncclSum, comm, cs));
     } else if (!strcmp(mode, "split")) {
         ncclComm_t sub;
         CHECK(NCCL(ncclCommSplit, split_fn)(comm, r % 2, r, &sub, NULL));
