@@ -593,7 +593,8 @@ static void instant(struct cw *w, const struct ct_record *r)
 
 static void counters(struct cw *w)
 {
-    qsort(w->cd, w->ncd, sizeof(*w->cd), cmp_delta);
+    if (w->ncd)
+        qsort(w->cd, w->ncd, sizeof(*w->cd), cmp_delta);
     char name[96];
     for (size_t i = 0; i < w->ncd;) {
         uint32_t s = w->cd[i].series;
@@ -650,7 +651,8 @@ static int write_trace(struct cw *w, struct ct_progress *pr, size_t idx, size_t 
         sy[nsy++] =
             (struct synth){(int64_t)r->f[CT_NCCL_GPU_START], (int64_t)r->f[CT_NCCL_GPU_END], i};
     }
-    qsort(sy, nsy, sizeof(*sy), cmp_synth);
+    if (nsy)
+        qsort(sy, nsy, sizeof(*sy), cmp_synth);
     for (size_t i = 0; i < t->n && !rc; i++) {
         const struct ct_record *r = &t->recs[i];
         if ((i & 0xffff) == 0)
