@@ -262,7 +262,8 @@ static int cmp_copy(const void *a, const void *b)
 /* Keeps the calls with a GPU transfer (joined by correlation id). */
 static int join_copies(struct scan *s)
 {
-    qsort(s->gpu, s->ngpu, sizeof(*s->gpu), cmp_gpu);
+    if (s->ngpu > 1)
+        qsort(s->gpu, s->ngpu, sizeof(*s->gpu), cmp_gpu);
     size_t k = 0;
     for (size_t i = 0; i < s->ncalls; i++) {
         size_t lo = 0, hi = s->ngpu;
@@ -280,7 +281,8 @@ static int join_copies(struct scan *s)
             s->calls[k++] = c;
         }
     }
-    qsort(s->calls, k, sizeof(*s->calls), cmp_copy);
+    if (k > 1)
+        qsort(s->calls, k, sizeof(*s->calls), cmp_copy);
     s->f->copies = s->calls;
     s->f->ncopies = k;
     s->calls = NULL;
