@@ -193,6 +193,166 @@ void ct_chunk_enc_free(struct ct_chunk_enc *e)
     }
 }
 
+static int all_zero(const uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i])
+            return 0;
+    return 1;
+}
+
+/* Records are decoded a block at a time, column by column: each field's
+ * byte planes are gathered and its codec applied in one tight loop over the
+ * block's rows of that kind, then the block's records are handed out in file
+ * order. The block bounds the scratch memory whatever the record count. */
+enum { BLOCK = 256 };
+
+struct col_state {
+    const uint64_t *count;
+    const uint8_t *(*col)[CT_MAX_FIELDS];
+    uint8_t (*width)[CT_MAX_FIELDS];
+    uint64_t index[CT_REC_KIND_COUNT]; /* next row of each kind */
+    uint64_t prev[CT_REC_KIND_COUNT];  /* the time chain of each kind */
+    uint64_t seq_prev[CT_REC_KIND_COUNT][CT_MAX_FIELDS];
+    uint64_t bad[CT_REC_KIND_COUNT]; /* first row with a string id >= 2^32 */
+};
+
+/* Values of rows [j0, j0 + m) of one column: its byte planes or-ed together. */
+static void gather(uint64_t *dst, const uint8_t *col, unsigned w, uint64_t stride, uint64_t j0,
+                   size_t m)
+{
+    if (w == 0) {
+        memset(dst, 0, m * sizeof(*dst));
+        return;
+    }
+    const uint8_t *b = col + j0;
+    for (size_t t = 0; t < m; t++)
+        dst[t] = b[t];
+    for (unsigned plane = 1; plane < w; plane++) {
+        b = col + plane * stride + j0;
+        for (size_t t = 0; t < m; t++)
+            dst[t] |= (uint64_t)b[t] << (8 * plane);
+    }
+}
+
+/* Decodes rows [j0, j0 + m) of kind k into v (field i at v[i * m + t]). */
+static void decode_kind(struct col_state *st, unsigned k, uint64_t *v, size_t m)
+{
+    const struct ct_kind_desc *d = &ct_kind_table[k];
+    uint64_t j0 = st->index[k];
+    unsigned times[CT_MAX_FIELDS], nt = 0;
+    for (unsigned i = 0; i < d->nfields; i++) {
+        uint64_t *c = v + (size_t)i * m;
+        gather(c, st->col[k][i], st->width[k][i], st->count[k], j0, m);
+        switch (d->codec[i]) {
+        case CT_CODEC_TIME:
+        case CT_CODEC_OTIME:
+        case CT_CODEC_END:
+        case CT_CODEC_OEND: times[nt++] = i; break;
+        case CT_CODEC_SEQ: {
+            uint64_t acc = st->seq_prev[k][i];
+            for (size_t t = 0; t < m; t++)
+                c[t] = acc += (uint64_t)ct_unzigzag(c[t]);
+            st->seq_prev[k][i] = acc;
+            break;
+        }
+        case CT_CODEC_I:
+            for (size_t t = 0; t < m; t++)
+                c[t] = (uint64_t)ct_unzigzag(c[t]);
+            break;
+        case CT_CODEC_STR:
+            for (size_t t = 0; t < m; t++)
+                if (c[t] > UINT32_MAX) {
+                    if (j0 + t < st->bad[k])
+                        st->bad[k] = j0 + t;
+                    break;
+                }
+            break;
+        default: break;
+        }
+    }
+    /* The time chain runs across the fields of a row and on to the next row:
+     * one pass over the rows, the common TIME, END pair unrolled. */
+    uint64_t prev = st->prev[k];
+    if (nt == 2 && d->codec[times[0]] == CT_CODEC_TIME && d->codec[times[1]] == CT_CODEC_END) {
+        uint64_t *a = v + (size_t)times[0] * m, *b = v + (size_t)times[1] * m;
+        for (size_t t = 0; t < m; t++) {
+            a[t] = prev + (uint64_t)ct_unzigzag(a[t]);
+            b[t] = prev = a[t] + (uint64_t)ct_unzigzag(b[t]);
+        }
+    } else if (nt) {
+        for (size_t t = 0; t < m; t++) {
+            uint64_t last_time = prev;
+            for (unsigned x = 0; x < nt; x++) {
+                uint64_t *c = v + (size_t)times[x] * m + t, e = *c;
+                switch (d->codec[times[x]]) {
+                case CT_CODEC_TIME: *c = prev = last_time = prev + (uint64_t)ct_unzigzag(e); break;
+                case CT_CODEC_OTIME:
+                    if (e)
+                        *c = prev = last_time = prev + (uint64_t)ct_unzigzag(e - 1);
+                    break;
+                case CT_CODEC_END: *c = prev = last_time + (uint64_t)ct_unzigzag(e); break;
+                default: /* OEND */
+                    if (e)
+                        *c = prev = last_time + (uint64_t)ct_unzigzag(e - 1);
+                    break;
+                }
+            }
+        }
+    }
+    st->prev[k] = prev;
+}
+
+/* Hands out nrec records in file order: 0, a sink's code, or -EBADMSG at the
+ * first record holding a string id >= 2^32 (the records before it are
+ * delivered, as a record-at-a-time decoder would). */
+static int decode_rows(struct col_state *st, const uint8_t *kinds, uint64_t nrec, uint32_t tid,
+                       const struct ct_chunk_sink *sink)
+{
+    uint64_t *v = malloc((size_t)BLOCK * CT_MAX_FIELDS * sizeof(*v));
+    if (!v)
+        return -ENOMEM;
+    int rc = 0;
+    struct ct_record r;
+    r.tid = tid;
+    for (uint64_t n0 = 0; n0 < nrec && !rc; n0 += BLOCK) {
+        size_t m = nrec - n0 < BLOCK ? (size_t)(nrec - n0) : BLOCK;
+        const uint8_t *kb = kinds + n0;
+        size_t cnt[CT_REC_KIND_COUNT] = {0}, off[CT_REC_KIND_COUNT], pos[CT_REC_KIND_COUNT];
+        for (size_t t = 0; t < m; t++)
+            cnt[kb[t]]++;
+        size_t o = 0;
+        for (unsigned k = 1; k < CT_REC_KIND_COUNT; k++) {
+            off[k] = o;
+            pos[k] = 0;
+            if (!cnt[k])
+                continue;
+            decode_kind(st, k, v + o, cnt[k]);
+            o += cnt[k] * ct_kind_table[k].nfields;
+        }
+        for (size_t t = 0; t < m; t++) {
+            unsigned k = kb[t];
+            const struct ct_kind_desc *d = &ct_kind_table[k];
+            size_t x = pos[k]++, c = cnt[k];
+            if (st->index[k] + x == st->bad[k]) {
+                rc = -EBADMSG;
+                break;
+            }
+            const uint64_t *src = v + off[k] + x;
+            r.kind = (uint16_t)k;
+            r.nfields = d->nfields;
+            for (unsigned i = 0; i < d->nfields; i++)
+                r.f[i] = src[i * c];
+            if ((rc = sink->on_record(sink->ctx, &r)))
+                break;
+        }
+        for (unsigned k = 1; k < CT_REC_KIND_COUNT; k++)
+            st->index[k] += cnt[k];
+    }
+    free(v);
+    return rc;
+}
+
 #define FAIL(what)                                                                                 \
     do {                                                                                           \
         *err_pos = (size_t)(q - p);                                                                \
@@ -210,7 +370,7 @@ int ct_chunk_decode(const uint8_t *p, size_t n, const struct ct_chunk_sink *sink
                     struct ct_chunk_info *info, size_t *err_pos, const char **err_what)
 {
     const uint8_t *q = p, *end = p + n;
-    uint64_t magic, v;
+    uint64_t magic;
     struct ct_chunk_info ci;
     GET(magic, "chunk magic");
     if (magic != CT_CHUNK_MAGIC)
@@ -266,63 +426,25 @@ int ct_chunk_decode(const uint8_t *p, size_t n, const struct ct_chunk_sink *sink
     }
     if (q != end)
         FAIL("end of chunk after the last column");
-    struct ct_record r;
-    uint64_t prev_times[CT_REC_KIND_COUNT];
-    for (unsigned k = 0; k < CT_REC_KIND_COUNT; k++)
-        prev_times[k] = ci.base_time;
-    uint64_t seq_prev[CT_REC_KIND_COUNT][CT_MAX_FIELDS];
-    memset(seq_prev, 0, sizeof(seq_prev));
-    uint64_t index[CT_REC_KIND_COUNT] = {0}; /* position within the kind's columns */
-    for (uint64_t n = 0; n < ci.nrecords; n++) {
-        unsigned kind = kinds[n];
-        const struct ct_kind_desc *d = &ct_kind_table[kind];
-        r.kind = (uint16_t)kind;
-        r.nfields = d->nfields;
-        r.tid = (uint32_t)ci.tid;
-        uint64_t *prev = &prev_times[kind];
-        uint64_t last_time = *prev;
-        uint64_t j = index[kind]++;
-        for (unsigned i = 0; i < d->nfields; i++) {
-            v = 0;
-            for (unsigned plane = 0; plane < width[kind][i]; plane++)
-                v |= (uint64_t)col[kind][i][plane * count[kind] + j] << (8 * plane);
-            switch (d->codec[i]) {
-            case CT_CODEC_TIME:
-                *prev = last_time = *prev + (uint64_t)ct_unzigzag(v);
-                r.f[i] = *prev;
-                break;
-            case CT_CODEC_OTIME:
-                if (v == 0) {
-                    r.f[i] = 0;
-                } else {
-                    *prev = last_time = *prev + (uint64_t)ct_unzigzag(v - 1);
-                    r.f[i] = *prev;
-                }
-                break;
-            case CT_CODEC_END: r.f[i] = *prev = last_time + (uint64_t)ct_unzigzag(v); break;
-            case CT_CODEC_OEND:
-                r.f[i] = v == 0 ? 0 : last_time + (uint64_t)ct_unzigzag(v - 1);
-                if (v)
-                    *prev = r.f[i];
-                break;
-            case CT_CODEC_SEQ:
-                seq_prev[kind][i] += (uint64_t)ct_unzigzag(v);
-                r.f[i] = seq_prev[kind][i];
-                break;
-            case CT_CODEC_I: r.f[i] = (uint64_t)ct_unzigzag(v); break;
-            case CT_CODEC_STR:
-                if (v > UINT32_MAX)
+    if (!sink || !sink->on_record) {
+        /* Validation only: the one value check left is string ids below
+         * 2^32, i.e. no set byte in planes 4 and up of a string column. */
+        for (unsigned k = 1; k < CT_REC_KIND_COUNT; k++)
+            for (unsigned i = 0; count[k] && i < ct_kind_table[k].nfields; i++)
+                if (ct_kind_table[k].codec[i] == CT_CODEC_STR && width[k][i] > 4 &&
+                    !all_zero(col[k][i] + 4 * count[k], (width[k][i] - 4) * count[k]))
                     FAIL("string id below 2^32");
-                r.f[i] = v;
-                break;
-            default: r.f[i] = v; break;
-            }
+    } else {
+        struct col_state st = {.count = count, .col = col, .width = width};
+        for (unsigned k = 0; k < CT_REC_KIND_COUNT; k++) {
+            st.prev[k] = ci.base_time;
+            st.bad[k] = UINT64_MAX;
         }
-        if (sink && sink->on_record) {
-            int rc = sink->on_record(sink->ctx, &r);
-            if (rc)
-                return rc;
-        }
+        int rc = decode_rows(&st, kinds, ci.nrecords, (uint32_t)ci.tid, sink);
+        if (rc == -EBADMSG)
+            FAIL("string id below 2^32");
+        if (rc)
+            return rc;
     }
     if (info)
         *info = ci;
