@@ -32,6 +32,46 @@
  * are unexplained host stalls. */
 #define CT_LAUNCH_BURST_NS 1000000
 
+/* ct_ivset_normalize, with unsorted input first put in start order by an LSD
+ * radix sort (the merged set does not depend on the order of equal starts,
+ * and the launch intervals come in GPU order, far from host order). */
+static void normalize(struct ct_ivset *a)
+{
+    size_t n = a->n, i = 1;
+    while (i < n && a->v[i - 1].s <= a->v[i].s)
+        i++;
+    struct ct_iv *tmp = i < n ? malloc(n * sizeof(*tmp)) : NULL;
+    if (tmp) {
+        uint64_t lo = UINT64_MAX, hi = 0;
+        for (i = 0; i < n; i++) {
+            uint64_t k = (uint64_t)a->v[i].s ^ (UINT64_C(1) << 63);
+            lo = k < lo ? k : lo;
+            hi = k > hi ? k : hi;
+        }
+        struct ct_iv *src = a->v, *dst = tmp;
+        for (unsigned sh = 0; sh < 64 && ((hi - lo) >> sh); sh += 8) {
+            size_t pos[256] = {0};
+            for (i = 0; i < n; i++)
+                pos[((((uint64_t)src[i].s ^ (UINT64_C(1) << 63)) - lo) >> sh) & 255]++;
+            for (size_t b = 0, sum = 0; b < 256; b++) {
+                size_t c = pos[b];
+                pos[b] = sum;
+                sum += c;
+            }
+            for (i = 0; i < n; i++)
+                dst[pos[((((uint64_t)src[i].s ^ (UINT64_C(1) << 63)) - lo) >> sh) & 255]++] =
+                    src[i];
+            struct ct_iv *t = src;
+            src = dst;
+            dst = t;
+        }
+        if (src != a->v)
+            memcpy(a->v, src, n * sizeof(*src));
+        free(tmp);
+    }
+    ct_ivset_normalize(a); /* sorted now (or by its qsort when out of memory) */
+}
+
 static int add_set(struct ct_ivset *dst, const struct ct_ivset *src)
 {
     for (size_t i = 0; i < src->n; i++)
@@ -87,8 +127,8 @@ static int bubble_set(struct ct_rank_result *res, const struct ct_ivset *idle, s
     free(pp);
     if (rc)
         goto out;
-    ct_ivset_normalize(&wait);
-    ct_ivset_normalize(&edge);
+    normalize(&wait);
+    normalize(&edge);
     if ((rc = ct_ivset_subtract(&r->gpu, &r->cls[CT_CL_COMPUTE], &noncomp)) ||
         (rc = ct_ivset_union(&noncomp, idle, &t2)) || (rc = ct_ivset_intersect(&t2, &wait, &t1)) ||
         (rc = ct_ivset_intersect(&edge, idle, &t2)) || (rc = ct_ivset_union(&t1, &t2, out)))
@@ -121,7 +161,7 @@ static int drain_set(const struct ct_proc *p, struct ct_ivset *out)
         if (next != INT64_MAX && ct_ivset_add(out, e, next))
             return -ENOMEM;
     }
-    ct_ivset_normalize(out);
+    normalize(out);
     return 0;
 }
 
@@ -197,7 +237,7 @@ int ct_attribution_rank(struct ct_job *job, struct ct_rank_result *res)
         goto out;
     for (size_t k = 0; k < r->nprocs && !rc; k++)
         rc = add_set(&ckpt, &r->procs[k]->ckpt);
-    ct_ivset_normalize(&ckpt);
+    normalize(&ckpt);
     if (!rc)
         rc = drain_set(main, &drain);
     for (size_t i = 0; i < r->nops && !rc; i++) {
@@ -216,7 +256,7 @@ int ct_attribution_rank(struct ct_job *job, struct ct_rank_result *res)
             h = main->launches[lo - 1];
         rc = ct_ivset_add(&launch, h, r->ops[i].s);
     }
-    ct_ivset_normalize(&launch);
+    normalize(&launch);
     res->at.bubble_idle = take(&rest, &bub, &tmp, &rc);
     res->at.data_stall = take(&rest, &data, &tmp, &rc);
     res->at.ckpt_idle = take(&rest, &ckpt, &tmp, &rc);

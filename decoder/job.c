@@ -101,10 +101,32 @@ static int merge_rank(struct ct_rank *r)
     /* one process's ops arrive sorted by start (ct_proc_extract*): then
      * skip the sort, which costs as much as all the extraction */
     size_t run = 1;
-    while (run < r->nops && cmp_gop(&r->ops[run - 1], &r->ops[run]) <= 0)
+    while (run < r->nops && r->ops[run - 1].s <= r->ops[run].s)
         run++;
-    if (run < r->nops)
+    if (run < r->nops) {
         qsort(r->ops, r->nops, sizeof(*r->ops), cmp_gop);
+    } else {
+        /* sorted by start: order each run of equal starts by end, stably
+         * as glibc's merge sort would (insertion sort: such runs are short;
+         * a long one, from odd input, goes to qsort as before) */
+        for (size_t i = 0, j; i < r->nops; i = j) {
+            for (j = i + 1; j < r->nops && r->ops[j].s == r->ops[i].s;)
+                j++;
+            if (j - i > 64) {
+                qsort(r->ops + i, j - i, sizeof(*r->ops), cmp_gop);
+                continue;
+            }
+            for (size_t k = i + 1; k < j; k++) {
+                struct ct_gop x = r->ops[k];
+                size_t m = k;
+                while (m > i && r->ops[m - 1].e > x.e) {
+                    r->ops[m] = r->ops[m - 1];
+                    m--;
+                }
+                r->ops[m] = x;
+            }
+        }
+    }
     /* an NCCL op's GPU interval is that of its GPU record when it has one */
     for (size_t i = 0; i < r->nops; i++)
         if (r->ops[i].nccl >= 0) {
