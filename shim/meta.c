@@ -161,6 +161,15 @@ size_t ct_meta_process(struct ct_meta_kv *kv, size_t max, char *strbuf, size_t s
         add(&b, "exe", buf);
     }
     add(&b, "cutrace_version", "0.1.0");
+    const char *mode = getenv("CUTRACE_MODE");
+    if (mode && !strcmp(mode, "light")) {
+        /* reports say which figures rest on sampled kernels */
+        add(&b, "mode", "light");
+        const char *n = getenv("CUTRACE_SAMPLE");
+        add(&b, "kernel_sample", n && *n ? n : "100");
+    } else {
+        add(&b, "mode", "full");
+    }
     /* run tags (validated with the rest of the configuration) as tag.KEY */
     const char *tags = getenv("CUTRACE_TAGS");
     for (const char *p = tags; p && *p;) {

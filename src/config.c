@@ -18,6 +18,8 @@ void ct_config_defaults(struct ct_config *c)
     c->stacks = 1;
     c->io_stack_ns = 1000000;
     c->flight_mb = 256;
+    c->sample = 100;
+    c->light_copy_min = 1 << 20;
 }
 
 /* A word from a fixed list: index, or -EINVAL with the message written. */
@@ -199,6 +201,20 @@ int ct_config_from_env(struct ct_config *c, const char *(*getenv_fn)(const char 
         return rc;
     if (rc == 0)
         c->hang_s = (unsigned)v;
+    static const char *const modes[] = {"full", "light", NULL};
+    if ((rc = get_word(getenv_fn, "CUTRACE_MODE", modes, c->light, err, errlen)) < 0)
+        return rc;
+    c->light = rc;
+    static const struct int_var sample = {"CUTRACE_SAMPLE", 1, 1000000};
+    static const struct int_var copy_min = {"CUTRACE_LIGHT_COPY_MIN", 0, 1ll << 40};
+    if ((rc = get_int(getenv_fn, &sample, &v, err, errlen)) < 0)
+        return rc;
+    if (rc == 0)
+        c->sample = (unsigned)v;
+    if ((rc = get_int(getenv_fn, &copy_min, &v, err, errlen)) < 0)
+        return rc;
+    if (rc == 0)
+        c->light_copy_min = (uint64_t)v;
     static const char *const policy[] = {"oldest", "stop", NULL};
     if ((rc = get_word(getenv_fn, "CUTRACE_MAX_POLICY", policy, c->max_stop, err, errlen)) < 0)
         return rc;

@@ -9,9 +9,15 @@
  *   while nothing is measured: the figure is then the cost on the calling
  *   thread, as the core benchmark (a) measures it. Without, it is a tight
  *   loop in which the writer competes for the same (virtual) cores.
+ * usage: bench_launch calibrate        -> "work_k K": K units of host work
+ *                                         take about 9.5 us here
+ *        bench_launch job K N          -> "job_ns T": N iterations of K units
+ *   of host work and one launch: a launch-bound job at about 100k launches/s
+ *   (light-mode overhead, scripts/bench (j)).
  */
 #include <cuda.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +46,53 @@ static int sync_loop(long n)
     return 0;
 }
 
+/* Host work that costs the same with or without the shim: integer
+ * arithmetic the compiler cannot fold away. */
+static volatile uint64_t g_sink;
+static void work(long k)
+{
+    uint64_t x = g_sink | 1;
+    for (long i = 0; i < k; i++)
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+    g_sink = x;
+}
+
+static double now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+
+static int calibrate(void)
+{
+    long k = 1000;
+    for (int round = 0; round < 20; round++) {
+        double t0 = now_ns();
+        for (int i = 0; i < 100; i++)
+            work(k);
+        double per = (now_ns() - t0) / 100;
+        if (per > 9000 && per < 10000)
+            break;
+        k = (long)((double)k * 9500.0 / (per > 1 ? per : 1));
+    }
+    printf("work_k %ld\n", k);
+    return 0;
+}
+
+static int job(long k, long n, CUfunction f, CUstream s)
+{
+    double t0 = now_ns();
+    for (long i = 0; i < n; i++) {
+        work(k);
+        if (cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL) != CUDA_SUCCESS)
+            return 3;
+    }
+    cuStreamSynchronize(s);
+    printf("job_ns %.0f\n", now_ns() - t0);
+    return 0;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -64,6 +117,9 @@ int main(int argc, char **argv)
     pthread_create(&idle, NULL, idle_thread, NULL);
     if (argc > 1 && !strcmp(argv[1], "sync"))
         return sync_loop(argc > 2 ? atol(argv[2]) : 20000);
+    if (argc > 1 && !strcmp(argv[1], "calibrate"))
+        return calibrate();
+    int is_job = argc > 3 && !strcmp(argv[1], "job");
     long n = argc > 1 ? atol(argv[1]) : 200000;
     long batch = argc > 2 ? atol(argv[2]) : n;
     long pause_ms = argc > 3 ? atol(argv[3]) : 0;
@@ -82,6 +138,8 @@ int main(int argc, char **argv)
     for (int i = 0; i < 1000; i++)
         cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL);
     cuStreamSynchronize(s);
+    if (is_job)
+        return job(atol(argv[2]), atol(argv[3]), f, s);
     double ns = 0;
     double per[4096];
     int nb = 0;

@@ -481,6 +481,43 @@ START_TEST(flight_recorder_writes_its_window_on_a_fatal_signal)
 }
 END_TEST
 
+START_TEST(light_mode_records_one_kernel_in_n)
+{
+    struct th_run l;
+    const char *env[] = {"CUTRACE_MODE=light", "CUTRACE_SAMPLE=10", NULL};
+    /* "stack": 50 launches, then a stream synchronisation and pipe reads */
+    spawn_env(&l, "stack", "50", "20", -1, env);
+    th_run_wait(&l);
+    ck_assert(WIFEXITED(l.status) && WEXITSTATUS(l.status) == 0);
+    struct th_trace t;
+    one_trace(&l, &t);
+    /* launches 1, 11, 21, 31, 41 of each thread are recorded */
+    ck_assert_uint_eq(launches(&t), 5);
+    int syncs = 0;
+    const char *mode = NULL, *sample = NULL, *unsampled = NULL;
+    for (size_t i = 0; i < t.n; i++) {
+        const struct ct_record *r = &t.recs[i];
+        if (r->kind == CT_REC_API && r->f[CT_API_FAMILY] == CT_FAM_SYNC)
+            syncs++;
+        if (r->kind != CT_REC_META)
+            continue;
+        const char *k = ct_reader_string(&t.rd, r->f[CT_META_KEY]);
+        const char *v = ct_reader_string(&t.rd, r->f[CT_META_VALUE]);
+        if (!strcmp(k, "mode"))
+            mode = v;
+        else if (!strcmp(k, "kernel_sample"))
+            sample = v;
+        else if (!strcmp(k, "light_unsampled"))
+            unsampled = v;
+    }
+    ck_assert_int_eq(syncs, 1); /* synchronisations are always recorded */
+    ck_assert_str_eq(mode, "light");
+    ck_assert_str_eq(sample, "10");
+    ck_assert_str_eq(unsampled, "45");
+    th_trace_free(&t);
+}
+END_TEST
+
 /* Runs w_life loop under the shim with extra env (and an extra preload);
  * requires a clean exit with READY printed; returns its stderr. */
 static char *run_faulty(struct th_run *l, const char *const *env, const char *also_preload)
@@ -549,6 +586,7 @@ Suite *process_suite(void)
     tcase_add_test(tc, no_writer_thread_leaves_the_job_alone);
     tcase_add_test(tc, flight_recorder_writes_its_window_on_request);
     tcase_add_test(tc, flight_recorder_writes_its_window_on_a_fatal_signal);
+    tcase_add_test(tc, light_mode_records_one_kernel_in_n);
     suite_add_tcase(s, tc);
     return s;
 }
