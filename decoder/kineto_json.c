@@ -174,15 +174,59 @@ static int decode(struct ct_jlex *lx, const char *p, const char *q)
     return CT_JT_STR;
 }
 
+/* The first '"' or '\\' in [p, e) within 32 bytes of p: its address, or
+ * where the search stopped (e, or 32 bytes on) when there is none. */
+static const char *scan_short(const char *p, const char *e)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
+    const char *lim = e - p > 32 ? p + 32 : e;
+    while (lim - p >= 8) {
+        uint64_t x, q, b;
+        memcpy(&x, p, 8);
+        q = x ^ 0x2222222222222222ull; /* zero bytes where x has '"' */
+        b = x ^ 0x5c5c5c5c5c5c5c5cull; /* and where it has '\\' */
+        uint64_t m = (((q - ones) & ~q) | ((b - ones) & ~b)) & high;
+        if (m) /* the lowest flagged byte is exact (borrows only go up) */
+            return p + (__builtin_ctzll(m) >> 3);
+        p += 8;
+    }
+    for (; p < lim; p++)
+        if (*p == '"' || *p == '\\')
+            return p;
+    return p;
+#else
+    const char *lim = e - p > 32 ? p + 32 : e;
+    for (; p < lim; p++)
+        if (*p == '"' || *p == '\\')
+            return p;
+    return p;
+#endif
+}
+
 static int lex_string(struct ct_jlex *lx)
 {
     for (;;) {
         const char *b = lx->buf + lx->pos + 1, *e = lx->buf + lx->end, *p = b;
         int esc = 0;
         for (;;) {
-            /* memchr is vectorised: the quote, then a backslash before it.
+            /* Most strings are short member names and values: eight bytes
+             * at a time without a call first (scan_short), then memchr,
+             * which is vectorised: the quote, then a backslash before it.
              * Raw control bytes inside strings are accepted (as Python's
              * json with strict=False): checking them costs a byte loop. */
+            if (p < e) {
+                const char *x = scan_short(p, e);
+                if (x < e && (*x == '"' || *x == '\\')) {
+                    p = x;
+                    if (*p == '"')
+                        break;
+                    esc = 1;
+                    p += 2;
+                    continue;
+                }
+                p = x;
+            }
             const char *q = p < e ? memchr(p, '"', (size_t)(e - p)) : NULL;
             const char *stop = q ? q : e;
             const char *bs = p < stop ? memchr(p, '\\', (size_t)(stop - p)) : NULL;
@@ -283,9 +327,11 @@ int ct_jlex_next(struct ct_jlex *lx)
     if (lx->err[0])
         return CT_JT_ERR;
     for (;;) {
+        /* every byte above ' ' ends the white space: one test per byte for
+         * the common case (a token right after the last one, or one blank) */
         while (lx->pos < lx->end) {
-            char c = lx->buf[lx->pos];
-            if (c != ' ' && c != '\n' && c != '\r' && c != '\t')
+            unsigned char c = (unsigned char)lx->buf[lx->pos];
+            if (c > ' ' || (c != ' ' && c != '\n' && c != '\r' && c != '\t'))
                 break;
             lx->pos++;
         }

@@ -224,8 +224,18 @@ static int cmp_sidx(const void *a, const void *b)
     return (x->row > y->row) - (x->row < y->row);
 }
 
+/* ct_hta_kernel_type of name id `name`, computed once per name (kt[] starts
+ * at -1): its substring searches cost more than all the rest of a row. */
+static int kernel_type(const struct ct_kineto *k, signed char *kt, size_t name)
+{
+    if (kt[name] < 0)
+        kt[name] = (signed char)ct_hta_kernel_type(k->names[name]);
+    return kt[name];
+}
+
 static int hta_numbers(struct ct_kineto *k, const int64_t *ts, const int64_t *en,
-                       const unsigned char *inG, const struct corr_ix *cx, size_t ncx)
+                       const unsigned char *inG, const struct corr_ix *cx, size_t ncx,
+                       signed char *kt)
 {
     struct ct_hta *h = &k->hta;
     size_t n = k->nrows, ng = 0;
@@ -252,7 +262,7 @@ static int hta_numbers(struct ct_kineto *k, const int64_t *ts, const int64_t *en
         if (en[i] > hi)
             hi = en[i];
         all[na++] = (struct iv){ts[i], en[i]};
-        int t = ct_hta_kernel_type(k->names[k->rows[i].name]);
+        int t = kernel_type(k, kt, k->rows[i].name);
         if (t == CT_HTA_COMP)
             comp[nc++] = (struct iv){ts[i], en[i]};
         else if (t == CT_HTA_COMM)
@@ -270,7 +280,7 @@ static int hta_numbers(struct ct_kineto *k, const int64_t *ts, const int64_t *en
     /* memory union (reported for reference): rebuild over comm's space */
     nm = 0;
     for (size_t i = 0; i < n; i++)
-        if (inG[i] && ct_hta_kernel_type(k->names[k->rows[i].name]) == CT_HTA_MEM)
+        if (inG[i] && kernel_type(k, kt, k->rows[i].name) == CT_HTA_MEM)
             mem[nm++] = (struct iv){ts[i], en[i]};
     merge(mem, nm, &h->union_mem);
     h->idle = h->kernel_time - h->union_all;
@@ -327,8 +337,11 @@ int ct_kineto_build(struct ct_proc *p, int hta, int filter_last)
     unsigned char *keep = calloc(n ? n : 1, 1);
     unsigned char *inG = calloc(n ? n : 1, 1);
     struct corr_ix *cx = malloc((n ? n : 1) * sizeof(*cx));
+    signed char *kt = malloc(k->nnames ? k->nnames : 1);
     int rc = 0;
-    if (!ts || !en || !keep || !inG || !cx) {
+    if (kt)
+        memset(kt, -1, k->nnames ? k->nnames : 1);
+    if (!ts || !en || !keep || !inG || !cx || !kt) {
         rc = -ENOMEM;
         goto out;
     }
@@ -399,7 +412,7 @@ int ct_kineto_build(struct ct_proc *p, int hta, int filter_last)
         }
         for (size_t i = 0; i < n; i++)
             inG[i] = keep[i] && k->rows[i].stream != -1;
-        if ((rc = hta_numbers(k, ts, en, inG, cx, ncx)))
+        if ((rc = hta_numbers(k, ts, en, inG, cx, ncx, kt)))
             goto out;
     } else {
         for (size_t i = 0; i < n; i++) {
@@ -422,7 +435,7 @@ int ct_kineto_build(struct ct_proc *p, int hta, int filter_last)
         if (!keep[i])
             continue;
         if (inG[i]) {
-            int type = hta ? ct_hta_kernel_type(nm) : -1;
+            int type = hta ? kernel_type(k, kt, r->name) : -1;
             if (type == CT_HTA_OTHER || en[i] <= ts[i])
                 continue; /* sync rows: HTA's numbers count them, the model cannot */
             if ((rc = grow((void **)&p->ops, &cap_ops, p->nops, sizeof(*p->ops))))
@@ -521,6 +534,7 @@ out:
     free(keep);
     free(inG);
     free(cx);
+    free(kt);
     /* rows are no longer needed */
     free(k->rows);
     k->rows = NULL;
