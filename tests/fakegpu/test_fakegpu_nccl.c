@@ -564,7 +564,9 @@ static size_t index_of(const struct fgtp_rec *base, const struct fgtp_rec *r)
 /* Wait (up to 2 s) until n_group Group events have stopped. */
 static const struct fgtp_rec *records_settled(size_t *n, size_t n_group)
 {
-    for (int i = 0; i < 2000; i++) {
+    /* up to 10 s: the proxy thread stops events after the ops end, later
+     * when the 2-CPU test machine is busy */
+    for (int i = 0; i < 10000; i++) {
         const struct fgtp_rec *r = fgtp_records(n);
         size_t stops = 0;
         for (size_t k = 0; k < *n; k++)

@@ -148,12 +148,14 @@ def case_pipe(rep, out):
         # so up to ~1.5 ms of a stage's warm-up wait can fall before or after
         # a boundary when the host is slow to wake: 5 points.
         near(f"rank {r} bubble_pct", k["bubble_pct"], 100 * 3 / 11, 0, 5.0)
-        # (p-1)(f+b) = 9 ms of waiting per iteration
-        near(f"rank {r} bubble per iteration", median_iter(k, "bubble_us", False), 9000, 0.10)
+        # (p-1)(f+b) = 9 ms of waiting per iteration, plus the stage's share
+        # of the barrier wake-up (the iteration's end is host time): +3 ms
+        b = median_iter(k, "bubble_us", False)
+        check(f"rank {r} bubble per iteration", 8100 <= b <= 12000, str(b))
         # stages leave each iteration together (host barrier): 33 ms plus
-        # the barrier's wake-up
+        # the barrier's wake-up, a few ms when the 2-CPU machine is busy
         d = median_iter(k, "duration_us", False)
-        check(f"rank {r} iteration duration", 33000 * 0.999 <= d <= 34500, str(d))
+        check(f"rank {r} iteration duration", 33000 * 0.999 <= d <= 36000, str(d))
         check(f"rank {r} pp comm", k["comm_by_kind"]["pp"]["comm_us"] > 0, str(k["comm_by_kind"]))
         check(f"rank {r} no dp comm", k["comm_by_kind"]["dp"]["comm_us"] == 0)
         at = k["attribution"]
