@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "spin_ptx.h"
+
 #define LAYERS      8
 #define BATCH_BYTES (4u << 20)
 
@@ -27,30 +29,6 @@ static void check(CUresult r, const char *what)
         fprintf(stderr, "sim_train: %s failed: %s\n", what, name);
         exit(1);
     }
-}
-
-/* A PTX module with one spinning kernel per name, for real GPUs. */
-static char *make_ptx(const char *const *names, int n)
-{
-    size_t cap = 4096 + (size_t)n * 512;
-    char *ptx = malloc(cap);
-    size_t len = (size_t)snprintf(ptx, cap, ".version 7.0\n.target sm_70\n.address_size 64\n");
-    for (int i = 0; i < n; i++) {
-        unsigned us = 5;
-        const char *tag = strstr(names[i], "__");
-        if (tag)
-            us = (unsigned)strtoul(tag + 2, NULL, 10);
-        len += (size_t)snprintf(ptx + len, cap - len,
-                                ".visible .entry %s()\n{\n"
-                                "  .reg .u64 %%t<3>;\n  .reg .pred %%p;\n"
-                                "  mov.u64 %%t0, %%globaltimer;\n"
-                                "SPIN:\n  mov.u64 %%t1, %%globaltimer;\n"
-                                "  sub.u64 %%t2, %%t1, %%t0;\n"
-                                "  setp.lt.u64 %%p, %%t2, %u;\n"
-                                "  @%%p bra SPIN;\n  ret;\n}\n",
-                                names[i], us * 1000u);
-    }
-    return ptx;
 }
 
 int main(int argc, char **argv)

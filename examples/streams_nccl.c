@@ -20,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "spin_ptx.h"
+
 #define MAX_DEV 16
 #define BUCKET  (1u << 20) /* floats: 4 MiB */
 
@@ -39,28 +41,6 @@ static void nccheck(ncclResult_t r, const char *what)
         fprintf(stderr, "streams_nccl: %s failed: %s\n", what, ncclGetErrorString(r));
         exit(1);
     }
-}
-
-/* One spinning kernel per name (see sim_train.c). */
-static char *make_ptx(const char *const *names, int n)
-{
-    size_t cap = 4096 + (size_t)n * 512;
-    char *ptx = malloc(cap);
-    size_t len = (size_t)snprintf(ptx, cap, ".version 7.0\n.target sm_70\n.address_size 64\n");
-    for (int i = 0; i < n; i++) {
-        const char *tag = strstr(names[i], "__");
-        unsigned us = tag ? (unsigned)strtoul(tag + 2, NULL, 10) : 5;
-        len += (size_t)snprintf(ptx + len, cap - len,
-                                ".visible .entry %s()\n{\n"
-                                "  .reg .u64 %%t<3>;\n  .reg .pred %%p;\n"
-                                "  mov.u64 %%t0, %%globaltimer;\n"
-                                "SPIN:\n  mov.u64 %%t1, %%globaltimer;\n"
-                                "  sub.u64 %%t2, %%t1, %%t0;\n"
-                                "  setp.lt.u64 %%p, %%t2, %u;\n"
-                                "  @%%p bra SPIN;\n  ret;\n}\n",
-                                names[i], us * 1000u);
-    }
-    return ptx;
 }
 
 struct gpu {

@@ -242,22 +242,26 @@ static ncclResult_t init_v5(void **ctx, uint64_t comm_id, int *mask, const char 
     return init_common(ctx, mask, comm_id);
 }
 
-static ncclResult_t start_v5(void *ctx, void **handle, struct ct_nprof_descr_v5 *d)
-{
-    (void)ctx;
-    *handle = NULL;
-    if (!d)
-        return ncclSuccess;
-    if (d->type == CT_NPROF_GROUP)
-        *handle = &g_group_handle;
-    else if (d->type == CT_NPROF_COLL)
-        op_start(handle, d->coll.func, d->coll.count, -1);
-    else if (d->type == CT_NPROF_P2P)
-        op_start(handle, d->p2p.func, d->p2p.count, d->p2p.peer);
-    else if (d->type == CT_NPROF_KERNEL_CH)
-        channel_start(handle, d->parent, 1, d->kernel_ch.ptimer);
-    return ncclSuccess;
-}
+/* v4 and v5 name the fields alike; only the type field's width differs. */
+#define CT_NPROF_START_V45(fn, descr)                                                              \
+    static ncclResult_t fn(void *ctx, void **handle, descr *d)                                     \
+    {                                                                                              \
+        (void)ctx;                                                                                 \
+        *handle = NULL;                                                                            \
+        if (!d)                                                                                    \
+            return ncclSuccess;                                                                    \
+        if (d->type == CT_NPROF_GROUP)                                                             \
+            *handle = &g_group_handle;                                                             \
+        else if (d->type == CT_NPROF_COLL)                                                         \
+            op_start(handle, d->coll.func, d->coll.count, -1);                                     \
+        else if (d->type == CT_NPROF_P2P)                                                          \
+            op_start(handle, d->p2p.func, d->p2p.count, d->p2p.peer);                              \
+        else if (d->type == CT_NPROF_KERNEL_CH)                                                    \
+            channel_start(handle, d->parent, 1, d->kernel_ch.ptimer);                              \
+        return ncclSuccess;                                                                        \
+    }
+CT_NPROF_START_V45(start_v5, struct ct_nprof_descr_v5)
+CT_NPROF_START_V45(start_v4, struct ct_nprof_descr_v4)
 
 /* ------------------------------------------------------------------ v4 */
 
@@ -266,23 +270,6 @@ static ncclResult_t init_v4(void **ctx, int *mask, const char *comm_name, uint64
 {
     (void)comm_name, (void)nnodes, (void)nranks, (void)rank, (void)log;
     return init_common(ctx, mask, comm_hash);
-}
-
-static ncclResult_t start_v4(void *ctx, void **handle, struct ct_nprof_descr_v4 *d)
-{
-    (void)ctx;
-    *handle = NULL;
-    if (!d)
-        return ncclSuccess;
-    if (d->type == CT_NPROF_GROUP)
-        *handle = &g_group_handle;
-    else if (d->type == CT_NPROF_COLL)
-        op_start(handle, d->coll.func, d->coll.count, -1);
-    else if (d->type == CT_NPROF_P2P)
-        op_start(handle, d->p2p.func, d->p2p.count, d->p2p.peer);
-    else if (d->type == CT_NPROF_KERNEL_CH)
-        channel_start(handle, d->parent, 1, d->kernel_ch.ptimer);
-    return ncclSuccess;
 }
 
 /* ------------------------------------------------------------------ v3 */
