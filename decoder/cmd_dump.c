@@ -303,6 +303,13 @@ static size_t print_record(struct out *o, struct ct_trace *t, size_t i)
         f_s(o, "what", S(f[CT_ERROR_WHAT]));
         f_i(o, "code", (int64_t)f[CT_ERROR_CODE]);
         break;
+    case CT_REC_COUNTER: /* format v2: a sample, instantaneous like a mark */
+        f_u(o, "start_ns", f[CT_COUNTER_TIME]);
+        f_i(o, "device", (int64_t)f[CT_COUNTER_DEVICE]);
+        f_s(o, "name", S(f[CT_COUNTER_NAME]));
+        f_i(o, "value", (int64_t)f[CT_COUNTER_VALUE]);
+        f_s(o, "unit", S(f[CT_COUNTER_UNIT]));
+        break;
     default: break;
     }
     fputs(o->json ? "}\n" : "\n", o->f);

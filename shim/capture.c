@@ -131,7 +131,7 @@ void ct_capture_started(int after_fork)
         /* recording throughout: nothing to mark; the flight recorder still
          * listens for `cutrace dump-now` */
         if (ct_cfg.flight_s)
-            ct_writer_tick = tick;
+            ct_writer_tick_add(tick);
         return;
     }
     uint64_t now = ct_clock_ns_now();
@@ -143,5 +143,5 @@ void ct_capture_started(int after_fork)
             open_window(now); /* running with a duration: the first window */
         }
     }
-    ct_writer_tick = tick;
+    ct_writer_tick_add(tick);
 }

@@ -20,6 +20,7 @@ void ct_config_defaults(struct ct_config *c)
     c->flight_mb = 256;
     c->sample = 100;
     c->light_copy_min = 1 << 20;
+    c->health_ms = 100;
 }
 
 /* A word from a fixed list: index, or -EINVAL with the message written. */
@@ -215,6 +216,19 @@ int ct_config_from_env(struct ct_config *c, const char *(*getenv_fn)(const char 
         return rc;
     if (rc == 0)
         c->light_copy_min = (uint64_t)v;
+    /* below 10 ms NVML's own averaging windows make samples repeat; above a
+     * minute the counters say nothing about iterations */
+    const char *hs = getenv_fn("CUTRACE_HEALTH_MS");
+    if (hs) {
+        if (ct_parse_int(hs, 0, 60000, &v) != 0 || (v > 0 && v < 10)) {
+            snprintf(err, errlen,
+                     "CUTRACE_HEALTH_MS=%s: expected 0 (off) or a sampling period from 10 to "
+                     "60000 ms",
+                     hs);
+            return -EINVAL;
+        }
+        c->health_ms = (unsigned)v;
+    }
     static const char *const policy[] = {"oldest", "stop", NULL};
     if ((rc = get_word(getenv_fn, "CUTRACE_MAX_POLICY", policy, c->max_stop, err, errlen)) < 0)
         return rc;

@@ -32,6 +32,7 @@ struct ct_config {
     int light;               /* CUTRACE_MODE: 0 full (default), 1 light */
     unsigned sample;         /* CUTRACE_SAMPLE: light mode records 1 in N kernels (default 100) */
     uint64_t light_copy_min; /* CUTRACE_LIGHT_COPY_MIN: light mode records copies this large */
+    unsigned health_ms;      /* CUTRACE_HEALTH_MS: health counter period, 0 = off (default 100) */
 };
 
 void ct_config_defaults(struct ct_config *c);

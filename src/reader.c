@@ -111,7 +111,8 @@ static int parse_header(struct ct_reader *r)
                  r->name, version, CT_FORMAT_VERSION);
         return -EPROTONOSUPPORT;
     }
-    if (version == 0 || size < CT_HEADER_MIN_SIZE || size > (1u << 20)) {
+    /* v1 and v2 differ only by the counter kind v2 added: both read here */
+    if (version < CT_FORMAT_VERSION_MIN || size < CT_HEADER_MIN_SIZE || size > (1u << 20)) {
         snprintf(r->err, sizeof(r->err),
                  "%s: corrupt header: offset 4: expected a header size of at least %u bytes "
                  "and version >= 1, found size %u version %u",

@@ -109,9 +109,14 @@ int ct_recorder_flush_async(unsigned timeout_ms);
 int ct_recorder_restart_after_fork(const struct ct_recorder_config *cfg,
                                    const struct ct_meta_kv *meta, size_t nmeta);
 
-/* Called by the writer thread on every pass (about every few ms), if set:
- * for controls polled from outside (on-demand capture). Set before start. */
-extern void (*ct_writer_tick)(uint64_t now_ns);
+/* Periodic jobs of the writer thread: each registered function is called on
+ * every pass (about every few ms), in registration order, with the
+ * monotonic time: controls polled from outside (on-demand capture), health
+ * sampling. Adding a function already registered does nothing. May be
+ * called from any thread, before or after start (a slot is published
+ * atomically). Returns 0, or -ENOSPC when CT_WRITER_TICKS are taken. */
+#define CT_WRITER_TICKS 4
+int ct_writer_tick_add(void (*fn)(uint64_t now_ns));
 
 /* 1 while records are being taken. */
 int ct_recorder_running(void);

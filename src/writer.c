@@ -357,7 +357,39 @@ static unsigned poll_ms(void)
     return p < 1 ? 1 : p > 5 ? 5 : p;
 }
 
-void (*ct_writer_tick)(uint64_t now_ns);
+static void (*_Atomic g_ticks[CT_WRITER_TICKS])(uint64_t now_ns);
+static pthread_mutex_t g_ticks_mu = PTHREAD_MUTEX_INITIALIZER;
+
+int ct_writer_tick_add(void (*fn)(uint64_t now_ns))
+{
+    int rc = -ENOSPC;
+    pthread_mutex_lock(&g_ticks_mu);
+    for (unsigned i = 0; i < CT_WRITER_TICKS; i++) {
+        void (*cur)(uint64_t) = atomic_load(&g_ticks[i]);
+        if (cur == fn) {
+            rc = 0;
+            break;
+        }
+        if (!cur) {
+            atomic_store(&g_ticks[i], fn);
+            rc = 0;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&g_ticks_mu);
+    return rc;
+}
+
+static void run_ticks(void)
+{
+    for (unsigned i = 0; i < CT_WRITER_TICKS; i++) {
+        void (*fn)(uint64_t) = atomic_load(&g_ticks[i]);
+        if (!fn)
+            break;
+        fn(ct_clock_mono_ns());
+    }
+}
+
 void (*ct_writer_hang)(const char *what, const char *path);
 
 void ct_recorder_flight_request(int reason)
@@ -427,8 +459,7 @@ void *ct_writer_main(void *arg)
             atomic_store(&ct_rec.async_done, areq);
         }
         flight_work(0);
-        if (ct_writer_tick)
-            ct_writer_tick(ct_clock_mono_ns());
+        run_ticks();
         if (flush != ct_rec.flush_done) {
             /* A second pass picks up what the first one's own records added. */
             writer_pass(1);

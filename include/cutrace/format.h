@@ -1,9 +1,13 @@
 /*
- * cutrace trace file format, version 1 — the only contract between the
+ * cutrace trace file format, version 2 — the only contract between the
  * recorder (libcutrace.so) and the decoder (`cutrace`).
  *
  * Every format change bumps CT_FORMAT_VERSION and adds a golden file under
  * tests/golden that must decode forever. All integers are little-endian.
+ *
+ * Versions: 1 (kinds META..ERROR); 2 adds CT_REC_COUNTER (health counters
+ * sampled beside the timeline). Nothing else changed: a version 1 file is a
+ * version 2 file without counter records, and readers accept both.
  *
  * ## File layout
  *
@@ -119,11 +123,12 @@
 
 #include <stdint.h>
 
-#define CT_FORMAT_VERSION    1u
-#define CT_FILE_MAGIC        "CUTRACE"  /* 8 bytes with its NUL */
-#define CT_FOOTER_MAGIC      "CTFOOTER" /* 8 bytes, no NUL */
-#define CT_SKIP_MAGIC_HEADER 0x184D2A50u
-#define CT_SKIP_MAGIC_FOOTER 0x184D2A5Fu
+#define CT_FORMAT_VERSION     2u
+#define CT_FORMAT_VERSION_MIN 1u         /* oldest version readers still accept */
+#define CT_FILE_MAGIC         "CUTRACE"  /* 8 bytes with its NUL */
+#define CT_FOOTER_MAGIC       "CTFOOTER" /* 8 bytes, no NUL */
+#define CT_SKIP_MAGIC_HEADER  0x184D2A50u
+#define CT_SKIP_MAGIC_FOOTER  0x184D2A5Fu
 /* Frames dropped in place to keep the file within CUTRACE_MAX_MB: a
  * skippable frame (its interior punched out of the file) where the oldest
  * chunks were. Readers skip it; `info` reports the bytes dropped. */
@@ -175,6 +180,7 @@ enum ct_record_kind {
     CT_REC_NVTX_MARK,  /* instantaneous mark */
     CT_REC_DROP,       /* records lost, with why */
     CT_REC_ERROR,      /* something of the recorder's own failed */
+    CT_REC_COUNTER,    /* a sampled health counter (format version 2) */
     CT_REC_KIND_COUNT
 };
 
@@ -401,6 +407,19 @@ enum ct_error_field {
     CT_ERROR_NFIELDS
 };
 
+/* CT_REC_COUNTER (version 2): one sample of one counter. Names and units
+ * are strings so that new counters need no format change; the recorder's
+ * set is listed in docs/health.md ("sm_clock" MHz, "power" mW,
+ * "throttle_reasons" bitmask, "cpu_time" ms, ...). */
+enum ct_counter_field {
+    CT_COUNTER_TIME,   /* TIME  when it was sampled */
+    CT_COUNTER_DEVICE, /* I     device ordinal, -1 for a host counter */
+    CT_COUNTER_NAME,   /* STR   counter name */
+    CT_COUNTER_VALUE,  /* I     the value, an integer in unit */
+    CT_COUNTER_UNIT,   /* STR   "MHz", "mW", "C", "%", "bytes", "KB/s", "ms", "bitmask", ... */
+    CT_COUNTER_NFIELDS
+};
+
 struct ct_kind_desc {
     const char *name;
     uint8_t nfields;
@@ -441,6 +460,9 @@ static const struct ct_kind_desc ct_kind_table[CT_REC_KIND_COUNT] = {
     [CT_REC_NVTX_MARK] = {"nvtx", CT_MARK_NFIELDS, {CT_CODEC_TIME, CT_CODEC_STR, CT_CODEC_STR}},
     [CT_REC_DROP] = {"drop", CT_DROP_NFIELDS, {CT_CODEC_TIME, CT_CODEC_U, CT_CODEC_U}},
     [CT_REC_ERROR] = {"error", CT_ERROR_NFIELDS, {CT_CODEC_TIME, CT_CODEC_STR, CT_CODEC_I}},
+    [CT_REC_COUNTER] = {"counter",
+                        CT_COUNTER_NFIELDS,
+                        {CT_CODEC_TIME, CT_CODEC_I, CT_CODEC_STR, CT_CODEC_I, CT_CODEC_STR}},
 };
 
 #endif /* CUTRACE_FORMAT_H */

@@ -19,6 +19,8 @@ REQUIRED = {
     "io": {"op": str, "fd": int, "fd_type": str, "path": str, "bytes": int, "result": int,
            "offset": int},
     "nvtx": {"domain": str, "message": str},
+    # format v2: a health counter sample (device -1: a host counter)
+    "counter": {"start_ns": int, "device": int, "name": str, "value": int, "unit": str},
 }
 n = 0
 for lineno, line in enumerate(sys.stdin, 1):
@@ -46,6 +48,8 @@ for lineno, line in enumerate(sys.stdin, 1):
             v = obj.get(key)
             if not (isinstance(v, list) and len(v) == 3 and all(isinstance(x, int) for x in v)):
                 sys.exit(f"line {lineno}: api.{key} must be [x,y,z]")
+    if kind == "counter" and obj["device"] < -1:
+        sys.exit(f"line {lineno}: counter.device must be an ordinal or -1 (host)")
     n += 1
 if n == 0:
     sys.exit("no records")

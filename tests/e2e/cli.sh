@@ -24,6 +24,16 @@ if "$cutrace" dump --json tests/golden/v1.cutrace > "$tmp/v1.jsonl" &&
 if "$cutrace" info tests/golden/v1.cutrace > "$tmp/v1.info" && cmp -s "$tmp/v1.info" tests/golden/v1.info; then ok; else
     bad "golden v1 info differs:"; diff "$tmp/v1.info" tests/golden/v1.info | head -5; fi
 if python3 tests/e2e/check_dump_json.py < "$tmp/v1.jsonl" > /dev/null; then ok; else bad "golden JSON contract"; fi
+# ... and so does the golden trace of format v2 (v1 plus counter records).
+if "$cutrace" dump --json tests/golden/v2.cutrace > "$tmp/v2.jsonl" &&
+    cmp -s "$tmp/v2.jsonl" tests/golden/v2.jsonl; then ok; else
+    bad "golden v2 dump --json differs:"; diff "$tmp/v2.jsonl" tests/golden/v2.jsonl | head -5; fi
+if "$cutrace" info tests/golden/v2.cutrace > "$tmp/v2.info" && cmp -s "$tmp/v2.info" tests/golden/v2.info; then ok; else
+    bad "golden v2 info differs:"; diff "$tmp/v2.info" tests/golden/v2.info | head -5; fi
+if python3 tests/e2e/check_dump_json.py < "$tmp/v2.jsonl" > /dev/null; then ok; else bad "golden v2 JSON contract"; fi
+n=$(grep -c '"kind":"counter"' "$tmp/v2.jsonl")
+[ "$n" = 8 ] && grep -q '"kind":"counter",.*"device":-1,"name":"cpu_time","value":120,"unit":"ms"' "$tmp/v2.jsonl" &&
+    ok || bad "golden v2: expected 8 counter records, found $n"
 
 # 2. A fresh trace: directories are expanded, text dump has a line per record.
 mkdir -p "$tmp/run/sub"
@@ -68,7 +78,9 @@ check_error 2 "unknown command 'frobnicate'" frobnicate
 check_error 2 "expected at least one trace" dump
 cp tests/golden/v1.cutrace "$tmp/v9.cutrace"
 printf '\x09' | dd of="$tmp/v9.cutrace" bs=1 seek=16 conv=notrunc 2> /dev/null
-check_error 1 "v9.cutrace: trace format version 9 is newer than this cutrace supports (1)" info "$tmp/v9.cutrace"
+check_error 1 "v9.cutrace: trace format version 9 is newer than this cutrace supports (2)" info "$tmp/v9.cutrace"
+printf '\x03' | dd of="$tmp/v9.cutrace" bs=1 seek=16 conv=notrunc 2> /dev/null
+check_error 1 "v9.cutrace: trace format version 3 is newer than this cutrace supports (2)" info "$tmp/v9.cutrace"
 
 # 5. Run tags: --tag (repeatable) and CUTRACE_TAGS end up in every trace's metadata.
 # (A sanitizer build's shim needs its runtime preloaded first, which `cutrace run`

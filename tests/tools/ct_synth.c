@@ -12,7 +12,8 @@
  *
  * usage: ct_synth -o FILE [--iterations N] [--zstd-level L] [--golden]
  *   --golden writes a small fixed trace whose record contents (not pid/tid
- *   or clock pairs) are the same on every run.
+ *   or clock pairs) are the same on every run (with a few counter records
+ *   since format v2).
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -226,6 +227,26 @@ int main(int argc, char **argv)
         uint64_t mark[CT_MARK_NFIELDS] = {s.now, s.domain, ct_intern("golden \"quoted\" \\ \t")};
         emit(CT_REC_NVTX_MARK, mark, CT_MARK_NFIELDS);
         ct_emit_error("example error", -28);
+        /* format v2: health counters of device 0 (clock going down under a
+         * power cap) and of the host */
+        static const struct {
+            int64_t dev;
+            const char *name;
+            int64_t value;
+            const char *unit;
+        } counters[] = {
+            {0, "sm_clock", 1980, "MHz"},          {0, "power", 512000, "mW"},
+            {0, "throttle_reasons", 0, "bitmask"}, {-1, "cpu_time", 120, "ms"},
+            {0, "sm_clock", 1410, "MHz"},          {0, "power", 700000, "mW"},
+            {0, "throttle_reasons", 4, "bitmask"}, {-1, "cpu_pressure", 250, "0.01%"},
+        };
+        for (size_t i = 0; i < sizeof(counters) / sizeof(counters[0]); i++) {
+            uint64_t cf[CT_COUNTER_NFIELDS] = {
+                s.now + (i / 4) * 100000000ull, (uint64_t)counters[i].dev,
+                ct_intern(counters[i].name), (uint64_t)counters[i].value,
+                ct_intern(counters[i].unit)};
+            emit(CT_REC_COUNTER, cf, CT_COUNTER_NFIELDS);
+        }
     }
     for (int it = 0; it < iterations; it++) {
         iteration(&s, it);

@@ -28,6 +28,7 @@ START_TEST(defaults_when_unset)
     ck_assert_str_eq(c.output, ".");
     ck_assert_int_eq(c.gpu_timing, 1); /* cupti */
     ck_assert_uint_eq(c.io_stack_ns, 1000000);
+    ck_assert_uint_eq(c.health_ms, 100);
 }
 END_TEST
 
@@ -47,6 +48,8 @@ START_TEST(valid_values_are_taken)
                                       "0",
                                       "CUTRACE_TAGS",
                                       "host_class=a,exp.id=7,empty=,note=x y",
+                                      "CUTRACE_HEALTH_MS",
+                                      "0",
                                       NULL};
     struct ct_config c;
     char err[256] = "";
@@ -59,6 +62,7 @@ START_TEST(valid_values_are_taken)
     ck_assert_str_eq(c.output, "/tmp/x");
     ck_assert_int_eq(c.clock, CT_CLOCK_PREF_MONOTONIC);
     ck_assert_uint_eq(c.io_stack_ns, 0);
+    ck_assert_uint_eq(c.health_ms, 0);
 }
 END_TEST
 
@@ -77,6 +81,9 @@ START_TEST(bad_values_name_the_variable_and_the_allowed_values)
         {"CUTRACE_TAGS", "=v", "CUTRACE_TAGS==v: tag '=v': expected KEY=VALUE"},
         {"CUTRACE_GPU_TIMING", "nsight",
          "CUTRACE_GPU_TIMING=nsight: expected cupti, events or off"},
+        {"CUTRACE_HEALTH_MS", "5",
+         "CUTRACE_HEALTH_MS=5: expected 0 (off) or a sampling period from 10 to 60000 ms"},
+        {"CUTRACE_HEALTH_MS", "fast", "CUTRACE_HEALTH_MS=fast: expected 0 (off) or a sampling"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         const char *env[] = {cases[i][0], cases[i][1], NULL};

@@ -191,7 +191,26 @@ START_TEST(newer_versions_are_refused_clearly)
     g_file[16] = CT_FORMAT_VERSION + 1;
     struct ct_reader r;
     ck_assert_int_eq(ct_reader_open_mem(&r, g_file, g_len), -EPROTONOSUPPORT);
-    ck_assert_ptr_nonnull(strstr(r.err, "version 2 is newer than this cutrace supports (1)"));
+    ck_assert_ptr_nonnull(strstr(r.err, "version 3 is newer than this cutrace supports (2)"));
+    free(g_file);
+}
+END_TEST
+
+START_TEST(versions_one_and_two_are_both_read)
+{
+    for (unsigned v = 1; v <= 2; v++) {
+        make_trace();
+        g_file[16] = (uint8_t)v;
+        struct ct_reader r;
+        ck_assert_int_eq(ct_reader_open_mem(&r, g_file, g_len), 0);
+        ck_assert_uint_eq(r.hdr.version, v);
+        ct_reader_close(&r);
+        free(g_file);
+    }
+    make_trace();
+    g_file[16] = 0;
+    struct ct_reader r;
+    ck_assert_int_eq(ct_reader_open_mem(&r, g_file, g_len), -EPROTO);
     free(g_file);
 }
 END_TEST
@@ -218,6 +237,7 @@ Suite *reader_suite(void)
     tcase_add_test(tc, random_corruption_never_yields_wrong_records);
     tcase_add_test(tc, garbage_between_frames_is_skipped_and_located);
     tcase_add_test(tc, newer_versions_are_refused_clearly);
+    tcase_add_test(tc, versions_one_and_two_are_both_read);
     tcase_add_test(tc, other_files_are_not_traces);
     suite_add_tcase(s, tc);
     return s;
