@@ -93,9 +93,11 @@ static int merge_rank(struct ct_rank *r)
                 g.nccl += (int32_t)r->nnccl;
             r->ops[r->nops++] = g;
         }
-        memcpy(r->nccl + r->nnccl, p->nccl, p->nnccl * sizeof(*p->nccl));
+        if (p->nnccl) /* p->nccl may be NULL then: memcpy's arguments must not be */
+            memcpy(r->nccl + r->nnccl, p->nccl, p->nnccl * sizeof(*p->nccl));
         r->nnccl += p->nnccl;
-        memcpy(r->names + r->nnames, p->names, p->nnames * sizeof(*p->names));
+        if (p->nnames)
+            memcpy(r->names + r->nnames, p->names, p->nnames * sizeof(*p->names));
         r->nnames += p->nnames;
     }
     /* one process's ops arrive sorted by start (ct_proc_extract*): then
@@ -341,7 +343,8 @@ int ct_job_build(struct ct_job *job, struct ct_proc *procs, size_t nprocs)
     free(rk);
     if (rc)
         return rc;
-    qsort(job->ranks, job->nranks, sizeof(*job->ranks), cmp_rank);
+    if (job->nranks)
+        qsort(job->ranks, job->nranks, sizeof(*job->ranks), cmp_rank);
     for (size_t r = 0; r < job->nranks && !rc; r++) {
         job->ranks[r].host = job->ranks[r].procs[0]->host;
         rc = merge_rank(&job->ranks[r]);

@@ -95,7 +95,9 @@ int ct_kernels_table(struct ct_report *rep)
     rep->kern = calloc(ne ? ne : 1, sizeof(*rep->kern));
     double **ratio = calloc(job->nranks ? job->nranks : 1, sizeof(*ratio));
     size_t *nratio = calloc(job->nranks ? job->nranks : 1, sizeof(*nratio));
-    double *meds = malloc((job->nranks ? job->nranks : 1) * sizeof(*meds));
+    /* one median per entry of a name: a rank has several when mangled
+     * names demangle alike */
+    double *meds = malloc((ne ? ne : 1) * sizeof(*meds));
     if (!rep->kern || !ratio || !nratio || !meds) {
         free(ratio);
         free(nratio);

@@ -516,7 +516,8 @@ int ct_kineto_build(struct ct_proc *p, int hta, int filter_last)
     free(seqs);
     if (rc)
         goto out;
-    qsort(p->launches, p->nlaunches, sizeof(int64_t), cmp_i64);
+    if (p->nlaunches) /* launches may be NULL then */
+        qsort(p->launches, p->nlaunches, sizeof(int64_t), cmp_i64);
     ct_ivset_normalize(&p->sync);
     /* the names move to the process (ops index them) */
     p->names = k->names;
