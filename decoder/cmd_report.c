@@ -21,6 +21,7 @@
 #include "decoder/inputs.h"
 #include "decoder/kineto.h"
 #include "decoder/report_out.h"
+#include "decoder/runs.h" /* diagnose: --rows */
 #include "decoder/stats.h"
 
 struct loader {
@@ -191,7 +192,8 @@ static void usage(FILE *f)
                "  --skip N      drop the first N iterations of every rank\n"
                "  --hta         Kineto input (*.json, *.json.gz): HTA's preprocessing and\n"
                "                numbers (the default; docs/kineto.md)\n"
-               "  --no-hta      Kineto input: exact ns times, every step, cutrace's rules\n");
+               "  --no-hta      Kineto input: exact ns times, every step, cutrace's rules\n"
+               "  --rows FILE   also write per-rank/iteration JSON-lines rows (docs/diff.md)\n");
 }
 
 static int parse_steps(const char *s, struct ct_iter_opts *o)
@@ -223,10 +225,11 @@ int ct_cmd_report(int argc, char **argv)
                                          {"help", no_argument, NULL, 'h'},
                                          {"hta", no_argument, NULL, 'H'},
                                          {"no-hta", no_argument, NULL, 'N'},
-                                         {"html", no_argument, NULL, 'T'}, /* export: HTML */
+                                         {"html", no_argument, NULL, 'T'},       /* export: HTML */
+                                         {"rows", required_argument, NULL, 'R'}, /* diagnose */
                                          {NULL, 0, NULL, 0}};
     int json = 0, html = 0, c, hta = 1; /* kineto: HTA-compatible mode for Kineto input */
-    const char *out = NULL, *step = NULL;
+    const char *out = NULL, *step = NULL, *rows = NULL; /* diagnose: --rows FILE */
     struct ct_iter_opts io = {0, 0, -1};
     optind = 1;
     opterr = 0;
@@ -263,11 +266,12 @@ int ct_cmd_report(int argc, char **argv)
         case 'H': hta = 1; break;
         case 'N': hta = 0; break;
         case 'T': html = 1; break;
+        case 'R': rows = optarg; break; /* diagnose: --rows FILE */
         default:
             fprintf(stderr,
                     "cutrace report: unknown or incomplete option '%s'; allowed: "
                     "--json, --html, -o FILE, --step NAME, --steps A-B, --skip N, --hta, "
-                    "--no-hta\n",
+                    "--no-hta, --rows FILE\n",
                     argv[optind - 1]);
             return CT_EXIT_USAGE;
         }
@@ -340,6 +344,12 @@ int ct_cmd_report(int argc, char **argv)
     int werr = fflush(f) != 0 || ferror(f);
     if (out && fclose(f) != 0)
         werr = 1;
+    /* diagnose: --rows FILE, the report's JSON-lines rows (decoder/diff_rows.c) */
+    if (rows && ct_report_rows(rows, argv + optind, argc - optind, &rep, err, sizeof(err))) {
+        fprintf(stderr, "cutrace report: %s\n", err);
+        werr = 2;
+    }
+    /* diagnose: end */
     for (size_t r = 0; r < job.nranks; r++) {
         const struct ct_coverage *cv = &job.ranks[r].cov;
         if (cv->truncated || cv->damaged)

@@ -1,17 +1,21 @@
 /*
  * JSON-lines rows of per-run, per-rank, per-iteration metrics
- * (`--rows FILE` of diff and diagnose): one self-describing object a line,
+ * (`--rows FILE` of diff, diagnose and report): one self-describing object a line,
  * flat columns, so a fleet database loads thousands of runs with its JSON
  * reader (DuckDB read_json_auto, Spark, BigQuery, SQLite json_extract).
  * Columns are documented in docs/diff.md. Never prints elsewhere.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "decoder/diff.h"
+#include "decoder/inputs.h"
 #include "decoder/json.h"
+#include "decoder/kineto.h"
 #include "decoder/runs.h"
 
 static void col(FILE *f, const char *k, double ns)
@@ -94,4 +98,37 @@ void ct_rows_write(FILE *f, const struct ct_run *run, const char *side, const st
         col(f, "lateness_us", (double)x->lateness);
         fprintf(f, ",\"slowness\":%.4f}\n", isfinite(x->slowness) ? x->slowness : 0.0);
     }
+}
+
+int ct_report_rows(const char *path, char *const *operands, int noperands,
+                   const struct ct_report *rep, char *err, size_t errlen)
+{
+    struct ct_inputs in = {0};
+    int rc = 0;
+    err[0] = 0;
+    for (int i = 0; i < noperands && !rc; i++)
+        if (!ct_kineto_operand(operands[i]))
+            rc = ct_inputs_expand(&in, operands + i, 1, err, errlen);
+    struct ct_run run = {.name = noperands > 0 ? operands[0] : "", .paths = in.paths, .n = in.n};
+    if (!rc)
+        rc = ct_run_scan(&run, err, errlen);
+    FILE *f = NULL;
+    if (!rc && !(f = fopen(path, "w"))) {
+        rc = -errno;
+        snprintf(err, errlen, "--rows %s: %s", path, strerror(errno));
+    }
+    if (rc == -ENOMEM && !err[0])
+        snprintf(err, errlen, "out of memory");
+    if (f) {
+        ct_rows_write(f, &run, NULL, rep);
+        if (fclose(f) != 0) {
+            rc = -EIO;
+            snprintf(err, errlen, "--rows %s: write error", path);
+        }
+    }
+    for (size_t i = 0; run.facts && i < run.n; i++)
+        ct_facts_free(&run.facts[i]);
+    free(run.facts);
+    ct_inputs_free(&in);
+    return rc;
 }

@@ -86,4 +86,12 @@ struct ct_report;
 void ct_rows_write(FILE *f, const struct ct_run *run, const char *side,
                    const struct ct_report *rep);
 
+/* `cutrace report --rows PATH` (diff_rows.c): writes rep's rows to PATH, the
+ * run named after operands[0] with the metadata of the cutrace traces among
+ * the operands (one more streaming pass per trace; Kineto operands have no
+ * such metadata: their columns say "(none)"). Returns 0, or a negative
+ * errno with err holding one message naming the path. */
+int ct_report_rows(const char *path, char *const *operands, int noperands,
+                   const struct ct_report *rep, char *err, size_t errlen);
+
 #endif
