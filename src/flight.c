@@ -107,7 +107,8 @@ int ct_flight_keep(const uint8_t *p, size_t len, uint64_t now_ns)
         evict_oldest();
     if (g_fl.n == g_fl.cap) {
         size_t live = g_fl.n - g_fl.first;
-        memmove(g_fl.q, g_fl.q + g_fl.first, live * sizeof(*g_fl.q));
+        if (live && g_fl.first)
+            memmove(g_fl.q, g_fl.q + g_fl.first, live * sizeof(*g_fl.q));
         g_fl.n = live;
         g_fl.first = 0;
         if (live == g_fl.cap) {

@@ -60,8 +60,9 @@ void ct_cap_wrote(uint64_t off, uint64_t len)
     if (ct_rec.cap_nframes == ct_rec.cap_frames_len) {
         /* compact what was dropped, then grow */
         size_t live = ct_rec.cap_nframes - ct_rec.cap_first;
-        memmove(ct_rec.cap_frames, ct_rec.cap_frames + ct_rec.cap_first,
-                live * sizeof(*ct_rec.cap_frames));
+        if (live && ct_rec.cap_first)
+            memmove(ct_rec.cap_frames, ct_rec.cap_frames + ct_rec.cap_first,
+                    live * sizeof(*ct_rec.cap_frames));
         ct_rec.cap_nframes = live;
         ct_rec.cap_first = 0;
         if (live == ct_rec.cap_frames_len) {
