@@ -63,6 +63,29 @@ CASES = {
 }
 
 
+# Pipeline cases on the simulated device (tests/labelled/w_job.c states
+# their schedules), when CT_W_JOB is set: name: (w_job case, runs, expected
+# kinds, rank the stage_imbalance finding must name). Several runs each:
+# the host timing of a 4-rank job on a loaded 2-CPU machine varies.
+W_CASES = {
+    "pipe": ("pipe", 3, set(), None),                          # balanced 1F1B
+    "pipe_slow": ("pipe_slow", 2, {"stage_imbalance"}, 3),     # last stage 1.5x: its
+    # excess waits on the others are the imbalance's (not excess_bubble)
+    "pipe_stall": ("pipe_stall", 2, {"excess_bubble"}, None),  # 4 x 2 ms host stalls
+}
+
+
+def w_job_run(case, d):
+    fg = os.environ["CT_FAKEGPU_DIR"]
+    env = dict(os.environ, LD_LIBRARY_PATH=fg, CUTRACE_CUPTI_LIB=os.environ["CT_FAKE_CUPTI"],
+               FAKEGPU_NET_GBPS="1", W_JOB_DIR=d)
+    p = subprocess.run([os.environ["CT_CUTRACE"], "run", "-o", d, "--", os.environ["CT_W_JOB"],
+                        "launch", "4", case], env=env, capture_output=True, text=True,
+                       timeout=300)
+    if p.returncode != 0:
+        sys.exit(f"{case}: w_job failed: {p.stderr}")
+
+
 def diagnose(cutrace, d):
     r = subprocess.run([cutrace, "diagnose", "--json", d], capture_output=True, text=True,
                        timeout=120)
@@ -92,6 +115,10 @@ def main():
     per_kind = {k: [0, 0, 0] for k in KINDS}  # tp, fp, fn
     root = tempfile.mkdtemp(prefix="diag-corpus-")
     cases = [(n, BASE + o, want, None) for n, (o, want) in CASES.items()]
+    if os.environ.get("CT_W_JOB"):
+        for n, (case, runs, want, _) in W_CASES.items():
+            for i in range(runs):
+                cases.append((f"{n}#{i}", ("w_job", case), want, None))
     extra = os.environ.get("CT_W_JOB_CORPUS")
     if extra and os.path.isdir(extra):
         for n in sorted(os.listdir(extra)):
@@ -101,7 +128,11 @@ def main():
                 cases.append((n, None, want, os.path.join(extra, n)))
     for name, opts, want, ready in cases:
         d = ready
-        if d is None:
+        if d is None and opts and opts[0] == "w_job":
+            d = os.path.join(root, name.replace("#", "-"))
+            os.mkdir(d)
+            w_job_run(opts[1], d)
+        elif d is None:
             d = os.path.join(root, name)
             os.mkdir(d)
             p = subprocess.run([synth, "-d", d] + opts, capture_output=True, text=True,
@@ -110,6 +141,11 @@ def main():
                 sys.exit(f"{name}: ct_synth_job failed: {p.stderr}")
         doc = diagnose(cutrace, d)
         got = {f["kind"] for f in doc["findings"]}
+        base = name.split("#")[0]
+        if base in W_CASES and W_CASES[base][3] is not None:
+            si = [f for f in doc["findings"] if f["kind"] == "stage_imbalance"]
+            if si and si[0]["ranks"] != [W_CASES[base][3]]:
+                errors.append(f"{name}: stage_imbalance names {si[0]['ranks']}")
         errors += [f"{name}: {e}" for e in shape_errors(doc)]
         for k in got & want:
             per_kind[k][0] += 1
@@ -123,6 +159,17 @@ def main():
         mark = "ok" if got == want else "MISMATCH"
         print(f"{mark:8} {name:22} want {sorted(want)} got "
               f"{[(f['kind'], round(f['saving_us'], 1)) for f in doc['findings']]}")
+    # report --rows writes the rows diagnose --rows writes
+    d = os.path.join(root, "clean")
+    ra, rb = os.path.join(root, "a.jsonl"), os.path.join(root, "b.jsonl")
+    subprocess.run([cutrace, "report", "-o", os.devnull, "--rows", ra, d], check=True, timeout=120)
+    subprocess.run([cutrace, "diagnose", "-o", os.devnull, "--rows", rb, d], check=True,
+                   timeout=120)
+    if open(ra).read() != open(rb).read() or not open(ra).read():
+        errors.append("report --rows differs from diagnose --rows")
+    for k in KINDS:  # every kind: a case where it must be found, one where not
+        if not any(k in c[2] for c in cases) or all(k in c[2] for c in cases):
+            errors.append(f"{k}: no must-find or no must-not-find case")
     precision = tp / (tp + fp) if tp + fp else 1.0
     recall = tp / (tp + fn) if tp + fn else 1.0
     print(f"\ncases {len(cases)}, findings expected {tp + fn}, reported {tp + fp}")

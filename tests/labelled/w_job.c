@@ -51,6 +51,19 @@
  *            then 3 ms of host work before the next launch: GPU idle that
  *            only the sync explains. Prints the host work's duration:
  *            HOST_US (the sum).
+ *   pipe_slow  pipe with the last stage's kernels 1.5x slower (f 1.5, b 3):
+ *            stage imbalance. The last stage sets the pace: an iteration
+ *            is 3 (warm-up forwards) + 8 x 4.5 + 6 (backward drain) = 45;
+ *            it computes 36, the others 24 and wait 21 (46.7 % bubble),
+ *            of which (p-1)/m x 24 = 9 is the schedule's and 36 - 24 = 12
+ *            the imbalance's: no excess beyond the imbalance.
+ *   pipe_stall pipe where stage 1, before sending the activations of
+ *            micro-batches 0, 2, 4 and 6, synchronises its stream and does
+ *            2 ms of host work (as a host-side check of each micro-batch
+ *            would): its GPU idles 2 ms four times per iteration and every
+ *            other stage waits for it. Balanced 1F1B has no slack, so each
+ *            stall lengthens the iteration: about 33 + 8 = 41, the other
+ *            stages wait about 9 + 8 (8 beyond the schedule's share).
  */
 #include <cuda.h>
 #include <fcntl.h>
@@ -338,6 +351,71 @@ static void drain(struct rank *k)
     printf("HOST_US %.3f\n", (double)host / 1000.0);
 }
 
+/* ------------------------------------------------------------ pipe variants */
+
+/* Waits for the stream, then ns of host work (no syscall, no CUDA). */
+static void host_stall(struct rank *k, int64_t ns)
+{
+    CHECK(cuStreamSynchronize(k->c));
+    int64_t t0 = now_ns();
+    volatile uint64_t x = 0;
+    while (now_ns() - t0 < ns)
+        x = x + 1;
+}
+
+/* The pipe schedule (pipe_1f1b, which keeps its own copy so its stated
+ * truth never moves) with the last stage's kernels named slow_f/slow_b,
+ * and on stage stall_stage a stream sync plus stall_ns of host work before
+ * sending the activations of every second micro-batch. */
+static void pipe_variant(struct rank *k, const char *slow_f, const char *slow_b, int stall_stage,
+                         int64_t stall_ns)
+{
+    const int p = k->n, m = 8, st = k->r;
+    const int prev = st > 0 ? st - 1 : -1, next = st < p - 1 ? st + 1 : -1;
+    const char *fwd = st == p - 1 && slow_f ? slow_f : "stage_forward__1000us";
+    const char *bwd = st == p - 1 && slow_b ? slow_b : "stage_backward__2000us";
+    int warmup = p - st - 1 < m ? p - st - 1 : m;
+    int steady = m - warmup;
+    pthread_barrier_t *barrier = shared_barrier(p, 0);
+    for (int i = 0; i < 4; i++) {
+        int mb = 0; /* the micro-batch whose activations go next */
+        step_begin(i);
+        for (int w = 0; w < warmup; w++) {
+            p2p(k, -1, prev);
+            kernel(k, k->c, fwd);
+            if (st == stall_stage && mb++ % 2 == 0)
+                host_stall(k, stall_ns);
+            p2p(k, next, -1);
+        }
+        if (steady > 0)
+            p2p(k, -1, prev);
+        for (int j = 0; j < steady; j++) {
+            kernel(k, k->c, fwd);
+            if (st == stall_stage && mb++ % 2 == 0)
+                host_stall(k, stall_ns);
+            p2p(k, next, next);
+            kernel(k, k->c, bwd);
+            if (j == steady - 1)
+                p2p(k, prev, -1);
+            else
+                p2p(k, prev, prev);
+        }
+        for (int w = 0; w < warmup; w++) {
+            p2p(k, -1, next);
+            kernel(k, k->c, bwd);
+            p2p(k, prev, -1);
+        }
+        CHECK(cuCtxSynchronize());
+        pthread_barrier_wait(barrier);
+        step_end(k);
+    }
+    if (st == 0) {
+        char name[64];
+        snprintf(name, sizeof(name), "/w_job_%s", getenv("W_JOB_BARRIER"));
+        shm_unlink(name);
+    }
+}
+
 /* ------------------------------------------------------------ ranks */
 
 static void hex(const ncclUniqueId *id, char *out)
@@ -383,7 +461,7 @@ static int rank_main(int r, int n, const char *idhex, const char *c)
     CHECK(cuStreamCreate(&k.m, CU_STREAM_NON_BLOCKING));
     CHECK(cuMemAlloc(&k.a, 16u << 20));
     CHECK(cuMemAlloc(&k.b, 16u << 20));
-    if (!strcmp(c, "pipe") && r == 0)
+    if (!strncmp(c, "pipe", 4) && r == 0)
         shared_barrier(n, 1);
     if (n > 1) {
         ncclUniqueId id;
@@ -406,6 +484,10 @@ static int rank_main(int r, int n, const char *idhex, const char *c)
         tiny(&k);
     else if (!strcmp(c, "drain"))
         drain(&k);
+    else if (!strcmp(c, "pipe_slow"))
+        pipe_variant(&k, "stage_forward__1500us", "stage_backward__3000us", -1, 0);
+    else if (!strcmp(c, "pipe_stall"))
+        pipe_variant(&k, NULL, NULL, 1, 2000000);
     else
         return 2;
     CHECK(cuCtxSynchronize());
