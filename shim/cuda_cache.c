@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "shim/cuda_record.h"
+#include "shim/health.h"
 #include "shim/ptrmap.h"
 
 uint32_t ct_sym_name_id[CT_SYM_COUNT];
@@ -103,7 +104,7 @@ static void describe_device(const struct driver_fns *f, int dev)
 {
     if (dev < 0 || dev >= 256 || atomic_exchange(&g_described[dev], 1))
         return;
-    char buf[256];
+    char buf[256], uuid[96] = "", pci[32] = "";
     meta_int(CT_SCOPE_DEVICE, (uint64_t)dev, "ordinal", dev);
     if (f->device_get_name && f->device_get_name(buf, sizeof(buf), dev) == CUDA_SUCCESS) {
         buf[sizeof(buf) - 1] = 0;
@@ -117,11 +118,14 @@ static void describe_device(const struct driver_fns *f, int dev)
                  b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
                  b[14], b[15]);
         meta(CT_SCOPE_DEVICE, (uint64_t)dev, "uuid", buf);
+        snprintf(uuid, sizeof(uuid), "%.95s", buf);
     }
     if (f->device_get_pci && f->device_get_pci(buf, sizeof(buf), dev) == CUDA_SUCCESS) {
         buf[sizeof(buf) - 1] = 0;
         meta(CT_SCOPE_DEVICE, (uint64_t)dev, "pci_bus_id", buf);
+        snprintf(pci, sizeof(pci), "%.31s", buf);
     }
+    ct_health_device(dev, uuid, pci); /* health counters: NVML finds it by these */
     int v, major = 0, minor = 0;
     if (f->driver_get_version && f->driver_get_version(&v) == CUDA_SUCCESS)
         meta_int(CT_SCOPE_DEVICE, (uint64_t)dev, "driver_version", v);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "shim/gpu.h"
+#include "shim/health.h"
 #include "shim/io.h"
 #include "shim/nvtx.h"
 #include "src/config.h"
@@ -91,8 +92,9 @@ void ct_shim_finish(void)
     if (!ct_shim_live())
         return;
     ct_tls_guard = 1;
-    ct_nvtx_finish(); /* NVTX counters, while the trace is open (also on _exit/exec) */
-    ct_io_finish();   /* I/O spans skipped under CUTRACE_IO_MIN_NS (also on _exit/exec) */
+    ct_nvtx_finish();   /* NVTX counters, while the trace is open (also on _exit/exec) */
+    ct_io_finish();     /* I/O spans skipped under CUTRACE_IO_MIN_NS (also on _exit/exec) */
+    ct_health_finish(); /* the health sampler's cost */
     uint64_t lookups, wrapped;
     ct_procaddr_stats(&lookups, &wrapped);
     recorder_meta("cuGetProcAddress_lookups", lookups);
@@ -219,6 +221,8 @@ static int start_recording(int after_fork)
     snprintf(g_trace_path, sizeof(g_trace_path), "%s", path);
     ct_writer_failed = writer_failed;
     ct_writer_hang = writer_hang;
+    if (ct_health_start(after_fork) != 0) /* counters on the writer thread (CUTRACE_HEALTH_MS) */
+        ct_emit_error("cutrace: no writer slot for the health sampler; no counters", -ENOSPC);
     if (after_fork) {
         /* CUDA cannot be used in a child forked after cuInit: host spans only */
         ct_gpu_mode = CT_GPU_OFF;

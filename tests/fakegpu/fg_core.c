@@ -195,6 +195,7 @@ CUresult CUDAAPI cuInit(unsigned int Flags)
         fg.kernel_scale = fg_env_double("FAKEGPU_KERNEL_SCALE", 1.0, 0.0);
         fg.pcie_gbps = fg_env_double("FAKEGPU_PCIE_GBPS", 25.0, 1e-9);
         fg.hbm_gbps = fg_env_double("FAKEGPU_HBM_GBPS", 2000.0, 1e-9);
+        fg_throttle_init_locked();
         for (int i = 0; i < fg.ndevices; i++) {
             memset(&fg.devices[i], 0, sizeof fg.devices[i]);
             fg.devices[i].ordinal = i;

@@ -126,6 +126,7 @@ struct fg_op {
     fg_op *next; /* pending list */
     size_t ndeps;
     fg_op **deps;
+    int device; /* of the stream it was enqueued on (power cap, fg_throttle.h) */
 };
 
 int64_t fg_now(void);
@@ -192,6 +193,8 @@ struct fg_global {
     int initialized; /* read without the lock: use __atomic */
     int ndevices;
     double kernel_scale, pcie_gbps, hbm_gbps;
+    int64_t init_ns;                /* CLOCK_MONOTONIC of the first cuInit */
+    int64_t cap_ns[FG_MAX_DEVICES]; /* FAKEGPU_NVML_CAP: capped from then on, -1 never */
     fg_device devices[FG_MAX_DEVICES];
     unsigned long long next_id;
     fg_ctx **ctxs;
@@ -293,6 +296,10 @@ void fg_mem_release_locked(uintptr_t base);
 /* ----------------------------------------------------------- misc helpers */
 
 int64_t fg_kernel_duration_ns(const char *name);
+/* FAKEGPU_NVML_CAP (fg_throttle.c): read at the first cuInit; the instant a
+ * device becomes power-capped (-1: never). */
+void fg_throttle_init_locked(void);
+int64_t fg_cap_ns(int device);
 const char *fg_func_name(CUfunction f); /* NULL unless a function or kernel handle */
 int64_t fg_bytes_ns(size_t bytes, double gbps);
 CUresult fg_graph_record_locked(fg_graph *g, const fg_desc *d);

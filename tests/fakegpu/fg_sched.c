@@ -27,6 +27,7 @@
  * queries and synchronizes).
  */
 #include "fg_internal.h"
+#include "fg_throttle.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -155,6 +156,8 @@ static bool fg_op_advance(fg_op *op)
     }
     if (op->start_known && !op->resolved && op->d.kind != FG_OP_HOSTFN) {
         int64_t end = op->start_ns + op->d.duration_ns;
+        if (op->d.kind == FG_OP_KERNEL && !op->d.resolve) /* a power-capped device is slower */
+            end = fg_throttle_end(op->start_ns, op->d.duration_ns, fg_cap_ns(op->device));
         if (!op->d.resolve || op->d.resolve(op->start_ns, &end, op->d.resolve_arg)) {
             op->end_ns = fg_max64(end, op->start_ns);
             op->resolved = true;
@@ -316,6 +319,7 @@ fg_op *fg_enqueue(fg_stream *s, const fg_desc *d, fg_op *const *extra, size_t ne
     op->refs = 1; /* the stream's reference, as s->last */
     op->d = *d;
     op->min_start_ns = fg_now();
+    op->device = s->ctx ? s->ctx->device : 0;
     size_t cap = 0;
     fg_ctx *c = s->ctx;
     fg_op_add_dep(op, s->last, &cap);

@@ -1,0 +1,290 @@
+/*
+ * fg_nvml.c - a fake libnvidia-ml.so.1 for the simulated devices: the NVML
+ * subset cutrace's health sampler reads (shim/health.c), with values
+ * scripted per process by FAKEGPU_NVML_CAP (fg_throttle.h), consistent
+ * with the simulated driver's kernel timing. Types are declared here from
+ * NVML's public ABI (nvml.h is not in the CUDA toolkit); only what the
+ * sampler uses exists. Identity matches the simulated driver: the UUID
+ * cuDeviceGetUuid gives, formatted "GPU-xxxxxxxx-xxxx-...", and bus
+ * 0x18 + 0x10 * ordinal.
+ */
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "fg_throttle.h"
+
+#define API __attribute__((visibility("default")))
+
+typedef int nvmlReturn_t;
+enum {
+    NVML_SUCCESS = 0,
+    NVML_ERROR_UNINITIALIZED = 1,
+    NVML_ERROR_INVALID_ARGUMENT = 2,
+    NVML_ERROR_NOT_SUPPORTED = 3,
+    NVML_ERROR_NOT_FOUND = 6,
+};
+#define NVML_CLOCK_SM                            1
+#define NVML_CLOCK_MEM                           2
+#define NVML_CLOCKS_THROTTLE_REASON_SW_POWER_CAP 0x4ull
+
+typedef struct {
+    unsigned gpu, memory;
+} nvmlUtilization_t;
+typedef struct {
+    unsigned long long total, free, used;
+} nvmlMemory_t;
+
+struct fg_nvml_device {
+    int ordinal;
+};
+typedef struct fg_nvml_device *nvmlDevice_t;
+
+#define MAX_DEV      64
+#define FG_LIMIT_MW  700000u
+#define FG_POWER_MW  450000u
+#define FG_MEM_MHZ   2619u
+#define FG_MEM_TOTAL (80ull << 30)
+#define FG_MEM_USED  (1ull << 30)
+
+static struct fg_nvml_device g_dev[MAX_DEV];
+static int g_ndev, g_init;
+static int64_t g_cap_after[FG_THROTTLE_MAX], g_t0;
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* The simulated driver's first cuInit, if it is loaded and initialised. */
+static int64_t driver_init_ns(void)
+{
+    int64_t (*fn)(void) = NULL;
+    void *p = dlsym(RTLD_DEFAULT, "fakegpu_init_ns");
+    if (!p) {
+        void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+        if (lib)
+            p = dlsym(lib, "fakegpu_init_ns");
+    }
+    memcpy(&fn, &p, sizeof(p));
+    return fn ? fn() : 0;
+}
+
+static int capped(int d)
+{
+    if (d >= FG_THROTTLE_MAX || g_cap_after[d] < 0)
+        return 0;
+    int64_t t0 = driver_init_ns();
+    if (!t0)
+        t0 = g_t0; /* no simulated driver: from nvmlInit */
+    return now_ns() >= t0 + g_cap_after[d];
+}
+
+API nvmlReturn_t nvmlInit_v2(void)
+{
+    const char *n = getenv("FAKEGPU_DEVICES");
+    g_ndev = n && *n ? atoi(n) : 1;
+    if (g_ndev < 0)
+        g_ndev = 0;
+    if (g_ndev > MAX_DEV)
+        g_ndev = MAX_DEV;
+    for (int i = 0; i < g_ndev; i++)
+        g_dev[i].ordinal = i;
+    fg_throttle_parse(getenv("FAKEGPU_NVML_CAP"), g_cap_after);
+    g_t0 = now_ns();
+    g_init = 1;
+    return NVML_SUCCESS;
+}
+
+API nvmlReturn_t nvmlInit(void)
+{
+    return nvmlInit_v2();
+}
+
+API nvmlReturn_t nvmlShutdown(void)
+{
+    g_init = 0;
+    return NVML_SUCCESS;
+}
+
+API const char *nvmlErrorString(nvmlReturn_t r)
+{
+    return r == NVML_SUCCESS ? "Success" : "Fake NVML error";
+}
+
+API nvmlReturn_t nvmlDeviceGetCount_v2(unsigned *count)
+{
+    if (!g_init)
+        return NVML_ERROR_UNINITIALIZED;
+    if (!count)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *count = (unsigned)g_ndev;
+    return NVML_SUCCESS;
+}
+
+API nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned i, nvmlDevice_t *dev)
+{
+    if (!g_init)
+        return NVML_ERROR_UNINITIALIZED;
+    if (!dev || i >= (unsigned)g_ndev)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *dev = &g_dev[i];
+    return NVML_SUCCESS;
+}
+
+/* What cuDeviceGetUuid gives for ordinal d (fg_device.c), as NVML formats it. */
+static void uuid_of(int d, char *buf, size_t n)
+{
+    unsigned char b[16] = "FAKEGPU-UUID";
+    memset(b + 12, 0, 4);
+    b[15] = (unsigned char)d;
+    snprintf(buf, n, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+             b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+             b[14], b[15]);
+}
+
+API nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t dev, char *uuid, unsigned len)
+{
+    if (!g_init)
+        return NVML_ERROR_UNINITIALIZED;
+    if (!dev || !uuid)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    uuid_of(dev->ordinal, uuid, len);
+    return NVML_SUCCESS;
+}
+
+API nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *dev)
+{
+    if (!g_init)
+        return NVML_ERROR_UNINITIALIZED;
+    if (!uuid || !dev)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    char buf[96];
+    for (int d = 0; d < g_ndev; d++) {
+        uuid_of(d, buf, sizeof(buf));
+        if (!strcasecmp(buf, uuid)) {
+            *dev = &g_dev[d];
+            return NVML_SUCCESS;
+        }
+    }
+    return NVML_ERROR_NOT_FOUND;
+}
+
+API nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *bus_id, nvmlDevice_t *dev)
+{
+    if (!g_init)
+        return NVML_ERROR_UNINITIALIZED;
+    if (!bus_id || !dev)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    unsigned dom = 0, bus = 0, slot = 0;
+    if (sscanf(bus_id, "%x:%x:%x", &dom, &bus, &slot) != 3)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    for (int d = 0; d < g_ndev; d++)
+        if ((unsigned)(0x18 + d * 0x10) == bus) {
+            *dev = &g_dev[d];
+            return NVML_SUCCESS;
+        }
+    return NVML_ERROR_NOT_FOUND;
+}
+
+#define DEV_CHECK(out)                                                                             \
+    do {                                                                                           \
+        if (!g_init)                                                                               \
+            return NVML_ERROR_UNINITIALIZED;                                                       \
+        if (!dev || !(out))                                                                        \
+            return NVML_ERROR_INVALID_ARGUMENT;                                                    \
+    } while (0)
+
+API nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t dev, int type, unsigned *mhz)
+{
+    DEV_CHECK(mhz);
+    if (type == NVML_CLOCK_MEM)
+        *mhz = FG_MEM_MHZ;
+    else /* graphics and SM clocks move together */
+        *mhz = capped(dev->ordinal) ? FG_CAP_CLOCK_MHZ : FG_CLOCK_MHZ;
+    return NVML_SUCCESS;
+}
+
+API nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t dev, unsigned *mw)
+{
+    DEV_CHECK(mw);
+    *mw = capped(dev->ordinal) ? FG_LIMIT_MW : FG_POWER_MW;
+    return NVML_SUCCESS;
+}
+
+API nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t dev, unsigned *mw)
+{
+    DEV_CHECK(mw);
+    *mw = FG_LIMIT_MW;
+    return NVML_SUCCESS;
+}
+
+API nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t dev, int sensor, unsigned *c)
+{
+    DEV_CHECK(c);
+    (void)sensor;
+    *c = capped(dev->ordinal) ? 83 : 62;
+    return NVML_SUCCESS;
+}
+
+API nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t dev,
+                                                           unsigned long long *reasons)
+{
+    DEV_CHECK(reasons);
+    *reasons = capped(dev->ordinal) ? NVML_CLOCKS_THROTTLE_REASON_SW_POWER_CAP : 0;
+    return NVML_SUCCESS;
+}
+
+API nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t dev,
+                                                        unsigned long long *reasons)
+{
+    return nvmlDeviceGetCurrentClocksThrottleReasons(dev, reasons);
+}
+
+API nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t dev, nvmlUtilization_t *u)
+{
+    DEV_CHECK(u);
+    u->gpu = 97;
+    u->memory = 41;
+    return NVML_SUCCESS;
+}
+
+API nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t dev, nvmlMemory_t *m)
+{
+    DEV_CHECK(m);
+    m->total = FG_MEM_TOTAL;
+    m->used = FG_MEM_USED;
+    m->free = FG_MEM_TOTAL - FG_MEM_USED;
+    return NVML_SUCCESS;
+}
+
+API nvmlReturn_t nvmlDeviceGetPcieThroughput(nvmlDevice_t dev, int counter, unsigned *kbs)
+{
+    DEV_CHECK(kbs);
+    *kbs = counter == 0 ? 1200 : 800;
+    return NVML_SUCCESS;
+}
+
+API nvmlReturn_t nvmlDeviceGetPcieReplayCounter(nvmlDevice_t dev, unsigned *n)
+{
+    DEV_CHECK(n);
+    *n = 0;
+    return NVML_SUCCESS;
+}
+
+/* The simulated part has no ECC reporting and no NVLink (like a PCIe card
+ * with ECC off): the sampler must turn these counters off, not fail. */
+API nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t dev, int type, int counter,
+                                             unsigned long long *n)
+{
+    DEV_CHECK(n);
+    (void)type;
+    (void)counter;
+    return NVML_ERROR_NOT_SUPPORTED;
+}
