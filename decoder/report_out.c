@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "decoder/hang.h"
+#include "decoder/health.h"
 #include "decoder/analysis.h"
 #include "decoder/json.h"
 #include "decoder/kineto.h"
@@ -115,7 +116,8 @@ void ct_report_json(FILE *f, const struct ct_report *rep)
         num(f, "score", x->score, 1);
         num(f, "persistence", x->persistence, 1);
         fprintf(f, "\"flagged\":%s},", x->flagged ? "true" : "false");
-        ct_kineto_hta_json(f, R); /* kineto: "hta":{...}, for Kineto input */
+        ct_kineto_hta_json(f, R);  /* kineto: "hta":{...}, for Kineto input */
+        ct_health_json(f, rep, r); /* health: "health":{...} or null (decoder/health.c) */
         const struct ct_coverage *c = &R->cov;
         fprintf(f,
                 "\"coverage\":{\"gpu_cupti\":%" PRIu64 ",\"gpu_events\":%" PRIu64
@@ -272,6 +274,7 @@ void ct_report_text(FILE *f, const struct ct_report *rep)
         free(done);
     }
     ct_kineto_hta_text(f, rep); /* kineto: HTA-compatible section */
+    ct_health_text(f, rep);     /* health: GPU health section (decoder/health.c) */
     fprintf(f, "\nClock alignment (skew applied after realtime, residual):\n");
     for (size_t r = 0; r < rep->nr; r++)
         fprintf(f, "  rank %-4d skew %10.1f us  residual %8.1f us\n", rep->rr[r].rank->rank,
