@@ -38,6 +38,25 @@ struct kv {
     uint64_t key, val;
 };
 
+/* A host span on one thread (raw times). */
+struct span {
+    int64_t s, e;
+    uint32_t tid;
+};
+
+/* Per NCCL op, for the GPU-time fallbacks (tracefile.h, ct_trace_nccl_gpu):
+ * its group, stream and thread. */
+struct nccl_fb {
+    uint64_t group;
+    uint32_t stream, tid;
+};
+
+/* A launch of an NCCL kernel: the call's span and correlation id. */
+struct nccl_launch {
+    struct span sp;
+    uint64_t corr;
+};
+
 struct vec {
     void *p;
     size_t n, cap;
@@ -183,6 +202,13 @@ struct ex {
     struct vec nccl;     /* struct ct_nop, raw times; stays in file order until the end */
     struct vec nsynth;   /* op index made from each NCCL op's own interval, or NONE */
     struct vec nord;     /* kv (raw host start, file order) of each NCCL op */
+    struct vec nfb;      /* struct nccl_fb of each NCCL op: what the fallbacks need */
+    struct vec gend;     /* kv (corr, index into gendv) of ncclGroupEnd API records */
+    struct vec gendv;    /* struct span of each ncclGroupEnd record */
+    struct vec nkl;      /* struct nccl_launch: launches of ncclDevKernel_* kernels */
+    uint8_t *kcls;       /* per kernel string id: 0 unknown, 1 not NCCL, 2 NCCL */
+    size_t kclsn;
+    uint64_t gend_sid; /* string id of "ncclGroupEnd", 0 until seen */
     struct vec steps;    /* struct ct_range, raw times */
     struct vec sord;     /* file order of each step */
     struct vec launches; /* int64 raw host starts */
@@ -199,11 +225,14 @@ static void ex_free(struct ex *x)
     struct ct_range *st = x->steps.p;
     for (size_t i = 0; i < x->steps.n; i++)
         free(st[i].msg);
-    struct vec *v[] = {&x->ops,  &x->gcorr, &x->calls, &x->timed,    &x->nccl,  &x->nsynth,
-                       &x->nord, &x->steps, &x->sord,  &x->launches, &x->clock, &x->name_sid};
+    struct vec *v[] = {&x->ops,   &x->gcorr,    &x->calls, &x->timed,    &x->nccl,
+                       &x->nsynth, &x->nord,    &x->steps, &x->sord,     &x->launches,
+                       &x->clock, &x->name_sid, &x->nfb,   &x->gend,     &x->gendv,
+                       &x->nkl};
     for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
         free(v[i]->p);
     free(x->name_map);
+    free(x->kcls);
 }
 
 static int name_of(struct ex *x, uint64_t sid, uint32_t *out)
@@ -263,11 +292,13 @@ static int push_launch(struct ex *x, uint64_t t)
     return 0;
 }
 
-static int on_nccl(struct ex *x, const uint64_t *f)
+static int on_nccl(struct ex *x, const uint64_t *f, uint32_t tid)
 {
     if (vec_room(&x->nccl, sizeof(struct ct_nop)) || vec_room(&x->nsynth, sizeof(uint64_t)) ||
-        push_kv(&x->nord, f[CT_NCCL_START], x->ord))
+        vec_room(&x->nfb, sizeof(struct nccl_fb)) || push_kv(&x->nord, f[CT_NCCL_START], x->ord))
         return -ENOMEM;
+    ((struct nccl_fb *)x->nfb.p)[x->nfb.n++] =
+        (struct nccl_fb){f[CT_NCCL_GROUP], (uint32_t)f[CT_NCCL_STREAM], tid};
     struct ct_nop *n = (struct ct_nop *)x->nccl.p + x->nccl.n;
     memset(n, 0, sizeof(*n));
     n->host_s = (int64_t)f[CT_NCCL_START];
@@ -308,11 +339,69 @@ static int on_nccl(struct ex *x, const uint64_t *f)
     return push_launch(x, f[CT_NCCL_START]);
 }
 
-static int on_api(struct ex *x, const uint64_t *f)
+/* Whether kernel string id sid names an NCCL kernel (cached per id). */
+static int is_nccl_kernel(struct ex *x, uint64_t sid, int *yes)
+{
+    if (sid >= x->kclsn) {
+        size_t n = x->kclsn ? x->kclsn : 64;
+        while (n <= sid)
+            n *= 2;
+        uint8_t *k = realloc(x->kcls, n);
+        if (!k)
+            return -ENOMEM;
+        memset(k + x->kclsn, 0, n - x->kclsn);
+        x->kcls = k;
+        x->kclsn = n;
+    }
+    if (!x->kcls[sid]) {
+        const char *name = ct_reader_string(x->rd, sid);
+        x->kcls[sid] = name && (!strncmp(name, "ncclDevKernel", 13) || !strncmp(name, "ncclKernel", 10))
+                           ? 2
+                           : 1;
+    }
+    *yes = x->kcls[sid] == 2;
+    return 0;
+}
+
+/* What the NCCL fallbacks need from API records: ncclGroupEnd spans (their
+ * correlation id is the group's id) and launches of NCCL kernels. */
+static int note_nccl_calls(struct ex *x, const uint64_t *f, uint32_t tid)
+{
+    uint64_t fam = f[CT_API_FAMILY];
+    struct span sp = {(int64_t)f[CT_API_START], (int64_t)f[CT_API_END], tid};
+    if (fam == CT_FAM_OTHER) {
+        uint64_t sid = f[CT_API_NAME];
+        if (!x->gend_sid) {
+            const char *name = ct_reader_string(x->rd, sid);
+            if (!name || strcmp(name, "ncclGroupEnd") != 0)
+                return 0;
+            x->gend_sid = sid;
+        }
+        if (sid != x->gend_sid || vec_room(&x->gendv, sizeof(struct span)))
+            return sid != x->gend_sid ? 0 : -ENOMEM;
+        ((struct span *)x->gendv.p)[x->gendv.n] = sp;
+        return push_kv(&x->gend, f[CT_API_CORR], x->gendv.n++);
+    }
+    if (fam != CT_FAM_LAUNCH)
+        return 0;
+    int yes;
+    if (is_nccl_kernel(x, f[CT_API_KERNEL], &yes))
+        return -ENOMEM;
+    if (!yes)
+        return 0;
+    if (vec_room(&x->nkl, sizeof(struct nccl_launch)))
+        return -ENOMEM;
+    ((struct nccl_launch *)x->nkl.p)[x->nkl.n++] = (struct nccl_launch){sp, f[CT_API_CORR]};
+    return 0;
+}
+
+static int on_api(struct ex *x, const uint64_t *f, uint32_t tid)
 {
     uint64_t fam = f[CT_API_FAMILY];
     struct ct_proc *p = x->p;
     int rc = push_kv(&x->calls, f[CT_API_CORR], f[CT_API_START]);
+    if (!rc && (fam == CT_FAM_OTHER || fam == CT_FAM_LAUNCH))
+        rc = note_nccl_calls(x, f, tid);
     if (!rc && (fam == CT_FAM_LAUNCH || fam == CT_FAM_MEMCPY || fam == CT_FAM_MEMSET)) {
         rc = push_launch(x, f[CT_API_START]);
         if (!rc && !(f[CT_API_FLAGS] & CT_APIF_CAPTURED))
@@ -372,8 +461,8 @@ static int on_record(void *ctx, const struct ct_record *r)
     int rc = 0;
     switch (r->kind) {
     case CT_REC_GPU: rc = on_gpu(x, f); break;
-    case CT_REC_API: rc = on_api(x, f); break;
-    case CT_REC_NCCL: rc = on_nccl(x, f); break;
+    case CT_REC_API: rc = on_api(x, f, r->tid); break;
+    case CT_REC_NCCL: rc = on_nccl(x, f, r->tid); break;
     case CT_REC_IO: {
         const char *op = ct_reader_string(x->rd, f[CT_IO_OP]);
         if (ct_is_data_wait(op, f[CT_IO_FD_TYPE]))
@@ -406,6 +495,151 @@ static int seek(const struct vec *v, size_t *pos, uint64_t key)
     return *pos < v->n && a[*pos].key == key;
 }
 
+/* Index of the first entry of sorted v with key k, or -1. */
+static long find_kv(const struct vec *v, uint64_t k)
+{
+    const struct kv *a = v->p;
+    size_t lo = 0, hi = v->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (a[mid].key < k)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < v->n && a[lo].key == k ? (long)lo : -1;
+}
+
+/* The GPU interval standing for NCCL op i when no GPU record carries its
+ * own correlation id (the rules of ct_trace_nccl_gpu in tracefile.h): a
+ * record of its group's id (an event pair around the outermost
+ * ncclGroupEnd; the one on the op's stream if there are several), else the
+ * ncclDevKernel launch made inside the op's call, or inside its group's
+ * ncclGroupEnd, on the same thread. Returns an op index or NONE. */
+static uint64_t nccl_fallback(struct ex *x, size_t i)
+{
+    const struct ct_nop *n = (const struct ct_nop *)x->nccl.p + i;
+    const struct nccl_fb *fb = (const struct nccl_fb *)x->nfb.p + i;
+    const struct kv *gc = x->gcorr.p;
+    const struct ct_gop *ops = x->ops.p;
+    struct span sp = {n->host_s, n->host_e, fb->tid};
+    if (fb->group) {
+        uint64_t pick = NONE;
+        for (long k = find_kv(&x->gcorr, fb->group); k >= 0 && (size_t)k < x->gcorr.n &&
+                                                     gc[k].key == fb->group;
+             k++) {
+            if (gc[k].val == NONE || ops[gc[k].val].type != CT_GPU_NCCL)
+                continue;
+            if (pick == NONE || ops[gc[k].val].stream == fb->stream)
+                pick = gc[k].val;
+        }
+        if (pick != NONE)
+            return pick;
+        long gi = find_kv(&x->gend, fb->group);
+        if (gi < 0)
+            return NONE;
+        sp = ((const struct span *)x->gendv.p)[((const struct kv *)x->gend.p)[gi].val];
+    }
+    const struct nccl_launch *kl = x->nkl.p;
+    for (size_t k = 0; k < x->nkl.n; k++) {
+        if (kl[k].sp.tid != sp.tid || kl[k].sp.s < sp.s || kl[k].sp.e > sp.e)
+            continue;
+        long g = find_kv(&x->gcorr, kl[k].corr);
+        for (; g >= 0 && (size_t)g < x->gcorr.n && gc[g].key == kl[k].corr; g++)
+            if (gc[g].val != NONE && ops[gc[g].val].type == CT_GPU_KERNEL)
+                return gc[g].val;
+    }
+    return NONE;
+}
+
+/* Links NCCL op i to GPU interval o; an interval already linked to another
+ * op of the same group is copied (a fused kernel, or a group's event pair,
+ * is each member's GPU time). */
+static int link_nccl(struct ex *x, uint64_t o, size_t i)
+{
+    struct ct_gop *ops = x->ops.p;
+    if (ops[o].nccl < 0) {
+        ops[o].nccl = (int32_t)i;
+        return 0;
+    }
+    if (vec_room(&x->ops, sizeof(struct ct_gop)))
+        return -ENOMEM;
+    ops = x->ops.p;
+    ops[x->ops.n] = ops[o];
+    ops[x->ops.n++].nccl = (int32_t)i;
+    return 0;
+}
+
+/*
+ * The kernels NCCL launched inside an op's call (or its group's
+ * ncclGroupEnd) that are not the op's GPU time — the plugin or an event
+ * pair timed the op — still belong to it: they are linked for their class
+ * (nested), so one op's work is not data-parallel as a kernel and "other"
+ * as an op.
+ */
+static int link_nested(struct ex *x)
+{
+    size_t nn = x->nccl.n, nl = x->nkl.n;
+    if (!nn || !nl)
+        return 0;
+    const struct ct_nop *nccl = x->nccl.p;
+    const struct nccl_fb *fb = x->nfb.p;
+    const struct nccl_launch *kl = x->nkl.p;
+    struct span *sp = malloc(nn * sizeof(*sp));
+    struct kv *bys = malloc(nn * sizeof(*bys)), *byl = malloc(nl * sizeof(*byl));
+    struct {
+        uint32_t tid;
+        size_t span;
+    } last[64];
+    size_t nlast = 0;
+    int rc = sp && bys && byl ? 0 : -ENOMEM;
+    for (size_t i = 0; i < nn && !rc; i++) {
+        sp[i] = (struct span){nccl[i].host_s, nccl[i].host_e, fb[i].tid};
+        long g = fb[i].group ? find_kv(&x->gend, fb[i].group) : -1;
+        if (g >= 0)
+            sp[i] = ((const struct span *)x->gendv.p)[((const struct kv *)x->gend.p)[g].val];
+        bys[i] = (struct kv){(uint64_t)sp[i].s, i};
+    }
+    for (size_t k = 0; k < nl && !rc; k++)
+        byl[k] = (struct kv){(uint64_t)kl[k].sp.s, k};
+    if (!rc)
+        rc = sort_kv(bys, nn) ? -ENOMEM : sort_kv(byl, nl) ? -ENOMEM : 0;
+    const struct kv *gc = x->gcorr.p;
+    struct ct_gop *ops = x->ops.p;
+    for (size_t k = 0, s = 0; k < nl && !rc; k++) {
+        const struct nccl_launch *l = &kl[byl[k].val];
+        /* the latest span of each thread that starts at or before l */
+        for (; s < nn && (int64_t)bys[s].key <= l->sp.s; s++) {
+            uint32_t tid = sp[bys[s].val].tid;
+            size_t j = 0;
+            while (j < nlast && last[j].tid != tid)
+                j++;
+            if (j == nlast && nlast < sizeof(last) / sizeof(last[0]))
+                last[nlast++].tid = tid;
+            if (j < nlast)
+                last[j].span = bys[s].val;
+        }
+        size_t j = 0;
+        while (j < nlast && last[j].tid != l->sp.tid)
+            j++;
+        if (j == nlast || sp[last[j].span].e < l->sp.e)
+            continue;
+        for (long g = find_kv(&x->gcorr, l->corr); g >= 0 && (size_t)g < x->gcorr.n &&
+                                                   gc[g].key == l->corr;
+             g++) {
+            struct ct_gop *o = gc[g].val == NONE ? NULL : &ops[gc[g].val];
+            if (o && o->type == CT_GPU_KERNEL && o->nccl < 0) {
+                o->nccl = (int32_t)last[j].span;
+                o->nested = 1;
+            }
+        }
+    }
+    free(sp);
+    free(bys);
+    free(byl);
+    return rc;
+}
+
 /*
  * Joins every GPU interval to the call that enqueued it (an NCCL op's or an
  * API record's correlation id) and classifies it; counts untimed launches;
@@ -425,6 +659,7 @@ static int join(struct ex *x, const uint8_t *name_op)
             return -ENOMEM;
         }
     if (sort_kv(ncorr.p, ncorr.n) || sort_kv(x->gcorr.p, x->gcorr.n) ||
+        sort_kv(x->gend.p, x->gend.n) ||
         sort_kv(x->calls.p, x->calls.n) || sort_kv(x->timed.p, x->timed.n)) {
         free(ncorr.p);
         return -ENOMEM;
@@ -463,19 +698,47 @@ static int join(struct ex *x, const uint8_t *name_op)
     for (size_t i = 0; i < x->timed.n; i++)
         if (!seek(&x->gcorr, &ig, tm[i].key))
             p->cov.untimed++;
-    /* an NCCL op's own interval stands only without a GPU record */
+    /* NCCL ops without a GPU record of their own: their group's, or the
+     * kernel launched inside their call (kept in nccl_fb) */
+    uint8_t *fell = calloc(x->nccl.n ? x->nccl.n : 1, 1);
+    if (!fell) {
+        free(ncorr.p);
+        return -ENOMEM;
+    }
     ig = 0;
     const struct kv *nc = ncorr.p;
+    for (size_t i = 0; i < ncorr.n; i++) {
+        if (nc[i].key && seek(&x->gcorr, &ig, nc[i].key))
+            continue;
+        uint64_t o = nccl_fallback(x, nc[i].val);
+        if (o != NONE) {
+            if (link_nccl(x, o, nc[i].val)) {
+                free(fell);
+                free(ncorr.p);
+                return -ENOMEM;
+            }
+            fell[nc[i].val] = 1;
+        }
+    }
+    if (link_nested(x)) {
+        free(fell);
+        free(ncorr.p);
+        return -ENOMEM;
+    }
+    ops = x->ops.p;
+    /* an NCCL op's own interval stands only without a GPU record */
+    ig = 0;
     uint64_t *synth = x->nsynth.p;
     for (size_t i = 0; i < ncorr.n; i++) {
         uint64_t o = synth[nc[i].val];
         if (o == NONE)
             continue;
-        if (seek(&x->gcorr, &ig, nc[i].key))
+        if (seek(&x->gcorr, &ig, nc[i].key) || fell[nc[i].val])
             ops[o].name = SYNTHETIC - 1; /* dropped below */
         else
             p->cov.gpu_nccl_record++;
     }
+    free(fell);
     free(ncorr.p);
     size_t w = 0;
     for (size_t i = 0; i < x->ops.n; i++)

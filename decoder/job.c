@@ -131,7 +131,7 @@ static int merge_rank(struct ct_rank *r)
     }
     /* an NCCL op's GPU interval is that of its GPU record when it has one */
     for (size_t i = 0; i < r->nops; i++)
-        if (r->ops[i].nccl >= 0) {
+        if (r->ops[i].nccl >= 0 && !r->ops[i].nested) {
             r->nccl[r->ops[i].nccl].s = r->ops[i].s;
             r->nccl[r->ops[i].nccl].e = r->ops[i].e;
         }

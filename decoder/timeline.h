@@ -60,6 +60,8 @@ struct ct_gop {
     uint8_t type;   /* enum ct_gpu_type */
     uint8_t op;     /* enum ct_nccl_op guessed from a kernel name, 0 */
     uint8_t source; /* enum ct_gpu_source */
+    uint8_t nested; /* linked to its NCCL op for the class only: a kernel NCCL launched inside
+                     * a call whose GPU time came from elsewhere (plugin, event pair) */
 };
 
 /* One NCCL call with its GPU interval when known (s = e = 0 otherwise). */

@@ -152,10 +152,12 @@ def case_pipe(rep, out):
         # of the barrier wake-up (the iteration's end is host time): +3 ms
         b = median_iter(k, "bubble_us", False)
         check(f"rank {r} bubble per iteration", 8100 <= b <= 12000, str(b))
-        # stages leave each iteration together (host barrier): 33 ms plus
-        # the barrier's wake-up, a few ms when the 2-CPU machine is busy
+        # stages leave each iteration together (host barrier): 33 ms, give or
+        # take the barrier's wake-up (a stage that wakes late starts its next
+        # iteration late: shorter by that), a few ms when the 2-CPU machine
+        # is busy
         d = median_iter(k, "duration_us", False)
-        check(f"rank {r} iteration duration", 33000 * 0.999 <= d <= 36000, str(d))
+        check(f"rank {r} iteration duration", 31500 <= d <= 36500, str(d))
         check(f"rank {r} pp comm", k["comm_by_kind"]["pp"]["comm_us"] > 0, str(k["comm_by_kind"]))
         check(f"rank {r} no dp comm", k["comm_by_kind"]["dp"]["comm_us"] == 0)
         at = k["attribution"]
