@@ -194,21 +194,21 @@ struct ex {
     struct ct_proc *p;
     struct ct_reader *rd;
     const char *step;
-    uint64_t ord;        /* records seen so far: file order */
-    struct vec ops;      /* struct ct_gop, raw times; name = provisional index */
-    struct vec gcorr;    /* kv (corr, op index or NONE) of every GPU record */
-    struct vec calls;    /* kv (corr, raw host start) of every API record */
-    struct vec timed;    /* kv (corr, 0) of launches/copies/memsets that want a GPU record */
-    struct vec nccl;     /* struct ct_nop, raw times; stays in file order until the end */
-    struct vec nsynth;   /* op index made from each NCCL op's own interval, or NONE */
-    struct vec nord;     /* kv (raw host start, file order) of each NCCL op */
-    struct vec nfb;      /* struct nccl_fb of each NCCL op: what the fallbacks need */
-    struct vec gend;     /* kv (corr, index into gendv) of ncclGroupEnd API records */
-    struct vec gendv;    /* struct span of each ncclGroupEnd record */
-    struct vec nkl;      /* struct nccl_launch: launches of ncclDevKernel_* kernels */
-    uint8_t *kcls;       /* per kernel string id: 0 unknown, 1 not NCCL, 2 NCCL */
+    uint64_t ord;      /* records seen so far: file order */
+    struct vec ops;    /* struct ct_gop, raw times; name = provisional index */
+    struct vec gcorr;  /* kv (corr, op index or NONE) of every GPU record */
+    struct vec calls;  /* kv (corr, raw host start) of every API record */
+    struct vec timed;  /* kv (corr, 0) of launches/copies/memsets that want a GPU record */
+    struct vec nccl;   /* struct ct_nop, raw times; stays in file order until the end */
+    struct vec nsynth; /* op index made from each NCCL op's own interval, or NONE */
+    struct vec nord;   /* kv (raw host start, file order) of each NCCL op */
+    struct vec nfb;    /* struct nccl_fb of each NCCL op: what the fallbacks need */
+    struct vec gend;   /* kv (corr, index into gendv) of ncclGroupEnd API records */
+    struct vec gendv;  /* struct span of each ncclGroupEnd record */
+    struct vec nkl;    /* struct nccl_launch: launches of ncclDevKernel_* kernels */
+    uint8_t *kcls;     /* per kernel string id: 0 unknown, 1 not NCCL, 2 NCCL */
     size_t kclsn;
-    uint64_t gend_sid; /* string id of "ncclGroupEnd", 0 until seen */
+    uint64_t gend_sid;   /* string id of "ncclGroupEnd", 0 until seen */
     struct vec steps;    /* struct ct_range, raw times */
     struct vec sord;     /* file order of each step */
     struct vec launches; /* int64 raw host starts */
@@ -225,10 +225,9 @@ static void ex_free(struct ex *x)
     struct ct_range *st = x->steps.p;
     for (size_t i = 0; i < x->steps.n; i++)
         free(st[i].msg);
-    struct vec *v[] = {&x->ops,   &x->gcorr,    &x->calls, &x->timed,    &x->nccl,
-                       &x->nsynth, &x->nord,    &x->steps, &x->sord,     &x->launches,
-                       &x->clock, &x->name_sid, &x->nfb,   &x->gend,     &x->gendv,
-                       &x->nkl};
+    struct vec *v[] = {&x->ops,  &x->gcorr, &x->calls, &x->timed,    &x->nccl,  &x->nsynth,
+                       &x->nord, &x->steps, &x->sord,  &x->launches, &x->clock, &x->name_sid,
+                       &x->nfb,  &x->gend,  &x->gendv, &x->nkl};
     for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
         free(v[i]->p);
     free(x->name_map);
@@ -355,9 +354,9 @@ static int is_nccl_kernel(struct ex *x, uint64_t sid, int *yes)
     }
     if (!x->kcls[sid]) {
         const char *name = ct_reader_string(x->rd, sid);
-        x->kcls[sid] = name && (!strncmp(name, "ncclDevKernel", 13) || !strncmp(name, "ncclKernel", 10))
-                           ? 2
-                           : 1;
+        x->kcls[sid] =
+            name && (!strncmp(name, "ncclDevKernel", 13) || !strncmp(name, "ncclKernel", 10)) ? 2
+                                                                                              : 1;
     }
     *yes = x->kcls[sid] == 2;
     return 0;
@@ -525,9 +524,8 @@ static uint64_t nccl_fallback(struct ex *x, size_t i)
     struct span sp = {n->host_s, n->host_e, fb->tid};
     if (fb->group) {
         uint64_t pick = NONE;
-        for (long k = find_kv(&x->gcorr, fb->group); k >= 0 && (size_t)k < x->gcorr.n &&
-                                                     gc[k].key == fb->group;
-             k++) {
+        for (long k = find_kv(&x->gcorr, fb->group);
+             k >= 0 && (size_t)k < x->gcorr.n && gc[k].key == fb->group; k++) {
             if (gc[k].val == NONE || ops[gc[k].val].type != CT_GPU_NCCL)
                 continue;
             if (pick == NONE || ops[gc[k].val].stream == fb->stream)
@@ -624,9 +622,8 @@ static int link_nested(struct ex *x)
             j++;
         if (j == nlast || sp[last[j].span].e < l->sp.e)
             continue;
-        for (long g = find_kv(&x->gcorr, l->corr); g >= 0 && (size_t)g < x->gcorr.n &&
-                                                   gc[g].key == l->corr;
-             g++) {
+        for (long g = find_kv(&x->gcorr, l->corr);
+             g >= 0 && (size_t)g < x->gcorr.n && gc[g].key == l->corr; g++) {
             struct ct_gop *o = gc[g].val == NONE ? NULL : &ops[gc[g].val];
             if (o && o->type == CT_GPU_KERNEL && o->nccl < 0) {
                 o->nccl = (int32_t)last[j].span;
@@ -659,8 +656,8 @@ static int join(struct ex *x, const uint8_t *name_op)
             return -ENOMEM;
         }
     if (sort_kv(ncorr.p, ncorr.n) || sort_kv(x->gcorr.p, x->gcorr.n) ||
-        sort_kv(x->gend.p, x->gend.n) ||
-        sort_kv(x->calls.p, x->calls.n) || sort_kv(x->timed.p, x->timed.n)) {
+        sort_kv(x->gend.p, x->gend.n) || sort_kv(x->calls.p, x->calls.n) ||
+        sort_kv(x->timed.p, x->timed.n)) {
         free(ncorr.p);
         return -ENOMEM;
     }

@@ -62,9 +62,9 @@ struct ct_nccl_tls {
     int group_depth; /* user-level ncclGroupStart nesting */
     uint64_t group;  /* correlation id of the outermost group (its GroupEnd record) */
     unsigned npending;
-    unsigned overflow; /* ops of this group beyond CT_NCCL_PENDING */
+    unsigned overflow;               /* ops of this group beyond CT_NCCL_PENDING */
     struct ct_nccl_pending *pending; /* [CT_NCCL_PENDING], NULL if none could be had */
-    uint64_t init_hash; /* hash of the comm whose creation call runs here */
+    uint64_t init_hash;              /* hash of the comm whose creation call runs here */
 };
 
 /* The calling thread's state. The pending list lives in a static pool, one
