@@ -323,6 +323,18 @@ static void slow(struct rank *k)
     }
 }
 
+static void throttle(struct rank *k)
+{
+    for (int i = 0; i < 40; i++) {
+        step_begin(i);
+        for (int j = 0; j < 5; j++)
+            kernel(k, k->c, "layer__2000us");
+        CHECK(ncclAllReduce((void *)(uintptr_t)k->a, (void *)(uintptr_t)k->b, 25000, ncclFloat32,
+                            ncclSum, k->comm, (cudaStream_t)k->c));
+        step_end(k);
+    }
+}
+
 static void tiny(struct rank *k)
 {
     for (int i = 0; i < 10; i++) {
@@ -480,6 +492,8 @@ static int rank_main(int r, int n, const char *idhex, const char *c)
         ckpt(&k, getenv("W_JOB_DIR") ? getenv("W_JOB_DIR") : ".");
     else if (!strcmp(c, "slow"))
         slow(&k);
+    else if (!strcmp(c, "throttle"))
+        throttle(&k);
     else if (!strcmp(c, "tiny"))
         tiny(&k);
     else if (!strcmp(c, "drain"))
@@ -525,6 +539,12 @@ static int launch(const char *self, int n, const char *c)
             setenv("WORLD_SIZE", ns, 1);
             if (!strcmp(c, "slow") && r == 2)
                 setenv("FAKEGPU_KERNEL_SCALE", "1.3", 1);
+            if (!strcmp(c, "throttle") && r == 1) {
+                const char *t = getenv("W_JOB_CAP_S");
+                char cap[64];
+                snprintf(cap, sizeof(cap), "0:%s", t && *t ? t : "0.36");
+                setenv("FAKEGPU_NVML_CAP", cap, 1);
+            }
             /* a host whose realtime clock is off: the report must undo it */
             const char *off = getenv("W_JOB_RANK1_CLOCK_OFFSET_NS");
             if (off && r == 1)
