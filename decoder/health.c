@@ -406,34 +406,36 @@ void ct_health_text(FILE *f, const struct ct_report *rep)
 
 const char *ct_health_label(const char *path, const char *key, char *buf, size_t len)
 {
-    const struct ct_hproc *h = health_of_path(path);
+    (void)buf;
+    (void)len;
+    /* the cached entry is ours: labels are filled in place once */
+    struct ct_hproc *h = (struct ct_hproc *)health_of_path(path);
     if (!h || !h->ns)
         return NULL;
-    struct ct_health_sum s;
-    ct_health_summarise(h, 0, INT64_MIN / 4, INT64_MAX / 4, &s);
-    if (s.device < 0)
-        return NULL;
-    if (!strcmp(key, "power_limit")) {
-        if (!isfinite(s.power_limit_w))
-            return NULL;
-        snprintf(buf, len, "%.0fW", s.power_limit_w);
-        return buf;
-    }
-    if (!strcmp(key, "clock_policy")) {
-        if (!isfinite(s.throttled_share))
-            return NULL;
+    pthread_mutex_lock(&g_mu);
+    if (!h->clock_policy[0]) {
+        struct ct_health_sum s;
+        ct_health_summarise(h, 0, INT64_MIN / 4, INT64_MAX / 4, &s);
+        if (s.device >= 0 && isfinite(s.power_limit_w))
+            snprintf(h->power_label, sizeof(h->power_label), "%.0fW", s.power_limit_w);
         /* what held the clock most of the time */
-        const char *p = "default";
-        if (s.reason_share[2] >= 0.5)
-            p = "power_capped";
-        else if (s.reason_share[5] + s.reason_share[6] >= 0.5)
-            p = "thermal_limited";
-        else if (s.reason_share[3] + s.reason_share[7] >= 0.5)
-            p = "hw_slowdown";
-        else if (s.reason_share[1] >= 0.5)
-            p = "application_clocks";
-        snprintf(buf, len, "%s", p);
-        return buf;
+        const char *p = "-";
+        if (s.device >= 0 && isfinite(s.throttled_share)) {
+            p = "default";
+            if (s.reason_share[2] >= 0.5)
+                p = "power_capped";
+            else if (s.reason_share[5] + s.reason_share[6] >= 0.5)
+                p = "thermal_limited";
+            else if (s.reason_share[3] + s.reason_share[7] >= 0.5)
+                p = "hw_slowdown";
+            else if (s.reason_share[1] >= 0.5)
+                p = "application_clocks";
+        }
+        snprintf(h->clock_policy, sizeof(h->clock_policy), "%s", p);
     }
-    return NULL;
+    pthread_mutex_unlock(&g_mu);
+    const char *v = !strcmp(key, "power_limit")    ? h->power_label
+                    : !strcmp(key, "clock_policy") ? h->clock_policy
+                                                   : "";
+    return *v && strcmp(v, "-") ? v : NULL;
 }

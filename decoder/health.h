@@ -27,9 +27,10 @@ struct ct_hseries {
 struct ct_hproc {
     struct ct_hseries *s;
     size_t ns;
-    char status[256];      /* recorder metadata "health": "nvml", "unavailable: ...", or "" */
-    int64_t power_limit;   /* mW from the counters (first sample), -1 unknown */
-    char clock_policy[64]; /* "default", "locked:<MHz>" ... from metadata/counters, "" unknown */
+    char status[256];    /* recorder metadata "health": "nvml", "unavailable: ...", or "" */
+    int64_t power_limit; /* unused, -1 */
+    /* labels for `diff --by` (ct_health_label), computed once, "" before */
+    char clock_policy[64], power_label[32];
 };
 
 /* Reads the counter series of a trace file. 0, or a negative errno with err
@@ -80,7 +81,8 @@ void ct_health_text(FILE *f, const struct ct_report *rep);
 /* For `cutrace diff --by`: the trace's "clock_policy" (what held the SM
  * clock most of the time: default, power_capped, thermal_limited,
  * hw_slowdown, application_clocks) or "power_limit" ("<W>W", the enforced
- * limit), written to buf; NULL when the trace has no device counters. */
+ * limit); NULL when the trace has no device counters. The string lives
+ * until exit (buf is not used: callers compare values of many traces). */
 const char *ct_health_label(const char *path, const char *key, char *buf, size_t len);
 
 #endif

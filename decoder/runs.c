@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "decoder/health.h"
 #include "decoder/inputs.h"
 #include "src/reader.h"
 
@@ -366,6 +367,9 @@ static const char *lookup(const struct ct_trace_facts *f, const char *key)
         {"nccl", "nccl_version"},
     };
     const char *v = trace_value(f, key);
+    /* health counters (format v2): what held the SM clock, the power limit */
+    if (!v && (!strcmp(key, "clock_policy") || !strcmp(key, "power_limit")))
+        return ct_health_label(f->path, key, NULL, 0);
     for (size_t i = 0; !v && i < sizeof(alias) / sizeof(alias[0]); i++)
         if (!strcmp(key, alias[i][0]))
             v = trace_value(f, alias[i][1]);
