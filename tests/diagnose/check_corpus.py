@@ -29,7 +29,11 @@ import tempfile
 BASE = ["--read-us", "0", "--gap-us", "10", "--ar-us", "150"]
 KINDS = ["exposed_communication", "slow_collective", "compute_straggler", "host_straggler",
          "stage_imbalance", "excess_bubble", "data_loading_stall", "checkpoint_stall",
-         "launch_bound", "sync_drain", "pageable_memcpy"]
+         "launch_bound", "sync_drain", "pageable_memcpy", "throttled_gpu", "host_contention"]
+# Health counters (ct_synth_job --counters-us: a sample every 200 us, as the
+# recorder's sampler writes them); the fault options name the rank.
+HEALTH = ["--counters-us", "200"]
+CONTEND = HEALTH + ["--contention-rank", "2", "--contention-every", "4"]
 
 # name: (extra ct_synth_job options, expected kinds). Truth per case in the
 # comment: what the schedule costs per 1.475 ms step.
@@ -60,6 +64,16 @@ CASES = {
                   {"exposed_communication"}),
     "data_and_straggler": (["--read-us", "200", "--slow-rank", "2"],
                            {"data_loading_stall", "compute_straggler"}),
+    # rank 1 power-capped from step 10: SM clock 1410 MHz, kernels x1.4
+    "throttle": (HEALTH + ["--throttle-rank", "1", "--throttle-from", "10"],
+                 {"throttled_gpu", "compute_straggler"}),
+    "straggler_unthrottled": (HEALTH + ["--slow-rank", "2"], {"compute_straggler"}),
+    # every 4th step rank 2's host launches 800 us late (steps 1.475 -> 1.82
+    # ms: the 1.475 ms floor absorbs less) under 60 % CPU pressure
+    "contention": (CONTEND + ["--contention-us", "800"], {"host_contention"}),
+    "contention_calm": (CONTEND + ["--contention-us", "800", "--contention-pct", "3"],
+                        set()),                          # late, CPU pressure as usual (3 %)
+    "contention_idle": (CONTEND + ["--contention-us", "0"], set()),  # pressure, no slowdown
 }
 
 

@@ -46,6 +46,21 @@
  *                        kernel durations x F, x (1 + U(-P,P) %) per
  *                        kernel and x (1 + U(-Q,Q) %) per run, seeded
  *   --host NAME --gpu NAME --tag K=V (repeatable)   metadata
+ *
+ * Health counters (format v2 counter records, docs/health.md), none by
+ * default:
+ *   --counters-us P      every P us: device 0's sm_clock 1980 MHz, mem_clock,
+ *                        power 450 W of a 700 W limit, temperature, gpu/mem
+ *                        utilisation, PCIe tx/rx, throttle_reasons 0; the
+ *                        host's cpu_time, cpu_pressure 2 %, major_faults
+ *   --throttle-rank R --throttle-from K   from step K on, rank R's device is
+ *                        power-capped: sm_clock 1410 MHz, power at the limit,
+ *                        throttle_reasons 0x4 (SW power cap), its kernels
+ *                        x 1980/1410 longer
+ *   --contention-rank R --contention-every K --contention-us X
+ *   --contention-pct P   every K-th step (it % K == K-1), rank R's host starts
+ *                        its launches X us later and its cpu_pressure reads
+ *                        P % (default 60) over that step
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -97,6 +112,9 @@ struct opts {
     int nranks, iters, slow, late, ckpt_every, kernels;
     uint64_t skew, read, gap, ar, ar2_bytes, ar2, kernel, launch_gap, late_us, ckpt, pageable,
         pinned;
+    uint64_t counters; /* sampling period, us; 0: none */
+    int thr_rank, thr_from, cont_rank, cont_every;
+    uint64_t cont_us, cont_pct;
     double scale, jitter, run_jitter;
     uint64_t seed;
     const char *host, *gpu;
@@ -124,6 +142,16 @@ struct step {
     uint64_t ar_s;
 };
 
+static int contended(const struct opts *o, int rank, int it)
+{
+    return rank == o->cont_rank && o->cont_every > 0 && it % o->cont_every == o->cont_every - 1;
+}
+
+static int throttled(const struct opts *o, int rank, int it)
+{
+    return rank == o->thr_rank && it >= o->thr_from;
+}
+
 static void schedule(const struct opts *o, int rank, int it, struct step *st)
 {
     uint64_t seed = o->seed * 1000003ull + (uint64_t)rank * 7919ull + (uint64_t)it;
@@ -133,9 +161,11 @@ static void schedule(const struct opts *o, int rank, int it, struct step *st)
     st->copy_host = copy;
     st->copy_s = o->read * US + 2 * US;
     st->copy_e = st->copy_s + (o->pageable ? o->pageable : o->pinned) * US;
-    st->base = o->read * US + copy + (rank == o->late ? o->late_us * US : 0);
+    st->base = o->read * US + copy + (rank == o->late ? o->late_us * US : 0) +
+               (contended(o, rank, it) ? o->cont_us * US : 0);
     uint64_t prev = o->pageable || o->pinned ? st->copy_e : 0;
-    double d = (double)o->kernel * (rank == o->slow ? 1.2 : 1.0) * o->scale * run_f;
+    double d = (double)o->kernel * (rank == o->slow ? 1.2 : 1.0) * o->scale * run_f *
+               (throttled(o, rank, it) ? 1980.0 / 1410.0 : 1.0);
     for (int k = 0; k < o->kernels; k++) {
         uint64_t launch = st->base + (uint64_t)k * o->launch_gap * US + 10 * US;
         uint64_t s = prev > launch ? prev : launch;
@@ -145,6 +175,43 @@ static void schedule(const struct opts *o, int rank, int it, struct step *st)
         prev = st->ke[k];
     }
     st->ar_s = st->ks[o->kernels >= 2 ? o->kernels - 2 : 0];
+}
+
+static void counter(uint64_t t, int dev, const char *name, int64_t v, const char *unit)
+{
+    uint64_t c[CT_COUNTER_NFIELDS] = {0};
+    c[CT_COUNTER_TIME] = t;
+    c[CT_COUNTER_DEVICE] = (uint64_t)(int64_t)dev;
+    c[CT_COUNTER_NAME] = ct_intern(name);
+    c[CT_COUNTER_VALUE] = (uint64_t)v;
+    c[CT_COUNTER_UNIT] = ct_intern(unit);
+    emit(CT_REC_COUNTER, c, CT_COUNTER_NFIELDS);
+}
+
+/* The counter samples from *t (on a grid that starts at the first step)
+ * up to next, the end of step it: what the recorder's health sampler would
+ * have read (file header, options). */
+static void counters(const struct opts *o, int rank, int it, uint64_t next, uint64_t *t,
+                     uint64_t *cpu_ms)
+{
+    uint64_t p = o->counters * US;
+    int thr = throttled(o, rank, it), cont = contended(o, rank, it);
+    for (; *t < next; *t += p) {
+        counter(*t, 0, "sm_clock", thr ? 1410 : 1980, "MHz");
+        counter(*t, 0, "mem_clock", 2619, "MHz");
+        counter(*t, 0, "power", thr ? 700000 : 450000, "mW");
+        counter(*t, 0, "power_limit", 700000, "mW");
+        counter(*t, 0, "temperature", thr ? 71 : 62, "C");
+        counter(*t, 0, "throttle_reasons", thr ? 0x4 : 0, "bitmask");
+        counter(*t, 0, "gpu_util", 90, "%");
+        counter(*t, 0, "mem_util", 40, "%");
+        counter(*t, 0, "pcie_tx", 12000, "KB/s");
+        counter(*t, 0, "pcie_rx", 48000, "KB/s");
+        *cpu_ms += o->counters >= 1000 ? o->counters / 1000 : 1;
+        counter(*t, -1, "cpu_time", (int64_t)*cpu_ms, "ms");
+        counter(*t, -1, "cpu_pressure", cont ? (int64_t)o->cont_pct * 100 : 200, "0.01%");
+        counter(*t, -1, "major_faults", it, "count");
+    }
 }
 
 static int run_rank(const char *dir, int rank, const struct opts *o)
@@ -195,6 +262,7 @@ static int run_rank(const char *dir, int rank, const struct opts *o)
     }
     static struct step all[64];
     uint64_t T = 2000000000000ull + o->skew * (uint64_t)rank;
+    uint64_t sample_t = T, cpu_ms = 0;
     for (int it = 0; it < o->iters; it++) {
         /* every rank's schedule: collectives end together */
         uint64_t ar_last = 0, gpu_end = 0;
@@ -300,6 +368,8 @@ static int run_rank(const char *dir, int rank, const struct opts *o)
         snprintf(msg, sizeof(msg), "ProfilerStep#%d", it);
         uint64_t r[CT_NVTX_NFIELDS] = {T, T + end, dom, ct_intern(msg), 0};
         emit(CT_REC_NVTX_RANGE, r, CT_NVTX_NFIELDS);
+        if (o->counters)
+            counters(o, rank, it, T + end + o->gap * US, &sample_t, &cpu_ms);
         if (it % 64 == 63)
             ct_recorder_flush(30000);
         T += end + o->gap * US;
@@ -334,6 +404,13 @@ int main(int argc, char **argv)
                                          {"host", required_argument, NULL, 'H'},
                                          {"gpu", required_argument, NULL, 'g'},
                                          {"tag", required_argument, NULL, 't'},
+                                         {"counters-us", required_argument, NULL, 'U'},
+                                         {"throttle-rank", required_argument, NULL, 'T'},
+                                         {"throttle-from", required_argument, NULL, 'F'},
+                                         {"contention-rank", required_argument, NULL, 'r'},
+                                         {"contention-every", required_argument, NULL, 'E'},
+                                         {"contention-us", required_argument, NULL, 'X'},
+                                         {"contention-pct", required_argument, NULL, 'Q'},
                                          {NULL, 0, NULL, 0}};
     const char *dir = NULL;
     struct opts o = {.nranks = 4,
@@ -346,7 +423,10 @@ int main(int argc, char **argv)
                      .ar = 300,
                      .kernel = 100,
                      .launch_gap = 5,
-                     .scale = 1.0};
+                     .scale = 1.0,
+                     .thr_rank = -1,
+                     .cont_rank = -1,
+                     .cont_pct = 60};
     int c, bad = 0;
     long skew = 0;
     while ((c = getopt_long(argc, argv, "d:", opts, NULL)) != -1) {
@@ -376,6 +456,13 @@ int main(int argc, char **argv)
         case 'e': o.seed = strtoull(optarg, NULL, 10); break;
         case 'H': o.host = optarg; break;
         case 'g': o.gpu = optarg; break;
+        case 'U': o.counters = strtoull(optarg, NULL, 10); break;
+        case 'T': o.thr_rank = atoi(optarg); break;
+        case 'F': o.thr_from = atoi(optarg); break;
+        case 'r': o.cont_rank = atoi(optarg); break;
+        case 'E': o.cont_every = atoi(optarg); break;
+        case 'X': o.cont_us = strtoull(optarg, NULL, 10); break;
+        case 'Q': o.cont_pct = strtoull(optarg, NULL, 10); break;
         case 't':
             if (o.ntags < 16 && strchr(optarg, '='))
                 o.tags[o.ntags++] = optarg;
