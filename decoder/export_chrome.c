@@ -14,7 +14,11 @@
  *   C    per rank "NCCL algbw (GB/s)" (sum over the collectives running on
  *        the GPU) and per stream "queue depth GPU d stream s" (ops enqueued
  *        and not finished: +1 at the enqueuing call's start, -1 at the end
- *        of its last GPU interval).
+ *        of its last GPU interval); health counters (format v2 counter
+ *        records, docs/health.md), one C event per sample: per device
+ *        "GPU d SM clock" {"MHz"}, power {"W"}, "GPU d throttled"
+ *        {"slowing", one 0/1 series per reason bit seen}, ...; per host
+ *        "host CPU use" {"%"}, "host CPU pressure", "host major faults".
  * Times are µs with three decimals (exact ns) since the job's time zero
  * (decoder/export.h); "displayTimeUnit":"ns". Per track, X events come in
  * start order (records are sorted by start; the GPU intervals that only an
@@ -27,6 +31,7 @@
 
 #include "decoder/demangle.h"
 #include "decoder/export.h"
+#include "decoder/health.h"
 #include "decoder/json.h"
 #include "decoder/names.h"
 #include "decoder/tracefile.h"
@@ -70,7 +75,8 @@ struct cw {
     size_t ntracks, tcap;
     struct cdelta *cd;
     size_t ncd, cdcap;
-    int *first; /* no event written yet in the file */
+    int *first;     /* no event written yet in the file */
+    int later_proc; /* not the rank's first trace: counter names say the pid */
 };
 
 static void sep(struct cw *w)
@@ -622,6 +628,94 @@ static void counters(struct cw *w)
     }
 }
 
+/* Health counters as Perfetto counter tracks: counter name -> event name
+ * (after "GPU d " for a device), the series key, the scale from the
+ * recorded unit, and whether the series is a cumulative count shown as a
+ * rate (each rate is written at the start of the interval it covers, so it
+ * holds over that interval as Perfetto draws counters). */
+static const struct hcounter {
+    const char *counter, *label, *key;
+    double scale;
+    int decimals, rate, host;
+} hcounters[] = {
+    {"sm_clock", "SM clock", "MHz", 1, 0, 0, 0},
+    {"mem_clock", "memory clock", "MHz", 1, 0, 0, 0},
+    {"power", "power", "W", 1e-3, 3, 0, 0},
+    {"power_limit", "power limit", "W", 1e-3, 3, 0, 0},
+    {"temperature", "temperature", "C", 1, 0, 0, 0},
+    {"gpu_util", "utilisation", "%", 1, 0, 0, 0},
+    {"mem_util", "memory utilisation", "%", 1, 0, 0, 0},
+    {"mem_used", "memory used", "MiB", 1.0 / 1048576, 1, 0, 0},
+    {"pcie_tx", "PCIe tx", "KB/s", 1, 0, 0, 0},
+    {"pcie_rx", "PCIe rx", "KB/s", 1, 0, 0, 0},
+    {"cpu_time", "CPU use", "%", 1e8, 1, 1, 1},           /* ms per ns -> % of one CPU */
+    {"cpu_pressure", "CPU pressure", "%", 0.01, 2, 0, 1}, /* PSI some avg10 */
+    {"run_queue", "run queue", "tasks/CPU", 0.01, 2, 0, 1},
+    {"major_faults", "major faults", "faults/s", 1e9, 1, 1, 1},
+};
+
+static void counter_name(struct cw *w, const struct ct_hseries *x, const char *label, char *buf,
+                         size_t n)
+{
+    int k = x->dev >= 0 ? snprintf(buf, n, "GPU %d %s", x->dev, label)
+                        : snprintf(buf, n, "host %s", label);
+    if (w->later_proc && k > 0 && (size_t)k < n)
+        snprintf(buf + k, n - (size_t)k, " (pid %" PRIu32 ")", w->src->pid);
+}
+
+/* "GPU d throttled": {"slowing": any CT_THROTTLE_SLOWING bit, then each
+ * reason bit that the series ever shows}, 0 or 1. */
+static void throttle_track(struct cw *w, const struct ct_hseries *x)
+{
+    uint64_t seen = 0;
+    for (size_t i = 0; i < x->n; i++)
+        seen |= (uint64_t)x->v[i];
+    char name[96];
+    counter_name(w, x, "throttled", name, sizeof(name));
+    for (size_t i = 0; i < x->n; i++) {
+        uint64_t v = (uint64_t)x->v[i];
+        ev(w, "C", 0, x->t[i], name);
+        fprintf(w->f, ",\"args\":{\"slowing\":%d", (v & CT_THROTTLE_SLOWING) != 0);
+        for (int b = 0; b < CT_THROTTLE_NREASONS; b++)
+            if (seen >> b & 1)
+                fprintf(w->f, ",\"%s\":%d", ct_throttle_reason_name(b), (int)(v >> b & 1));
+        fputs("}}", w->f);
+    }
+}
+
+static void health_counters(struct cw *w)
+{
+    const struct ct_hproc *h = ct_health_of_path(w->src->path);
+    char name[96];
+    for (size_t k = 0; h && k < h->ns; k++) {
+        const struct ct_hseries *x = &h->s[k];
+        if (x->dev >= 0 && !strcmp(x->name, "throttle_reasons")) {
+            throttle_track(w, x);
+            continue;
+        }
+        const struct hcounter *c = NULL;
+        for (size_t j = 0; j < sizeof(hcounters) / sizeof(hcounters[0]) && !c; j++)
+            if (!strcmp(hcounters[j].counter, x->name) && hcounters[j].host == (x->dev < 0))
+                c = &hcounters[j];
+        if (!c)
+            continue; /* ECC, NVLink, replay counts: in `cutrace dump`, not drawn */
+        counter_name(w, x, c->label, name, sizeof(name));
+        for (size_t i = c->rate ? 1 : 0; i < x->n; i++) {
+            double v = (double)x->v[i] * c->scale;
+            int64_t t = x->t[i];
+            if (c->rate) {
+                int64_t dt = x->t[i] - x->t[i - 1];
+                if (dt <= 0)
+                    continue;
+                v = (double)(x->v[i] - x->v[i - 1]) * c->scale / (double)dt;
+                t = x->t[i - 1];
+            }
+            ev(w, "C", 0, t, name);
+            fprintf(w->f, ",\"args\":{\"%s\":%.*f}}", c->key, c->decimals, v);
+        }
+    }
+}
+
 static int write_trace(struct cw *w, struct ct_progress *pr, size_t idx, size_t ntr)
 {
     struct ct_trace *t = w->t;
@@ -676,8 +770,10 @@ static int write_trace(struct cw *w, struct ct_progress *pr, size_t idx, size_t 
     while (!rc && ksy < nsy)
         synth_event(w, &sy[ksy++]);
     free(sy);
-    if (!rc)
+    if (!rc) {
         counters(w);
+        health_counters(w);
+    }
     return rc;
 }
 
@@ -697,7 +793,8 @@ int ct_export_chrome(FILE *f, struct ct_export_job *x, struct ct_progress *pr, c
                        .src = s,
                        .shift = s->shift,
                        .flow_base = (uint64_t)(i + 1) << 40,
-                       .first = &first};
+                       .first = &first,
+                       .later_proc = s->rank == last_rank};
         if (s->rank != last_rank) {
             char buf[300];
             snprintf(buf, sizeof(buf), "rank %d (%s)", s->rank, s->host ? s->host : "?");

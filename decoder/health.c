@@ -212,6 +212,11 @@ static const struct ct_hproc *health_of_path(const char *path)
     return out;
 }
 
+const struct ct_hproc *ct_health_of_path(const char *path)
+{
+    return health_of_path(path);
+}
+
 const struct ct_hproc *ct_health_of(const struct ct_proc *p)
 {
     /* Kineto input has no counters (and no cutrace file to read) */

@@ -43,6 +43,8 @@ const struct ct_hseries *ct_hproc_find(const struct ct_hproc *h, int dev, const 
 /* The counters of p's trace, read once and kept until exit (thread-safe).
  * NULL when p has no path or the file cannot be read. */
 const struct ct_hproc *ct_health_of(const struct ct_proc *p);
+/* The same for a trace file by path (the exports, which walk files). */
+const struct ct_hproc *ct_health_of_path(const char *path);
 
 /* Throttle reasons (NVML clocks-event reason bits) by name. */
 #define CT_THROTTLE_NREASONS 9

@@ -4,6 +4,7 @@ format (the JSON Object Format read by ui.perfetto.dev and chrome://tracing)
 and against the traces it came from.
 
 usage: check_chrome.py FILE.json [--ranks N] [--dump DUMP.jsonl ...]
+                       [--health] [--throttled RANK]
 
 Format rules checked on every event: ph, ts, pid, tid, name present and
 typed; X has dur >= 0; s/f have an id and pair up one to one (s before or at
@@ -17,6 +18,16 @@ With --dump (one `cutrace dump --json` output per trace): the number of GPU
 intervals on GPU tracks equals the number of gpu records, the sum of kernel
 durations per (rank, stream) equals the dump's to the ns, and every NCCL
 call appears with its op, bytes and comm_hash.
+
+Health counter tracks (docs/export.md), wherever they appear: the event
+name is "GPU d LABEL" or "host LABEL" from the known set, with the series
+key that label takes ("MHz", "W", ...); "GPU d throttled" series are 0 or 1
+("slowing" plus reason names). With --health every rank has the device
+tracks SM clock, power, temperature, throttled and the host's CPU use;
+with --throttled R, rank R's GPU 0 SM clock drops below 90 % of its first
+value and its "slowing" series reaches 1, while every other rank's SM clock
+stays within 10 % of its first value and never shows "slowing" 1 (the cap
+in the tests takes the clock from 1980 to 1410 MHz, -29 %).
 """
 import collections
 import json
@@ -24,6 +35,37 @@ import re
 import sys
 
 fails = []
+
+# health counter tracks: label -> series key (docs/export.md)
+GPU_COUNTERS = {"SM clock": "MHz", "memory clock": "MHz", "power": "W", "power limit": "W",
+                "temperature": "C", "utilisation": "%", "memory utilisation": "%",
+                "memory used": "MiB", "PCIe tx": "KB/s", "PCIe rx": "KB/s"}
+HOST_COUNTERS = {"CPU use": "%", "CPU pressure": "%", "run queue": "tasks/CPU",
+                 "major faults": "faults/s"}
+REASONS = {"slowing", "gpu_idle", "applications_clocks", "sw_power_cap", "hw_slowdown",
+           "sync_boost", "sw_thermal", "hw_thermal", "hw_power_brake", "display_clocks"}
+HEALTH_RE = re.compile(r"^(GPU (\d+)|host) (.+?)( \(pid \d+\))?$")
+
+
+def health_series(e):
+    """(device or None, label) when e is a health counter event, else None;
+    checks its args on the way."""
+    m = HEALTH_RE.match(e["name"])
+    if not m:
+        return None
+    dev, label = (int(m.group(2)) if m.group(2) else None), m.group(3)
+    a = e["args"]
+    if dev is not None and label == "throttled":
+        check("throttled series", set(a) <= REASONS and "slowing" in a and
+              all(v in (0, 1) for v in a.values()), e)
+    elif dev is not None and label in GPU_COUNTERS:
+        check("GPU counter key", list(a) == [GPU_COUNTERS[label]], e)
+    elif dev is None and label in HOST_COUNTERS:
+        check("host counter key", list(a) == [HOST_COUNTERS[label]], e)
+    else:
+        return None  # another counter ("NCCL algbw", queue depth...)
+    check("counter value", all(v >= 0 for v in a.values()), e)
+    return dev, label
 
 
 def check(what, ok, detail=""):
@@ -43,10 +85,16 @@ def main():
     path = args.pop(0)
     ranks = None
     dumps = []
+    want_health = False
+    throttled = None
     while args:
         a = args.pop(0)
         if a == "--ranks":
             ranks = int(args.pop(0))
+        elif a == "--health":
+            want_health = True
+        elif a == "--throttled":
+            throttled = int(args.pop(0))
         elif a == "--dump":
             while args and not args[0].startswith("--"):
                 dumps.append(args.pop(0))
@@ -64,6 +112,7 @@ def main():
     tracks = collections.defaultdict(list)
     counters = collections.defaultdict(list)
     proc_names, thread_names = {}, {}
+    health = collections.defaultdict(list)  # (pid, dev, label) -> [(ts, args)]
     for e in evs:
         for k in ("ph", "ts", "pid", "tid", "name"):
             check(f"field {k}", k in e, e)
@@ -93,6 +142,9 @@ def main():
             check("C args", isinstance(a, dict) and a and
                   all(isinstance(v, (int, float)) for v in a.values()), e)
             counters[(e["pid"], e["name"])].append(ns(e["ts"]))
+            hs = health_series(e)
+            if hs:
+                health[(e["pid"],) + hs].append((ns(e["ts"]), e["args"]))
         elif ph == "M":
             check("M name", e["name"] in ("process_name", "thread_name", "process_sort_index",
                                           "thread_sort_index"), e)
@@ -131,6 +183,26 @@ def main():
     for c, ts in counters.items():
         check("counter order", ts == sorted(ts), c)
     check("a bandwidth or queue counter", any("queue depth" in n for _, n in counters), "")
+    if want_health:
+        for p in proc_names:
+            for dev, label in ((0, "SM clock"), (0, "power"), (0, "temperature"),
+                               (0, "throttled"), (None, "CPU use")):
+                check("health track", len(health.get((p, dev, label), [])) > 1,
+                      f"rank {p}: {label}")
+    if throttled is not None:
+        for p in proc_names:
+            sm = [a["MHz"] for _, a in health.get((p, 0, "SM clock"), [])]
+            slow = [a["slowing"] for _, a in health.get((p, 0, "throttled"), [])]
+            check("SM clock series", len(sm) > 1 and slow, f"rank {p}")
+            if len(sm) < 2 or not slow:
+                continue
+            if p == throttled:
+                check("capped device's SM clock drops", min(sm) < 0.9 * sm[0],
+                      f"rank {p}: first {sm[0]}, min {min(sm)}")
+                check("capped device shows throttling", max(slow) == 1, f"rank {p}")
+            else:
+                check("SM clock steady", min(sm) >= 0.9 * sm[0], f"rank {p}: {sm[0]} {min(sm)}")
+                check("no throttling", max(slow) == 0, f"rank {p}")
     if ranks is not None:
         check("ranks", len(proc_names) == ranks, proc_names)
         for p, n in proc_names.items():
@@ -168,7 +240,8 @@ def main():
         print("\n".join(fails))
         sys.exit(1)
     print(f"chrome check: ok ({len(evs)} events, {len(flows_s)} flows, "
-          f"{len(tracks)} tracks, {len(counters)} counter series)")
+          f"{len(tracks)} tracks, {len(counters)} counter series, "
+          f"{len(health)} of them health counters)")
 
 
 main()

@@ -2,10 +2,13 @@
 """Exports a labelled job (tests/labelled/w_job.c, case `pipe`: 4 pipeline
 stages, Send/Recv between them) recorded under `cutrace run` on the
 simulated device, and checks both exports against the decoder's own
-figures with check_chrome.py and check_sqlite.py.
+figures with check_chrome.py and check_sqlite.py. With CT_FAKEGPU_NVML_DIR,
+also the case `throttle` (rank 1's device power-capped from 0.36 s under
+the fake NVML, counters every 10 ms): the Chrome file has every rank's
+health counter tracks and rank 1's SM clock drops.
 
 usage: check_labelled.py TESTS_EXPORT_DIR   (environment as check_case.py:
-       CT_CUTRACE, CT_W_JOB, CT_FAKEGPU_DIR, CT_FAKE_CUPTI)
+       CT_CUTRACE, CT_W_JOB, CT_FAKEGPU_DIR, CT_FAKE_CUPTI[, CT_FAKEGPU_NVML_DIR])
 """
 import glob
 import os
@@ -41,5 +44,17 @@ try:
     subprocess.run([sys.executable, os.path.join(here, "check_sqlite.py"),
                     os.path.join(d, "job.sqlite"), rep] + dumps, check=True)
     print("export labelled pipe: ok")
+    nvml = os.environ.get("CT_FAKEGPU_NVML_DIR")
+    if nvml:
+        env.update({"LD_LIBRARY_PATH": os.environ["CT_FAKEGPU_DIR"] + ":" + nvml,
+                    "CUTRACE_HEALTH_MS": "10", "W_JOB_CAP_S": "0.36"})
+        traces = os.path.join(d, "throttle")
+        subprocess.run([cutrace, "run", "-o", traces, "--", os.environ["CT_W_JOB"], "launch",
+                        "4", "throttle"], env=env, check=True, capture_output=True, timeout=300)
+        out = os.path.join(d, "throttle.json")
+        subprocess.run([cutrace, "export", "--format", "chrome", "-o", out, traces], check=True)
+        subprocess.run([sys.executable, os.path.join(here, "check_chrome.py"), out, "--ranks",
+                        "4", "--health", "--throttled", "1"], check=True)
+        print("export labelled throttle: ok")
 finally:
     shutil.rmtree(d, ignore_errors=True)

@@ -1,7 +1,8 @@
 #!/bin/bash
 # e2e: `cutrace export` (chrome, sqlite) and `cutrace report --html` on
-# ct_synth traces (one process, the training-loop mix) and a ct_synth_job
-# 4-rank job, checked by check_chrome.py / check_sqlite.py against the
+# ct_synth traces (one process, the training-loop mix), a ct_synth_job
+# 4-rank job and one with health counters (rank 1 power-capped from step 6),
+# checked by check_chrome.py / check_sqlite.py against the
 # decoder's own `dump --json` and `report --json`; option and output errors.
 # usage: export.sh BUILD_ROOT SOURCE_ROOT
 set -euo pipefail
@@ -24,6 +25,18 @@ for d in job one; do
 done
 python3 "$src/tests/export/check_chrome.py" "$tmp/job.json" --ranks 4 --dump "$tmp"/job/*.jsonl
 python3 "$src/tests/export/check_chrome.py" "$tmp/one.json" --ranks 1 --dump "$tmp"/one/*.jsonl
+# health counters as counter tracks: every rank has them, rank 1's SM clock drops
+mkdir "$tmp/health"
+"$build/tests/tools/ct_synth_job" -d "$tmp/health" --ranks 4 --iterations 12 \
+  --counters-us 200 --throttle-rank 1 --throttle-from 6
+for f in "$tmp/health"/*.cutrace; do "$cutrace" dump --json "$f" > "$f.jsonl"; done
+"$cutrace" export --format chrome -o "$tmp/health.json" "$tmp/health"
+python3 "$src/tests/export/check_chrome.py" "$tmp/health.json" --ranks 4 --health \
+  --throttled 1 --dump "$tmp"/health/*.jsonl
+# ... and a job without counters has no health tracks
+if grep -q '"name":"GPU 0 SM clock"' "$tmp/job.json"; then
+  echo "health tracks in a job without counters"; exit 1
+fi
 # the sqlite3 CLI reads the database too (Nsight Systems' recipe style)
 if command -v sqlite3 > /dev/null; then
   n=$(sqlite3 "$tmp/job.sqlite" "SELECT COUNT(*) FROM NCCL_OPS WHERE op = 'AllReduce'")

@@ -192,7 +192,7 @@ static void counter(uint64_t t, int dev, const char *name, int64_t v, const char
  * up to next, the end of step it: what the recorder's health sampler would
  * have read (file header, options). */
 static void counters(const struct opts *o, int rank, int it, uint64_t next, uint64_t *t,
-                     uint64_t *cpu_ms)
+                     uint64_t *cpu_us)
 {
     uint64_t p = o->counters * US;
     int thr = throttled(o, rank, it), cont = contended(o, rank, it);
@@ -207,8 +207,8 @@ static void counters(const struct opts *o, int rank, int it, uint64_t next, uint
         counter(*t, 0, "mem_util", 40, "%");
         counter(*t, 0, "pcie_tx", 12000, "KB/s");
         counter(*t, 0, "pcie_rx", 48000, "KB/s");
-        *cpu_ms += o->counters >= 1000 ? o->counters / 1000 : 1;
-        counter(*t, -1, "cpu_time", (int64_t)*cpu_ms, "ms");
+        *cpu_us += o->counters * 9 / 10; /* 90 % of one CPU */
+        counter(*t, -1, "cpu_time", (int64_t)(*cpu_us / 1000), "ms");
         counter(*t, -1, "cpu_pressure", cont ? (int64_t)o->cont_pct * 100 : 200, "0.01%");
         counter(*t, -1, "major_faults", it, "count");
     }
@@ -262,7 +262,7 @@ static int run_rank(const char *dir, int rank, const struct opts *o)
     }
     static struct step all[64];
     uint64_t T = 2000000000000ull + o->skew * (uint64_t)rank;
-    uint64_t sample_t = T, cpu_ms = 0;
+    uint64_t sample_t = T, cpu_us = 0;
     for (int it = 0; it < o->iters; it++) {
         /* every rank's schedule: collectives end together */
         uint64_t ar_last = 0, gpu_end = 0;
@@ -369,7 +369,7 @@ static int run_rank(const char *dir, int rank, const struct opts *o)
         uint64_t r[CT_NVTX_NFIELDS] = {T, T + end, dom, ct_intern(msg), 0};
         emit(CT_REC_NVTX_RANGE, r, CT_NVTX_NFIELDS);
         if (o->counters)
-            counters(o, rank, it, T + end + o->gap * US, &sample_t, &cpu_ms);
+            counters(o, rank, it, T + end + o->gap * US, &sample_t, &cpu_us);
         if (it % 64 == 63)
             ct_recorder_flush(30000);
         T += end + o->gap * US;
