@@ -25,6 +25,13 @@ typedef struct fg_hslot {
     fg_htype type;
 } fg_hslot;
 
+/* The first table is static: cuInit fills it (one slot per device), and a
+ * heap table made there would leak whenever the driver is unloaded again
+ * (the toolkit's libcudart dlopens libcuda.so.1, fails on the fake and
+ * dlcloses it: LeakSanitizer saw the orphaned 4 KiB). Only jobs with more
+ * than 128 live handles reach the heap. */
+#define FG_HCAP0 256
+static fg_hslot fg_htab0[FG_HCAP0];
 static fg_hslot *fg_htab;
 static size_t fg_hcap, fg_hused; /* used counts live entries and tombstones */
 static char fg_tomb_tag;
@@ -43,7 +50,7 @@ static void fg_hrehash(size_t ncap)
 {
     fg_hslot *old = fg_htab;
     size_t ocap = fg_hcap;
-    fg_hslot *tab = calloc(ncap, sizeof *tab);
+    fg_hslot *tab = ncap == FG_HCAP0 && !old ? fg_htab0 : calloc(ncap, sizeof *tab);
     if (!tab)
         abort(); /* a test double out of memory has nothing sensible left to do */
     fg_htab = tab;
@@ -58,13 +65,14 @@ static void fg_hrehash(size_t ncap)
             fg_hused++;
         }
     }
-    free(old);
+    if (old != fg_htab0)
+        free(old);
 }
 
 void fg_handle_add(const void *h, fg_htype t)
 {
     if ((fg_hused + 1) * 2 > fg_hcap)
-        fg_hrehash(fg_hcap ? fg_hcap * 2 : 256);
+        fg_hrehash(fg_hcap ? fg_hcap * 2 : FG_HCAP0);
     size_t j = fg_hash(h, fg_hcap);
     while (fg_htab[j].key && fg_htab[j].key != FG_TOMB && fg_htab[j].key != h)
         j = (j + 1) & (fg_hcap - 1);
