@@ -3,7 +3,8 @@
  * SVG; nothing is fetched) with the report's summary and findings, a
  * zoomable timeline per rank (GPU streams and host waits as rows, coloured
  * by class), the breakdown, overlap and attribution charts, per-iteration
- * charts, and the collective and kernel tables.
+ * charts, health counter charts (SM clock and power over time, throttled
+ * share per rank), and the collective and kernel tables.
  *
  * The C side writes the figures as one JSON object inside
  * <script type="application/json"> (strings escaped so that no "<" can
@@ -25,10 +26,12 @@
 
 #include "decoder/demangle.h"
 #include "decoder/export.h"
+#include "decoder/health.h"
 #include "decoder/names.h"
 
 #define CT_HTML_MAX_OPS  60000
 #define CT_HTML_MAX_HOST 20000
+#define CT_HTML_MAX_PTS  2000 /* points per health series (every k-th sample) */
 
 /* A JSON string that is also safe inside <script>: <, >, & as \u escapes;
  * bytes outside ASCII become '?' (names are ASCII in practice). */
@@ -60,6 +63,47 @@ static void ivset(FILE *f, const char *k, const struct ct_ivset *v, int64_t t0)
     for (size_t i = 0; i < n; i++)
         fprintf(f, "%s%" PRId64 ",%" PRId64, i ? "," : "", v->v[i].s - t0, v->v[i].e - t0);
     fputs("]", f);
+}
+
+/* "KEY":[t, v, ...] of one series, t in ns since time zero, v x scale
+ * rounded; at most CT_HTML_MAX_PTS points (every k-th sample, the last
+ * always). */
+static void hseries(FILE *f, const char *k, const struct ct_hseries *x, int64_t shift, double scale)
+{
+    fprintf(f, ",\"%s\":[", k);
+    size_t step = x && x->n > CT_HTML_MAX_PTS ? (x->n + CT_HTML_MAX_PTS - 1) / CT_HTML_MAX_PTS : 1;
+    for (size_t i = 0; x && i < x->n; i += step) {
+        if (i + step >= x->n)
+            i = x->n - 1;
+        fprintf(f, "%s%" PRId64 ",%.1f", i ? "," : "", x->t[i] + shift, (double)x->v[i] * scale);
+    }
+    fputc(']', f);
+}
+
+/* "health":{dev, sm [t, MHz...], power [t, W...], throttled_pct, reasons
+ * {name: pct}} over the rank's window, or null without device counters. */
+static void health_json(FILE *f, const struct ct_report *rep, size_t r)
+{
+    const struct ct_rank_result *x = &rep->rr[r];
+    const struct ct_hproc *h = x->rank->nprocs ? ct_health_of(x->rank->procs[0]) : NULL;
+    struct ct_health_sum sum;
+    int64_t shift = ct_health_shift(rep, r);
+    ct_health_summarise(h, shift, x->ws, x->we, &sum);
+    if (!h || sum.device < 0) {
+        fputs(",\"health\":null", f);
+        return;
+    }
+    shift -= rep->job->t0;
+    fprintf(f, ",\"health\":{\"dev\":%d", sum.device);
+    hseries(f, "sm", ct_hproc_find(h, sum.device, "sm_clock"), shift, 1);
+    hseries(f, "power", ct_hproc_find(h, sum.device, "power"), shift, 1e-3);
+    fprintf(f, ",\"throttled_pct\":%.2f,\"reasons\":{", 100 * fin(sum.throttled_share));
+    int n = 0;
+    for (int b = 0; b < CT_THROTTLE_NREASONS; b++)
+        if ((CT_THROTTLE_SLOWING >> b & 1) && fin(sum.reason_share[b]) > 0)
+            fprintf(f, "%s\"%s\":%.2f", n++ ? "," : "", ct_throttle_reason_name(b),
+                    100 * sum.reason_share[b]);
+    fputs("}}", f);
 }
 
 static void rank_json(FILE *f, const struct ct_report *rep, const struct ct_rank_result *x)
@@ -125,7 +169,9 @@ static void rank_json(FILE *f, const struct ct_report *rep, const struct ct_rank
     ivset(f, "data", p ? &p->data_wait : &empty, t0);
     fputc(',', f);
     ivset(f, "ckpt", p ? &p->ckpt : &empty, t0);
-    fputs("}}", f);
+    fputc('}', f);
+    health_json(f, rep, (size_t)(x - rep->rr));
+    fputc('}', f);
 }
 
 static void findings_json(FILE *f, const struct ct_report *rep)

@@ -3,7 +3,9 @@
 # self-check (#selfcheck, decoder/report_html_page.html) says "ok: timeline N
 # rows ...; M charts" only when the timeline and every chart drew without a
 # script error; console errors are caught from Chromium's log too. The
-# screenshot stays in the build folder (tests/export/report-html.png).
+# screenshot stays in the build folder (tests/export/report-html.png). The
+# job has health counters (rank 1 power-capped from step 5): the SM clock,
+# power and throttled-share charts must draw too.
 # usage: html.sh BUILD_ROOT SOURCE_ROOT
 set -euo pipefail
 build=$1
@@ -17,7 +19,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mkdir "$tmp/job"
 "$build/tests/tools/ct_synth_job" -d "$tmp/job" --ranks 4 --iterations 10 --slow-rank 2 \
-  --skew-us 37
+  --skew-us 37 --counters-us 200 --throttle-rank 1 --throttle-from 5
 "$build/decoder/cutrace" report --html -o "$out/report.html" "$tmp/job"
 # self-contained: no URL the page would fetch
 if grep -Eq '(src|href)="(https?:)?//' "$out/report.html"; then
@@ -38,12 +40,16 @@ esac
 rows=$(echo "$check" | sed -n 's/ok: timeline \([0-9]*\) rows.*/\1/p')
 charts=$(echo "$check" | sed -n 's/.* \([0-9]*\) charts/\1/p')
 [ "$rows" -ge 8 ] || { echo "timeline has $rows rows"; exit 1; }
-[ "$charts" -ge 7 ] || { echo "$charts charts"; exit 1; }
+[ "$charts" -ge 10 ] || { echo "$charts charts"; exit 1; }
 grep -q 'data-selfcheck="ok"' "$tmp/dom.html" || { echo "no ok marker on body"; exit 1; }
-for id in breakdown overlap attr iters; do
+for id in breakdown overlap attr iters health-sm health-power health-thr; do
   grep -q "<div id=\"$id\"><svg" "$tmp/dom.html" || { echo "chart $id missing"; exit 1; }
 done
 grep -q '<table id="coll"><tr><th>op' "$tmp/dom.html" || { echo "collective table missing"; exit 1; }
+# one SM clock line per rank; rank 1's throttled share is drawn with its reason
+[ "$(grep -o '<title>rank [0-9] GPU 0 SM clock' "$tmp/dom.html" | wc -l)" = 4 ] ||
+  { echo "SM clock lines missing"; exit 1; }
+grep -q 'rank 1: sw_power_cap' "$tmp/dom.html" || { echo "throttle reason missing"; exit 1; }
 if grep -i 'CONSOLE' "$tmp/console.log" | grep -iq 'error'; then
   echo "script errors:"; grep -i console "$tmp/console.log"; exit 1
 fi
