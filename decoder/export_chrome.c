@@ -716,6 +716,43 @@ static void health_counters(struct cw *w)
     }
 }
 
+/* The end of a span record (its field 1, after the start in field 0), the
+ * start for the others. */
+static uint64_t rec_end(const struct ct_record *r)
+{
+    switch (r->kind) {
+    case CT_REC_API:
+    case CT_REC_GPU:
+    case CT_REC_NCCL:
+    case CT_REC_IO:
+    case CT_REC_NVTX_RANGE: return r->f[1];
+    default: return r->f[0];
+    }
+}
+
+/* The order events are written in: the records' (start order, ties in file
+ * order), except that of records starting at the same ns the longer comes
+ * first. A range is recorded when it ends, after the calls inside it, and a
+ * call that starts on the very ns of its range's push would otherwise come
+ * first and break nesting (Perfetto drops the range). Runs of equal starts
+ * are short: insertion sort. */
+static size_t *write_order(const struct ct_trace *t)
+{
+    size_t *o = malloc((t->n ? t->n : 1) * sizeof(*o));
+    for (size_t i = 0; o && i < t->n; i++) {
+        size_t j = i;
+        const struct ct_record *r = &t->recs[i];
+        for (; j > 0; j--) {
+            const struct ct_record *q = &t->recs[o[j - 1]];
+            if (q->f[0] != r->f[0] || rec_end(q) >= rec_end(r))
+                break;
+            o[j] = o[j - 1];
+        }
+        o[j] = i;
+    }
+    return o;
+}
+
 static int write_trace(struct cw *w, struct ct_progress *pr, size_t idx, size_t ntr)
 {
     struct ct_trace *t = w->t;
@@ -747,10 +784,16 @@ static int write_trace(struct cw *w, struct ct_progress *pr, size_t idx, size_t 
     }
     if (nsy)
         qsort(sy, nsy, sizeof(*sy), cmp_synth);
-    for (size_t i = 0; i < t->n && !rc; i++) {
+    size_t *ord = write_order(t);
+    if (!ord) {
+        free(sy);
+        return -ENOMEM;
+    }
+    for (size_t k = 0; k < t->n && !rc; k++) {
+        size_t i = ord[k];
         const struct ct_record *r = &t->recs[i];
-        if ((i & 0xffff) == 0)
-            ct_progress_update(pr, "writing trace", idx + 1, ntr, 100.0 * (double)i / (double)t->n);
+        if ((k & 0xffff) == 0)
+            ct_progress_update(pr, "writing trace", idx + 1, ntr, 100.0 * (double)k / (double)t->n);
         switch (r->kind) {
         case CT_REC_API: rc = api_event(w, i); break;
         case CT_REC_GPU:
@@ -769,6 +812,7 @@ static int write_trace(struct cw *w, struct ct_progress *pr, size_t idx, size_t 
     }
     while (!rc && ksy < nsy)
         synth_event(w, &sy[ksy++]);
+    free(ord);
     free(sy);
     if (!rc) {
         counters(w);
