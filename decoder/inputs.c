@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static int add_path(struct ct_inputs *in, const char *p)
+int ct_inputs_add(struct ct_inputs *in, const char *p)
 {
     if (in->n == in->cap) {
         size_t cap = in->cap ? in->cap * 2 : 16;
@@ -30,13 +30,19 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static int ends_with(const char *s, const char *suffix)
+void ct_inputs_sort(struct ct_inputs *in, size_t first)
+{
+    if (in->n - first > 1)
+        qsort(in->paths + first, in->n - first, sizeof(char *), cmp_str);
+}
+
+int ct_ends_with(const char *s, const char *suffix)
 {
     size_t n = strlen(s), m = strlen(suffix);
     return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
-static int add_dir(struct ct_inputs *in, const char *dir, int depth, char *err, size_t errlen)
+static int walk(const char *dir, int depth, ct_walk_fn fn, void *ctx, char *err, size_t errlen)
 {
     if (depth > 16)
         return 0; /* symlink loops or absurd nesting */
@@ -46,7 +52,6 @@ static int add_dir(struct ct_inputs *in, const char *dir, int depth, char *err, 
         snprintf(err, errlen, "%s: cannot read directory: %s", dir, strerror(e));
         return -e;
     }
-    size_t first = in->n;
     struct dirent *de;
     int rc = 0;
     while (!rc && (de = readdir(d)) != NULL) {
@@ -62,16 +67,24 @@ static int add_dir(struct ct_inputs *in, const char *dir, int depth, char *err, 
         struct stat st;
         if (stat(p, &st) == 0) {
             if (S_ISDIR(st.st_mode))
-                rc = add_dir(in, p, depth + 1, err, errlen);
-            else if (S_ISREG(st.st_mode) && ends_with(de->d_name, ".cutrace"))
-                rc = add_path(in, p);
+                rc = walk(p, depth + 1, fn, ctx, err, errlen);
+            else if (S_ISREG(st.st_mode))
+                rc = fn(ctx, p, de->d_name);
         }
         free(p);
     }
     closedir(d);
-    if (!rc && in->n - first > 1)
-        qsort(in->paths + first, in->n - first, sizeof(char *), cmp_str);
     return rc;
+}
+
+int ct_inputs_walk(const char *dir, ct_walk_fn fn, void *ctx, char *err, size_t errlen)
+{
+    return walk(dir, 0, fn, ctx, err, errlen);
+}
+
+static int add_trace(void *ctx, const char *path, const char *name)
+{
+    return ct_ends_with(name, ".cutrace") ? ct_inputs_add(ctx, path) : 0;
 }
 
 int ct_inputs_expand(struct ct_inputs *in, char *const *args, int nargs, char *err, size_t errlen)
@@ -86,13 +99,14 @@ int ct_inputs_expand(struct ct_inputs *in, char *const *args, int nargs, char *e
         int rc;
         if (S_ISDIR(st.st_mode)) {
             size_t before = in->n;
-            rc = add_dir(in, args[i], 0, err, errlen);
+            rc = ct_inputs_walk(args[i], add_trace, in, err, errlen);
+            ct_inputs_sort(in, before);
             if (!rc && in->n == before) {
                 snprintf(err, errlen, "%s: directory holds no *.cutrace files", args[i]);
                 rc = -ENOENT;
             }
         } else {
-            rc = add_path(in, args[i]);
+            rc = ct_inputs_add(in, args[i]);
         }
         if (rc) {
             if (rc == -ENOMEM)

@@ -5,7 +5,6 @@
  * not stored: HTA's last-step filter needs only their extent. Never prints;
  * damage stops the parse and leaves a warning naming the byte offset.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -18,72 +17,31 @@
 #include "decoder/kineto_int.h"
 #include "decoder/kineto_json.h"
 
-static int ends_with(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), m = strlen(suffix);
-    return n >= m && strcmp(s + n - m, suffix) == 0;
-}
-
 int ct_kineto_is_path(const char *path)
 {
-    return ends_with(path, ".json") || ends_with(path, ".json.gz");
+    return ct_ends_with(path, ".json") || ct_ends_with(path, ".json.gz");
 }
 
 /* ---- operands ---- */
 
-static int add_path(struct ct_inputs *in, const char *p)
-{
-    if (in->n == in->cap) {
-        size_t cap = in->cap ? in->cap * 2 : 16;
-        char **np = realloc(in->paths, cap * sizeof(*np));
-        if (!np)
-            return -ENOMEM;
-        in->paths = np;
-        in->cap = cap;
-    }
-    if (!(in->paths[in->n] = strdup(p)))
-        return -ENOMEM;
-    in->n++;
-    return 0;
-}
+/* Counts *.cutrace and Kineto files under a directory; adds the Kineto ones
+ * to `in` when it is not NULL. */
+struct census {
+    struct ct_inputs *in;
+    size_t ncut, nkin;
+};
 
-/* Walks dir: counts *.cutrace files into *ncut, adds Kineto files to in
- * (when in is not NULL) and counts them into *nkin. */
-static int walk(const char *dir, int depth, struct ct_inputs *in, size_t *ncut, size_t *nkin)
+static int count_file(void *ctx, const char *path, const char *name)
 {
-    if (depth > 16)
-        return 0;
-    DIR *d = opendir(dir);
-    if (!d)
-        return -errno;
-    struct dirent *de;
-    int rc = 0;
-    while (!rc && (de = readdir(d)) != NULL) {
-        if (de->d_name[0] == '.')
-            continue;
-        size_t len = strlen(dir) + strlen(de->d_name) + 2;
-        char *p = malloc(len);
-        if (!p) {
-            rc = -ENOMEM;
-            break;
-        }
-        snprintf(p, len, "%s/%s", dir, de->d_name);
-        struct stat st;
-        if (stat(p, &st) == 0) {
-            if (S_ISDIR(st.st_mode))
-                rc = walk(p, depth + 1, in, ncut, nkin);
-            else if (S_ISREG(st.st_mode) && ends_with(de->d_name, ".cutrace"))
-                (*ncut)++;
-            else if (S_ISREG(st.st_mode) && ct_kineto_is_path(de->d_name)) {
-                (*nkin)++;
-                if (in)
-                    rc = add_path(in, p);
-            }
-        }
-        free(p);
+    struct census *c = ctx;
+    if (ct_ends_with(name, ".cutrace")) {
+        c->ncut++;
+    } else if (ct_kineto_is_path(name)) {
+        c->nkin++;
+        if (c->in)
+            return ct_inputs_add(c->in, path);
     }
-    closedir(d);
-    return rc;
+    return 0;
 }
 
 int ct_kineto_operand(const char *operand)
@@ -93,15 +51,11 @@ int ct_kineto_operand(const char *operand)
         return 0;
     if (!S_ISDIR(st.st_mode))
         return ct_kineto_is_path(operand);
-    size_t ncut = 0, nkin = 0;
-    if (walk(operand, 0, NULL, &ncut, &nkin))
+    struct census c = {NULL, 0, 0};
+    char err[64];
+    if (ct_inputs_walk(operand, count_file, &c, err, sizeof(err)))
         return 0;
-    return ncut == 0 && nkin > 0;
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
+    return c.ncut == 0 && c.nkin > 0;
 }
 
 int ct_kineto_expand(struct ct_inputs *in, const char *operand, char *err, size_t errlen)
@@ -113,18 +67,19 @@ int ct_kineto_expand(struct ct_inputs *in, const char *operand, char *err, size_
         return -e;
     }
     if (!S_ISDIR(st.st_mode)) {
-        int rc = add_path(in, operand);
+        int rc = ct_inputs_add(in, operand);
         if (rc)
             snprintf(err, errlen, "out of memory");
         return rc;
     }
-    size_t first = in->n, ncut = 0, nkin = 0;
-    int rc = walk(operand, 0, in, &ncut, &nkin);
-    if (rc) {
-        snprintf(err, errlen, "%s: cannot read directory: %s", operand, strerror(-rc));
+    size_t first = in->n;
+    struct census c = {in, 0, 0};
+    int rc = ct_inputs_walk(operand, count_file, &c, err, errlen);
+    if (rc == -ENOMEM)
+        snprintf(err, errlen, "out of memory");
+    if (rc)
         return rc;
-    }
-    qsort(in->paths + first, in->n - first, sizeof(char *), cmp_str);
+    ct_inputs_sort(in, first);
     return 0;
 }
 
@@ -663,7 +618,7 @@ int ct_kineto_load(const char *path, struct ct_proc *p, char *err, size_t errlen
     if (rc)
         return rc;
     struct src S = {.fd = -1};
-    int gz = ends_with(path, ".gz");
+    int gz = ct_ends_with(path, ".gz");
     S.fd = open(path, O_RDONLY | O_CLOEXEC);
     if (S.fd < 0) {
         int e = errno;
