@@ -893,17 +893,18 @@ static int check_health(struct ctx *c)
     double ref = nm ? median_of(med, nm) : 0;
     free(med);
     int any_dev = 0, any_host = 0;
-    const char *why = NULL;
+    /* a copy: the health cache may move when later ranks are loaded */
+    char why[256] = "";
     for (size_t r = 0; r < rep->nr; r++) {
         check_health_rank(c, r, ref, &any_dev, &any_host);
         const struct ct_rank *R = rep->rr[r].rank;
         const struct ct_hproc *h = R->nprocs ? ct_health_of(R->procs[0]) : NULL;
-        if (h && !strncmp(h->status, "unavailable: ", 13) && !why)
-            why = h->status + 13;
+        if (h && !strncmp(h->status, "unavailable: ", 13) && !why[0])
+            snprintf(why, sizeof(why), "%s", h->status + 13);
     }
     if (!any_dev)
         insufficient(c, CT_FK_THROTTLED_GPU, "no GPU health counters in the traces (%s)",
-                     why ? why : "recorded with CUTRACE_HEALTH_MS=0, or format v1");
+                     why[0] ? why : "recorded with CUTRACE_HEALTH_MS=0, or format v1");
     if (!any_host)
         insufficient(c, CT_FK_HOST_CONTENTION,
                      "no host counters in the traces (recorded with CUTRACE_HEALTH_MS=0, or "

@@ -159,20 +159,23 @@ const struct ct_hseries *ct_hproc_find(const struct ct_hproc *h, int dev, const 
 
 /* ------------------------------------------------ the cache */
 
+/* Each entry is its own allocation: callers keep the returned pointer while
+ * later ranks are loaded, so growing the index must never move an entry. */
 struct cached {
     char *path;
     int ok;
     struct ct_hproc h;
 };
-static struct cached *g_cache;
+static struct cached **g_cache;
 static size_t g_ncache;
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static void cache_free(void)
 {
     for (size_t i = 0; i < g_ncache; i++) {
-        free(g_cache[i].path);
-        ct_hproc_free(&g_cache[i].h);
+        free(g_cache[i]->path);
+        ct_hproc_free(&g_cache[i]->h);
+        free(g_cache[i]);
     }
     free(g_cache);
     g_cache = NULL;
@@ -186,27 +189,27 @@ static const struct ct_hproc *health_of_path(const char *path)
     const struct ct_hproc *out = NULL;
     pthread_mutex_lock(&g_mu);
     for (size_t i = 0; i < g_ncache; i++)
-        if (!strcmp(g_cache[i].path, path)) {
-            out = g_cache[i].ok ? &g_cache[i].h : NULL;
+        if (!strcmp(g_cache[i]->path, path)) {
+            out = g_cache[i]->ok ? &g_cache[i]->h : NULL;
             pthread_mutex_unlock(&g_mu);
             return out;
         }
     if (!g_ncache)
         atexit(cache_free);
-    void *q = realloc(g_cache, (g_ncache + 1) * sizeof(*g_cache));
-    char *p = strdup(path);
-    if (!q || !p) {
-        free(p);
-        if (q)
-            g_cache = q;
+    struct cached **q = realloc(g_cache, (g_ncache + 1) * sizeof(*g_cache));
+    if (q)
+        g_cache = q;
+    struct cached *c = q ? calloc(1, sizeof(*c)) : NULL;
+    char *p = c ? strdup(path) : NULL;
+    if (!p) {
+        free(c);
         pthread_mutex_unlock(&g_mu);
         return NULL;
     }
-    g_cache = q;
-    struct cached *c = &g_cache[g_ncache++];
     c->path = p;
     char err[300];
     c->ok = ct_hproc_load(path, &c->h, err, sizeof(err)) == 0;
+    g_cache[g_ncache++] = c;
     out = c->ok ? &c->h : NULL;
     pthread_mutex_unlock(&g_mu);
     return out;
