@@ -47,6 +47,10 @@ static int64_t fn_gtimer_offset; /* CLOCK_REALTIME - CLOCK_MONOTONIC */
 static pthread_cond_t fn_prof_cond;
 static struct fn_launch *fn_prof_head, *fn_prof_tail; /* fn_lock */
 static bool fn_prof_thread;                           /* fn_lock */
+/* Bumped with every wake-up (fn_lock): the proxy works on copies with the
+ * lock released, so a signal sent meanwhile finds nobody waiting; it only
+ * sleeps when nothing has changed since its copies were taken. */
+static uint64_t fn_prof_news;
 
 struct fn_pgroup {
     void *handle;
@@ -504,6 +508,7 @@ static void *fn_proxy_main(void *arg)
             }
         }
         n = 0;
+        uint64_t seen = fn_prof_news;
         for (struct fn_launch *l = fn_prof_head; l && n < cap; l = l->pnext) {
             ls[n++] = l;
             l->p_start_known = l->start_known;
@@ -528,7 +533,7 @@ static void *fn_proxy_main(void *arg)
                 pp = &l->pnext;
             }
         }
-        if (wake <= fn_now())
+        if (wake <= fn_now() || fn_prof_news != seen)
             continue;
         if (wake == INT64_MAX) {
             pthread_cond_wait(&fn_prof_cond, &fn_lock);
@@ -550,6 +555,7 @@ void fn_prof_track(struct fn_launch *l)
     else
         fn_prof_head = l;
     fn_prof_tail = l;
+    fn_prof_news++;
     if (!fn_prof_thread) {
         pthread_attr_t a;
         pthread_attr_init(&a);
@@ -568,5 +574,6 @@ void fn_prof_track(struct fn_launch *l)
 
 void fn_prof_wake_locked(void)
 {
+    fn_prof_news++;
     pthread_cond_signal(&fn_prof_cond);
 }
