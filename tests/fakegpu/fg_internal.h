@@ -195,6 +195,9 @@ struct fg_global {
     double kernel_scale, pcie_gbps, hbm_gbps;
     int64_t init_ns;                /* CLOCK_MONOTONIC of the first cuInit */
     int64_t cap_ns[FG_MAX_DEVICES]; /* FAKEGPU_NVML_CAP: capped from then on, -1 never */
+    /* FAKEGPU_NVML_CAP_FROM=launch: offsets waiting for the first kernel */
+    int64_t cap_after[FG_MAX_DEVICES];
+    int cap_pending;
     fg_device devices[FG_MAX_DEVICES];
     unsigned long long next_id;
     fg_ctx **ctxs;
@@ -299,6 +302,7 @@ int64_t fg_kernel_duration_ns(const char *name);
 /* FAKEGPU_NVML_CAP (fg_throttle.c): read at the first cuInit; the instant a
  * device becomes power-capped (-1: never). */
 void fg_throttle_init_locked(void);
+void fg_throttle_launch_locked(void); /* arms a cap counted from the first launch */
 int64_t fg_cap_ns(int device);
 const char *fg_func_name(CUfunction f); /* NULL unless a function or kernel handle */
 int64_t fg_bytes_ns(size_t bytes, double gbps);

@@ -34,6 +34,7 @@ static CUresult fg_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, u
     d.u.launch.shmem = shmem;
     d.u.launch.coop = coop;
     fg_nccl_launch_desc(&d, params);
+    fg_throttle_launch_locked();
     FG_RETURN(fg_submit(s, &d, false));
 }
 

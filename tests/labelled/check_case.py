@@ -227,15 +227,19 @@ def case_tiny(rep, out):
     at = k["attribution"]
     idle = k["idle_us"]
     check("launch-bound: mostly idle", idle > 2 * k["compute_us"], f"idle {idle}")
-    # the GPU waits for the host's next launch: launch overhead is the largest
-    # share of idle (preemption of the launching thread for > 50 us shows up
-    # as unexplained host stall instead)
-    # (a launching thread preempted for more than 1 ms, which 4 busy threads
-    # on 2 CPUs see now and then, is an unexplained host stall instead): at
-    # least 40 % launch overhead, and all of the idle is on the host side
+    # The GPU waits for the host's next launch: launch overhead is the
+    # largest share of idle. A launching thread taken off its CPU for more
+    # than 1 ms, or slow to wake from a synchronize (other tests sharing the
+    # machine), leaves a gap the report rightly calls an unexplained host
+    # stall; the job measures that time (OFFCPU_US: wall minus thread CPU
+    # time over its launch loops; SYNC_US: its synchronizes), so it is taken out
+    # before asking for at least 40 % launch overhead.
+    # (on the simulated device most of it is the launching thread waiting
+    # for the simulator's lock, which its CUPTI delivery thread holds)
+    off = values(out, "OFFCPU_US")[0] + values(out, "SYNC_US")[0]
     lo = at["launch_overhead_us"]
-    check("launch overhead is the main cause", lo >= 0.4 * idle and lo >= max(
-        at["data_stall_us"], at["sync_drain_us"]), str(at))
+    check("launch overhead is the main cause", lo >= 0.4 * (idle - off) and lo >= max(
+        at["data_stall_us"], at["sync_drain_us"]), f"{at} off-CPU {off}")
     check("the host explains the idle", lo + at["unexplained_us"] + at["sync_drain_us"] >= 0.95 * idle,
           str(at))
 
@@ -266,7 +270,11 @@ CASES = {
     "loader": (1, case_loader, None),
     "ckpt": (1, case_ckpt, None),
     "slow": (4, case_slow, None),
-    "tiny": (1, case_tiny, None),
+    # 5000 launches in a few ms: when the writer thread is starved of CPU
+    # (CI shares 2 CPUs between tests) a 1 MiB buffer overflows and drops
+    # them (counted, tested in tests/process); this case is about
+    # attribution, so it gets room for all of them
+    "tiny": (1, case_tiny, {"CUTRACE_BUFFER_KB": "16384"}),
     "drain": (1, case_drain, None),
     "clock": (2, case_clock, {"W_JOB_RANK1_CLOCK_OFFSET_NS": "5000000"}),
 }
@@ -321,7 +329,10 @@ def findings(diag, kind):
 
 def case_throttle():
     env = with_nvml()
-    env["W_JOB_CAP_S"] = "0.36"
+    # counted from rank 1's first kernel, not its cuInit: the start-up of 4
+    # ranks on shared CPUs varies by hundreds of ms under load
+    env["W_JOB_CAP_S"] = "0.25"
+    env["FAKEGPU_NVML_CAP_FROM"] = "launch"
     rep, diag, dump = run_traces("throttle", 4, env)
     counters = [x for x in dump if x["kind"] == "counter"]
     check("dump --json shows counter records", len(counters) > 100, str(len(counters)))
@@ -341,25 +352,26 @@ def case_throttle():
         # of the window after that iteration's end and after its start.
         # Tolerance on top: one sampling period (10 ms) on either side (the
         # sample that sees the cap comes up to one period late, and the
-        # last sample holds one period) plus 1 ms of host noise, over the
-        # window (~0.55 s): about 2 points.
+        # last sample holds one period), one more for the sampler thread's
+        # own wake-up (4 ranks and their writers share 2 CPUs in CI: seen
+        # 10 ms late), plus 1 ms of host noise, over the window (~0.55 s):
+        # about 4 points.
         its = k["iterations"]
         first = next(i for i in its if i["compute_us"] > 10050)
         wend = its[-1]["end_us"]
         win = k["window_us"]
         lo = 100 * (wend - first["end_us"]) / win
         hi = 100 * (wend - first["start_us"]) / win
-        tol = 100 * 11000 / win
+        tol = 100 * 21000 / win
         got = h["throttled_pct"]
         check("rank 1 throttled share within the schedule's bounds",
               lo - tol <= got <= hi + tol, f"{got:.1f} not in [{lo - tol:.1f}, {hi + tol:.1f}]")
-        # The cap is set to fall about half-way (W_JOB_CAP_S=0.36 s after
-        # rank 1's cuInit, the window then lasts ~0.5 s): 50 % +- 20 points.
-        # The exact truth is the bound above; this band only states the
-        # design. Its width is the start-up between cuInit and the first
-        # kernel (process start and NCCL set-up of 4 ranks on 2 shared
-        # CPUs), measured at 60-130 ms: each 10 ms moves the share ~2 points.
-        near("rank 1 throttled share ~ half", got, 50, 0, 20)
+        # The cap is set to fall about half-way (W_JOB_CAP_S=0.25 s after
+        # rank 1's first kernel, in a window of ~0.5 s): this states the
+        # design, and that the window holds both states; the bound above is
+        # the truth. The band's width is the host's wake-ups and NCCL waits
+        # on shared CPUs, which stretch the unthrottled part.
+        near("rank 1 throttled share ~ half", got, 50, 0, 15)
         near("rank 1 sw_power_cap share", h["throttle_pct"]["sw_power_cap"], got, 0, 0.01)
         # time-weighted SM clock: 1980 unthrottled, 1410 throttled
         near("rank 1 SM clock", h["sm_clock_mhz"], 1980 - 570 * got / 100, 0.005)
@@ -368,8 +380,12 @@ def case_throttle():
     check("diagnose: throttled_gpu on rank 1", [f["ranks"] for f in t] == [[1]], str(t))
     if t:
         e = t[0]["evidence"]
+        # The iteration the cap falls in may be slow enough or not to count
+        # as slow; when it is "other" it brings part of its capped time
+        # there, at most a third of the "other" time beside the two or more
+        # iterations before the cap (checked above): 1980 - 570 / 3 = 1790.
         check("throttled_gpu evidence: clocks", e["sm_clock_mhz_slow_iterations"] < 1500 and
-              e["sm_clock_mhz_other_iterations"] == 1980, str(e))
+              1790 <= e["sm_clock_mhz_other_iterations"] <= 1980, str(e))
         check("throttled_gpu evidence: reasons", "sw_power_cap" in e["reasons"], str(e))
     for kind in ("compute_straggler", "host_straggler"):
         for f in findings(diag, kind):

@@ -163,8 +163,11 @@ static void check_mix_tol(struct job *j, unsigned source, int64_t tol_ns)
     }
     ck_assert_uint_ne(comm, 0);
     /* A collective ends when its last rank's data is in: the same instant
-     * on every rank (one host clock here), up to tol_ns. */
-    for (int i = 0; i < N_MIX; i++) {
+     * on every rank (one host clock here), up to tol_ns. Not under
+     * sanitizers: they slow the hosts enough that the event-pair anchor
+     * (a host reading next to a recorded event) is off by milliseconds. */
+    const char *san = getenv("CT_SANITIZER_PRELOAD");
+    for (int i = 0; i < N_MIX && !(san && *san); i++) {
         if (mix_ops[i].group == 1)
             continue;
         for (int r = 1; r < n; r++) {

@@ -62,28 +62,29 @@ static int64_t now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* The simulated driver's first cuInit, if it is loaded and initialised. */
-static int64_t driver_init_ns(void)
+/* The simulated driver's cap instant for device d (fg_throttle.c's
+ * fakegpu_cap_ns), or -2 when no simulated driver is loaded or initialised. */
+static int64_t driver_cap_ns(int d)
 {
-    int64_t (*fn)(void) = NULL;
-    void *p = dlsym(RTLD_DEFAULT, "fakegpu_init_ns");
+    int64_t (*fn)(int) = NULL;
+    void *p = dlsym(RTLD_DEFAULT, "fakegpu_cap_ns");
     if (!p) {
         void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
         if (lib)
-            p = dlsym(lib, "fakegpu_init_ns");
+            p = dlsym(lib, "fakegpu_cap_ns");
     }
     memcpy(&fn, &p, sizeof(p));
-    return fn ? fn() : 0;
+    return fn ? fn(d) : -2;
 }
 
 static int capped(int d)
 {
     if (d >= FG_THROTTLE_MAX || g_cap_after[d] < 0)
         return 0;
-    int64_t t0 = driver_init_ns();
-    if (!t0)
-        t0 = g_t0; /* no simulated driver: from nvmlInit */
-    return now_ns() >= t0 + g_cap_after[d];
+    int64_t at = driver_cap_ns(d);
+    if (at == -2)
+        at = g_t0 + g_cap_after[d]; /* no simulated driver: from nvmlInit */
+    return at >= 0 && now_ns() >= at;
 }
 
 API nvmlReturn_t nvmlInit_v2(void)
