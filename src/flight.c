@@ -32,6 +32,8 @@ struct ct_flight_frame {
     uint64_t at_ns; /* when it was made */
 };
 
+#define CT_FLIGHT_ISSUES 64
+
 struct ct_flight {
     uint64_t window_ns, max_bytes, hang_ns;
     char base[4096]; /* trace path without ".cutrace" */
@@ -43,8 +45,12 @@ struct ct_flight {
     unsigned dumps;
     uint64_t *meta; /* archived metadata records, CT_META_NFIELDS each */
     size_t nmeta, meta_cap;
-    /* hang detection: latest NCCL issue and completion on the trace clock */
+    /* hang detection: latest NCCL issue and completion on the trace clock,
+     * and the latest issues (a ring), to know how long the oldest op issued
+     * after the last completion has waited */
     uint64_t last_issue, last_complete;
+    uint64_t issues[CT_FLIGHT_ISSUES];
+    unsigned nissues;
     int completions_seen, hang_fired;
 };
 
@@ -163,6 +169,7 @@ void ct_flight_saw(unsigned kind, const uint64_t *f)
     } else if (kind == CT_REC_NCCL && g_fl.hang_ns) {
         if (f[CT_NCCL_START] > g_fl.last_issue)
             g_fl.last_issue = f[CT_NCCL_START];
+        g_fl.issues[g_fl.nissues++ % CT_FLIGHT_ISSUES] = f[CT_NCCL_START];
     } else if (kind == CT_REC_GPU && g_fl.hang_ns &&
                (f[CT_GPU_TYPE] == CT_GPU_NCCL ||
                 (f[CT_GPU_TYPE] == CT_GPU_KERNEL && is_nccl_kernel(f[CT_GPU_NAME])))) {
@@ -182,12 +189,20 @@ void ct_flight_request(int reason)
 
 int ct_flight_hang_check(uint64_t now_ns, char *what, size_t n)
 {
-    /* A hang: NCCL ops were issued after the latest completion, and none
-     * has completed for CUTRACE_HANG_S. Only once GPU times of NCCL ops
-     * have been seen at all (without them nothing ever "completes"). */
+    /* A hang: an NCCL op issued after the latest completion has waited
+     * CUTRACE_HANG_S with nothing completing. Counted from that op's issue,
+     * not from the completion: a rank that idles, then issues an op, is not
+     * hung while the op runs. Only once GPU times of NCCL ops have been seen
+     * at all (without them nothing ever "completes"). */
     if (!g_fl.hang_ns || !g_fl.completions_seen || g_fl.hang_fired ||
-        g_fl.last_issue <= g_fl.last_complete || now_ns <= g_fl.last_complete ||
-        now_ns - g_fl.last_complete < g_fl.hang_ns)
+        g_fl.last_issue <= g_fl.last_complete)
+        return 0;
+    uint64_t since = g_fl.last_issue; /* the oldest issue still in the ring */
+    unsigned k = g_fl.nissues < CT_FLIGHT_ISSUES ? g_fl.nissues : CT_FLIGHT_ISSUES;
+    for (unsigned i = 0; i < k; i++)
+        if (g_fl.issues[i] > g_fl.last_complete && g_fl.issues[i] < since)
+            since = g_fl.issues[i];
+    if (now_ns <= since || now_ns - since < g_fl.hang_ns)
         return 0;
     g_fl.hang_fired = 1;
     snprintf(what, n,

@@ -378,6 +378,57 @@ START_TEST(write_failure_cuts_back_to_the_last_whole_frame)
 }
 END_TEST
 
+/* The hang rule alone (ct_flight_saw / ct_flight_hang_check): an op is
+ * hung once it has waited CUTRACE_HANG_S since its issue with nothing
+ * completing; a rank that idled and then issues an op is not hung. */
+static void saw_issue(uint64_t t)
+{
+    uint64_t f[CT_NCCL_NFIELDS] = {0};
+    f[CT_NCCL_START] = t;
+    f[CT_NCCL_END] = t + 1000;
+    ct_flight_saw(CT_REC_NCCL, f);
+}
+
+static void saw_completion(uint64_t t)
+{
+    uint64_t f[CT_GPU_NFIELDS] = {0};
+    f[CT_GPU_START] = t - 1000;
+    f[CT_GPU_END] = t;
+    f[CT_GPU_TYPE] = CT_GPU_NCCL;
+    ct_flight_saw(CT_REC_GPU, f);
+}
+
+START_TEST(hang_counts_from_the_waiting_ops_issue)
+{
+    const uint64_t s = 1000000000ull;
+    struct ct_recorder_config cfg = {.path = "x.cutrace", .hang_ns = 1 * s};
+    ct_flight_init(&cfg);
+    char what[256];
+    saw_issue(10 * s);
+    ck_assert_int_eq(ct_flight_hang_check(20 * s, what, sizeof(what)), 0); /* nothing seen yet */
+    saw_completion(10 * s + 5);
+    /* idle for 3 s, then an op: not hung while it runs, even 3 s after the
+     * last completion */
+    saw_issue(13 * s);
+    ck_assert_int_eq(ct_flight_hang_check(13 * s + 10000000, what, sizeof(what)), 0);
+    ck_assert_int_eq(ct_flight_hang_check(13 * s + s - 1, what, sizeof(what)), 0);
+    /* a second op issued later does not move the wait's start */
+    saw_issue(13 * s + s / 2);
+    ck_assert_int_eq(ct_flight_hang_check(14 * s + 1, what, sizeof(what)), 1);
+    ck_assert_ptr_nonnull(strstr(what, "no NCCL op completed for 4.0 s"));
+    ck_assert_int_eq(ct_flight_hang_check(15 * s, what, sizeof(what)), 0); /* said once */
+    /* completions re-arm it; an op issued before the completion is done */
+    saw_completion(16 * s);
+    ck_assert_int_eq(ct_flight_hang_check(30 * s, what, sizeof(what)), 0);
+    saw_issue(31 * s);
+    ck_assert_int_eq(ct_flight_hang_check(32 * s + 1, what, sizeof(what)), 1);
+    ct_flight_free();
+    cfg.hang_ns = 0;
+    ct_flight_init(&cfg);
+    ct_flight_free();
+}
+END_TEST
+
 Suite *writer_suite(void)
 {
     Suite *s = suite_create("writer");
@@ -391,6 +442,7 @@ Suite *writer_suite(void)
     tcase_add_test(tc, size_bound_drops_the_oldest_frames);
     tcase_add_test(tc, size_bound_can_stop_recording_instead);
     tcase_add_test(tc, write_failure_cuts_back_to_the_last_whole_frame);
+    tcase_add_test(tc, hang_counts_from_the_waiting_ops_issue);
     tcase_add_test(tc, write_failure_is_reported_not_fatal);
     suite_add_tcase(s, tc);
     return s;
