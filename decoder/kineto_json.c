@@ -28,9 +28,21 @@ int ct_jlex_init(struct ct_jlex *lx, ct_jread_fn rd, void *ctx)
     return 0;
 }
 
+int ct_jlex_init_mem(struct ct_jlex *lx, const char *data, size_t n)
+{
+    memset(lx, 0, sizeof(*lx));
+    /* the cast: a borrowed window is only ever read (lex_string checks) */
+    lx->buf = (char *)(uintptr_t)data;
+    lx->cap = lx->end = n;
+    lx->eof = 1;
+    lx->borrowed = 1;
+    return 0;
+}
+
 void ct_jlex_free(struct ct_jlex *lx)
 {
-    free(lx->buf);
+    if (!lx->borrowed)
+        free(lx->buf);
     free(lx->sc);
     memset(lx, 0, sizeof(*lx));
 }
@@ -244,7 +256,8 @@ static int lex_string(struct ct_jlex *lx)
             if (esc) {
                 t = decode(lx, b, p);
             } else {
-                lx->buf[close] = 0; /* the quote is consumed: terminate in place */
+                if (!lx->borrowed) /* the quote is consumed: terminate in place */
+                    lx->buf[close] = 0;
                 lx->s = b;
                 lx->n = (size_t)(p - b);
                 t = CT_JT_STR;
@@ -384,7 +397,7 @@ int ct_jlex_skip(struct ct_jlex *lx, int tok)
     stack[0] = tok == CT_JT_OBJ;
     depth = 1;
     while (depth) {
-        int t = ct_jlex_next(lx);
+        int t = ct_jlex_next_fast(lx);
         if (t == CT_JT_ERR || t == CT_JT_EOF)
             return t == CT_JT_EOF ? fail(lx, lx->off, "input ends inside a value") : t;
         if (t == CT_JT_OBJ || t == CT_JT_ARR) {
@@ -506,15 +519,17 @@ int ct_jnum_parse(const char *s, size_t n, int64_t *ns, double *d, int *is_int)
     size_t fd = 0, id = 0;
     for (; i < n && s[i] >= '0' && s[i] <= '9'; i++, id++)
         ip = ip * 10 + (uint64_t)(s[i] - '0');
-    if (i < n && s[i] == '.')
+    int dot = i < n && s[i] == '.';
+    if (dot)
         for (i++; i < n && s[i] >= '0' && s[i] <= '9' && fd < 4; i++, fd++)
             frac = frac * 10 + (uint64_t)(s[i] - '0');
-    *is_int = ct_jnum_is_int(s, n);
     if (i < n || id > 16) {
         /* more than 3 decimals, an exponent or a huge value: the slow path */
+        *is_int = ct_jnum_is_int(s, n);
         *d = ct_jnum_double(s, n);
         return ct_jnum_ns(s, n, ns);
     }
+    *is_int = !dot; /* digits only, all of them read */
     static const uint64_t p10[] = {1, 10, 100, 1000, 10000};
     uint64_t mant = ip * p10[fd] + frac;
     /* mant and 10^fd are exact doubles (mant < 2^53): IEEE division rounds

@@ -23,7 +23,8 @@ enum ct_jtok {
     CT_JT_ARR_END, /* ] */
     CT_JT_COLON,
     CT_JT_COMMA,
-    CT_JT_STR, /* s/n: decoded bytes (NUL-terminated), valid until the next call */
+    CT_JT_STR, /* s/n: decoded bytes, valid until the next call (NUL-terminated
+                  only when read through a callback: use n) */
     CT_JT_NUM, /* s/n: the number's text, valid until the next call */
     CT_JT_TRUE,
     CT_JT_FALSE,
@@ -46,15 +47,45 @@ struct ct_jlex {
     uint64_t off; /* input offset of the current token (of the damage on error) */
     char *sc;     /* decode scratch for strings with escapes */
     size_t scap;
+    int borrowed; /* buf is the caller's whole input (ct_jlex_init_mem): never written */
     char err[96];
 };
 
 /* Returns 0 or -ENOMEM. */
 int ct_jlex_init(struct ct_jlex *lx, ct_jread_fn rd, void *ctx);
+/* Lexes n bytes in memory in place: nothing is copied or written (a
+ * read-only mapping of a file will do); they must outlive the lexer. */
+int ct_jlex_init_mem(struct ct_jlex *lx, const char *data, size_t n);
 void ct_jlex_free(struct ct_jlex *lx);
 
 /* The next token (enum ct_jtok). After CT_JT_ERR every call returns it again. */
 int ct_jlex_next(struct ct_jlex *lx);
+
+/* ct_jlex_next with its most common tokens inline: a bracket, ':' or ','
+ * (one byte, usually right after the last token or one blank) is taken
+ * here without the call; anything else goes through ct_jlex_next. */
+static inline int ct_jlex_next_fast(struct ct_jlex *lx)
+{
+    size_t p = lx->pos;
+    while (p < lx->end && (lx->buf[p] == ' ' || lx->buf[p] == '\n'))
+        p++;
+    if (p < lx->end && !lx->err[0]) {
+        int t;
+        switch (lx->buf[p]) {
+        case ':': t = CT_JT_COLON; break;
+        case ',': t = CT_JT_COMMA; break;
+        case '{': t = CT_JT_OBJ; break;
+        case '}': t = CT_JT_OBJ_END; break;
+        case '[': t = CT_JT_ARR; break;
+        case ']': t = CT_JT_ARR_END; break;
+        default: lx->pos = p; return ct_jlex_next(lx);
+        }
+        lx->off = lx->base + p;
+        lx->pos = p + 1;
+        return t;
+    }
+    return ct_jlex_next(lx);
+}
 
 /* Skips one whole value whose first token tok was just returned (nested
  * objects and arrays included). Returns 0, or CT_JT_ERR / CT_JT_EOF when the

@@ -54,6 +54,19 @@ struct iv {
     int64_t s, e;
 };
 
+/* qsort, after one pass that finds most inputs already in order (rows come
+ * in time order, correlation ids mostly rising): a sort costs more than
+ * the rest of the model on those. */
+static void sort_rows(void *v, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+    const char *p = v;
+    for (size_t i = 1; i < n; i++)
+        if (cmp(p + (i - 1) * size, p + i * size) > 0) {
+            qsort(v, n, size, cmp);
+            return;
+        }
+}
+
 static int cmp_iv(const void *a, const void *b)
 {
     const struct iv *x = a, *y = b;
@@ -66,7 +79,7 @@ static int cmp_iv(const void *a, const void *b)
  * HTA's total (sum over groups of max end - first start) to *len. */
 static size_t merge(struct iv *v, size_t n, int64_t *len)
 {
-    qsort(v, n, sizeof(*v), cmp_iv);
+    sort_rows(v, n, sizeof(*v), cmp_iv);
     size_t m = 0;
     *len = 0;
     for (size_t i = 0; i < n; i++) {
@@ -114,9 +127,30 @@ static int cmp_corr(const void *a, const void *b)
     return (x->row > y->row) - (x->row < y->row);
 }
 
-static const struct corr_ix *corr_find(const struct corr_ix *v, size_t n, int64_t c)
+/* The first entry of v (sorted by corr) with id c, or NULL. Lookups come
+ * in row order, whose ids mostly rise: the search gallops out from the
+ * previous answer (*hint) and then bisects, a few steps instead of log n
+ * probes across the whole array. */
+static const struct corr_ix *corr_find(const struct corr_ix *v, size_t n, int64_t c, size_t *hint)
 {
-    size_t lo = 0, hi = n;
+    if (!n)
+        return NULL;
+    size_t h = *hint < n ? *hint : n - 1, lo, hi, step = 1;
+    if (v[h].corr < c) { /* the answer is right of h */
+        lo = h + 1;
+        while (lo + step - 1 < n && v[lo + step - 1].corr < c) {
+            lo += step;
+            step *= 2;
+        }
+        hi = lo + step - 1 < n ? lo + step - 1 : n;
+    } else { /* at h or left of it */
+        hi = h;
+        while (hi >= step && v[hi - step].corr >= c) {
+            hi -= step;
+            step *= 2;
+        }
+        lo = hi >= step ? hi - step + 1 : 0;
+    }
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         if (v[mid].corr < c)
@@ -124,6 +158,7 @@ static const struct corr_ix *corr_find(const struct corr_ix *v, size_t n, int64_
         else
             hi = mid;
     }
+    *hint = lo;
     return lo < n && v[lo].corr == c ? &v[lo] : NULL;
 }
 
@@ -287,9 +322,9 @@ static int hta_numbers(struct ct_kineto *k, const int64_t *ts, const int64_t *en
     h->non_compute = h->kernel_time - h->compute - h->idle;
 
     /* idle breakdown per stream, previous event in ts order */
-    qsort(sx, ns, sizeof(*sx), cmp_sidx);
+    sort_rows(sx, ns, sizeof(*sx), cmp_sidx);
     int rc = 0;
-    size_t cap = 0;
+    size_t cap = 0, hint = 0;
     for (size_t a = 0; a < ns && !rc;) {
         size_t b = a;
         while (b < ns && sx[b].stream == sx[a].stream)
@@ -304,7 +339,7 @@ static int hta_numbers(struct ct_kineto *k, const int64_t *ts, const int64_t *en
             size_t r = sx[i].row, pr = sx[i - 1].row;
             int64_t prev_end = ts[pr] + (en[pr] - ts[pr]);
             int64_t gap = ts[r] - prev_end;
-            const struct corr_ix *c = corr_find(cx, ncx, k->rows[r].corr);
+            const struct corr_ix *c = corr_find(cx, ncx, k->rows[r].corr, &hint);
             int cat;
             if (c && ts[c->row] > prev_end)
                 cat = 0;
@@ -327,7 +362,7 @@ static int hta_numbers(struct ct_kineto *k, const int64_t *ts, const int64_t *en
 int ct_kineto_build(struct ct_proc *p, int hta, int filter_last)
 {
     struct ct_kineto *k = p->kin;
-    size_t n = k->nrows;
+    size_t n = k->nrows, hint = 0; /* corr_find's */
     int rnd = hta && k->ts_float;
     k->hta_mode = hta;
     k->hta.rounded = rnd;
@@ -403,11 +438,11 @@ int ct_kineto_build(struct ct_proc *p, int hta, int filter_last)
                 if (keep[i])
                     cx[ncx++] = (struct corr_ix){k->rows[i].corr, i};
             }
-            qsort(cx, ncx, sizeof(*cx), cmp_corr);
+            sort_rows(cx, ncx, sizeof(*cx), cmp_corr);
             for (size_t i = 0; i < n; i++)
                 if (keep[i] == 2) {
                     int64_t c = k->rows[i].corr;
-                    keep[i] = corr_find(cx, ncx, c) != NULL || (c == -1 && neg_kept);
+                    keep[i] = corr_find(cx, ncx, c, &hint) != NULL || (c == -1 && neg_kept);
                 }
         }
         for (size_t i = 0; i < n; i++)
@@ -422,7 +457,7 @@ int ct_kineto_build(struct ct_proc *p, int hta, int filter_last)
             if (!inG[i] && r->corr >= 0)
                 cx[ncx++] = (struct corr_ix){r->corr, i};
         }
-        qsort(cx, ncx, sizeof(*cx), cmp_corr);
+        sort_rows(cx, ncx, sizeof(*cx), cmp_corr);
     }
 
     /* GPU intervals, NCCL ops, host spans, steps */
@@ -450,7 +485,7 @@ int ct_kineto_build(struct ct_proc *p, int hta, int filter_last)
             g->source = CT_SRC_CUPTI;
             g->type = is_mem_cat(r->cat) ? (strstr(nm, "emset") ? CT_GPU_MEMSET : CT_GPU_MEMCPY)
                                          : CT_GPU_KERNEL;
-            const struct corr_ix *c = r->corr >= 0 ? corr_find(cx, ncx, r->corr) : NULL;
+            const struct corr_ix *c = r->corr >= 0 ? corr_find(cx, ncx, r->corr, &hint) : NULL;
             g->launch = c ? ts[c->row] : INT64_MIN;
             int op = ct_nccl_op_from_kernel(nm);
             if (hta ? type == CT_HTA_MEM : is_mem_cat(r->cat))
@@ -517,7 +552,7 @@ int ct_kineto_build(struct ct_proc *p, int hta, int filter_last)
     if (rc)
         goto out;
     if (p->nlaunches) /* launches may be NULL then */
-        qsort(p->launches, p->nlaunches, sizeof(int64_t), cmp_i64);
+        sort_rows(p->launches, p->nlaunches, sizeof(int64_t), cmp_i64);
     ct_ivset_normalize(&p->sync);
     /* the names move to the process (ops index them) */
     p->names = k->names;
