@@ -194,7 +194,10 @@ struct parse {
 
 static int kcat(const char *s, size_t n)
 {
-#define KC(lit, c) {lit, sizeof(lit) - 1, c}
+#define KC(lit, c)                                                                                 \
+    {                                                                                              \
+        lit, sizeof(lit) - 1, c                                                                    \
+    }
     static const struct {
         const char *s;
         size_t n;
