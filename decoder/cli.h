@@ -6,6 +6,10 @@
 #define CT_EXIT_BAD_INPUT 1 /* a trace could not be read, or is damaged */
 #define CT_EXIT_USAGE     2 /* bad options or operands */
 
+/* Re-executes the command once with glibc asking for transparent huge
+ * pages (hugepages.c); returns when that is not wanted or possible. */
+void ct_hugepages(char **argv);
+
 int ct_cmd_info(int argc, char **argv);
 int ct_cmd_dump(int argc, char **argv);
 int ct_cmd_report(int argc, char **argv);
