@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decoder/health.h"
 #include "decoder/stats.h"
 #include "decoder/timeline.h"
 #include "src/config.h"
@@ -218,6 +219,7 @@ struct ex {
     struct vec name_sid; /* uint32 trace string id of each provisional name */
     uint64_t host_sid, ppid_sid;
     int have_host, have_ppid;
+    struct ct_hcollect health; /* counters, for decoder/health.c's cache */
 };
 
 static void ex_free(struct ex *x)
@@ -225,6 +227,7 @@ static void ex_free(struct ex *x)
     struct ct_range *st = x->steps.p;
     for (size_t i = 0; i < x->steps.n; i++)
         free(st[i].msg);
+    ct_hcollect_free(&x->health);
     struct vec *v[] = {&x->ops,  &x->gcorr, &x->calls, &x->timed,    &x->nccl,  &x->nsynth,
                        &x->nord, &x->steps, &x->sord,  &x->launches, &x->clock, &x->name_sid,
                        &x->nfb,  &x->gend,  &x->gendv, &x->nkl};
@@ -476,7 +479,12 @@ static int on_record(void *ctx, const struct ct_record *r)
         if ((rc = vec_room(&x->clock, sizeof(int64_t))) == 0)
             ((int64_t *)x->clock.p)[x->clock.n++] = (int64_t)(f[CT_CLOCK_REAL] - f[CT_CLOCK_MONO]);
         break;
-    case CT_REC_META: rc = on_meta(x, f); break;
+    case CT_REC_META:
+        rc = on_meta(x, f);
+        if (!rc)
+            rc = ct_hcollect_record(&x->health, x->rd, r);
+        break;
+    case CT_REC_COUNTER: rc = ct_hcollect_record(&x->health, x->rd, r); break;
     case CT_REC_DROP: x->p->cov.dropped += f[CT_DROP_COUNT]; break;
     default: break;
     }
@@ -919,6 +927,7 @@ int ct_proc_extract_file(const char *path, const char *step_name, struct ct_proc
     p->rank = -1;
     struct ct_reader rd;
     struct ex x = {.p = p, .rd = &rd, .step = step_name ? step_name : "ProfilerStep"};
+    ct_hcollect_init(&x.health);
     p->path = strdup(path);
     if (!p->path) {
         snprintf(err, errlen, "%s: out of memory", path);
@@ -954,6 +963,7 @@ int ct_proc_extract_file(const char *path, const char *step_name, struct ct_proc
         snprintf(err, errlen, "%s: out of memory", path);
         goto fail;
     }
+    ct_hcollect_publish(&x.health, p->path);
     ex_free(&x);
     ct_reader_close(&rd);
     return 0;

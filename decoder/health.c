@@ -1,9 +1,9 @@
 /*
- * Health counters on the report side (health.h). Counter records are read
- * in a pass of their own over each trace (the timeline extractors skip
- * them), once per file, and kept until exit: report, export, diagnose and
- * diff ask for the same files. Never prints except through the report
- * functions at the end.
+ * Health counters on the report side (health.h). Counter records are
+ * gathered during the timeline extraction's pass over each trace (a pass of
+ * their own for a file that was not extracted), once per file, and kept
+ * until exit: report, export, diagnose and diff ask for the same files.
+ * Never prints except through the report functions at the end.
  */
 #include "decoder/health.h"
 
@@ -32,15 +32,10 @@ const char *ct_throttle_reason_name(int bit)
 
 /* ------------------------------------------------ loading */
 
-struct load {
-    struct ct_reader *rd;
-    struct ct_hproc *h;
-    size_t cap;
-};
-
-static struct ct_hseries *series_get(struct load *l, int dev, const char *name, const char *unit)
+static struct ct_hseries *series_get(struct ct_hcollect *l, int dev, const char *name,
+                                     const char *unit)
 {
-    struct ct_hproc *h = l->h;
+    struct ct_hproc *h = &l->h;
     for (size_t i = 0; i < h->ns; i++)
         if (h->s[i].dev == dev && !strcmp(h->s[i].name, name))
             return &h->s[i];
@@ -60,23 +55,28 @@ static struct ct_hseries *series_get(struct load *l, int dev, const char *name, 
     return s;
 }
 
-static int on_record(void *ctx, const struct ct_record *r)
+void ct_hcollect_init(struct ct_hcollect *c)
 {
-    struct load *l = ctx;
+    memset(c, 0, sizeof(*c));
+    c->h.power_limit = -1;
+}
+
+int ct_hcollect_record(struct ct_hcollect *l, struct ct_reader *rd, const struct ct_record *r)
+{
     const uint64_t *f = r->f;
     if (r->kind == CT_REC_META && f[CT_META_SCOPE] == CT_SCOPE_RECORDER &&
-        !strcmp(ct_reader_string(l->rd, f[CT_META_KEY]), "health")) {
-        const char *v = ct_reader_string(l->rd, f[CT_META_VALUE]);
+        !strcmp(ct_reader_string(rd, f[CT_META_KEY]), "health")) {
+        const char *v = ct_reader_string(rd, f[CT_META_VALUE]);
         /* the first "unavailable" wins over a later "nvml" of another device */
-        if (!l->h->status[0] || strncmp(l->h->status, "unavailable", 11) != 0)
-            snprintf(l->h->status, sizeof(l->h->status), "%s", v);
+        if (!l->h.status[0] || strncmp(l->h.status, "unavailable", 11) != 0)
+            snprintf(l->h.status, sizeof(l->h.status), "%s", v);
         return 0;
     }
     if (r->kind != CT_REC_COUNTER)
         return 0;
     struct ct_hseries *s = series_get(l, (int)(int64_t)f[CT_COUNTER_DEVICE],
-                                      ct_reader_string(l->rd, f[CT_COUNTER_NAME]),
-                                      ct_reader_string(l->rd, f[CT_COUNTER_UNIT]));
+                                      ct_reader_string(rd, f[CT_COUNTER_NAME]),
+                                      ct_reader_string(rd, f[CT_COUNTER_UNIT]));
     if (!s)
         return -ENOMEM;
     if (s->n == s->cap) {
@@ -97,6 +97,23 @@ static int on_record(void *ctx, const struct ct_record *r)
     return 0;
 }
 
+void ct_hcollect_free(struct ct_hcollect *c)
+{
+    ct_hproc_free(&c->h);
+    c->cap = 0;
+}
+
+struct load {
+    struct ct_reader *rd;
+    struct ct_hcollect c;
+};
+
+static int on_record(void *ctx, const struct ct_record *r)
+{
+    struct load *l = ctx;
+    return ct_hcollect_record(&l->c, l->rd, r);
+}
+
 /* Samples of one series arrive in time order from one thread (the writer);
  * sort anyway, cheaply, for traces merged or written otherwise. */
 static void series_sort(struct ct_hseries *s)
@@ -115,27 +132,28 @@ static void series_sort(struct ct_hseries *s)
 
 int ct_hproc_load(const char *path, struct ct_hproc *h, char *err, size_t errlen)
 {
-    memset(h, 0, sizeof(*h));
-    h->power_limit = -1;
     struct ct_reader rd;
+    struct load l = {&rd, {.cap = 0}};
+    ct_hcollect_init(&l.c);
+    *h = l.c.h;
     int rc = ct_reader_open(&rd, path);
     if (rc) {
         snprintf(err, errlen, "%s", rd.err);
         return rc;
     }
-    struct load l = {&rd, h, 0};
     struct ct_chunk_sink sink = {&l, NULL, on_record};
     while ((rc = ct_reader_next(&rd, &sink)) > 0)
         ;
     if (rc < 0) {
         snprintf(err, errlen, "%s", rd.err[0] ? rd.err : "out of memory");
         ct_reader_close(&rd);
-        ct_hproc_free(h);
+        ct_hcollect_free(&l.c);
         return rc;
     }
     ct_reader_close(&rd);
-    for (size_t i = 0; i < h->ns; i++)
-        series_sort(&h->s[i]);
+    for (size_t i = 0; i < l.c.h.ns; i++)
+        series_sort(&l.c.h.s[i]);
+    *h = l.c.h;
     return 0;
 }
 
@@ -213,6 +231,35 @@ static const struct ct_hproc *health_of_path(const char *path)
     out = c->ok ? &c->h : NULL;
     pthread_mutex_unlock(&g_mu);
     return out;
+}
+
+void ct_hcollect_publish(struct ct_hcollect *c, const char *path)
+{
+    for (size_t i = 0; i < c->h.ns; i++)
+        series_sort(&c->h.s[i]);
+    struct cached *e = path ? calloc(1, sizeof(*e)) : NULL;
+    char *p = e ? strdup(path) : NULL;
+    pthread_mutex_lock(&g_mu);
+    int have = 0;
+    for (size_t i = 0; i < g_ncache && !have; i++)
+        have = !strcmp(g_cache[i]->path, path);
+    struct cached **q = p && !have ? realloc(g_cache, (g_ncache + 1) * sizeof(*g_cache)) : NULL;
+    if (q) {
+        if (!g_ncache)
+            atexit(cache_free);
+        g_cache = q;
+        e->path = p;
+        e->ok = 1;
+        e->h = c->h;
+        g_cache[g_ncache++] = e;
+        memset(c, 0, sizeof(*c)); /* the cache owns the series now */
+    }
+    pthread_mutex_unlock(&g_mu);
+    if (!q) { /* already there, or no memory: the cache reads the file when asked */
+        free(p);
+        free(e);
+        ct_hcollect_free(c);
+    }
 }
 
 const struct ct_hproc *ct_health_of_path(const char *path)

@@ -37,6 +37,21 @@ struct ct_hproc {
  * naming the file. A trace without counters gives ns == 0. */
 int ct_hproc_load(const char *path, struct ct_hproc *h, char *err, size_t errlen);
 void ct_hproc_free(struct ct_hproc *h);
+
+/* The same series gathered during another pass over the file (the timeline
+ * extraction, decoder/extract.c), so the file is not read twice: feed every
+ * record to ct_hcollect_record, then ct_hcollect_publish hands the result to
+ * ct_health_of_path's cache (or ct_hcollect_free drops it). */
+struct ct_hcollect {
+    struct ct_hproc h;
+    size_t cap;
+};
+struct ct_reader;
+struct ct_record;
+void ct_hcollect_init(struct ct_hcollect *c);
+int ct_hcollect_record(struct ct_hcollect *c, struct ct_reader *rd, const struct ct_record *r);
+void ct_hcollect_publish(struct ct_hcollect *c, const char *path);
+void ct_hcollect_free(struct ct_hcollect *c);
 /* The series (dev, name), or NULL. */
 const struct ct_hseries *ct_hproc_find(const struct ct_hproc *h, int dev, const char *name);
 
