@@ -74,9 +74,9 @@ int ct_hcollect_record(struct ct_hcollect *l, struct ct_reader *rd, const struct
     }
     if (r->kind != CT_REC_COUNTER)
         return 0;
-    struct ct_hseries *s = series_get(l, (int)(int64_t)f[CT_COUNTER_DEVICE],
-                                      ct_reader_string(rd, f[CT_COUNTER_NAME]),
-                                      ct_reader_string(rd, f[CT_COUNTER_UNIT]));
+    struct ct_hseries *s =
+        series_get(l, (int)(int64_t)f[CT_COUNTER_DEVICE], ct_reader_string(rd, f[CT_COUNTER_NAME]),
+                   ct_reader_string(rd, f[CT_COUNTER_UNIT]));
     if (!s)
         return -ENOMEM;
     if (s->n == s->cap) {
