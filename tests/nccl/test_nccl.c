@@ -348,20 +348,28 @@ START_TEST(hang_is_detected_and_the_report_names_the_missing_rank)
     snprintf(libpath, sizeof(libpath), "LD_LIBRARY_PATH=%s", th_env("CT_FAKEGPU_DIR"));
     snprintf(cupti, sizeof(cupti), "CUTRACE_CUPTI_LIB=%s", th_env("CT_FAKE_CUPTI"));
     const char *all[] = {libpath, cupti, env[0], env[1], env[2], NULL};
-    const char *argv[] = {w_nccl(), "launch", "2", "hang", NULL};
+    /* 4 ranks: 0, 2 and 3 wait in the second all-reduce, which rank 1 has
+     * not issued */
+    const char *argv[] = {w_nccl(), "launch", "4", "hang", NULL};
     struct th_run_opts o = {.preload = th_env("CT_SHIM"), .env = all};
     struct th_run r;
     th_run(&r, &o, argv);
     ck_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
-    /* rank 0 says it once; the flight recorder wrote its window */
+    /* each waiting rank says it once; each flight recorder wrote its window */
     char *err = th_slurp(r.err);
-    ck_assert_msg(strstr(err, "cutrace: hang: no NCCL op completed for") == err &&
-                      strstr(err, "the flight recorder wrote its window") &&
-                      strchr(err, '\n') == err + strlen(err) - 1,
-                  "stderr: %s", err);
+    const char *line = err;
+    int lines = 0;
+    for (const char *nl; (nl = strchr(line, '\n')); line = nl + 1, lines++) {
+        ck_assert_msg(!strncmp(line, "cutrace: hang: no NCCL op completed for", 39), "stderr: %s",
+                      err);
+        ck_assert_msg(memmem(line, (size_t)(nl - line), "the flight recorder wrote its window", 36),
+                      "stderr: %s", err);
+    }
+    ck_assert_msg(lines == 3 && !*line, "stderr: %s", err);
     free(err);
     char paths[4][TH_RUN_PATH];
-    ck_assert_int_eq(th_run_traces(&r, 0, paths, 4), 2); /* rank 0's hang, rank 1's SIGUSR2 */
+    /* the 3 hang windows and rank 1's SIGUSR2 window */
+    ck_assert_int_eq(th_run_traces(&r, 0, paths, 4), 4);
     char cmd[1200];
     snprintf(cmd, sizeof(cmd), "%s report --json %s", th_env("CT_CUTRACE"), r.traces);
     FILE *f = popen(cmd, "r");
@@ -370,8 +378,12 @@ START_TEST(hang_is_detected_and_the_report_names_the_missing_rank)
     size_t n = fread(out, 1, sizeof(out) - 1, f);
     out[n] = 0;
     ck_assert_int_eq(pclose(f), 0);
-    /* rank 0 waits in the second all-reduce, which rank 1 has not issued */
-    ck_assert_msg(strstr(out, "\"pending\":[{\"op\":\"AllReduce\""), "%s", out);
+    /* ranks 0, 2 and 3 wait in the second all-reduce; rank 1 never issued it */
+    int pending = 0;
+    for (const char *q = out; (q = strstr(q, "\"pending\":[{\"op\":\"AllReduce\"")); q++)
+        pending++;
+    ck_assert_msg(pending == 3, "%s", out);
+    ck_assert_msg(strstr(out, "\"pending\":[]"), "%s", out); /* rank 1's */
     ck_assert_msg(strstr(out, "\"seq\":1,\"missing_ranks\":[1]}"), "%s", out);
 }
 END_TEST
