@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "shim/gpu.h"
 #include "shim/shim.h"
 
 #define CT_MAX_WINDOWS     256
@@ -54,6 +55,9 @@ static void open_window(uint64_t now_ns)
         atomic_store(&g_nwin, n + 1);
     }
     atomic_store(&g_active, 1);
+    /* CUPTI collects again before the first call can be recorded */
+    if (ct_gpu_mode == CT_GPU_CUPTI)
+        ct_cupti_activities(1);
     int expected = CT_SHIM_PAUSED;
     atomic_compare_exchange_strong(&ct_shim_state, &expected, CT_SHIM_ON);
     g_deadline_ns = ct_cfg.duration_s ? now_ns + (uint64_t)ct_cfg.duration_s * 1000000000ull : 0;
@@ -65,6 +69,10 @@ static void close_window(uint64_t now_ns)
     int expected = CT_SHIM_ON;
     atomic_compare_exchange_strong(&ct_shim_state, &expected, CT_SHIM_PAUSED);
     atomic_store(&g_active, 0);
+    /* paused kernels run uninstrumented; a kernel still running now may
+     * lose its GPU record (counted as untimed by the report) */
+    if (ct_gpu_mode == CT_GPU_CUPTI)
+        ct_cupti_activities(0);
     /* The stop time is taken once no new call can begin recording: every
      * recorded call starts before it (one in flight may end after it). */
     uint64_t t = ct_clock_ns_now();
@@ -75,6 +83,11 @@ static void close_window(uint64_t now_ns)
         atomic_store(&g_win_stop[n - 1], now_ns);
     g_deadline_ns = 0;
     boundary("stop", now_ns);
+}
+
+int ct_capture_windowed(void)
+{
+    return g_windowed;
 }
 
 int ct_capture_contains(uint64_t ns)

@@ -55,6 +55,7 @@ static struct {
 
 static CUpti_SubscriberHandle g_sub;
 static atomic_int g_active;
+static _Atomic uint64_t g_outside; /* records dropped outside the capture windows */
 
 /* CUPTI correlation id -> our correlation id, direct-mapped (ids grow);
  * used only in buffer_completed, which CUPTI may run on its own thread and
@@ -98,8 +99,10 @@ static void emit_gpu(uint64_t start, uint64_t end, uint32_t device, uint32_t str
                      uint32_t cupti_corr, unsigned type, uint32_t name, uint64_t bytes,
                      unsigned copy_kind)
 {
-    if (!ct_capture_contains(start))
-        return; /* outside every capture window */
+    if (!ct_capture_contains(start)) { /* outside every capture window */
+        atomic_fetch_add_explicit(&g_outside, 1, memory_order_relaxed);
+        return;
+    }
     uint32_t slot = cupti_corr & ((1u << CT_CUPTI_CORR_LOG2) - 1);
     uint64_t corr = g_corr_key[slot] == cupti_corr ? g_corr_val[slot] : 0;
     uint64_t f[CT_GPU_NFIELDS];
@@ -284,6 +287,19 @@ int ct_cupti_start(char *why, size_t whylen)
         c.period(100);
     atomic_store(&g_active, 1);
     return 0;
+}
+
+void ct_cupti_activities(int on)
+{
+    if (!atomic_load(&g_active))
+        return;
+    for (size_t i = 0; i < sizeof(g_kinds) / sizeof(g_kinds[0]); i++)
+        (on ? c.enable : c.disable)(g_kinds[i]);
+}
+
+uint64_t ct_cupti_outside(void)
+{
+    return atomic_load_explicit(&g_outside, memory_order_relaxed);
 }
 
 void ct_cupti_stop(void)

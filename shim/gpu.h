@@ -32,6 +32,11 @@ void ct_cupti_push(uint64_t corr);
 void ct_cupti_pop(void);
 int ct_cupti_start(char *why, size_t whylen); /* 0, or -1 with the reason */
 void ct_cupti_stop(void);
+/* Activity collection on or off with the capture window (capture.c): a
+ * paused shim leaves CUPTI idle, so kernels run uninstrumented. */
+void ct_cupti_activities(int on);
+/* GPU records CUPTI delivered outside every capture window (dropped). */
+uint64_t ct_cupti_outside(void);
 
 /* events.c */
 void ct_events_before(CUstream s, unsigned flags, struct ct_gpu_op *op);

@@ -102,8 +102,11 @@ void ct_shim_finish(void)
     if (ct_cfg.light) /* what light mode let through unrecorded (up to N-1 per thread more) */
         recorder_meta("light_unsampled", atomic_load(&ct_light_unsampled));
     /* GPU intervals still in flight are collected before the file closes. */
-    if (ct_gpu_mode == CT_GPU_CUPTI)
+    if (ct_gpu_mode == CT_GPU_CUPTI) {
         ct_cupti_stop();
+        if (ct_capture_windowed()) /* what CUPTI delivered while paused: ~0 */
+            recorder_meta("cupti_outside_windows", ct_cupti_outside());
+    }
     else if (ct_gpu_mode == CT_GPU_EVENTS)
         ct_events_stop(2000);
     ct_gpu_mode = CT_GPU_OFF;
@@ -255,6 +258,8 @@ int ct_shim_init(void)
     ct_tls_guard = 1; /* our own calls during init go straight through */
     int ok = start_recording(after_fork) == 0;
     int next = ok ? ct_capture_initial_state() : CT_SHIM_OFF;
+    if (next == CT_SHIM_PAUSED && ct_gpu_mode == CT_GPU_CUPTI)
+        ct_cupti_activities(0); /* until a window opens */
     atomic_store_explicit(&ct_shim_state, next, memory_order_release);
     if (ok) {
         ct_capture_started(after_fork);

@@ -79,6 +79,8 @@ void ct_capture_started(int after_fork);
 /* 1 when a GPU timestamp lies in a capture window (CUPTI delivers activity
  * of the whole process; records outside the windows are dropped). */
 int ct_capture_contains(uint64_t ns);
+/* 1 when recording goes by windows (a paused start or CUTRACE_DURATION). */
+int ct_capture_windowed(void);
 
 /*
  * 1 when a call must simply go through (inside cutrace, paused, off) -- the

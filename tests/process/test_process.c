@@ -281,6 +281,62 @@ START_TEST(paused_shim_records_only_inside_the_window)
 }
 END_TEST
 
+/* The value of the last recorder metadata record `key`, or NULL. */
+static const char *meta_value(const struct th_trace *t, const char *key)
+{
+    const char *v = NULL;
+    for (size_t i = 0; i < t->n; i++) {
+        const struct ct_record *m = &t->recs[i];
+        if (m->kind == CT_REC_META && !strcmp(ct_reader_string(&t->rd, m->f[CT_META_KEY]), key))
+            v = ct_reader_string(&t->rd, m->f[CT_META_VALUE]);
+    }
+    return v;
+}
+
+/* With CUPTI (the simulated one), a paused shim leaves it idle: kernels
+ * launched outside the window are not collected at all (on a real GPU
+ * that is CUPTI's instrumentation of every kernel saved), while the
+ * window's kernels still get their GPU records. */
+START_TEST(paused_shim_leaves_cupti_idle)
+{
+    struct th_run l;
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    char lib[600];
+    snprintf(lib, sizeof(lib), "CUTRACE_CUPTI_LIB=%s", th_env("CT_FAKE_CUPTI"));
+    const char *env[] = {"CUTRACE_START=paused", "CUTRACE_GPU_TIMING=cupti", lib, NULL};
+    spawn_env(&l, "loop", "15", "20", fds[1], env); /* 1.5 s of launches */
+    close(fds[1]);
+    char buf[16];
+    ck_assert_int_gt(read(fds[0], buf, sizeof(buf)), 0); /* READY */
+    close(fds[0]);
+    sleep_ms(300);
+    cutrace_cmd("start", &l);
+    sleep_ms(400);
+    cutrace_cmd("stop", &l);
+    th_run_wait(&l);
+    ck_assert(WIFEXITED(l.status) && WEXITSTATUS(l.status) == 0);
+    struct th_trace t;
+    one_trace(&l, &t);
+    ck_assert_str_eq(meta_value(&t, "gpu_timing"), "cupti");
+    size_t inside = launches(&t), timed = 0;
+    for (size_t i = 0; i < t.n; i++)
+        timed += t.recs[i].kind == CT_REC_GPU && t.recs[i].f[CT_GPU_SOURCE] == CT_SRC_CUPTI;
+    ck_assert_uint_gt(inside, 50);
+    /* every launch in the window timed, give or take the one in flight at
+     * each boundary */
+    ck_assert_msg(timed + 2 >= inside && timed <= inside + 2, "%zu launches, %zu timed", inside,
+                  timed);
+    /* ~1100 launches outside the window: with CUPTI left collecting, each
+     * would have come back and been dropped; now at most the few in flight
+     * when the window closed */
+    const char *out = meta_value(&t, "cupti_outside_windows");
+    ck_assert_ptr_nonnull(out);
+    ck_assert_msg(strtoull(out, NULL, 10) <= 5, "cupti_outside_windows = %s", out);
+    th_trace_free(&t);
+}
+END_TEST
+
 START_TEST(duration_closes_the_window)
 {
     struct th_run l;
@@ -600,6 +656,7 @@ Suite *process_suite(void)
     tcase_add_test(tc, forked_child_gets_its_own_trace);
     tcase_add_test(tc, sigkill_leaves_a_trace_that_decodes_to_its_last_frame);
     tcase_add_test(tc, paused_shim_records_only_inside_the_window);
+    tcase_add_test(tc, paused_shim_leaves_cupti_idle);
     tcase_add_test(tc, duration_closes_the_window);
     tcase_add_test(tc, blocking_call_carries_its_symbolised_call_stack);
     tcase_add_test(tc, disk_full_mid_run_stops_recording_and_the_job_runs_on);
