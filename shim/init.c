@@ -106,8 +106,7 @@ void ct_shim_finish(void)
         ct_cupti_stop();
         if (ct_capture_windowed()) /* what CUPTI delivered while paused: ~0 */
             recorder_meta("cupti_outside_windows", ct_cupti_outside());
-    }
-    else if (ct_gpu_mode == CT_GPU_EVENTS)
+    } else if (ct_gpu_mode == CT_GPU_EVENTS)
         ct_events_stop(2000);
     ct_gpu_mode = CT_GPU_OFF;
     atomic_store(&ct_shim_state, CT_SHIM_OFF);
