@@ -10,8 +10,9 @@
  * to the C wrapper, ct_impl_<name>, which decides for itself.
  *
  * The test mirrors ct_shim_passthrough() in shim.h: pass through when
- * ct_tls_guard is set or ct_shim_state is INITING (1), OFF (3) or PAUSED
- * (5). cuGetProcAddress always goes to C: a lookup while paused must still
+ * ct_shim_state is INITING (1), OFF (3) or PAUSED (5), or when it is ON (2)
+ * and ct_tls_guard is set. The state comes first, so a paused call makes
+ * two loads (the real function, the state) and no thread-local access. cuGetProcAddress always goes to C: a lookup while paused must still
  * hand out wrappers, or the calls made through them later would be missed.
  *
  * Kernel launches in light mode (CUTRACE_MODE=light, ct_light_on): while
@@ -47,18 +48,17 @@
     movq    ct_real+8*ct_row(%rip), %rax
     testq   %rax, %rax
     jz      1f
-    movq    ct_tls_guard@gottpoff(%rip), %r11
-    cmpl    $0, %fs:(%r11)
-    jne     2f
     movl    ct_shim_state(%rip), %r11d
-    cmpl    $2, %r11d               /* ON: recorded */
+    cmpl    $2, %r11d               /* ON: recorded unless the guard is up */
     je      3f
     testl   %r11d, %r11d            /* UNINIT: the first event starts recording */
     jz      1f
     cmpl    $4, %r11d               /* FORKED: the child's first event */
     je      1f
-2:  jmp     *%rax
-3:
+2:  jmp     *%rax                   /* INITING, OFF, PAUSED: no TLS touched */
+3:  movq    ct_tls_guard@gottpoff(%rip), %r11
+    cmpl    $0, %fs:(%r11)
+    jne     2b
 .ifc \base,cuLaunchKernel
     CT_LIGHT_SKIP
 .endif
