@@ -172,8 +172,11 @@ static int64_t take(struct ct_ivset *rest, const struct ct_ivset *by, struct ct_
     if (*rc)
         return 0;
     int64_t before = ct_ivset_len(rest);
-    if ((*rc = ct_ivset_subtract(rest, by, tmp)) || (*rc = ct_ivset_copy(tmp, rest)))
+    if ((*rc = ct_ivset_subtract(rest, by, tmp)))
         return 0;
+    struct ct_ivset t = *rest; /* the remainder becomes *rest: swap, not copy */
+    *rest = *tmp;
+    *tmp = t;
     return before - ct_ivset_len(rest);
 }
 
@@ -240,18 +243,40 @@ int ct_attribution_rank(struct ct_job *job, struct ct_rank_result *res)
     normalize(&ckpt);
     if (!rc)
         rc = drain_set(main, &drain);
+    size_t at = 0; /* where the previous op's launch was found */
     for (size_t i = 0; i < r->nops && !rc; i++) {
         int64_t h = r->ops[i].launch;
         if (h == INT64_MIN || h >= r->ops[i].s)
             continue;
-        size_t lo = 0, hi = main->nlaunches; /* the main process's previous launch call */
-        while (lo < hi) {
+        /* the main process's previous launch call: the first launch at or
+         * after h, searched from the previous op's (ops in GPU order launch
+         * in nearly the same host order: a step or two, not log n) */
+        const int64_t *L = main->launches;
+        size_t n = main->nlaunches, lo = at < n ? at : n, hi;
+        if (lo < n && L[lo] < h) {
+            size_t step = 1;
+            for (hi = lo + 1; hi < n && L[hi] < h; step *= 2) {
+                lo = hi;
+                hi = lo + step < n ? lo + step : n;
+            }
+            lo++;
+        } else {
+            hi = lo;
+            size_t step = 1;
+            while (lo > 0 && L[lo - 1] >= h) {
+                hi = lo - 1;
+                lo = hi >= step ? hi - step : 0;
+                step *= 2;
+            }
+        }
+        while (lo < hi) { /* first launch >= h in [lo, hi] */
             size_t mid = lo + (hi - lo) / 2;
-            if (main->launches[mid] < h)
+            if (L[mid] < h)
                 lo = mid + 1;
             else
                 hi = mid;
         }
+        at = lo;
         if (lo > 0 && h - main->launches[lo - 1] <= CT_LAUNCH_BURST_NS)
             h = main->launches[lo - 1];
         rc = ct_ivset_add(&launch, h, r->ops[i].s);
