@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "decoder/analysis.h"
+#include "decoder/search.h"
 #include "decoder/stats.h"
 
 /* Launch calls closer than this: the host is issuing work, and GPU-idle
@@ -248,35 +249,9 @@ int ct_attribution_rank(struct ct_job *job, struct ct_rank_result *res)
         int64_t h = r->ops[i].launch;
         if (h == INT64_MIN || h >= r->ops[i].s)
             continue;
-        /* the main process's previous launch call: the first launch at or
-         * after h, searched from the previous op's (ops in GPU order launch
-         * in nearly the same host order: a step or two, not log n) */
-        const int64_t *L = main->launches;
-        size_t n = main->nlaunches, lo = at < n ? at : n, hi;
-        if (lo < n && L[lo] < h) {
-            size_t step = 1;
-            for (hi = lo + 1; hi < n && L[hi] < h; step *= 2) {
-                lo = hi;
-                hi = lo + step < n ? lo + step : n;
-            }
-            lo++;
-        } else {
-            hi = lo;
-            size_t step = 1;
-            while (lo > 0 && L[lo - 1] >= h) {
-                hi = lo - 1;
-                lo = hi >= step ? hi - step : 0;
-                step *= 2;
-            }
-        }
-        while (lo < hi) { /* first launch >= h in [lo, hi] */
-            size_t mid = lo + (hi - lo) / 2;
-            if (L[mid] < h)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        at = lo;
+        /* the main process's previous launch call (ops in GPU order launch
+         * in nearly the same host order) */
+        size_t lo = ct_gallop(main->launches, main->nlaunches, h, 0, &at);
         if (lo > 0 && h - main->launches[lo - 1] <= CT_LAUNCH_BURST_NS)
             h = main->launches[lo - 1];
         rc = ct_ivset_add(&launch, h, r->ops[i].s);

@@ -1,5 +1,6 @@
 /* Iteration detection: named ranges, marks, or the period of kernel names. */
 #include "decoder/iterations.h"
+#include "decoder/search.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -80,24 +81,27 @@ static int from_ranges(const struct ct_rank *r, struct ct_iter **out, size_t *n,
         for (size_t i = 0; i < k; i++)
             it[m++] = (struct ct_iter){v[i].s, v[i].e, step_number(v[i].msg, (int64_t)i)};
         /* the step lasts until the GPU work launched inside it is done */
+        int64_t *starts = malloc(m * sizeof(*starts));
+        if (!starts) {
+            free(v);
+            free(it);
+            return -ENOMEM;
+        }
+        for (size_t i = 0; i < m; i++)
+            starts[i] = it[i].s;
+        size_t at = 0;
         for (size_t i = 0; i < r->nops; i++) {
             int64_t l = r->ops[i].launch;
             if (l == INT64_MIN)
                 continue;
-            size_t lo = 0, hi = m;
-            while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                if (it[mid].s <= l)
-                    lo = mid + 1;
-                else
-                    hi = mid;
-            }
+            size_t lo = ct_gallop(starts, m, l, 1, &at); /* the first step after l */
             if (lo == 0)
                 continue;
             struct ct_iter *x = &it[lo - 1];
             if (l < v[lo - 1].e && r->ops[i].e > x->e)
                 x->e = r->ops[i].e;
         }
+        free(starts);
     }
     free(v);
     *out = it;

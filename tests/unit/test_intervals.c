@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "decoder/intervals.h"
+#include "decoder/search.h"
 
 /* Builds a normalised set from pairs s0,e0,s1,e1,... */
 static struct ct_ivset mk(int n, const int64_t *p)
@@ -186,6 +187,35 @@ START_TEST(random_sets_match_pointwise_definition)
 }
 END_TEST
 
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The galloping search (search.h) gives plain bisection's answer from any
+ * starting hint, for both bounds, with duplicates and keys off either end. */
+START_TEST(gallop_matches_bisection_from_any_hint)
+{
+    srand(3);
+    for (int round = 0; round < 200000; round++) {
+        size_t n = (size_t)(rand() % 24);
+        int64_t v[24];
+        for (size_t i = 0; i < n; i++)
+            v[i] = rand() % 30;
+        qsort(v, n, sizeof(*v), cmp_i64);
+        size_t hint = (size_t)(rand() % 30), want = 0;
+        int64_t x = rand() % 32 - 1;
+        int upper = rand() % 2;
+        while (want < n && (upper ? v[want] <= x : v[want] < x))
+            want++;
+        size_t got = ct_gallop(v, n, x, upper, &hint);
+        ck_assert_msg(got == want && hint == got, "n %zu x %lld upper %d: %zu, want %zu", n,
+                      (long long)x, upper, got, want);
+    }
+}
+END_TEST
+
 Suite *intervals_suite(void)
 {
     Suite *s = suite_create("intervals");
@@ -199,6 +229,7 @@ Suite *intervals_suite(void)
     tcase_add_test(tc, one_interval_spanning_many_is_cut_by_each);
     tcase_add_test(tc, length_inside_window_and_clip);
     tcase_add_test(tc, random_sets_match_pointwise_definition);
+    tcase_add_test(tc, gallop_matches_bisection_from_any_hint);
     suite_add_tcase(s, tc);
     return s;
 }
