@@ -21,16 +21,21 @@ static int reserve(struct ct_ivset *a, size_t n)
     return 0;
 }
 
-int ct_ivset_add(struct ct_ivset *a, int64_t s, int64_t e)
+/* Appends a non-empty [s, e); inline, for the set operations below, which
+ * append once per output interval (millions per report). */
+static inline int append(struct ct_ivset *a, int64_t s, int64_t e)
 {
-    if (e <= s)
-        return 0;
     if (a->n == a->cap && reserve(a, a->n + 1))
         return -ENOMEM;
     a->v[a->n].s = s;
     a->v[a->n].e = e;
     a->n++;
     return 0;
+}
+
+int ct_ivset_add(struct ct_ivset *a, int64_t s, int64_t e)
+{
+    return e <= s ? 0 : append(a, s, e);
 }
 
 static int cmp_iv(const void *x, const void *y)
@@ -62,9 +67,7 @@ void ct_ivset_normalize(struct ct_ivset *a)
     a->n = w + 1;
 }
 
-/* Appends [s, e) to a normalised output, merging with its last interval.
- * Inline, appending itself: the set operations call it once per output
- * interval (millions per report). */
+/* Appends [s, e) to a normalised output, merging with its last interval. */
 static inline int put(struct ct_ivset *o, int64_t s, int64_t e)
 {
     if (e <= s)
@@ -74,12 +77,7 @@ static inline int put(struct ct_ivset *o, int64_t s, int64_t e)
             o->v[o->n - 1].e = e;
         return 0;
     }
-    if (o->n == o->cap && reserve(o, o->n + 1))
-        return -ENOMEM;
-    o->v[o->n].s = s;
-    o->v[o->n].e = e;
-    o->n++;
-    return 0;
+    return append(o, s, e);
 }
 
 int ct_ivset_union(const struct ct_ivset *a, const struct ct_ivset *b, struct ct_ivset *out)

@@ -244,25 +244,32 @@ static int windows(const struct th_trace *t, uint64_t *start, uint64_t *stop, in
     return n;
 }
 
-START_TEST(paused_shim_records_only_inside_the_window)
+/* A paused shim (env holds CUTRACE_START=paused) in 1.5 s of one launch per
+ * ms, with a window opened 300 ms in and closed 400 ms later; its trace. */
+static void paused_with_window(struct th_run *l, const char *const *env, struct th_trace *t)
 {
-    struct th_run l;
     int fds[2];
     ck_assert_int_eq(pipe(fds), 0);
-    const char *env[] = {"CUTRACE_START=paused", NULL};
-    spawn_env(&l, "loop", "15", "20", fds[1], env); /* 1.5 s of launches */
+    spawn_env(l, "loop", "15", "20", fds[1], env);
     close(fds[1]);
     char buf[16];
     ck_assert_int_gt(read(fds[0], buf, sizeof(buf)), 0); /* READY */
     close(fds[0]);
     sleep_ms(300);
-    cutrace_cmd("start", &l);
+    cutrace_cmd("start", l);
     sleep_ms(400);
-    cutrace_cmd("stop", &l);
-    th_run_wait(&l);
-    ck_assert(WIFEXITED(l.status) && WEXITSTATUS(l.status) == 0);
+    cutrace_cmd("stop", l);
+    th_run_wait(l);
+    ck_assert(WIFEXITED(l->status) && WEXITSTATUS(l->status) == 0);
+    one_trace(l, t);
+}
+
+START_TEST(paused_shim_records_only_inside_the_window)
+{
+    struct th_run l;
+    const char *env[] = {"CUTRACE_START=paused", NULL};
     struct th_trace t;
-    one_trace(&l, &t);
+    paused_with_window(&l, env, &t);
     uint64_t a[4], b[4];
     ck_assert_int_eq(windows(&t, a, b, 4), 1);
     ck_assert_uint_ne(b[0], UINT64_MAX);
@@ -300,24 +307,11 @@ static const char *meta_value(const struct th_trace *t, const char *key)
 START_TEST(paused_shim_leaves_cupti_idle)
 {
     struct th_run l;
-    int fds[2];
-    ck_assert_int_eq(pipe(fds), 0);
     char lib[600];
     snprintf(lib, sizeof(lib), "CUTRACE_CUPTI_LIB=%s", th_env("CT_FAKE_CUPTI"));
     const char *env[] = {"CUTRACE_START=paused", "CUTRACE_GPU_TIMING=cupti", lib, NULL};
-    spawn_env(&l, "loop", "15", "20", fds[1], env); /* 1.5 s of launches */
-    close(fds[1]);
-    char buf[16];
-    ck_assert_int_gt(read(fds[0], buf, sizeof(buf)), 0); /* READY */
-    close(fds[0]);
-    sleep_ms(300);
-    cutrace_cmd("start", &l);
-    sleep_ms(400);
-    cutrace_cmd("stop", &l);
-    th_run_wait(&l);
-    ck_assert(WIFEXITED(l.status) && WEXITSTATUS(l.status) == 0);
     struct th_trace t;
-    one_trace(&l, &t);
+    paused_with_window(&l, env, &t);
     ck_assert_str_eq(meta_value(&t, "gpu_timing"), "cupti");
     size_t inside = launches(&t), timed = 0;
     for (size_t i = 0; i < t.n; i++)
