@@ -166,19 +166,54 @@ static int drain_set(const struct ct_proc *p, struct ct_ivset *out)
     return 0;
 }
 
-/* Takes the part of *rest covered by `by`: returns its length, leaves the
- * remainder in *rest. */
-static int64_t take(struct ct_ivset *rest, const struct ct_ivset *by, struct ct_ivset *tmp, int *rc)
+/* Piece [a, b) of the idle time, not covered by by[0..k): the part that
+ * by[k] covers goes to len[k], the rest on to by[k + 1], and what no set
+ * covers to out. Pieces arrive in time order at every level, so each set's
+ * cursor j[k] only moves forward. */
+static int split(const struct ct_ivset *const *by, int nby, size_t *j, int k, int64_t a, int64_t b,
+                 int64_t *len, struct ct_ivset *out)
 {
-    if (*rc)
-        return 0;
-    int64_t before = ct_ivset_len(rest);
-    if ((*rc = ct_ivset_subtract(rest, by, tmp)))
-        return 0;
+    if (k == nby) {
+        if (out->n && a <= out->v[out->n - 1].e) { /* touching: one interval */
+            if (b > out->v[out->n - 1].e)
+                out->v[out->n - 1].e = b;
+            return 0;
+        }
+        return ct_ivset_add(out, a, b);
+    }
+    const struct ct_ivset *s = by[k];
+    while (j[k] < s->n && s->v[j[k]].e <= a)
+        j[k]++;
+    int64_t cur = a;
+    for (size_t x = j[k]; x < s->n && s->v[x].s < b && cur < b; x++) {
+        int64_t cs = s->v[x].s > cur ? s->v[x].s : cur, ce = s->v[x].e < b ? s->v[x].e : b;
+        if (cs > cur && split(by, nby, j, k + 1, cur, cs, len, out))
+            return -ENOMEM;
+        if (ce > cs)
+            len[k] += ce - cs;
+        if (ce > cur)
+            cur = ce;
+    }
+    return cur < b ? split(by, nby, j, k + 1, cur, b, len, out) : 0;
+}
+
+/* Splits the idle set *rest among the sets by[0..nby) in that order of
+ * priority (each instant to the first that covers it; len[k] is by[k]'s
+ * share) in one sweep; leaves what none covers in *rest. */
+static int take_all(struct ct_ivset *rest, const struct ct_ivset *const *by, int nby, int64_t *len,
+                    struct ct_ivset *tmp)
+{
+    size_t j[8] = {0};
+    tmp->n = 0;
+    for (int k = 0; k < nby; k++)
+        len[k] = 0;
+    for (size_t i = 0; i < rest->n; i++)
+        if (split(by, nby, j, 0, rest->v[i].s, rest->v[i].e, len, tmp))
+            return -ENOMEM;
     struct ct_ivset t = *rest; /* the remainder becomes *rest: swap, not copy */
     *rest = *tmp;
     *tmp = t;
-    return before - ct_ivset_len(rest);
+    return 0;
 }
 
 /* Checkpoint stall by step-time excess: for each iteration that holds
@@ -257,11 +292,17 @@ int ct_attribution_rank(struct ct_job *job, struct ct_rank_result *res)
         rc = ct_ivset_add(&launch, h, r->ops[i].s);
     }
     normalize(&launch);
-    res->at.bubble_idle = take(&rest, &bub, &tmp, &rc);
-    res->at.data_stall = take(&rest, &data, &tmp, &rc);
-    res->at.ckpt_idle = take(&rest, &ckpt, &tmp, &rc);
-    res->at.sync_drain = take(&rest, &drain, &tmp, &rc);
-    res->at.launch_overhead = take(&rest, &launch, &tmp, &rc);
+    const struct ct_ivset *by[5] = {&bub, &data, &ckpt, &drain, &launch};
+    int64_t len[5];
+    if (!rc)
+        rc = take_all(&rest, by, 5, len, &tmp);
+    if (rc)
+        goto out;
+    res->at.bubble_idle = len[0];
+    res->at.data_stall = len[1];
+    res->at.ckpt_idle = len[2];
+    res->at.sync_drain = len[3];
+    res->at.launch_overhead = len[4];
     res->at.unexplained = ct_ivset_len(&rest);
     res->at.checkpoint_stall = res->at.ckpt_idle;
     if (!rc && res->niters >= 3)
