@@ -88,10 +88,10 @@ static int push_kv(struct vec *v, uint64_t key, uint64_t val)
 }
 
 /*
- * Stable LSD radix sort of v[0..n) by key, 8 bits a pass; passes whose
- * digit is the same in every key are skipped (time keys of one trace share
- * their high bytes, correlation ids are small). Returns 0 or -ENOMEM. An
- * already sorted array costs one read.
+ * Stable LSD radix sort of v[0..n) by key, 8 bits a pass over key - min:
+ * only as many passes as the keys' range needs (time keys of one trace span
+ * a few GB of nanoseconds, correlation ids are a small counter). Returns 0
+ * or -ENOMEM. An already sorted array costs one read.
  */
 static int sort_kv(struct kv *v, size_t n)
 {
@@ -100,28 +100,26 @@ static int sort_kv(struct kv *v, size_t n)
         i++;
     if (i >= n)
         return 0;
-    size_t(*count)[256] = calloc(8, sizeof(*count));
     struct kv *tmp = malloc(n * sizeof(*tmp));
-    if (!count || !tmp) {
-        free(count);
-        free(tmp);
+    if (!tmp)
         return -ENOMEM;
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (i = 0; i < n; i++) {
+        lo = v[i].key < lo ? v[i].key : lo;
+        hi = v[i].key > hi ? v[i].key : hi;
     }
-    for (i = 0; i < n; i++)
-        for (unsigned d = 0; d < 8; d++)
-            count[d][(v[i].key >> (8 * d)) & 0xff]++;
     struct kv *src = v, *dst = tmp;
-    for (unsigned d = 0; d < 8; d++) {
-        if (count[d][(v[0].key >> (8 * d)) & 0xff] == n)
-            continue; /* every key has this digit */
-        size_t pos = 0;
-        for (unsigned b = 0; b < 256; b++) {
-            size_t c = count[d][b];
-            count[d][b] = pos;
-            pos += c;
+    for (unsigned sh = 0; sh < 64 && ((hi - lo) >> sh); sh += 8) {
+        size_t pos[256] = {0};
+        for (i = 0; i < n; i++)
+            pos[((src[i].key - lo) >> sh) & 0xff]++;
+        for (size_t d = 0, sum = 0; d < 256; d++) {
+            size_t c = pos[d];
+            pos[d] = sum;
+            sum += c;
         }
         for (i = 0; i < n; i++)
-            dst[count[d][(src[i].key >> (8 * d)) & 0xff]++] = src[i];
+            dst[pos[((src[i].key - lo) >> sh) & 0xff]++] = src[i];
         struct kv *t = src;
         src = dst;
         dst = t;
@@ -129,7 +127,6 @@ static int sort_kv(struct kv *v, size_t n)
     if (src != v)
         memcpy(v, src, n * sizeof(*v));
     free(tmp);
-    free(count);
     return 0;
 }
 
