@@ -110,6 +110,11 @@ static int has_api(struct ct_trace *t, const char *name, uint64_t corr)
  * across ranks, and a GPU interval from `source`. */
 static void check_mix_tol(struct job *j, unsigned source, int64_t tol_ns)
 {
+    /* Sanitizers slow the hosts enough that the event-pair anchor (a host
+     * reading next to a recorded event) is off by milliseconds: the timing
+     * checks below then only bound it loosely, or not at all. */
+    const char *san = getenv("CT_SANITIZER_PRELOAD");
+    const uint64_t early = san && *san ? 50000000u : 100000u; /* seen 12 ms under load */
     int n = j->n;
     uint64_t comm = 0;
     uint64_t gpu_end[N_MIX][MAX_RANKS];
@@ -153,8 +158,9 @@ static void check_mix_tol(struct job *j, unsigned source, int64_t tol_ns)
             ck_assert_msg(src == source, "rank %d op %d: GPU time from %u, want %u", r, i, src,
                           source);
             ck_assert_uint_lt(gs, ge);
-            /* the GPU cannot start an op before the host issued it */
-            ck_assert_uint_ge(gs + 100000, ops[i]->f[CT_NCCL_START]);
+            /* the GPU cannot start an op before the host issued it (up to
+             * the conversion and anchoring error) */
+            ck_assert_uint_ge(gs + early, ops[i]->f[CT_NCCL_START]);
             gpu_end[i][r] = ge;
         }
         ck_assert_uint_ne(groups[1], groups[2]);
@@ -163,10 +169,8 @@ static void check_mix_tol(struct job *j, unsigned source, int64_t tol_ns)
     }
     ck_assert_uint_ne(comm, 0);
     /* A collective ends when its last rank's data is in: the same instant
-     * on every rank (one host clock here), up to tol_ns. Not under
-     * sanitizers: they slow the hosts enough that the event-pair anchor
-     * (a host reading next to a recorded event) is off by milliseconds. */
-    const char *san = getenv("CT_SANITIZER_PRELOAD");
+     * on every rank (one host clock here), up to tol_ns; not under
+     * sanitizers (above). */
     for (int i = 0; i < N_MIX && !(san && *san); i++) {
         if (mix_ops[i].group == 1)
             continue;
