@@ -12,8 +12,9 @@
  * The test mirrors ct_shim_passthrough() in shim.h: pass through when
  * ct_shim_state is INITING (1), OFF (3) or PAUSED (5), or when it is ON (2)
  * and ct_tls_guard is set. The state comes first, so a paused call makes
- * two loads (the real function, the state) and no thread-local access. cuGetProcAddress always goes to C: a lookup while paused must still
- * hand out wrappers, or the calls made through them later would be missed.
+ * two loads (the real function, the state) and no thread-local access.
+ * cuGetProcAddress always goes to C: a lookup while paused must still hand
+ * out wrappers, or the calls made through them later would be missed.
  *
  * Kernel launches in light mode (CUTRACE_MODE=light, ct_light_on): while
  * the thread's countdown ct_tls_skip is nonzero it is decremented and the
