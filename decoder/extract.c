@@ -917,6 +917,31 @@ out:
     return rc;
 }
 
+#define F(x) (UINT32_C(1) << (x))
+
+/* The fields the handlers above read, for the two kinds that are most of a
+ * trace (calls and GPU records): the decoder skips the others (grid and
+ * block sizes, results, devices...), a third of its work. Every other kind
+ * is read whole. A handler that reads a new field must add it here: it
+ * would otherwise see 0 (tests/unit's extract suite compares against a
+ * full decode). */
+static const uint32_t *extract_fields(void)
+{
+    static uint32_t m[CT_REC_KIND_COUNT];
+    if (!m[0]) {
+        for (unsigned k = 0; k < CT_REC_KIND_COUNT; k++)
+            m[k] = UINT32_MAX;
+        m[CT_REC_API] = F(CT_API_START) | F(CT_API_END) | F(CT_API_NAME) | F(CT_API_CORR) |
+                        F(CT_API_FAMILY) | F(CT_API_KERNEL) | F(CT_API_BYTES) |
+                        F(CT_API_COPY_KIND) | F(CT_API_FLAGS);
+        m[CT_REC_GPU] = F(CT_GPU_START) | F(CT_GPU_END) | F(CT_GPU_STREAM) | F(CT_GPU_CORR) |
+                        F(CT_GPU_TYPE) | F(CT_GPU_NAME) | F(CT_GPU_SOURCE);
+    }
+    return m;
+}
+
+#undef F
+
 int ct_proc_extract_file(const char *path, const char *step_name, struct ct_proc *p, char *err,
                          size_t errlen)
 {
@@ -936,7 +961,7 @@ int ct_proc_extract_file(const char *path, const char *step_name, struct ct_proc
         ct_proc_free(p);
         return rc;
     }
-    struct ct_chunk_sink sink = {&x, NULL, on_record};
+    struct ct_chunk_sink sink = {&x, NULL, on_record, extract_fields()};
     while ((rc = ct_reader_next(&rd, &sink)) > 0)
         ;
     if (rc < 0) {

@@ -215,6 +215,7 @@ struct col_state {
     uint64_t prev[CT_REC_KIND_COUNT];  /* the time chain of each kind */
     uint64_t seq_prev[CT_REC_KIND_COUNT][CT_MAX_FIELDS];
     uint64_t bad[CT_REC_KIND_COUNT]; /* first row with a string id >= 2^32 */
+    const uint32_t *fields;          /* the sink's, or NULL */
 };
 
 /* Values of rows [j0, j0 + m) of one column: its byte planes or-ed together. */
@@ -241,8 +242,15 @@ static void decode_kind(struct col_state *st, unsigned k, uint64_t *v, size_t m)
     const struct ct_kind_desc *d = &ct_kind_table[k];
     uint64_t j0 = st->index[k];
     unsigned times[CT_MAX_FIELDS], nt = 0;
+    uint32_t want = st->fields ? st->fields[k] : UINT32_MAX;
     for (unsigned i = 0; i < d->nfields; i++) {
         uint64_t *c = v + (size_t)i * m;
+        int time = d->codec[i] == CT_CODEC_TIME || d->codec[i] == CT_CODEC_OTIME ||
+                   d->codec[i] == CT_CODEC_END || d->codec[i] == CT_CODEC_OEND;
+        if (!time && !((want >> i) & 1)) { /* not read: not decoded (nor checked: the */
+            memset(c, 0, m * sizeof(*c));  /* reader's first pass validates strings) */
+            continue;
+        }
         gather(c, st->col[k][i], st->width[k][i], st->count[k], j0, m);
         switch (d->codec[i]) {
         case CT_CODEC_TIME:
@@ -435,7 +443,7 @@ int ct_chunk_decode(const uint8_t *p, size_t n, const struct ct_chunk_sink *sink
                     !all_zero(col[k][i] + 4 * count[k], (width[k][i] - 4) * count[k]))
                     FAIL("string id below 2^32");
     } else {
-        struct col_state st = {.count = count, .col = col, .width = width};
+        struct col_state st = {.count = count, .col = col, .width = width, .fields = sink->fields};
         for (unsigned k = 0; k < CT_REC_KIND_COUNT; k++) {
             st.prev[k] = ci.base_time;
             st.bad[k] = UINT64_MAX;

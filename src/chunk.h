@@ -61,6 +61,10 @@ struct ct_chunk_sink {
     /* return 0 to continue, negative to stop with that code */
     int (*on_string)(void *ctx, uint32_t id, const char *s, uint32_t len);
     int (*on_record)(void *ctx, const struct ct_record *r);
+    /* Per kind, the fields on_record reads (bit i: field i); the others
+     * are not decoded and come as 0 (times always are: they chain). NULL:
+     * every field. */
+    const uint32_t *fields;
 };
 
 struct ct_chunk_info {

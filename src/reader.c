@@ -357,7 +357,7 @@ static int read_zstd_frame(struct ct_reader *r, const struct ct_chunk_sink *sink
         return 2;
     }
     struct pass_ctx pc = {r, sink};
-    struct ct_chunk_sink wrap = {&pc, pass_string, pass_record};
+    struct ct_chunk_sink wrap = {&pc, pass_string, pass_record, sink ? sink->fields : NULL};
     rc = ct_chunk_decode(r->out.p, got, &wrap, NULL, &epos, &ewhat);
     r->buf_pos += fsize;
     if (rc == -EBADMSG) { /* a string id beyond our limit */

@@ -125,7 +125,7 @@ START_TEST(chunk_round_trips_every_kind_with_extreme_values)
     }
     ck_assert_int_eq(ct_chunk_finish(&e, &out), 0);
     struct collected c = {0};
-    struct ct_chunk_sink sink = {&c, col_string, col_record};
+    struct ct_chunk_sink sink = {&c, col_string, col_record, NULL};
     struct ct_chunk_info info;
     size_t pos;
     const char *what;
