@@ -218,6 +218,12 @@ struct col_state {
     const uint32_t *fields;          /* the sink's, or NULL */
 };
 
+static int is_time(unsigned codec)
+{
+    return codec == CT_CODEC_TIME || codec == CT_CODEC_OTIME || codec == CT_CODEC_END ||
+           codec == CT_CODEC_OEND;
+}
+
 /* Values of rows [j0, j0 + m) of one column: its byte planes or-ed together. */
 static void gather(uint64_t *dst, const uint8_t *col, unsigned w, uint64_t stride, uint64_t j0,
                    size_t m)
@@ -245,12 +251,10 @@ static void decode_kind(struct col_state *st, unsigned k, uint64_t *v, size_t m)
     uint32_t want = st->fields ? st->fields[k] : UINT32_MAX;
     for (unsigned i = 0; i < d->nfields; i++) {
         uint64_t *c = v + (size_t)i * m;
-        int time = d->codec[i] == CT_CODEC_TIME || d->codec[i] == CT_CODEC_OTIME ||
-                   d->codec[i] == CT_CODEC_END || d->codec[i] == CT_CODEC_OEND;
-        if (!time && !((want >> i) & 1)) { /* not read: not decoded (nor checked: the */
-            memset(c, 0, m * sizeof(*c));  /* reader's first pass validates strings) */
+        /* not read: not decoded, nor checked (the reader's first pass
+         * validates strings), nor copied into the records (decode_rows) */
+        if (!is_time(d->codec[i]) && !((want >> i) & 1))
             continue;
-        }
         gather(c, st->col[k][i], st->width[k][i], st->count[k], j0, m);
         switch (d->codec[i]) {
         case CT_CODEC_TIME:
@@ -321,8 +325,22 @@ static int decode_rows(struct col_state *st, const uint8_t *kinds, uint64_t nrec
     if (!v)
         return -ENOMEM;
     int rc = 0;
-    struct ct_record r;
-    r.tid = tid;
+    /* one record per kind, so fields the sink does not read stay 0 and
+     * only the others are copied for each row */
+    struct ct_record rk[CT_REC_KIND_COUNT];
+    uint8_t copy[CT_REC_KIND_COUNT][CT_MAX_FIELDS], ncopy[CT_REC_KIND_COUNT];
+    for (unsigned k = 1; k < CT_REC_KIND_COUNT; k++) {
+        const struct ct_kind_desc *d = &ct_kind_table[k];
+        uint32_t want = st->fields ? st->fields[k] : UINT32_MAX;
+        memset(&rk[k], 0, sizeof(rk[k]));
+        rk[k].tid = tid;
+        rk[k].kind = (uint16_t)k;
+        rk[k].nfields = d->nfields;
+        ncopy[k] = 0;
+        for (unsigned i = 0; i < d->nfields; i++)
+            if (is_time(d->codec[i]) || ((want >> i) & 1))
+                copy[k][ncopy[k]++] = (uint8_t)i;
+    }
     for (uint64_t n0 = 0; n0 < nrec && !rc; n0 += BLOCK) {
         size_t m = nrec - n0 < BLOCK ? (size_t)(nrec - n0) : BLOCK;
         const uint8_t *kb = kinds + n0;
@@ -340,18 +358,18 @@ static int decode_rows(struct col_state *st, const uint8_t *kinds, uint64_t nrec
         }
         for (size_t t = 0; t < m; t++) {
             unsigned k = kb[t];
-            const struct ct_kind_desc *d = &ct_kind_table[k];
             size_t x = pos[k]++, c = cnt[k];
             if (st->index[k] + x == st->bad[k]) {
                 rc = -EBADMSG;
                 break;
             }
             const uint64_t *src = v + off[k] + x;
-            r.kind = (uint16_t)k;
-            r.nfields = d->nfields;
-            for (unsigned i = 0; i < d->nfields; i++)
-                r.f[i] = src[i * c];
-            if ((rc = sink->on_record(sink->ctx, &r)))
+            struct ct_record *r = &rk[k];
+            for (unsigned j = 0; j < ncopy[k]; j++) {
+                unsigned i = copy[k][j];
+                r->f[i] = src[i * c];
+            }
+            if ((rc = sink->on_record(sink->ctx, r)))
                 break;
         }
         for (unsigned k = 1; k < CT_REC_KIND_COUNT; k++)
