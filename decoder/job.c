@@ -79,11 +79,19 @@ static int merge_rank(struct ct_rank *r)
         nnames += r->procs[k]->nnames;
         cov_add(&r->cov, &r->procs[k]->cov);
     }
-    r->ops = malloc((nops ? nops : 1) * sizeof(*r->ops));
+    /* A rank of one process takes that process's ops as they are (the
+     * offsets below are 0): no second copy of the largest array. */
+    struct ct_proc *only = r->nprocs == 1 && r->procs[0]->ops ? r->procs[0] : NULL;
+    r->ops = only ? only->ops : malloc((nops ? nops : 1) * sizeof(*r->ops));
     r->nccl = malloc((nnccl ? nnccl : 1) * sizeof(*r->nccl));
     r->names = malloc((nnames ? nnames : 1) * sizeof(*r->names));
     if (!r->ops || !r->nccl || !r->names)
         return -ENOMEM;
+    if (only) {
+        only->ops = NULL;
+        only->nops = 0;
+        r->nops = nops;
+    }
     for (size_t k = 0; k < r->nprocs; k++) {
         const struct ct_proc *p = r->procs[k];
         for (size_t i = 0; i < p->nops; i++) {
