@@ -58,6 +58,17 @@ static void num_ns(FILE *f, const char *k, int64_t ns, int comma)
     fputs(frac, f);
 }
 
+/* The temporal breakdown of a rank's window or of one iteration. */
+static void breakdown(FILE *f, int64_t compute, int64_t comm, int64_t memory, int64_t idle,
+                      int64_t exposed_comm)
+{
+    num_ns(f, "compute_us", compute, 1);
+    num_ns(f, "comm_us", comm, 1);
+    num_ns(f, "memory_us", memory, 1);
+    num_ns(f, "idle_us", idle, 1);
+    num_ns(f, "exposed_comm_us", exposed_comm, 1);
+}
+
 static void pct_or_null(FILE *f, const char *k, double v, int comma)
 {
     if (v < 0 || !isfinite(v))
@@ -87,11 +98,7 @@ void ct_report_json(FILE *f, const struct ct_report *rep)
         ct_json_str(f, R->host);
         fprintf(f, ",\"processes\":%zu,", R->nprocs);
         num_ns(f, "window_us", (x->we - x->ws), 1);
-        num_ns(f, "compute_us", x->compute, 1);
-        num_ns(f, "comm_us", x->comm, 1);
-        num_ns(f, "memory_us", x->memory, 1);
-        num_ns(f, "idle_us", x->idle, 1);
-        num_ns(f, "exposed_comm_us", x->exposed_comm, 1);
+        breakdown(f, x->compute, x->comm, x->memory, x->idle, x->exposed_comm);
         pct_or_null(f, "overlap_pct", overlap_pct(x->overlap, x->comm), 1);
         fprintf(f, "\"comm_by_kind\":{");
         for (int c = CT_CL_DP; c < CT_CL_COUNT; c++) {
@@ -124,11 +131,7 @@ void ct_report_json(FILE *f, const struct ct_report *rep)
             num_ns(f, "start_us", (it->s - rep->job->t0), 1);
             num_ns(f, "end_us", (it->e - rep->job->t0), 1);
             num_ns(f, "duration_us", (it->e - it->s), 1);
-            num_ns(f, "compute_us", m->compute, 1);
-            num_ns(f, "comm_us", m->comm, 1);
-            num_ns(f, "memory_us", m->memory, 1);
-            num_ns(f, "idle_us", m->idle, 1);
-            num_ns(f, "exposed_comm_us", m->exposed_comm, 1);
+            breakdown(f, m->compute, m->comm, m->memory, m->idle, m->exposed_comm);
             num_ns(f, "bubble_us", m->bubble, 0);
             fputc('}', f);
         }
