@@ -6,7 +6,7 @@
  * are µs per iteration; a finding needs saving >= min_saving x step time.
  * Never prints.
  */
-#include "decoder/diagnose.h"
+#include "decoder/diagnose_int.h"
 
 #include <errno.h>
 #include <math.h>
@@ -21,7 +21,6 @@
 #include "decoder/stats.h"
 
 #define Z_FLAG       3.5  /* robust z of a straggler (as the report) */
-#define SLOW_FACTOR  1.05 /* compute straggler: kernels >= 5 % slower than peers */
 #define HOST_NORMAL  1.02 /* host straggler: kernels within 2 % of peers */
 #define SI_FLAG      1.10 /* stage imbalance: slowest stage >= 10 % above the mean */
 #define BUBBLE_PTS   10.0 /* excess bubble: >= 10 % of the step (noise: docs/diff.md) */
@@ -41,14 +40,7 @@ const char *ct_finding_kind_name(int kind)
     return kind >= 0 && kind < CT_FK_COUNT ? kind_names[kind] : "?";
 }
 
-struct ctx {
-    const struct ct_report *rep;
-    const struct ct_diag_opts *o;
-    struct ct_diagnosis *d;
-    double step; /* ns */
-};
-
-static double per_iter(const struct ct_rank_result *x, int64_t total)
+double ct_dg_per_iter(const struct ct_rank_result *x, int64_t total)
 {
     return x->niters ? (double)total / (double)x->niters : 0;
 }
@@ -65,7 +57,7 @@ static double confidence(const struct ctx *c, double saving_ns, double quality)
     return v * quality;
 }
 
-static struct ct_finding *add(struct ctx *c, int kind, double saving_ns, double quality)
+struct ct_finding *ct_dg_add(struct ctx *c, int kind, double saving_ns, double quality)
 {
     if (saving_ns < c->o->min_saving * c->step || c->d->nf >= sizeof(c->d->f) / sizeof(c->d->f[0]))
         return NULL;
@@ -77,13 +69,13 @@ static struct ct_finding *add(struct ctx *c, int kind, double saving_ns, double 
     return f;
 }
 
-static void ev(struct ct_finding *f, const char *key, double v)
+void ct_dg_ev(struct ct_finding *f, const char *key, double v)
 {
     if (f->nev < CT_EV_MAX)
         f->ev[f->nev++] = (struct ct_evidence){.key = key, .num = v};
 }
 
-static void evs(struct ct_finding *f, const char *key, const char *fmt, ...)
+void ct_dg_evs(struct ct_finding *f, const char *key, const char *fmt, ...)
 {
     if (f->nev >= CT_EV_MAX)
         return;
@@ -96,13 +88,13 @@ static void evs(struct ct_finding *f, const char *key, const char *fmt, ...)
     va_end(ap);
 }
 
-static void rank_add(struct ct_finding *f, int r)
+void ct_dg_rank_add(struct ct_finding *f, int r)
 {
     if (f->nranks < sizeof(f->ranks) / sizeof(f->ranks[0]))
         f->ranks[f->nranks++] = r;
 }
 
-static void insufficient(struct ctx *c, int kind, const char *fmt, ...)
+void ct_dg_insufficient(struct ctx *c, int kind, const char *fmt, ...)
 {
     struct ct_insufficient *i = &c->d->ins[c->d->nins++];
     i->kind = kind;
@@ -110,11 +102,6 @@ static void insufficient(struct ctx *c, int kind, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(i->reason, sizeof(i->reason), fmt, ap);
     va_end(ap);
-}
-
-static double median_of(double *v, size_t n)
-{
-    return ct_median(v, n);
 }
 
 /* ------------------------------------------------ exposed communication */
@@ -163,23 +150,23 @@ static int check_exposed(struct ctx *c)
         }
         if (!x->niters)
             continue;
-        v[n++] = per_iter(x, e);
-        measured += per_iter(x, x->exposed_comm - x->cls_exposed[CT_CL_PP]);
-        comm += per_iter(x, x->comm - x->cls_len[CT_CL_PP]);
+        v[n++] = ct_dg_per_iter(x, e);
+        measured += ct_dg_per_iter(x, x->exposed_comm - x->cls_exposed[CT_CL_PP]);
+        comm += ct_dg_per_iter(x, x->comm - x->cls_len[CT_CL_PP]);
     }
-    double saving = n ? median_of(v, n) : 0;
-    struct ct_finding *f = add(c, CT_FK_EXPOSED_COMM, saving, 1);
+    double saving = n ? ct_median(v, n) : 0;
+    struct ct_finding *f = ct_dg_add(c, CT_FK_EXPOSED_COMM, saving, 1);
     if (f) {
         for (size_t r = 0; r < rep->nr; r++) {
             int64_t e = 0;
             exposed_transfer(rep->rr[r].rank, &e);
-            if (per_iter(&rep->rr[r], e) >= c->o->min_saving * c->step)
-                rank_add(f, rep->rr[r].rank->rank);
+            if (ct_dg_per_iter(&rep->rr[r], e) >= c->o->min_saving * c->step)
+                ct_dg_rank_add(f, rep->rr[r].rank->rank);
         }
-        ev(f, "exposed_comm_us_per_iteration", measured / (double)n / 1e3);
-        ev(f, "exposed_transfer_us_per_iteration", saving / 1e3);
-        ev(f, "comm_us_per_iteration", comm / (double)n / 1e3);
-        ev(f, "share_of_step", saving / c->step);
+        ct_dg_ev(f, "exposed_comm_us_per_iteration", measured / (double)n / 1e3);
+        ct_dg_ev(f, "exposed_transfer_us_per_iteration", saving / 1e3);
+        ct_dg_ev(f, "comm_us_per_iteration", comm / (double)n / 1e3);
+        ct_dg_ev(f, "share_of_step", saving / c->step);
         snprintf(f->summary, sizeof(f->summary),
                  "%.1f us per iteration of communication transfer is not hidden under compute "
                  "(%.1f%% of the step), even with every peer on time",
@@ -224,19 +211,19 @@ static void check_slow_collective(struct ctx *c)
                             ? (double)a->count / (double)rep->nr / (double)rep->iterations
                             : 0;
         double saving = per_it * tr * (1 - bw / ref);
-        struct ct_finding *f = add(c, CT_FK_SLOW_COLLECTIVE, saving, 0.8);
+        struct ct_finding *f = ct_dg_add(c, CT_FK_SLOW_COLLECTIVE, saving, 0.8);
         if (!f)
             continue;
         for (size_t r = 0; r < rep->nr; r++)
-            rank_add(f, rep->rr[r].rank->rank);
+            ct_dg_rank_add(f, rep->rr[r].rank->rank);
         const char *op = ct_name_nccl_op((uint64_t)a->op);
-        evs(f, "collective", "%s %llu bytes over %d ranks", op, (unsigned long long)a->bytes,
-            a->nranks);
-        ev(f, "transfer_p50_us", tr / 1e3);
-        ev(f, "busbw_gbps", bw);
-        ev(f, "reference_busbw_gbps", ref);
-        ev(f, "reference_bytes", (double)ref_bytes);
-        ev(f, "per_iteration", per_it);
+        ct_dg_evs(f, "collective", "%s %llu bytes over %d ranks", op, (unsigned long long)a->bytes,
+                  a->nranks);
+        ct_dg_ev(f, "transfer_p50_us", tr / 1e3);
+        ct_dg_ev(f, "busbw_gbps", bw);
+        ct_dg_ev(f, "reference_busbw_gbps", ref);
+        ct_dg_ev(f, "reference_bytes", (double)ref_bytes);
+        ct_dg_ev(f, "per_iteration", per_it);
         snprintf(f->summary, sizeof(f->summary),
                  "%s of %llu bytes moves at %.2f GB/s bus bandwidth, %.0f%% of the %.2f GB/s the "
                  "same op reached at %llu bytes",
@@ -247,9 +234,9 @@ static void check_slow_collective(struct ctx *c)
     for (size_t i = 0; i < rep->ncoll; i++)
         colls |= rep->coll[i].op != CT_NCCL_OP_SEND && rep->coll[i].op != CT_NCCL_OP_RECV;
     if (colls && !any_ref)
-        insufficient(c, CT_FK_SLOW_COLLECTIVE,
-                     "every collective op runs at one message size: no bandwidth to compare "
-                     "with (a faster smaller message of the same op)");
+        ct_dg_insufficient(c, CT_FK_SLOW_COLLECTIVE,
+                           "every collective op runs at one message size: no bandwidth to compare "
+                           "with (a faster smaller message of the same op)");
 }
 
 /* ------------------------------------------------ stragglers */
@@ -260,9 +247,9 @@ static int check_stragglers(struct ctx *c)
     if (rep->nr < 3) {
         if (rep->nr == 2)
             for (int k = CT_FK_COMPUTE_STRAGGLER; k <= CT_FK_HOST_STRAGGLER; k++)
-                insufficient(c, k,
-                             "2 ranks: a slow rank cannot be told from its peer "
-                             "(3 or more needed)");
+                ct_dg_insufficient(c, k,
+                                   "2 ranks: a slow rank cannot be told from its peer "
+                                   "(3 or more needed)");
         return 0;
     }
     double *sl = malloc(rep->nr * sizeof(double)), *cp = malloc(rep->nr * sizeof(double));
@@ -273,36 +260,37 @@ static int check_stragglers(struct ctx *c)
     }
     for (size_t r = 0; r < rep->nr; r++) {
         sl[r] = rep->rr[r].slowness;
-        cp[r] = per_iter(&rep->rr[r], rep->rr[r].compute);
+        cp[r] = ct_dg_per_iter(&rep->rr[r], rep->rr[r].compute);
     }
-    double msl = median_of(sl, rep->nr), mcp = median_of(cp, rep->nr);
+    double msl = ct_median(sl, rep->nr), mcp = ct_median(cp, rep->nr);
     for (size_t r = 0; r < rep->nr; r++) {
         const struct ct_rank_result *x = &rep->rr[r];
-        double comp = per_iter(x, x->compute);
+        double comp = ct_dg_per_iter(x, x->compute);
         if (x->slowness >= SLOW_FACTOR * msl && x->flagged && comp > mcp) {
-            struct ct_finding *f = add(c, CT_FK_COMPUTE_STRAGGLER, comp - mcp, 1);
+            struct ct_finding *f = ct_dg_add(c, CT_FK_COMPUTE_STRAGGLER, comp - mcp, 1);
             if (!f)
                 continue;
-            rank_add(f, x->rank->rank);
-            ev(f, "slowness", x->slowness);
-            ev(f, "peers_slowness", msl);
-            ev(f, "compute_us_per_iteration", comp / 1e3);
-            ev(f, "peers_compute_us_per_iteration", mcp / 1e3);
-            ev(f, "score", x->score);
+            ct_dg_rank_add(f, x->rank->rank);
+            ct_dg_ev(f, "slowness", x->slowness);
+            ct_dg_ev(f, "peers_slowness", msl);
+            ct_dg_ev(f, "compute_us_per_iteration", comp / 1e3);
+            ct_dg_ev(f, "peers_compute_us_per_iteration", mcp / 1e3);
+            ct_dg_ev(f, "score", x->score);
             snprintf(f->summary, sizeof(f->summary),
                      "rank %d runs the same kernels x%.3f slower than its peers: %.1f us more "
                      "compute per iteration, which the others wait for",
                      x->rank->rank, x->slowness / (msl > 0 ? msl : 1), (comp - mcp) / 1e3);
         } else if (x->flagged && x->slowness < HOST_NORMAL * msl && x->lateness > 0) {
-            struct ct_finding *f = add(c, CT_FK_HOST_STRAGGLER, (double)x->lateness, 0.9);
+            struct ct_finding *f = ct_dg_add(c, CT_FK_HOST_STRAGGLER, (double)x->lateness, 0.9);
             if (!f)
                 continue;
-            rank_add(f, x->rank->rank);
-            ev(f, "lateness_us", (double)x->lateness / 1e3);
-            ev(f, "persistence", x->persistence);
-            ev(f, "slowness", x->slowness);
-            ev(f, "score", x->score);
-            ev(f, "unexplained_idle_us_per_iteration", per_iter(x, x->at.unexplained) / 1e3);
+            ct_dg_rank_add(f, x->rank->rank);
+            ct_dg_ev(f, "lateness_us", (double)x->lateness / 1e3);
+            ct_dg_ev(f, "persistence", x->persistence);
+            ct_dg_ev(f, "slowness", x->slowness);
+            ct_dg_ev(f, "score", x->score);
+            ct_dg_ev(f, "unexplained_idle_us_per_iteration",
+                     ct_dg_per_iter(x, x->at.unexplained) / 1e3);
             snprintf(f->summary, sizeof(f->summary),
                      "rank %d reaches its collectives %.1f us after its peers (on %.0f%% of them) "
                      "while its kernels run at normal speed: its host is late",
@@ -436,7 +424,7 @@ static int check_excess_bubble(struct ctx *c, double max)
         if ((rc = own_work(x->rank, &own)))
             break;
         double q = x->expected_bubble_pct / (100 - x->expected_bubble_pct);
-        double explained = max - per_iter(x, x->compute), spans = 0;
+        double explained = max - ct_dg_per_iter(x, x->compute), spans = 0;
         size_t n = 0;
         for (size_t k = x->niters >= 3 ? 1 : 0; k < x->niters; k++) {
             int64_t ss = INT64_MAX, se = INT64_MIN;
@@ -470,34 +458,35 @@ static int check_excess_bubble(struct ctx *c, double max)
         isum += explained;
         /* the stage whose GPU idles most outside pipeline waits: where a
          * host stall between micro-batches sits */
-        double other = per_iter(x, x->idle - x->at.bubble_idle);
+        double other = ct_dg_per_iter(x, x->idle - x->at.bubble_idle);
         if (other > worst_idle) {
             worst_idle = other;
             worst_rank = x->rank->rank;
         }
     }
     if (!rc && unknown) {
-        insufficient(c, CT_FK_EXCESS_BUBBLE,
-                     "pipeline schedule not recognised (not a plain GPipe/1F1B chain): no "
-                     "expected bubble to compare with");
+        ct_dg_insufficient(c, CT_FK_EXCESS_BUBBLE,
+                           "pipeline schedule not recognised (not a plain GPipe/1F1B chain): no "
+                           "expected bubble to compare with");
     } else if (!rc && np) {
         memcpy(srt, res, np * sizeof(double)); /* ct_median may reorder */
-        double saving = median_of(srt, np), span = median_of(spn, np);
+        double saving = ct_median(srt, np), span = ct_median(spn, np);
         double flag = BUBBLE_PTS / 100 * c->step;
-        struct ct_finding *f = saving >= flag ? add(c, CT_FK_EXCESS_BUBBLE, saving, 0.9) : NULL;
+        struct ct_finding *f =
+            saving >= flag ? ct_dg_add(c, CT_FK_EXCESS_BUBBLE, saving, 0.9) : NULL;
         if (f) {
             for (size_t k = 0; k < np; k++)
                 if (res[k] >= flag)
-                    rank_add(f, rid[k]);
-            ev(f, "bubble_pct", bsum / (double)np);
-            ev(f, "expected_bubble_pct", esum / (double)np);
-            ev(f, "excess_us_per_iteration", saving / 1e3);
-            ev(f, "excess_pct_of_step", 100 * saving / c->step);
-            ev(f, "threshold_pct_of_step", BUBBLE_PTS);
-            ev(f, "pipeline_span_us", span / 1e3);
-            ev(f, "explained_by_stage_imbalance_us", isum / (double)np / 1e3);
-            ev(f, "most_idle_outside_bubble_rank", worst_rank);
-            ev(f, "most_idle_outside_bubble_us_per_iteration", worst_idle / 1e3);
+                    ct_dg_rank_add(f, rid[k]);
+            ct_dg_ev(f, "bubble_pct", bsum / (double)np);
+            ct_dg_ev(f, "expected_bubble_pct", esum / (double)np);
+            ct_dg_ev(f, "excess_us_per_iteration", saving / 1e3);
+            ct_dg_ev(f, "excess_pct_of_step", 100 * saving / c->step);
+            ct_dg_ev(f, "threshold_pct_of_step", BUBBLE_PTS);
+            ct_dg_ev(f, "pipeline_span_us", span / 1e3);
+            ct_dg_ev(f, "explained_by_stage_imbalance_us", isum / (double)np / 1e3);
+            ct_dg_ev(f, "most_idle_outside_bubble_rank", worst_rank);
+            ct_dg_ev(f, "most_idle_outside_bubble_us_per_iteration", worst_idle / 1e3);
             snprintf(f->summary, sizeof(f->summary),
                      "pipeline stages wait %.1f us per iteration (%.1f%% of the step) beyond the "
                      "schedule's share of %.1f%% and beyond what stage imbalance explains; rank "
@@ -526,7 +515,7 @@ static int check_pipeline(struct ctx *c)
         const struct ct_rank_result *x = &rep->rr[r];
         if (x->bubble_pct < 0 || !x->niters)
             continue;
-        double comp = per_iter(x, x->compute);
+        double comp = ct_dg_per_iter(x, x->compute);
         sum += comp;
         np++;
         if (comp > max) {
@@ -538,13 +527,13 @@ static int check_pipeline(struct ctx *c)
         return 0;
     double mean = sum / (double)np, si = mean > 0 ? max / mean : 1;
     if (si >= SI_FLAG) {
-        struct ct_finding *f = add(c, CT_FK_STAGE_IMBALANCE, c->step * (1 - mean / max), 1);
+        struct ct_finding *f = ct_dg_add(c, CT_FK_STAGE_IMBALANCE, c->step * (1 - mean / max), 1);
         if (f) {
-            rank_add(f, rep->rr[imax].rank->rank);
-            ev(f, "stage_imbalance", si);
-            ev(f, "slowest_stage_compute_us_per_iteration", max / 1e3);
-            ev(f, "mean_stage_compute_us_per_iteration", mean / 1e3);
-            ev(f, "stages", (double)np);
+            ct_dg_rank_add(f, rep->rr[imax].rank->rank);
+            ct_dg_ev(f, "stage_imbalance", si);
+            ct_dg_ev(f, "slowest_stage_compute_us_per_iteration", max / 1e3);
+            ct_dg_ev(f, "mean_stage_compute_us_per_iteration", mean / 1e3);
+            ct_dg_ev(f, "stages", (double)np);
             snprintf(f->summary, sizeof(f->summary),
                      "pipeline stage on rank %d computes %.1f%% more than the mean stage: every "
                      "other stage waits for it",
@@ -578,15 +567,15 @@ static void check_idle(struct ctx *c)
             const struct ct_rank_result *x = &rep->rr[r];
             if (!x->niters)
                 continue;
-            v[n] = per_iter(x, idle_class(&x->at, kind));
-            w[n++] = per_iter(x, x->idle);
+            v[n] = ct_dg_per_iter(x, idle_class(&x->at, kind));
+            w[n++] = ct_dg_per_iter(x, x->idle);
         }
-        double best = n ? median_of(v, n) : 0, idle = n ? median_of(w, n) : 0;
+        double best = n ? ct_median(v, n) : 0, idle = n ? ct_median(w, n) : 0;
         if (!n)
             continue;
         if (kind == CT_FK_LAUNCH_BOUND && best < 0.5 * idle)
             continue; /* launch gaps are not what the GPU mostly waits for */
-        struct ct_finding *f = add(c, kind, best, 0.9);
+        struct ct_finding *f = ct_dg_add(c, kind, best, 0.9);
         if (!f)
             continue;
         for (size_t r = 0; r < rep->nr; r++) {
@@ -595,12 +584,12 @@ static void check_idle(struct ctx *c)
                         : kind == CT_FK_CKPT_STALL   ? a->checkpoint_stall
                         : kind == CT_FK_LAUNCH_BOUND ? a->launch_overhead
                                                      : a->sync_drain;
-            if (per_iter(&rep->rr[r], v) >= c->o->min_saving * c->step)
-                rank_add(f, rep->rr[r].rank->rank);
+            if (ct_dg_per_iter(&rep->rr[r], v) >= c->o->min_saving * c->step)
+                ct_dg_rank_add(f, rep->rr[r].rank->rank);
         }
-        ev(f, "us_per_iteration", best / 1e3);
-        ev(f, "share_of_step", best / c->step);
-        ev(f, "gpu_idle_us_per_iteration", idle / 1e3);
+        ct_dg_ev(f, "us_per_iteration", best / 1e3);
+        ct_dg_ev(f, "share_of_step", best / c->step);
+        ct_dg_ev(f, "gpu_idle_us_per_iteration", idle / 1e3);
         const char *what = "";
         switch (kind) {
         case CT_FK_DATA_STALL:
@@ -612,7 +601,7 @@ static void check_idle(struct ctx *c)
             for (size_t r = 0; r < rep->nr; r++)
                 if (rep->rr[r].at.ckpt_steps > steps)
                     steps = rep->rr[r].at.ckpt_steps;
-            ev(f, "checkpoint_steps", steps);
+            ct_dg_ev(f, "checkpoint_steps", steps);
             what = "steps that write a checkpoint run longer than their neighbours";
             break;
         }
@@ -658,24 +647,25 @@ static void check_pageable(struct ctx *c, const struct ct_trace_facts *facts, si
             hit = 1;
         }
         if (hit && t->rank >= 0)
-            rank_add(&tmp, (int)t->rank);
+            ct_dg_rank_add(&tmp, (int)t->rank);
     }
     if (!count)
         return;
     double ranks = tmp.nranks ? (double)tmp.nranks : 1;
     double saving = total / ranks / (double)rep->iterations;
-    struct ct_finding *f = add(c, CT_FK_PAGEABLE_MEMCPY, saving, 0.7);
+    struct ct_finding *f = ct_dg_add(c, CT_FK_PAGEABLE_MEMCPY, saving, 0.7);
     if (!f)
         return;
     memcpy(f->ranks, tmp.ranks, sizeof(f->ranks));
     f->nranks = tmp.nranks;
-    ev(f, "blocking_async_copies", (double)count);
-    ev(f, "async_copies", (double)async_copies);
-    ev(f, "host_blocked_us_per_iteration", saving / 1e3);
-    ev(f, "gpu_transfer_us_total", gpu / 1e3);
-    ev(f, "host_call_us_total", total / 1e3);
-    ev(f, "bytes", bytes);
-    evs(f, "inference",
+    ct_dg_ev(f, "blocking_async_copies", (double)count);
+    ct_dg_ev(f, "async_copies", (double)async_copies);
+    ct_dg_ev(f, "host_blocked_us_per_iteration", saving / 1e3);
+    ct_dg_ev(f, "gpu_transfer_us_total", gpu / 1e3);
+    ct_dg_ev(f, "host_call_us_total", total / 1e3);
+    ct_dg_ev(f, "bytes", bytes);
+    ct_dg_evs(
+        f, "inference",
         "the trace has no host memory kind: pageable inferred from Async host<->device copies "
         "whose host call lasted >= %.0f%% of their GPU transfer",
         100 * PAGEABLE_R);
@@ -684,235 +674,6 @@ static void check_pageable(struct ctx *c, const struct ct_trace_facts *facts, si
              "their host buffers look pageable; pin them (cudaHostAlloc / pin_memory=True)",
              count, saving / 1e3);
 }
-
-/* ------------------------------------------------ health counters (format v2) */
-/* throttled_gpu and host_contention (docs/diff.md): iterations that ran
- * slow, and what the rank's counters said over exactly those iterations
- * compared with its other iterations. Traces without counters leave both
- * kinds insufficient. */
-
-#define THR_SHARE    0.5  /* throttled: a slowing reason over >= 50 % of the slow iterations */
-#define THR_CONTRAST 0.25 /* ... and >= 25 points more than over the other iterations */
-#define HOST_PSI     20.0 /* host contention: CPU pressure (some avg10) >= 20 % ... */
-#define HOST_RUNQ    1.0  /* ... or >= 1 other runnable task per CPU, over the slow iterations */
-
-struct hwin {
-    double slow_ns, other_ns;   /* covered time */
-    double thr_slow, thr_other; /* throttled time */
-    double sm_slow, sm_other;   /* SM clock x time */
-    double reason[CT_THROTTLE_NREASONS];
-    double host_slow, host_other; /* host pressure x time (in the unit of `psi`) */
-    double hcov_slow, hcov_other;
-};
-
-/* Accumulates one iteration's counter summary into w. */
-static void hwin_add(struct hwin *w, const struct ct_health_sum *s, int64_t len, int slow)
-{
-    double cov = s->covered_ns;
-    if (cov > 0 && isfinite(s->throttled_share)) {
-        *(slow ? &w->slow_ns : &w->other_ns) += cov;
-        *(slow ? &w->thr_slow : &w->thr_other) += s->throttled_share * cov;
-        if (isfinite(s->sm_clock))
-            *(slow ? &w->sm_slow : &w->sm_other) += s->sm_clock * cov;
-        for (int b = 0; slow && b < CT_THROTTLE_NREASONS; b++)
-            w->reason[b] += s->reason_share[b] * cov;
-    }
-    double host = isfinite(s->cpu_pressure_pct) ? s->cpu_pressure_pct
-                  : isfinite(s->run_queue)      ? s->run_queue
-                                                : NAN;
-    if (isfinite(host)) {
-        *(slow ? &w->host_slow : &w->host_other) += host * (double)len;
-        *(slow ? &w->hcov_slow : &w->hcov_other) += (double)len;
-    }
-}
-
-static double ratio_or_nan(double a, double b)
-{
-    return b > 0 ? a / b : NAN;
-}
-
-static void check_health_rank(struct ctx *c, size_t r, double ref_compute, int *any_dev,
-                              int *any_host)
-{
-    const struct ct_report *rep = c->rep;
-    const struct ct_rank_result *x = &rep->rr[r];
-    const struct ct_hproc *h = x->rank->nprocs ? ct_health_of(x->rank->procs[0]) : NULL;
-    if (!h || !h->ns || !x->niters)
-        return;
-    int64_t shift = ct_health_shift(rep, r);
-    double *dur = malloc(x->niters * sizeof(double));
-    if (!dur)
-        return;
-    for (size_t k = 0; k < x->niters; k++)
-        dur[k] = (double)(x->iters[k].e - x->iters[k].s);
-    double med_dur = median_of(dur, x->niters);
-    free(dur);
-    /* GPU: iterations whose compute ran >= SLOW_FACTOR over the reference */
-    struct hwin g, hw;
-    memset(&g, 0, sizeof(g));
-    memset(&hw, 0, sizeof(hw));
-    size_t nslow = 0, nhslow = 0;
-    double excess = 0, hexcess = 0;
-    int dev = -1;
-    for (size_t k = 0; k < x->niters; k++) {
-        struct ct_health_sum s;
-        ct_health_summarise(h, shift, x->iters[k].s, x->iters[k].e, &s);
-        dev = s.device;
-        double comp = (double)x->im[k].compute;
-        int slow = ref_compute > 0 && comp > SLOW_FACTOR * ref_compute;
-        nslow += slow;
-        if (slow)
-            excess += comp - ref_compute;
-        hwin_add(&g, &s, x->iters[k].e - x->iters[k].s, slow);
-        /* host: iterations that took longer while their kernels did not */
-        double d = (double)(x->iters[k].e - x->iters[k].s);
-        int hslow = !slow && d > SLOW_FACTOR * med_dur;
-        nhslow += hslow;
-        if (hslow)
-            hexcess += d - med_dur;
-        hwin_add(&hw, &s, x->iters[k].e - x->iters[k].s, hslow);
-    }
-    if (dev >= 0)
-        *any_dev = 1;
-    if (hw.hcov_slow + hw.hcov_other > 0)
-        *any_host = 1;
-    double thr_slow = ratio_or_nan(g.thr_slow, g.slow_ns);
-    double thr_other = ratio_or_nan(g.thr_other, g.other_ns);
-    if (nslow && thr_slow >= THR_SHARE && !(thr_other > thr_slow - THR_CONTRAST)) {
-        struct ct_finding *f = add(c, CT_FK_THROTTLED_GPU, excess / (double)x->niters, 1);
-        if (f) {
-            rank_add(f, x->rank->rank);
-            char why[160] = "";
-            size_t used = 0;
-            for (int b = 0; b < CT_THROTTLE_NREASONS && used < sizeof(why) - 40; b++)
-                if ((CT_THROTTLE_SLOWING >> b & 1) && g.reason[b] / g.slow_ns >= 0.05)
-                    used += (size_t)snprintf(why + used, sizeof(why) - used, "%s%s %.0f%%",
-                                             used ? ", " : "", ct_throttle_reason_name(b),
-                                             100 * g.reason[b] / g.slow_ns);
-            ev(f, "device", dev);
-            ev(f, "slow_iterations", (double)nslow);
-            ev(f, "throttled_pct_slow_iterations", 100 * thr_slow);
-            ev(f, "throttled_pct_other_iterations", isfinite(thr_other) ? 100 * thr_other : 0);
-            ev(f, "sm_clock_mhz_slow_iterations", ratio_or_nan(g.sm_slow, g.slow_ns));
-            ev(f, "sm_clock_mhz_other_iterations",
-               isfinite(ratio_or_nan(g.sm_other, g.other_ns)) ? g.sm_other / g.other_ns : 0);
-            evs(f, "reasons", "%s", used ? why : "-");
-            ev(f, "compute_us_per_slow_iteration", (ref_compute + excess / (double)nslow) / 1e3);
-            ev(f, "reference_compute_us_per_iteration", ref_compute / 1e3);
-            snprintf(
-                f->summary, sizeof(f->summary),
-                "rank %d's GPU %d was throttled (%s) during %zu of %zu iterations: SM clock "
-                "%.0f MHz against %.0f MHz otherwise, and those iterations' kernels ran %.0f%% "
-                "longer",
-                x->rank->rank, dev, used ? why : "-", nslow, x->niters,
-                ratio_or_nan(g.sm_slow, g.slow_ns),
-                g.other_ns > 0 ? g.sm_other / g.other_ns : ratio_or_nan(g.sm_slow, g.slow_ns),
-                100 * excess / (double)nslow / ref_compute);
-        }
-    }
-    double h_slow = ratio_or_nan(hw.host_slow, hw.hcov_slow);
-    double h_other = ratio_or_nan(hw.host_other, hw.hcov_other);
-    int psi = ct_hproc_find(h, -1, "cpu_pressure") != NULL;
-    double limit = psi ? HOST_PSI : HOST_RUNQ;
-    if (nhslow && h_slow >= limit && !(h_other > h_slow / 2)) {
-        struct ct_finding *f = add(c, CT_FK_HOST_CONTENTION, hexcess / (double)x->niters, 0.7);
-        if (f) {
-            rank_add(f, x->rank->rank);
-            ev(f, "slow_iterations", (double)nhslow);
-            ev(f, psi ? "cpu_pressure_pct_slow_iterations" : "run_queue_per_cpu_slow_iterations",
-               h_slow);
-            ev(f, psi ? "cpu_pressure_pct_other_iterations" : "run_queue_per_cpu_other_iterations",
-               isfinite(h_other) ? h_other : 0);
-            ev(f, "median_iteration_us", med_dur / 1e3);
-            snprintf(
-                f->summary, sizeof(f->summary),
-                "rank %d's host was short of CPU during %zu slow iterations (%s %.1f%s against "
-                "%.1f otherwise) while its kernels ran at normal speed",
-                x->rank->rank, nhslow, psi ? "CPU pressure" : "run queue", h_slow,
-                psi ? "%" : " per CPU", isfinite(h_other) ? h_other : 0.0);
-        }
-    }
-}
-
-/* A straggler finding on a rank that also has a health finding says so:
- * the counters explain it. A throttled GPU explains either straggler kind
- * (part-time throttling leaves the median kernel at normal speed, so the
- * rank can look host-late); CPU contention explains a host straggler. */
-static void link_health(struct ctx *c)
-{
-    struct ct_diagnosis *d = c->d;
-    static const int order[] = {CT_FK_THROTTLED_GPU, CT_FK_HOST_CONTENTION};
-    for (size_t i = 0; i < d->nf; i++) {
-        struct ct_finding *s = &d->f[i];
-        if ((s->kind != CT_FK_COMPUTE_STRAGGLER && s->kind != CT_FK_HOST_STRAGGLER) || !s->nranks)
-            continue;
-        int found = 0;
-        for (size_t o = 0; o < 2 && !found; o++) {
-            if (order[o] == CT_FK_HOST_CONTENTION && s->kind != CT_FK_HOST_STRAGGLER)
-                continue;
-            for (size_t j = 0; j < d->nf && !found; j++) {
-                if (d->f[j].kind != order[o] || !d->f[j].nranks || d->f[j].ranks[0] != s->ranks[0])
-                    continue;
-                found = 1;
-                evs(s, "explained_by", "%s", kind_names[order[o]]);
-                size_t n = strlen(s->summary);
-                snprintf(s->summary + n, sizeof(s->summary) - n, "; explained by %s",
-                         kind_names[order[o]]);
-            }
-        }
-    }
-}
-
-static int check_health(struct ctx *c)
-{
-    const struct ct_report *rep = c->rep;
-    /* reference compute per iteration: the median over ranks of each
-     * rank's median (a single rank: its own 20th percentile) */
-    double *med = malloc((rep->nr ? rep->nr : 1) * sizeof(double));
-    if (!med)
-        return -ENOMEM;
-    size_t nm = 0;
-    for (size_t r = 0; r < rep->nr; r++) {
-        const struct ct_rank_result *x = &rep->rr[r];
-        if (!x->niters)
-            continue;
-        double *v = malloc(x->niters * sizeof(double));
-        if (!v) {
-            free(med);
-            return -ENOMEM;
-        }
-        for (size_t k = 0; k < x->niters; k++)
-            v[k] = (double)x->im[k].compute;
-        if (rep->nr == 1) {
-            med[nm++] = ct_percentile(v, x->niters, 20);
-        } else {
-            med[nm++] = median_of(v, x->niters);
-        }
-        free(v);
-    }
-    double ref = nm ? median_of(med, nm) : 0;
-    free(med);
-    int any_dev = 0, any_host = 0;
-    /* a copy: the health cache may move when later ranks are loaded */
-    char why[256] = "";
-    for (size_t r = 0; r < rep->nr; r++) {
-        check_health_rank(c, r, ref, &any_dev, &any_host);
-        const struct ct_rank *R = rep->rr[r].rank;
-        const struct ct_hproc *h = R->nprocs ? ct_health_of(R->procs[0]) : NULL;
-        if (h && !strncmp(h->status, "unavailable: ", 13) && !why[0])
-            snprintf(why, sizeof(why), "%s", h->status + 13);
-    }
-    if (!any_dev)
-        insufficient(c, CT_FK_THROTTLED_GPU, "no GPU health counters in the traces (%s)",
-                     why[0] ? why : "recorded with CUTRACE_HEALTH_MS=0, or format v1");
-    if (!any_host)
-        insufficient(c, CT_FK_HOST_CONTENTION,
-                     "no host counters in the traces (recorded with CUTRACE_HEALTH_MS=0, or "
-                     "format v1)");
-    link_health(c);
-    return 0;
-}
-/* ------------------------------------------------ end of health counters */
 
 static int cmp_finding(const void *a, const void *b)
 {
@@ -930,9 +691,9 @@ int ct_diagnose(const struct ct_report *rep, const struct ct_trace_facts *facts,
     d->iterations = rep->iterations;
     if (!rep->iterations || rep->step_p50 <= 0) {
         for (int k = 0; k < CT_FK_COUNT; k++)
-            insufficient(&c, k,
-                         "no iterations found (no ProfilerStep ranges, marks or "
-                         "repeating kernel pattern): no step time to weigh savings by");
+            ct_dg_insufficient(&c, k,
+                               "no iterations found (no ProfilerStep ranges, marks or "
+                               "repeating kernel pattern): no step time to weigh savings by");
         return 0;
     }
     int rc = check_exposed(&c);
@@ -944,7 +705,7 @@ int ct_diagnose(const struct ct_report *rep, const struct ct_trace_facts *facts,
     check_idle(&c);
     check_pageable(&c, facts, nfacts);
     if (!rc)
-        rc = check_health(&c); /* health counters (format v2) */
+        rc = ct_dg_check_health(&c); /* diagnose_health.c */
     qsort(d->f, d->nf, sizeof(d->f[0]), cmp_finding);
     return rc;
 }
