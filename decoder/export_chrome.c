@@ -30,54 +30,12 @@
 #include <string.h>
 
 #include "decoder/demangle.h"
+#include "decoder/export_chrome_int.h"
 #include "decoder/export.h"
 #include "decoder/health.h"
 #include "decoder/json.h"
 #include "decoder/names.h"
 #include "decoder/tracefile.h"
-
-#define CT_GPU_TID(dev, stream)                                                                    \
-    (0x40000000u + ((uint32_t)(dev)&0xff) * 0x100000u + ((uint32_t)(stream)&0xfffff))
-#define S(id) ct_reader_string(&t->rd, (id))
-
-/* GPU intervals of one stream can overlap (a receive waiting for its peer
- * beside a kernel on the simulated device, graph replays, clock error);
- * Perfetto drops a slice that overlaps its track's previous one without
- * nesting, so those go to extra "lane" tracks of the stream. */
-#define CT_LANES 4
-
-struct track {
-    int64_t dev;
-    uint64_t stream;
-    int64_t lane_end[CT_LANES];
-    int named; /* lanes whose thread_name is written (lane 0 by thread_meta) */
-};
-
-struct cdelta {
-    int64_t ts;
-    uint32_t series; /* index into tracks; UINT32_MAX: the rank's NCCL bandwidth */
-    int32_t dq;      /* queue depth change */
-    double bw;       /* bandwidth change, GB/s */
-};
-
-struct synth {
-    int64_t s, e;
-    size_t rec; /* the NCCL record */
-};
-
-struct cw {
-    FILE *f;
-    struct ct_trace *t;
-    const struct ct_export_src *src;
-    uint64_t flow_base;
-    int64_t shift;
-    struct track *tracks;
-    size_t ntracks, tcap;
-    struct cdelta *cd;
-    size_t ncd, cdcap;
-    int *first;     /* no event written yet in the file */
-    int later_proc; /* not the rank's first trace: counter names say the pid */
-};
 
 static void sep(struct cw *w)
 {
@@ -102,7 +60,7 @@ static void put_ts(FILE *f, int64_t ns)
 }
 
 /* Starts an event: {"ph":..,"pid":..,"tid":..,"ts":..,"name":.. */
-static void ev(struct cw *w, const char *ph, uint32_t tid, int64_t ts_trace, const char *name)
+void ct_chrome_ev(struct cw *w, const char *ph, uint32_t tid, int64_t ts_trace, const char *name)
 {
     FILE *f = w->f;
     sep(w);
@@ -259,14 +217,6 @@ static int cmp_synth(const void *a, const void *b)
     return x->s < y->s ? -1 : x->s > y->s;
 }
 
-static int cmp_delta(const void *a, const void *b)
-{
-    const struct cdelta *x = a, *y = b;
-    if (x->series != y->series)
-        return x->series < y->series ? -1 : 1;
-    return x->ts < y->ts ? -1 : x->ts > y->ts;
-}
-
 static void meta_ev(struct cw *w, uint32_t tid, const char *what, const char *name, long sort)
 {
     sep(w);
@@ -372,7 +322,7 @@ static int api_event(struct cw *w, size_t i)
     struct ct_trace *t = w->t;
     const struct ct_record *r = &t->recs[i];
     const uint64_t *f = r->f;
-    ev(w, "X", r->tid, (int64_t)f[CT_API_START], S(f[CT_API_NAME]));
+    ct_chrome_ev(w, "X", r->tid, (int64_t)f[CT_API_START], S(f[CT_API_NAME]));
     cat(w, "cuda_api");
     dur(w, f[CT_API_START], f[CT_API_END]);
     struct args a = {w->f, 0};
@@ -400,7 +350,7 @@ static int api_event(struct cw *w, size_t i)
     const size_t *ix = ct_trace_gpu(t, f[CT_API_CORR], &n);
     if (!n)
         return 0;
-    ev(w, "s", r->tid, (int64_t)f[CT_API_START], "launch");
+    ct_chrome_ev(w, "s", r->tid, (int64_t)f[CT_API_START], "launch");
     cat(w, "flow");
     fprintf(w->f, ",\"id\":%" PRIu64 "}", flow_id(w, f[CT_API_CORR]));
     uint64_t end = 0;
@@ -446,7 +396,7 @@ static void gpu_event(struct cw *w, size_t i)
     }
     uint32_t tid = gpu_tid(w, (int64_t)f[CT_GPU_DEVICE], f[CT_GPU_STREAM], (int64_t)f[CT_GPU_START],
                            (int64_t)f[CT_GPU_END]);
-    ev(w, "X", tid, (int64_t)f[CT_GPU_START], nm);
+    ct_chrome_ev(w, "X", tid, (int64_t)f[CT_GPU_START], nm);
     cat(w, ct_name_gpu_type(f[CT_GPU_TYPE]));
     dur(w, f[CT_GPU_START], f[CT_GPU_END]);
     struct args a = {w->f, 0};
@@ -466,7 +416,7 @@ static void gpu_event(struct cw *w, size_t i)
     size_t n;
     const size_t *ix = ct_trace_gpu(t, f[CT_GPU_CORR], &n);
     if (call && n && ix[0] == i) {
-        ev(w, "f", tid, (int64_t)f[CT_GPU_START], "launch");
+        ct_chrome_ev(w, "f", tid, (int64_t)f[CT_GPU_START], "launch");
         cat(w, "flow");
         fprintf(w->f, ",\"bp\":\"e\",\"id\":%" PRIu64 "}", flow_id(w, f[CT_GPU_CORR]));
     }
@@ -480,14 +430,14 @@ static void synth_event(struct cw *w, const struct synth *s)
     const uint64_t *f = r->f;
     char buf[64];
     uint32_t tid = gpu_tid(w, stream_device(t, f[CT_NCCL_STREAM]), f[CT_NCCL_STREAM], s->s, s->e);
-    ev(w, "X", tid, s->s, nccl_call_name(f[CT_NCCL_OP], buf, sizeof(buf)));
+    ct_chrome_ev(w, "X", tid, s->s, nccl_call_name(f[CT_NCCL_OP], buf, sizeof(buf)));
     cat(w, "nccl");
     dur(w, (uint64_t)s->s, (uint64_t)s->e);
     struct args a = {w->f, 0};
     a_s(&a, "source", "nccl_record");
     nccl_args(&a, t, r);
     a_end(&a);
-    ev(w, "f", tid, s->s, "launch");
+    ct_chrome_ev(w, "f", tid, s->s, "launch");
     cat(w, "flow");
     fprintf(w->f, ",\"bp\":\"e\",\"id\":%" PRIu64 "}", flow_id(w, f[CT_NCCL_CORR]));
 }
@@ -498,7 +448,8 @@ static int nccl_event(struct cw *w, size_t i)
     const struct ct_record *r = &t->recs[i];
     const uint64_t *f = r->f;
     char buf[64];
-    ev(w, "X", r->tid, (int64_t)f[CT_NCCL_START], nccl_call_name(f[CT_NCCL_OP], buf, sizeof(buf)));
+    ct_chrome_ev(w, "X", r->tid, (int64_t)f[CT_NCCL_START],
+                 nccl_call_name(f[CT_NCCL_OP], buf, sizeof(buf)));
     cat(w, "nccl");
     dur(w, f[CT_NCCL_START], f[CT_NCCL_END]);
     struct args a = {w->f, 0};
@@ -507,7 +458,7 @@ static int nccl_event(struct cw *w, size_t i)
     size_t n;
     ct_trace_gpu(t, f[CT_NCCL_CORR], &n);
     if (n || (f[CT_NCCL_GPU_END] && f[CT_NCCL_CORR])) {
-        ev(w, "s", r->tid, (int64_t)f[CT_NCCL_START], "launch");
+        ct_chrome_ev(w, "s", r->tid, (int64_t)f[CT_NCCL_START], "launch");
         cat(w, "flow");
         fprintf(w->f, ",\"id\":%" PRIu64 "}", flow_id(w, f[CT_NCCL_CORR]));
     }
@@ -530,7 +481,7 @@ static void io_event(struct cw *w, const struct ct_record *r)
 {
     struct ct_trace *t = w->t;
     const uint64_t *f = r->f;
-    ev(w, "X", r->tid, (int64_t)f[CT_IO_START], S(f[CT_IO_OP]));
+    ct_chrome_ev(w, "X", r->tid, (int64_t)f[CT_IO_START], S(f[CT_IO_OP]));
     cat(w, "io");
     dur(w, f[CT_IO_START], f[CT_IO_END]);
     struct args a = {w->f, 0};
@@ -551,11 +502,11 @@ static void nvtx_event(struct cw *w, const struct ct_record *r, size_t i)
     const char *msg = S(f[CT_NVTX_MESSAGE]);
     struct args a = {w->f, 0};
     if (f[CT_NVTX_DEPTH]) { /* push/pop: nests with the thread's calls */
-        ev(w, "X", r->tid, (int64_t)f[CT_NVTX_START], msg);
+        ct_chrome_ev(w, "X", r->tid, (int64_t)f[CT_NVTX_START], msg);
         cat(w, "nvtx");
         dur(w, f[CT_NVTX_START], f[CT_NVTX_END]);
     } else { /* start/end: an async pair, its own track */
-        ev(w, "b", r->tid, (int64_t)f[CT_NVTX_START], msg);
+        ct_chrome_ev(w, "b", r->tid, (int64_t)f[CT_NVTX_START], msg);
         cat(w, "nvtx");
         fprintf(w->f, ",\"id\":%" PRIu64, w->flow_base | i);
     }
@@ -563,7 +514,7 @@ static void nvtx_event(struct cw *w, const struct ct_record *r, size_t i)
     a_u(&a, "depth", f[CT_NVTX_DEPTH]);
     a_end(&a);
     if (!f[CT_NVTX_DEPTH]) {
-        ev(w, "e", r->tid, (int64_t)f[CT_NVTX_END], msg);
+        ct_chrome_ev(w, "e", r->tid, (int64_t)f[CT_NVTX_END], msg);
         cat(w, "nvtx");
         fprintf(w->f, ",\"id\":%" PRIu64 "}", w->flow_base | i);
     }
@@ -575,7 +526,7 @@ static void instant(struct cw *w, const struct ct_record *r)
     const uint64_t *f = r->f;
     char buf[160];
     if (r->kind == CT_REC_NVTX_MARK) {
-        ev(w, "i", r->tid, (int64_t)f[CT_MARK_TIME], S(f[CT_MARK_MESSAGE]));
+        ct_chrome_ev(w, "i", r->tid, (int64_t)f[CT_MARK_TIME], S(f[CT_MARK_MESSAGE]));
         cat(w, "nvtx");
         fputs(",\"s\":\"t\"", w->f);
         struct args a = {w->f, 0};
@@ -584,135 +535,16 @@ static void instant(struct cw *w, const struct ct_record *r)
     } else if (r->kind == CT_REC_DROP) {
         snprintf(buf, sizeof(buf), "dropped %" PRIu64 " records (%s)", f[CT_DROP_COUNT],
                  ct_name_drop_reason(f[CT_DROP_REASON]));
-        ev(w, "i", r->tid, (int64_t)f[CT_DROP_TIME], buf);
+        ct_chrome_ev(w, "i", r->tid, (int64_t)f[CT_DROP_TIME], buf);
         cat(w, "cutrace");
         fputs(",\"s\":\"p\"}", w->f);
     } else {
-        ev(w, "i", r->tid, (int64_t)f[CT_ERROR_TIME], S(f[CT_ERROR_WHAT]));
+        ct_chrome_ev(w, "i", r->tid, (int64_t)f[CT_ERROR_TIME], S(f[CT_ERROR_WHAT]));
         cat(w, "cutrace");
         fputs(",\"s\":\"p\"", w->f);
         struct args a = {w->f, 0};
         a_i(&a, "code", (int64_t)f[CT_ERROR_CODE]);
         a_end(&a);
-    }
-}
-
-static void counters(struct cw *w)
-{
-    if (w->ncd)
-        qsort(w->cd, w->ncd, sizeof(*w->cd), cmp_delta);
-    char name[96];
-    for (size_t i = 0; i < w->ncd;) {
-        uint32_t s = w->cd[i].series;
-        int64_t depth = 0, running = 0;
-        double bw = 0;
-        for (; i < w->ncd && w->cd[i].series == s;) {
-            int64_t ts = w->cd[i].ts;
-            for (; i < w->ncd && w->cd[i].series == s && w->cd[i].ts == ts; i++) {
-                depth += w->cd[i].dq;
-                bw += w->cd[i].bw;
-                running += w->cd[i].bw > 0 ? 1 : w->cd[i].bw < 0 ? -1 : 0;
-            }
-            if (s == UINT32_MAX) {
-                if (running <= 0)
-                    bw = 0; /* no drift when nothing runs */
-                ev(w, "C", 0, ts, "NCCL algbw (GB/s)");
-                fprintf(w->f, ",\"args\":{\"GB/s\":%.3f}}", bw);
-            } else {
-                snprintf(name, sizeof(name), "queue depth GPU %" PRId64 " stream %" PRIu64,
-                         w->tracks[s].dev, w->tracks[s].stream);
-                ev(w, "C", 0, ts, name);
-                fprintf(w->f, ",\"args\":{\"ops\":%" PRId64 "}}", depth);
-            }
-        }
-    }
-}
-
-/* Health counters as Perfetto counter tracks: counter name -> event name
- * (after "GPU d " for a device), the series key, the scale from the
- * recorded unit, and whether the series is a cumulative count shown as a
- * rate (each rate is written at the start of the interval it covers, so it
- * holds over that interval as Perfetto draws counters). */
-static const struct hcounter {
-    const char *counter, *label, *key;
-    double scale;
-    int decimals, rate, host;
-} hcounters[] = {
-    {"sm_clock", "SM clock", "MHz", 1, 0, 0, 0},
-    {"mem_clock", "memory clock", "MHz", 1, 0, 0, 0},
-    {"power", "power", "W", 1e-3, 3, 0, 0},
-    {"power_limit", "power limit", "W", 1e-3, 3, 0, 0},
-    {"temperature", "temperature", "C", 1, 0, 0, 0},
-    {"gpu_util", "utilisation", "%", 1, 0, 0, 0},
-    {"mem_util", "memory utilisation", "%", 1, 0, 0, 0},
-    {"mem_used", "memory used", "MiB", 1.0 / 1048576, 1, 0, 0},
-    {"pcie_tx", "PCIe tx", "KB/s", 1, 0, 0, 0},
-    {"pcie_rx", "PCIe rx", "KB/s", 1, 0, 0, 0},
-    {"cpu_time", "CPU use", "%", 1e8, 1, 1, 1},           /* ms per ns -> % of one CPU */
-    {"cpu_pressure", "CPU pressure", "%", 0.01, 2, 0, 1}, /* PSI some avg10 */
-    {"run_queue", "run queue", "tasks/CPU", 0.01, 2, 0, 1},
-    {"major_faults", "major faults", "faults/s", 1e9, 1, 1, 1},
-};
-
-static void counter_name(struct cw *w, const struct ct_hseries *x, const char *label, char *buf,
-                         size_t n)
-{
-    int k = x->dev >= 0 ? snprintf(buf, n, "GPU %d %s", x->dev, label)
-                        : snprintf(buf, n, "host %s", label);
-    if (w->later_proc && k > 0 && (size_t)k < n)
-        snprintf(buf + k, n - (size_t)k, " (pid %" PRIu32 ")", w->src->pid);
-}
-
-/* "GPU d throttled": {"slowing": any CT_THROTTLE_SLOWING bit, then each
- * reason bit that the series ever shows}, 0 or 1. */
-static void throttle_track(struct cw *w, const struct ct_hseries *x)
-{
-    uint64_t seen = 0;
-    for (size_t i = 0; i < x->n; i++)
-        seen |= (uint64_t)x->v[i];
-    char name[96];
-    counter_name(w, x, "throttled", name, sizeof(name));
-    for (size_t i = 0; i < x->n; i++) {
-        uint64_t v = (uint64_t)x->v[i];
-        ev(w, "C", 0, x->t[i], name);
-        fprintf(w->f, ",\"args\":{\"slowing\":%d", (v & CT_THROTTLE_SLOWING) != 0);
-        for (int b = 0; b < CT_THROTTLE_NREASONS; b++)
-            if (seen >> b & 1)
-                fprintf(w->f, ",\"%s\":%d", ct_throttle_reason_name(b), (int)(v >> b & 1));
-        fputs("}}", w->f);
-    }
-}
-
-static void health_counters(struct cw *w)
-{
-    const struct ct_hproc *h = ct_health_of_path(w->src->path);
-    char name[96];
-    for (size_t k = 0; h && k < h->ns; k++) {
-        const struct ct_hseries *x = &h->s[k];
-        if (x->dev >= 0 && !strcmp(x->name, "throttle_reasons")) {
-            throttle_track(w, x);
-            continue;
-        }
-        const struct hcounter *c = NULL;
-        for (size_t j = 0; j < sizeof(hcounters) / sizeof(hcounters[0]) && !c; j++)
-            if (!strcmp(hcounters[j].counter, x->name) && hcounters[j].host == (x->dev < 0))
-                c = &hcounters[j];
-        if (!c)
-            continue; /* ECC, NVLink, replay counts: in `cutrace dump`, not drawn */
-        counter_name(w, x, c->label, name, sizeof(name));
-        for (size_t i = c->rate ? 1 : 0; i < x->n; i++) {
-            double v = (double)x->v[i] * c->scale;
-            int64_t t = x->t[i];
-            if (c->rate) {
-                int64_t dt = x->t[i] - x->t[i - 1];
-                if (dt <= 0)
-                    continue;
-                v = (double)(x->v[i] - x->v[i - 1]) * c->scale / (double)dt;
-                t = x->t[i - 1];
-            }
-            ev(w, "C", 0, t, name);
-            fprintf(w->f, ",\"args\":{\"%s\":%.*f}}", c->key, c->decimals, v);
-        }
     }
 }
 
@@ -815,8 +647,8 @@ static int write_trace(struct cw *w, struct ct_progress *pr, size_t idx, size_t 
     free(ord);
     free(sy);
     if (!rc) {
-        counters(w);
-        health_counters(w);
+        ct_chrome_counters(w);
+        ct_chrome_health_counters(w);
     }
     return rc;
 }
