@@ -2,9 +2,8 @@
  * test_fakegpu_nccl.c - the fake NCCL (libnccl.so.2) against its contract
  * (README.md, "Fake NCCL"): API and validation, rendezvous of ranks as
  * processes (2, 4, 8) and as threads, the timing rule of every collective,
- * late ranks, a slow link, send/recv pairing, group fusion, split, and the
- * profiler plugin interface (v3, v4, v5, STATIC_PLUGIN) through the test
- * plugin libfgtestprof.so.
+ * late ranks, a slow link, send/recv pairing, group fusion and split; the
+ * profiler plugin interface is in test_fakegpu_nccl_profiler.c.
  *
  * Tolerances.  FAKEGPU_NET_GBPS=1 (1e9 B/s) makes transfers a few ms.
  * Times read from events are virtual and exact when both ends are decided
@@ -13,8 +12,7 @@
  * window: the planned lateness minus 10 ms and plus 40 ms, enough for a
  * loaded 2-CPU machine and far from the value a wrong rule would give.
  */
-#include "fn_profiler_abi.h"
-#include "test_fakegpu_nccl_plugin.h"
+#include "test_fakegpu_nccl.h"
 
 #include <check.h>
 #include <cuda.h>
@@ -26,11 +24,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-#define CU_OK(call) ck_assert_int_eq((call), CUDA_SUCCESS)
-#define NC_OK(call) ck_assert_int_eq((call), ncclSuccess)
-#define EXACT_MS    0.001
-#define MB          1000000 /* floats: 4 MB */
 
 /* Transfer times at 1 GB/s, in ms, of the ops used below. */
 static double xfer_ms(double bytes, double factor)
@@ -51,13 +44,13 @@ static CUfunction kernel(const char *name)
     return f;
 }
 
-static int launch(const char *name, CUstream s)
+int tn_launch(const char *name, CUstream s)
 {
     CUfunction f = kernel(name);
     return f ? (int)cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL) : -1;
 }
 
-static CUevent record(CUstream s)
+CUevent tn_record(CUstream s)
 {
     CUevent e = NULL;
     if (cuEventCreate(&e, 0) == CUDA_SUCCESS)
@@ -65,7 +58,7 @@ static CUevent record(CUstream s)
     return e;
 }
 
-static double elapsed(CUevent a, CUevent b)
+double tn_elapsed(CUevent a, CUevent b)
 {
     float ms = -1;
     cuEventSynchronize(b);
@@ -77,17 +70,17 @@ static double elapsed(CUevent a, CUevent b)
 
 /* In one process the ranks' streams reach the collective a few us apart
  * (host enqueue order): how much later than rank r's the latest start is. */
-static double wait_for_latest(CUevent *e0, int n, int r)
+double tn_wait_for_latest(CUevent *e0, int n, int r)
 {
     double w = 0;
     for (int k = 0; k < n; k++) {
-        double d = elapsed(e0[r], e0[k]);
+        double d = tn_elapsed(e0[r], e0[k]);
         w = d > w ? d : w;
     }
     return w;
 }
 
-static CUstream setup_device(int dev)
+CUstream tn_setup_device(int dev)
 {
     CUcontext ctx;
     CUstream s = NULL;
@@ -228,7 +221,7 @@ START_TEST(collectives_end_at_latest_start_plus_transfer)
     enum { N = 4 };
     CUstream s[N];
     for (int r = 0; r < N; r++)
-        ck_assert_ptr_nonnull(s[r] = setup_device(r));
+        ck_assert_ptr_nonnull(s[r] = tn_setup_device(r));
     ncclComm_t c[N];
     NC_OK(ncclCommInitAll(c, N, NULL));
     static char buf[16];
@@ -249,43 +242,43 @@ START_TEST(collectives_end_at_latest_start_plus_transfer)
     enum { NOPS = sizeof plan / sizeof plan[0] };
     CUevent ev[N][NOPS + 1];
     for (int r = 0; r < N; r++) {
-        ck_assert_int_eq(launch("blocker__50000us", s[r]), 0);
+        ck_assert_int_eq(tn_launch("blocker__50000us", s[r]), 0);
         char late[32];
         snprintf(late, sizeof late, "late__%dus", 1000 * r); /* rank 3 arrives last */
-        ck_assert_int_eq(launch(late, s[r]), 0);
-        ev[r][0] = record(s[r]);
+        ck_assert_int_eq(tn_launch(late, s[r]), 0);
+        ev[r][0] = tn_record(s[r]);
         size_t q_ = (size_t)q;
         NC_OK(ncclAllReduce(buf, buf, MB, ncclFloat32, ncclSum, c[r], s[r]));
-        ev[r][1] = record(s[r]);
+        ev[r][1] = tn_record(s[r]);
         NC_OK(ncclAllGather(buf, buf, q_, ncclFloat32, c[r], s[r]));
-        ev[r][2] = record(s[r]);
+        ev[r][2] = tn_record(s[r]);
         NC_OK(ncclReduceScatter(buf, buf, q_, ncclFloat32, ncclMax, c[r], s[r]));
-        ev[r][3] = record(s[r]);
+        ev[r][3] = tn_record(s[r]);
         NC_OK(ncclBroadcast(buf, buf, MB, ncclFloat32, 0, c[r], s[r]));
-        ev[r][4] = record(s[r]);
+        ev[r][4] = tn_record(s[r]);
         NC_OK(ncclReduce(buf, buf, MB, ncclFloat32, ncclProd, 1, c[r], s[r]));
-        ev[r][5] = record(s[r]);
+        ev[r][5] = tn_record(s[r]);
         NC_OK(ncclAlltoAll(buf, buf, q_, ncclFloat32, c[r], s[r]));
-        ev[r][6] = record(s[r]);
+        ev[r][6] = tn_record(s[r]);
         NC_OK(ncclGather(buf, buf, q_, ncclFloat32, 2, c[r], s[r]));
-        ev[r][7] = record(s[r]);
+        ev[r][7] = tn_record(s[r]);
         NC_OK(ncclScatter(buf, buf, q_, ncclFloat32, 3, c[r], s[r]));
-        ev[r][8] = record(s[r]);
+        ev[r][8] = tn_record(s[r]);
     }
     /* First op: the last rank to start sees only the transfer; the others
      * also wait for it; every rank ends at the same instant. */
-    ck_assert_double_eq_tol(elapsed(ev[3][0], ev[3][1]), plan[0].ms, EXACT_MS);
+    ck_assert_double_eq_tol(tn_elapsed(ev[3][0], ev[3][1]), plan[0].ms, EXACT_MS);
     for (int r = 0; r < N; r++) {
-        ck_assert_double_eq_tol(elapsed(ev[r][1], ev[3][1]), 0, EXACT_MS);
-        ck_assert_double_eq_tol(elapsed(ev[r][0], ev[r][1]),
-                                elapsed(ev[r][0], ev[3][0]) + plan[0].ms, EXACT_MS);
+        ck_assert_double_eq_tol(tn_elapsed(ev[r][1], ev[3][1]), 0, EXACT_MS);
+        ck_assert_double_eq_tol(tn_elapsed(ev[r][0], ev[r][1]),
+                                tn_elapsed(ev[r][0], ev[3][0]) + plan[0].ms, EXACT_MS);
     }
     for (int k = 1; k < NOPS; k++)
         for (int r = 0; r < N; r++)
-            ck_assert_msg(elapsed(ev[r][k], ev[r][k + 1]) - plan[k].ms < EXACT_MS &&
-                              plan[k].ms - elapsed(ev[r][k], ev[r][k + 1]) < EXACT_MS,
+            ck_assert_msg(tn_elapsed(ev[r][k], ev[r][k + 1]) - plan[k].ms < EXACT_MS &&
+                              plan[k].ms - tn_elapsed(ev[r][k], ev[r][k + 1]) < EXACT_MS,
                           "%s on rank %d took %.6f ms, want %.6f", plan[k].what, r,
-                          elapsed(ev[r][k], ev[r][k + 1]), plan[k].ms);
+                          tn_elapsed(ev[r][k], ev[r][k + 1]), plan[k].ms);
     for (int r = 0; r < N; r++)
         NC_OK(ncclCommDestroy(c[r]));
 }
@@ -299,14 +292,14 @@ START_TEST(group_fuses_ops_per_stream_and_ends_with_last_member)
     setenv("FAKEGPU_NET_GBPS", "1", 1);
     CUstream s[2];
     for (int r = 0; r < 2; r++)
-        ck_assert_ptr_nonnull(s[r] = setup_device(r));
+        ck_assert_ptr_nonnull(s[r] = tn_setup_device(r));
     ncclComm_t c[2];
     NC_OK(ncclCommInitAll(c, 2, NULL));
     static char buf[16];
     CUevent e0[2], e1[2];
     for (int r = 0; r < 2; r++) {
-        ck_assert_int_eq(launch("blocker__50000us", s[r]), 0);
-        e0[r] = record(s[r]);
+        ck_assert_int_eq(tn_launch("blocker__50000us", s[r]), 0);
+        e0[r] = tn_record(s[r]);
     }
     NC_OK(ncclGroupStart());
     for (int r = 0; r < 2; r++) {
@@ -316,11 +309,11 @@ START_TEST(group_fuses_ops_per_stream_and_ends_with_last_member)
     }
     NC_OK(ncclGroupEnd());
     for (int r = 0; r < 2; r++)
-        e1[r] = record(s[r]);
+        e1[r] = tn_record(s[r]);
     /* Members run together: max(4, 4, 8) = 8 ms, not the sum. */
     for (int r = 0; r < 2; r++)
-        ck_assert_double_eq_tol(elapsed(e0[r], e1[r]),
-                                wait_for_latest(e0, 2, r) + xfer_ms(8.0 * MB, 1), EXACT_MS);
+        ck_assert_double_eq_tol(tn_elapsed(e0[r], e1[r]),
+                                tn_wait_for_latest(e0, 2, r) + xfer_ms(8.0 * MB, 1), EXACT_MS);
     for (int r = 0; r < 2; r++)
         NC_OK(ncclCommDestroy(c[r]));
 }
@@ -333,25 +326,25 @@ static int thread_fail[4];
 
 static int thread_rank_body(int rank)
 {
-    CUstream s = setup_device(rank);
+    CUstream s = tn_setup_device(rank);
     RK(s);
     ncclComm_t c;
     RK(ncclCommInitRank(&c, 4, thread_id, rank) == ncclSuccess);
     static char buf[16];
-    RK(launch("blocker__30000us", s) == 0);
+    RK(tn_launch("blocker__30000us", s) == 0);
     if (rank == 2)
-        RK(launch("late__20000us", s) == 0);
-    CUevent e0 = record(s);
+        RK(tn_launch("late__20000us", s) == 0);
+    CUevent e0 = tn_record(s);
     RK(ncclAllReduce(buf, buf, MB, ncclFloat32, ncclSum, c, s) == ncclSuccess);
-    CUevent e1 = record(s);
+    CUevent e1 = tn_record(s);
     RK(ncclAllReduce(buf, buf, MB, ncclFloat32, ncclSum, c, s) == ncclSuccess);
-    CUevent e2 = record(s);
+    CUevent e2 = tn_record(s);
     double t = xfer_ms(4.0 * MB, 2.0 * 3 / 4);
     if (rank == 2)
-        RK_NEAR(elapsed(e0, e1), t, EXACT_MS);
+        RK_NEAR(tn_elapsed(e0, e1), t, EXACT_MS);
     else
-        RK_WITHIN(elapsed(e0, e1), 20 + t - 10, 20 + t + 40);
-    RK_NEAR(elapsed(e1, e2), t, EXACT_MS); /* everyone starts together now */
+        RK_WITHIN(tn_elapsed(e0, e1), 20 + t - 10, 20 + t + 40);
+    RK_NEAR(tn_elapsed(e1, e2), t, EXACT_MS); /* everyone starts together now */
     RK(ncclCommDestroy(c) == ncclSuccess);
     return 0;
 }
@@ -384,28 +377,28 @@ END_TEST
  * the others' 30 ms more; the next AllReduce starts together everywhere. */
 static int late_rank(int rank, int nranks, const ncclUniqueId *id)
 {
-    CUstream s = setup_device(0);
+    CUstream s = tn_setup_device(0);
     RK(s);
     ncclComm_t c;
     RK(ncclCommInitRank(&c, nranks, *id, rank) == ncclSuccess);
     int n = 0;
     RK(ncclCommCount(c, &n) == ncclSuccess && n == nranks);
     static char buf[16];
-    RK(launch("blocker__20000us", s) == 0);
+    RK(tn_launch("blocker__20000us", s) == 0);
     if (rank == nranks - 1)
-        RK(launch("late__30000us", s) == 0);
-    CUevent e0 = record(s);
+        RK(tn_launch("late__30000us", s) == 0);
+    CUevent e0 = tn_record(s);
     RK(ncclAllReduce(buf, buf, MB, ncclFloat32, ncclSum, c, s) == ncclSuccess);
-    CUevent e1 = record(s);
+    CUevent e1 = tn_record(s);
     RK(ncclAllReduce(buf, buf, MB / 2, ncclBfloat16, ncclSum, c, s) == ncclSuccess);
-    CUevent e2 = record(s);
+    CUevent e2 = tn_record(s);
     double t1 = xfer_ms(4.0 * MB, 2.0 * (nranks - 1) / nranks);
     double t2 = xfer_ms(1.0 * MB, 2.0 * (nranks - 1) / nranks);
     if (rank == nranks - 1)
-        RK_NEAR(elapsed(e0, e1), t1, EXACT_MS);
+        RK_NEAR(tn_elapsed(e0, e1), t1, EXACT_MS);
     else
-        RK_WITHIN(elapsed(e0, e1), 30 + t1 - 10, 30 + t1 + 40);
-    RK_NEAR(elapsed(e1, e2), t2, EXACT_MS);
+        RK_WITHIN(tn_elapsed(e0, e1), 30 + t1 - 10, 30 + t1 + 40);
+    RK_NEAR(tn_elapsed(e1, e2), t2, EXACT_MS);
     RK(ncclCommDestroy(c) == ncclSuccess);
     return 0;
 }
@@ -436,16 +429,16 @@ static int slow_link(int rank, int nranks, const ncclUniqueId *id)
 {
     if (rank == 1)
         setenv("FAKEGPU_NET_GBPS", "0.25", 1);
-    CUstream s = setup_device(0);
+    CUstream s = tn_setup_device(0);
     RK(s);
     ncclComm_t c;
     RK(ncclCommInitRank(&c, nranks, *id, rank) == ncclSuccess);
     static char buf[16];
     RK(ncclAllGather(buf, buf, MB / 4, ncclFloat32, c, s) == ncclSuccess); /* aligns the ranks */
-    CUevent e0 = record(s);
+    CUevent e0 = tn_record(s);
     RK(ncclAllGather(buf, buf, MB / 4, ncclFloat32, c, s) == ncclSuccess);
-    CUevent e1 = record(s);
-    RK_NEAR(elapsed(e0, e1), xfer_ms(1.0 * MB * nranks, (nranks - 1.0) / nranks) * 4, EXACT_MS);
+    CUevent e1 = tn_record(s);
+    RK_NEAR(tn_elapsed(e0, e1), xfer_ms(1.0 * MB * nranks, (nranks - 1.0) / nranks) * 4, EXACT_MS);
     RK(ncclCommDestroy(c) == ncclSuccess);
     return 0;
 }
@@ -462,38 +455,38 @@ END_TEST
 static int send_recv(int rank, int nranks, const ncclUniqueId *id)
 {
     (void)nranks;
-    CUstream s = setup_device(0);
+    CUstream s = tn_setup_device(0);
     RK(s);
     ncclComm_t c;
     RK(ncclCommInitRank(&c, 2, *id, rank) == ncclSuccess);
     static char buf[16];
-    RK(launch("blocker__20000us", s) == 0);
+    RK(tn_launch("blocker__20000us", s) == 0);
     if (rank == 1)
-        RK(launch("late__25000us", s) == 0);
-    CUevent e0 = record(s);
+        RK(tn_launch("late__25000us", s) == 0);
+    CUevent e0 = tn_record(s);
     if (rank == 0)
         RK(ncclSend(buf, MB, ncclFloat32, 1, c, s) == ncclSuccess); /* 4 ms */
     else
         RK(ncclRecv(buf, MB, ncclFloat32, 0, c, s) == ncclSuccess);
-    CUevent e1 = record(s);
+    CUevent e1 = tn_record(s);
     if (rank == 0)
         RK(ncclSend(buf, MB / 2, ncclFloat32, 1, c, s) == ncclSuccess); /* 2 ms */
     else
         RK(ncclRecv(buf, MB / 2, ncclFloat32, 0, c, s) == ncclSuccess);
-    CUevent e2 = record(s);
+    CUevent e2 = tn_record(s);
     /* An exchange in one group (one kernel per rank), queued right behind:
      * it starts at the same instant on both ranks. */
     RK(ncclGroupStart() == ncclSuccess);
     RK(ncclSend(buf, MB, ncclFloat32, 1 - rank, c, s) == ncclSuccess);
     RK(ncclRecv(buf, MB, ncclFloat32, 1 - rank, c, s) == ncclSuccess);
     RK(ncclGroupEnd() == ncclSuccess);
-    CUevent e3 = record(s);
+    CUevent e3 = tn_record(s);
     if (rank == 1)
-        RK_NEAR(elapsed(e0, e1), 4, EXACT_MS);
+        RK_NEAR(tn_elapsed(e0, e1), 4, EXACT_MS);
     else
-        RK_WITHIN(elapsed(e0, e1), 25 + 4 - 10, 25 + 4 + 40);
-    RK_NEAR(elapsed(e1, e2), 2, EXACT_MS);
-    RK_NEAR(elapsed(e2, e3), 4, EXACT_MS);
+        RK_WITHIN(tn_elapsed(e0, e1), 25 + 4 - 10, 25 + 4 + 40);
+    RK_NEAR(tn_elapsed(e1, e2), 2, EXACT_MS);
+    RK_NEAR(tn_elapsed(e2, e3), 4, EXACT_MS);
     RK(ncclCommDestroy(c) == ncclSuccess);
     return 0;
 }
@@ -509,7 +502,7 @@ END_TEST
  * rank 3 opts out with NCCL_SPLIT_NOCOLOR. */
 static int split(int rank, int nranks, const ncclUniqueId *id)
 {
-    CUstream s = setup_device(0);
+    CUstream s = tn_setup_device(0);
     RK(s);
     ncclComm_t c, sub, sub2;
     RK(ncclCommInitRank(&c, nranks, *id, rank) == ncclSuccess);
@@ -520,10 +513,10 @@ static int split(int rank, int nranks, const ncclUniqueId *id)
     RK(me == (rank < 2 ? 1 : 0));
     static char buf[16];
     RK(ncclAllReduce(buf, buf, MB, ncclFloat32, ncclSum, sub, s) == ncclSuccess);
-    CUevent e0 = record(s);
+    CUevent e0 = tn_record(s);
     RK(ncclAllReduce(buf, buf, MB, ncclFloat32, ncclSum, sub, s) == ncclSuccess);
-    CUevent e1 = record(s);
-    RK_NEAR(elapsed(e0, e1), xfer_ms(4.0 * MB, 1), EXACT_MS); /* n = 2: F = 1 */
+    CUevent e1 = tn_record(s);
+    RK_NEAR(tn_elapsed(e0, e1), xfer_ms(4.0 * MB, 1), EXACT_MS); /* n = 2: F = 1 */
     RK(ncclCommSplit(c, rank == 3 ? NCCL_SPLIT_NOCOLOR : 7, 0, &sub2, NULL) == ncclSuccess);
     if (rank == 3) {
         RK(sub2 == NULL);
@@ -541,217 +534,6 @@ START_TEST(split_orders_by_key_then_rank)
 {
     setenv("FAKEGPU_NET_GBPS", "1", 1);
     run_rank_processes(4, split);
-}
-END_TEST
-
-/* --------------------------------------------------------------- plugin */
-
-static const struct fgtp_rec *find(const struct fgtp_rec *r, size_t n, enum fgtp_call call,
-                                   uint64_t type, uint64_t id, size_t nth)
-{
-    for (size_t i = 0; i < n; i++)
-        if (r[i].call == call && (!type || r[i].type == type) && (!id || r[i].id == id) &&
-            nth-- == 0)
-            return &r[i];
-    return NULL;
-}
-
-static size_t index_of(const struct fgtp_rec *base, const struct fgtp_rec *r)
-{
-    return r ? (size_t)(r - base) : (size_t)-1;
-}
-
-/* Wait (up to 2 s) until n_group Group events have stopped. */
-static const struct fgtp_rec *records_settled(size_t *n, size_t n_group)
-{
-    /* up to 10 s: the proxy thread stops events after the ops end, later
-     * when the 2-CPU test machine is busy */
-    for (int i = 0; i < 10000; i++) {
-        const struct fgtp_rec *r = fgtp_records(n);
-        size_t stops = 0;
-        for (size_t k = 0; k < *n; k++)
-            if (r[k].call == FGTP_STOP)
-                for (size_t j = 0; j < *n; j++)
-                    if (r[j].call == FGTP_START && r[j].type == fnProfileGroup &&
-                        r[j].id == r[k].id)
-                        stops++;
-        if (stops >= n_group)
-            return r;
-        struct timespec ts = {0, 1000000};
-        nanosleep(&ts, NULL);
-    }
-    return fgtp_records(n);
-}
-
-/* One AllReduce on two in-process ranks, its events checked for the
- * plugin version in use. */
-static void check_plugin(int version)
-{
-    setenv("FAKEGPU_DEVICES", "2", 1);
-    setenv("FAKEGPU_NET_GBPS", "1", 1);
-    CUstream s[2];
-    for (int r = 0; r < 2; r++)
-        ck_assert_ptr_nonnull(s[r] = setup_device(r));
-    ncclComm_t c[2];
-    NC_OK(ncclCommInitAll(c, 2, NULL));
-    static char sb[16], rb[16];
-    CUevent e0[2], e1[2];
-    for (int r = 0; r < 2; r++) {
-        ck_assert_int_eq(launch("blocker__30000us", s[r]), 0);
-        e0[r] = record(s[r]);
-        NC_OK(ncclAllReduce(sb, rb, MB, ncclFloat32, ncclSum, c[r], s[r]));
-        e1[r] = record(s[r]);
-    }
-    ck_assert_double_eq_tol(elapsed(e0[0], e1[0]), wait_for_latest(e0, 2, 0) + 4, EXACT_MS);
-    ck_assert_double_eq_tol(elapsed(e0[1], e1[1]), wait_for_latest(e0, 2, 1) + 4, EXACT_MS);
-    size_t n;
-    const struct fgtp_rec *rec = records_settled(&n, 2);
-    const struct fgtp_rec *init = find(rec, n, FGTP_INIT, 0, 0, 0);
-    ck_assert_ptr_nonnull(init);
-    ck_assert_int_eq(init->version, version);
-    if (version >= 4) {
-        ck_assert_int_eq(init->nranks, 2);
-        ck_assert_int_eq(init->rank, 0);
-        ck_assert_uint_ne(init->hash, 0);
-        ck_assert_uint_eq(find(rec, n, FGTP_INIT, 0, 0, 1)->hash, init->hash);
-    }
-    for (int r = 0; r < 2; r++) {
-        double ms = elapsed(e0[r], e1[r]);
-        const struct fgtp_rec *g = find(rec, n, FGTP_START, fnProfileGroup, 0, (size_t)r);
-        const struct fgtp_rec *co = find(rec, n, FGTP_START, fnProfileColl, 0, (size_t)r);
-        ck_assert_ptr_nonnull(g);
-        ck_assert_ptr_nonnull(co);
-        ck_assert_int_eq(co->rank, r);
-        ck_assert_uint_eq(co->seq, 0);
-        ck_assert_str_eq(co->func, "AllReduce");
-        ck_assert_str_eq(co->dtype, "ncclFloat32");
-        ck_assert_str_eq(co->algo, "RING");
-        ck_assert_str_eq(co->proto, "LL");
-        ck_assert_ptr_eq(co->sendbuff, sb);
-        ck_assert_ptr_eq(co->recvbuff, rb);
-        ck_assert_uint_eq(co->count, MB);
-        ck_assert_uint_eq(co->nchannels, 2);
-        if (version == 5) {
-            const struct fgtp_rec *api = find(rec, n, FGTP_START, fnProfileCollApi, 0, (size_t)r);
-            ck_assert_ptr_nonnull(api);
-            ck_assert_uint_eq(co->parent, api->id);
-            ck_assert_uint_eq(co->pgroup, g->id);
-            const struct fgtp_rec *gapi = find(rec, n, FGTP_START, fnProfileGroupApi, 0, (size_t)r);
-            ck_assert_ptr_nonnull(gapi);
-            ck_assert_uint_eq(g->parent, gapi->id);
-            ck_assert_uint_eq(api->parent, gapi->id);
-            ck_assert_ptr_nonnull(find(rec, n, FGTP_START, fnProfileKernelLaunch, 0, (size_t)r));
-        } else {
-            ck_assert_uint_eq(co->parent, g->id);
-            ck_assert_ptr_null(find(rec, n, FGTP_START, fnProfileCollApi, 0, 0));
-        }
-        if (version == 3)
-            ck_assert_uint_ne(co->hash, 0);
-        ck_assert_uint_lt(index_of(rec, g), index_of(rec, co));
-        /* Two channels, children of the Coll event, stopped before it. */
-        size_t co_stop = index_of(rec, find(rec, n, FGTP_STOP, 0, co->id, 0));
-        size_t g_stop = index_of(rec, find(rec, n, FGTP_STOP, 0, g->id, 0));
-        ck_assert_uint_lt(co_stop, g_stop);
-        ck_assert_uint_lt(g_stop, n);
-        int nch = 0;
-        for (size_t i = 0; i < n; i++) {
-            const struct fgtp_rec *k = &rec[i];
-            if (k->call != FGTP_START || k->type != fnProfileKernelCh || k->parent != co->id)
-                continue;
-            nch++;
-            size_t k_stop = index_of(rec, find(rec, n, FGTP_STOP, 0, k->id, 0));
-            ck_assert_uint_lt(k_stop, co_stop);
-            const struct fgtp_rec *st = find(rec, n, FGTP_STATE, 0, k->id, 0);
-            if (version >= 4) {
-                ck_assert_ptr_nonnull(st);
-                ck_assert_int_eq(st->state, fnProfilerKernelChStop);
-                /* GPU timers: the kernel's exact virtual interval. */
-                ck_assert_double_eq_tol((double)(st->ptimer - k->ptimer) / 1e6, ms, EXACT_MS);
-                int64_t start_mono = (int64_t)k->ptimer - k->offset_ns;
-                int64_t now_mono = rec[k_stop].host_ns;
-                ck_assert_int_le(start_mono + (int64_t)(ms * 1e6), now_mono + 100000);
-            } else {
-                ck_assert_ptr_null(st);
-                /* v3: callbacks at the virtual start and end (host clock). */
-                int64_t span = rec[k_stop].host_ns - k->host_ns;
-                ck_assert_int_ge(span, (int64_t)(ms * 1e6) - 100000);
-            }
-        }
-        ck_assert_int_eq(nch, 2);
-    }
-    for (int r = 0; r < 2; r++)
-        NC_OK(ncclCommDestroy(c[r]));
-    rec = fgtp_records(&n);
-    ck_assert_ptr_nonnull(find(rec, n, FGTP_FINALIZE, 0, 0, 1));
-}
-
-START_TEST(plugin_v5_by_path)
-{
-    setenv("NCCL_PROFILER_PLUGIN", FGTESTPROF_PATH, 1);
-    check_plugin(5);
-}
-END_TEST
-
-START_TEST(plugin_v4_when_capped)
-{
-    setenv("NCCL_PROFILER_PLUGIN", FGTESTPROF_PATH, 1);
-    setenv("FAKEGPU_NCCL_PROFILER_VERSION", "4", 1);
-    check_plugin(4);
-}
-END_TEST
-
-START_TEST(plugin_v3_when_capped)
-{
-    setenv("NCCL_PROFILER_PLUGIN", FGTESTPROF_PATH, 1);
-    setenv("FAKEGPU_NCCL_PROFILER_VERSION", "3", 1);
-    check_plugin(3);
-}
-END_TEST
-
-START_TEST(plugin_static_from_global_scope)
-{
-    setenv("NCCL_PROFILER_PLUGIN", "STATIC_PLUGIN", 1);
-    check_plugin(5);
-}
-END_TEST
-
-/* The mask is honoured, and p2p ops give P2p events. */
-START_TEST(plugin_mask_and_p2p_events)
-{
-    setenv("NCCL_PROFILER_PLUGIN", "STATIC_PLUGIN", 1);
-    char mask[16];
-    snprintf(mask, sizeof mask, "%d", fnProfileP2p | fnProfileGroup);
-    setenv("FGTP_MASK", mask, 1);
-    setenv("FAKEGPU_DEVICES", "2", 1);
-    CUstream s[2];
-    for (int r = 0; r < 2; r++)
-        ck_assert_ptr_nonnull(s[r] = setup_device(r));
-    ncclComm_t c[2];
-    NC_OK(ncclCommInitAll(c, 2, NULL));
-    static char buf[16];
-    NC_OK(ncclGroupStart());
-    NC_OK(ncclSend(buf, 100, ncclInt8, 1, c[0], s[0]));
-    NC_OK(ncclRecv(buf, 100, ncclInt8, 0, c[1], s[1]));
-    NC_OK(ncclGroupEnd());
-    CU_OK(cuStreamSynchronize(s[0]));
-    CU_OK(cuStreamSynchronize(s[1]));
-    size_t n;
-    const struct fgtp_rec *rec = records_settled(&n, 2);
-    const struct fgtp_rec *p0 = find(rec, n, FGTP_START, fnProfileP2p, 0, 0);
-    const struct fgtp_rec *p1 = find(rec, n, FGTP_START, fnProfileP2p, 0, 1);
-    ck_assert_ptr_nonnull(p0);
-    ck_assert_ptr_nonnull(p1);
-    ck_assert_str_eq(p0->func, "Send");
-    ck_assert_int_eq(p0->peer, 1);
-    ck_assert_str_eq(p1->func, "Recv");
-    ck_assert_int_eq(p1->peer, 0);
-    ck_assert_str_eq(p1->dtype, "ncclInt8");
-    ck_assert_uint_eq(p1->count, 100);
-    ck_assert_ptr_null(find(rec, n, FGTP_START, fnProfileKernelCh, 0, 0));
-    ck_assert_ptr_null(find(rec, n, FGTP_START, fnProfileColl, 0, 0));
-    ck_assert_ptr_null(find(rec, n, FGTP_START, fnProfileGroupApi, 0, 0));
-    for (int r = 0; r < 2; r++)
-        NC_OK(ncclCommDestroy(c[r]));
 }
 END_TEST
 
@@ -786,14 +568,7 @@ int main(void)
     tcase_add_test(timing, send_recv_pair_by_peer_and_order);
     tcase_add_test(timing, split_orders_by_key_then_rank);
     suite_add_tcase(su, timing);
-    TCase *plugin = tcase_create("plugin");
-    tcase_set_timeout(plugin, 30);
-    tcase_add_test(plugin, plugin_v5_by_path);
-    tcase_add_test(plugin, plugin_v4_when_capped);
-    tcase_add_test(plugin, plugin_v3_when_capped);
-    tcase_add_test(plugin, plugin_static_from_global_scope);
-    tcase_add_test(plugin, plugin_mask_and_p2p_events);
-    suite_add_tcase(su, plugin);
+    suite_add_tcase(su, tn_plugin_tcase());
     SRunner *sr = srunner_create(su);
     srunner_set_fork_status(sr, CK_FORK);
     srunner_run_all(sr, CK_NORMAL);
