@@ -90,6 +90,16 @@ CUstream tn_setup_device(int dev)
     return s;
 }
 
+/* Two simulated devices, each with a stream, and a communicator of two
+ * ranks over them in this thread. */
+void tn_two_ranks(CUstream s[2], ncclComm_t c[2])
+{
+    setenv("FAKEGPU_DEVICES", "2", 1);
+    for (int r = 0; r < 2; r++)
+        ck_assert_ptr_nonnull(s[r] = tn_setup_device(r));
+    NC_OK(ncclCommInitAll(c, 2, NULL));
+}
+
 /* Checks inside rank processes and threads: report and fail the rank. */
 #define RK(cond)                                                                                   \
     do {                                                                                           \
@@ -288,13 +298,10 @@ END_TEST
  * longest member; ops of two streams are two kernels. */
 START_TEST(group_fuses_ops_per_stream_and_ends_with_last_member)
 {
-    setenv("FAKEGPU_DEVICES", "2", 1);
     setenv("FAKEGPU_NET_GBPS", "1", 1);
     CUstream s[2];
-    for (int r = 0; r < 2; r++)
-        ck_assert_ptr_nonnull(s[r] = tn_setup_device(r));
     ncclComm_t c[2];
-    NC_OK(ncclCommInitAll(c, 2, NULL));
+    tn_two_ranks(s, c);
     static char buf[16];
     CUevent e0[2], e1[2];
     for (int r = 0; r < 2; r++) {

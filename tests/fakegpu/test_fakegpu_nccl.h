@@ -7,6 +7,7 @@
 
 #include <check.h>
 #include <cuda.h>
+#include <nccl.h>
 
 #include "fn_profiler_abi.h"
 #include "test_fakegpu_nccl_plugin.h"
@@ -26,6 +27,8 @@ double tn_elapsed(CUevent a, CUevent b);
 double tn_wait_for_latest(CUevent *e0, int n, int r);
 /* cuInit, device dev's primary context current, a non-blocking stream. */
 CUstream tn_setup_device(int dev);
+/* FAKEGPU_DEVICES=2, a stream per device, ncclCommInitAll of two ranks. */
+void tn_two_ranks(CUstream s[2], ncclComm_t c[2]);
 
 /* test_fakegpu_nccl_profiler.c */
 TCase *tn_plugin_tcase(void);

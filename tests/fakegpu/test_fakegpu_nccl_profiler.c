@@ -56,13 +56,10 @@ static const struct fgtp_rec *records_settled(size_t *n, size_t n_group)
  * plugin version in use. */
 static void check_plugin(int version)
 {
-    setenv("FAKEGPU_DEVICES", "2", 1);
     setenv("FAKEGPU_NET_GBPS", "1", 1);
     CUstream s[2];
-    for (int r = 0; r < 2; r++)
-        ck_assert_ptr_nonnull(s[r] = tn_setup_device(r));
     ncclComm_t c[2];
-    NC_OK(ncclCommInitAll(c, 2, NULL));
+    tn_two_ranks(s, c);
     static char sb[16], rb[16];
     CUevent e0[2], e1[2];
     for (int r = 0; r < 2; r++) {
@@ -191,12 +188,9 @@ START_TEST(plugin_mask_and_p2p_events)
     char mask[16];
     snprintf(mask, sizeof mask, "%d", fnProfileP2p | fnProfileGroup);
     setenv("FGTP_MASK", mask, 1);
-    setenv("FAKEGPU_DEVICES", "2", 1);
     CUstream s[2];
-    for (int r = 0; r < 2; r++)
-        ck_assert_ptr_nonnull(s[r] = tn_setup_device(r));
     ncclComm_t c[2];
-    NC_OK(ncclCommInitAll(c, 2, NULL));
+    tn_two_ranks(s, c);
     static char buf[16];
     NC_OK(ncclGroupStart());
     NC_OK(ncclSend(buf, 100, ncclInt8, 1, c[0], s[0]));
