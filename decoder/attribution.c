@@ -166,6 +166,52 @@ static int drain_set(const struct ct_proc *p, struct ct_ivset *out)
     return 0;
 }
 
+/*
+ * Launch overhead intervals [host launch, GPU start) of the rank's ops,
+ * normalised. The ops are in GPU start order, so the intervals come sorted
+ * by end, and their union is one backward sweep: an interval reaching the
+ * current merged block (end >= its start) extends it down to its own
+ * start; one that does not begins a new block, which nothing before it can
+ * reach. No sort (these were a report's largest one). Out of GPU order
+ * (not from ct_job_build), the intervals are normalised the usual way.
+ */
+static int launch_set(const struct ct_rank *r, const struct ct_proc *main, struct ct_ivset *out)
+{
+    size_t at = 0; /* where the previous op's launch was found */
+    int sorted = 1;
+    for (size_t i = 0; i < r->nops; i++) {
+        int64_t h = r->ops[i].launch;
+        if (h == INT64_MIN || h >= r->ops[i].s)
+            continue;
+        /* the main process's previous launch call (ops in GPU order launch
+         * in nearly the same host order) */
+        size_t lo = ct_gallop(main->launches, main->nlaunches, h, 0, &at);
+        if (lo > 0 && h - main->launches[lo - 1] <= CT_LAUNCH_BURST_NS)
+            h = main->launches[lo - 1];
+        if (out->n && r->ops[i].s < out->v[out->n - 1].e)
+            sorted = 0;
+        if (ct_ivset_add(out, h, r->ops[i].s))
+            return -ENOMEM;
+    }
+    if (!sorted) {
+        normalize(out);
+        return 0;
+    }
+    size_t w = out->n; /* blocks are written from the top down */
+    for (size_t i = out->n; i-- > 0;) {
+        struct ct_iv v = out->v[i];
+        if (w < out->n && v.e >= out->v[w].s) {
+            if (v.s < out->v[w].s)
+                out->v[w].s = v.s;
+        } else {
+            out->v[--w] = v;
+        }
+    }
+    memmove(out->v, out->v + w, (out->n - w) * sizeof(*out->v));
+    out->n -= w;
+    return 0;
+}
+
 /* Piece [a, b) of the idle time, not covered by by[0..k): the part that
  * by[k] covers goes to len[k], the rest on to by[k + 1], and what no set
  * covers to out. Pieces arrive in time order at every level, so each set's
@@ -279,19 +325,8 @@ int ct_attribution_rank(struct ct_job *job, struct ct_rank_result *res)
     normalize(&ckpt);
     if (!rc)
         rc = drain_set(main, &drain);
-    size_t at = 0; /* where the previous op's launch was found */
-    for (size_t i = 0; i < r->nops && !rc; i++) {
-        int64_t h = r->ops[i].launch;
-        if (h == INT64_MIN || h >= r->ops[i].s)
-            continue;
-        /* the main process's previous launch call (ops in GPU order launch
-         * in nearly the same host order) */
-        size_t lo = ct_gallop(main->launches, main->nlaunches, h, 0, &at);
-        if (lo > 0 && h - main->launches[lo - 1] <= CT_LAUNCH_BURST_NS)
-            h = main->launches[lo - 1];
-        rc = ct_ivset_add(&launch, h, r->ops[i].s);
-    }
-    normalize(&launch);
+    if (!rc)
+        rc = launch_set(r, main, &launch);
     const struct ct_ivset *by[5] = {&bub, &data, &ckpt, &drain, &launch};
     int64_t len[5];
     if (!rc)

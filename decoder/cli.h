@@ -9,6 +9,8 @@
 /* Re-executes the command once with glibc asking for transparent huge
  * pages (hugepages.c); returns when that is not wanted or possible. */
 void ct_hugepages(char **argv);
+/* Heap settings for commands that hold a rank's records (hugepages.c). */
+void ct_heap_tune(void);
 
 int ct_cmd_info(int argc, char **argv);
 int ct_cmd_dump(int argc, char **argv);

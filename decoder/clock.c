@@ -37,6 +37,8 @@ static void shift_set(struct ct_ivset *a, int64_t d)
 
 static void shift_rank(struct ct_rank *r, int64_t d)
 {
+    if (!d)
+        return;
     for (size_t i = 0; i < r->nops; i++) {
         r->ops[i].s += d;
         r->ops[i].e += d;
@@ -151,6 +153,9 @@ int ct_clock_refine(struct ct_job *job)
     int64_t *abs_res = calloc(job->nranks ? job->nranks : 1, sizeof(*abs_res));
     int rc = -ENOMEM;
     if (!res || !abs_res)
+        goto out;
+    rc = 0;
+    if (job->nranks < 2) /* no peer to align with: skew and residual stay 0 */
         goto out;
     for (int it = 0; it < 2; it++) {
         if ((rc = pass(job, res, abs_res)))

@@ -48,8 +48,10 @@ int main(int argc, char **argv)
     }
     for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
         if (!strcmp(argv[1], cmds[i].name)) {
-            if (cmds[i].big)
+            if (cmds[i].big) {
                 ct_hugepages(argv);
+                ct_heap_tune();
+            }
             return cmds[i].fn(argc - 1, argv + 1);
         }
     fprintf(stderr, "cutrace: unknown command '%s'; expected one of:", argv[1]);
