@@ -268,10 +268,12 @@ int ct_extract_finish(struct ex *x)
         return rc;
 
     /* NCCL ops by host start; ops link to them through inv */
-    size_t *perm = NULL, *inv = NULL;
+    struct ct_kv *perm = NULL; /* perm[new].val = old */
+    size_t *inv = NULL;
     size_t nn = x->nccl.n;
-    if ((rc = ct_kv_order(x->nord.p, nn, &perm)))
+    if ((rc = ct_kv_order(x->nord.p, nn)))
         goto out;
+    const struct ct_kv *nperm = x->nord.p;
     inv = malloc((nn ? nn : 1) * sizeof(*inv));
     p->nccl = malloc((nn ? nn : 1) * sizeof(*p->nccl));
     if (!inv || !p->nccl) {
@@ -280,27 +282,23 @@ int ct_extract_finish(struct ex *x)
     }
     const struct ct_nop *nsrc = x->nccl.p;
     for (size_t i = 0; i < nn; i++) {
-        p->nccl[i] = nsrc[perm[i]];
-        inv[perm[i]] = i;
+        p->nccl[i] = nsrc[nperm[i].val];
+        inv[nperm[i].val] = i;
     }
     p->nnccl = nn;
-    free(perm);
-    perm = NULL;
 
     /* ops by their record's start: a GPU record's GPU start, an NCCL
      * record's host start for an op made from it */
     size_t no = x->ops.n;
     struct ct_gop *ops = x->ops.p;
-    struct ct_kv *ok = malloc((no ? no : 1) * sizeof(*ok));
-    if (!ok) {
+    perm = malloc((no ? no : 1) * sizeof(*perm));
+    if (!perm) {
         rc = -ENOMEM;
         goto out;
     }
     for (size_t i = 0; i < no; i++)
-        ok[i].key = (uint64_t)(ops[i].name == SYNTHETIC ? ops[i].launch : ops[i].s);
-    rc = ct_kv_order(ok, no, &perm);
-    free(ok);
-    if (rc)
+        perm[i].key = (uint64_t)(ops[i].name == SYNTHETIC ? ops[i].launch : ops[i].s);
+    if ((rc = ct_kv_order(perm, no)))
         goto out;
     p->ops = malloc((no ? no : 1) * sizeof(*p->ops));
     uint32_t *renum = calloc(nnames ? nnames : 1, sizeof(*renum));
@@ -312,7 +310,7 @@ int ct_extract_finish(struct ex *x)
     }
     const int64_t off = p->clock_offset;
     for (size_t i = 0; i < no; i++) {
-        struct ct_gop g = ops[perm[i]];
+        struct ct_gop g = ops[perm[i].val];
         if (g.name == SYNTHETIC) {
             g.name = 0;
         } else {
@@ -350,18 +348,16 @@ int ct_extract_finish(struct ex *x)
 
     /* steps in record order */
     size_t ns = x->steps.n;
-    struct ct_kv *sk = malloc((ns ? ns : 1) * sizeof(*sk));
-    if (!sk) {
+    free(perm);
+    perm = malloc((ns ? ns : 1) * sizeof(*perm));
+    if (!perm) {
         rc = -ENOMEM;
         goto out;
     }
     const struct ct_range *st = x->steps.p;
     for (size_t i = 0; i < ns; i++)
-        sk[i].key = (uint64_t)st[i].s;
-    free(perm);
-    rc = ct_kv_order(sk, ns, &perm);
-    free(sk);
-    if (rc)
+        perm[i].key = (uint64_t)st[i].s;
+    if ((rc = ct_kv_order(perm, ns)))
         goto out;
     p->steps = malloc((ns ? ns : 1) * sizeof(*p->steps));
     if (!p->steps) {
@@ -369,7 +365,7 @@ int ct_extract_finish(struct ex *x)
         goto out;
     }
     for (size_t i = 0; i < ns; i++) {
-        p->steps[i] = st[perm[i]];
+        p->steps[i] = st[perm[i].val];
         p->steps[i].s += off;
         p->steps[i].e += off;
     }

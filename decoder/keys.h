@@ -48,9 +48,10 @@ int ct_kv_sort(struct ct_kv *v, size_t n);
 int ct_u64_sort(uint64_t *v, size_t n);
 int ct_i64_sort(int64_t *v, size_t n);
 
-/* The stable sorting permutation of keys[0..n).key: *perm (malloc'ed) lists
- * the indexes in key order. 0 or -ENOMEM. */
-int ct_kv_order(const struct ct_kv *keys, size_t n, size_t **perm);
+/* The stable sorting permutation of keys[0..n).key, in place: afterwards
+ * keys[i].val is the original index of the i-th smallest key (the values
+ * given are overwritten). 0 or -ENOMEM. */
+int ct_kv_order(struct ct_kv *keys, size_t n);
 
 /* Whether `key` is among the sorted kv keys of v from *pos on; advances
  * *pos (keys asked in increasing order). Inline: once per record. */
