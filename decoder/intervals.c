@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int reserve(struct ct_ivset *a, size_t n)
+int ct_ivset_reserve(struct ct_ivset *a, size_t n)
 {
     if (n <= a->cap)
         return 0;
@@ -19,23 +19,6 @@ static int reserve(struct ct_ivset *a, size_t n)
     a->v = v;
     a->cap = cap;
     return 0;
-}
-
-/* Appends a non-empty [s, e); inline, for the set operations below, which
- * append once per output interval (millions per report). */
-static inline int append(struct ct_ivset *a, int64_t s, int64_t e)
-{
-    if (a->n == a->cap && reserve(a, a->n + 1))
-        return -ENOMEM;
-    a->v[a->n].s = s;
-    a->v[a->n].e = e;
-    a->n++;
-    return 0;
-}
-
-int ct_ivset_add(struct ct_ivset *a, int64_t s, int64_t e)
-{
-    return e <= s ? 0 : append(a, s, e);
 }
 
 static int cmp_iv(const void *x, const void *y)
@@ -67,23 +50,10 @@ void ct_ivset_normalize(struct ct_ivset *a)
     a->n = w + 1;
 }
 
-/* Appends [s, e) to a normalised output, merging with its last interval. */
-static inline int put(struct ct_ivset *o, int64_t s, int64_t e)
-{
-    if (e <= s)
-        return 0;
-    if (o->n && s <= o->v[o->n - 1].e) {
-        if (e > o->v[o->n - 1].e)
-            o->v[o->n - 1].e = e;
-        return 0;
-    }
-    return append(o, s, e);
-}
-
 int ct_ivset_union(const struct ct_ivset *a, const struct ct_ivset *b, struct ct_ivset *out)
 {
     out->n = 0;
-    if (reserve(out, a->n + b->n))
+    if (ct_ivset_reserve(out, a->n + b->n))
         return -ENOMEM;
     size_t i = 0, j = 0;
     while (i < a->n || j < b->n) {
@@ -92,9 +62,31 @@ int ct_ivset_union(const struct ct_ivset *a, const struct ct_ivset *b, struct ct
             x = &a->v[i++];
         else
             x = &b->v[j++];
-        put(out, x->s, x->e); /* capacity reserved: cannot fail */
+        ct_ivset_put(out, x->s, x->e); /* capacity reserved: cannot fail */
     }
     return 0;
+}
+
+/* First index from i on whose interval ends after t, galloping: a
+ * normalised set's ends increase, and a sweep that skips a long run of one
+ * set (a small class set against all compute) costs O(log run). */
+static size_t skip_ending_by(const struct ct_ivset *a, size_t i, int64_t t)
+{
+    size_t lo = i, step = 1;
+    while (i + step < a->n && a->v[i + step].e <= t) {
+        lo = i + step;
+        step *= 2;
+    }
+    size_t hi = i + step < a->n ? i + step : a->n; /* a->v[lo].e <= t */
+    lo++;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (a->v[mid].e <= t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
 }
 
 int ct_ivset_intersect(const struct ct_ivset *a, const struct ct_ivset *b, struct ct_ivset *out)
@@ -102,9 +94,17 @@ int ct_ivset_intersect(const struct ct_ivset *a, const struct ct_ivset *b, struc
     out->n = 0;
     size_t i = 0, j = 0;
     while (i < a->n && j < b->n) {
+        if (a->v[i].e <= b->v[j].s) {
+            i = skip_ending_by(a, i, b->v[j].s);
+            continue;
+        }
+        if (b->v[j].e <= a->v[i].s) {
+            j = skip_ending_by(b, j, a->v[i].s);
+            continue;
+        }
         int64_t s = a->v[i].s > b->v[j].s ? a->v[i].s : b->v[j].s;
         int64_t e = a->v[i].e < b->v[j].e ? a->v[i].e : b->v[j].e;
-        if (s < e && put(out, s, e))
+        if (ct_ivset_put(out, s, e)) /* they overlap: s < e */
             return -ENOMEM;
         if (a->v[i].e < b->v[j].e)
             i++;
@@ -124,7 +124,7 @@ int ct_ivset_subtract(const struct ct_ivset *a, const struct ct_ivset *b, struct
             j++;
         size_t k = j;
         while (k < b->n && b->v[k].s < e) {
-            if (b->v[k].s > s && put(out, s, b->v[k].s))
+            if (b->v[k].s > s && ct_ivset_put(out, s, b->v[k].s))
                 return -ENOMEM;
             if (b->v[k].e > s)
                 s = b->v[k].e;
@@ -132,7 +132,7 @@ int ct_ivset_subtract(const struct ct_ivset *a, const struct ct_ivset *b, struct
                 break;
             k++;
         }
-        if (s < e && put(out, s, e))
+        if (s < e && ct_ivset_put(out, s, e))
             return -ENOMEM;
     }
     return 0;
@@ -158,7 +158,7 @@ int ct_ivset_clip(const struct ct_ivset *a, int64_t lo, int64_t hi, struct ct_iv
     for (size_t i = first_ending_after(a, lo); i < a->n && a->v[i].s < hi; i++) {
         int64_t s = a->v[i].s > lo ? a->v[i].s : lo;
         int64_t e = a->v[i].e < hi ? a->v[i].e : hi;
-        if (put(out, s, e))
+        if (ct_ivset_put(out, s, e))
             return -ENOMEM;
     }
     return 0;
@@ -187,7 +187,7 @@ int64_t ct_ivset_len_in(const struct ct_ivset *a, int64_t lo, int64_t hi)
 int ct_ivset_copy(const struct ct_ivset *a, struct ct_ivset *out)
 {
     out->n = 0;
-    if (reserve(out, a->n))
+    if (ct_ivset_reserve(out, a->n))
         return -ENOMEM;
     if (a->n)
         memcpy(out->v, a->v, a->n * sizeof(*a->v));

@@ -268,36 +268,27 @@ static int classify(struct ct_job *job)
     return rc;
 }
 
+/* The class sets, all GPU busy time and communication's (the unions of
+ * the class sets). With the ops in start order (as merge_rank leaves them)
+ * one pass merging each op into the last interval of its sets builds them
+ * normalised; otherwise every op is added and the sets normalised (sort,
+ * then merge). */
 static int build_sets(struct ct_rank *r)
 {
-    for (size_t i = 0; i < r->nops; i++)
-        if (ct_ivset_add(&r->cls[r->ops[i].cls], r->ops[i].s, r->ops[i].e))
-            return -ENOMEM;
-    for (int c = 0; c < CT_CL_COUNT; c++)
-        ct_ivset_normalize(&r->cls[c]);
-    /* All GPU busy time, and communication's, as the unions of the class
-     * sets: with the ops in start order (as merge_rank leaves them), one
-     * pass merging each op into the last interval builds both; otherwise
-     * every op is added and the sets normalised (sort, then merge) */
     int sorted = 1;
     for (size_t i = 1; i < r->nops && sorted; i++)
         sorted = r->ops[i].s >= r->ops[i - 1].s;
     for (size_t i = 0; i < r->nops; i++) {
         const struct ct_gop *g = &r->ops[i];
-        if (g->e <= g->s)
-            continue;
-        struct ct_ivset *sets[2] = {&r->gpu, CT_CL_IS_COMM(g->cls) ? &r->comm : NULL};
-        for (int k = 0; k < 2 && sets[k]; k++) {
-            struct ct_ivset *a = sets[k];
-            if (sorted && a->n && g->s <= a->v[a->n - 1].e) {
-                if (g->e > a->v[a->n - 1].e)
-                    a->v[a->n - 1].e = g->e;
-            } else if (ct_ivset_add(a, g->s, g->e)) {
+        struct ct_ivset *sets[3] = {&r->cls[g->cls], &r->gpu,
+                                    CT_CL_IS_COMM(g->cls) ? &r->comm : NULL};
+        for (int k = 0; k < 3 && sets[k]; k++)
+            if (sorted ? ct_ivset_put(sets[k], g->s, g->e) : ct_ivset_add(sets[k], g->s, g->e))
                 return -ENOMEM;
-            }
-        }
     }
     if (!sorted) {
+        for (int c = 0; c < CT_CL_COUNT; c++)
+            ct_ivset_normalize(&r->cls[c]);
         ct_ivset_normalize(&r->gpu);
         ct_ivset_normalize(&r->comm);
     }

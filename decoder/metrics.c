@@ -17,15 +17,15 @@
 static int breakdown(struct ct_rank_result *res)
 {
     struct ct_rank *r = res->rank;
-    struct ct_ivset tmp = {0};
+    struct ct_ivset tmp = {0}, both = {0}; /* both: comm ∩ compute */
     int rc = 0;
     res->compute = ct_ivset_len(&r->cls[CT_CL_COMPUTE]);
     res->memory = ct_ivset_len(&r->cls[CT_CL_MEMORY]);
     res->comm = ct_ivset_len(&r->comm);
     res->idle = (res->we - res->ws) - ct_ivset_len(&r->gpu);
-    if ((rc = ct_ivset_intersect(&r->comm, &r->cls[CT_CL_COMPUTE], &tmp)))
+    if ((rc = ct_ivset_intersect(&r->comm, &r->cls[CT_CL_COMPUTE], &both)))
         goto out;
-    res->overlap = ct_ivset_len(&tmp);
+    res->overlap = ct_ivset_len(&both);
     res->exposed_comm = res->comm - res->overlap;
     for (int c = CT_CL_DP; c < CT_CL_COUNT; c++) {
         res->cls_len[c] = ct_ivset_len(&r->cls[c]);
@@ -43,13 +43,12 @@ static int breakdown(struct ct_rank_result *res)
         m->idle = (b - a) - ct_ivset_len_in(&r->gpu, a, b);
     }
     /* per iteration: exposed = comm - |comm ∩ compute| inside it */
-    if ((rc = ct_ivset_intersect(&r->comm, &r->cls[CT_CL_COMPUTE], &tmp)))
-        goto out;
     for (size_t k = 0; k < res->niters; k++)
         res->im[k].exposed_comm =
-            res->im[k].comm - ct_ivset_len_in(&tmp, res->iters[k].s, res->iters[k].e);
+            res->im[k].comm - ct_ivset_len_in(&both, res->iters[k].s, res->iters[k].e);
 out:
     ct_ivset_free(&tmp);
+    ct_ivset_free(&both);
     return rc;
 }
 
