@@ -2,7 +2,11 @@
  * needed (per-kernel durations: up to millions of values). */
 #include "decoder/stats.h"
 
+#include <math.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "decoder/keys.h"
 
 static int cmp_i64(const void *a, const void *b)
 {
@@ -16,23 +20,85 @@ static int cmp_d(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* Sorting for the order statistics: insertion for the many short arrays
+ * (a collective's ends across ranks), the radix sort of keys.h for long ones
+ * (qsort's comparison calls were a tenth of a large report's time), qsort
+ * when that is out of memory. */
+enum { SHORT_SORT = 24 };
+
+static void sort_i64(int64_t *v, size_t n)
+{
+    if (n <= SHORT_SORT) {
+        for (size_t i = 1; i < n; i++) {
+            int64_t x = v[i];
+            size_t j = i;
+            for (; j > 0 && v[j - 1] > x; j--)
+                v[j] = v[j - 1];
+            v[j] = x;
+        }
+    } else if (ct_i64_sort(v, n)) {
+        qsort(v, n, sizeof(*v), cmp_i64);
+    }
+}
+
+/* Doubles sort as the integers of their bits with the sign bit flipped
+ * (negative ones: all bits flipped), -0 as +0; NaN, which has no order,
+ * leaves the whole to qsort. */
+static void sort_d(double *v, size_t n)
+{
+    int nan = 0;
+    for (size_t i = 0; i < n && !nan; i++)
+        nan = isnan(v[i]);
+    if (nan) {
+        qsort(v, n, sizeof(*v), cmp_d);
+        return;
+    }
+    if (n <= SHORT_SORT) {
+        for (size_t i = 1; i < n; i++) {
+            double x = v[i];
+            size_t j = i;
+            for (; j > 0 && v[j - 1] > x; j--)
+                v[j] = v[j - 1];
+            v[j] = x;
+        }
+        return;
+    }
+    uint64_t *u = (uint64_t *)v; /* same size, sorted in place as integers */
+    for (size_t i = 0; i < n; i++) {
+        double d = v[i] == 0 ? 0.0 : v[i];
+        uint64_t b;
+        memcpy(&b, &d, sizeof(b));
+        u[i] = b >> 63 ? ~b : b | (UINT64_C(1) << 63);
+    }
+    int rc = ct_u64_sort(u, n);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t b = u[i] >> 63 ? u[i] & ~(UINT64_C(1) << 63) : ~u[i];
+        memcpy(&v[i], &b, sizeof(b));
+    }
+    if (rc)
+        qsort(v, n, sizeof(*v), cmp_d);
+}
+
 int64_t ct_median_i64(int64_t *v, size_t n)
 {
     if (!n)
         return 0;
-    qsort(v, n, sizeof(*v), cmp_i64);
+    sort_i64(v, n);
     if (n % 2)
         return v[n / 2];
+    /* floor((a + b) / 2) without overflow: halves rounded down (shifts of
+     * negative values are arithmetic in the compilers we build with), plus
+     * the carry of two odd values. (The division it replaces rounded
+     * toward zero for some signs, away for others.) */
     int64_t a = v[n / 2 - 1], b = v[n / 2];
-    int64_t s = a / 2 + b / 2 + (a % 2 + b % 2) / 2;
-    return s;
+    return (a >> 1) + (b >> 1) + (a & b & 1);
 }
 
 double ct_percentile(double *v, size_t n, double q)
 {
     if (!n)
         return 0;
-    qsort(v, n, sizeof(*v), cmp_d);
+    sort_d(v, n);
     double pos = q / 100.0 * (double)(n - 1);
     size_t i = (size_t)pos;
     if (i + 1 >= n)

@@ -11,6 +11,7 @@
 Suite *intervals_suite(void);
 Suite *demangle_suite(void);
 Suite *extract_suite(void);
+Suite *sorting_suite(void);
 
 static const struct {
     const char *name;
@@ -19,6 +20,7 @@ static const struct {
     {"intervals", intervals_suite},
     {"demangle", demangle_suite},
     {"extract", extract_suite},
+    {"sorting", sorting_suite},
 };
 
 int main(int argc, char **argv)

@@ -1,11 +1,8 @@
 /* Suite "intervals": the interval-set algebra every report metric rests on. */
 #include <check.h>
-#include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "decoder/intervals.h"
-#include "decoder/keys.h"
 #include "decoder/search.h"
 
 /* Builds a normalised set from pairs s0,e0,s1,e1,... */
@@ -219,103 +216,6 @@ START_TEST(gallop_matches_bisection_from_any_hint)
 }
 END_TEST
 
-/* A key of one of several shapes: few distinct values (ties, for
- * stability), a counter's range, nanosecond times (3-4 radix passes), or
- * full 64-bit values. */
-static uint64_t shaped_key(int shape)
-{
-    uint64_t r = ((uint64_t)rand() << 33) ^ ((uint64_t)rand() << 11) ^ (uint64_t)rand();
-    switch (shape) {
-    case 0: return r % 4;
-    case 1: return 1000 + r % 5000;
-    case 2: return UINT64_C(1700000000000000000) + r % (UINT64_C(1) << 36);
-    default: return r;
-    }
-}
-
-/* Reference: a stable insertion sort by key. */
-static void ref_sort(struct ct_kv *v, size_t n)
-{
-    for (size_t i = 1; i < n; i++) {
-        struct ct_kv x = v[i];
-        size_t m = i;
-        while (m > 0 && v[m - 1].key > x.key) {
-            v[m] = v[m - 1];
-            m--;
-        }
-        v[m] = x;
-    }
-}
-
-/* The radix sort (keys.c) is a stable sort by key for every input shape:
- * random, nearly sorted (the insertion path), sorted, reversed (the
- * insertion budget runs out and the radix passes finish), all within and
- * across pass counts; ct_kv_order gives the stable permutation. */
-START_TEST(kv_sort_is_stable_sort_by_key)
-{
-    srand(11);
-    enum { N = 3000 };
-    static struct ct_kv v[N], want[N];
-    for (int round = 0; round < 400; round++) {
-        size_t n = (size_t)(round % 7 == 0 ? rand() % 5 : rand() % N);
-        int shape = rand() % 4, order = rand() % 4;
-        for (size_t i = 0; i < n; i++)
-            v[i] = (struct ct_kv){shaped_key(shape), i};
-        if (order >= 1) /* sorted first, then perturbed or reversed */
-            ref_sort(v, n);
-        if (order == 2)
-            for (size_t k = 0; n > 1 && k < n / 50 + 1; k++) {
-                size_t a = (size_t)rand() % (n - 1);
-                struct ct_kv t = v[a];
-                v[a] = v[a + 1];
-                v[a + 1] = t;
-            }
-        if (order == 3)
-            for (size_t i = 0; i < n / 2; i++) {
-                struct ct_kv t = v[i];
-                v[i] = v[n - 1 - i];
-                v[n - 1 - i] = t;
-            }
-        for (size_t i = 0; i < n; i++)
-            v[i].val = i; /* file order, the tie-break */
-        memcpy(want, v, n * sizeof(*v));
-        ref_sort(want, n);
-        if (round % 2) {
-            ck_assert_int_eq(ct_kv_sort(v, n), 0);
-        } else {
-            for (size_t i = 0; i < n; i++)
-                v[i].val = 12345; /* overwritten by the permutation */
-            ck_assert_int_eq(ct_kv_order(v, n), 0);
-        }
-        for (size_t i = 0; i < n; i++)
-            ck_assert_msg(v[i].key == want[i].key && v[i].val == want[i].val,
-                          "round %d shape %d order %d n %zu: at %zu (%llu, %llu), want (%llu, %llu)",
-                          round, shape, order, n, i, (unsigned long long)v[i].key,
-                          (unsigned long long)v[i].val, (unsigned long long)want[i].key,
-                          (unsigned long long)want[i].val);
-    }
-}
-END_TEST
-
-/* Signed sorting puts negative values first, across the sign boundary. */
-START_TEST(i64_sort_orders_negative_values_first)
-{
-    srand(5);
-    enum { N = 2000 };
-    static int64_t v[N], want[N];
-    for (int round = 0; round < 50; round++) {
-        size_t n = (size_t)(rand() % N);
-        for (size_t i = 0; i < n; i++)
-            v[i] = (int64_t)shaped_key(round % 4) * (rand() % 2 ? -1 : 1);
-        memcpy(want, v, n * sizeof(*v));
-        qsort(want, n, sizeof(*want), cmp_i64);
-        ck_assert_int_eq(ct_i64_sort(v, n), 0);
-        for (size_t i = 0; i < n; i++)
-            ck_assert_int_eq(v[i], want[i]);
-    }
-}
-END_TEST
-
 Suite *intervals_suite(void)
 {
     Suite *s = suite_create("intervals");
@@ -330,8 +230,6 @@ Suite *intervals_suite(void)
     tcase_add_test(tc, length_inside_window_and_clip);
     tcase_add_test(tc, random_sets_match_pointwise_definition);
     tcase_add_test(tc, gallop_matches_bisection_from_any_hint);
-    tcase_add_test(tc, kv_sort_is_stable_sort_by_key);
-    tcase_add_test(tc, i64_sort_orders_negative_values_first);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,0 +1,192 @@
+/* Suite "sorting": the radix sort of the extraction's joins (keys.h) and
+ * the order statistics built on it (stats.h), against plain references. */
+#include <check.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decoder/keys.h"
+#include "decoder/stats.h"
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* A key of one of several shapes: few distinct values (ties, for
+ * stability), a counter's range, nanosecond times (3-4 radix passes), or
+ * full 64-bit values. */
+static uint64_t shaped_key(int shape)
+{
+    uint64_t r = ((uint64_t)rand() << 33) ^ ((uint64_t)rand() << 11) ^ (uint64_t)rand();
+    switch (shape) {
+    case 0: return r % 4;
+    case 1: return 1000 + r % 5000;
+    case 2: return UINT64_C(1700000000000000000) + r % (UINT64_C(1) << 36);
+    default: return r;
+    }
+}
+
+/* Reference: a stable insertion sort by key. */
+static void ref_sort(struct ct_kv *v, size_t n)
+{
+    for (size_t i = 1; i < n; i++) {
+        struct ct_kv x = v[i];
+        size_t m = i;
+        while (m > 0 && v[m - 1].key > x.key) {
+            v[m] = v[m - 1];
+            m--;
+        }
+        v[m] = x;
+    }
+}
+
+/* The radix sort (keys.c) is a stable sort by key for every input shape:
+ * random, nearly sorted (the insertion path), sorted, reversed (the
+ * insertion budget runs out and the radix passes finish), all within and
+ * across pass counts; ct_kv_order gives the stable permutation. */
+START_TEST(kv_sort_is_stable_sort_by_key)
+{
+    srand(11);
+    enum { N = 3000 };
+    static struct ct_kv v[N], want[N];
+    for (int round = 0; round < 400; round++) {
+        size_t n = (size_t)(round % 7 == 0 ? rand() % 5 : rand() % N);
+        int shape = rand() % 4, order = rand() % 4;
+        for (size_t i = 0; i < n; i++)
+            v[i] = (struct ct_kv){shaped_key(shape), i};
+        if (order >= 1) /* sorted first, then perturbed or reversed */
+            ref_sort(v, n);
+        if (order == 2)
+            for (size_t k = 0; n > 1 && k < n / 50 + 1; k++) {
+                size_t a = (size_t)rand() % (n - 1);
+                struct ct_kv t = v[a];
+                v[a] = v[a + 1];
+                v[a + 1] = t;
+            }
+        if (order == 3)
+            for (size_t i = 0; i < n / 2; i++) {
+                struct ct_kv t = v[i];
+                v[i] = v[n - 1 - i];
+                v[n - 1 - i] = t;
+            }
+        for (size_t i = 0; i < n; i++)
+            v[i].val = i; /* file order, the tie-break */
+        memcpy(want, v, n * sizeof(*v));
+        ref_sort(want, n);
+        if (round % 2) {
+            ck_assert_int_eq(ct_kv_sort(v, n), 0);
+        } else {
+            for (size_t i = 0; i < n; i++)
+                v[i].val = 12345; /* overwritten by the permutation */
+            ck_assert_int_eq(ct_kv_order(v, n), 0);
+        }
+        for (size_t i = 0; i < n; i++)
+            ck_assert_msg(v[i].key == want[i].key && v[i].val == want[i].val,
+                          "round %d shape %d order %d n %zu: at %zu (%llu, %llu), want (%llu, %llu)",
+                          round, shape, order, n, i, (unsigned long long)v[i].key,
+                          (unsigned long long)v[i].val, (unsigned long long)want[i].key,
+                          (unsigned long long)want[i].val);
+    }
+}
+END_TEST
+
+/* Signed sorting puts negative values first, across the sign boundary. */
+START_TEST(i64_sort_orders_negative_values_first)
+{
+    srand(5);
+    enum { N = 2000 };
+    static int64_t v[N], want[N];
+    for (int round = 0; round < 50; round++) {
+        size_t n = (size_t)(rand() % N);
+        for (size_t i = 0; i < n; i++)
+            v[i] = (int64_t)shaped_key(round % 4) * (rand() % 2 ? -1 : 1);
+        memcpy(want, v, n * sizeof(*v));
+        qsort(want, n, sizeof(*want), cmp_i64);
+        ck_assert_int_eq(ct_i64_sort(v, n), 0);
+        for (size_t i = 0; i < n; i++)
+            ck_assert_int_eq(v[i], want[i]);
+    }
+}
+END_TEST
+
+/* Percentiles and medians equal those of a qsort'ed copy (numpy's linear
+ * interpolation) for short arrays (insertion path) and long ones (radix
+ * path), with negative values, duplicates and zeros of both signs, and
+ * selection gives the same value bit for bit. */
+START_TEST(percentiles_match_sorted_reference)
+{
+    srand(7);
+    enum { N = 5000 };
+    static double v[N], want[N], sel[N];
+    static int64_t iv[N], iwant[N];
+    const double qs[] = {0, 2.5, 20, 50, 90, 97.5, 100};
+    for (int round = 0; round < 300; round++) {
+        size_t n = (size_t)(round % 3 == 0 ? rand() % 30 : rand() % N);
+        int shape = rand() % 4;
+        for (size_t i = 0; i < n; i++) {
+            int64_t k = (int64_t)shaped_key(shape % 3) * (rand() % 3 == 0 ? -1 : 1);
+            v[i] = shape == 3 ? (double)k / 7.0 : (double)k;
+            if (rand() % 50 == 0)
+                v[i] = rand() % 2 ? 0.0 : -0.0;
+            iv[i] = k;
+        }
+        double q = qs[round % (sizeof(qs) / sizeof(qs[0]))];
+        memcpy(want, v, n * sizeof(*v));
+        memcpy(sel, v, n * sizeof(*v));
+        qsort(want, n, sizeof(*want), cmp_d);
+        double ref = 0;
+        if (n) {
+            double pos = q / 100.0 * (double)(n - 1);
+            size_t i = (size_t)pos;
+            ref = i + 1 >= n ? want[n - 1] : want[i] + (want[i + 1] - want[i]) * (pos - (double)i);
+        }
+        double got = ct_percentile(v, n, q);
+        ck_assert_msg(got == ref, "round %d n %zu q %g: %.17g, want %.17g", round, n, q, got, ref);
+        for (size_t i = 0; i < n; i++)
+            ck_assert_msg(v[i] == want[i], "round %d: not sorted at %zu", round, i);
+        ck_assert(ct_percentile_select(sel, n, q) == ref);
+        memcpy(iwant, iv, n * sizeof(*iv));
+        qsort(iwant, n, sizeof(*iwant), cmp_i64);
+        int64_t m = 0;
+        if (n % 2)
+            m = iwant[n / 2];
+        else if (n) /* the mean of the middle two, rounded down */
+            m = (int64_t)floorl(((long double)iwant[n / 2 - 1] + (long double)iwant[n / 2]) / 2);
+        ck_assert_int_eq(ct_median_i64(iv, n), m);
+    }
+}
+END_TEST
+
+/* NaN has no order: the percentile still comes from the other values'
+ * qsort order and nothing crashes. */
+START_TEST(percentile_with_nan_does_not_crash)
+{
+    double v[40];
+    for (int i = 0; i < 40; i++)
+        v[i] = i == 17 ? NAN : (double)(40 - i);
+    double p = ct_percentile(v, 40, 50);
+    ck_assert(isnan(p) || (p >= 1 && p <= 40));
+}
+END_TEST
+
+Suite *sorting_suite(void)
+{
+    Suite *s = suite_create("sorting");
+    TCase *tc = tcase_create("sorting");
+    tcase_set_timeout(tc, 20);
+    tcase_add_test(tc, kv_sort_is_stable_sort_by_key);
+    tcase_add_test(tc, i64_sort_orders_negative_values_first);
+    tcase_add_test(tc, percentiles_match_sorted_reference);
+    tcase_add_test(tc, percentile_with_nan_does_not_crash);
+    suite_add_tcase(s, tc);
+    return s;
+}
