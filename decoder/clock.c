@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decoder/keys.h"
 #include "decoder/stats.h"
 #include "decoder/timeline.h"
 
@@ -83,6 +84,17 @@ static int cmp_end(const void *a, const void *b)
     return (x->rank > y->rank) - (x->rank < y->rank);
 }
 
+/* cmp_end's order for ct_sort_by (then rank: built in rank order). */
+static uint64_t end_comm(const void *e)
+{
+    return ((const struct end *)e)->comm;
+}
+static uint64_t end_seq(const void *e)
+{
+    return ((const struct end *)e)->seq;
+}
+static const ct_key_fn end_order[] = {end_comm, end_seq};
+
 static int is_collective(int op)
 {
     return op != CT_NCCL_OP_SEND && op != CT_NCCL_OP_RECV;
@@ -110,7 +122,8 @@ static int pass(struct ct_job *job, int64_t *res, int64_t *abs_res)
             if (o->e && is_collective(o->op))
                 v[n++] = (struct end){o->comm, o->seq, o->e, (uint32_t)r};
         }
-    qsort(v, n, sizeof(*v), cmp_end);
+    if (ct_sort_by(v, n, sizeof(*v), end_order, 2))
+        qsort(v, n, sizeof(*v), cmp_end);
     for (size_t r = 0; r < job->nranks; r++) {
         per[r] = malloc((n ? n : 1) * sizeof(int64_t));
         if (!per[r])

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "decoder/analysis.h"
+#include "decoder/keys.h"
 #include "decoder/stats.h"
 
 struct key {
@@ -35,6 +36,30 @@ static int cmp_key(const void *a, const void *b)
         return x->seq < y->seq ? -1 : 1;
     return (x->rank > y->rank) - (x->rank < y->rank);
 }
+
+/* The order of cmp_key and cmp_ref below, for ct_sort_by (a radix sort;
+ * qsort stays the fallback when that is out of memory). */
+static uint64_t signed_key(int64_t x)
+{
+    return (uint64_t)x ^ (UINT64_C(1) << 63);
+}
+static uint64_t key_comm(const void *e)
+{
+    return ((const struct key *)e)->comm;
+}
+static uint64_t key_src(const void *e)
+{
+    return signed_key(((const struct key *)e)->src);
+}
+static uint64_t key_dst(const void *e)
+{
+    return signed_key(((const struct key *)e)->dst);
+}
+static uint64_t key_seq(const void *e)
+{
+    return ((const struct key *)e)->seq;
+}
+static const ct_key_fn key_order[] = {key_comm, key_src, key_dst, key_seq}; /* then rank: built in rank order */
 
 static int is_p2p(int op)
 {
@@ -73,7 +98,8 @@ static int build_keys(struct ct_job *job, struct match *m)
             k->rank = (uint32_t)r;
             k->op = (uint32_t)i;
         }
-    qsort(m->k, m->n, sizeof(*m->k), cmp_key);
+    if (ct_sort_by(m->k, m->n, sizeof(*m->k), key_order, 4))
+        qsort(m->k, m->n, sizeof(*m->k), cmp_key);
     return 0;
 }
 
@@ -139,6 +165,20 @@ static int cmp_ref(const void *a, const void *b)
     return x->nranks - y->nranks;
 }
 
+static uint64_t ref_op(const void *e)
+{
+    return signed_key(((const struct ref *)e)->op);
+}
+static uint64_t ref_bytes(const void *e)
+{
+    return ((const struct ref *)e)->bytes;
+}
+static uint64_t ref_nranks(const void *e)
+{
+    return signed_key(((const struct ref *)e)->nranks);
+}
+static const ct_key_fn ref_order[] = {ref_op, ref_bytes, ref_nranks};
+
 int ct_collectives_table(struct ct_report *rep)
 {
     struct ct_job *job = rep->job;
@@ -165,7 +205,8 @@ int ct_collectives_table(struct ct_report *rep)
             if (o->e)
                 v[n++] = (struct ref){o->op, is_p2p(o->op) ? 2 : o->nranks, o->bytes, o};
         }
-    qsort(v, n, sizeof(*v), cmp_ref);
+    if (ct_sort_by(v, n, sizeof(*v), ref_order, 3))
+        qsort(v, n, sizeof(*v), cmp_ref);
     for (size_t i = 0; i < n;) {
         size_t j = i, nm = 0;
         while (j < n && !cmp_ref(&v[i], &v[j])) {

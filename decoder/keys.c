@@ -147,6 +147,30 @@ int ct_kv_order(struct ct_kv *keys, size_t n)
     return ct_kv_sort(keys, n);
 }
 
+int ct_sort_by(void *v, size_t n, size_t size, const ct_key_fn *keys, int nkeys)
+{
+    if (n < 2)
+        return 0;
+    struct ct_kv *perm = malloc(n * sizeof(*perm));
+    unsigned char *tmp = malloc(n * size);
+    int rc = perm && tmp ? 0 : -ENOMEM;
+    for (size_t i = 0; i < n && !rc; i++)
+        perm[i].val = i;
+    for (int k = nkeys - 1; k >= 0 && !rc; k--) {
+        for (size_t i = 0; i < n; i++)
+            perm[i].key = keys[k]((const unsigned char *)v + perm[i].val * size);
+        rc = ct_kv_sort(perm, n);
+    }
+    if (!rc) {
+        for (size_t i = 0; i < n; i++)
+            memcpy(tmp + i * size, (const unsigned char *)v + perm[i].val * size, size);
+        memcpy(v, tmp, n * size);
+    }
+    free(perm);
+    free(tmp);
+    return rc;
+}
+
 long ct_kv_find(const struct ct_vec *v, uint64_t k)
 {
     const struct ct_kv *a = v->p;

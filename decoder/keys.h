@@ -62,6 +62,17 @@ static inline int ct_kv_seek(const struct ct_vec *v, size_t *pos, uint64_t key)
         (*pos)++;
     return *pos < v->n && a[*pos].key == key;
 }
+/* A sort key of an element: unsigned order (a signed value x gives
+ * (uint64_t)x ^ (1 << 63)). */
+typedef uint64_t (*ct_key_fn)(const void *elem);
+
+/* Stable sort of n elements of `size` bytes by keys[0], then keys[1]...
+ * (most significant first): one radix sort per key, least significant
+ * first, then the elements moved once. For arrays whose order has several
+ * fields (collectives by communicator, peers, sequence), where qsort's
+ * comparison calls cost a tenth of a report. 0 or -ENOMEM (v unchanged). */
+int ct_sort_by(void *v, size_t n, size_t size, const ct_key_fn *keys, int nkeys);
+
 /* Index of the first entry of sorted v with key k, or -1. */
 long ct_kv_find(const struct ct_vec *v, uint64_t k);
 

@@ -118,6 +118,61 @@ START_TEST(i64_sort_orders_negative_values_first)
 }
 END_TEST
 
+struct rec3 {
+    uint64_t a;
+    int32_t b;
+    uint32_t idx;
+    uint64_t c;
+};
+
+static uint64_t rec_a(const void *e)
+{
+    return ((const struct rec3 *)e)->a;
+}
+static uint64_t rec_b(const void *e)
+{
+    return (uint64_t)(int64_t)((const struct rec3 *)e)->b ^ (UINT64_C(1) << 63);
+}
+static uint64_t rec_c(const void *e)
+{
+    return ((const struct rec3 *)e)->c;
+}
+
+static int cmp_rec3(const void *x, const void *y)
+{
+    const struct rec3 *p = x, *q = y;
+    if (p->a != q->a)
+        return p->a < q->a ? -1 : 1;
+    if (p->b != q->b)
+        return p->b < q->b ? -1 : 1;
+    if (p->c != q->c)
+        return p->c < q->c ? -1 : 1;
+    return (p->idx > q->idx) - (p->idx < q->idx);
+}
+
+/* ct_sort_by orders by several keys, most significant first, stably: the
+ * order of a comparator over the same fields with input order last. */
+START_TEST(sort_by_several_keys_is_lexicographic_and_stable)
+{
+    srand(9);
+    enum { N = 4000 };
+    static struct rec3 v[N], want[N];
+    const ct_key_fn keys[] = {rec_a, rec_b, rec_c};
+    for (int round = 0; round < 100; round++) {
+        size_t n = (size_t)(rand() % N);
+        for (size_t i = 0; i < n; i++)
+            v[i] = (struct rec3){shaped_key(round % 2 ? 3 : 0), rand() % 7 - 3, (uint32_t)i,
+                                 shaped_key(rand() % 3)};
+        memcpy(want, v, n * sizeof(*v));
+        qsort(want, n, sizeof(*want), cmp_rec3);
+        ck_assert_int_eq(ct_sort_by(v, n, sizeof(*v), keys, 3), 0);
+        for (size_t i = 0; i < n; i++)
+            ck_assert_msg(!memcmp(&v[i], &want[i], sizeof(v[i])), "round %d n %zu: at %zu", round,
+                          n, i);
+    }
+}
+END_TEST
+
 /* Percentiles and medians equal those of a qsort'ed copy (numpy's linear
  * interpolation) for short arrays (insertion path) and long ones (radix
  * path), with negative values, duplicates and zeros of both signs, and
@@ -185,6 +240,7 @@ Suite *sorting_suite(void)
     tcase_set_timeout(tc, 20);
     tcase_add_test(tc, kv_sort_is_stable_sort_by_key);
     tcase_add_test(tc, i64_sort_orders_negative_values_first);
+    tcase_add_test(tc, sort_by_several_keys_is_lexicographic_and_stable);
     tcase_add_test(tc, percentiles_match_sorted_reference);
     tcase_add_test(tc, percentile_with_nan_does_not_crash);
     suite_add_tcase(s, tc);
