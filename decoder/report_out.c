@@ -32,30 +32,47 @@ static void num(FILE *f, const char *k, double v, int comma)
  * instructions a number in glibc, a tenth of a report's time): the same
  * text, since below 2^50 ns the double nearest ns / 1000 lies within a
  * quarter of the last printed digit of that exact 3-decimal value. */
+/* Decimal digits of a, most significant first, into p; their count. */
+static size_t put_u64(char *p, uint64_t a)
+{
+    char d[20];
+    size_t n = 0;
+    do
+        d[n++] = (char)('0' + a % 10);
+    while (a /= 10);
+    for (size_t i = 0; i < n; i++)
+        p[i] = d[n - 1 - i];
+    return n;
+}
+
 static void num_ns(FILE *f, const char *k, int64_t ns, int comma)
 {
-    if (ns <= -(INT64_C(1) << 50) || ns >= INT64_C(1) << 50) {
+    size_t kl = strlen(k);
+    if (ns <= -(INT64_C(1) << 50) || ns >= INT64_C(1) << 50 || kl > 64) {
         num(f, k, (double)ns / 1000.0, comma);
         return;
     }
+    /* one write of the whole member: a report writes millions of them, and
+     * stdio's per-call locking cost more than the formatting */
+    char b[96];
+    size_t n = 0;
     uint64_t a = ns < 0 ? (uint64_t)-ns : (uint64_t)ns;
-    char d[24];
-    int n = 0;
-    for (uint64_t w = a / 1000; n == 0 || w; w /= 10)
-        d[n++] = (char)('0' + w % 10);
-    fputc('"', f);
-    fputs(k, f);
-    fputs(ns < 0 ? "\":-" : "\":", f);
-    while (n)
-        fputc(d[--n], f);
+    b[n++] = '"';
+    memcpy(b + n, k, kl);
+    n += kl;
+    b[n++] = '"';
+    b[n++] = ':';
+    if (ns < 0)
+        b[n++] = '-';
+    n += put_u64(b + n, a / 1000);
     unsigned m = (unsigned)(a % 1000);
-    char frac[6] = {'.',
-                    (char)('0' + m / 100),
-                    (char)('0' + m / 10 % 10),
-                    (char)('0' + m % 10),
-                    comma ? ',' : 0,
-                    0};
-    fputs(frac, f);
+    b[n++] = '.';
+    b[n++] = (char)('0' + m / 100);
+    b[n++] = (char)('0' + m / 10 % 10);
+    b[n++] = (char)('0' + m % 10);
+    if (comma)
+        b[n++] = ',';
+    fwrite(b, 1, n, f);
 }
 
 /* The temporal breakdown of a rank's window or of one iteration. */
@@ -127,7 +144,13 @@ void ct_report_json(FILE *f, const struct ct_report *rep)
         for (size_t k = 0; k < x->niters; k++) {
             const struct ct_iter *it = &x->iters[k];
             const struct ct_iter_metrics *m = &x->im[k];
-            fprintf(f, "%s{\"index\":%" PRId64 ",", k ? "," : "", it->index);
+            char b[48] = ",{\"index\":";
+            size_t n = strlen(b);
+            if (it->index < 0)
+                b[n++] = '-';
+            n += put_u64(b + n, it->index < 0 ? -(uint64_t)it->index : (uint64_t)it->index);
+            b[n++] = ',';
+            fwrite(k ? b : b + 1, 1, k ? n : n - 1, f);
             num_ns(f, "start_us", (it->s - rep->job->t0), 1);
             num_ns(f, "end_us", (it->e - rep->job->t0), 1);
             num_ns(f, "duration_us", (it->e - it->s), 1);

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "decoder/analysis.h"
+#include "decoder/keys.h"
 #include "decoder/stats.h"
 
 #define Z_FLAG 3.5
@@ -38,6 +39,17 @@ static int cmp_lat(const void *a, const void *b)
         return x->comm < y->comm ? -1 : 1;
     return (x->seq > y->seq) - (x->seq < y->seq);
 }
+
+/* cmp_lat's order for ct_sort_by (then rank: built in rank order). */
+static uint64_t lat_comm(const void *e)
+{
+    return ((const struct lat *)e)->comm;
+}
+static uint64_t lat_seq(const void *e)
+{
+    return ((const struct lat *)e)->seq;
+}
+static const ct_key_fn lat_order[] = {lat_comm, lat_seq};
 
 static double robust_z(double x, double med, double mad, double floor)
 {
@@ -76,7 +88,8 @@ int ct_stragglers(struct ct_report *rep)
             if (o->all_s && o->op != CT_NCCL_OP_SEND && o->op != CT_NCCL_OP_RECV)
                 v[n++] = (struct lat){o->comm, o->seq, o->s, (uint32_t)r};
         }
-    qsort(v, n, sizeof(*v), cmp_lat);
+    if (ct_sort_by(v, n, sizeof(*v), lat_order, 2))
+        qsort(v, n, sizeof(*v), cmp_lat);
     for (size_t i = 0; i < n;) {
         size_t j = i;
         while (j < n && v[j].comm == v[i].comm && v[j].seq == v[i].seq)
