@@ -1,6 +1,7 @@
 /*
  * Streaming extraction of one trace file into a struct ct_proc, straight
- * from the reader's record callback: no record array, no sort of records.
+ * from the decoder's blocks of columns (struct ct_block): no record array,
+ * no record copied, no sort of records.
  * Memory is the compact timeline (40-byte GPU intervals, 8-byte launch
  * times, NCCL ops, host interval sets) plus 16 bytes of join key per API
  * and GPU record, freed before returning.
@@ -70,20 +71,24 @@ static int name_of(struct ex *x, uint64_t sid, uint32_t *out)
     return 0;
 }
 
-static int on_gpu(struct ex *x, const uint64_t *f)
+/* Field i of the row a handler is given: c is its kind's column block at
+ * the row, st that block's row count (struct ct_block). */
+#define FLD(i) c[(size_t)(i) * st]
+
+static int on_gpu(struct ex *x, const uint64_t *c, size_t st)
 {
     uint64_t idx = NONE;
-    if (f[CT_GPU_TYPE] != CT_GPU_SYNC && f[CT_GPU_END] > f[CT_GPU_START]) {
+    if (FLD(CT_GPU_TYPE) != CT_GPU_SYNC && FLD(CT_GPU_END) > FLD(CT_GPU_START)) {
         if (ct_vec_room(&x->ops, sizeof(struct ct_gop)))
             return -ENOMEM;
         struct ct_gop *g = (struct ct_gop *)x->ops.p + x->ops.n;
         memset(g, 0, sizeof(*g));
-        g->s = (int64_t)f[CT_GPU_START];
-        g->e = (int64_t)f[CT_GPU_END];
-        g->stream = (uint32_t)f[CT_GPU_STREAM];
-        g->type = (uint8_t)f[CT_GPU_TYPE];
-        g->source = (uint8_t)f[CT_GPU_SOURCE];
-        if (name_of(x, f[CT_GPU_NAME], &g->name))
+        g->s = (int64_t)FLD(CT_GPU_START);
+        g->e = (int64_t)FLD(CT_GPU_END);
+        g->stream = (uint32_t)FLD(CT_GPU_STREAM);
+        g->type = (uint8_t)FLD(CT_GPU_TYPE);
+        g->source = (uint8_t)FLD(CT_GPU_SOURCE);
+        if (name_of(x, FLD(CT_GPU_NAME), &g->name))
             return -ENOMEM;
         if (g->source == CT_SRC_CUPTI)
             x->p->cov.gpu_cupti++;
@@ -93,7 +98,7 @@ static int on_gpu(struct ex *x, const uint64_t *f)
             x->p->cov.gpu_plugin++;
         idx = x->ops.n++;
     }
-    return ct_kv_push(&x->gcorr, f[CT_GPU_CORR], idx);
+    return ct_kv_push(&x->gcorr, FLD(CT_GPU_CORR), idx);
 }
 
 static int push_launch(struct ex *x, uint64_t t)
@@ -104,31 +109,31 @@ static int push_launch(struct ex *x, uint64_t t)
     return 0;
 }
 
-static int on_nccl(struct ex *x, const uint64_t *f, uint32_t tid)
+static int on_nccl(struct ex *x, const uint64_t *c, size_t st, uint32_t tid)
 {
     if (ct_vec_room(&x->nccl, sizeof(struct ct_nop)) || ct_vec_room(&x->nsynth, sizeof(uint64_t)) ||
         ct_vec_room(&x->nfb, sizeof(struct nccl_fb)) ||
-        ct_kv_push(&x->nord, f[CT_NCCL_START], x->ord))
+        ct_kv_push(&x->nord, FLD(CT_NCCL_START), x->ord))
         return -ENOMEM;
     ((struct nccl_fb *)x->nfb.p)[x->nfb.n++] =
-        (struct nccl_fb){f[CT_NCCL_GROUP], (uint32_t)f[CT_NCCL_STREAM], tid};
+        (struct nccl_fb){FLD(CT_NCCL_GROUP), (uint32_t)FLD(CT_NCCL_STREAM), tid};
     struct ct_nop *n = (struct ct_nop *)x->nccl.p + x->nccl.n;
     memset(n, 0, sizeof(*n));
-    n->host_s = (int64_t)f[CT_NCCL_START];
-    n->host_e = (int64_t)f[CT_NCCL_END];
-    n->comm = f[CT_NCCL_COMM];
-    n->seq = f[CT_NCCL_SEQ];
-    n->bytes = f[CT_NCCL_BYTES];
-    n->corr = f[CT_NCCL_CORR];
-    n->comm_rank = (int32_t)f[CT_NCCL_RANK];
-    n->peer = (int32_t)f[CT_NCCL_PEER];
-    n->nranks = (int32_t)f[CT_NCCL_NRANKS];
-    n->op = (uint8_t)f[CT_NCCL_OP];
+    n->host_s = (int64_t)FLD(CT_NCCL_START);
+    n->host_e = (int64_t)FLD(CT_NCCL_END);
+    n->comm = FLD(CT_NCCL_COMM);
+    n->seq = FLD(CT_NCCL_SEQ);
+    n->bytes = FLD(CT_NCCL_BYTES);
+    n->corr = FLD(CT_NCCL_CORR);
+    n->comm_rank = (int32_t)FLD(CT_NCCL_RANK);
+    n->peer = (int32_t)FLD(CT_NCCL_PEER);
+    n->nranks = (int32_t)FLD(CT_NCCL_NRANKS);
+    n->op = (uint8_t)FLD(CT_NCCL_OP);
     n->cls = CT_CL_OTHER;
     uint64_t synth = NONE;
-    if (f[CT_NCCL_GPU_START] && f[CT_NCCL_GPU_END] > f[CT_NCCL_GPU_START]) {
-        n->s = (int64_t)f[CT_NCCL_GPU_START];
-        n->e = (int64_t)f[CT_NCCL_GPU_END];
+    if (FLD(CT_NCCL_GPU_START) && FLD(CT_NCCL_GPU_END) > FLD(CT_NCCL_GPU_START)) {
+        n->s = (int64_t)FLD(CT_NCCL_GPU_START);
+        n->e = (int64_t)FLD(CT_NCCL_GPU_END);
         /* the op's own interval is its GPU time only if no GPU record
          * carries its correlation id, known at the end: add it in file
          * order now and drop it then if one does */
@@ -139,7 +144,7 @@ static int on_nccl(struct ex *x, const uint64_t *f, uint32_t tid)
         g->s = n->s;
         g->e = n->e;
         g->launch = n->host_s;
-        g->stream = (uint32_t)f[CT_NCCL_STREAM];
+        g->stream = (uint32_t)FLD(CT_NCCL_STREAM);
         g->type = CT_GPU_NCCL;
         g->op = n->op;
         g->cls = CT_CL_OTHER;
@@ -149,7 +154,7 @@ static int on_nccl(struct ex *x, const uint64_t *f, uint32_t tid)
     }
     ((uint64_t *)x->nsynth.p)[x->nsynth.n++] = synth;
     x->nccl.n++;
-    return push_launch(x, f[CT_NCCL_START]);
+    return push_launch(x, FLD(CT_NCCL_START));
 }
 
 /* Whether kernel string id sid names an NCCL kernel (cached per id). */
@@ -178,12 +183,12 @@ static int is_nccl_kernel(struct ex *x, uint64_t sid, int *yes)
 
 /* What the NCCL fallbacks need from API records: ncclGroupEnd spans (their
  * correlation id is the group's id) and launches of NCCL kernels. */
-static int note_nccl_calls(struct ex *x, const uint64_t *f, uint32_t tid)
+static int note_nccl_calls(struct ex *x, const uint64_t *c, size_t st, uint32_t tid)
 {
-    uint64_t fam = f[CT_API_FAMILY];
-    struct span sp = {(int64_t)f[CT_API_START], (int64_t)f[CT_API_END], tid};
+    uint64_t fam = FLD(CT_API_FAMILY);
+    struct span sp = {(int64_t)FLD(CT_API_START), (int64_t)FLD(CT_API_END), tid};
     if (fam == CT_FAM_OTHER) {
-        uint64_t sid = f[CT_API_NAME];
+        uint64_t sid = FLD(CT_API_NAME);
         if (!x->gend_sid) {
             const char *name = ct_reader_string(x->rd, sid);
             if (!name || strcmp(name, "ncclGroupEnd") != 0)
@@ -193,38 +198,38 @@ static int note_nccl_calls(struct ex *x, const uint64_t *f, uint32_t tid)
         if (sid != x->gend_sid || ct_vec_room(&x->gendv, sizeof(struct span)))
             return sid != x->gend_sid ? 0 : -ENOMEM;
         ((struct span *)x->gendv.p)[x->gendv.n] = sp;
-        return ct_kv_push(&x->gend, f[CT_API_CORR], x->gendv.n++);
+        return ct_kv_push(&x->gend, FLD(CT_API_CORR), x->gendv.n++);
     }
     if (fam != CT_FAM_LAUNCH)
         return 0;
     int yes;
-    if (is_nccl_kernel(x, f[CT_API_KERNEL], &yes))
+    if (is_nccl_kernel(x, FLD(CT_API_KERNEL), &yes))
         return -ENOMEM;
     if (!yes)
         return 0;
     if (ct_vec_room(&x->nkl, sizeof(struct nccl_launch)))
         return -ENOMEM;
-    ((struct nccl_launch *)x->nkl.p)[x->nkl.n++] = (struct nccl_launch){sp, f[CT_API_CORR]};
+    ((struct nccl_launch *)x->nkl.p)[x->nkl.n++] = (struct nccl_launch){sp, FLD(CT_API_CORR)};
     return 0;
 }
 
-static int on_api(struct ex *x, const uint64_t *f, uint32_t tid)
+static int on_api(struct ex *x, const uint64_t *c, size_t st, uint32_t tid)
 {
-    uint64_t fam = f[CT_API_FAMILY];
+    uint64_t fam = FLD(CT_API_FAMILY);
     struct ct_proc *p = x->p;
-    int rc = ct_kv_push(&x->calls, f[CT_API_CORR], f[CT_API_START]);
+    int rc = ct_kv_push(&x->calls, FLD(CT_API_CORR), FLD(CT_API_START));
     if (!rc && (fam == CT_FAM_OTHER || fam == CT_FAM_LAUNCH))
-        rc = note_nccl_calls(x, f, tid);
+        rc = note_nccl_calls(x, c, st, tid);
     if (!rc && (fam == CT_FAM_LAUNCH || fam == CT_FAM_MEMCPY || fam == CT_FAM_MEMSET)) {
-        rc = push_launch(x, f[CT_API_START]);
-        if (!rc && !(f[CT_API_FLAGS] & CT_APIF_CAPTURED))
-            rc = ct_kv_push(&x->timed, f[CT_API_CORR], 0);
+        rc = push_launch(x, FLD(CT_API_START));
+        if (!rc && !(FLD(CT_API_FLAGS) & CT_APIF_CAPTURED))
+            rc = ct_kv_push(&x->timed, FLD(CT_API_CORR), 0);
     }
-    int64_t s = (int64_t)f[CT_API_START], e = (int64_t)f[CT_API_END];
-    if (!rc && (fam == CT_FAM_SYNC || (fam == CT_FAM_MEMCPY && !(f[CT_API_FLAGS] & CT_APIF_ASYNC))))
+    int64_t s = (int64_t)FLD(CT_API_START), e = (int64_t)FLD(CT_API_END);
+    if (!rc && (fam == CT_FAM_SYNC || (fam == CT_FAM_MEMCPY && !(FLD(CT_API_FLAGS) & CT_APIF_ASYNC))))
         rc = ct_ivset_add(&p->sync, s, e);
-    if (!rc && fam == CT_FAM_MEMCPY && f[CT_API_COPY_KIND] == CT_COPY_DTOH &&
-        f[CT_API_BYTES] >= CKPT_BYTES)
+    if (!rc && fam == CT_FAM_MEMCPY && FLD(CT_API_COPY_KIND) == CT_COPY_DTOH &&
+        FLD(CT_API_BYTES) >= CKPT_BYTES)
         rc = ct_ivset_add(&p->ckpt, s, e);
     return rc;
 }
@@ -267,40 +272,65 @@ static int on_meta(struct ex *x, const uint64_t *f)
     return 0;
 }
 
-static int on_record(void *ctx, const struct ct_record *r)
+/* The kinds that are a small part of a trace, as whole records. */
+static int on_other(struct ex *x, const struct ct_record *r)
 {
-    struct ex *x = ctx;
     const uint64_t *f = r->f;
-    int rc = 0;
     switch (r->kind) {
-    case CT_REC_GPU: rc = on_gpu(x, f); break;
-    case CT_REC_API: rc = on_api(x, f, r->tid); break;
-    case CT_REC_NCCL: rc = on_nccl(x, f, r->tid); break;
     case CT_REC_IO: {
         const char *op = ct_reader_string(x->rd, f[CT_IO_OP]);
         if (ct_is_data_wait(op, f[CT_IO_FD_TYPE]))
-            rc = ct_ivset_add(&x->p->data_wait, (int64_t)f[CT_IO_START], (int64_t)f[CT_IO_END]);
-        else if (ct_is_ckpt_io(op, f[CT_IO_FD_TYPE]))
-            rc = ct_ivset_add(&x->p->ckpt, (int64_t)f[CT_IO_START], (int64_t)f[CT_IO_END]);
-        break;
+            return ct_ivset_add(&x->p->data_wait, (int64_t)f[CT_IO_START], (int64_t)f[CT_IO_END]);
+        if (ct_is_ckpt_io(op, f[CT_IO_FD_TYPE]))
+            return ct_ivset_add(&x->p->ckpt, (int64_t)f[CT_IO_START], (int64_t)f[CT_IO_END]);
+        return 0;
     }
     case CT_REC_NVTX_RANGE:
-    case CT_REC_NVTX_MARK: rc = on_step(x, r); break;
+    case CT_REC_NVTX_MARK: return on_step(x, r);
     case CT_REC_CLOCK:
-        if ((rc = ct_vec_room(&x->clock, sizeof(int64_t))) == 0)
-            ((int64_t *)x->clock.p)[x->clock.n++] = (int64_t)(f[CT_CLOCK_REAL] - f[CT_CLOCK_MONO]);
-        break;
-    case CT_REC_META:
-        rc = on_meta(x, f);
-        if (!rc)
-            rc = ct_hcollect_record(&x->health, x->rd, r);
-        break;
-    case CT_REC_COUNTER: rc = ct_hcollect_record(&x->health, x->rd, r); break;
-    case CT_REC_DROP: x->p->cov.dropped += f[CT_DROP_COUNT]; break;
-    default: break;
+        if (ct_vec_room(&x->clock, sizeof(int64_t)))
+            return -ENOMEM;
+        ((int64_t *)x->clock.p)[x->clock.n++] = (int64_t)(f[CT_CLOCK_REAL] - f[CT_CLOCK_MONO]);
+        return 0;
+    case CT_REC_META: {
+        int rc = on_meta(x, f);
+        return rc ? rc : ct_hcollect_record(&x->health, x->rd, r);
     }
-    x->ord++;
-    return rc;
+    case CT_REC_COUNTER: return ct_hcollect_record(&x->health, x->rd, r);
+    case CT_REC_DROP: x->p->cov.dropped += f[CT_DROP_COUNT]; return 0;
+    default: return 0;
+    }
+}
+
+/* A block of decoded rows in file order: calls, GPU records and NCCL ops
+ * read straight from the decoder's columns; the rest as records. */
+static int on_block(void *ctx, const struct ct_block *b)
+{
+    struct ex *x = ctx;
+    size_t pos[CT_REC_KIND_COUNT] = {0};
+    for (size_t t = 0; t < b->n; t++) {
+        unsigned k = b->kinds[t];
+        size_t st = b->cnt[k];
+        const uint64_t *c = b->col[k] + pos[k]++;
+        int rc;
+        if (k == CT_REC_GPU) {
+            rc = on_gpu(x, c, st);
+        } else if (k == CT_REC_API) {
+            rc = on_api(x, c, st, b->tid);
+        } else if (k == CT_REC_NCCL) {
+            rc = on_nccl(x, c, st, b->tid);
+        } else {
+            struct ct_record r = {.kind = (uint16_t)k, .tid = b->tid};
+            r.nfields = ct_kind_table[k].nfields;
+            for (unsigned i = 0; i < r.nfields; i++)
+                r.f[i] = c[i * st];
+            rc = on_other(x, &r);
+        }
+        x->ord++;
+        if (rc)
+            return rc;
+    }
+    return 0;
 }
 
 #define F(x) (UINT32_C(1) << (x))
@@ -347,7 +377,7 @@ int ct_proc_extract_file(const char *path, const char *step_name, struct ct_proc
         ct_proc_free(p);
         return rc;
     }
-    struct ct_chunk_sink sink = {&x, NULL, on_record, extract_fields()};
+    struct ct_chunk_sink sink = {&x, NULL, NULL, extract_fields(), on_block};
     while ((rc = ct_reader_next(&rd, &sink)) > 0)
         ;
     if (rc < 0) {

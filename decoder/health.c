@@ -141,7 +141,7 @@ int ct_hproc_load(const char *path, struct ct_hproc *h, char *err, size_t errlen
         snprintf(err, errlen, "%s", rd.err);
         return rc;
     }
-    struct ct_chunk_sink sink = {&l, NULL, on_record, NULL};
+    struct ct_chunk_sink sink = {&l, NULL, on_record, NULL, NULL};
     while ((rc = ct_reader_next(&rd, &sink)) > 0)
         ;
     if (rc < 0) {

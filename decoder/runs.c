@@ -305,7 +305,7 @@ int ct_facts_scan(const char *path, struct ct_trace_facts *f, char *err, size_t 
         return rc;
     }
     struct scan s = {.rd = &rd, .f = f};
-    struct ct_chunk_sink sink = {&s, NULL, scan_record, NULL};
+    struct ct_chunk_sink sink = {&s, NULL, scan_record, NULL, NULL};
     while ((rc = ct_reader_next(&rd, &sink)) > 0)
         ;
     if (rc < 0)

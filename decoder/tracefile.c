@@ -123,7 +123,7 @@ int ct_trace_load(struct ct_trace *t, const char *path, int keep_records, char *
         return rc;
     }
     struct load_ctx lc = {t, keep_records};
-    struct ct_chunk_sink sink = {&lc, NULL, on_record, NULL};
+    struct ct_chunk_sink sink = {&lc, NULL, on_record, NULL, NULL};
     while ((rc = ct_reader_next(&t->rd, &sink)) > 0)
         ;
     if (rc < 0) {

@@ -253,8 +253,10 @@ static void decode_kind(struct col_state *st, unsigned k, uint64_t *v, size_t m)
         uint64_t *c = v + (size_t)i * m;
         /* not read: not decoded, nor checked (the reader's first pass
          * validates strings), nor copied into the records (decode_rows) */
-        if (!is_time(d->codec[i]) && !((want >> i) & 1))
+        if (!is_time(d->codec[i]) && !((want >> i) & 1)) {
+            memset(c, 0, m * sizeof(*c)); /* reads as 0 in a block too */
             continue;
+        }
         gather(c, st->col[k][i], st->width[k][i], st->count[k], j0, m);
         switch (d->codec[i]) {
         case CT_CODEC_TIME:
@@ -315,6 +317,28 @@ static void decode_kind(struct col_state *st, unsigned k, uint64_t *v, size_t m)
     st->prev[k] = prev;
 }
 
+/* The decoded block to the sink's on_block: rows up to the first with a
+ * string id >= 2^32 (then -EBADMSG, as for single records). */
+static int hand_block(const struct col_state *st, const struct ct_chunk_sink *sink, uint32_t tid,
+                      const uint8_t *kb, size_t m, const uint64_t *v, const size_t *off,
+                      const size_t *cnt)
+{
+    struct ct_block b = {.tid = tid, .n = m, .kinds = kb};
+    int bad = 0;
+    for (unsigned k = 1; k < CT_REC_KIND_COUNT; k++) {
+        b.col[k] = v + off[k];
+        b.cnt[k] = cnt[k];
+        bad |= st->bad[k] < st->index[k] + cnt[k];
+    }
+    if (bad) {
+        size_t pos[CT_REC_KIND_COUNT] = {0};
+        for (b.n = 0; b.n < m && st->index[kb[b.n]] + pos[kb[b.n]] != st->bad[kb[b.n]]; b.n++)
+            pos[kb[b.n]]++;
+    }
+    int rc = b.n ? sink->on_block(sink->ctx, &b) : 0;
+    return rc ? rc : b.n < m ? -EBADMSG : 0;
+}
+
 /* Hands out nrec records in file order: 0, a sink's code, or -EBADMSG at the
  * first record holding a string id >= 2^32 (the records before it are
  * delivered, as a record-at-a-time decoder would). */
@@ -355,6 +379,12 @@ static int decode_rows(struct col_state *st, const uint8_t *kinds, uint64_t nrec
                 continue;
             decode_kind(st, k, v + o, cnt[k]);
             o += cnt[k] * ct_kind_table[k].nfields;
+        }
+        if (sink->on_block) {
+            rc = hand_block(st, sink, tid, kb, m, v, off, cnt);
+            for (unsigned k = 1; k < CT_REC_KIND_COUNT; k++)
+                st->index[k] += cnt[k];
+            continue;
         }
         for (size_t t = 0; t < m; t++) {
             unsigned k = kb[t];
@@ -452,7 +482,7 @@ int ct_chunk_decode(const uint8_t *p, size_t n, const struct ct_chunk_sink *sink
     }
     if (q != end)
         FAIL("end of chunk after the last column");
-    if (!sink || !sink->on_record) {
+    if (!sink || (!sink->on_record && !sink->on_block)) {
         /* Validation only: the one value check left is string ids below
          * 2^32, i.e. no set byte in planes 4 and up of a string column. */
         for (unsigned k = 1; k < CT_REC_KIND_COUNT; k++)

@@ -56,15 +56,32 @@ struct ct_record {
     uint64_t f[CT_MAX_FIELDS];
 };
 
+/*
+ * A block of decoded rows (up to a few hundred), as the decoder holds them:
+ * column by column. Row t, in file order, is of kind kinds[t]; the x-th
+ * row of kind k in the block has field i at col[k][i * cnt[k] + x]. For
+ * sinks that read a few fields of millions of records (the report's
+ * extraction), without a record copied and a call made per row.
+ */
+struct ct_block {
+    uint32_t tid;
+    size_t n;
+    const uint8_t *kinds;
+    const uint64_t *col[CT_REC_KIND_COUNT];
+    size_t cnt[CT_REC_KIND_COUNT];
+};
+
 struct ct_chunk_sink {
     void *ctx;
     /* return 0 to continue, negative to stop with that code */
     int (*on_string)(void *ctx, uint32_t id, const char *s, uint32_t len);
     int (*on_record)(void *ctx, const struct ct_record *r);
-    /* Per kind, the fields on_record reads (bit i: field i); the others
+    /* Per kind, the fields the sink reads (bit i: field i); the others
      * are not decoded and come as 0 (times always are: they chain). NULL:
      * every field. */
     const uint32_t *fields;
+    /* When set, records come in blocks here instead of on_record. */
+    int (*on_block)(void *ctx, const struct ct_block *b);
 };
 
 struct ct_chunk_info {

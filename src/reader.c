@@ -299,6 +299,13 @@ static int pass_record(void *ctx, const struct ct_record *rec)
     return 0;
 }
 
+static int pass_block(void *ctx, const struct ct_block *b)
+{
+    struct pass_ctx *pc = ctx;
+    pc->r->records += b->n;
+    return pc->user->on_block(pc->user->ctx, b);
+}
+
 /* Decodes one zstd frame at the current position. 1 delivered, 0 truncated
  * (EOF inside the frame), 2 damaged (recorded, resynced), <0 fatal. */
 static int read_zstd_frame(struct ct_reader *r, const struct ct_chunk_sink *sink)
@@ -357,7 +364,8 @@ static int read_zstd_frame(struct ct_reader *r, const struct ct_chunk_sink *sink
         return 2;
     }
     struct pass_ctx pc = {r, sink};
-    struct ct_chunk_sink wrap = {&pc, pass_string, pass_record, sink ? sink->fields : NULL};
+    struct ct_chunk_sink wrap = {&pc, pass_string, pass_record, sink ? sink->fields : NULL,
+                                 sink && sink->on_block ? pass_block : NULL};
     rc = ct_chunk_decode(r->out.p, got, &wrap, NULL, &epos, &ewhat);
     r->buf_pos += fsize;
     if (rc == -EBADMSG) { /* a string id beyond our limit */

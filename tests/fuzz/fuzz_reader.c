@@ -26,7 +26,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct ct_reader r;
     if (ct_reader_open_mem(&r, data, size) != 0)
         return 0;
-    struct ct_chunk_sink sink = {&r, NULL, on_record, NULL};
+    struct ct_chunk_sink sink = {&r, NULL, on_record, NULL, NULL};
     int guard = 0;
     while (ct_reader_next(&r, &sink) > 0 && guard++ < 100000)
         ;

@@ -66,7 +66,7 @@ static void read_all(struct th_trace *t)
 {
     if (t->open_rc)
         return;
-    struct ct_chunk_sink sink = {t, NULL, on_rec, NULL};
+    struct ct_chunk_sink sink = {t, NULL, on_rec, NULL, NULL};
     while (ct_reader_next(&t->rd, &sink) > 0)
         ;
 }
