@@ -300,37 +300,56 @@ int ct_extract_finish(struct ex *x)
         perm[i].key = (uint64_t)(ops[i].name == SYNTHETIC ? ops[i].launch : ops[i].s);
     if ((rc = ct_kv_order(perm, no)))
         goto out;
-    p->ops = malloc((no ? no : 1) * sizeof(*p->ops));
+    /* in place, cycle by cycle (no second array of the largest kind:
+     * fewer fresh pages to fault in); a placed slot gets perm[j].val = j */
+    for (size_t i = 0; i < no; i++) {
+        if (perm[i].val == i)
+            continue;
+        struct ct_gop first = ops[i];
+        size_t j = i;
+        for (;;) {
+            size_t k = perm[j].val;
+            perm[j].val = j;
+            if (k == i) {
+                ops[j] = first;
+                break;
+            }
+            ops[j] = ops[k];
+            j = k;
+        }
+    }
+    p->ops = ops; /* x->ops's array, now p's */
+    x->ops.p = NULL;
+    x->ops.n = x->ops.cap = 0;
     uint32_t *renum = calloc(nnames ? nnames : 1, sizeof(*renum));
     p->names = calloc(nnames ? nnames : 1, sizeof(*p->names));
-    if (!p->ops || !renum || !p->names) {
+    if (!renum || !p->names) {
         free(renum);
         rc = -ENOMEM;
         goto out;
     }
     const int64_t off = p->clock_offset;
     for (size_t i = 0; i < no; i++) {
-        struct ct_gop g = ops[perm[i].val];
-        if (g.name == SYNTHETIC) {
-            g.name = 0;
+        struct ct_gop *g = &ops[i];
+        if (g->name == SYNTHETIC) {
+            g->name = 0;
         } else {
-            if (!renum[g.name]) {
-                p->names[p->nnames] = strdup(ct_reader_string(x->rd, sid[g.name]));
+            if (!renum[g->name]) {
+                p->names[p->nnames] = strdup(ct_reader_string(x->rd, sid[g->name]));
                 if (!p->names[p->nnames]) {
                     rc = -ENOMEM;
                     break;
                 }
-                renum[g.name] = (uint32_t)++p->nnames;
+                renum[g->name] = (uint32_t)++p->nnames;
             }
-            g.name = renum[g.name] - 1;
+            g->name = renum[g->name] - 1;
         }
-        if (g.nccl >= 0)
-            g.nccl = (int32_t)inv[g.nccl];
-        g.s += off;
-        g.e += off;
-        if (g.launch != INT64_MIN)
-            g.launch += off;
-        p->ops[i] = g;
+        if (g->nccl >= 0)
+            g->nccl = (int32_t)inv[g->nccl];
+        g->s += off;
+        g->e += off;
+        if (g->launch != INT64_MIN)
+            g->launch += off;
     }
     free(renum);
     if (rc)
