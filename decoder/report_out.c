@@ -45,17 +45,11 @@ static size_t put_u64(char *p, uint64_t a)
     return n;
 }
 
-static void num_ns(FILE *f, const char *k, int64_t ns, int comma)
+/* "k":ns/1000 with three decimals (and a comma if asked) into b, whose
+ * length it returns; ns within +-2^50 and k a literal key. */
+static size_t fmt_ns(char *b, const char *k, int64_t ns, int comma)
 {
-    size_t kl = strlen(k);
-    if (ns <= -(INT64_C(1) << 50) || ns >= INT64_C(1) << 50 || kl > 64) {
-        num(f, k, (double)ns / 1000.0, comma);
-        return;
-    }
-    /* one write of the whole member: a report writes millions of them, and
-     * stdio's per-call locking cost more than the formatting */
-    char b[96];
-    size_t n = 0;
+    size_t n = 0, kl = strlen(k);
     uint64_t a = ns < 0 ? (uint64_t)-ns : (uint64_t)ns;
     b[n++] = '"';
     memcpy(b + n, k, kl);
@@ -72,6 +66,56 @@ static void num_ns(FILE *f, const char *k, int64_t ns, int comma)
     b[n++] = (char)('0' + m % 10);
     if (comma)
         b[n++] = ',';
+    return n;
+}
+
+static int ns_fits(int64_t ns)
+{
+    return ns > -(INT64_C(1) << 50) && ns < INT64_C(1) << 50;
+}
+
+/* One write of the whole member: a report writes millions of them, and
+ * stdio's per-call locking cost more than the formatting. */
+static void num_ns(FILE *f, const char *k, int64_t ns, int comma)
+{
+    char b[96];
+    if (!ns_fits(ns) || strlen(k) > 64)
+        num(f, k, (double)ns / 1000.0, comma);
+    else
+        fwrite(b, 1, fmt_ns(b, k, ns, comma), f);
+}
+
+/* One element of a rank's iterations[], written at once (most of a long
+ * job's JSON is these). */
+static void iteration_json(FILE *f, const struct ct_iter *it, const struct ct_iter_metrics *m,
+                           int64_t t0, int first)
+{
+    static const char *const key[] = {"start_us", "end_us",  "duration_us",     "compute_us",
+                                      "comm_us",  "memory_us", "idle_us", "exposed_comm_us",
+                                      "bubble_us"};
+    const int64_t v[] = {it->s - t0, it->e - t0, it->e - it->s, m->compute,   m->comm,
+                         m->memory,  m->idle,    m->exposed_comm, m->bubble};
+    enum { NV = sizeof(v) / sizeof(v[0]) };
+    char b[48 + NV * 48];
+    size_t n = 0;
+    if (!first)
+        b[n++] = ',';
+    memcpy(b + n, "{\"index\":", 9);
+    n += 9;
+    if (it->index < 0)
+        b[n++] = '-';
+    n += put_u64(b + n, it->index < 0 ? -(uint64_t)it->index : (uint64_t)it->index);
+    b[n++] = ',';
+    for (int i = 0; i < NV; i++) {
+        if (!ns_fits(v[i])) { /* out of the fast path's range: member by member */
+            fwrite(b, 1, n, f);
+            n = 0;
+            num(f, key[i], (double)v[i] / 1000.0, i + 1 < NV);
+            continue;
+        }
+        n += fmt_ns(b + n, key[i], v[i], i + 1 < NV);
+    }
+    b[n++] = '}';
     fwrite(b, 1, n, f);
 }
 
@@ -141,23 +185,8 @@ void ct_report_json(FILE *f, const struct ct_report *rep)
         num_ns(f, "unexplained_us", x->at.unexplained, 0);
         fprintf(f, "},\"iteration_source\":\"%s\",\"iterations\":[",
                 ct_iter_source_name(x->iter_src));
-        for (size_t k = 0; k < x->niters; k++) {
-            const struct ct_iter *it = &x->iters[k];
-            const struct ct_iter_metrics *m = &x->im[k];
-            char b[48] = ",{\"index\":";
-            size_t n = strlen(b);
-            if (it->index < 0)
-                b[n++] = '-';
-            n += put_u64(b + n, it->index < 0 ? -(uint64_t)it->index : (uint64_t)it->index);
-            b[n++] = ',';
-            fwrite(k ? b : b + 1, 1, k ? n : n - 1, f);
-            num_ns(f, "start_us", (it->s - rep->job->t0), 1);
-            num_ns(f, "end_us", (it->e - rep->job->t0), 1);
-            num_ns(f, "duration_us", (it->e - it->s), 1);
-            breakdown(f, m->compute, m->comm, m->memory, m->idle, m->exposed_comm);
-            num_ns(f, "bubble_us", m->bubble, 0);
-            fputc('}', f);
-        }
+        for (size_t k = 0; k < x->niters; k++)
+            iteration_json(f, &x->iters[k], &x->im[k], rep->job->t0, k == 0);
         fprintf(f, "],");
         pct_or_null(f, "bubble_pct", x->bubble_pct, 1);
         pct_or_null(f, "expected_bubble_pct", x->expected_bubble_pct, 1);
