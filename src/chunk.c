@@ -224,23 +224,34 @@ static int is_time(unsigned codec)
            codec == CT_CODEC_OEND;
 }
 
-/* Values of rows [j0, j0 + m) of one column: its byte planes or-ed together. */
-static void gather(uint64_t *dst, const uint8_t *col, unsigned w, uint64_t stride, uint64_t j0,
-                   size_t m)
+/* Values of rows [j0, j0 + m) of one column: its byte planes or-ed together.
+ * One loop per width, each row's planes combined in registers and stored
+ * once (the plane-by-plane loop read and wrote every value w times). */
+#define PLANE(i) ((uint64_t)b[(size_t)(i) * stride + t] << (8 * (i)))
+#define GATHER(expr)                                                                               \
+    for (size_t t = 0; t < m; t++)                                                                 \
+        dst[t] = (expr);                                                                           \
+    break
+static void gather(uint64_t *restrict dst, const uint8_t *restrict col, unsigned w, uint64_t stride,
+                   uint64_t j0, size_t m)
 {
-    if (w == 0) {
-        memset(dst, 0, m * sizeof(*dst));
-        return;
-    }
-    const uint8_t *b = col + j0;
-    for (size_t t = 0; t < m; t++)
-        dst[t] = b[t];
-    for (unsigned plane = 1; plane < w; plane++) {
-        b = col + plane * stride + j0;
-        for (size_t t = 0; t < m; t++)
-            dst[t] |= (uint64_t)b[t] << (8 * plane);
+    const uint8_t *restrict b = col + j0;
+    switch (w) {
+    case 0: memset(dst, 0, m * sizeof(*dst)); break;
+    case 1: GATHER(PLANE(0));
+    case 2: GATHER(PLANE(0) | PLANE(1));
+    case 3: GATHER(PLANE(0) | PLANE(1) | PLANE(2));
+    case 4: GATHER(PLANE(0) | PLANE(1) | PLANE(2) | PLANE(3));
+    case 5: GATHER(PLANE(0) | PLANE(1) | PLANE(2) | PLANE(3) | PLANE(4));
+    case 6: GATHER(PLANE(0) | PLANE(1) | PLANE(2) | PLANE(3) | PLANE(4) | PLANE(5));
+    case 7: GATHER(PLANE(0) | PLANE(1) | PLANE(2) | PLANE(3) | PLANE(4) | PLANE(5) | PLANE(6));
+    default:
+        GATHER(PLANE(0) | PLANE(1) | PLANE(2) | PLANE(3) | PLANE(4) | PLANE(5) | PLANE(6) |
+               PLANE(7));
     }
 }
+#undef GATHER
+#undef PLANE
 
 /* Decodes rows [j0, j0 + m) of kind k into v (field i at v[i * m + t]). */
 static void decode_kind(struct col_state *st, unsigned k, uint64_t *v, size_t m)
@@ -275,7 +286,8 @@ static void decode_kind(struct col_state *st, unsigned k, uint64_t *v, size_t m)
                 c[t] = (uint64_t)ct_unzigzag(c[t]);
             break;
         case CT_CODEC_STR:
-            for (size_t t = 0; t < m; t++)
+            /* four planes or fewer: every id is below 2^32 */
+            for (size_t t = 0; st->width[k][i] > 4 && t < m; t++)
                 if (c[t] > UINT32_MAX) {
                     if (j0 + t < st->bad[k])
                         st->bad[k] = j0 + t;
