@@ -32,24 +32,36 @@ static void num(FILE *f, const char *k, double v, int comma)
  * instructions a number in glibc, a tenth of a report's time): the same
  * text, since below 2^50 ns the double nearest ns / 1000 lies within a
  * quarter of the last printed digit of that exact 3-decimal value. */
-/* Decimal digits of a, most significant first, into p; their count. */
+/* Decimal digits of a, most significant first, into p; their count. Two
+ * digits a division (a long job's JSON is millions of numbers). */
 static size_t put_u64(char *p, uint64_t a)
 {
+    static const char pair[] = "00010203040506070809101112131415161718192021222324252627282930313233"
+                               "34353637383940414243444546474849505152535455565758596061626364656667"
+                               "6869707172737475767778798081828384858687888990919293949596979899";
     char d[20];
-    size_t n = 0;
-    do
-        d[n++] = (char)('0' + a % 10);
-    while (a /= 10);
-    for (size_t i = 0; i < n; i++)
-        p[i] = d[n - 1 - i];
-    return n;
+    size_t i = sizeof(d);
+    while (a >= 100) {
+        unsigned r = (unsigned)(a % 100);
+        a /= 100;
+        d[--i] = pair[2 * r + 1];
+        d[--i] = pair[2 * r];
+    }
+    if (a >= 10) {
+        d[--i] = pair[2 * a + 1];
+        d[--i] = pair[2 * a];
+    } else {
+        d[--i] = (char)('0' + a);
+    }
+    memcpy(p, d + i, sizeof(d) - i);
+    return sizeof(d) - i;
 }
 
 /* "k":ns/1000 with three decimals (and a comma if asked) into b, whose
  * length it returns; ns within +-2^50 and k a literal key. */
-static size_t fmt_ns(char *b, const char *k, int64_t ns, int comma)
+static size_t fmt_ns(char *b, const char *k, size_t kl, int64_t ns, int comma)
 {
-    size_t n = 0, kl = strlen(k);
+    size_t n = 0;
     uint64_t a = ns < 0 ? (uint64_t)-ns : (uint64_t)ns;
     b[n++] = '"';
     memcpy(b + n, k, kl);
@@ -82,7 +94,7 @@ static void num_ns(FILE *f, const char *k, int64_t ns, int comma)
     if (!ns_fits(ns) || strlen(k) > 64)
         num(f, k, (double)ns / 1000.0, comma);
     else
-        fwrite(b, 1, fmt_ns(b, k, ns, comma), f);
+        fwrite(b, 1, fmt_ns(b, k, strlen(k), ns, comma), f);
 }
 
 /* One element of a rank's iterations[], written at once (most of a long
@@ -90,9 +102,13 @@ static void num_ns(FILE *f, const char *k, int64_t ns, int comma)
 static void iteration_json(FILE *f, const struct ct_iter *it, const struct ct_iter_metrics *m,
                            int64_t t0, int first)
 {
-    static const char *const key[] = {"start_us", "end_us",  "duration_us",     "compute_us",
-                                      "comm_us",  "memory_us", "idle_us", "exposed_comm_us",
-                                      "bubble_us"};
+#define K(s) {s, sizeof(s) - 1}
+    static const struct {
+        const char *s;
+        size_t n;
+    } key[] = {K("start_us"), K("end_us"),  K("duration_us"),     K("compute_us"), K("comm_us"),
+               K("memory_us"), K("idle_us"), K("exposed_comm_us"), K("bubble_us")};
+#undef K
     const int64_t v[] = {it->s - t0, it->e - t0, it->e - it->s, m->compute,   m->comm,
                          m->memory,  m->idle,    m->exposed_comm, m->bubble};
     enum { NV = sizeof(v) / sizeof(v[0]) };
@@ -110,10 +126,10 @@ static void iteration_json(FILE *f, const struct ct_iter *it, const struct ct_it
         if (!ns_fits(v[i])) { /* out of the fast path's range: member by member */
             fwrite(b, 1, n, f);
             n = 0;
-            num(f, key[i], (double)v[i] / 1000.0, i + 1 < NV);
+            num(f, key[i].s, (double)v[i] / 1000.0, i + 1 < NV);
             continue;
         }
-        n += fmt_ns(b + n, key[i], v[i], i + 1 < NV);
+        n += fmt_ns(b + n, key[i].s, key[i].n, v[i], i + 1 < NV);
     }
     b[n++] = '}';
     fwrite(b, 1, n, f);
