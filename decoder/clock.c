@@ -100,30 +100,40 @@ static int is_collective(int op)
     return op != CT_NCCL_OP_SEND && op != CT_NCCL_OP_RECV;
 }
 
-/* One pass: residuals of every rank against the per-op median end. res[r]
- * gets the median residual, abs_res[r] the median |residual|. */
-static int pass(struct ct_job *job, int64_t *res, int64_t *abs_res)
+/* The ends of every rank's timed collectives, in (communicator, sequence,
+ * rank) order: *v (malloc'ed), *n. 0 or -ENOMEM. */
+static int collect_ends(const struct ct_job *job, struct end **v, size_t *n)
 {
-    size_t n = 0;
+    *n = 0;
     for (size_t r = 0; r < job->nranks; r++)
         for (size_t i = 0; i < job->ranks[r].nnccl; i++)
-            n += job->ranks[r].nccl[i].e && is_collective(job->ranks[r].nccl[i].op);
-    struct end *v = malloc((n ? n : 1) * sizeof(*v));
-    int64_t **per = calloc(job->nranks, sizeof(*per));
-    size_t *cnt = calloc(job->nranks, sizeof(*cnt));
-    int64_t *ends = malloc((job->nranks ? job->nranks : 1) * sizeof(*ends));
-    int rc = -ENOMEM;
-    if (!v || !per || !cnt || !ends)
-        goto out;
-    n = 0;
+            *n += job->ranks[r].nccl[i].e && is_collective(job->ranks[r].nccl[i].op);
+    if (!(*v = malloc((*n ? *n : 1) * sizeof(**v))))
+        return -ENOMEM;
+    *n = 0;
     for (size_t r = 0; r < job->nranks; r++)
         for (size_t i = 0; i < job->ranks[r].nnccl; i++) {
             const struct ct_nop *o = &job->ranks[r].nccl[i];
             if (o->e && is_collective(o->op))
-                v[n++] = (struct end){o->comm, o->seq, o->e, (uint32_t)r};
+                (*v)[(*n)++] = (struct end){o->comm, o->seq, o->e, (uint32_t)r};
         }
-    if (ct_sort_by(v, n, sizeof(*v), end_order, 2))
-        qsort(v, n, sizeof(*v), cmp_end);
+    if (ct_sort_by(*v, *n, sizeof(**v), end_order, 2))
+        qsort(*v, *n, sizeof(**v), cmp_end);
+    return 0;
+}
+
+/* One pass over the sorted ends: residuals of every rank against the
+ * per-op median end. res[r] gets the median residual, abs_res[r] the
+ * median |residual|. */
+static int pass(const struct ct_job *job, const struct end *v, size_t n, int64_t *res,
+                int64_t *abs_res)
+{
+    int64_t **per = calloc(job->nranks, sizeof(*per));
+    size_t *cnt = calloc(job->nranks, sizeof(*cnt));
+    int64_t *ends = malloc((n ? n : 1) * sizeof(*ends)); /* a group: up to n ends (duplicates) */
+    int rc = -ENOMEM;
+    if (!per || !cnt || !ends)
+        goto out;
     for (size_t r = 0; r < job->nranks; r++) {
         per[r] = malloc((n ? n : 1) * sizeof(int64_t));
         if (!per[r])
@@ -156,7 +166,6 @@ out:
     free(per);
     free(cnt);
     free(ends);
-    free(v);
     return rc;
 }
 
@@ -164,25 +173,33 @@ int ct_clock_refine(struct ct_job *job)
 {
     int64_t *res = calloc(job->nranks ? job->nranks : 1, sizeof(*res));
     int64_t *abs_res = calloc(job->nranks ? job->nranks : 1, sizeof(*abs_res));
+    struct end *v = NULL;
+    size_t n = 0;
     int rc = -ENOMEM;
     if (!res || !abs_res)
         goto out;
     rc = 0;
     if (job->nranks < 2) /* no peer to align with: skew and residual stay 0 */
         goto out;
+    /* sorted once: shifting a rank moves its ends, not their order */
+    if ((rc = collect_ends(job, &v, &n)))
+        goto out;
     for (int it = 0; it < 2; it++) {
-        if ((rc = pass(job, res, abs_res)))
+        if ((rc = pass(job, v, n, res, abs_res)))
             goto out;
         for (size_t r = 0; r < job->nranks; r++) {
             shift_rank(&job->ranks[r], -res[r]);
             job->ranks[r].skew_ns -= res[r];
         }
+        for (size_t k = 0; k < n; k++)
+            v[k].e -= res[v[k].rank];
     }
-    rc = pass(job, res, abs_res);
+    rc = pass(job, v, n, res, abs_res);
     for (size_t r = 0; !rc && r < job->nranks; r++)
         job->ranks[r].residual_ns = abs_res[r];
 out:
     free(res);
     free(abs_res);
+    free(v);
     return rc;
 }

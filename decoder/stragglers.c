@@ -73,7 +73,7 @@ int ct_stragglers(struct ct_report *rep)
     struct lat *v = malloc((n ? n : 1) * sizeof(*v));
     int64_t **late = calloc(nr ? nr : 1, sizeof(*late));
     size_t *nl = calloc(nr ? nr : 1, sizeof(*nl));
-    int64_t *tmp = malloc((nr ? nr : 1) * sizeof(*tmp));
+    int64_t *tmp = malloc((n ? n : 1) * sizeof(*tmp)); /* a group: up to n starts (duplicates) */
     double *x = malloc((nr ? nr : 1) * sizeof(*x));
     int rc = -ENOMEM;
     if (!v || !late || !nl || !tmp || !x)

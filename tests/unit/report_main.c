@@ -12,6 +12,7 @@ Suite *intervals_suite(void);
 Suite *demangle_suite(void);
 Suite *extract_suite(void);
 Suite *sorting_suite(void);
+Suite *job_suite(void);
 
 static const struct {
     const char *name;
@@ -21,6 +22,7 @@ static const struct {
     {"demangle", demangle_suite},
     {"extract", extract_suite},
     {"sorting", sorting_suite},
+    {"job", job_suite},
 };
 
 int main(int argc, char **argv)
