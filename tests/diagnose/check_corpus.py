@@ -22,6 +22,7 @@ step (29.5 us).
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -199,7 +200,9 @@ def main():
     for e in errors:
         print("shape: " + e)
     if precision < 0.95 or recall < 0.95 or errors:
+        print(f"traces kept in {root}")
         sys.exit(1)
+    shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ usage: check_diff.py  (environment: CT_CUTRACE, CT_SYNTH_JOB; TRIALS=20)
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -144,7 +145,9 @@ def main():
         print(f"{len(failures)} check(s) failed:")
         for f in failures:
             print("  " + f)
+        print(f"traces kept in {root}")
         sys.exit(1)
+    shutil.rmtree(root, ignore_errors=True)
     print("diff: ok")
 
 

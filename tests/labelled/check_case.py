@@ -26,12 +26,14 @@ microseconds. So:
 """
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 
 failures = []
+scratch = []  # job directories: removed when every check passed, kept to look at otherwise
 
 
 def check(what, ok, detail=""):
@@ -46,6 +48,7 @@ def near(what, got, want, rel, abs_=0.0):
 
 def run(case, ranks, extra_env=None):
     d = tempfile.mkdtemp(prefix=f"labelled-{case}-")
+    scratch.append(d)
     env = dict(os.environ)
     env.update({
         "LD_LIBRARY_PATH": os.environ["CT_FAKEGPU_DIR"],
@@ -289,6 +292,7 @@ CASES = {
 def run_traces(case, ranks, extra_env):
     """Like run(), keeping the traces for diagnose and dump."""
     d = tempfile.mkdtemp(prefix=f"labelled-{case}-")
+    scratch.append(d)
     env = dict(os.environ)
     env.update({
         "LD_LIBRARY_PATH": os.environ["CT_FAKEGPU_DIR"],
@@ -451,10 +455,12 @@ def main():
         rep, out = run("dp" if name == "clock" else name, ranks, env)
         fn(rep, out)
     if failures:
-        print(f"{name}: {len(failures)} check(s) failed:")
+        print(f"{name}: {len(failures)} check(s) failed (traces kept in {', '.join(scratch)}):")
         for f in failures:
             print("  " + f)
         sys.exit(1)
+    for d in scratch:
+        shutil.rmtree(d, ignore_errors=True)
     print(f"{name}: ok")
 
 

@@ -2,10 +2,32 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+/* The directories th_tmpdir made in this process, removed when it exits
+ * (each check test runs in a process of its own) unless CT_KEEP_TMP is set:
+ * a full test run made hundreds of them. */
+static char made[16][256];
+static int nmade;
+
+static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)st;
+    (void)type;
+    (void)ftw;
+    remove(path); /* best effort: go on */
+    return 0;
+}
+
+static void remove_made(void)
+{
+    for (int i = 0; i < nmade; i++)
+        nftw(made[i], remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
 
 const char *th_tmpdir(void)
 {
@@ -14,6 +36,11 @@ const char *th_tmpdir(void)
     snprintf(dir, sizeof(dir), "%s/cutrace-test-XXXXXX", base && *base ? base : "/tmp");
     if (!mkdtemp(dir))
         abort();
+    if (nmade < (int)(sizeof(made) / sizeof(made[0])) && !getenv("CT_KEEP_TMP")) {
+        if (nmade == 0)
+            atexit(remove_made);
+        snprintf(made[nmade++], sizeof(made[0]), "%s", dir);
+    }
     return dir;
 }
 
