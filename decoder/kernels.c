@@ -116,6 +116,16 @@ int ct_kernels_table(struct ct_report *rep)
             total += e[j].total;
             j++;
         }
+        struct ct_kernel_row *row = &rep->kern[rep->nkern++];
+        row->name = e[i].name;
+        e[i].name = NULL;
+        row->count = total_n;
+        row->total = total;
+        if (j - i == 1) { /* one rank ran it: its own durations, no copy */
+            row->p50 = ct_median_select(e[i].dur, e[i].n);
+            i = j;
+            continue;
+        }
         double *all = malloc(total_n * sizeof(double));
         if (!all) {
             rc = -ENOMEM;
@@ -126,11 +136,6 @@ int ct_kernels_table(struct ct_report *rep)
             memcpy(all + k, e[x].dur, e[x].n * sizeof(double));
             k += e[x].n;
         }
-        struct ct_kernel_row *row = &rep->kern[rep->nkern++];
-        row->name = e[i].name;
-        e[i].name = NULL;
-        row->count = total_n;
-        row->total = total;
         row->p50 = ct_median_select(all, total_n);
         free(all);
         /* slowness: per-rank medians against their median */
