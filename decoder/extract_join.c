@@ -242,8 +242,11 @@ static int join(struct ex *x, const uint8_t *name_op)
     free(ncorr.p);
     size_t w = 0;
     for (size_t i = 0; i < x->ops.n; i++)
-        if (ops[i].name != SYNTHETIC - 1)
-            ops[w++] = ops[i];
+        if (ops[i].name != SYNTHETIC - 1) {
+            if (w != i) /* most traces drop none: no copy of the array onto itself */
+                ops[w] = ops[i];
+            w++;
+        }
     x->ops.n = w;
     return 0;
 }
