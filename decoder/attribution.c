@@ -134,8 +134,9 @@ static int bubble_set(struct ct_rank_result *res, const struct ct_ivset *idle, s
         (rc = ct_ivset_union(&noncomp, idle, &t2)) || (rc = ct_ivset_intersect(&t2, &wait, &t1)) ||
         (rc = ct_ivset_intersect(&edge, idle, &t2)) || (rc = ct_ivset_union(&t1, &t2, out)))
         goto out;
+    size_t at = 0;
     for (size_t k = 0; k < res->niters; k++)
-        res->im[k].bubble = ct_ivset_len_in(out, res->iters[k].s, res->iters[k].e);
+        res->im[k].bubble = ct_ivset_len_in_at(out, res->iters[k].s, res->iters[k].e, &at);
 out:
     ct_ivset_free(&wait);
     ct_ivset_free(&edge);
@@ -283,10 +284,11 @@ static void ckpt_excess(struct ct_rank_result *res, const struct ct_ivset *ckpt)
     if (n < 2)
         return;
     char *has = calloc(n, 1);
+    size_t at = 0;
     if (!has)
         return;
     for (size_t k = 0; k < n; k++)
-        has[k] = ct_ivset_len_in(ckpt, res->iters[k].s, res->iters[k].e) > 0;
+        has[k] = ct_ivset_len_in_at(ckpt, res->iters[k].s, res->iters[k].e, &at) > 0;
     int64_t total = 0;
     for (size_t k = 0; k < n; k++) {
         if (!has[k])

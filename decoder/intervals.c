@@ -184,6 +184,24 @@ int64_t ct_ivset_len_in(const struct ct_ivset *a, int64_t lo, int64_t hi)
     return n;
 }
 
+int64_t ct_ivset_len_in_at(const struct ct_ivset *a, int64_t lo, int64_t hi, size_t *at)
+{
+    size_t i = *at;
+    if (i > a->n || (i > 0 && a->v[i - 1].e > lo))
+        i = first_ending_after(a, lo); /* a window before the last one: search */
+    else if (i < a->n && a->v[i].e <= lo)
+        i = skip_ending_by(a, i, lo);
+    *at = i;
+    int64_t n = 0;
+    for (; i < a->n && a->v[i].s < hi; i++) {
+        int64_t s = a->v[i].s > lo ? a->v[i].s : lo;
+        int64_t e = a->v[i].e < hi ? a->v[i].e : hi;
+        if (e > s)
+            n += e - s;
+    }
+    return n;
+}
+
 int ct_ivset_copy(const struct ct_ivset *a, struct ct_ivset *out)
 {
     out->n = 0;

@@ -34,18 +34,17 @@ static int breakdown(struct ct_rank_result *res)
         res->cls_overlap[c] = ct_ivset_len(&tmp);
         res->cls_exposed[c] = res->cls_len[c] - res->cls_overlap[c];
     }
+    size_t at[5] = {0}; /* iterations come in time order: one sweep per set */
     for (size_t k = 0; k < res->niters; k++) {
         int64_t a = res->iters[k].s, b = res->iters[k].e;
         struct ct_iter_metrics *m = &res->im[k];
-        m->compute = ct_ivset_len_in(&r->cls[CT_CL_COMPUTE], a, b);
-        m->memory = ct_ivset_len_in(&r->cls[CT_CL_MEMORY], a, b);
-        m->comm = ct_ivset_len_in(&r->comm, a, b);
-        m->idle = (b - a) - ct_ivset_len_in(&r->gpu, a, b);
+        m->compute = ct_ivset_len_in_at(&r->cls[CT_CL_COMPUTE], a, b, &at[0]);
+        m->memory = ct_ivset_len_in_at(&r->cls[CT_CL_MEMORY], a, b, &at[1]);
+        m->comm = ct_ivset_len_in_at(&r->comm, a, b, &at[2]);
+        m->idle = (b - a) - ct_ivset_len_in_at(&r->gpu, a, b, &at[3]);
+        /* exposed = comm - |comm ∩ compute| inside it */
+        m->exposed_comm = m->comm - ct_ivset_len_in_at(&both, a, b, &at[4]);
     }
-    /* per iteration: exposed = comm - |comm ∩ compute| inside it */
-    for (size_t k = 0; k < res->niters; k++)
-        res->im[k].exposed_comm =
-            res->im[k].comm - ct_ivset_len_in(&both, res->iters[k].s, res->iters[k].e);
 out:
     ct_ivset_free(&tmp);
     ct_ivset_free(&both);

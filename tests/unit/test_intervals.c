@@ -216,6 +216,35 @@ START_TEST(gallop_matches_bisection_from_any_hint)
 }
 END_TEST
 
+/* Length inside a window with a kept position equals the searched one,
+ * for windows in increasing order (overlapping, nested, empty) and for
+ * windows that go back. */
+START_TEST(length_in_window_from_hint_matches_search)
+{
+    srand(17);
+    for (int round = 0; round < 2000; round++) {
+        struct ct_ivset a = {0};
+        int n = rand() % 30;
+        for (int i = 0; i < n; i++) {
+            int64_t s = rand() % 1000;
+            ck_assert_int_eq(ct_ivset_add(&a, s, s + 1 + rand() % 60), 0);
+        }
+        ct_ivset_normalize(&a);
+        size_t at = 0;
+        int64_t lo = -50;
+        for (int w = 0; w < 40; w++) {
+            if (round % 4 == 3)
+                lo = rand() % 1100 - 50; /* any order */
+            else
+                lo += rand() % 60;
+            int64_t hi = lo + rand() % 120;
+            ck_assert_int_eq(ct_ivset_len_in_at(&a, lo, hi, &at), ct_ivset_len_in(&a, lo, hi));
+        }
+        ct_ivset_free(&a);
+    }
+}
+END_TEST
+
 Suite *intervals_suite(void)
 {
     Suite *s = suite_create("intervals");
@@ -230,6 +259,7 @@ Suite *intervals_suite(void)
     tcase_add_test(tc, length_inside_window_and_clip);
     tcase_add_test(tc, random_sets_match_pointwise_definition);
     tcase_add_test(tc, gallop_matches_bisection_from_any_hint);
+    tcase_add_test(tc, length_in_window_from_hint_matches_search);
     suite_add_tcase(s, tc);
     return s;
 }
