@@ -223,7 +223,7 @@ static int on_api(struct ex *x, const uint64_t *c, size_t st, uint32_t tid)
     if (!rc && (fam == CT_FAM_LAUNCH || fam == CT_FAM_MEMCPY || fam == CT_FAM_MEMSET)) {
         rc = push_launch(x, FLD(CT_API_START));
         if (!rc && !(FLD(CT_API_FLAGS) & CT_APIF_CAPTURED))
-            rc = ct_kv_push(&x->timed, FLD(CT_API_CORR), 0);
+            rc = ct_u64_push(&x->timed, FLD(CT_API_CORR));
     }
     int64_t s = (int64_t)FLD(CT_API_START), e = (int64_t)FLD(CT_API_END);
     if (!rc && (fam == CT_FAM_SYNC || (fam == CT_FAM_MEMCPY && !(FLD(CT_API_FLAGS) & CT_APIF_ASYNC))))

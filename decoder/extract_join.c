@@ -160,7 +160,7 @@ static int join(struct ex *x, const uint8_t *name_op)
         }
     if (ct_kv_sort(ncorr.p, ncorr.n) || ct_kv_sort(x->gcorr.p, x->gcorr.n) ||
         ct_kv_sort(x->gend.p, x->gend.n) || ct_kv_sort(x->calls.p, x->calls.n) ||
-        ct_kv_sort(x->timed.p, x->timed.n)) {
+        ct_u64_sort(x->timed.p, x->timed.n)) {
         free(ncorr.p);
         return -ENOMEM;
     }
@@ -194,9 +194,9 @@ static int join(struct ex *x, const uint8_t *name_op)
     }
     /* launches and copies without any GPU record (of any type) */
     size_t ig = 0;
-    const struct ct_kv *tm = x->timed.p;
+    const uint64_t *tm = x->timed.p;
     for (size_t i = 0; i < x->timed.n; i++)
-        if (!ct_kv_seek(&x->gcorr, &ig, tm[i].key))
+        if (!ct_kv_seek(&x->gcorr, &ig, tm[i]))
             p->cov.untimed++;
     /* NCCL ops without a GPU record of their own: their group's, or the
      * kernel launched inside their call (kept in nccl_fb) */

@@ -41,6 +41,15 @@ static inline int ct_kv_push(struct ct_vec *v, uint64_t key, uint64_t val)
     return 0;
 }
 
+/* Appends x to a vector of uint64_t. 0 or -ENOMEM. */
+static inline int ct_u64_push(struct ct_vec *v, uint64_t x)
+{
+    if (ct_vec_room(v, sizeof(uint64_t)))
+        return -ENOMEM;
+    ((uint64_t *)v->p)[v->n++] = x;
+    return 0;
+}
+
 /* Stable ascending sorts by key (radix, only as many 8-bit passes as the
  * keys' range needs; an already sorted array costs one read). 0 or
  * -ENOMEM. */
