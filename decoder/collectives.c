@@ -59,7 +59,8 @@ static uint64_t key_seq(const void *e)
 {
     return ((const struct key *)e)->seq;
 }
-static const ct_key_fn key_order[] = {key_comm, key_src, key_dst, key_seq}; /* then rank: built in rank order */
+/* then rank: the keys are built in rank order */
+static const ct_key_fn key_order[] = {key_comm, key_src, key_dst, key_seq};
 
 static int is_p2p(int op)
 {

@@ -73,7 +73,7 @@ static int name_of(struct ex *x, uint64_t sid, uint32_t *out)
 
 /* Field i of the row a handler is given: c is its kind's column block at
  * the row, st that block's row count (struct ct_block). */
-#define FLD(i) c[(size_t)(i) * st]
+#define FLD(i) c[(size_t)(i)*st]
 
 static int on_gpu(struct ex *x, const uint64_t *c, size_t st)
 {
@@ -226,7 +226,8 @@ static int on_api(struct ex *x, const uint64_t *c, size_t st, uint32_t tid)
             rc = ct_u64_push(&x->timed, FLD(CT_API_CORR));
     }
     int64_t s = (int64_t)FLD(CT_API_START), e = (int64_t)FLD(CT_API_END);
-    if (!rc && (fam == CT_FAM_SYNC || (fam == CT_FAM_MEMCPY && !(FLD(CT_API_FLAGS) & CT_APIF_ASYNC))))
+    if (!rc &&
+        (fam == CT_FAM_SYNC || (fam == CT_FAM_MEMCPY && !(FLD(CT_API_FLAGS) & CT_APIF_ASYNC))))
         rc = ct_ivset_add(&p->sync, s, e);
     if (!rc && fam == CT_FAM_MEMCPY && FLD(CT_API_COPY_KIND) == CT_COPY_DTOH &&
         FLD(CT_API_BYTES) >= CKPT_BYTES)

@@ -36,9 +36,10 @@ static void num(FILE *f, const char *k, double v, int comma)
  * digits a division (a long job's JSON is millions of numbers). */
 static size_t put_u64(char *p, uint64_t a)
 {
-    static const char pair[] = "00010203040506070809101112131415161718192021222324252627282930313233"
-                               "34353637383940414243444546474849505152535455565758596061626364656667"
-                               "6869707172737475767778798081828384858687888990919293949596979899";
+    static const char pair[] =
+        "00010203040506070809101112131415161718192021222324252627282930313233"
+        "34353637383940414243444546474849505152535455565758596061626364656667"
+        "6869707172737475767778798081828384858687888990919293949596979899";
     char d[20];
     size_t i = sizeof(d);
     while (a >= 100) {
@@ -102,14 +103,17 @@ static void num_ns(FILE *f, const char *k, int64_t ns, int comma)
 static void iteration_json(FILE *f, const struct ct_iter *it, const struct ct_iter_metrics *m,
                            int64_t t0, int first)
 {
-#define K(s) {s, sizeof(s) - 1}
+#define K(s)                                                                                       \
+    {                                                                                              \
+        s, sizeof(s) - 1                                                                           \
+    }
     static const struct {
         const char *s;
         size_t n;
-    } key[] = {K("start_us"), K("end_us"),  K("duration_us"),     K("compute_us"), K("comm_us"),
+    } key[] = {K("start_us"),  K("end_us"),  K("duration_us"),     K("compute_us"), K("comm_us"),
                K("memory_us"), K("idle_us"), K("exposed_comm_us"), K("bubble_us")};
 #undef K
-    const int64_t v[] = {it->s - t0, it->e - t0, it->e - it->s, m->compute,   m->comm,
+    const int64_t v[] = {it->s - t0, it->e - t0, it->e - it->s,   m->compute, m->comm,
                          m->memory,  m->idle,    m->exposed_comm, m->bubble};
     enum { NV = sizeof(v) / sizeof(v[0]) };
     char b[48 + NV * 48];

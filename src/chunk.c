@@ -147,10 +147,12 @@ int ct_chunk_finish(struct ct_chunk_enc *e, struct ct_buf *out)
     put_varint(out, e->seq);
     put_varint(out, e->base_time);
     put_varint(out, e->nstrings);
-    memcpy(out->p + out->len, e->strings.p, e->strings.len);
+    if (e->strings.len) /* a chunk without new strings may have no buffer: no memcpy from NULL */
+        memcpy(out->p + out->len, e->strings.p, e->strings.len);
     out->len += e->strings.len;
     put_varint(out, e->nrecords);
-    memcpy(out->p + out->len, e->kinds.p, e->kinds.len);
+    if (e->kinds.len)
+        memcpy(out->p + out->len, e->kinds.p, e->kinds.len);
     out->len += e->kinds.len;
     for (unsigned k = 1; k < CT_REC_KIND_COUNT; k++) {
         if (!e->count[k])
@@ -227,7 +229,7 @@ static int is_time(unsigned codec)
 /* Values of rows [j0, j0 + m) of one column: its byte planes or-ed together.
  * One loop per width, each row's planes combined in registers and stored
  * once (the plane-by-plane loop read and wrote every value w times). */
-#define PLANE(i) ((uint64_t)b[(size_t)(i) * stride + t] << (8 * (i)))
+#define PLANE(i) ((uint64_t)b[(size_t)(i)*stride + t] << (8 * (i)))
 #define GATHER(expr)                                                                               \
     for (size_t t = 0; t < m; t++)                                                                 \
         dst[t] = (expr);                                                                           \

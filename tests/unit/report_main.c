@@ -18,11 +18,8 @@ static const struct {
     const char *name;
     Suite *(*make)(void);
 } suites[] = {
-    {"intervals", intervals_suite},
-    {"demangle", demangle_suite},
-    {"extract", extract_suite},
-    {"sorting", sorting_suite},
-    {"job", job_suite},
+    {"intervals", intervals_suite}, {"demangle", demangle_suite}, {"extract", extract_suite},
+    {"sorting", sorting_suite},     {"job", job_suite},
 };
 
 int main(int argc, char **argv)

@@ -40,13 +40,21 @@ static void make_proc(struct ct_proc *p, int rank, int n, int64_t shift, int dup
         o->comm_rank = rank;
         o->op = CT_NCCL_OP_ALLREDUCE;
         if (k < n)
-            p->ops[p->nops++] = (struct ct_gop){.s = t0, .e = t0 + 45000, .launch = t0 - 100,
-                                               .stream = 1, .nccl = -1, .cls = CT_CL_COMPUTE,
-                                               .type = CT_GPU_KERNEL};
-        p->ops[p->nops++] = (struct ct_gop){.s = o->s, .e = o->e, .launch = o->host_s,
-                                           .stream = 2, .nccl = (int32_t)p->nnccl,
-                                           .cls = CT_CL_OTHER, .type = CT_GPU_KERNEL,
-                                           .op = CT_NCCL_OP_ALLREDUCE};
+            p->ops[p->nops++] = (struct ct_gop){.s = t0,
+                                                .e = t0 + 45000,
+                                                .launch = t0 - 100,
+                                                .stream = 1,
+                                                .nccl = -1,
+                                                .cls = CT_CL_COMPUTE,
+                                                .type = CT_GPU_KERNEL};
+        p->ops[p->nops++] = (struct ct_gop){.s = o->s,
+                                            .e = o->e,
+                                            .launch = o->host_s,
+                                            .stream = 2,
+                                            .nccl = (int32_t)p->nnccl,
+                                            .cls = CT_CL_OTHER,
+                                            .type = CT_GPU_KERNEL,
+                                            .op = CT_NCCL_OP_ALLREDUCE};
         p->nnccl++;
     }
     /* ops in start order, as extraction leaves them */

@@ -90,11 +90,11 @@ START_TEST(kv_sort_is_stable_sort_by_key)
             ck_assert_int_eq(ct_kv_order(v, n), 0);
         }
         for (size_t i = 0; i < n; i++)
-            ck_assert_msg(v[i].key == want[i].key && v[i].val == want[i].val,
-                          "round %d shape %d order %d n %zu: at %zu (%llu, %llu), want (%llu, %llu)",
-                          round, shape, order, n, i, (unsigned long long)v[i].key,
-                          (unsigned long long)v[i].val, (unsigned long long)want[i].key,
-                          (unsigned long long)want[i].val);
+            ck_assert_msg(
+                v[i].key == want[i].key && v[i].val == want[i].val,
+                "round %d shape %d order %d n %zu: at %zu (%llu, %llu), want (%llu, %llu)", round,
+                shape, order, n, i, (unsigned long long)v[i].key, (unsigned long long)v[i].val,
+                (unsigned long long)want[i].key, (unsigned long long)want[i].val);
     }
 }
 END_TEST
