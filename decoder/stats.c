@@ -26,19 +26,22 @@ static int cmp_d(const void *a, const void *b)
  * when that is out of memory. */
 enum { SHORT_SORT = 24 };
 
+/* Insertion sort of v[0..n), elements of type T compared with >. */
+#define INSERTION_SORT(T, v, n)                                                                    \
+    for (size_t i_ = 1; i_ < (n); i_++) {                                                          \
+        T x_ = (v)[i_];                                                                            \
+        size_t j_ = i_;                                                                            \
+        for (; j_ > 0 && (v)[j_ - 1] > x_; j_--)                                                   \
+            (v)[j_] = (v)[j_ - 1];                                                                 \
+        (v)[j_] = x_;                                                                              \
+    }
+
 static void sort_i64(int64_t *v, size_t n)
 {
-    if (n <= SHORT_SORT) {
-        for (size_t i = 1; i < n; i++) {
-            int64_t x = v[i];
-            size_t j = i;
-            for (; j > 0 && v[j - 1] > x; j--)
-                v[j] = v[j - 1];
-            v[j] = x;
-        }
-    } else if (ct_i64_sort(v, n)) {
+    if (n <= SHORT_SORT)
+        INSERTION_SORT(int64_t, v, n)
+    else if (ct_i64_sort(v, n))
         qsort(v, n, sizeof(*v), cmp_i64);
-    }
 }
 
 /* Doubles sort as the integers of their bits with the sign bit flipped
@@ -54,13 +57,7 @@ static void sort_d(double *v, size_t n)
         return;
     }
     if (n <= SHORT_SORT) {
-        for (size_t i = 1; i < n; i++) {
-            double x = v[i];
-            size_t j = i;
-            for (; j > 0 && v[j - 1] > x; j--)
-                v[j] = v[j - 1];
-            v[j] = x;
-        }
+        INSERTION_SORT(double, v, n)
         return;
     }
     uint64_t *u = (uint64_t *)v; /* same size, sorted in place as integers */
