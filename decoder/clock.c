@@ -187,16 +187,17 @@ int ct_clock_refine(struct ct_job *job)
     for (int it = 0; it < 2; it++) {
         if ((rc = pass(job, v, n, res, abs_res)))
             goto out;
-        for (size_t r = 0; r < job->nranks; r++) {
-            shift_rank(&job->ranks[r], -res[r]);
+        for (size_t r = 0; r < job->nranks; r++)
             job->ranks[r].skew_ns -= res[r];
-        }
         for (size_t k = 0; k < n; k++)
             v[k].e -= res[v[k].rank];
     }
     rc = pass(job, v, n, res, abs_res);
-    for (size_t r = 0; !rc && r < job->nranks; r++)
+    /* the ranks' own times move once, by the sum of the passes' shifts */
+    for (size_t r = 0; !rc && r < job->nranks; r++) {
+        shift_rank(&job->ranks[r], job->ranks[r].skew_ns);
         job->ranks[r].residual_ns = abs_res[r];
+    }
 out:
     free(res);
     free(abs_res);

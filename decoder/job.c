@@ -110,12 +110,12 @@ static int merge_rank(struct ct_rank *r)
     }
     /* one process's ops arrive sorted by start (ct_proc_extract*): then
      * skip the sort, which costs as much as all the extraction */
-    size_t run = 1;
-    while (run < r->nops && r->ops[run - 1].s <= r->ops[run].s)
-        run++;
+    size_t run = 1, ties = 0;
+    for (; run < r->nops && r->ops[run - 1].s <= r->ops[run].s; run++)
+        ties += r->ops[run - 1].s == r->ops[run].s;
     if (run < r->nops) {
         qsort(r->ops, r->nops, sizeof(*r->ops), cmp_gop);
-    } else {
+    } else if (ties) {
         /* sorted by start: order each run of equal starts by end, stably
          * as glibc's merge sort would (insertion sort: such runs are short;
          * a long one, from odd input, goes to qsort as before) */
@@ -280,11 +280,14 @@ static int build_sets(struct ct_rank *r)
         sorted = r->ops[i].s >= r->ops[i - 1].s;
     for (size_t i = 0; i < r->nops; i++) {
         const struct ct_gop *g = &r->ops[i];
-        struct ct_ivset *sets[3] = {&r->cls[g->cls], &r->gpu,
-                                    CT_CL_IS_COMM(g->cls) ? &r->comm : NULL};
-        for (int k = 0; k < 3 && sets[k]; k++)
-            if (sorted ? ct_ivset_put(sets[k], g->s, g->e) : ct_ivset_add(sets[k], g->s, g->e))
-                return -ENOMEM;
+        int comm = CT_CL_IS_COMM(g->cls);
+        if (sorted ? ct_ivset_put(&r->cls[g->cls], g->s, g->e) ||
+                         ct_ivset_put(&r->gpu, g->s, g->e) ||
+                         (comm && ct_ivset_put(&r->comm, g->s, g->e))
+                   : ct_ivset_add(&r->cls[g->cls], g->s, g->e) ||
+                         ct_ivset_add(&r->gpu, g->s, g->e) ||
+                         (comm && ct_ivset_add(&r->comm, g->s, g->e)))
+            return -ENOMEM;
     }
     if (!sorted) {
         for (int c = 0; c < CT_CL_COUNT; c++)
