@@ -268,6 +268,23 @@ static int classify(struct ct_job *job)
     return rc;
 }
 
+/* Op g into its class set, the GPU set and, for communication, the
+ * communication set: merged into their last intervals when the ops come in
+ * start order. 0 or -ENOMEM. */
+static inline int add_op(struct ct_rank *r, const struct ct_gop *g, int sorted)
+{
+    int comm = CT_CL_IS_COMM(g->cls);
+    if (sorted)
+        return ct_ivset_put(&r->cls[g->cls], g->s, g->e) || ct_ivset_put(&r->gpu, g->s, g->e) ||
+                       (comm && ct_ivset_put(&r->comm, g->s, g->e))
+                   ? -ENOMEM
+                   : 0;
+    return ct_ivset_add(&r->cls[g->cls], g->s, g->e) || ct_ivset_add(&r->gpu, g->s, g->e) ||
+                   (comm && ct_ivset_add(&r->comm, g->s, g->e))
+               ? -ENOMEM
+               : 0;
+}
+
 /* The class sets, all GPU busy time and communication's (the unions of
  * the class sets). With the ops in start order (as merge_rank leaves them)
  * one pass merging each op into the last interval of its sets builds them
@@ -278,17 +295,9 @@ static int build_sets(struct ct_rank *r)
     int sorted = 1;
     for (size_t i = 1; i < r->nops && sorted; i++)
         sorted = r->ops[i].s >= r->ops[i - 1].s;
-    for (size_t i = 0; i < r->nops; i++) {
-        const struct ct_gop *g = &r->ops[i];
-        int comm = CT_CL_IS_COMM(g->cls);
-        if (sorted ? ct_ivset_put(&r->cls[g->cls], g->s, g->e) ||
-                         ct_ivset_put(&r->gpu, g->s, g->e) ||
-                         (comm && ct_ivset_put(&r->comm, g->s, g->e))
-                   : ct_ivset_add(&r->cls[g->cls], g->s, g->e) ||
-                         ct_ivset_add(&r->gpu, g->s, g->e) ||
-                         (comm && ct_ivset_add(&r->comm, g->s, g->e)))
+    for (size_t i = 0; i < r->nops; i++)
+        if (add_op(r, &r->ops[i], sorted))
             return -ENOMEM;
-    }
     if (!sorted) {
         for (int c = 0; c < CT_CL_COUNT; c++)
             ct_ivset_normalize(&r->cls[c]);
