@@ -195,8 +195,12 @@ def case_loader(rep, out):
     check("12 iterations", len(its) == 12)
     for i in its[1:]:
         # the step: its read (20 ms late every third step, the program's
-        # own measurement), then 2 ms of compute
-        check(f"iteration {i['index']} stalled", (waits[i["index"]] > 19000) == (i["index"] % 3 == 2),
+        # own measurement), then 2 ms of compute. The worker's 20 ms start
+        # when the request is written, the program's clock when its read
+        # begins: a rank that loses the CPU in between (a busy 2-CPU test
+        # machine: 4.4 ms seen) measures less, so a stall is > 10 ms here,
+        # against microseconds for a batch that is ready
+        check(f"iteration {i['index']} stalled", (waits[i["index"]] > 10000) == (i["index"] % 3 == 2),
               str(waits))
         # plus the host's wake-up after each sync (up to ms on a busy machine)
         d = i["duration_us"] - waits[i["index"]]
