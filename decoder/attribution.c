@@ -170,46 +170,36 @@ static int drain_set(const struct ct_proc *p, struct ct_ivset *out)
 /*
  * Launch overhead intervals [host launch, GPU start) of the rank's ops,
  * normalised. The ops are in GPU start order, so the intervals come sorted
- * by end, and their union is one backward sweep: an interval reaching the
- * current merged block (end >= its start) extends it down to its own
- * start; one that does not begins a new block, which nothing before it can
- * reach. No sort (these were a report's largest one). Out of GPU order
- * (not from ct_job_build), the intervals are normalised the usual way.
+ * by end, and their union is built as they come, as a stack: the new
+ * interval swallows the last blocks that reach its start (their ends are
+ * at or before its end) and takes their place. No sort and no array of all
+ * the intervals (these were a report's largest sort). Out of GPU order
+ * (not from ct_job_build), the rest is added and the whole normalised.
  */
 static int launch_set(const struct ct_rank *r, const struct ct_proc *main, struct ct_ivset *out)
 {
     size_t at = 0; /* where the previous op's launch was found */
     int sorted = 1;
     for (size_t i = 0; i < r->nops; i++) {
-        int64_t h = r->ops[i].launch;
-        if (h == INT64_MIN || h >= r->ops[i].s)
+        int64_t h = r->ops[i].launch, e = r->ops[i].s;
+        if (h == INT64_MIN || h >= e)
             continue;
         /* the main process's previous launch call (ops in GPU order launch
          * in nearly the same host order) */
         size_t lo = ct_gallop(main->launches, main->nlaunches, h, 0, &at);
         if (lo > 0 && h - main->launches[lo - 1] <= CT_LAUNCH_BURST_NS)
             h = main->launches[lo - 1];
-        if (out->n && r->ops[i].s < out->v[out->n - 1].e)
+        if (out->n && e < out->v[out->n - 1].e)
             sorted = 0;
-        if (ct_ivset_add(out, h, r->ops[i].s))
+        while (sorted && out->n && out->v[out->n - 1].e >= h) {
+            struct ct_iv top = out->v[--out->n];
+            h = top.s < h ? top.s : h;
+        }
+        if (ct_ivset_add(out, h, e))
             return -ENOMEM;
     }
-    if (!sorted) {
+    if (!sorted)
         normalize(out);
-        return 0;
-    }
-    size_t w = out->n; /* blocks are written from the top down */
-    for (size_t i = out->n; i-- > 0;) {
-        struct ct_iv v = out->v[i];
-        if (w < out->n && v.e >= out->v[w].s) {
-            if (v.s < out->v[w].s)
-                out->v[w].s = v.s;
-        } else {
-            out->v[--w] = v;
-        }
-    }
-    memmove(out->v, out->v + w, (out->n - w) * sizeof(*out->v));
-    out->n -= w;
     return 0;
 }
 
