@@ -87,15 +87,9 @@ static int on_gpu(struct ex *x, const uint64_t *c, size_t st)
         g->e = (int64_t)FLD(CT_GPU_END);
         g->stream = (uint32_t)FLD(CT_GPU_STREAM);
         g->type = (uint8_t)FLD(CT_GPU_TYPE);
-        g->source = (uint8_t)FLD(CT_GPU_SOURCE);
         if (name_of(x, FLD(CT_GPU_NAME), &g->name))
             return -ENOMEM;
-        if (g->source == CT_SRC_CUPTI)
-            x->p->cov.gpu_cupti++;
-        else if (g->source == CT_SRC_EVENTS)
-            x->p->cov.gpu_events++;
-        else if (g->source == CT_SRC_NCCL_PLUGIN)
-            x->p->cov.gpu_plugin++;
+        ct_cov_source(&x->p->cov, FLD(CT_GPU_SOURCE));
         idx = x->ops.n++;
     }
     return ct_kv_push(&x->gcorr, FLD(CT_GPU_CORR), idx);

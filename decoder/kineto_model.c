@@ -482,7 +482,6 @@ int ct_kineto_build(struct ct_proc *p, int hta, int filter_last)
             g->stream = (uint32_t)r->stream;
             g->name = r->name;
             g->nccl = -1;
-            g->source = CT_SRC_CUPTI;
             g->type = is_mem_cat(r->cat) ? (strstr(nm, "emset") ? CT_GPU_MEMSET : CT_GPU_MEMCPY)
                                          : CT_GPU_KERNEL;
             const struct corr_ix *c = r->corr >= 0 ? corr_find(cx, ncx, r->corr, &hint) : NULL;

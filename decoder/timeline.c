@@ -205,7 +205,6 @@ int ct_proc_extract(struct ct_trace *t, const char *step_name, struct ct_proc *p
             g->e = (int64_t)f[CT_GPU_END] + off;
             g->stream = (uint32_t)f[CT_GPU_STREAM];
             g->type = (uint8_t)f[CT_GPU_TYPE];
-            g->source = (uint8_t)f[CT_GPU_SOURCE];
             g->nccl = -1;
             g->launch = INT64_MIN;
             const struct ct_record *call = ct_trace_call(t, f[CT_GPU_CORR]);
@@ -226,12 +225,7 @@ int ct_proc_extract(struct ct_trace *t, const char *step_name, struct ct_proc *p
                 g->cls = CT_CL_COMPUTE;
             /* the NCCL op is linked by correlation id in ct_job_build */
             g->nccl = call && call->kind == CT_REC_NCCL ? -2 - (int32_t)(call - t->recs) : -1;
-            if (g->source == CT_SRC_CUPTI)
-                p->cov.gpu_cupti++;
-            else if (g->source == CT_SRC_EVENTS)
-                p->cov.gpu_events++;
-            else if (g->source == CT_SRC_NCCL_PLUGIN)
-                p->cov.gpu_plugin++;
+            ct_cov_source(&p->cov, (uint8_t)f[CT_GPU_SOURCE]);
             p->nops++;
             break;
         }

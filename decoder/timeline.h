@@ -59,9 +59,10 @@ struct ct_gop {
     uint8_t cls;    /* enum ct_class */
     uint8_t type;   /* enum ct_gpu_type */
     uint8_t op;     /* enum ct_nccl_op guessed from a kernel name, 0 */
-    uint8_t source; /* enum ct_gpu_source */
     uint8_t nested; /* linked to its NCCL op for the class only: a kernel NCCL launched inside
                      * a call whose GPU time came from elsewhere (plugin, event pair) */
+    /* 40 bytes: every analysis passes over millions of these (the record's
+     * GPU-time source is counted into the coverage, not kept) */
 };
 
 /* One NCCL call with its GPU interval when known (s = e = 0 otherwise). */
@@ -88,6 +89,17 @@ struct ct_coverage {
     uint64_t unmatched_p2p; /* Send/Recv without their peer's op in the traces */
     uint64_t processes, truncated, damaged;
 };
+
+/* Counts a GPU record's source (enum ct_gpu_source) into c. */
+static inline void ct_cov_source(struct ct_coverage *c, uint64_t source)
+{
+    if (source == CT_SRC_CUPTI)
+        c->gpu_cupti++;
+    else if (source == CT_SRC_EVENTS)
+        c->gpu_events++;
+    else if (source == CT_SRC_NCCL_PLUGIN)
+        c->gpu_plugin++;
+}
 
 /* What one process contributes; produced by ct_proc_extract. */
 struct ct_proc {

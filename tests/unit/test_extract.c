@@ -194,7 +194,7 @@ static void same_proc(const struct ct_proc *a, const struct ct_proc *b)
         const struct ct_gop *x = &a->ops[i], *y = &b->ops[i];
         ck_assert_msg(x->s == y->s && x->e == y->e && x->launch == y->launch &&
                           x->stream == y->stream && x->nccl == y->nccl && x->cls == y->cls &&
-                          x->type == y->type && x->op == y->op && x->source == y->source,
+                          x->type == y->type && x->op == y->op && x->nested == y->nested,
                       "op %zu differs", i);
         ck_assert_str_eq(a->names[x->name], b->names[y->name]);
         ck_assert_uint_eq(x->name, y->name);
