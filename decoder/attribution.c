@@ -130,9 +130,13 @@ static int bubble_set(struct ct_rank_result *res, const struct ct_ivset *idle, s
         goto out;
     normalize(&wait);
     normalize(&edge);
-    if ((rc = ct_ivset_subtract(&r->gpu, &r->cls[CT_CL_COMPUTE], &noncomp)) ||
-        (rc = ct_ivset_union(&noncomp, idle, &t2)) || (rc = ct_ivset_intersect(&t2, &wait, &t1)) ||
-        (rc = ct_ivset_intersect(&edge, idle, &t2)) || (rc = ct_ivset_union(&t1, &t2, out)))
+    /* without pipeline ops (most jobs) both parts are empty: none of the
+     * rank-sized sets below is built */
+    if (wait.n &&
+        ((rc = ct_ivset_subtract(&r->gpu, &r->cls[CT_CL_COMPUTE], &noncomp)) ||
+         (rc = ct_ivset_union(&noncomp, idle, &t2)) || (rc = ct_ivset_intersect(&t2, &wait, &t1))))
+        goto out;
+    if ((rc = ct_ivset_intersect(&edge, idle, &t2)) || (rc = ct_ivset_union(&t1, &t2, out)))
         goto out;
     size_t at = 0;
     for (size_t k = 0; k < res->niters; k++)
