@@ -88,17 +88,19 @@ static int bubble_set(struct ct_rank_result *res, const struct ct_ivset *idle, s
     struct ct_rank *r = res->rank;
     struct ct_ivset wait = {0}, edge = {0}, t1 = {0}, t2 = {0}, noncomp = {0};
     int rc = 0;
+    size_t npp = 0, j = 0;
     /* PP ops sorted by GPU start come from ops[] (sorted) */
     for (size_t i = 0; i < r->nops && !rc; i++) {
         const struct ct_gop *g = &r->ops[i];
-        if (g->cls != CT_CL_PP || g->nccl < 0)
+        if (g->cls != CT_CL_PP)
             continue;
-        const struct ct_nop *o = &r->nccl[g->nccl];
-        if (o->all_s)
+        npp++;
+        const struct ct_nop *o = g->nccl >= 0 ? &r->nccl[g->nccl] : NULL;
+        if (o && o->all_s)
             rc = ct_ivset_add(&wait, g->s, o->all_s < g->e ? o->all_s : g->e);
     }
-    size_t npp = 0, j = 0;
-    const struct ct_gop **pp = malloc((r->nops ? r->nops : 1) * sizeof(*pp));
+    const struct ct_gop **pp = malloc((npp ? npp : 1) * sizeof(*pp));
+    npp = 0;
     if (!pp)
         rc = -ENOMEM;
     for (size_t i = 0; i < r->nops && !rc; i++)
