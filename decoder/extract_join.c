@@ -251,6 +251,67 @@ static int join(struct ex *x, const uint8_t *name_op)
     return 0;
 }
 
+/* An op's order key: a GPU record's GPU start, an NCCL record's host start
+ * for an op made from it (compared unsigned, as the radix sort does). */
+static inline uint64_t op_key(const struct ct_gop *g)
+{
+    return (uint64_t)(g->name == SYNTHETIC ? g->launch : g->s);
+}
+
+/*
+ * Stable sort of the ops by op_key, in place. GPU records come in
+ * completion order, a few places out of start order: an insertion sort
+ * finishes them while its moves stay within two per op (no key array, no
+ * permutation: the largest array of a report is passed over once). Beyond
+ * that budget, the sorted permutation of the keys (radix) is applied cycle
+ * by cycle, still in place (no second array of the largest kind). 0 or
+ * -ENOMEM.
+ */
+static int order_ops(struct ct_gop *ops, size_t no)
+{
+    size_t budget = 2 * no, i = 1;
+    for (; i < no && budget; i++) {
+        uint64_t k = op_key(&ops[i]);
+        if (op_key(&ops[i - 1]) <= k)
+            continue;
+        struct ct_gop x = ops[i];
+        size_t m = i;
+        for (; m > 0 && op_key(&ops[m - 1]) > k && budget; m--, budget--)
+            ops[m] = ops[m - 1];
+        ops[m] = x; /* moved only past greater keys: still stable */
+    }
+    if (i >= no && budget)
+        return 0;
+    struct ct_kv *perm = malloc((no ? no : 1) * sizeof(*perm));
+    if (!perm)
+        return -ENOMEM;
+    for (i = 0; i < no; i++)
+        perm[i].key = op_key(&ops[i]);
+    if (ct_kv_order(perm, no)) {
+        free(perm);
+        return -ENOMEM;
+    }
+    /* cycle by cycle; a placed slot gets perm[j].val = j */
+    for (i = 0; i < no; i++) {
+        if (perm[i].val == i)
+            continue;
+        struct ct_gop first = ops[i];
+        size_t j = i;
+        for (;;) {
+            size_t k = perm[j].val;
+            perm[j].val = j;
+            if (k == i) {
+                ops[j] = first;
+                break;
+            }
+            ops[j] = ops[k];
+            j = k;
+        }
+    }
+    free(perm);
+    return 0;
+}
+
 /* Stable order of n items by (raw start time key, file order): items are
  * in file order, so a stable sort by key. perm[new] = old. */
 int ct_extract_finish(struct ex *x)
@@ -297,37 +358,11 @@ int ct_extract_finish(struct ex *x)
     }
     p->nnccl = nn;
 
-    /* ops by their record's start: a GPU record's GPU start, an NCCL
-     * record's host start for an op made from it */
+    /* ops by their record's start, in place */
     size_t no = x->ops.n;
     struct ct_gop *ops = x->ops.p;
-    perm = malloc((no ? no : 1) * sizeof(*perm));
-    if (!perm) {
-        rc = -ENOMEM;
+    if ((rc = order_ops(ops, no)))
         goto out;
-    }
-    for (size_t i = 0; i < no; i++)
-        perm[i].key = (uint64_t)(ops[i].name == SYNTHETIC ? ops[i].launch : ops[i].s);
-    if ((rc = ct_kv_order(perm, no)))
-        goto out;
-    /* in place, cycle by cycle (no second array of the largest kind:
-     * fewer fresh pages to fault in); a placed slot gets perm[j].val = j */
-    for (size_t i = 0; i < no; i++) {
-        if (perm[i].val == i)
-            continue;
-        struct ct_gop first = ops[i];
-        size_t j = i;
-        for (;;) {
-            size_t k = perm[j].val;
-            perm[j].val = j;
-            if (k == i) {
-                ops[j] = first;
-                break;
-            }
-            ops[j] = ops[k];
-            j = k;
-        }
-    }
     p->ops = ops; /* x->ops's array, now p's */
     x->ops.p = NULL;
     x->ops.n = x->ops.cap = 0;
