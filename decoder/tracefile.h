@@ -50,7 +50,8 @@ struct ct_trace {
 /*
  * Reads the whole file. Returns 0 (possibly truncated or damaged: see
  * t->rd), or a negative errno with err holding one message naming the file.
- * keep_records = 0 only counts (for `info`).
+ * keep_records = 0 only counts, keeps the metadata records and the time span
+ * (for `info`), without decoding the other fields.
  */
 int ct_trace_load(struct ct_trace *t, const char *path, int keep_records, char *err, size_t errlen);
 void ct_trace_free(struct ct_trace *t);
