@@ -81,12 +81,13 @@ static int add_set(struct ct_ivset *dst, const struct ct_ivset *src)
     return 0;
 }
 
-/* The bubble set of the rank, and per-iteration lengths into res->im. */
-static int bubble_set(struct ct_rank_result *res, const struct ct_ivset *idle, struct ct_ivset *out,
-                      int *pipeline)
+/* The bubble set of the rank, and per-iteration lengths into res->im.
+ * Nothing to do for a rank without pipeline ops (most). */
+static int bubble_set(struct ct_rank_result *res, struct ct_ivset *out, int *pipeline)
 {
     struct ct_rank *r = res->rank;
-    struct ct_ivset wait = {0}, edge = {0}, t1 = {0}, t2 = {0}, noncomp = {0};
+    struct ct_ivset wait = {0}, edge = {0}, t1 = {0}, t2 = {0}, noncomp = {0}, win = {0},
+                    idle = {0};
     int rc = 0;
     size_t npp = 0, j = 0;
     /* PP ops sorted by GPU start come from ops[] (sorted) */
@@ -99,7 +100,9 @@ static int bubble_set(struct ct_rank_result *res, const struct ct_ivset *idle, s
         if (o && o->all_s)
             rc = ct_ivset_add(&wait, g->s, o->all_s < g->e ? o->all_s : g->e);
     }
-    const struct ct_gop **pp = malloc((npp ? npp : 1) * sizeof(*pp));
+    if (!npp || rc)
+        goto out;
+    const struct ct_gop **pp = malloc(npp * sizeof(*pp));
     npp = 0;
     if (!pp)
         rc = -ENOMEM;
@@ -132,18 +135,24 @@ static int bubble_set(struct ct_rank_result *res, const struct ct_ivset *idle, s
         goto out;
     normalize(&wait);
     normalize(&edge);
+    /* the GPU-idle time of the window */
+    if ((rc = ct_ivset_add(&win, res->ws, res->we)) ||
+        (rc = ct_ivset_subtract(&win, &r->gpu, &idle)))
+        goto out;
     /* without pipeline ops (most jobs) both parts are empty: none of the
      * rank-sized sets below is built */
     if (wait.n &&
         ((rc = ct_ivset_subtract(&r->gpu, &r->cls[CT_CL_COMPUTE], &noncomp)) ||
-         (rc = ct_ivset_union(&noncomp, idle, &t2)) || (rc = ct_ivset_intersect(&t2, &wait, &t1))))
+         (rc = ct_ivset_union(&noncomp, &idle, &t2)) || (rc = ct_ivset_intersect(&t2, &wait, &t1))))
         goto out;
-    if ((rc = ct_ivset_intersect(&edge, idle, &t2)) || (rc = ct_ivset_union(&t1, &t2, out)))
+    if ((rc = ct_ivset_intersect(&edge, &idle, &t2)) || (rc = ct_ivset_union(&t1, &t2, out)))
         goto out;
     size_t at = 0;
     for (size_t k = 0; k < res->niters; k++)
         res->im[k].bubble = ct_ivset_len_in_at(out, res->iters[k].s, res->iters[k].e, &at);
 out:
+    ct_ivset_free(&win);
+    ct_ivset_free(&idle);
     ct_ivset_free(&wait);
     ct_ivset_free(&edge);
     ct_ivset_free(&t1);
@@ -211,18 +220,14 @@ static int launch_set(const struct ct_rank *r, const struct ct_proc *main, struc
 
 /* Piece [a, b) of the idle time, not covered by by[0..k): the part that
  * by[k] covers goes to len[k], the rest on to by[k + 1], and what no set
- * covers to out. Pieces arrive in time order at every level, so each set's
- * cursor j[k] only moves forward. */
-static int split(const struct ct_ivset *const *by, int nby, size_t *j, int k, int64_t a, int64_t b,
-                 int64_t *len, struct ct_ivset *out)
+ * covers to len[nby] (unexplained). Pieces arrive in time order at every
+ * level, so each set's cursor j[k] only moves forward. */
+static void split(const struct ct_ivset *const *by, int nby, size_t *j, int k, int64_t a, int64_t b,
+                  int64_t *len)
 {
     if (k == nby) {
-        if (out->n && a <= out->v[out->n - 1].e) { /* touching: one interval */
-            if (b > out->v[out->n - 1].e)
-                out->v[out->n - 1].e = b;
-            return 0;
-        }
-        return ct_ivset_add(out, a, b);
+        len[nby] += b - a;
+        return;
     }
     const struct ct_ivset *s = by[k];
     while (j[k] < s->n && s->v[j[k]].e <= a)
@@ -230,29 +235,30 @@ static int split(const struct ct_ivset *const *by, int nby, size_t *j, int k, in
     int64_t cur = a;
     for (size_t x = j[k]; x < s->n && s->v[x].s < b && cur < b; x++) {
         int64_t cs = s->v[x].s > cur ? s->v[x].s : cur, ce = s->v[x].e < b ? s->v[x].e : b;
-        if (cs > cur && split(by, nby, j, k + 1, cur, cs, len, out))
-            return -ENOMEM;
+        if (cs > cur)
+            split(by, nby, j, k + 1, cur, cs, len);
         if (ce > cs)
             len[k] += ce - cs;
         if (ce > cur)
             cur = ce;
     }
-    return cur < b ? split(by, nby, j, k + 1, cur, b, len, out) : 0;
+    if (cur < b)
+        split(by, nby, j, k + 1, cur, b, len);
 }
 
-/* Splits the idle set *rest among the sets by[0..nby) in that order of
- * priority (each instant to the first that covers it; len[k] is by[k]'s
- * share) in one sweep; leaves what none covers in *rest. */
-static int take_all(struct ct_ivset *rest, const struct ct_ivset *const *by, int nby, int64_t *len,
-                    struct ct_ivset *tmp)
+/* Splits the GPU-idle time of the window [ws, we) (the gaps of the GPU
+ * set) among the sets by[0..nby) in that order of priority (each instant
+ * to the first that covers it; len[k] is by[k]'s share) in one sweep;
+ * len[nby] gets what none covers. The gaps are walked, not built. */
+static void take_all(const struct ct_ivset *gpu, int64_t ws, int64_t we,
+                     const struct ct_ivset *const *by, int nby, int64_t *len)
 {
     size_t j[8] = {0};
-    tmp->n = 0;
     /* empty sets take nothing: the sweep skips them (a level less of
      * recursion for every idle piece) */
     const struct ct_ivset *use[8];
     int at[8], nuse = 0;
-    int64_t got[8] = {0};
+    int64_t got[9] = {0};
     for (int k = 0; k < nby; k++) {
         len[k] = 0;
         if (by[k]->n) {
@@ -260,15 +266,18 @@ static int take_all(struct ct_ivset *rest, const struct ct_ivset *const *by, int
             use[nuse++] = by[k];
         }
     }
-    for (size_t i = 0; i < rest->n; i++)
-        if (split(use, nuse, j, 0, rest->v[i].s, rest->v[i].e, got, tmp))
-            return -ENOMEM;
+    int64_t cur = ws;
+    for (size_t i = 0; i < gpu->n && gpu->v[i].s < we; i++) {
+        if (gpu->v[i].s > cur)
+            split(use, nuse, j, 0, cur, gpu->v[i].s, got);
+        if (gpu->v[i].e > cur)
+            cur = gpu->v[i].e;
+    }
+    if (cur < we)
+        split(use, nuse, j, 0, cur, we, got);
     for (int u = 0; u < nuse; u++)
         len[at[u]] = got[u];
-    struct ct_ivset t = *rest; /* the remainder becomes *rest: swap, not copy */
-    *rest = *tmp;
-    *tmp = t;
-    return 0;
+    len[nby] = got[nuse];
 }
 
 /* Checkpoint stall by step-time excess: for each iteration that holds
@@ -314,17 +323,13 @@ int ct_attribution_rank(struct ct_job *job, struct ct_rank_result *res)
 {
     (void)job;
     struct ct_rank *r = res->rank;
-    struct ct_ivset win = {0}, rest = {0}, tmp = {0}, bub = {0}, data = {0}, ckpt = {0},
-                    drain = {0}, launch = {0};
+    struct ct_ivset bub = {0}, data = {0}, ckpt = {0}, drain = {0}, launch = {0};
     int rc = 0;
     res->bubble_pct = res->expected_bubble_pct = -1;
     if (res->we <= res->ws)
         return 0;
-    if ((rc = ct_ivset_add(&win, res->ws, res->we)) ||
-        (rc = ct_ivset_subtract(&win, &r->gpu, &rest)))
-        goto out;
     int pipeline = 0;
-    if ((rc = bubble_set(res, &rest, &bub, &pipeline)))
+    if ((rc = bubble_set(res, &bub, &pipeline)))
         goto out;
     res->at.pipeline_bubble = ct_ivset_len(&bub);
     const struct ct_proc *main = r->procs[0];
@@ -338,17 +343,16 @@ int ct_attribution_rank(struct ct_job *job, struct ct_rank_result *res)
     if (!rc)
         rc = launch_set(r, main, &launch);
     const struct ct_ivset *by[5] = {&bub, &data, &ckpt, &drain, &launch};
-    int64_t len[5];
-    if (!rc)
-        rc = take_all(&rest, by, 5, len, &tmp);
+    int64_t len[6];
     if (rc)
         goto out;
+    take_all(&r->gpu, res->ws, res->we, by, 5, len);
     res->at.bubble_idle = len[0];
     res->at.data_stall = len[1];
     res->at.ckpt_idle = len[2];
     res->at.sync_drain = len[3];
     res->at.launch_overhead = len[4];
-    res->at.unexplained = ct_ivset_len(&rest);
+    res->at.unexplained = len[5];
     res->at.checkpoint_stall = res->at.ckpt_idle;
     if (!rc && res->niters >= 3)
         ckpt_excess(res, &ckpt);
@@ -366,9 +370,6 @@ int ct_attribution_rank(struct ct_job *job, struct ct_rank_result *res)
         free(pct);
     }
 out:
-    ct_ivset_free(&win);
-    ct_ivset_free(&rest);
-    ct_ivset_free(&tmp);
     ct_ivset_free(&bub);
     ct_ivset_free(&data);
     ct_ivset_free(&ckpt);
