@@ -177,14 +177,55 @@ int64_t ct_ivset_len_in(const struct ct_ivset *a, int64_t lo, int64_t hi)
     return n;
 }
 
-int64_t ct_ivset_len_in_at(const struct ct_ivset *a, int64_t lo, int64_t hi, size_t *at)
+/* The first interval of a ending after lo, found from the kept position
+ * *at (galloping forward, or searching when lo went back), kept again. */
+static size_t seek_window(const struct ct_ivset *a, int64_t lo, size_t *at)
 {
     size_t i = *at;
     if (i > a->n || (i > 0 && a->v[i - 1].e > lo))
         i = first_ending_after(a, lo); /* a window before the last one: search */
     else if (i < a->n && a->v[i].e <= lo)
         i = skip_ending_by(a, i, lo);
-    *at = i;
+    return *at = i;
+}
+
+int64_t ct_ivset_overlap_in(const struct ct_ivset *a, const struct ct_ivset *b, int64_t lo,
+                            int64_t hi, size_t *ia, size_t *ib)
+{
+    size_t i = seek_window(a, lo, ia), j = seek_window(b, lo, ib);
+    int64_t n = 0;
+    while (i < a->n && j < b->n && a->v[i].s < hi && b->v[j].s < hi) {
+        if (a->v[i].e <= b->v[j].s) {
+            i = skip_ending_by(a, i, b->v[j].s);
+            continue;
+        }
+        if (b->v[j].e <= a->v[i].s) {
+            j = skip_ending_by(b, j, a->v[i].s);
+            continue;
+        }
+        int64_t s = a->v[i].s > b->v[j].s ? a->v[i].s : b->v[j].s;
+        int64_t e = a->v[i].e < b->v[j].e ? a->v[i].e : b->v[j].e;
+        s = s > lo ? s : lo;
+        e = e < hi ? e : hi;
+        if (e > s)
+            n += e - s;
+        if (a->v[i].e < b->v[j].e)
+            i++;
+        else
+            j++;
+    }
+    return n;
+}
+
+int64_t ct_ivset_overlap(const struct ct_ivset *a, const struct ct_ivset *b)
+{
+    size_t i = 0, j = 0;
+    return ct_ivset_overlap_in(a, b, INT64_MIN, INT64_MAX, &i, &j);
+}
+
+int64_t ct_ivset_len_in_at(const struct ct_ivset *a, int64_t lo, int64_t hi, size_t *at)
+{
+    size_t i = seek_window(a, lo, at);
     int64_t n = 0;
     for (; i < a->n && a->v[i].s < hi; i++) {
         int64_t s = a->v[i].s > lo ? a->v[i].s : lo;

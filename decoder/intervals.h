@@ -82,6 +82,13 @@ int64_t ct_ivset_len_in(const struct ct_ivset *a, int64_t lo, int64_t hi);
  * answered right. */
 int64_t ct_ivset_len_in_at(const struct ct_ivset *a, int64_t lo, int64_t hi, size_t *at);
 
+/* |a ∩ b|, and |a ∩ b ∩ [lo, hi)| with positions kept as above (*ia, *ib,
+ * 0 at first), for normalised a and b: lengths without building the
+ * intersection (a rank's compute set has millions of intervals). */
+int64_t ct_ivset_overlap(const struct ct_ivset *a, const struct ct_ivset *b);
+int64_t ct_ivset_overlap_in(const struct ct_ivset *a, const struct ct_ivset *b, int64_t lo,
+                            int64_t hi, size_t *ia, size_t *ib);
+
 /* Copies a into out (replacing its contents). */
 int ct_ivset_copy(const struct ct_ivset *a, struct ct_ivset *out);
 

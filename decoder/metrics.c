@@ -14,41 +14,32 @@
 
 #include "decoder/analysis.h"
 
-static int breakdown(struct ct_rank_result *res)
+static void breakdown(struct ct_rank_result *res)
 {
     struct ct_rank *r = res->rank;
-    struct ct_ivset tmp = {0}, both = {0}; /* both: comm ∩ compute */
-    int rc = 0;
-    res->compute = ct_ivset_len(&r->cls[CT_CL_COMPUTE]);
+    const struct ct_ivset *compute = &r->cls[CT_CL_COMPUTE];
+    res->compute = ct_ivset_len(compute);
     res->memory = ct_ivset_len(&r->cls[CT_CL_MEMORY]);
     res->comm = ct_ivset_len(&r->comm);
     res->idle = (res->we - res->ws) - ct_ivset_len(&r->gpu);
-    if ((rc = ct_ivset_intersect(&r->comm, &r->cls[CT_CL_COMPUTE], &both)))
-        goto out;
-    res->overlap = ct_ivset_len(&both);
+    res->overlap = ct_ivset_overlap(&r->comm, compute);
     res->exposed_comm = res->comm - res->overlap;
     for (int c = CT_CL_DP; c < CT_CL_COUNT; c++) {
         res->cls_len[c] = ct_ivset_len(&r->cls[c]);
-        if ((rc = ct_ivset_intersect(&r->cls[c], &r->cls[CT_CL_COMPUTE], &tmp)))
-            goto out;
-        res->cls_overlap[c] = ct_ivset_len(&tmp);
+        res->cls_overlap[c] = ct_ivset_overlap(&r->cls[c], compute);
         res->cls_exposed[c] = res->cls_len[c] - res->cls_overlap[c];
     }
-    size_t at[5] = {0}; /* iterations come in time order: one sweep per set */
+    size_t at[6] = {0}; /* iterations come in time order: one sweep per set */
     for (size_t k = 0; k < res->niters; k++) {
         int64_t a = res->iters[k].s, b = res->iters[k].e;
         struct ct_iter_metrics *m = &res->im[k];
-        m->compute = ct_ivset_len_in_at(&r->cls[CT_CL_COMPUTE], a, b, &at[0]);
+        m->compute = ct_ivset_len_in_at(compute, a, b, &at[0]);
         m->memory = ct_ivset_len_in_at(&r->cls[CT_CL_MEMORY], a, b, &at[1]);
         m->comm = ct_ivset_len_in_at(&r->comm, a, b, &at[2]);
         m->idle = (b - a) - ct_ivset_len_in_at(&r->gpu, a, b, &at[3]);
         /* exposed = comm - |comm ∩ compute| inside it */
-        m->exposed_comm = m->comm - ct_ivset_len_in_at(&both, a, b, &at[4]);
+        m->exposed_comm = m->comm - ct_ivset_overlap_in(&r->comm, compute, a, b, &at[4], &at[5]);
     }
-out:
-    ct_ivset_free(&tmp);
-    ct_ivset_free(&both);
-    return rc;
 }
 
 static int cmp_stream(const void *a, const void *b, void *ctx)
@@ -163,8 +154,6 @@ int ct_metrics_rank(struct ct_rank_result *res)
         if (!res->im)
             return -ENOMEM;
     }
-    int rc = breakdown(res);
-    if (!rc)
-        rc = idle_breakdown(res);
-    return rc;
+    breakdown(res);
+    return idle_breakdown(res);
 }

@@ -245,6 +245,41 @@ START_TEST(length_in_window_from_hint_matches_search)
 }
 END_TEST
 
+/* Overlap lengths without building the intersection equal those of the
+ * built intersection: whole, and inside windows asked in increasing order
+ * (with kept positions) or in any order. */
+START_TEST(overlap_lengths_match_built_intersection)
+{
+    srand(23);
+    for (int round = 0; round < 2000; round++) {
+        struct ct_ivset a = {0}, b = {0}, both = {0};
+        int n = rand() % 30, m = rand() % 30;
+        for (int i = 0; i < n + m; i++) {
+            int64_t s = rand() % 1000;
+            ck_assert_int_eq(ct_ivset_add(i < n ? &a : &b, s, s + 1 + rand() % 80), 0);
+        }
+        ct_ivset_normalize(&a);
+        ct_ivset_normalize(&b);
+        ck_assert_int_eq(ct_ivset_intersect(&a, &b, &both), 0);
+        ck_assert_int_eq(ct_ivset_overlap(&a, &b), ct_ivset_len(&both));
+        size_t ia = 0, ib = 0;
+        int64_t lo = -50;
+        for (int w = 0; w < 40; w++) {
+            if (round % 4 == 3)
+                lo = rand() % 1100 - 50; /* any order */
+            else
+                lo += rand() % 60;
+            int64_t hi = lo + rand() % 150;
+            ck_assert_int_eq(ct_ivset_overlap_in(&a, &b, lo, hi, &ia, &ib),
+                             ct_ivset_len_in(&both, lo, hi));
+        }
+        ct_ivset_free(&a);
+        ct_ivset_free(&b);
+        ct_ivset_free(&both);
+    }
+}
+END_TEST
+
 Suite *intervals_suite(void)
 {
     Suite *s = suite_create("intervals");
@@ -260,6 +295,7 @@ Suite *intervals_suite(void)
     tcase_add_test(tc, random_sets_match_pointwise_definition);
     tcase_add_test(tc, gallop_matches_bisection_from_any_hint);
     tcase_add_test(tc, length_in_window_from_hint_matches_search);
+    tcase_add_test(tc, overlap_lengths_match_built_intersection);
     suite_add_tcase(s, tc);
     return s;
 }
