@@ -335,6 +335,11 @@ int ct_cmd_report(int argc, char **argv)
         ct_job_free(&job);
         return CT_EXIT_BAD_INPUT;
     }
+    /* a long job's JSON is tens of MB: 1 MiB writes to the file, not 4 KiB
+     * ones (freed after fclose; stdout keeps its own buffer) */
+    char *obuf = out ? malloc(1 << 20) : NULL;
+    if (obuf)
+        setvbuf(f, obuf, _IOFBF, 1 << 20);
     if (html)
         ct_report_html(f, &rep); /* export: decoder/report_html.c */
     else if (json)
@@ -344,6 +349,7 @@ int ct_cmd_report(int argc, char **argv)
     int werr = fflush(f) != 0 || ferror(f);
     if (out && fclose(f) != 0)
         werr = 1;
+    free(obuf);
     /* diagnose: --rows FILE, the report's JSON-lines rows (decoder/diff_rows.c) */
     if (rows && ct_report_rows(rows, argv + optind, argc - optind, &rep, err, sizeof(err))) {
         fprintf(stderr, "cutrace report: %s\n", err);
