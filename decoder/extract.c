@@ -35,9 +35,6 @@
 
 static void ex_free(struct ex *x)
 {
-    struct ct_range *st = x->steps.p;
-    for (size_t i = 0; i < x->steps.n; i++)
-        free(st[i].msg);
     ct_hcollect_free(&x->health);
     struct ct_vec *v[] = {&x->ops,  &x->gcorr, &x->calls, &x->timed,    &x->nccl,  &x->nsynth,
                           &x->nord, &x->steps, &x->sord,  &x->launches, &x->clock, &x->name_sid,
@@ -240,9 +237,7 @@ static int on_step(struct ex *x, const struct ct_record *r)
     struct ct_range *g = (struct ct_range *)x->steps.p + x->steps.n;
     g->s = (int64_t)r->f[0];
     g->e = mark ? g->s : (int64_t)r->f[CT_NVTX_END];
-    g->msg = strdup(msg);
-    if (!g->msg)
-        return -ENOMEM;
+    g->num = ct_step_number(msg);
     ((uint64_t *)x->sord.p)[x->sord.n++] = x->ord;
     x->steps.n++;
     return 0;

@@ -434,7 +434,6 @@ int ct_extract_finish(struct ex *x)
         p->steps[i].e += off;
     }
     p->nsteps = ns;
-    x->steps.n = 0; /* messages now owned by p */
 
     p->launches = x->launches.p;
     p->nlaunches = x->launches.n;

@@ -38,14 +38,9 @@ static int cmp_range(const void *a, const void *b)
     return (x->s > y->s) - (x->s < y->s);
 }
 
-static int64_t step_number(const char *msg, int64_t dflt)
+static int64_t step_number(const struct ct_range *r, int64_t dflt)
 {
-    const char *h = strrchr(msg, '#');
-    if (!h || !h[1])
-        return dflt;
-    char *end;
-    long long v = strtoll(h + 1, &end, 10);
-    return *end ? dflt : v;
+    return r->num == CT_STEP_NONE ? dflt : r->num;
 }
 
 static int from_ranges(const struct ct_rank *r, struct ct_iter **out, size_t *n,
@@ -80,10 +75,10 @@ static int from_ranges(const struct ct_rank *r, struct ct_iter **out, size_t *n,
     size_t m = 0;
     if (marks) {
         for (size_t i = 0; i + 1 < k; i++)
-            it[m++] = (struct ct_iter){v[i].s, v[i + 1].s, step_number(v[i].msg, (int64_t)i)};
+            it[m++] = (struct ct_iter){v[i].s, v[i + 1].s, step_number(&v[i], (int64_t)i)};
     } else {
         for (size_t i = 0; i < k; i++)
-            it[m++] = (struct ct_iter){v[i].s, v[i].e, step_number(v[i].msg, (int64_t)i)};
+            it[m++] = (struct ct_iter){v[i].s, v[i].e, step_number(&v[i], (int64_t)i)};
         /* the step lasts until the GPU work launched inside it is done */
         int64_t *starts = malloc(m * sizeof(*starts));
         if (!starts) {

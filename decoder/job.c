@@ -22,8 +22,6 @@ void ct_proc_free(struct ct_proc *p)
     ct_ivset_free(&p->sync);
     ct_ivset_free(&p->data_wait);
     ct_ivset_free(&p->ckpt);
-    for (size_t i = 0; i < p->nsteps; i++)
-        free(p->steps[i].msg);
     free(p->steps);
     for (size_t i = 0; i < p->nnames; i++)
         free(p->names[i]);

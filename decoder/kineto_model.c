@@ -541,10 +541,8 @@ int ct_kineto_build(struct ct_proc *p, int hta, int filter_last)
             struct ct_range *s = &p->steps[p->nsteps];
             s->s = ts[i];
             s->e = en[i];
-            if (!(s->msg = strdup(nm)))
-                rc = -ENOMEM;
-            else
-                p->nsteps++;
+            s->num = ct_step_number(nm);
+            p->nsteps++;
         }
     }
     free(seqs);

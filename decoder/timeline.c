@@ -154,6 +154,16 @@ int ct_step_matches(const char *msg, const char *step)
     return !strncmp(msg, step, n) && (msg[n] == 0 || msg[n] == '#');
 }
 
+int64_t ct_step_number(const char *msg)
+{
+    const char *h = strrchr(msg, '#');
+    if (!h || !h[1])
+        return CT_STEP_NONE;
+    char *end;
+    long long v = strtoll(h + 1, &end, 10);
+    return *end ? CT_STEP_NONE : v;
+}
+
 int ct_proc_extract(struct ct_trace *t, const char *step_name, struct ct_proc *p)
 {
     memset(p, 0, sizeof(*p));
@@ -310,11 +320,8 @@ int ct_proc_extract(struct ct_trace *t, const char *step_name, struct ct_proc *p
             struct ct_range *g = &p->steps[p->nsteps];
             g->s = (int64_t)f[0] + off;
             g->e = mark ? g->s : (int64_t)f[CT_NVTX_END] + off;
-            g->msg = strdup(msg);
-            if (!g->msg)
-                rc = -ENOMEM;
-            else
-                p->nsteps++;
+            g->num = ct_step_number(msg);
+            p->nsteps++;
             break;
         }
         default: break;

@@ -79,8 +79,9 @@ struct ct_nop {
 /* A named host range (NVTX range or a mark: s == e). */
 struct ct_range {
     int64_t s, e;
-    char *msg;
+    int64_t num; /* the number its message ends with ("ProfilerStep#12": 12), or CT_STEP_NONE */
 };
+#define CT_STEP_NONE INT64_MIN
 
 struct ct_coverage {
     uint64_t gpu_cupti, gpu_events, gpu_plugin, gpu_nccl_record;
@@ -152,6 +153,10 @@ void ct_proc_free(struct ct_proc *p);
 int ct_is_data_wait(const char *op, uint64_t fd_type);
 int ct_is_ckpt_io(const char *op, uint64_t fd_type);
 int ct_step_matches(const char *msg, const char *step);
+/* The number after the last '#' of a step's message (all of the rest a
+ * decimal integer), or CT_STEP_NONE: what names an iteration in reports.
+ * Only the number is kept (a long job has a message per step). */
+int64_t ct_step_number(const char *msg);
 
 struct ct_rank {
     int rank;

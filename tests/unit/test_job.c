@@ -109,6 +109,20 @@ START_TEST(duplicate_collective_sequence_numbers_are_safe)
 }
 END_TEST
 
+/* A step's number is what follows its message's last '#', when all of it
+ * is a decimal integer; otherwise none (the iteration takes its index). */
+START_TEST(step_number_is_the_integer_after_the_last_hash)
+{
+    ck_assert_int_eq(ct_step_number("ProfilerStep#12"), 12);
+    ck_assert_int_eq(ct_step_number("a#b#7"), 7);
+    ck_assert_int_eq(ct_step_number("step#-3"), -3);
+    ck_assert_int_eq(ct_step_number("ProfilerStep"), CT_STEP_NONE);
+    ck_assert_int_eq(ct_step_number("ProfilerStep#"), CT_STEP_NONE);
+    ck_assert_int_eq(ct_step_number("ProfilerStep#1x"), CT_STEP_NONE);
+    ck_assert_int_eq(ct_step_number(""), CT_STEP_NONE);
+}
+END_TEST
+
 Suite *job_suite(void)
 {
     Suite *s = suite_create("job");
@@ -116,6 +130,7 @@ Suite *job_suite(void)
     tcase_set_timeout(tc, 20);
     tcase_add_test(tc, clock_offset_between_ranks_is_estimated);
     tcase_add_test(tc, duplicate_collective_sequence_numbers_are_safe);
+    tcase_add_test(tc, step_number_is_the_integer_after_the_last_hash);
     suite_add_tcase(s, tc);
     return s;
 }
