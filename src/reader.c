@@ -189,11 +189,44 @@ void ct_reader_release_io(struct ct_reader *r)
     ct_buf_free(&r->out);
 }
 
+/* String bytes are carved from 64 KiB blocks rather than malloc'ed one by
+ * one: a long job's trace defines a string per step (hundreds of
+ * thousands), and the decoding threads of a report share one malloc arena.
+ * A redefined id keeps its old bytes until close. */
+struct ct_str_block {
+    struct ct_str_block *next;
+    size_t size;
+    char data[];
+};
+
+enum { STR_BLOCK = 64 << 10 };
+
+static char *pool_alloc(struct ct_reader *r, size_t n)
+{
+    if (n > r->pool_left) {
+        size_t size = n > STR_BLOCK ? n : STR_BLOCK;
+        struct ct_str_block *b = malloc(sizeof(*b) + size);
+        if (!b)
+            return NULL;
+        b->next = r->pool;
+        b->size = size;
+        r->pool = b;
+        r->pool_left = size;
+    }
+    char *p = r->pool->data + (r->pool->size - r->pool_left);
+    r->pool_left -= n;
+    return p;
+}
+
 void ct_reader_close(struct ct_reader *r)
 {
     ct_reader_release_io(r);
-    for (size_t i = 0; i < r->nstrs; i++)
-        free(r->strs[i]);
+    while (r->pool) {
+        struct ct_str_block *next = r->pool->next;
+        free(r->pool);
+        r->pool = next;
+    }
+    r->pool_left = 0;
     free(r->strs);
     free(r->str_lens);
     r->strs = NULL;
@@ -268,12 +301,11 @@ static int on_string(void *ctx, uint32_t id, const char *s, uint32_t len)
         memset(r->str_lens + r->nstrs, 0, (n - r->nstrs) * sizeof(*nl));
         r->nstrs = n;
     }
-    char *copy = malloc((size_t)len + 1);
+    char *copy = pool_alloc(r, (size_t)len + 1);
     if (!copy)
         return -ENOMEM;
     memcpy(copy, s, len);
     copy[len] = 0;
-    free(r->strs[id]);
     r->strs[id] = copy;
     r->str_lens[id] = len;
     return 0;

@@ -34,6 +34,8 @@ struct ct_damage {
     char what[160];
 };
 
+struct ct_str_block;
+
 struct ct_reader {
     const char *name; /* for messages: the path, or "<memory>" */
     int fd;
@@ -58,10 +60,12 @@ struct ct_reader {
     uint64_t damage_total;
     struct ct_damage damage[CT_READER_MAX_DAMAGE];
 
-    char **strs; /* by id */
+    char **strs; /* by id; the bytes live in pool blocks */
     uint32_t *str_lens;
     size_t nstrs;
-    char err[256]; /* message of the last fatal error */
+    struct ct_str_block *pool; /* blocks of string bytes, newest first */
+    size_t pool_left;          /* free bytes at the end of the newest block */
+    char err[256];             /* message of the last fatal error */
 };
 
 /*

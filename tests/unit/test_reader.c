@@ -4,6 +4,7 @@
  */
 #include <check.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -63,6 +64,51 @@ static size_t marks_before(size_t cut)
     th_trace_free(&t);
     return n;
 }
+
+/* Message i of the test below: distinct, 7 i % 700 letters after a prefix
+ * (the test recorder holds 1 MiB of strings). */
+static const char *nth_msg(int i)
+{
+    static char msg[800];
+    int len = snprintf(msg, sizeof(msg), "step#%d:", i);
+    for (int k = 0; k < (i * 7) % 700; k++)
+        msg[len++] = (char)('a' + (i + k) % 26);
+    msg[len] = 0;
+    return msg;
+}
+
+/* Thousands of distinct strings, of lengths up to 700 bytes (a dozen of the
+ * reader's 64 KiB string blocks), all read back whole, each under its id. */
+START_TEST(many_strings_read_back_whole)
+{
+    char path[512];
+    th_path(path, sizeof(path), th_tmpdir(), "strings.cutrace");
+    ck_assert_int_eq(th_start(path, 1 << 20, 60000), 0);
+    for (int i = 0; i < 2000; i++) {
+        uint64_t mark[CT_MARK_NFIELDS] = {1000000 + (uint64_t)i, ct_intern("d"),
+                                          ct_intern(nth_msg(i))};
+        while (ct_emit(CT_REC_NVTX_MARK, CT_RF_NS, mark, CT_MARK_NFIELDS) != 0)
+            usleep(100);
+        if (i % 500 == 499)
+            ck_assert_int_eq(ct_recorder_flush(5000), 0);
+    }
+    ck_assert_int_eq(ct_recorder_stop(5000), 0);
+    struct th_trace t;
+    th_trace_read_file(&t, path);
+    ck_assert_int_eq(t.open_rc, 0);
+    ck_assert_uint_eq(th_count_kind(&t, CT_REC_NVTX_MARK), 2000);
+    size_t seen = 0;
+    for (size_t r = 0; r < t.n; r++) {
+        if (t.recs[r].kind != CT_REC_NVTX_MARK)
+            continue;
+        int i = (int)(t.recs[r].f[0] - 1000000);
+        ck_assert_str_eq(ct_reader_string(&t.rd, t.recs[r].f[CT_MARK_MESSAGE]), nth_msg(i));
+        seen++;
+    }
+    ck_assert_uint_eq(seen, 2000);
+    th_trace_free(&t);
+}
+END_TEST
 
 START_TEST(whole_trace_is_complete)
 {
@@ -233,6 +279,7 @@ Suite *reader_suite(void)
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, whole_trace_is_complete);
+    tcase_add_test(tc, many_strings_read_back_whole);
     tcase_add_test(tc, cut_at_every_byte_of_the_last_frames_decodes_what_is_complete);
     tcase_add_test(tc, random_corruption_never_yields_wrong_records);
     tcase_add_test(tc, garbage_between_frames_is_skipped_and_located);
