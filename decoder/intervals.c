@@ -167,14 +167,8 @@ int64_t ct_ivset_len(const struct ct_ivset *a)
 
 int64_t ct_ivset_len_in(const struct ct_ivset *a, int64_t lo, int64_t hi)
 {
-    int64_t n = 0;
-    for (size_t i = first_ending_after(a, lo); i < a->n && a->v[i].s < hi; i++) {
-        int64_t s = a->v[i].s > lo ? a->v[i].s : lo;
-        int64_t e = a->v[i].e < hi ? a->v[i].e : hi;
-        if (e > s)
-            n += e - s;
-    }
-    return n;
+    size_t at = 0;
+    return ct_ivset_len_in_at(a, lo, hi, &at);
 }
 
 /* The first interval of a ending after lo, found from the kept position
