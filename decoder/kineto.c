@@ -123,7 +123,9 @@ int ct_kineto_intern(struct ct_kineto *k, const char *s, size_t n, uint32_t *out
     size_t j = hash_bytes(s, n) & (k->hcap - 1);
     while (k->hash[j]) {
         const char *t = k->names[k->hash[j] - 1];
-        if (!strncmp(t, s, n) && t[n] == 0) {
+        /* lengths first: a name may hold a NUL byte, and strncmp
+         * would stop there and call a shorter stored name equal */
+        if (strnlen(t, n + 1) == n && !memcmp(t, s, n)) {
             *out = k->hash[j] - 1;
             return 0;
         }
