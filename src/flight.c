@@ -18,6 +18,8 @@
  */
 #include "src/recorder_int.h"
 
+#include "src/ownfd.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -257,9 +259,10 @@ static void put_le64(uint8_t *p, uint64_t v)
 const char *ct_flight_dump(const char *why, uint64_t now_ns, char *path, size_t pathlen)
 {
     snprintf(path, pathlen, "%s-flight%u.cutrace", g_fl.base, g_fl.dumps++);
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return strerror(errno);
+    int slot = ct_own_open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600, 0);
+    if (slot < 0)
+        return strerror(-slot);
+    int fd = atomic_load(&ct_own_slots[slot].fd);
     int bad = write_all(fd, g_fl.head.p, g_fl.head.len);
     /* every string, then the metadata, in chunks of bounded size */
     uint32_t limit = ct_strtab_limit(&ct_strings);
@@ -315,6 +318,6 @@ const char *ct_flight_dump(const char *why, uint64_t now_ns, char *path, size_t 
         put_le64(ft + 40, now_ns);
         bad = write_all(fd, ft, sizeof(ft));
     }
-    close(fd);
+    ct_own_close(slot);
     return bad ? "write failed" : NULL;
 }

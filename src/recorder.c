@@ -14,7 +14,7 @@
 
 #define CT_RING_DEAD ((struct ct_ring *)1) /* thread exiting: stop recording */
 
-struct ct_rec_state ct_rec = {.fd = -1};
+struct ct_rec_state ct_rec = {.file_slot = -1};
 struct ct_strtab ct_strings;
 __thread int ct_tls_guard __attribute__((tls_model("initial-exec")));
 __thread struct ct_ring *ct_tls_ring __attribute__((tls_model("initial-exec")));
@@ -214,6 +214,7 @@ void ct_recorder_stats(struct ct_recorder_stats *s)
     s->dropped = atomic_load(&ct_rec.dropped);
     s->bytes_written = atomic_load(&ct_rec.bytes_written);
     s->write_error = atomic_load(&ct_rec.write_error);
+    s->file_created = ct_rec.file_created;
 }
 
 void ct_emit_error(const char *what, int64_t code)
@@ -272,9 +273,7 @@ int ct_recorder_restart_after_fork(const struct ct_recorder_config *cfg,
         atomic_store(&ct_rec.rings[0], mine);
         atomic_store(&ct_rec.nrings_hwm, 1);
     }
-    if (ct_rec.fd >= 0)
-        close(ct_rec.fd); /* the parent's file: not ours to finish */
-    ct_rec.fd = -1;
+    ct_file_drop_inherited(); /* the parent's file: not ours to finish */
     ZSTD_freeCCtx(ct_rec.cctx);
     ct_rec.cctx = NULL;
     if (ct_rec.str_emitted) {

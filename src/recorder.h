@@ -37,6 +37,11 @@ struct ct_recorder_config {
     uint64_t flight_ns;       /* CUTRACE_FLIGHT: keep this much in memory, write on request */
     uint64_t flight_bytes;    /* CUTRACE_FLIGHT_MB: memory bound of the flight recorder */
     uint64_t hang_ns;         /* CUTRACE_HANG_S: no NCCL completion for this long is a hang */
+    /* CUTRACE_HOST_TRACE_KB in bytes: 0 creates the file at start; else it is
+     * created at the first CUDA, NCCL or NVTX record, or once I/O moved this
+     * much (or the kept bytes pass 4 MiB), and a process that ends before
+     * leaves none (ct_recorder_stats: file_created 0) */
+    uint64_t defer_bytes;
 };
 
 /* Why a flight-recorder window is written (ct_recorder_flight_request). */
@@ -72,10 +77,11 @@ struct ct_meta_kv {
 };
 
 /*
- * Creates the file (0600, O_EXCL|O_NOFOLLOW|O_CLOEXEC), writes the header and
- * a metadata chunk from `meta`, and starts the writer. Returns 0, or a
- * negative errno (the file exists, cannot be created, thread creation
- * failed...). On failure nothing is left running and recording stays off.
+ * Creates the file (0600, O_EXCL|O_NOFOLLOW|O_CLOEXEC; with defer_bytes only
+ * once the process is worth a trace, see cfg), writes the header and a
+ * metadata chunk from `meta`, and starts the writer. The file's descriptor
+ * is one of src/ownfd.h's. Returns 0, or a negative errno (the file exists,
+ * cannot be created, thread creation failed...). On failure nothing is left running and recording stays off.
  * Not thread-safe: the caller serialises (the shim's init does).
  */
 int ct_recorder_start(const struct ct_recorder_config *cfg, const struct ct_meta_kv *meta,
@@ -128,6 +134,7 @@ void ct_recorder_pause_writer(int paused);
 struct ct_recorder_stats {
     uint64_t chunks, records, dropped, bytes_written;
     int write_error; /* first negative errno from writing, 0 if none */
+    int file_created; /* 0: creation was deferred and never happened (no file) */
 };
 void ct_recorder_stats(struct ct_recorder_stats *s);
 

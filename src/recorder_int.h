@@ -25,7 +25,18 @@ struct ct_rec_state {
     int stop_req;
     uint64_t flush_req, flush_done;
     atomic_int paused;
-    int fd;
+    /* the file (writer_file.c) */
+    char path[4096];
+    int file_slot;    /* its descriptor's slot in src/ownfd.h, -1 before it exists */
+    int file_created; /* the file exists (not deferred, or promoted) */
+    dev_t file_dev;
+    ino_t file_ino;
+    unsigned reopened;    /* times the descriptor was found taken over and reopened */
+    int deferred;         /* creation waits for something worth a trace */
+    int promote;          /* ... which was seen: create at the next write */
+    uint64_t defer_bytes; /* I/O bytes that make a process worth a trace */
+    uint64_t defer_io;    /* I/O bytes seen so far */
+    struct ct_buf pending; /* the file's bytes while deferred */
     unsigned flush_ms;
     int zstd_level;
     void *cctx; /* ZSTD_CCtx */
@@ -82,6 +93,17 @@ int ct_flight_take_request(void);
 int ct_flight_hang_check(uint64_t now_ns, char *what, size_t n);
 /* Writes the window; NULL on success (path set), else what failed. */
 const char *ct_flight_dump(const char *why, uint64_t now_ns, char *path, size_t pathlen);
+
+/* writer_file.c */
+int ct_file_open(const struct ct_recorder_config *cfg); /* 0, -EEXIST, or the open's -errno */
+void ct_file_saw(unsigned kind, const uint64_t *f);    /* each record: may decide to create */
+int ct_file_write(const uint8_t *p, size_t n);          /* the next bytes: 0 or -errno */
+void ct_file_cut(uint64_t len);                         /* back to len bytes after a failure */
+int ct_file_promote_now(void);                          /* create a deferred file now */
+int ct_file_use(void); /* verified descriptor for pwrite & co, or -1; then ct_file_done */
+void ct_file_done(void);
+void ct_file_close(void);
+void ct_file_drop_inherited(void);
 
 /* writer.c */
 void *ct_writer_main(void *arg);

@@ -32,23 +32,6 @@ static void put_le64(uint8_t *p, uint64_t v)
         p[i] = (uint8_t)(v >> (8 * i));
 }
 
-static int write_all(int fd, const uint8_t *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        if (w == 0)
-            return -EIO;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 void (*ct_writer_failed)(int err);
 
 /* Appends bytes to the file unless an earlier write failed. On failure the
@@ -58,15 +41,13 @@ static int emit_bytes(const uint8_t *p, size_t n)
 {
     if (ct_flight_on())
         return ct_flight_keep(p, n, ct_clock_mono_ns());
-    if (atomic_load(&ct_rec.write_error) || ct_rec.fd < 0)
+    if (atomic_load(&ct_rec.write_error))
         return -EIO;
-    int rc = write_all(ct_rec.fd, p, n);
+    int rc = ct_file_write(p, n);
     if (rc) {
         int zero = 0;
         if (atomic_compare_exchange_strong(&ct_rec.write_error, &zero, rc)) {
-            if (ftruncate(ct_rec.fd, (off_t)atomic_load(&ct_rec.bytes_written)) != 0) {
-                /* the reader reports the torn frame at the end as a cut */
-            }
+            ct_file_cut(atomic_load(&ct_rec.bytes_written));
             if (ct_writer_failed)
                 ct_writer_failed(rc);
         }
@@ -237,6 +218,7 @@ static void add_record(unsigned kind, unsigned flags, const uint64_t *w, unsigne
         f[i] = v;
     }
     ct_flight_saw(kind, f);
+    ct_file_saw(kind, f);
     if (ct_rec.enc.nrecords >= CT_CHUNK_MAX_RECORDS) {
         uint64_t tid = ct_rec.enc.tid;
         flush_chunk();
@@ -517,13 +499,9 @@ int ct_writer_open(const struct ct_recorder_config *cfg, const struct ct_meta_kv
                    size_t nmeta)
 {
     ct_flight_init(cfg);
-    int fd = -1;
-    if (!ct_flight_on()) { /* the flight recorder writes files only on request */
-        fd = open(cfg->path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd < 0)
-            return -errno;
-    }
-    ct_rec.fd = fd;
+    int frc = ct_file_open(cfg);
+    if (frc)
+        return frc;
     atomic_store(&ct_rec.write_error, 0);
     ZSTD_CCtx *cctx = ZSTD_createCCtx();
     if (!cctx) {
@@ -555,9 +533,7 @@ int ct_writer_open(const struct ct_recorder_config *cfg, const struct ct_meta_kv
 
 void ct_writer_close(void)
 {
-    if (ct_rec.fd >= 0)
-        close(ct_rec.fd);
-    ct_rec.fd = -1;
+    ct_file_close();
     ZSTD_freeCCtx(ct_rec.cctx);
     ct_rec.cctx = NULL;
     ct_chunk_enc_free(&ct_rec.enc);

@@ -96,16 +96,24 @@ static int drop_range(uint64_t a, uint64_t b)
         uint8_t h[8];
         put_le32(h, CT_SKIP_MAGIC_DROPPED);
         put_le32(h + 4, (uint32_t)(len - 8));
-        if (pwrite(ct_rec.fd, h, 8, (off_t)p) != 8)
-            return -errno;
+        int fd = ct_file_use();
+        if (fd < 0)
+            return -EBADF;
+        if (pwrite(fd, h, 8, (off_t)p) != 8) {
+            int e = errno;
+            ct_file_done();
+            return -e;
+        }
         uint64_t lo = (p + 8 + CT_BLOCK - 1) / CT_BLOCK * CT_BLOCK;
         uint64_t hi = (p + len) / CT_BLOCK * CT_BLOCK;
-        if (hi > lo && fallocate(ct_rec.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)lo,
+        if (hi > lo && fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)lo,
                                  (off_t)(hi - lo)) != 0) {
             int e = errno;
+            ct_file_done();
             /* the bytes are already a skippable frame: harmless, just not freed */
             return -e;
         }
+        ct_file_done();
         p += len;
     }
     return 0;

@@ -14,6 +14,7 @@ Suite *ring_suite(void);
 Suite *writer_suite(void);
 Suite *reader_suite(void);
 Suite *config_suite(void);
+Suite *ownfd_suite(void);
 
 static const struct {
     const char *name;
@@ -21,6 +22,7 @@ static const struct {
 } suites[] = {
     {"codec", codec_suite},   {"strtab", strtab_suite}, {"ring", ring_suite},
     {"writer", writer_suite}, {"reader", reader_suite}, {"config", config_suite},
+    {"ownfd", ownfd_suite},
 };
 
 int main(int argc, char **argv)

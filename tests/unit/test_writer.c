@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "src/ownfd.h"
 #include "src/recorder_int.h"
 #include "tests/unit/helpers.h"
 
@@ -214,10 +215,17 @@ START_TEST(write_failure_is_reported_not_fatal)
     th_path(path, sizeof(path), th_tmpdir(), "t.cutrace");
     ck_assert_int_eq(th_start(path, 1 << 16, 10), 0);
     /* /dev/full fails every write with ENOSPC, like a disk filling mid-run:
-     * swap it in under the writer's descriptor. */
+     * swap it in under the writer's descriptor, and make it the file the
+     * writer believes it has (else its identity check would see a
+     * descriptor taken over, and reopen the trace). */
     int full = open("/dev/full", O_WRONLY);
     ck_assert_int_ge(full, 0);
-    ck_assert_int_ge(dup2(full, ct_rec.fd), 0);
+    struct stat fst;
+    ck_assert_int_eq(fstat(full, &fst), 0);
+    struct ct_own_slot *own = &ct_own_slots[ct_rec.file_slot];
+    own->dev = ct_rec.file_dev = fst.st_dev;
+    own->ino = ct_rec.file_ino = fst.st_ino;
+    ck_assert_int_ge(dup2(full, atomic_load(&own->fd)), 0);
     close(full);
     emit_marks(100);
     ck_assert_int_eq(ct_recorder_flush(5000), 0);

@@ -1,0 +1,110 @@
+/*
+ * cutrace's own file descriptors, kept apart from the job's.
+ *
+ * A job may close every descriptor above 2 (a loop of close(), close_range,
+ * closefrom: daemons, launchers, spawn helpers do it) or dup2 onto any
+ * number, and then open files that take the freed numbers. A recorder that
+ * kept writing through its old number would write into the job's file. So
+ * every descriptor of ours is registered here, with the device and inode it
+ * was opened on:
+ *   - the shim's close, close_range, closefrom, dup2 and dup3 wrappers
+ *     (shim/io_keep.c) leave a registered descriptor open and tell the job
+ *     the call succeeded; a dup2 onto a long-lived one first moves ours to
+ *     another number (ct_own_step_aside), then the job gets what it asked;
+ *   - long-lived ones (the trace file) are moved above the numbers jobs
+ *     reuse first (ct_own_open with CT_OWN_HIGH);
+ *   - the writer checks device and inode before each write (ct_own_use), so
+ *     a descriptor taken over behind our back (a raw close_range syscall, Go's
+ *     runtime) is never written to.
+ *
+ * A registered number whose device and inode no longer match is not ours
+ * any more: every check drops it from the table, so the job's calls on its
+ * own file at that number go through untouched.
+ *
+ * Thread rules: every function may be called from any thread, concurrently;
+ * none allocates or takes a lock; ct_own_is is async-signal-safe. Functions
+ * that make syscalls say so. errno is preserved by all of them except where
+ * a return value says otherwise.
+ */
+#ifndef CT_OWNFD_H
+#define CT_OWNFD_H
+
+#include <stdatomic.h>
+#include <sys/types.h>
+
+#define CT_OWN_SLOTS 8
+
+/* ct_own_open flags */
+#define CT_OWN_HIGH 1 /* move above the numbers a job reuses first; may be stepped aside */
+
+struct ct_own_slot {
+    _Atomic int fd;   /* -1: free */
+    _Atomic int busy; /* the number a write through ct_own_use is using, or -1 */
+    int high;         /* CT_OWN_HIGH: relocatable (users read fd from the slot each time) */
+    dev_t dev;
+    ino_t ino;
+};
+
+extern struct ct_own_slot ct_own_slots[CT_OWN_SLOTS];
+extern _Atomic int ct_own_count; /* slots in use: 0 makes every check one load */
+
+/* The slot holding fd, or -1. No syscall, async-signal-safe. */
+static inline int ct_own_find(int fd)
+{
+    if (fd < 0 || !atomic_load_explicit(&ct_own_count, memory_order_acquire))
+        return -1;
+    for (int i = 0; i < CT_OWN_SLOTS; i++)
+        if (atomic_load_explicit(&ct_own_slots[i].fd, memory_order_acquire) == fd)
+            return i;
+    return -1;
+}
+
+/*
+ * Whether fd is one of ours right now: registered, and (one fstat) still on
+ * the device and inode it was opened on. A registered number that fails the
+ * check is dropped from the table and 0 returned.
+ */
+int ct_own_is(int fd);
+
+/*
+ * Opens path (open(2) flags and mode) and registers the result; with
+ * CT_OWN_HIGH it is first moved above the numbers jobs reuse first.
+ * Returns the slot (>= 0; its descriptor in ct_own_slots[slot].fd), or
+ * -errno (-ENOSPC: no free slot, nothing left open).
+ */
+int ct_own_open(const char *path, int flags, mode_t mode, unsigned own_flags);
+
+/* Unregisters and closes the slot's descriptor, when it still is ours
+ * (a number taken over is left to the job). */
+void ct_own_close(int slot);
+
+/* Unregisters the slot without closing anything. */
+void ct_own_forget(int slot);
+
+/*
+ * For a write through a long-lived slot: returns its descriptor, verified
+ * (device and inode), and marks it busy until ct_own_done; -1 when the
+ * slot is free or its number was taken over (the slot is then forgotten:
+ * the caller reopens its file or stops). One fstat.
+ */
+int ct_own_use(int slot);
+void ct_own_done(int slot);
+
+/*
+ * The job is about to make fd (registered in slot) refer to something else
+ * (dup2/dup3 onto it). A CT_OWN_HIGH slot moves to another high number and
+ * waits (bounded, 100 ms) for a write still using the old number to enter
+ * the kernel; other slots are forgotten. Either way the job's call may then
+ * go ahead. Returns the old number still to close when the job's call fails
+ * (ct_own_release), or -1.
+ */
+int ct_own_step_aside(int slot);
+
+/* Closes the number ct_own_step_aside left open, after the job's dup2
+ * failed (nothing replaced it), when it still is the slot's file. */
+void ct_own_release(int oldfd, int slot);
+
+/* The lowest number CT_OWN_HIGH descriptors go to (from RLIMIT_NOFILE). */
+int ct_own_high_base(void);
+
+#endif
