@@ -21,6 +21,7 @@ void ct_config_defaults(struct ct_config *c)
     c->sample = 100;
     c->light_copy_min = 1 << 20;
     c->health_ms = 100;
+    c->host_trace_kb = 1024;
 }
 
 /* A word from a fixed list: index, or -EINVAL with the message written. */
@@ -158,6 +159,11 @@ int ct_config_from_env(struct ct_config *c, const char *(*getenv_fn)(const char 
         return rc;
     if (rc == 0)
         c->io_min_ns = (uint64_t)v;
+    static const struct int_var host_kb = {"CUTRACE_HOST_TRACE_KB", 0, 16777216};
+    if ((rc = get_int(getenv_fn, &host_kb, &v, err, errlen)) < 0)
+        return rc;
+    if (rc == 0)
+        c->host_trace_kb = (unsigned)v;
     static const struct int_var io_stack = {"CUTRACE_IO_STACK_NS", 0, 3600000000000ll};
     if ((rc = get_int(getenv_fn, &io_stack, &v, err, errlen)) < 0)
         return rc;

@@ -33,6 +33,9 @@ struct ct_config {
     unsigned sample;         /* CUTRACE_SAMPLE: light mode records 1 in N kernels (default 100) */
     uint64_t light_copy_min; /* CUTRACE_LIGHT_COPY_MIN: light mode records copies this large */
     unsigned health_ms;      /* CUTRACE_HEALTH_MS: health counter period, 0 = off (default 100) */
+    /* CUTRACE_HOST_TRACE_KB: a process without CUDA, NCCL or NVTX work gets a
+     * trace once its I/O moved this much (default 1024); 0: every process */
+    unsigned host_trace_kb;
 };
 
 void ct_config_defaults(struct ct_config *c);

@@ -19,7 +19,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#define FREE_SLOT {.fd = -1, .busy = -1}
+#define FREE_SLOT                                                                                  \
+    {                                                                                              \
+        .fd = -1, .busy = -1                                                                       \
+    }
 struct ct_own_slot ct_own_slots[CT_OWN_SLOTS] = {FREE_SLOT, FREE_SLOT, FREE_SLOT, FREE_SLOT,
                                                  FREE_SLOT, FREE_SLOT, FREE_SLOT, FREE_SLOT};
 _Static_assert(CT_OWN_SLOTS == 8, "one FREE_SLOT per slot above");
@@ -221,4 +224,19 @@ void ct_own_release(int oldfd, int slot)
     if (same_file(oldfd, ct_own_slots[slot].dev, ct_own_slots[slot].ino))
         raw_close(oldfd);
     errno = saved;
+}
+
+long ct_own_read_small(const char *path, char *buf, unsigned long n)
+{
+    int slot = ct_own_open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0, 0);
+    if (slot < 0 || n == 0)
+        return -1;
+    int saved = errno;
+    ssize_t r = read(atomic_load(&ct_own_slots[slot].fd), buf, n - 1);
+    ct_own_close(slot);
+    errno = saved;
+    if (r < 0)
+        return -1;
+    buf[r] = 0;
+    return (long)r;
 }

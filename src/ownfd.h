@@ -104,6 +104,13 @@ int ct_own_step_aside(int slot);
  * failed (nothing replaced it), when it still is the slot's file. */
 void ct_own_release(int oldfd, int slot);
 
+/*
+ * Reads up to n-1 bytes of a small file (/proc, a control file) through a
+ * registered descriptor, NUL-terminated. Bytes read, or -1 (errno is the
+ * caller's either way).
+ */
+long ct_own_read_small(const char *path, char *buf, unsigned long n);
+
 /* The lowest number CT_OWN_HIGH descriptors go to (from RLIMIT_NOFILE). */
 int ct_own_high_base(void);
 

@@ -242,6 +242,17 @@ int ct_recorder_flush_async(unsigned timeout_ms)
     return -ETIMEDOUT;
 }
 
+void ct_recorder_family(_Atomic int *traced, int owner)
+{
+    ct_rec.family = traced;
+    ct_rec.family_owner = owner;
+}
+
+void ct_recorder_drop_inherited(void)
+{
+    ct_file_drop_inherited();
+}
+
 int ct_recorder_restart_after_fork(const struct ct_recorder_config *cfg,
                                    const struct ct_meta_kv *meta, size_t nmeta)
 {

@@ -81,8 +81,8 @@ struct ct_meta_kv {
  * once the process is worth a trace, see cfg), writes the header and a
  * metadata chunk from `meta`, and starts the writer. The file's descriptor
  * is one of src/ownfd.h's. Returns 0, or a negative errno (the file exists,
- * cannot be created, thread creation failed...). On failure nothing is left running and recording stays off.
- * Not thread-safe: the caller serialises (the shim's init does).
+ * cannot be created, thread creation failed...). On failure nothing is left running and recording
+ * stays off. Not thread-safe: the caller serialises (the shim's init does).
  */
 int ct_recorder_start(const struct ct_recorder_config *cfg, const struct ct_meta_kv *meta,
                       size_t nmeta);
@@ -115,6 +115,22 @@ int ct_recorder_flush_async(unsigned timeout_ms);
 int ct_recorder_restart_after_fork(const struct ct_recorder_config *cfg,
                                    const struct ct_meta_kv *meta, size_t nmeta);
 
+/*
+ * The flag a process family shares (memory mapped shared before fork): the
+ * owner (the image that mapped it) sets it when its trace file is created;
+ * any member whose file is still deferred then creates its own at its next
+ * record, or when it stops. NULL: no family. Call before ct_recorder_start
+ * or ..._restart_after_fork.
+ */
+void ct_recorder_family(_Atomic int *traced, int owner);
+
+/*
+ * In a forked child, at fork (pthread_atfork child handler): closes the
+ * child's copy of the parent's trace descriptor, when it still is that file.
+ * Async-signal-safe.
+ */
+void ct_recorder_drop_inherited(void);
+
 /* Periodic jobs of the writer thread: each registered function is called on
  * every pass (about every few ms), in registration order, with the
  * monotonic time: controls polled from outside (on-demand capture), health
@@ -133,7 +149,7 @@ void ct_recorder_pause_writer(int paused);
 /* Totals so far (writer's view). */
 struct ct_recorder_stats {
     uint64_t chunks, records, dropped, bytes_written;
-    int write_error; /* first negative errno from writing, 0 if none */
+    int write_error;  /* first negative errno from writing, 0 if none */
     int file_created; /* 0: creation was deferred and never happened (no file) */
 };
 void ct_recorder_stats(struct ct_recorder_stats *s);

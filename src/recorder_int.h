@@ -31,12 +31,14 @@ struct ct_rec_state {
     int file_created; /* the file exists (not deferred, or promoted) */
     dev_t file_dev;
     ino_t file_ino;
-    unsigned reopened;    /* times the descriptor was found taken over and reopened */
-    int deferred;         /* creation waits for something worth a trace */
-    int promote;          /* ... which was seen: create at the next write */
-    uint64_t defer_bytes; /* I/O bytes that make a process worth a trace */
-    uint64_t defer_io;    /* I/O bytes seen so far */
+    unsigned reopened;     /* times the descriptor was found taken over and reopened */
+    int deferred;          /* creation waits for something worth a trace */
+    int promote;           /* ... which was seen: create at the next write */
+    uint64_t defer_bytes;  /* I/O bytes that make a process worth a trace */
+    uint64_t defer_io;     /* I/O bytes seen so far */
     struct ct_buf pending; /* the file's bytes while deferred */
+    _Atomic int *family;   /* shared with forked children: the owner's file exists */
+    int family_owner;      /* this image set up the family (it was not forked) */
     unsigned flush_ms;
     int zstd_level;
     void *cctx; /* ZSTD_CCtx */
@@ -96,7 +98,7 @@ const char *ct_flight_dump(const char *why, uint64_t now_ns, char *path, size_t 
 
 /* writer_file.c */
 int ct_file_open(const struct ct_recorder_config *cfg); /* 0, -EEXIST, or the open's -errno */
-void ct_file_saw(unsigned kind, const uint64_t *f);    /* each record: may decide to create */
+void ct_file_saw(unsigned kind, const uint64_t *f);     /* each record: may decide to create */
 int ct_file_write(const uint8_t *p, size_t n);          /* the next bytes: 0 or -errno */
 void ct_file_cut(uint64_t len);                         /* back to len bytes after a failure */
 int ct_file_promote_now(void);                          /* create a deferred file now */

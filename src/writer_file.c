@@ -3,7 +3,9 @@
  * and that every byte goes to it and nowhere else.
  *
  * Created late (cfg->defer_bytes): until the process does something worth a
- * trace -- a CUDA, NCCL or NVTX record, or I/O that moved defer_bytes -- the
+ * trace -- a CUDA, NCCL or NVTX record, or I/O that moved defer_bytes (any
+ * byte, for a forked member of a family whose owner has its trace: see
+ * ct_recorder_family) -- the
  * file's bytes are kept in memory (at most CT_DEFER_MAX, past which the file
  * is created anyway). A process that ends before that (a shell wrapper, a
  * version probe, a launcher's pre-exec child) leaves no file; its caller
@@ -44,6 +46,8 @@ static int create_now(void)
     ct_rec.file_dev = ct_own_slots[slot].dev;
     ct_rec.file_ino = ct_own_slots[slot].ino;
     ct_rec.file_created = 1;
+    if (ct_rec.family && ct_rec.family_owner)
+        atomic_store(ct_rec.family, 1);
     return 0;
 }
 
@@ -71,6 +75,11 @@ int ct_file_open(const struct ct_recorder_config *cfg)
     return 0;
 }
 
+static int family_traced(void)
+{
+    return ct_rec.family && atomic_load_explicit(ct_rec.family, memory_order_relaxed);
+}
+
 void ct_file_saw(unsigned kind, const uint64_t *f)
 {
     if (!ct_rec.deferred || ct_rec.promote)
@@ -84,7 +93,10 @@ void ct_file_saw(unsigned kind, const uint64_t *f)
     case CT_REC_IO:
         if ((int64_t)f[CT_IO_RESULT] > 0 && f[CT_IO_BYTES] > 0) /* data moved, not a poll count */
             ct_rec.defer_io += f[CT_IO_RESULT];
-        if (ct_rec.defer_io >= ct_rec.defer_bytes)
+        /* a forked member of a traced job (a data-loader worker) from its
+         * first byte moved; opens and closes alone (a launcher's pre-exec
+         * child) never make a trace */
+        if (ct_rec.defer_io >= ct_rec.defer_bytes || (ct_rec.defer_io && family_traced()))
             ct_rec.promote = 1;
         break;
     default: break;
@@ -216,6 +228,10 @@ int ct_file_promote_now(void)
 
 void ct_file_close(void)
 {
+    /* a forked member whose job got its trace after the member's last
+     * record: the member's file now, with everything kept */
+    if (ct_rec.deferred && ct_rec.defer_io && family_traced() && !atomic_load(&ct_rec.write_error))
+        promote();
     /* never created: the process did nothing worth a trace */
     ct_rec.deferred = 0;
     ct_buf_free(&ct_rec.pending);

@@ -29,8 +29,8 @@ static void emit_marks(int n)
 static void emit_read(uint64_t bytes)
 {
     uint64_t t = ct_clock_now();
-    uint64_t io[CT_IO_NFIELDS] = {t,     t + 1000, ct_intern("read"), 5, CT_FD_FILE,
-                                  ct_intern("/etc/version"), bytes, bytes, 0};
+    uint64_t io[CT_IO_NFIELDS] = {
+        t, t + 1000, ct_intern("read"), 5, CT_FD_FILE, ct_intern("/etc/version"), bytes, bytes, 0};
     ck_assert_int_eq(ct_emit(CT_REC_IO, 0, io, CT_IO_NFIELDS), 0);
 }
 
