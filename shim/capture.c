@@ -17,6 +17,7 @@
 
 #include "shim/gpu.h"
 #include "shim/shim.h"
+#include "src/ownfd.h"
 
 #define CT_MAX_WINDOWS     256
 #define CT_CONTROL_POLL_NS 50000000ull /* 50 ms */
@@ -106,12 +107,10 @@ int ct_capture_contains(uint64_t ns)
 /* Reads and removes the control file, if any: "start" or "stop". */
 static void poll_control(uint64_t now_ns)
 {
-    int fd = open(g_control, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0)
-        return;
     char cmd[16] = "";
-    ssize_t n = read(fd, cmd, sizeof(cmd) - 1);
-    close(fd);
+    long n = ct_own_read_small(g_control, cmd, sizeof(cmd));
+    if (n < 0)
+        return;
     unlink(g_control);
     if (n <= 0)
         return;

@@ -25,6 +25,7 @@
 
 #include "shim/health_proc.h"
 #include "shim/shim.h"
+#include "src/ownfd.h"
 
 /* ------------------------------------------------ NVML ABI (nvml.h facts) */
 
@@ -194,15 +195,7 @@ static uint64_t thread_cpu_ns(void)
 /* Reads a small /proc file into buf (NUL-terminated). Bytes read, or -1. */
 static ssize_t read_small(const char *path, char *buf, size_t n)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    ssize_t r = read(fd, buf, n - 1);
-    close(fd);
-    if (r < 0)
-        return -1;
-    buf[r] = 0;
-    return r;
+    return ct_own_read_small(path, buf, n);
 }
 
 static void sample_host(uint64_t now)

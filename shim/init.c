@@ -9,6 +9,8 @@
 
 #include <limits.h>
 #include <pthread.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +31,47 @@ int ct_gpu_mode;
 struct ct_config ct_cfg;
 __thread uint64_t ct_tls_corr __attribute__((tls_model("initial-exec")));
 static atomic_uint g_thread_index;
+pid_t ct_shim_pid;
+
+/*
+ * A process image and the children it forks are one family: a page mapped
+ * shared when the shim is loaded (before any fork of the image), owned by
+ * the image that mapped it. Forked children that ended without a trace of
+ * their own (their records never made them worth one, CUTRACE_HOST_TRACE_KB)
+ * are counted in it, so the owner says so in its trace. NULL when the page
+ * could not be mapped (nothing is counted, every process decides alone).
+ */
+struct fork_tally {
+    pid_t owner;
+    _Atomic uint64_t children, records;
+    /* the image that mapped it has its trace: its forked children (a
+     * data-loader worker, a checkpoint writer) are part of that job and get
+     * theirs at their first record, or at their end if it came later */
+    _Atomic int traced;
+};
+static struct fork_tally *g_tally;
+
+static void shim_atfork_child(void);
+
+/* At load, before the image can fork: the family page, our pid (what tells
+ * a vfork child, which runs no fork handlers, from us) and the fork handler. */
+__attribute__((constructor)) static void family_page(void)
+{
+    ct_shim_pid = (pid_t)syscall(SYS_getpid);
+    pthread_atfork(NULL, NULL, shim_atfork_child);
+    void *m =
+        mmap(NULL, sizeof(*g_tally), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
+        return;
+    g_tally = m;
+    g_tally->owner = (pid_t)syscall(SYS_getpid);
+}
+
+/* 1 when this process forked off the image that owns the family page. */
+static int family_member(void)
+{
+    return g_tally && g_tally->owner != (pid_t)syscall(SYS_getpid);
+}
 
 uint64_t ct_corr_slow(void)
 {
@@ -101,6 +144,10 @@ void ct_shim_finish(void)
     recorder_meta("cuGetProcAddress_wrapped", wrapped);
     if (ct_cfg.light) /* what light mode let through unrecorded (up to N-1 per thread more) */
         recorder_meta("light_unsampled", atomic_load(&ct_light_unsampled));
+    if (g_tally && !family_member() && atomic_load(&g_tally->children)) {
+        recorder_meta("forked_children_untraced", atomic_load(&g_tally->children));
+        recorder_meta("forked_records_untraced", atomic_load(&g_tally->records));
+    }
     /* GPU intervals still in flight are collected before the file closes. */
     if (ct_gpu_mode == CT_GPU_CUPTI) {
         ct_cupti_stop();
@@ -111,6 +158,12 @@ void ct_shim_finish(void)
     ct_gpu_mode = CT_GPU_OFF;
     atomic_store(&ct_shim_state, CT_SHIM_OFF);
     ct_recorder_stop(5000);
+    struct ct_recorder_stats st;
+    ct_recorder_stats(&st);
+    if (!st.file_created && family_member()) {
+        atomic_fetch_add(&g_tally->children, 1);
+        atomic_fetch_add(&g_tally->records, st.records);
+    }
 }
 
 static void shim_atexit(void)
@@ -122,8 +175,13 @@ static void shim_atexit(void)
  * it gets its own trace at its first event (ct_shim_recording). */
 static void shim_atfork_child(void)
 {
-    if (ct_shim_live())
+    ct_shim_pid = (pid_t)syscall(SYS_getpid); /* a fork, not a vfork: the child is itself */
+    if (ct_shim_live()) {
         atomic_store(&ct_shim_state, CT_SHIM_FORKED);
+        /* the parent's trace descriptor goes now, so nothing the child does
+         * before it records (close loops, dup2, exec) meets it */
+        ct_recorder_drop_inherited();
+    }
 }
 
 static void say(const char *fmt, const char *a, const char *b)
@@ -147,8 +205,17 @@ static char g_trace_path[PATH_MAX + 256];
  */
 static void writer_failed(int err)
 {
-    say("cutrace: writing %s failed (%s); recording stopped, the trace up to here decodes\n",
-        g_trace_path, strerror(-err));
+    struct ct_recorder_stats st;
+    ct_recorder_stats(&st);
+    if (!st.file_created) /* deferred creation failed: nothing was written */
+        say("cutrace: cannot record to %s: %s; recording is off\n", g_trace_path, strerror(-err));
+    else if (err == -EBADF)
+        say("cutrace: the job closed or replaced the descriptor of %s and the file cannot be "
+            "reopened%s; recording stopped, the trace up to here decodes\n",
+            g_trace_path, "");
+    else
+        say("cutrace: writing %s failed (%s); recording stopped, the trace up to here decodes\n",
+            g_trace_path, strerror(-err));
     atomic_store(&ct_shim_state, CT_SHIM_OFF);
 }
 
@@ -201,14 +268,18 @@ static int start_recording(int after_fork)
         .flight_ns = (uint64_t)ct_cfg.flight_s * 1000000000u,
         .flight_bytes = (uint64_t)ct_cfg.flight_mb << 20,
         .hang_ns = (uint64_t)ct_cfg.hang_s * 1000000000u,
+        .defer_bytes = (uint64_t)ct_cfg.host_trace_kb << 10,
     };
-    char path[PATH_MAX + 256];
+    ct_recorder_family(g_tally ? &g_tally->traced : NULL, !family_member());
+    char *path = g_trace_path;
     int r = -1;
+    ct_writer_failed = writer_failed; /* a deferred file is created on the writer thread */
+    ct_writer_hang = writer_hang;
     /* gen counts images of this pid (exec keeps the pid): the first name not
      * taken yet is ours. O_EXCL makes that race-free. */
     for (unsigned gen = 0; gen < 64; gen++) {
-        snprintf(path, sizeof(path), "%s/%s-%s-r%s-p%d-%u.cutrace", ct_cfg.output, l.job, l.host,
-                 rank, (int)getpid(), gen);
+        snprintf(path, sizeof(g_trace_path), "%s/%s-%s-r%s-p%d-%u.cutrace", ct_cfg.output, l.job,
+                 l.host, rank, (int)getpid(), gen);
         rc.path = path;
         rc.gen = gen;
         r = after_fork ? ct_recorder_restart_after_fork(&rc, meta, nmeta)
@@ -220,9 +291,6 @@ static int start_recording(int after_fork)
         say("cutrace: cannot record to %s: %s; recording is off\n", path, strerror(-r));
         return -1;
     }
-    snprintf(g_trace_path, sizeof(g_trace_path), "%s", path);
-    ct_writer_failed = writer_failed;
-    ct_writer_hang = writer_hang;
     if (ct_health_start(after_fork) != 0) /* counters on the writer thread (CUTRACE_HEALTH_MS) */
         ct_emit_error("cutrace: no writer slot for the health sampler; no counters", -ENOSPC);
     if (after_fork) {
@@ -238,7 +306,6 @@ static int start_recording(int after_fork)
     start_gpu_timing(ct_cfg.light && ct_cfg.gpu_timing ? 2 : ct_cfg.gpu_timing);
     ct_process_started();
     atexit(shim_atexit);
-    pthread_atfork(NULL, NULL, shim_atfork_child);
     return 0;
 }
 
@@ -250,6 +317,12 @@ int ct_shim_init(void)
         /* Another thread is initialising: this call goes unrecorded rather
          * than waiting (the shim never blocks the job). */
         return atomic_load(&ct_shim_state) == CT_SHIM_ON;
+    }
+    if (ct_shim_in_vfork_child()) {
+        /* a vfork child shares our memory and runs on a borrowed stack
+         * until it execs: nothing of ours may start there */
+        atomic_store(&ct_shim_state, expected);
+        return 0;
     }
     int after_fork = expected == CT_SHIM_FORKED;
     int saved = errno;

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "shim/io_int.h"
+#include "src/ownfd.h"
 
 /* After a successful open of any flavour: remember fd as path, record. */
 static void io_finish_open(const struct ct_span *sp, enum io_fn f, const char *path, int fd)
@@ -164,11 +165,17 @@ typedef int (*close_fn)(int);
 
 CT_EXPORT int close(int fd)
 {
+    /* one of cutrace's own descriptors: left open, success reported (the
+     * number stays taken, so no file of the job's can land on it) */
+    if (__builtin_expect(ct_own_find(fd) >= 0, 0) && ct_own_is(fd))
+        return 0;
     close_fn real = IO_REAL(close_fn, IO_close);
     if (__builtin_expect(!real, 0))
         return io_nested() ? (int)syscall(SYS_close, fd) : (int)io_nosys();
     uint64_t before = ct_io_fd_entry(fd);
-    if (!ct_shim_recording()) {
+    /* a close never starts a trace: a launcher's pre-exec child that closes
+     * every descriptor and execs does nothing of ours */
+    if (!ct_shim_live() || !ct_shim_recording()) {
         int r = real(fd);
         ct_io_fd_closed(fd, before);
         return r;
@@ -489,7 +496,7 @@ CT_EXPORT int fclose(FILE *fp)
     }
     int fd = io_fileno(fp);
     uint64_t before = ct_io_fd_entry(fd);
-    if (!ct_shim_recording()) {
+    if (!ct_shim_live() || !ct_shim_recording()) { /* never starts a trace (see close) */
         int r = real(fp);
         ct_io_fd_closed(fd, before);
         return r;

@@ -69,7 +69,11 @@
     X(ppoll)                                                                                       \
     X(select)                                                                                      \
     X(pselect)                                                                                     \
-    X(epoll_wait)
+    X(epoll_wait)                                                                                  \
+    X(close_range)                                                                                 \
+    X(closefrom)                                                                                   \
+    X(dup2)                                                                                        \
+    X(dup3)
 
 enum io_fn {
 #define IO_ENUM(n) IO_##n,

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "shim/shim.h"
+#include "src/ownfd.h"
 
 extern char **environ;
 
@@ -127,11 +128,7 @@ static int is_secret(const char *name, size_t len)
 static void read_cmdline(char *out, size_t n)
 {
     out[0] = 0;
-    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return;
-    ssize_t r = read(fd, out, n - 1);
-    close(fd);
+    long r = ct_own_read_small("/proc/self/cmdline", out, n);
     if (r <= 0)
         return;
     for (ssize_t i = 0; i < r - 1; i++)

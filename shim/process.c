@@ -44,7 +44,7 @@ REAL(exit_fn, _Exit)
  * goes on, and its next event starts a new file (the next generation). */
 static void before_exec(void)
 {
-    if (!ct_shim_live() || ct_tls_guard)
+    if (!ct_shim_live() || ct_tls_guard || ct_shim_in_vfork_child())
         return;
     CT_ERRNO_SAVE;
     ct_shim_finish();
@@ -53,6 +53,8 @@ static void before_exec(void)
 
 static void after_failed_exec(void)
 {
+    if (ct_shim_in_vfork_child())
+        return; /* the parent's state, in memory we share */
     int expected = CT_SHIM_OFF;
     atomic_compare_exchange_strong(&ct_shim_state, &expected, CT_SHIM_UNINIT);
 }
@@ -154,7 +156,7 @@ CT_EXPORT int execle(const char *path, const char *arg, ...)
 /* _exit skips atexit: finish the trace here. */
 CT_EXPORT void _exit(int status)
 {
-    if (!ct_tls_guard)
+    if (!ct_tls_guard && !ct_shim_in_vfork_child())
         ct_shim_finish();
     exit_fn f = real__exit();
     if (f)
@@ -165,7 +167,7 @@ CT_EXPORT void _exit(int status)
 
 CT_EXPORT void _Exit(int status)
 {
-    if (!ct_tls_guard)
+    if (!ct_tls_guard && !ct_shim_in_vfork_child())
         ct_shim_finish();
     exit_fn f = real__Exit();
     if (f)

@@ -14,6 +14,9 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <unistd.h>
 
 #include "src/config.h"
 #include "src/recorder.h"
@@ -45,6 +48,15 @@ static inline int ct_shim_live(void)
 {
     int s = atomic_load(&ct_shim_state);
     return s == CT_SHIM_ON || s == CT_SHIM_PAUSED;
+}
+
+/* The process that started recording (getpid at start, and in a forked
+ * child at fork): a wrapper running in a vfork child, which shares our
+ * memory, sees another pid and must leave the recorder alone. */
+extern pid_t ct_shim_pid;
+static inline int ct_shim_in_vfork_child(void)
+{
+    return ct_shim_pid && (pid_t)syscall(SYS_getpid) != ct_shim_pid;
 }
 
 /* Slow path of ct_shim_recording(): the first event of the process. */
