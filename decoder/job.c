@@ -305,6 +305,12 @@ static int build_sets(struct ct_rank *r)
     return 0;
 }
 
+/* Whether a process did GPU work of any kind: launches, GPU ops, NCCL. */
+static int has_gpu_work(const struct ct_proc *p)
+{
+    return p->nops || p->nnccl || p->nlaunches;
+}
+
 static int cmp_rank(const void *a, const void *b)
 {
     const struct ct_rank *x = a, *y = b;
@@ -323,14 +329,27 @@ int ct_job_build(struct ct_job *job, struct ct_proc *procs, size_t nprocs)
         return -ENOMEM;
     }
     int64_t maxrank = -1;
+    int gpu_job = 0;
     for (size_t i = 0; i < nprocs; i++) {
         rk[i] = resolve_rank(procs, nprocs, i);
         if (rk[i] > maxrank)
             maxrank = rk[i];
+        gpu_job |= has_gpu_work(&procs[i]);
     }
+    /* INT64_MIN marks a host process; a job where no process has GPU work
+     * (host-only traces) keeps every process a rank, as it always did */
+    for (size_t i = 0; i < nprocs && gpu_job; i++)
+        if (rk[i] < 0 && !has_gpu_work(&procs[i])) {
+            if (!job->hosts && !(job->hosts = malloc(nprocs * sizeof(*job->hosts)))) {
+                free(rk);
+                return -ENOMEM;
+            }
+            job->hosts[job->nhosts++] = &procs[i];
+            rk[i] = INT64_MIN;
+        }
     /* a process with no rank and no ranked parent is a rank of its own */
     for (size_t i = 0; i < nprocs; i++)
-        if (rk[i] < 0) {
+        if (rk[i] < 0 && rk[i] != INT64_MIN) {
             int64_t parent = -1;
             for (size_t k = 0; k < nprocs; k++)
                 if (procs[k].pid == procs[i].ppid && k != i &&
@@ -340,6 +359,8 @@ int ct_job_build(struct ct_job *job, struct ct_proc *procs, size_t nprocs)
         }
     int rc = 0;
     for (size_t i = 0; i < nprocs && !rc; i++) {
+        if (rk[i] == INT64_MIN)
+            continue; /* a host process */
         size_t r;
         for (r = 0; r < job->nranks; r++)
             if (job->ranks[r].rank == rk[i])
@@ -399,6 +420,7 @@ void ct_job_free(struct ct_job *job)
         ct_ivset_free(&R->gpu);
     }
     free(job->ranks);
+    free(job->hosts);
     for (size_t i = 0; i < job->nprocs; i++)
         ct_proc_free(&job->procs[i]);
     free(job->procs);

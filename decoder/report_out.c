@@ -168,6 +168,33 @@ static const char *op_name(int op)
     return op == CT_NCCL_OP_COUNT ? "other" : ct_name_nccl_op((uint64_t)op);
 }
 
+/* The job's host processes (decoder/job.c: no GPU work, not ranks). */
+static void host_processes_json(FILE *f, const struct ct_job *job)
+{
+    fprintf(f, "\"host_processes\":[");
+    for (size_t i = 0; job && i < job->nhosts; i++) {
+        const struct ct_proc *p = job->hosts[i];
+        fprintf(f, "%s{\"pid\":%" PRIu32 ",\"ppid\":%" PRIu32 ",\"host\":", i ? "," : "", p->pid,
+                p->ppid);
+        ct_json_str(f, p->host ? p->host : "");
+        fprintf(f, ",\"path\":");
+        ct_json_str(f, p->path ? p->path : "");
+        fputc('}', f);
+    }
+    fputc(']', f);
+}
+
+static void host_processes_text(FILE *f, const struct ct_job *job)
+{
+    if (!job || !job->nhosts)
+        return;
+    fprintf(f, "\nHost processes (no GPU work; not ranks): %zu\n", job->nhosts);
+    for (size_t i = 0; i < job->nhosts; i++)
+        fprintf(f, "  pid %-8" PRIu32 " ppid %-8" PRIu32 " %-12s %s\n", job->hosts[i]->pid,
+                job->hosts[i]->ppid, job->hosts[i]->host ? job->hosts[i]->host : "",
+                job->hosts[i]->path ? job->hosts[i]->path : "");
+}
+
 void ct_report_json(FILE *f, const struct ct_report *rep)
 {
     fprintf(f, "{\"schema\":\"cutrace.report\",\"version\":%d,", CT_REPORT_SCHEMA_VERSION);
@@ -286,6 +313,8 @@ void ct_report_json(FILE *f, const struct ct_report *rep)
     free(done);
     fprintf(f, "]},");
     ct_hang_json(f, rep); /* collectives in flight of a flight-recorder window */
+    fputc(',', f);
+    host_processes_json(f, rep->job);
     fprintf(f, "}\n");
 }
 
@@ -384,4 +413,5 @@ void ct_report_text(FILE *f, const struct ct_report *rep)
     for (size_t r = 0; r < rep->nr; r++)
         fprintf(f, "  rank %-4d skew %10.1f us  residual %8.1f us\n", rep->rr[r].rank->rank,
                 us((double)rep->rr[r].rank->skew_ns), us((double)rep->rr[r].rank->residual_ns));
+    host_processes_text(f, rep->job);
 }

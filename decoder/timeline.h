@@ -181,6 +181,12 @@ struct ct_job {
     size_t nprocs;
     struct ct_rank *ranks; /* sorted by rank */
     size_t nranks;
+    /* Host processes: no GPU work, no rank of their own or of an ancestor,
+     * in a job where other processes have GPU work (launchers such as
+     * mpirun, helpers, a launcher's pre-exec child): listed, not ranks.
+     * Pointers into procs, in input order. */
+    struct ct_proc **hosts;
+    size_t nhosts;
     int64_t t0; /* earliest GPU start of the job: output times are relative to it */
 };
 
