@@ -24,6 +24,8 @@
  *          65536 x float32; the other ranks' kernels wait for rank 1
  *   split  ncclCommSplit(color = rank % 2), one AllReduce of 1024 x float32
  *          on the new communicator
+ * `w_nccl mpi DIR MODE` is one rank of the same job started by mpirun.
+ *
  *   hang   an AllReduce of 1024 x float32 on every rank, then rank 1 sleeps
  *          3 s before the second one, which the others wait in (a hang, for
  *          the flight recorder and CUTRACE_HANG_S); 2 s in, the launcher
@@ -216,12 +218,51 @@ static int rank_main(int r, int n, const char *idhex, const char *mode)
     return 0;
 }
 
+/*
+ * `w_nccl mpi DIR MODE`: one rank started by a real launcher (mpirun): rank
+ * and size from Open MPI's environment; rank 0 makes the unique id and
+ * publishes it as DIR/nccl-id (written aside, then renamed, so a reader
+ * sees all of it or nothing); the others wait up to 30 s for it.
+ */
+static int mpi_main(const char *dir, const char *mode)
+{
+    const char *rs = getenv("OMPI_COMM_WORLD_RANK"), *ns = getenv("OMPI_COMM_WORLD_SIZE");
+    if (!rs || !ns) {
+        fprintf(stderr, "w_nccl: mpi needs OMPI_COMM_WORLD_RANK and _SIZE (run under mpirun)\n");
+        return 2;
+    }
+    int r = atoi(rs), n = atoi(ns);
+    char path[4096], tmp[4200], idhex[2 * sizeof(((ncclUniqueId *)0)->internal) + 1];
+    snprintf(path, sizeof(path), "%s/nccl-id", dir);
+    if (r == 0) {
+        CHECK(cuInit(0));
+        ncclUniqueId id;
+        CHECK(NCCL(ncclGetUniqueId, uid_fn)(&id));
+        hex(&id, idhex);
+        snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+        FILE *f = fopen(tmp, "w");
+        if (!f || fputs(idhex, f) < 0 || fclose(f) != 0 || rename(tmp, path) != 0)
+            return 3;
+    } else {
+        struct timespec ms = {0, 1000000L};
+        FILE *f = NULL;
+        for (int i = 0; i < 30000 && !(f = fopen(path, "r")); i++)
+            nanosleep(&ms, NULL);
+        if (!f || !fgets(idhex, sizeof(idhex), f))
+            return 3;
+        fclose(f);
+    }
+    return rank_main(r, n, idhex, mode);
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 4 && !strcmp(argv[1], "mpi"))
+        return mpi_main(argv[2], argv[3]);
     if (argc == 4 && !strcmp(argv[1], "launch"))
         return launch(argv[0], atoi(argv[2]), argv[3]);
     if (argc == 6 && !strcmp(argv[1], "rank"))
         return rank_main(atoi(argv[2]), atoi(argv[3]), argv[4], argv[5]);
-    fprintf(stderr, "usage: w_nccl launch N MODE | rank R N IDHEX MODE\n");
+    fprintf(stderr, "usage: w_nccl launch N MODE | rank R N IDHEX MODE | mpi DIR MODE\n");
     return 2;
 }

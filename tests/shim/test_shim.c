@@ -157,9 +157,20 @@ START_TEST(process_without_cuda_is_unaffected)
     ck_assert_int_eq(r.status, 0);
     ck_assert_str_eq(out, "hello\n");
     ck_assert_str_eq(err, "");
-    /* Its file I/O is recorded (an I/O-only process gets a trace): the
-     * write and close on its temp file, and no CUDA call. */
+    free(out);
+    free(err);
+    /* A few bytes of I/O and no GPU work: not worth a trace of its own. */
     char path[512];
+    ck_assert_int_eq(th_run_trace(&r, 0, path, sizeof(path)), 0);
+    /* Asked to trace every process, its file I/O is recorded: the write and
+     * close on its temp file, and no CUDA call. */
+    const char *every[] = {"CUTRACE_HOST_TRACE_KB=0", NULL};
+    run(&r, th_env("CT_SHIM"), every, argv);
+    out = th_slurp(r.out);
+    err = th_slurp(r.err);
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_str_eq(out, "hello\n");
+    ck_assert_str_eq(err, "");
     ck_assert_int_eq(th_run_trace(&r, 0, path, sizeof(path)), 1);
     struct th_trace t;
     th_trace_read_file(&t, path);

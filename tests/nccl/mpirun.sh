@@ -1,0 +1,67 @@
+#!/bin/bash
+# A real launcher: `cutrace run -- mpirun -np 4` of a small NCCL job on the
+# simulated device (Debian's Open MPI; scripts/setup installs openmpi-bin).
+# Exactly one trace per rank, named with its Open MPI rank; nothing of
+# cutrace's on stderr but `cutrace run`'s closing line; a report of 4 ranks.
+# Then the same with every process traced (CUTRACE_HOST_TRACE_KB=0): mpirun
+# and its pre-exec children leave traces, and the report lists them as host
+# processes, still 4 ranks.
+# usage: mpirun.sh CUTRACE W_NCCL FAKEGPU_DIR
+set -u
+cutrace=$1 w_nccl=$2 fakegpu=$3
+pass=0 fail=0
+ok() { pass=$((pass + 1)); }
+bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+tmp=$(mktemp -d)
+mpirun=$(command -v mpirun) || { echo "FAIL: no mpirun (scripts/setup installs openmpi-bin)"; echo "0 passed, 1 failed"; exit 1; }
+
+run_job() { # dir [env...]
+  local dir=$1; shift
+  mkdir -p "$dir/id"
+  env "$@" LD_LIBRARY_PATH="$fakegpu" OMPI_MCA_plm_rsh_agent=false \
+    "$cutrace" run -o "$dir/traces" -- "$mpirun" --allow-run-as-root --oversubscribe -np 4 \
+    "$w_nccl" mpi "$dir/id" mix > "$dir/out" 2> "$dir/err"
+}
+
+if run_job "$tmp/a"; then ok; else bad "the job failed: $(cat "$tmp/a/err")"; fi
+n=$(ls "$tmp/a/traces" | wc -l)
+[ "$n" = 4 ] && ok || bad "$n traces, want 4: $(ls "$tmp/a/traces")"
+for r in 0 1 2 3; do
+  [ "$(ls "$tmp/a/traces" | grep -c -- "-r$r-p")" = 1 ] && ok || bad "no single trace named -r$r-"
+done
+ls "$tmp/a/traces" | grep -q -- "-rNA-" && bad "a trace without a rank: $(ls "$tmp/a/traces")" || ok
+if grep -v '^cutrace: 4 traces in ' "$tmp/a/err" | grep -q .; then
+  bad "stderr: $(cat "$tmp/a/err")"
+else ok; fi
+"$cutrace" report --json -o "$tmp/a/r.json" "$tmp/a/traces" && ok || bad "report failed"
+python3 - "$tmp/a/r.json" <<'PY' && ok || bad "report ranks"
+import json, sys
+d = json.load(open(sys.argv[1]))
+ranks = [r["rank"] for r in d["ranks"]]
+assert ranks == [0, 1, 2, 3], ranks
+assert all(r["coverage"]["processes"] == 1 for r in d["ranks"]), d["ranks"]
+assert d.get("host_processes", []) == [], d.get("host_processes")
+PY
+
+# every process traced: mpirun and the pre-exec children are host processes
+if run_job "$tmp/b" CUTRACE_HOST_TRACE_KB=0; then ok; else bad "the job failed (every process)"; fi
+n=$(ls "$tmp/b/traces" | wc -l)
+[ "$n" -gt 4 ] && ok || bad "with CUTRACE_HOST_TRACE_KB=0 only $n traces"
+"$cutrace" report --json -o "$tmp/b/r.json" "$tmp/b/traces" > /dev/null && ok || bad "report (every process)"
+python3 - "$tmp/b/r.json" "$n" <<'PY' && ok || bad "host processes are not ranks"
+import json, sys
+d = json.load(open(sys.argv[1]))
+ranks = [r["rank"] for r in d["ranks"]]
+assert ranks == [0, 1, 2, 3], ranks
+hosts = d["host_processes"]
+assert len(hosts) == int(sys.argv[2]) - 4, hosts
+assert all(h["pid"] > 0 and h["host"] and h["path"] for h in hosts), hosts
+PY
+"$cutrace" report "$tmp/b/traces" > "$tmp/b/report.txt" 2>&1
+grep -q "^cutrace report: 4 rank(s)" "$tmp/b/report.txt" && ok || bad "text report: $(head -3 "$tmp/b/report.txt")"
+grep -q "^Host processes (no GPU work; not ranks): $((n - 4))" "$tmp/b/report.txt" && ok ||
+  bad "text report lists no host processes: $(grep -i host "$tmp/b/report.txt")"
+
+[ $fail = 0 ] && rm -rf "$tmp" || echo "kept $tmp"
+echo "$pass passed, $fail failed"
+[ $fail = 0 ]
