@@ -138,8 +138,14 @@ static int reopen(void)
     return 0;
 }
 
+static int promote(void);
+
 int ct_file_use(void)
 {
+    /* what needs the file itself (CUTRACE_MAX_MB's pwrite and hole punching)
+     * creates a deferred one first */
+    if (ct_rec.deferred && ct_file_promote_now() != 0)
+        return -1;
     if (!ct_rec.file_created)
         return -1;
     int fd = ct_own_use(ct_rec.file_slot);
@@ -218,6 +224,7 @@ void ct_file_cut(uint64_t len)
     ct_file_done();
 }
 
+/* Creates a deferred file now. 0 or -errno. */
 int ct_file_promote_now(void)
 {
     if (!ct_rec.deferred)
