@@ -6,9 +6,16 @@
 # Then the same with every process traced (CUTRACE_HOST_TRACE_KB=0): mpirun
 # and its pre-exec children leave traces, and the report lists them as host
 # processes, still 4 ranks.
-# usage: mpirun.sh CUTRACE W_NCCL FAKEGPU_DIR
+# usage: mpirun.sh CUTRACE W_NCCL FAKEGPU_DIR SHIM
 set -u
-cutrace=$1 w_nccl=$2 fakegpu=$3
+cutrace=$1 w_nccl=$2 fakegpu=$3 shim=$4
+# A sanitizer build's shim needs its runtime preloaded first, which `cutrace
+# run` (and so mpirun's ranks) does not arrange: the normal build runs this.
+if readelf -d "$shim" | grep -q 'lib[at]san'; then
+  echo "sanitizer build: the normal build runs the mpirun job"
+  echo "0 passed, 0 failed"
+  exit 0
+fi
 pass=0 fail=0
 ok() { pass=$((pass + 1)); }
 bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
