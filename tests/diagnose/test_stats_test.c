@@ -1,5 +1,5 @@
 /*
- * Suite stats-test: decoder/stats_test.c against values worked out by hand
+ * Suite stats-test: decoder/compare/stats_test.c against values worked out by hand
  * with scipy's definitions (mannwhitneyu, false_discovery_control) and
  * against properties the bootstrap must have (seeded, contains the true ratio on a clean shift).
  * `unit_diag SUITE` runs one suite; each test in its own process.
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "decoder/stats_test.h"
+#include "decoder/compare/stats_test.h"
 
 START_TEST(mwu_exact_matches_scipy)
 {

@@ -12,7 +12,7 @@ mkdir "$tmp/job"
   --skew-us 37
 "$build/decoder/cutrace" report --json -o "$tmp/report.json" "$tmp/job"
 python3 "$src/tests/e2e/check_report_json.py" "$tmp/report.json" 10
-# the same report without the huge-page re-exec (decoder/hugepages.c), and
+# the same report without the huge-page re-exec (decoder/util/hugepages.c), and
 # with a GLIBC_TUNABLES of the caller's own (the tunable is appended to it)
 CUTRACE_HUGEPAGES=0 "$build/decoder/cutrace" report --json -o "$tmp/report0.json" "$tmp/job"
 cmp "$tmp/report.json" "$tmp/report0.json"

@@ -1,6 +1,6 @@
 #!/bin/bash
 # e2e: `cutrace report --html` opened in headless Chromium. The page's own
-# self-check (#selfcheck, decoder/report_html_page.html) says "ok: timeline N
+# self-check (#selfcheck, decoder/export/html_page.html) says "ok: timeline N
 # rows ...; M charts" only when the timeline and every chart drew without a
 # script error; console errors are caught from Chromium's log too. The
 # screenshot stays in the build folder (tests/export/report-html.png). The

@@ -1,5 +1,5 @@
 /*
- * libFuzzer target for the Kineto reader (decoder/kineto.c): any bytes must
+ * libFuzzer target for the Kineto reader (decoder/kineto/kineto.c): any bytes must
  * parse, stop at the damage with a warning, or fail with a message naming
  * the byte offset -- never crash, hang or leak. Both modes (HTA-compatible
  * and normal) then build the model. Replayed over tests/fuzz/kineto_seeds
@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "decoder/kineto.h"
+#include "decoder/kineto/kineto.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -16,7 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "decoder/names.h"
+#include "decoder/util/names.h"
 #include "tests/unit/helpers.h"
 #include "tests/unit/run.h"
 

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "decoder/kineto.h"
-#include "decoder/kineto_int.h"
-#include "decoder/kineto_json.h"
+#include "decoder/kineto/kineto.h"
+#include "decoder/kineto/kineto_int.h"
+#include "decoder/kineto/kineto_json.h"
 
 struct mem {
     const char *s;

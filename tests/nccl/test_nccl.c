@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "decoder/tracefile.h"
+#include "decoder/read/tracefile.h"
 #include "tests/unit/run.h"
 
 #define MAX_RANKS 8

@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "decoder/symbols.h"
+#include "decoder/read/symbols.h"
 #include "tests/unit/helpers.h"
 #include "tests/unit/run.h"
 

@@ -1,7 +1,7 @@
 /* Suite "demangle": kernel names as the report's kernel table shows them. */
 #include <check.h>
 
-#include "decoder/demangle.h"
+#include "decoder/util/demangle.h"
 
 static void eq(const char *in, const char *want)
 {

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "decoder/timeline.h"
+#include "decoder/read/timeline.h"
 #include "tests/unit/helpers.h"
 
 #define NLAUNCH 3000

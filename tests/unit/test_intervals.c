@@ -2,8 +2,8 @@
 #include <check.h>
 #include <stdlib.h>
 
-#include "decoder/intervals.h"
-#include "decoder/search.h"
+#include "decoder/analysis/intervals.h"
+#include "decoder/util/search.h"
 
 /* Builds a normalised set from pairs s0,e0,s1,e1,... */
 static struct ct_ivset mk(int n, const int64_t *p)

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "decoder/analysis.h"
-#include "decoder/timeline.h"
+#include "decoder/analysis/analysis.h"
+#include "decoder/read/timeline.h"
 
 /* A process of rank `rank` running `n` steps of a kernel then an
  * all-reduce (communicator 7, sequence k), its clock `shift` ns off;

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "decoder/keys.h"
-#include "decoder/stats.h"
+#include "decoder/util/keys.h"
+#include "decoder/util/stats.h"
 
 static int cmp_i64(const void *a, const void *b)
 {

@@ -14,8 +14,8 @@
 #include <time.h>
 #include <zlib.h>
 
-#include "decoder/kineto.h"
-#include "decoder/kineto_int.h"
+#include "decoder/kineto/kineto.h"
+#include "decoder/kineto/kineto_int.h"
 
 static double now(void)
 {

@@ -1,0 +1,99 @@
+/*
+ * Results of `cutrace report`'s analyses, per rank and for the job, in ns
+ * on the job clock (outputs convert to µs). Definitions are in
+ * docs/report.md; each module states the ones it computes.
+ *
+ *   metrics.c      temporal breakdown, overlap, exposed communication, HTA
+ *                  idle breakdown, per-iteration figures
+ *   attribution.c  pipeline bubbles and the split of GPU-idle time
+ *   collectives.c  cross-rank matching, collective table, stragglers
+ *   kernels.c      per-kernel-name statistics
+ */
+#ifndef CT_ANALYSIS_H
+#define CT_ANALYSIS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "decoder/analysis/iterations.h"
+#include "decoder/read/timeline.h"
+
+/* HTA's consecutive_kernel_delay: a shorter gap between kernels whose next
+ * one was already launched is "kernel wait". */
+#define CT_KERNEL_WAIT_NS 30000
+
+struct ct_iter_metrics {
+    int64_t compute, comm, memory, idle, exposed_comm, bubble;
+};
+
+struct ct_attribution {
+    int64_t pipeline_bubble; /* |bubble set|: waits on pipeline peers + warm-up/cool-down */
+    int64_t bubble_idle;     /* the part of it that was GPU-idle */
+    int64_t data_stall, ckpt_idle, sync_drain, launch_overhead, unexplained;
+    int64_t checkpoint_stall; /* step-time excess of checkpoint steps (or ckpt_idle) */
+    int ckpt_steps;           /* iterations that contained checkpoint activity */
+};
+
+struct ct_rank_result {
+    struct ct_rank *rank;
+    int64_t ws, we; /* window: first GPU start .. last GPU end */
+    int64_t compute, comm, memory, idle, exposed_comm, overlap;
+    int64_t cls_len[CT_CL_COUNT], cls_exposed[CT_CL_COUNT], cls_overlap[CT_CL_COUNT];
+    int64_t host_wait, kernel_wait, other_wait;
+    struct ct_iter *iters;
+    size_t niters;
+    enum ct_iter_source iter_src;
+    struct ct_iter_metrics *im;
+    struct ct_attribution at;
+    double bubble_pct, expected_bubble_pct; /* < 0: null */
+    int pp_stages, pp_microbatches;         /* inferred, 0 when unknown */
+    /* stragglers */
+    int64_t lateness; /* median over collectives of start - median start */
+    double slowness;  /* median over kernels of duration / peers' median */
+    double score, persistence;
+    int flagged;
+};
+
+struct ct_coll_row {
+    int op;
+    uint64_t bytes;
+    int nranks;
+    uint64_t count;
+    double p50, p90, max;                    /* GPU duration, ns */
+    double skew_p50, wait_p50, transfer_p50; /* over matched instances, ns */
+    double algbw, busbw;                     /* GB/s from p50 */
+    uint64_t matched;
+};
+
+struct ct_kernel_row {
+    char *name; /* demangled */
+    uint64_t count;
+    int64_t total;
+    double p50;
+};
+
+struct ct_report {
+    struct ct_job *job;
+    struct ct_rank_result *rr; /* one per job rank, same order */
+    size_t nr;
+    struct ct_coll_row *coll;
+    size_t ncoll;
+    struct ct_kernel_row *kern;
+    size_t nkern;
+    size_t iterations; /* fewest iterations of any rank */
+    double step_p50;   /* median iteration duration over all ranks, ns */
+};
+
+int ct_metrics_rank(struct ct_rank_result *res);
+int ct_attribution_rank(struct ct_job *job, struct ct_rank_result *res);
+int ct_collectives_match(struct ct_job *job);
+int ct_collectives_table(struct ct_report *rep);
+int ct_stragglers(struct ct_report *rep);
+int ct_kernels_table(struct ct_report *rep);
+void ct_report_free(struct ct_report *rep);
+
+/* Runs every analysis on a built job (iterations per rank with o). Returns 0
+ * or -ENOMEM; rep borrows job. */
+int ct_report_analyze(struct ct_job *job, const struct ct_iter_opts *o, struct ct_report *rep);
+
+#endif

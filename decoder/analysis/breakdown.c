@@ -1,0 +1,159 @@
+/*
+ * Per-rank breakdown over the window [first GPU start, last GPU end):
+ *   compute = |∪COMPUTE|, comm = |∪COMM|, memory = |∪MEMORY|,
+ *   idle = |window| - |∪ all GPU intervals|,
+ *   overlap = |∪COMM ∩ ∪COMPUTE|, exposed_comm = |∪COMM \ ∪COMPUTE|,
+ * the same per communication class, and per iteration over [s, e).
+ * HTA idle breakdown per stream: the gap before each op goes to host_wait
+ * when the op was launched after the previous op on its stream ended, else
+ * to kernel_wait when shorter than CT_KERNEL_WAIT_NS, else to other.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decoder/analysis/analysis.h"
+
+static void breakdown(struct ct_rank_result *res)
+{
+    struct ct_rank *r = res->rank;
+    const struct ct_ivset *compute = &r->cls[CT_CL_COMPUTE];
+    res->compute = ct_ivset_len(compute);
+    res->memory = ct_ivset_len(&r->cls[CT_CL_MEMORY]);
+    res->comm = ct_ivset_len(&r->comm);
+    res->idle = (res->we - res->ws) - ct_ivset_len(&r->gpu);
+    res->overlap = ct_ivset_overlap(&r->comm, compute);
+    res->exposed_comm = res->comm - res->overlap;
+    for (int c = CT_CL_DP; c < CT_CL_COUNT; c++) {
+        res->cls_len[c] = ct_ivset_len(&r->cls[c]);
+        res->cls_overlap[c] = ct_ivset_overlap(&r->cls[c], compute);
+        res->cls_exposed[c] = res->cls_len[c] - res->cls_overlap[c];
+    }
+    size_t at[6] = {0}; /* iterations come in time order: one sweep per set */
+    for (size_t k = 0; k < res->niters; k++) {
+        int64_t a = res->iters[k].s, b = res->iters[k].e;
+        struct ct_iter_metrics *m = &res->im[k];
+        m->compute = ct_ivset_len_in_at(compute, a, b, &at[0]);
+        m->memory = ct_ivset_len_in_at(&r->cls[CT_CL_MEMORY], a, b, &at[1]);
+        m->comm = ct_ivset_len_in_at(&r->comm, a, b, &at[2]);
+        m->idle = (b - a) - ct_ivset_len_in_at(&r->gpu, a, b, &at[3]);
+        /* exposed = comm - |comm ∩ compute| inside it */
+        m->exposed_comm = m->comm - ct_ivset_overlap_in(&r->comm, compute, a, b, &at[4], &at[5]);
+    }
+}
+
+static int cmp_stream(const void *a, const void *b, void *ctx)
+{
+    const struct ct_gop *ops = ctx;
+    const struct ct_gop *x = &ops[*(const size_t *)a], *y = &ops[*(const size_t *)b];
+    if (x->stream != y->stream)
+        return x->stream < y->stream ? -1 : 1;
+    if (x->s != y->s)
+        return x->s < y->s ? -1 : 1;
+    return (*(const size_t *)a > *(const size_t *)b) - (*(const size_t *)a < *(const size_t *)b);
+}
+
+/* One gap of an op after the previous op on its stream. */
+static void add_gap(struct ct_rank_result *res, const struct ct_gop *prev, const struct ct_gop *op)
+{
+    int64_t gap = op->s - prev->e;
+    if (gap <= 0)
+        return;
+    if (op->launch != INT64_MIN && op->launch > prev->e)
+        res->host_wait += gap;
+    else if (gap < CT_KERNEL_WAIT_NS)
+        res->kernel_wait += gap;
+    else
+        res->other_wait += gap;
+}
+
+/* Ops sorted by start (what ct_job_build leaves): walking them in index order
+ * visits each stream's ops in (start, index) order, the order of the sort
+ * below, so each op's predecessor is the last op seen on its stream: an
+ * open-addressing map stream -> last op index replaces the sort. */
+static int idle_sorted(struct ct_rank_result *res)
+{
+    struct ct_rank *r = res->rank;
+    size_t cap = 64, used = 0;
+    struct slot {
+        uint32_t stream;
+        uint32_t full;
+        size_t last;
+    } *t = calloc(cap, sizeof(*t));
+    if (!t)
+        return -ENOMEM;
+    for (size_t i = 0; i < r->nops; i++) {
+        uint32_t st = r->ops[i].stream;
+        size_t h = (st * 0x9E3779B1u) & (cap - 1);
+        while (t[h].full && t[h].stream != st)
+            h = (h + 1) & (cap - 1);
+        if (t[h].full) {
+            add_gap(res, &r->ops[t[h].last], &r->ops[i]);
+            t[h].last = i;
+            continue;
+        }
+        t[h] = (struct slot){st, 1, i};
+        if (++used * 2 > cap) {
+            size_t ncap = cap * 2;
+            struct slot *n = calloc(ncap, sizeof(*n));
+            if (!n) {
+                free(t);
+                return -ENOMEM;
+            }
+            for (size_t k = 0; k < cap; k++) {
+                if (!t[k].full)
+                    continue;
+                size_t g = (t[k].stream * 0x9E3779B1u) & (ncap - 1);
+                while (n[g].full)
+                    g = (g + 1) & (ncap - 1);
+                n[g] = t[k];
+            }
+            free(t);
+            t = n;
+            cap = ncap;
+        }
+    }
+    free(t);
+    return 0;
+}
+
+static int idle_breakdown(struct ct_rank_result *res)
+{
+    struct ct_rank *r = res->rank;
+    if (r->nops < 2)
+        return 0;
+    size_t k = 1;
+    while (k < r->nops && r->ops[k - 1].s <= r->ops[k].s)
+        k++;
+    if (k == r->nops)
+        return idle_sorted(res);
+    size_t *ix = malloc(r->nops * sizeof(*ix));
+    if (!ix)
+        return -ENOMEM;
+    for (size_t i = 0; i < r->nops; i++)
+        ix[i] = i;
+    qsort_r(ix, r->nops, sizeof(*ix), cmp_stream, r->ops);
+    for (k = 1; k < r->nops; k++) {
+        const struct ct_gop *prev = &r->ops[ix[k - 1]], *op = &r->ops[ix[k]];
+        if (prev->stream == op->stream)
+            add_gap(res, prev, op);
+    }
+    free(ix);
+    return 0;
+}
+
+int ct_metrics_rank(struct ct_rank_result *res)
+{
+    struct ct_rank *r = res->rank;
+    if (r->gpu.n) {
+        res->ws = r->gpu.v[0].s;
+        res->we = r->gpu.v[r->gpu.n - 1].e;
+    }
+    if (res->niters) {
+        res->im = calloc(res->niters, sizeof(*res->im));
+        if (!res->im)
+            return -ENOMEM;
+    }
+    breakdown(res);
+    return idle_breakdown(res);
+}

@@ -1,0 +1,268 @@
+/*
+ * Cross-rank matching of NCCL ops, the collective table, pipeline topology
+ * and stragglers (definitions: docs/report.md).
+ *
+ * Matching keys: a collective by (comm_hash, seq) (seq counts collectives per
+ * communicator); a Send by (comm_hash, its comm rank, peer, seq) and a Recv
+ * by (comm_hash, peer, its comm rank, seq) (seq counts per communicator,
+ * peer and direction), so the k-th Send A->B meets the k-th Recv on B from A.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decoder/analysis/analysis.h"
+#include "decoder/util/keys.h"
+#include "decoder/util/stats.h"
+
+struct key {
+    uint64_t comm, seq;
+    int32_t src, dst; /* p2p direction; -1 for collectives */
+    uint32_t rank;    /* index into job->ranks */
+    uint32_t op;      /* index into that rank's nccl[] */
+};
+
+static int cmp_key(const void *a, const void *b)
+{
+    const struct key *x = a, *y = b;
+    if (x->comm != y->comm)
+        return x->comm < y->comm ? -1 : 1;
+    if (x->src != y->src)
+        return x->src < y->src ? -1 : 1;
+    if (x->dst != y->dst)
+        return x->dst < y->dst ? -1 : 1;
+    if (x->seq != y->seq)
+        return x->seq < y->seq ? -1 : 1;
+    return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+/* The order of cmp_key and cmp_ref below, for ct_sort_by (a radix sort;
+ * qsort stays the fallback when that is out of memory). */
+static uint64_t signed_key(int64_t x)
+{
+    return (uint64_t)x ^ (UINT64_C(1) << 63);
+}
+static uint64_t key_comm(const void *e)
+{
+    return ((const struct key *)e)->comm;
+}
+static uint64_t key_src(const void *e)
+{
+    return signed_key(((const struct key *)e)->src);
+}
+static uint64_t key_dst(const void *e)
+{
+    return signed_key(((const struct key *)e)->dst);
+}
+static uint64_t key_seq(const void *e)
+{
+    return ((const struct key *)e)->seq;
+}
+/* then rank: the keys are built in rank order */
+static const ct_key_fn key_order[] = {key_comm, key_src, key_dst, key_seq};
+
+static int is_p2p(int op)
+{
+    return op == CT_NCCL_OP_SEND || op == CT_NCCL_OP_RECV;
+}
+
+/* Groups of matched ops, as index ranges into the sorted key array. */
+struct match {
+    struct key *k;
+    size_t n;
+};
+
+static int build_keys(struct ct_job *job, struct match *m)
+{
+    size_t n = 0;
+    for (size_t r = 0; r < job->nranks; r++)
+        for (size_t i = 0; i < job->ranks[r].nnccl; i++)
+            n += job->ranks[r].nccl[i].e != 0;
+    m->k = malloc((n ? n : 1) * sizeof(*m->k));
+    if (!m->k)
+        return -ENOMEM;
+    m->n = 0;
+    for (size_t r = 0; r < job->nranks; r++)
+        for (size_t i = 0; i < job->ranks[r].nnccl; i++) {
+            const struct ct_nop *o = &job->ranks[r].nccl[i];
+            if (!o->e)
+                continue;
+            struct key *k = &m->k[m->n++];
+            k->comm = o->comm;
+            k->seq = o->seq;
+            k->src = k->dst = -1;
+            if (o->op == CT_NCCL_OP_SEND)
+                k->src = o->comm_rank, k->dst = o->peer;
+            else if (o->op == CT_NCCL_OP_RECV)
+                k->src = o->peer, k->dst = o->comm_rank;
+            k->rank = (uint32_t)r;
+            k->op = (uint32_t)i;
+        }
+    if (ct_sort_by(m->k, m->n, sizeof(*m->k), key_order, 4))
+        qsort(m->k, m->n, sizeof(*m->k), cmp_key);
+    return 0;
+}
+
+static int same(const struct key *a, const struct key *b)
+{
+    return a->comm == b->comm && a->seq == b->seq && a->src == b->src && a->dst == b->dst;
+}
+
+#define OP(job, k) (&(job)->ranks[(k)->rank].nccl[(k)->op])
+
+int ct_collectives_match(struct ct_job *job)
+{
+    struct match m;
+    if (build_keys(job, &m))
+        return -ENOMEM;
+    for (size_t i = 0; i < m.n;) {
+        size_t j = i;
+        int64_t maxs = INT64_MIN;
+        while (j < m.n && same(&m.k[j], &m.k[i])) {
+            if (OP(job, &m.k[j])->s > maxs)
+                maxs = OP(job, &m.k[j])->s;
+            j++;
+        }
+        if (j - i >= 2)
+            for (size_t k = i; k < j; k++)
+                OP(job, &m.k[k])->all_s = maxs;
+        else if (is_p2p(OP(job, &m.k[i])->op))
+            job->ranks[m.k[i].rank].cov.unmatched_p2p++;
+        i = j;
+    }
+    free(m.k);
+    return 0;
+}
+
+static double bus_factor(int op, int n)
+{
+    if (n <= 0)
+        return 1;
+    switch (op) {
+    case CT_NCCL_OP_ALLREDUCE: return 2.0 * (n - 1) / n;
+    case CT_NCCL_OP_ALLGATHER:
+    case CT_NCCL_OP_REDUCESCATTER:
+    case CT_NCCL_OP_ALLTOALL:
+    case CT_NCCL_OP_GATHER:
+    case CT_NCCL_OP_SCATTER: return (double)(n - 1) / n;
+    default: return 1;
+    }
+}
+
+struct ref {
+    int op, nranks;
+    uint64_t bytes;
+    const struct ct_nop *o;
+};
+
+static int cmp_ref(const void *a, const void *b)
+{
+    const struct ref *x = a, *y = b;
+    if (x->op != y->op)
+        return x->op - y->op;
+    if (x->bytes != y->bytes)
+        return x->bytes < y->bytes ? -1 : 1;
+    return x->nranks - y->nranks;
+}
+
+static uint64_t ref_op(const void *e)
+{
+    return signed_key(((const struct ref *)e)->op);
+}
+static uint64_t ref_bytes(const void *e)
+{
+    return ((const struct ref *)e)->bytes;
+}
+static uint64_t ref_nranks(const void *e)
+{
+    return signed_key(((const struct ref *)e)->nranks);
+}
+static const ct_key_fn ref_order[] = {ref_op, ref_bytes, ref_nranks};
+
+int ct_collectives_table(struct ct_report *rep)
+{
+    struct ct_job *job = rep->job;
+    size_t n = 0;
+    for (size_t r = 0; r < job->nranks; r++)
+        for (size_t i = 0; i < job->ranks[r].nnccl; i++)
+            n += job->ranks[r].nccl[i].e != 0;
+    struct ref *v = malloc((n ? n : 1) * sizeof(*v));
+    double *d = malloc((n ? n : 1) * sizeof(*d));
+    double *w = malloc((n ? n : 1) * sizeof(*w));
+    double *t = malloc((n ? n : 1) * sizeof(*t));
+    rep->coll = calloc(n ? n : 1, sizeof(*rep->coll));
+    if (!v || !d || !w || !t || !rep->coll) {
+        free(v);
+        free(d);
+        free(w);
+        free(t);
+        return -ENOMEM;
+    }
+    n = 0;
+    for (size_t r = 0; r < job->nranks; r++)
+        for (size_t i = 0; i < job->ranks[r].nnccl; i++) {
+            const struct ct_nop *o = &job->ranks[r].nccl[i];
+            if (o->e)
+                v[n++] = (struct ref){o->op, is_p2p(o->op) ? 2 : o->nranks, o->bytes, o};
+        }
+    if (ct_sort_by(v, n, sizeof(*v), ref_order, 3))
+        qsort(v, n, sizeof(*v), cmp_ref);
+    for (size_t i = 0; i < n;) {
+        size_t j = i, nm = 0;
+        while (j < n && !cmp_ref(&v[i], &v[j])) {
+            const struct ct_nop *o = v[j].o;
+            d[j - i] = (double)(o->e - o->s);
+            if (o->all_s) {
+                w[nm] = (double)(o->all_s > o->s ? o->all_s - o->s : 0);
+                t[nm++] = (double)(o->e > o->all_s ? o->e - o->all_s : 0);
+            }
+            j++;
+        }
+        struct ct_coll_row *row = &rep->coll[rep->ncoll++];
+        row->op = v[i].op;
+        row->bytes = v[i].bytes;
+        row->nranks = v[i].nranks;
+        row->count = j - i;
+        row->matched = nm;
+        row->p90 = ct_percentile(d, j - i, 90);
+        row->max = d[j - i - 1];
+        row->p50 = ct_percentile(d, j - i, 50);
+        row->wait_p50 = ct_median(w, nm);
+        row->transfer_p50 = ct_median(t, nm);
+        row->algbw = row->p50 > 0 ? (double)row->bytes / row->p50 : 0; /* bytes/ns = GB/s */
+        row->busbw = row->algbw * bus_factor(row->op, row->nranks);
+        i = j;
+    }
+    /* arrival skew per matched instance: max start - min start */
+    struct match m;
+    if (build_keys(job, &m) == 0) {
+        for (size_t r = 0; r < rep->ncoll; r++) {
+            size_t ns = 0;
+            for (size_t i = 0; i < m.n;) {
+                size_t j = i;
+                int64_t mn = INT64_MAX, mx = INT64_MIN;
+                const struct ct_nop *o0 = OP(job, &m.k[i]);
+                while (j < m.n && same(&m.k[j], &m.k[i])) {
+                    const struct ct_nop *o = OP(job, &m.k[j]);
+                    mn = o->s < mn ? o->s : mn;
+                    mx = o->s > mx ? o->s : mx;
+                    j++;
+                }
+                int np = is_p2p(o0->op) ? 2 : o0->nranks;
+                if (j - i >= 2 && o0->bytes == rep->coll[r].bytes && np == rep->coll[r].nranks &&
+                    (o0->op == rep->coll[r].op || (is_p2p(o0->op) && is_p2p(rep->coll[r].op) &&
+                                                   rep->coll[r].op == CT_NCCL_OP_SEND)))
+                    w[ns++] = (double)(mx - mn);
+                i = j;
+            }
+            rep->coll[r].skew_p50 = ct_median(w, ns);
+        }
+        free(m.k);
+    }
+    free(v);
+    free(d);
+    free(w);
+    free(t);
+    return 0;
+}

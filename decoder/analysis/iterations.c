@@ -1,0 +1,179 @@
+/* Iteration detection: named ranges, marks, or the period of kernel names. */
+#include "decoder/analysis/iterations.h"
+#include "decoder/util/search.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *ct_iter_source_name(enum ct_iter_source s)
+{
+    switch (s) {
+    case CT_ITER_RANGES: return "ranges";
+    case CT_ITER_MARKS: return "marks";
+    case CT_ITER_PERIOD: return "period";
+    default: return "none";
+    }
+}
+
+size_t ct_iterations_period(const uint32_t *seq, size_t n)
+{
+    int tried = 0;
+    for (size_t p = 1; p <= n / 2 && tried < 4096; p++) {
+        if (seq[p] != seq[0])
+            continue;
+        tried++;
+        size_t len = n - p, allowed = len / 20, bad = 0;
+        for (size_t i = 0; i < len && bad <= allowed; i++)
+            bad += seq[i] != seq[i + p];
+        if (bad <= allowed)
+            return p;
+    }
+    return 0;
+}
+
+static int cmp_range(const void *a, const void *b)
+{
+    const struct ct_range *x = a, *y = b;
+    return (x->s > y->s) - (x->s < y->s);
+}
+
+static int64_t step_number(const struct ct_range *r, int64_t dflt)
+{
+    return r->num == CT_STEP_NONE ? dflt : r->num;
+}
+
+static int from_ranges(const struct ct_rank *r, struct ct_iter **out, size_t *n,
+                       enum ct_iter_source *src)
+{
+    const struct ct_proc *p = r->procs[0];
+    size_t nr = 0, nm = 0;
+    for (size_t i = 0; i < p->nsteps; i++) {
+        nr += p->steps[i].e > p->steps[i].s;
+        nm += p->steps[i].e == p->steps[i].s;
+    }
+    int marks = nr == 0;
+    size_t k = marks ? nm : nr;
+    if (k == 0 || (marks && k < 2))
+        return 0;
+    struct ct_range *v = malloc(k * sizeof(*v));
+    struct ct_iter *it = malloc(k * sizeof(*it));
+    if (!v || !it) {
+        free(v);
+        free(it);
+        return -ENOMEM;
+    }
+    k = 0;
+    for (size_t i = 0; i < p->nsteps; i++)
+        if ((p->steps[i].e > p->steps[i].s) != marks)
+            v[k++] = p->steps[i];
+    size_t sorted = 1; /* as extraction leaves them: skip the sort */
+    while (sorted < k && v[sorted - 1].s <= v[sorted].s)
+        sorted++;
+    if (sorted < k)
+        qsort(v, k, sizeof(*v), cmp_range);
+    size_t m = 0;
+    if (marks) {
+        for (size_t i = 0; i + 1 < k; i++)
+            it[m++] = (struct ct_iter){v[i].s, v[i + 1].s, step_number(&v[i], (int64_t)i)};
+    } else {
+        for (size_t i = 0; i < k; i++)
+            it[m++] = (struct ct_iter){v[i].s, v[i].e, step_number(&v[i], (int64_t)i)};
+        /* the step lasts until the GPU work launched inside it is done */
+        int64_t *starts = malloc(m * sizeof(*starts));
+        if (!starts) {
+            free(v);
+            free(it);
+            return -ENOMEM;
+        }
+        for (size_t i = 0; i < m; i++)
+            starts[i] = it[i].s;
+        size_t at = 0;
+        for (size_t i = 0; i < r->nops; i++) {
+            int64_t l = r->ops[i].launch;
+            if (l == INT64_MIN)
+                continue;
+            size_t lo = ct_gallop(starts, m, l, 1, &at); /* the first step after l */
+            if (lo == 0)
+                continue;
+            struct ct_iter *x = &it[lo - 1];
+            if (l < v[lo - 1].e && r->ops[i].e > x->e)
+                x->e = r->ops[i].e;
+        }
+        free(starts);
+    }
+    free(v);
+    *out = it;
+    *n = m;
+    *src = marks ? CT_ITER_MARKS : CT_ITER_RANGES;
+    return 0;
+}
+
+static int from_period(const struct ct_rank *r, struct ct_iter **out, size_t *n,
+                       enum ct_iter_source *src)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < r->nops; i++)
+        k += r->ops[i].cls == CT_CL_COMPUTE;
+    if (k < 4)
+        return 0;
+    uint32_t *seq = malloc(k * sizeof(*seq));
+    size_t *idx = malloc(k * sizeof(*idx));
+    if (!seq || !idx) {
+        free(seq);
+        free(idx);
+        return -ENOMEM;
+    }
+    k = 0;
+    for (size_t i = 0; i < r->nops; i++)
+        if (r->ops[i].cls == CT_CL_COMPUTE) {
+            idx[k] = i;
+            seq[k++] = r->ops[i].name;
+        }
+    size_t p = ct_iterations_period(seq, k);
+    size_t cycles = p ? k / p : 0;
+    struct ct_iter *it = cycles ? malloc(cycles * sizeof(*it)) : NULL;
+    if (cycles && !it) {
+        free(seq);
+        free(idx);
+        return -ENOMEM;
+    }
+    for (size_t c = 0; c < cycles; c++) {
+        it[c].s = r->ops[idx[c * p]].s;
+        size_t next = (c + 1) * p;
+        it[c].e = next < k ? r->ops[idx[next]].s : r->ops[idx[k - 1]].e;
+        it[c].index = (int64_t)c;
+    }
+    free(seq);
+    free(idx);
+    *out = it;
+    *n = cycles;
+    *src = cycles ? CT_ITER_PERIOD : CT_ITER_NONE;
+    return 0;
+}
+
+int ct_iterations_find(const struct ct_rank *r, const struct ct_iter_opts *o, struct ct_iter **out,
+                       size_t *n, enum ct_iter_source *src)
+{
+    *out = NULL;
+    *n = 0;
+    *src = CT_ITER_NONE;
+    int rc = from_ranges(r, out, n, src);
+    if (!rc && *n == 0) {
+        free(*out);
+        *out = NULL;
+        rc = from_period(r, out, n, src);
+    }
+    if (rc)
+        return rc;
+    size_t w = 0;
+    for (size_t i = 0; i < *n; i++) {
+        if ((long)i < o->skip)
+            continue;
+        if ((*out)[i].index < o->first || (o->last >= 0 && (*out)[i].index > o->last))
+            continue;
+        (*out)[w++] = (*out)[i];
+    }
+    *n = w;
+    return 0;
+}

@@ -1,0 +1,76 @@
+/*
+ * Every analysis of a built job, in the order the figures depend on each
+ * other (decoder/analysis/analysis.h): collectives matched across ranks,
+ * then per rank its iterations, breakdown (decoder/analysis/breakdown.c)
+ * and the split of its GPU-idle time (decoder/analysis/stalls.c), then the
+ * job's collective and kernel tables and its stragglers.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decoder/analysis/analysis.h"
+#include "decoder/util/stats.h"
+
+void ct_report_free(struct ct_report *rep)
+{
+    for (size_t r = 0; r < rep->nr; r++) {
+        free(rep->rr[r].iters);
+        free(rep->rr[r].im);
+    }
+    free(rep->rr);
+    free(rep->coll);
+    for (size_t i = 0; i < rep->nkern; i++)
+        free(rep->kern[i].name);
+    free(rep->kern);
+    memset(rep, 0, sizeof(*rep));
+}
+
+/* Runs every analysis on a built job. Returns 0 or -ENOMEM. */
+int ct_report_analyze(struct ct_job *job, const struct ct_iter_opts *io, struct ct_report *rep)
+{
+    memset(rep, 0, sizeof(*rep));
+    rep->job = job;
+    rep->nr = job->nranks;
+    rep->rr = calloc(job->nranks ? job->nranks : 1, sizeof(*rep->rr));
+    if (!rep->rr)
+        return -ENOMEM;
+    int rc = ct_collectives_match(job);
+    size_t total_it = 0;
+    rep->iterations = job->nranks ? SIZE_MAX : 0;
+    for (size_t r = 0; r < job->nranks && !rc; r++) {
+        struct ct_rank_result *x = &rep->rr[r];
+        x->rank = &job->ranks[r];
+        x->bubble_pct = x->expected_bubble_pct = -1;
+        rc = ct_iterations_find(x->rank, io, &x->iters, &x->niters, &x->iter_src);
+        if (!rc)
+            rc = ct_metrics_rank(x);
+        if (!rc)
+            rc = ct_attribution_rank(job, x);
+        total_it += x->niters;
+        if (x->niters < rep->iterations)
+            rep->iterations = x->niters;
+    }
+    if (rep->iterations == SIZE_MAX)
+        rep->iterations = 0;
+    if (!rc && total_it) {
+        double *d = malloc(total_it * sizeof(*d));
+        if (!d)
+            return -ENOMEM;
+        size_t k = 0;
+        for (size_t r = 0; r < rep->nr; r++)
+            for (size_t i = 0; i < rep->rr[r].niters; i++)
+                d[k++] = (double)(rep->rr[r].iters[i].e - rep->rr[r].iters[i].s);
+        rep->step_p50 = ct_median(d, k);
+        free(d);
+    }
+    if (!rc)
+        rc = ct_collectives_table(rep);
+    if (!rc)
+        rc = ct_kernels_table(rep);
+    if (!rc)
+        rc = ct_stragglers(rep);
+    return rc;
+}
+

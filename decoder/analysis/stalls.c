@@ -1,0 +1,379 @@
+/*
+ * Attribution of non-compute time (definitions: docs/report.md).
+ *
+ * Pipeline bubble, per iteration [a, b) of a rank that runs pipeline
+ * send/recv ops: PPWAIT = ∪ [s, min(all_s, e)) of its matched Send/Recv ops
+ * (the time the op waited for its peer); WARM = [a, first PP op start) when
+ * the first PP op is a Recv, COOL = [last PP op end, b) when the last is a
+ * Send; bubble = |([a,b) \ COMPUTE) ∩ PPWAIT| + |(WARM ∪ COOL) ∩ GPU-idle|.
+ *
+ * GPU-idle time of the window is split, each instant to the first class
+ * whose host evidence covers it: the idle part of the bubble, data stall
+ * (the main process blocked in read/recv/poll... on a file, pipe or socket),
+ * checkpoint (write/fsync on files or a DtoH copy >= 16 MiB, any process of
+ * the rank), sync drain ([return of a blocking sync or synchronous copy,
+ * next launch)), launch overhead ([host launch, GPU start) of an op, from
+ * the main process's previous launch call when that one began at most
+ * CT_LAUNCH_BURST_NS (1 ms) earlier: a host issuing work back to back is
+ * the bottleneck, so the GPU's wait between those calls is launch
+ * overhead),
+ * and unexplained.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decoder/analysis/analysis.h"
+#include "decoder/util/search.h"
+#include "decoder/util/stats.h"
+
+/* Launch calls closer than this: the host is issuing work, and GPU-idle
+ * time before the later one's work is launch overhead (the host could not
+ * feed the GPU faster). Longer host gaps without a recorded blocking call
+ * are unexplained host stalls. */
+#define CT_LAUNCH_BURST_NS 1000000
+
+/* ct_ivset_normalize, with unsorted input first put in start order by an LSD
+ * radix sort (the merged set does not depend on the order of equal starts,
+ * and the launch intervals come in GPU order, far from host order). */
+static void normalize(struct ct_ivset *a)
+{
+    size_t n = a->n, i = 1;
+    while (i < n && a->v[i - 1].s <= a->v[i].s)
+        i++;
+    struct ct_iv *tmp = i < n ? malloc(n * sizeof(*tmp)) : NULL;
+    if (tmp) {
+        uint64_t lo = UINT64_MAX, hi = 0;
+        for (i = 0; i < n; i++) {
+            uint64_t k = (uint64_t)a->v[i].s ^ (UINT64_C(1) << 63);
+            lo = k < lo ? k : lo;
+            hi = k > hi ? k : hi;
+        }
+        struct ct_iv *src = a->v, *dst = tmp;
+        for (unsigned sh = 0; sh < 64 && ((hi - lo) >> sh); sh += 8) {
+            size_t pos[256] = {0};
+            for (i = 0; i < n; i++)
+                pos[((((uint64_t)src[i].s ^ (UINT64_C(1) << 63)) - lo) >> sh) & 255]++;
+            for (size_t b = 0, sum = 0; b < 256; b++) {
+                size_t c = pos[b];
+                pos[b] = sum;
+                sum += c;
+            }
+            for (i = 0; i < n; i++)
+                dst[pos[((((uint64_t)src[i].s ^ (UINT64_C(1) << 63)) - lo) >> sh) & 255]++] =
+                    src[i];
+            struct ct_iv *t = src;
+            src = dst;
+            dst = t;
+        }
+        if (src != a->v)
+            memcpy(a->v, src, n * sizeof(*src));
+        free(tmp);
+    }
+    ct_ivset_normalize(a); /* sorted now (or by its qsort when out of memory) */
+}
+
+static int add_set(struct ct_ivset *dst, const struct ct_ivset *src)
+{
+    for (size_t i = 0; i < src->n; i++)
+        if (ct_ivset_add(dst, src->v[i].s, src->v[i].e))
+            return -ENOMEM;
+    return 0;
+}
+
+/* The bubble set of the rank, and per-iteration lengths into res->im.
+ * Nothing to do for a rank without pipeline ops (most). */
+static int bubble_set(struct ct_rank_result *res, struct ct_ivset *out, int *pipeline)
+{
+    struct ct_rank *r = res->rank;
+    struct ct_ivset wait = {0}, edge = {0}, t1 = {0}, t2 = {0}, noncomp = {0}, win = {0},
+                    idle = {0};
+    int rc = 0;
+    size_t npp = 0, j = 0;
+    /* PP ops sorted by GPU start come from ops[] (sorted) */
+    for (size_t i = 0; i < r->nops && !rc; i++) {
+        const struct ct_gop *g = &r->ops[i];
+        if (g->cls != CT_CL_PP)
+            continue;
+        npp++;
+        const struct ct_nop *o = g->nccl >= 0 ? &r->nccl[g->nccl] : NULL;
+        if (o && o->all_s)
+            rc = ct_ivset_add(&wait, g->s, o->all_s < g->e ? o->all_s : g->e);
+    }
+    if (!npp || rc)
+        goto out;
+    const struct ct_gop **pp = malloc(npp * sizeof(*pp));
+    npp = 0;
+    if (!pp)
+        rc = -ENOMEM;
+    for (size_t i = 0; i < r->nops && !rc; i++)
+        if (r->ops[i].cls == CT_CL_PP)
+            pp[npp++] = &r->ops[i];
+    for (size_t k = 0; k < res->niters && !rc; k++) {
+        int64_t a = res->iters[k].s, b = res->iters[k].e;
+        const struct ct_gop *first = NULL, *last = NULL;
+        while (j < npp && pp[j]->e <= a)
+            j++;
+        for (size_t i = j; i < npp && pp[i]->s < b; i++) {
+            if (pp[i]->e <= a)
+                continue;
+            if (!first)
+                first = pp[i];
+            if (!last || pp[i]->e > last->e)
+                last = pp[i];
+        }
+        if (!first)
+            continue;
+        *pipeline = 1;
+        if (first->op == CT_NCCL_OP_RECV)
+            rc = ct_ivset_add(&edge, a, first->s);
+        if (!rc && last->op == CT_NCCL_OP_SEND)
+            rc = ct_ivset_add(&edge, last->e, b);
+    }
+    free(pp);
+    if (rc)
+        goto out;
+    normalize(&wait);
+    normalize(&edge);
+    /* the GPU-idle time of the window */
+    if ((rc = ct_ivset_add(&win, res->ws, res->we)) ||
+        (rc = ct_ivset_subtract(&win, &r->gpu, &idle)))
+        goto out;
+    /* without pipeline ops (most jobs) both parts are empty: none of the
+     * rank-sized sets below is built */
+    if (wait.n &&
+        ((rc = ct_ivset_subtract(&r->gpu, &r->cls[CT_CL_COMPUTE], &noncomp)) ||
+         (rc = ct_ivset_union(&noncomp, &idle, &t2)) || (rc = ct_ivset_intersect(&t2, &wait, &t1))))
+        goto out;
+    if ((rc = ct_ivset_intersect(&edge, &idle, &t2)) || (rc = ct_ivset_union(&t1, &t2, out)))
+        goto out;
+    size_t at = 0;
+    for (size_t k = 0; k < res->niters; k++)
+        res->im[k].bubble = ct_ivset_len_in_at(out, res->iters[k].s, res->iters[k].e, &at);
+out:
+    ct_ivset_free(&win);
+    ct_ivset_free(&idle);
+    ct_ivset_free(&wait);
+    ct_ivset_free(&edge);
+    ct_ivset_free(&t1);
+    ct_ivset_free(&t2);
+    ct_ivset_free(&noncomp);
+    return rc;
+}
+
+/* [sync return, next launch) for every blocking sync of the main process. */
+static int drain_set(const struct ct_proc *p, struct ct_ivset *out)
+{
+    for (size_t i = 0; i < p->sync.n; i++) {
+        int64_t e = p->sync.v[i].e;
+        size_t lo = 0, hi = p->nlaunches;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (p->launches[mid] < e)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        int64_t next = lo < p->nlaunches ? p->launches[lo] : INT64_MAX;
+        if (next != INT64_MAX && ct_ivset_add(out, e, next))
+            return -ENOMEM;
+    }
+    normalize(out);
+    return 0;
+}
+
+/*
+ * Launch overhead intervals [host launch, GPU start) of the rank's ops,
+ * normalised. The ops are in GPU start order, so the intervals come sorted
+ * by end, and their union is built as they come, as a stack: the new
+ * interval swallows the last blocks that reach its start (their ends are
+ * at or before its end) and takes their place. No sort and no array of all
+ * the intervals (these were a report's largest sort). Out of GPU order
+ * (not from ct_job_build), the rest is added and the whole normalised.
+ */
+static int launch_set(const struct ct_rank *r, const struct ct_proc *main, struct ct_ivset *out)
+{
+    size_t at = 0; /* where the previous op's launch was found */
+    int sorted = 1;
+    for (size_t i = 0; i < r->nops; i++) {
+        int64_t h = r->ops[i].launch, e = r->ops[i].s;
+        if (h == INT64_MIN || h >= e)
+            continue;
+        /* the main process's previous launch call (ops in GPU order launch
+         * in nearly the same host order) */
+        size_t lo = ct_gallop(main->launches, main->nlaunches, h, 0, &at);
+        if (lo > 0 && h - main->launches[lo - 1] <= CT_LAUNCH_BURST_NS)
+            h = main->launches[lo - 1];
+        if (out->n && e < out->v[out->n - 1].e)
+            sorted = 0;
+        while (sorted && out->n && out->v[out->n - 1].e >= h) {
+            struct ct_iv top = out->v[--out->n];
+            h = top.s < h ? top.s : h;
+        }
+        if (ct_ivset_add(out, h, e))
+            return -ENOMEM;
+    }
+    if (!sorted)
+        normalize(out);
+    return 0;
+}
+
+/* Piece [a, b) of the idle time, not covered by by[0..k): the part that
+ * by[k] covers goes to len[k], the rest on to by[k + 1], and what no set
+ * covers to len[nby] (unexplained). Pieces arrive in time order at every
+ * level, so each set's cursor j[k] only moves forward. */
+static void split(const struct ct_ivset *const *by, int nby, size_t *j, int k, int64_t a, int64_t b,
+                  int64_t *len)
+{
+    if (k == nby) {
+        len[nby] += b - a;
+        return;
+    }
+    const struct ct_ivset *s = by[k];
+    while (j[k] < s->n && s->v[j[k]].e <= a)
+        j[k]++;
+    int64_t cur = a;
+    for (size_t x = j[k]; x < s->n && s->v[x].s < b && cur < b; x++) {
+        int64_t cs = s->v[x].s > cur ? s->v[x].s : cur, ce = s->v[x].e < b ? s->v[x].e : b;
+        if (cs > cur)
+            split(by, nby, j, k + 1, cur, cs, len);
+        if (ce > cs)
+            len[k] += ce - cs;
+        if (ce > cur)
+            cur = ce;
+    }
+    if (cur < b)
+        split(by, nby, j, k + 1, cur, b, len);
+}
+
+/* Splits the GPU-idle time of the window [ws, we) (the gaps of the GPU
+ * set) among the sets by[0..nby) in that order of priority (each instant
+ * to the first that covers it; len[k] is by[k]'s share) in one sweep;
+ * len[nby] gets what none covers. The gaps are walked, not built. */
+static void take_all(const struct ct_ivset *gpu, int64_t ws, int64_t we,
+                     const struct ct_ivset *const *by, int nby, int64_t *len)
+{
+    size_t j[8] = {0};
+    /* empty sets take nothing: the sweep skips them (a level less of
+     * recursion for every idle piece) */
+    const struct ct_ivset *use[8];
+    int at[8], nuse = 0;
+    int64_t got[9] = {0};
+    for (int k = 0; k < nby; k++) {
+        len[k] = 0;
+        if (by[k]->n) {
+            at[nuse] = k;
+            use[nuse++] = by[k];
+        }
+    }
+    int64_t cur = ws;
+    for (size_t i = 0; i < gpu->n && gpu->v[i].s < we; i++) {
+        if (gpu->v[i].s > cur)
+            split(use, nuse, j, 0, cur, gpu->v[i].s, got);
+        if (gpu->v[i].e > cur)
+            cur = gpu->v[i].e;
+    }
+    if (cur < we)
+        split(use, nuse, j, 0, cur, we, got);
+    for (int u = 0; u < nuse; u++)
+        len[at[u]] = got[u];
+    len[nby] = got[nuse];
+}
+
+/* Checkpoint stall by step-time excess: for each iteration that holds
+ * checkpoint activity, its duration minus the median of the (up to 2 + 2)
+ * nearest iterations without any, floored at 0. */
+static void ckpt_excess(struct ct_rank_result *res, const struct ct_ivset *ckpt)
+{
+    size_t n = res->niters;
+    if (n < 2)
+        return;
+    char *has = calloc(n, 1);
+    size_t at = 0;
+    if (!has)
+        return;
+    for (size_t k = 0; k < n; k++)
+        has[k] = ct_ivset_len_in_at(ckpt, res->iters[k].s, res->iters[k].e, &at) > 0;
+    int64_t total = 0;
+    for (size_t k = 0; k < n; k++) {
+        if (!has[k])
+            continue;
+        res->at.ckpt_steps++;
+        int64_t nb[4];
+        size_t m = 0;
+        for (size_t d = 1; d < n && m < 4; d++) {
+            int got = 0;
+            if (k >= d && !has[k - d] && m < 4)
+                nb[m++] = res->iters[k - d].e - res->iters[k - d].s, got = 1;
+            if (k + d < n && !has[k + d] && m < 4)
+                nb[m++] = res->iters[k + d].e - res->iters[k + d].s, got = 1;
+            (void)got;
+        }
+        if (!m)
+            continue;
+        int64_t med = ct_median_i64(nb, m), dur = res->iters[k].e - res->iters[k].s;
+        if (dur > med)
+            total += dur - med;
+    }
+    free(has);
+    res->at.checkpoint_stall = total;
+}
+
+int ct_attribution_rank(struct ct_job *job, struct ct_rank_result *res)
+{
+    (void)job;
+    struct ct_rank *r = res->rank;
+    struct ct_ivset bub = {0}, data = {0}, ckpt = {0}, drain = {0}, launch = {0};
+    int rc = 0;
+    res->bubble_pct = res->expected_bubble_pct = -1;
+    if (res->we <= res->ws)
+        return 0;
+    int pipeline = 0;
+    if ((rc = bubble_set(res, &bub, &pipeline)))
+        goto out;
+    res->at.pipeline_bubble = ct_ivset_len(&bub);
+    const struct ct_proc *main = r->procs[0];
+    if ((rc = ct_ivset_copy(&main->data_wait, &data)))
+        goto out;
+    for (size_t k = 0; k < r->nprocs && !rc; k++)
+        rc = add_set(&ckpt, &r->procs[k]->ckpt);
+    normalize(&ckpt);
+    if (!rc)
+        rc = drain_set(main, &drain);
+    if (!rc)
+        rc = launch_set(r, main, &launch);
+    const struct ct_ivset *by[5] = {&bub, &data, &ckpt, &drain, &launch};
+    int64_t len[6];
+    if (rc)
+        goto out;
+    take_all(&r->gpu, res->ws, res->we, by, 5, len);
+    res->at.bubble_idle = len[0];
+    res->at.data_stall = len[1];
+    res->at.ckpt_idle = len[2];
+    res->at.sync_drain = len[3];
+    res->at.launch_overhead = len[4];
+    res->at.unexplained = len[5];
+    res->at.checkpoint_stall = res->at.ckpt_idle;
+    if (!rc && res->niters >= 3)
+        ckpt_excess(res, &ckpt);
+    if (!rc && pipeline && res->niters) {
+        double *pct = malloc(res->niters * sizeof(*pct));
+        if (!pct) {
+            rc = -ENOMEM;
+            goto out;
+        }
+        for (size_t k = 0; k < res->niters; k++) {
+            int64_t d = res->iters[k].e - res->iters[k].s;
+            pct[k] = d > 0 ? 100.0 * (double)res->im[k].bubble / (double)d : 0;
+        }
+        res->bubble_pct = ct_median(pct, res->niters);
+        free(pct);
+    }
+out:
+    ct_ivset_free(&bub);
+    ct_ivset_free(&data);
+    ct_ivset_free(&ckpt);
+    ct_ivset_free(&drain);
+    ct_ivset_free(&launch);
+    return rc;
+}

@@ -1,0 +1,20 @@
+/* Subcommand entry points and the exit statuses they share. */
+#ifndef CT_CLI_H
+#define CT_CLI_H
+
+#define CT_EXIT_OK        0
+#define CT_EXIT_BAD_INPUT 1 /* a trace could not be read, or is damaged */
+#define CT_EXIT_USAGE     2 /* bad options or operands */
+
+int ct_cmd_info(int argc, char **argv);
+int ct_cmd_dump(int argc, char **argv);
+int ct_cmd_report(int argc, char **argv);
+int ct_cmd_export(int argc, char **argv); /* decoder/cmd/export.c */
+int ct_cmd_run(int argc, char **argv);
+int ct_cmd_start(int argc, char **argv);
+int ct_cmd_stop(int argc, char **argv);
+int ct_cmd_dump_now(int argc, char **argv);
+int ct_cmd_diff(int argc, char **argv);
+int ct_cmd_diagnose(int argc, char **argv);
+
+#endif

@@ -1,0 +1,399 @@
+/*
+ * `cutrace diff A B`: compares two sets of runs metric by metric (docs/
+ * diff.md), optionally per segment of a metadata key (--by). Text or
+ * --json; --rows FILE also writes every run's JSON-lines rows.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decoder/cmd/cli.h"
+#include "decoder/compare/diff.h"
+#include "decoder/util/json.h"
+#include "decoder/compare/runs.h"
+
+#define MIN_RUNS 3 /* fewer per side: the U test cannot reach 5 % (exact p >= 0.1) */
+
+struct side {
+    struct ct_runset rs;
+    char **value;                  /* per run: its --by value */
+    struct ct_metric_set *summary; /* per run: one value per metric */
+};
+
+struct seg {
+    char *value;
+    size_t na, nb;
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: cutrace diff [--json] [-o FILE] [--by KEY] [--min-effect PCT] [--seed N]\n"
+               "                    [--reps N] [--alpha Q] [--skip N] [--rows FILE] A B\n"
+               "  A, B            a run folder (traces of one job) or a folder of run folders\n"
+               "  --by KEY        compare per value of KEY: host, gpu, driver, nccl_version,\n"
+               "                  an NCCL_* setting or a --tag key\n"
+               "  --min-effect P  smallest change that counts, percent (default 2)\n"
+               "  --seed N        bootstrap seed (default 1; printed)\n"
+               "  --reps N        bootstrap resamples (default 2000)\n"
+               "  --alpha Q       false-discovery rate across metrics (default 0.05)\n"
+               "  --skip N        drop the first N iterations of every rank (warm-up)\n"
+               "  --rows FILE     also write per-run/rank/iteration JSON-lines rows\n");
+}
+
+static int parse_double(const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || (*end && strcmp(end, "%")) || !isfinite(v) || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static void side_free(struct side *s)
+{
+    for (size_t i = 0; i < s->rs.n; i++) {
+        if (s->value)
+            free(s->value[i]);
+        if (s->summary)
+            ct_metric_set_free(&s->summary[i]);
+    }
+    free(s->value);
+    free(s->summary);
+    ct_runs_free(&s->rs);
+}
+
+/* Loads every run of a side: its --by value, its summary metrics, and its
+ * rows. Per-iteration samples are taken later, only where needed. */
+static int load_side(struct side *s, const char *by, const struct ct_iter_opts *io, FILE *rows,
+                     const char *name, char *err, size_t errlen)
+{
+    size_t n = s->rs.n;
+    s->value = calloc(n, sizeof(char *));
+    s->summary = calloc(n, sizeof(*s->summary));
+    if (!s->value || !s->summary)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        struct ct_run *run = &s->rs.runs[i];
+        char buf[512];
+        int rc = 0;
+        if (by || rows)
+            rc = ct_run_scan(run, err, errlen);
+        if (rc)
+            return rc;
+        s->value[i] = strdup(by ? ct_run_value(run, by, buf, sizeof(buf)) : "all");
+        if (!s->value[i])
+            return -ENOMEM;
+        struct ct_job job;
+        struct ct_report rep;
+        if ((rc = ct_run_report(run, io, &job, &rep, err, errlen)))
+            return rc;
+        rc = ct_diff_collect(&rep, 0, &s->summary[i]);
+        if (rows && !rc)
+            ct_rows_write(rows, run, name, &rep);
+        ct_report_free(&rep);
+        ct_job_free(&job);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static int add_seg(struct seg **v, size_t *n, const char *value, int side)
+{
+    for (size_t i = 0; i < *n; i++)
+        if (!strcmp((*v)[i].value, value)) {
+            if (side)
+                (*v)[i].nb++;
+            else
+                (*v)[i].na++;
+            return 0;
+        }
+    struct seg *q = realloc(*v, (*n + 1) * sizeof(*q));
+    if (!q)
+        return -ENOMEM;
+    *v = q;
+    q[*n] = (struct seg){strdup(value), side == 0, side == 1};
+    if (!q[*n].value)
+        return -ENOMEM;
+    (*n)++;
+    return 0;
+}
+
+/* The samples of one side of a segment. */
+static int side_samples(struct side *s, const char *value, int per_iteration,
+                        const struct ct_iter_opts *io, struct ct_metric_set *out, char *err,
+                        size_t errlen)
+{
+    for (size_t i = 0; i < s->rs.n; i++) {
+        if (strcmp(s->value[i], value))
+            continue;
+        int rc = 0;
+        if (per_iteration) {
+            struct ct_job job;
+            struct ct_report rep;
+            if ((rc = ct_run_report(&s->rs.runs[i], io, &job, &rep, err, errlen)))
+                return rc;
+            rc = ct_diff_collect(&rep, 1, out);
+            ct_report_free(&rep);
+            ct_job_free(&job);
+        } else {
+            const struct ct_metric_set *m = &s->summary[i];
+            for (size_t k = 0; k < m->n && !rc; k++)
+                for (size_t j = 0; j < m->m[k].n && !rc; j++)
+                    rc = ct_metric_add(out, m->m[k].name, m->m[k].v[j]);
+        }
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static void jnum(FILE *f, const char *k, double v)
+{
+    if (isfinite(v) && v >= 0)
+        fprintf(f, "\"%s\":%.6g", k, v);
+    else
+        fprintf(f, "\"%s\":null", k);
+}
+
+static void print_rows_json(FILE *f, const struct ct_diff_row *r, size_t n)
+{
+    fprintf(f, "\"metrics\":[");
+    for (size_t i = 0; i < n; i++) {
+        fprintf(f, "%s{\"metric\":", i ? "," : "");
+        ct_json_str(f, r[i].name);
+        fprintf(f, ",\"n_a\":%zu,\"n_b\":%zu,\"median_a\":%.3f,\"median_b\":%.3f,", r[i].na,
+                r[i].nb, r[i].med_a, r[i].med_b);
+        jnum(f, "ratio", r[i].ratio);
+        fputc(',', f);
+        jnum(f, "ci_low", r[i].lo);
+        fputc(',', f);
+        jnum(f, "ci_high", r[i].hi);
+        fprintf(f, ",\"p\":%.6g,\"q\":%.6g,\"verdict\":\"%s\"}", r[i].p, r[i].q,
+                ct_diff_verdict_name(r[i].verdict));
+    }
+    fprintf(f, "]");
+}
+
+static void print_rows_text(FILE *f, const struct ct_diff_row *r, size_t n)
+{
+    fprintf(f, "  %-40s %12s %12s %8s %19s %9s %9s  %s\n", "metric", "A median", "B median", "B/A",
+            "95% CI", "p", "q", "verdict");
+    /* verdicts first, then the rest in collection order */
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < n; i++) {
+            if ((r[i].verdict != 0) != (pass == 0))
+                continue;
+            char ratio[16] = "-", ci[40] = "-";
+            if (r[i].ratio >= 0) {
+                snprintf(ratio, sizeof(ratio), "%.4f", r[i].ratio);
+                snprintf(ci, sizeof(ci), "[%.4f, %.4f]", r[i].lo, r[i].hi);
+            }
+            fprintf(f, "  %-40.40s %12.3f %12.3f %8s %19s %9.3g %9.3g  %s\n", r[i].name, r[i].med_a,
+                    r[i].med_b, ratio, ci, r[i].p, r[i].q, ct_diff_verdict_name(r[i].verdict));
+        }
+}
+
+int ct_cmd_diff(int argc, char **argv)
+{
+    static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
+                                         {"output", required_argument, NULL, 'o'},
+                                         {"by", required_argument, NULL, 'b'},
+                                         {"min-effect", required_argument, NULL, 'm'},
+                                         {"seed", required_argument, NULL, 's'},
+                                         {"reps", required_argument, NULL, 'r'},
+                                         {"alpha", required_argument, NULL, 'a'},
+                                         {"skip", required_argument, NULL, 'k'},
+                                         {"rows", required_argument, NULL, 'R'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    int json = 0, c;
+    const char *out = NULL, *by = NULL, *rows_path = NULL;
+    struct ct_diff_opts o = {.min_effect = 0.02, .alpha = 0.05, .seed = 1, .reps = 2000};
+    struct ct_iter_opts io = {0, 0, -1};
+    double v;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "jo:h", opts, NULL)) != -1) {
+        char *end;
+        switch (c) {
+        case 'j': json = 1; break;
+        case 'o': out = optarg; break;
+        case 'b': by = optarg; break;
+        case 'R': rows_path = optarg; break;
+        case 'm':
+            if (parse_double(optarg, 0, 100, &v)) {
+                fprintf(stderr,
+                        "cutrace diff: --min-effect '%s': expected a percentage "
+                        "0..100, e.g. 2 or 2%%\n",
+                        optarg);
+                return CT_EXIT_USAGE;
+            }
+            o.min_effect = v / 100;
+            break;
+        case 'a':
+            if (parse_double(optarg, 1e-9, 1, &o.alpha)) {
+                fprintf(stderr, "cutrace diff: --alpha '%s': expected 0 < Q <= 1\n", optarg);
+                return CT_EXIT_USAGE;
+            }
+            break;
+        case 's':
+            o.seed = strtoull(optarg, &end, 0);
+            if (*end || !*optarg) {
+                fprintf(stderr, "cutrace diff: --seed '%s': expected an integer\n", optarg);
+                return CT_EXIT_USAGE;
+            }
+            break;
+        case 'r': {
+            unsigned long r = strtoul(optarg, &end, 10);
+            if (*end || r < 100 || r > 1000000) {
+                fprintf(stderr, "cutrace diff: --reps '%s': expected 100..1000000\n", optarg);
+                return CT_EXIT_USAGE;
+            }
+            o.reps = (unsigned)r;
+            break;
+        }
+        case 'k':
+            io.skip = strtol(optarg, &end, 10);
+            if (*end || !*optarg || io.skip < 0) {
+                fprintf(stderr, "cutrace diff: --skip '%s': expected an integer >= 0\n", optarg);
+                return CT_EXIT_USAGE;
+            }
+            break;
+        case 'h': usage(stdout); return 0;
+        default:
+            fprintf(stderr,
+                    "cutrace diff: unknown or incomplete option '%s'; allowed: --json, -o FILE, "
+                    "--by KEY, --min-effect PCT, --seed N, --reps N, --alpha Q, --skip N, "
+                    "--rows FILE\n",
+                    argv[optind - 1]);
+            return CT_EXIT_USAGE;
+        }
+    }
+    if (argc - optind != 2) {
+        fprintf(stderr, "cutrace diff: expected two operands, A and B\n");
+        usage(stderr);
+        return CT_EXIT_USAGE;
+    }
+    char err[512] = "";
+    struct side s[2] = {0};
+    struct seg *segs = NULL;
+    size_t nseg = 0;
+    FILE *rows = NULL, *f = NULL;
+    int rc = 0, status = CT_EXIT_BAD_INPUT;
+    for (int k = 0; k < 2 && !rc; k++)
+        rc = ct_runs_find(&s[k].rs, argv[optind + k], err, sizeof(err));
+    if (!rc && rows_path && !(rows = fopen(rows_path, "w"))) {
+        snprintf(err, sizeof(err), "--rows %s: %s", rows_path, strerror(errno));
+        rc = -errno;
+    }
+    for (int k = 0; k < 2 && !rc; k++)
+        rc = load_side(&s[k], by, &io, rows, k ? "B" : "A", err, sizeof(err));
+    for (int k = 0; k < 2 && !rc; k++)
+        for (size_t i = 0; i < s[k].rs.n && !rc; i++)
+            rc = add_seg(&segs, &nseg, s[k].value[i], k);
+    if (rc) {
+        fprintf(stderr, "cutrace diff: %s\n", rc == -ENOMEM && !err[0] ? "out of memory" : err);
+        goto out;
+    }
+    f = out ? fopen(out, "w") : stdout;
+    if (!f) {
+        fprintf(stderr, "cutrace diff: -o %s: %s\n", out, strerror(errno));
+        goto out;
+    }
+    if (json)
+        fprintf(f,
+                "{\"schema\":\"cutrace.diff\",\"version\":1,\"seed\":%" PRIu64
+                ",\"reps\":%u,\"min_effect_pct\":%.6g,\"alpha\":%.6g,\"by\":",
+                o.seed, o.reps, o.min_effect * 100, o.alpha);
+    else
+        fprintf(f,
+                "cutrace diff: A %zu run(s), B %zu run(s); ratio B/A of medians, 95%% bootstrap "
+                "CI (seed %" PRIu64 ", %u resamples), Mann-Whitney U, BH q; min effect %.3g%%\n",
+                s[0].rs.n, s[1].rs.n, o.seed, o.reps, o.min_effect * 100);
+    if (json) {
+        if (by)
+            ct_json_str(f, by);
+        else
+            fprintf(f, "null");
+        fprintf(f, ",\"segments\":[");
+    }
+    for (size_t g = 0; g < nseg && !rc; g++) {
+        struct seg *sg = &segs[g];
+        int per_it = sg->na == 1 && sg->nb == 1;
+        char warn[512] = "";
+        struct ct_metric_set ma = {0}, mb = {0};
+        struct ct_diff_row *r = NULL;
+        size_t nr = 0;
+        if (!sg->na || !sg->nb)
+            snprintf(warn, sizeof(warn),
+                     "only side %s has runs with this value: nothing to compare",
+                     sg->na ? "A" : "B");
+        else if (!per_it && (sg->na < MIN_RUNS || sg->nb < MIN_RUNS))
+            snprintf(warn, sizeof(warn),
+                     "too few runs to conclude (%zu vs %zu; at least %d per side are needed for "
+                     "the U test to reach 5%%)",
+                     sg->na, sg->nb, MIN_RUNS);
+        else if (per_it)
+            snprintf(warn, sizeof(warn),
+                     "one run per side: samples are iterations (and instances) within the runs, "
+                     "collectives compared on their transfer part; this shows a difference "
+                     "between these two runs, not between configurations");
+        if (sg->na && sg->nb) {
+            rc = side_samples(&s[0], sg->value, per_it, &io, &ma, err, sizeof(err));
+            if (!rc)
+                rc = side_samples(&s[1], sg->value, per_it, &io, &mb, err, sizeof(err));
+            if (!rc)
+                rc = ct_diff_compare(&ma, &mb, &o, &r, &nr);
+        }
+        if (json) {
+            fprintf(f, "%s{\"value\":", g ? "," : "");
+            ct_json_str(f, sg->value);
+            fprintf(f, ",\"runs_a\":%zu,\"runs_b\":%zu,\"samples\":\"%s\",\"warnings\":[", sg->na,
+                    sg->nb, per_it ? "iterations" : "runs");
+            if (warn[0])
+                ct_json_str(f, warn);
+            fprintf(f, "],");
+            print_rows_json(f, r, nr);
+            fputc('}', f);
+        } else {
+            if (by)
+                fprintf(f, "\n%s = %s: A %zu run(s), B %zu run(s), samples: %s\n", by, sg->value,
+                        sg->na, sg->nb, per_it ? "iterations" : "runs");
+            else
+                fprintf(f, "\nsamples: %s\n", per_it ? "iterations" : "runs");
+            if (warn[0])
+                fprintf(f, "  warning: %s\n", warn);
+            if (nr)
+                print_rows_text(f, r, nr);
+        }
+        free(r);
+        ct_metric_set_free(&ma);
+        ct_metric_set_free(&mb);
+    }
+    if (json)
+        fprintf(f, "]}\n");
+    if (rc) {
+        fprintf(stderr, "cutrace diff: %s\n", rc == -ENOMEM && !err[0] ? "out of memory" : err);
+        goto out;
+    }
+    status = fflush(f) == 0 && !ferror(f) ? 0 : CT_EXIT_BAD_INPUT;
+    if (rows && (fflush(rows) != 0 || ferror(rows)))
+        status = CT_EXIT_BAD_INPUT;
+out:
+    if (f && out)
+        fclose(f);
+    if (rows)
+        fclose(rows);
+    for (size_t g = 0; g < nseg; g++)
+        free(segs[g].value);
+    free(segs);
+    side_free(&s[0]);
+    side_free(&s[1]);
+    return status;
+}

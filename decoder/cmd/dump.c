@@ -1,0 +1,373 @@
+/*
+ * `cutrace dump`: one line per record, in time order per file. `--json`
+ * prints the stable JSON-lines view documented in README ("dump --json"):
+ * field names and value types there are a contract.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decoder/cmd/cli.h"
+#include "decoder/read/inputs.h"
+#include "decoder/util/json.h"
+#include "decoder/util/names.h"
+#include "decoder/read/symbols.h"
+#include "decoder/read/tracefile.h"
+
+struct out {
+    FILE *f;
+    int json;
+    int first; /* no field written yet on this line */
+};
+
+/* Field writers: JSON `"k":v` pairs, or text `k=v`. */
+static void key(struct out *o, const char *k)
+{
+    if (o->json) {
+        if (!o->first)
+            fputc(',', o->f);
+        ct_json_str(o->f, k);
+        fputc(':', o->f);
+    } else
+        fprintf(o->f, "%s%s=", o->first ? "" : " ", k);
+    o->first = 0;
+}
+
+static void f_u(struct out *o, const char *k, uint64_t v)
+{
+    key(o, k);
+    fprintf(o->f, "%" PRIu64, v);
+}
+
+static void f_i(struct out *o, const char *k, int64_t v)
+{
+    key(o, k);
+    fprintf(o->f, "%" PRId64, v);
+}
+
+static void f_s(struct out *o, const char *k, const char *v)
+{
+    key(o, k);
+    if (o->json)
+        ct_json_str(o->f, v);
+    else
+        fputs(*v ? v : "\"\"", o->f);
+}
+
+static void f_hex(struct out *o, const char *k, uint64_t v)
+{
+    char buf[24];
+    snprintf(buf, sizeof(buf), "%016" PRIx64, v);
+    f_s(o, k, buf);
+}
+
+static void f_dim3(struct out *o, const char *k, uint64_t x, uint64_t y, uint64_t z)
+{
+    key(o, k);
+    if (o->json)
+        fprintf(o->f, "[%" PRIu64 ",%" PRIu64 ",%" PRIu64 "]", x, y, z);
+    else
+        fprintf(o->f, "%" PRIu64 "x%" PRIu64 "x%" PRIu64, x, y, z);
+}
+
+static void f_null_or_i(struct out *o, const char *k, int64_t v)
+{
+    key(o, k);
+    if (v < 0)
+        fputs(o->json ? "null" : "-", o->f);
+    else
+        fprintf(o->f, "%" PRId64, v);
+}
+
+static void span(struct out *o, const uint64_t *f)
+{
+    f_u(o, "start_ns", f[0]);
+    f_u(o, "end_ns", f[1]);
+}
+
+#define S(id) ct_reader_string(&t->rd, (id))
+
+/* The symbolised call stack recorded for a call, if any. */
+static void stack_field(struct out *o, struct ct_trace *t, const char *frames)
+{
+    if (!frames)
+        return;
+    key(o, "stack");
+    fputs(o->json ? "[" : "", o->f);
+    int first = 1;
+    for (const char *p = frames; *p;) {
+        unsigned long long ip = strtoull(p, NULL, 16);
+        char name[512];
+        ct_symbolize(t, ip, name, sizeof(name));
+        if (o->json) {
+            if (!first)
+                fputc(',', o->f);
+            ct_json_str(o->f, name);
+        } else {
+            fprintf(o->f, "%s%s", first ? "" : "<-", name);
+        }
+        first = 0;
+        const char *semi = strchr(p, ';');
+        if (!semi)
+            break;
+        p = semi + 1;
+    }
+    fputs(o->json ? "]" : "", o->f);
+}
+
+static void api_fields(struct out *o, struct ct_trace *t, const uint64_t *f)
+{
+    span(o, f);
+    f_s(o, "name", S(f[CT_API_NAME]));
+    f_u(o, "correlation_id", f[CT_API_CORR]);
+    f_u(o, "stream", f[CT_API_STREAM]);
+    f_s(o, "family", ct_name_family(f[CT_API_FAMILY]));
+    f_i(o, "result", (int64_t)f[CT_API_RESULT]);
+    f_i(o, "device", (int64_t)f[CT_API_DEVICE]);
+    f_u(o, "flags", f[CT_API_FLAGS]);
+    switch (f[CT_API_FAMILY]) {
+    case CT_FAM_LAUNCH:
+        f_s(o, "kernel", S(f[CT_API_KERNEL]));
+        f_dim3(o, "grid", f[CT_API_GRID_X], f[CT_API_GRID_Y], f[CT_API_GRID_Z]);
+        f_dim3(o, "block", f[CT_API_BLOCK_X], f[CT_API_BLOCK_Y], f[CT_API_BLOCK_Z]);
+        f_u(o, "shmem", f[CT_API_SHMEM]);
+        break;
+    case CT_FAM_MEMCPY:
+        f_u(o, "bytes", f[CT_API_BYTES]);
+        f_s(o, "copy_kind", ct_name_copy_kind(f[CT_API_COPY_KIND]));
+        break;
+    case CT_FAM_MEMSET:
+    case CT_FAM_ALLOC: f_u(o, "bytes", f[CT_API_BYTES]); break;
+    default: break;
+    }
+    stack_field(o, t, ct_trace_stack(t, f[CT_API_CORR]));
+}
+
+static void gpu_fields(struct out *o, struct ct_trace *t, const uint64_t *f)
+{
+    span(o, f);
+    f_u(o, "gpu_start_ns", f[CT_GPU_START]);
+    f_u(o, "gpu_end_ns", f[CT_GPU_END]);
+    f_i(o, "device", (int64_t)f[CT_GPU_DEVICE]);
+    f_u(o, "stream", f[CT_GPU_STREAM]);
+    f_u(o, "correlation_id", f[CT_GPU_CORR]);
+    f_s(o, "type", ct_name_gpu_type(f[CT_GPU_TYPE]));
+    f_s(o, "name", S(f[CT_GPU_NAME]));
+    f_u(o, "bytes", f[CT_GPU_BYTES]);
+    if (f[CT_GPU_TYPE] == CT_GPU_MEMCPY)
+        f_s(o, "copy_kind", ct_name_copy_kind(f[CT_GPU_COPY_KIND]));
+    f_s(o, "source", ct_name_gpu_source(f[CT_GPU_SOURCE]));
+    /* joined to the call that put the work on the stream */
+    const struct ct_record *call = ct_trace_call(t, f[CT_GPU_CORR]);
+    if (call && call->kind == CT_REC_API) {
+        f_s(o, "api", S(call->f[CT_API_NAME]));
+        f_u(o, "api_start_ns", call->f[CT_API_START]);
+        f_u(o, "api_end_ns", call->f[CT_API_END]);
+        f_u(o, "api_tid", call->tid);
+    } else if (call) {
+        f_s(o, "api", ct_name_nccl_op(call->f[CT_NCCL_OP]));
+        f_u(o, "api_start_ns", call->f[CT_NCCL_START]);
+        f_u(o, "api_end_ns", call->f[CT_NCCL_END]);
+        f_u(o, "api_tid", call->tid);
+    }
+}
+
+static void nccl_fields(struct out *o, struct ct_trace *t, const struct ct_record *r)
+{
+    const uint64_t *f = r->f;
+    span(o, f);
+    f_s(o, "op", ct_name_nccl_op(f[CT_NCCL_OP]));
+    f_hex(o, "comm_hash", f[CT_NCCL_COMM]);
+    f_u(o, "seq", f[CT_NCCL_SEQ]);
+    f_u(o, "count", f[CT_NCCL_COUNT]);
+    f_s(o, "dtype", ct_name_nccl_dtype(f[CT_NCCL_DTYPE]));
+    f_u(o, "bytes", f[CT_NCCL_BYTES]);
+    f_s(o, "redop", ct_name_nccl_redop(f[CT_NCCL_REDOP]));
+    f_null_or_i(o, "root", (int64_t)f[CT_NCCL_ROOT]);
+    f_null_or_i(o, "peer", (int64_t)f[CT_NCCL_PEER]);
+    f_u(o, "stream", f[CT_NCCL_STREAM]);
+    f_u(o, "group", f[CT_NCCL_GROUP]);
+    f_u(o, "correlation_id", f[CT_NCCL_CORR]);
+    f_i(o, "comm_rank", (int64_t)f[CT_NCCL_RANK]);
+    f_u(o, "nranks", f[CT_NCCL_NRANKS]);
+    uint64_t gs, ge;
+    unsigned src = ct_trace_nccl_gpu(t, r, &gs, &ge);
+    if (src) {
+        f_u(o, "gpu_start_ns", gs);
+        f_u(o, "gpu_end_ns", ge);
+        f_s(o, "gpu_source", ct_name_gpu_source(src));
+    }
+    stack_field(o, t, ct_trace_stack(t, f[CT_NCCL_CORR]));
+}
+
+static void io_fields(struct out *o, struct ct_trace *t, const struct ct_record *r)
+{
+    const uint64_t *f = r->f;
+    span(o, f);
+    f_s(o, "op", S(f[CT_IO_OP]));
+    f_i(o, "fd", (int64_t)f[CT_IO_FD]);
+    f_s(o, "fd_type", ct_name_fd_type(f[CT_IO_FD_TYPE]));
+    f_s(o, "path", S(f[CT_IO_PATH]));
+    f_u(o, "bytes", f[CT_IO_BYTES]);
+    f_i(o, "result", (int64_t)f[CT_IO_RESULT]);
+    f_i(o, "offset", (int64_t)f[CT_IO_OFFSET]);
+    stack_field(o, t, ct_trace_io_stack(t, r->tid, f[CT_IO_START]));
+}
+
+/* Prints records [i, j) where j > i groups consecutive META records of one
+ * (time, scope, scope_id) into one object. Returns j. */
+static size_t print_record(struct out *o, struct ct_trace *t, size_t i)
+{
+    const struct ct_record *r = &t->recs[i];
+    const uint64_t *f = r->f;
+    size_t next = i + 1;
+    o->first = 1;
+    if (o->json)
+        fputc('{', o->f);
+    f_s(o, "kind", r->kind == CT_REC_NVTX_MARK ? "nvtx" : ct_kind_table[r->kind].name);
+    f_u(o, "pid", t->rd.hdr.pid);
+    f_u(o, "tid", r->tid);
+    f_null_or_i(o, "rank", t->rank);
+    switch (r->kind) {
+    case CT_REC_META:
+        f_s(o, "scope", ct_name_scope(f[CT_META_SCOPE]));
+        if (f[CT_META_SCOPE] == CT_SCOPE_DEVICE)
+            f_u(o, "device", f[CT_META_SCOPE_ID]);
+        else if (f[CT_META_SCOPE] == CT_SCOPE_COMM)
+            f_hex(o, "comm_hash", f[CT_META_SCOPE_ID]);
+        else if (f[CT_META_SCOPE] == CT_SCOPE_THREAD)
+            f_u(o, "thread", f[CT_META_SCOPE_ID]);
+        else if (f[CT_META_SCOPE] == CT_SCOPE_STREAM)
+            f_u(o, "stream", f[CT_META_SCOPE_ID]);
+        else if (f[CT_META_SCOPE] == CT_SCOPE_STACK)
+            f_u(o, "correlation_id", f[CT_META_SCOPE_ID]);
+        else if (f[CT_META_SCOPE] == CT_SCOPE_MODULE)
+            f_hex(o, "address", f[CT_META_SCOPE_ID]);
+        f_u(o, "time_ns", f[CT_META_TIME]);
+        for (next = i; next < t->n; next++) {
+            const struct ct_record *m = &t->recs[next];
+            if (m->kind != CT_REC_META || m->tid != r->tid || m->f[0] != f[0] ||
+                m->f[CT_META_SCOPE] != f[CT_META_SCOPE] ||
+                m->f[CT_META_SCOPE_ID] != f[CT_META_SCOPE_ID])
+                break;
+            const char *k = S(m->f[CT_META_KEY]);
+            if (!*k || !strcmp(k, "kind") || !strcmp(k, "pid") || !strcmp(k, "tid") ||
+                !strcmp(k, "rank") || !strcmp(k, "scope") || !strcmp(k, "time_ns")) {
+                /* Reserved names keep their record meaning; the metadata
+                 * value of the same name is prefixed. */
+                char buf[80];
+                snprintf(buf, sizeof(buf), "meta_%s", k);
+                f_s(o, buf, S(m->f[CT_META_VALUE]));
+            } else {
+                f_s(o, k, S(m->f[CT_META_VALUE]));
+            }
+        }
+        if (next == i)
+            next = i + 1;
+        break;
+    case CT_REC_CLOCK:
+        f_u(o, "mono_ns", f[CT_CLOCK_MONO]);
+        f_u(o, "real_ns", f[CT_CLOCK_REAL]);
+        f_u(o, "tsc", f[CT_CLOCK_TSC_TICKS]);
+        if ((int64_t)f[CT_CLOCK_DEVICE] >= 0) {
+            f_u(o, "gpu_ns", f[CT_CLOCK_GPU]);
+            f_i(o, "device", (int64_t)f[CT_CLOCK_DEVICE]);
+        }
+        break;
+    case CT_REC_API: api_fields(o, t, f); break;
+    case CT_REC_GPU: gpu_fields(o, t, f); break;
+    case CT_REC_NCCL: nccl_fields(o, t, r); break;
+    case CT_REC_IO: io_fields(o, t, r); break;
+    case CT_REC_NVTX_RANGE:
+        f_s(o, "type", "range");
+        span(o, f);
+        f_s(o, "domain", S(f[CT_NVTX_DOMAIN]));
+        f_s(o, "message", S(f[CT_NVTX_MESSAGE]));
+        f_u(o, "depth", f[CT_NVTX_DEPTH]);
+        break;
+    case CT_REC_NVTX_MARK:
+        f_s(o, "type", "mark");
+        f_u(o, "time_ns", f[CT_MARK_TIME]);
+        f_s(o, "domain", S(f[CT_MARK_DOMAIN]));
+        f_s(o, "message", S(f[CT_MARK_MESSAGE]));
+        break;
+    case CT_REC_DROP:
+        f_u(o, "time_ns", f[CT_DROP_TIME]);
+        f_u(o, "count", f[CT_DROP_COUNT]);
+        f_s(o, "reason", ct_name_drop_reason(f[CT_DROP_REASON]));
+        break;
+    case CT_REC_ERROR:
+        f_u(o, "time_ns", f[CT_ERROR_TIME]);
+        f_s(o, "what", S(f[CT_ERROR_WHAT]));
+        f_i(o, "code", (int64_t)f[CT_ERROR_CODE]);
+        break;
+    case CT_REC_COUNTER: /* format v2: a sample, instantaneous like a mark */
+        f_u(o, "start_ns", f[CT_COUNTER_TIME]);
+        f_i(o, "device", (int64_t)f[CT_COUNTER_DEVICE]);
+        f_s(o, "name", S(f[CT_COUNTER_NAME]));
+        f_i(o, "value", (int64_t)f[CT_COUNTER_VALUE]);
+        f_s(o, "unit", S(f[CT_COUNTER_UNIT]));
+        break;
+    default: break;
+    }
+    fputs(o->json ? "}\n" : "\n", o->f);
+    return next;
+}
+
+int ct_cmd_dump(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    struct out o = {stdout, 0, 1};
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
+        if (c == 'j') {
+            o.json = 1;
+        } else if (c == 'h') {
+            printf("usage: cutrace dump [--json] TRACE|DIR...\n");
+            return 0;
+        } else {
+            return CT_EXIT_USAGE;
+        }
+    }
+    if (optind >= argc) {
+        fprintf(stderr, "cutrace dump: expected at least one trace file or directory\n");
+        return CT_EXIT_USAGE;
+    }
+    struct ct_inputs in = {0};
+    char err[512];
+    if (ct_inputs_expand(&in, argv + optind, argc - optind, err, sizeof(err))) {
+        fprintf(stderr, "cutrace dump: %s\n", err);
+        ct_inputs_free(&in);
+        return CT_EXIT_BAD_INPUT;
+    }
+    int status = 0;
+    for (size_t i = 0; i < in.n; i++) {
+        struct ct_trace t;
+        if (ct_trace_load(&t, in.paths[i], 1, err, sizeof(err))) {
+            fprintf(stderr, "cutrace dump: %s\n", err);
+            status = CT_EXIT_BAD_INPUT;
+            continue;
+        }
+        for (size_t k = 0; k < t.n;)
+            k = print_record(&o, &t, k);
+        if (!t.rd.has_footer)
+            fprintf(stderr, "cutrace dump: %s: truncated at offset %llu (no footer)\n", t.path,
+                    (unsigned long long)t.rd.truncated_at);
+        for (unsigned d = 0; d < t.rd.ndamage; d++)
+            fprintf(stderr, "cutrace dump: %s: damaged at offset %llu: %s\n", t.path,
+                    (unsigned long long)t.rd.damage[d].offset, t.rd.damage[d].what);
+        if (t.rd.damage_total)
+            status = CT_EXIT_BAD_INPUT;
+        ct_trace_free(&t);
+    }
+    ct_inputs_free(&in);
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "cutrace dump: error writing output\n");
+        return CT_EXIT_BAD_INPUT;
+    }
+    return status;
+}

@@ -1,0 +1,190 @@
+/*
+ * `cutrace export`: writes a job's traces as a Chrome trace-event JSON file
+ * (ui.perfetto.dev, chrome://tracing; decoder/export/chrome.c) or an SQLite
+ * database shaped like Nsight Systems' export (decoder/export/sqlite.c).
+ * Formats and schema: docs/export.md. This file parses options, builds the
+ * job (first pass, see decoder/export/export.h) and hands it to a writer.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "decoder/cmd/cli.h"
+#include "decoder/export/export.h"
+#include "decoder/read/inputs.h"
+#include "decoder/read/load.h"
+
+static int cmp_src(const void *a, const void *b)
+{
+    const struct ct_export_src *x = a, *y = b;
+    if (x->rank != y->rank)
+        return x->rank < y->rank ? -1 : 1;
+    return strcmp(x->path, y->path);
+}
+
+/* First pass: the job as `cutrace report` builds it, and each trace's clock
+ * shift. Returns 0 or a negative errno with err set. */
+static int build_job(struct ct_export_job *x, struct ct_inputs *in, const char *step,
+                     struct ct_progress *pr, char *err, size_t errlen)
+{
+    memset(x, 0, sizeof(*x));
+    (void)pr; /* the loader shows its own progress */
+    struct ct_load_opts lo = {.cmd = "cutrace export", .step = step, .hta = 1, .progress = 1};
+    int rc = ct_load_job(&lo, in, &x->job, err, errlen);
+    if (rc == -EIO)
+        return rc;
+    struct ct_iter_opts io = {0, 0, -1};
+    if (!rc)
+        rc = ct_report_analyze(&x->job, &io, &x->rep);
+    if (!rc) {
+        x->src = calloc(in->n ? in->n : 1, sizeof(*x->src));
+        rc = x->src ? 0 : -ENOMEM;
+    }
+    if (rc) {
+        snprintf(err, errlen, "out of memory");
+        return rc;
+    }
+    for (size_t r = 0; r < x->job.nranks; r++) {
+        const struct ct_rank *R = &x->job.ranks[r];
+        for (size_t k = 0; k < R->nprocs; k++) {
+            const struct ct_proc *p = R->procs[k];
+            struct ct_export_src *s = &x->src[x->nsrc++];
+            s->path = p->path;
+            s->host = p->host ? p->host : R->host;
+            s->rank = R->rank;
+            s->pid = p->pid;
+            s->shift = p->clock_offset + R->skew_ns - x->job.t0;
+        }
+    }
+    qsort(x->src, x->nsrc, sizeof(*x->src), cmp_src);
+    x->origin_realtime_ns = x->job.t0;
+    return 0;
+}
+
+static void free_job(struct ct_export_job *x)
+{
+    ct_report_free(&x->rep);
+    ct_job_free(&x->job);
+    free(x->src);
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: cutrace export --format chrome|sqlite -o FILE [--step NAME] TRACE|DIR...\n"
+               "  --format chrome  Chrome trace-event JSON (ui.perfetto.dev, chrome://tracing)\n"
+               "  --format sqlite  SQLite database shaped like Nsight Systems' export\n"
+               "  -o FILE          the file to write (replaced if it exists)\n"
+               "  --step NAME      NVTX range or mark naming iterations (default ProfilerStep)\n"
+               "Formats and schema: docs/export.md.\n");
+}
+
+int ct_cmd_export(int argc, char **argv)
+{
+    static const struct option opts[] = {{"format", required_argument, NULL, 'f'},
+                                         {"output", required_argument, NULL, 'o'},
+                                         {"step", required_argument, NULL, 's'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    const char *format = NULL, *out = NULL, *step = NULL;
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "f:o:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'f': format = optarg; break;
+        case 'o': out = optarg; break;
+        case 's':
+            if (!*optarg) {
+                fprintf(stderr, "cutrace export: --step: expected a range or mark name, e.g. "
+                                "--step ProfilerStep\n");
+                return CT_EXIT_USAGE;
+            }
+            step = optarg;
+            break;
+        case 'h': usage(stdout); return 0;
+        default:
+            fprintf(stderr,
+                    "cutrace export: unknown or incomplete option '%s'; allowed: "
+                    "--format chrome|sqlite, -o FILE, --step NAME\n",
+                    argv[optind - 1]);
+            return CT_EXIT_USAGE;
+        }
+    }
+    int sqlite = 0;
+    if (!format) {
+        fprintf(stderr, "cutrace export: --format is required; allowed: chrome, sqlite\n");
+        return CT_EXIT_USAGE;
+    } else if (!strcmp(format, "sqlite")) {
+        sqlite = 1;
+    } else if (strcmp(format, "chrome") != 0) {
+        fprintf(stderr, "cutrace export: --format '%s': allowed: chrome, sqlite\n", format);
+        return CT_EXIT_USAGE;
+    }
+    if (!out || !*out) {
+        fprintf(stderr, "cutrace export: -o FILE is required\n");
+        return CT_EXIT_USAGE;
+    }
+    if (optind >= argc) {
+        fprintf(stderr, "cutrace export: expected at least one trace file or directory\n");
+        usage(stderr);
+        return CT_EXIT_USAGE;
+    }
+    /* An unwritable output fails before the (long) read of the traces. */
+    int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) {
+        fprintf(stderr, "cutrace export: -o %s: %s\n", out, strerror(errno));
+        return CT_EXIT_BAD_INPUT;
+    }
+    close(fd);
+
+    struct ct_inputs in = {0};
+    char err[512];
+    if (ct_inputs_expand(&in, argv + optind, argc - optind, err, sizeof(err))) {
+        fprintf(stderr, "cutrace export: %s\n", err);
+        ct_inputs_free(&in);
+        unlink(out);
+        return CT_EXIT_BAD_INPUT;
+    }
+    struct ct_progress pr;
+    ct_progress_start(&pr, "cutrace export");
+    struct ct_export_job x;
+    int rc = build_job(&x, &in, step, &pr, err, sizeof(err));
+    ct_inputs_free(&in);
+    if (rc) {
+        ct_progress_end(&pr);
+        fprintf(stderr, "cutrace export: %s\n", err);
+        unlink(out);
+        return CT_EXIT_BAD_INPUT;
+    }
+    if (sqlite) {
+        rc = ct_export_sqlite(out, &x, &pr, err, sizeof(err));
+    } else {
+        FILE *f = fopen(out, "w");
+        if (!f) {
+            snprintf(err, sizeof(err), "-o %s: %s", out, strerror(errno));
+            rc = -errno;
+        } else {
+            rc = ct_export_chrome(f, &x, &pr, err, sizeof(err));
+            int werr = fflush(f) != 0 || ferror(f);
+            if (fclose(f) != 0)
+                werr = 1;
+            if (!rc && werr) {
+                snprintf(err, sizeof(err), "-o %s: error writing output", out);
+                rc = -EIO;
+            }
+        }
+    }
+    ct_progress_end(&pr);
+    free_job(&x);
+    if (rc) {
+        fprintf(stderr, "cutrace export: %s\n", err);
+        unlink(out);
+        return CT_EXIT_BAD_INPUT;
+    }
+    return 0;
+}

@@ -1,0 +1,142 @@
+/* `cutrace info`: what a trace holds and whether it is whole. */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "decoder/cmd/cli.h"
+#include "decoder/read/inputs.h"
+#include "decoder/util/names.h"
+#include "decoder/read/tracefile.h"
+
+static void print_status(const struct ct_trace *t)
+{
+    const struct ct_reader *rd = &t->rd;
+    if (rd->has_footer && rd->damage_total == 0)
+        printf("  status:     complete\n");
+    else if (!rd->has_footer)
+        printf("  status:     truncated at offset %llu (no footer: the process did not shut the "
+               "trace down; everything before that offset decoded)\n",
+               (unsigned long long)rd->truncated_at);
+    else
+        printf("  status:     complete, with damage\n");
+    for (unsigned i = 0; i < rd->ndamage; i++)
+        printf("  damage:     offset %llu: %s (%llu bytes skipped)\n",
+               (unsigned long long)rd->damage[i].offset, rd->damage[i].what,
+               (unsigned long long)rd->damage[i].skipped);
+    if (rd->damage_total > rd->ndamage)
+        printf("  damage:     ... %llu more places\n",
+               (unsigned long long)(rd->damage_total - rd->ndamage));
+    if (rd->dropped_bytes)
+        printf("  size bound: the oldest frames (%llu bytes) were dropped to keep the file within "
+               "CUTRACE_MAX_MB\n",
+               (unsigned long long)rd->dropped_bytes);
+}
+
+static void print_meta(const struct ct_trace *t)
+{
+    static const char *const keys[] = {"host",       "job",        "rank",
+                                       "local_rank", "world_size", "cmdline"};
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        const char *v = ct_trace_meta(t, keys[i]);
+        if (v)
+            printf("  %-12s%s\n", keys[i], v);
+    }
+}
+
+/* Recorder metadata worth a line: how GPU intervals were obtained, and why
+ * not the preferred way. */
+static void print_recorder(const struct ct_trace *t)
+{
+    const char *timing = NULL, *fallback = NULL;
+    for (size_t i = 0; i < t->nmeta; i++) {
+        const struct ct_record *m = &t->meta[i];
+        if (m->f[CT_META_SCOPE] != CT_SCOPE_RECORDER)
+            continue;
+        const char *k = ct_reader_string(&t->rd, m->f[CT_META_KEY]);
+        if (!strcmp(k, "gpu_timing"))
+            timing = ct_reader_string(&t->rd, m->f[CT_META_VALUE]);
+        else if (!strcmp(k, "gpu_timing_fallback"))
+            fallback = ct_reader_string(&t->rd, m->f[CT_META_VALUE]);
+    }
+    if (timing && fallback)
+        printf("  gpu time:   %s (fell back: %s)\n", timing, fallback);
+    else if (timing)
+        printf("  gpu time:   %s\n", timing);
+}
+
+static void print_one(const struct ct_trace *t)
+{
+    const struct ct_reader *rd = &t->rd;
+    printf("%s\n", t->path);
+    printf("  format:     v%u, clock %s, pid %u (exec generation %u)\n", rd->hdr.version,
+           ct_name_clock_source(rd->hdr.clock_source), rd->hdr.pid, rd->hdr.gen);
+    time_t secs = (time_t)(rd->hdr.start_real_ns / 1000000000u);
+    struct tm tm;
+    char when[64] = "?";
+    if (gmtime_r(&secs, &tm))
+        strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    printf("  started:    %s\n", when);
+    print_meta(t);
+    print_recorder(t);
+    uint64_t total = 0;
+    for (int k = 1; k < CT_REC_KIND_COUNT; k++)
+        total += t->count[k];
+    double span = t->last_ns > t->first_ns ? (double)(t->last_ns - t->first_ns) / 1e9 : 0.0;
+    printf("  span:       %.6f s\n", span);
+    printf("  records:    %llu (", (unsigned long long)total);
+    int first = 1;
+    for (int k = 1; k < CT_REC_KIND_COUNT; k++) {
+        if (!t->count[k])
+            continue;
+        printf("%s%s %llu", first ? "" : ", ",
+               k == CT_REC_NVTX_MARK ? "nvtx-mark" : ct_kind_table[k].name,
+               (unsigned long long)t->count[k]);
+        first = 0;
+    }
+    printf(")\n  chunks:     %llu\n", (unsigned long long)rd->frames);
+    printf("  dropped:    %llu\n", (unsigned long long)t->dropped);
+    print_status(t);
+}
+
+int ct_cmd_info(int argc, char **argv)
+{
+    static const struct option opts[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if (c == 'h') {
+            printf("usage: cutrace info TRACE|DIR...\n");
+            return 0;
+        }
+        return CT_EXIT_USAGE;
+    }
+    if (optind >= argc) {
+        fprintf(stderr, "cutrace info: expected at least one trace file or directory\n");
+        return CT_EXIT_USAGE;
+    }
+    struct ct_inputs in = {0};
+    char err[512];
+    if (ct_inputs_expand(&in, argv + optind, argc - optind, err, sizeof(err))) {
+        fprintf(stderr, "cutrace info: %s\n", err);
+        ct_inputs_free(&in);
+        return CT_EXIT_BAD_INPUT;
+    }
+    int status = 0;
+    for (size_t i = 0; i < in.n; i++) {
+        struct ct_trace t;
+        if (ct_trace_load(&t, in.paths[i], 0, err, sizeof(err))) {
+            fprintf(stderr, "cutrace info: %s\n", err);
+            status = CT_EXIT_BAD_INPUT;
+            continue;
+        }
+        if (i)
+            printf("\n");
+        print_one(&t);
+        if (t.rd.damage_total)
+            status = CT_EXIT_BAD_INPUT;
+        ct_trace_free(&t);
+    }
+    ct_inputs_free(&in);
+    return status;
+}

@@ -1,0 +1,63 @@
+/*
+ * `cutrace`: the offline command. One file per subcommand (cmd_*.c); this
+ * file only dispatches and prints the overall usage.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "decoder/cmd/cli.h"
+#include "decoder/util/heap.h"
+
+struct subcommand {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *summary;
+    int big; /* holds a rank's records in memory: worth huge pages */
+};
+
+static const struct subcommand cmds[] = {
+    {"run", ct_cmd_run, "run a command with the recorder preloaded: cutrace run -o DIR -- CMD", 0},
+    {"start", ct_cmd_start, "open a capture window in a running process: cutrace start PID", 0},
+    {"stop", ct_cmd_stop, "close a capture window: cutrace stop PID", 0},
+    {"dump-now", ct_cmd_dump_now,
+     "write a flight recorder's window now (CUTRACE_FLIGHT): cutrace dump-now PID", 0},
+    {"info", ct_cmd_info, "what traces hold: metadata, record counts, drops, span, integrity", 0},
+    {"dump", ct_cmd_dump, "one line per record; --json for the stable JSON-lines view", 0},
+    {"report", ct_cmd_report, "job report: overlap, idle attribution, bubbles, collectives", 1},
+    {"diff", ct_cmd_diff, "compare two sets of runs per metric, with confidence intervals", 1},
+    {"diagnose", ct_cmd_diagnose, "findings ranked by time saved if fixed, with evidence", 1},
+    {"export", ct_cmd_export, "Perfetto/Chrome timeline JSON or SQLite database of a job", 1},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: cutrace COMMAND [options] [args]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+        fprintf(f, "  %-10s %s\n", cmds[i].name, cmds[i].summary);
+    fprintf(f, "\n'cutrace COMMAND --help' describes a command.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return CT_EXIT_USAGE;
+    }
+    if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+        if (!strcmp(argv[1], cmds[i].name)) {
+            if (cmds[i].big) {
+                ct_hugepages(argv);
+                ct_heap_tune();
+            }
+            return cmds[i].fn(argc - 1, argv + 1);
+        }
+    fprintf(stderr, "cutrace: unknown command '%s'; expected one of:", argv[1]);
+    for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+        fprintf(stderr, " %s", cmds[i].name);
+    fprintf(stderr, "\n");
+    return CT_EXIT_USAGE;
+}

@@ -1,0 +1,197 @@
+/*
+ * `cutrace report`: loads a job (decoder/read/load.c), runs every analysis
+ * (decoder/analysis/report.c) and prints the report (text, or --json:
+ * schema in docs/report.md; or --html, decoder/export/html.c).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "decoder/analysis/analysis.h"
+#include "decoder/cmd/cli.h"
+#include "decoder/export/export.h" /* export: ct_report_html */
+#include "decoder/read/inputs.h"
+#include "decoder/read/load.h"
+#include "decoder/kineto/kineto.h"
+#include "decoder/export/report_out.h"
+#include "decoder/compare/runs.h" /* diagnose: --rows */
+#include "decoder/util/stats.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: cutrace report [--json] [-o FILE] [--step NAME] [--steps A-B] [--skip N] "
+               "TRACE|DIR...\n"
+               "  --json        the versioned JSON document (docs/report.md) instead of text\n"
+               "  -o FILE       write the report to FILE instead of stdout\n"
+               "  --html        a self-contained HTML page (needs -o FILE; docs/export.md)\n"
+               "  --step NAME   NVTX range or mark naming iterations (default ProfilerStep)\n"
+               "  --steps A-B   keep iterations with index A..B (either side may be empty)\n"
+               "  --skip N      drop the first N iterations of every rank\n"
+               "  --hta         Kineto input (*.json, *.json.gz): HTA's preprocessing and\n"
+               "                numbers (the default; docs/kineto.md)\n"
+               "  --no-hta      Kineto input: exact ns times, every step, cutrace's rules\n"
+               "  --rows FILE   also write per-rank/iteration JSON-lines rows (docs/diff.md)\n");
+}
+
+static int parse_steps(const char *s, struct ct_iter_opts *o)
+{
+    const char *dash = strchr(s, '-');
+    if (!dash || strchr(dash + 1, '-'))
+        return -1;
+    char *end;
+    if (dash != s) {
+        o->first = strtoll(s, &end, 10);
+        if (end != dash || o->first < 0)
+            return -1;
+    }
+    if (dash[1]) {
+        o->last = strtoll(dash + 1, &end, 10);
+        if (*end || o->last < o->first)
+            return -1;
+    }
+    return 0;
+}
+
+int ct_cmd_report(int argc, char **argv)
+{
+    static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
+                                         {"output", required_argument, NULL, 'o'},
+                                         {"step", required_argument, NULL, 's'},
+                                         {"steps", required_argument, NULL, 'S'},
+                                         {"skip", required_argument, NULL, 'k'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {"hta", no_argument, NULL, 'H'},
+                                         {"no-hta", no_argument, NULL, 'N'},
+                                         {"html", no_argument, NULL, 'T'},       /* export: HTML */
+                                         {"rows", required_argument, NULL, 'R'}, /* diagnose */
+                                         {NULL, 0, NULL, 0}};
+    int json = 0, html = 0, c, hta = 1; /* kineto: HTA-compatible mode for Kineto input */
+    const char *out = NULL, *step = NULL, *rows = NULL; /* diagnose: --rows FILE */
+    struct ct_iter_opts io = {0, 0, -1};
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "jo:h", opts, NULL)) != -1) {
+        char *end;
+        switch (c) {
+        case 'j': json = 1; break;
+        case 'o': out = optarg; break;
+        case 's':
+            if (!*optarg) {
+                fprintf(stderr, "cutrace report: --step: expected a range or mark name, e.g. "
+                                "--step ProfilerStep\n");
+                return CT_EXIT_USAGE;
+            }
+            step = optarg;
+            break;
+        case 'S':
+            if (parse_steps(optarg, &io)) {
+                fprintf(stderr,
+                        "cutrace report: --steps '%s': expected A-B with integers "
+                        "0 <= A <= B (A- and -B allowed)\n",
+                        optarg);
+                return CT_EXIT_USAGE;
+            }
+            break;
+        case 'k':
+            io.skip = strtol(optarg, &end, 10);
+            if (*end || !*optarg || io.skip < 0) {
+                fprintf(stderr, "cutrace report: --skip '%s': expected an integer >= 0\n", optarg);
+                return CT_EXIT_USAGE;
+            }
+            break;
+        case 'h': usage(stdout); return 0;
+        case 'H': hta = 1; break;
+        case 'N': hta = 0; break;
+        case 'T': html = 1; break;
+        case 'R': rows = optarg; break; /* diagnose: --rows FILE */
+        default:
+            fprintf(stderr,
+                    "cutrace report: unknown or incomplete option '%s'; allowed: "
+                    "--json, --html, -o FILE, --step NAME, --steps A-B, --skip N, --hta, "
+                    "--no-hta, --rows FILE\n",
+                    argv[optind - 1]);
+            return CT_EXIT_USAGE;
+        }
+    }
+    if (html && (json || !out)) { /* export: the HTML page goes to a file */
+        fprintf(stderr, "cutrace report: --html writes a file: use --html -o FILE (without "
+                        "--json)\n");
+        return CT_EXIT_USAGE;
+    }
+    if (optind >= argc) {
+        fprintf(stderr, "cutrace report: expected at least one trace file or directory\n");
+        usage(stderr);
+        return CT_EXIT_USAGE;
+    }
+    struct ct_inputs in = {0};
+    char err[512];
+    if (ct_load_expand(&in, argv + optind, argc - optind, err, sizeof(err))) {
+        fprintf(stderr, "cutrace report: %s\n", err);
+        ct_inputs_free(&in);
+        return CT_EXIT_BAD_INPUT;
+    }
+    struct ct_job job;
+    struct ct_report rep = {0};
+    struct ct_load_opts lo = {.cmd = "cutrace report", .step = step, .hta = hta, .progress = 1};
+    int rc = ct_load_job(&lo, &in, &job, err, sizeof(err));
+    ct_inputs_free(&in);
+    if (rc) {
+        fprintf(stderr, "cutrace report: %s\n", rc == -ENOMEM ? "out of memory" : err);
+        return CT_EXIT_BAD_INPUT;
+    }
+    rc = ct_report_analyze(&job, &io, &rep);
+    if (rc) {
+        fprintf(stderr, "cutrace report: out of memory\n");
+        ct_report_free(&rep);
+        ct_job_free(&job);
+        return CT_EXIT_BAD_INPUT;
+    }
+    FILE *f = out ? fopen(out, "w") : stdout;
+    if (!f) {
+        fprintf(stderr, "cutrace report: -o %s: %s\n", out, strerror(errno));
+        ct_report_free(&rep);
+        ct_job_free(&job);
+        return CT_EXIT_BAD_INPUT;
+    }
+    /* a long job's JSON is tens of MB: 1 MiB writes to the file, not 4 KiB
+     * ones (freed after fclose; stdout keeps its own buffer) */
+    char *obuf = out ? malloc(1 << 20) : NULL;
+    if (obuf)
+        setvbuf(f, obuf, _IOFBF, 1 << 20);
+    if (html)
+        ct_report_html(f, &rep); /* export: decoder/export/html.c */
+    else if (json)
+        ct_report_json(f, &rep);
+    else
+        ct_report_text(f, &rep);
+    int werr = fflush(f) != 0 || ferror(f);
+    if (out && fclose(f) != 0)
+        werr = 1;
+    free(obuf);
+    /* diagnose: --rows FILE, the report's JSON-lines rows (decoder/compare/diff_rows.c) */
+    if (rows && ct_report_rows(rows, argv + optind, argc - optind, &rep, err, sizeof(err))) {
+        fprintf(stderr, "cutrace report: %s\n", err);
+        werr = 2;
+    }
+    /* diagnose: end */
+    for (size_t r = 0; r < job.nranks; r++) {
+        const struct ct_coverage *cv = &job.ranks[r].cov;
+        if (cv->truncated || cv->damaged)
+            fprintf(stderr, "cutrace report: rank %d: %llu truncated file(s), %llu damaged bytes\n",
+                    job.ranks[r].rank, (unsigned long long)cv->truncated,
+                    (unsigned long long)cv->damaged);
+    }
+    ct_report_free(&rep);
+    ct_job_free(&job);
+    if (werr) {
+        fprintf(stderr, "cutrace report: error writing output\n");
+        return CT_EXIT_BAD_INPUT;
+    }
+    return 0;
+}

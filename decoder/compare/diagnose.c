@@ -1,0 +1,711 @@
+/*
+ * `cutrace diagnose`'s checks (rules and thresholds in docs/diff.md). Each
+ * check reads the report (and, for copies, the traces' copy facts), and
+ * either adds a finding with the evidence it used, records why the
+ * evidence was insufficient, or adds nothing (checked, not found). Savings
+ * are µs per iteration; a finding needs saving >= min_saving x step time.
+ * Never prints.
+ */
+#include "decoder/compare/diagnose_int.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decoder/analysis/health.h"
+#include "decoder/analysis/intervals.h"
+#include "decoder/util/names.h"
+#include "decoder/util/stats.h"
+
+#define Z_FLAG       3.5  /* robust z of a straggler (as the report) */
+#define HOST_NORMAL  1.02 /* host straggler: kernels within 2 % of peers */
+#define SI_FLAG      1.10 /* stage imbalance: slowest stage >= 10 % above the mean */
+#define BUBBLE_PTS   10.0 /* excess bubble: >= 10 % of the step (noise: docs/diff.md) */
+#define BW_FRACTION  0.5  /* slow collective: < 50 % of the reference bandwidth */
+#define PAGEABLE_R   0.8  /* an Async copy whose host call lasted >= 80 % of its transfer */
+#define PAGEABLE_MIN 5000 /* ... of at least 5 us (ns) */
+
+static const char *const kind_names[CT_FK_COUNT] = {
+    "exposed_communication", "slow_collective", "compute_straggler",  "host_straggler",
+    "stage_imbalance",       "excess_bubble",   "data_loading_stall", "checkpoint_stall",
+    "launch_bound",          "sync_drain",      "pageable_memcpy",    "throttled_gpu",
+    "host_contention",
+};
+
+const char *ct_finding_kind_name(int kind)
+{
+    return kind >= 0 && kind < CT_FK_COUNT ? kind_names[kind] : "?";
+}
+
+double ct_dg_per_iter(const struct ct_rank_result *x, int64_t total)
+{
+    return x->niters ? (double)total / (double)x->niters : 0;
+}
+
+/* Confidence: how far the saving clears the threshold, scaled by how
+ * direct the evidence is (1: measured, < 1: inferred). */
+static double confidence(const struct ctx *c, double saving_ns, double quality)
+{
+    double t = c->o->min_saving * c->step, v = 0.5;
+    if (t > 0)
+        v = 0.5 + 0.45 * (1 - t / saving_ns);
+    if (v > 0.95)
+        v = 0.95;
+    return v * quality;
+}
+
+struct ct_finding *ct_dg_add(struct ctx *c, int kind, double saving_ns, double quality)
+{
+    if (saving_ns < c->o->min_saving * c->step || c->d->nf >= sizeof(c->d->f) / sizeof(c->d->f[0]))
+        return NULL;
+    struct ct_finding *f = &c->d->f[c->d->nf++];
+    memset(f, 0, sizeof(*f));
+    f->kind = kind;
+    f->saving_us = saving_ns / 1e3;
+    f->confidence = confidence(c, saving_ns, quality);
+    return f;
+}
+
+void ct_dg_ev(struct ct_finding *f, const char *key, double v)
+{
+    if (f->nev < CT_EV_MAX)
+        f->ev[f->nev++] = (struct ct_evidence){.key = key, .num = v};
+}
+
+void ct_dg_evs(struct ct_finding *f, const char *key, const char *fmt, ...)
+{
+    if (f->nev >= CT_EV_MAX)
+        return;
+    struct ct_evidence *e = &f->ev[f->nev++];
+    memset(e, 0, sizeof(*e));
+    e->key = key;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->str, sizeof(e->str), fmt, ap);
+    va_end(ap);
+}
+
+void ct_dg_rank_add(struct ct_finding *f, int r)
+{
+    if (f->nranks < sizeof(f->ranks) / sizeof(f->ranks[0]))
+        f->ranks[f->nranks++] = r;
+}
+
+void ct_dg_insufficient(struct ctx *c, int kind, const char *fmt, ...)
+{
+    struct ct_insufficient *i = &c->d->ins[c->d->nins++];
+    i->kind = kind;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(i->reason, sizeof(i->reason), fmt, ap);
+    va_end(ap);
+}
+
+/* ------------------------------------------------ exposed communication */
+
+/* |[s, s + transfer) \ compute| over the rank's non-pipeline communication:
+ * what stays exposed if every peer arrived on time (the wait part follows
+ * stragglers, which their own checks own). */
+static int exposed_transfer(const struct ct_rank *R, int64_t *out)
+{
+    struct ct_ivset x = {0}, d = {0};
+    int rc = 0;
+    for (size_t i = 0; i < R->nops && !rc; i++) {
+        const struct ct_gop *g = &R->ops[i];
+        if (!CT_CL_IS_COMM(g->cls) || g->cls == CT_CL_PP)
+            continue;
+        int64_t from = g->s;
+        if (g->nccl >= 0 && (size_t)g->nccl < R->nnccl && R->nccl[g->nccl].all_s > g->s)
+            from = R->nccl[g->nccl].all_s;
+        if (from < g->e)
+            rc = ct_ivset_add(&x, g->s, g->s + (g->e - from));
+    }
+    if (!rc) {
+        ct_ivset_normalize(&x);
+        rc = ct_ivset_subtract(&x, &R->cls[CT_CL_COMPUTE], &d);
+    }
+    *out = rc ? 0 : ct_ivset_len(&d);
+    ct_ivset_free(&x);
+    ct_ivset_free(&d);
+    return rc;
+}
+
+static int check_exposed(struct ctx *c)
+{
+    const struct ct_report *rep = c->rep;
+    double *v = calloc(rep->nr ? rep->nr : 1, sizeof(double));
+    if (!v)
+        return -ENOMEM;
+    double measured = 0, comm = 0;
+    size_t n = 0;
+    for (size_t r = 0; r < rep->nr; r++) {
+        const struct ct_rank_result *x = &rep->rr[r];
+        int64_t e;
+        if (exposed_transfer(x->rank, &e)) {
+            free(v);
+            return -ENOMEM;
+        }
+        if (!x->niters)
+            continue;
+        v[n++] = ct_dg_per_iter(x, e);
+        measured += ct_dg_per_iter(x, x->exposed_comm - x->cls_exposed[CT_CL_PP]);
+        comm += ct_dg_per_iter(x, x->comm - x->cls_len[CT_CL_PP]);
+    }
+    double saving = n ? ct_median(v, n) : 0;
+    struct ct_finding *f = ct_dg_add(c, CT_FK_EXPOSED_COMM, saving, 1);
+    if (f) {
+        for (size_t r = 0; r < rep->nr; r++) {
+            int64_t e = 0;
+            exposed_transfer(rep->rr[r].rank, &e);
+            if (ct_dg_per_iter(&rep->rr[r], e) >= c->o->min_saving * c->step)
+                ct_dg_rank_add(f, rep->rr[r].rank->rank);
+        }
+        ct_dg_ev(f, "exposed_comm_us_per_iteration", measured / (double)n / 1e3);
+        ct_dg_ev(f, "exposed_transfer_us_per_iteration", saving / 1e3);
+        ct_dg_ev(f, "comm_us_per_iteration", comm / (double)n / 1e3);
+        ct_dg_ev(f, "share_of_step", saving / c->step);
+        snprintf(f->summary, sizeof(f->summary),
+                 "%.1f us per iteration of communication transfer is not hidden under compute "
+                 "(%.1f%% of the step), even with every peer on time",
+                 saving / 1e3, 100 * saving / c->step);
+    }
+    free(v);
+    return 0;
+}
+
+/* ------------------------------------------------ slow collective */
+
+static void check_slow_collective(struct ctx *c)
+{
+    const struct ct_report *rep = c->rep;
+    int any_ref = 0;
+    for (size_t i = 0; i < rep->ncoll; i++) {
+        const struct ct_coll_row *a = &rep->coll[i];
+        if (a->op == CT_NCCL_OP_SEND || a->op == CT_NCCL_OP_RECV || a->p50 <= 0)
+            continue;
+        double tr = a->matched && a->transfer_p50 > 0 ? a->transfer_p50 : a->p50;
+        double bw = a->busbw * a->p50 / tr; /* bus bandwidth of the transfer part */
+        /* reference: the best transfer bandwidth of the same op at a size
+         * no larger (bandwidth grows with message size) */
+        double ref = 0;
+        uint64_t ref_bytes = 0;
+        for (size_t j = 0; j < rep->ncoll; j++) {
+            const struct ct_coll_row *b = &rep->coll[j];
+            if (j == i || b->op != a->op || b->bytes > a->bytes || b->p50 <= 0 ||
+                b->nranks != a->nranks)
+                continue;
+            any_ref = 1;
+            double tb = b->matched && b->transfer_p50 > 0 ? b->transfer_p50 : b->p50;
+            double bb = b->busbw * b->p50 / tb;
+            if (bb > ref) {
+                ref = bb;
+                ref_bytes = b->bytes;
+            }
+        }
+        if (ref <= 0 || bw >= BW_FRACTION * ref)
+            continue;
+        double per_it = rep->iterations && a->nranks
+                            ? (double)a->count / (double)rep->nr / (double)rep->iterations
+                            : 0;
+        double saving = per_it * tr * (1 - bw / ref);
+        struct ct_finding *f = ct_dg_add(c, CT_FK_SLOW_COLLECTIVE, saving, 0.8);
+        if (!f)
+            continue;
+        for (size_t r = 0; r < rep->nr; r++)
+            ct_dg_rank_add(f, rep->rr[r].rank->rank);
+        const char *op = ct_name_nccl_op((uint64_t)a->op);
+        ct_dg_evs(f, "collective", "%s %llu bytes over %d ranks", op, (unsigned long long)a->bytes,
+                  a->nranks);
+        ct_dg_ev(f, "transfer_p50_us", tr / 1e3);
+        ct_dg_ev(f, "busbw_gbps", bw);
+        ct_dg_ev(f, "reference_busbw_gbps", ref);
+        ct_dg_ev(f, "reference_bytes", (double)ref_bytes);
+        ct_dg_ev(f, "per_iteration", per_it);
+        snprintf(f->summary, sizeof(f->summary),
+                 "%s of %llu bytes moves at %.2f GB/s bus bandwidth, %.0f%% of the %.2f GB/s the "
+                 "same op reached at %llu bytes",
+                 op, (unsigned long long)a->bytes, bw, 100 * bw / ref, ref,
+                 (unsigned long long)ref_bytes);
+    }
+    int colls = 0;
+    for (size_t i = 0; i < rep->ncoll; i++)
+        colls |= rep->coll[i].op != CT_NCCL_OP_SEND && rep->coll[i].op != CT_NCCL_OP_RECV;
+    if (colls && !any_ref)
+        ct_dg_insufficient(c, CT_FK_SLOW_COLLECTIVE,
+                           "every collective op runs at one message size: no bandwidth to compare "
+                           "with (a faster smaller message of the same op)");
+}
+
+/* ------------------------------------------------ stragglers */
+
+static int check_stragglers(struct ctx *c)
+{
+    const struct ct_report *rep = c->rep;
+    if (rep->nr < 3) {
+        if (rep->nr == 2)
+            for (int k = CT_FK_COMPUTE_STRAGGLER; k <= CT_FK_HOST_STRAGGLER; k++)
+                ct_dg_insufficient(c, k,
+                                   "2 ranks: a slow rank cannot be told from its peer "
+                                   "(3 or more needed)");
+        return 0;
+    }
+    double *sl = malloc(rep->nr * sizeof(double)), *cp = malloc(rep->nr * sizeof(double));
+    if (!sl || !cp) {
+        free(sl);
+        free(cp);
+        return -ENOMEM;
+    }
+    for (size_t r = 0; r < rep->nr; r++) {
+        sl[r] = rep->rr[r].slowness;
+        cp[r] = ct_dg_per_iter(&rep->rr[r], rep->rr[r].compute);
+    }
+    double msl = ct_median(sl, rep->nr), mcp = ct_median(cp, rep->nr);
+    for (size_t r = 0; r < rep->nr; r++) {
+        const struct ct_rank_result *x = &rep->rr[r];
+        double comp = ct_dg_per_iter(x, x->compute);
+        if (x->slowness >= SLOW_FACTOR * msl && x->flagged && comp > mcp) {
+            struct ct_finding *f = ct_dg_add(c, CT_FK_COMPUTE_STRAGGLER, comp - mcp, 1);
+            if (!f)
+                continue;
+            ct_dg_rank_add(f, x->rank->rank);
+            ct_dg_ev(f, "slowness", x->slowness);
+            ct_dg_ev(f, "peers_slowness", msl);
+            ct_dg_ev(f, "compute_us_per_iteration", comp / 1e3);
+            ct_dg_ev(f, "peers_compute_us_per_iteration", mcp / 1e3);
+            ct_dg_ev(f, "score", x->score);
+            snprintf(f->summary, sizeof(f->summary),
+                     "rank %d runs the same kernels x%.3f slower than its peers: %.1f us more "
+                     "compute per iteration, which the others wait for",
+                     x->rank->rank, x->slowness / (msl > 0 ? msl : 1), (comp - mcp) / 1e3);
+        } else if (x->flagged && x->slowness < HOST_NORMAL * msl && x->lateness > 0) {
+            struct ct_finding *f = ct_dg_add(c, CT_FK_HOST_STRAGGLER, (double)x->lateness, 0.9);
+            if (!f)
+                continue;
+            ct_dg_rank_add(f, x->rank->rank);
+            ct_dg_ev(f, "lateness_us", (double)x->lateness / 1e3);
+            ct_dg_ev(f, "persistence", x->persistence);
+            ct_dg_ev(f, "slowness", x->slowness);
+            ct_dg_ev(f, "score", x->score);
+            ct_dg_ev(f, "unexplained_idle_us_per_iteration",
+                     ct_dg_per_iter(x, x->at.unexplained) / 1e3);
+            snprintf(f->summary, sizeof(f->summary),
+                     "rank %d reaches its collectives %.1f us after its peers (on %.0f%% of them) "
+                     "while its kernels run at normal speed: its host is late",
+                     x->rank->rank, (double)x->lateness / 1e3, 100 * x->persistence);
+        }
+    }
+    free(sl);
+    free(cp);
+    return 0;
+}
+
+/* ------------------------------------------------ pipeline */
+
+/*
+ * Excess bubble. The report's per-iteration bubble of a stage is measured in
+ * its host iteration window, so it also holds the time before the pipeline
+ * starts (the first stage's host waking up and launching) and after it ends
+ * (waiting for the last stage and for the host to wake): host boundary
+ * noise, milliseconds on a loaded machine, that no schedule change removes.
+ * So the check measures each iteration on the pipeline's span: from the
+ * first compute start of that iteration on any stage to the last compute
+ * end on any stage (stages matched by iteration index). In the span a stage
+ * waits for everything that is not its own work (compute, memory, non-
+ * pipeline communication): pipeline waits, and GPU idle while its host is
+ * held up by a peer or by itself. A plain GPipe/1F1B stage waits (p-1)/m of
+ * its compute, E/(100-E) with E the expected share; what the slowest
+ * stage's extra compute explains (max - its own compute per iteration: in
+ * steady state every faster stage waits that long for the slowest) is stage
+ * imbalance, which its own check reports. The rest is the excess. Per stage
+ * the least excess over the iterations counts (the first left out when
+ * there are 3 or more: one-off costs): a schedule problem is in every
+ * iteration, a host preempted for a while (an overloaded machine) holds up
+ * only some.
+ */
+struct pp_iter {
+    int64_t index, cs, ce; /* first compute start, last compute end; cs >= ce: none */
+};
+
+/* The rank's iterations with their compute extent (NULL: out of memory). */
+static struct pp_iter *pp_iters(const struct ct_rank_result *x)
+{
+    const struct ct_ivset *cs = &x->rank->cls[CT_CL_COMPUTE];
+    struct pp_iter *v = calloc(x->niters ? x->niters : 1, sizeof(*v));
+    if (!v)
+        return NULL;
+    for (size_t k = 0; k < x->niters; k++) {
+        int64_t a = x->iters[k].s, b = x->iters[k].e;
+        size_t lo = 0, hi = cs->n;
+        while (lo < hi) { /* first compute interval ending after a */
+            size_t mid = lo + (hi - lo) / 2;
+            if (cs->v[mid].e <= a)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        v[k].index = x->iters[k].index;
+        if (lo < cs->n && cs->v[lo].s < b) {
+            v[k].cs = cs->v[lo].s > a ? cs->v[lo].s : a;
+            size_t j = lo;
+            while (j + 1 < cs->n && cs->v[j + 1].s < b)
+                j++;
+            v[k].ce = cs->v[j].e < b ? cs->v[j].e : b;
+        }
+    }
+    return v;
+}
+
+static const struct pp_iter *pp_find(const struct pp_iter *v, size_t n, int64_t index)
+{
+    size_t lo = 0, hi = n; /* iterations come in index order */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (v[mid].index < index)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && v[lo].index == index ? &v[lo] : NULL;
+}
+
+/* The rank's own GPU work: every class but pipeline send/recv. */
+static int own_work(const struct ct_rank *R, struct ct_ivset *out)
+{
+    struct ct_ivset t = {0};
+    int rc = ct_ivset_copy(&R->cls[CT_CL_COMPUTE], out);
+    for (int c = 0; c < CT_CL_COUNT && !rc; c++) {
+        if (c == CT_CL_COMPUTE || c == CT_CL_PP)
+            continue;
+        rc = ct_ivset_union(out, &R->cls[c], &t);
+        if (!rc) {
+            struct ct_ivset x = *out;
+            *out = t;
+            t = x;
+        }
+    }
+    ct_ivset_free(&t);
+    return rc;
+}
+
+static int check_excess_bubble(struct ctx *c, double max)
+{
+    const struct ct_report *rep = c->rep;
+    size_t nr = rep->nr, unknown = 0, np = 0;
+    struct pp_iter **it = calloc(nr ? nr : 1, sizeof(*it));
+    double *res = calloc(nr ? nr : 1, sizeof(double)), *spn = calloc(nr ? nr : 1, sizeof(double));
+    double *srt = calloc(nr ? nr : 1, sizeof(double)), *v = NULL;
+    int *rid = calloc(nr ? nr : 1, sizeof(int));
+    size_t vmax = 0;
+    int rc = it && res && spn && srt && rid ? 0 : -ENOMEM;
+    for (size_t r = 0; r < nr && !rc; r++) {
+        const struct ct_rank_result *x = &rep->rr[r];
+        if (x->bubble_pct < 0 || !x->niters)
+            continue;
+        if (x->expected_bubble_pct < 0 || x->expected_bubble_pct >= 100) {
+            unknown++;
+            continue;
+        }
+        if (!(it[r] = pp_iters(x)))
+            rc = -ENOMEM;
+        vmax = x->niters > vmax ? x->niters : vmax;
+    }
+    if (!rc && !(v = malloc((vmax ? vmax : 1) * sizeof(double))))
+        rc = -ENOMEM;
+    double bsum = 0, esum = 0, isum = 0, worst_idle = -1;
+    int worst_rank = -1;
+    for (size_t r = 0; r < nr && !rc && !unknown; r++) {
+        const struct ct_rank_result *x = &rep->rr[r];
+        if (!it[r])
+            continue;
+        struct ct_ivset own = {0};
+        if ((rc = own_work(x->rank, &own)))
+            break;
+        double q = x->expected_bubble_pct / (100 - x->expected_bubble_pct);
+        double explained = max - ct_dg_per_iter(x, x->compute), spans = 0;
+        size_t n = 0;
+        for (size_t k = x->niters >= 3 ? 1 : 0; k < x->niters; k++) {
+            int64_t ss = INT64_MAX, se = INT64_MIN;
+            for (size_t o = 0; o < nr; o++) {
+                const struct pp_iter *w =
+                    it[o] ? pp_find(it[o], rep->rr[o].niters, it[r][k].index) : NULL;
+                if (w && w->cs < w->ce) {
+                    ss = w->cs < ss ? w->cs : ss;
+                    se = w->ce > se ? w->ce : se;
+                }
+            }
+            if (ss >= se)
+                continue;
+            double wait = (double)(se - ss) - (double)ct_ivset_len_in(&own, ss, se);
+            double comp = (double)ct_ivset_len_in(&x->rank->cls[CT_CL_COMPUTE], ss, se);
+            v[n++] = wait - q * comp - explained;
+            spans += (double)(se - ss);
+        }
+        ct_ivset_free(&own);
+        if (!n)
+            continue;
+        double least = v[0];
+        for (size_t k = 1; k < n; k++)
+            least = v[k] < least ? v[k] : least;
+        res[np] = least;
+        spn[np] = spans / (double)n;
+        rid[np] = x->rank->rank;
+        np++;
+        bsum += x->bubble_pct;
+        esum += x->expected_bubble_pct;
+        isum += explained;
+        /* the stage whose GPU idles most outside pipeline waits: where a
+         * host stall between micro-batches sits */
+        double other = ct_dg_per_iter(x, x->idle - x->at.bubble_idle);
+        if (other > worst_idle) {
+            worst_idle = other;
+            worst_rank = x->rank->rank;
+        }
+    }
+    if (!rc && unknown) {
+        ct_dg_insufficient(c, CT_FK_EXCESS_BUBBLE,
+                           "pipeline schedule not recognised (not a plain GPipe/1F1B chain): no "
+                           "expected bubble to compare with");
+    } else if (!rc && np) {
+        memcpy(srt, res, np * sizeof(double)); /* ct_median may reorder */
+        double saving = ct_median(srt, np), span = ct_median(spn, np);
+        double flag = BUBBLE_PTS / 100 * c->step;
+        struct ct_finding *f =
+            saving >= flag ? ct_dg_add(c, CT_FK_EXCESS_BUBBLE, saving, 0.9) : NULL;
+        if (f) {
+            for (size_t k = 0; k < np; k++)
+                if (res[k] >= flag)
+                    ct_dg_rank_add(f, rid[k]);
+            ct_dg_ev(f, "bubble_pct", bsum / (double)np);
+            ct_dg_ev(f, "expected_bubble_pct", esum / (double)np);
+            ct_dg_ev(f, "excess_us_per_iteration", saving / 1e3);
+            ct_dg_ev(f, "excess_pct_of_step", 100 * saving / c->step);
+            ct_dg_ev(f, "threshold_pct_of_step", BUBBLE_PTS);
+            ct_dg_ev(f, "pipeline_span_us", span / 1e3);
+            ct_dg_ev(f, "explained_by_stage_imbalance_us", isum / (double)np / 1e3);
+            ct_dg_ev(f, "most_idle_outside_bubble_rank", worst_rank);
+            ct_dg_ev(f, "most_idle_outside_bubble_us_per_iteration", worst_idle / 1e3);
+            snprintf(f->summary, sizeof(f->summary),
+                     "pipeline stages wait %.1f us per iteration (%.1f%% of the step) beyond the "
+                     "schedule's share of %.1f%% and beyond what stage imbalance explains; rank "
+                     "%d idles most outside pipeline waits (%.1f us per iteration)",
+                     saving / 1e3, 100 * saving / c->step, esum / (double)np, worst_rank,
+                     worst_idle / 1e3);
+        }
+    }
+    for (size_t r = 0; it && r < nr; r++)
+        free(it[r]);
+    free(it);
+    free(res);
+    free(spn);
+    free(srt);
+    free(rid);
+    free(v);
+    return rc;
+}
+
+static int check_pipeline(struct ctx *c)
+{
+    const struct ct_report *rep = c->rep;
+    size_t np = 0, imax = 0;
+    double sum = 0, max = -1;
+    for (size_t r = 0; r < rep->nr; r++) {
+        const struct ct_rank_result *x = &rep->rr[r];
+        if (x->bubble_pct < 0 || !x->niters)
+            continue;
+        double comp = ct_dg_per_iter(x, x->compute);
+        sum += comp;
+        np++;
+        if (comp > max) {
+            max = comp;
+            imax = r;
+        }
+    }
+    if (np < 2)
+        return 0;
+    double mean = sum / (double)np, si = mean > 0 ? max / mean : 1;
+    if (si >= SI_FLAG) {
+        struct ct_finding *f = ct_dg_add(c, CT_FK_STAGE_IMBALANCE, c->step * (1 - mean / max), 1);
+        if (f) {
+            ct_dg_rank_add(f, rep->rr[imax].rank->rank);
+            ct_dg_ev(f, "stage_imbalance", si);
+            ct_dg_ev(f, "slowest_stage_compute_us_per_iteration", max / 1e3);
+            ct_dg_ev(f, "mean_stage_compute_us_per_iteration", mean / 1e3);
+            ct_dg_ev(f, "stages", (double)np);
+            snprintf(f->summary, sizeof(f->summary),
+                     "pipeline stage on rank %d computes %.1f%% more than the mean stage: every "
+                     "other stage waits for it",
+                     rep->rr[imax].rank->rank, 100 * (si - 1));
+        }
+    }
+    return check_excess_bubble(c, max);
+}
+
+/* ------------------------------------------------ idle attribution */
+
+static int64_t idle_class(const struct ct_attribution *a, int kind)
+{
+    switch (kind) {
+    case CT_FK_DATA_STALL: return a->data_stall;
+    case CT_FK_CKPT_STALL: return a->checkpoint_stall;
+    case CT_FK_LAUNCH_BOUND: return a->launch_overhead;
+    default: return a->sync_drain;
+    }
+}
+
+static void check_idle(struct ctx *c)
+{
+    const struct ct_report *rep = c->rep;
+    for (int kind = CT_FK_DATA_STALL; kind <= CT_FK_SYNC_DRAIN; kind++) {
+        /* the median rank: a stall on one rank alone makes it late for its
+         * peers, which the host-straggler check reports */
+        double v[64], w[64];
+        size_t n = 0;
+        for (size_t r = 0; r < rep->nr && n < 64; r++) {
+            const struct ct_rank_result *x = &rep->rr[r];
+            if (!x->niters)
+                continue;
+            v[n] = ct_dg_per_iter(x, idle_class(&x->at, kind));
+            w[n++] = ct_dg_per_iter(x, x->idle);
+        }
+        double best = n ? ct_median(v, n) : 0, idle = n ? ct_median(w, n) : 0;
+        if (!n)
+            continue;
+        if (kind == CT_FK_LAUNCH_BOUND && best < 0.5 * idle)
+            continue; /* launch gaps are not what the GPU mostly waits for */
+        struct ct_finding *f = ct_dg_add(c, kind, best, 0.9);
+        if (!f)
+            continue;
+        for (size_t r = 0; r < rep->nr; r++) {
+            const struct ct_attribution *a = &rep->rr[r].at;
+            int64_t v = kind == CT_FK_DATA_STALL     ? a->data_stall
+                        : kind == CT_FK_CKPT_STALL   ? a->checkpoint_stall
+                        : kind == CT_FK_LAUNCH_BOUND ? a->launch_overhead
+                                                     : a->sync_drain;
+            if (ct_dg_per_iter(&rep->rr[r], v) >= c->o->min_saving * c->step)
+                ct_dg_rank_add(f, rep->rr[r].rank->rank);
+        }
+        ct_dg_ev(f, "us_per_iteration", best / 1e3);
+        ct_dg_ev(f, "share_of_step", best / c->step);
+        ct_dg_ev(f, "gpu_idle_us_per_iteration", idle / 1e3);
+        const char *what = "";
+        switch (kind) {
+        case CT_FK_DATA_STALL:
+            what = "the GPU idles while the training process is blocked reading input "
+                   "(file, pipe or socket: the data loader)";
+            break;
+        case CT_FK_CKPT_STALL: {
+            int steps = 0;
+            for (size_t r = 0; r < rep->nr; r++)
+                if (rep->rr[r].at.ckpt_steps > steps)
+                    steps = rep->rr[r].at.ckpt_steps;
+            ct_dg_ev(f, "checkpoint_steps", steps);
+            what = "steps that write a checkpoint run longer than their neighbours";
+            break;
+        }
+        case CT_FK_LAUNCH_BOUND:
+            what = "the GPU waits for the host to launch the next kernel (launch-bound: fuse "
+                   "kernels or capture a CUDA graph)";
+            break;
+        default:
+            what = "after a blocking synchronisation the GPU idles until the host launches "
+                   "again (sync drain)";
+        }
+        snprintf(f->summary, sizeof(f->summary), "%.1f us per iteration (%.1f%% of the step): %s",
+                 best / 1e3, 100 * best / c->step, what);
+    }
+}
+
+/* ------------------------------------------------ pageable copies */
+
+static void check_pageable(struct ctx *c, const struct ct_trace_facts *facts, size_t nfacts)
+{
+    const struct ct_report *rep = c->rep;
+    if (!facts || !rep->iterations)
+        return;
+    /* per rank: host time spent in Async host<->device copies that blocked */
+    struct ct_finding tmp = {0};
+    double total = 0, gpu = 0, bytes = 0;
+    size_t count = 0, async_copies = 0;
+    for (size_t i = 0; i < nfacts; i++) {
+        const struct ct_trace_facts *t = &facts[i];
+        int hit = 0;
+        for (size_t k = 0; k < t->ncopies; k++) {
+            const struct ct_copy_fact *cp = &t->copies[k];
+            if (!cp->async || (cp->kind != CT_COPY_HTOD && cp->kind != CT_COPY_DTOH))
+                continue;
+            async_copies++;
+            int64_t h = cp->host_e - cp->host_s, g = cp->gpu_e - cp->gpu_s;
+            if (g < PAGEABLE_MIN || (double)h < PAGEABLE_R * (double)g)
+                continue;
+            total += (double)h;
+            gpu += (double)g;
+            bytes += (double)cp->bytes;
+            count++;
+            hit = 1;
+        }
+        if (hit && t->rank >= 0)
+            ct_dg_rank_add(&tmp, (int)t->rank);
+    }
+    if (!count)
+        return;
+    double ranks = tmp.nranks ? (double)tmp.nranks : 1;
+    double saving = total / ranks / (double)rep->iterations;
+    struct ct_finding *f = ct_dg_add(c, CT_FK_PAGEABLE_MEMCPY, saving, 0.7);
+    if (!f)
+        return;
+    memcpy(f->ranks, tmp.ranks, sizeof(f->ranks));
+    f->nranks = tmp.nranks;
+    ct_dg_ev(f, "blocking_async_copies", (double)count);
+    ct_dg_ev(f, "async_copies", (double)async_copies);
+    ct_dg_ev(f, "host_blocked_us_per_iteration", saving / 1e3);
+    ct_dg_ev(f, "gpu_transfer_us_total", gpu / 1e3);
+    ct_dg_ev(f, "host_call_us_total", total / 1e3);
+    ct_dg_ev(f, "bytes", bytes);
+    ct_dg_evs(
+        f, "inference",
+        "the trace has no host memory kind: pageable inferred from Async host<->device copies "
+        "whose host call lasted >= %.0f%% of their GPU transfer",
+        100 * PAGEABLE_R);
+    snprintf(f->summary, sizeof(f->summary),
+             "%zu Async copies blocked the host for their whole transfer (%.1f us per iteration): "
+             "their host buffers look pageable; pin them (cudaHostAlloc / pin_memory=True)",
+             count, saving / 1e3);
+}
+
+static int cmp_finding(const void *a, const void *b)
+{
+    double x = ((const struct ct_finding *)a)->saving_us;
+    double y = ((const struct ct_finding *)b)->saving_us;
+    return (x < y) - (x > y);
+}
+
+int ct_diagnose(const struct ct_report *rep, const struct ct_trace_facts *facts, size_t nfacts,
+                const struct ct_diag_opts *o, struct ct_diagnosis *d)
+{
+    memset(d, 0, sizeof(*d));
+    struct ctx c = {rep, o, d, rep->step_p50};
+    d->step_us = rep->step_p50 / 1e3;
+    d->iterations = rep->iterations;
+    if (!rep->iterations || rep->step_p50 <= 0) {
+        for (int k = 0; k < CT_FK_COUNT; k++)
+            ct_dg_insufficient(&c, k,
+                               "no iterations found (no ProfilerStep ranges, marks or "
+                               "repeating kernel pattern): no step time to weigh savings by");
+        return 0;
+    }
+    int rc = check_exposed(&c);
+    check_slow_collective(&c);
+    if (!rc)
+        rc = check_stragglers(&c);
+    if (!rc)
+        rc = check_pipeline(&c);
+    check_idle(&c);
+    check_pageable(&c, facts, nfacts);
+    if (!rc)
+        rc = ct_dg_check_health(&c); /* diagnose_health.c */
+    qsort(d->f, d->nf, sizeof(d->f[0]), cmp_finding);
+    return rc;
+}

@@ -1,0 +1,81 @@
+/*
+ * `cutrace diagnose`: findings from one job's report, ranked by the time
+ * they would save per iteration if fixed, each with the evidence it rests
+ * on and a confidence; and the diagnoses that could not be checked for
+ * lack of evidence. Kinds, rules and the JSON shape: docs/diff.md.
+ */
+#ifndef CT_DIAGNOSE_H
+#define CT_DIAGNOSE_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "decoder/analysis/analysis.h"
+#include "decoder/compare/runs.h"
+
+enum ct_finding_kind {
+    CT_FK_EXPOSED_COMM = 0,
+    CT_FK_SLOW_COLLECTIVE,
+    CT_FK_COMPUTE_STRAGGLER,
+    CT_FK_HOST_STRAGGLER,
+    CT_FK_STAGE_IMBALANCE,
+    CT_FK_EXCESS_BUBBLE,
+    CT_FK_DATA_STALL,
+    CT_FK_CKPT_STALL,
+    CT_FK_LAUNCH_BOUND,
+    CT_FK_SYNC_DRAIN,
+    CT_FK_PAGEABLE_MEMCPY,
+    CT_FK_THROTTLED_GPU,   /* health counters: slow kernels under clock throttling */
+    CT_FK_HOST_CONTENTION, /* health counters: slow iterations under CPU run-queue pressure */
+    CT_FK_COUNT
+};
+
+/* The fixed `kind` string of a finding ("exposed_communication", ...). */
+const char *ct_finding_kind_name(int kind);
+
+#define CT_EV_MAX 10
+
+struct ct_evidence {
+    const char *key; /* static */
+    double num;      /* used when str is empty */
+    char str[160];
+};
+
+struct ct_finding {
+    int kind;
+    int ranks[64];
+    size_t nranks;
+    double saving_us; /* per iteration */
+    double confidence;
+    struct ct_evidence ev[CT_EV_MAX];
+    size_t nev;
+    char summary[320];
+};
+
+struct ct_insufficient {
+    int kind;
+    char reason[256];
+};
+
+struct ct_diagnosis {
+    struct ct_finding f[4 * CT_FK_COUNT];
+    size_t nf;
+    struct ct_insufficient ins[CT_FK_COUNT];
+    size_t nins;
+    double step_us; /* median iteration over ranks */
+    size_t iterations;
+};
+
+struct ct_diag_opts {
+    double min_saving; /* fraction of step time, 0.02 */
+};
+
+/* Runs every check on rep (facts: the traces' copy facts, may be NULL).
+ * Findings are sorted by saving, largest first. 0 or -ENOMEM. */
+int ct_diagnose(const struct ct_report *rep, const struct ct_trace_facts *facts, size_t nfacts,
+                const struct ct_diag_opts *o, struct ct_diagnosis *d);
+
+void ct_diagnosis_json(FILE *f, const struct ct_diagnosis *d, double min_saving);
+void ct_diagnosis_text(FILE *f, const struct ct_diagnosis *d, double min_saving);
+
+#endif

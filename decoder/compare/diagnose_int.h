@@ -1,0 +1,39 @@
+/*
+ * What the checks of `cutrace diagnose` share (decoder/compare/diagnose.c, and the
+ * health-counter checks in diagnose_health.c): the run being diagnosed and
+ * the helpers that record findings and their evidence.
+ */
+#ifndef CT_DIAGNOSE_INT_H
+#define CT_DIAGNOSE_INT_H
+
+#include "decoder/compare/diagnose.h"
+
+#define SLOW_FACTOR 1.05 /* compute straggler: kernels >= 5 % slower than peers */
+
+struct ctx {
+    const struct ct_report *rep;
+    const struct ct_diag_opts *o;
+    struct ct_diagnosis *d;
+    double step; /* ns */
+};
+
+/* A rank's total per iteration (0 without iterations). */
+double ct_dg_per_iter(const struct ct_rank_result *x, int64_t total);
+/* A new finding of `kind` saving saving_ns, with a confidence from how far
+ * it clears the threshold times `quality` (1: measured, < 1: inferred);
+ * NULL when below the threshold or out of room. */
+struct ct_finding *ct_dg_add(struct ctx *c, int kind, double saving_ns, double quality);
+/* Evidence: a number, or a formatted string. */
+void ct_dg_ev(struct ct_finding *f, const char *key, double v);
+void ct_dg_evs(struct ct_finding *f, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void ct_dg_rank_add(struct ct_finding *f, int r);
+/* Why `kind` could not be judged. */
+void ct_dg_insufficient(struct ctx *c, int kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* diagnose_health.c: throttled_gpu and host_contention, and the links from
+ * straggler findings to them. 0 or -ENOMEM. */
+int ct_dg_check_health(struct ctx *c);
+
+#endif

@@ -1,0 +1,82 @@
+/*
+ * `cutrace diagnose` output: text (findings ranked, then what could not be
+ * checked) and JSON ({"findings":[...],"insufficient_evidence":[...]},
+ * docs/diff.md). Numbers are always finite.
+ */
+#include <math.h>
+#include <stdio.h>
+
+#include "decoder/compare/diagnose.h"
+#include "decoder/util/json.h"
+
+static double fin(double v)
+{
+    return isfinite(v) ? v : 0;
+}
+
+void ct_diagnosis_json(FILE *f, const struct ct_diagnosis *d, double min_saving)
+{
+    fprintf(f,
+            "{\"schema\":\"cutrace.diagnose\",\"version\":1,\"step_us\":%.3f,\"iterations\":%zu,"
+            "\"min_saving_pct\":%.6g,\"findings\":[",
+            fin(d->step_us), d->iterations, 100 * min_saving);
+    for (size_t i = 0; i < d->nf; i++) {
+        const struct ct_finding *x = &d->f[i];
+        fprintf(f, "%s{\"kind\":\"%s\",\"ranks\":[", i ? "," : "", ct_finding_kind_name(x->kind));
+        for (size_t r = 0; r < x->nranks; r++)
+            fprintf(f, "%s%d", r ? "," : "", x->ranks[r]);
+        fprintf(f, "],\"saving_us\":%.3f,\"saving_pct\":%.3f,\"confidence\":%.2f,\"evidence\":{",
+                fin(x->saving_us), d->step_us > 0 ? 100 * x->saving_us / d->step_us : 0,
+                fin(x->confidence));
+        for (size_t k = 0; k < x->nev; k++) {
+            fprintf(f, "%s\"%s\":", k ? "," : "", x->ev[k].key);
+            if (x->ev[k].str[0])
+                ct_json_str(f, x->ev[k].str);
+            else
+                fprintf(f, "%.6g", fin(x->ev[k].num));
+        }
+        fprintf(f, "},\"summary\":");
+        ct_json_str(f, x->summary);
+        fputc('}', f);
+    }
+    fprintf(f, "],\"insufficient_evidence\":[");
+    for (size_t i = 0; i < d->nins; i++) {
+        fprintf(f, "%s{\"kind\":\"%s\",\"reason\":", i ? "," : "",
+                ct_finding_kind_name(d->ins[i].kind));
+        ct_json_str(f, d->ins[i].reason);
+        fputc('}', f);
+    }
+    fprintf(f, "]}\n");
+}
+
+void ct_diagnosis_text(FILE *f, const struct ct_diagnosis *d, double min_saving)
+{
+    fprintf(f,
+            "cutrace diagnose: step p50 %.3f ms over %zu iteration(s); findings saving >= "
+            "%.3g%% of the step, largest first\n",
+            d->step_us / 1e3, d->iterations, 100 * min_saving);
+    if (!d->nf)
+        fprintf(f, "\nNo finding: every check ran and none would save %.3g%% of the step.\n",
+                100 * min_saving);
+    for (size_t i = 0; i < d->nf; i++) {
+        const struct ct_finding *x = &d->f[i];
+        fprintf(f, "\n%zu. %s  saves ~%.1f us/iteration (%.1f%%), confidence %.2f, ranks", i + 1,
+                ct_finding_kind_name(x->kind), x->saving_us,
+                d->step_us > 0 ? 100 * x->saving_us / d->step_us : 0, x->confidence);
+        for (size_t r = 0; r < x->nranks; r++)
+            fprintf(f, "%s%d", r ? "," : " ", x->ranks[r]);
+        fprintf(f, "\n   %s\n   evidence:", x->summary);
+        for (size_t k = 0; k < x->nev; k++) {
+            if (x->ev[k].str[0])
+                fprintf(f, " %s=\"%s\"", x->ev[k].key, x->ev[k].str);
+            else
+                fprintf(f, " %s=%.4g", x->ev[k].key, fin(x->ev[k].num));
+        }
+        fputc('\n', f);
+    }
+    if (d->nins) {
+        fprintf(f, "\nNot enough evidence to check:\n");
+        for (size_t i = 0; i < d->nins; i++)
+            fprintf(f, "  %s: %s\n", ct_finding_kind_name(d->ins[i].kind), d->ins[i].reason);
+    }
+}

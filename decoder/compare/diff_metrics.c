@@ -1,0 +1,152 @@
+/*
+ * The metrics `cutrace diff` compares, taken from a run's report (names and
+ * definitions in docs/diff.md). All values are µs. Never prints.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decoder/compare/diff.h"
+#include "decoder/util/names.h"
+#include "decoder/util/stats.h"
+
+/* More samples than this (kernel instances of a long run) are thinned to an
+ * evenly spaced subset: the bootstrap sorts every resample. */
+#define MAX_SAMPLES 4000
+
+int ct_metric_add(struct ct_metric_set *s, const char *name, double v)
+{
+    struct ct_metric *m = ct_metric_find(s, name);
+    if (!m) {
+        if (s->n == s->cap) {
+            size_t cap = s->cap ? s->cap * 2 : 32;
+            struct ct_metric *q = realloc(s->m, cap * sizeof(*q));
+            if (!q)
+                return -ENOMEM;
+            s->m = q;
+            s->cap = cap;
+        }
+        m = &s->m[s->n];
+        memset(m, 0, sizeof(*m));
+        if (!(m->name = strdup(name)))
+            return -ENOMEM;
+        s->n++;
+    }
+    if (m->n == m->cap) {
+        size_t cap = m->cap ? m->cap * 2 : 16;
+        double *q = realloc(m->v, cap * sizeof(*q));
+        if (!q)
+            return -ENOMEM;
+        m->v = q;
+        m->cap = cap;
+    }
+    m->v[m->n++] = v;
+    return 0;
+}
+
+struct ct_metric *ct_metric_find(const struct ct_metric_set *s, const char *name)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (!strcmp(s->m[i].name, name))
+            return &s->m[i];
+    return NULL;
+}
+
+void ct_metric_set_free(struct ct_metric_set *s)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        free(s->m[i].name);
+        free(s->m[i].v);
+    }
+    free(s->m);
+    memset(s, 0, sizeof(*s));
+}
+
+static const char *op_name(int op)
+{
+    return op == CT_NCCL_OP_COUNT ? "other" : ct_name_nccl_op((uint64_t)op);
+}
+
+/* A scratch metric set holding within-run samples, folded into s either
+ * as is (thinned) or as one median each. */
+static int fold(struct ct_metric_set *tmp, int per_iteration, struct ct_metric_set *s)
+{
+    int rc = 0;
+    for (size_t i = 0; i < tmp->n && !rc; i++) {
+        struct ct_metric *m = &tmp->m[i];
+        if (!per_iteration) {
+            rc = ct_metric_add(s, m->name, ct_median(m->v, m->n));
+            continue;
+        }
+        size_t step = m->n > MAX_SAMPLES ? (m->n + MAX_SAMPLES - 1) / MAX_SAMPLES : 1;
+        for (size_t k = 0; k < m->n && !rc; k += step)
+            rc = ct_metric_add(s, m->name, m->v[k]);
+    }
+    return rc;
+}
+
+static int has_pp(const struct ct_report *rep)
+{
+    for (size_t r = 0; r < rep->nr; r++)
+        if (rep->rr[r].bubble_pct >= 0)
+            return 1;
+    return 0;
+}
+
+int ct_diff_collect(const struct ct_report *rep, int per_iteration, struct ct_metric_set *s)
+{
+    struct ct_metric_set t = {0};
+    int rc = 0, pp = has_pp(rep);
+    /* per (rank, iteration) */
+    for (size_t r = 0; r < rep->nr && !rc; r++) {
+        const struct ct_rank_result *x = &rep->rr[r];
+        for (size_t i = 0; i < x->niters && !rc; i++) {
+            const struct ct_iter_metrics *m = &x->im[i];
+            rc = ct_metric_add(&t, "step_us", (double)(x->iters[i].e - x->iters[i].s) / 1e3);
+            rc = rc ? rc : ct_metric_add(&t, "compute_us", (double)m->compute / 1e3);
+            rc = rc ? rc : ct_metric_add(&t, "exposed_comm_us", (double)m->exposed_comm / 1e3);
+            rc = rc ? rc : ct_metric_add(&t, "idle_us", (double)m->idle / 1e3);
+            if (pp && !rc)
+                rc = ct_metric_add(&t, "bubble_us", (double)m->bubble / 1e3);
+        }
+        /* stalls are per-rank totals: per iteration on average, one sample
+         * per rank */
+        if (!x->niters || rc)
+            continue;
+        double n = (double)x->niters * 1e3;
+        const struct ct_attribution *a = &x->at;
+        rc = ct_metric_add(&t, "data_stall_us", (double)a->data_stall / n);
+        rc = rc ? rc : ct_metric_add(&t, "checkpoint_stall_us", (double)a->checkpoint_stall / n);
+        rc = rc ? rc : ct_metric_add(&t, "sync_drain_us", (double)a->sync_drain / n);
+        rc = rc ? rc : ct_metric_add(&t, "launch_overhead_us", (double)a->launch_overhead / n);
+    }
+    /* per kernel (compute) and per collective instance */
+    char name[512];
+    for (size_t r = 0; r < rep->nr && !rc; r++) {
+        const struct ct_rank *R = rep->rr[r].rank;
+        for (size_t i = 0; i < R->nops && !rc; i++) {
+            const struct ct_gop *g = &R->ops[i];
+            if (g->cls != CT_CL_COMPUTE || g->name >= R->nnames)
+                continue;
+            snprintf(name, sizeof(name), "kernel:%s", R->names[g->name]);
+            rc = ct_metric_add(&t, name, (double)(g->e - g->s) / 1e3);
+        }
+        for (size_t i = 0; i < R->nnccl && !rc; i++) {
+            const struct ct_nop *o = &R->nccl[i];
+            if (o->e <= o->s)
+                continue;
+            snprintf(name, sizeof(name), "collective:%s:%" PRIu64, op_name(o->op), o->bytes);
+            /* within one run, waiting on peers follows host jitter: compare
+             * the transfer part (from the last member's arrival) */
+            int64_t from = per_iteration && o->all_s > o->s ? o->all_s : o->s;
+            if (from < o->e)
+                rc = ct_metric_add(&t, name, (double)(o->e - from) / 1e3);
+        }
+    }
+    if (!rc)
+        rc = fold(&t, per_iteration, s);
+    ct_metric_set_free(&t);
+    return rc;
+}

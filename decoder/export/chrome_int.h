@@ -1,0 +1,66 @@
+/*
+ * What the Chrome trace-event writer (decoder/export/chrome.c) shares with
+ * its counter tracks (export_chrome_counters.c): the writer's state.
+ */
+#ifndef CT_EXPORT_CHROME_INT_H
+#define CT_EXPORT_CHROME_INT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "decoder/export/export.h"
+#include "decoder/read/tracefile.h"
+
+#define CT_GPU_TID(dev, stream)                                                                    \
+    (0x40000000u + ((uint32_t)(dev)&0xff) * 0x100000u + ((uint32_t)(stream)&0xfffff))
+#define S(id) ct_reader_string(&t->rd, (id))
+
+/* GPU intervals of one stream can overlap (a receive waiting for its peer
+ * beside a kernel on the simulated device, graph replays, clock error);
+ * Perfetto drops a slice that overlaps its track's previous one without
+ * nesting, so those go to extra "lane" tracks of the stream. */
+#define CT_LANES 4
+
+struct track {
+    int64_t dev;
+    uint64_t stream;
+    int64_t lane_end[CT_LANES];
+    int named; /* lanes whose thread_name is written (lane 0 by thread_meta) */
+};
+
+struct cdelta {
+    int64_t ts;
+    uint32_t series; /* index into tracks; UINT32_MAX: the rank's NCCL bandwidth */
+    int32_t dq;      /* queue depth change */
+    double bw;       /* bandwidth change, GB/s */
+};
+
+struct synth {
+    int64_t s, e;
+    size_t rec; /* the NCCL record */
+};
+
+struct cw {
+    FILE *f;
+    struct ct_trace *t;
+    const struct ct_export_src *src;
+    uint64_t flow_base;
+    int64_t shift;
+    struct track *tracks;
+    size_t ntracks, tcap;
+    struct cdelta *cd;
+    size_t ncd, cdcap;
+    int *first;     /* no event written yet in the file */
+    int later_proc; /* not the rank's first trace: counter names say the pid */
+};
+
+/* Starts an event: {"ph":..,"pid":..,"tid":..,"ts":..,"name":.. */
+void ct_chrome_ev(struct cw *w, const char *ph, uint32_t tid, int64_t ts_trace, const char *name);
+
+/* export_chrome_counters.c: the trace's counter tracks, written after its
+ * other events: NCCL bandwidth and queue depths from w->cd, then the
+ * health counters. */
+void ct_chrome_counters(struct cw *w);
+void ct_chrome_health_counters(struct cw *w);
+
+#endif

@@ -1,0 +1,283 @@
+/*
+ * `cutrace report --html`: one self-contained HTML file (inline CSS, JS and
+ * SVG; nothing is fetched) with the report's summary and findings, a
+ * zoomable timeline per rank (GPU streams and host waits as rows, coloured
+ * by class), the breakdown, overlap and attribution charts, per-iteration
+ * charts, health counter charts (SM clock and power over time, throttled
+ * share per rank), and the collective and kernel tables.
+ *
+ * The C side writes the figures as one JSON object inside
+ * <script type="application/json"> (strings escaped so that no "<" can
+ * close the element) and the page's script draws everything from it. The
+ * script marks its own success: #selfcheck gets "ok ..." once the timeline
+ * and every chart drew without an exception, "error: ..." otherwise, which
+ * is what the headless-browser test reads.
+ *
+ * Timelines carry at most CT_HTML_MAX_OPS GPU intervals per rank (the
+ * earliest; the page says how many were left out): the file stays small
+ * enough for a browser whatever the trace size. Times are ns since the
+ * job's time zero, as in the JSON report.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decoder/util/demangle.h"
+#include "decoder/export/export.h"
+#include "decoder/analysis/health.h"
+#include "decoder/util/names.h"
+
+#define CT_HTML_MAX_OPS  60000
+#define CT_HTML_MAX_HOST 20000
+#define CT_HTML_MAX_PTS  2000 /* points per health series (every k-th sample) */
+
+/* A JSON string that is also safe inside <script>: <, >, & as \u escapes;
+ * bytes outside ASCII become '?' (names are ASCII in practice). */
+static void hstr(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p < 0x20 || *p == '<' || *p == '>' || *p == '&')
+            fprintf(f, "\\u%04x", *p);
+        else if (*p >= 0x80)
+            fputc('?', f);
+        else
+            fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+static double fin(double v)
+{
+    return isfinite(v) ? v : 0;
+}
+
+static void ivset(FILE *f, const char *k, const struct ct_ivset *v, int64_t t0)
+{
+    fprintf(f, "\"%s\":[", k);
+    size_t n = v->n < CT_HTML_MAX_HOST ? v->n : CT_HTML_MAX_HOST;
+    for (size_t i = 0; i < n; i++)
+        fprintf(f, "%s%" PRId64 ",%" PRId64, i ? "," : "", v->v[i].s - t0, v->v[i].e - t0);
+    fputs("]", f);
+}
+
+/* "KEY":[t, v, ...] of one series, t in ns since time zero, v x scale
+ * rounded; at most CT_HTML_MAX_PTS points (every k-th sample, the last
+ * always). */
+static void hseries(FILE *f, const char *k, const struct ct_hseries *x, int64_t shift, double scale)
+{
+    fprintf(f, ",\"%s\":[", k);
+    size_t step = x && x->n > CT_HTML_MAX_PTS ? (x->n + CT_HTML_MAX_PTS - 1) / CT_HTML_MAX_PTS : 1;
+    for (size_t i = 0; x && i < x->n; i += step) {
+        if (i + step >= x->n)
+            i = x->n - 1;
+        fprintf(f, "%s%" PRId64 ",%.1f", i ? "," : "", x->t[i] + shift, (double)x->v[i] * scale);
+    }
+    fputc(']', f);
+}
+
+/* "health":{dev, sm [t, MHz...], power [t, W...], throttled_pct, reasons
+ * {name: pct}} over the rank's window, or null without device counters. */
+static void health_json(FILE *f, const struct ct_report *rep, size_t r)
+{
+    const struct ct_rank_result *x = &rep->rr[r];
+    const struct ct_hproc *h = x->rank->nprocs ? ct_health_of(x->rank->procs[0]) : NULL;
+    struct ct_health_sum sum;
+    int64_t shift = ct_health_shift(rep, r);
+    ct_health_summarise(h, shift, x->ws, x->we, &sum);
+    if (!h || sum.device < 0) {
+        fputs(",\"health\":null", f);
+        return;
+    }
+    shift -= rep->job->t0;
+    fprintf(f, ",\"health\":{\"dev\":%d", sum.device);
+    hseries(f, "sm", ct_hproc_find(h, sum.device, "sm_clock"), shift, 1);
+    hseries(f, "power", ct_hproc_find(h, sum.device, "power"), shift, 1e-3);
+    fprintf(f, ",\"throttled_pct\":%.2f,\"reasons\":{", 100 * fin(sum.throttled_share));
+    int n = 0;
+    for (int b = 0; b < CT_THROTTLE_NREASONS; b++)
+        if ((CT_THROTTLE_SLOWING >> b & 1) && fin(sum.reason_share[b]) > 0)
+            fprintf(f, "%s\"%s\":%.2f", n++ ? "," : "", ct_throttle_reason_name(b),
+                    100 * sum.reason_share[b]);
+    fputs("}}", f);
+}
+
+static void rank_json(FILE *f, const struct ct_report *rep, const struct ct_rank_result *x)
+{
+    const struct ct_rank *R = x->rank;
+    const int64_t t0 = rep->job->t0;
+    fprintf(f, "{\"rank\":%d,\"host\":", R->rank);
+    hstr(f, R->host);
+    fprintf(f,
+            ",\"window\":%" PRId64 ",\"compute\":%" PRId64 ",\"comm\":%" PRId64
+            ",\"memory\":%" PRId64 ",\"idle\":%" PRId64 ",\"exposed\":%" PRId64
+            ",\"overlap\":%" PRId64 ",\"ws\":%" PRId64 ",\"we\":%" PRId64,
+            x->we - x->ws, x->compute, x->comm, x->memory, x->idle, x->exposed_comm, x->overlap,
+            x->ws - t0, x->we - t0);
+    fputs(",\"kinds\":{", f);
+    for (int c = CT_CL_DP; c < CT_CL_COUNT; c++)
+        fprintf(f, "%s\"%s\":[%" PRId64 ",%" PRId64 ",%" PRId64 "]", c > CT_CL_DP ? "," : "",
+                ct_class_name(c), x->cls_len[c], x->cls_exposed[c], x->cls_overlap[c]);
+    const struct ct_attribution *a = &x->at;
+    fprintf(f,
+            "},\"attr\":{\"bubble_idle\":%" PRId64 ",\"data\":%" PRId64 ",\"ckpt\":%" PRId64
+            ",\"sync\":%" PRId64 ",\"launch\":%" PRId64 ",\"unexplained\":%" PRId64
+            "},\"bubble_pct\":%.3f,\"expected_bubble_pct\":%.3f,\"flagged\":%d,"
+            "\"score\":%.3f,\"lateness\":%" PRId64 ",\"slowness\":%.4f",
+            a->bubble_idle, a->data_stall, a->ckpt_idle, a->sync_drain, a->launch_overhead,
+            a->unexplained, fin(x->bubble_pct), fin(x->expected_bubble_pct), x->flagged,
+            fin(x->score), x->lateness, fin(x->slowness));
+    fputs(",\"iters\":[", f);
+    for (size_t i = 0; i < x->niters; i++) {
+        const struct ct_iter *it = &x->iters[i];
+        const struct ct_iter_metrics *m = &x->im[i];
+        fprintf(f,
+                "%s[%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64
+                ",%" PRId64 ",%" PRId64 ",%" PRId64 "]",
+                i ? "," : "", it->index, it->s - t0, it->e - t0, m->compute, m->comm, m->memory,
+                m->idle, m->exposed_comm, m->bubble);
+    }
+    /* timeline: names used, then ops [s, e, stream, class, name] */
+    size_t nops = R->nops < CT_HTML_MAX_OPS ? R->nops : CT_HTML_MAX_OPS;
+    fprintf(f, "],\"nops\":%zu,\"names\":[", R->nops);
+    for (size_t i = 0; i < R->nnames; i++) {
+        char buf[512];
+        fputs(i ? "," : "", f);
+        hstr(f, ct_demangle(R->names[i] ? R->names[i] : "", buf, sizeof(buf)));
+    }
+    fputs("],\"ops\":[", f);
+    for (size_t i = 0; i < nops; i++) {
+        const struct ct_gop *g = &R->ops[i];
+        fprintf(f, "%s%" PRId64 ",%" PRId64 ",%" PRIu32 ",%u,%" PRIu32, i ? "," : "", g->s - t0,
+                g->e - t0, g->stream, (unsigned)g->cls, g->name);
+    }
+    fputs("],\"nccl\":[", f);
+    size_t nn = R->nnccl < CT_HTML_MAX_HOST ? R->nnccl : CT_HTML_MAX_HOST;
+    for (size_t i = 0; i < nn; i++)
+        fprintf(f, "%s%" PRId64 ",%" PRId64 ",%u", i ? "," : "", R->nccl[i].host_s - t0,
+                R->nccl[i].host_e - t0, (unsigned)R->nccl[i].op);
+    fputs("],\"waits\":{", f);
+    /* host waits of the main (GPU-driving) process */
+    const struct ct_proc *p = R->nprocs ? R->procs[0] : NULL;
+    static const struct ct_ivset empty;
+    ivset(f, "sync", p ? &p->sync : &empty, t0);
+    fputc(',', f);
+    ivset(f, "data", p ? &p->data_wait : &empty, t0);
+    fputc(',', f);
+    ivset(f, "ckpt", p ? &p->ckpt : &empty, t0);
+    fputc('}', f);
+    health_json(f, rep, (size_t)(x - rep->rr));
+    fputc('}', f);
+}
+
+static void findings_json(FILE *f, const struct ct_report *rep)
+{
+    fputs("\"findings\":[", f);
+    int n = 0;
+    char buf[400];
+#define FIND(...)                                                                                  \
+    do {                                                                                           \
+        snprintf(buf, sizeof(buf), __VA_ARGS__);                                                   \
+        fputs(n++ ? "," : "", f);                                                                  \
+        hstr(f, buf);                                                                              \
+    } while (0)
+    for (size_t r = 0; r < rep->nr; r++) {
+        const struct ct_rank_result *x = &rep->rr[r];
+        double w = (double)(x->we - x->ws);
+        if (w <= 0)
+            continue;
+        int rk = x->rank->rank;
+        if (x->flagged)
+            FIND("rank %d is a straggler: score %.1f, lateness %.1f us, kernel slowness x%.3f", rk,
+                 x->score, (double)x->lateness / 1e3, x->slowness);
+        if (x->bubble_pct >= 0)
+            FIND("rank %d: pipeline bubble %.1f%% of the iteration (schedule expects %.1f%%)", rk,
+                 x->bubble_pct, x->expected_bubble_pct >= 0 ? x->expected_bubble_pct : 0.0);
+        const struct {
+            const char *what;
+            int64_t v;
+        } st[] = {{"data-loading stall", x->at.data_stall},
+                  {"checkpoint stall", x->at.checkpoint_stall},
+                  {"sync drain", x->at.sync_drain},
+                  {"launch overhead", x->at.launch_overhead},
+                  {"unexplained GPU idle", x->at.unexplained},
+                  {"exposed communication", x->exposed_comm}};
+        for (size_t k = 0; k < sizeof(st) / sizeof(st[0]); k++)
+            if ((double)st[k].v >= 0.02 * w)
+                FIND("rank %d: %s %.3f ms (%.1f%% of the window)", rk, st[k].what,
+                     (double)st[k].v / 1e6, 100.0 * (double)st[k].v / w);
+    }
+#undef FIND
+    fputs("]", f);
+}
+
+static const char *op_name(int op)
+{
+    return op == CT_NCCL_OP_COUNT ? "other" : ct_name_nccl_op((uint64_t)op);
+}
+
+static void data_json(FILE *f, const struct ct_report *rep)
+{
+    fprintf(f, "{\"nranks\":%zu,\"iterations\":%zu,\"step_p50\":%.1f,\"max_ops\":%d,", rep->nr,
+            rep->iterations, fin(rep->step_p50), CT_HTML_MAX_OPS);
+    fputs("\"classes\":[", f);
+    for (int c = 0; c < CT_CL_COUNT; c++)
+        fprintf(f, "%s\"%s\"", c ? "," : "", ct_class_name(c));
+    fputs("],\"ops_names\":[\"\"", f);
+    for (int o = 1; o <= CT_NCCL_OP_COUNT; o++)
+        fprintf(f, ",\"%s\"", op_name(o));
+    fputs("],", f);
+    findings_json(f, rep);
+    fputs(",\"coll\":[", f);
+    for (size_t i = 0; i < rep->ncoll; i++) {
+        const struct ct_coll_row *c = &rep->coll[i];
+        fprintf(f, "%s[\"%s\",%" PRIu64 ",%d,%" PRIu64 ",%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.3f,%.3f]",
+                i ? "," : "", op_name(c->op), c->bytes, c->nranks, c->count, fin(c->p50),
+                fin(c->p90), fin(c->max), fin(c->skew_p50), fin(c->wait_p50), fin(c->transfer_p50),
+                fin(c->algbw), fin(c->busbw));
+    }
+    fputs("],\"kern\":[", f);
+    /* the 50 kernels with the most total time */
+    char *done = calloc(rep->nkern ? rep->nkern : 1, 1);
+    for (int k = 0; k < 50 && done; k++) {
+        size_t best = SIZE_MAX;
+        for (size_t i = 0; i < rep->nkern; i++)
+            if (!done[i] && (best == SIZE_MAX || rep->kern[i].total > rep->kern[best].total))
+                best = i;
+        if (best == SIZE_MAX)
+            break;
+        done[best] = 1;
+        fprintf(f, "%s[", k ? "," : "");
+        hstr(f, rep->kern[best].name);
+        fprintf(f, ",%" PRIu64 ",%" PRId64 ",%.1f]", rep->kern[best].count, rep->kern[best].total,
+                fin(rep->kern[best].p50));
+    }
+    free(done);
+    fputs("],\"ranks\":[", f);
+    for (size_t r = 0; r < rep->nr; r++) {
+        fputs(r ? ",\n" : "", f);
+        rank_json(f, rep, &rep->rr[r]);
+    }
+    fputs("]}", f);
+}
+
+/* The page (decoder/export/html_page.html, one string per line); the line
+ * "@DATA@" stands for the figures. */
+static const char *const page[] = {
+#include "decoder/html_page.inc" /* generated from export/html_page.html */
+};
+
+int ct_report_html(FILE *f, const struct ct_report *rep)
+{
+    for (size_t i = 0; i < sizeof(page) / sizeof(page[0]); i++) {
+        if (!strcmp(page[i], "@DATA@\n"))
+            data_json(f, rep);
+        else
+            fputs(page[i], f);
+    }
+    return ferror(f) ? -EIO : 0;
+}

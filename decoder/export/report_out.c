@@ -1,0 +1,417 @@
+/*
+ * `cutrace report` output: the text report (headline first, then per-rank
+ * and per-table detail) and the versioned JSON document (schema in
+ * docs/report.md). JSON numbers are always finite; `_us` values are µs with
+ * three decimals (ns resolution).
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decoder/analysis/hang.h"
+#include "decoder/analysis/health.h"
+#include "decoder/analysis/analysis.h"
+#include "decoder/util/json.h"
+#include "decoder/kineto/kineto.h"
+#include "decoder/util/names.h"
+#include "decoder/export/report_out.h"
+
+static double us(double ns)
+{
+    return isfinite(ns) ? ns / 1000.0 : 0;
+}
+
+static void num(FILE *f, const char *k, double v, int comma)
+{
+    fprintf(f, "\"%s\":%.3f%s", k, isfinite(v) ? v : 0.0, comma ? "," : "");
+}
+
+/* num(f, k, ns / 1000.0, comma) without the float formatting (2 000
+ * instructions a number in glibc, a tenth of a report's time): the same
+ * text, since below 2^50 ns the double nearest ns / 1000 lies within a
+ * quarter of the last printed digit of that exact 3-decimal value. */
+/* Decimal digits of a, most significant first, into p; their count. Two
+ * digits a division (a long job's JSON is millions of numbers). */
+static size_t put_u64(char *p, uint64_t a)
+{
+    static const char pair[] =
+        "00010203040506070809101112131415161718192021222324252627282930313233"
+        "34353637383940414243444546474849505152535455565758596061626364656667"
+        "6869707172737475767778798081828384858687888990919293949596979899";
+    char d[20];
+    size_t i = sizeof(d);
+    while (a >= 100) {
+        unsigned r = (unsigned)(a % 100);
+        a /= 100;
+        d[--i] = pair[2 * r + 1];
+        d[--i] = pair[2 * r];
+    }
+    if (a >= 10) {
+        d[--i] = pair[2 * a + 1];
+        d[--i] = pair[2 * a];
+    } else {
+        d[--i] = (char)('0' + a);
+    }
+    memcpy(p, d + i, sizeof(d) - i);
+    return sizeof(d) - i;
+}
+
+/* "k":ns/1000 with three decimals (and a comma if asked) into b, whose
+ * length it returns; ns within +-2^50 and k a literal key. */
+static size_t fmt_ns(char *b, const char *k, size_t kl, int64_t ns, int comma)
+{
+    size_t n = 0;
+    uint64_t a = ns < 0 ? (uint64_t)-ns : (uint64_t)ns;
+    b[n++] = '"';
+    memcpy(b + n, k, kl);
+    n += kl;
+    b[n++] = '"';
+    b[n++] = ':';
+    if (ns < 0)
+        b[n++] = '-';
+    n += put_u64(b + n, a / 1000);
+    unsigned m = (unsigned)(a % 1000);
+    b[n++] = '.';
+    b[n++] = (char)('0' + m / 100);
+    b[n++] = (char)('0' + m / 10 % 10);
+    b[n++] = (char)('0' + m % 10);
+    if (comma)
+        b[n++] = ',';
+    return n;
+}
+
+static int ns_fits(int64_t ns)
+{
+    return ns > -(INT64_C(1) << 50) && ns < INT64_C(1) << 50;
+}
+
+/* One write of the whole member: a report writes millions of them, and
+ * stdio's per-call locking cost more than the formatting. */
+static void num_ns(FILE *f, const char *k, int64_t ns, int comma)
+{
+    char b[96];
+    if (!ns_fits(ns) || strlen(k) > 64)
+        num(f, k, (double)ns / 1000.0, comma);
+    else
+        fwrite(b, 1, fmt_ns(b, k, strlen(k), ns, comma), f);
+}
+
+/* One element of a rank's iterations[], written at once (most of a long
+ * job's JSON is these). */
+static void iteration_json(FILE *f, const struct ct_iter *it, const struct ct_iter_metrics *m,
+                           int64_t t0, int first)
+{
+#define K(s)                                                                                       \
+    {                                                                                              \
+        s, sizeof(s) - 1                                                                           \
+    }
+    static const struct {
+        const char *s;
+        size_t n;
+    } key[] = {K("start_us"),  K("end_us"),  K("duration_us"),     K("compute_us"), K("comm_us"),
+               K("memory_us"), K("idle_us"), K("exposed_comm_us"), K("bubble_us")};
+#undef K
+    const int64_t v[] = {it->s - t0, it->e - t0, it->e - it->s,   m->compute, m->comm,
+                         m->memory,  m->idle,    m->exposed_comm, m->bubble};
+    enum { NV = sizeof(v) / sizeof(v[0]) };
+    char b[48 + NV * 48];
+    size_t n = 0;
+    if (!first)
+        b[n++] = ',';
+    memcpy(b + n, "{\"index\":", 9);
+    n += 9;
+    if (it->index < 0)
+        b[n++] = '-';
+    n += put_u64(b + n, it->index < 0 ? -(uint64_t)it->index : (uint64_t)it->index);
+    b[n++] = ',';
+    for (int i = 0; i < NV; i++) {
+        if (!ns_fits(v[i])) { /* out of the fast path's range: member by member */
+            fwrite(b, 1, n, f);
+            n = 0;
+            num(f, key[i].s, (double)v[i] / 1000.0, i + 1 < NV);
+            continue;
+        }
+        n += fmt_ns(b + n, key[i].s, key[i].n, v[i], i + 1 < NV);
+    }
+    b[n++] = '}';
+    fwrite(b, 1, n, f);
+}
+
+/* The temporal breakdown of a rank's window or of one iteration. */
+static void breakdown(FILE *f, int64_t compute, int64_t comm, int64_t memory, int64_t idle,
+                      int64_t exposed_comm)
+{
+    num_ns(f, "compute_us", compute, 1);
+    num_ns(f, "comm_us", comm, 1);
+    num_ns(f, "memory_us", memory, 1);
+    num_ns(f, "idle_us", idle, 1);
+    num_ns(f, "exposed_comm_us", exposed_comm, 1);
+}
+
+static void pct_or_null(FILE *f, const char *k, double v, int comma)
+{
+    if (v < 0 || !isfinite(v))
+        fprintf(f, "\"%s\":null%s", k, comma ? "," : "");
+    else
+        num(f, k, v, comma);
+}
+
+static double overlap_pct(int64_t overlap, int64_t comm)
+{
+    return comm > 0 ? 100.0 * (double)overlap / (double)comm : -1;
+}
+
+static const char *op_name(int op)
+{
+    return op == CT_NCCL_OP_COUNT ? "other" : ct_name_nccl_op((uint64_t)op);
+}
+
+/* The job's host processes (decoder/read/job.c: no GPU work, not ranks). */
+static void host_processes_json(FILE *f, const struct ct_job *job)
+{
+    fprintf(f, "\"host_processes\":[");
+    for (size_t i = 0; job && i < job->nhosts; i++) {
+        const struct ct_proc *p = job->hosts[i];
+        fprintf(f, "%s{\"pid\":%" PRIu32 ",\"ppid\":%" PRIu32 ",\"host\":", i ? "," : "", p->pid,
+                p->ppid);
+        ct_json_str(f, p->host ? p->host : "");
+        fprintf(f, ",\"path\":");
+        ct_json_str(f, p->path ? p->path : "");
+        fputc('}', f);
+    }
+    fputc(']', f);
+}
+
+static void host_processes_text(FILE *f, const struct ct_job *job)
+{
+    if (!job || !job->nhosts)
+        return;
+    fprintf(f, "\nHost processes (no GPU work; not ranks): %zu\n", job->nhosts);
+    for (size_t i = 0; i < job->nhosts; i++)
+        fprintf(f, "  pid %-8" PRIu32 " ppid %-8" PRIu32 " %-12s %s\n", job->hosts[i]->pid,
+                job->hosts[i]->ppid, job->hosts[i]->host ? job->hosts[i]->host : "",
+                job->hosts[i]->path ? job->hosts[i]->path : "");
+}
+
+void ct_report_json(FILE *f, const struct ct_report *rep)
+{
+    fprintf(f, "{\"schema\":\"cutrace.report\",\"version\":%d,", CT_REPORT_SCHEMA_VERSION);
+    fprintf(f, "\"ranks\":[");
+    for (size_t r = 0; r < rep->nr; r++) {
+        const struct ct_rank_result *x = &rep->rr[r];
+        const struct ct_rank *R = x->rank;
+        fprintf(f, "%s{\"rank\":%d,\"host\":", r ? "," : "", R->rank);
+        ct_json_str(f, R->host);
+        fprintf(f, ",\"processes\":%zu,", R->nprocs);
+        num_ns(f, "window_us", (x->we - x->ws), 1);
+        breakdown(f, x->compute, x->comm, x->memory, x->idle, x->exposed_comm);
+        pct_or_null(f, "overlap_pct", overlap_pct(x->overlap, x->comm), 1);
+        fprintf(f, "\"comm_by_kind\":{");
+        for (int c = CT_CL_DP; c < CT_CL_COUNT; c++) {
+            fprintf(f, "\"%s\":{", ct_class_name(c));
+            num_ns(f, "comm_us", x->cls_len[c], 1);
+            num_ns(f, "exposed_us", x->cls_exposed[c], 1);
+            pct_or_null(f, "overlap_pct", overlap_pct(x->cls_overlap[c], x->cls_len[c]), 0);
+            fprintf(f, "}%s", c + 1 < CT_CL_COUNT ? "," : "");
+        }
+        fprintf(f, "},\"idle_breakdown\":{");
+        num_ns(f, "host_wait_us", x->host_wait, 1);
+        num_ns(f, "kernel_wait_us", x->kernel_wait, 1);
+        num_ns(f, "other_us", x->other_wait, 0);
+        fprintf(f, "},\"attribution\":{");
+        num_ns(f, "pipeline_bubble_us", x->at.pipeline_bubble, 1);
+        num_ns(f, "pipeline_bubble_idle_us", x->at.bubble_idle, 1);
+        num_ns(f, "data_stall_us", x->at.data_stall, 1);
+        num_ns(f, "checkpoint_stall_us", x->at.checkpoint_stall, 1);
+        num_ns(f, "checkpoint_idle_us", x->at.ckpt_idle, 1);
+        fprintf(f, "\"checkpoint_steps\":%d,", x->at.ckpt_steps);
+        num_ns(f, "sync_drain_us", x->at.sync_drain, 1);
+        num_ns(f, "launch_overhead_us", x->at.launch_overhead, 1);
+        num_ns(f, "unexplained_us", x->at.unexplained, 0);
+        fprintf(f, "},\"iteration_source\":\"%s\",\"iterations\":[",
+                ct_iter_source_name(x->iter_src));
+        for (size_t k = 0; k < x->niters; k++)
+            iteration_json(f, &x->iters[k], &x->im[k], rep->job->t0, k == 0);
+        fprintf(f, "],");
+        pct_or_null(f, "bubble_pct", x->bubble_pct, 1);
+        pct_or_null(f, "expected_bubble_pct", x->expected_bubble_pct, 1);
+        fprintf(f, "\"pipeline\":{\"stages\":%d,\"microbatches\":%d},", x->pp_stages,
+                x->pp_microbatches);
+        fprintf(f, "\"clock\":{");
+        num_ns(f, "skew_us", R->skew_ns, 1);
+        num_ns(f, "residual_us", R->residual_ns, 0);
+        fprintf(f, "},\"straggler\":{");
+        num_ns(f, "lateness_us", x->lateness, 1);
+        num(f, "slowness", x->slowness, 1);
+        num(f, "score", x->score, 1);
+        num(f, "persistence", x->persistence, 1);
+        fprintf(f, "\"flagged\":%s},", x->flagged ? "true" : "false");
+        ct_kineto_hta_json(f, R);  /* kineto: "hta":{...}, for Kineto input */
+        ct_health_json(f, rep, r); /* health: "health":{...} or null (decoder/analysis/health.c) */
+        const struct ct_coverage *c = &R->cov;
+        fprintf(f,
+                "\"coverage\":{\"gpu_cupti\":%" PRIu64 ",\"gpu_events\":%" PRIu64
+                ",\"gpu_plugin\":%" PRIu64 ",\"gpu_nccl_record\":%" PRIu64
+                ",\"dropped_records\":%" PRIu64 ",\"untimed_ops\":%" PRIu64
+                ",\"unmatched_p2p\":%" PRIu64 ",\"processes\":%" PRIu64
+                ",\"truncated_files\":%" PRIu64 ",\"damaged_bytes\":%" PRIu64 "}}",
+                c->gpu_cupti, c->gpu_events, c->gpu_plugin, c->gpu_nccl_record, c->dropped,
+                c->untimed, c->unmatched_p2p, c->processes, c->truncated, c->damaged);
+    }
+    fprintf(f, "],\"collectives\":[");
+    for (size_t i = 0; i < rep->ncoll; i++) {
+        const struct ct_coll_row *c = &rep->coll[i];
+        fprintf(f,
+                "%s{\"op\":\"%s\",\"bytes\":%" PRIu64 ",\"nranks\":%d,\"count\":%" PRIu64
+                ",\"matched\":%" PRIu64 ",",
+                i ? "," : "", op_name(c->op), c->bytes, c->nranks, c->count, c->matched);
+        num(f, "p50_us", us(c->p50), 1);
+        num(f, "p90_us", us(c->p90), 1);
+        num(f, "max_us", us(c->max), 1);
+        num(f, "arrival_skew_p50_us", us(c->skew_p50), 1);
+        num(f, "wait_p50_us", us(c->wait_p50), 1);
+        num(f, "transfer_p50_us", us(c->transfer_p50), 1);
+        num(f, "algbw_gbps", c->algbw, 1);
+        num(f, "busbw_gbps", c->busbw, 0);
+        fputc('}', f);
+    }
+    fprintf(f, "],\"kernels\":[");
+    for (size_t i = 0; i < rep->nkern; i++) {
+        const struct ct_kernel_row *k = &rep->kern[i];
+        fprintf(f, "%s{\"name\":", i ? "," : "");
+        ct_json_str(f, k->name);
+        fprintf(f, ",\"count\":%" PRIu64 ",", k->count);
+        num_ns(f, "total_us", k->total, 1);
+        num(f, "p50_us", us(k->p50), 0);
+        fputc('}', f);
+    }
+    fprintf(f, "],\"job\":{\"ranks\":%zu,\"iterations\":%zu,", rep->nr, rep->iterations);
+    num(f, "step_p50_us", us(rep->step_p50), 1);
+    fprintf(f, "\"stragglers\":[");
+    /* flagged ranks, highest score first */
+    int first = 1;
+    char *done = calloc(rep->nr ? rep->nr : 1, 1);
+    for (;;) {
+        size_t best = SIZE_MAX;
+        for (size_t r = 0; r < rep->nr; r++)
+            if (done && !done[r] && rep->rr[r].flagged &&
+                (best == SIZE_MAX || rep->rr[r].score > rep->rr[best].score))
+                best = r;
+        if (best == SIZE_MAX)
+            break;
+        done[best] = 1;
+        fprintf(f, "%s{\"rank\":%d,", first ? "" : ",", rep->rr[best].rank->rank);
+        num(f, "score", rep->rr[best].score, 1);
+        num_ns(f, "lateness_us", rep->rr[best].lateness, 1);
+        num(f, "slowness", rep->rr[best].slowness, 1);
+        num(f, "persistence", rep->rr[best].persistence, 0);
+        fputc('}', f);
+        first = 0;
+    }
+    free(done);
+    fprintf(f, "]},");
+    ct_hang_json(f, rep); /* collectives in flight of a flight-recorder window */
+    fputc(',', f);
+    host_processes_json(f, rep->job);
+    fprintf(f, "}\n");
+}
+
+static double pct(int64_t part, int64_t whole)
+{
+    return whole > 0 ? 100.0 * (double)part / (double)whole : 0;
+}
+
+void ct_report_text(FILE *f, const struct ct_report *rep)
+{
+    int64_t win = 0, comp = 0, expo = 0, idle = 0, comm = 0, ovl = 0;
+    for (size_t r = 0; r < rep->nr; r++) {
+        win += rep->rr[r].we - rep->rr[r].ws;
+        comp += rep->rr[r].compute;
+        expo += rep->rr[r].exposed_comm;
+        idle += rep->rr[r].idle;
+        comm += rep->rr[r].comm;
+        ovl += rep->rr[r].overlap;
+    }
+    fprintf(f, "cutrace report: %zu rank(s), %zu iteration(s), step p50 %.3f ms\n\n", rep->nr,
+            rep->iterations, rep->step_p50 / 1e6);
+    fprintf(f, "Where GPU time goes (all ranks, %% of window):\n");
+    fprintf(f,
+            "  compute %.1f%%  exposed communication %.1f%%  idle %.1f%%  "
+            "(communication hidden under compute: %.1f%%)\n",
+            pct(comp, win), pct(expo, win), pct(idle, win), comm ? pct(ovl, comm) : 0.0);
+    int any = 0;
+    for (size_t r = 0; r < rep->nr; r++)
+        if (rep->rr[r].flagged) {
+            if (!any)
+                fprintf(f, "\nStragglers:\n");
+            any = 1;
+            fprintf(f, "  rank %d: score %.1f, lateness %.1f us, kernel slowness x%.3f\n",
+                    rep->rr[r].rank->rank, rep->rr[r].score, us((double)rep->rr[r].lateness),
+                    rep->rr[r].slowness);
+        }
+    ct_hang_text(f, rep); /* collectives in flight of a flight-recorder window */
+    fprintf(f, "\nPer rank (ms; %% of window):\n");
+    fprintf(f, "  %-5s %-12s %9s %7s %7s %7s %7s %8s %7s\n", "rank", "host", "window", "comp%",
+            "comm%", "mem%", "idle%", "overlap", "bubble");
+    for (size_t r = 0; r < rep->nr; r++) {
+        const struct ct_rank_result *x = &rep->rr[r];
+        int64_t w = x->we - x->ws;
+        char ov[16], bb[16];
+        if (x->comm)
+            snprintf(ov, sizeof(ov), "%.1f%%", pct(x->overlap, x->comm));
+        else
+            snprintf(ov, sizeof(ov), "-");
+        if (x->bubble_pct >= 0)
+            snprintf(bb, sizeof(bb), "%.1f%%", x->bubble_pct);
+        else
+            snprintf(bb, sizeof(bb), "-");
+        fprintf(f, "  %-5d %-12.12s %9.3f %6.1f%% %6.1f%% %6.1f%% %6.1f%% %8s %7s\n", x->rank->rank,
+                x->rank->host, (double)w / 1e6, pct(x->compute, w), pct(x->comm, w),
+                pct(x->memory, w), pct(x->idle, w), ov, bb);
+    }
+    fprintf(f, "\nGPU-idle attribution (ms): bubble-idle data ckpt(step excess) sync-drain "
+               "launch unexplained\n");
+    for (size_t r = 0; r < rep->nr; r++) {
+        const struct ct_attribution *a = &rep->rr[r].at;
+        fprintf(f, "  rank %-4d %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f\n", rep->rr[r].rank->rank,
+                (double)a->bubble_idle / 1e6, (double)a->data_stall / 1e6,
+                (double)a->checkpoint_stall / 1e6, (double)a->sync_drain / 1e6,
+                (double)a->launch_overhead / 1e6, (double)a->unexplained / 1e6);
+    }
+    if (rep->ncoll) {
+        fprintf(f, "\nCollectives:\n  %-14s %12s %6s %8s %10s %10s %9s %9s\n", "op", "bytes",
+                "ranks", "count", "p50 us", "skew us", "algbw", "busbw");
+        for (size_t i = 0; i < rep->ncoll; i++) {
+            const struct ct_coll_row *c = &rep->coll[i];
+            fprintf(f, "  %-14s %12" PRIu64 " %6d %8" PRIu64 " %10.1f %10.1f %9.2f %9.2f\n",
+                    op_name(c->op), c->bytes, c->nranks, c->count, us(c->p50), us(c->skew_p50),
+                    c->algbw, c->busbw);
+        }
+    }
+    if (rep->nkern) {
+        fprintf(f, "\nTop kernels by total time:\n");
+        char *done = calloc(rep->nkern, 1);
+        for (int k = 0; k < 10 && done; k++) {
+            size_t best = SIZE_MAX;
+            for (size_t i = 0; i < rep->nkern; i++)
+                if (!done[i] && (best == SIZE_MAX || rep->kern[i].total > rep->kern[best].total))
+                    best = i;
+            if (best == SIZE_MAX)
+                break;
+            done[best] = 1;
+            fprintf(f, "  %10.3f ms %8" PRIu64 " x  p50 %9.1f us  %s\n",
+                    (double)rep->kern[best].total / 1e6, rep->kern[best].count,
+                    us(rep->kern[best].p50), rep->kern[best].name);
+        }
+        free(done);
+    }
+    ct_kineto_hta_text(f, rep); /* kineto: HTA-compatible section */
+    ct_health_text(f, rep);     /* health: GPU health section (decoder/analysis/health.c) */
+    fprintf(f, "\nClock alignment (skew applied after realtime, residual):\n");
+    for (size_t r = 0; r < rep->nr; r++)
+        fprintf(f, "  rank %-4d skew %10.1f us  residual %8.1f us\n", rep->rr[r].rank->rank,
+                us((double)rep->rr[r].rank->skew_ns), us((double)rep->rr[r].rank->residual_ns));
+    host_processes_text(f, rep->job);
+}

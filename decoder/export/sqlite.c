@@ -1,0 +1,566 @@
+/*
+ * SQLite export in the shape of Nsight Systems' export where the concepts
+ * match (table and column names, ns times, strings through StringIds,
+ * serialized process/thread ids), plus cutrace's own tables. The schema is
+ * documented column by column in docs/export.md; this file must keep to it.
+ *
+ * Times are ns since the job's time zero (decoder/export/export.h), on the job
+ * clock. Process and thread ids are serialized as Nsight Systems does, so
+ * its recipes apply: PID = globalPid / 0x1000000 % 0x1000000, TID =
+ * globalTid % 0x1000000; the bits from 48 up hold the trace's index + 1 (in
+ * RANKS), which keeps equal pids of different hosts apart.
+ *
+ * Rows are inserted with prepared statements in one transaction, one trace
+ * at a time; indexes for the usual joins are created at the end.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "decoder/util/demangle.h"
+#include "decoder/export/export.h"
+#include "decoder/util/names.h"
+#include "decoder/read/tracefile.h"
+
+static const char schema[] =
+    "PRAGMA journal_mode=OFF;PRAGMA synchronous=OFF;PRAGMA locking_mode=EXCLUSIVE;"
+    "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);"
+    "CREATE TABLE TARGET_INFO_SESSION_START_TIME (utcEpochNs INTEGER NOT NULL);"
+    "CREATE TABLE TARGET_INFO_SYSTEM_ENV (globalPid INTEGER NOT NULL, name TEXT NOT NULL,"
+    " value TEXT NOT NULL);"
+    "CREATE TABLE TARGET_INFO_GPU (id INTEGER NOT NULL, name TEXT NOT NULL, uuid TEXT NOT NULL,"
+    " totalMemory INTEGER NOT NULL, smCount INTEGER NOT NULL, cuDevice INTEGER NOT NULL,"
+    " globalPid INTEGER NOT NULL, rank INTEGER NOT NULL, host TEXT NOT NULL);"
+    "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER NOT NULL, end INTEGER NOT NULL,"
+    " deviceId INTEGER NOT NULL, streamId INTEGER NOT NULL, correlationId INTEGER NOT NULL,"
+    " globalPid INTEGER NOT NULL, demangledName INTEGER NOT NULL, shortName INTEGER NOT NULL,"
+    " mangledName INTEGER NOT NULL, gridX INTEGER NOT NULL, gridY INTEGER NOT NULL,"
+    " gridZ INTEGER NOT NULL, blockX INTEGER NOT NULL, blockY INTEGER NOT NULL,"
+    " blockZ INTEGER NOT NULL, dynamicSharedMemory INTEGER NOT NULL, source TEXT NOT NULL);"
+    "CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY (start INTEGER NOT NULL, end INTEGER NOT NULL,"
+    " deviceId INTEGER NOT NULL, streamId INTEGER NOT NULL, correlationId INTEGER NOT NULL,"
+    " globalPid INTEGER NOT NULL, bytes INTEGER NOT NULL, copyKind INTEGER NOT NULL);"
+    "CREATE TABLE CUPTI_ACTIVITY_KIND_MEMSET (start INTEGER NOT NULL, end INTEGER NOT NULL,"
+    " deviceId INTEGER NOT NULL, streamId INTEGER NOT NULL, correlationId INTEGER NOT NULL,"
+    " globalPid INTEGER NOT NULL, bytes INTEGER NOT NULL);"
+    "CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER NOT NULL, end INTEGER NOT NULL,"
+    " globalTid INTEGER NOT NULL, correlationId INTEGER NOT NULL, nameId INTEGER NOT NULL,"
+    " returnValue INTEGER NOT NULL, streamId INTEGER NOT NULL);"
+    "CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, end INTEGER, eventType INTEGER NOT NULL,"
+    " text TEXT, globalTid INTEGER NOT NULL, domainId INTEGER NOT NULL);"
+    "CREATE TABLE NCCL_OPS (start INTEGER NOT NULL, end INTEGER NOT NULL, gpuStart INTEGER,"
+    " gpuEnd INTEGER, gpuSource TEXT, globalTid INTEGER NOT NULL, rank INTEGER NOT NULL,"
+    " op TEXT NOT NULL, commHash TEXT NOT NULL, seq INTEGER NOT NULL, count INTEGER NOT NULL,"
+    " dtype TEXT NOT NULL, bytes INTEGER NOT NULL, redop TEXT NOT NULL, root INTEGER,"
+    " peer INTEGER, streamId INTEGER NOT NULL, groupId INTEGER NOT NULL,"
+    " correlationId INTEGER NOT NULL, commRank INTEGER NOT NULL, nranks INTEGER NOT NULL);"
+    "CREATE TABLE IO_SPANS (start INTEGER NOT NULL, end INTEGER NOT NULL,"
+    " globalTid INTEGER NOT NULL, rank INTEGER NOT NULL, op TEXT NOT NULL, fd INTEGER NOT NULL,"
+    " fdType TEXT NOT NULL, path TEXT NOT NULL, bytes INTEGER NOT NULL, result INTEGER NOT NULL,"
+    " offset INTEGER);"
+    "CREATE TABLE RANKS (rank INTEGER NOT NULL, host TEXT NOT NULL, globalPid INTEGER NOT NULL,"
+    " pid INTEGER NOT NULL, path TEXT NOT NULL, shiftNs INTEGER NOT NULL, skewNs INTEGER NOT NULL);"
+    "CREATE TABLE ITERATIONS (rank INTEGER NOT NULL, iteration INTEGER NOT NULL,"
+    " start INTEGER NOT NULL, end INTEGER NOT NULL, source TEXT NOT NULL);"
+    "CREATE TABLE ITERATION_METRICS (rank INTEGER NOT NULL, iteration INTEGER NOT NULL,"
+    " duration INTEGER NOT NULL, compute INTEGER NOT NULL, comm INTEGER NOT NULL,"
+    " memory INTEGER NOT NULL, idle INTEGER NOT NULL, exposedComm INTEGER NOT NULL,"
+    " bubble INTEGER NOT NULL);"
+    "BEGIN;";
+
+static const char indexes[] =
+    "CREATE INDEX kernel_corr ON CUPTI_ACTIVITY_KIND_KERNEL (globalPid, correlationId);"
+    "CREATE INDEX kernel_start ON CUPTI_ACTIVITY_KIND_KERNEL (start);"
+    "CREATE INDEX memcpy_corr ON CUPTI_ACTIVITY_KIND_MEMCPY (globalPid, correlationId);"
+    "CREATE INDEX memset_corr ON CUPTI_ACTIVITY_KIND_MEMSET (globalPid, correlationId);"
+    "CREATE INDEX runtime_corr ON CUPTI_ACTIVITY_KIND_RUNTIME (correlationId);"
+    "CREATE INDEX runtime_start ON CUPTI_ACTIVITY_KIND_RUNTIME (start);"
+    "CREATE INDEX nvtx_start ON NVTX_EVENTS (start);"
+    "CREATE INDEX nccl_corr ON NCCL_OPS (correlationId);"
+    "CREATE INDEX nccl_start ON NCCL_OPS (start);"
+    "CREATE INDEX io_start ON IO_SPANS (start);";
+
+enum stmt {
+    ST_STR,
+    ST_ENV,
+    ST_GPU_INFO,
+    ST_KERNEL,
+    ST_MEMCPY,
+    ST_MEMSET,
+    ST_RUNTIME,
+    ST_NVTX,
+    ST_NCCL,
+    ST_IO,
+    ST_RANK,
+    ST_ITER,
+    ST_ITER_M,
+    ST_COUNT
+};
+
+static const char *const stmt_sql[ST_COUNT] = {
+    [ST_STR] = "INSERT INTO StringIds VALUES (?,?)",
+    [ST_ENV] = "INSERT INTO TARGET_INFO_SYSTEM_ENV VALUES (?,?,?)",
+    [ST_GPU_INFO] = "INSERT INTO TARGET_INFO_GPU VALUES (?,?,?,?,?,?,?,?,?)",
+    [ST_KERNEL] =
+        "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    [ST_MEMCPY] = "INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY VALUES (?,?,?,?,?,?,?,?)",
+    [ST_MEMSET] = "INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET VALUES (?,?,?,?,?,?,?)",
+    [ST_RUNTIME] = "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?,?,?,?,?,?,?)",
+    [ST_NVTX] = "INSERT INTO NVTX_EVENTS VALUES (?,?,?,?,?,?)",
+    [ST_NCCL] = "INSERT INTO NCCL_OPS VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    [ST_IO] = "INSERT INTO IO_SPANS VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+    [ST_RANK] = "INSERT INTO RANKS VALUES (?,?,?,?,?,?,?)",
+    [ST_ITER] = "INSERT INTO ITERATIONS VALUES (?,?,?,?,?)",
+    [ST_ITER_M] = "INSERT INTO ITERATION_METRICS VALUES (?,?,?,?,?,?,?,?,?)",
+};
+
+/* StringIds: every distinct string once (open addressing, FNV-1a). */
+struct strtab {
+    char **s;
+    int64_t *id;
+    size_t cap, n;
+};
+
+struct sw {
+    sqlite3 *db;
+    sqlite3_stmt *st[ST_COUNT];
+    struct strtab strs;
+    struct ct_trace *t;
+    const struct ct_export_src *src;
+    int64_t shift, gpid;
+    int64_t *raw_ids; /* per trace: trace string id -> StringIds id (0: not yet) */
+    int64_t *dem_ids, *short_ids;
+    int rc; /* first SQLite error */
+};
+
+static uint64_t fnv(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 1099511628211ull;
+    return h;
+}
+
+static int step(struct sw *w, enum stmt k)
+{
+    sqlite3_stmt *s = w->st[k];
+    int rc = sqlite3_step(s);
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    if (rc != SQLITE_DONE && !w->rc)
+        w->rc = rc;
+    return rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+/* The StringIds id of s (inserted on first use); 0 on failure. */
+static int64_t str_id(struct sw *w, const char *s)
+{
+    struct strtab *T = &w->strs;
+    if (2 * (T->n + 1) > T->cap) {
+        size_t cap = T->cap ? T->cap * 2 : 1024;
+        char **ns = calloc(cap, sizeof(*ns));
+        int64_t *ni = calloc(cap, sizeof(*ni));
+        if (!ns || !ni) {
+            free(ns);
+            free(ni);
+            return 0;
+        }
+        for (size_t i = 0; i < T->cap; i++) {
+            if (!T->s[i])
+                continue;
+            size_t j = fnv(T->s[i]) & (cap - 1);
+            while (ns[j])
+                j = (j + 1) & (cap - 1);
+            ns[j] = T->s[i];
+            ni[j] = T->id[i];
+        }
+        free(T->s);
+        free(T->id);
+        T->s = ns;
+        T->id = ni;
+        T->cap = cap;
+    }
+    size_t j = fnv(s) & (T->cap - 1);
+    while (T->s[j]) {
+        if (!strcmp(T->s[j], s))
+            return T->id[j];
+        j = (j + 1) & (T->cap - 1);
+    }
+    char *d = strdup(s);
+    if (!d)
+        return 0;
+    T->s[j] = d;
+    T->id[j] = (int64_t)++T->n;
+    sqlite3_bind_int64(w->st[ST_STR], 1, T->id[j]);
+    sqlite3_bind_text(w->st[ST_STR], 2, s, -1, SQLITE_STATIC);
+    step(w, ST_STR);
+    return T->id[j];
+}
+
+#define S(id) ct_reader_string(&w->t->rd, (id))
+
+static int64_t raw_id(struct sw *w, uint64_t sid)
+{
+    if (sid >= w->t->rd.nstrs)
+        return str_id(w, S(sid));
+    if (!w->raw_ids[sid])
+        w->raw_ids[sid] = str_id(w, S(sid));
+    return w->raw_ids[sid];
+}
+
+/* The readable name of a kernel, and its last component without template
+ * arguments or namespaces (Nsight Systems' shortName). */
+static void kernel_ids(struct sw *w, uint64_t sid, int64_t *dem, int64_t *shrt)
+{
+    int cache = sid < w->t->rd.nstrs;
+    if (cache && w->dem_ids[sid]) {
+        *dem = w->dem_ids[sid];
+        *shrt = w->short_ids[sid];
+        return;
+    }
+    char buf[1024];
+    ct_demangle(S(sid), buf, sizeof(buf));
+    *dem = str_id(w, buf);
+    char *lt = strchr(buf, '<');
+    if (lt)
+        *lt = 0;
+    char *p = buf, *c;
+    while ((c = strstr(p, "::")))
+        p = c + 2;
+    *shrt = str_id(w, p);
+    if (cache) {
+        w->dem_ids[sid] = *dem;
+        w->short_ids[sid] = *shrt;
+    }
+}
+
+static void b_i(struct sw *w, enum stmt k, int col, int64_t v)
+{
+    sqlite3_bind_int64(w->st[k], col, v);
+}
+
+static void b_t(struct sw *w, enum stmt k, int col, const char *v)
+{
+    sqlite3_bind_text(w->st[k], col, v, -1, SQLITE_TRANSIENT);
+}
+
+static int64_t T(struct sw *w, uint64_t trace_ns)
+{
+    return (int64_t)trace_ns + w->shift;
+}
+
+static int cupti_copy_kind(uint64_t k)
+{
+    switch (k) {
+    case CT_COPY_HTOD: return 1;
+    case CT_COPY_DTOH: return 2;
+    case CT_COPY_DTOD: return 8;
+    case CT_COPY_HTOH: return 9;
+    case CT_COPY_PEER: return 10;
+    default: return 0;
+    }
+}
+
+static void gpu_row(struct sw *w, const struct ct_record *r)
+{
+    const uint64_t *f = r->f;
+    enum stmt k;
+    if (f[CT_GPU_TYPE] == CT_GPU_KERNEL)
+        k = ST_KERNEL;
+    else if (f[CT_GPU_TYPE] == CT_GPU_MEMCPY)
+        k = ST_MEMCPY;
+    else if (f[CT_GPU_TYPE] == CT_GPU_MEMSET)
+        k = ST_MEMSET;
+    else
+        return; /* NCCL intervals: NCCL_OPS.gpuStart/gpuEnd */
+    b_i(w, k, 1, T(w, f[CT_GPU_START]));
+    b_i(w, k, 2, T(w, f[CT_GPU_END]));
+    b_i(w, k, 3, (int64_t)f[CT_GPU_DEVICE]);
+    b_i(w, k, 4, (int64_t)f[CT_GPU_STREAM]);
+    b_i(w, k, 5, (int64_t)f[CT_GPU_CORR]);
+    b_i(w, k, 6, w->gpid);
+    if (k == ST_KERNEL) {
+        int64_t dem, shrt;
+        kernel_ids(w, f[CT_GPU_NAME], &dem, &shrt);
+        b_i(w, k, 7, dem);
+        b_i(w, k, 8, shrt);
+        b_i(w, k, 9, raw_id(w, f[CT_GPU_NAME]));
+        const struct ct_record *call = ct_trace_call(w->t, f[CT_GPU_CORR]);
+        int launch = call && call->kind == CT_REC_API && call->f[CT_API_FAMILY] == CT_FAM_LAUNCH;
+        for (int d = 0; d < 7; d++)
+            b_i(w, k, 10 + d, launch ? (int64_t)call->f[CT_API_GRID_X + d] : 0);
+        b_t(w, k, 17, ct_name_gpu_source(f[CT_GPU_SOURCE]));
+    } else {
+        b_i(w, k, 7, (int64_t)f[CT_GPU_BYTES]);
+        if (k == ST_MEMCPY)
+            b_i(w, k, 8, cupti_copy_kind(f[CT_GPU_COPY_KIND]));
+    }
+    step(w, k);
+}
+
+static void nccl_row(struct sw *w, const struct ct_record *r)
+{
+    const uint64_t *f = r->f;
+    enum stmt k = ST_NCCL;
+    char hex[24];
+    b_i(w, k, 1, T(w, f[CT_NCCL_START]));
+    b_i(w, k, 2, T(w, f[CT_NCCL_END]));
+    uint64_t gs, ge;
+    unsigned src = ct_trace_nccl_gpu(w->t, r, &gs, &ge);
+    if (src) {
+        b_i(w, k, 3, T(w, gs));
+        b_i(w, k, 4, T(w, ge));
+        b_t(w, k, 5, ct_name_gpu_source(src));
+    }
+    b_i(w, k, 6, w->gpid | r->tid);
+    b_i(w, k, 7, w->src->rank);
+    b_t(w, k, 8, ct_name_nccl_op(f[CT_NCCL_OP]));
+    snprintf(hex, sizeof(hex), "%016" PRIx64, f[CT_NCCL_COMM]);
+    b_t(w, k, 9, hex);
+    b_i(w, k, 10, (int64_t)f[CT_NCCL_SEQ]);
+    b_i(w, k, 11, (int64_t)f[CT_NCCL_COUNT]);
+    b_t(w, k, 12, ct_name_nccl_dtype(f[CT_NCCL_DTYPE]));
+    b_i(w, k, 13, (int64_t)f[CT_NCCL_BYTES]);
+    b_t(w, k, 14, ct_name_nccl_redop(f[CT_NCCL_REDOP]));
+    if ((int64_t)f[CT_NCCL_ROOT] >= 0)
+        b_i(w, k, 15, (int64_t)f[CT_NCCL_ROOT]);
+    if ((int64_t)f[CT_NCCL_PEER] >= 0)
+        b_i(w, k, 16, (int64_t)f[CT_NCCL_PEER]);
+    b_i(w, k, 17, (int64_t)f[CT_NCCL_STREAM]);
+    b_i(w, k, 18, (int64_t)f[CT_NCCL_GROUP]);
+    b_i(w, k, 19, (int64_t)f[CT_NCCL_CORR]);
+    b_i(w, k, 20, (int64_t)f[CT_NCCL_RANK]);
+    b_i(w, k, 21, (int64_t)f[CT_NCCL_NRANKS]);
+    step(w, k);
+}
+
+static void record_row(struct sw *w, const struct ct_record *r)
+{
+    const uint64_t *f = r->f;
+    enum stmt k;
+    switch (r->kind) {
+    case CT_REC_API:
+        k = ST_RUNTIME;
+        b_i(w, k, 1, T(w, f[CT_API_START]));
+        b_i(w, k, 2, T(w, f[CT_API_END]));
+        b_i(w, k, 3, w->gpid | r->tid);
+        b_i(w, k, 4, (int64_t)f[CT_API_CORR]);
+        b_i(w, k, 5, raw_id(w, f[CT_API_NAME]));
+        b_i(w, k, 6, (int64_t)f[CT_API_RESULT]);
+        b_i(w, k, 7, (int64_t)f[CT_API_STREAM]);
+        step(w, k);
+        break;
+    case CT_REC_GPU: gpu_row(w, r); break;
+    case CT_REC_NCCL: nccl_row(w, r); break;
+    case CT_REC_IO:
+        k = ST_IO;
+        b_i(w, k, 1, T(w, f[CT_IO_START]));
+        b_i(w, k, 2, T(w, f[CT_IO_END]));
+        b_i(w, k, 3, w->gpid | r->tid);
+        b_i(w, k, 4, w->src->rank);
+        b_t(w, k, 5, S(f[CT_IO_OP]));
+        b_i(w, k, 6, (int64_t)f[CT_IO_FD]);
+        b_t(w, k, 7, ct_name_fd_type(f[CT_IO_FD_TYPE]));
+        b_t(w, k, 8, S(f[CT_IO_PATH]));
+        b_i(w, k, 9, (int64_t)f[CT_IO_BYTES]);
+        b_i(w, k, 10, (int64_t)f[CT_IO_RESULT]);
+        if ((int64_t)f[CT_IO_OFFSET] >= 0)
+            b_i(w, k, 11, (int64_t)f[CT_IO_OFFSET]);
+        step(w, k);
+        break;
+    case CT_REC_NVTX_RANGE:
+    case CT_REC_NVTX_MARK: {
+        int mark = r->kind == CT_REC_NVTX_MARK;
+        k = ST_NVTX;
+        /* Nsight Systems' event types: 34 mark, 59 push/pop range, 60 start/end range */
+        b_i(w, k, 1, T(w, f[0]));
+        if (!mark)
+            b_i(w, k, 2, T(w, f[CT_NVTX_END]));
+        b_i(w, k, 3, mark ? 34 : f[CT_NVTX_DEPTH] ? 59 : 60);
+        b_t(w, k, 4, S(f[mark ? CT_MARK_MESSAGE : CT_NVTX_MESSAGE]));
+        b_i(w, k, 5, w->gpid | r->tid);
+        uint64_t dom = f[mark ? CT_MARK_DOMAIN : CT_NVTX_DOMAIN];
+        b_i(w, k, 6, dom ? raw_id(w, dom) : 0);
+        step(w, k);
+        break;
+    }
+    default: break;
+    }
+}
+
+static const char *meta_of(struct ct_trace *t, uint64_t scope, uint64_t id, const char *key)
+{
+    for (size_t i = 0; i < t->nmeta; i++) {
+        const uint64_t *f = t->meta[i].f;
+        if (f[CT_META_SCOPE] == scope && f[CT_META_SCOPE_ID] == id &&
+            !strcmp(ct_reader_string(&t->rd, f[CT_META_KEY]), key))
+            return ct_reader_string(&t->rd, f[CT_META_VALUE]);
+    }
+    return NULL;
+}
+
+/* RANKS, TARGET_INFO_SYSTEM_ENV and TARGET_INFO_GPU rows of one trace. */
+static void trace_info(struct sw *w, const struct ct_export_job *x, size_t idx)
+{
+    struct ct_trace *t = w->t;
+    const struct ct_export_src *s = w->src;
+    int64_t skew = 0;
+    for (size_t r = 0; r < x->job.nranks; r++)
+        if (x->job.ranks[r].rank == s->rank)
+            skew = x->job.ranks[r].skew_ns;
+    b_i(w, ST_RANK, 1, s->rank);
+    b_t(w, ST_RANK, 2, s->host ? s->host : "");
+    b_i(w, ST_RANK, 3, w->gpid);
+    b_i(w, ST_RANK, 4, s->pid);
+    b_t(w, ST_RANK, 5, s->path);
+    b_i(w, ST_RANK, 6, s->shift);
+    b_i(w, ST_RANK, 7, skew);
+    step(w, ST_RANK);
+    (void)idx;
+    uint64_t seen_dev[64];
+    size_t ndev = 0;
+    for (size_t i = 0; i < t->nmeta; i++) {
+        const uint64_t *f = t->meta[i].f;
+        if (f[CT_META_SCOPE] == CT_SCOPE_PROCESS) {
+            b_i(w, ST_ENV, 1, w->gpid);
+            b_t(w, ST_ENV, 2, S(f[CT_META_KEY]));
+            b_t(w, ST_ENV, 3, S(f[CT_META_VALUE]));
+            step(w, ST_ENV);
+        } else if (f[CT_META_SCOPE] == CT_SCOPE_DEVICE) {
+            uint64_t d = f[CT_META_SCOPE_ID];
+            size_t k = 0;
+            while (k < ndev && seen_dev[k] != d)
+                k++;
+            if (k < ndev || ndev == 64)
+                continue;
+            seen_dev[ndev++] = d;
+            const char *v;
+            b_i(w, ST_GPU_INFO, 1, (int64_t)d);
+            b_t(w, ST_GPU_INFO, 2, (v = meta_of(t, CT_SCOPE_DEVICE, d, "name")) ? v : "");
+            b_t(w, ST_GPU_INFO, 3, (v = meta_of(t, CT_SCOPE_DEVICE, d, "uuid")) ? v : "");
+            v = meta_of(t, CT_SCOPE_DEVICE, d, "total_memory");
+            b_i(w, ST_GPU_INFO, 4, v ? strtoll(v, NULL, 10) : 0);
+            v = meta_of(t, CT_SCOPE_DEVICE, d, "sm_count");
+            b_i(w, ST_GPU_INFO, 5, v ? strtoll(v, NULL, 10) : 0);
+            b_i(w, ST_GPU_INFO, 6, (int64_t)d);
+            b_i(w, ST_GPU_INFO, 7, w->gpid);
+            b_i(w, ST_GPU_INFO, 8, s->rank);
+            b_t(w, ST_GPU_INFO, 9, s->host ? s->host : "");
+            step(w, ST_GPU_INFO);
+        }
+    }
+}
+
+/* ITERATIONS and ITERATION_METRICS: the report's per-iteration figures. */
+static void iteration_rows(struct sw *w, const struct ct_export_job *x)
+{
+    const struct ct_report *rep = &x->rep;
+    for (size_t r = 0; r < rep->nr; r++) {
+        const struct ct_rank_result *rr = &rep->rr[r];
+        for (size_t i = 0; i < rr->niters; i++) {
+            const struct ct_iter *it = &rr->iters[i];
+            const struct ct_iter_metrics *m = &rr->im[i];
+            b_i(w, ST_ITER, 1, rr->rank->rank);
+            b_i(w, ST_ITER, 2, it->index);
+            b_i(w, ST_ITER, 3, it->s - x->job.t0);
+            b_i(w, ST_ITER, 4, it->e - x->job.t0);
+            b_t(w, ST_ITER, 5, ct_iter_source_name(rr->iter_src));
+            step(w, ST_ITER);
+            int64_t v[9] = {rr->rank->rank, it->index, it->e - it->s,   m->compute, m->comm,
+                            m->memory,      m->idle,   m->exposed_comm, m->bubble};
+            for (int c = 0; c < 9; c++)
+                b_i(w, ST_ITER_M, c + 1, v[c]);
+            step(w, ST_ITER_M);
+        }
+    }
+}
+
+int ct_export_sqlite(const char *out, struct ct_export_job *x, struct ct_progress *pr, char *err,
+                     size_t errlen)
+{
+    struct sw w = {0};
+    int rc = 0;
+    unlink(out); /* a new database, not an addition to an old one */
+    if (sqlite3_open_v2(out, &w.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
+        SQLITE_OK) {
+        snprintf(err, errlen, "-o %s: %s", out, w.db ? sqlite3_errmsg(w.db) : "out of memory");
+        sqlite3_close(w.db);
+        return -EIO;
+    }
+    char *msg = NULL;
+    if (sqlite3_exec(w.db, schema, NULL, NULL, &msg) != SQLITE_OK)
+        goto sql_error;
+    for (int k = 0; k < ST_COUNT; k++)
+        if (sqlite3_prepare_v2(w.db, stmt_sql[k], -1, &w.st[k], NULL) != SQLITE_OK)
+            goto sql_error;
+    {
+        sqlite3_stmt *st;
+        if (sqlite3_prepare_v2(w.db, "INSERT INTO TARGET_INFO_SESSION_START_TIME VALUES (?)", -1,
+                               &st, NULL) != SQLITE_OK)
+            goto sql_error;
+        sqlite3_bind_int64(st, 1, x->origin_realtime_ns);
+        sqlite3_step(st);
+        sqlite3_finalize(st);
+    }
+    for (size_t i = 0; i < x->nsrc && !rc && !w.rc; i++) {
+        struct ct_trace t;
+        ct_progress_update(pr, "writing trace", i + 1, x->nsrc, 0);
+        rc = ct_trace_load(&t, x->src[i].path, 1, err, errlen);
+        if (rc)
+            break;
+        w.t = &t;
+        w.src = &x->src[i];
+        w.shift = x->src[i].shift;
+        w.gpid =
+            (int64_t)(((uint64_t)(i + 1) << 48) | ((uint64_t)(x->src[i].pid & 0xffffff) << 24));
+        size_t ns = t.rd.nstrs + 1;
+        w.raw_ids = calloc(ns, sizeof(int64_t));
+        w.dem_ids = calloc(ns, sizeof(int64_t));
+        w.short_ids = calloc(ns, sizeof(int64_t));
+        if (!w.raw_ids || !w.dem_ids || !w.short_ids) {
+            snprintf(err, errlen, "out of memory");
+            rc = -ENOMEM;
+        } else {
+            trace_info(&w, x, i);
+            for (size_t k = 0; k < t.n && !w.rc; k++) {
+                if ((k & 0xffff) == 0)
+                    ct_progress_update(pr, "writing trace", i + 1, x->nsrc,
+                                       100.0 * (double)k / (double)t.n);
+                record_row(&w, &t.recs[k]);
+            }
+        }
+        free(w.raw_ids);
+        free(w.dem_ids);
+        free(w.short_ids);
+        ct_trace_free(&t);
+    }
+    if (!rc && !w.rc)
+        iteration_rows(&w, x);
+    if (!rc && w.rc) {
+        snprintf(err, errlen, "-o %s: %s", out, sqlite3_errstr(w.rc));
+        rc = -EIO;
+    }
+    if (!rc && (sqlite3_exec(w.db, indexes, NULL, NULL, &msg) != SQLITE_OK ||
+                sqlite3_exec(w.db, "COMMIT;", NULL, NULL, &msg) != SQLITE_OK))
+        goto sql_error;
+    goto out;
+sql_error:
+    snprintf(err, errlen, "-o %s: %s", out, msg ? msg : sqlite3_errmsg(w.db));
+    rc = -EIO;
+out:
+    sqlite3_free(msg);
+    for (int k = 0; k < ST_COUNT; k++)
+        sqlite3_finalize(w.st[k]);
+    if (sqlite3_close(w.db) != SQLITE_OK && !rc) {
+        snprintf(err, errlen, "-o %s: error closing the database", out);
+        rc = -EIO;
+    }
+    for (size_t i = 0; i < w.strs.cap; i++)
+        free(w.strs.s[i]);
+    free(w.strs.s);
+    free(w.strs.id);
+    return rc;
+}

@@ -1,0 +1,403 @@
+/*
+ * Streaming extraction of one trace file into a struct ct_proc, straight
+ * from the decoder's blocks of columns (struct ct_block): no record array,
+ * no record copied, no sort of records.
+ * Memory is the compact timeline (40-byte GPU intervals, 8-byte launch
+ * times, NCCL ops, host interval sets) plus 16 bytes of join key per API
+ * and GPU record, freed before returning.
+ *
+ * The result is exactly what ct_proc_extract() builds from a loaded trace
+ * (tests/unit/test_extract.c checks it on shuffled traces), which walks the
+ * records sorted by start time (stable: file order breaks ties). Here:
+ *   - times are kept raw and the clock offset is added at the end, when
+ *     every CLOCK record has been seen;
+ *   - joins by correlation id (GPU interval -> launching call, NCCL op ->
+ *     "has a GPU record", launch -> "was timed") are sort-merges of
+ *     (corr, value) keys at the end; ids are a per-process counter, so the
+ *     keys are nearly always sorted already and the sort is a check;
+ *   - GPU intervals, NCCL ops and step ranges are appended in file order
+ *     and stably sorted by their record's start time at the end (records of
+ *     a file are time-ordered only per thread chunk), which reproduces the
+ *     order of the sorted-record walk; name indexes are renumbered in order
+ *     of first use in that order.
+ * The joins and ordering at the end are in extract_join.c. Never prints;
+ * safe to run concurrently on different files.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decoder/read/extract_int.h"
+#include "decoder/util/stats.h"
+#include "decoder/read/timeline.h"
+#include "src/config.h"
+
+static void ex_free(struct ex *x)
+{
+    ct_hcollect_free(&x->health);
+    struct ct_vec *v[] = {&x->ops,  &x->gcorr, &x->calls, &x->timed,    &x->nccl,  &x->nsynth,
+                          &x->nord, &x->steps, &x->sord,  &x->launches, &x->clock, &x->name_sid,
+                          &x->nfb,  &x->gend,  &x->gendv, &x->nkl};
+    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+        free(v[i]->p);
+    free(x->name_map);
+    free(x->kcls);
+}
+
+static int name_of(struct ex *x, uint64_t sid, uint32_t *out)
+{
+    if (sid >= x->name_mapn) {
+        size_t n = x->name_mapn ? x->name_mapn : 64;
+        while (n <= sid)
+            n *= 2;
+        uint32_t *m = realloc(x->name_map, n * sizeof(*m));
+        if (!m)
+            return -ENOMEM;
+        memset(m + x->name_mapn, 0, (n - x->name_mapn) * sizeof(*m));
+        x->name_map = m;
+        x->name_mapn = n;
+    }
+    if (!x->name_map[sid]) {
+        if (ct_vec_room(&x->name_sid, sizeof(uint32_t)))
+            return -ENOMEM;
+        ((uint32_t *)x->name_sid.p)[x->name_sid.n++] = (uint32_t)sid;
+        x->name_map[sid] = (uint32_t)x->name_sid.n;
+    }
+    *out = x->name_map[sid] - 1;
+    return 0;
+}
+
+/* Field i of the row a handler is given: c is its kind's column block at
+ * the row, st that block's row count (struct ct_block). */
+#define FLD(i) c[(size_t)(i)*st]
+
+static int on_gpu(struct ex *x, const uint64_t *c, size_t st)
+{
+    uint64_t idx = NONE;
+    if (FLD(CT_GPU_TYPE) != CT_GPU_SYNC && FLD(CT_GPU_END) > FLD(CT_GPU_START)) {
+        if (ct_vec_room(&x->ops, sizeof(struct ct_gop)))
+            return -ENOMEM;
+        struct ct_gop *g = (struct ct_gop *)x->ops.p + x->ops.n;
+        memset(g, 0, sizeof(*g));
+        g->s = (int64_t)FLD(CT_GPU_START);
+        g->e = (int64_t)FLD(CT_GPU_END);
+        g->stream = (uint32_t)FLD(CT_GPU_STREAM);
+        g->type = (uint8_t)FLD(CT_GPU_TYPE);
+        if (name_of(x, FLD(CT_GPU_NAME), &g->name))
+            return -ENOMEM;
+        ct_cov_source(&x->p->cov, FLD(CT_GPU_SOURCE));
+        idx = x->ops.n++;
+    }
+    return ct_kv_push(&x->gcorr, FLD(CT_GPU_CORR), idx);
+}
+
+static int push_launch(struct ex *x, uint64_t t)
+{
+    if (ct_vec_room(&x->launches, sizeof(int64_t)))
+        return -ENOMEM;
+    ((int64_t *)x->launches.p)[x->launches.n++] = (int64_t)t;
+    return 0;
+}
+
+static int on_nccl(struct ex *x, const uint64_t *c, size_t st, uint32_t tid)
+{
+    if (ct_vec_room(&x->nccl, sizeof(struct ct_nop)) || ct_vec_room(&x->nsynth, sizeof(uint64_t)) ||
+        ct_vec_room(&x->nfb, sizeof(struct nccl_fb)) ||
+        ct_kv_push(&x->nord, FLD(CT_NCCL_START), x->ord))
+        return -ENOMEM;
+    ((struct nccl_fb *)x->nfb.p)[x->nfb.n++] =
+        (struct nccl_fb){FLD(CT_NCCL_GROUP), (uint32_t)FLD(CT_NCCL_STREAM), tid};
+    struct ct_nop *n = (struct ct_nop *)x->nccl.p + x->nccl.n;
+    memset(n, 0, sizeof(*n));
+    n->host_s = (int64_t)FLD(CT_NCCL_START);
+    n->host_e = (int64_t)FLD(CT_NCCL_END);
+    n->comm = FLD(CT_NCCL_COMM);
+    n->seq = FLD(CT_NCCL_SEQ);
+    n->bytes = FLD(CT_NCCL_BYTES);
+    n->corr = FLD(CT_NCCL_CORR);
+    n->comm_rank = (int32_t)FLD(CT_NCCL_RANK);
+    n->peer = (int32_t)FLD(CT_NCCL_PEER);
+    n->nranks = (int32_t)FLD(CT_NCCL_NRANKS);
+    n->op = (uint8_t)FLD(CT_NCCL_OP);
+    n->cls = CT_CL_OTHER;
+    uint64_t synth = NONE;
+    if (FLD(CT_NCCL_GPU_START) && FLD(CT_NCCL_GPU_END) > FLD(CT_NCCL_GPU_START)) {
+        n->s = (int64_t)FLD(CT_NCCL_GPU_START);
+        n->e = (int64_t)FLD(CT_NCCL_GPU_END);
+        /* the op's own interval is its GPU time only if no GPU record
+         * carries its correlation id, known at the end: add it in file
+         * order now and drop it then if one does */
+        if (ct_vec_room(&x->ops, sizeof(struct ct_gop)))
+            return -ENOMEM;
+        struct ct_gop *g = (struct ct_gop *)x->ops.p + x->ops.n;
+        memset(g, 0, sizeof(*g));
+        g->s = n->s;
+        g->e = n->e;
+        g->launch = n->host_s;
+        g->stream = (uint32_t)FLD(CT_NCCL_STREAM);
+        g->type = CT_GPU_NCCL;
+        g->op = n->op;
+        g->cls = CT_CL_OTHER;
+        g->nccl = (int32_t)x->nccl.n;
+        g->name = SYNTHETIC;
+        synth = x->ops.n++;
+    }
+    ((uint64_t *)x->nsynth.p)[x->nsynth.n++] = synth;
+    x->nccl.n++;
+    return push_launch(x, FLD(CT_NCCL_START));
+}
+
+/* Whether kernel string id sid names an NCCL kernel (cached per id). */
+static int is_nccl_kernel(struct ex *x, uint64_t sid, int *yes)
+{
+    if (sid >= x->kclsn) {
+        size_t n = x->kclsn ? x->kclsn : 64;
+        while (n <= sid)
+            n *= 2;
+        uint8_t *k = realloc(x->kcls, n);
+        if (!k)
+            return -ENOMEM;
+        memset(k + x->kclsn, 0, n - x->kclsn);
+        x->kcls = k;
+        x->kclsn = n;
+    }
+    if (!x->kcls[sid]) {
+        const char *name = ct_reader_string(x->rd, sid);
+        x->kcls[sid] =
+            name && (!strncmp(name, "ncclDevKernel", 13) || !strncmp(name, "ncclKernel", 10)) ? 2
+                                                                                              : 1;
+    }
+    *yes = x->kcls[sid] == 2;
+    return 0;
+}
+
+/* What the NCCL fallbacks need from API records: ncclGroupEnd spans (their
+ * correlation id is the group's id) and launches of NCCL kernels. */
+static int note_nccl_calls(struct ex *x, const uint64_t *c, size_t st, uint32_t tid)
+{
+    uint64_t fam = FLD(CT_API_FAMILY);
+    struct span sp = {(int64_t)FLD(CT_API_START), (int64_t)FLD(CT_API_END), tid};
+    if (fam == CT_FAM_OTHER) {
+        uint64_t sid = FLD(CT_API_NAME);
+        if (!x->gend_sid) {
+            const char *name = ct_reader_string(x->rd, sid);
+            if (!name || strcmp(name, "ncclGroupEnd") != 0)
+                return 0;
+            x->gend_sid = sid;
+        }
+        if (sid != x->gend_sid || ct_vec_room(&x->gendv, sizeof(struct span)))
+            return sid != x->gend_sid ? 0 : -ENOMEM;
+        ((struct span *)x->gendv.p)[x->gendv.n] = sp;
+        return ct_kv_push(&x->gend, FLD(CT_API_CORR), x->gendv.n++);
+    }
+    if (fam != CT_FAM_LAUNCH)
+        return 0;
+    int yes;
+    if (is_nccl_kernel(x, FLD(CT_API_KERNEL), &yes))
+        return -ENOMEM;
+    if (!yes)
+        return 0;
+    if (ct_vec_room(&x->nkl, sizeof(struct nccl_launch)))
+        return -ENOMEM;
+    ((struct nccl_launch *)x->nkl.p)[x->nkl.n++] = (struct nccl_launch){sp, FLD(CT_API_CORR)};
+    return 0;
+}
+
+static int on_api(struct ex *x, const uint64_t *c, size_t st, uint32_t tid)
+{
+    uint64_t fam = FLD(CT_API_FAMILY);
+    struct ct_proc *p = x->p;
+    int rc = ct_kv_push(&x->calls, FLD(CT_API_CORR), FLD(CT_API_START));
+    if (!rc && (fam == CT_FAM_OTHER || fam == CT_FAM_LAUNCH))
+        rc = note_nccl_calls(x, c, st, tid);
+    if (!rc && (fam == CT_FAM_LAUNCH || fam == CT_FAM_MEMCPY || fam == CT_FAM_MEMSET)) {
+        rc = push_launch(x, FLD(CT_API_START));
+        if (!rc && !(FLD(CT_API_FLAGS) & CT_APIF_CAPTURED))
+            rc = ct_u64_push(&x->timed, FLD(CT_API_CORR));
+    }
+    int64_t s = (int64_t)FLD(CT_API_START), e = (int64_t)FLD(CT_API_END);
+    if (!rc &&
+        (fam == CT_FAM_SYNC || (fam == CT_FAM_MEMCPY && !(FLD(CT_API_FLAGS) & CT_APIF_ASYNC))))
+        rc = ct_ivset_add(&p->sync, s, e);
+    if (!rc && fam == CT_FAM_MEMCPY && FLD(CT_API_COPY_KIND) == CT_COPY_DTOH &&
+        FLD(CT_API_BYTES) >= CKPT_BYTES)
+        rc = ct_ivset_add(&p->ckpt, s, e);
+    return rc;
+}
+
+static int on_step(struct ex *x, const struct ct_record *r)
+{
+    int mark = r->kind == CT_REC_NVTX_MARK;
+    const char *msg = ct_reader_string(x->rd, mark ? r->f[CT_MARK_MESSAGE] : r->f[CT_NVTX_MESSAGE]);
+    if (!ct_step_matches(msg, x->step))
+        return 0;
+    if (ct_vec_room(&x->steps, sizeof(struct ct_range)) || ct_vec_room(&x->sord, sizeof(uint64_t)))
+        return -ENOMEM;
+    struct ct_range *g = (struct ct_range *)x->steps.p + x->steps.n;
+    g->s = (int64_t)r->f[0];
+    g->e = mark ? g->s : (int64_t)r->f[CT_NVTX_END];
+    g->num = ct_step_number(msg);
+    ((uint64_t *)x->sord.p)[x->sord.n++] = x->ord;
+    x->steps.n++;
+    return 0;
+}
+
+static int on_meta(struct ex *x, const uint64_t *f)
+{
+    if (f[CT_META_SCOPE] != CT_SCOPE_PROCESS)
+        return 0;
+    const char *key = ct_reader_string(x->rd, f[CT_META_KEY]);
+    if (!strcmp(key, "rank")) { /* the last valid one, as ct_trace_load */
+        long long v;
+        if (ct_parse_int(ct_reader_string(x->rd, f[CT_META_VALUE]), 0, INT32_MAX, &v) == 0)
+            x->p->rank = v;
+    } else if (!strcmp(key, "host") && !x->have_host) { /* the first, as ct_trace_meta */
+        x->host_sid = f[CT_META_VALUE];
+        x->have_host = 1;
+    } else if (!strcmp(key, "ppid") && !x->have_ppid) {
+        x->ppid_sid = f[CT_META_VALUE];
+        x->have_ppid = 1;
+    }
+    return 0;
+}
+
+/* The kinds that are a small part of a trace, as whole records. */
+static int on_other(struct ex *x, const struct ct_record *r)
+{
+    const uint64_t *f = r->f;
+    switch (r->kind) {
+    case CT_REC_IO: {
+        const char *op = ct_reader_string(x->rd, f[CT_IO_OP]);
+        if (ct_is_data_wait(op, f[CT_IO_FD_TYPE]))
+            return ct_ivset_add(&x->p->data_wait, (int64_t)f[CT_IO_START], (int64_t)f[CT_IO_END]);
+        if (ct_is_ckpt_io(op, f[CT_IO_FD_TYPE]))
+            return ct_ivset_add(&x->p->ckpt, (int64_t)f[CT_IO_START], (int64_t)f[CT_IO_END]);
+        return 0;
+    }
+    case CT_REC_NVTX_RANGE:
+    case CT_REC_NVTX_MARK: return on_step(x, r);
+    case CT_REC_CLOCK:
+        if (ct_vec_room(&x->clock, sizeof(int64_t)))
+            return -ENOMEM;
+        ((int64_t *)x->clock.p)[x->clock.n++] = (int64_t)(f[CT_CLOCK_REAL] - f[CT_CLOCK_MONO]);
+        return 0;
+    case CT_REC_META: {
+        int rc = on_meta(x, f);
+        return rc ? rc : ct_hcollect_record(&x->health, x->rd, r);
+    }
+    case CT_REC_COUNTER: return ct_hcollect_record(&x->health, x->rd, r);
+    case CT_REC_DROP: x->p->cov.dropped += f[CT_DROP_COUNT]; return 0;
+    default: return 0;
+    }
+}
+
+/* A block of decoded rows in file order: calls, GPU records and NCCL ops
+ * read straight from the decoder's columns; the rest as records. */
+static int on_block(void *ctx, const struct ct_block *b)
+{
+    struct ex *x = ctx;
+    size_t pos[CT_REC_KIND_COUNT] = {0};
+    for (size_t t = 0; t < b->n; t++) {
+        unsigned k = b->kinds[t];
+        size_t st = b->cnt[k];
+        const uint64_t *c = b->col[k] + pos[k]++;
+        int rc;
+        if (k == CT_REC_GPU) {
+            rc = on_gpu(x, c, st);
+        } else if (k == CT_REC_API) {
+            rc = on_api(x, c, st, b->tid);
+        } else if (k == CT_REC_NCCL) {
+            rc = on_nccl(x, c, st, b->tid);
+        } else {
+            struct ct_record r = {.kind = (uint16_t)k, .tid = b->tid};
+            r.nfields = ct_kind_table[k].nfields;
+            for (unsigned i = 0; i < r.nfields; i++)
+                r.f[i] = c[i * st];
+            rc = on_other(x, &r);
+        }
+        x->ord++;
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+#define F(x) (UINT32_C(1) << (x))
+
+/* The fields the handlers above read, for the two kinds that are most of a
+ * trace (calls and GPU records): the decoder skips the others (grid and
+ * block sizes, results, devices...), a third of its work. Every other kind
+ * is read whole. A handler that reads a new field must add it here: it
+ * would otherwise see 0 (tests/unit's extract suite compares against a
+ * full decode). */
+static const uint32_t *extract_fields(void)
+{
+    static uint32_t m[CT_REC_KIND_COUNT];
+    if (!m[0]) {
+        for (unsigned k = 0; k < CT_REC_KIND_COUNT; k++)
+            m[k] = UINT32_MAX;
+        m[CT_REC_API] = F(CT_API_START) | F(CT_API_END) | F(CT_API_NAME) | F(CT_API_CORR) |
+                        F(CT_API_FAMILY) | F(CT_API_KERNEL) | F(CT_API_BYTES) |
+                        F(CT_API_COPY_KIND) | F(CT_API_FLAGS);
+        m[CT_REC_GPU] = F(CT_GPU_START) | F(CT_GPU_END) | F(CT_GPU_STREAM) | F(CT_GPU_CORR) |
+                        F(CT_GPU_TYPE) | F(CT_GPU_NAME) | F(CT_GPU_SOURCE);
+    }
+    return m;
+}
+
+#undef F
+
+int ct_proc_extract_file(const char *path, const char *step_name, struct ct_proc *p, char *err,
+                         size_t errlen)
+{
+    memset(p, 0, sizeof(*p));
+    p->rank = -1;
+    struct ct_reader rd;
+    struct ex x = {.p = p, .rd = &rd, .step = step_name ? step_name : "ProfilerStep"};
+    ct_hcollect_init(&x.health);
+    p->path = strdup(path);
+    if (!p->path) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        return -ENOMEM;
+    }
+    int rc = ct_reader_open(&rd, p->path);
+    if (rc) {
+        snprintf(err, errlen, "%s", rd.err);
+        ct_proc_free(p);
+        return rc;
+    }
+    struct ct_chunk_sink sink = {&x, NULL, NULL, extract_fields(), on_block};
+    while ((rc = ct_reader_next(&rd, &sink)) > 0)
+        ;
+    if (rc < 0) {
+        if (rc == -ENOMEM)
+            snprintf(err, errlen, "%s: out of memory", path);
+        else
+            snprintf(err, errlen, "%s", rd.err[0] ? rd.err : strerror(-rc));
+        goto fail;
+    }
+    p->pid = rd.hdr.pid;
+    p->cov.processes = 1;
+    p->cov.truncated = !rd.has_footer;
+    p->cov.damaged = rd.damage_total;
+    p->clock_offset = x.clock.n ? ct_median_i64(x.clock.p, x.clock.n)
+                                : (int64_t)(rd.hdr.start_real_ns - rd.hdr.start_mono_ns);
+    const char *pp = x.have_ppid ? ct_reader_string(&rd, x.ppid_sid) : NULL;
+    p->ppid = pp ? (uint32_t)strtoul(pp, NULL, 10) : 0;
+    p->host = strdup(x.have_host ? ct_reader_string(&rd, x.host_sid) : "");
+    rc = p->host ? ct_extract_finish(&x) : -ENOMEM;
+    if (rc) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        goto fail;
+    }
+    ct_hcollect_publish(&x.health, p->path);
+    ex_free(&x);
+    ct_reader_close(&rd);
+    return 0;
+fail:
+    ex_free(&x);
+    ct_reader_close(&rd);
+    ct_proc_free(p);
+    return rc;
+}

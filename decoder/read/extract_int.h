@@ -1,0 +1,75 @@
+/*
+ * What the two halves of the streaming extraction share (decoder/read/extract.c
+ * gathers a file's records in one pass, extract_join.c joins and orders
+ * them at the end): the gathering state and its element types.
+ */
+#ifndef CT_EXTRACT_INT_H
+#define CT_EXTRACT_INT_H
+
+#include <stdint.h>
+
+#include "decoder/analysis/health.h"
+#include "decoder/util/keys.h"
+#include "decoder/read/timeline.h"
+
+struct ct_reader;
+
+#define NONE       UINT64_MAX
+#define SYNTHETIC  UINT32_MAX /* provisional name of an op made from an NCCL record */
+#define CKPT_BYTES (16ull << 20)
+
+/* A host span on one thread (raw times). */
+struct span {
+    int64_t s, e;
+    uint32_t tid;
+};
+
+/* Per NCCL op, for the GPU-time fallbacks (tracefile.h, ct_trace_nccl_gpu):
+ * its group, stream and thread. */
+struct nccl_fb {
+    uint64_t group;
+    uint32_t stream, tid;
+};
+
+/* A launch of an NCCL kernel: the call's span and correlation id. */
+struct nccl_launch {
+    struct span sp;
+    uint64_t corr;
+};
+
+struct ex {
+    struct ct_proc *p;
+    struct ct_reader *rd;
+    const char *step;
+    uint64_t ord;         /* records seen so far: file order */
+    struct ct_vec ops;    /* struct ct_gop, raw times; name = provisional index */
+    struct ct_vec gcorr;  /* kv (corr, op index or NONE) of every GPU record */
+    struct ct_vec calls;  /* kv (corr, raw host start) of every API record */
+    struct ct_vec timed;  /* uint64 corr of launches/copies/memsets that want a GPU record */
+    struct ct_vec nccl;   /* struct ct_nop, raw times; stays in file order until the end */
+    struct ct_vec nsynth; /* op index made from each NCCL op's own interval, or NONE */
+    struct ct_vec nord;   /* kv (raw host start, file order) of each NCCL op */
+    struct ct_vec nfb;    /* struct nccl_fb of each NCCL op: what the fallbacks need */
+    struct ct_vec gend;   /* kv (corr, index into gendv) of ncclGroupEnd API records */
+    struct ct_vec gendv;  /* struct span of each ncclGroupEnd record */
+    struct ct_vec nkl;    /* struct nccl_launch: launches of ncclDevKernel_* kernels */
+    uint8_t *kcls;        /* per kernel string id: 0 unknown, 1 not NCCL, 2 NCCL */
+    size_t kclsn;
+    uint64_t gend_sid;      /* string id of "ncclGroupEnd", 0 until seen */
+    struct ct_vec steps;    /* struct ct_range, raw times */
+    struct ct_vec sord;     /* file order of each step */
+    struct ct_vec launches; /* int64 raw host starts */
+    struct ct_vec clock;    /* int64 realtime - monotonic of each CLOCK record */
+    uint32_t *name_map;     /* trace string id -> provisional name index + 1 */
+    size_t name_mapn;
+    struct ct_vec name_sid; /* uint32 trace string id of each provisional name */
+    uint64_t host_sid, ppid_sid;
+    int have_host, have_ppid;
+    struct ct_hcollect health; /* counters, for decoder/analysis/health.c's cache */
+};
+
+/* extract_join.c: the joins by correlation id, the NCCL GPU-time fallbacks
+ * and the final ordering into x->p. 0 or -ENOMEM. */
+int ct_extract_finish(struct ex *x);
+
+#endif

@@ -1,0 +1,457 @@
+/*
+ * The end of a file's streaming extraction (decoder/read/extract.c): joins by
+ * correlation id, the GPU-time fallbacks of NCCL ops, and the ordering of
+ * GPU intervals, NCCL ops and steps by their record's start, with the
+ * clock offset applied.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decoder/read/extract_int.h"
+#include "decoder/util/stats.h"
+#include "src/reader.h"
+
+/* The GPU interval standing for NCCL op i when no GPU record carries its
+ * own correlation id (the rules of ct_trace_nccl_gpu in tracefile.h): a
+ * record of its group's id (an event pair around the outermost
+ * ncclGroupEnd; the one on the op's stream if there are several), else the
+ * ncclDevKernel launch made inside the op's call, or inside its group's
+ * ncclGroupEnd, on the same thread. Returns an op index or NONE. */
+static uint64_t nccl_fallback(struct ex *x, size_t i)
+{
+    const struct ct_nop *n = (const struct ct_nop *)x->nccl.p + i;
+    const struct nccl_fb *fb = (const struct nccl_fb *)x->nfb.p + i;
+    const struct ct_kv *gc = x->gcorr.p;
+    const struct ct_gop *ops = x->ops.p;
+    struct span sp = {n->host_s, n->host_e, fb->tid};
+    if (fb->group) {
+        uint64_t pick = NONE;
+        for (long k = ct_kv_find(&x->gcorr, fb->group);
+             k >= 0 && (size_t)k < x->gcorr.n && gc[k].key == fb->group; k++) {
+            if (gc[k].val == NONE || ops[gc[k].val].type != CT_GPU_NCCL)
+                continue;
+            if (pick == NONE || ops[gc[k].val].stream == fb->stream)
+                pick = gc[k].val;
+        }
+        if (pick != NONE)
+            return pick;
+        long gi = ct_kv_find(&x->gend, fb->group);
+        if (gi < 0)
+            return NONE;
+        sp = ((const struct span *)x->gendv.p)[((const struct ct_kv *)x->gend.p)[gi].val];
+    }
+    const struct nccl_launch *kl = x->nkl.p;
+    for (size_t k = 0; k < x->nkl.n; k++) {
+        if (kl[k].sp.tid != sp.tid || kl[k].sp.s < sp.s || kl[k].sp.e > sp.e)
+            continue;
+        long g = ct_kv_find(&x->gcorr, kl[k].corr);
+        for (; g >= 0 && (size_t)g < x->gcorr.n && gc[g].key == kl[k].corr; g++)
+            if (gc[g].val != NONE && ops[gc[g].val].type == CT_GPU_KERNEL)
+                return gc[g].val;
+    }
+    return NONE;
+}
+
+/* Links NCCL op i to GPU interval o; an interval already linked to another
+ * op of the same group is copied (a fused kernel, or a group's event pair,
+ * is each member's GPU time). */
+static int link_nccl(struct ex *x, uint64_t o, size_t i)
+{
+    struct ct_gop *ops = x->ops.p;
+    if (ops[o].nccl < 0) {
+        ops[o].nccl = (int32_t)i;
+        return 0;
+    }
+    if (ct_vec_room(&x->ops, sizeof(struct ct_gop)))
+        return -ENOMEM;
+    ops = x->ops.p;
+    ops[x->ops.n] = ops[o];
+    ops[x->ops.n++].nccl = (int32_t)i;
+    return 0;
+}
+
+/*
+ * The kernels NCCL launched inside an op's call (or its group's
+ * ncclGroupEnd) that are not the op's GPU time — the plugin or an event
+ * pair timed the op — still belong to it: they are linked for their class
+ * (nested), so one op's work is not data-parallel as a kernel and "other"
+ * as an op.
+ */
+static int link_nested(struct ex *x)
+{
+    size_t nn = x->nccl.n, nl = x->nkl.n;
+    if (!nn || !nl)
+        return 0;
+    const struct ct_nop *nccl = x->nccl.p;
+    const struct nccl_fb *fb = x->nfb.p;
+    const struct nccl_launch *kl = x->nkl.p;
+    struct span *sp = malloc(nn * sizeof(*sp));
+    struct ct_kv *bys = malloc(nn * sizeof(*bys)), *byl = malloc(nl * sizeof(*byl));
+    struct {
+        uint32_t tid;
+        size_t span;
+    } last[64];
+    size_t nlast = 0;
+    int rc = sp && bys && byl ? 0 : -ENOMEM;
+    for (size_t i = 0; i < nn && !rc; i++) {
+        sp[i] = (struct span){nccl[i].host_s, nccl[i].host_e, fb[i].tid};
+        long g = fb[i].group ? ct_kv_find(&x->gend, fb[i].group) : -1;
+        if (g >= 0)
+            sp[i] = ((const struct span *)x->gendv.p)[((const struct ct_kv *)x->gend.p)[g].val];
+        bys[i] = (struct ct_kv){(uint64_t)sp[i].s, i};
+    }
+    for (size_t k = 0; k < nl && !rc; k++)
+        byl[k] = (struct ct_kv){(uint64_t)kl[k].sp.s, k};
+    if (!rc)
+        rc = ct_kv_sort(bys, nn) ? -ENOMEM : ct_kv_sort(byl, nl) ? -ENOMEM : 0;
+    const struct ct_kv *gc = x->gcorr.p;
+    struct ct_gop *ops = x->ops.p;
+    for (size_t k = 0, s = 0; k < nl && !rc; k++) {
+        const struct nccl_launch *l = &kl[byl[k].val];
+        /* the latest span of each thread that starts at or before l */
+        for (; s < nn && (int64_t)bys[s].key <= l->sp.s; s++) {
+            uint32_t tid = sp[bys[s].val].tid;
+            size_t j = 0;
+            while (j < nlast && last[j].tid != tid)
+                j++;
+            if (j == nlast && nlast < sizeof(last) / sizeof(last[0]))
+                last[nlast++].tid = tid;
+            if (j < nlast)
+                last[j].span = bys[s].val;
+        }
+        size_t j = 0;
+        while (j < nlast && last[j].tid != l->sp.tid)
+            j++;
+        if (j == nlast || sp[last[j].span].e < l->sp.e)
+            continue;
+        for (long g = ct_kv_find(&x->gcorr, l->corr);
+             g >= 0 && (size_t)g < x->gcorr.n && gc[g].key == l->corr; g++) {
+            struct ct_gop *o = gc[g].val == NONE ? NULL : &ops[gc[g].val];
+            if (o && o->type == CT_GPU_KERNEL && o->nccl < 0) {
+                o->nccl = (int32_t)last[j].span;
+                o->nested = 1;
+            }
+        }
+    }
+    free(sp);
+    free(bys);
+    free(byl);
+    return rc;
+}
+
+/*
+ * Joins every GPU interval to the call that enqueued it (an NCCL op's or an
+ * API record's correlation id) and classifies it; counts untimed launches;
+ * drops NCCL ops' own intervals where a GPU record exists. All key arrays
+ * sorted by correlation id.
+ */
+static int join(struct ex *x, const uint8_t *name_op)
+{
+    struct ct_proc *p = x->p;
+    struct ct_gop *ops = x->ops.p;
+    const struct ct_kv *gc = x->gcorr.p;
+    const struct ct_nop *nccl = x->nccl.p;
+    struct ct_vec ncorr = {0}; /* kv (corr, NCCL op index) */
+    for (size_t i = 0; i < x->nccl.n; i++)
+        if (ct_kv_push(&ncorr, nccl[i].corr, i)) {
+            free(ncorr.p);
+            return -ENOMEM;
+        }
+    if (ct_kv_sort(ncorr.p, ncorr.n) || ct_kv_sort(x->gcorr.p, x->gcorr.n) ||
+        ct_kv_sort(x->gend.p, x->gend.n) || ct_kv_sort(x->calls.p, x->calls.n) ||
+        ct_u64_sort(x->timed.p, x->timed.n)) {
+        free(ncorr.p);
+        return -ENOMEM;
+    }
+    size_t ia = 0, in = 0;
+    for (size_t i = 0; i < x->gcorr.n; i++) {
+        if (gc[i].val == NONE)
+            continue;
+        struct ct_gop *g = &ops[gc[i].val];
+        uint64_t corr = gc[i].key;
+        const struct ct_nop *call = NULL;
+        g->launch = INT64_MIN;
+        g->nccl = -1;
+        /* ct_trace_call: never for id 0; an id on both an NCCL and an API
+         * record (not written by the shim) joins the NCCL op */
+        if (corr && ct_kv_seek(&ncorr, &in, corr)) {
+            call = &nccl[((const struct ct_kv *)ncorr.p)[in].val];
+            g->launch = call->host_s;
+            g->nccl = (int32_t)((const struct ct_kv *)ncorr.p)[in].val;
+        } else if (corr && ct_kv_seek(&x->calls, &ia, corr)) {
+            g->launch = (int64_t)((const struct ct_kv *)x->calls.p)[ia].val;
+        }
+        uint8_t kop = name_op[g->name];
+        if (g->type == CT_GPU_MEMCPY || g->type == CT_GPU_MEMSET)
+            g->cls = CT_CL_MEMORY;
+        else if (g->type == CT_GPU_NCCL || call)
+            g->cls = CT_CL_OTHER, g->op = call ? call->op : kop;
+        else if ((g->op = kop) != 0)
+            g->cls = CT_CL_OTHER;
+        else
+            g->cls = CT_CL_COMPUTE;
+    }
+    /* launches and copies without any GPU record (of any type) */
+    size_t ig = 0;
+    const uint64_t *tm = x->timed.p;
+    for (size_t i = 0; i < x->timed.n; i++)
+        if (!ct_kv_seek(&x->gcorr, &ig, tm[i]))
+            p->cov.untimed++;
+    /* NCCL ops without a GPU record of their own: their group's, or the
+     * kernel launched inside their call (kept in nccl_fb) */
+    uint8_t *fell = calloc(x->nccl.n ? x->nccl.n : 1, 1);
+    if (!fell) {
+        free(ncorr.p);
+        return -ENOMEM;
+    }
+    ig = 0;
+    const struct ct_kv *nc = ncorr.p;
+    for (size_t i = 0; i < ncorr.n; i++) {
+        if (nc[i].key && ct_kv_seek(&x->gcorr, &ig, nc[i].key))
+            continue;
+        uint64_t o = nccl_fallback(x, nc[i].val);
+        if (o != NONE) {
+            if (link_nccl(x, o, nc[i].val)) {
+                free(fell);
+                free(ncorr.p);
+                return -ENOMEM;
+            }
+            fell[nc[i].val] = 1;
+        }
+    }
+    if (link_nested(x)) {
+        free(fell);
+        free(ncorr.p);
+        return -ENOMEM;
+    }
+    ops = x->ops.p;
+    /* an NCCL op's own interval stands only without a GPU record */
+    ig = 0;
+    uint64_t *synth = x->nsynth.p;
+    for (size_t i = 0; i < ncorr.n; i++) {
+        uint64_t o = synth[nc[i].val];
+        if (o == NONE)
+            continue;
+        if (ct_kv_seek(&x->gcorr, &ig, nc[i].key) || fell[nc[i].val])
+            ops[o].name = SYNTHETIC - 1; /* dropped below */
+        else
+            p->cov.gpu_nccl_record++;
+    }
+    free(fell);
+    free(ncorr.p);
+    size_t w = 0;
+    for (size_t i = 0; i < x->ops.n; i++)
+        if (ops[i].name != SYNTHETIC - 1) {
+            if (w != i) /* most traces drop none: no copy of the array onto itself */
+                ops[w] = ops[i];
+            w++;
+        }
+    x->ops.n = w;
+    return 0;
+}
+
+/* An op's order key: a GPU record's GPU start, an NCCL record's host start
+ * for an op made from it (compared unsigned, as the radix sort does). */
+static inline uint64_t op_key(const struct ct_gop *g)
+{
+    return (uint64_t)(g->name == SYNTHETIC ? g->launch : g->s);
+}
+
+/*
+ * Stable sort of the ops by op_key, in place. GPU records come in
+ * completion order, a few places out of start order: an insertion sort
+ * finishes them while its moves stay within two per op (no key array, no
+ * permutation: the largest array of a report is passed over once). Beyond
+ * that budget, the sorted permutation of the keys (radix) is applied cycle
+ * by cycle, still in place (no second array of the largest kind). 0 or
+ * -ENOMEM.
+ */
+static int order_ops(struct ct_gop *ops, size_t no)
+{
+    size_t budget = 2 * no, i = 1;
+    for (; i < no && budget; i++) {
+        uint64_t k = op_key(&ops[i]);
+        if (op_key(&ops[i - 1]) <= k)
+            continue;
+        struct ct_gop x = ops[i];
+        size_t m = i;
+        for (; m > 0 && op_key(&ops[m - 1]) > k && budget; m--, budget--)
+            ops[m] = ops[m - 1];
+        ops[m] = x; /* moved only past greater keys: still stable */
+    }
+    if (i >= no && budget)
+        return 0;
+    struct ct_kv *perm = malloc((no ? no : 1) * sizeof(*perm));
+    if (!perm)
+        return -ENOMEM;
+    for (i = 0; i < no; i++)
+        perm[i].key = op_key(&ops[i]);
+    if (ct_kv_order(perm, no)) {
+        free(perm);
+        return -ENOMEM;
+    }
+    /* cycle by cycle; a placed slot gets perm[j].val = j */
+    for (i = 0; i < no; i++) {
+        if (perm[i].val == i)
+            continue;
+        struct ct_gop first = ops[i];
+        size_t j = i;
+        for (;;) {
+            size_t k = perm[j].val;
+            perm[j].val = j;
+            if (k == i) {
+                ops[j] = first;
+                break;
+            }
+            ops[j] = ops[k];
+            j = k;
+        }
+    }
+    free(perm);
+    return 0;
+}
+
+/* Stable order of n items by (raw start time key, file order): items are
+ * in file order, so a stable sort by key. perm[new] = old. */
+int ct_extract_finish(struct ex *x)
+{
+    struct ct_proc *p = x->p;
+    int rc = 0;
+    /* the op of each kernel name, from the final strings */
+    size_t nnames = x->name_sid.n;
+    const uint32_t *sid = x->name_sid.p;
+    uint8_t *name_op = malloc(nnames ? nnames : 1);
+    if (!name_op)
+        return -ENOMEM;
+    for (size_t i = 0; i < nnames; i++)
+        name_op[i] = (uint8_t)ct_nccl_op_from_kernel(ct_reader_string(x->rd, sid[i]));
+    rc = join(x, name_op);
+    free(name_op);
+    if (rc)
+        return rc;
+    /* the join keys are done with: their memory serves the ordering below
+     * (a lower peak, fewer fresh pages) */
+    struct ct_vec *keys[] = {&x->gcorr, &x->calls, &x->timed, &x->gend, &x->gendv, &x->nkl};
+    for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
+        free(keys[k]->p);
+        *keys[k] = (struct ct_vec){0};
+    }
+
+    /* NCCL ops by host start; ops link to them through inv */
+    struct ct_kv *perm = NULL; /* perm[new].val = old */
+    size_t *inv = NULL;
+    size_t nn = x->nccl.n;
+    if ((rc = ct_kv_order(x->nord.p, nn)))
+        goto out;
+    const struct ct_kv *nperm = x->nord.p;
+    inv = malloc((nn ? nn : 1) * sizeof(*inv));
+    p->nccl = malloc((nn ? nn : 1) * sizeof(*p->nccl));
+    if (!inv || !p->nccl) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    const struct ct_nop *nsrc = x->nccl.p;
+    for (size_t i = 0; i < nn; i++) {
+        p->nccl[i] = nsrc[nperm[i].val];
+        inv[nperm[i].val] = i;
+    }
+    p->nnccl = nn;
+
+    /* ops by their record's start, in place */
+    size_t no = x->ops.n;
+    struct ct_gop *ops = x->ops.p;
+    if ((rc = order_ops(ops, no)))
+        goto out;
+    p->ops = ops; /* x->ops's array, now p's */
+    x->ops.p = NULL;
+    x->ops.n = x->ops.cap = 0;
+    uint32_t *renum = calloc(nnames ? nnames : 1, sizeof(*renum));
+    p->names = calloc(nnames ? nnames : 1, sizeof(*p->names));
+    if (!renum || !p->names) {
+        free(renum);
+        rc = -ENOMEM;
+        goto out;
+    }
+    const int64_t off = p->clock_offset;
+    for (size_t i = 0; i < no; i++) {
+        struct ct_gop *g = &ops[i];
+        if (g->name == SYNTHETIC) {
+            g->name = 0;
+        } else {
+            if (!renum[g->name]) {
+                p->names[p->nnames] = strdup(ct_reader_string(x->rd, sid[g->name]));
+                if (!p->names[p->nnames]) {
+                    rc = -ENOMEM;
+                    break;
+                }
+                renum[g->name] = (uint32_t)++p->nnames;
+            }
+            g->name = renum[g->name] - 1;
+        }
+        if (g->nccl >= 0)
+            g->nccl = (int32_t)inv[g->nccl];
+        g->s += off;
+        g->e += off;
+        if (g->launch != INT64_MIN)
+            g->launch += off;
+    }
+    free(renum);
+    if (rc)
+        goto out;
+    p->nops = no;
+    for (size_t i = 0; i < nn; i++) {
+        struct ct_nop *n = &p->nccl[i];
+        n->host_s += off;
+        n->host_e += off;
+        if (n->e) {
+            n->s += off;
+            n->e += off;
+        }
+    }
+
+    /* steps in record order */
+    size_t ns = x->steps.n;
+    free(perm);
+    perm = malloc((ns ? ns : 1) * sizeof(*perm));
+    if (!perm) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    const struct ct_range *st = x->steps.p;
+    for (size_t i = 0; i < ns; i++)
+        perm[i].key = (uint64_t)st[i].s;
+    if ((rc = ct_kv_order(perm, ns)))
+        goto out;
+    p->steps = malloc((ns ? ns : 1) * sizeof(*p->steps));
+    if (!p->steps) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    for (size_t i = 0; i < ns; i++) {
+        p->steps[i] = st[perm[i].val];
+        p->steps[i].s += off;
+        p->steps[i].e += off;
+    }
+    p->nsteps = ns;
+
+    p->launches = x->launches.p;
+    p->nlaunches = x->launches.n;
+    x->launches.p = NULL;
+    for (size_t i = 0; i < p->nlaunches; i++)
+        p->launches[i] += off;
+    if ((rc = ct_i64_sort(p->launches, p->nlaunches)))
+        goto out;
+    struct ct_ivset *sets[] = {&p->sync, &p->data_wait, &p->ckpt};
+    for (size_t k = 0; k < 3; k++) {
+        for (size_t i = 0; i < sets[k]->n; i++) {
+            sets[k]->v[i].s += off;
+            sets[k]->v[i].e += off;
+        }
+        ct_ivset_normalize(sets[k]);
+    }
+out:
+    free(perm);
+    free(inv);
+    return rc;
+}

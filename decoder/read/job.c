@@ -1,0 +1,428 @@
+/*
+ * Job assembly: processes fold into ranks (a process without rank metadata
+ * joins the rank of its parent process on the same host: DataLoader workers,
+ * checkpoint writers), communication ops get their class (rule in
+ * timeline.h), clocks are aligned, interval sets are built.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decoder/read/clock.h"
+#include "decoder/kineto/kineto.h"
+#include "decoder/read/timeline.h"
+
+void ct_proc_free(struct ct_proc *p)
+{
+    free(p->path);
+    free(p->host);
+    free(p->ops);
+    free(p->nccl);
+    free(p->launches);
+    ct_ivset_free(&p->sync);
+    ct_ivset_free(&p->data_wait);
+    ct_ivset_free(&p->ckpt);
+    free(p->steps);
+    for (size_t i = 0; i < p->nnames; i++)
+        free(p->names[i]);
+    free(p->names);
+    ct_kineto_free(p->kin); /* Kineto input (decoder/kineto/kineto.h) */
+    memset(p, 0, sizeof(*p));
+}
+
+/* The rank of process i: its own, else its parent's (up to 8 levels). */
+static int64_t resolve_rank(const struct ct_proc *ps, size_t n, size_t i)
+{
+    for (int depth = 0; depth < 8; depth++) {
+        if (ps[i].rank >= 0)
+            return ps[i].rank;
+        size_t k;
+        for (k = 0; k < n; k++)
+            if (ps[k].pid == ps[i].ppid && !strcmp(ps[k].host, ps[i].host) && k != i)
+                break;
+        if (k == n)
+            return -1;
+        i = k;
+    }
+    return -1;
+}
+
+static void cov_add(struct ct_coverage *a, const struct ct_coverage *b)
+{
+    a->gpu_cupti += b->gpu_cupti;
+    a->gpu_events += b->gpu_events;
+    a->gpu_plugin += b->gpu_plugin;
+    a->gpu_nccl_record += b->gpu_nccl_record;
+    a->dropped += b->dropped;
+    a->untimed += b->untimed;
+    a->processes += b->processes;
+    a->truncated += b->truncated;
+    a->damaged += b->damaged;
+}
+
+static int cmp_gop(const void *a, const void *b)
+{
+    const struct ct_gop *x = a, *y = b;
+    if (x->s != y->s)
+        return x->s < y->s ? -1 : 1;
+    return (x->e > y->e) - (x->e < y->e);
+}
+
+static int merge_rank(struct ct_rank *r)
+{
+    size_t nops = 0, nnccl = 0, nnames = 0;
+    for (size_t k = 0; k < r->nprocs; k++) {
+        nops += r->procs[k]->nops;
+        nnccl += r->procs[k]->nnccl;
+        nnames += r->procs[k]->nnames;
+        cov_add(&r->cov, &r->procs[k]->cov);
+    }
+    /* A rank of one process takes that process's ops as they are (the
+     * offsets below are 0): no second copy of the largest array. */
+    struct ct_proc *only = r->nprocs == 1 && r->procs[0]->ops ? r->procs[0] : NULL;
+    r->ops = only ? only->ops : malloc((nops ? nops : 1) * sizeof(*r->ops));
+    r->nccl = malloc((nnccl ? nnccl : 1) * sizeof(*r->nccl));
+    r->names = malloc((nnames ? nnames : 1) * sizeof(*r->names));
+    if (!r->ops || !r->nccl || !r->names)
+        return -ENOMEM;
+    if (only) {
+        only->ops = NULL;
+        only->nops = 0;
+        r->nops = nops;
+    }
+    for (size_t k = 0; k < r->nprocs; k++) {
+        const struct ct_proc *p = r->procs[k];
+        for (size_t i = 0; i < p->nops; i++) {
+            struct ct_gop g = p->ops[i];
+            g.name += (uint32_t)r->nnames;
+            if (g.nccl >= 0)
+                g.nccl += (int32_t)r->nnccl;
+            r->ops[r->nops++] = g;
+        }
+        if (p->nnccl) /* p->nccl may be NULL then: memcpy's arguments must not be */
+            memcpy(r->nccl + r->nnccl, p->nccl, p->nnccl * sizeof(*p->nccl));
+        r->nnccl += p->nnccl;
+        if (p->nnames)
+            memcpy(r->names + r->nnames, p->names, p->nnames * sizeof(*p->names));
+        r->nnames += p->nnames;
+    }
+    /* one process's ops arrive sorted by start (ct_proc_extract*): then
+     * skip the sort, which costs as much as all the extraction */
+    size_t run = 1, ties = 0;
+    for (; run < r->nops && r->ops[run - 1].s <= r->ops[run].s; run++)
+        ties += r->ops[run - 1].s == r->ops[run].s;
+    if (run < r->nops) {
+        qsort(r->ops, r->nops, sizeof(*r->ops), cmp_gop);
+    } else if (ties) {
+        /* sorted by start: order each run of equal starts by end, stably
+         * as glibc's merge sort would (insertion sort: such runs are short;
+         * a long one, from odd input, goes to qsort as before) */
+        for (size_t i = 0, j; i < r->nops; i = j) {
+            for (j = i + 1; j < r->nops && r->ops[j].s == r->ops[i].s;)
+                j++;
+            if (j - i > 64) {
+                qsort(r->ops + i, j - i, sizeof(*r->ops), cmp_gop);
+                continue;
+            }
+            for (size_t k = i + 1; k < j; k++) {
+                struct ct_gop x = r->ops[k];
+                size_t m = k;
+                while (m > i && r->ops[m - 1].e > x.e) {
+                    r->ops[m] = r->ops[m - 1];
+                    m--;
+                }
+                r->ops[m] = x;
+            }
+        }
+    }
+    /* an NCCL op's GPU interval is that of its GPU record when it has one */
+    for (size_t i = 0; i < r->nops; i++)
+        if (r->ops[i].nccl >= 0 && !r->ops[i].nested) {
+            r->nccl[r->ops[i].nccl].s = r->ops[i].s;
+            r->nccl[r->ops[i].nccl].e = r->ops[i].e;
+        }
+    return 0;
+}
+
+/* ---- communicator membership and classes ---- */
+
+struct comm_info {
+    uint64_t comm;
+    int has_p2p;
+    int *members; /* global ranks, sorted, unique */
+    size_t n, cap;
+};
+
+static struct comm_info *comm_get(struct comm_info **v, size_t *n, size_t *cap, uint64_t comm)
+{
+    for (size_t i = 0; i < *n; i++)
+        if ((*v)[i].comm == comm)
+            return &(*v)[i];
+    if (*n == *cap) {
+        size_t c = *cap ? *cap * 2 : 16;
+        struct comm_info *q = realloc(*v, c * sizeof(*q));
+        if (!q)
+            return NULL;
+        *v = q;
+        *cap = c;
+    }
+    struct comm_info *ci = &(*v)[(*n)++];
+    memset(ci, 0, sizeof(*ci));
+    ci->comm = comm;
+    return ci;
+}
+
+static int comm_add_member(struct comm_info *c, int rank)
+{
+    for (size_t i = 0; i < c->n; i++)
+        if (c->members[i] == rank)
+            return 0;
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 8;
+        int *m = realloc(c->members, cap * sizeof(*m));
+        if (!m)
+            return -ENOMEM;
+        c->members = m;
+        c->cap = cap;
+    }
+    size_t i = c->n++;
+    while (i > 0 && c->members[i - 1] > rank) {
+        c->members[i] = c->members[i - 1];
+        i--;
+    }
+    c->members[i] = rank;
+    return 0;
+}
+
+static int consecutive(const struct comm_info *c)
+{
+    for (size_t i = 1; i < c->n; i++)
+        if (c->members[i] != c->members[i - 1] + 1)
+            return 0;
+    return 1;
+}
+
+static int is_dp_op(int op)
+{
+    return op == CT_NCCL_OP_ALLREDUCE || op == CT_NCCL_OP_REDUCESCATTER ||
+           op == CT_NCCL_OP_ALLGATHER;
+}
+
+static int classify(struct ct_job *job)
+{
+    struct comm_info *cs = NULL;
+    size_t nc = 0, capc = 0;
+    int rc = 0;
+    for (size_t r = 0; r < job->nranks && !rc; r++) {
+        struct comm_info *last = NULL;
+        for (size_t i = 0; i < job->ranks[r].nnccl && !rc; i++) {
+            const struct ct_nop *o = &job->ranks[r].nccl[i];
+            if (!last || last->comm != o->comm)
+                last = comm_get(&cs, &nc, &capc, o->comm);
+            if (!last) {
+                rc = -ENOMEM;
+                break;
+            }
+            if (o->op == CT_NCCL_OP_SEND || o->op == CT_NCCL_OP_RECV)
+                last->has_p2p = 1;
+            rc = comm_add_member(last, job->ranks[r].rank);
+        }
+    }
+    for (size_t r = 0; r < job->nranks && !rc; r++) {
+        struct ct_rank *rk = &job->ranks[r];
+        int strided = 0;
+        for (size_t i = 0; i < rk->nnccl; i++) {
+            const struct comm_info *c = comm_get(&cs, &nc, &capc, rk->nccl[i].comm);
+            if (c && is_dp_op(rk->nccl[i].op) && !c->has_p2p && !consecutive(c))
+                strided = 1;
+        }
+        for (size_t i = 0; i < rk->nnccl; i++) {
+            struct ct_nop *o = &rk->nccl[i];
+            const struct comm_info *c = comm_get(&cs, &nc, &capc, o->comm);
+            if (o->op == CT_NCCL_OP_SEND || o->op == CT_NCCL_OP_RECV)
+                o->cls = CT_CL_PP;
+            else if (!is_dp_op(o->op) || !c || c->has_p2p)
+                o->cls = CT_CL_OTHER;
+            else if (consecutive(c) && c->n < job->nranks && strided)
+                o->cls = CT_CL_TP;
+            else
+                o->cls = CT_CL_DP;
+        }
+        for (size_t i = 0; i < rk->nops; i++) {
+            struct ct_gop *g = &rk->ops[i];
+            if (g->nccl >= 0)
+                g->cls = rk->nccl[g->nccl].cls;
+            else if (g->op == CT_NCCL_OP_SEND || g->op == CT_NCCL_OP_RECV)
+                g->cls = CT_CL_PP;
+            else if (is_dp_op(g->op))
+                g->cls = CT_CL_DP;
+            else if (g->op)
+                g->cls = CT_CL_OTHER;
+        }
+    }
+    for (size_t i = 0; i < nc; i++)
+        free(cs[i].members);
+    free(cs);
+    return rc;
+}
+
+/* Op g into its class set, the GPU set and, for communication, the
+ * communication set: merged into their last intervals when the ops come in
+ * start order. 0 or -ENOMEM. */
+static inline int add_op(struct ct_rank *r, const struct ct_gop *g, int sorted)
+{
+    int comm = CT_CL_IS_COMM(g->cls);
+    if (sorted)
+        return ct_ivset_put(&r->cls[g->cls], g->s, g->e) || ct_ivset_put(&r->gpu, g->s, g->e) ||
+                       (comm && ct_ivset_put(&r->comm, g->s, g->e))
+                   ? -ENOMEM
+                   : 0;
+    return ct_ivset_add(&r->cls[g->cls], g->s, g->e) || ct_ivset_add(&r->gpu, g->s, g->e) ||
+                   (comm && ct_ivset_add(&r->comm, g->s, g->e))
+               ? -ENOMEM
+               : 0;
+}
+
+/* The class sets, all GPU busy time and communication's (the unions of
+ * the class sets). With the ops in start order (as merge_rank leaves them)
+ * one pass merging each op into the last interval of its sets builds them
+ * normalised; otherwise every op is added and the sets normalised (sort,
+ * then merge). */
+static int build_sets(struct ct_rank *r)
+{
+    int sorted = 1;
+    for (size_t i = 1; i < r->nops && sorted; i++)
+        sorted = r->ops[i].s >= r->ops[i - 1].s;
+    for (size_t i = 0; i < r->nops; i++)
+        if (add_op(r, &r->ops[i], sorted))
+            return -ENOMEM;
+    if (!sorted) {
+        for (int c = 0; c < CT_CL_COUNT; c++)
+            ct_ivset_normalize(&r->cls[c]);
+        ct_ivset_normalize(&r->gpu);
+        ct_ivset_normalize(&r->comm);
+    }
+    return 0;
+}
+
+/* Whether a process did GPU work of any kind: launches, GPU ops, NCCL. */
+static int has_gpu_work(const struct ct_proc *p)
+{
+    return p->nops || p->nnccl || p->nlaunches;
+}
+
+static int cmp_rank(const void *a, const void *b)
+{
+    const struct ct_rank *x = a, *y = b;
+    return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+int ct_job_build(struct ct_job *job, struct ct_proc *procs, size_t nprocs)
+{
+    memset(job, 0, sizeof(*job));
+    job->procs = procs;
+    job->nprocs = nprocs;
+    int64_t *rk = malloc((nprocs ? nprocs : 1) * sizeof(*rk));
+    job->ranks = calloc(nprocs ? nprocs : 1, sizeof(*job->ranks));
+    if (!rk || !job->ranks) {
+        free(rk);
+        return -ENOMEM;
+    }
+    int64_t maxrank = -1;
+    int gpu_job = 0;
+    for (size_t i = 0; i < nprocs; i++) {
+        rk[i] = resolve_rank(procs, nprocs, i);
+        if (rk[i] > maxrank)
+            maxrank = rk[i];
+        gpu_job |= has_gpu_work(&procs[i]);
+    }
+    /* INT64_MIN marks a host process; a job where no process has GPU work
+     * (host-only traces) keeps every process a rank, as it always did */
+    for (size_t i = 0; i < nprocs && gpu_job; i++)
+        if (rk[i] < 0 && !has_gpu_work(&procs[i])) {
+            if (!job->hosts && !(job->hosts = malloc(nprocs * sizeof(*job->hosts)))) {
+                free(rk);
+                return -ENOMEM;
+            }
+            job->hosts[job->nhosts++] = &procs[i];
+            rk[i] = INT64_MIN;
+        }
+    /* a process with no rank and no ranked parent is a rank of its own */
+    for (size_t i = 0; i < nprocs; i++)
+        if (rk[i] < 0 && rk[i] != INT64_MIN) {
+            int64_t parent = -1;
+            for (size_t k = 0; k < nprocs; k++)
+                if (procs[k].pid == procs[i].ppid && k != i &&
+                    !strcmp(procs[k].host, procs[i].host))
+                    parent = (int64_t)k;
+            rk[i] = parent >= 0 && rk[parent] >= 0 ? rk[parent] : ++maxrank;
+        }
+    int rc = 0;
+    for (size_t i = 0; i < nprocs && !rc; i++) {
+        if (rk[i] == INT64_MIN)
+            continue; /* a host process */
+        size_t r;
+        for (r = 0; r < job->nranks; r++)
+            if (job->ranks[r].rank == rk[i])
+                break;
+        struct ct_rank *R = &job->ranks[r];
+        if (r == job->nranks) {
+            job->nranks++;
+            R->rank = (int)rk[i];
+            R->procs = malloc(nprocs * sizeof(*R->procs));
+            if (!R->procs) {
+                rc = -ENOMEM;
+                break;
+            }
+        }
+        R->procs[R->nprocs++] = &procs[i];
+        /* the process driving the GPU comes first */
+        if (R->procs[0]->nops < procs[i].nops) {
+            R->procs[R->nprocs - 1] = R->procs[0];
+            R->procs[0] = &procs[i];
+        }
+    }
+    free(rk);
+    if (rc)
+        return rc;
+    if (job->nranks)
+        qsort(job->ranks, job->nranks, sizeof(*job->ranks), cmp_rank);
+    for (size_t r = 0; r < job->nranks && !rc; r++) {
+        job->ranks[r].host = job->ranks[r].procs[0]->host;
+        rc = merge_rank(&job->ranks[r]);
+    }
+    if (!rc)
+        rc = classify(job);
+    if (!rc)
+        rc = ct_clock_refine(job);
+    job->t0 = INT64_MAX;
+    for (size_t r = 0; r < job->nranks && !rc; r++) {
+        rc = build_sets(&job->ranks[r]);
+        if (job->ranks[r].gpu.n && job->ranks[r].gpu.v[0].s < job->t0)
+            job->t0 = job->ranks[r].gpu.v[0].s;
+    }
+    if (job->t0 == INT64_MAX)
+        job->t0 = 0;
+    return rc;
+}
+
+void ct_job_free(struct ct_job *job)
+{
+    for (size_t r = 0; r < job->nranks; r++) {
+        struct ct_rank *R = &job->ranks[r];
+        free(R->procs);
+        free(R->ops);
+        free(R->nccl);
+        free(R->names);
+        for (int c = 0; c < CT_CL_COUNT; c++)
+            ct_ivset_free(&R->cls[c]);
+        ct_ivset_free(&R->comm);
+        ct_ivset_free(&R->gpu);
+    }
+    free(job->ranks);
+    free(job->hosts);
+    for (size_t i = 0; i < job->nprocs; i++)
+        ct_proc_free(&job->procs[i]);
+    free(job->procs);
+    memset(job, 0, sizeof(*job));
+}

@@ -1,0 +1,203 @@
+/*
+ * Per-rank timelines for `cutrace report`: what each rank's GPU did (per
+ * stream and per class) and what its host threads were doing, on one job
+ * clock (int64 ns of CLOCK_REALTIME, from each trace's CLOCK sync records,
+ * refined across ranks by matching collective ends).
+ *
+ * Building happens in two steps. ct_proc_extract() turns one decoded trace
+ * (one process) into compact arrays and may run on several threads at once,
+ * one trace each; the raw records can then be freed. ct_job_build() folds
+ * processes into ranks (loader workers join the rank they serve), classifies
+ * communication, builds the interval sets and aligns clocks.
+ *
+ * Communication classes (the rule, applied per NCCL op, first that holds):
+ *   1. Send/Recv (and SendRecv kernels)            -> pp   (pipeline)
+ *   2. Broadcast/Reduce/AlltoAll/Gather/Scatter     -> other
+ *   3. AllReduce/ReduceScatter/AllGather on a communicator that also
+ *      carries Send/Recv                            -> other
+ *   4. ... on a communicator whose members are consecutive global ranks,
+ *      not all ranks of the job, when the same rank also runs such
+ *      collectives on a strided communicator (members not consecutive)
+ *                                                   -> tp   (tensor-parallel)
+ *   5. ... otherwise (spans the data-parallel group) -> dp   (data-parallel)
+ * Rule 4 follows the layout every common framework uses (Megatron, DeepSpeed,
+ * torchtitan): tensor-parallel groups are the innermost, consecutive ranks,
+ * so the data-parallel group of a TP>1 job is strided. An ncclDevKernel_* /
+ * ncclKernel_* kernel without an NCCL call record is classified by the op in
+ * its name with rules 1, 2 and 5.
+ */
+#ifndef CT_TIMELINE_H
+#define CT_TIMELINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "decoder/analysis/intervals.h"
+#include "decoder/read/tracefile.h"
+
+struct ct_kineto;
+
+enum ct_class {
+    CT_CL_COMPUTE = 0,
+    CT_CL_MEMORY,
+    CT_CL_DP,
+    CT_CL_TP,
+    CT_CL_PP,
+    CT_CL_OTHER,
+    CT_CL_COUNT
+};
+#define CT_CL_IS_COMM(c) ((c) >= CT_CL_DP)
+const char *ct_class_name(int cls);
+
+/* One GPU interval. */
+struct ct_gop {
+    int64_t s, e;
+    int64_t launch; /* host start of the call that enqueued it, INT64_MIN if unknown */
+    uint32_t stream;
+    uint32_t name;  /* index into the rank's name table */
+    int32_t nccl;   /* index of its NCCL op in the rank, -1 */
+    uint8_t cls;    /* enum ct_class */
+    uint8_t type;   /* enum ct_gpu_type */
+    uint8_t op;     /* enum ct_nccl_op guessed from a kernel name, 0 */
+    uint8_t nested; /* linked to its NCCL op for the class only: a kernel NCCL launched inside
+                     * a call whose GPU time came from elsewhere (plugin, event pair) */
+    /* 40 bytes: every analysis passes over millions of these (the record's
+     * GPU-time source is counted into the coverage, not kept) */
+};
+
+/* One NCCL call with its GPU interval when known (s = e = 0 otherwise). */
+struct ct_nop {
+    int64_t host_s, host_e, s, e;
+    uint64_t comm, seq, bytes, corr;
+    int64_t all_s; /* latest GPU start over the matched members (self
+                    * included): the transfer can begin only then; 0 when
+                    * the op was not matched across ranks */
+    int32_t comm_rank, peer, nranks;
+    uint8_t op, cls;
+};
+
+/* A named host range (NVTX range or a mark: s == e). */
+struct ct_range {
+    int64_t s, e;
+    int64_t num; /* the number its message ends with ("ProfilerStep#12": 12), or CT_STEP_NONE */
+};
+#define CT_STEP_NONE INT64_MIN
+
+struct ct_coverage {
+    uint64_t gpu_cupti, gpu_events, gpu_plugin, gpu_nccl_record;
+    uint64_t dropped;       /* records lost (DROP records, all reasons) */
+    uint64_t untimed;       /* launches/copies/memsets without a GPU interval */
+    uint64_t unmatched_p2p; /* Send/Recv without their peer's op in the traces */
+    uint64_t processes, truncated, damaged;
+};
+
+/* Counts a GPU record's source (enum ct_gpu_source) into c. */
+static inline void ct_cov_source(struct ct_coverage *c, uint64_t source)
+{
+    if (source == CT_SRC_CUPTI)
+        c->gpu_cupti++;
+    else if (source == CT_SRC_EVENTS)
+        c->gpu_events++;
+    else if (source == CT_SRC_NCCL_PLUGIN)
+        c->gpu_plugin++;
+}
+
+/* What one process contributes; produced by ct_proc_extract. */
+struct ct_proc {
+    char *path, *host;
+    int64_t rank; /* -1 when the metadata has none */
+    uint32_t pid, ppid;
+    int64_t clock_offset; /* ns added to monotonic trace times */
+    struct ct_gop *ops;
+    size_t nops;
+    struct ct_nop *nccl;
+    size_t nnccl;
+    int64_t *launches; /* sorted host starts of launch/copy/memset/NCCL calls */
+    size_t nlaunches;
+    struct ct_ivset sync;      /* blocking sync calls and synchronous copies */
+    struct ct_ivset data_wait; /* read/recv/poll... on files, pipes, sockets */
+    struct ct_ivset ckpt;      /* write/fsync on files, DtoH copies >= 16 MiB */
+    struct ct_range *steps;    /* ranges/marks naming iterations */
+    size_t nsteps;
+    char **names;
+    size_t nnames;
+    struct ct_coverage cov;
+    struct ct_kineto *kin; /* Kineto input only (decoder/kineto/kineto.h), else NULL */
+};
+
+/*
+ * Extracts one loaded trace (loaded with keep_records). step_name: the NVTX
+ * range or mark message that names iterations ("ProfilerStep" matches
+ * "ProfilerStep#N"); NULL for the default. Returns 0 or -ENOMEM. Safe to
+ * call concurrently on different traces.
+ */
+int ct_proc_extract(struct ct_trace *t, const char *step_name, struct ct_proc *p);
+
+/*
+ * The same from a trace file in one streaming pass (decoder/read/extract.c),
+ * without keeping records: memory is about the result plus 16 bytes per API
+ * and GPU record while it runs. The result equals ct_trace_load() followed
+ * by ct_proc_extract(). Returns 0 (the file may be truncated or damaged:
+ * p->cov says so), or a negative errno with err holding one message naming
+ * the file (the reader's message, or "PATH: out of memory"); p is then
+ * empty. Safe to call concurrently on different files.
+ */
+int ct_proc_extract_file(const char *path, const char *step_name, struct ct_proc *p, char *err,
+                         size_t errlen);
+void ct_proc_free(struct ct_proc *p);
+
+/* Extraction rules shared by both extractors (timeline.c): an I/O op that
+ * is a data wait (read/recv/poll... on a file, pipe or socket), one that is
+ * checkpoint I/O (write/fsync... on a file), a range or mark message that
+ * names an iteration ("ProfilerStep" matches "ProfilerStep#N"). */
+int ct_is_data_wait(const char *op, uint64_t fd_type);
+int ct_is_ckpt_io(const char *op, uint64_t fd_type);
+int ct_step_matches(const char *msg, const char *step);
+/* The number after the last '#' of a step's message (all of the rest a
+ * decimal integer), or CT_STEP_NONE: what names an iteration in reports.
+ * Only the number is kept (a long job has a message per step). */
+int64_t ct_step_number(const char *msg);
+
+struct ct_rank {
+    int rank;
+    char *host;
+    struct ct_proc **procs; /* procs[0] is the main (GPU-driving) process */
+    size_t nprocs;
+    struct ct_gop *ops; /* all GPU intervals, sorted by start */
+    size_t nops;
+    struct ct_nop *nccl; /* sorted by host start */
+    size_t nnccl;
+    char **names; /* pointers borrowed from the processes; ops[].name indexes it */
+    size_t nnames;
+    struct ct_ivset cls[CT_CL_COUNT];
+    struct ct_ivset comm, gpu; /* union of the communication classes; of everything */
+    int64_t skew_ns;           /* refinement added after realtime alignment */
+    int64_t residual_ns;       /* median |collective end - peers' median end| after it */
+    struct ct_coverage cov;
+};
+
+struct ct_job {
+    struct ct_proc *procs;
+    size_t nprocs;
+    struct ct_rank *ranks; /* sorted by rank */
+    size_t nranks;
+    /* Host processes: no GPU work, no rank of their own or of an ancestor,
+     * in a job where other processes have GPU work (launchers such as
+     * mpirun, helpers, a launcher's pre-exec child): listed, not ranks.
+     * Pointers into procs, in input order. */
+    struct ct_proc **hosts;
+    size_t nhosts;
+    int64_t t0; /* earliest GPU start of the job: output times are relative to it */
+};
+
+/*
+ * Takes ownership of procs (an array from malloc) and builds the job:
+ * ranks, classes, interval sets, clock alignment. Returns 0 or -ENOMEM.
+ */
+int ct_job_build(struct ct_job *job, struct ct_proc *procs, size_t nprocs);
+void ct_job_free(struct ct_job *job);
+
+/* The op of an NCCL kernel name (ncclDevKernel_AllReduce_...), 0 if none. */
+int ct_nccl_op_from_kernel(const char *name);
+
+#endif

@@ -1,0 +1,83 @@
+/* Enum value -> name tables. Unknown values print as "unknown", never crash. */
+#include "decoder/util/names.h"
+
+#include <stddef.h>
+
+#include "cutrace/format.h"
+
+#define LOOKUP(table, v) ((v) < sizeof(table) / sizeof(table[0]) && table[v] ? table[v] : "unknown")
+
+const char *ct_name_copy_kind(uint64_t v)
+{
+    static const char *const t[] = {"none", "HtoD", "DtoH", "DtoD", "HtoH", "peer"};
+    return LOOKUP(t, v);
+}
+
+const char *ct_name_gpu_type(uint64_t v)
+{
+    static const char *const t[] = {NULL, "kernel", "memcpy", "memset", "nccl", "sync", "graph"};
+    return LOOKUP(t, v);
+}
+
+const char *ct_name_gpu_source(uint64_t v)
+{
+    static const char *const t[] = {NULL, "cupti", "events", "nccl_plugin"};
+    return LOOKUP(t, v);
+}
+
+const char *ct_name_family(uint64_t v)
+{
+    static const char *const t[] = {"other", "launch", "memcpy", "memset",
+                                    "sync",  "alloc",  "graph",  "module"};
+    return LOOKUP(t, v);
+}
+
+const char *ct_name_nccl_op(uint64_t v)
+{
+    static const char *const t[] = {NULL,        "AllReduce",     "Broadcast", "Reduce",
+                                    "AllGather", "ReduceScatter", "AlltoAll",  "Gather",
+                                    "Scatter",   "Send",          "Recv",      "Bcast"};
+    return LOOKUP(t, v);
+}
+
+/* ncclDataType_t values (nccl.h 2.28). */
+const char *ct_name_nccl_dtype(uint64_t v)
+{
+    static const char *const t[] = {"int8",    "uint8",    "int32",   "uint32",
+                                    "int64",   "uint64",   "float16", "float32",
+                                    "float64", "bfloat16", "fp8e4m3", "fp8e5m2"};
+    return LOOKUP(t, v);
+}
+
+/* ncclRedOp_t values (nccl.h 2.28). */
+const char *ct_name_nccl_redop(uint64_t v)
+{
+    static const char *const t[] = {"sum", "prod", "max", "min", "avg"};
+    return LOOKUP(t, v);
+}
+
+const char *ct_name_fd_type(uint64_t v)
+{
+    static const char *const t[] = {"unknown", "file", "pipe", "socket", "char", "dir", "other"};
+    return LOOKUP(t, v);
+}
+
+const char *ct_name_scope(uint64_t v)
+{
+    static const char *const t[] = {"process",  "device", "comm",  "thread",
+                                    "recorder", "stream", "stack", "module"};
+    return LOOKUP(t, v);
+}
+
+const char *ct_name_drop_reason(uint64_t v)
+{
+    static const char *const t[] = {NULL,           "ring_full",   "no_buffer", "write_failed",
+                                    "strings_full", "gpu_untimed", "cupti",     "io_below_min"};
+    return LOOKUP(t, v);
+}
+
+const char *ct_name_clock_source(uint64_t v)
+{
+    static const char *const t[] = {"monotonic", "tsc"};
+    return LOOKUP(t, v);
+}

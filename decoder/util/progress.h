@@ -1,0 +1,26 @@
+/*
+ * Progress of long commands on stderr, and the monotonic clock they time
+ * themselves with (decoder/util/progress.c).
+ */
+#ifndef CT_DECODER_PROGRESS_H
+#define CT_DECODER_PROGRESS_H
+
+#include <stddef.h>
+
+/* Seconds on CLOCK_MONOTONIC. */
+double ct_now_s(void);
+
+/* Progress on stderr for long runs: nothing during the first second, then
+ * one self-overwriting line at most once a second, ended by a newline. */
+struct ct_progress {
+    const char *cmd;
+    double t0, last;
+    int shown;
+};
+
+void ct_progress_start(struct ct_progress *p, const char *cmd);
+/* "CMD: WHAT i/n (pct%)"; pct of the current unit, < 0 for none. */
+void ct_progress_update(struct ct_progress *p, const char *what, size_t i, size_t n, double pct);
+void ct_progress_end(struct ct_progress *p);
+
+#endif
