@@ -379,10 +379,9 @@ int64_t ct_health_shift(const struct ct_report *rep, size_t r)
 
 static void num_or_null(FILE *f, const char *k, double v, int comma)
 {
-    if (isfinite(v))
-        fprintf(f, "\"%s\":%.3f%s", k, v, comma ? "," : "");
-    else
-        fprintf(f, "\"%s\":null%s", k, comma ? "," : "");
+    ct_json_member(f, k, v, 3);
+    if (comma)
+        fputc(',', f);
 }
 
 void ct_health_json(FILE *f, const struct ct_report *rep, size_t r)

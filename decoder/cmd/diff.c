@@ -153,12 +153,11 @@ static int side_samples(struct side *s, const char *value, int per_iteration,
     return 0;
 }
 
+/* A p- or q-value; negative means "not tested" (null). */
 static void jnum(FILE *f, const char *k, double v)
 {
-    if (isfinite(v) && v >= 0)
-        fprintf(f, "\"%s\":%.6g", k, v);
-    else
-        fprintf(f, "\"%s\":null", k);
+    fprintf(f, "\"%s\":", k);
+    ct_json_num_g(f, v < 0 ? NAN : v);
 }
 
 static void print_rows_json(FILE *f, const struct ct_diff_row *r, size_t n)

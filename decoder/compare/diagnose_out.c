@@ -16,24 +16,29 @@ static double fin(double v)
 
 void ct_diagnosis_json(FILE *f, const struct ct_diagnosis *d, double min_saving)
 {
-    fprintf(f,
-            "{\"schema\":\"cutrace.diagnose\",\"version\":1,\"step_us\":%.3f,\"iterations\":%zu,"
-            "\"min_saving_pct\":%.6g,\"findings\":[",
-            fin(d->step_us), d->iterations, 100 * min_saving);
+    fprintf(f, "{\"schema\":\"cutrace.diagnose\",\"version\":1,");
+    ct_json_member(f, "step_us", d->step_us, 3);
+    fprintf(f, ",\"iterations\":%zu,\"min_saving_pct\":", d->iterations);
+    ct_json_num_g(f, 100 * min_saving);
+    fprintf(f, ",\"findings\":[");
     for (size_t i = 0; i < d->nf; i++) {
         const struct ct_finding *x = &d->f[i];
         fprintf(f, "%s{\"kind\":\"%s\",\"ranks\":[", i ? "," : "", ct_finding_kind_name(x->kind));
         for (size_t r = 0; r < x->nranks; r++)
             fprintf(f, "%s%d", r ? "," : "", x->ranks[r]);
-        fprintf(f, "],\"saving_us\":%.3f,\"saving_pct\":%.3f,\"confidence\":%.2f,\"evidence\":{",
-                fin(x->saving_us), d->step_us > 0 ? 100 * x->saving_us / d->step_us : 0,
-                fin(x->confidence));
+        fputs("],", f);
+        ct_json_member(f, "saving_us", x->saving_us, 3);
+        fputc(',', f);
+        ct_json_member(f, "saving_pct", d->step_us > 0 ? 100 * x->saving_us / d->step_us : 0, 3);
+        fputc(',', f);
+        ct_json_member(f, "confidence", x->confidence, 2);
+        fputs(",\"evidence\":{", f);
         for (size_t k = 0; k < x->nev; k++) {
             fprintf(f, "%s\"%s\":", k ? "," : "", x->ev[k].key);
             if (x->ev[k].str[0])
                 ct_json_str(f, x->ev[k].str);
             else
-                fprintf(f, "%.6g", fin(x->ev[k].num));
+                ct_json_num_g(f, x->ev[k].num);
         }
         fprintf(f, "},\"summary\":");
         ct_json_str(f, x->summary);

@@ -20,7 +20,8 @@
 
 static void col(FILE *f, const char *k, double ns)
 {
-    fprintf(f, ",\"%s\":%.3f", k, isfinite(ns) ? ns / 1e3 : 0.0);
+    fputc(',', f);
+    ct_json_member(f, k, ns / 1e3, 3);
 }
 
 static void common(FILE *f, const char *kind, const struct ct_run *run, const char *side,
@@ -96,7 +97,9 @@ void ct_rows_write(FILE *f, const struct ct_run *run, const char *side, const st
         col(f, "launch_overhead_us", (double)a->launch_overhead);
         col(f, "unexplained_us", (double)a->unexplained);
         col(f, "lateness_us", (double)x->lateness);
-        fprintf(f, ",\"slowness\":%.4f}\n", isfinite(x->slowness) ? x->slowness : 0.0);
+        fputc(',', f);
+        ct_json_member(f, "slowness", x->slowness, 4);
+        fputs("}\n", f);
     }
 }
 

@@ -51,6 +51,9 @@ static void hstr(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* The page's data are read by its own script, which draws numbers only:
+ * there (and only there; decoder/util/json.h has the rule for every JSON
+ * output) a non-finite value is drawn as 0. */
 static double fin(double v)
 {
     return isfinite(v) ? v : 0;

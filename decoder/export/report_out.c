@@ -18,14 +18,23 @@
 #include "decoder/util/names.h"
 #include "decoder/export/report_out.h"
 
+/* For the text report, which prints numbers only (the JSON uses json_us). */
 static double us(double ns)
 {
     return isfinite(ns) ? ns / 1000.0 : 0;
 }
 
+/* For the JSON: a non-finite figure stays non-finite (null, util/json.h). */
+static double json_us(double ns)
+{
+    return ns / 1000.0;
+}
+
 static void num(FILE *f, const char *k, double v, int comma)
 {
-    fprintf(f, "\"%s\":%.3f%s", k, isfinite(v) ? v : 0.0, comma ? "," : "");
+    ct_json_member(f, k, v, 3);
+    if (comma)
+        fputc(',', f);
 }
 
 /* num(f, k, ns / 1000.0, comma) without the float formatting (2 000
@@ -150,12 +159,10 @@ static void breakdown(FILE *f, int64_t compute, int64_t comm, int64_t memory, in
     num_ns(f, "exposed_comm_us", exposed_comm, 1);
 }
 
+/* A percentage; negative means "no denominator" (null). */
 static void pct_or_null(FILE *f, const char *k, double v, int comma)
 {
-    if (v < 0 || !isfinite(v))
-        fprintf(f, "\"%s\":null%s", k, comma ? "," : "");
-    else
-        num(f, k, v, comma);
+    num(f, k, v < 0 ? NAN : v, comma);
 }
 
 static double overlap_pct(int64_t overlap, int64_t comm)
@@ -267,12 +274,12 @@ void ct_report_json(FILE *f, const struct ct_report *rep)
                 "%s{\"op\":\"%s\",\"bytes\":%" PRIu64 ",\"nranks\":%d,\"count\":%" PRIu64
                 ",\"matched\":%" PRIu64 ",",
                 i ? "," : "", op_name(c->op), c->bytes, c->nranks, c->count, c->matched);
-        num(f, "p50_us", us(c->p50), 1);
-        num(f, "p90_us", us(c->p90), 1);
-        num(f, "max_us", us(c->max), 1);
-        num(f, "arrival_skew_p50_us", us(c->skew_p50), 1);
-        num(f, "wait_p50_us", us(c->wait_p50), 1);
-        num(f, "transfer_p50_us", us(c->transfer_p50), 1);
+        num(f, "p50_us", json_us(c->p50), 1);
+        num(f, "p90_us", json_us(c->p90), 1);
+        num(f, "max_us", json_us(c->max), 1);
+        num(f, "arrival_skew_p50_us", json_us(c->skew_p50), 1);
+        num(f, "wait_p50_us", json_us(c->wait_p50), 1);
+        num(f, "transfer_p50_us", json_us(c->transfer_p50), 1);
         num(f, "algbw_gbps", c->algbw, 1);
         num(f, "busbw_gbps", c->busbw, 0);
         fputc('}', f);
@@ -284,11 +291,11 @@ void ct_report_json(FILE *f, const struct ct_report *rep)
         ct_json_str(f, k->name);
         fprintf(f, ",\"count\":%" PRIu64 ",", k->count);
         num_ns(f, "total_us", k->total, 1);
-        num(f, "p50_us", us(k->p50), 0);
+        num(f, "p50_us", json_us(k->p50), 0);
         fputc('}', f);
     }
     fprintf(f, "],\"job\":{\"ranks\":%zu,\"iterations\":%zu,", rep->nr, rep->iterations);
-    num(f, "step_p50_us", us(rep->step_p50), 1);
+    num(f, "step_p50_us", json_us(rep->step_p50), 1);
     fprintf(f, "\"stragglers\":[");
     /* flagged ranks, highest score first */
     int first = 1;

@@ -1,6 +1,7 @@
 /* JSON string escaping with UTF-8 validation (U+FFFD for bad sequences). */
 #include "decoder/util/json.h"
 
+#include <math.h>
 #include <stdint.h>
 
 /* Length of a valid UTF-8 sequence at s, or 0 if invalid. */
@@ -62,4 +63,26 @@ void ct_json_str(FILE *f, const char *str)
         }
     }
     fputc('"', f);
+}
+
+void ct_json_num(FILE *f, double v, int decimals)
+{
+    if (isfinite(v))
+        fprintf(f, "%.*f", decimals, v);
+    else
+        fputs("null", f);
+}
+
+void ct_json_num_g(FILE *f, double v)
+{
+    if (isfinite(v))
+        fprintf(f, "%.6g", v);
+    else
+        fputs("null", f);
+}
+
+void ct_json_member(FILE *f, const char *key, double v, int decimals)
+{
+    fprintf(f, "\"%s\":", key);
+    ct_json_num(f, v, decimals);
 }

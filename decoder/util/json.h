@@ -1,10 +1,30 @@
-/* Minimal JSON output: strings are escaped and invalid UTF-8 is replaced,
- * so whatever bytes a trace holds, the output parses. */
+/*
+ * The JSON writer every JSON document of cutrace's goes through (report,
+ * diagnose, diff, rows, exports, the HTML page's data): strings are escaped
+ * and invalid UTF-8 is replaced, so whatever bytes a trace holds, the
+ * output parses; and numbers follow one rule:
+ *
+ *   a finite number is printed (fixed decimals, or %.6g); a non-finite one
+ *   (NaN, +-Inf: a ratio without a denominator, a figure nothing measured)
+ *   is null. Never NaN or Infinity, never 0 standing in for "unknown".
+ *
+ * A figure that is unknown for another reason (a percentage whose
+ * denominator is 0, a sentinel -1) is passed as NAN by its writer, so the
+ * same rule makes it null. (The HTML page's embedded data are the one
+ * exception: its script draws numbers only, decoder/export/html.c.)
+ */
 #ifndef CT_JSON_H
 #define CT_JSON_H
 
 #include <stdio.h>
 
 void ct_json_str(FILE *f, const char *s);
+
+/* v with `decimals` decimals (%.Nf), or null. */
+void ct_json_num(FILE *f, double v, int decimals);
+/* v as %.6g (ratios, p-values, thresholds), or null. */
+void ct_json_num_g(FILE *f, double v);
+/* "key":v with `decimals` decimals, or "key":null. */
+void ct_json_member(FILE *f, const char *key, double v, int decimals);
 
 #endif
