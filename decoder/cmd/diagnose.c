@@ -14,6 +14,7 @@
 #include "decoder/compare/diagnose.h"
 #include "decoder/read/inputs.h"
 #include "decoder/compare/runs.h"
+#include "decoder/util/options.h"
 
 static void usage(FILE *f)
 {
@@ -26,28 +27,26 @@ static void usage(FILE *f)
 
 int ct_cmd_diagnose(int argc, char **argv)
 {
-    static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
-                                         {"output", required_argument, NULL, 'o'},
+    static const struct option opts[] = {CT_SHARED_OPTIONS,
                                          {"min-saving", required_argument, NULL, 'm'},
-                                         {"skip", required_argument, NULL, 'k'},
-                                         {"rows", required_argument, NULL, 'R'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
-    int json = 0, c;
-    const char *out = NULL, *rows_path = NULL;
+    int c;
+    struct ct_shared_opts so = {0};
     struct ct_diag_opts o = {.min_saving = 0.02};
     struct ct_iter_opts io = {0, 0, -1};
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "jo:h", opts, NULL)) != -1) {
-        char *end;
+        int shared = ct_shared_opt("cutrace diagnose", c, optarg, &so);
+        if (shared < 0)
+            return CT_EXIT_USAGE;
+        if (shared)
+            continue;
         switch (c) {
-        case 'j': json = 1; break;
-        case 'o': out = optarg; break;
-        case 'R': rows_path = optarg; break;
         case 'm': {
-            double v = strtod(optarg, &end);
-            if (end == optarg || (*end && strcmp(end, "%")) || !isfinite(v) || v < 0 || v > 100) {
+            double v;
+            if (ct_parse_pct(optarg, 0, 100, &v)) {
                 fprintf(stderr,
                         "cutrace diagnose: --min-saving '%s': expected a percentage "
                         "0..100, e.g. 2 or 2%%\n",
@@ -57,14 +56,6 @@ int ct_cmd_diagnose(int argc, char **argv)
             o.min_saving = v / 100;
             break;
         }
-        case 'k':
-            io.skip = strtol(optarg, &end, 10);
-            if (*end || !*optarg || io.skip < 0) {
-                fprintf(stderr, "cutrace diagnose: --skip '%s': expected an integer >= 0\n",
-                        optarg);
-                return CT_EXIT_USAGE;
-            }
-            break;
         case 'h': usage(stdout); return 0;
         default:
             fprintf(stderr,
@@ -74,6 +65,9 @@ int ct_cmd_diagnose(int argc, char **argv)
             return CT_EXIT_USAGE;
         }
     }
+    int json = so.json;
+    const char *out = so.out, *rows_path = so.rows;
+    io.skip = so.skip;
     if (optind >= argc) {
         fprintf(stderr, "cutrace diagnose: expected at least one trace file or directory\n");
         usage(stderr);

@@ -14,6 +14,7 @@
 #include "decoder/cmd/cli.h"
 #include "decoder/compare/diff.h"
 #include "decoder/util/json.h"
+#include "decoder/util/options.h"
 #include "decoder/compare/runs.h"
 
 #define MIN_RUNS 3 /* fewer per side: the U test cannot reach 5 % (exact p >= 0.1) */
@@ -42,16 +43,6 @@ static void usage(FILE *f)
                "  --alpha Q       false-discovery rate across metrics (default 0.05)\n"
                "  --skip N        drop the first N iterations of every rank (warm-up)\n"
                "  --rows FILE     also write per-run/rank/iteration JSON-lines rows\n");
-}
-
-static int parse_double(const char *s, double lo, double hi, double *out)
-{
-    char *end;
-    double v = strtod(s, &end);
-    if (end == s || (*end && strcmp(end, "%")) || !isfinite(v) || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 0;
 }
 
 static void side_free(struct side *s)
@@ -200,19 +191,17 @@ static void print_rows_text(FILE *f, const struct ct_diff_row *r, size_t n)
 
 int ct_cmd_diff(int argc, char **argv)
 {
-    static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
-                                         {"output", required_argument, NULL, 'o'},
+    static const struct option opts[] = {CT_SHARED_OPTIONS,
                                          {"by", required_argument, NULL, 'b'},
                                          {"min-effect", required_argument, NULL, 'm'},
                                          {"seed", required_argument, NULL, 's'},
                                          {"reps", required_argument, NULL, 'r'},
                                          {"alpha", required_argument, NULL, 'a'},
-                                         {"skip", required_argument, NULL, 'k'},
-                                         {"rows", required_argument, NULL, 'R'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
-    int json = 0, c;
-    const char *out = NULL, *by = NULL, *rows_path = NULL;
+    int c;
+    struct ct_shared_opts so = {0};
+    const char *by = NULL;
     struct ct_diff_opts o = {.min_effect = 0.02, .alpha = 0.05, .seed = 1, .reps = 2000};
     struct ct_iter_opts io = {0, 0, -1};
     double v;
@@ -220,13 +209,15 @@ int ct_cmd_diff(int argc, char **argv)
     opterr = 0;
     while ((c = getopt_long(argc, argv, "jo:h", opts, NULL)) != -1) {
         char *end;
+        int shared = ct_shared_opt("cutrace diff", c, optarg, &so);
+        if (shared < 0)
+            return CT_EXIT_USAGE;
+        if (shared)
+            continue;
         switch (c) {
-        case 'j': json = 1; break;
-        case 'o': out = optarg; break;
         case 'b': by = optarg; break;
-        case 'R': rows_path = optarg; break;
         case 'm':
-            if (parse_double(optarg, 0, 100, &v)) {
+            if (ct_parse_pct(optarg, 0, 100, &v)) {
                 fprintf(stderr,
                         "cutrace diff: --min-effect '%s': expected a percentage "
                         "0..100, e.g. 2 or 2%%\n",
@@ -236,7 +227,7 @@ int ct_cmd_diff(int argc, char **argv)
             o.min_effect = v / 100;
             break;
         case 'a':
-            if (parse_double(optarg, 1e-9, 1, &o.alpha)) {
+            if (ct_parse_pct(optarg, 1e-9, 1, &o.alpha)) {
                 fprintf(stderr, "cutrace diff: --alpha '%s': expected 0 < Q <= 1\n", optarg);
                 return CT_EXIT_USAGE;
             }
@@ -257,13 +248,6 @@ int ct_cmd_diff(int argc, char **argv)
             o.reps = (unsigned)r;
             break;
         }
-        case 'k':
-            io.skip = strtol(optarg, &end, 10);
-            if (*end || !*optarg || io.skip < 0) {
-                fprintf(stderr, "cutrace diff: --skip '%s': expected an integer >= 0\n", optarg);
-                return CT_EXIT_USAGE;
-            }
-            break;
         case 'h': usage(stdout); return 0;
         default:
             fprintf(stderr,
@@ -274,6 +258,9 @@ int ct_cmd_diff(int argc, char **argv)
             return CT_EXIT_USAGE;
         }
     }
+    int json = so.json;
+    const char *out = so.out, *rows_path = so.rows;
+    io.skip = so.skip;
     if (argc - optind != 2) {
         fprintf(stderr, "cutrace diff: expected two operands, A and B\n");
         usage(stderr);

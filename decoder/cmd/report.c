@@ -18,6 +18,7 @@
 #include "decoder/export/export.h" /* export: ct_report_html */
 #include "decoder/read/inputs.h"
 #include "decoder/read/load.h"
+#include "decoder/util/options.h"
 #include "decoder/kineto/kineto.h"
 #include "decoder/export/report_out.h"
 #include "decoder/compare/runs.h" /* diagnose: --rows */
@@ -60,27 +61,27 @@ static int parse_steps(const char *s, struct ct_iter_opts *o)
 
 int ct_cmd_report(int argc, char **argv)
 {
-    static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
-                                         {"output", required_argument, NULL, 'o'},
+    static const struct option opts[] = {CT_SHARED_OPTIONS,
                                          {"step", required_argument, NULL, 's'},
                                          {"steps", required_argument, NULL, 'S'},
-                                         {"skip", required_argument, NULL, 'k'},
                                          {"help", no_argument, NULL, 'h'},
                                          {"hta", no_argument, NULL, 'H'},
                                          {"no-hta", no_argument, NULL, 'N'},
-                                         {"html", no_argument, NULL, 'T'},       /* export: HTML */
-                                         {"rows", required_argument, NULL, 'R'}, /* diagnose */
+                                         {"html", no_argument, NULL, 'T'}, /* export: HTML */
                                          {NULL, 0, NULL, 0}};
-    int json = 0, html = 0, c, hta = 1; /* kineto: HTA-compatible mode for Kineto input */
-    const char *out = NULL, *step = NULL, *rows = NULL; /* diagnose: --rows FILE */
+    int html = 0, c, hta = 1; /* kineto: HTA-compatible mode for Kineto input */
+    const char *step = NULL;
+    struct ct_shared_opts so = {0};
     struct ct_iter_opts io = {0, 0, -1};
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "jo:h", opts, NULL)) != -1) {
-        char *end;
+        int shared = ct_shared_opt("cutrace report", c, optarg, &so);
+        if (shared < 0)
+            return CT_EXIT_USAGE;
+        if (shared)
+            continue;
         switch (c) {
-        case 'j': json = 1; break;
-        case 'o': out = optarg; break;
         case 's':
             if (!*optarg) {
                 fprintf(stderr, "cutrace report: --step: expected a range or mark name, e.g. "
@@ -98,18 +99,10 @@ int ct_cmd_report(int argc, char **argv)
                 return CT_EXIT_USAGE;
             }
             break;
-        case 'k':
-            io.skip = strtol(optarg, &end, 10);
-            if (*end || !*optarg || io.skip < 0) {
-                fprintf(stderr, "cutrace report: --skip '%s': expected an integer >= 0\n", optarg);
-                return CT_EXIT_USAGE;
-            }
-            break;
         case 'h': usage(stdout); return 0;
         case 'H': hta = 1; break;
         case 'N': hta = 0; break;
         case 'T': html = 1; break;
-        case 'R': rows = optarg; break; /* diagnose: --rows FILE */
         default:
             fprintf(stderr,
                     "cutrace report: unknown or incomplete option '%s'; allowed: "
@@ -119,6 +112,9 @@ int ct_cmd_report(int argc, char **argv)
             return CT_EXIT_USAGE;
         }
     }
+    int json = so.json;
+    const char *out = so.out, *rows = so.rows; /* diagnose: --rows FILE */
+    io.skip = so.skip;
     if (html && (json || !out)) { /* export: the HTML page goes to a file */
         fprintf(stderr, "cutrace report: --html writes a file: use --html -o FILE (without "
                         "--json)\n");
