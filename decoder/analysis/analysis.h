@@ -3,11 +3,19 @@
  * on the job clock (outputs convert to µs). Definitions are in
  * docs/report.md; each module states the ones it computes.
  *
- *   metrics.c      temporal breakdown, overlap, exposed communication, HTA
+ *   breakdown.c    temporal breakdown, overlap, exposed communication, HTA
  *                  idle breakdown, per-iteration figures
- *   attribution.c  pipeline bubbles and the split of GPU-idle time
- *   collectives.c  cross-rank matching, collective table, stragglers
+ *   bubbles.c      pipeline bubbles
+ *   stalls.c       the split of GPU-idle time (data, checkpoint, sync drain,
+ *                  launch overhead, unexplained) and what counts as a data
+ *                  or checkpoint wait
+ *   collectives.c  cross-rank matching, the collective table
+ *   stragglers.c   per-rank lateness and kernel slowness
  *   kernels.c      per-kernel-name statistics
+ *   iterations.c   iteration boundaries
+ *   hang.c         collectives in flight of a flight-recorder window
+ *   health.c       GPU and host health counters
+ *   report.c       all of the above, in order (ct_report_analyze)
  */
 #ifndef CT_ANALYSIS_H
 #define CT_ANALYSIS_H
@@ -86,6 +94,10 @@ struct ct_report {
 
 int ct_metrics_rank(struct ct_rank_result *res);
 int ct_attribution_rank(struct ct_job *job, struct ct_rank_result *res);
+/* bubbles.c: the rank's bubble set into out (empty without pipeline ops),
+ * per-iteration lengths into res->im; *pipeline set when some iteration has
+ * pipeline ops. 0 or -ENOMEM. */
+int ct_bubbles_rank(struct ct_rank_result *res, struct ct_ivset *out, int *pipeline);
 int ct_collectives_match(struct ct_job *job);
 int ct_collectives_table(struct ct_report *rep);
 int ct_stragglers(struct ct_report *rep);

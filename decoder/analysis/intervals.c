@@ -251,3 +251,43 @@ void ct_ivset_free(struct ct_ivset *a)
     free(a->v);
     memset(a, 0, sizeof(*a));
 }
+
+/* ct_ivset_normalize, with unsorted input first put in start order by an LSD
+ * radix sort (the merged set does not depend on the order of equal starts,
+ * and the launch intervals come in GPU order, far from host order). */
+void ct_ivset_normalize_unsorted(struct ct_ivset *a)
+{
+    size_t n = a->n, i = 1;
+    while (i < n && a->v[i - 1].s <= a->v[i].s)
+        i++;
+    struct ct_iv *tmp = i < n ? malloc(n * sizeof(*tmp)) : NULL;
+    if (tmp) {
+        uint64_t lo = UINT64_MAX, hi = 0;
+        for (i = 0; i < n; i++) {
+            uint64_t k = (uint64_t)a->v[i].s ^ (UINT64_C(1) << 63);
+            lo = k < lo ? k : lo;
+            hi = k > hi ? k : hi;
+        }
+        struct ct_iv *src = a->v, *dst = tmp;
+        for (unsigned sh = 0; sh < 64 && ((hi - lo) >> sh); sh += 8) {
+            size_t pos[256] = {0};
+            for (i = 0; i < n; i++)
+                pos[((((uint64_t)src[i].s ^ (UINT64_C(1) << 63)) - lo) >> sh) & 255]++;
+            for (size_t b = 0, sum = 0; b < 256; b++) {
+                size_t c = pos[b];
+                pos[b] = sum;
+                sum += c;
+            }
+            for (i = 0; i < n; i++)
+                dst[pos[((((uint64_t)src[i].s ^ (UINT64_C(1) << 63)) - lo) >> sh) & 255]++] =
+                    src[i];
+            struct ct_iv *t = src;
+            src = dst;
+            dst = t;
+        }
+        if (src != a->v)
+            memcpy(a->v, src, n * sizeof(*src));
+        free(tmp);
+    }
+    ct_ivset_normalize(a); /* sorted now (or by its qsort when out of memory) */
+}

@@ -73,4 +73,3 @@ int ct_report_analyze(struct ct_job *job, const struct ct_iter_opts *io, struct 
         rc = ct_stragglers(rep);
     return rc;
 }
-

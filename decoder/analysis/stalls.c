@@ -1,23 +1,19 @@
 /*
- * Attribution of non-compute time (definitions: docs/report.md).
- *
- * Pipeline bubble, per iteration [a, b) of a rank that runs pipeline
- * send/recv ops: PPWAIT = ∪ [s, min(all_s, e)) of its matched Send/Recv ops
- * (the time the op waited for its peer); WARM = [a, first PP op start) when
- * the first PP op is a Recv, COOL = [last PP op end, b) when the last is a
- * Send; bubble = |([a,b) \ COMPUTE) ∩ PPWAIT| + |(WARM ∪ COOL) ∩ GPU-idle|.
+ * The split of each rank's GPU-idle time (definitions: docs/report.md), and
+ * what counts as a data wait or a checkpoint write (ct_is_data_wait,
+ * ct_is_ckpt_io: the extraction classifies host I/O with them).
  *
  * GPU-idle time of the window is split, each instant to the first class
- * whose host evidence covers it: the idle part of the bubble, data stall
- * (the main process blocked in read/recv/poll... on a file, pipe or socket),
- * checkpoint (write/fsync on files or a DtoH copy >= 16 MiB, any process of
- * the rank), sync drain ([return of a blocking sync or synchronous copy,
- * next launch)), launch overhead ([host launch, GPU start) of an op, from
- * the main process's previous launch call when that one began at most
- * CT_LAUNCH_BURST_NS (1 ms) earlier: a host issuing work back to back is
- * the bottleneck, so the GPU's wait between those calls is launch
- * overhead),
- * and unexplained.
+ * whose host evidence covers it: the idle part of the pipeline bubble
+ * (decoder/analysis/bubbles.c), data stall (the main process blocked in
+ * read/recv/poll... on a file, pipe or socket), checkpoint (write/fsync on
+ * files or a DtoH copy >= 16 MiB, any process of the rank), sync drain
+ * ([return of a blocking sync or synchronous copy, next launch)), launch
+ * overhead ([host launch, GPU start) of an op, from the main process's
+ * previous launch call when that one began at most CT_LAUNCH_BURST_NS (1 ms)
+ * earlier: a host issuing work back to back is the bottleneck, so the GPU's
+ * wait between those calls is launch overhead), and unexplained.
+ * Checkpoint stall also counts the step-time excess of checkpoint steps.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -33,132 +29,12 @@
  * are unexplained host stalls. */
 #define CT_LAUNCH_BURST_NS 1000000
 
-/* ct_ivset_normalize, with unsorted input first put in start order by an LSD
- * radix sort (the merged set does not depend on the order of equal starts,
- * and the launch intervals come in GPU order, far from host order). */
-static void normalize(struct ct_ivset *a)
-{
-    size_t n = a->n, i = 1;
-    while (i < n && a->v[i - 1].s <= a->v[i].s)
-        i++;
-    struct ct_iv *tmp = i < n ? malloc(n * sizeof(*tmp)) : NULL;
-    if (tmp) {
-        uint64_t lo = UINT64_MAX, hi = 0;
-        for (i = 0; i < n; i++) {
-            uint64_t k = (uint64_t)a->v[i].s ^ (UINT64_C(1) << 63);
-            lo = k < lo ? k : lo;
-            hi = k > hi ? k : hi;
-        }
-        struct ct_iv *src = a->v, *dst = tmp;
-        for (unsigned sh = 0; sh < 64 && ((hi - lo) >> sh); sh += 8) {
-            size_t pos[256] = {0};
-            for (i = 0; i < n; i++)
-                pos[((((uint64_t)src[i].s ^ (UINT64_C(1) << 63)) - lo) >> sh) & 255]++;
-            for (size_t b = 0, sum = 0; b < 256; b++) {
-                size_t c = pos[b];
-                pos[b] = sum;
-                sum += c;
-            }
-            for (i = 0; i < n; i++)
-                dst[pos[((((uint64_t)src[i].s ^ (UINT64_C(1) << 63)) - lo) >> sh) & 255]++] =
-                    src[i];
-            struct ct_iv *t = src;
-            src = dst;
-            dst = t;
-        }
-        if (src != a->v)
-            memcpy(a->v, src, n * sizeof(*src));
-        free(tmp);
-    }
-    ct_ivset_normalize(a); /* sorted now (or by its qsort when out of memory) */
-}
-
 static int add_set(struct ct_ivset *dst, const struct ct_ivset *src)
 {
     for (size_t i = 0; i < src->n; i++)
         if (ct_ivset_add(dst, src->v[i].s, src->v[i].e))
             return -ENOMEM;
     return 0;
-}
-
-/* The bubble set of the rank, and per-iteration lengths into res->im.
- * Nothing to do for a rank without pipeline ops (most). */
-static int bubble_set(struct ct_rank_result *res, struct ct_ivset *out, int *pipeline)
-{
-    struct ct_rank *r = res->rank;
-    struct ct_ivset wait = {0}, edge = {0}, t1 = {0}, t2 = {0}, noncomp = {0}, win = {0},
-                    idle = {0};
-    int rc = 0;
-    size_t npp = 0, j = 0;
-    /* PP ops sorted by GPU start come from ops[] (sorted) */
-    for (size_t i = 0; i < r->nops && !rc; i++) {
-        const struct ct_gop *g = &r->ops[i];
-        if (g->cls != CT_CL_PP)
-            continue;
-        npp++;
-        const struct ct_nop *o = g->nccl >= 0 ? &r->nccl[g->nccl] : NULL;
-        if (o && o->all_s)
-            rc = ct_ivset_add(&wait, g->s, o->all_s < g->e ? o->all_s : g->e);
-    }
-    if (!npp || rc)
-        goto out;
-    const struct ct_gop **pp = malloc(npp * sizeof(*pp));
-    npp = 0;
-    if (!pp)
-        rc = -ENOMEM;
-    for (size_t i = 0; i < r->nops && !rc; i++)
-        if (r->ops[i].cls == CT_CL_PP)
-            pp[npp++] = &r->ops[i];
-    for (size_t k = 0; k < res->niters && !rc; k++) {
-        int64_t a = res->iters[k].s, b = res->iters[k].e;
-        const struct ct_gop *first = NULL, *last = NULL;
-        while (j < npp && pp[j]->e <= a)
-            j++;
-        for (size_t i = j; i < npp && pp[i]->s < b; i++) {
-            if (pp[i]->e <= a)
-                continue;
-            if (!first)
-                first = pp[i];
-            if (!last || pp[i]->e > last->e)
-                last = pp[i];
-        }
-        if (!first)
-            continue;
-        *pipeline = 1;
-        if (first->op == CT_NCCL_OP_RECV)
-            rc = ct_ivset_add(&edge, a, first->s);
-        if (!rc && last->op == CT_NCCL_OP_SEND)
-            rc = ct_ivset_add(&edge, last->e, b);
-    }
-    free(pp);
-    if (rc)
-        goto out;
-    normalize(&wait);
-    normalize(&edge);
-    /* the GPU-idle time of the window */
-    if ((rc = ct_ivset_add(&win, res->ws, res->we)) ||
-        (rc = ct_ivset_subtract(&win, &r->gpu, &idle)))
-        goto out;
-    /* without pipeline ops (most jobs) both parts are empty: none of the
-     * rank-sized sets below is built */
-    if (wait.n &&
-        ((rc = ct_ivset_subtract(&r->gpu, &r->cls[CT_CL_COMPUTE], &noncomp)) ||
-         (rc = ct_ivset_union(&noncomp, &idle, &t2)) || (rc = ct_ivset_intersect(&t2, &wait, &t1))))
-        goto out;
-    if ((rc = ct_ivset_intersect(&edge, &idle, &t2)) || (rc = ct_ivset_union(&t1, &t2, out)))
-        goto out;
-    size_t at = 0;
-    for (size_t k = 0; k < res->niters; k++)
-        res->im[k].bubble = ct_ivset_len_in_at(out, res->iters[k].s, res->iters[k].e, &at);
-out:
-    ct_ivset_free(&win);
-    ct_ivset_free(&idle);
-    ct_ivset_free(&wait);
-    ct_ivset_free(&edge);
-    ct_ivset_free(&t1);
-    ct_ivset_free(&t2);
-    ct_ivset_free(&noncomp);
-    return rc;
 }
 
 /* [sync return, next launch) for every blocking sync of the main process. */
@@ -178,7 +54,7 @@ static int drain_set(const struct ct_proc *p, struct ct_ivset *out)
         if (next != INT64_MAX && ct_ivset_add(out, e, next))
             return -ENOMEM;
     }
-    normalize(out);
+    ct_ivset_normalize_unsorted(out);
     return 0;
 }
 
@@ -214,7 +90,7 @@ static int launch_set(const struct ct_rank *r, const struct ct_proc *main, struc
             return -ENOMEM;
     }
     if (!sorted)
-        normalize(out);
+        ct_ivset_normalize_unsorted(out);
     return 0;
 }
 
@@ -329,7 +205,7 @@ int ct_attribution_rank(struct ct_job *job, struct ct_rank_result *res)
     if (res->we <= res->ws)
         return 0;
     int pipeline = 0;
-    if ((rc = bubble_set(res, &bub, &pipeline)))
+    if ((rc = ct_bubbles_rank(res, &bub, &pipeline)))
         goto out;
     res->at.pipeline_bubble = ct_ivset_len(&bub);
     const struct ct_proc *main = r->procs[0];
@@ -337,7 +213,7 @@ int ct_attribution_rank(struct ct_job *job, struct ct_rank_result *res)
         goto out;
     for (size_t k = 0; k < r->nprocs && !rc; k++)
         rc = add_set(&ckpt, &r->procs[k]->ckpt);
-    normalize(&ckpt);
+    ct_ivset_normalize_unsorted(&ckpt);
     if (!rc)
         rc = drain_set(main, &drain);
     if (!rc)
@@ -376,4 +252,32 @@ out:
     ct_ivset_free(&drain);
     ct_ivset_free(&launch);
     return rc;
+}
+
+int ct_is_data_wait(const char *op, uint64_t fd_type)
+{
+    static const char *const ops[] = {"read",        "pread",  "pread64",  "readv",    "preadv",
+                                      "preadv2",     "recv",   "recvfrom", "recvmsg",  "poll",
+                                      "ppoll",       "select", "pselect",  "pselect6", "epoll_wait",
+                                      "epoll_pwait", "fread"};
+    int waits = !strncmp(op, "poll", 4) || !strncmp(op, "ppoll", 5) || strstr(op, "select") ||
+                strstr(op, "epoll");
+    if (!waits && fd_type != CT_FD_FILE && fd_type != CT_FD_PIPE && fd_type != CT_FD_SOCKET)
+        return 0;
+    for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+        if (!strcmp(op, ops[i]))
+            return 1;
+    return 0;
+}
+
+int ct_is_ckpt_io(const char *op, uint64_t fd_type)
+{
+    static const char *const ops[] = {"write",    "pwrite", "pwrite64", "writev",   "pwritev",
+                                      "pwritev2", "fwrite", "fsync",    "fdatasync"};
+    if (fd_type != CT_FD_FILE && strcmp(op, "fsync") && strcmp(op, "fdatasync"))
+        return 0;
+    for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+        if (!strcmp(op, ops[i]))
+            return 1;
+    return 0;
 }

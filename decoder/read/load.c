@@ -65,8 +65,8 @@ static void *load_worker(void *arg)
 }
 
 /* Every input decoded into *out (in input order). */
-static int load_all(const struct ct_load_opts *o, const struct ct_inputs *in,
-                    struct ct_proc **out, char *err, size_t errlen)
+static int load_all(const struct ct_load_opts *o, const struct ct_inputs *in, struct ct_proc **out,
+                    char *err, size_t errlen)
 {
     struct loader L = {.in = in, .step = o->step};
     pthread_mutex_init(&L.lock, NULL);

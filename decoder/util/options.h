@@ -14,8 +14,11 @@
 
 /* Their getopt_long entries (letters j, o, R, k), for a command's table. */
 #define CT_SHARED_OPTIONS                                                                          \
-    {"json", no_argument, NULL, 'j'}, {"output", required_argument, NULL, 'o'},                   \
-        {"rows", required_argument, NULL, 'R'}, {"skip", required_argument, NULL, 'k'}
+    {"json", no_argument, NULL, 'j'}, {"output", required_argument, NULL, 'o'},                    \
+        {"rows", required_argument, NULL, 'R'},                                                    \
+    {                                                                                              \
+        "skip", required_argument, NULL, 'k'                                                       \
+    }
 
 struct ct_shared_opts {
     int json;
