@@ -52,6 +52,8 @@ int ct_own_is(int fd)
     int slot = ct_own_find(fd);
     if (slot < 0)
         return 0;
+    if (!atomic_load(&ct_own_slots[slot].ready))
+        return 1; /* being opened: ours, its identity is being taken */
     int saved = errno;
     int ok = same_file(fd, ct_own_slots[slot].dev, ct_own_slots[slot].ino);
     errno = saved;
@@ -89,47 +91,77 @@ static int dup_high(int fd)
     return nfd;
 }
 
+/* A free slot, claimed with a number no job can hold; -1 when none. */
+static int claim_slot(void)
+{
+    for (int i = 0; i < CT_OWN_SLOTS; i++) {
+        int expected = -1;
+        if (atomic_compare_exchange_strong(&ct_own_slots[i].fd, &expected, -2)) {
+            atomic_store(&ct_own_slots[i].ready, 0);
+            atomic_store(&ct_own_slots[i].busy, -1);
+            atomic_fetch_add(&ct_own_count, 1);
+            return i;
+        }
+    }
+    return -1;
+}
+
+/*
+ * Opens path into the claimed slot. The number is published at once, so a
+ * close loop of the job's that runs meanwhile leaves it alone; its identity
+ * is then checked against the path's (a close_range that got in before the
+ * publication, and an open of the job's that took the number, would show
+ * another file): such a number is given up (never closed by us) and the
+ * path opened once more, without creating it. 0 or -errno.
+ */
+static int open_into(struct ct_own_slot *s, const char *path, int flags, mode_t mode)
+{
+    for (int attempt = 0; attempt < 2; attempt++) {
+        int fd = open(path, flags, mode);
+        if (fd < 0)
+            return -errno;
+        atomic_store(&s->fd, fd);
+        struct stat st, sp;
+        int have = fstat(fd, &st) == 0;
+        if (have && (stat(path, &sp) != 0 || (sp.st_dev == st.st_dev && sp.st_ino == st.st_ino))) {
+            s->dev = st.st_dev;
+            s->ino = st.st_ino;
+            atomic_store(&s->ready, 1);
+            return 0;
+        }
+        atomic_store(&s->fd, -2); /* not ours any more: the job's number */
+        flags &= ~(O_CREAT | O_EXCL | O_TRUNC);
+    }
+    return -EBADF;
+}
+
 int ct_own_open(const char *path, int flags, mode_t mode, unsigned own_flags)
 {
     int saved = errno;
-    int fd = open(path, flags, mode);
-    if (fd < 0) {
-        int e = -errno;
+    int slot = claim_slot();
+    if (slot < 0) {
         errno = saved;
-        return e;
+        return -ENOSPC;
     }
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int e = -errno;
-        raw_close(fd);
+    struct ct_own_slot *s = &ct_own_slots[slot];
+    s->high = (own_flags & CT_OWN_HIGH) != 0;
+    int rc = open_into(s, path, flags, mode);
+    if (rc) {
+        atomic_store(&s->fd, -1);
+        atomic_fetch_sub(&ct_own_count, 1);
         errno = saved;
-        return e;
+        return rc;
     }
-    if (own_flags & CT_OWN_HIGH) {
+    if (s->high) {
+        int fd = atomic_load(&s->fd);
         int nfd = dup_high(fd);
         if (nfd >= 0) {
+            atomic_store(&s->fd, nfd); /* the high number first, then the low one goes */
             raw_close(fd);
-            fd = nfd;
         }
     }
-    for (int i = 0; i < CT_OWN_SLOTS; i++) {
-        struct ct_own_slot *s = &ct_own_slots[i];
-        int expected = -1;
-        /* claim with a number no job can hold, then fill, then publish */
-        if (!atomic_compare_exchange_strong(&s->fd, &expected, -2))
-            continue;
-        s->dev = st.st_dev;
-        s->ino = st.st_ino;
-        s->high = (own_flags & CT_OWN_HIGH) != 0;
-        atomic_store(&s->busy, -1);
-        atomic_fetch_add(&ct_own_count, 1);
-        atomic_store(&s->fd, fd);
-        errno = saved;
-        return i;
-    }
-    raw_close(fd);
     errno = saved;
-    return -ENOSPC;
+    return slot;
 }
 
 void ct_own_close(int slot)

@@ -38,9 +38,10 @@
 #define CT_OWN_HIGH 1 /* move above the numbers a job reuses first; may be stepped aside */
 
 struct ct_own_slot {
-    _Atomic int fd;   /* -1: free */
-    _Atomic int busy; /* the number a write through ct_own_use is using, or -1 */
-    int high;         /* CT_OWN_HIGH: relocatable (users read fd from the slot each time) */
+    _Atomic int fd;    /* -1: free */
+    _Atomic int ready; /* dev and ino are set (until then the number is ours unchecked) */
+    _Atomic int busy;  /* the number a write through ct_own_use is using, or -1 */
+    int high;          /* CT_OWN_HIGH: relocatable (users read fd from the slot each time) */
     dev_t dev;
     ino_t ino;
 };
