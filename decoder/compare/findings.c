@@ -1,0 +1,95 @@
+/*
+ * Findings of `cutrace diagnose` (decoder/compare/diagnose_int.h): their
+ * names, how one is added with its saving, confidence, evidence and ranks,
+ * and how a check records that its evidence was insufficient. The checks
+ * themselves are decoder/compare/diagnose.c (and diagnose_health.c).
+ */
+#include "decoder/compare/diagnose_int.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const kind_names[CT_FK_COUNT] = {
+    "exposed_communication", "slow_collective", "compute_straggler",  "host_straggler",
+    "stage_imbalance",       "excess_bubble",   "data_loading_stall", "checkpoint_stall",
+    "launch_bound",          "sync_drain",      "pageable_memcpy",    "throttled_gpu",
+    "host_contention",
+};
+
+const char *ct_finding_kind_name(int kind)
+{
+    return kind >= 0 && kind < CT_FK_COUNT ? kind_names[kind] : "?";
+}
+
+double ct_dg_per_iter(const struct ct_rank_result *x, int64_t total)
+{
+    return x->niters ? (double)total / (double)x->niters : 0;
+}
+
+/* Confidence: how far the saving clears the threshold, scaled by how
+ * direct the evidence is (1: measured, < 1: inferred). */
+static double confidence(const struct ctx *c, double saving_ns, double quality)
+{
+    double t = c->o->min_saving * c->step, v = 0.5;
+    if (t > 0)
+        v = 0.5 + 0.45 * (1 - t / saving_ns);
+    if (v > 0.95)
+        v = 0.95;
+    return v * quality;
+}
+
+struct ct_finding *ct_dg_add(struct ctx *c, int kind, double saving_ns, double quality)
+{
+    if (saving_ns < c->o->min_saving * c->step || c->d->nf >= sizeof(c->d->f) / sizeof(c->d->f[0]))
+        return NULL;
+    struct ct_finding *f = &c->d->f[c->d->nf++];
+    memset(f, 0, sizeof(*f));
+    f->kind = kind;
+    f->saving_us = saving_ns / 1e3;
+    f->confidence = confidence(c, saving_ns, quality);
+    return f;
+}
+
+void ct_dg_ev(struct ct_finding *f, const char *key, double v)
+{
+    if (f->nev < CT_EV_MAX)
+        f->ev[f->nev++] = (struct ct_evidence){.key = key, .num = v};
+}
+
+void ct_dg_evs(struct ct_finding *f, const char *key, const char *fmt, ...)
+{
+    if (f->nev >= CT_EV_MAX)
+        return;
+    struct ct_evidence *e = &f->ev[f->nev++];
+    memset(e, 0, sizeof(*e));
+    e->key = key;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->str, sizeof(e->str), fmt, ap);
+    va_end(ap);
+}
+
+void ct_dg_rank_add(struct ct_finding *f, int r)
+{
+    if (f->nranks < sizeof(f->ranks) / sizeof(f->ranks[0]))
+        f->ranks[f->nranks++] = r;
+}
+
+void ct_dg_insufficient(struct ctx *c, int kind, const char *fmt, ...)
+{
+    struct ct_insufficient *i = &c->d->ins[c->d->nins++];
+    i->kind = kind;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(i->reason, sizeof(i->reason), fmt, ap);
+    va_end(ap);
+}
+
+/* ------------------------------------------------ exposed communication */
+
+/* |[s, s + transfer) \ compute| over the rank's non-pipeline communication:
+ * what stays exposed if every peer arrived on time (the wait part follows
+ * stragglers, which their own checks own). */
