@@ -60,7 +60,7 @@ static inline __attribute__((always_inline)) uint32_t ct_func_name(const void *h
 void ct_func_name_set(const void *handle, const char *name);
 void ct_func_name_copy(const void *to, const void *from);
 
-/* procaddr.c: lookups seen by the cuGetProcAddress layer, and wrapped. */
+/* cuda_procaddr.c: lookups seen by the cuGetProcAddress layer, and wrapped. */
 void ct_procaddr_stats(uint64_t *lookups, uint64_t *wrapped);
 
 /* Caches and names: called by ct_shim_init once recording is on. */

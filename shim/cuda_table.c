@@ -2,6 +2,8 @@
  * The wrap table and real-function slots. This file deliberately does not
  * include cuda.h: it only takes the wrappers' addresses, declared below with
  * a placeholder type, so cuda.h's renaming macros cannot bend the names.
+ * It resolves real functions with ct_dlsym_real only and must never call
+ * into the dlsym override (shim/dlsym.c), which calls into it.
  */
 #include "shim/cuda_table.h"
 
@@ -9,6 +11,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "shim/dlsym_real.h"
 #include "shim/shim.h"
 
 #define CT_SYM(exported, base, ver, pt) extern void exported(void);

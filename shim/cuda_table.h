@@ -1,13 +1,16 @@
 /*
  * The wrap table (shim/cuda_syms.h) as data: names, ABI versions, wrapper
- * addresses and the slot holding each row's real driver function.
+ * addresses and the slot holding each row's real driver function. Real
+ * functions are found with ct_dlsym_real (shim/dlsym_real.h), never through
+ * the dlsym override (shim/dlsym.c), which consults this table.
  */
 #ifndef CT_CUDA_TABLE_H
 #define CT_CUDA_TABLE_H
 
 #include <stdatomic.h>
 #include <stdint.h>
-#include <string.h>
+
+#include "shim/dlsym_real.h" /* ct_fn, ct_fn_addr, ct_dlsym_real */
 
 enum ct_sym {
 #define CT_SYM(exported, base, ver, pt) CT_SYM_##exported,
@@ -15,27 +18,6 @@ enum ct_sym {
 #undef CT_SYM
     CT_SYM_COUNT
 };
-
-/* Any function pointer: object and function pointers only meet through
- * ct_fn()/ct_fn_addr(), which ISO C allows and POSIX guarantees. */
-typedef void (*ct_voidfn)(void);
-
-__attribute__((always_inline,
-               no_sanitize("address", "undefined", "thread"))) static inline ct_voidfn
-ct_fn(void *p)
-{
-    ct_voidfn f;
-    memcpy(&f, &p, sizeof(f));
-    return f;
-}
-
-__attribute__((always_inline, no_sanitize("address", "undefined", "thread"))) static inline void *
-ct_fn_addr(ct_voidfn f)
-{
-    void *p;
-    memcpy(&p, &f, sizeof(p));
-    return p;
-}
 
 struct ct_sym_row {
     const char *exported;
@@ -94,15 +76,5 @@ int ct_real_claim(enum ct_sym s, void *real);
 void *ct_libcuda(void);
 /* A driver symbol that cutrace itself calls (cuStreamGetId, cuFuncGetName...). */
 void *ct_driver_sym(const char *name);
-
-/* dlsym.c: the real dlsym, resolved on first use. */
-void *ct_dlsym_real(void *handle, const char *name);
-
-/*
- * The next definition of `name` after libcutrace (libc's, for the libc
- * functions we wrap), resolved once into *slot and cached; errno is kept.
- * NULL when there is none: the caller fails the call the way libc would.
- */
-void *ct_next_sym(void *_Atomic *slot, const char *name);
 
 #endif

@@ -2,8 +2,10 @@
  * dlsym() override, x86-64. RTLD_NEXT lookups are resolved by glibc relative
  * to the caller's return address, so they must reach the real dlsym by a tail
  * jump that leaves our caller's frame in place (a C call would make the search
- * start after libcutrace and break a second interposer below us). Every other
- * handle goes to ct_dlsym_impl in dlsym.c, which may hand out wrappers.
+ * start after libcutrace and break a second interposer below us); the target
+ * is ct_real_dlsym_ptr, resolved by ct_dlsym_next_target (both in
+ * dlsym_real.c). Every other handle goes to ct_dlsym_impl in dlsym.c, which
+ * may hand out wrappers.
  */
     .text
     .globl  dlsym

@@ -3,7 +3,7 @@
  * stream (launches, graph launches, copies, memsets). One predictable branch
  * when timing is off. CUPTI mode pushes our correlation id as CUPTI's
  * external correlation around the real call; event mode brackets the call
- * with a pair of timing events on the op's own stream (shim/events.c).
+ * with a pair of timing events on the op's own stream (shim/gpu_events.c).
  */
 #ifndef CT_GPU_H
 #define CT_GPU_H
@@ -27,7 +27,7 @@ struct ct_gpu_op {
     int stream_slot;
 };
 
-/* cupti.c */
+/* gpu_cupti.c */
 void ct_cupti_push(uint64_t corr);
 void ct_cupti_pop(void);
 int ct_cupti_start(char *why, size_t whylen); /* 0, or -1 with the reason */
@@ -38,7 +38,7 @@ void ct_cupti_activities(int on);
 /* GPU records CUPTI delivered outside every capture window (dropped). */
 uint64_t ct_cupti_outside(void);
 
-/* events.c */
+/* gpu_events.c */
 void ct_events_before(CUstream s, unsigned flags, struct ct_gpu_op *op);
 void ct_events_after(struct ct_gpu_op *op, CUstream s, unsigned flags, uint64_t corr,
                      uint64_t stream_id, int device, unsigned type, uint32_t name, uint64_t bytes,

@@ -24,7 +24,7 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
-#include "shim/cuda_table.h" /* ct_fn, ct_dlsym_real */
+#include "shim/dlsym_real.h" /* ct_fn, ct_dlsym_real */
 #include "shim/shim.h"
 
 /* ---- the real functions (io.c) ------------------------------------------ */

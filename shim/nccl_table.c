@@ -1,7 +1,8 @@
 /*
  * The NCCL wrap table and real-function slots. Like shim/cuda_table.c this
  * file does not include nccl.h: it takes the wrappers' addresses under a
- * placeholder type.
+ * placeholder type, and resolves real functions with ct_dlsym_real only,
+ * never through the dlsym override (shim/dlsym.c), which calls into it.
  */
 #include "shim/nccl_table.h"
 
@@ -9,6 +10,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "shim/dlsym_real.h"
 #include "shim/shim.h"
 
 #define CT_NCCL(name) extern void name(void);

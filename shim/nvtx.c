@@ -1,8 +1,8 @@
 /*
  * NVTX ranges and marks: the NVTX injection entry point and the range and
- * mark records, for NVTX and for the cutrace user API (shim/user_api.c).
- * Domains and registered strings are shim/nvtx_strings.c; thread names are
- * shim/thread_name.c.
+ * mark records, for NVTX and for the cutrace user API
+ * (shim/nvtx_user_api.c). Domains and registered strings are
+ * shim/nvtx_strings.c; thread names are shim/nvtx_thread_name.c.
  *
  * NVTX3 is header-only: every library that uses it dlopens
  * NVTX_INJECTION64_PATH at its first NVTX call and calls our

@@ -1,8 +1,8 @@
 /*
  * NVTX injection, the cutrace user API and thread names (shim/nvtx.c,
- * shim/nvtx_strings.c, shim/user_api.c, shim/thread_name.c; their shared
- * internals are shim/nvtx_int.h): the two hooks the shim's lifecycle calls.
- * Neither may block or allocate.
+ * shim/nvtx_strings.c, shim/nvtx_user_api.c, shim/nvtx_thread_name.c; their
+ * shared internals are shim/nvtx_int.h): the two hooks the shim's lifecycle
+ * calls. Neither may block or allocate.
  */
 #ifndef CT_SHIM_NVTX_H
 #define CT_SHIM_NVTX_H

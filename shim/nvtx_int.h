@@ -2,8 +2,8 @@
  * Internal interface of the NVTX layer, shared by its files only:
  * shim/nvtx.c (injection, ranges and marks, what could not be recorded,
  * lifecycle hooks), shim/nvtx_strings.c (text, domains, registered strings,
- * messages), shim/thread_name.c (thread names and their parking) and
- * shim/user_api.c (include/cutrace/cutrace.h). The rest of the shim uses
+ * messages), shim/nvtx_thread_name.c (thread names and their parking) and
+ * shim/nvtx_user_api.c (include/cutrace/cutrace.h). The rest of the shim uses
  * shim/nvtx.h.
  *
  * Nothing declared here may, on a record path, take a lock, allocate, or make
@@ -139,7 +139,7 @@ int ct_nvtx_range_push(uint32_t d, struct msg m);
 /* Returns the ended range's level, or -1 when d has no open range here. */
 int ct_nvtx_range_pop(uint32_t d);
 
-/* ---- thread names (thread_name.c) ---- */
+/* ---- thread names (nvtx_thread_name.c) ---- */
 
 /*
  * A thread was named. is_event: an NVTX call, which starts the recorder like

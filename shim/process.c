@@ -14,7 +14,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "shim/cuda_table.h"
+#include "shim/dlsym_real.h"
 #include "shim/shim.h"
 
 #define CT_MAX_EXEC_ARGS 65536

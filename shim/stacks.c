@@ -17,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "shim/cuda_table.h"
+#include "shim/dlsym_real.h"
 #include "shim/shim.h"
 #include "shim/stacks.h"
 

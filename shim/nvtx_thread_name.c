@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "shim/cuda_table.h"
+#include "shim/dlsym_real.h"
 
 static void emit_thread_name(uint64_t scope_id, const char *key, const char *name, size_t len)
 {
