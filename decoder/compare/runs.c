@@ -1,9 +1,7 @@
 /*
  * Runs: grouping trace files into runs, their metadata and copy facts, and
- * loading one run into a report (contracts in runs.h). Loading repeats what
- * `cutrace report` does for cutrace traces (extract each file, build the
- * job, ct_report_analyze), one file at a time: runs of a diff are many and
- * small, and the report's loader is private to cmd_report.c.
+ * loading one run into a report (contracts in runs.h) with the job loader
+ * every command uses (decoder/read/load.c) and ct_report_analyze.
  */
 #include "decoder/compare/runs.h"
 

@@ -1,6 +1,6 @@
 /*
  * What the Chrome trace-event writer (decoder/export/chrome.c) shares with
- * its counter tracks (export_chrome_counters.c): the writer's state.
+ * its counter tracks (export/chrome_counters.c): the writer's state.
  */
 #ifndef CT_EXPORT_CHROME_INT_H
 #define CT_EXPORT_CHROME_INT_H
@@ -57,7 +57,7 @@ struct cw {
 /* Starts an event: {"ph":..,"pid":..,"tid":..,"ts":..,"name":.. */
 void ct_chrome_ev(struct cw *w, const char *ph, uint32_t tid, int64_t ts_trace, const char *name);
 
-/* export_chrome_counters.c: the trace's counter tracks, written after its
+/* chrome_counters.c: the trace's counter tracks, written after its
  * other events: NCCL bandwidth and queue depths from w->cd, then the
  * health counters. */
 void ct_chrome_counters(struct cw *w);
