@@ -17,12 +17,15 @@
 #include "decoder/util/options.h"
 #include "decoder/compare/runs.h"
 
-#define MIN_RUNS 3 /* fewer per side: the U test cannot reach 5 % (exact p >= 0.1) */
+/* Fewer runs per side (but not one each) give no verdict: a run-to-run
+ * variance from two runs has one degree of freedom (docs/diff.md). */
+#define MIN_RUNS 3
 
 struct side {
     struct ct_runset rs;
     char **value;                  /* per run: its --by value */
     struct ct_metric_set *summary; /* per run: one value per metric */
+    struct ct_metric_set *samples; /* per run: its within-run samples */
 };
 
 struct seg {
@@ -32,9 +35,12 @@ struct seg {
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: cutrace diff [--json] [-o FILE] [--by KEY] [--min-effect PCT] [--seed N]\n"
-               "                    [--reps N] [--alpha Q] [--skip N] [--rows FILE] A B\n"
+    fprintf(f, "usage: cutrace diff [--json] [-o FILE] [--by KEY] [--primary METRIC]\n"
+               "                    [--min-effect PCT] [--seed N] [--reps N] [--alpha Q]\n"
+               "                    [--skip N] [--rows FILE] A B\n"
                "  A, B            a run folder (traces of one job) or a folder of run folders\n"
+               "  --primary M     the metric tested alone at --alpha (default step_us); the\n"
+               "                  others are diagnostics, corrected among themselves\n"
                "  --by KEY        compare per value of KEY: host, gpu, driver, nccl_version,\n"
                "                  an NCCL_* setting or a --tag key\n"
                "  --min-effect P  smallest change that counts, percent (default 2)\n"
@@ -52,21 +58,25 @@ static void side_free(struct side *s)
             free(s->value[i]);
         if (s->summary)
             ct_metric_set_free(&s->summary[i]);
+        if (s->samples)
+            ct_metric_set_free(&s->samples[i]);
     }
     free(s->value);
     free(s->summary);
+    free(s->samples);
     ct_runs_free(&s->rs);
 }
 
-/* Loads every run of a side: its --by value, its summary metrics, and its
- * rows. Per-iteration samples are taken later, only where needed. */
+/* Loads every run of a side: its --by value, its summary metrics, its
+ * within-run samples (the run-level model's floor), and its rows. */
 static int load_side(struct side *s, const char *by, const struct ct_iter_opts *io, FILE *rows,
                      const char *name, char *err, size_t errlen)
 {
     size_t n = s->rs.n;
     s->value = calloc(n, sizeof(char *));
     s->summary = calloc(n, sizeof(*s->summary));
-    if (!s->value || !s->summary)
+    s->samples = calloc(n, sizeof(*s->samples));
+    if (!s->value || !s->summary || !s->samples)
         return -ENOMEM;
     for (size_t i = 0; i < n; i++) {
         struct ct_run *run = &s->rs.runs[i];
@@ -84,6 +94,8 @@ static int load_side(struct side *s, const char *by, const struct ct_iter_opts *
         if ((rc = ct_run_report(run, io, &job, &rep, err, errlen)))
             return rc;
         rc = ct_diff_collect(&rep, 0, &s->summary[i]);
+        if (!rc)
+            rc = ct_diff_collect(&rep, 1, &s->samples[i]);
         if (rows && !rc)
             ct_rows_write(rows, run, name, &rep);
         ct_report_free(&rep);
@@ -144,6 +156,16 @@ static int side_samples(struct side *s, const char *value, int per_iteration,
     return 0;
 }
 
+/* The runs of side s with --by value `value`, for ct_diff_compare_runs. */
+static size_t seg_runs(const struct side *s, const char *value, struct ct_diff_run *out)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < s->rs.n; i++)
+        if (!strcmp(s->value[i], value))
+            out[n++] = (struct ct_diff_run){&s->summary[i], &s->samples[i]};
+    return n;
+}
+
 /* A p- or q-value; negative means "not tested" (null). */
 static void jnum(FILE *f, const char *k, double v)
 {
@@ -151,7 +173,7 @@ static void jnum(FILE *f, const char *k, double v)
     ct_json_num_g(f, v < 0 ? NAN : v);
 }
 
-static void print_rows_json(FILE *f, const struct ct_diff_row *r, size_t n)
+static void print_rows_json(FILE *f, const struct ct_diff_row *r, size_t n, int run_level)
 {
     fprintf(f, "\"metrics\":[");
     for (size_t i = 0; i < n; i++) {
@@ -164,8 +186,15 @@ static void print_rows_json(FILE *f, const struct ct_diff_row *r, size_t n)
         jnum(f, "ci_low", r[i].lo);
         fputc(',', f);
         jnum(f, "ci_high", r[i].hi);
-        fprintf(f, ",\"p\":%.6g,\"q\":%.6g,\"verdict\":\"%s\"}", r[i].p, r[i].q,
+        fprintf(f, ",\"p\":%.6g,\"q\":%.6g,\"verdict\":\"%s\"", r[i].p, r[i].q,
                 ct_diff_verdict_name(r[i].verdict));
+        if (run_level) {
+            fprintf(f, ",\"role\":\"%s\",\"test\":\"%s\",\"samples_a\":%zu,\"samples_b\":%zu,",
+                    r[i].primary ? "primary" : "diagnostic", r[i].run_level ? "welch" : "u",
+                    r[i].samples_a, r[i].samples_b);
+            jnum(f, "df", r[i].run_level ? r[i].df : -1);
+        }
+        fputc('}', f);
     }
     fprintf(f, "]");
 }
@@ -174,10 +203,11 @@ static void print_rows_text(FILE *f, const struct ct_diff_row *r, size_t n)
 {
     fprintf(f, "  %-40s %12s %12s %8s %19s %9s %9s  %s\n", "metric", "A median", "B median", "B/A",
             "95% CI", "p", "q", "verdict");
-    /* verdicts first, then the rest in collection order */
-    for (int pass = 0; pass < 2; pass++)
+    /* the primary, the other verdicts, then the rest in collection order */
+    for (int pass = 0; pass < 3; pass++)
         for (size_t i = 0; i < n; i++) {
-            if ((r[i].verdict != 0) != (pass == 0))
+            int in = pass == 0 ? r[i].primary : !r[i].primary && (r[i].verdict != 0) == (pass == 1);
+            if (!in)
                 continue;
             char ratio[16] = "-", ci[40] = "-";
             if (r[i].ratio >= 0) {
@@ -197,11 +227,12 @@ int ct_cmd_diff(int argc, char **argv)
                                          {"seed", required_argument, NULL, 's'},
                                          {"reps", required_argument, NULL, 'r'},
                                          {"alpha", required_argument, NULL, 'a'},
+                                         {"primary", required_argument, NULL, 'P'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     int c;
     struct ct_shared_opts so = {0};
-    const char *by = NULL;
+    const char *by = NULL, *primary = NULL;
     struct ct_diff_opts o = {.min_effect = 0.02, .alpha = 0.05, .seed = 1, .reps = 2000};
     struct ct_iter_opts io = {0, 0, -1};
     double v;
@@ -216,6 +247,14 @@ int ct_cmd_diff(int argc, char **argv)
             continue;
         switch (c) {
         case 'b': by = optarg; break;
+        case 'P':
+            if (!*optarg) {
+                fprintf(stderr, "cutrace diff: --primary: expected a metric name, e.g. step_us "
+                                "or compute_us (docs/diff.md)\n");
+                return CT_EXIT_USAGE;
+            }
+            primary = optarg;
+            break;
         case 'm':
             if (ct_parse_pct(optarg, 0, 100, &v)) {
                 fprintf(stderr,
@@ -252,8 +291,8 @@ int ct_cmd_diff(int argc, char **argv)
         default:
             fprintf(stderr,
                     "cutrace diff: unknown or incomplete option '%s'; allowed: --json, -o FILE, "
-                    "--by KEY, --min-effect PCT, --seed N, --reps N, --alpha Q, --skip N, "
-                    "--rows FILE\n",
+                    "--by KEY, --primary METRIC, --min-effect PCT, --seed N, --reps N, "
+                    "--alpha Q, --skip N, --rows FILE\n",
                     argv[optind - 1]);
             return CT_EXIT_USAGE;
         }
@@ -299,9 +338,14 @@ int ct_cmd_diff(int argc, char **argv)
                 o.seed, o.reps, o.min_effect * 100, o.alpha);
     else
         fprintf(f,
-                "cutrace diff: A %zu run(s), B %zu run(s); ratio B/A of medians, 95%% bootstrap "
-                "CI (seed %" PRIu64 ", %u resamples), Mann-Whitney U, BH q; min effect %.3g%%\n",
-                s[0].rs.n, s[1].rs.n, o.seed, o.reps, o.min_effect * 100);
+                "cutrace diff: A %zu run(s), B %zu run(s); min effect %.3g%%, alpha %.3g\n"
+                "  runs on both sides: ratio of the runs' geometric mean, Welch's t on the runs "
+                "(variance at least\n  what their iterations' scatter implies); primary %s alone "
+                "at alpha, diagnostics BH q\n"
+                "  otherwise: ratio of medians, 95%% bootstrap CI (seed %" PRIu64
+                ", %u resamples), Mann-Whitney U, BH q\n",
+                s[0].rs.n, s[1].rs.n, o.min_effect * 100, o.alpha, primary ? primary : "step_us",
+                o.seed, o.reps);
     if (json) {
         if (by)
             ct_json_str(f, by);
@@ -312,6 +356,8 @@ int ct_cmd_diff(int argc, char **argv)
     for (size_t g = 0; g < nseg && !rc; g++) {
         struct seg *sg = &segs[g];
         int per_it = sg->na == 1 && sg->nb == 1;
+        /* runs with their iterations: both sides have a run-to-run spread */
+        int run_level = sg->na >= 2 && sg->nb >= 2;
         char warn[512] = "";
         struct ct_metric_set ma = {0}, mb = {0};
         struct ct_diff_row *r = NULL;
@@ -322,37 +368,86 @@ int ct_cmd_diff(int argc, char **argv)
                      sg->na ? "A" : "B");
         else if (!per_it && (sg->na < MIN_RUNS || sg->nb < MIN_RUNS))
             snprintf(warn, sizeof(warn),
-                     "too few runs to conclude (%zu vs %zu; at least %d per side are needed for "
-                     "the U test to reach 5%%)",
+                     "too few runs to conclude (%zu vs %zu; at least %d per side are needed: "
+                     "no verdict)",
                      sg->na, sg->nb, MIN_RUNS);
         else if (per_it)
             snprintf(warn, sizeof(warn),
                      "one run per side: samples are iterations (and instances) within the runs, "
                      "collectives compared on their transfer part; this shows a difference "
                      "between these two runs, not between configurations");
-        if (sg->na && sg->nb) {
+        if (run_level) {
+            struct ct_diff_run *ra = malloc(sg->na * sizeof(*ra)),
+                               *rb = malloc(sg->nb * sizeof(*rb));
+            rc = ra && rb ? 0 : -ENOMEM;
+            if (!rc)
+                rc = ct_diff_compare_runs(ra, seg_runs(&s[0], sg->value, ra), rb,
+                                          seg_runs(&s[1], sg->value, rb), &o, primary, &r, &nr);
+            free(ra);
+            free(rb);
+            if (!rc && primary && (!nr || !r[0].primary) && !warn[0])
+                snprintf(warn, sizeof(warn), "primary metric %s is not on both sides", primary);
+        } else if (sg->na && sg->nb) {
             rc = side_samples(&s[0], sg->value, per_it, &io, &ma, err, sizeof(err));
             if (!rc)
                 rc = side_samples(&s[1], sg->value, per_it, &io, &mb, err, sizeof(err));
             if (!rc)
                 rc = ct_diff_compare(&ma, &mb, &o, &r, &nr);
         }
+        if (!per_it && (sg->na < MIN_RUNS || sg->nb < MIN_RUNS))
+            for (size_t i = 0; i < nr; i++)
+                r[i].verdict = 0;
+        /* what explains a change of the primary: diagnostics that changed too */
+        char explained[1024] = "";
+        if (run_level && nr && r[0].primary && r[0].verdict)
+            for (size_t i = 1, at = 0; i < nr && at < sizeof(explained) - 1; i++)
+                if (r[i].verdict == r[0].verdict) {
+                    int w = snprintf(explained + at, sizeof(explained) - at, "%s%s", at ? ", " : "",
+                                     r[i].name);
+                    at += w > 0 ? (size_t)w : 0;
+                }
         if (json) {
             fprintf(f, "%s{\"value\":", g ? "," : "");
             ct_json_str(f, sg->value);
-            fprintf(f, ",\"runs_a\":%zu,\"runs_b\":%zu,\"samples\":\"%s\",\"warnings\":[", sg->na,
-                    sg->nb, per_it ? "iterations" : "runs");
+            fprintf(f, ",\"runs_a\":%zu,\"runs_b\":%zu,\"samples\":\"%s\",", sg->na, sg->nb,
+                    per_it      ? "iterations"
+                    : run_level ? "runs+iterations"
+                                : "runs");
+            if (run_level) {
+                fprintf(f, "\"primary\":");
+                ct_json_str(f, nr && r[0].primary ? r[0].name : primary ? primary : "step_us");
+                fprintf(f, ",\"primary_verdict\":\"%s\",\"explained_by\":[",
+                        ct_diff_verdict_name(nr && r[0].primary ? r[0].verdict : 0));
+                int first = 1;
+                for (size_t i = 1; nr && r[0].primary && r[0].verdict && i < nr; i++)
+                    if (r[i].verdict == r[0].verdict) {
+                        if (!first)
+                            fputc(',', f);
+                        ct_json_str(f, r[i].name);
+                        first = 0;
+                    }
+                fprintf(f, "],");
+            }
+            fprintf(f, "\"warnings\":[");
             if (warn[0])
                 ct_json_str(f, warn);
             fprintf(f, "],");
-            print_rows_json(f, r, nr);
+            print_rows_json(f, r, nr, run_level);
             fputc('}', f);
         } else {
+            const char *what = per_it ? "iterations" : run_level ? "runs+iterations" : "runs";
             if (by)
                 fprintf(f, "\n%s = %s: A %zu run(s), B %zu run(s), samples: %s\n", by, sg->value,
-                        sg->na, sg->nb, per_it ? "iterations" : "runs");
+                        sg->na, sg->nb, what);
             else
-                fprintf(f, "\nsamples: %s\n", per_it ? "iterations" : "runs");
+                fprintf(f, "\nsamples: %s\n", what);
+            if (run_level && nr && r[0].primary)
+                fprintf(f,
+                        "  primary %s: %s (Welch's t on %zu vs %zu runs, %zu vs %zu iterations "
+                        "behind them)%s%s\n",
+                        r[0].name, ct_diff_verdict_name(r[0].verdict), r[0].na, r[0].nb,
+                        r[0].samples_a, r[0].samples_b, explained[0] ? "; explained by: " : "",
+                        explained);
             if (warn[0])
                 fprintf(f, "  warning: %s\n", warn);
             if (nr)

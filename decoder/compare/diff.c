@@ -99,3 +99,213 @@ int ct_diff_compare(const struct ct_metric_set *a, const struct ct_metric_set *b
     *n = k;
     return 0;
 }
+
+/* ---- runs with their iterations ---- */
+
+/* The metric's value in a run's summary, or NAN. */
+static double run_value(const struct ct_diff_run *r, const char *name)
+{
+    const struct ct_metric *m = ct_metric_find(r->summary, name);
+    return m && m->n ? m->v[0] : NAN;
+}
+
+/*
+ * What the run's own scatter implies for the variance of the log of its
+ * median: (pi/2) (1.4826 MAD / median)^2 / n, the large-sample variance of
+ * a median (exact for normal samples, and a robust scale so a few outlier
+ * iterations do not inflate it). 0 without samples.
+ */
+static double run_floor(const struct ct_diff_run *r, const char *name, size_t *nsamp)
+{
+    const struct ct_metric *m = r->samples ? ct_metric_find(r->samples, name) : NULL;
+    *nsamp = m ? m->n : 0;
+    if (!m || m->n < 2)
+        return 0;
+    double *t = malloc(m->n * sizeof(*t));
+    if (!t)
+        return 0;
+    memcpy(t, m->v, m->n * sizeof(*t));
+    double med = ct_median(t, m->n);
+    for (size_t i = 0; i < m->n; i++)
+        t[i] = fabs(m->v[i] - med);
+    double mad = ct_median(t, m->n);
+    free(t);
+    if (!(med > 0))
+        return 0;
+    double rel = 1.4826 * mad / med;
+    return M_PI / 2 * rel * rel / (double)m->n;
+}
+
+struct side_stats {
+    size_t n, samples;
+    double mean, var; /* of the log run values; var floored */
+    int positive;     /* every run value > 0 */
+};
+
+static void side_stats(const struct ct_diff_run *r, size_t nr, const char *name, double *vals,
+                       struct side_stats *s)
+{
+    memset(s, 0, sizeof(*s));
+    s->positive = 1;
+    double floor = 0;
+    for (size_t i = 0; i < nr; i++) {
+        double v = run_value(&r[i], name);
+        if (!isfinite(v))
+            continue;
+        size_t ns;
+        floor += run_floor(&r[i], name, &ns);
+        s->samples += ns;
+        vals[s->n++] = v;
+        s->positive &= v > 0;
+    }
+    if (!s->n || !s->positive)
+        return;
+    for (size_t i = 0; i < s->n; i++)
+        s->mean += log(vals[i]);
+    s->mean /= (double)s->n;
+    double ss = 0;
+    for (size_t i = 0; i < s->n; i++)
+        ss += (log(vals[i]) - s->mean) * (log(vals[i]) - s->mean);
+    double var = s->n > 1 ? ss / (double)(s->n - 1) : 0;
+    floor /= (double)s->n;
+    s->var = var > floor ? var : floor;
+}
+
+/* Welch's t on the log run values: ratio, interval, p and df into r. */
+static void welch(const struct side_stats *a, const struct side_stats *b, struct ct_diff_row *r)
+{
+    double va = a->var / (double)a->n, vb = b->var / (double)b->n, se2 = va + vb;
+    double d = b->mean - a->mean;
+    r->ratio = exp(d);
+    if (!(se2 > 0)) { /* every run alike on both sides */
+        r->lo = r->hi = r->ratio;
+        r->p = d == 0 ? 1 : 0;
+        r->df = (double)(a->n + b->n - 2);
+        return;
+    }
+    double se = sqrt(se2);
+    double den = va * va / (double)(a->n - 1) + vb * vb / (double)(b->n - 1);
+    r->df = den > 0 ? se2 * se2 / den : (double)(a->n + b->n - 2);
+    r->p = ct_t_p2(d / se, r->df);
+    double tq = ct_t_q2(0.05, r->df);
+    r->lo = exp(d - tq * se);
+    r->hi = exp(d + tq * se);
+}
+
+static int verdict(const struct ct_diff_row *r, double sig, const struct ct_diff_opts *o)
+{
+    if (!(sig < o->alpha) || r->ratio < 0)
+        return 0;
+    if (r->lo > 1 + o->min_effect)
+        return 1;
+    if (r->hi < 1 - o->min_effect)
+        return -1;
+    return 0;
+}
+
+int ct_diff_compare_runs(const struct ct_diff_run *a, size_t na, const struct ct_diff_run *b,
+                         size_t nb, const struct ct_diff_opts *o, const char *primary,
+                         struct ct_diff_row **rows, size_t *n)
+{
+    *rows = NULL;
+    *n = 0;
+    if (!primary)
+        primary = "step_us";
+    /* the metrics: those of side A's runs, in first-seen order */
+    struct ct_metric_set names = {0};
+    int rc = 0;
+    for (size_t i = 0; i < na && !rc; i++)
+        for (size_t k = 0; k < a[i].summary->n && !rc; k++)
+            if (!ct_metric_find(&names, a[i].summary->m[k].name))
+                rc = ct_metric_add(&names, a[i].summary->m[k].name, 0);
+    size_t cap = names.n ? names.n : 1, k = 0;
+    struct ct_diff_row *v = calloc(cap, sizeof(*v));
+    double *va = malloc((na ? na : 1) * sizeof(double)),
+           *vb = malloc((nb ? nb : 1) * sizeof(double));
+    double *p = malloc(cap * sizeof(double));
+    if (rc || !v || !va || !vb || !p) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    for (size_t m = 0; m < names.n; m++) {
+        const char *name = names.m[m].name;
+        struct side_stats sa, sb;
+        side_stats(a, na, name, va, &sa);
+        side_stats(b, nb, name, vb, &sb);
+        if (!sa.n || !sb.n)
+            continue;
+        struct ct_diff_row *r = &v[k++];
+        r->name = name;
+        r->primary = !strcmp(name, primary);
+        r->na = sa.n;
+        r->nb = sb.n;
+        r->samples_a = sa.samples;
+        r->samples_b = sb.samples;
+        r->med_a = median_copy(va, sa.n);
+        r->med_b = median_copy(vb, sb.n);
+        r->ratio = r->lo = r->hi = -1;
+        if (sa.n >= 2 && sb.n >= 2 && sa.positive && sb.positive) {
+            r->run_level = 1;
+            welch(&sa, &sb, r);
+        } else {
+            /* a zero value somewhere (a stall that some runs do not have):
+             * no log scale; the runs' values by rank, as for one sample each */
+            if (r->med_a > 0) {
+                r->ratio = r->med_b / r->med_a;
+                rc = ct_boot_ratio_ci(va, sa.n, vb, sb.n, o->reps, metric_seed(o->seed, name),
+                                      &r->lo, &r->hi);
+                if (rc)
+                    goto out;
+            }
+            r->p = ct_mwu_p(va, sa.n, vb, sb.n);
+            if (r->p < 0) {
+                rc = -ENOMEM;
+                goto out;
+            }
+        }
+    }
+    /* the primary alone at alpha; the diagnostics corrected among themselves */
+    size_t nd = 0;
+    for (size_t i = 0; i < k; i++)
+        if (!v[i].primary)
+            p[nd++] = v[i].p;
+    if ((rc = ct_bh_adjust(p, nd, p)))
+        goto out;
+    nd = 0;
+    for (size_t i = 0; i < k; i++) {
+        struct ct_diff_row *r = &v[i];
+        r->q = r->primary ? r->p : p[nd++];
+        r->verdict = verdict(r, r->q, o);
+    }
+    /* the primary first */
+    for (size_t i = 1; i < k; i++)
+        if (v[i].primary) {
+            struct ct_diff_row t = v[i];
+            memmove(v + 1, v, i * sizeof(*v));
+            v[0] = t;
+            break;
+        }
+out:
+    free(va);
+    free(vb);
+    free(p);
+    if (rc) {
+        free(v);
+        /* names borrow nothing yet */
+        ct_metric_set_free(&names);
+        return rc;
+    }
+    /* row names must outlive the name set: point them at side A's metrics */
+    for (size_t i = 0; i < k; i++)
+        for (size_t r = 0; r < na; r++) {
+            const struct ct_metric *m = ct_metric_find(a[r].summary, v[i].name);
+            if (m) {
+                v[i].name = m->name;
+                break;
+            }
+        }
+    ct_metric_set_free(&names);
+    *rows = v;
+    *n = k;
+    return 0;
+}

@@ -50,12 +50,38 @@ struct ct_diff_row {
     double med_a, med_b, ratio, lo, hi; /* ratio < 0: undefined (zero baseline) */
     double p, q;
     int verdict; /* -1 improved, 0 no evidence, 1 regressed */
+    /* run-level rows (ct_diff_compare_runs) */
+    int primary;                 /* the primary metric: tested alone at alpha (q = p) */
+    int run_level;               /* 1: the runs' model below; 0: one sample per value (U test) */
+    size_t samples_a, samples_b; /* within-run samples (iterations) behind the runs' values */
+    double df;                   /* Welch degrees of freedom of the run-level test */
 };
 
 /* Compares every metric present on both sides. *rows is malloc'ed; names
  * borrow from a. 0 or -ENOMEM. */
 int ct_diff_compare(const struct ct_metric_set *a, const struct ct_metric_set *b,
                     const struct ct_diff_opts *o, struct ct_diff_row **rows, size_t *n);
+
+/*
+ * The comparison of runs with their iterations (docs/diff.md, "Few runs"):
+ * every run of a side gives, per metric, its value (its summary: the median
+ * over its samples) and the samples it came from. Per metric present in at
+ * least 2 runs of each side with positive values: Welch's t on the log run
+ * values, each side's variance at least what the runs' own iteration
+ * scatter implies for their medians; the ratio is the ratio of geometric
+ * means of the runs' values, its 95 % interval and p from the same t.
+ * `primary` (NULL: "step_us") is tested alone at alpha; the others are
+ * diagnostics, Benjamini-Hochberg among themselves. Metrics with a zero or
+ * missing value fall back to the U test on the run values. *rows is
+ * malloc'ed, the primary first; names borrow from the runs. 0 or -ENOMEM.
+ */
+struct ct_diff_run {
+    const struct ct_metric_set *summary; /* one value per metric */
+    const struct ct_metric_set *samples; /* the run's within-run samples (may be NULL) */
+};
+int ct_diff_compare_runs(const struct ct_diff_run *a, size_t na, const struct ct_diff_run *b,
+                         size_t nb, const struct ct_diff_opts *o, const char *primary,
+                         struct ct_diff_row **rows, size_t *n);
 
 const char *ct_diff_verdict_name(int v);
 

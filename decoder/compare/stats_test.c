@@ -190,3 +190,71 @@ int ct_bh_adjust(const double *p, size_t n, double *q)
     free(s);
     return 0;
 }
+
+/* The continued fraction of the incomplete beta function (modified Lentz). */
+static double beta_cf(double a, double b, double x)
+{
+    const double tiny = 1e-300;
+    double qab = a + b, qap = a + 1, qam = a - 1, c = 1, d = 1 - qab * x / qap;
+    if (fabs(d) < tiny)
+        d = tiny;
+    d = 1 / d;
+    double h = d;
+    for (int m = 1; m <= 400; m++) {
+        double m2 = 2.0 * m;
+        double aa = m * (b - m) * x / ((qam + m2) * (a + m2));
+        d = 1 + aa * d;
+        d = fabs(d) < tiny ? tiny : d;
+        c = 1 + aa / c;
+        c = fabs(c) < tiny ? tiny : c;
+        d = 1 / d;
+        h *= d * c;
+        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2));
+        d = 1 + aa * d;
+        d = fabs(d) < tiny ? tiny : d;
+        c = 1 + aa / c;
+        c = fabs(c) < tiny ? tiny : c;
+        d = 1 / d;
+        double del = d * c;
+        h *= del;
+        if (fabs(del - 1) < 1e-15)
+            break;
+    }
+    return h;
+}
+
+/* I_x(a, b), the regularised incomplete beta function. */
+static double beta_inc(double a, double b, double x)
+{
+    if (x <= 0)
+        return 0;
+    if (x >= 1)
+        return 1;
+    double front = exp(lgamma(a + b) - lgamma(a) - lgamma(b) + a * log(x) + b * log1p(-x));
+    if (x < (a + 1) / (a + b + 2))
+        return front * beta_cf(a, b, x) / a;
+    return 1 - front * beta_cf(b, a, 1 - x) / b;
+}
+
+double ct_t_p2(double t, double df)
+{
+    if (!isfinite(t))
+        return isnan(t) ? NAN : 0;
+    return beta_inc(df / 2, 0.5, df / (df + t * t));
+}
+
+double ct_t_q2(double p2, double df)
+{
+    /* the tail falls as t grows: bisection on [0, hi] */
+    double lo = 0, hi = 1;
+    while (ct_t_p2(hi, df) > p2 && hi < 1e12)
+        hi *= 2;
+    for (int i = 0; i < 200 && hi - lo > 1e-13 * hi; i++) {
+        double mid = (lo + hi) / 2;
+        if (ct_t_p2(mid, df) > p2)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return (lo + hi) / 2;
+}

@@ -34,6 +34,16 @@ int ct_boot_ratio_ci(const double *a, size_t na, const double *b, size_t nb, uns
                      uint64_t seed, double *lo, double *hi);
 
 /*
+ * Student's t distribution with df degrees of freedom (df > 0, not
+ * necessarily an integer: Welch's): the two-sided tail P(|T| >= |t|), and
+ * the quantile q with P(|T| >= q) = p2 (0 < p2 < 1). From the regularised
+ * incomplete beta function, I_{df/(df+t^2)}(df/2, 1/2); accurate to about
+ * 1e-12 against the tables.
+ */
+double ct_t_p2(double t, double df);
+double ct_t_q2(double p2, double df);
+
+/*
  * Benjamini-Hochberg adjusted p-values (q-values): q[i] = min over j with
  * p[j] >= p[i] of p[j] * n / rank(p[j]), capped at 1. q may alias p.
  * Returns 0 or -ENOMEM.
