@@ -1,5 +1,6 @@
 /* `unit_report SUITE`: the decoder's suites (decoder/), one meson test each
- * (runner.h). */
+ * (runner.h). The analysis suites build their timelines by hand
+ * (timeline_builder.h). */
 #include "tests/unit/runner.h"
 
 Suite *intervals_suite(void);
@@ -7,6 +8,13 @@ Suite *demangle_suite(void);
 Suite *extract_suite(void);
 Suite *sorting_suite(void);
 Suite *job_suite(void);
+Suite *breakdown_suite(void);
+Suite *bubbles_suite(void);
+Suite *stalls_suite(void);
+Suite *stragglers_suite(void);
+Suite *collectives_suite(void);
+Suite *iterations_suite(void);
+Suite *clock_suite(void);
 
 static const struct th_suite suites[] = {
     {"intervals", intervals_suite},
@@ -14,6 +22,13 @@ static const struct th_suite suites[] = {
     {"extract", extract_suite},
     {"sorting", sorting_suite},
     {"job", job_suite},
+    {"breakdown", breakdown_suite},
+    {"bubbles", bubbles_suite},
+    {"stalls", stalls_suite},
+    {"stragglers", stragglers_suite},
+    {"collectives", collectives_suite},
+    {"iterations", iterations_suite},
+    {"clock", clock_suite},
     {NULL, NULL},
 };
 
