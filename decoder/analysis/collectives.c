@@ -250,9 +250,10 @@ int ct_collectives_table(struct ct_report *rep)
                     j++;
                 }
                 int np = is_p2p(o0->op) ? 2 : o0->nranks;
+                /* a matched Send/Recv pair is an instance of both its Send row
+                 * and its Recv row, whichever of the two sorts first */
                 if (j - i >= 2 && o0->bytes == rep->coll[r].bytes && np == rep->coll[r].nranks &&
-                    (o0->op == rep->coll[r].op || (is_p2p(o0->op) && is_p2p(rep->coll[r].op) &&
-                                                   rep->coll[r].op == CT_NCCL_OP_SEND)))
+                    (o0->op == rep->coll[r].op || (is_p2p(o0->op) && is_p2p(rep->coll[r].op))))
                     w[ns++] = (double)(mx - mn);
                 i = j;
             }
