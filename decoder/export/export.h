@@ -37,7 +37,6 @@ struct ct_export_job {
     int64_t origin_realtime_ns; /* time zero as CLOCK_REALTIME ns (job->t0) */
 };
 
-
 /*
  * Writers. Each returns 0, or a negative errno with err holding one message
  * (naming the file for a trace that cannot be read, "out of memory", or the
