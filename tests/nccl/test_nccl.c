@@ -114,7 +114,12 @@ static void check_mix_tol(struct job *j, unsigned source, int64_t tol_ns)
      * reading next to a recorded event) is off by milliseconds: the timing
      * checks below then only bound it loosely, or not at all. */
     const char *san = getenv("CT_SANITIZER_PRELOAD");
-    const uint64_t early = san && *san ? 50000000u : 100000u; /* seen 12 ms under load */
+    /* Without sanitizers: an event-pair anchor is off by the time the
+     * simulated device's thread took to stamp the anchor event, which a
+     * preemption stretches on this 2-vCPU VM (0.14 ms seen in a CI-style run
+     * with the bound at 0.1 ms); 2 ms is under one CFS time slice of a
+     * loaded machine and still catches a wrong clock domain (seconds). */
+    const uint64_t early = san && *san ? 50000000u : 2000000u; /* seen 12 ms under load */
     int n = j->n;
     uint64_t comm = 0;
     uint64_t gpu_end[N_MIX][MAX_RANKS];
@@ -182,10 +187,11 @@ static void check_mix_tol(struct job *j, unsigned source, int64_t tol_ns)
     }
 }
 
-/* 1 ms covers the GPU timer's conversion and event-pair anchoring. */
+/* 2 ms covers the GPU timer's conversion and event-pair anchoring, each
+ * rank's anchor off by its own preemption (1.28 ms apart seen under load). */
 static void check_mix(struct job *j, unsigned source)
 {
-    check_mix_tol(j, source, 1000000);
+    check_mix_tol(j, source, 2000000);
 }
 
 static const char *w_nccl(void)
