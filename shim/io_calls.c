@@ -167,6 +167,7 @@ CT_EXPORT int close(int fd)
 {
     /* one of cutrace's own descriptors: left open, success reported (the
      * number stays taken, so no file of the job's can land on it) */
+    ct_own_settle();
     if (__builtin_expect(ct_own_find(fd) >= 0, 0) && ct_own_is(fd))
         return 0;
     close_fn real = IO_REAL(close_fn, IO_close);

@@ -96,6 +96,7 @@ static int around_ours(unsigned first, unsigned last, int flags,
 
 CT_EXPORT int close_range(unsigned first, unsigned last, int flags)
 {
+    ct_own_settle();
     /* marking close-on-exec takes nothing away: ours already are */
     if (first > last || (flags & CLOSE_RANGE_CLOEXEC) || !atomic_load(&ct_own_count))
         return close_range_real(first, last, flags);
@@ -131,6 +132,7 @@ static int closefrom_tail(unsigned lo, unsigned hi, int flags)
 CT_EXPORT void closefrom(int lowfd)
 {
     int saved = errno;
+    ct_own_settle();
     unsigned lo = lowfd < 0 ? 0 : (unsigned)lowfd;
     int own[CT_OWN_SLOTS];
     int n = atomic_load(&ct_own_count) ? own_in_range(lo, UINT_MAX, own) : 0;
@@ -147,6 +149,7 @@ CT_EXPORT void closefrom(int lowfd)
  * old number still to give back if the job's call fails, and its slot. */
 static int make_room(int oldfd, int newfd, int *slot)
 {
+    ct_own_settle();
     *slot = oldfd == newfd ? -1 : ct_own_find(newfd);
     if (*slot < 0 || !ct_own_is(newfd))
         return -1;

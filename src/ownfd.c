@@ -27,6 +27,19 @@ struct ct_own_slot ct_own_slots[CT_OWN_SLOTS] = {FREE_SLOT, FREE_SLOT, FREE_SLOT
                                                  FREE_SLOT, FREE_SLOT, FREE_SLOT, FREE_SLOT};
 _Static_assert(CT_OWN_SLOTS == 8, "one FREE_SLOT per slot above");
 _Atomic int ct_own_count;
+_Atomic int ct_own_moving;
+
+void ct_own_settle_slow(void)
+{
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (atomic_load(&ct_own_moving)) {
+        sched_yield();
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) > 10000000L)
+            break;
+    }
+}
 
 static void raw_close(int fd)
 {
@@ -145,10 +158,12 @@ int ct_own_open(const char *path, int flags, mode_t mode, unsigned own_flags)
     }
     struct ct_own_slot *s = &ct_own_slots[slot];
     s->high = (own_flags & CT_OWN_HIGH) != 0;
+    atomic_fetch_add(&ct_own_moving, 1); /* the job's closes wait (ct_own_settle) */
     int rc = open_into(s, path, flags, mode);
     if (rc) {
         atomic_store(&s->fd, -1);
         atomic_fetch_sub(&ct_own_count, 1);
+        atomic_fetch_sub(&ct_own_moving, 1);
         errno = saved;
         return rc;
     }
@@ -160,6 +175,7 @@ int ct_own_open(const char *path, int flags, mode_t mode, unsigned own_flags)
             raw_close(fd);
         }
     }
+    atomic_fetch_sub(&ct_own_moving, 1);
     errno = saved;
     return slot;
 }
@@ -223,7 +239,11 @@ int ct_own_step_aside(int slot)
     if (old < 0)
         return -1;
     int saved = errno;
+    atomic_fetch_add(&ct_own_moving, 1);
     int nfd = s->high ? dup_high(old) : -1;
+    if (nfd >= 0)
+        atomic_store(&s->fd, nfd);
+    atomic_fetch_sub(&ct_own_moving, 1);
     if (nfd < 0) {
         /* nowhere to go (or a short-lived one): the job's call wins; the
          * writer's identity check sees the number is no longer its file */
@@ -231,7 +251,6 @@ int ct_own_step_aside(int slot)
         errno = saved;
         return -1;
     }
-    atomic_store(&s->fd, nfd);
     /* A write that loaded the old number before the move has marked it
      * busy; once it is in the kernel, replacing the number no longer
      * redirects it. A write to a local file takes microseconds; 100 ms

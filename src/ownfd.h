@@ -47,7 +47,22 @@ struct ct_own_slot {
 };
 
 extern struct ct_own_slot ct_own_slots[CT_OWN_SLOTS];
-extern _Atomic int ct_own_count; /* slots in use: 0 makes every check one load */
+extern _Atomic int ct_own_count;  /* slots in use: 0 makes every check one load */
+extern _Atomic int ct_own_moving; /* descriptors of ours being opened or moved right now */
+
+/*
+ * Waits (yielding, at most 10 ms) while a descriptor of ours is being
+ * opened or moved: between the kernel handing out its number and the table
+ * publishing it, a close of the job's would take it. The shim's close,
+ * close_range, closefrom, dup2 and dup3 wrappers call it first; it costs
+ * one load when nothing moves (nearly always).
+ */
+void ct_own_settle_slow(void);
+static inline void ct_own_settle(void)
+{
+    if (__builtin_expect(atomic_load_explicit(&ct_own_moving, memory_order_acquire) != 0, 0))
+        ct_own_settle_slow();
+}
 
 /* The slot holding fd, or -1. No syscall, async-signal-safe. */
 static inline int ct_own_find(int fd)

@@ -37,6 +37,7 @@ struct ct_rec_state {
     uint64_t defer_bytes;  /* I/O bytes that make a process worth a trace */
     uint64_t defer_io;     /* I/O bytes seen so far */
     struct ct_buf pending; /* the file's bytes while deferred */
+    uint64_t file_len;     /* bytes in the file itself (bytes_written counts the pending too) */
     _Atomic int *family;   /* shared with forked children: the owner's file exists */
     int family_owner;      /* this image set up the family (it was not forked) */
     unsigned flush_ms;

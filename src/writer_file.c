@@ -60,6 +60,7 @@ int ct_file_open(const struct ct_recorder_config *cfg)
     ct_rec.defer_io = 0;
     ct_rec.reopened = 0;
     ct_rec.pending.len = 0;
+    ct_rec.file_len = 0;
     snprintf(ct_rec.path, sizeof(ct_rec.path), "%s", cfg->path ? cfg->path : "");
     if (ct_flight_on())
         return 0; /* the flight recorder writes files only on request */
@@ -120,8 +121,10 @@ static int write_all(int fd, const uint8_t *p, size_t n)
     return 0;
 }
 
-/* The number was taken over: our file again, by its path, at the offset
- * written so far. 0, or -EBADF (the path is gone or another file). */
+/* The number was taken over: our file again, by its path, at the end of
+ * what is in it (while the kept bytes of a deferred file are being written,
+ * that is less than bytes_written). 0, or -EBADF (the path is gone or
+ * another file). */
 static int reopen(void)
 {
     int slot = ct_own_open(ct_rec.path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0, CT_OWN_HIGH);
@@ -129,7 +132,7 @@ static int reopen(void)
         return -EBADF;
     struct ct_own_slot *s = &ct_own_slots[slot];
     if (s->dev != ct_rec.file_dev || s->ino != ct_rec.file_ino ||
-        lseek(atomic_load(&s->fd), (off_t)atomic_load(&ct_rec.bytes_written), SEEK_SET) < 0) {
+        lseek(atomic_load(&s->fd), (off_t)ct_rec.file_len, SEEK_SET) < 0) {
         ct_own_close(slot);
         return -EBADF;
     }
@@ -177,6 +180,8 @@ static int file_append(const uint8_t *p, size_t n)
         return -EBADF;
     int rc = write_all(fd, p, n);
     ct_file_done();
+    if (!rc)
+        ct_rec.file_len += n;
     return rc;
 }
 
@@ -221,6 +226,7 @@ void ct_file_cut(uint64_t len)
     if (ftruncate(fd, (off_t)len) != 0) {
         /* the reader reports the torn frame at the end as a cut */
     }
+    ct_rec.file_len = len;
     ct_file_done();
 }
 
