@@ -46,10 +46,10 @@ static void raw_close(int fd)
     syscall(SYS_close, fd);
 }
 
-static int same_file(int fd, dev_t dev, ino_t ino)
+static int same_file(int fd, uint64_t dev, uint64_t ino)
 {
     struct stat st;
-    return fstat(fd, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
+    return fstat(fd, &st) == 0 && (uint64_t)st.st_dev == dev && (uint64_t)st.st_ino == ino;
 }
 
 void ct_own_forget(int slot)
@@ -137,8 +137,8 @@ static int open_into(struct ct_own_slot *s, const char *path, int flags, mode_t 
         struct stat st, sp;
         int have = fstat(fd, &st) == 0;
         if (have && (stat(path, &sp) != 0 || (sp.st_dev == st.st_dev && sp.st_ino == st.st_ino))) {
-            s->dev = st.st_dev;
-            s->ino = st.st_ino;
+            atomic_store(&s->dev, (uint64_t)st.st_dev);
+            atomic_store(&s->ino, (uint64_t)st.st_ino);
             atomic_store(&s->ready, 1);
             return 0;
         }

@@ -30,6 +30,7 @@
 #define CT_OWNFD_H
 
 #include <stdatomic.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #define CT_OWN_SLOTS 8
@@ -42,8 +43,8 @@ struct ct_own_slot {
     _Atomic int ready; /* dev and ino are set (until then the number is ours unchecked) */
     _Atomic int busy;  /* the number a write through ct_own_use is using, or -1 */
     int high;          /* CT_OWN_HIGH: relocatable (users read fd from the slot each time) */
-    dev_t dev;
-    ino_t ino;
+    /* the file it was opened on; atomic: the checks read it on any thread */
+    _Atomic uint64_t dev, ino;
 };
 
 extern struct ct_own_slot ct_own_slots[CT_OWN_SLOTS];

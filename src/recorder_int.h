@@ -27,19 +27,18 @@ struct ct_rec_state {
     atomic_int paused;
     /* the file (writer_file.c) */
     char path[4096];
-    int file_slot;    /* its descriptor's slot in src/ownfd.h, -1 before it exists */
-    int file_created; /* the file exists (not deferred, or promoted) */
-    dev_t file_dev;
-    ino_t file_ino;
-    unsigned reopened;     /* times the descriptor was found taken over and reopened */
-    int deferred;          /* creation waits for something worth a trace */
-    int promote;           /* ... which was seen: create at the next write */
-    uint64_t defer_bytes;  /* I/O bytes that make a process worth a trace */
-    uint64_t defer_io;     /* I/O bytes seen so far */
-    struct ct_buf pending; /* the file's bytes while deferred */
-    uint64_t file_len;     /* bytes in the file itself (bytes_written counts the pending too) */
-    _Atomic int *family;   /* shared with forked children: the owner's file exists */
-    int family_owner;      /* this image set up the family (it was not forked) */
+    int file_slot;               /* its descriptor's slot in src/ownfd.h, -1 before it exists */
+    int file_created;            /* the file exists (not deferred, or promoted) */
+    uint64_t file_dev, file_ino; /* the file's identity, for a reopen's check */
+    unsigned reopened;           /* times the descriptor was found taken over and reopened */
+    int deferred;                /* creation waits for something worth a trace */
+    int promote;                 /* ... which was seen: create at the next write */
+    uint64_t defer_bytes;        /* I/O bytes that make a process worth a trace */
+    uint64_t defer_io;           /* I/O bytes seen so far */
+    struct ct_buf pending;       /* the file's bytes while deferred */
+    uint64_t file_len;   /* bytes in the file itself (bytes_written counts the pending too) */
+    _Atomic int *family; /* shared with forked children: the owner's file exists */
+    int family_owner;    /* this image set up the family (it was not forked) */
     unsigned flush_ms;
     int zstd_level;
     void *cctx; /* ZSTD_CCtx */

@@ -43,8 +43,8 @@ static int create_now(void)
     if (slot < 0)
         return slot;
     ct_rec.file_slot = slot;
-    ct_rec.file_dev = ct_own_slots[slot].dev;
-    ct_rec.file_ino = ct_own_slots[slot].ino;
+    ct_rec.file_dev = atomic_load(&ct_own_slots[slot].dev);
+    ct_rec.file_ino = atomic_load(&ct_own_slots[slot].ino);
     ct_rec.file_created = 1;
     if (ct_rec.family && ct_rec.family_owner)
         atomic_store(ct_rec.family, 1);
@@ -131,7 +131,7 @@ static int reopen(void)
     if (slot < 0)
         return -EBADF;
     struct ct_own_slot *s = &ct_own_slots[slot];
-    if (s->dev != ct_rec.file_dev || s->ino != ct_rec.file_ino ||
+    if (atomic_load(&s->dev) != ct_rec.file_dev || atomic_load(&s->ino) != ct_rec.file_ino ||
         lseek(atomic_load(&s->fd), (off_t)ct_rec.file_len, SEEK_SET) < 0) {
         ct_own_close(slot);
         return -EBADF;

@@ -216,15 +216,15 @@ START_TEST(write_failure_is_reported_not_fatal)
     ck_assert_int_eq(th_start(path, 1 << 16, 10), 0);
     /* /dev/full fails every write with ENOSPC, like a disk filling mid-run:
      * swap it in under the writer's descriptor, and make it the file the
-     * writer believes it has (else its identity check would see a
-     * descriptor taken over, and reopen the trace). */
+     * descriptor table holds for it (else the writer's identity check would
+     * see a descriptor taken over, and reopen the trace). */
     int full = open("/dev/full", O_WRONLY);
     ck_assert_int_ge(full, 0);
     struct stat fst;
     ck_assert_int_eq(fstat(full, &fst), 0);
     struct ct_own_slot *own = &ct_own_slots[ct_rec.file_slot];
-    own->dev = ct_rec.file_dev = fst.st_dev;
-    own->ino = ct_rec.file_ino = fst.st_ino;
+    atomic_store(&own->dev, (uint64_t)fst.st_dev);
+    atomic_store(&own->ino, (uint64_t)fst.st_ino);
     ck_assert_int_ge(dup2(full, atomic_load(&own->fd)), 0);
     close(full);
     emit_marks(100);
