@@ -22,6 +22,7 @@
 #include "shim/io.h"
 #include "shim/nvtx.h"
 #include "src/config.h"
+#include "src/ownfd.h"
 
 atomic_int ct_shim_state;
 __thread uint32_t ct_tls_skip __attribute__((tls_model("initial-exec")));
@@ -176,6 +177,7 @@ static void shim_atexit(void)
 static void shim_atfork_child(void)
 {
     ct_shim_pid = (pid_t)syscall(SYS_getpid); /* a fork, not a vfork: the child is itself */
+    ct_own_after_fork(); /* no thread of ours is opening or moving a descriptor here */
     if (ct_shim_live()) {
         atomic_store(&ct_shim_state, CT_SHIM_FORKED);
         /* the parent's trace descriptor goes now, so nothing the child does

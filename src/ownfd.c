@@ -291,3 +291,10 @@ long ct_own_read_small(const char *path, char *buf, unsigned long n)
     buf[r] = 0;
     return (long)r;
 }
+
+void ct_own_after_fork(void)
+{
+    atomic_store(&ct_own_moving, 0);
+    for (int i = 0; i < CT_OWN_SLOTS; i++)
+        atomic_store(&ct_own_slots[i].busy, -1);
+}

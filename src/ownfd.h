@@ -128,6 +128,11 @@ void ct_own_release(int oldfd, int slot);
  */
 long ct_own_read_small(const char *path, char *buf, unsigned long n);
 
+/* In a forked child (pthread_atfork child handler): the thread that was
+ * opening, moving or writing through a descriptor of ours is not there, so
+ * nothing is in progress any more. Async-signal-safe. */
+void ct_own_after_fork(void);
+
 /* The lowest number CT_OWN_HIGH descriptors go to (from RLIMIT_NOFILE). */
 int ct_own_high_base(void);
 
