@@ -23,10 +23,11 @@
 #define CT_EV_MAX_CTX      16
 #define CT_EV_POOL_LOG2    12 /* events per context: 2048 pairs in flight at most */
 #define CT_EV_ITEMS_LOG2   13
-#define CT_EV_INITIAL      256 /* events created at a context's first timed op */
-#define CT_EV_REANCHOR_NS  1000000000ull
-#define CT_EV_STREAM_SLOTS 1024 /* in-flight counters, by stream handle hash */
-#define CT_EV_STREAM_CAP   512  /* pairs in flight per stream before ops go untimed */
+#define CT_EV_INITIAL      256           /* events created at a context's first timed op */
+#define CT_EV_REANCHOR_NS  1000000000ull /* an anchor is replaced at least this often (drift) */
+#define CT_EV_SAMPLE_NS    50000000ull   /* a candidate anchor is taken this often */
+#define CT_EV_STREAM_SLOTS 1024          /* in-flight counters, by stream handle hash */
+#define CT_EV_STREAM_CAP   512           /* pairs in flight per stream before ops go untimed */
 
 typedef CUresult (*ctx_get_fn)(CUcontext *);
 typedef CUresult (*ctx_set_fn)(CUcontext);
@@ -56,7 +57,8 @@ struct ev_ctx {
     struct ct_mpmc free;    /* CUevent handles */
     CUstream anchor_stream; /* poller only from here on */
     CUevent anchor, next_anchor;
-    uint64_t anchor_ns, next_anchor_ns, anchored_at;
+    uint64_t anchor_ns, next_anchor_ns, anchored_at,
+        sampled_at; /* next_anchor_ns 0: none pending */
     atomic_int created;
 };
 
@@ -254,19 +256,36 @@ static int use_ctx(int i)
     return 0;
 }
 
-/* Keeps an anchor per context: an event on the private stream whose host
- * time is the midpoint of its record call (an idle stream records at once). */
+/*
+ * Keeps an anchor per context: an event on the private stream, and the
+ * host time its record call began. The device stamps the event at or after
+ * that instant (an idle stream, but its stamp can come late: a preempted
+ * device thread, a busy driver), so host - GPU time of an anchor is never
+ * above the true offset, and the candidate with the largest offset is the
+ * closest: a candidate is taken every CT_EV_SAMPLE_NS and kept when its
+ * offset is larger, and at least every CT_EV_REANCHOR_NS the anchor is
+ * renewed (clock drift).
+ */
 static void anchor(int i, uint64_t now)
 {
     struct ev_ctx *c = &g_ctx[i];
-    if (c->next_anchor && d.query(c->next_anchor) == CUDA_SUCCESS) {
-        CUevent old = c->anchor;
-        c->anchor = c->next_anchor;
-        c->anchor_ns = c->next_anchor_ns;
-        c->next_anchor = old; /* reuse */
-        c->anchored_at = now;
+    if (c->next_anchor && c->next_anchor_ns && d.query(c->next_anchor) == CUDA_SUCCESS) {
+        float ms = 0;
+        /* offset(next) - offset(anchor) = host gap - GPU gap */
+        int better = !c->anchor ||
+                     (d.elapsed(&ms, c->anchor, c->next_anchor) == CUDA_SUCCESS &&
+                      (double)(int64_t)(c->next_anchor_ns - c->anchor_ns) - (double)ms * 1e6 > 0);
+        if (better || now - c->anchored_at >= CT_EV_REANCHOR_NS) {
+            CUevent old = c->anchor;
+            c->anchor = c->next_anchor;
+            c->anchor_ns = c->next_anchor_ns;
+            c->next_anchor = old; /* reuse */
+            c->anchored_at = now;
+        }
+        c->next_anchor_ns = 0; /* taken: the next candidate is due */
+        c->sampled_at = now;
     }
-    if (c->anchor && now - c->anchored_at < CT_EV_REANCHOR_NS)
+    if (c->anchor && (c->next_anchor_ns || now - c->sampled_at < CT_EV_SAMPLE_NS))
         return;
     if (!c->next_anchor && d.create(&c->next_anchor, CU_EVENT_DEFAULT) != CUDA_SUCCESS) {
         c->next_anchor = NULL;
@@ -274,9 +293,8 @@ static void anchor(int i, uint64_t now)
     }
     uint64_t t0 = ct_clock_ns_now();
     CUresult r = d.record(c->next_anchor, c->anchor_stream);
-    uint64_t t1 = ct_clock_ns_now();
     if (r == CUDA_SUCCESS)
-        c->next_anchor_ns = t0 + (t1 - t0) / 2;
+        c->next_anchor_ns = t0;
     if (!c->anchor && r == CUDA_SUCCESS) {
         c->anchored_at = now; /* first anchor: promoted as soon as complete */
     }
