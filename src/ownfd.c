@@ -158,12 +158,19 @@ int ct_own_open(const char *path, int flags, mode_t mode, unsigned own_flags)
     }
     struct ct_own_slot *s = &ct_own_slots[slot];
     s->high = (own_flags & CT_OWN_HIGH) != 0;
-    atomic_fetch_add(&ct_own_moving, 1); /* the job's closes wait (ct_own_settle) */
+    /* The job's closes wait (ct_own_settle) while the trace's descriptor is
+     * opened and moved, which happens once or twice in a process's life; a
+     * short-lived one (a /proc read every health period) is open for
+     * microseconds and not worth making the job's closes wait on. */
+    int moving = s->high;
+    if (moving)
+        atomic_fetch_add(&ct_own_moving, 1);
     int rc = open_into(s, path, flags, mode);
     if (rc) {
         atomic_store(&s->fd, -1);
         atomic_fetch_sub(&ct_own_count, 1);
-        atomic_fetch_sub(&ct_own_moving, 1);
+        if (moving)
+            atomic_fetch_sub(&ct_own_moving, 1);
         errno = saved;
         return rc;
     }
@@ -175,7 +182,8 @@ int ct_own_open(const char *path, int flags, mode_t mode, unsigned own_flags)
             raw_close(fd);
         }
     }
-    atomic_fetch_sub(&ct_own_moving, 1);
+    if (moving)
+        atomic_fetch_sub(&ct_own_moving, 1);
     errno = saved;
     return slot;
 }
