@@ -95,6 +95,50 @@ static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *ma
     *max_records = 0;
 }
 
+/*
+ * GPU records whose external correlation has not arrived yet. CUPTI hands
+ * the external-correlation records over in their own buffers (the calling
+ * thread's), which may complete after the buffer that holds the activity
+ * they name (a device's): such a record waits here, under g_corr_mu, until
+ * a later buffer brings its mapping, and goes out with correlation 0 only
+ * when the table is full or CUPTI stops. Found as NCCL kernels that joined
+ * no op, in about one 4-rank job in three on the simulated CUPTI.
+ */
+#define CT_CUPTI_PENDING 1024
+struct pending_gpu {
+    uint32_t cupti_corr;
+    uint64_t f[CT_GPU_NFIELDS];
+};
+static struct pending_gpu g_pending[CT_CUPTI_PENDING];
+static size_t g_npending;
+
+static int corr_of(uint32_t cupti_corr, uint64_t *corr)
+{
+    uint32_t slot = cupti_corr & ((1u << CT_CUPTI_CORR_LOG2) - 1);
+    if (g_corr_key[slot] != cupti_corr || !cupti_corr)
+        return 0;
+    *corr = g_corr_val[slot];
+    return 1;
+}
+
+/* Emits the waiting records whose mapping is known now (all of them, with
+ * correlation 0 for the rest, when `all`). Under g_corr_mu. */
+static void pending_flush(int all)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < g_npending; i++) {
+        struct pending_gpu *p = &g_pending[i];
+        uint64_t corr = 0;
+        if (corr_of(p->cupti_corr, &corr) || all) {
+            p->f[CT_GPU_CORR] = corr;
+            ct_emit(CT_REC_GPU, CT_RF_NS, p->f, CT_GPU_NFIELDS);
+        } else {
+            g_pending[kept++] = *p;
+        }
+    }
+    g_npending = kept;
+}
+
 static void emit_gpu(uint64_t start, uint64_t end, uint32_t device, uint32_t stream,
                      uint32_t cupti_corr, unsigned type, uint32_t name, uint64_t bytes,
                      unsigned copy_kind)
@@ -103,8 +147,8 @@ static void emit_gpu(uint64_t start, uint64_t end, uint32_t device, uint32_t str
         atomic_fetch_add_explicit(&g_outside, 1, memory_order_relaxed);
         return;
     }
-    uint32_t slot = cupti_corr & ((1u << CT_CUPTI_CORR_LOG2) - 1);
-    uint64_t corr = g_corr_key[slot] == cupti_corr ? g_corr_val[slot] : 0;
+    uint64_t corr = 0;
+    int known = corr_of(cupti_corr, &corr);
     uint64_t f[CT_GPU_NFIELDS];
     f[CT_GPU_START] = start;
     f[CT_GPU_END] = end >= start ? end : start;
@@ -116,6 +160,12 @@ static void emit_gpu(uint64_t start, uint64_t end, uint32_t device, uint32_t str
     f[CT_GPU_BYTES] = bytes;
     f[CT_GPU_COPY_KIND] = copy_kind;
     f[CT_GPU_SOURCE] = CT_SRC_CUPTI;
+    if (!known && cupti_corr && g_npending < CT_CUPTI_PENDING) {
+        g_pending[g_npending].cupti_corr = cupti_corr;
+        memcpy(g_pending[g_npending].f, f, sizeof(f));
+        g_npending++;
+        return;
+    }
     ct_emit(CT_REC_GPU, CT_RF_NS, f, CT_GPU_NFIELDS);
 }
 
@@ -148,6 +198,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
             g_corr_val[slot] = x->externalId;
         }
     }
+    pending_flush(0); /* records of earlier buffers this one has the mapping of */
     rec = NULL;
     while (buffer && c.next(buffer, valid, &rec) == CUPTI_SUCCESS) {
         switch (rec->kind) {
@@ -312,4 +363,7 @@ void ct_cupti_stop(void)
     c.flush(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     if (c.unsubscribe)
         c.unsubscribe(g_sub);
+    pthread_mutex_lock(&g_corr_mu);
+    pending_flush(1); /* whatever never got its mapping goes out as it is */
+    pthread_mutex_unlock(&g_corr_mu);
 }
