@@ -30,6 +30,10 @@ void th_trace_read_file(struct th_trace *t, const char *path);
 void th_trace_free(struct th_trace *t);
 size_t th_count_kind(const struct th_trace *t, unsigned kind);
 
+/* Emits n NVTX marks (domain "d", message "m") on the calling thread;
+ * returns how many the recorder accepted. */
+int th_emit_marks(int n);
+
 /* Starts the recorder on path with small defaults suitable for tests. */
 int th_start(const char *path, size_t ring_bytes, unsigned flush_ms);
 
