@@ -59,7 +59,7 @@ static void shim_atfork_child(void);
 __attribute__((constructor)) static void family_page(void)
 {
     ct_shim_pid = (pid_t)syscall(SYS_getpid);
-    pthread_atfork(NULL, NULL, shim_atfork_child);
+    pthread_atfork(ct_recorder_fork_prepare, ct_recorder_fork_done, shim_atfork_child);
     void *m =
         mmap(NULL, sizeof(*g_tally), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED)
@@ -177,6 +177,7 @@ static void shim_atexit(void)
 static void shim_atfork_child(void)
 {
     ct_shim_pid = (pid_t)syscall(SYS_getpid); /* a fork, not a vfork: the child is itself */
+    ct_recorder_fork_done();
     ct_own_after_fork(); /* no thread of ours is opening or moving a descriptor here */
     if (ct_shim_live()) {
         atomic_store(&ct_shim_state, CT_SHIM_FORKED);

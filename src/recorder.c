@@ -128,7 +128,7 @@ int ct_recorder_start(const struct ct_recorder_config *cfg, const struct ct_meta
     pthread_condattr_destroy(&ca);
     ct_rec.stop_req = 0;
     atomic_store(&ct_rec.running, 1);
-    rc = pthread_create(&ct_rec.thread, NULL, ct_writer_main, NULL);
+    rc = ct_writer_spawn();
     if (rc) {
         atomic_store(&ct_rec.running, 0);
         rc = -rc;
@@ -308,7 +308,7 @@ int ct_recorder_restart_after_fork(const struct ct_recorder_config *cfg,
     if (rc)
         return rc;
     atomic_store(&ct_rec.running, 1);
-    rc = pthread_create(&ct_rec.thread, NULL, ct_writer_main, NULL);
+    rc = ct_writer_spawn();
     if (rc) {
         atomic_store(&ct_rec.running, 0);
         ct_writer_close();

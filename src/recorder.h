@@ -143,6 +143,15 @@ int ct_writer_tick_add(void (*fn)(uint64_t now_ns));
 /* 1 while records are being taken. */
 int ct_recorder_running(void);
 
+/* Fork handlers (before fork; after it, in parent and child). In builds
+ * with AddressSanitizer the forking thread waits, at most 100 ms, for the
+ * writer to be past its start and between passes: GCC 12's ASan keeps no lock of its allocator
+ * across fork (glibc's malloc does), and a child forked while the writer was
+ * in malloc deadlocks at its first allocation of that size. No-ops in
+ * other builds. */
+void ct_recorder_fork_prepare(void);
+void ct_recorder_fork_done(void);
+
 /* Test hook: a paused writer drains nothing, so rings fill and drop. */
 void ct_recorder_pause_writer(int paused);
 

@@ -108,7 +108,8 @@ void ct_file_close(void);
 void ct_file_drop_inherited(void);
 
 /* writer.c */
-void *ct_writer_main(void *arg);
+/* Starts the writer thread (ct_rec.thread): 0 or a pthread_create error. */
+int ct_writer_spawn(void);
 int ct_writer_open(const struct ct_recorder_config *cfg, const struct ct_meta_kv *meta,
                    size_t nmeta);
 void ct_writer_close(void);

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 #include <zstd.h>
 
@@ -403,7 +404,56 @@ static void flight_work(int fatal)
         ct_writer_hang(what, path);
 }
 
-void *ct_writer_main(void *arg)
+#if defined(__SANITIZE_ADDRESS__)
+/* Dekker pair: the writer announces a pass, then looks for a fork; the
+ * forking thread announces the fork, then waits out a pass in progress. */
+static _Atomic int g_fork_hold, g_in_pass;
+
+void ct_recorder_fork_prepare(void)
+{
+    atomic_store(&g_fork_hold, 1);
+    struct timespec t = {0, 100000L};
+    for (int i = 0; i < 1000 && atomic_load(&g_in_pass); i++)
+        nanosleep(&t, NULL);
+}
+
+void ct_recorder_fork_done(void)
+{
+    atomic_store(&g_fork_hold, 0);
+}
+
+static void passes_begin(void)
+{
+    for (;;) {
+        atomic_store(&g_in_pass, 1);
+        if (!atomic_load(&g_fork_hold))
+            return;
+        atomic_store(&g_in_pass, 0);
+        struct timespec t = {0, 100000L};
+        nanosleep(&t, NULL);
+    }
+}
+
+static void passes_end(void)
+{
+    atomic_store(&g_in_pass, 0);
+}
+#else
+void ct_recorder_fork_prepare(void)
+{
+}
+void ct_recorder_fork_done(void)
+{
+}
+static void passes_begin(void)
+{
+}
+static void passes_end(void)
+{
+}
+#endif
+
+static void *writer_main(void *arg)
 {
     (void)arg;
     /* The job's signals are for the job's threads. */
@@ -414,6 +464,7 @@ void *ct_writer_main(void *arg)
     ct_rec.writer_tid = (pid_t)syscall(SYS_gettid);
     ct_thread_ring_register();
     emit_clock_record();
+    passes_end(); /* begun by ct_writer_spawn: the thread's start allocates too */
     for (;;) {
         struct timespec dl;
         clock_gettime(CLOCK_MONOTONIC, &dl);
@@ -430,6 +481,7 @@ void *ct_writer_main(void *arg)
         uint64_t flush = ct_rec.flush_req;
         pthread_mutex_unlock(&ct_rec.mu);
         int forced = stop || flush != ct_rec.flush_done;
+        passes_begin();
         if (!atomic_load(&ct_rec.paused) || forced)
             writer_pass(forced);
         uint64_t areq = atomic_load(&ct_rec.async_req);
@@ -450,14 +502,26 @@ void *ct_writer_main(void *arg)
             pthread_cond_broadcast(&ct_rec.done_cv);
             pthread_mutex_unlock(&ct_rec.mu);
         }
+        passes_end();
         if (stop)
             break;
     }
+    passes_begin();
     emit_clock_record();
     writer_pass(1);
     write_footer();
     ct_writer_close();
+    passes_end();
     return NULL;
+}
+
+int ct_writer_spawn(void)
+{
+    passes_begin();
+    int rc = pthread_create(&ct_rec.thread, NULL, writer_main, NULL);
+    if (rc)
+        passes_end();
+    return rc;
 }
 
 static int write_header(const struct ct_recorder_config *cfg, const struct ct_clock_pair *p)
