@@ -1,4 +1,4 @@
-/* Iteration detection: named ranges, marks, or the period of kernel names. */
+/* Iteration detection: named ranges, marks, or the work that repeats (repeats.c). */
 #include "decoder/analysis/iterations.h"
 #include "decoder/util/search.h"
 
@@ -14,22 +14,6 @@ const char *ct_iter_source_name(enum ct_iter_source s)
     case CT_ITER_PERIOD: return "period";
     default: return "none";
     }
-}
-
-size_t ct_iterations_period(const uint32_t *seq, size_t n)
-{
-    int tried = 0;
-    for (size_t p = 1; p <= n / 2 && tried < 4096; p++) {
-        if (seq[p] != seq[0])
-            continue;
-        tried++;
-        size_t len = n - p, allowed = len / 20, bad = 0;
-        for (size_t i = 0; i < len && bad <= allowed; i++)
-            bad += seq[i] != seq[i + p];
-        if (bad <= allowed)
-            return p;
-    }
-    return 0;
 }
 
 static int cmp_range(const void *a, const void *b)
@@ -109,61 +93,24 @@ static int from_ranges(const struct ct_rank *r, struct ct_iter **out, size_t *n,
     return 0;
 }
 
-static int from_period(const struct ct_rank *r, struct ct_iter **out, size_t *n,
-                       enum ct_iter_source *src)
-{
-    size_t k = 0;
-    for (size_t i = 0; i < r->nops; i++)
-        k += r->ops[i].cls == CT_CL_COMPUTE;
-    if (k < 4)
-        return 0;
-    uint32_t *seq = malloc(k * sizeof(*seq));
-    size_t *idx = malloc(k * sizeof(*idx));
-    if (!seq || !idx) {
-        free(seq);
-        free(idx);
-        return -ENOMEM;
-    }
-    k = 0;
-    for (size_t i = 0; i < r->nops; i++)
-        if (r->ops[i].cls == CT_CL_COMPUTE) {
-            idx[k] = i;
-            seq[k++] = r->ops[i].name;
-        }
-    size_t p = ct_iterations_period(seq, k);
-    size_t cycles = p ? k / p : 0;
-    struct ct_iter *it = cycles ? malloc(cycles * sizeof(*it)) : NULL;
-    if (cycles && !it) {
-        free(seq);
-        free(idx);
-        return -ENOMEM;
-    }
-    for (size_t c = 0; c < cycles; c++) {
-        it[c].s = r->ops[idx[c * p]].s;
-        size_t next = (c + 1) * p;
-        it[c].e = next < k ? r->ops[idx[next]].s : r->ops[idx[k - 1]].e;
-        it[c].index = (int64_t)c;
-    }
-    free(seq);
-    free(idx);
-    *out = it;
-    *n = cycles;
-    *src = cycles ? CT_ITER_PERIOD : CT_ITER_NONE;
-    return 0;
-}
-
 int ct_iterations_find(const struct ct_rank *r, const struct ct_iter_opts *o, struct ct_iter **out,
-                       size_t *n, enum ct_iter_source *src)
+                       size_t *n, enum ct_iter_source *src, double *conf)
 {
     *out = NULL;
     *n = 0;
     *src = CT_ITER_NONE;
+    double c = 0;
     int rc = from_ranges(r, out, n, src);
+    if (!rc && *n)
+        c = 1; /* the job said where its steps are */
     if (!rc && *n == 0) {
         free(*out);
         *out = NULL;
-        rc = from_period(r, out, n, src);
+        rc = ct_iterations_from_repeats(r, out, n, &c);
+        *src = *n ? CT_ITER_PERIOD : CT_ITER_NONE;
     }
+    if (conf)
+        *conf = c;
     if (rc)
         return rc;
     size_t w = 0;

@@ -5,11 +5,12 @@
  *      start to the later of its end and the last GPU end of work launched
  *      inside it (the step is over when its GPU work is);
  *   2. marks of that name: from one mark to the next;
- *   3. the repeating pattern of compute-kernel names: the smallest period P
- *      such that name[i] == name[i+P] for >= 95% of launches, anchored at the
- *      first kernel; each complete cycle is one iteration, from its first
- *      kernel's GPU start to the next cycle's first kernel (the last: its
- *      last kernel's end).
+ *   3. the work that repeats in every step (decoder/analysis/repeats.c):
+ *      compute kernels, copies and NCCL ops in launch order, cut at the
+ *      token whose occurrences give the most cycles that agree with their
+ *      median cycle; each kept cycle is one iteration, from its first op's
+ *      launch to the next cycle's (or its own GPU work's end, when later).
+ *      None when no anchor holds: iterations are never invented.
  * Then `--skip N` drops the first N and `--steps A-B` keeps indexes A..B.
  */
 #ifndef CT_ITERATIONS_H
@@ -33,12 +34,15 @@ struct ct_iter_opts {
 };
 
 /* Finds the iterations of rank r. *out is malloc'ed (NULL when none).
- * Returns 0 or -ENOMEM. */
+ * *conf (when conf is not NULL): 1 for ranges and marks, the detector's
+ * confidence (0..1) for the period, 0 when none. Returns 0 or -ENOMEM. */
 int ct_iterations_find(const struct ct_rank *r, const struct ct_iter_opts *o, struct ct_iter **out,
-                       size_t *n, enum ct_iter_source *src);
+                       size_t *n, enum ct_iter_source *src, double *conf);
 
-/* The detected period of a sequence of ids (0 when none), exposed for tests. */
-size_t ct_iterations_period(const uint32_t *seq, size_t n);
+/* Source 3 alone (repeats.c): iterations from the work that repeats, with
+ * the confidence in them. Returns 0 or -ENOMEM; *n = 0 when none holds. */
+int ct_iterations_from_repeats(const struct ct_rank *r, struct ct_iter **out, size_t *n,
+                               double *conf);
 
 const char *ct_iter_source_name(enum ct_iter_source s);
 

@@ -43,7 +43,7 @@ int ct_report_analyze(struct ct_job *job, const struct ct_iter_opts *io, struct 
         struct ct_rank_result *x = &rep->rr[r];
         x->rank = &job->ranks[r];
         x->bubble_pct = x->expected_bubble_pct = -1;
-        rc = ct_iterations_find(x->rank, io, &x->iters, &x->niters, &x->iter_src);
+        rc = ct_iterations_find(x->rank, io, &x->iters, &x->niters, &x->iter_src, &x->iter_conf);
         if (!rc)
             rc = ct_metrics_rank(x);
         if (!rc)

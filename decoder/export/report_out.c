@@ -237,8 +237,14 @@ void ct_report_json(FILE *f, const struct ct_report *rep)
         num_ns(f, "sync_drain_us", x->at.sync_drain, 1);
         num_ns(f, "launch_overhead_us", x->at.launch_overhead, 1);
         num_ns(f, "unexplained_us", x->at.unexplained, 0);
-        fprintf(f, "},\"iteration_source\":\"%s\",\"iterations\":[",
-                ct_iter_source_name(x->iter_src));
+        fprintf(f, "},\"iteration_source\":\"%s\",", ct_iter_source_name(x->iter_src));
+        if (x->iter_src == CT_ITER_NONE) /* no figure to give, and why */
+            fprintf(f,
+                    "\"iteration_confidence\":null,\"iteration_note\":\"no step ranges or marks, "
+                    "and no repeating work that agrees across cycles\",");
+        else
+            fprintf(f, "\"iteration_confidence\":%.3f,", x->iter_conf);
+        fprintf(f, "\"iterations\":[");
         for (size_t k = 0; k < x->niters; k++)
             iteration_json(f, &x->iters[k], &x->im[k], rep->job->t0, k == 0);
         fprintf(f, "],");

@@ -2,6 +2,7 @@
  * hand-built ranks: step ranges, marks, the kernel-name period, --skip and
  * --steps (docs/report.md, "Iterations"). Times in µs. */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "tests/unit/timeline_builder.h"
@@ -11,6 +12,7 @@ struct found {
     struct ct_iter *it;
     size_t n;
     enum ct_iter_source src;
+    double conf;
 };
 
 /* Builds the job of b (one rank, 0) and finds its iterations with o
@@ -19,8 +21,8 @@ static void find(struct tb_job *b, const struct ct_iter_opts *o, struct found *f
 {
     struct ct_iter_opts all = {0, 0, -1};
     tb_build(b, &f->job);
-    ck_assert_int_eq(ct_iterations_find(tb_rank(&f->job, 0), o ? o : &all, &f->it, &f->n, &f->src),
-                     0);
+    ck_assert_int_eq(
+        ct_iterations_find(tb_rank(&f->job, 0), o ? o : &all, &f->it, &f->n, &f->src, &f->conf), 0);
 }
 
 static void found_free(struct found *f)
@@ -201,20 +203,21 @@ START_TEST(a_single_mark_falls_back_to_the_kernel_period)
     tb_init(&b);
     struct ct_proc *p = tb_proc(&b, 0);
     tb_mark(p, 50, 1);
-    kernels(p, "abab");
+    kernels(p, "ababab");
     find(&b, NULL, &f);
     ck_assert_int_eq(f.src, CT_ITER_PERIOD);
-    ck_assert_uint_eq(f.n, 2); /* [100,300) [300,450) */
+    ck_assert_uint_eq(f.n, 3); /* [100,300) [300,500) [500,650) */
     expect_iter(&f, 0, 100, 300, 0);
-    expect_iter(&f, 1, 300, 450, 1);
+    expect_iter(&f, 2, 500, 650, 2);
+    ck_assert(f.conf > 0.99 && f.conf <= 1);
     found_free(&f);
 }
 END_TEST
 
 /* Compute ab ab ab ab ab with AllReduces after the first and the fourth
- * cycle: the period is over compute kernels only (2, five cycles; with the
- * communication kernels in, "a b n a b a b a b n a b" has no period). */
-START_TEST(the_period_is_over_compute_kernels_only)
+ * cycle only: two collectives are no period of their own, and a cycle with
+ * one op more is still a step: five cycles of ab. */
+START_TEST(an_occasional_collective_is_an_extra_op_of_its_step)
 {
     struct tb_job b;
     struct found f;
@@ -230,7 +233,8 @@ START_TEST(the_period_is_over_compute_kernels_only)
                                         .nranks = 1,
                                         .seq = (uint64_t)c,
                                         .s = t + 400,
-                                        .e = t + 500});
+                                        .e = t + 500,
+                                        .launch = t + 350});
     }
     find(&b, NULL, &f);
     ck_assert_int_eq(f.src, CT_ITER_PERIOD);
@@ -241,23 +245,127 @@ START_TEST(the_period_is_over_compute_kernels_only)
 }
 END_TEST
 
-/* The period holds when names match name[i + P] for >= 95 % of the n - P
- * compared launches. (1 2) x 21 with one element changed: 2 mismatches of
- * 40 (5 %): period 2. (1 2) x 11 with one changed: 2 of 20 (10 %): no
- * period 2, and no other P >= 2 with name[P] = name[0] fits exactly. */
-START_TEST(the_period_tolerates_5_pct_mismatches)
+/* Nine steps of 4200 us: one kernel launched four times (900 us each,
+ * 1000 us apart), then an all-reduce. The kernel alone repeats 36 times,
+ * but the all-reduce comes in every fourth of those cycles: the step is the
+ * all-reduce's cycle. Cut at the all-reduce, the steps before the first and
+ * after the last are partial: 8 iterations of exactly 4200 us. */
+START_TEST(a_kernel_repeated_inside_the_step_is_not_the_step)
 {
-    uint32_t seq[42];
-    for (int i = 0; i < 42; i++)
-        seq[i] = 1 + (uint32_t)(i % 2);
-    seq[5] = 9;
-    ck_assert_uint_eq(ct_iterations_period(seq, 42), 2);
-    seq[5] = 2; /* the 22-long case, index 9 changed */
-    seq[9] = 9;
-    ck_assert_uint_eq(ct_iterations_period(seq, 22), 0);
-    uint32_t exact[10] = {1, 2, 1, 2, 1, 2, 1, 2, 1, 3};
-    ck_assert_uint_eq(ct_iterations_period(exact, 10), 0); /* 10 - P < 20: no mismatch allowed */
-    ck_assert_uint_eq(ct_iterations_period(exact, 9), 2);
+    struct tb_job b;
+    struct found f;
+    tb_init(&b);
+    struct ct_proc *p = tb_proc(&b, 0);
+    for (int j = 0; j < 9; j++) {
+        int64_t t = 4200 * j;
+        for (int k = 0; k < 4; k++)
+            tb_kernel(p, "k", 1, t + 1000 * k + 20, t + 1000 * k + 920, t + 1000 * k);
+        tb_nccl(p, (struct tb_coll){.op = CT_NCCL_OP_ALLREDUCE,
+                                    .comm = 1,
+                                    .nranks = 1,
+                                    .seq = (uint64_t)j,
+                                    .bytes = 1 << 20,
+                                    .s = t + 3950,
+                                    .e = t + 4150,
+                                    .launch = t + 3930});
+    }
+    find(&b, NULL, &f);
+    ck_assert_int_eq(f.src, CT_ITER_PERIOD);
+    ck_assert_uint_ge(f.n, 8);
+    ck_assert_uint_le(f.n, 9);
+    for (size_t i = 0; i + 1 < f.n; i++)
+        ck_assert_int_eq(f.it[i + 1].s - f.it[i].s, TB_US(4200));
+    ck_assert(f.conf > 0.9);
+    found_free(&f);
+}
+END_TEST
+
+/* Twelve steps of five kernels a..e, 100 us apart, a step every 1000 us; a
+ * warm-up first step with six more kernels after b (autotuning), an extra kernel x
+ * in every third step, and kernel c swapped for its variant c2 in odd
+ * steps. The warm-up is dropped; the other eleven are steps, each from its
+ * first kernel's launch. */
+START_TEST(extra_missing_and_variant_kernels_keep_their_steps)
+{
+    struct tb_job b;
+    struct found f;
+    tb_init(&b);
+    struct ct_proc *p = tb_proc(&b, 0);
+    const char *names[] = {"a", "b", "c", "d", "e"};
+    for (int j = 0; j < 12; j++) {
+        int64_t t = 1000 * j;
+        int64_t at = t;
+        for (int k = 0; k < 5; k++, at += 100) {
+            const char *nm = k == 2 && j % 2 ? "c2" : names[k];
+            tb_kernel(p, nm, 1, at + 10, at + 60, at);
+            if (j == 0 && k == 1) /* autotuning inside the first forward */
+                for (int w = 0; w < 6; w++) {
+                    char wn[8] = {'w', (char)('0' + w), 0};
+                    tb_kernel(p, wn, 1, at + 62 + 5 * w, at + 66 + 5 * w, at + 61 + w);
+                }
+        }
+        if (j % 3 == 2)
+            tb_kernel(p, "x", 1, at + 10, at + 40, at);
+    }
+    find(&b, NULL, &f);
+    ck_assert_int_eq(f.src, CT_ITER_PERIOD);
+    ck_assert_uint_eq(f.n, 11);
+    for (size_t i = 0; i < f.n; i++)
+        ck_assert_int_eq(f.it[i].s, TB_US(1000 * (int64_t)(i + 1)));
+    ck_assert(f.conf > 0.7);
+    found_free(&f);
+}
+END_TEST
+
+/* A serving loop: 60 decode steps, each a graph replay of six kernels
+ * enqueued at one host time, host gaps of 300 to 500 us between them, and a
+ * prefill of three kernels before every tenth decode: 60 steps (the
+ * prefills are extra work of their steps, not a period of 10). */
+START_TEST(a_serving_loop_has_one_step_per_decode)
+{
+    struct tb_job b;
+    struct found f;
+    tb_init(&b);
+    struct ct_proc *p = tb_proc(&b, 0);
+    int64_t t = 100;
+    for (int j = 0; j < 60; j++) {
+        int64_t g = t;
+        if (j % 10 == 0)
+            for (int k = 0; k < 3; k++, g += 40) {
+                char nm[8] = {'p', (char)('0' + k), 0};
+                tb_kernel(p, nm, 1, g + 10, g + 40, g);
+            }
+        for (int k = 0; k < 6; k++) {
+            char nm[8] = {'g', (char)('0' + k), 0};
+            tb_kernel(p, nm, 1, g + 10 + 20 * k, g + 28 + 20 * k, g);
+        }
+        t = g + 140 + 300 + (j * 37) % 200;
+    }
+    find(&b, NULL, &f);
+    ck_assert_int_eq(f.src, CT_ITER_PERIOD);
+    ck_assert_uint_ge(f.n, 59);
+    ck_assert_uint_le(f.n, 60);
+    found_free(&f);
+}
+END_TEST
+
+/* Kernels that never repeat: no iteration, confidence 0. */
+START_TEST(work_that_does_not_repeat_gives_no_iterations)
+{
+    struct tb_job b;
+    struct found f;
+    tb_init(&b);
+    struct ct_proc *p = tb_proc(&b, 0);
+    for (int i = 0; i < 40; i++) {
+        char nm[8];
+        snprintf(nm, sizeof(nm), "u%d", i);
+        tb_kernel(p, nm, 1, 100 * i + 10, 100 * i + 50, 100 * i);
+    }
+    find(&b, NULL, &f);
+    ck_assert_int_eq(f.src, CT_ITER_NONE);
+    ck_assert_uint_eq(f.n, 0);
+    ck_assert(f.conf == 0);
+    found_free(&f);
 }
 END_TEST
 
@@ -333,8 +441,11 @@ Suite *iterations_suite(void)
     tcase_add_test(tc, kernel_period_gives_one_iteration_per_complete_cycle);
     tcase_add_test(tc, the_last_cycle_ends_at_its_last_kernel_end);
     tcase_add_test(tc, a_single_mark_falls_back_to_the_kernel_period);
-    tcase_add_test(tc, the_period_is_over_compute_kernels_only);
-    tcase_add_test(tc, the_period_tolerates_5_pct_mismatches);
+    tcase_add_test(tc, an_occasional_collective_is_an_extra_op_of_its_step);
+    tcase_add_test(tc, a_kernel_repeated_inside_the_step_is_not_the_step);
+    tcase_add_test(tc, extra_missing_and_variant_kernels_keep_their_steps);
+    tcase_add_test(tc, a_serving_loop_has_one_step_per_decode);
+    tcase_add_test(tc, work_that_does_not_repeat_gives_no_iterations);
     tcase_add_test(tc, fewer_than_4_compute_kernels_give_no_iterations);
     tcase_add_test(tc, skip_drops_the_first_n_iterations);
     tcase_add_test(tc, steps_keep_iterations_whose_index_is_in_a_to_b);

@@ -1,0 +1,405 @@
+/*
+ * Iterations of a rank that nobody annotated: found from the work that
+ * repeats in every step (docs/report.md, "Iterations without annotations").
+ *
+ * The rank's GPU work in host launch order (GPU start where the launch is
+ * unknown) is a sequence of tokens: a compute kernel or copy is its name,
+ * an NCCL op its (op, bytes, communicator). A candidate anchor is a token
+ * seen at least 3 times; its occurrences cut the sequence into cycles. A
+ * cycle is compared with the reference cycle, whose count of each token is
+ * the median of that token's counts over the cycles:
+ *   - interior cycles are good when they differ from it by at most two ops
+ *     or 20 % of its ops (a kernel added or dropped in some steps counts
+ *     one, one swapped for its variant two); the first and last cycles
+ *     the same, and lacking at most 20 % of the reference's ops (a warm-up
+ *     step or a partial step at the ends is not an iteration);
+ *   - leading cycles that are not good are dropped as warm-up (at most a
+ *     quarter of them, and at least one may go);
+ *   - the anchor holds when >= 80 % of the kept cycles are good and the
+ *     ops that differ from the reference are <= 25 % of all ops;
+ *   - a collective that the reference lacks but that recurs in every m-th
+ *     cycle (m >= 2, regular) vetoes the anchor: the step is m cycles (one
+ *     kernel launched 4 times per step is not the step when the all-reduce
+ *     comes once per 4 launches). Compute kernels do not veto: a kernel in
+ *     every k-th step (a prefill, an evaluation) is an irregular step.
+ * Of the anchors that hold, those within one cycle of the most kept cycles
+ * (the shortest period; one more or less is a partial or warm-up step at an
+ * end) compete on the median host gap before the anchor: the step boundary
+ * is where the host's loop comes round. Then more cycles, then the earliest. Confidence is
+ * the good share of kept cycles times (1 - the differing share of ops).
+ */
+#include "decoder/analysis/iterations.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decoder/util/stats.h"
+
+struct ev {
+    int64_t t;    /* host launch, or GPU start when unknown */
+    int64_t e;    /* GPU end (0: unknown) */
+    uint64_t key; /* token before densifying */
+    uint32_t tok;
+    uint8_t comm;
+};
+
+static int cmp_ev(const void *a, const void *b)
+{
+    const struct ev *x = a, *y = b;
+    if (x->t != y->t)
+        return (x->t > y->t) - (x->t < y->t);
+    return (x->key > y->key) - (x->key < y->key);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+struct cand_key {
+    size_t count;
+    uint32_t tok;
+};
+
+static int cmp_cand(const void *a, const void *b)
+{
+    const struct cand_key *x = a, *y = b;
+    if (x->count != y->count)
+        return (x->count < y->count) - (x->count > y->count);
+    return (x->tok > y->tok) - (x->tok < y->tok);
+}
+
+/* splitmix64's finaliser over h ^ v: every bit of v moves every bit */
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+    uint64_t z = (h ^ v) + 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* The rank's events in order, with dense token ids. */
+static int events(const struct ct_rank *r, struct ev **out, size_t *n, uint32_t *ntok)
+{
+    size_t k = 0;
+    struct ev *v = malloc((r->nops + r->nnccl + 1) * sizeof(*v));
+    if (!v)
+        return -ENOMEM;
+    for (size_t i = 0; i < r->nops; i++) {
+        const struct ct_gop *g = &r->ops[i];
+        if (g->nccl >= 0)
+            continue; /* its NCCL op stands for it */
+        int comm = CT_CL_IS_COMM(g->cls);
+        if (!comm && g->cls != CT_CL_COMPUTE && g->cls != CT_CL_MEMORY)
+            continue;
+        v[k++] = (struct ev){.t = g->launch != INT64_MIN ? g->launch : g->s,
+                             .e = g->e,
+                             .key = mix(mix(1, g->type), g->name) & ~(1ull << 63),
+                             .comm = (uint8_t)comm};
+    }
+    for (size_t i = 0; i < r->nnccl; i++) {
+        const struct ct_nop *o = &r->nccl[i];
+        v[k++] = (struct ev){.t = o->host_s,
+                             .e = o->e,
+                             .key = mix(mix(mix(2, o->op), o->bytes), o->comm) | (1ull << 63),
+                             .comm = 1};
+    }
+    qsort(v, k, sizeof(*v), cmp_ev);
+    uint64_t *keys = malloc((k + 1) * sizeof(*keys));
+    if (!keys) {
+        free(v);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < k; i++)
+        keys[i] = v[i].key;
+    qsort(keys, k, sizeof(*keys), cmp_u64);
+    size_t u = 0;
+    for (size_t i = 0; i < k; i++)
+        if (u == 0 || keys[u - 1] != keys[i])
+            keys[u++] = keys[i];
+    for (size_t i = 0; i < k; i++) {
+        size_t lo = 0, hi = u;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (keys[mid] < v[i].key)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        v[i].tok = (uint32_t)lo;
+    }
+    free(keys);
+    *out = v;
+    *n = k;
+    *ntok = (uint32_t)u;
+    return 0;
+}
+
+/* What one anchor gives. */
+struct fit {
+    int holds;
+    size_t first, ncyc; /* kept cycles: anchor occurrences first .. first + ncyc - 1 */
+    double good, differ, gap;
+};
+
+struct work {
+    const struct ev *v;
+    size_t n;
+    uint32_t ntok;
+    size_t *occ;              /* positions of the anchor */
+    uint32_t *cnt;            /* per cycle, for the token being scored */
+    uint32_t *seen;           /* cycles touched for that token */
+    double *mis, *tot, *lack; /* per cycle: ops differing, compared, missing */
+    size_t *tok_at;           /* CSR of positions by token */
+    size_t *tok_off;
+};
+
+/* An end cycle is a step, not a warm-up or a partial one, when it lacks at
+ * most 20 % of the reference's ops and differs by no more than an interior
+ * cycle may. */
+static int edge_whole(const struct work *w, size_t c)
+{
+    double allow = 0.2 * w->tot[c] > 2 ? 0.2 * w->tot[c] : 2;
+    return w->lack[c] <= 0.2 * w->tot[c] && w->mis[c] <= allow;
+}
+
+/* Scores the anchor whose occurrences are w->occ[0..m). */
+static void score(struct work *w, size_t m, struct fit *f)
+{
+    memset(f, 0, sizeof(*f));
+    size_t nc = m; /* cycle c: occ[c] .. occ[c + 1] (the last: to the end) */
+    for (size_t c = 0; c < nc; c++)
+        w->mis[c] = w->tot[c] = w->lack[c] = 0;
+    int veto = 0;
+    double base = 0; /* the reference's size: what every untouched cycle lacks */
+    uint32_t *hist = NULL;
+    for (uint32_t t = 0; t < w->ntok && !veto; t++) {
+        size_t a = w->tok_off[t], b = w->tok_off[t + 1];
+        size_t ns = 0;
+        size_t c = 0;
+        for (size_t i = a; i < b; i++) {
+            size_t pos = w->tok_at[i];
+            if (pos < w->occ[0])
+                continue; /* before the first cycle */
+            while (c + 1 < nc && w->occ[c + 1] <= pos)
+                c++;
+            if (ns == 0 || w->seen[ns - 1] != c) {
+                w->seen[ns++] = (uint32_t)c;
+                w->cnt[c] = 0;
+            }
+            w->cnt[c]++;
+        }
+        /* reference: the median count over cycles (zeros included) */
+        uint32_t ref = 0;
+        if (ns * 2 >= nc) {
+            /* counts of the touched cycles, sorted; the others are 0 */
+            uint32_t *h = realloc(hist, ns * sizeof(*h));
+            if (!h) {
+                f->holds = 0;
+                free(hist);
+                return;
+            }
+            hist = h;
+            for (size_t j = 0; j < ns; j++)
+                hist[j] = w->cnt[w->seen[j]];
+            for (size_t j = 1; j < ns; j++) /* small counts: insertion sort */
+                for (size_t q = j; q > 0 && hist[q - 1] > hist[q]; q--) {
+                    uint32_t x = hist[q];
+                    hist[q] = hist[q - 1];
+                    hist[q - 1] = x;
+                }
+            size_t zeros = nc - ns, mid = nc / 2;
+            ref = mid < zeros ? 0 : hist[mid - zeros];
+        }
+        if (ref == 0 && ns >= 3 && w->v[w->tok_at[a]].comm) {
+            /* a collective in every m-th cycle: the step is m cycles */
+            uint32_t d0 = w->seen[1] - w->seen[0];
+            int regular = d0 >= 2;
+            for (size_t j = 2; j < ns && regular; j++) {
+                uint32_t d = w->seen[j] - w->seen[j - 1];
+                regular = d + 1 >= d0 && d <= d0 + 1;
+            }
+            if (regular)
+                veto = 1;
+        }
+        base += ref;
+        for (size_t j = 0; j < ns; j++) {
+            size_t cc = w->seen[j];
+            uint32_t k = w->cnt[cc];
+            w->mis[cc] += (double)(k > ref ? k - ref : ref - k) - ref;
+            w->tot[cc] += (double)(k > ref ? k : ref) - ref;
+            w->lack[cc] += (double)(k < ref ? ref - k : 0) - ref;
+        }
+    }
+    free(hist);
+    if (veto)
+        return;
+    for (size_t c = 0; c < nc; c++) {
+        w->mis[c] += base;
+        w->tot[c] += base;
+        w->lack[c] += base;
+    }
+    /* ref mass: the tot of a cycle that matches exactly; per-cycle verdicts */
+    size_t lo = 0, maxdrop = nc / 4 > 1 ? nc / 4 : 1;
+    while (lo < maxdrop && lo + 2 < nc && !edge_whole(w, lo))
+        lo++;
+    size_t hi = nc; /* the last cycle runs to the end: kept only when whole */
+    if (hi > lo + 1 && !edge_whole(w, hi - 1))
+        hi--;
+    if (hi < lo + 2)
+        return;
+    size_t good = 0;
+    double mis = 0, tot = 0;
+    for (size_t c = lo; c < hi; c++) {
+        double allow = 0.2 * w->tot[c];
+        if (allow < 2 && c > lo && c + 1 < hi)
+            allow = 2; /* a kernel swapped for its variant counts 2 */
+        good += w->mis[c] <= allow;
+        mis += w->mis[c];
+        tot += w->tot[c];
+    }
+    f->first = lo;
+    f->ncyc = hi - lo;
+    f->good = (double)good / (double)f->ncyc;
+    f->differ = tot > 0 ? mis / tot : 1;
+    f->holds = f->good >= 0.8 && f->differ <= 0.25;
+    /* the host gap before the anchor, median over kept cycles */
+    double *g = malloc(f->ncyc * sizeof(*g));
+    size_t ng = 0;
+    for (size_t c = lo; g && c < hi; c++)
+        if (w->occ[c] > 0)
+            g[ng++] = (double)(w->v[w->occ[c]].t - w->v[w->occ[c] - 1].t);
+    f->gap = g && ng ? ct_median(g, ng) : 0;
+    free(g);
+}
+
+int ct_iterations_from_repeats(const struct ct_rank *r, struct ct_iter **out, size_t *n,
+                               double *conf)
+{
+    *out = NULL;
+    *n = 0;
+    *conf = 0;
+    struct ev *v;
+    size_t nv;
+    uint32_t ntok;
+    int rc = events(r, &v, &nv, &ntok);
+    if (rc)
+        return rc;
+    if (nv < 6) {
+        free(v);
+        return 0;
+    }
+    struct work w = {.v = v, .n = nv, .ntok = ntok};
+    w.tok_off = calloc((size_t)ntok + 1, sizeof(*w.tok_off));
+    w.tok_at = malloc(nv * sizeof(*w.tok_at));
+    w.occ = malloc(nv * sizeof(*w.occ));
+    w.cnt = malloc(nv * sizeof(*w.cnt));
+    w.seen = malloc(nv * sizeof(*w.seen));
+    w.mis = malloc(nv * sizeof(*w.mis));
+    w.tot = malloc(nv * sizeof(*w.tot));
+    w.lack = malloc(nv * sizeof(*w.lack));
+    rc = -ENOMEM;
+    if (!w.tok_off || !w.tok_at || !w.occ || !w.cnt || !w.seen || !w.mis || !w.tot || !w.lack)
+        goto out;
+    for (size_t i = 0; i < nv; i++)
+        w.tok_off[v[i].tok + 1]++;
+    for (uint32_t t = 0; t < ntok; t++)
+        w.tok_off[t + 1] += w.tok_off[t];
+    {
+        size_t *fill = malloc(((size_t)ntok + 1) * sizeof(*fill));
+        if (!fill)
+            goto out;
+        memcpy(fill, w.tok_off, ((size_t)ntok + 1) * sizeof(*fill));
+        for (size_t i = 0; i < nv; i++)
+            w.tok_at[fill[v[i].tok]++] = i;
+        free(fill);
+    }
+    /* Candidates by count, most first: the first count whose anchor holds
+     * is the shortest period. At most 3 tokens per count (tokens with the
+     * same count are mostly the same period at another phase). */
+    struct cand_key *cd = malloc(((size_t)ntok + 1) * sizeof(*cd));
+    if (!cd)
+        goto out;
+    size_t ncd = 0;
+    for (uint32_t t = 0; t < ntok; t++) {
+        size_t c = w.tok_off[t + 1] - w.tok_off[t];
+        if (c >= 3 && c <= nv / 2 + 1)
+            cd[ncd++] = (struct cand_key){c, t};
+    }
+    qsort(cd, ncd, sizeof(*cd), cmp_cand);
+    struct fit best = {0};
+    size_t best_tok = 0, best_at = 0, tried = 0, same = 0;
+    /* every candidate is a pass over the events: 3e8 visits, at most */
+    size_t budget = nv ? (size_t)3e8 / nv : 0;
+    for (size_t i = 0; i < ncd && tried < budget; i++) {
+        size_t c = cd[i].count;
+        if (best.holds && c + 1 < best.ncyc)
+            break; /* more than one cycle fewer than the one found */
+        same = i > 0 && cd[i - 1].count == c ? same + 1 : 0;
+        if (same >= 3)
+            continue;
+        tried++;
+        for (size_t j = 0; j < c; j++)
+            w.occ[j] = w.tok_at[w.tok_off[cd[i].tok] + j];
+        struct fit f;
+        score(&w, c, &f);
+
+        if (!f.holds)
+            continue;
+        /* ties: the longer gap, then the cycle that starts first */
+        size_t at = w.occ[f.first];
+        int better;
+        if (!best.holds || f.ncyc > best.ncyc + 1)
+            better = 1;
+        else if (f.ncyc + 1 < best.ncyc)
+            better = 0;
+        else if (f.gap != best.gap)
+            better = f.gap > best.gap;
+        else if (f.ncyc != best.ncyc)
+            better = f.ncyc > best.ncyc;
+        else
+            better = at < best_at;
+        if (better) {
+            best_at = at;
+            best = f;
+            best_tok = cd[i].tok;
+        }
+    }
+    free(cd);
+    rc = 0;
+    if (best.holds) {
+        struct ct_iter *it = malloc(best.ncyc * sizeof(*it));
+        if (!it) {
+            rc = -ENOMEM;
+            goto out;
+        }
+        size_t c = w.tok_off[best_tok + 1] - w.tok_off[best_tok];
+        for (size_t j = 0; j < c; j++)
+            w.occ[j] = w.tok_at[w.tok_off[best_tok] + j];
+        for (size_t k = 0; k < best.ncyc; k++) {
+            size_t cyc = best.first + k;
+            size_t a = w.occ[cyc], b = cyc + 1 < c ? w.occ[cyc + 1] : nv;
+            int64_t end = b < nv ? v[b].t : v[nv - 1].t;
+            for (size_t i = a; i < b; i++) /* its GPU work is part of it */
+                if (v[i].e > end)
+                    end = v[i].e;
+            it[k] = (struct ct_iter){v[a].t, end, (int64_t)k};
+        }
+        *out = it;
+        *n = best.ncyc;
+        *conf = best.good * (1 - best.differ);
+    }
+out:
+    free(w.tok_off);
+    free(w.tok_at);
+    free(w.occ);
+    free(w.cnt);
+    free(w.seen);
+    free(w.mis);
+    free(w.tot);
+    free(w.lack);
+    free(v);
+    return rc;
+}
