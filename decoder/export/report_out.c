@@ -336,6 +336,60 @@ static double pct(int64_t part, int64_t whole)
     return whole > 0 ? 100.0 * (double)part / (double)whole : 0;
 }
 
+/* Where the iterations came from: one line when every rank agrees on
+ * ranges or marks, else one per rank with the detector's confidence, and
+ * for ranks without iterations why only window figures are given. */
+static void iterations_text(FILE *f, const struct ct_report *rep)
+{
+    int same = 1;
+    for (size_t r = 0; r < rep->nr; r++)
+        same &= rep->rr[r].iter_src == rep->rr[0].iter_src &&
+                (rep->rr[r].iter_src == CT_ITER_RANGES || rep->rr[r].iter_src == CT_ITER_MARKS);
+    if (rep->nr && same) {
+        fprintf(f, "Iterations from step %s on every rank\n",
+                rep->rr[0].iter_src == CT_ITER_RANGES ? "ranges" : "marks");
+        return;
+    }
+    if (rep->nr > 8) { /* a big job: counts, the weakest confidence, the ranks without */
+        size_t by[CT_ITER_PERIOD + 1] = {0};
+        double lo = 1;
+        for (size_t r = 0; r < rep->nr; r++) {
+            by[rep->rr[r].iter_src]++;
+            if (rep->rr[r].iter_src == CT_ITER_PERIOD && rep->rr[r].iter_conf < lo)
+                lo = rep->rr[r].iter_conf;
+        }
+        fprintf(f,
+                "Iterations: %zu rank(s) from step ranges, %zu from marks, %zu from the work "
+                "that repeats",
+                by[CT_ITER_RANGES], by[CT_ITER_MARKS], by[CT_ITER_PERIOD]);
+        if (by[CT_ITER_PERIOD])
+            fprintf(f, " (lowest confidence %.2f)", lo);
+        fprintf(f, ", %zu with none", by[CT_ITER_NONE]);
+        size_t shown = 0;
+        for (size_t r = 0; r < rep->nr && shown < 8; r++)
+            if (rep->rr[r].iter_src == CT_ITER_NONE)
+                fprintf(f, "%s%d", shown++ ? " " : " (ranks ", rep->rr[r].rank->rank);
+        fprintf(f, "%s\n", shown ? (by[CT_ITER_NONE] > shown ? " ...)" : ")") : "");
+        return;
+    }
+    for (size_t r = 0; r < rep->nr; r++) {
+        const struct ct_rank_result *x = &rep->rr[r];
+        if (x->iter_src == CT_ITER_PERIOD)
+            fprintf(f,
+                    "Iterations of rank %d: %zu found from the work that repeats (no step "
+                    "annotation), confidence %.2f\n",
+                    x->rank->rank, x->niters, x->iter_conf);
+        else if (x->iter_src == CT_ITER_NONE)
+            fprintf(f,
+                    "Iterations of rank %d: none (no step ranges or marks, and no repeating "
+                    "work that agrees across cycles); whole-window figures only\n",
+                    x->rank->rank);
+        else
+            fprintf(f, "Iterations of rank %d: %zu from step %s\n", x->rank->rank, x->niters,
+                    x->iter_src == CT_ITER_RANGES ? "ranges" : "marks");
+    }
+}
+
 void ct_report_text(FILE *f, const struct ct_report *rep)
 {
     int64_t win = 0, comp = 0, expo = 0, idle = 0, comm = 0, ovl = 0;
@@ -347,8 +401,10 @@ void ct_report_text(FILE *f, const struct ct_report *rep)
         comm += rep->rr[r].comm;
         ovl += rep->rr[r].overlap;
     }
-    fprintf(f, "cutrace report: %zu rank(s), %zu iteration(s), step p50 %.3f ms\n\n", rep->nr,
+    fprintf(f, "cutrace report: %zu rank(s), %zu iteration(s), step p50 %.3f ms\n", rep->nr,
             rep->iterations, rep->step_p50 / 1e6);
+    iterations_text(f, rep);
+    fprintf(f, "\n");
     fprintf(f, "Where GPU time goes (all ranks, %% of window):\n");
     fprintf(f,
             "  compute %.1f%%  exposed communication %.1f%%  idle %.1f%%  "

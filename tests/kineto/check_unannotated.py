@@ -4,7 +4,8 @@
 For each multi-step trace in tests/data/kineto, writes a copy without its
 ProfilerStep#N events and checks that `cutrace report --json` finds the
 iterations from the repeating work alone: source "period", a confidence in
-(0, 1], and the annotated count within one (a partial step at either end).
+(0, 1], and the annotated count within one (a partial step at either end);
+and that the text report names the source of its iterations.
 Prints each boundary's distance to the nearest annotated one, in % of the
 median annotated step (docs/report.md gives these figures).
 
@@ -32,6 +33,11 @@ def report(cutrace, path):
     return json.loads(out)["ranks"][0]
 
 
+def text(cutrace, path):
+    return subprocess.run([cutrace, "report", path], check=True, capture_output=True,
+                          text=True).stdout
+
+
 def main():
     cutrace, data = sys.argv[1], sys.argv[2]
     failed = 0
@@ -51,7 +57,12 @@ def main():
             med = statistics.median(b - a for a, b in zip(ws, ws[1:]))
             err = [min(abs(g - w) for w in ws) / med * 100 for g in gs]
             ok = (want["iteration_source"] == "ranges" and got["iteration_source"] == "period"
+                  and want["iteration_confidence"] == 1
                   and 0 < got["iteration_confidence"] <= 1 and abs(len(gs) - len(ws)) <= 1)
+            # the text report says where its iterations came from
+            ok = ok and "Iterations from step ranges on every rank" in text(cutrace, src)
+            ok = ok and ("Iterations of rank %d: %d found from the work that repeats"
+                         % (got["rank"], len(gs)) in text(cutrace, bare))
             print("%s %s: annotated %d, found %d (confidence %.3f), boundary offsets %s %% of "
                   "the median step" % ("ok" if ok else "FAIL", rel, len(ws), len(gs),
                                        got["iteration_confidence"] or 0,
