@@ -88,6 +88,13 @@ CT_SYM(cuStreamSynchronize_ptsz, cuStreamSynchronize, 7000, 1)
 CT_SYM(cuEventSynchronize, cuEventSynchronize, 2000, 0)
 CT_SYM(cuStreamWaitEvent, cuStreamWaitEvent, 3020, 0)
 CT_SYM(cuStreamWaitEvent_ptsz, cuStreamWaitEvent, 7000, 1)
+/* context teardown: pending event pairs are read before their context goes */
+CT_SYM(cuCtxDestroy, cuCtxDestroy, 2000, 0)
+CT_SYM(cuCtxDestroy_v2, cuCtxDestroy, 4000, 0)
+CT_SYM(cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease, 7000, 0)
+CT_SYM(cuDevicePrimaryCtxRelease_v2, cuDevicePrimaryCtxRelease, 11000, 0)
+CT_SYM(cuDevicePrimaryCtxReset, cuDevicePrimaryCtxReset, 7000, 0)
+CT_SYM(cuDevicePrimaryCtxReset_v2, cuDevicePrimaryCtxReset, 11000, 0)
 /* allocation */
 CT_SYM(cuMemAlloc_v2, cuMemAlloc, 3020, 0)
 CT_SYM(cuMemFree_v2, cuMemFree, 3020, 0)

@@ -45,6 +45,12 @@ void ct_events_after(struct ct_gpu_op *op, CUstream s, unsigned flags, uint64_t 
                      unsigned copy_kind);
 int ct_events_start(char *why, size_t whylen);
 void ct_events_stop(unsigned timeout_ms);
+/* Around a context's destruction (ctx) or its primary context's release or
+ * reset (ctx NULL, device): before, the poller reads every pending pair
+ * (with wait, the closing thread waits up to 200 ms for that pass); after,
+ * the context's slot is given up, its pooled events having gone with it. */
+void ct_events_before_teardown(CUcontext ctx, int device, int wait);
+void ct_events_after_teardown(CUcontext ctx, int device);
 
 static inline void ct_gpu_before(struct ct_call *c, CUstream s, unsigned flags,
                                  struct ct_gpu_op *op)

@@ -30,6 +30,7 @@
 #define CT_EV_STREAM_CAP   512           /* pairs in flight per stream before ops go untimed */
 
 typedef CUresult (*ctx_get_fn)(CUcontext *);
+typedef CUresult (*ctx_device_fn)(CUdevice *);
 typedef CUresult (*ctx_set_fn)(CUcontext);
 typedef CUresult (*ev_create_fn)(CUevent *, unsigned);
 typedef CUresult (*ev_record_fn)(CUevent, CUstream);
@@ -41,6 +42,7 @@ typedef CUresult (*capture_mode_fn)(CUstreamCaptureMode *);
 
 static struct {
     ctx_get_fn ctx_get;
+    ctx_device_fn ctx_device;
     ctx_set_fn ctx_set;
     ev_create_fn create;
     ev_record_fn record, record_ptsz;
@@ -60,6 +62,8 @@ struct ev_ctx {
     uint64_t anchor_ns, next_anchor_ns, anchored_at,
         sampled_at; /* next_anchor_ns 0: none pending */
     atomic_int created;
+    atomic_int gone;   /* its context was destroyed or reset: never used again */
+    atomic_int device; /* of its context, -1 when unknown */
 };
 
 struct ev_item {
@@ -90,6 +94,7 @@ static int resolve(void)
 #define SYM(field, type, name) d.field = (type)ct_fn(ct_driver_sym(name))
     SYM(ctx_get, ctx_get_fn, "cuCtxGetCurrent");
     SYM(ctx_set, ctx_set_fn, "cuCtxSetCurrent");
+    SYM(ctx_device, ctx_device_fn, "cuCtxGetDevice");
     SYM(create, ev_create_fn, "cuEventCreate");
     SYM(record, ev_record_fn, "cuEventRecord");
     SYM(record_ptsz, ev_record_fn, "cuEventRecord_ptsz");
@@ -118,10 +123,13 @@ static int ctx_slot(void)
     CUcontext ctx = NULL;
     if (d.ctx_get(&ctx) != CUDA_SUCCESS || !ctx)
         return -1;
-    if (ctx == tls_ctx_handle && tls_ctx >= 0)
+    if (ctx == tls_ctx_handle && tls_ctx >= 0 &&
+        !atomic_load_explicit(&g_ctx[tls_ctx].gone, memory_order_relaxed))
         return tls_ctx;
     for (int i = 0; i < CT_EV_MAX_CTX; i++) {
         CUcontext cur = atomic_load(&g_ctx[i].ctx);
+        if (cur == ctx && atomic_load(&g_ctx[i].gone))
+            continue; /* a destroyed context whose handle came back */
         if (cur == ctx) {
             if (!atomic_load_explicit(&g_ctx[i].ready, memory_order_acquire))
                 return -1; /* another thread is setting it up */
@@ -137,6 +145,10 @@ static int ctx_slot(void)
             }
             struct ev_ctx *c = &g_ctx[i];
             CT_ERRNO_SAVE;
+            CUdevice dev = -1;
+            if (!d.ctx_device || d.ctx_device(&dev) != CUDA_SUCCESS)
+                dev = -1;
+            atomic_store(&c->device, (int)dev);
             int ok = ct_mpmc_init(&c->free, CT_EV_POOL_LOG2) == 0 &&
                      d.stream_create(&c->anchor_stream, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS;
             for (int k = 0; ok && k < CT_EV_INITIAL; k++) {
@@ -192,9 +204,14 @@ void ct_events_before(CUstream s, unsigned flags, struct ct_gpu_op *op)
         untimed();
         return;
     }
-    if (d.record((CUevent)(uintptr_t)a, es) != CUDA_SUCCESS) {
+    CUresult rr = d.record((CUevent)(uintptr_t)a, es);
+    if (rr != CUDA_SUCCESS) {
         ct_mpmc_push(&c->free, a);
         ct_mpmc_push(&c->free, b);
+        if (rr == CUDA_ERROR_INVALID_HANDLE || rr == CUDA_ERROR_CONTEXT_IS_DESTROYED)
+            atomic_store(&c->gone, 1); /* its context went (a released primary context
+                                        * retained again has the same handle): the next
+                                        * op takes a new slot */
         untimed();
         return;
     }
@@ -321,16 +338,20 @@ static int poll_once(int final)
 {
     uint64_t now = ct_clock_ns_now();
     for (int i = 0; i < CT_EV_MAX_CTX; i++)
-        if (atomic_load_explicit(&g_ctx[i].ready, memory_order_acquire) && use_ctx(i) == 0)
+        if (atomic_load_explicit(&g_ctx[i].ready, memory_order_acquire) &&
+            !atomic_load(&g_ctx[i].gone) && use_ctx(i) == 0)
             anchor(i, now);
     int done = 0;
     uint64_t idx;
     while (ct_mpmc_peek(&g_pending, &idx) == 0) {
         struct ev_item *it = &g_items[idx];
         struct ev_ctx *c = &g_ctx[it->ctx];
-        if (use_ctx(it->ctx) != 0 || !c->anchor)
+        int dead = atomic_load(&c->gone) || use_ctx(it->ctx) != 0;
+        if (!dead && !c->anchor)
             break;
-        CUresult q = d.query(it->end);
+        /* a pair of a context that is gone can never be read: untimed, and
+         * the pairs behind it go on (it must not hold the queue) */
+        CUresult q = dead ? CUDA_ERROR_INVALID_CONTEXT : d.query(it->end);
         if (q == CUDA_ERROR_NOT_READY && !final)
             break; /* FIFO: later pairs wait for this one */
         float ms_start = 0, ms_end = 0;
@@ -355,7 +376,7 @@ static int poll_once(int final)
     /* Keep every pool topped up to its initial size as contexts get busier. */
     for (int i = 0; i < CT_EV_MAX_CTX; i++) {
         struct ev_ctx *c = &g_ctx[i];
-        if (!atomic_load_explicit(&c->ready, memory_order_acquire))
+        if (!atomic_load_explicit(&c->ready, memory_order_acquire) || atomic_load(&c->gone))
             continue;
         uint64_t free_now = atomic_load(&c->free.tail) - atomic_load(&c->free.head);
         int created = atomic_load(&c->created);
@@ -385,6 +406,49 @@ static void report_untimed(void)
         g_untimed_reported = n;
 }
 
+/* Teardown passes asked for by ct_events_before_teardown. */
+static _Atomic uint64_t g_drain_req, g_drain_done;
+#define CT_EV_DRAIN_NS 150000000ull /* the poller reads pairs of a closing context this long */
+#define CT_EV_WAIT_NS  200000000ull /* the closing thread waits this long for it, at most */
+
+static void drain(void)
+{
+    uint64_t end = ct_clock_mono_ns() + CT_EV_DRAIN_NS, idx;
+    while (ct_mpmc_peek(&g_pending, &idx) == 0 && ct_clock_mono_ns() < end)
+        if (poll_once(0) == 0) {
+            struct timespec ts = {0, 100000L};
+            nanosleep(&ts, NULL);
+        }
+}
+
+void ct_events_before_teardown(CUcontext ctx, int device, int wait)
+{
+    (void)ctx;
+    (void)device; /* every pending pair is read: the queue is FIFO */
+    uint64_t idx;
+    if (!atomic_load(&g_running) || ct_mpmc_peek(&g_pending, &idx) != 0)
+        return;
+    uint64_t want = atomic_fetch_add(&g_drain_req, 1) + 1;
+    if (!wait)
+        return;
+    uint64_t end = ct_clock_mono_ns() + CT_EV_WAIT_NS;
+    while (atomic_load(&g_drain_done) < want && ct_clock_mono_ns() < end) {
+        struct timespec ts = {0, 100000L};
+        nanosleep(&ts, NULL);
+    }
+}
+
+void ct_events_after_teardown(CUcontext ctx, int device)
+{
+    /* a destroyed context by its handle; a reset primary context (which
+     * keeps its handle) by its device */
+    for (int i = 0; i < CT_EV_MAX_CTX; i++)
+        if ((ctx && atomic_load(&g_ctx[i].ctx) == ctx) ||
+            (!ctx && device >= 0 && atomic_load(&g_ctx[i].ready) &&
+             atomic_load(&g_ctx[i].device) == device))
+            atomic_store(&g_ctx[i].gone, 1);
+}
+
 static void *poller_main(void *arg)
 {
     (void)arg;
@@ -398,6 +462,11 @@ static void *poller_main(void *arg)
         d.capture_mode(&m);
     }
     while (!atomic_load(&g_stop)) {
+        uint64_t req = atomic_load(&g_drain_req);
+        if (req != atomic_load(&g_drain_done)) {
+            drain();
+            atomic_store(&g_drain_done, req);
+        }
         int n = poll_once(0);
         report_untimed();
         struct timespec ts = {0, n ? 200000L : 1000000L};

@@ -84,6 +84,7 @@ void fg_ctx_wait_all_locked(fg_ctx *c)
 static void fg_ctx_teardown(fg_ctx *c)
 {
     fg_ctx_wait_all_locked(c);
+    c->resets++; /* its events go with it, as in CUDA */
     while (c->nstreams)
         fg_stream_free(c->streams[c->nstreams - 1]);
     if (!c->primary) {

@@ -18,7 +18,8 @@
 
 typedef struct fg_event {
     fg_ctx *ctx;
-    uint32_t id; /* reported to a fake CUPTI as cudaEventId */
+    unsigned resets; /* ctx->resets at creation: the event died with a later teardown */
+    uint32_t id;     /* reported to a fake CUPTI as cudaEventId */
     unsigned flags;
     fg_op *op;         /* last record's marker; NULL until recorded */
     fg_graph *capture; /* set when last recorded into a capturing stream */
@@ -26,9 +27,14 @@ typedef struct fg_event {
 
 static uint32_t fg_event_ids; /* under fg.lock; apart from fg_next_id */
 
+/* NULL also for an event of a destroyed or reset context: CUDA destroys a
+ * context's events with it (CUDA_ERROR_INVALID_HANDLE afterwards). */
 static fg_event *fg_event_get(CUevent h)
 {
-    return fg_handle_type(h) == FG_H_EVENT ? (fg_event *)h : NULL;
+    fg_event *e = fg_handle_type(h) == FG_H_EVENT ? (fg_event *)h : NULL;
+    if (e && (e->ctx->destroyed || e->resets != e->ctx->resets))
+        return NULL;
+    return e;
 }
 
 CUresult CUDAAPI cuEventCreate(CUevent *phEvent, unsigned int Flags)
@@ -46,6 +52,7 @@ CUresult CUDAAPI cuEventCreate(CUevent *phEvent, unsigned int Flags)
     if (!e)
         FG_RETURN(CUDA_ERROR_OUT_OF_MEMORY);
     e->ctx = c;
+    e->resets = c->resets;
     e->id = ++fg_event_ids;
     e->flags = Flags;
     fg_handle_add(e, FG_H_EVENT);

@@ -165,6 +165,7 @@ struct fg_ctx {
     unsigned long long id;
     unsigned flags;
     bool primary, destroyed;
+    unsigned resets; /* teardowns so far: a primary context is reset, others destroyed */
     fg_stream *legacy;
     fg_stream **streams; /* user and per-thread streams, not the legacy one */
     size_t nstreams, capstreams;
