@@ -301,7 +301,8 @@ void ct_report_json(FILE *f, const struct ct_report *rep)
         fputc('}', f);
     }
     fprintf(f, "],\"job\":{\"ranks\":%zu,\"iterations\":%zu,", rep->nr, rep->iterations);
-    num(f, "step_p50_us", json_us(rep->step_p50), 1);
+    /* no iteration on any rank: no step time (null, not 0) */
+    num(f, "step_p50_us", rep->step_p50 > 0 ? json_us(rep->step_p50) : NAN, 1);
     fprintf(f, "\"stragglers\":[");
     /* flagged ranks, highest score first */
     int first = 1;
@@ -401,8 +402,11 @@ void ct_report_text(FILE *f, const struct ct_report *rep)
         comm += rep->rr[r].comm;
         ovl += rep->rr[r].overlap;
     }
-    fprintf(f, "cutrace report: %zu rank(s), %zu iteration(s), step p50 %.3f ms\n", rep->nr,
-            rep->iterations, rep->step_p50 / 1e6);
+    if (rep->step_p50 > 0)
+        fprintf(f, "cutrace report: %zu rank(s), %zu iteration(s), step p50 %.3f ms\n", rep->nr,
+                rep->iterations, rep->step_p50 / 1e6);
+    else
+        fprintf(f, "cutrace report: %zu rank(s), no iterations: no step time\n", rep->nr);
     iterations_text(f, rep);
     fprintf(f, "\n");
     fprintf(f, "Where GPU time goes (all ranks, %% of window):\n");

@@ -5,7 +5,9 @@ For each multi-step trace in tests/data/kineto, writes a copy without its
 ProfilerStep#N events and checks that `cutrace report --json` finds the
 iterations from the repeating work alone: source "period", a confidence in
 (0, 1], and the annotated count within one (a partial step at either end);
-and that the text report names the source of its iterations.
+and that the text report names the source of its iterations. Then a trace
+whose work never repeats: no iterations, confidence null with a note, no
+step time (null; the text says so).
 Prints each boundary's distance to the nearest annotated one, in % of the
 median annotated step (docs/report.md gives these figures).
 
@@ -68,6 +70,33 @@ def main():
                                        got["iteration_confidence"] or 0,
                                        " ".join("%.1f" % e for e in err)))
             failed += not ok
+        # work that never repeats (the first 30 kernels of a trace, each
+        # renamed apart): no iterations, said so, and no step time
+        d = json.load(gzip.open(os.path.join(data, TRACES[0])))
+        ev = [e for e in d["traceEvents"]
+              if not str(e.get("name", "")).startswith("ProfilerStep#")]
+        kernels = sorted((e for e in ev if e.get("cat") == "kernel"), key=lambda e: e["ts"])[:30]
+        corr = {e["args"].get("correlation") for e in kernels}
+        for i, e in enumerate(kernels):
+            e["name"] = "unique_kernel_%d" % i
+        d["traceEvents"] = [e for e in ev if e.get("ph") != "X" or (
+            e.get("cat") in ("cuda_runtime", "cuda_driver")
+            and e.get("args", {}).get("correlation") in corr)] + kernels
+        bare = os.path.join(tmp, "unique.json")
+        with open(bare, "w") as f:
+            json.dump(d, f)
+        got = report(cutrace, bare)
+        job = json.loads(subprocess.run([cutrace, "report", "--json", bare], check=True,
+                                        capture_output=True, text=True).stdout)["job"]
+        t = text(cutrace, bare)
+        ok = (got["iteration_source"] == "none" and got["iteration_confidence"] is None
+              and got["iteration_note"] and got["iterations"] == []
+              and job["step_p50_us"] is None and "no iterations: no step time" in t
+              and "whole-window figures only" in t)
+        print("%s work that never repeats: source %s, confidence %s, step p50 %s" % (
+            "ok" if ok else "FAIL", got["iteration_source"], got["iteration_confidence"],
+            job["step_p50_us"]))
+        failed += not ok
     return 1 if failed else 0
 
 
