@@ -146,7 +146,6 @@ struct fit {
 
 struct work {
     const struct ev *v;
-    size_t n;
     uint32_t ntok;
     size_t *occ;              /* positions of the anchor */
     uint32_t *cnt;            /* per cycle, for the token being scored */
@@ -291,7 +290,7 @@ int ct_iterations_from_repeats(const struct ct_rank *r, struct ct_iter **out, si
         free(v);
         return 0;
     }
-    struct work w = {.v = v, .n = nv, .ntok = ntok};
+    struct work w = {.v = v, .ntok = ntok};
     w.tok_off = calloc((size_t)ntok + 1, sizeof(*w.tok_off));
     w.tok_at = malloc(nv * sizeof(*w.tok_at));
     w.occ = malloc(nv * sizeof(*w.occ));
@@ -316,8 +315,9 @@ int ct_iterations_from_repeats(const struct ct_rank *r, struct ct_iter **out, si
             w.tok_at[fill[v[i].tok]++] = i;
         free(fill);
     }
-    /* Candidates by count, most first: the first count whose anchor holds
-     * is the shortest period. At most 3 tokens per count (tokens with the
+    /* Candidates by count, most first (more cycles: a shorter period),
+     * until a count more than one cycle below the best that holds. At most
+     * 3 tokens per count (tokens with the
      * same count are mostly the same period at another phase). */
     struct cand_key *cd = malloc(((size_t)ntok + 1) * sizeof(*cd));
     if (!cd)

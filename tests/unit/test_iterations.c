@@ -4,7 +4,9 @@
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "decoder/export/report_out.h"
 #include "tests/unit/timeline_builder.h"
 
 struct found {
@@ -369,6 +371,67 @@ START_TEST(work_that_does_not_repeat_gives_no_iterations)
 }
 END_TEST
 
+/* The text report's second line says where iterations came from. Ranks
+ * 0..n-1: ranks below `ranged` have step ranges, the next `periodic` have
+ * only their repeating kernels ("ab" x 4), the rest kernels that never
+ * repeat. Returns the report text (malloc'ed). */
+static char *report_text(int n, int ranged, int periodic)
+{
+    struct tb_job b;
+    tb_init(&b);
+    for (int r = 0; r < n; r++) {
+        struct ct_proc *p = tb_proc(&b, r);
+        if (r < ranged) {
+            tb_range(p, 90, 290, 1);
+            tb_range(p, 290, 490, 2);
+        }
+        kernels(p, r < ranged + periodic ? "abababab" : "abcdefgh");
+    }
+    struct ct_job job;
+    struct ct_report rep;
+    tb_build(&b, &job);
+    tb_analyze(&job, NULL, &rep);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ck_assert_ptr_nonnull(f);
+    ct_report_text(f, &rep);
+    fclose(f);
+    ct_report_free(&rep);
+    ct_job_free(&job);
+    return buf;
+}
+
+START_TEST(the_text_report_says_where_iterations_came_from)
+{
+    char *t = report_text(2, 2, 0);
+    ck_assert_msg(strstr(t, "\nIterations from step ranges on every rank\n"), "%s", t);
+    free(t);
+    t = report_text(3, 1, 1);
+    ck_assert_msg(strstr(t, "\nIterations of rank 0: 2 from step ranges\n"), "%s", t);
+    ck_assert_msg(strstr(t, "\nIterations of rank 1: 4 found from the work that repeats (no step "
+                            "annotation), confidence 1.00\n"),
+                  "%s", t);
+    ck_assert_msg(strstr(t, "\nIterations of rank 2: none (no step ranges or marks, and no "
+                            "repeating work that agrees across cycles); whole-window figures "
+                            "only\n"),
+                  "%s", t);
+    free(t);
+    /* above 8 ranks: one line of counts, the ranks without iterations named */
+    t = report_text(10, 4, 3);
+    ck_assert_msg(strstr(t, "\nIterations: 4 rank(s) from step ranges, 0 from marks, 3 from the "
+                            "work that repeats (lowest confidence 1.00), 3 with none (ranks 7 8 "
+                            "9)\n"),
+                  "%s", t);
+    ck_assert_ptr_null(strstr(t, "Iterations of rank"));
+    free(t);
+    /* no iteration anywhere: no step time */
+    t = report_text(1, 0, 0);
+    ck_assert_msg(strstr(t, "cutrace report: 1 rank(s), no iterations: no step time\n"), "%s", t);
+    free(t);
+}
+END_TEST
+
 START_TEST(fewer_than_4_compute_kernels_give_no_iterations)
 {
     struct tb_job b;
@@ -446,6 +509,7 @@ Suite *iterations_suite(void)
     tcase_add_test(tc, extra_missing_and_variant_kernels_keep_their_steps);
     tcase_add_test(tc, a_serving_loop_has_one_step_per_decode);
     tcase_add_test(tc, work_that_does_not_repeat_gives_no_iterations);
+    tcase_add_test(tc, the_text_report_says_where_iterations_came_from);
     tcase_add_test(tc, fewer_than_4_compute_kernels_give_no_iterations);
     tcase_add_test(tc, skip_drops_the_first_n_iterations);
     tcase_add_test(tc, steps_keep_iterations_whose_index_is_in_a_to_b);
