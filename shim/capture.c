@@ -7,19 +7,32 @@
  * CUTRACE_DURATION closes a window after that many seconds. Each boundary is
  * a recorder metadata record ("capture" = "start" / "stop") at its time, so
  * the decoder knows which spans of time the trace covers.
+ *
+ * Light mode (CUTRACE_MODE=light) is the same windows on a duty cycle: the
+ * first CUTRACE_LIGHT_WINDOW_MS of every CUTRACE_LIGHT_PERIOD_MS of
+ * CLOCK_REALTIME, [k*P, k*P + W). Whole windows rather than one kernel in N:
+ * every analysis that needs the GPU's busy set (overlap, idle and its split,
+ * launch-bound) is exact inside a window and the pause in between costs a
+ * paused shim's two loads per call. The realtime phase makes every rank of
+ * a job open and close within one writer poll (5 ms) and its clock error of
+ * each other, so all ranks capture the same iterations.
  */
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "shim/gpu.h"
 #include "shim/shim.h"
 #include "src/ownfd.h"
 
-#define CT_MAX_WINDOWS     256
+/* The recent windows, for ct_capture_contains (CUPTI delivers records
+ * late, but not by 64 windows); a ring, so a light-mode job running for
+ * days keeps its checks. */
+#define CT_MAX_WINDOWS     64
 #define CT_CONTROL_POLL_NS 50000000ull /* 50 ms */
 
 static atomic_int g_active = -1; /* -1 until the first start decides */
@@ -28,15 +41,38 @@ static _Atomic uint64_t g_win_start[CT_MAX_WINDOWS], g_win_stop[CT_MAX_WINDOWS];
 static atomic_uint g_nwin;
 static uint64_t g_deadline_ns; /* writer thread only */
 static uint64_t g_next_poll_ns;
+static uint64_t g_light_slot = UINT64_MAX; /* the duty cycle's period last opened */
+static int g_light_open;                   /* the open window is the schedule's */
 static char g_control[PATH_MAX + 64];
+
+static uint64_t realtime_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Light mode: the period the realtime clock is in, and whether it is inside
+ * that period's window. */
+static int light_due(uint64_t *slot)
+{
+    uint64_t rt = realtime_ns(), p = (uint64_t)ct_cfg.light_period_ms * 1000000ull;
+    *slot = rt / p;
+    return rt % p < (uint64_t)ct_cfg.light_window_ms * 1000000ull;
+}
 
 int ct_capture_initial_state(void)
 {
     int active = atomic_load(&g_active);
     if (active < 0) {
-        active = !ct_cfg.start_paused;
+        uint64_t slot;
+        active = ct_cfg.light ? light_due(&slot) : !ct_cfg.start_paused;
+        if (ct_cfg.light && active) {
+            g_light_slot = slot;
+            g_light_open = 1;
+        }
         atomic_store(&g_active, active);
-        g_windowed = ct_cfg.start_paused || ct_cfg.duration_s > 0;
+        g_windowed = ct_cfg.start_paused || ct_cfg.duration_s > 0 || ct_cfg.light;
     }
     return active ? CT_SHIM_ON : CT_SHIM_PAUSED;
 }
@@ -50,11 +86,11 @@ static void boundary(const char *what, uint64_t ns)
 static void open_window(uint64_t now_ns)
 {
     unsigned n = atomic_load(&g_nwin);
-    if (n < CT_MAX_WINDOWS) {
-        atomic_store(&g_win_start[n], now_ns);
-        atomic_store(&g_win_stop[n], 0);
-        atomic_store(&g_nwin, n + 1);
-    }
+    /* a reader of the slot being reused sees either window whole, or a
+     * start after the old stop: outside, for one late record at most */
+    atomic_store(&g_win_start[n % CT_MAX_WINDOWS], now_ns);
+    atomic_store(&g_win_stop[n % CT_MAX_WINDOWS], 0);
+    atomic_store(&g_nwin, n + 1);
     atomic_store(&g_active, 1);
     /* CUPTI collects again before the first call can be recorded */
     if (ct_gpu_mode == CT_GPU_CUPTI)
@@ -81,8 +117,9 @@ static void close_window(uint64_t now_ns)
         now_ns = t;
     unsigned n = atomic_load(&g_nwin);
     if (n > 0)
-        atomic_store(&g_win_stop[n - 1], now_ns);
+        atomic_store(&g_win_stop[(n - 1) % CT_MAX_WINDOWS], now_ns);
     g_deadline_ns = 0;
+    g_light_open = 0;
     boundary("stop", now_ns);
 }
 
@@ -96,8 +133,9 @@ int ct_capture_contains(uint64_t ns)
     if (!g_windowed)
         return 1;
     unsigned n = atomic_load(&g_nwin);
-    for (unsigned i = 0; i < n; i++) {
-        uint64_t a = atomic_load(&g_win_start[i]), b = atomic_load(&g_win_stop[i]);
+    for (unsigned i = n; i > 0 && n - i < CT_MAX_WINDOWS; i--) { /* newest first */
+        uint64_t a = atomic_load(&g_win_start[(i - 1) % CT_MAX_WINDOWS]);
+        uint64_t b = atomic_load(&g_win_stop[(i - 1) % CT_MAX_WINDOWS]);
         if (ns >= a && (b == 0 || ns <= b))
             return 1;
     }
@@ -130,6 +168,19 @@ static void tick(uint64_t now_mono)
     (void)now_mono;
     if (g_deadline_ns && now >= g_deadline_ns && atomic_load(&g_active) == 1)
         close_window(now);
+    if (ct_cfg.light) {
+        /* the schedule opens each period's window once and closes only its
+         * own: `cutrace start` / `stop` still work in between */
+        uint64_t slot;
+        int due = light_due(&slot), active = atomic_load(&g_active) == 1;
+        if (due && !active && slot != g_light_slot) {
+            open_window(now);
+            g_light_slot = slot;
+            g_light_open = 1;
+        } else if (!due && active && g_light_open) {
+            close_window(now);
+        }
+    }
     if (now >= g_next_poll_ns) {
         g_next_poll_ns = now + CT_CONTROL_POLL_NS;
         poll_control(now);

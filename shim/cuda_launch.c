@@ -54,7 +54,7 @@ static __attribute__((noinline)) CUresult launch_recorded(enum ct_sym sym, unsig
     launch_fn real = CT_REAL(launch_fn, sym);
     if (!real)
         return CT_NOT_AVAILABLE;
-    if (!ct_shim_recording() || ct_light_skip())
+    if (!ct_shim_recording())
         return real(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);
     struct ct_call c;
     struct ct_gpu_op g;
@@ -111,7 +111,7 @@ static CUresult launch_ex(enum ct_sym sym, unsigned flags, const CUlaunchConfig 
     launch_ex_fn real = CT_REAL(launch_ex_fn, sym);
     if (!real)
         return CT_NOT_AVAILABLE;
-    if (!ct_shim_recording() || !cfg || ct_light_skip())
+    if (!ct_shim_recording() || !cfg)
         return real(cfg, f, params, extra);
     struct ct_call c;
     struct ct_gpu_op g;
@@ -143,7 +143,7 @@ static CUresult coop(enum ct_sym sym, unsigned flags, CUfunction f, unsigned gx,
     coop_fn real = CT_REAL(coop_fn, sym);
     if (!real)
         return CT_NOT_AVAILABLE;
-    if (!ct_shim_recording() || ct_light_skip())
+    if (!ct_shim_recording())
         return real(f, gx, gy, gz, bx, by, bz, shmem, s, params);
     struct ct_call c;
     struct ct_gpu_op g;

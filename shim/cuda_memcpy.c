@@ -78,7 +78,7 @@ static CUresult copy1d(enum ct_sym sym, unsigned flags, int kind, CUdeviceptr ds
     ct_voidfn real = ct_fn(ct_real_get(sym));
     if (!real)
         return CT_NOT_AVAILABLE;
-    if (!ct_shim_recording() || (n < ct_cfg.light_copy_min && ct_light_skip()))
+    if (!ct_shim_recording())
         return async ? ((copy_async_fn)real)(dst, src, n, s) : ((copy_fn)real)(dst, src, n);
     struct ct_call c;
     struct ct_gpu_op g;

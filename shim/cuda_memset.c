@@ -33,7 +33,7 @@ static CUresult set1(enum ct_sym sym, unsigned flags, unsigned elem, CUdeviceptr
     if (!real)
         return CT_NOT_AVAILABLE;
 #define CALL_SET1 (async ? ((set1_async_fn)real)(d, v, n, s) : ((set1_fn)real)(d, v, n))
-    if (!ct_shim_recording() || ct_light_skip())
+    if (!ct_shim_recording())
         return CALL_SET1;
     struct ct_call c;
     struct ct_gpu_op g;
@@ -57,7 +57,7 @@ static CUresult set2(enum ct_sym sym, unsigned flags, unsigned elem, CUdeviceptr
         return CT_NOT_AVAILABLE;
 #define CALL_SET2                                                                                  \
     (async ? ((set2_async_fn)real)(d, pitch, v, w, h, s) : ((set2_fn)real)(d, pitch, v, w, h))
-    if (!ct_shim_recording() || ct_light_skip())
+    if (!ct_shim_recording())
         return CALL_SET2;
     struct ct_call c;
     struct ct_gpu_op g;

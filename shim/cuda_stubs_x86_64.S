@@ -15,28 +15,10 @@
  * two loads (the real function, the state) and no thread-local access.
  * cuGetProcAddress always goes to C: a lookup while paused must still hand
  * out wrappers, or the calls made through them later would be missed.
- *
- * Kernel launches in light mode (CUTRACE_MODE=light, ct_light_on): while
- * the thread's countdown ct_tls_skip is nonzero it is decremented and the
- * launch passes through; at zero the C wrapper records this one and sets
- * the countdown again (ct_light_skip in shim.h).
  */
     .hidden ct_real
     .hidden ct_shim_state
-    .hidden ct_light_on
     .set    ct_row, 0
-
-/* Light mode: skip this launch (jump to the driver) while the countdown
- * runs; else fall through to the C wrapper. */
-.macro CT_LIGHT_SKIP
-    cmpl    $0, ct_light_on(%rip)
-    je      1f
-    movq    ct_tls_skip@gottpoff(%rip), %r11
-    cmpl    $0, %fs:(%r11)
-    je      1f
-    subl    $1, %fs:(%r11)
-    jmp     *%rax
-.endm
 
 .macro CT_STUB name, base
     .text
@@ -60,15 +42,6 @@
 3:  movq    ct_tls_guard@gottpoff(%rip), %r11
     cmpl    $0, %fs:(%r11)
     jne     2b
-.ifc \base,cuLaunchKernel
-    CT_LIGHT_SKIP
-.endif
-.ifc \base,cuLaunchKernelEx
-    CT_LIGHT_SKIP
-.endif
-.ifc \base,cuLaunchCooperativeKernel
-    CT_LIGHT_SKIP
-.endif
 .endif
 1:  jmp     ct_impl_\name
     .size   \name, .-\name

@@ -143,12 +143,15 @@ static void emit_gpu(uint64_t start, uint64_t end, uint32_t device, uint32_t str
                      uint32_t cupti_corr, unsigned type, uint32_t name, uint64_t bytes,
                      unsigned copy_kind)
 {
-    if (!ct_capture_contains(start)) { /* outside every capture window */
+    uint64_t corr = 0;
+    int known = corr_of(cupti_corr, &corr);
+    /* Outside every capture window, unless a recorded call launched it: the
+     * GPU runs behind the host, so the work queued when a window closes
+     * starts after it and is still the window's. */
+    if (!known && !ct_capture_contains(start)) {
         atomic_fetch_add_explicit(&g_outside, 1, memory_order_relaxed);
         return;
     }
-    uint64_t corr = 0;
-    int known = corr_of(cupti_corr, &corr);
     uint64_t f[CT_GPU_NFIELDS];
     f[CT_GPU_START] = start;
     f[CT_GPU_END] = end >= start ? end : start;

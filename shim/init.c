@@ -25,9 +25,6 @@
 #include "src/ownfd.h"
 
 atomic_int ct_shim_state;
-__thread uint32_t ct_tls_skip __attribute__((tls_model("initial-exec")));
-int ct_light_on;
-_Atomic uint64_t ct_light_unsampled;
 int ct_gpu_mode;
 struct ct_config ct_cfg;
 __thread uint64_t ct_tls_corr __attribute__((tls_model("initial-exec")));
@@ -143,8 +140,6 @@ void ct_shim_finish(void)
     ct_procaddr_stats(&lookups, &wrapped);
     recorder_meta("cuGetProcAddress_lookups", lookups);
     recorder_meta("cuGetProcAddress_wrapped", wrapped);
-    if (ct_cfg.light) /* what light mode let through unrecorded (up to N-1 per thread more) */
-        recorder_meta("light_unsampled", atomic_load(&ct_light_unsampled));
     if (g_tally && !family_member() && atomic_load(&g_tally->children)) {
         recorder_meta("forked_children_untraced", atomic_load(&g_tally->children));
         recorder_meta("forked_records_untraced", atomic_load(&g_tally->records));
@@ -247,7 +242,6 @@ static int start_recording(int after_fork)
         }
         ct_cfg = cfg;
         ct_clock_test_offset_ns = cfg.test_clock_offset_ns;
-        ct_light_on = cfg.light;
     }
     struct ct_launcher l;
     ct_launcher_detect(&l);
@@ -304,9 +298,7 @@ static int start_recording(int after_fork)
     if (ct_cuda_record_init() != 0)
         ct_emit_error("cutrace: no memory for the CUDA caches; names and streams resolve slowly",
                       -ENOMEM);
-    /* light mode times its sampled ops with event pairs: CUPTI would
-     * instrument every kernel */
-    start_gpu_timing(ct_cfg.light && ct_cfg.gpu_timing ? 2 : ct_cfg.gpu_timing);
+    start_gpu_timing(ct_cfg.gpu_timing);
     ct_process_started();
     atexit(shim_atexit);
     return 0;

@@ -158,12 +158,12 @@ size_t ct_meta_process(struct ct_meta_kv *kv, size_t max, char *strbuf, size_t s
         add(&b, "exe", buf);
     }
     add(&b, "cutrace_version", "0.1.0");
-    const char *mode = getenv("CUTRACE_MODE");
-    if (mode && !strcmp(mode, "light")) {
-        /* reports say which figures rest on sampled kernels */
+    if (ct_cfg.light) {
+        /* the decoder reads the windows from the capture marks; these say
+         * what schedule made them */
         add(&b, "mode", "light");
-        const char *n = getenv("CUTRACE_SAMPLE");
-        add(&b, "kernel_sample", n && *n ? n : "100");
+        add_long(&b, "light_window_ms", (long)ct_cfg.light_window_ms);
+        add_long(&b, "light_period_ms", (long)ct_cfg.light_period_ms);
     } else {
         add(&b, "mode", "full");
     }

@@ -105,14 +105,34 @@ struct op_call {
     struct ct_gpu_op gpu;
 };
 
+/* The op's sequence number on its communicator (see the top). */
+static uint64_t next_seq(struct ct_nccl_comm *cm, unsigned op, int peer)
+{
+    if (!cm)
+        return 0;
+    if (op != CT_NCCL_OP_SEND && op != CT_NCCL_OP_RECV)
+        return atomic_fetch_add_explicit(&cm->coll_seq, 1, memory_order_relaxed);
+    if (peer < 0 || peer >= cm->nranks || !cm->p2p_seq)
+        return 0;
+    return atomic_fetch_add_explicit(&cm->p2p_seq[(op == CT_NCCL_OP_RECV ? cm->nranks : 0) + peer],
+                                     1, memory_order_relaxed);
+}
+
 static int op_enter(struct op_call *c, unsigned op, uint64_t count, ncclDataType_t dtype, int redop,
                     int root, int peer, ncclComm_t comm, cudaStream_t stream)
 {
     struct ct_nccl_tls *t = ct_nccl_tls();
     c->rec = t->depth == 0 && !ct_tls_guard && ct_shim_recording();
     t->depth++;
-    if (!c->rec)
+    if (!c->rec) {
+        /* Paused between capture windows, the op still takes its number:
+         * ranks whose windows open a few ms apart (light mode, `cutrace
+         * start` on each) then number the same op the same, and the
+         * decoder matches it across them. */
+        if (t->depth == 1 && !ct_tls_guard && atomic_load(&ct_shim_state) == CT_SHIM_PAUSED)
+            next_seq(ct_nccl_comm_get(comm), op, peer);
         return 0;
+    }
     ct_tls_guard = 1; /* our own bookkeeping below calls nothing recorded */
     c->op = op;
     c->count = count;
@@ -123,17 +143,7 @@ static int op_enter(struct op_call *c, unsigned op, uint64_t count, ncclDataType
     c->stream = stream;
     c->corr = ct_next_corr();
     c->comm = ct_nccl_comm_get(comm);
-    c->seq = 0;
-    if (c->comm) {
-        if (op == CT_NCCL_OP_SEND || op == CT_NCCL_OP_RECV) {
-            if (peer >= 0 && peer < c->comm->nranks && c->comm->p2p_seq)
-                c->seq = atomic_fetch_add_explicit(
-                    &c->comm->p2p_seq[(op == CT_NCCL_OP_RECV ? c->comm->nranks : 0) + peer], 1,
-                    memory_order_relaxed);
-        } else {
-            c->seq = atomic_fetch_add_explicit(&c->comm->coll_seq, 1, memory_order_relaxed);
-        }
-    }
+    c->seq = next_seq(c->comm, op, peer);
     if (t->group_depth == 0) {
         t->npending = 0;
         t->overflow = 0;

@@ -95,7 +95,10 @@ static void op_release(struct ev *op)
     uint64_t s = atomic_load(&op->start), e = atomic_load(&op->end);
     if (e < s && s != UINT64_MAX)
         e = s; /* an offset update between start and stop */
-    if (op->corr && s != UINT64_MAX && ct_shim_live() && ct_capture_contains(s)) {
+    /* corr 0: the call was not recorded (paused between capture windows),
+     * so its GPU time is not ours to give or to miss; with a recorded call
+     * it is the window's even when it ran after the window closed */
+    if (op->corr && s != UINT64_MAX && ct_shim_live()) {
         uint64_t f[CT_GPU_NFIELDS] = {0};
         f[CT_GPU_START] = s;
         f[CT_GPU_END] = e;
@@ -108,7 +111,7 @@ static void op_release(struct ev *op)
         ct_tls_guard = 1;
         ct_emit(CT_REC_GPU, CT_RF_NS, f, CT_GPU_NFIELDS);
         ct_tls_guard = guard;
-    } else {
+    } else if (op->corr) {
         atomic_fetch_add(&g_untimed, 1);
     }
     atomic_store(&op->kind, EV_FREE);

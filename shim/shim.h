@@ -134,29 +134,6 @@ static inline void ct_span_leave(struct ct_span *sp)
 #define CT_ERRNO_SAVE    int ct_saved_errno_ = errno
 #define CT_ERRNO_RESTORE (errno = ct_saved_errno_)
 
-/*
- * CUTRACE_MODE=light: kernel launches, memsets and copies under
- * CUTRACE_LIGHT_COPY_MIN are recorded (and GPU-timed) 1 in CUTRACE_SAMPLE
- * per thread; the others pass straight through, counted. Syncs, graph
- * launches, allocations, large copies, NCCL, I/O and NVTX are recorded as
- * in full mode.
- */
-extern __thread uint32_t ct_tls_skip __attribute__((tls_model("initial-exec")));
-extern int ct_light_on;                     /* ct_cfg.light, for the assembly entry stubs */
-extern _Atomic uint64_t ct_light_unsampled; /* passed through, counted at each sampled call */
-static inline __attribute__((always_inline)) int ct_light_skip(void)
-{
-    if (__builtin_expect(!ct_cfg.light, 1))
-        return 0;
-    if (ct_tls_skip) {
-        ct_tls_skip--;
-        return 1;
-    }
-    ct_tls_skip = ct_cfg.sample - 1;
-    atomic_fetch_add_explicit(&ct_light_unsampled, ct_cfg.sample - 1, memory_order_relaxed);
-    return 0;
-}
-
 /* Correlation ids: unique in the process without a shared counter. */
 extern __thread uint64_t ct_tls_corr __attribute__((tls_model("initial-exec")));
 uint64_t ct_corr_slow(void);

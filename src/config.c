@@ -18,8 +18,8 @@ void ct_config_defaults(struct ct_config *c)
     c->stacks = 1;
     c->io_stack_ns = 1000000;
     c->flight_mb = 256;
-    c->sample = 100;
-    c->light_copy_min = 1 << 20;
+    c->light_window_ms = 3000;
+    c->light_period_ms = 60000;
     c->health_ms = 100;
     c->host_trace_kb = 1024;
 }
@@ -212,16 +212,35 @@ int ct_config_from_env(struct ct_config *c, const char *(*getenv_fn)(const char 
     if ((rc = get_word(getenv_fn, "CUTRACE_MODE", modes, c->light, err, errlen)) < 0)
         return rc;
     c->light = rc;
-    static const struct int_var sample = {"CUTRACE_SAMPLE", 1, 1000000};
-    static const struct int_var copy_min = {"CUTRACE_LIGHT_COPY_MIN", 0, 1ll << 40};
-    if ((rc = get_int(getenv_fn, &sample, &v, err, errlen)) < 0)
+    /* Light mode samples whole windows, not kernels (src/config.h); the old
+     * per-kernel variables are refused rather than ignored, so nobody reads
+     * a report believing it rests on a sampling it does not have. */
+    static const char *const gone[] = {"CUTRACE_SAMPLE", "CUTRACE_LIGHT_COPY_MIN", NULL};
+    for (int i = 0; gone[i]; i++)
+        if (getenv_fn(gone[i])) {
+            snprintf(err, errlen,
+                     "%s is no longer read: light mode records complete windows "
+                     "(CUTRACE_LIGHT_WINDOW_MS of every CUTRACE_LIGHT_PERIOD_MS); unset it",
+                     gone[i]);
+            return -EINVAL;
+        }
+    static const struct int_var window = {"CUTRACE_LIGHT_WINDOW_MS", 10, 3600000};
+    static const struct int_var period = {"CUTRACE_LIGHT_PERIOD_MS", 20, 86400000};
+    if ((rc = get_int(getenv_fn, &window, &v, err, errlen)) < 0)
         return rc;
     if (rc == 0)
-        c->sample = (unsigned)v;
-    if ((rc = get_int(getenv_fn, &copy_min, &v, err, errlen)) < 0)
+        c->light_window_ms = (unsigned)v;
+    if ((rc = get_int(getenv_fn, &period, &v, err, errlen)) < 0)
         return rc;
     if (rc == 0)
-        c->light_copy_min = (uint64_t)v;
+        c->light_period_ms = (unsigned)v;
+    if (c->light && c->light_window_ms >= c->light_period_ms) {
+        snprintf(err, errlen,
+                 "CUTRACE_LIGHT_WINDOW_MS=%u, CUTRACE_LIGHT_PERIOD_MS=%u: expected a window "
+                 "shorter than its period (for recording throughout, use CUTRACE_MODE=full)",
+                 c->light_window_ms, c->light_period_ms);
+        return -EINVAL;
+    }
     /* below 10 ms NVML's own averaging windows make samples repeat; above a
      * minute the counters say nothing about iterations */
     const char *hs = getenv_fn("CUTRACE_HEALTH_MS");

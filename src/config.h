@@ -30,8 +30,11 @@ struct ct_config {
     unsigned flight_mb;      /* CUTRACE_FLIGHT_MB: its memory bound (default 256) */
     unsigned hang_s;         /* CUTRACE_HANG_S: NCCL hang detection, 0 = off */
     int light;               /* CUTRACE_MODE: 0 full (default), 1 light */
-    unsigned sample;         /* CUTRACE_SAMPLE: light mode records 1 in N kernels (default 100) */
-    uint64_t light_copy_min; /* CUTRACE_LIGHT_COPY_MIN: light mode records copies this large */
+    /* Light mode records complete capture windows on a duty cycle: the
+     * first light_window_ms of every light_period_ms of CLOCK_REALTIME
+     * (shim/capture.c), paused in between. */
+    unsigned light_window_ms; /* CUTRACE_LIGHT_WINDOW_MS: 10..3600000, default 3000 */
+    unsigned light_period_ms; /* CUTRACE_LIGHT_PERIOD_MS: 20..86400000, default 60000 */
     unsigned health_ms;      /* CUTRACE_HEALTH_MS: health counter period, 0 = off (default 100) */
     /* CUTRACE_HOST_TRACE_KB: a process without CUDA, NCCL or NVTX work gets a
      * trace once its I/O moved this much (default 1024); 0: every process */

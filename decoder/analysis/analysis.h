@@ -15,6 +15,7 @@
  *   iterations.c   iteration boundaries
  *   hang.c         collectives in flight of a flight-recorder window
  *   health.c       GPU and host health counters
+ *   provenance.c   where a rank's figures come from, which ones are null
  *   report.c       all of the above, in order (ct_report_analyze)
  */
 #ifndef CT_ANALYSIS_H
@@ -45,6 +46,10 @@ struct ct_attribution {
 struct ct_rank_result {
     struct ct_rank *rank;
     int64_t ws, we; /* window: first GPU start .. last GPU end */
+    /* what the figures are over: we - ws, or of a rank with capture windows
+     * (ct_rank.cover) the part of [ws, we) they cover, in `windows` windows */
+    int64_t covered;
+    size_t windows;
     int64_t compute, comm, memory, idle, exposed_comm, overlap;
     int64_t cls_len[CT_CL_COUNT], cls_exposed[CT_CL_COUNT], cls_overlap[CT_CL_COUNT];
     int64_t host_wait, kernel_wait, other_wait;
@@ -104,6 +109,15 @@ int ct_collectives_table(struct ct_report *rep);
 int ct_stragglers(struct ct_report *rep);
 int ct_kernels_table(struct ct_report *rep);
 void ct_report_free(struct ct_report *rep);
+
+/* provenance.c: the rank's GPU-timing source ("cupti", "events",
+ * "nccl_plugin", "nccl_record", "mixed" or "none"); its i-th figure that the
+ * trace cannot support, with the reason (0 when there are fewer); whether
+ * `figure` (a JSON name) is one of them. */
+const char *ct_gpu_timing_name(const struct ct_coverage *c);
+int ct_unavailable(const struct ct_rank_result *x, size_t i, const char **figure,
+                   const char **reason);
+int ct_figure_unavailable(const struct ct_rank_result *x, const char *figure);
 
 /* Runs every analysis on a built job (iterations per rank with o). Returns 0
  * or -ENOMEM; rep borrows job. */

@@ -1,7 +1,8 @@
 /*
- * Per-rank breakdown over the window [first GPU start, last GPU end):
+ * Per-rank breakdown over the window [first GPU start, last GPU end), and
+ * of a rank with capture windows over the part of it they cover:
  *   compute = |∪COMPUTE|, comm = |∪COMM|, memory = |∪MEMORY|,
- *   idle = |window| - |∪ all GPU intervals|,
+ *   idle = |covered| - |∪ all GPU intervals ∩ covered|,
  *   overlap = |∪COMM ∩ ∪COMPUTE|, exposed_comm = |∪COMM \ ∪COMPUTE|,
  * the same per communication class, and per iteration over [s, e).
  * HTA idle breakdown per stream: the gap before each op goes to host_wait
@@ -21,7 +22,7 @@ static void breakdown(struct ct_rank_result *res)
     res->compute = ct_ivset_len(compute);
     res->memory = ct_ivset_len(&r->cls[CT_CL_MEMORY]);
     res->comm = ct_ivset_len(&r->comm);
-    res->idle = (res->we - res->ws) - ct_ivset_len(&r->gpu);
+    res->idle = res->covered - (r->cover ? ct_ivset_overlap(&r->gpu, &r->gcover) : ct_ivset_len(&r->gpu));
     res->overlap = ct_ivset_overlap(&r->comm, compute);
     res->exposed_comm = res->comm - res->overlap;
     for (int c = CT_CL_DP; c < CT_CL_COUNT; c++) {
@@ -59,6 +60,9 @@ static void add_gap(struct ct_rank_result *res, const struct ct_gop *prev, const
     int64_t gap = op->s - prev->e;
     if (gap <= 0)
         return;
+    const struct ct_ivset *cover = res->rank->cover ? &res->rank->gcover : NULL;
+    if (cover && (gap = ct_ivset_len_in(cover, prev->e, op->s)) <= 0)
+        return; /* a pause between capture windows is not a wait */
     if (op->launch != INT64_MIN && op->launch > prev->e)
         res->host_wait += gap;
     else if (gap < CT_KERNEL_WAIT_NS)
@@ -148,6 +152,11 @@ int ct_metrics_rank(struct ct_rank_result *res)
     if (r->gpu.n) {
         res->ws = r->gpu.v[0].s;
         res->we = r->gpu.v[r->gpu.n - 1].e;
+    }
+    res->covered = res->we - res->ws;
+    if (r->cover) { /* the windows as the GPU saw them */
+        res->covered = ct_ivset_len_in(&r->gcover, res->ws, res->we);
+        res->windows = r->gcover.n;
     }
     if (res->niters) {
         res->im = calloc(res->niters, sizeof(*res->im));

@@ -67,8 +67,9 @@ int ct_bubbles_rank(struct ct_rank_result *res, struct ct_ivset *out, int *pipel
         goto out;
     ct_ivset_normalize_unsorted(&wait);
     ct_ivset_normalize_unsorted(&edge);
-    /* the GPU-idle time of the window */
-    if ((rc = ct_ivset_add(&win, res->ws, res->we)) ||
+    /* the GPU-idle time of the window (of its capture windows) */
+    if ((rc = r->cover ? ct_ivset_clip(&r->gcover, res->ws, res->we, &win)
+                       : ct_ivset_add(&win, res->ws, res->we)) ||
         (rc = ct_ivset_subtract(&win, &r->gpu, &idle)))
         goto out;
     /* without pipeline ops (most jobs) both parts are empty: none of the

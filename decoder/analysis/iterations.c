@@ -27,6 +27,24 @@ static int64_t step_number(const struct ct_range *r, int64_t dflt)
     return r->num == CT_STEP_NONE ? dflt : r->num;
 }
 
+/* 1 when [s, e] lies inside one capture window of the rank (always, for a
+ * rank recorded throughout): a step cut by a pause is not a step. */
+static int captured(const struct ct_rank *r, int64_t s, int64_t e)
+{
+    if (!r->cover)
+        return 1;
+    const struct ct_ivset *c = r->cover;
+    size_t lo = 0, hi = c->n; /* the last window starting at or before s */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (c->v[mid].s <= s)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo > 0 && e <= c->v[lo - 1].e;
+}
+
 static int from_ranges(const struct ct_rank *r, struct ct_iter **out, size_t *n,
                        enum ct_iter_source *src)
 {
@@ -59,9 +77,14 @@ static int from_ranges(const struct ct_rank *r, struct ct_iter **out, size_t *n,
     size_t m = 0;
     if (marks) {
         for (size_t i = 0; i + 1 < k; i++)
-            it[m++] = (struct ct_iter){v[i].s, v[i + 1].s, step_number(&v[i], (int64_t)i)};
+            if (captured(r, v[i].s, v[i + 1].s))
+                it[m++] = (struct ct_iter){v[i].s, v[i + 1].s, step_number(&v[i], (int64_t)i)};
     } else {
+        size_t w = 0; /* the ranges a pause cuts are not steps */
         for (size_t i = 0; i < k; i++)
+            if (captured(r, v[i].s, v[i].e))
+                v[w++] = v[i];
+        for (size_t i = 0; i < w; i++)
             it[m++] = (struct ct_iter){v[i].s, v[i].e, step_number(&v[i], (int64_t)i)};
         /* the step lasts until the GPU work launched inside it is done */
         int64_t *starts = malloc(m * sizeof(*starts));
@@ -93,6 +116,42 @@ static int from_ranges(const struct ct_rank *r, struct ct_iter **out, size_t *n,
     return 0;
 }
 
+/* The work that repeats, found in each capture window on its own (a cycle
+ * that a pause cuts is no step, and the job may change between windows);
+ * the confidence is the windows' weighted by their iterations. */
+static int from_repeats(const struct ct_rank *r, struct ct_iter **out, size_t *n, double *conf)
+{
+    if (!r->cover)
+        return ct_iterations_from_repeats(r, INT64_MIN, INT64_MAX, out, n, conf);
+    struct ct_iter *all = NULL;
+    size_t nall = 0;
+    double wsum = 0;
+    for (size_t w = 0; w < r->cover->n; w++) {
+        struct ct_iter *it;
+        size_t k;
+        double c;
+        int rc = ct_iterations_from_repeats(r, r->cover->v[w].s, r->cover->v[w].e, &it, &k, &c);
+        struct ct_iter *grown = rc || !k ? NULL : realloc(all, (nall + k) * sizeof(*all));
+        if (rc || (k && !grown)) {
+            free(it);
+            free(all);
+            return rc ? rc : -ENOMEM;
+        }
+        if (!k)
+            continue;
+        all = grown;
+        for (size_t i = 0; i < k; i++)
+            all[nall + i] = (struct ct_iter){it[i].s, it[i].e, (int64_t)(nall + i)};
+        free(it);
+        nall += k;
+        wsum += c * (double)k;
+    }
+    *out = all;
+    *n = nall;
+    *conf = nall ? wsum / (double)nall : 0;
+    return 0;
+}
+
 int ct_iterations_find(const struct ct_rank *r, const struct ct_iter_opts *o, struct ct_iter **out,
                        size_t *n, enum ct_iter_source *src, double *conf)
 {
@@ -106,7 +165,7 @@ int ct_iterations_find(const struct ct_rank *r, const struct ct_iter_opts *o, st
     if (!rc && *n == 0) {
         free(*out);
         *out = NULL;
-        rc = ct_iterations_from_repeats(r, out, n, &c);
+        rc = from_repeats(r, out, n, &c);
         *src = *n ? CT_ITER_PERIOD : CT_ITER_NONE;
     }
     if (conf)

@@ -11,6 +11,8 @@
  *      median cycle; each kept cycle is one iteration, from its first op's
  *      launch to the next cycle's (or its own GPU work's end, when later).
  *      None when no anchor holds: iterations are never invented.
+ * A rank with capture windows (ct_rank.cover) has only the iterations that
+ * lie inside one window; source 3 looks in each window on its own.
  * Then `--skip N` drops the first N and `--steps A-B` keeps indexes A..B.
  */
 #ifndef CT_ITERATIONS_H
@@ -39,10 +41,11 @@ struct ct_iter_opts {
 int ct_iterations_find(const struct ct_rank *r, const struct ct_iter_opts *o, struct ct_iter **out,
                        size_t *n, enum ct_iter_source *src, double *conf);
 
-/* Source 3 alone (repeats.c): iterations from the work that repeats, with
- * the confidence in them. Returns 0 or -ENOMEM; *n = 0 when none holds. */
-int ct_iterations_from_repeats(const struct ct_rank *r, struct ct_iter **out, size_t *n,
-                               double *conf);
+/* Source 3 alone (repeats.c): iterations from the work that repeats among
+ * the ops launched in [lo, hi), with the confidence in them. Returns 0 or
+ * -ENOMEM; *n = 0 when none holds. */
+int ct_iterations_from_repeats(const struct ct_rank *r, int64_t lo, int64_t hi,
+                               struct ct_iter **out, size_t *n, double *conf);
 
 const char *ct_iter_source_name(enum ct_iter_source s);
 

@@ -81,7 +81,8 @@ static uint64_t mix(uint64_t h, uint64_t v)
 }
 
 /* The rank's events in order, with dense token ids. */
-static int events(const struct ct_rank *r, struct ev **out, size_t *n, uint32_t *ntok)
+static int events(const struct ct_rank *r, int64_t lo, int64_t hi, struct ev **out, size_t *n,
+                  uint32_t *ntok)
 {
     size_t k = 0;
     struct ev *v = malloc((r->nops + r->nnccl + 1) * sizeof(*v));
@@ -94,13 +95,18 @@ static int events(const struct ct_rank *r, struct ev **out, size_t *n, uint32_t 
         int comm = CT_CL_IS_COMM(g->cls);
         if (!comm && g->cls != CT_CL_COMPUTE && g->cls != CT_CL_MEMORY)
             continue;
-        v[k++] = (struct ev){.t = g->launch != INT64_MIN ? g->launch : g->s,
+        int64_t t = g->launch != INT64_MIN ? g->launch : g->s;
+        if (t < lo || t >= hi)
+            continue;
+        v[k++] = (struct ev){.t = t,
                              .e = g->e,
                              .key = mix(mix(1, g->type), g->name) & ~(1ull << 63),
                              .comm = (uint8_t)comm};
     }
     for (size_t i = 0; i < r->nnccl; i++) {
         const struct ct_nop *o = &r->nccl[i];
+        if (o->host_s < lo || o->host_s >= hi)
+            continue;
         v[k++] = (struct ev){.t = o->host_s,
                              .e = o->e,
                              .key = mix(mix(mix(2, o->op), o->bytes), o->comm) | (1ull << 63),
@@ -274,8 +280,8 @@ static void score(struct work *w, size_t m, struct fit *f)
     free(g);
 }
 
-int ct_iterations_from_repeats(const struct ct_rank *r, struct ct_iter **out, size_t *n,
-                               double *conf)
+int ct_iterations_from_repeats(const struct ct_rank *r, int64_t lo, int64_t hi,
+                               struct ct_iter **out, size_t *n, double *conf)
 {
     *out = NULL;
     *n = 0;
@@ -283,7 +289,7 @@ int ct_iterations_from_repeats(const struct ct_rank *r, struct ct_iter **out, si
     struct ev *v;
     size_t nv;
     uint32_t ntok;
-    int rc = events(r, &v, &nv, &ntok);
+    int rc = events(r, lo, hi, &v, &nv, &ntok);
     if (rc)
         return rc;
     if (nv < 6) {

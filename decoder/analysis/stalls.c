@@ -122,12 +122,32 @@ static void split(const struct ct_ivset *const *by, int nby, size_t *j, int k, i
         split(by, nby, j, k + 1, cur, b, len);
 }
 
+/* An idle gap [a, b): the parts inside capture windows (all of it without
+ * cover) go to split; a pause is not idle time. The cover's cursor *cj
+ * moves forward as the gaps do. */
+static void gap(const struct ct_ivset *cover, size_t *cj, const struct ct_ivset *const *use,
+                int nuse, size_t *j, int64_t a, int64_t b, int64_t *got)
+{
+    if (!cover) {
+        split(use, nuse, j, 0, a, b, got);
+        return;
+    }
+    while (*cj < cover->n && cover->v[*cj].e <= a)
+        (*cj)++;
+    for (size_t x = *cj; x < cover->n && cover->v[x].s < b; x++) {
+        int64_t s = cover->v[x].s > a ? cover->v[x].s : a, e = cover->v[x].e < b ? cover->v[x].e : b;
+        if (e > s)
+            split(use, nuse, j, 0, s, e, got);
+    }
+}
+
 /* Splits the GPU-idle time of the window [ws, we) (the gaps of the GPU
- * set) among the sets by[0..nby) in that order of priority (each instant
- * to the first that covers it; len[k] is by[k]'s share) in one sweep;
- * len[nby] gets what none covers. The gaps are walked, not built. */
-static void take_all(const struct ct_ivset *gpu, int64_t ws, int64_t we,
-                     const struct ct_ivset *const *by, int nby, int64_t *len)
+ * set, inside the capture windows cover when not NULL) among the sets
+ * by[0..nby) in that order of priority (each instant to the first that
+ * covers it; len[k] is by[k]'s share) in one sweep; len[nby] gets what
+ * none covers. The gaps are walked, not built. */
+static void take_all(const struct ct_ivset *gpu, const struct ct_ivset *cover, int64_t ws,
+                     int64_t we, const struct ct_ivset *const *by, int nby, int64_t *len)
 {
     size_t j[8] = {0};
     /* empty sets take nothing: the sweep skips them (a level less of
@@ -143,14 +163,15 @@ static void take_all(const struct ct_ivset *gpu, int64_t ws, int64_t we,
         }
     }
     int64_t cur = ws;
+    size_t cj = 0;
     for (size_t i = 0; i < gpu->n && gpu->v[i].s < we; i++) {
         if (gpu->v[i].s > cur)
-            split(use, nuse, j, 0, cur, gpu->v[i].s, got);
+            gap(cover, &cj, use, nuse, j, cur, gpu->v[i].s, got);
         if (gpu->v[i].e > cur)
             cur = gpu->v[i].e;
     }
     if (cur < we)
-        split(use, nuse, j, 0, cur, we, got);
+        gap(cover, &cj, use, nuse, j, cur, we, got);
     for (int u = 0; u < nuse; u++)
         len[at[u]] = got[u];
     len[nby] = got[nuse];
@@ -222,7 +243,7 @@ int ct_attribution_rank(struct ct_job *job, struct ct_rank_result *res)
     int64_t len[6];
     if (rc)
         goto out;
-    take_all(&r->gpu, res->ws, res->we, by, 5, len);
+    take_all(&r->gpu, r->cover ? &r->gcover : NULL, res->ws, res->we, by, 5, len);
     res->at.bubble_idle = len[0];
     res->at.data_stall = len[1];
     res->at.ckpt_idle = len[2];

@@ -189,9 +189,24 @@ static int pipeline_topology(struct ct_report *rep)
         uint64_t last_comm = 0;
         int last_peer = -2, last_g = -1;
         uint64_t cnt[2] = {0, 0};
+        const struct ct_rank_result *x = &rep->rr[r];
+        size_t at = 0; /* NCCL ops come by host start, as the iterations do */
+        /* per iteration, so that the median (what every whole step has)
+         * is the micro-batch count: a step whose peer's capture window
+         * closed first has sends that match nothing */
+        double *per = calloc(2 * (x->niters ? x->niters : 1), sizeof(*per));
+        if (!per)
+            goto out;
         for (size_t i = 0; i < R->nnccl; i++) {
             const struct ct_nop *o = &R->nccl[i];
             if (o->op != CT_NCCL_OP_SEND || !o->all_s)
+                continue;
+            /* micro-batches per iteration count the sends inside one: those
+             * of a step a capture window cut, or before the first step,
+             * would make the count no whole number */
+            while (at < x->niters && x->iters[at].e <= o->host_s)
+                at++;
+            if (x->niters && (at == x->niters || o->host_s < x->iters[at].s))
                 continue;
             int g;
             if (o->comm == last_comm && o->peer == last_peer)
@@ -201,16 +216,30 @@ static int pipeline_topology(struct ct_report *rep)
             last_comm = o->comm, last_peer = o->peer, last_g = g;
             if (g < 0)
                 continue;
+            size_t slot = x->niters ? at : 0;
             if (peer_a[r] < 0 || peer_a[r] == g)
-                peer_a[r] = g, cnt[0]++;
+                peer_a[r] = g, cnt[0]++, per[2 * slot]++;
             else if (peer_b[r] < 0 || peer_b[r] == g)
-                peer_b[r] = g, cnt[1]++;
+                peer_b[r] = g, cnt[1]++, per[2 * slot + 1]++;
             else
                 bad[r] = 1; /* more than two neighbours: not a chain */
         }
-        size_t it = rep->rr[r].niters ? rep->rr[r].niters : 1;
-        m_a[r] = (double)cnt[0] / (double)it;
-        m_b[r] = (double)cnt[1] / (double)it;
+        if (x->niters) {
+            double *va = malloc(2 * x->niters * sizeof(*va));
+            if (!va) {
+                free(per);
+                goto out;
+            }
+            for (size_t k = 0; k < x->niters; k++)
+                va[k] = per[2 * k], va[x->niters + k] = per[2 * k + 1];
+            m_a[r] = ct_median(va, x->niters);
+            m_b[r] = ct_median(va + x->niters, x->niters);
+            free(va);
+        } else {
+            m_a[r] = (double)cnt[0];
+            m_b[r] = (double)cnt[1];
+        }
+        free(per);
         deg[r] = (peer_a[r] >= 0) + (peer_b[r] >= 0);
     }
     /* components by walking neighbours */

@@ -211,6 +211,18 @@ int ct_cmd_run(int argc, char **argv)
     size_t ntraces = ct_inputs_expand(&in, dirs, 1, err, sizeof(err)) == 0 ? in.n : 0;
     ct_inputs_free(&in);
     fprintf(stderr, "cutrace: %zu trace%s in %s\n", ntraces, ntraces == 1 ? "" : "s", dir);
+    const char *mode = getenv("CUTRACE_MODE"), *start = getenv("CUTRACE_START");
+    if (!ntraces && mode && !strcmp(mode, "light")) {
+        /* a process that no window reached records nothing, by design */
+        const char *w = getenv("CUTRACE_LIGHT_WINDOW_MS"), *p = getenv("CUTRACE_LIGHT_PERIOD_MS");
+        fprintf(stderr,
+                "cutrace: light mode records the first %s ms of every %s ms of the clock: no "
+                "window opened while the job did GPU work (for a short job, use "
+                "CUTRACE_MODE=full)\n",
+                w ? w : "3000", p ? p : "60000");
+    } else if (!ntraces && start && !strcmp(start, "paused")) {
+        fprintf(stderr, "cutrace: CUTRACE_START=paused: no window was opened (cutrace start PID)\n");
+    }
     if (WIFSIGNALED(status))
         return 128 + WTERMSIG(status);
     return WIFEXITED(status) ? WEXITSTATUS(status) : 1;

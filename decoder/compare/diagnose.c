@@ -482,14 +482,23 @@ static void check_idle(struct ctx *c)
          * peers, which the host-straggler check reports */
         double v[64], w[64];
         size_t n = 0;
+        size_t withheld = 0;
         for (size_t r = 0; r < rep->nr && n < 64; r++) {
             const struct ct_rank_result *x = &rep->rr[r];
             if (!x->niters)
                 continue;
+            if (kind == CT_FK_CKPT_STALL && ct_figure_unavailable(x, "checkpoint_stall_us")) {
+                withheld++; /* capture windows that held no checkpoint */
+                continue;
+            }
             v[n] = ct_dg_per_iter(x, idle_class(&x->at, kind));
             w[n++] = ct_dg_per_iter(x, x->idle);
         }
         double best = n ? ct_median(v, n) : 0, idle = n ? ct_median(w, n) : 0;
+        if (!n && withheld)
+            ct_dg_insufficient(c, kind,
+                               "checkpoints between capture windows are not recorded, and no "
+                               "window held one");
         if (!n)
             continue;
         if (kind == CT_FK_LAUNCH_BOUND && best < 0.5 * idle)

@@ -84,7 +84,7 @@ void ct_rows_write(FILE *f, const struct ct_run *run, const char *side, const st
         const struct ct_attribution *a = &x->at;
         common(f, "rank", run, side, x);
         fprintf(f, ",\"iteration\":null,\"iterations\":%zu", x->niters);
-        col(f, "window_us", (double)(x->we - x->ws));
+        col(f, "window_us", (double)x->covered);
         col(f, "compute_us", (double)x->compute);
         col(f, "comm_us", (double)x->comm);
         col(f, "memory_us", (double)x->memory);

@@ -26,7 +26,17 @@ const char *ct_finding_kind_name(int kind)
 
 double ct_dg_per_iter(const struct ct_rank_result *x, int64_t total)
 {
-    return x->niters ? (double)total / (double)x->niters : 0;
+    if (!x->niters)
+        return 0;
+    if (!x->rank->cover || x->covered <= 0)
+        return (double)total / (double)x->niters;
+    /* Capture windows hold the iterations and, at each window's ends, the
+     * parts of steps a pause cut: the window total is per covered ns, and
+     * an iteration lasts its mean duration. */
+    double it = 0;
+    for (size_t k = 0; k < x->niters; k++)
+        it += (double)(x->iters[k].e - x->iters[k].s);
+    return (double)total / (double)x->covered * it / (double)x->niters;
 }
 
 /* Confidence: how far the saving clears the threshold, scaled by how

@@ -119,7 +119,7 @@ static void rank_json(FILE *f, const struct ct_report *rep, const struct ct_rank
             ",\"window\":%" PRId64 ",\"compute\":%" PRId64 ",\"comm\":%" PRId64
             ",\"memory\":%" PRId64 ",\"idle\":%" PRId64 ",\"exposed\":%" PRId64
             ",\"overlap\":%" PRId64 ",\"ws\":%" PRId64 ",\"we\":%" PRId64,
-            x->we - x->ws, x->compute, x->comm, x->memory, x->idle, x->exposed_comm, x->overlap,
+            x->covered, x->compute, x->comm, x->memory, x->idle, x->exposed_comm, x->overlap,
             x->ws - t0, x->we - t0);
     fputs(",\"kinds\":{", f);
     for (int c = CT_CL_DP; c < CT_CL_COUNT; c++)
@@ -190,7 +190,7 @@ static void findings_json(FILE *f, const struct ct_report *rep)
     } while (0)
     for (size_t r = 0; r < rep->nr; r++) {
         const struct ct_rank_result *x = &rep->rr[r];
-        double w = (double)(x->we - x->ws);
+        double w = (double)x->covered;
         if (w <= 0)
             continue;
         int rk = x->rank->rank;

@@ -202,6 +202,43 @@ static void host_processes_text(FILE *f, const struct ct_job *job)
                 job->hosts[i]->path ? job->hosts[i]->path : "");
 }
 
+/* How the rank was recorded ("capture"), its GPU-timing source and the
+ * figures given as null with the reason ("unavailable"). */
+static void provenance_json(FILE *f, const struct ct_rank_result *x, int64_t t0)
+{
+    const struct ct_rank *R = x->rank;
+    const struct ct_proc *p = R->nprocs ? R->procs[0] : NULL;
+    fprintf(f, "\"capture\":{\"mode\":\"%s\",\"recorded\":\"%s\",",
+            p && p->light ? "light" : "full", R->cover ? "windows" : "throughout");
+    if (R->cover) {
+        /* the windows as the GPU saw them, [start_us, end_us] like the
+         * iterations' (from the job's first GPU start) */
+        fprintf(f, "\"windows\":%zu,\"spans\":[", x->windows);
+        for (size_t i = 0; i < R->gcover.n; i++) {
+            fprintf(f, "%s[%.3f,%.3f]", i ? "," : "", (double)(R->gcover.v[i].s - t0) / 1e3,
+                    (double)(R->gcover.v[i].e - t0) / 1e3);
+        }
+        fprintf(f, "],");
+    } else {
+        fprintf(f, "\"windows\":null,\"spans\":null,");
+    }
+    num_ns(f, "covered_us", x->covered, 1);
+    num_ns(f, "span_us", x->we - x->ws, 1);
+    if (p && p->light && p->light_period_ms)
+        fprintf(f, "\"light_window_ms\":%" PRIu32 ",\"light_period_ms\":%" PRIu32 "},",
+                p->light_window_ms, p->light_period_ms);
+    else
+        fprintf(f, "\"light_window_ms\":null,\"light_period_ms\":null},");
+    fprintf(f, "\"gpu_timing\":\"%s\",\"unavailable\":[", ct_gpu_timing_name(&R->cov));
+    const char *fig, *why;
+    for (size_t i = 0; ct_unavailable(x, i, &fig, &why); i++) {
+        fprintf(f, "%s{\"figure\":\"%s\",\"reason\":", i ? "," : "", fig);
+        ct_json_str(f, why);
+        fputc('}', f);
+    }
+    fprintf(f, "],");
+}
+
 void ct_report_json(FILE *f, const struct ct_report *rep)
 {
     fprintf(f, "{\"schema\":\"cutrace.report\",\"version\":%d,", CT_REPORT_SCHEMA_VERSION);
@@ -212,7 +249,8 @@ void ct_report_json(FILE *f, const struct ct_report *rep)
         fprintf(f, "%s{\"rank\":%d,\"host\":", r ? "," : "", R->rank);
         ct_json_str(f, R->host);
         fprintf(f, ",\"processes\":%zu,", R->nprocs);
-        num_ns(f, "window_us", (x->we - x->ws), 1);
+        provenance_json(f, x, rep->job->t0);
+        num_ns(f, "window_us", x->covered, 1);
         breakdown(f, x->compute, x->comm, x->memory, x->idle, x->exposed_comm);
         pct_or_null(f, "overlap_pct", overlap_pct(x->overlap, x->comm), 1);
         fprintf(f, "\"comm_by_kind\":{");
@@ -231,7 +269,10 @@ void ct_report_json(FILE *f, const struct ct_report *rep)
         num_ns(f, "pipeline_bubble_us", x->at.pipeline_bubble, 1);
         num_ns(f, "pipeline_bubble_idle_us", x->at.bubble_idle, 1);
         num_ns(f, "data_stall_us", x->at.data_stall, 1);
-        num_ns(f, "checkpoint_stall_us", x->at.checkpoint_stall, 1);
+        if (ct_figure_unavailable(x, "checkpoint_stall_us"))
+            fprintf(f, "\"checkpoint_stall_us\":null,");
+        else
+            num_ns(f, "checkpoint_stall_us", x->at.checkpoint_stall, 1);
         num_ns(f, "checkpoint_idle_us", x->at.ckpt_idle, 1);
         fprintf(f, "\"checkpoint_steps\":%d,", x->at.ckpt_steps);
         num_ns(f, "sync_drain_us", x->at.sync_drain, 1);
@@ -391,11 +432,63 @@ static void iterations_text(FILE *f, const struct ct_report *rep)
     }
 }
 
+/* How the ranks were recorded and timed, when that is not the plain case
+ * (recorded throughout, one GPU-timing source on every rank). */
+static void provenance_text(FILE *f, const struct ct_report *rep)
+{
+    size_t windowed = 0, light = 0, nwin = 0;
+    int64_t cov = 0, span = 0;
+    const struct ct_proc *lp = NULL;
+    int same_timing = 1;
+    for (size_t r = 0; r < rep->nr; r++) {
+        const struct ct_rank_result *x = &rep->rr[r];
+        const struct ct_proc *p = x->rank->nprocs ? x->rank->procs[0] : NULL;
+        same_timing &= !strcmp(ct_gpu_timing_name(&x->rank->cov),
+                               ct_gpu_timing_name(&rep->rr[0].rank->cov));
+        if (!x->rank->cover)
+            continue;
+        windowed++;
+        nwin += x->windows;
+        cov += x->covered;
+        span += x->we - x->ws;
+        if (p && p->light) {
+            light++;
+            lp = p;
+        }
+    }
+    if (windowed) {
+        fprintf(f, "Capture: %zu of %zu rank(s) recorded in windows", windowed, rep->nr);
+        if (light == windowed && lp && lp->light_period_ms)
+            fprintf(f, " (light mode: the first %" PRIu32 " ms of every %" PRIu32 " ms)",
+                    lp->light_window_ms, lp->light_period_ms);
+        fprintf(f,
+                ": %zu window(s) covering %.3f s of %.3f s (%.1f%%); every figure is over the "
+                "windows, and figures the windows cannot show are left out (JSON unavailable)\n",
+                nwin, (double)cov / 1e9, (double)span / 1e9, pct(cov, span));
+    }
+    if (!rep->nr)
+        return;
+    if (same_timing) {
+        const char *t = ct_gpu_timing_name(&rep->rr[0].rank->cov);
+        if (strcmp(t, "cupti"))
+            fprintf(f, "GPU timing: %s on every rank\n",
+                    !strcmp(t, "events") ? "CUDA event pairs"
+                    : !strcmp(t, "none") ? "none (GPU figures are empty)"
+                                         : t);
+        return;
+    }
+    fprintf(f, "GPU timing:");
+    for (size_t r = 0; r < rep->nr && r < 16; r++)
+        fprintf(f, " rank %d %s%s", rep->rr[r].rank->rank, ct_gpu_timing_name(&rep->rr[r].rank->cov),
+                r + 1 < rep->nr ? "," : "");
+    fprintf(f, "%s\n", rep->nr > 16 ? " ..." : "");
+}
+
 void ct_report_text(FILE *f, const struct ct_report *rep)
 {
     int64_t win = 0, comp = 0, expo = 0, idle = 0, comm = 0, ovl = 0;
     for (size_t r = 0; r < rep->nr; r++) {
-        win += rep->rr[r].we - rep->rr[r].ws;
+        win += rep->rr[r].covered;
         comp += rep->rr[r].compute;
         expo += rep->rr[r].exposed_comm;
         idle += rep->rr[r].idle;
@@ -408,6 +501,7 @@ void ct_report_text(FILE *f, const struct ct_report *rep)
     else
         fprintf(f, "cutrace report: %zu rank(s), no iterations: no step time\n", rep->nr);
     iterations_text(f, rep);
+    provenance_text(f, rep);
     fprintf(f, "\n");
     fprintf(f, "Where GPU time goes (all ranks, %% of window):\n");
     fprintf(f,
@@ -430,7 +524,7 @@ void ct_report_text(FILE *f, const struct ct_report *rep)
             "comm%", "mem%", "idle%", "overlap", "bubble");
     for (size_t r = 0; r < rep->nr; r++) {
         const struct ct_rank_result *x = &rep->rr[r];
-        int64_t w = x->we - x->ws;
+        int64_t w = x->covered;
         char ov[16], bb[16];
         if (x->comm)
             snprintf(ov, sizeof(ov), "%.1f%%", pct(x->overlap, x->comm));

@@ -65,6 +65,7 @@ static void shift_rank(struct ct_rank *r, int64_t d)
         shift_set(&p->sync, d);
         shift_set(&p->data_wait, d);
         shift_set(&p->ckpt, d);
+        shift_set(&p->capture, d);
     }
 }
 

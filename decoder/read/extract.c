@@ -245,9 +245,14 @@ static int on_step(struct ex *x, const struct ct_record *r)
 
 static int on_meta(struct ex *x, const uint64_t *f)
 {
+    if (f[CT_META_SCOPE] == CT_SCOPE_RECORDER &&
+        !strcmp(ct_reader_string(x->rd, f[CT_META_KEY]), "capture"))
+        return ct_capture_mark(x->p, ct_reader_string(x->rd, f[CT_META_VALUE]),
+                               (int64_t)f[CT_META_TIME]);
     if (f[CT_META_SCOPE] != CT_SCOPE_PROCESS)
         return 0;
     const char *key = ct_reader_string(x->rd, f[CT_META_KEY]);
+    ct_capture_meta(x->p, key, ct_reader_string(x->rd, f[CT_META_VALUE]));
     if (!strcmp(key, "rank")) { /* the last valid one, as ct_trace_load */
         long long v;
         if (ct_parse_int(ct_reader_string(x->rd, f[CT_META_VALUE]), 0, INT32_MAX, &v) == 0)
@@ -353,6 +358,7 @@ int ct_proc_extract_file(const char *path, const char *step_name, struct ct_proc
 {
     memset(p, 0, sizeof(*p));
     p->rank = -1;
+    p->capture_open = CT_OPEN_NONE;
     struct ct_reader rd;
     struct ex x = {.p = p, .rd = &rd, .step = step_name ? step_name : "ProfilerStep"};
     ct_hcollect_init(&x.health);

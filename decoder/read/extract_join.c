@@ -450,6 +450,7 @@ int ct_extract_finish(struct ex *x)
         }
         ct_ivset_normalize(sets[k]);
     }
+    rc = ct_capture_finish(p, off);
 out:
     free(perm);
     free(inv);

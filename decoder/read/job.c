@@ -22,6 +22,7 @@ void ct_proc_free(struct ct_proc *p)
     ct_ivset_free(&p->sync);
     ct_ivset_free(&p->data_wait);
     ct_ivset_free(&p->ckpt);
+    ct_ivset_free(&p->capture);
     free(p->steps);
     for (size_t i = 0; i < p->nnames; i++)
         free(p->names[i]);
@@ -306,6 +307,45 @@ static int build_sets(struct ct_rank *r)
 }
 
 /* Whether a process did GPU work of any kind: launches, GPU ops, NCCL. */
+/* r->gcover from r->cover: per window, the GPU span of the ops launched in
+ * it (an op without a known launch by its GPU start). */
+static int gpu_cover(struct ct_rank *r)
+{
+    const struct ct_ivset *c = r->cover;
+    if (!c || !c->n)
+        return 0;
+    struct ct_iv *span = malloc(c->n * sizeof(*span));
+    if (!span)
+        return -ENOMEM;
+    for (size_t w = 0; w < c->n; w++)
+        span[w] = (struct ct_iv){INT64_MAX, INT64_MIN};
+    for (size_t i = 0; i < r->nops; i++) {
+        const struct ct_gop *g = &r->ops[i];
+        int64_t t = g->launch != INT64_MIN ? g->launch : g->s;
+        size_t lo = 0, hi = c->n; /* the last window starting at or before t */
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (c->v[mid].s <= t)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo == 0 || t >= c->v[lo - 1].e)
+            continue;
+        struct ct_iv *s = &span[lo - 1];
+        if (g->s < s->s)
+            s->s = g->s;
+        if (g->e > s->e)
+            s->e = g->e;
+    }
+    int rc = 0;
+    for (size_t w = 0; w < c->n && !rc; w++)
+        rc = ct_ivset_add(&r->gcover, span[w].s, span[w].e);
+    free(span);
+    ct_ivset_normalize(&r->gcover);
+    return rc;
+}
+
 static int has_gpu_work(const struct ct_proc *p)
 {
     return p->nops || p->nnccl || p->nlaunches;
@@ -389,6 +429,8 @@ int ct_job_build(struct ct_job *job, struct ct_proc *procs, size_t nprocs)
         qsort(job->ranks, job->nranks, sizeof(*job->ranks), cmp_rank);
     for (size_t r = 0; r < job->nranks && !rc; r++) {
         job->ranks[r].host = job->ranks[r].procs[0]->host;
+        if (job->ranks[r].procs[0]->windowed)
+            job->ranks[r].cover = &job->ranks[r].procs[0]->capture;
         rc = merge_rank(&job->ranks[r]);
     }
     if (!rc)
@@ -398,6 +440,8 @@ int ct_job_build(struct ct_job *job, struct ct_proc *procs, size_t nprocs)
     job->t0 = INT64_MAX;
     for (size_t r = 0; r < job->nranks && !rc; r++) {
         rc = build_sets(&job->ranks[r]);
+        if (!rc)
+            rc = gpu_cover(&job->ranks[r]);
         if (job->ranks[r].gpu.n && job->ranks[r].gpu.v[0].s < job->t0)
             job->t0 = job->ranks[r].gpu.v[0].s;
     }
@@ -418,6 +462,7 @@ void ct_job_free(struct ct_job *job)
             ct_ivset_free(&R->cls[c]);
         ct_ivset_free(&R->comm);
         ct_ivset_free(&R->gpu);
+        ct_ivset_free(&R->gcover);
     }
     free(job->ranks);
     free(job->hosts);

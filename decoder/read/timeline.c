@@ -113,9 +113,59 @@ int64_t ct_step_number(const char *msg)
     return *end ? CT_STEP_NONE : v;
 }
 
+int ct_capture_mark(struct ct_proc *p, const char *value, int64_t t)
+{
+    p->windowed = 1;
+    if (!strcmp(value, "start")) {
+        if (p->capture_open == CT_OPEN_NONE)
+            p->capture_open = t;
+        return 0;
+    }
+    if (strcmp(value, "stop"))
+        return 0;
+    int64_t s = p->capture_open == CT_OPEN_NONE ? -CT_OPEN_END : p->capture_open;
+    p->capture_open = CT_OPEN_NONE;
+    return ct_ivset_add(&p->capture, s, t);
+}
+
+/* A schedule length in ms; 0 when not a plain decimal that fits. */
+static uint32_t ms_value(const char *s)
+{
+    char *end;
+    unsigned long v = strtoul(s, &end, 10);
+    return *s >= '0' && *s <= '9' && !*end && v <= UINT32_MAX ? (uint32_t)v : 0;
+}
+
+void ct_capture_meta(struct ct_proc *p, const char *key, const char *value)
+{
+    if (!strcmp(key, "mode")) {
+        p->light = !strcmp(value, "light");
+        p->windowed |= p->light; /* a light trace may hold no window yet */
+    } else if (!strcmp(key, "light_window_ms")) {
+        p->light_window_ms = ms_value(value);
+    } else if (!strcmp(key, "light_period_ms")) {
+        p->light_period_ms = ms_value(value);
+    }
+}
+
+int ct_capture_finish(struct ct_proc *p, int64_t off)
+{
+    if (p->capture_open != CT_OPEN_NONE &&
+        ct_ivset_add(&p->capture, p->capture_open, CT_OPEN_END - off))
+        return -ENOMEM;
+    p->capture_open = CT_OPEN_NONE;
+    for (size_t i = 0; i < p->capture.n; i++) {
+        p->capture.v[i].s += off;
+        p->capture.v[i].e += off;
+    }
+    ct_ivset_normalize(&p->capture);
+    return 0;
+}
+
 int ct_proc_extract(struct ct_trace *t, const char *step_name, struct ct_proc *p)
 {
     memset(p, 0, sizeof(*p));
+    p->capture_open = CT_OPEN_NONE;
     p->rank = t->rank;
     p->pid = t->rd.hdr.pid;
     const char *h = ct_trace_meta(t, "host");
@@ -257,6 +307,15 @@ int ct_proc_extract(struct ct_trace *t, const char *step_name, struct ct_proc *p
                 rc = ct_ivset_add(&p->ckpt, s, e);
             break;
         }
+        case CT_REC_META: {
+            const char *key = ct_reader_string(&t->rd, f[CT_META_KEY]);
+            const char *val = ct_reader_string(&t->rd, f[CT_META_VALUE]);
+            if (f[CT_META_SCOPE] == CT_SCOPE_RECORDER && !strcmp(key, "capture"))
+                rc = ct_capture_mark(p, val, (int64_t)f[CT_META_TIME]);
+            else if (f[CT_META_SCOPE] == CT_SCOPE_PROCESS)
+                ct_capture_meta(p, key, val);
+            break;
+        }
         case CT_REC_NVTX_RANGE:
         case CT_REC_NVTX_MARK: {
             int mark = r->kind == CT_REC_NVTX_MARK;
@@ -299,6 +358,8 @@ int ct_proc_extract(struct ct_trace *t, const char *step_name, struct ct_proc *p
     }
     free(nrec);
     qsort(p->launches, p->nlaunches, sizeof(int64_t), ct_cmp_i64);
+    if ((rc = ct_capture_finish(p, off)))
+        return rc;
     ct_ivset_normalize(&p->sync);
     ct_ivset_normalize(&p->data_wait);
     ct_ivset_normalize(&p->ckpt);

@@ -122,8 +122,19 @@ struct ct_proc {
     char **names;
     size_t nnames;
     struct ct_coverage cov;
+    /* Capture windows (CUTRACE_START=paused, CUTRACE_DURATION, light mode's
+     * duty cycle): the spans of time the trace covers, from its capture
+     * marks. windowed 0: recorded throughout (capture empty). A window
+     * open at the end runs to CT_OPEN_END, one closed with no start seen
+     * (its mark lost with the frames before it) from -CT_OPEN_END. */
+    struct ct_ivset capture;
+    int64_t capture_open; /* raw start of the window still open, CT_OPEN_NONE */
+    uint8_t windowed, light;
+    uint32_t light_window_ms, light_period_ms; /* light mode's schedule, 0 unknown */
     struct ct_kineto *kin; /* Kineto input only (decoder/kineto/kineto.h), else NULL */
 };
+#define CT_OPEN_END  (INT64_MAX / 4)
+#define CT_OPEN_NONE INT64_MIN
 
 /*
  * Extracts one loaded trace (loaded with keep_records). step_name: the NVTX
@@ -157,6 +168,13 @@ int ct_step_matches(const char *msg, const char *step);
  * decimal integer), or CT_STEP_NONE: what names an iteration in reports.
  * Only the number is kept (a long job has a message per step). */
 int64_t ct_step_number(const char *msg);
+/* Folds one recorder "capture" mark (value "start" or "stop", raw time t)
+ * or process metadata (mode, light_window_ms, light_period_ms) into p's
+ * windows; ct_capture_finish closes a window left open and shifts the set
+ * by the clock offset. 0 or -ENOMEM. */
+int ct_capture_mark(struct ct_proc *p, const char *value, int64_t t);
+void ct_capture_meta(struct ct_proc *p, const char *key, const char *value);
+int ct_capture_finish(struct ct_proc *p, int64_t off);
 
 struct ct_rank {
     int rank;
@@ -171,6 +189,16 @@ struct ct_rank {
     size_t nnames;
     struct ct_ivset cls[CT_CL_COUNT];
     struct ct_ivset comm, gpu; /* union of the communication classes; of everything */
+    /* The main process's capture windows (its capture set) when its trace
+     * was windowed, else NULL: recorded throughout. Every figure of the
+     * rank is over its windows (docs/report.md, "Capture windows"). */
+    const struct ct_ivset *cover;
+    /* The same windows as the GPU saw them (built with cover): for each,
+     * from the first GPU start to the last GPU end of the work launched
+     * inside it. The GPU runs behind the host: work queued before a window
+     * opens (not recorded) runs into it, and work launched before it
+     * closes runs after. GPU figures are over these. */
+    struct ct_ivset gcover;
     int64_t skew_ns;           /* refinement added after realtime alignment */
     int64_t residual_ns;       /* median |collective end - peers' median end| after it */
     struct ct_coverage cov;

@@ -139,6 +139,16 @@ static void step_begin(int i)
     cutrace_range_push(name);
 }
 
+/* W_JOB_STEPS=N runs N steps (N iterations of pipe) instead of the case's
+ * own count: tests/labelled/check_light.py needs jobs long enough for
+ * several capture windows. */
+static int steps(int dflt)
+{
+    const char *s = getenv("W_JOB_STEPS");
+    int n = s ? atoi(s) : 0;
+    return n > 0 ? n : dflt;
+}
+
 static void step_end(struct rank *k)
 {
     CHECK(cuCtxSynchronize());
@@ -153,7 +163,7 @@ static void dp(struct rank *k, int overlap)
     CUevent ev[4];
     for (int j = 0; j < 4; j++)
         CHECK(cuEventCreate(&ev[j], CU_EVENT_DISABLE_TIMING));
-    for (int i = 0; i < 10; i++) {
+    for (int i = 0, n = steps(10); i < n; i++) {
         step_begin(i);
         for (int j = 0; j < 4; j++)
             kernel(k, k->c, "forward__1000us");
@@ -201,7 +211,7 @@ static void pipe_1f1b(struct rank *k)
     int steady = m - warmup;
     /* rank 0 made it before ncclCommInitRank, which the others passed */
     pthread_barrier_t *barrier = shared_barrier(p, 0);
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0, n = steps(4); i < n; i++) {
         step_begin(i);
         for (int w = 0; w < warmup; w++) {
             p2p(k, -1, prev); /* recv_forward */
@@ -241,7 +251,7 @@ static void loader(struct rank *k, int req, int data)
 {
     char batch[4096];
     int64_t waited = 0;
-    for (int i = 0; i < 12; i++) {
+    for (int i = 0, n = steps(12); i < n; i++) {
         step_begin(i);
         char c = (char)i;
         CHECK(write(req, &c, 1) != 1);
@@ -288,7 +298,7 @@ static void ckpt(struct rank *k, const char *dir)
     char path[4096];
     snprintf(path, sizeof(path), "%s/ckpt.bin", dir);
     int64_t total = 0;
-    for (int i = 0; i < 15; i++) {
+    for (int i = 0, n = steps(15); i < n; i++) {
         step_begin(i);
         kernel(k, k->c, "train__3000us");
         CHECK(cuStreamSynchronize(k->c));
@@ -313,7 +323,7 @@ static void ckpt(struct rank *k, const char *dir)
 
 static void slow(struct rank *k)
 {
-    for (int i = 0; i < 8; i++) {
+    for (int i = 0, n = steps(8); i < n; i++) {
         step_begin(i);
         for (int j = 0; j < 5; j++)
             kernel(k, k->c, "layer__1000us");
@@ -351,7 +361,7 @@ static void tiny(struct rank *k)
      * wall time here is waking up (the 200 ns kernels keep the GPU caught
      * up, so there is next to nothing to drain). */
     int64_t off = 0, sync = 0;
-    for (int i = 0; i < 10; i++) {
+    for (int i = 0, n = steps(10); i < n; i++) {
         step_begin(i);
         int64_t w0 = now_ns(), c0 = thread_cpu_ns();
         for (int j = 0; j < 500; j++)
@@ -368,7 +378,7 @@ static void drain(struct rank *k)
 {
     char small[4096];
     int64_t host = 0;
-    for (int i = 0; i < 10; i++) {
+    for (int i = 0, n = steps(10); i < n; i++) {
         step_begin(i);
         kernel(k, NULL, "train__2000us");
         CHECK(cuMemcpyDtoH(small, k->a, sizeof(small)));
@@ -408,7 +418,7 @@ static void pipe_variant(struct rank *k, const char *slow_f, const char *slow_b,
     int warmup = p - st - 1 < m ? p - st - 1 : m;
     int steady = m - warmup;
     pthread_barrier_t *barrier = shared_barrier(p, 0);
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0, n = steps(4); i < n; i++) {
         int mb = 0; /* the micro-batch whose activations go next */
         step_begin(i);
         for (int w = 0; w < warmup; w++) {

@@ -539,39 +539,67 @@ START_TEST(flight_recorder_writes_its_window_on_a_fatal_signal)
 }
 END_TEST
 
-START_TEST(light_mode_records_one_kernel_in_n)
+/* CLOCK_REALTIME minus the trace clock, from the trace's first clock record. */
+static int64_t real_minus_trace(const struct th_trace *t)
+{
+    for (size_t i = 0; i < t->n; i++)
+        if (t->recs[i].kind == CT_REC_CLOCK)
+            return (int64_t)(t->recs[i].f[CT_CLOCK_REAL] - t->recs[i].f[CT_CLOCK_MONO]);
+    ck_abort_msg("no clock record");
+    return 0;
+}
+
+/* Light mode: complete windows, the first 200 ms of every 500 ms of the
+ * realtime clock, everything recorded inside and nothing outside. */
+START_TEST(light_mode_records_complete_windows_on_a_realtime_duty_cycle)
 {
     struct th_run l;
-    const char *env[] = {"CUTRACE_MODE=light", "CUTRACE_SAMPLE=10", NULL};
-    /* "stack": 50 launches, then a stream synchronisation and pipe reads */
-    spawn_env(&l, "stack", "50", "20", -1, env);
+    const char *env[] = {"CUTRACE_MODE=light", "CUTRACE_LIGHT_WINDOW_MS=200",
+                         "CUTRACE_LIGHT_PERIOD_MS=500", NULL};
+    spawn_env(&l, "loop", "25", "20", -1, env); /* 2.5 s, one launch per ms */
     th_run_wait(&l);
     ck_assert(WIFEXITED(l.status) && WEXITSTATUS(l.status) == 0);
     struct th_trace t;
     one_trace(&l, &t);
-    /* launches 1, 11, 21, 31, 41 of each thread are recorded */
-    ck_assert_uint_eq(launches(&t), 5);
-    int syncs = 0;
-    const char *mode = NULL, *sample = NULL, *unsampled = NULL;
+    uint64_t a[16], b[16];
+    int n = windows(&t, a, b, 16);
+    ck_assert_int_ge(n, 4);
+    int64_t off = real_minus_trace(&t);
+    const uint64_t P = 500000000ull, W = 200000000ull;
+    /* The writer checks the schedule every pass (<= 5 ms); a loaded CI
+     * machine can hold its thread longer, so 40 ms of slack, still far
+     * from the 300 ms pause. */
+    const uint64_t slack = 40000000ull;
+    uint64_t covered = 0;
+    for (int k = 0; k < n; k++) {
+        uint64_t rs = a[k] + (uint64_t)off;
+        int first = k == 0, last = b[k] == UINT64_MAX || k == n - 1;
+        if (!first) /* the first may open at the start, inside a window */
+            ck_assert_msg(rs % P < slack, "window %d opens %llu ms into its period", k,
+                          (unsigned long long)(rs % P / 1000000));
+        if (!first && !last) {
+            ck_assert_uint_ge(b[k] - a[k], W - slack);
+            ck_assert_uint_le(b[k] - a[k], W + slack);
+        }
+        if (b[k] != UINT64_MAX)
+            covered += b[k] - a[k];
+    }
+    size_t inside = 0;
     for (size_t i = 0; i < t.n; i++) {
         const struct ct_record *r = &t.recs[i];
-        if (r->kind == CT_REC_API && r->f[CT_API_FAMILY] == CT_FAM_SYNC)
-            syncs++;
-        if (r->kind != CT_REC_META)
+        if (r->kind != CT_REC_API)
             continue;
-        const char *k = ct_reader_string(&t.rd, r->f[CT_META_KEY]);
-        const char *v = ct_reader_string(&t.rd, r->f[CT_META_VALUE]);
-        if (!strcmp(k, "mode"))
-            mode = v;
-        else if (!strcmp(k, "kernel_sample"))
-            sample = v;
-        else if (!strcmp(k, "light_unsampled"))
-            unsampled = v;
+        int in = 0;
+        for (int k = 0; k < n && !in; k++)
+            in = r->f[CT_API_START] >= a[k] && r->f[CT_API_START] <= b[k];
+        ck_assert_msg(in, "a call outside every window");
+        inside += r->f[CT_API_FAMILY] == CT_FAM_LAUNCH;
     }
-    ck_assert_int_eq(syncs, 1); /* synchronisations are always recorded */
-    ck_assert_str_eq(mode, "light");
-    ck_assert_str_eq(sample, "10");
-    ck_assert_str_eq(unsampled, "45");
+    /* one launch per ms of window, less a loaded machine's oversleeping */
+    ck_assert_uint_gt(inside, covered / 1000000 / 3);
+    ck_assert_str_eq(meta_value(&t, "mode"), "light");
+    ck_assert_str_eq(meta_value(&t, "light_window_ms"), "200");
+    ck_assert_str_eq(meta_value(&t, "light_period_ms"), "500");
     th_trace_free(&t);
 }
 END_TEST
@@ -657,7 +685,7 @@ Suite *process_suite(void)
     tcase_add_test(tc, no_writer_thread_leaves_the_job_alone);
     tcase_add_test(tc, flight_recorder_writes_its_window_on_request);
     tcase_add_test(tc, flight_recorder_writes_its_window_on_a_fatal_signal);
-    tcase_add_test(tc, light_mode_records_one_kernel_in_n);
+    tcase_add_test(tc, light_mode_records_complete_windows_on_a_realtime_duty_cycle);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -392,6 +392,62 @@ START_TEST(idle_breakdown_does_not_depend_on_op_order)
 }
 END_TEST
 
+/*
+ * A rank recorded in two capture windows, host [0, 100) and [300, 400) µs,
+ * paused in between (light mode):
+ *   A [10,50) launched 5, B [60,90) launched 55, C [110,130) launched 95
+ *   (queued before the close, run after it), D [320,360) launched 305,
+ *   E [385,395) launched 380; a data wait [92,108); step ranges [0,95],
+ *   [95,305] (cut by the pause) and [305,399].
+ * Windows as the GPU saw them: [10,130) and [320,395): covered 195.
+ * GPU busy 40+30+20+40+10 = 140, idle 195 - 140 = 55: the gaps [50,60),
+ * [90,110) and [360,385), not the pause [130,320).
+ * Idle split: data [92,108) = 16; launch overhead (each launch from the
+ * previous one, closer than 1 ms): [50,60) 10, [90,92)+[108,110) 4,
+ * [360,385) 25 = 39; D's [95,320) would be 190 more had the pause counted.
+ * HTA host wait: 10 + 20 + 25 = 55 (C -> D's gap is the pause: none).
+ * Iterations: the two steps inside a window.
+ */
+START_TEST(capture_windows_leave_the_pause_out_of_every_figure)
+{
+    struct tb_job b;
+    tb_init(&b);
+    struct ct_proc *p = tb_proc(&b, 0);
+    tb_capture(p, 0, 100);
+    tb_capture(p, 300, 400);
+    tb_kernel(p, "A", 1, 10, 50, 5);
+    tb_kernel(p, "B", 1, 60, 90, 55);
+    tb_kernel(p, "C", 1, 110, 130, 95);
+    tb_kernel(p, "D", 1, 320, 360, 305);
+    tb_kernel(p, "E", 1, 385, 395, 380);
+    tb_data_wait(p, 92, 108);
+    tb_range(p, 0, 95, 1);
+    tb_range(p, 95, 305, 2);
+    tb_range(p, 305, 399, 3);
+    struct ct_job job;
+    tb_build(&b, &job);
+    struct ct_report rep;
+    tb_analyze(&job, NULL, &rep);
+    const struct ct_rank_result *x = tb_result(&rep, 0);
+    ck_assert_int_eq(x->covered, TB_US(195));
+    ck_assert_uint_eq(x->windows, 2);
+    ck_assert_int_eq(x->compute, TB_US(140));
+    ck_assert_int_eq(x->idle, TB_US(55));
+    ck_assert_int_eq(x->at.data_stall, TB_US(16));
+    ck_assert_int_eq(x->at.launch_overhead, TB_US(39));
+    ck_assert_int_eq(x->at.unexplained + x->at.sync_drain + x->at.ckpt_idle, 0);
+    ck_assert_int_eq(x->host_wait, TB_US(55));
+    ck_assert_uint_eq(x->niters, 2);
+    ck_assert_int_eq(x->iters[0].index, 1);
+    ck_assert_int_eq(x->iters[1].index, 3);
+    /* no window held a checkpoint: the stall is not known, and says why */
+    ck_assert(ct_figure_unavailable(x, "checkpoint_stall_us"));
+    ck_assert(!ct_figure_unavailable(x, "iterations"));
+    ct_report_free(&rep);
+    ct_job_free(&job);
+}
+END_TEST
+
 Suite *breakdown_suite(void)
 {
     Suite *s = suite_create("breakdown");
@@ -411,6 +467,7 @@ Suite *breakdown_suite(void)
     tcase_add_test(tc, gaps_are_per_stream_and_summed_over_streams);
     tcase_add_test(tc, overlapping_ops_on_a_stream_leave_no_gap);
     tcase_add_test(tc, idle_breakdown_does_not_depend_on_op_order);
+    tcase_add_test(tc, capture_windows_leave_the_pause_out_of_every_figure);
     suite_add_tcase(s, tc);
     return s;
 }

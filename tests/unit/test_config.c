@@ -84,6 +84,13 @@ START_TEST(bad_values_name_the_variable_and_the_allowed_values)
         {"CUTRACE_HEALTH_MS", "5",
          "CUTRACE_HEALTH_MS=5: expected 0 (off) or a sampling period from 10 to 60000 ms"},
         {"CUTRACE_HEALTH_MS", "fast", "CUTRACE_HEALTH_MS=fast: expected 0 (off) or a sampling"},
+        {"CUTRACE_MODE", "sampled", "CUTRACE_MODE=sampled: expected full or light"},
+        {"CUTRACE_LIGHT_WINDOW_MS", "5", "CUTRACE_LIGHT_WINDOW_MS=5: expected an integer from 10"},
+        /* the per-kernel sampling of old is refused, not silently ignored */
+        {"CUTRACE_SAMPLE", "10",
+         "CUTRACE_SAMPLE is no longer read: light mode records complete windows "
+         "(CUTRACE_LIGHT_WINDOW_MS of every CUTRACE_LIGHT_PERIOD_MS); unset it"},
+        {"CUTRACE_LIGHT_COPY_MIN", "0", "CUTRACE_LIGHT_COPY_MIN is no longer read"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         const char *env[] = {cases[i][0], cases[i][1], NULL};
@@ -97,6 +104,37 @@ START_TEST(bad_values_name_the_variable_and_the_allowed_values)
 }
 END_TEST
 
+/* Light mode's duty cycle: 3 s of every minute unless told; a window as
+ * long as its period is full mode and is refused with both values named. */
+START_TEST(light_mode_windows_are_shorter_than_their_period)
+{
+    static const char *const ok[] = {"CUTRACE_MODE", "light", NULL};
+    static const char *const set[] = {"CUTRACE_MODE", "light", "CUTRACE_LIGHT_WINDOW_MS", "200",
+                                      "CUTRACE_LIGHT_PERIOD_MS", "500", NULL};
+    static const char *const bad[] = {"CUTRACE_MODE", "light", "CUTRACE_LIGHT_WINDOW_MS", "1000",
+                                      "CUTRACE_LIGHT_PERIOD_MS", "1000", NULL};
+    struct ct_config c;
+    char err[256] = "";
+    ct_config_defaults(&c);
+    g_env = ok;
+    ck_assert_int_eq(ct_config_from_env(&c, fake_getenv, err, sizeof(err)), 0);
+    ck_assert_int_eq(c.light, 1);
+    ck_assert_uint_eq(c.light_window_ms, 3000);
+    ck_assert_uint_eq(c.light_period_ms, 60000);
+    ct_config_defaults(&c);
+    g_env = set;
+    ck_assert_int_eq(ct_config_from_env(&c, fake_getenv, err, sizeof(err)), 0);
+    ck_assert_uint_eq(c.light_window_ms, 200);
+    ck_assert_uint_eq(c.light_period_ms, 500);
+    ct_config_defaults(&c);
+    g_env = bad;
+    ck_assert_int_eq(ct_config_from_env(&c, fake_getenv, err, sizeof(err)), -EINVAL);
+    ck_assert_str_eq(err, "CUTRACE_LIGHT_WINDOW_MS=1000, CUTRACE_LIGHT_PERIOD_MS=1000: expected a "
+                          "window shorter than its period (for recording throughout, use "
+                          "CUTRACE_MODE=full)");
+}
+END_TEST
+
 Suite *config_suite(void)
 {
     Suite *s = suite_create("config");
@@ -105,6 +143,7 @@ Suite *config_suite(void)
     tcase_add_test(tc, defaults_when_unset);
     tcase_add_test(tc, valid_values_are_taken);
     tcase_add_test(tc, bad_values_name_the_variable_and_the_allowed_values);
+    tcase_add_test(tc, light_mode_windows_are_shorter_than_their_period);
     suite_add_tcase(s, tc);
     return s;
 }

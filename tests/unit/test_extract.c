@@ -156,7 +156,18 @@ static void *io(void *arg)
         }
         if (i % 100 == 99)
             usleep(2000);
+        if (i % 120 == 0) { /* capture windows: start, stop, ... the last left open */
+            uint64_t c[CT_META_NFIELDS] = {f[CT_IO_START], CT_SCOPE_RECORDER, 0,
+                                           ct_intern("capture"),
+                                           ct_intern(i % 240 ? "stop" : "start")};
+            emit(CT_REC_META, c, CT_META_NFIELDS);
+        }
     }
+    uint64_t m[CT_META_NFIELDS] = {0, CT_SCOPE_PROCESS, 0, ct_intern("mode"), ct_intern("light")};
+    emit(CT_REC_META, m, CT_META_NFIELDS);
+    uint64_t w[CT_META_NFIELDS] = {0, CT_SCOPE_PROCESS, 0, ct_intern("light_window_ms"),
+                                   ct_intern("200")};
+    emit(CT_REC_META, w, CT_META_NFIELDS);
     return NULL;
 }
 
@@ -214,6 +225,10 @@ static void same_proc(const struct ct_proc *a, const struct ct_proc *b)
         ck_assert_int_eq(a->steps[i].num, b->steps[i].num);
     }
     ck_assert_int_eq(memcmp(&a->cov, &b->cov, sizeof(a->cov)), 0);
+    same_set(&a->capture, &b->capture);
+    ck_assert_int_eq(a->windowed, b->windowed);
+    ck_assert_int_eq(a->light, b->light);
+    ck_assert_uint_eq(a->light_window_ms, b->light_window_ms);
 }
 
 START_TEST(streaming_equals_sorted_record_walk_on_shuffled_trace)
@@ -238,6 +253,9 @@ START_TEST(streaming_equals_sorted_record_walk_on_shuffled_trace)
     ck_assert_uint_gt(got.nsteps, 0);
     ck_assert_uint_gt(got.cov.gpu_nccl_record, 0);
     ck_assert_uint_gt(got.cov.untimed, 0);
+    ck_assert_uint_gt(got.capture.n, 1); /* windows, the last one open to the end */
+    ck_assert_int_eq(got.capture.v[got.capture.n - 1].e, CT_OPEN_END);
+    ck_assert(got.windowed && got.light && got.light_window_ms == 200);
     ct_proc_free(&want);
     ct_proc_free(&got);
     ct_trace_free(&t);

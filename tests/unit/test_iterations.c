@@ -455,6 +455,63 @@ static void five_steps(struct tb_job *b)
     tb_kernel(p, "k", 1, 1000, 1010, TB_NOLAUNCH);
 }
 
+/* Capture windows [0,2000) and [3000,5000): the marks at 1900 and 3500
+ * enclose the pause, so that span is no iteration. */
+START_TEST(a_span_a_pause_cuts_is_not_an_iteration)
+{
+    struct tb_job b;
+    struct found f;
+    tb_init(&b);
+    struct ct_proc *p = tb_proc(&b, 0);
+    tb_capture(p, 0, 2000);
+    tb_capture(p, 3000, 5000);
+    tb_mark(p, 1000, 1);
+    tb_mark(p, 1900, 2);
+    tb_mark(p, 3500, 3);
+    tb_mark(p, 4000, 4);
+    tb_kernel(p, "k", 1, 1450, 1800, 1400);
+    find(&b, NULL, &f);
+    ck_assert_int_eq(f.src, CT_ITER_MARKS);
+    ck_assert_uint_eq(f.n, 2);
+    expect_iter(&f, 0, 1000, 1900, 1);
+    expect_iter(&f, 1, 3500, 4000, 3);
+    found_free(&f);
+}
+END_TEST
+
+/* Unannotated work in two windows, the second starting mid-cycle: the
+ * repeats are found in each window on their own, and no iteration spans
+ * the pause [1250,3000) (over the whole rank, the cycle that holds it
+ * would be one). */
+START_TEST(repeats_are_found_in_each_capture_window)
+{
+    struct tb_job b;
+    struct found f;
+    tb_init(&b);
+    struct ct_proc *p = tb_proc(&b, 0);
+    tb_capture(p, 0, 1250);
+    tb_capture(p, 3000, 4250);
+    const char *w1 = "abcabcabcab", *w2 = "bcabcabcabc";
+    for (int i = 0; w1[i]; i++) {
+        char n1[2] = {w1[i], 0}, n2[2] = {w2[i], 0};
+        tb_kernel(p, n1, 1, 100 + 100 * i, 150 + 100 * i, TB_NOLAUNCH);
+        tb_kernel(p, n2, 1, 3100 + 100 * i, 3150 + 100 * i, TB_NOLAUNCH);
+    }
+    find(&b, NULL, &f);
+    ck_assert_int_eq(f.src, CT_ITER_PERIOD);
+    ck_assert_uint_ge(f.n, 5);
+    for (size_t i = 0; i < f.n; i++) {
+        int64_t s = f.it[i].s, e = f.it[i].e;
+        ck_assert_int_eq(f.it[i].index, (int64_t)i);
+        ck_assert_msg((s >= 0 && e <= TB_US(1250)) || (s >= TB_US(3000) && e <= TB_US(4250)),
+                      "iteration %zu [%lld, %lld) is not inside one window", i, (long long)s,
+                      (long long)e);
+        ck_assert_int_eq(e - s, TB_US(300)); /* a cycle of three kernels, 100 apart */
+    }
+    found_free(&f);
+}
+END_TEST
+
 START_TEST(skip_drops_the_first_n_iterations)
 {
     struct tb_job b;
@@ -511,6 +568,8 @@ Suite *iterations_suite(void)
     tcase_add_test(tc, work_that_does_not_repeat_gives_no_iterations);
     tcase_add_test(tc, the_text_report_says_where_iterations_came_from);
     tcase_add_test(tc, fewer_than_4_compute_kernels_give_no_iterations);
+    tcase_add_test(tc, a_span_a_pause_cuts_is_not_an_iteration);
+    tcase_add_test(tc, repeats_are_found_in_each_capture_window);
     tcase_add_test(tc, skip_drops_the_first_n_iterations);
     tcase_add_test(tc, steps_keep_iterations_whose_index_is_in_a_to_b);
     suite_add_tcase(s, tc);

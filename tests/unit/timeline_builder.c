@@ -147,6 +147,12 @@ void tb_ckpt(struct ct_proc *p, int64_t s, int64_t e)
     add_iv(&p->ckpt, s, e);
 }
 
+void tb_capture(struct ct_proc *p, int64_t s, int64_t e)
+{
+    p->windowed = 1;
+    add_iv(&p->capture, s, e);
+}
+
 void tb_range(struct ct_proc *p, int64_t s, int64_t e, int64_t num)
 {
     p->steps = grow(p->steps, p->nsteps, sizeof(*p->steps));
@@ -218,6 +224,7 @@ static void finish(struct ct_proc *p)
     ct_ivset_normalize(&p->sync);
     ct_ivset_normalize(&p->data_wait);
     ct_ivset_normalize(&p->ckpt);
+    ct_ivset_normalize(&p->capture);
 }
 
 void tb_build(struct tb_job *b, struct ct_job *job)

@@ -68,6 +68,10 @@ void tb_ckpt(struct ct_proc *p, int64_t s, int64_t e);
 void tb_range(struct ct_proc *p, int64_t s, int64_t e, int64_t num);
 void tb_mark(struct ct_proc *p, int64_t t, int64_t num);
 
+/* A capture window [s, e) in µs (host times, as its marks say): the process
+ * was recorded in windows (light mode, a paused start). */
+void tb_capture(struct ct_proc *p, int64_t s, int64_t e);
+
 /* Shifts every time the process has so far by d µs (its clock is off). */
 void tb_shift(struct ct_proc *p, int64_t d);
 
