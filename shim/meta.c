@@ -1,7 +1,8 @@
 /*
  * Process metadata for the first chunk: who ran, where, as which rank, with
- * which NCCL/CUDA/Torch settings. Values of variables whose names suggest
- * secrets are redacted. Runs once, at init, under the guard.
+ * which NCCL/CUDA/Torch settings. The command line, the variables and the
+ * tags are scrubbed of secrets first (src/redact.h). Runs once, at init,
+ * under the guard.
  */
 #include <ctype.h>
 #include <fcntl.h>
@@ -12,6 +13,7 @@
 
 #include "shim/shim.h"
 #include "src/ownfd.h"
+#include "src/redact.h"
 
 extern char **environ;
 
@@ -109,32 +111,16 @@ static void add_long(struct kvbuf *b, const char *key, long v)
     add(b, key, buf);
 }
 
-static int is_secret(const char *name, size_t len)
+/* /proc/self/cmdline (NUL-separated arguments), scrubbed, as one line. */
+static void read_cmdline(char *out, size_t n, const char *extra)
 {
-    static const char *const words[] = {"TOKEN", "KEY", "SECRET", "PASSWORD"};
-    char upper[256];
-    if (len >= sizeof(upper))
-        len = sizeof(upper) - 1;
-    for (size_t i = 0; i < len; i++)
-        upper[i] = (char)toupper((unsigned char)name[i]);
-    upper[len] = 0;
-    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
-        if (strstr(upper, words[i]))
-            return 1;
-    return 0;
-}
-
-/* /proc/self/cmdline with NULs as spaces. */
-static void read_cmdline(char *out, size_t n)
-{
+    char raw[4096];
     out[0] = 0;
-    long r = ct_own_read_small("/proc/self/cmdline", out, n);
+    long r = ct_own_read_small("/proc/self/cmdline", raw, sizeof(raw) - 1);
     if (r <= 0)
         return;
-    for (ssize_t i = 0; i < r - 1; i++)
-        if (out[i] == 0)
-            out[i] = ' ';
-    out[r] = 0;
+    raw[r] = 0;
+    ct_redact_cmdline(raw, (size_t)r, extra, out, n);
 }
 
 size_t ct_meta_process(struct ct_meta_kv *kv, size_t max, char *strbuf, size_t strbuf_len)
@@ -150,7 +136,8 @@ size_t ct_meta_process(struct ct_meta_kv *kv, size_t max, char *strbuf, size_t s
     add_long(&b, "world_size", l.world_size);
     add_long(&b, "pid", (long)getpid());
     add_long(&b, "ppid", (long)getppid());
-    read_cmdline(buf, sizeof(buf));
+    const char *extra = getenv("CUTRACE_REDACT");
+    read_cmdline(buf, sizeof(buf), extra);
     add(&b, "cmdline", buf);
     ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
     if (n > 0) {
@@ -178,7 +165,9 @@ size_t ct_meta_process(struct ct_meta_kv *kv, size_t max, char *strbuf, size_t s
         char key[80], value[260];
         snprintf(key, sizeof(key), "tag.%.*s", (int)(eq - p), p);
         snprintf(value, sizeof(value), "%.*s", (int)(end - eq - 1), eq + 1);
-        add(&b, key, is_secret(p, (size_t)(eq - p)) ? "<redacted>" : value);
+        char clean[260];
+        ct_redact_value(value, clean, sizeof(clean));
+        add(&b, key, ct_redact_name(p, (size_t)(eq - p), extra) ? CT_REDACTED : clean);
         p = *end ? end + 1 : end;
     }
     for (char **e = environ; e && *e; e++) {
@@ -189,9 +178,12 @@ size_t ct_meta_process(struct ct_meta_kv *kv, size_t max, char *strbuf, size_t s
         if (strncmp(*e, "NCCL_", 5) && strncmp(*e, "CUDA_", 5) && strncmp(*e, "TORCH_", 6) &&
             strncmp(*e, "CUTRACE_", 8))
             continue;
-        char key[300];
+        if (len == 12 && !strncmp(*e, "CUTRACE_TAGS", 12))
+            continue; /* kept as its parsed, scrubbed tags (tag.KEY) */
+        char key[300], clean[1024];
         snprintf(key, sizeof(key), "env.%.*s", (int)len, *e);
-        add(&b, key, is_secret(*e, len) ? "<redacted>" : eq + 1);
+        ct_redact_value(eq + 1, clean, sizeof(clean));
+        add(&b, key, ct_redact_name(*e, len, extra) ? CT_REDACTED : clean);
     }
     return b.n;
 }
