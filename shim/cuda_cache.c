@@ -45,13 +45,19 @@ struct driver_fns {
     device_total_mem_fn device_total_mem;
 };
 static struct driver_fns g_fn;
-static atomic_int g_fn_ready;
+static atomic_int g_fn_ready, g_fn_busy;
 
-/* Resolved at the first miss: by then the job has loaded the driver. */
+/* Resolved once, at the first miss (a wrapper of the driver runs: the job
+ * has loaded it). What the driver lacks stays NULL for good: cuStreamGetId
+ * came with CUDA 12.0, cuFuncGetName and cuKernelGetName with 12.3,
+ * cuStreamGetDevice with 12.8, and asking again would cost 14 dlsym calls
+ * a launch. Another thread resolving meanwhile: this miss goes without. */
 static const struct driver_fns *fns(void)
 {
     if (atomic_load_explicit(&g_fn_ready, memory_order_acquire))
         return &g_fn;
+    if (atomic_exchange(&g_fn_busy, 1))
+        return NULL;
     struct driver_fns f;
     f.stream_get_id = (stream_get_id_fn)ct_fn(ct_driver_sym("cuStreamGetId"));
     f.stream_get_id_ptsz = (stream_get_id_fn)ct_fn(ct_driver_sym("cuStreamGetId_ptsz"));
@@ -68,8 +74,12 @@ static const struct driver_fns *fns(void)
     f.device_get_attr = (device_get_attr_fn)ct_fn(ct_driver_sym("cuDeviceGetAttribute"));
     f.driver_get_version = (driver_get_version_fn)ct_fn(ct_driver_sym("cuDriverGetVersion"));
     f.device_total_mem = (device_total_mem_fn)ct_fn(ct_driver_sym("cuDeviceTotalMem_v2"));
-    if (!f.stream_get_id) /* the driver is not loaded yet: try again later */
+    if (!f.ctx_get_device && !f.driver_get_version) {
+        /* no driver loaded at all (an NCCL or I/O path before CUDA): the
+         * lookups wait for one, not for an entry point it lacks */
+        atomic_store(&g_fn_busy, 0);
         return NULL;
+    }
     g_fn = f;
     atomic_store_explicit(&g_fn_ready, 1, memory_order_release);
     return &g_fn;
@@ -160,8 +170,12 @@ static uint64_t resolve_stream_inner(CUstream s, int per_thread, int *device)
         return 0;
     stream_get_id_fn get_id =
         per_thread && f->stream_get_id_ptsz ? f->stream_get_id_ptsz : f->stream_get_id;
-    if (get_id(s, &id) != CUDA_SUCCESS)
-        return 0;
+    /* Without cuStreamGetId (drivers before 12.0) the handle is the id: it
+     * is stable while the stream lives (ct_stream_forget drops it when the
+     * stream is destroyed), and the legacy (1) and per-thread (2) streams
+     * keep theirs. Its low 48 bits: user-space addresses fit. */
+    if (!get_id || get_id(s, &id) != CUDA_SUCCESS)
+        id = (unsigned long long)(uintptr_t)s & ((1ull << 48) - 1);
     stream_get_device_fn get_dev =
         per_thread && f->stream_get_device_ptsz ? f->stream_get_device_ptsz : f->stream_get_device;
     if (!get_dev || get_dev(s, &dev) != CUDA_SUCCESS) {
@@ -224,7 +238,14 @@ uint32_t ct_func_name_slow(const void *handle)
     if (!name && f && f->kernel_get_name &&
         f->kernel_get_name(&name, (CUkernel)(uintptr_t)handle) != CUDA_SUCCESS)
         name = NULL;
-    uint32_t id = name ? ct_intern(name) : 0;
+    /* No name from the driver (before 12.3, or a handle it does not know)
+     * and none from a module call seen: the handle names it, once. */
+    char fallback[40];
+    if (!name) {
+        snprintf(fallback, sizeof(fallback), "kernel@%#llx", (unsigned long long)(uintptr_t)handle);
+        name = fallback;
+    }
+    uint32_t id = ct_intern(name);
     if (id)
         ct_ptrmap_put(&ct_func_map, (uintptr_t)handle, id | 1ull << 32);
     CT_ERRNO_RESTORE;

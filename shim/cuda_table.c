@@ -42,8 +42,16 @@ void *ct_libcuda(void)
     return h;
 }
 
+static atomic_ulong g_driver_lookups;
+
+unsigned long ct_driver_sym_lookups(void)
+{
+    return atomic_load_explicit(&g_driver_lookups, memory_order_relaxed);
+}
+
 void *ct_driver_sym(const char *name)
 {
+    atomic_fetch_add_explicit(&g_driver_lookups, 1, memory_order_relaxed);
     void *p = ct_dlsym_real(RTLD_NEXT, name);
     int row = ct_sym_find(name);
     if (p && row >= 0 && p == ct_sym_wrapper(row))

@@ -74,7 +74,10 @@ int ct_real_claim(enum ct_sym s, void *real);
 
 /* Handle of libcuda.so.1 if the process loaded it (never loads it). */
 void *ct_libcuda(void);
-/* A driver symbol that cutrace itself calls (cuStreamGetId, cuFuncGetName...). */
+/* A driver symbol that cutrace itself calls (cuStreamGetId, cuFuncGetName...);
+ * how many such lookups the process made (recorded at exit: each helper is
+ * looked up once, whatever the driver lacks). */
 void *ct_driver_sym(const char *name);
+unsigned long ct_driver_sym_lookups(void);
 
 #endif

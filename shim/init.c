@@ -140,6 +140,7 @@ void ct_shim_finish(void)
     ct_procaddr_stats(&lookups, &wrapped);
     recorder_meta("cuGetProcAddress_lookups", lookups);
     recorder_meta("cuGetProcAddress_wrapped", wrapped);
+    recorder_meta("driver_symbol_lookups", ct_driver_sym_lookups());
     if (g_tally && !family_member() && atomic_load(&g_tally->children)) {
         recorder_meta("forked_children_untraced", atomic_load(&g_tally->children));
         recorder_meta("forked_records_untraced", atomic_load(&g_tally->records));

@@ -224,10 +224,23 @@ CUresult CUDAAPI cuInit(unsigned int Flags)
     return CUDA_SUCCESS;
 }
 
+int fg_driver_version(void)
+{
+    static int v; /* read once: the first caller's answer for the process */
+    int got = __atomic_load_n(&v, __ATOMIC_RELAXED);
+    if (got)
+        return got;
+    const char *s = getenv("FAKEGPU_DRIVER_VERSION");
+    long n = s && *s ? strtol(s, NULL, 10) : 0;
+    got = n >= 2000 && n <= FG_DRIVER_VERSION ? (int)n : FG_DRIVER_VERSION;
+    __atomic_store_n(&v, got, __ATOMIC_RELAXED);
+    return got;
+}
+
 CUresult CUDAAPI cuDriverGetVersion(int *driverVersion)
 {
     if (!driverVersion)
         return CUDA_ERROR_INVALID_VALUE;
-    *driverVersion = FG_DRIVER_VERSION;
+    *driverVersion = fg_driver_version();
     return CUDA_SUCCESS;
 }

@@ -23,7 +23,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define FG_DRIVER_VERSION   13000
+#define FG_DRIVER_VERSION   13000 /* the newest; FAKEGPU_DRIVER_VERSION presents an older one */
+/* The driver version presented (FAKEGPU_DRIVER_VERSION, at most
+ * FG_DRIVER_VERSION): cuDriverGetVersion reports it and cuGetProcAddress
+ * knows no entry point newer than it. The libcuda of tests/fakegpu/drv<V>/
+ * also lacks those exports, as an old driver's library does. */
+int fg_driver_version(void);
 #define FG_MAX_DEVICES      64
 #define FG_DEVICE_MEM_BYTES (80ull << 30) /* an 80 GiB H100-class part */
 

@@ -279,9 +279,10 @@ static CUresult fg_proc_lookup(const char *symbol, void **pfn, int cudaVersion, 
     bool per_thread = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
     const fg_sym *legacy = NULL, *pt = NULL;
     bool known = false;
+    int driver = fg_driver_version(); /* an older driver knows no newer entry point */
     for (size_t i = 0; i < sizeof fg_syms / sizeof fg_syms[0]; i++) {
         const fg_sym *s = &fg_syms[i];
-        if (strcmp(s->base, symbol) != 0)
+        if (strcmp(s->base, symbol) != 0 || s->version > driver)
             continue;
         known = true;
         if (s->version > cudaVersion)

@@ -604,6 +604,74 @@ START_TEST(light_mode_records_complete_windows_on_a_realtime_duty_cycle)
 }
 END_TEST
 
+/* The driver helper lookups of a run (driver_symbol_lookups at exit), and
+ * its launches, their stream ids and kernel names. */
+struct old_run {
+    unsigned long lookups;
+    size_t launches, unnamed, no_stream;
+    char version[16];
+};
+
+static void old_driver_run(const char *version, const char *dir, const char *n, struct old_run *o)
+{
+    char lib[1024], ver[64];
+    snprintf(lib, sizeof(lib), "LD_LIBRARY_PATH=%s:%s", dir, th_env("CT_FAKEGPU_DIR"));
+    snprintf(ver, sizeof(ver), "FAKEGPU_DRIVER_VERSION=%s", version);
+    const char *env[] = {lib, ver, NULL};
+    struct th_run l;
+    spawn_env(&l, "loop", n, "20", -1, env);
+    th_run_wait(&l);
+    ck_assert_msg(WIFEXITED(l.status) && WEXITSTATUS(l.status) == 0, "driver %s", version);
+    struct th_trace t;
+    one_trace(&l, &t);
+    memset(o, 0, sizeof(*o));
+    for (size_t i = 0; i < t.n; i++) {
+        const struct ct_record *r = &t.recs[i];
+        if (r->kind != CT_REC_API || r->f[CT_API_FAMILY] != CT_FAM_LAUNCH)
+            continue;
+        o->launches++;
+        o->no_stream += r->f[CT_API_STREAM] == 0;
+        o->unnamed += strcmp(ct_reader_string(&t.rd, r->f[CT_API_KERNEL]), "tick__1us") != 0;
+    }
+    const char *lk = meta_value(&t, "driver_symbol_lookups");
+    ck_assert_ptr_nonnull(lk);
+    o->lookups = strtoul(lk, NULL, 10);
+    const char *dv = meta_value(&t, "driver_version");
+    snprintf(o->version, sizeof(o->version), "%s", dv ? dv : "");
+    th_trace_free(&t);
+}
+
+/* Drivers that lack cuStreamGetId (before 12.0), cuFuncGetName and
+ * cuKernelGetName (before 12.3), cuStreamGetDevice (before 12.8): the
+ * shim looks each helper up once, whatever the driver lacks (a failed
+ * lookup is remembered: 14 dlsym calls a launch before), and every launch
+ * still has its stream id and its kernel's name (from the module call). */
+START_TEST(older_drivers_resolve_helpers_once_and_record_every_launch)
+{
+    const char *list = th_env("CT_OLD_DRIVERS"); /* "V=DIR V=DIR ..." */
+    char buf[4096];
+    snprintf(buf, sizeof(buf), "%s 13000=%s", list, th_env("CT_FAKEGPU_DIR"));
+    int levels = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+        char *eq = strchr(tok, '=');
+        ck_assert_ptr_nonnull(eq);
+        *eq = 0;
+        struct old_run a, b;
+        old_driver_run(tok, eq + 1, "1", &a); /* 100 launches */
+        old_driver_run(tok, eq + 1, "3", &b); /* 300 */
+        ck_assert_str_eq(a.version, tok);
+        ck_assert_uint_eq(b.launches, 300);
+        ck_assert_msg(b.lookups == a.lookups && b.lookups < 40,
+                      "driver %s: %lu lookups for 100 launches, %lu for 300", tok, a.lookups,
+                      b.lookups);
+        ck_assert_msg(b.no_stream == 0 && b.unnamed == 0, "driver %s: %zu without stream, %zu unnamed",
+                      tok, b.no_stream, b.unnamed);
+        levels++;
+    }
+    ck_assert_int_eq(levels, 4);
+}
+END_TEST
+
 /* Runs w_life loop under the shim with extra env (and an extra preload);
  * requires a clean exit with READY printed; returns its stderr. */
 static char *run_faulty(struct th_run *l, const char *const *env, const char *also_preload)
@@ -686,6 +754,7 @@ Suite *process_suite(void)
     tcase_add_test(tc, flight_recorder_writes_its_window_on_request);
     tcase_add_test(tc, flight_recorder_writes_its_window_on_a_fatal_signal);
     tcase_add_test(tc, light_mode_records_complete_windows_on_a_realtime_duty_cycle);
+    tcase_add_test(tc, older_drivers_resolve_helpers_once_and_record_every_launch);
     suite_add_tcase(s, tc);
     return s;
 }
