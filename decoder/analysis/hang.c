@@ -9,8 +9,13 @@
  * pending ones (issued after it, no GPU interval). Across ranks: for each
  * pending collective (communicator, sequence), the member ranks that have
  * not issued it — usually the culprit of a hang: everyone else waits in
- * that collective for them.
+ * that collective for them. A culprit with nothing pending wrote no window
+ * (the hang detector fires on pending ops), so it is missing from the
+ * inputs: the communicator's size says which comm ranks never showed up,
+ * and on a world communicator (every member's comm rank is its global
+ * rank) which ranks those are.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,35 +70,62 @@ static int is_coll(int op)
     return op != CT_NCCL_OP_SEND && op != CT_NCCL_OP_RECV;
 }
 
-/* Whether rank r has a collective (comm, seq) at all, and is a member of
- * comm (any op on it). */
-static void has_op(const struct ct_rank *r, uint64_t comm, uint64_t seq, int *member, int *issued)
+/* Whether rank r is a member of comm (any op on it), its comm rank there,
+ * and whether it issued the collective (comm, seq). */
+static void has_op(const struct ct_rank *r, uint64_t comm, uint64_t seq, int *member, int *issued,
+                   int32_t *comm_rank)
 {
     *member = *issued = 0;
+    *comm_rank = -1;
     for (size_t i = 0; i < r->nnccl; i++) {
         const struct ct_nop *o = &r->nccl[i];
         if (o->comm != comm)
             continue;
         *member = 1;
+        *comm_rank = o->comm_rank;
         if (is_coll(o->op) && o->seq == seq)
             *issued = 1;
     }
 }
 
-/* Calls fn once per pending collective (communicator, sequence) that some
- * member ranks have not issued, with those ranks. */
-typedef void (*wait_fn)(void *ctx, const struct ct_nop *o, const int *missing, size_t nmissing);
-
-static void for_each_wait(const struct ct_report *rep, wait_fn fn, void *ctx)
+/* The latest time the windows show: when they were written (their own
+ * records), else their latest op. */
+static int64_t latest(const struct ct_report *rep)
 {
-    int *missing = malloc((rep->nr ? rep->nr : 1) * sizeof(*missing));
-    if (!missing)
-        return;
+    int64_t t = INT64_MIN;
     for (size_t k = 0; k < rep->nr; k++) {
+        const struct ct_rank *r = rep->rr[k].rank;
+        for (size_t i = 0; i < r->nprocs; i++)
+            if (r->procs[i]->last_ns > t)
+                t = r->procs[i]->last_ns;
+        if (r->nnccl && r->nccl[r->nnccl - 1].host_e > t)
+            t = r->nccl[r->nnccl - 1].host_e;
+        for (size_t i = 0; i < r->nops; i++)
+            if (r->ops[i].e > t)
+                t = r->ops[i].e;
+    }
+    return t;
+}
+
+int ct_hang_waits(const struct ct_report *rep, void (*fn)(void *ctx, const struct ct_hang_wait *w),
+                  void *ctx)
+{
+    size_t cap = rep->nr ? rep->nr : 1;
+    int *waiting = malloc(cap * sizeof(*waiting)), *missing = malloc(2 * cap * sizeof(*missing));
+    int *absent = NULL;
+    unsigned char *seen = NULL;
+    if (!waiting || !missing) {
+        free(waiting);
+        free(missing);
+        return -ENOMEM;
+    }
+    int rc = 0;
+    int64_t until = latest(rep);
+    for (size_t k = 0; k < rep->nr && !rc; k++) {
         const struct ct_rank *r = rep->rr[k].rank;
         size_t fp;
         last_done(r, &fp);
-        for (size_t i = fp; i < r->nnccl; i++) {
+        for (size_t i = fp; i < r->nnccl && !rc; i++) {
             const struct ct_nop *o = &r->nccl[i];
             if (o->e != 0 || !is_coll(o->op))
                 continue;
@@ -101,23 +133,60 @@ static void for_each_wait(const struct ct_report *rep, wait_fn fn, void *ctx)
             int first = 1;
             for (size_t j = 0; j < k && first; j++) {
                 int member, issued;
-                has_op(rep->rr[j].rank, o->comm, o->seq, &member, &issued);
+                int32_t cr;
+                has_op(rep->rr[j].rank, o->comm, o->seq, &member, &issued, &cr);
                 first = !(member && issued);
             }
             if (!first)
                 continue;
-            size_t n = 0;
-            for (size_t j = 0; j < rep->nr; j++) {
-                int member, issued;
-                has_op(rep->rr[j].rank, o->comm, o->seq, &member, &issued);
-                if (member && !issued)
-                    missing[n++] = rep->rr[j].rank->rank;
+            int32_t size = o->nranks > 0 ? o->nranks : 0;
+            unsigned char *s2 = realloc(seen, size ? (size_t)size : 1);
+            int *a2 = realloc(absent, (size ? (size_t)size : 1) * sizeof(*absent));
+            if (!s2 || !a2) {
+                seen = s2 ? s2 : seen;
+                absent = a2 ? a2 : absent;
+                rc = -ENOMEM;
+                break;
             }
-            if (n)
-                fn(ctx, o, missing, n);
+            seen = s2, absent = a2;
+            memset(seen, 0, size ? (size_t)size : 1);
+            struct ct_hang_wait w = {.op = o, .waiting = waiting, .missing = missing,
+                                     .absent_comm = absent, .since = INT64_MAX, .until = until};
+            int world = 1; /* every member present has its global rank as comm rank */
+            for (size_t j = 0; j < rep->nr; j++) {
+                const struct ct_rank *q = rep->rr[j].rank;
+                int member, issued;
+                int32_t cr;
+                has_op(q, o->comm, o->seq, &member, &issued, &cr);
+                if (!member)
+                    continue;
+                if (cr >= 0 && cr < size)
+                    seen[cr] = 1;
+                world &= cr == q->rank;
+                if (!issued) {
+                    missing[w.nmissing++] = q->rank;
+                    continue;
+                }
+                waiting[w.nwaiting++] = q->rank;
+                for (size_t m = 0; m < q->nnccl; m++)
+                    if (q->nccl[m].comm == o->comm && q->nccl[m].seq == o->seq &&
+                        is_coll(q->nccl[m].op) && q->nccl[m].host_s < w.since)
+                        w.since = q->nccl[m].host_s;
+            }
+            for (int32_t c = 0; c < size; c++)
+                if (!seen[c])
+                    absent[w.nabsent++] = c;
+            for (size_t m = 0; m < w.nabsent && w.nmissing < 2 * cap; m++)
+                missing[w.nmissing++] = world ? absent[m] : -1;
+            if (w.nmissing)
+                fn(ctx, &w);
         }
     }
+    free(waiting);
     free(missing);
+    free(absent);
+    free(seen);
+    return rc;
 }
 
 static double us_of(const struct ct_report *rep, int64_t t)
@@ -125,14 +194,36 @@ static double us_of(const struct ct_report *rep, int64_t t)
     return (double)(t - rep->job->t0) / 1000.0;
 }
 
-static void wait_text(void *ctx, const struct ct_nop *o, const int *missing, size_t n)
+static void ranks_text(FILE *f, const int *v, size_t n)
 {
-    FILE *f = ctx;
-    fprintf(f, "  %s comm %016" PRIx64 " seq %" PRIu64 " waits for rank(s):",
-            ct_name_nccl_op((uint64_t)o->op), o->comm, o->seq);
     for (size_t i = 0; i < n; i++)
-        fprintf(f, " %d", missing[i]);
-    fprintf(f, " (not issued there)\n");
+        if (v[i] >= 0)
+            fprintf(f, "%s%d", i ? "," : "", v[i]);
+}
+
+static void wait_text(void *ctx, const struct ct_hang_wait *w)
+{
+    FILE *f = ((void **)ctx)[0];
+    const struct ct_report *rep = ((void **)ctx)[1];
+    fprintf(f, "  %s comm %016" PRIx64 " seq %" PRIu64 ": rank(s) ",
+            ct_name_nccl_op((uint64_t)w->op->op), w->op->comm, w->op->seq);
+    ranks_text(f, w->waiting, w->nwaiting);
+    fprintf(f, " wait since %.1f us (%.1f ms) for rank(s) ", us_of(rep, w->since),
+            (double)(w->until - w->since) / 1e6);
+    size_t known = 0;
+    for (size_t i = 0; i < w->nmissing; i++)
+        known += w->missing[i] >= 0;
+    ranks_text(f, w->missing, w->nmissing);
+    if (known < w->nmissing)
+        fprintf(f, "%s%zu member(s) not mapped to a rank", known ? ", " : "",
+                w->nmissing - known);
+    fprintf(f, ", which never issued it");
+    if (w->nabsent) {
+        fprintf(f, " (comm rank(s) ");
+        ranks_text(f, w->absent_comm, w->nabsent);
+        fprintf(f, " left no trace: no window, so nothing pending there)");
+    }
+    fprintf(f, "\n");
 }
 
 void ct_hang_text(FILE *f, const struct ct_report *rep)
@@ -160,7 +251,8 @@ void ct_hang_text(FILE *f, const struct ct_report *rep)
                         ct_name_nccl_op((uint64_t)r->nccl[i].op), r->nccl[i].comm, r->nccl[i].seq,
                         us_of(rep, r->nccl[i].host_s));
     }
-    for_each_wait(rep, wait_text, f);
+    void *ctx[2] = {f, (void *)rep};
+    ct_hang_waits(rep, wait_text, ctx);
 }
 
 static void op_json(FILE *f, const struct ct_report *rep, const struct ct_nop *o, int done)
@@ -175,20 +267,31 @@ static void op_json(FILE *f, const struct ct_report *rep, const struct ct_nop *o
 
 struct wait_json {
     FILE *f;
+    const struct ct_report *rep;
     int first;
 };
 
-static void wait_json(void *ctx, const struct ct_nop *o, const int *missing, size_t n)
+static void wait_json(void *ctx, const struct ct_hang_wait *w)
 {
-    struct wait_json *w = ctx;
-    fprintf(w->f,
+    struct wait_json *j = ctx;
+    FILE *f = j->f;
+    fprintf(f,
             "%s{\"op\":\"%s\",\"comm_hash\":\"%016" PRIx64 "\",\"seq\":%" PRIu64
             ",\"missing_ranks\":[",
-            w->first ? "" : ",", ct_name_nccl_op((uint64_t)o->op), o->comm, o->seq);
-    for (size_t i = 0; i < n; i++)
-        fprintf(w->f, "%s%d", i ? "," : "", missing[i]);
-    fprintf(w->f, "]}");
-    w->first = 0;
+            j->first ? "" : ",", ct_name_nccl_op((uint64_t)w->op->op), w->op->comm, w->op->seq);
+    int any = 0;
+    for (size_t i = 0; i < w->nmissing; i++)
+        if (w->missing[i] >= 0)
+            fprintf(f, "%s%d", any++ ? "," : "", w->missing[i]);
+    fprintf(f, "],\"absent_comm_ranks\":[");
+    for (size_t i = 0; i < w->nabsent; i++)
+        fprintf(f, "%s%d", i ? "," : "", w->absent_comm[i]);
+    fprintf(f, "],\"waiting_ranks\":[");
+    for (size_t i = 0; i < w->nwaiting; i++)
+        fprintf(f, "%s%d", i ? "," : "", w->waiting[i]);
+    fprintf(f, "],\"since_us\":%.3f,\"waited_us\":%.3f}", us_of(j->rep, w->since),
+            (double)(w->until - w->since) / 1e3);
+    j->first = 0;
 }
 
 void ct_hang_json(FILE *f, const struct ct_report *rep)
@@ -218,7 +321,7 @@ void ct_hang_json(FILE *f, const struct ct_report *rep)
         fprintf(f, "]}");
     }
     fprintf(f, "],\"waiting_for\":[");
-    struct wait_json w = {f, 1};
-    for_each_wait(rep, wait_json, &w);
+    struct wait_json w = {f, rep, 1};
+    ct_hang_waits(rep, wait_json, &w);
     fprintf(f, "]}");
 }

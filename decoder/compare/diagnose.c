@@ -9,12 +9,14 @@
 #include "decoder/compare/diagnose_int.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "decoder/analysis/hang.h"
 #include "decoder/analysis/health.h"
 #include "decoder/analysis/intervals.h"
 #include "decoder/util/names.h"
@@ -603,8 +605,59 @@ static void check_pageable(struct ctx *c, const struct ct_trace_facts *facts, si
              count, saving / 1e3);
 }
 
+/* ------------------------------------------------ hang */
+
+static void hang_finding(void *ctx, const struct ct_hang_wait *w)
+{
+    struct ctx *c = ctx;
+    struct ct_diagnosis *d = c->d;
+    if (d->nf >= sizeof(d->f) / sizeof(d->f[0]))
+        return;
+    /* not a saving per step: the time the waiting ranks have lost so far */
+    struct ct_finding *f = &d->f[d->nf++];
+    memset(f, 0, sizeof(*f));
+    f->kind = CT_FK_HANG;
+    f->saving_us = (double)(w->until - w->since) / 1e3;
+    f->confidence = w->nmissing == w->nabsent ? 0.9 : 0.95;
+    char miss[128] = "", wait[128] = "";
+    size_t m = 0, k = 0;
+    for (size_t i = 0; i < w->nmissing; i++)
+        if (w->missing[i] >= 0) {
+            ct_dg_rank_add(f, w->missing[i]);
+            m += (size_t)snprintf(miss + m, m < sizeof(miss) ? sizeof(miss) - m : 0, "%s%d",
+                                  m ? "," : "", w->missing[i]);
+        }
+    for (size_t i = 0; i < w->nwaiting; i++)
+        k += (size_t)snprintf(wait + k, k < sizeof(wait) ? sizeof(wait) - k : 0, "%s%d",
+                              k ? "," : "", w->waiting[i]);
+    ct_dg_evs(f, "op", "%s", ct_name_nccl_op((uint64_t)w->op->op));
+    ct_dg_evs(f, "comm_hash", "%016" PRIx64, w->op->comm);
+    ct_dg_ev(f, "seq", (double)w->op->seq);
+    ct_dg_evs(f, "waiting_ranks", "%s", wait);
+    ct_dg_evs(f, "missing_ranks", "%s", miss);
+    ct_dg_ev(f, "absent_comm_ranks", (double)w->nabsent);
+    ct_dg_ev(f, "waiting_since_us", (double)(w->since - c->rep->job->t0) / 1e3);
+    ct_dg_ev(f, "waited_us", (double)(w->until - w->since) / 1e3);
+    snprintf(f->summary, sizeof(f->summary),
+             "hang: rank(s) %s have waited %.1f ms in %s seq %" PRIu64
+             " for rank(s) %s, which never issued it%s",
+             wait, (double)(w->until - w->since) / 1e6, ct_name_nccl_op((uint64_t)w->op->op),
+             w->op->seq, m ? miss : "(not mapped to ranks)",
+             w->nabsent ? " (they left no flight-recorder window: nothing was pending there)" : "");
+}
+
+static int check_hang(struct ctx *c)
+{
+    return ct_hang_present(c->rep) ? ct_hang_waits(c->rep, hang_finding, c) : 0;
+}
+
 static int cmp_finding(const void *a, const void *b)
 {
+    /* a hang comes first: nothing else matters until the job runs again */
+    int hx = ((const struct ct_finding *)a)->kind == CT_FK_HANG;
+    int hy = ((const struct ct_finding *)b)->kind == CT_FK_HANG;
+    if (hx != hy)
+        return hy - hx;
     double x = ((const struct ct_finding *)a)->saving_us;
     double y = ((const struct ct_finding *)b)->saving_us;
     return (x < y) - (x > y);
@@ -617,9 +670,13 @@ int ct_diagnose(const struct ct_report *rep, const struct ct_trace_facts *facts,
     struct ctx c = {rep, o, d, rep->step_p50};
     d->step_us = rep->step_p50 / 1e3;
     d->iterations = rep->iterations;
+    int hrc = check_hang(&c); /* needs no iterations */
+    if (hrc)
+        return hrc;
     if (!rep->iterations || rep->step_p50 <= 0) {
         for (int k = 0; k < CT_FK_COUNT; k++)
-            ct_dg_insufficient(&c, k,
+            if (k != CT_FK_HANG)
+                ct_dg_insufficient(&c, k,
                                "no iterations found (no ProfilerStep ranges, marks or "
                                "repeating kernel pattern): no step time to weigh savings by");
         return 0;

@@ -27,6 +27,7 @@ enum ct_finding_kind {
     CT_FK_PAGEABLE_MEMCPY,
     CT_FK_THROTTLED_GPU,   /* health counters: slow kernels under clock throttling */
     CT_FK_HOST_CONTENTION, /* health counters: slow iterations under CPU run-queue pressure */
+    CT_FK_HANG,            /* flight-recorder windows: a collective some members never issued */
     CT_FK_COUNT
 };
 

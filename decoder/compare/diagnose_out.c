@@ -29,7 +29,11 @@ void ct_diagnosis_json(FILE *f, const struct ct_diagnosis *d, double min_saving)
         fputs("],", f);
         ct_json_member(f, "saving_us", x->saving_us, 3);
         fputc(',', f);
-        ct_json_member(f, "saving_pct", d->step_us > 0 ? 100 * x->saving_us / d->step_us : 0, 3);
+        /* a hang's "saving" is the time lost so far: no share of a step */
+        ct_json_member(f, "saving_pct",
+                       d->step_us > 0 && x->kind != CT_FK_HANG ? 100 * x->saving_us / d->step_us
+                                                               : NAN,
+                       3);
         fputc(',', f);
         ct_json_member(f, "confidence", x->confidence, 2);
         fputs(",\"evidence\":{", f);
@@ -65,9 +69,13 @@ void ct_diagnosis_text(FILE *f, const struct ct_diagnosis *d, double min_saving)
                 100 * min_saving);
     for (size_t i = 0; i < d->nf; i++) {
         const struct ct_finding *x = &d->f[i];
-        fprintf(f, "\n%zu. %s  saves ~%.1f us/iteration (%.1f%%), confidence %.2f, ranks", i + 1,
-                ct_finding_kind_name(x->kind), x->saving_us,
-                d->step_us > 0 ? 100 * x->saving_us / d->step_us : 0, x->confidence);
+        if (x->kind == CT_FK_HANG) /* time lost so far, not a saving per step */
+            fprintf(f, "\n%zu. hang  waited %.1f ms so far, confidence %.2f, ranks", i + 1,
+                    x->saving_us / 1e3, x->confidence);
+        else
+            fprintf(f, "\n%zu. %s  saves ~%.1f us/iteration (%.1f%%), confidence %.2f, ranks",
+                    i + 1, ct_finding_kind_name(x->kind), x->saving_us,
+                    d->step_us > 0 ? 100 * x->saving_us / d->step_us : 0, x->confidence);
         for (size_t r = 0; r < x->nranks; r++)
             fprintf(f, "%s%d", r ? "," : " ", x->ranks[r]);
         fprintf(f, "\n   %s\n   evidence:", x->summary);

@@ -66,6 +66,8 @@ static void shift_rank(struct ct_rank *r, int64_t d)
         shift_set(&p->data_wait, d);
         shift_set(&p->ckpt, d);
         shift_set(&p->capture, d);
+        if (p->last_ns != INT64_MIN)
+            p->last_ns += d;
     }
 }
 

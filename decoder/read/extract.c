@@ -271,6 +271,9 @@ static int on_meta(struct ex *x, const uint64_t *f)
 static int on_other(struct ex *x, const struct ct_record *r)
 {
     const uint64_t *f = r->f;
+    if (r->kind != CT_REC_IO && r->kind != CT_REC_NVTX_RANGE && r->kind != CT_REC_NVTX_MARK &&
+        (int64_t)f[0] > x->p->last_ns)
+        x->p->last_ns = (int64_t)f[0];
     switch (r->kind) {
     case CT_REC_IO: {
         const char *op = ct_reader_string(x->rd, f[CT_IO_OP]);
@@ -359,6 +362,7 @@ int ct_proc_extract_file(const char *path, const char *step_name, struct ct_proc
     memset(p, 0, sizeof(*p));
     p->rank = -1;
     p->capture_open = CT_OPEN_NONE;
+    p->last_ns = INT64_MIN;
     struct ct_reader rd;
     struct ex x = {.p = p, .rd = &rd, .step = step_name ? step_name : "ProfilerStep"};
     ct_hcollect_init(&x.health);

@@ -451,6 +451,8 @@ int ct_extract_finish(struct ex *x)
         ct_ivset_normalize(sets[k]);
     }
     rc = ct_capture_finish(p, off);
+    if (p->last_ns != INT64_MIN)
+        p->last_ns += off;
 out:
     free(perm);
     free(inv);

@@ -166,6 +166,7 @@ int ct_proc_extract(struct ct_trace *t, const char *step_name, struct ct_proc *p
 {
     memset(p, 0, sizeof(*p));
     p->capture_open = CT_OPEN_NONE;
+    p->last_ns = INT64_MIN;
     p->rank = t->rank;
     p->pid = t->rd.hdr.pid;
     const char *h = ct_trace_meta(t, "host");
@@ -307,7 +308,16 @@ int ct_proc_extract(struct ct_trace *t, const char *step_name, struct ct_proc *p
                 rc = ct_ivset_add(&p->ckpt, s, e);
             break;
         }
+        case CT_REC_CLOCK:
+        case CT_REC_COUNTER:
+        case CT_REC_ERROR:
+        case CT_REC_DROP:
+            if ((int64_t)f[0] + off > p->last_ns)
+                p->last_ns = (int64_t)f[0] + off;
+            break;
         case CT_REC_META: {
+            if ((int64_t)f[0] + off > p->last_ns)
+                p->last_ns = (int64_t)f[0] + off;
             const char *key = ct_reader_string(&t->rd, f[CT_META_KEY]);
             const char *val = ct_reader_string(&t->rd, f[CT_META_VALUE]);
             if (f[CT_META_SCOPE] == CT_SCOPE_RECORDER && !strcmp(key, "capture"))

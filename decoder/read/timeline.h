@@ -129,6 +129,10 @@ struct ct_proc {
      * (its mark lost with the frames before it) from -CT_OPEN_END. */
     struct ct_ivset capture;
     int64_t capture_open; /* raw start of the window still open, CT_OPEN_NONE */
+    /* the latest time of the trace's own records (metadata, counters,
+     * errors, clock syncs: a flight-recorder window's are from when it was
+     * written), INT64_MIN when none */
+    int64_t last_ns;
     uint8_t windowed, light;
     uint32_t light_window_ms, light_period_ms; /* light mode's schedule, 0 unknown */
     struct ct_kineto *kin; /* Kineto input only (decoder/kineto/kineto.h), else NULL */

@@ -400,7 +400,62 @@ START_TEST(hang_is_detected_and_the_report_names_the_missing_rank)
         pending++;
     ck_assert_msg(pending == 3, "%s", out);
     ck_assert_msg(strstr(out, "\"pending\":[]"), "%s", out); /* rank 1's */
-    ck_assert_msg(strstr(out, "\"seq\":1,\"missing_ranks\":[1]}"), "%s", out);
+    ck_assert_msg(strstr(out, "\"seq\":1,\"missing_ranks\":[1],\"absent_comm_ranks\":[],"
+                              "\"waiting_ranks\":[0,2,3]"),
+                  "%s", out);
+}
+END_TEST
+
+/* Output of `cutrace ARGS` (static; fails the test on a non-zero status). */
+static const char *cutrace_out(const char *args)
+{
+    char cmd[1200];
+    snprintf(cmd, sizeof(cmd), "%s %s", th_env("CT_CUTRACE"), args);
+    FILE *f = popen(cmd, "r");
+    ck_assert_ptr_nonnull(f);
+    static char out[1 << 16];
+    size_t n = fread(out, 1, sizeof(out) - 1, f);
+    out[n] = 0;
+    ck_assert_int_eq(pclose(f), 0);
+    return out;
+}
+
+/* The culprit of a hang has nothing pending, so its hang detector never
+ * fires and it writes no window: it is absent from the inputs. The
+ * communicator's size still names it, and diagnose puts the hang first. */
+START_TEST(hang_names_the_rank_that_left_no_window)
+{
+    char p[700];
+    const char *env[] = {plugin_env(p, sizeof(p)), "CUTRACE_FLIGHT=10", "CUTRACE_HANG_S=1", NULL};
+    static char libpath[600], cupti[600];
+    snprintf(libpath, sizeof(libpath), "LD_LIBRARY_PATH=%s", th_env("CT_FAKEGPU_DIR"));
+    snprintf(cupti, sizeof(cupti), "CUTRACE_CUPTI_LIB=%s", th_env("CT_FAKE_CUPTI"));
+    const char *all[] = {libpath, cupti, env[0], env[1], env[2], NULL};
+    const char *argv[] = {w_nccl(), "launch", "4", "hang_quiet", NULL};
+    struct th_run_opts o = {.preload = th_env("CT_SHIM"), .env = all};
+    struct th_run r;
+    th_run(&r, &o, argv);
+    ck_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
+    char paths[4][TH_RUN_PATH];
+    ck_assert_int_eq(th_run_traces(&r, 0, paths, 4), 3); /* ranks 0, 2, 3: no window of rank 1 */
+    char args[700];
+    snprintf(args, sizeof(args), "report --json %s", r.traces);
+    const char *out = cutrace_out(args);
+    ck_assert_msg(strstr(out, "\"seq\":1,\"missing_ranks\":[1],\"absent_comm_ranks\":[1],"
+                              "\"waiting_ranks\":[0,2,3]"),
+                  "%s", out);
+    snprintf(args, sizeof(args), "report %s", r.traces);
+    out = cutrace_out(args);
+    ck_assert_msg(strstr(out, "seq 1: rank(s) 0,2,3 wait since") &&
+                      strstr(out, "for rank(s) 1, which never issued it (comm rank(s) 1 left no "
+                                  "trace"),
+                  "%s", out);
+    snprintf(args, sizeof(args), "diagnose --json %s", r.traces);
+    out = cutrace_out(args);
+    const char *fnd = strstr(out, "\"findings\":[{\"kind\":\"hang\"");
+    ck_assert_msg(fnd, "%s", out);
+    ck_assert_msg(strstr(fnd, "\"ranks\":[1]"), "%s", out);
+    ck_assert_msg(strstr(fnd, "\"waiting_ranks\":\"0,2,3\""), "%s", out);
 }
 END_TEST
 
@@ -433,6 +488,7 @@ Suite *nccl_suite(void)
     tcase_add_test(tc, split_communicators_hash_alike_per_color);
     tcase_add_test(tc, job_without_nccl_is_untouched);
     tcase_add_test(tc, hang_is_detected_and_the_report_names_the_missing_rank);
+    tcase_add_test(tc, hang_names_the_rank_that_left_no_window);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -229,6 +229,7 @@ static void same_proc(const struct ct_proc *a, const struct ct_proc *b)
     ck_assert_int_eq(a->windowed, b->windowed);
     ck_assert_int_eq(a->light, b->light);
     ck_assert_uint_eq(a->light_window_ms, b->light_window_ms);
+    ck_assert_int_eq(a->last_ns, b->last_ns);
 }
 
 START_TEST(streaming_equals_sorted_record_walk_on_shuffled_trace)
