@@ -90,6 +90,11 @@ struct dev_ident {
     atomic_int ready; /* written once by a job thread, read by the writer */
 };
 static struct dev_ident g_ident[CT_HEALTH_MAX_DEV];
+/* A device was described since the last sample: the next writer pass
+ * samples at once, so counters start with the device's first use, not one
+ * period later (a job throttled from its start read as throttled only from
+ * the first period on) */
+static atomic_int g_new_device;
 
 void ct_health_device(int dev, const char *uuid, const char *pci)
 {
@@ -98,6 +103,7 @@ void ct_health_device(int dev, const char *uuid, const char *pci)
     snprintf(g_ident[dev].uuid, sizeof(g_ident[dev].uuid), "%s", uuid ? uuid : "");
     snprintf(g_ident[dev].pci, sizeof(g_ident[dev].pci), "%s", pci ? pci : "");
     atomic_store_explicit(&g_ident[dev].ready, 1, memory_order_release);
+    atomic_store_explicit(&g_new_device, 1, memory_order_release);
 }
 
 /* ------------------------------------------------ counters */
@@ -393,8 +399,11 @@ static void sample_device(uint64_t now, int d)
 /* Writer thread, every pass: a sample when the period is up. */
 static void tick(uint64_t now)
 {
-    if (now < h.next_ns || !ct_shim_live())
+    int fresh = atomic_load_explicit(&g_new_device, memory_order_acquire);
+    if ((now < h.next_ns && !fresh) || !ct_shim_live())
         return;
+    if (fresh)
+        atomic_store_explicit(&g_new_device, 0, memory_order_relaxed);
     h.next_ns = now + (uint64_t)h.period_ms * 1000000u;
     uint64_t c0 = thread_cpu_ns();
     sample_host(now);

@@ -402,6 +402,21 @@ def case_throttle():
                   str(f))
 
 
+def first_sample_at_first_launch(dump, ranks):
+    """Device counters start at the device's first use (its first launch
+    describes it), not a sampling period later: the writer samples on its
+    next pass (<= 5 ms; 20 ms allowed for a loaded CPU)."""
+    counters = [x for x in dump if x["kind"] == "counter"]
+    for r in range(ranks):
+        first_dev = min((x["start_ns"] for x in counters if x["rank"] == r and x["device"] >= 0),
+                        default=None)
+        first_launch = min((x["start_ns"] for x in dump if x["kind"] == "api" and x["rank"] == r
+                            and x["family"] == "launch"), default=None)
+        check(f"rank {r} first device sample at its first launch",
+              first_dev is not None and first_launch is not None and
+              first_dev - first_launch < 20e6, f"{first_dev} {first_launch}")
+
+
 def case_throttle_full():
     # Capped from cuInit on: every kernel of rank 1 is 1980/1410 slower,
     # which makes it the compute straggler; that finding must point to the
@@ -417,6 +432,15 @@ def case_throttle_full():
           s and s[0]["evidence"].get("explained_by") == "throttled_gpu", str(s))
     check("throttled_gpu on rank 1",
           [f["ranks"] for f in findings(diag, "throttled_gpu")] == [[1]], str(diag))
+    # the same at the default period (100 ms): counters from the first
+    # launch on, so a GPU capped from the start reads throttled throughout
+    # (the first sample used to come a period late, after the job's start)
+    env["CUTRACE_HEALTH_MS"] = "100"
+    rep, diag, dump = run_traces("throttle_full", 4, env)
+    first_sample_at_first_launch(dump, 4)
+    h = rep["ranks"][1]["health"]
+    near("rank 1 throttled share at 100 ms", h["throttled_pct"], 100, 0, 0.5)
+    near("rank 1 counters cover its window", h["covered_us"], rep["ranks"][1]["window_us"], 0.05)
 
 
 def case_throttle_nonvml():
