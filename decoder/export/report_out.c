@@ -208,6 +208,12 @@ static void provenance_json(FILE *f, const struct ct_rank_result *x, int64_t t0)
 {
     const struct ct_rank *R = x->rank;
     const struct ct_proc *p = R->nprocs ? R->procs[0] : NULL;
+    /* a rank is a (process, device): which ones */
+    fprintf(f, "\"pid\":%" PRIu32 ",\"device\":", p ? p->pid : 0);
+    if (p && p->device >= 0)
+        fprintf(f, "%" PRId32 ",", p->device);
+    else
+        fprintf(f, "null,");
     fprintf(f, "\"capture\":{\"mode\":\"%s\",\"recorded\":\"%s\",",
             p && p->light ? "light" : "full", R->cover ? "windows" : "throughout");
     if (R->cover) {
@@ -465,6 +471,27 @@ static void provenance_text(FILE *f, const struct ct_report *rep)
                 ": %zu window(s) covering %.3f s of %.3f s (%.1f%%); every figure is over the "
                 "windows, and figures the windows cannot show are left out (JSON unavailable)\n",
                 nwin, (double)cov / 1e9, (double)span / 1e9, pct(cov, span));
+    }
+    /* processes that drive several devices: one rank per device */
+    size_t shared = 0;
+    for (size_t r = 0; r < rep->nr; r++)
+        for (size_t q = 0; q < rep->nr; q++)
+            if (q != r && rep->rr[q].rank->nprocs && rep->rr[r].rank->nprocs &&
+                rep->rr[q].rank->procs[0]->pid == rep->rr[r].rank->procs[0]->pid &&
+                !strcmp(rep->rr[q].rank->host, rep->rr[r].rank->host)) {
+                shared++;
+                break;
+            }
+    if (shared) {
+        fprintf(f, "Ranks per device: %zu rank(s) share a process that drives several GPUs:", shared);
+        size_t shown = 0;
+        for (size_t r = 0; r < rep->nr && shown < 16; r++) {
+            const struct ct_proc *p = rep->rr[r].rank->nprocs ? rep->rr[r].rank->procs[0] : NULL;
+            if (p && p->device >= 0)
+                fprintf(f, "%s rank %d = pid %" PRIu32 " GPU %" PRId32, shown++ ? "," : "",
+                        rep->rr[r].rank->rank, p->pid, p->device);
+        }
+        fprintf(f, "%s\n", rep->nr > 16 ? " ..." : "");
     }
     if (!rep->nr)
         return;

@@ -88,6 +88,8 @@ static int on_gpu(struct ex *x, const uint64_t *c, size_t st)
             return -ENOMEM;
         ct_cov_source(&x->p->cov, FLD(CT_GPU_SOURCE));
         idx = x->ops.n++;
+        if (ct_sdev_note(x->p, g->stream, (int32_t)(int64_t)FLD(CT_GPU_DEVICE)))
+            return -ENOMEM;
     }
     return ct_kv_push(&x->gcorr, FLD(CT_GPU_CORR), idx);
 }
@@ -119,6 +121,7 @@ static int on_nccl(struct ex *x, const uint64_t *c, size_t st, uint32_t tid)
     n->comm_rank = (int32_t)FLD(CT_NCCL_RANK);
     n->peer = (int32_t)FLD(CT_NCCL_PEER);
     n->nranks = (int32_t)FLD(CT_NCCL_NRANKS);
+    n->stream = (uint32_t)FLD(CT_NCCL_STREAM);
     n->op = (uint8_t)FLD(CT_NCCL_OP);
     n->cls = CT_CL_OTHER;
     uint64_t synth = NONE;
@@ -249,6 +252,10 @@ static int on_meta(struct ex *x, const uint64_t *f)
         !strcmp(ct_reader_string(x->rd, f[CT_META_KEY]), "capture"))
         return ct_capture_mark(x->p, ct_reader_string(x->rd, f[CT_META_VALUE]),
                                (int64_t)f[CT_META_TIME]);
+    if (f[CT_META_SCOPE] == CT_SCOPE_STREAM &&
+        !strcmp(ct_reader_string(x->rd, f[CT_META_KEY]), "device"))
+        return ct_sdev_note(x->p, (uint32_t)f[CT_META_SCOPE_ID],
+                            (int32_t)strtol(ct_reader_string(x->rd, f[CT_META_VALUE]), NULL, 10));
     if (f[CT_META_SCOPE] != CT_SCOPE_PROCESS)
         return 0;
     const char *key = ct_reader_string(x->rd, f[CT_META_KEY]);
@@ -349,7 +356,7 @@ static const uint32_t *extract_fields(void)
                         F(CT_API_FAMILY) | F(CT_API_KERNEL) | F(CT_API_BYTES) |
                         F(CT_API_COPY_KIND) | F(CT_API_FLAGS);
         m[CT_REC_GPU] = F(CT_GPU_START) | F(CT_GPU_END) | F(CT_GPU_STREAM) | F(CT_GPU_CORR) |
-                        F(CT_GPU_TYPE) | F(CT_GPU_NAME) | F(CT_GPU_SOURCE);
+                        F(CT_GPU_TYPE) | F(CT_GPU_NAME) | F(CT_GPU_SOURCE) | F(CT_GPU_DEVICE);
     }
     return m;
 }

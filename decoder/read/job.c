@@ -23,6 +23,7 @@ void ct_proc_free(struct ct_proc *p)
     ct_ivset_free(&p->data_wait);
     ct_ivset_free(&p->ckpt);
     ct_ivset_free(&p->capture);
+    free(p->sdev);
     free(p->steps);
     for (size_t i = 0; i < p->nnames; i++)
         free(p->names[i]);
@@ -360,8 +361,11 @@ static int cmp_rank(const void *a, const void *b)
 int ct_job_build(struct ct_job *job, struct ct_proc *procs, size_t nprocs)
 {
     memset(job, 0, sizeof(*job));
+    int src = ct_split_devices(&procs, &nprocs); /* a device is a rank */
     job->procs = procs;
     job->nprocs = nprocs;
+    if (src)
+        return src;
     int64_t *rk = malloc((nprocs ? nprocs : 1) * sizeof(*rk));
     job->ranks = calloc(nprocs ? nprocs : 1, sizeof(*job->ranks));
     if (!rk || !job->ranks) {

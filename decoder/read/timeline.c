@@ -237,6 +237,7 @@ int ct_proc_extract(struct ct_trace *t, const char *step_name, struct ct_proc *p
             g->nccl = call && call->kind == CT_REC_NCCL ? -2 - (int32_t)(call - t->recs) : -1;
             ct_cov_source(&p->cov, (uint8_t)f[CT_GPU_SOURCE]);
             p->nops++;
+            rc = ct_sdev_note(p, g->stream, (int32_t)(int64_t)f[CT_GPU_DEVICE]);
             break;
         }
         case CT_REC_NCCL: {
@@ -255,6 +256,7 @@ int ct_proc_extract(struct ct_trace *t, const char *step_name, struct ct_proc *p
             n->comm_rank = (int32_t)f[CT_NCCL_RANK];
             n->peer = (int32_t)f[CT_NCCL_PEER];
             n->nranks = (int32_t)f[CT_NCCL_NRANKS];
+            n->stream = (uint32_t)f[CT_NCCL_STREAM];
             n->op = (uint8_t)f[CT_NCCL_OP];
             n->cls = CT_CL_OTHER;
             if (f[CT_NCCL_GPU_START] && f[CT_NCCL_GPU_END] > f[CT_NCCL_GPU_START]) {
@@ -322,6 +324,8 @@ int ct_proc_extract(struct ct_trace *t, const char *step_name, struct ct_proc *p
             const char *val = ct_reader_string(&t->rd, f[CT_META_VALUE]);
             if (f[CT_META_SCOPE] == CT_SCOPE_RECORDER && !strcmp(key, "capture"))
                 rc = ct_capture_mark(p, val, (int64_t)f[CT_META_TIME]);
+            else if (f[CT_META_SCOPE] == CT_SCOPE_STREAM && !strcmp(key, "device"))
+                rc = ct_sdev_note(p, (uint32_t)f[CT_META_SCOPE_ID], (int32_t)strtol(val, NULL, 10));
             else if (f[CT_META_SCOPE] == CT_SCOPE_PROCESS)
                 ct_capture_meta(p, key, val);
             break;

@@ -73,7 +73,14 @@ struct ct_nop {
                     * included): the transfer can begin only then; 0 when
                     * the op was not matched across ranks */
     int32_t comm_rank, peer, nranks;
+    uint32_t stream; /* its stream's id: the device it ran on (ct_sdev_of) */
     uint8_t op, cls;
+};
+
+/* A stream id and the device it belongs to. */
+struct ct_sdev {
+    uint32_t stream;
+    int32_t dev;
 };
 
 /* A named host range (NVTX range or a mark: s == e). */
@@ -135,6 +142,9 @@ struct ct_proc {
     int64_t last_ns;
     uint8_t windowed, light;
     uint32_t light_window_ms, light_period_ms; /* light mode's schedule, 0 unknown */
+    struct ct_sdev *sdev; /* the device of each stream the trace names */
+    size_t nsdev, capsdev;
+    int32_t device; /* the device it drives (ct_split_devices), -1 unknown */
     struct ct_kineto *kin; /* Kineto input only (decoder/kineto/kineto.h), else NULL */
 };
 #define CT_OPEN_END  (INT64_MAX / 4)
@@ -179,6 +189,15 @@ int64_t ct_step_number(const char *msg);
 int ct_capture_mark(struct ct_proc *p, const char *value, int64_t t);
 void ct_capture_meta(struct ct_proc *p, const char *key, const char *value);
 int ct_capture_finish(struct ct_proc *p, int64_t off);
+
+/* devices.c: notes that stream id `stream` belongs to device dev (dev < 0:
+ * nothing to note), 0 or -ENOMEM; the device of a stream, -1 unknown; and
+ * the split of every process that drives several devices into one process
+ * per device (procs reallocated, *nprocs grown; rules in devices.c), 0 or
+ * -ENOMEM. */
+int ct_sdev_note(struct ct_proc *p, uint32_t stream, int32_t dev);
+int32_t ct_sdev_of(const struct ct_proc *p, uint32_t stream);
+int ct_split_devices(struct ct_proc **procs, size_t *nprocs);
 
 struct ct_rank {
     int rank;

@@ -46,7 +46,7 @@ def near(what, got, want, rel, abs_=0.0):
     check(what, abs(got - want) <= tol, f"got {got:.3f}, want {want:.3f} +- {tol:.3f}")
 
 
-def run(case, ranks, extra_env=None):
+def run(case, ranks, extra_env=None, processes=None):
     d = tempfile.mkdtemp(prefix=f"labelled-{case}-")
     scratch.append(d)
     env = dict(os.environ)
@@ -60,7 +60,8 @@ def run(case, ranks, extra_env=None):
     cutrace = os.environ["CT_CUTRACE"]
     traces = os.path.join(d, "traces")
     p = subprocess.run([cutrace, "run", "-o", traces, "--", os.environ["CT_W_JOB"], "launch",
-                        str(ranks), case], env=env, capture_output=True, text=True, timeout=300)
+                        str(processes or ranks), case], env=env, capture_output=True, text=True,
+                       timeout=300)
     if p.returncode != 0:
         sys.exit(f"{case}: job failed ({p.returncode}): {p.stderr}")
     r = subprocess.run([cutrace, "report", "--json", traces], capture_output=True, text=True,
@@ -270,6 +271,35 @@ def case_clock(rep, out):
     near("relative skew correction", sk[1] - sk[0], -5000, 0, 50)
 
 
+def case_multigpu(rep, out):
+    # one process, two devices: a rank each (w_job.c states the schedule)
+    ks = sorted(rep["ranks"], key=lambda k: k["device"])
+    check("one process, devices 0 and 1", [k["device"] for k in ks] == [0, 1] and
+          ks[0]["pid"] == ks[1]["pid"], str([(k["rank"], k["pid"], k["device"]) for k in ks]))
+    transfer = 1048576 / 1e9 * 1e6  # 1 MiB at FAKEGPU_NET_GBPS=1, in us
+    step = 8000 + transfer
+    for k, compute in zip(ks, (8000, 2000)):
+        d = k["device"]
+        check(f"device {d} iterations", len(k["iterations"]) == 10, str(len(k["iterations"])))
+        near(f"device {d} compute per iteration", median_iter(k, "compute_us"), compute, 0.01)
+        near(f"device {d} iteration duration", median_iter(k, "duration_us"), step, 0.05, 200)
+        # the all-reduce starts when the later device arrives: device 1
+        # waits the 6 ms device 0 computes longer, and none of it is hidden
+        near(f"device {d} comm per iteration", median_iter(k, "comm_us"),
+             transfer + 8000 - compute, 0.05, 200)
+        near(f"device {d} exposed comm per iteration", median_iter(k, "exposed_comm_us"),
+             transfer + 8000 - compute, 0.05, 200)
+    # device 1 idles or waits 7 of every ~9 ms (the merged rank read as 97 % busy)
+    w = ks[1]["window_us"]
+    check("device 1 idles or waits most of each step",
+          (ks[1]["idle_us"] + ks[1]["exposed_comm_us"]) / w > 0.7, str(ks[1]))
+    c = rep["collectives"]
+    check("one collective row across the two devices", len(c) == 1 and c[0]["nranks"] == 2 and
+          c[0]["count"] == 20 and c[0]["matched"] == 20, str(c))
+    if c:
+        near("all-reduce transfer p50", c[0]["transfer_p50_us"], transfer, 0.01)
+
+
 CASES = {
     "dp": (2, lambda rep, out: case_dp(rep, out, True), None),
     "dp_seq": (2, lambda rep, out: case_dp(rep, out, False), None),
@@ -284,6 +314,8 @@ CASES = {
     "tiny": (1, case_tiny, {"CUTRACE_BUFFER_KB": "16384"}),
     "drain": (1, case_drain, None),
     "clock": (2, case_clock, {"W_JOB_RANK1_CLOCK_OFFSET_NS": "5000000"}),
+    # ranks: devices; one process drives them (main() launches one)
+    "multigpu": (2, case_multigpu, {"FAKEGPU_DEVICES": "2"}),
 }
 
 
@@ -480,7 +512,8 @@ def main():
         HEALTH_CASES[name]()
     else:
         ranks, fn, env = CASES[name]
-        rep, out = run("dp" if name == "clock" else name, ranks, env)
+        rep, out = run("dp" if name == "clock" else name, ranks, env,
+                       1 if name == "multigpu" else None)
         fn(rep, out)
     if failures:
         print(f"{name}: {len(failures)} check(s) failed (traces kept in {', '.join(scratch)}):")

@@ -57,6 +57,14 @@
  *            it computes 36, the others 24 and wait 21 (46.7 % bubble),
  *            of which (p-1)/m x 24 = 9 is the schedule's and 36 - 24 = 12
  *            the imbalance's: no excess beyond the imbalance.
+ *   multigpu   1 process driving 2 devices (FAKEGPU_DEVICES=2), as JAX and
+ *            XLA do: communicators from ncclCommInitAll; each of 10 steps
+ *            launches 8 compute kernels (1) on device 0 and 2 on device
+ *            1, then one grouped all-reduce of 1 MB across both (1 after
+ *            the later arrival). Device 0: compute 8, exposed comm 1, a
+ *            step of 9; device 1: compute 2, then it waits 6 in the
+ *            all-reduce (comm 7, exposed 7), idle or waiting 7/9 = 78 %
+ *            of every step.
  *   pipe_stall pipe where stage 1, before sending the activations of
  *            micro-batches 0, 2, 4 and 6, synchronises its stream and does
  *            2 ms of host work (as a host-side check of each micro-batch
@@ -404,6 +412,55 @@ static void host_stall(struct rank *k, int64_t ns)
         x = x + 1;
 }
 
+/* ------------------------------------------------------------ multigpu */
+
+static int multigpu(void)
+{
+    CUdevice dev[2];
+    CUcontext ctx[2];
+    CUmodule mod[2];
+    CUstream st[2];
+    CUdeviceptr buf[2];
+    CUfunction f[2];
+    CHECK(cuInit(0));
+    for (int d = 0; d < 2; d++) {
+        CHECK(cuDeviceGet(&dev[d], d));
+        CHECK(cuDevicePrimaryCtxRetain(&ctx[d], dev[d]));
+        CHECK(cuCtxSetCurrent(ctx[d]));
+        CHECK(cuModuleLoadData(&mod[d], "labelled"));
+        CHECK(cuModuleGetFunction(&f[d], mod[d], "compute__1000us"));
+        CHECK(cuStreamCreate(&st[d], CU_STREAM_NON_BLOCKING));
+        CHECK(cuMemAlloc(&buf[d], 1u << 20));
+    }
+    ncclComm_t comm[2];
+    int devs[2] = {0, 1};
+    CHECK(ncclCommInitAll(comm, 2, devs));
+    for (int i = 0, n = steps(10); i < n; i++) {
+        step_begin(i);
+        for (int d = 0; d < 2; d++) {
+            CHECK(cuCtxSetCurrent(ctx[d]));
+            for (int j = 0; j < (d == 0 ? 8 : 2); j++)
+                CHECK(cuLaunchKernel(f[d], 1, 1, 1, 128, 1, 1, 0, st[d], NULL, NULL));
+        }
+        CHECK(ncclGroupStart());
+        for (int d = 0; d < 2; d++) {
+            CHECK(cuCtxSetCurrent(ctx[d]));
+            CHECK(ncclAllReduce((void *)buf[d], (void *)buf[d], 1u << 18, ncclFloat32, ncclSum,
+                                comm[d], (cudaStream_t)st[d]));
+        }
+        CHECK(ncclGroupEnd());
+        for (int d = 0; d < 2; d++) {
+            CHECK(cuCtxSetCurrent(ctx[d]));
+            CHECK(cuStreamSynchronize(st[d]));
+        }
+        cutrace_range_pop();
+    }
+    for (int d = 0; d < 2; d++)
+        CHECK(ncclCommDestroy(comm[d]));
+    fflush(stdout);
+    return 0;
+}
+
 /* The pipe schedule (pipe_1f1b, which keeps its own copy so its stated
  * truth never moves) with the last stage's kernels named slow_f/slow_b,
  * and on stage stall_stage a stream sync plus stall_ns of host work before
@@ -477,6 +534,8 @@ static void unhex(const char *s, ncclUniqueId *id)
 
 static int rank_main(int r, int n, const char *idhex, const char *c)
 {
+    if (!strcmp(c, "multigpu"))
+        return multigpu(); /* its one process drives both devices */
     int req[2] = {-1, -1}, data[2] = {-1, -1};
     if (!strcmp(c, "loader")) { /* the worker is forked before CUDA, like DataLoader's */
         if (pipe(req) || pipe(data))

@@ -393,6 +393,54 @@ START_TEST(idle_breakdown_does_not_depend_on_op_order)
 END_TEST
 
 /*
+ * One process (rank 0 by its launcher) driving two devices: stream 1 on
+ * device 0, stream 2 on device 1; two steps [0,100) [100,200) of a kernel
+ * of 80 on device 0 and 20 on device 1, then an all-reduce (comm 5, 2
+ * ranks: device 0 is comm rank 0, device 1 comm rank 1) that runs [80,90)
+ * on device 0 and [20,90) on device 1, which waits. Two ranks, numbered by
+ * comm rank, one device each: compute 160 and 40, communication 20 and
+ * 140, both with the host's two step ranges, the collective matched.
+ */
+START_TEST(a_process_that_drives_two_devices_is_a_rank_per_device)
+{
+    struct tb_job b;
+    tb_init(&b);
+    struct ct_proc *p = tb_proc(&b, 0);
+    tb_device(p, 1, 0);
+    tb_device(p, 2, 1);
+    for (int k = 0; k < 2; k++) {
+        int64_t t = 100 * k;
+        tb_range(p, t, t + 100, k);
+        tb_kernel(p, "big", 1, t, t + 80, t);
+        tb_kernel(p, "small", 2, t, t + 20, t);
+        tb_nccl(p, (struct tb_coll){CT_NCCL_OP_ALLREDUCE, 5, (uint64_t)k, 1 << 20, 0, -1, 2, 1,
+                                    t + 80, t + 90, t + 1});
+        tb_nccl(p, (struct tb_coll){CT_NCCL_OP_ALLREDUCE, 5, (uint64_t)k, 1 << 20, 1, -1, 2, 2,
+                                    t + 20, t + 90, t + 2});
+    }
+    struct ct_job job;
+    tb_build(&b, &job);
+    ck_assert_uint_eq(job.nranks, 2);
+    struct ct_report rep;
+    tb_analyze(&job, NULL, &rep);
+    const struct ct_rank_result *d0 = tb_result(&rep, 0), *d1 = tb_result(&rep, 1);
+    ck_assert_int_eq(d0->rank->procs[0]->device, 0);
+    ck_assert_int_eq(d1->rank->procs[0]->device, 1);
+    ck_assert_uint_eq(d0->rank->procs[0]->pid, d1->rank->procs[0]->pid);
+    ck_assert_int_eq(d0->compute, TB_US(160));
+    ck_assert_int_eq(d1->compute, TB_US(40));
+    ck_assert_int_eq(d0->comm, TB_US(20));
+    ck_assert_int_eq(d1->comm, TB_US(140));
+    ck_assert_uint_eq(d0->niters, 2);
+    ck_assert_uint_eq(d1->niters, 2);
+    ck_assert_uint_eq(rep.ncoll, 1);
+    ck_assert_uint_eq(rep.coll[0].matched, 4); /* each op of each rank */
+    ct_report_free(&rep);
+    ct_job_free(&job);
+}
+END_TEST
+
+/*
  * A rank recorded in two capture windows, host [0, 100) and [300, 400) µs,
  * paused in between (light mode):
  *   A [10,50) launched 5, B [60,90) launched 55, C [110,130) launched 95
@@ -468,6 +516,7 @@ Suite *breakdown_suite(void)
     tcase_add_test(tc, overlapping_ops_on_a_stream_leave_no_gap);
     tcase_add_test(tc, idle_breakdown_does_not_depend_on_op_order);
     tcase_add_test(tc, capture_windows_leave_the_pause_out_of_every_figure);
+    tcase_add_test(tc, a_process_that_drives_two_devices_is_a_rank_per_device);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -107,6 +107,7 @@ void tb_nccl(struct ct_proc *p, struct tb_coll o)
     n->comm_rank = o.comm_rank;
     n->peer = o.peer;
     n->nranks = o.nranks;
+    n->stream = o.stream;
     n->host_s = TB_US(o.launch ? o.launch : o.s);
     n->host_e = n->host_s + TB_US(1);
     if (!o.e)
@@ -145,6 +146,11 @@ void tb_data_wait(struct ct_proc *p, int64_t s, int64_t e)
 void tb_ckpt(struct ct_proc *p, int64_t s, int64_t e)
 {
     add_iv(&p->ckpt, s, e);
+}
+
+void tb_device(struct ct_proc *p, uint32_t stream, int32_t dev)
+{
+    ck_assert_int_eq(ct_sdev_note(p, stream, dev), 0);
 }
 
 void tb_capture(struct ct_proc *p, int64_t s, int64_t e)

@@ -68,6 +68,10 @@ void tb_ckpt(struct ct_proc *p, int64_t s, int64_t e);
 void tb_range(struct ct_proc *p, int64_t s, int64_t e, int64_t num);
 void tb_mark(struct ct_proc *p, int64_t t, int64_t num);
 
+/* Stream `stream` of the process is on device dev (the shim's stream
+ * metadata, or the device of its GPU records). */
+void tb_device(struct ct_proc *p, uint32_t stream, int32_t dev);
+
 /* A capture window [s, e) in µs (host times, as its marks say): the process
  * was recorded in windows (light mode, a paused start). */
 void tb_capture(struct ct_proc *p, int64_t s, int64_t e);
