@@ -246,13 +246,15 @@ static int pipeline_topology(struct ct_report *rep)
     for (size_t r = 0; r < nr; r++) {
         if (!deg[r] || rep->rr[r].pp_stages)
             continue;
-        int comp[4096];
+        int *comp = malloc(nr * sizeof(*comp)); /* a component: at most every rank */
+        if (!comp)
+            goto out;
         size_t nc = 0, head = 0;
         comp[nc++] = (int)r;
         rep->rr[r].pp_stages = -1;
         int chain = 1;
         double m = m_a[r];
-        while (head < nc && nc < 4096) {
+        while (head < nc) {
             int x = comp[head++];
             if (bad[x] || deg[x] > 2)
                 chain = 0;
@@ -280,6 +282,7 @@ static int pipeline_topology(struct ct_report *rep)
             rr->expected_bubble_pct =
                 chain ? 100.0 * (double)(nc - 1) / (double)(mi + (int)nc - 1) : -1;
         }
+        free(comp);
     }
     for (size_t r = 0; r < nr; r++)
         if (rep->rr[r].pp_stages < 0)

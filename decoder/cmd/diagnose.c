@@ -121,6 +121,8 @@ int ct_cmd_diagnose(int argc, char **argv)
     ct_report_free(&rep);
     ct_job_free(&job);
 out:
+    if (d)
+        ct_diagnosis_free(d);
     free(d);
     for (size_t i = 0; run.facts && i < run.n; i++)
         ct_facts_free(&run.facts[i]);

@@ -482,10 +482,12 @@ static void check_idle(struct ctx *c)
     for (int kind = CT_FK_DATA_STALL; kind <= CT_FK_SYNC_DRAIN; kind++) {
         /* the median rank: a stall on one rank alone makes it late for its
          * peers, which the host-straggler check reports */
-        double v[64], w[64];
+        double *v = malloc(2 * (rep->nr ? rep->nr : 1) * sizeof(*v)), *w = v + rep->nr;
+        if (!v)
+            return; /* out of memory: these checks do not run */
         size_t n = 0;
         size_t withheld = 0;
-        for (size_t r = 0; r < rep->nr && n < 64; r++) {
+        for (size_t r = 0; r < rep->nr; r++) {
             const struct ct_rank_result *x = &rep->rr[r];
             if (!x->niters)
                 continue;
@@ -497,6 +499,7 @@ static void check_idle(struct ctx *c)
             w[n++] = ct_dg_per_iter(x, x->idle);
         }
         double best = n ? ct_median(v, n) : 0, idle = n ? ct_median(w, n) : 0;
+        free(v);
         if (!n && withheld)
             ct_dg_insufficient(c, kind,
                                "checkpoints between capture windows are not recorded, and no "
@@ -584,10 +587,13 @@ static void check_pageable(struct ctx *c, const struct ct_trace_facts *facts, si
     double ranks = tmp.nranks ? (double)tmp.nranks : 1;
     double saving = total / ranks / (double)rep->iterations;
     struct ct_finding *f = ct_dg_add(c, CT_FK_PAGEABLE_MEMCPY, saving, 0.7);
-    if (!f)
+    if (!f) {
+        free(tmp.ranks);
         return;
-    memcpy(f->ranks, tmp.ranks, sizeof(f->ranks));
+    }
+    f->ranks = tmp.ranks; /* the list moves to the finding */
     f->nranks = tmp.nranks;
+    f->capranks = tmp.capranks;
     ct_dg_ev(f, "blocking_async_copies", (double)count);
     ct_dg_ev(f, "async_copies", (double)async_copies);
     ct_dg_ev(f, "host_blocked_us_per_iteration", saving / 1e3);

@@ -31,6 +31,10 @@ enum ct_finding_kind {
     CT_FK_COUNT
 };
 
+/* Frees what the findings of d hold (their rank lists). */
+struct ct_diagnosis;
+void ct_diagnosis_free(struct ct_diagnosis *d);
+
 /* The fixed `kind` string of a finding ("exposed_communication", ...). */
 const char *ct_finding_kind_name(int kind);
 
@@ -44,8 +48,8 @@ struct ct_evidence {
 
 struct ct_finding {
     int kind;
-    int ranks[64];
-    size_t nranks;
+    int *ranks; /* every rank it concerns (malloc'ed; ct_diagnosis_free) */
+    size_t nranks, capranks;
     double saving_us; /* per iteration */
     double confidence;
     struct ct_evidence ev[CT_EV_MAX];

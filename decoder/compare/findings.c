@@ -84,8 +84,24 @@ void ct_dg_evs(struct ct_finding *f, const char *key, const char *fmt, ...)
 
 void ct_dg_rank_add(struct ct_finding *f, int r)
 {
-    if (f->nranks < sizeof(f->ranks) / sizeof(f->ranks[0]))
-        f->ranks[f->nranks++] = r;
+    if (f->nranks == f->capranks) {
+        size_t cap = f->capranks ? 2 * f->capranks : 16;
+        int *v = realloc(f->ranks, cap * sizeof(*v));
+        if (!v)
+            return; /* out of memory: the list stops short, the finding stands */
+        f->ranks = v;
+        f->capranks = cap;
+    }
+    f->ranks[f->nranks++] = r;
+}
+
+void ct_diagnosis_free(struct ct_diagnosis *d)
+{
+    for (size_t i = 0; i < d->nf; i++) {
+        free(d->f[i].ranks);
+        d->f[i].ranks = NULL;
+        d->f[i].nranks = d->f[i].capranks = 0;
+    }
 }
 
 void ct_dg_insufficient(struct ctx *c, int kind, const char *fmt, ...)

@@ -16,6 +16,8 @@ struct ct_progress {
     const char *cmd;
     double t0, last;
     int shown;
+    int tty; /* stderr is a terminal: one line redrawn with \r; else a full
+              * line every 10 s, so logs get lines, not concatenated redraws */
 };
 
 void ct_progress_start(struct ct_progress *p, const char *cmd);

@@ -35,4 +35,19 @@ if "$build/decoder/cutrace" report --steps x "$tmp/job" 2> "$tmp/err"; then exit
 grep -q -- "--steps 'x': expected A-B" "$tmp/err"
 if "$build/decoder/cutrace" report --bogus "$tmp/job" 2> "$tmp/err"; then exit 1; fi
 grep -q -- "allowed: --json" "$tmp/err"
+# no rank limit: 128 ranks with rank 100 slow; diagnose finds it (it used to
+# look at the first 64 ranks only), lists every rank in JSON and compactly in text
+mkdir "$tmp/big"
+"$build/tests/tools/ct_synth_job" -d "$tmp/big" --ranks 128 --iterations 10 --slow-rank 100
+"$build/decoder/cutrace" diagnose --json "$tmp/big" > "$tmp/big.json"
+python3 - "$tmp/big.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+f = {x["kind"]: x for x in d["findings"]}
+assert f["compute_straggler"]["ranks"] == [100], f["compute_straggler"]
+assert f["data_loading_stall"]["ranks"] == list(range(128)), f["data_loading_stall"]["ranks"]
+PY
+"$build/decoder/cutrace" diagnose "$tmp/big" > "$tmp/big.txt"
+grep -q "compute_straggler .* ranks 100$" "$tmp/big.txt"
+grep -q "data_loading_stall .* ranks 0-127$" "$tmp/big.txt"
 echo "report e2e: ok"

@@ -214,6 +214,31 @@ static void counters(const struct opts *o, int rank, int it, uint64_t next, uint
     }
 }
 
+/* Per iteration, over every rank: the latest all-reduce arrival and GPU
+ * end (collectives end together). Computed once, before the ranks fork:
+ * a job of thousands of ranks would otherwise schedule every rank in
+ * every rank. */
+static uint64_t *g_ar_last, *g_gpu_end;
+
+static int job_schedule(const struct opts *o)
+{
+    g_ar_last = calloc((size_t)o->iters, sizeof(*g_ar_last));
+    g_gpu_end = calloc((size_t)o->iters, sizeof(*g_gpu_end));
+    struct step *st = malloc(sizeof(*st));
+    if (!g_ar_last || !g_gpu_end || !st)
+        return -1;
+    for (int it = 0; it < o->iters; it++)
+        for (int r = 0; r < o->nranks; r++) {
+            schedule(o, r, it, st);
+            if (st->ar_s > g_ar_last[it])
+                g_ar_last[it] = st->ar_s;
+            if (st->ke[o->kernels - 1] > g_gpu_end[it])
+                g_gpu_end[it] = st->ke[o->kernels - 1];
+        }
+    free(st);
+    return 0;
+}
+
 static int run_rank(const char *dir, int rank, const struct opts *o)
 {
     char path[4096], rs[16], ws[16];
@@ -260,21 +285,14 @@ static int run_rank(const char *dir, int rank, const struct opts *o)
         snprintf(n, sizeof(n), "_ZN5model6layer%dEPf", k); /* model::layer<k>(float*) */
         kn[k] = ct_intern(n);
     }
-    static struct step all[64];
+    static struct step mine;
     uint64_t T = 2000000000000ull + o->skew * (uint64_t)rank;
     uint64_t sample_t = T, cpu_us = 0;
     for (int it = 0; it < o->iters; it++) {
         /* every rank's schedule: collectives end together */
-        uint64_t ar_last = 0, gpu_end = 0;
-        for (int r = 0; r < nranks && r < 64; r++) {
-            schedule(o, r, it, &all[r]);
-            if (all[r].ar_s > ar_last)
-                ar_last = all[r].ar_s;
-            uint64_t e = all[r].ke[o->kernels - 1];
-            if (e > gpu_end)
-                gpu_end = e;
-        }
-        const struct step *st = &all[rank];
+        uint64_t ar_last = g_ar_last[it], gpu_end = g_gpu_end[it];
+        schedule(o, rank, it, &mine);
+        const struct step *st = &mine;
         uint64_t ar_e = ar_last + o->ar * US, ar2_e = ar_e + o->ar2 * US;
         uint64_t last = o->ar2_bytes ? ar2_e : ar_e;
         if (last > gpu_end)
@@ -472,13 +490,15 @@ int main(int argc, char **argv)
         default: return 2;
         }
     }
-    if (!dir || bad || o.nranks < 1 || o.nranks > 64 || o.iters < 1 || skew < 0 || o.kernels < 2 ||
+    if (!dir || bad || o.nranks < 1 || o.iters < 1 || skew < 0 || o.kernels < 2 ||
         o.kernels > 512 || o.scale <= 0) {
         fprintf(stderr, "usage: ct_synth_job -d DIR [--ranks N] [--iterations K] "
                         "[--slow-rank R] [--skew-us S] [options: see the file's header]\n");
         return 2;
     }
     o.skew = (uint64_t)skew * US;
+    if (job_schedule(&o))
+        return 1;
     for (int r = 0; r < o.nranks; r++) {
         pid_t pid = fork();
         if (pid < 0)
