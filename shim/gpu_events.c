@@ -74,6 +74,7 @@ struct ev_item {
     uint64_t corr, stream_id, bytes;
     uint32_t name;
     uint8_t type, copy_kind;
+    uint8_t blocking; /* brackets a blocking host call: CT_SRC_EVENTS_BLOCKING */
 };
 
 static struct ev_ctx g_ctx[CT_EV_MAX_CTX];
@@ -248,6 +249,11 @@ void ct_events_after(struct ct_gpu_op *op, CUstream s, unsigned flags, uint64_t 
     it->name = name;
     it->type = (uint8_t)type;
     it->copy_kind = (uint8_t)copy_kind;
+    /* a synchronous copy with a host end returns when the copy is done,
+     * staging a pageable buffer on the host meanwhile: the pair times the
+     * host call (the decoder says so: memory_blocking_us) */
+    it->blocking = type == CT_GPU_MEMCPY && !(flags & CT_APIF_ASYNC) &&
+                   copy_kind != CT_COPY_DTOD;
     atomic_fetch_add_explicit(&g_in_flight[op->stream_slot], 1, memory_order_relaxed);
     if (ct_mpmc_push(&g_pending, idx)) {
         atomic_fetch_sub_explicit(&g_in_flight[op->stream_slot], 1, memory_order_relaxed);
@@ -329,7 +335,7 @@ static void emit_interval(const struct ev_item *it, uint64_t start, uint64_t end
     f[CT_GPU_NAME] = it->name;
     f[CT_GPU_BYTES] = it->bytes;
     f[CT_GPU_COPY_KIND] = it->copy_kind;
-    f[CT_GPU_SOURCE] = CT_SRC_EVENTS;
+    f[CT_GPU_SOURCE] = it->blocking ? CT_SRC_EVENTS_BLOCKING : CT_SRC_EVENTS;
     ct_emit(CT_REC_GPU, CT_RF_NS, f, CT_GPU_NFIELDS);
 }
 

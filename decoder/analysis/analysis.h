@@ -51,6 +51,9 @@ struct ct_rank_result {
     int64_t covered;
     size_t windows;
     int64_t compute, comm, memory, idle, exposed_comm, overlap;
+    /* of memory: copies timed by an event pair around their blocking host
+     * call (the host call's time, pageable staging included) */
+    int64_t memory_blocking;
     int64_t cls_len[CT_CL_COUNT], cls_exposed[CT_CL_COUNT], cls_overlap[CT_CL_COUNT];
     int64_t host_wait, kernel_wait, other_wait;
     struct ct_iter *iters;

@@ -164,5 +164,8 @@ int ct_metrics_rank(struct ct_rank_result *res)
             return -ENOMEM;
     }
     breakdown(res);
+    for (size_t i = 0; i < r->nops; i++)
+        if (r->ops[i].blocking)
+            res->memory_blocking += r->ops[i].e - r->ops[i].s;
     return idle_breakdown(res);
 }

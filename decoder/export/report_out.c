@@ -258,6 +258,7 @@ void ct_report_json(FILE *f, const struct ct_report *rep)
         provenance_json(f, x, rep->job->t0);
         num_ns(f, "window_us", x->covered, 1);
         breakdown(f, x->compute, x->comm, x->memory, x->idle, x->exposed_comm);
+        num_ns(f, "memory_blocking_us", x->memory_blocking, 1);
         pct_or_null(f, "overlap_pct", overlap_pct(x->overlap, x->comm), 1);
         fprintf(f, "\"comm_by_kind\":{");
         for (int c = CT_CL_DP; c < CT_CL_COUNT; c++) {
@@ -313,11 +314,13 @@ void ct_report_json(FILE *f, const struct ct_report *rep)
         const struct ct_coverage *c = &R->cov;
         fprintf(f,
                 "\"coverage\":{\"gpu_cupti\":%" PRIu64 ",\"gpu_events\":%" PRIu64
+                ",\"gpu_events_blocking\":%" PRIu64
                 ",\"gpu_plugin\":%" PRIu64 ",\"gpu_nccl_record\":%" PRIu64
                 ",\"dropped_records\":%" PRIu64 ",\"untimed_ops\":%" PRIu64
                 ",\"unmatched_p2p\":%" PRIu64 ",\"processes\":%" PRIu64
                 ",\"truncated_files\":%" PRIu64 ",\"damaged_bytes\":%" PRIu64 "}}",
-                c->gpu_cupti, c->gpu_events, c->gpu_plugin, c->gpu_nccl_record, c->dropped,
+                c->gpu_cupti, c->gpu_events, c->gpu_events_blocking, c->gpu_plugin,
+                c->gpu_nccl_record, c->dropped,
                 c->untimed, c->unmatched_p2p, c->processes, c->truncated, c->damaged);
     }
     fprintf(f, "],\"collectives\":[");
@@ -535,6 +538,15 @@ void ct_report_text(FILE *f, const struct ct_report *rep)
             "  compute %.1f%%  exposed communication %.1f%%  idle %.1f%%  "
             "(communication hidden under compute: %.1f%%)\n",
             pct(comp, win), pct(expo, win), pct(idle, win), comm ? pct(ovl, comm) : 0.0);
+    int64_t blocking = 0;
+    for (size_t r = 0; r < rep->nr; r++)
+        blocking += rep->rr[r].memory_blocking;
+    if (blocking)
+        fprintf(f,
+                "  memory time includes %.3f ms of synchronous copies timed by CUDA event pairs "
+                "around the host call: that is the call's time, pageable staging included, not "
+                "only the transfer (CUPTI times the transfer alone; JSON memory_blocking_us)\n",
+                (double)blocking / 1e6);
     int any = 0;
     for (size_t r = 0; r < rep->nr; r++)
         if (rep->rr[r].flagged) {

@@ -84,6 +84,7 @@ static int on_gpu(struct ex *x, const uint64_t *c, size_t st)
         g->e = (int64_t)FLD(CT_GPU_END);
         g->stream = (uint32_t)FLD(CT_GPU_STREAM);
         g->type = (uint8_t)FLD(CT_GPU_TYPE);
+        g->blocking = FLD(CT_GPU_SOURCE) == CT_SRC_EVENTS_BLOCKING;
         if (name_of(x, FLD(CT_GPU_NAME), &g->name))
             return -ENOMEM;
         ct_cov_source(&x->p->cov, FLD(CT_GPU_SOURCE));

@@ -53,6 +53,7 @@ static void cov_add(struct ct_coverage *a, const struct ct_coverage *b)
 {
     a->gpu_cupti += b->gpu_cupti;
     a->gpu_events += b->gpu_events;
+    a->gpu_events_blocking += b->gpu_events_blocking;
     a->gpu_plugin += b->gpu_plugin;
     a->gpu_nccl_record += b->gpu_nccl_record;
     a->dropped += b->dropped;

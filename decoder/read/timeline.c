@@ -215,6 +215,7 @@ int ct_proc_extract(struct ct_trace *t, const char *step_name, struct ct_proc *p
             g->e = (int64_t)f[CT_GPU_END] + off;
             g->stream = (uint32_t)f[CT_GPU_STREAM];
             g->type = (uint8_t)f[CT_GPU_TYPE];
+            g->blocking = f[CT_GPU_SOURCE] == CT_SRC_EVENTS_BLOCKING;
             g->nccl = -1;
             g->launch = INT64_MIN;
             const struct ct_record *call = ct_trace_call(t, f[CT_GPU_CORR]);

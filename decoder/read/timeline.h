@@ -59,7 +59,9 @@ struct ct_gop {
     uint8_t cls;    /* enum ct_class */
     uint8_t type;   /* enum ct_gpu_type */
     uint8_t op;     /* enum ct_nccl_op guessed from a kernel name, 0 */
-    uint8_t nested; /* linked to its NCCL op for the class only: a kernel NCCL launched inside
+    uint8_t blocking : 1; /* timed by an event pair around a blocking host call
+                           * (CT_SRC_EVENTS_BLOCKING): memory_blocking_us */
+    uint8_t nested : 1; /* linked to its NCCL op for the class only: a kernel NCCL launched inside
                      * a call whose GPU time came from elsewhere (plugin, event pair) */
     /* 40 bytes: every analysis passes over millions of these (the record's
      * GPU-time source is counted into the coverage, not kept) */
@@ -92,6 +94,7 @@ struct ct_range {
 
 struct ct_coverage {
     uint64_t gpu_cupti, gpu_events, gpu_plugin, gpu_nccl_record;
+    uint64_t gpu_events_blocking; /* of gpu_events: pairs around a blocking host call */
     uint64_t dropped;       /* records lost (DROP records, all reasons) */
     uint64_t untimed;       /* launches/copies/memsets without a GPU interval */
     uint64_t unmatched_p2p; /* Send/Recv without their peer's op in the traces */
@@ -105,6 +108,8 @@ static inline void ct_cov_source(struct ct_coverage *c, uint64_t source)
         c->gpu_cupti++;
     else if (source == CT_SRC_EVENTS)
         c->gpu_events++;
+    else if (source == CT_SRC_EVENTS_BLOCKING)
+        c->gpu_events++, c->gpu_events_blocking++;
     else if (source == CT_SRC_NCCL_PLUGIN)
         c->gpu_plugin++;
 }

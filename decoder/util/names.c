@@ -21,7 +21,7 @@ const char *ct_name_gpu_type(uint64_t v)
 
 const char *ct_name_gpu_source(uint64_t v)
 {
-    static const char *const t[] = {NULL, "cupti", "events", "nccl_plugin"};
+    static const char *const t[] = {NULL, "cupti", "events", "nccl_plugin", "events_blocking"};
     return LOOKUP(t, v);
 }
 

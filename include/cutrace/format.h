@@ -302,6 +302,10 @@ enum ct_gpu_source {
     CT_SRC_CUPTI = 1,
     CT_SRC_EVENTS = 2,
     CT_SRC_NCCL_PLUGIN = 3,
+    /* an event pair around a blocking host call (a synchronous copy with a
+     * host end): the interval spans the host call, pageable staging
+     * included, not only the transfer CUPTI would time */
+    CT_SRC_EVENTS_BLOCKING = 4,
 };
 
 /* CT_REC_NCCL */

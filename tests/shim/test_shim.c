@@ -601,7 +601,34 @@ START_TEST(event_pairs_are_read_before_their_context_is_destroyed)
             ck_assert_msg(
                 t.recs[i].kind != CT_REC_DROP || t.recs[i].f[CT_DROP_REASON] != CT_DROP_GPU_UNTIMED,
                 "run %d: %llu op(s) untimed", k, (unsigned long long)t.recs[i].f[CT_DROP_COUNT]);
+        /* the three synchronous copies' pairs bracket their blocking host
+         * call, and say so; the launch's does not */
+        int blocking = 0, plain = 0;
+        for (size_t i = 0; i < t.n; i++) {
+            const struct ct_record *g = &t.recs[i];
+            if (g->kind != CT_REC_GPU)
+                continue;
+            if (g->f[CT_GPU_TYPE] == CT_GPU_MEMCPY)
+                blocking += g->f[CT_GPU_SOURCE] == CT_SRC_EVENTS_BLOCKING;
+            else
+                plain += g->f[CT_GPU_SOURCE] == CT_SRC_EVENTS;
+        }
+        ck_assert_int_eq(blocking, 3);
+        ck_assert_int_eq(plain, 1);
         th_trace_free(&t);
+        if (k == 0) { /* the report says how it counted them */
+            char cmd[1200];
+            snprintf(cmd, sizeof(cmd), "%s report %s", th_env("CT_CUTRACE"), r.traces);
+            FILE *f = popen(cmd, "r");
+            ck_assert_ptr_nonnull(f);
+            static char out[1 << 15];
+            size_t n = fread(out, 1, sizeof(out) - 1, f);
+            out[n] = 0;
+            ck_assert_int_eq(pclose(f), 0);
+            ck_assert_msg(strstr(out, "of synchronous copies timed by CUDA event pairs around the "
+                                      "host call"),
+                          "%s", out);
+        }
     }
 }
 END_TEST
