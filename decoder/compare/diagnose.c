@@ -476,6 +476,16 @@ static int64_t idle_class(const struct ct_attribution *a, int kind)
     }
 }
 
+/* The share of a rank's launches, copies and memsets that have no GPU
+ * interval (event pairs capped, records lost): above 5 % its GPU-idle time
+ * and its split are not known, and no finding rests on them. */
+static double untimed_share(const struct ct_rank *r)
+{
+    const struct ct_coverage *v = &r->cov;
+    double timed = (double)(v->gpu_cupti + v->gpu_events + v->gpu_plugin + v->gpu_nccl_record);
+    return v->untimed ? (double)v->untimed / ((double)v->untimed + timed) : 0;
+}
+
 static void check_idle(struct ctx *c)
 {
     const struct ct_report *rep = c->rep;
@@ -486,11 +496,18 @@ static void check_idle(struct ctx *c)
         if (!v)
             return; /* out of memory: these checks do not run */
         size_t n = 0;
-        size_t withheld = 0;
+        size_t withheld = 0, untimed = 0;
+        double worst = 0;
         for (size_t r = 0; r < rep->nr; r++) {
             const struct ct_rank_result *x = &rep->rr[r];
             if (!x->niters)
                 continue;
+            double u = untimed_share(x->rank);
+            if (u > 0.05) {
+                untimed++;
+                worst = u > worst ? u : worst;
+                continue;
+            }
             if (kind == CT_FK_CKPT_STALL && ct_figure_unavailable(x, "checkpoint_stall_us")) {
                 withheld++; /* capture windows that held no checkpoint */
                 continue;
@@ -504,6 +521,12 @@ static void check_idle(struct ctx *c)
             ct_dg_insufficient(c, kind,
                                "checkpoints between capture windows are not recorded, and no "
                                "window held one");
+        else if (!n && untimed)
+            ct_dg_insufficient(c, kind,
+                               "%.0f%% of the GPU ops have no GPU time (coverage untimed_ops: event "
+                               "pairs capped at 512 in flight per stream, or records lost): the "
+                               "GPU-idle time and its split are not known",
+                               100 * worst);
         if (!n)
             continue;
         if (kind == CT_FK_LAUNCH_BOUND && best < 0.5 * idle)

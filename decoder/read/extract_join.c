@@ -141,6 +141,34 @@ static int link_nested(struct ex *x)
 }
 
 /*
+ * A group's event pair (around its outermost ncclGroupEnd) that no member
+ * took as its GPU time — every member had its own, from the NCCL profiler
+ * plugin — is still the members' work: linked to the first of them for
+ * its class (nested), so a pipeline's Send/Recv group is not "other"
+ * communication beside the members' own pipeline time.
+ */
+static void link_groups(struct ex *x)
+{
+    const struct nccl_fb *fb = x->nfb.p;
+    const struct ct_kv *gc = x->gcorr.p;
+    struct ct_gop *ops = x->ops.p;
+    uint64_t last = 0;
+    for (size_t i = 0; i < x->nccl.n; i++) {
+        if (!fb[i].group || fb[i].group == last)
+            continue; /* a group's members come together: its first one */
+        last = fb[i].group;
+        for (long k = ct_kv_find(&x->gcorr, fb[i].group);
+             k >= 0 && (size_t)k < x->gcorr.n && gc[k].key == fb[i].group; k++) {
+            struct ct_gop *o = gc[k].val == NONE ? NULL : &ops[gc[k].val];
+            if (o && o->type == CT_GPU_NCCL && o->nccl < 0) {
+                o->nccl = (int32_t)i;
+                o->nested = 1;
+            }
+        }
+    }
+}
+
+/*
  * Joins every GPU interval to the call that enqueued it (an NCCL op's or an
  * API record's correlation id) and classifies it; counts untimed launches;
  * drops NCCL ops' own intervals where a GPU record exists. All key arrays
@@ -225,6 +253,7 @@ static int join(struct ex *x, const uint8_t *name_op)
         free(ncorr.p);
         return -ENOMEM;
     }
+    link_groups(x);
     ops = x->ops.p;
     /* an NCCL op's own interval stands only without a GPU record */
     ig = 0;

@@ -162,6 +162,19 @@ int ct_capture_finish(struct ct_proc *p, int64_t off)
     return 0;
 }
 
+struct gkv {
+    uint64_t corr;
+    size_t op;
+};
+
+static int cmp_gkv(const void *a, const void *b)
+{
+    const struct gkv *x = a, *y = b;
+    if (x->corr != y->corr)
+        return (x->corr > y->corr) - (x->corr < y->corr);
+    return (x->op > y->op) - (x->op < y->op);
+}
+
 int ct_proc_extract(struct ct_trace *t, const char *step_name, struct ct_proc *p)
 {
     memset(p, 0, sizeof(*p));
@@ -199,6 +212,8 @@ int ct_proc_extract(struct ct_trace *t, const char *step_name, struct ct_proc *p
     struct names nm = {0};
     size_t cap_ops = 0, cap_nccl = 0, cap_l = 0, cap_s = 0, cap_nrec = 0;
     size_t *nrec = NULL; /* record index of each NCCL op */
+    struct gkv *grp = NULL; /* GPU ops of a group's id (event pairs around ncclGroupEnd) */
+    size_t ngrp = 0, cap_grp = 0;
     int rc = 0;
     for (size_t i = 0; i < t->n && !rc; i++) {
         const struct ct_record *r = &t->recs[i];
@@ -236,6 +251,9 @@ int ct_proc_extract(struct ct_trace *t, const char *step_name, struct ct_proc *p
                 g->cls = CT_CL_COMPUTE;
             /* the NCCL op is linked by correlation id in ct_job_build */
             g->nccl = call && call->kind == CT_REC_NCCL ? -2 - (int32_t)(call - t->recs) : -1;
+            if (g->type == CT_GPU_NCCL && g->nccl == -1 && /* a group's event pair */
+                (rc = ct_grow((void **)&grp, &cap_grp, ngrp, sizeof(*grp))) == 0)
+                grp[ngrp++] = (struct gkv){f[CT_GPU_CORR], p->nops};
             ct_cov_source(&p->cov, (uint8_t)f[CT_GPU_SOURCE]);
             p->nops++;
             rc = ct_sdev_note(p, g->stream, (int32_t)(int64_t)f[CT_GPU_DEVICE]);
@@ -354,6 +372,7 @@ int ct_proc_extract(struct ct_trace *t, const char *step_name, struct ct_proc *p
     free(nm.map);
     if (rc) {
         free(nrec);
+        free(grp);
         return rc;
     }
     /* resolve NCCL links: -2 - record index -> index into p->nccl. NCCL ops
@@ -371,6 +390,30 @@ int ct_proc_extract(struct ct_trace *t, const char *step_name, struct ct_proc *p
         }
         p->ops[i].nccl = lo < p->nnccl && nrec[lo] == want ? (int32_t)lo : -1;
     }
+    /* a group's pair that no member took is the members' work, for its
+     * class (as extract_join.c link_groups) */
+    qsort(grp, ngrp, sizeof(*grp), cmp_gkv);
+    uint64_t last_group = 0;
+    for (size_t i = 0; i < p->nnccl && ngrp; i++) {
+        uint64_t group = t->recs[nrec[i]].f[CT_NCCL_GROUP];
+        if (!group || group == last_group)
+            continue;
+        last_group = group;
+        size_t lo = 0, hi = ngrp;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (grp[mid].corr < group)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        for (size_t k = lo; k < ngrp && grp[k].corr == group; k++)
+            if (p->ops[grp[k].op].nccl < 0) {
+                p->ops[grp[k].op].nccl = (int32_t)i;
+                p->ops[grp[k].op].nested = 1;
+            }
+    }
+    free(grp);
     free(nrec);
     qsort(p->launches, p->nlaunches, sizeof(int64_t), ct_cmp_i64);
     if ((rc = ct_capture_finish(p, off)))
