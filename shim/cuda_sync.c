@@ -4,6 +4,7 @@
  * what the decoder's sync-drain and launch-overhead analyses read.
  */
 #include "shim/cuda_record.h"
+#include "shim/gpu.h"
 
 CUresult cuStreamSynchronize_ptsz(CUstream);
 CUresult cuStreamWaitEvent_ptsz(CUstream, CUevent, unsigned int);
@@ -23,8 +24,9 @@ CUresult ct_impl_cuCtxSynchronize(void)
     if (!ct_shim_recording())
         return real();
     struct ct_call c;
-    ct_call_enter(&c);
+    ct_call_enter_sync(&c);
     CUresult r = real();
+    ct_call_sync_done();
     ct_call_simple(&c, CT_SYM_cuCtxSynchronize, CT_FAM_SYNC, r, 0, -1, 0, 0, 0);
     ct_call_leave(&c);
     return r;
@@ -38,8 +40,9 @@ CUresult ct_impl_cuCtxSynchronize_v2(CUcontext ctx)
     if (!ct_shim_recording())
         return real(ctx);
     struct ct_call c;
-    ct_call_enter(&c);
+    ct_call_enter_sync(&c);
     CUresult r = real(ctx);
+    ct_call_sync_done();
     ct_call_simple(&c, CT_SYM_cuCtxSynchronize_v2, CT_FAM_SYNC, r, 0, -1, 0, 0, 0);
     ct_call_leave(&c);
     return r;
@@ -53,8 +56,9 @@ static CUresult stream_sync(enum ct_sym sym, unsigned flags, CUstream s)
     if (!ct_shim_recording())
         return real(s);
     struct ct_call c;
-    ct_call_enter(&c);
+    ct_call_enter_sync(&c);
     CUresult r = real(s);
+    ct_call_sync_done();
     int dev;
     uint64_t sid = ct_stream_id(s, flags & CT_APIF_PER_THREAD, &dev);
     ct_call_simple(&c, sym, CT_FAM_SYNC, r, sid, dev, flags, 0, 0);
@@ -80,8 +84,9 @@ CUresult ct_impl_cuEventSynchronize(CUevent e)
     if (!ct_shim_recording())
         return real(e);
     struct ct_call c;
-    ct_call_enter(&c);
+    ct_call_enter_sync(&c);
     CUresult r = real(e);
+    ct_call_sync_done();
     ct_call_simple(&c, CT_SYM_cuEventSynchronize, CT_FAM_SYNC, r, 0, -1, 0, 0, 0);
     ct_call_leave(&c);
     return r;
@@ -95,8 +100,9 @@ static CUresult wait_event(enum ct_sym sym, unsigned flags, CUstream s, CUevent 
     if (!ct_shim_recording())
         return real(s, e, f);
     struct ct_call c;
-    ct_call_enter(&c);
+    ct_call_enter_sync(&c);
     CUresult r = real(s, e, f);
+    ct_call_sync_done();
     int dev;
     uint64_t sid = ct_stream_id(s, flags & CT_APIF_PER_THREAD, &dev);
     ct_call_simple(&c, sym, CT_FAM_SYNC, r, sid, dev, flags | CT_APIF_ASYNC, 0, 0);

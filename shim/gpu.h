@@ -87,4 +87,23 @@ static inline void ct_gpu_after(struct ct_call *c, struct ct_gpu_op *op, CUstrea
         ct_events_after(op, s, flags, c->corr, stream_id, device, type, name, bytes, copy_kind);
 }
 
+/* ct_call_enter for the synchronisations: with CUPTI, the call's
+ * correlation id is pushed first (before the host clock is read, as for
+ * GPU work), so CUPTI's synchronization records join the call that waited;
+ * ct_call_sync_done pops it once the driver returns. */
+static inline void ct_call_enter_sync(struct ct_call *c)
+{
+    ct_tls_guard = 1;
+    c->corr = ct_next_corr();
+    if (ct_gpu_mode == CT_GPU_CUPTI)
+        ct_cupti_push(c->corr);
+    c->sp.t0 = ct_clock_now();
+}
+
+static inline void ct_call_sync_done(void)
+{
+    if (ct_gpu_mode == CT_GPU_CUPTI)
+        ct_cupti_pop();
+}
+
 #endif

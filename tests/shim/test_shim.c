@@ -672,6 +672,24 @@ START_TEST(cupti_timing_matches_the_simulated_schedule)
     ck_assert_msg(!strcmp(g.timing, "cupti"), "timing %s: %s", g.timing, g.fallback);
     /* CUPTI reports the device's own times: within 1 us */
     check_schedule(&g, 1000, 1);
+    /* its synchronization records join the call that waited (the sync
+     * wrappers push the call's correlation id) */
+    size_t syncs = 0, joined = 0;
+    for (size_t i = 0; i < g.t.n; i++) {
+        const struct ct_record *r = &g.t.recs[i];
+        if (r->kind != CT_REC_GPU || r->f[CT_GPU_TYPE] != CT_GPU_SYNC)
+            continue;
+        syncs++;
+        for (size_t j = 0; j < g.t.n && r->f[CT_GPU_CORR]; j++)
+            if (g.t.recs[j].kind == CT_REC_API && g.t.recs[j].f[CT_API_CORR] == r->f[CT_GPU_CORR] &&
+                g.t.recs[j].f[CT_API_FAMILY] == CT_FAM_SYNC) {
+                joined++;
+                break;
+            }
+    }
+    ck_assert_uint_gt(syncs, 0);
+    ck_assert_msg(joined == syncs, "%zu of %zu synchronization records join their call", joined,
+                  syncs);
     th_trace_free(&g.t);
 }
 END_TEST
