@@ -144,7 +144,7 @@ static void meta_ev(struct cw *w, uint32_t tid, const char *what, const char *na
 static uint32_t gpu_tid(struct cw *w, int64_t dev, uint64_t stream, int64_t s, int64_t e)
 {
     uint32_t tr = track_of(w, dev, stream);
-    uint32_t base = CT_GPU_TID(dev, stream);
+    uint32_t base = CT_TRACK_TID(dev, stream);
     if (tr == UINT32_MAX)
         return base;
     struct track *T = &w->tracks[tr];
@@ -156,8 +156,8 @@ static uint32_t gpu_tid(struct cw *w, int64_t dev, uint64_t stream, int64_t s, i
     uint32_t tid = base + ((uint32_t)l << 28);
     if (l >= T->named) {
         char buf[128];
-        snprintf(buf, sizeof(buf), "GPU %" PRId64 " stream %" PRIu64 " (overlapping, lane %d)", dev,
-                 stream, l);
+        snprintf(buf, sizeof(buf), "GPU %" PRId64 " stream %" PRIu64 "%s (overlapping, lane %d)", dev,
+                 (uint64_t)(stream & ~CT_NCCL_TRACK), stream & CT_NCCL_TRACK ? " NCCL ops" : "", l);
         for (; T->named <= l; T->named++) {
             uint32_t t = base + ((uint32_t)T->named << 28);
             meta_ev(w, t, "thread_name", buf, 0);
@@ -193,6 +193,25 @@ static int64_t stream_device(struct ct_trace *t, uint64_t stream)
     }
     return 0;
 }
+
+/* Where a GPU record is drawn: its device and stream, except an NCCL op's
+ * own interval (the plugin's, which knows neither: device -1, stream 0),
+ * which goes to its op's stream and that stream's device, on the stream's
+ * NCCL ops track. */
+static void placement(struct ct_trace *t, const uint64_t *f, const struct ct_record *call,
+                      int64_t *dev, uint64_t *key)
+{
+    *dev = (int64_t)f[CT_GPU_DEVICE];
+    *key = f[CT_GPU_STREAM];
+    if (f[CT_GPU_TYPE] != CT_GPU_NCCL || !call || call->kind != CT_REC_NCCL)
+        return;
+    if (*dev < 0 || !*key) {
+        *key = call->f[CT_NCCL_STREAM];
+        *dev = stream_device(t, *key);
+    }
+    *key |= CT_NCCL_TRACK;
+}
+
 
 static const char *thread_name(struct ct_trace *t, uint32_t tid)
 {
@@ -241,8 +260,11 @@ static int thread_meta(struct cw *w)
     size_t n = 0;
     for (size_t i = 0; i < t->n; i++) {
         const struct ct_record *r = &t->recs[i];
-        if (r->kind == CT_REC_GPU) {
-            if (track_of(w, (int64_t)r->f[CT_GPU_DEVICE], r->f[CT_GPU_STREAM]) == UINT32_MAX)
+        if (r->kind == CT_REC_GPU && r->f[CT_GPU_TYPE] != CT_GPU_SYNC) {
+            int64_t dev;
+            uint64_t key;
+            placement(t, r->f, ct_trace_call(t, r->f[CT_GPU_CORR]), &dev, &key);
+            if (track_of(w, dev, key) == UINT32_MAX)
                 goto oom;
         } else if (r->kind == CT_REC_API || r->kind == CT_REC_NCCL || r->kind == CT_REC_IO ||
                    r->kind == CT_REC_NVTX_RANGE || r->kind == CT_REC_NVTX_MARK) {
@@ -250,7 +272,8 @@ static int thread_meta(struct cw *w)
                 tids[n++] = r->tid;
         }
         if (r->kind == CT_REC_NCCL && r->f[CT_NCCL_GPU_END] &&
-            track_of(w, stream_device(t, r->f[CT_NCCL_STREAM]), r->f[CT_NCCL_STREAM]) == UINT32_MAX)
+            track_of(w, stream_device(t, r->f[CT_NCCL_STREAM]),
+                     r->f[CT_NCCL_STREAM] | CT_NCCL_TRACK) == UINT32_MAX)
             goto oom;
     }
     qsort(tids, n, sizeof(*tids), cmp_u32);
@@ -269,12 +292,14 @@ static int thread_meta(struct cw *w)
         meta_ev(w, tids[i], "thread_sort_index", NULL, 1000000000L + (long)tids[i]);
     }
     for (size_t i = 0; i < w->ntracks; i++) {
-        uint32_t tid = CT_GPU_TID(w->tracks[i].dev, w->tracks[i].stream);
-        snprintf(buf, sizeof(buf), "GPU %" PRId64 " stream %" PRIu64, w->tracks[i].dev,
-                 w->tracks[i].stream);
+        uint64_t key = w->tracks[i].stream, st = key & ~CT_NCCL_TRACK;
+        uint32_t tid = CT_TRACK_TID(w->tracks[i].dev, key);
+        snprintf(buf, sizeof(buf), "GPU %" PRId64 " stream %" PRIu64 "%s", w->tracks[i].dev, st,
+                 key & CT_NCCL_TRACK ? " NCCL ops" : "");
         meta_ev(w, tid, "thread_name", buf, 0);
         meta_ev(w, tid, "thread_sort_index", NULL,
-                (long)(w->tracks[i].dev * 100000 + (int64_t)(w->tracks[i].stream % 100000)) * 10);
+                (long)(w->tracks[i].dev * 100000 + (int64_t)(st % 100000)) * 10 +
+                    (key & CT_NCCL_TRACK ? 5 : 0));
     }
     free(tids);
     return 0;
@@ -348,7 +373,8 @@ static int api_event(struct cw *w, size_t i)
     a_end(&a);
     size_t n;
     const size_t *ix = ct_trace_gpu(t, f[CT_API_CORR], &n);
-    if (!n)
+    /* a synchronisation's CUPTI record is not drawn (gpu_event): no flow */
+    if (!n || t->recs[ix[0]].f[CT_GPU_TYPE] == CT_GPU_SYNC)
         return 0;
     ct_chrome_ev(w, "s", r->tid, (int64_t)f[CT_API_START], "launch");
     cat(w, "flow");
@@ -394,15 +420,17 @@ static void gpu_event(struct cw *w, size_t i)
             nm = ct_name_gpu_type(f[CT_GPU_TYPE]);
         break;
     }
-    uint32_t tid = gpu_tid(w, (int64_t)f[CT_GPU_DEVICE], f[CT_GPU_STREAM], (int64_t)f[CT_GPU_START],
-                           (int64_t)f[CT_GPU_END]);
+    int64_t dev;
+    uint64_t key;
+    placement(t, f, call, &dev, &key);
+    uint32_t tid = gpu_tid(w, dev, key, (int64_t)f[CT_GPU_START], (int64_t)f[CT_GPU_END]);
     ct_chrome_ev(w, "X", tid, (int64_t)f[CT_GPU_START], nm);
     cat(w, ct_name_gpu_type(f[CT_GPU_TYPE]));
     dur(w, f[CT_GPU_START], f[CT_GPU_END]);
     struct args a = {w->f, 0};
     a_u(&a, "correlation_id", f[CT_GPU_CORR]);
-    a_i(&a, "device", (int64_t)f[CT_GPU_DEVICE]);
-    a_u(&a, "stream", f[CT_GPU_STREAM]);
+    a_i(&a, "device", dev);
+    a_u(&a, "stream", key & ~CT_NCCL_TRACK);
     if (f[CT_GPU_BYTES])
         a_u(&a, "bytes", f[CT_GPU_BYTES]);
     if (f[CT_GPU_TYPE] == CT_GPU_MEMCPY)
@@ -429,7 +457,8 @@ static void synth_event(struct cw *w, const struct synth *s)
     const struct ct_record *r = &t->recs[s->rec];
     const uint64_t *f = r->f;
     char buf[64];
-    uint32_t tid = gpu_tid(w, stream_device(t, f[CT_NCCL_STREAM]), f[CT_NCCL_STREAM], s->s, s->e);
+    uint32_t tid = gpu_tid(w, stream_device(t, f[CT_NCCL_STREAM]),
+                           f[CT_NCCL_STREAM] | CT_NCCL_TRACK, s->s, s->e);
     ct_chrome_ev(w, "X", tid, s->s, nccl_call_name(f[CT_NCCL_OP], buf, sizeof(buf)));
     cat(w, "nccl");
     dur(w, (uint64_t)s->s, (uint64_t)s->e);
@@ -631,7 +660,10 @@ static int write_trace(struct cw *w, struct ct_progress *pr, size_t idx, size_t 
         case CT_REC_GPU:
             while (ksy < nsy && sy[ksy].s <= (int64_t)r->f[CT_GPU_START])
                 synth_event(w, &sy[ksy++]);
-            gpu_event(w, i);
+            /* CUPTI's synchronization records are host waits, on no stream:
+             * the sync call's own span on its thread shows them */
+            if (r->f[CT_GPU_TYPE] != CT_GPU_SYNC)
+                gpu_event(w, i);
             break;
         case CT_REC_NCCL: rc = nccl_event(w, i); break;
         case CT_REC_IO: io_event(w, r); break;

@@ -13,6 +13,13 @@
 
 #define CT_GPU_TID(dev, stream)                                                                    \
     (0x40000000u + ((uint32_t)(dev)&0xff) * 0x100000u + ((uint32_t)(stream)&0xfffff))
+/* A stream's NCCL ops (their plugin or NCCL-record intervals) have a track
+ * of their own beside the stream's kernels: the kernel NCCL launched for an
+ * op is on the stream, and the op's own interval would overlap it there.
+ * Track key: the stream with this bit; tid: the stream's with bit 31. */
+#define CT_NCCL_TRACK (1ull << 40)
+#define CT_TRACK_TID(dev, key)                                                                     \
+    (CT_GPU_TID(dev, key) | ((key)&CT_NCCL_TRACK ? 0x80000000u : 0))
 #define S(id) ct_reader_string(&t->rd, (id))
 
 /* GPU intervals of one stream can overlap (a receive waiting for its peer

@@ -207,6 +207,8 @@ static int join(struct ex *x, const uint8_t *name_op)
             call = &nccl[((const struct ct_kv *)ncorr.p)[in].val];
             g->launch = call->host_s;
             g->nccl = (int32_t)((const struct ct_kv *)ncorr.p)[in].val;
+            if (!g->stream) /* the plugin's interval knows no stream: its op's */
+                g->stream = call->stream;
         } else if (corr && ct_kv_seek(&x->calls, &ia, corr)) {
             g->launch = (int64_t)((const struct ct_kv *)x->calls.p)[ia].val;
         }

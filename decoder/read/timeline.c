@@ -251,6 +251,8 @@ int ct_proc_extract(struct ct_trace *t, const char *step_name, struct ct_proc *p
                 g->cls = CT_CL_COMPUTE;
             /* the NCCL op is linked by correlation id in ct_job_build */
             g->nccl = call && call->kind == CT_REC_NCCL ? -2 - (int32_t)(call - t->recs) : -1;
+            if (!g->stream && call && call->kind == CT_REC_NCCL) /* the plugin's: its op's */
+                g->stream = (uint32_t)call->f[CT_NCCL_STREAM];
             if (g->type == CT_GPU_NCCL && g->nccl == -1 && /* a group's event pair */
                 (rc = ct_grow((void **)&grp, &cap_grp, ngrp, sizeof(*grp))) == 0)
                 grp[ngrp++] = (struct gkv){f[CT_GPU_CORR], p->nops};

@@ -214,7 +214,7 @@ def main():
         for d in dumps:
             for line in open(d):
                 r = json.loads(line)
-                if r["kind"] == "gpu":
+                if r["kind"] == "gpu" and r["type"] != "sync":  # host waits: the call's span
                     want_gpu += 1
                     if r["type"] == "kernel":
                         kern[(r["rank"], r["stream"])] += r["gpu_end_ns"] - r["gpu_start_ns"]
@@ -234,6 +234,11 @@ def main():
                 a = e["args"]
                 gnccl[(a["op"], a["bytes"], a["comm_hash"])] += 1
         check("GPU intervals", got_gpu == want_gpu, f"{got_gpu} != {want_gpu}")
+        # no track of no device: an NCCL op's plugin interval (device -1,
+        # stream 0) is drawn on its op's stream's "NCCL ops" track
+        check("no GPU -1 track", not [n for n in thread_names.values()
+                                      if n.startswith("GPU -1 ") or n.startswith("GPU 255 ")],
+              sorted(set(thread_names.values())))
         check("kernel time per stream", dict(gkern) == dict(kern), f"{gkern} != {kern}")
         check("NCCL calls", gnccl == nccl, f"{gnccl} != {nccl}")
     if fails:

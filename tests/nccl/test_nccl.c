@@ -205,6 +205,8 @@ static const char *plugin_env(char *buf, size_t n)
     return buf;
 }
 
+static const char *cutrace_out(const char *args);
+
 START_TEST(two_ranks_plugin_v5)
 {
     char p[700];
@@ -212,6 +214,31 @@ START_TEST(two_ranks_plugin_v5)
     struct job j;
     run_job(&j, w_nccl(), 2, "mix", env);
     check_mix(&j, CT_SRC_NCCL_PLUGIN);
+    /* the Perfetto export draws each op's plugin interval (device -1,
+     * stream 0 in the record) on its op's stream's "NCCL ops" track: no
+     * track of no device, and no lane forced by an op overlapping the
+     * kernel NCCL launched for it */
+    char args[1200];
+    snprintf(args, sizeof(args), "export --format chrome -o %s/x.json %s && cat %s/x.json",
+             j.r.dir, j.r.traces, j.r.dir);
+    const char *out = cutrace_out(args);
+    ck_assert_msg(strstr(out, " NCCL ops\""), "no NCCL ops track");
+    ck_assert_msg(!strstr(out, "\"GPU -1 "), "a track of no device");
+    /* an NCCL op's slice is on a host thread (the call) or its stream's
+     * NCCL ops track (tid bit 31), never among the stream's kernels (tids
+     * from 2^30): it overlaps the kernel NCCL launched for it */
+    int on_ops_track = 0;
+    for (const char *q = out; (q = strstr(q, "\"cat\":\"nccl\"")); q++) {
+        const char *ev = q;
+        while (ev > out && strncmp(ev, "{\"ph\"", 5))
+            ev--;
+        const char *tid = strstr(ev, "\"tid\":");
+        ck_assert_ptr_nonnull(tid);
+        unsigned long v = strtoul(tid + 6, NULL, 10);
+        ck_assert_msg(v < 0x40000000ul || v >= 0x80000000ul, "an NCCL slice on tid %#lx", v);
+        on_ops_track += v >= 0x80000000ul;
+    }
+    ck_assert_int_gt(on_ops_track, 0);
     free_job(&j);
 }
 END_TEST
@@ -413,7 +440,7 @@ static const char *cutrace_out(const char *args)
     snprintf(cmd, sizeof(cmd), "%s %s", th_env("CT_CUTRACE"), args);
     FILE *f = popen(cmd, "r");
     ck_assert_ptr_nonnull(f);
-    static char out[1 << 16];
+    static char out[1 << 22];
     size_t n = fread(out, 1, sizeof(out) - 1, f);
     out[n] = 0;
     ck_assert_int_eq(pclose(f), 0);
