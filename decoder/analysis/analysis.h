@@ -102,6 +102,12 @@ struct ct_report {
 };
 
 int ct_metrics_rank(struct ct_rank_result *res);
+/* A rank with capture windows and iterations: its covered time becomes the
+ * whole iterations inside the windows (breakdown.c). The edges of a window
+ * hold parts of steps and, past its close, work the pause left unrecorded
+ * beside the recorded work still running: not what the figures are over.
+ * 0 or -ENOMEM. */
+int ct_cover_iterations(struct ct_rank_result *res);
 int ct_attribution_rank(struct ct_job *job, struct ct_rank_result *res);
 /* bubbles.c: the rank's bubble set into out (empty without pipeline ops),
  * per-iteration lengths into res->im; *pipeline set when some iteration has

@@ -15,19 +15,43 @@
 
 #include "decoder/analysis/analysis.h"
 
+/* |a|, or of a rank with capture windows |a ∩ cover| */
+static int64_t len_c(const struct ct_ivset *a, const struct ct_ivset *cover)
+{
+    return cover ? ct_ivset_overlap(a, cover) : ct_ivset_len(a);
+}
+
+/* |a ∩ b|, within cover when there is one (an allocation failure leaves
+ * it unclipped: the figure is then over the span, as without windows). */
+static int64_t overlap_c(const struct ct_ivset *a, const struct ct_ivset *b,
+                         const struct ct_ivset *cover)
+{
+    struct ct_ivset t = {0};
+    if (!cover || ct_ivset_intersect(a, cover, &t)) {
+        ct_ivset_free(&t);
+        return ct_ivset_overlap(a, b);
+    }
+    int64_t v = ct_ivset_overlap(&t, b);
+    ct_ivset_free(&t);
+    return v;
+}
+
 static void breakdown(struct ct_rank_result *res)
 {
     struct ct_rank *r = res->rank;
     const struct ct_ivset *compute = &r->cls[CT_CL_COMPUTE];
-    res->compute = ct_ivset_len(compute);
-    res->memory = ct_ivset_len(&r->cls[CT_CL_MEMORY]);
-    res->comm = ct_ivset_len(&r->comm);
-    res->idle = res->covered - (r->cover ? ct_ivset_overlap(&r->gpu, &r->gcover) : ct_ivset_len(&r->gpu));
-    res->overlap = ct_ivset_overlap(&r->comm, compute);
+    /* over the covered time only: work running past a window's whole
+     * iterations is beside work the pause left unrecorded */
+    const struct ct_ivset *cv = r->cover ? &r->gcover : NULL;
+    res->compute = len_c(compute, cv);
+    res->memory = len_c(&r->cls[CT_CL_MEMORY], cv);
+    res->comm = len_c(&r->comm, cv);
+    res->idle = res->covered - len_c(&r->gpu, cv);
+    res->overlap = overlap_c(&r->comm, compute, cv);
     res->exposed_comm = res->comm - res->overlap;
     for (int c = CT_CL_DP; c < CT_CL_COUNT; c++) {
-        res->cls_len[c] = ct_ivset_len(&r->cls[c]);
-        res->cls_overlap[c] = ct_ivset_overlap(&r->cls[c], compute);
+        res->cls_len[c] = len_c(&r->cls[c], cv);
+        res->cls_overlap[c] = overlap_c(&r->cls[c], compute, cv);
         res->cls_exposed[c] = res->cls_len[c] - res->cls_overlap[c];
     }
     size_t at[6] = {0}; /* iterations come in time order: one sweep per set */
@@ -143,6 +167,28 @@ static int idle_breakdown(struct ct_rank_result *res)
             add_gap(res, prev, op);
     }
     free(ix);
+    return 0;
+}
+
+int ct_cover_iterations(struct ct_rank_result *res)
+{
+    struct ct_rank *r = res->rank;
+    if (!r->cover || !res->niters)
+        return 0;
+    struct ct_ivset it = {0}, out = {0};
+    int rc = 0;
+    for (size_t k = 0; k < res->niters && !rc; k++)
+        rc = ct_ivset_add(&it, res->iters[k].s, res->iters[k].e);
+    ct_ivset_normalize(&it);
+    if (!rc)
+        rc = ct_ivset_intersect(&it, &r->gcover, &out);
+    ct_ivset_free(&it);
+    if (rc) {
+        ct_ivset_free(&out);
+        return rc;
+    }
+    ct_ivset_free(&r->gcover);
+    r->gcover = out;
     return 0;
 }
 

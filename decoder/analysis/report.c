@@ -45,6 +45,8 @@ int ct_report_analyze(struct ct_job *job, const struct ct_iter_opts *io, struct 
         x->bubble_pct = x->expected_bubble_pct = -1;
         rc = ct_iterations_find(x->rank, io, &x->iters, &x->niters, &x->iter_src, &x->iter_conf);
         if (!rc)
+            rc = ct_cover_iterations(x);
+        if (!rc)
             rc = ct_metrics_rank(x);
         if (!rc)
             rc = ct_attribution_rank(job, x);

@@ -667,12 +667,18 @@ static void hang_finding(void *ctx, const struct ct_hang_wait *w)
     ct_dg_ev(f, "absent_comm_ranks", (double)w->nabsent);
     ct_dg_ev(f, "waiting_since_us", (double)(w->since - c->rep->job->t0) / 1e3);
     ct_dg_ev(f, "waited_us", (double)(w->until - w->since) / 1e3);
-    snprintf(f->summary, sizeof(f->summary),
-             "hang: rank(s) %s have waited %.1f ms in %s seq %" PRIu64
-             " for rank(s) %s, which never issued it%s",
-             wait, (double)(w->until - w->since) / 1e6, ct_name_nccl_op((uint64_t)w->op->op),
-             w->op->seq, m ? miss : "(not mapped to ranks)",
-             w->nabsent ? " (they left no flight-recorder window: nothing was pending there)" : "");
+    /* the rank lists are cut to fit the summary (the evidence and JSON
+     * ranks have them whole) */
+    int cut = snprintf(f->summary, sizeof(f->summary),
+                       "hang: rank(s) %.60s have waited %.1f ms in %.20s seq %" PRIu64
+                       " for rank(s) %.60s, which never issued it%s",
+                       wait, (double)(w->until - w->since) / 1e6,
+                       ct_name_nccl_op((uint64_t)w->op->op), w->op->seq,
+                       m ? miss : "(not mapped to ranks)",
+                       w->nabsent ? " (they left no flight-recorder window: nothing was pending "
+                                    "there)"
+                                  : "");
+    (void)cut;
 }
 
 static int check_hang(struct ctx *c)

@@ -225,8 +225,13 @@ static const char *op_name(int op)
 
 static void data_json(FILE *f, const struct ct_report *rep)
 {
-    fprintf(f, "{\"nranks\":%zu,\"iterations\":%zu,\"step_p50\":%.1f,\"max_ops\":%d,", rep->nr,
-            rep->iterations, fin(rep->step_p50), CT_HTML_MAX_OPS);
+    /* no iteration on any rank: no step time (null, as in the JSON report) */
+    fprintf(f, "{\"nranks\":%zu,\"iterations\":%zu,\"step_p50\":", rep->nr, rep->iterations);
+    if (rep->step_p50 > 0)
+        fprintf(f, "%.1f", rep->step_p50);
+    else
+        fprintf(f, "null");
+    fprintf(f, ",\"max_ops\":%d,", CT_HTML_MAX_OPS);
     fputs("\"classes\":[", f);
     for (int c = 0; c < CT_CL_COUNT; c++)
         fprintf(f, "%s\"%s\"", c ? "," : "", ct_class_name(c));

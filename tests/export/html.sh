@@ -54,4 +54,11 @@ if grep -i 'CONSOLE' "$tmp/console.log" | grep -iq 'error'; then
   echo "script errors:"; grep -i console "$tmp/console.log"; exit 1
 fi
 [ -s "$out/report-html.png" ] || { echo "no screenshot"; exit 1; }
+# no iteration on any rank (5 launches of one kernel: nothing repeats enough):
+# no step time in the page's data, null as in the JSON report, never 0
+mkdir "$tmp/none"
+CUTRACE_OUTPUT="$tmp/none" CUTRACE_GPU_TIMING=off LD_LIBRARY_PATH="$build/tests/fakegpu" \
+  LD_PRELOAD="$build/shim/libcutrace.so" "$build/tests/process/w_life" child
+"$build/decoder/cutrace" report --html -o "$tmp/none.html" "$tmp/none"
+grep -q '"iterations":0,"step_p50":null' "$tmp/none.html" || { echo "step p50 not null"; exit 1; }
 echo "html e2e: ok (screenshot $out/report-html.png)"

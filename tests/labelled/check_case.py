@@ -506,6 +506,19 @@ HEALTH_CASES = {
 }
 
 
+def finish(name):
+    """Exits 1 listing the failed checks (the traces kept), else removes the
+    runs' directories and says ok."""
+    if failures:
+        print(f"{name}: {len(failures)} check(s) failed (traces kept in {', '.join(scratch)}):")
+        for f in failures:
+            print("  " + f)
+        sys.exit(1)
+    for d in scratch:
+        shutil.rmtree(d, ignore_errors=True)
+    print(f"{name}: ok")
+
+
 def main():
     name = sys.argv[1]
     if name in HEALTH_CASES:
@@ -515,14 +528,7 @@ def main():
         rep, out = run("dp" if name == "clock" else name, ranks, env,
                        1 if name == "multigpu" else None)
         fn(rep, out)
-    if failures:
-        print(f"{name}: {len(failures)} check(s) failed (traces kept in {', '.join(scratch)}):")
-        for f in failures:
-            print("  " + f)
-        sys.exit(1)
-    for d in scratch:
-        shutil.rmtree(d, ignore_errors=True)
-    print(f"{name}: ok")
+    finish(name)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,6 @@ What must hold, and why to that tolerance:
     idle stream times the launch call: README, "GPU-side timing").
 """
 import os
-import shutil
 import statistics
 import sys
 
@@ -90,15 +89,7 @@ def one(case):
 def main():
     for case in sys.argv[1:]:
         one(case)
-    if cc.failures:
-        print(f"events: {len(cc.failures)} check(s) failed (traces kept in "
-              f"{', '.join(cc.scratch)}):")
-        for f in cc.failures:
-            print("  " + f)
-        sys.exit(1)
-    for d in cc.scratch:
-        shutil.rmtree(d, ignore_errors=True)
-    print("events: ok")
+    cc.finish("events")
 
 
 if __name__ == "__main__":

@@ -447,13 +447,15 @@ END_TEST
  *   (queued before the close, run after it), D [320,360) launched 305,
  *   E [385,395) launched 380; a data wait [92,108); step ranges [0,95],
  *   [95,305] (cut by the pause) and [305,399].
- * Windows as the GPU saw them: [10,130) and [320,395): covered 195.
- * GPU busy 40+30+20+40+10 = 140, idle 195 - 140 = 55: the gaps [50,60),
- * [90,110) and [360,385), not the pause [130,320).
- * Idle split: data [92,108) = 16; launch overhead (each launch from the
- * previous one, closer than 1 ms): [50,60) 10, [90,92)+[108,110) 4,
- * [360,385) 25 = 39; D's [95,320) would be 190 more had the pause counted.
- * HTA host wait: 10 + 20 + 25 = 55 (C -> D's gap is the pause: none).
+ * Windows as the GPU saw them: [10,130) and [320,395); the figures are over
+ * the whole iterations inside them: [10,95) and [320,395), covered 160 (C,
+ * past the first step, runs where unrecorded work may run beside it).
+ * GPU busy 40+30+40+10 = 120, idle 160 - 120 = 40: the gaps [50,60),
+ * [90,95) and [360,385), not the pause [130,320).
+ * Idle split: data [92,95) = 3; launch overhead (each launch from the
+ * previous one, closer than 1 ms): [50,60) 10, [90,92) 2, [360,385) 25 =
+ * 37; D's [95,320) would be more had the pause counted.
+ * HTA host wait: 10 + 5 + 25 = 40 (C -> D's gap is the pause: none).
  * Iterations: the two steps inside a window.
  */
 START_TEST(capture_windows_leave_the_pause_out_of_every_figure)
@@ -477,14 +479,14 @@ START_TEST(capture_windows_leave_the_pause_out_of_every_figure)
     struct ct_report rep;
     tb_analyze(&job, NULL, &rep);
     const struct ct_rank_result *x = tb_result(&rep, 0);
-    ck_assert_int_eq(x->covered, TB_US(195));
+    ck_assert_int_eq(x->covered, TB_US(160));
     ck_assert_uint_eq(x->windows, 2);
-    ck_assert_int_eq(x->compute, TB_US(140));
-    ck_assert_int_eq(x->idle, TB_US(55));
-    ck_assert_int_eq(x->at.data_stall, TB_US(16));
-    ck_assert_int_eq(x->at.launch_overhead, TB_US(39));
+    ck_assert_int_eq(x->compute, TB_US(120));
+    ck_assert_int_eq(x->idle, TB_US(40));
+    ck_assert_int_eq(x->at.data_stall, TB_US(3));
+    ck_assert_int_eq(x->at.launch_overhead, TB_US(37));
     ck_assert_int_eq(x->at.unexplained + x->at.sync_drain + x->at.ckpt_idle, 0);
-    ck_assert_int_eq(x->host_wait, TB_US(55));
+    ck_assert_int_eq(x->host_wait, TB_US(40));
     ck_assert_uint_eq(x->niters, 2);
     ck_assert_int_eq(x->iters[0].index, 1);
     ck_assert_int_eq(x->iters[1].index, 3);
