@@ -42,6 +42,21 @@ static inline int ct_ivset_add(struct ct_ivset *a, int64_t s, int64_t e)
     return 0;
 }
 
+/* The index of the interval of normalised a that holds t (s <= t < e), or
+ * -1: a binary search. */
+static inline long ct_ivset_find(const struct ct_ivset *a, int64_t t)
+{
+    size_t lo = 0, hi = a->n; /* the last interval starting at or before t */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (a->v[mid].s <= t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo > 0 && t < a->v[lo - 1].e ? (long)lo - 1 : -1;
+}
+
 /* Adds [s, e) to a normalised set whose intervals all start at or before
  * s, merging it into the last one when they overlap or touch: the set
  * stays normalised (what adding in start order and normalising gives).

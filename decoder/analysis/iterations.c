@@ -33,16 +33,8 @@ static int captured(const struct ct_rank *r, int64_t s, int64_t e)
 {
     if (!r->cover)
         return 1;
-    const struct ct_ivset *c = r->cover;
-    size_t lo = 0, hi = c->n; /* the last window starting at or before s */
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (c->v[mid].s <= s)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo > 0 && e <= c->v[lo - 1].e;
+    long w = ct_ivset_find(r->cover, s);
+    return w >= 0 && e <= r->cover->v[w].e;
 }
 
 static int from_ranges(const struct ct_rank *r, struct ct_iter **out, size_t *n,

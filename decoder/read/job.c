@@ -323,18 +323,10 @@ static int gpu_cover(struct ct_rank *r)
         span[w] = (struct ct_iv){INT64_MAX, INT64_MIN};
     for (size_t i = 0; i < r->nops; i++) {
         const struct ct_gop *g = &r->ops[i];
-        int64_t t = g->launch != INT64_MIN ? g->launch : g->s;
-        size_t lo = 0, hi = c->n; /* the last window starting at or before t */
-        while (lo < hi) {
-            size_t mid = lo + (hi - lo) / 2;
-            if (c->v[mid].s <= t)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        if (lo == 0 || t >= c->v[lo - 1].e)
+        long w = ct_ivset_find(c, g->launch != INT64_MIN ? g->launch : g->s);
+        if (w < 0)
             continue;
-        struct ct_iv *s = &span[lo - 1];
+        struct ct_iv *s = &span[w];
         if (g->s < s->s)
             s->s = g->s;
         if (g->e > s->e)
