@@ -394,7 +394,8 @@ int ct_proc_extract(struct ct_trace *t, const char *step_name, struct ct_proc *p
     }
     /* a group's pair that no member took is the members' work, for its
      * class (as extract_join.c link_groups) */
-    qsort(grp, ngrp, sizeof(*grp), cmp_gkv);
+    if (ngrp)
+        qsort(grp, ngrp, sizeof(*grp), cmp_gkv);
     uint64_t last_group = 0;
     for (size_t i = 0; i < p->nnccl && ngrp; i++) {
         uint64_t group = t->recs[nrec[i]].f[CT_NCCL_GROUP];

@@ -58,7 +58,8 @@ fi
 # no step time in the page's data, null as in the JSON report, never 0
 mkdir "$tmp/none"
 CUTRACE_OUTPUT="$tmp/none" CUTRACE_GPU_TIMING=off LD_LIBRARY_PATH="$build/tests/fakegpu" \
-  LD_PRELOAD="$build/shim/libcutrace.so" "$build/tests/process/w_life" child
+  LD_PRELOAD="${CT_SANITIZER_PRELOAD:+$CT_SANITIZER_PRELOAD:}$build/shim/libcutrace.so" \
+  "$build/tests/process/w_life" child
 "$build/decoder/cutrace" report --html -o "$tmp/none.html" "$tmp/none"
 grep -q '"iterations":0,"step_p50":null' "$tmp/none.html" || { echo "step p50 not null"; exit 1; }
 echo "html e2e: ok (screenshot $out/report-html.png)"
