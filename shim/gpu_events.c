@@ -252,8 +252,7 @@ void ct_events_after(struct ct_gpu_op *op, CUstream s, unsigned flags, uint64_t 
     /* a synchronous copy with a host end returns when the copy is done,
      * staging a pageable buffer on the host meanwhile: the pair times the
      * host call (the decoder says so: memory_blocking_us) */
-    it->blocking = type == CT_GPU_MEMCPY && !(flags & CT_APIF_ASYNC) &&
-                   copy_kind != CT_COPY_DTOD;
+    it->blocking = type == CT_GPU_MEMCPY && !(flags & CT_APIF_ASYNC) && copy_kind != CT_COPY_DTOD;
     atomic_fetch_add_explicit(&g_in_flight[op->stream_slot], 1, memory_order_relaxed);
     if (ct_mpmc_push(&g_pending, idx)) {
         atomic_fetch_sub_explicit(&g_in_flight[op->stream_slot], 1, memory_order_relaxed);

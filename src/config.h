@@ -20,22 +20,22 @@ struct ct_config {
     int gpu_timing;           /* CUTRACE_GPU_TIMING: 0 off, 1 cupti (default), 2 events */
     uint64_t io_min_ns;       /* CUTRACE_IO_MIN_NS: shorter I/O spans are counted, not recorded */
     int64_t test_clock_offset_ns; /* CUTRACE_TEST_CLOCK_OFFSET_NS (tests of clock alignment) */
-    uint64_t io_stack_ns;    /* CUTRACE_IO_STACK_NS: I/O spans this long get a call stack (sync) */
-    int stacks;              /* CUTRACE_STACKS: 0 off, 1 sync (default), 2 all */
-    int start_paused;        /* CUTRACE_START: 0 running (default), 1 paused */
-    unsigned duration_s;     /* CUTRACE_DURATION: seconds per capture window, 0 = unbounded */
-    unsigned max_mb;         /* CUTRACE_MAX_MB: bound on the trace file, 0 = none */
-    int max_stop;            /* CUTRACE_MAX_POLICY: 0 oldest (drop oldest frames), 1 stop */
-    unsigned flight_s;       /* CUTRACE_FLIGHT: flight recorder window, 0 = off */
-    unsigned flight_mb;      /* CUTRACE_FLIGHT_MB: its memory bound (default 256) */
-    unsigned hang_s;         /* CUTRACE_HANG_S: NCCL hang detection, 0 = off */
-    int light;               /* CUTRACE_MODE: 0 full (default), 1 light */
+    uint64_t io_stack_ns; /* CUTRACE_IO_STACK_NS: I/O spans this long get a call stack (sync) */
+    int stacks;           /* CUTRACE_STACKS: 0 off, 1 sync (default), 2 all */
+    int start_paused;     /* CUTRACE_START: 0 running (default), 1 paused */
+    unsigned duration_s;  /* CUTRACE_DURATION: seconds per capture window, 0 = unbounded */
+    unsigned max_mb;      /* CUTRACE_MAX_MB: bound on the trace file, 0 = none */
+    int max_stop;         /* CUTRACE_MAX_POLICY: 0 oldest (drop oldest frames), 1 stop */
+    unsigned flight_s;    /* CUTRACE_FLIGHT: flight recorder window, 0 = off */
+    unsigned flight_mb;   /* CUTRACE_FLIGHT_MB: its memory bound (default 256) */
+    unsigned hang_s;      /* CUTRACE_HANG_S: NCCL hang detection, 0 = off */
+    int light;            /* CUTRACE_MODE: 0 full (default), 1 light */
     /* Light mode records complete capture windows on a duty cycle: the
      * first light_window_ms of every light_period_ms of CLOCK_REALTIME
      * (shim/capture.c), paused in between. */
     unsigned light_window_ms; /* CUTRACE_LIGHT_WINDOW_MS: 10..3600000, default 3000 */
     unsigned light_period_ms; /* CUTRACE_LIGHT_PERIOD_MS: 20..86400000, default 60000 */
-    unsigned health_ms;      /* CUTRACE_HEALTH_MS: health counter period, 0 = off (default 100) */
+    unsigned health_ms;       /* CUTRACE_HEALTH_MS: health counter period, 0 = off (default 100) */
     /* CUTRACE_HOST_TRACE_KB: a process without CUDA, NCCL or NVTX work gets a
      * trace once its I/O moved this much (default 1024); 0: every process */
     unsigned host_trace_kb;

@@ -65,9 +65,9 @@ static int tok_char(char c)
  * looks like a credential. */
 static int token_like(const char *s, size_t len)
 {
-    static const char *const prefix[] = {"ghp_",  "gho_",  "ghu_",  "ghs_",  "ghr_",
-                                         "github_pat_",    "glpat-", "xoxb-", "xoxp-",
-                                         "xoxa-", "xoxs-", "hf_",   "sk-",   "AKIA", "ASIA"};
+    static const char *const prefix[] = {"ghp_",        "gho_",   "ghu_",  "ghs_",  "ghr_",
+                                         "github_pat_", "glpat-", "xoxb-", "xoxp-", "xoxa-",
+                                         "xoxs-",       "hf_",    "sk-",   "AKIA",  "ASIA"};
     if (len >= 20 && !strncmp(s, "eyJ", 3)) { /* a JWT: header.payload.signature */
         int dots = 0;
         for (size_t i = 0; i < len; i++)
@@ -191,7 +191,7 @@ void ct_redact_cmdline(const char *args, size_t len, const char *extra, char *ou
             continue;
         }
         if (!eq && name > arg && *name && ct_redact_name(name, strlen(name), extra))
-            hide_next = 1; /* the option is kept, its value goes */
+            hide_next = 1;     /* the option is kept, its value goes */
         if (eq && eq > name) { /* the name as it is, the value scrubbed */
             put(&o, arg, (size_t)(eq - arg) + 1);
             value_into(eq + 1, &o);

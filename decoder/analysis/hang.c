@@ -150,8 +150,12 @@ int ct_hang_waits(const struct ct_report *rep, void (*fn)(void *ctx, const struc
             }
             seen = s2, absent = a2;
             memset(seen, 0, size ? (size_t)size : 1);
-            struct ct_hang_wait w = {.op = o, .waiting = waiting, .missing = missing,
-                                     .absent_comm = absent, .since = INT64_MAX, .until = until};
+            struct ct_hang_wait w = {.op = o,
+                                     .waiting = waiting,
+                                     .missing = missing,
+                                     .absent_comm = absent,
+                                     .since = INT64_MAX,
+                                     .until = until};
             int world = 1; /* every member present has its global rank as comm rank */
             for (size_t j = 0; j < rep->nr; j++) {
                 const struct ct_rank *q = rep->rr[j].rank;
@@ -215,8 +219,7 @@ static void wait_text(void *ctx, const struct ct_hang_wait *w)
         known += w->missing[i] >= 0;
     ranks_text(f, w->missing, w->nmissing);
     if (known < w->nmissing)
-        fprintf(f, "%s%zu member(s) not mapped to a rank", known ? ", " : "",
-                w->nmissing - known);
+        fprintf(f, "%s%zu member(s) not mapped to a rank", known ? ", " : "", w->nmissing - known);
     fprintf(f, ", which never issued it");
     if (w->nabsent) {
         fprintf(f, " (comm rank(s) ");

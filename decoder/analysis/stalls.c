@@ -135,7 +135,8 @@ static void gap(const struct ct_ivset *cover, size_t *cj, const struct ct_ivset 
     while (*cj < cover->n && cover->v[*cj].e <= a)
         (*cj)++;
     for (size_t x = *cj; x < cover->n && cover->v[x].s < b; x++) {
-        int64_t s = cover->v[x].s > a ? cover->v[x].s : a, e = cover->v[x].e < b ? cover->v[x].e : b;
+        int64_t s = cover->v[x].s > a ? cover->v[x].s : a,
+                e = cover->v[x].e < b ? cover->v[x].e : b;
         if (e > s)
             split(use, nuse, j, 0, s, e, got);
     }

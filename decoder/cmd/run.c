@@ -221,7 +221,8 @@ int ct_cmd_run(int argc, char **argv)
                 "CUTRACE_MODE=full)\n",
                 w ? w : "3000", p ? p : "60000");
     } else if (!ntraces && start && !strcmp(start, "paused")) {
-        fprintf(stderr, "cutrace: CUTRACE_START=paused: no window was opened (cutrace start PID)\n");
+        fprintf(stderr,
+                "cutrace: CUTRACE_START=paused: no window was opened (cutrace start PID)\n");
     }
     if (WIFSIGNALED(status))
         return 128 + WTERMSIG(status);

@@ -522,11 +522,12 @@ static void check_idle(struct ctx *c)
                                "checkpoints between capture windows are not recorded, and no "
                                "window held one");
         else if (!n && untimed)
-            ct_dg_insufficient(c, kind,
-                               "%.0f%% of the GPU ops have no GPU time (coverage untimed_ops: event "
-                               "pairs capped at 512 in flight per stream, or records lost): the "
-                               "GPU-idle time and its split are not known",
-                               100 * worst);
+            ct_dg_insufficient(
+                c, kind,
+                "%.0f%% of the GPU ops have no GPU time (coverage untimed_ops: event "
+                "pairs capped at 512 in flight per stream, or records lost): the "
+                "GPU-idle time and its split are not known",
+                100 * worst);
         if (!n)
             continue;
         if (kind == CT_FK_LAUNCH_BOUND && best < 0.5 * idle)
@@ -669,15 +670,15 @@ static void hang_finding(void *ctx, const struct ct_hang_wait *w)
     ct_dg_ev(f, "waited_us", (double)(w->until - w->since) / 1e3);
     /* the rank lists are cut to fit the summary (the evidence and JSON
      * ranks have them whole) */
-    int cut = snprintf(f->summary, sizeof(f->summary),
-                       "hang: rank(s) %.60s have waited %.1f ms in %.20s seq %" PRIu64
-                       " for rank(s) %.60s, which never issued it%s",
-                       wait, (double)(w->until - w->since) / 1e6,
-                       ct_name_nccl_op((uint64_t)w->op->op), w->op->seq,
-                       m ? miss : "(not mapped to ranks)",
-                       w->nabsent ? " (they left no flight-recorder window: nothing was pending "
-                                    "there)"
-                                  : "");
+    int cut =
+        snprintf(f->summary, sizeof(f->summary),
+                 "hang: rank(s) %.60s have waited %.1f ms in %.20s seq %" PRIu64
+                 " for rank(s) %.60s, which never issued it%s",
+                 wait, (double)(w->until - w->since) / 1e6, ct_name_nccl_op((uint64_t)w->op->op),
+                 w->op->seq, m ? miss : "(not mapped to ranks)",
+                 w->nabsent ? " (they left no flight-recorder window: nothing was pending "
+                              "there)"
+                            : "");
     (void)cut;
 }
 
@@ -712,8 +713,8 @@ int ct_diagnose(const struct ct_report *rep, const struct ct_trace_facts *facts,
         for (int k = 0; k < CT_FK_COUNT; k++)
             if (k != CT_FK_HANG)
                 ct_dg_insufficient(&c, k,
-                               "no iterations found (no ProfilerStep ranges, marks or "
-                               "repeating kernel pattern): no step time to weigh savings by");
+                                   "no iterations found (no ProfilerStep ranges, marks or "
+                                   "repeating kernel pattern): no step time to weigh savings by");
         return 0;
     }
     int rc = check_exposed(&c);

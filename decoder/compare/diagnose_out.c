@@ -32,10 +32,9 @@ void ct_diagnosis_json(FILE *f, const struct ct_diagnosis *d, double min_saving)
         ct_json_member(f, "saving_us", x->saving_us, 3);
         fputc(',', f);
         /* a hang's "saving" is the time lost so far: no share of a step */
-        ct_json_member(f, "saving_pct",
-                       d->step_us > 0 && x->kind != CT_FK_HANG ? 100 * x->saving_us / d->step_us
-                                                               : NAN,
-                       3);
+        ct_json_member(
+            f, "saving_pct",
+            d->step_us > 0 && x->kind != CT_FK_HANG ? 100 * x->saving_us / d->step_us : NAN, 3);
         fputc(',', f);
         ct_json_member(f, "confidence", x->confidence, 2);
         fputs(",\"evidence\":{", f);

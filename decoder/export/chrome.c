@@ -156,8 +156,9 @@ static uint32_t gpu_tid(struct cw *w, int64_t dev, uint64_t stream, int64_t s, i
     uint32_t tid = base + ((uint32_t)l << 28);
     if (l >= T->named) {
         char buf[128];
-        snprintf(buf, sizeof(buf), "GPU %" PRId64 " stream %" PRIu64 "%s (overlapping, lane %d)", dev,
-                 (uint64_t)(stream & ~CT_NCCL_TRACK), stream & CT_NCCL_TRACK ? " NCCL ops" : "", l);
+        snprintf(buf, sizeof(buf), "GPU %" PRId64 " stream %" PRIu64 "%s (overlapping, lane %d)",
+                 dev, (uint64_t)(stream & ~CT_NCCL_TRACK),
+                 stream & CT_NCCL_TRACK ? " NCCL ops" : "", l);
         for (; T->named <= l; T->named++) {
             uint32_t t = base + ((uint32_t)T->named << 28);
             meta_ev(w, t, "thread_name", buf, 0);
@@ -211,7 +212,6 @@ static void placement(struct ct_trace *t, const uint64_t *f, const struct ct_rec
     }
     *key |= CT_NCCL_TRACK;
 }
-
 
 static const char *thread_name(struct ct_trace *t, uint32_t tid)
 {

@@ -17,10 +17,9 @@
  * of their own beside the stream's kernels: the kernel NCCL launched for an
  * op is on the stream, and the op's own interval would overlap it there.
  * Track key: the stream with this bit; tid: the stream's with bit 31. */
-#define CT_NCCL_TRACK (1ull << 40)
-#define CT_TRACK_TID(dev, key)                                                                     \
-    (CT_GPU_TID(dev, key) | ((key)&CT_NCCL_TRACK ? 0x80000000u : 0))
-#define S(id) ct_reader_string(&t->rd, (id))
+#define CT_NCCL_TRACK          (1ull << 40)
+#define CT_TRACK_TID(dev, key) (CT_GPU_TID(dev, key) | ((key)&CT_NCCL_TRACK ? 0x80000000u : 0))
+#define S(id)                  ct_reader_string(&t->rd, (id))
 
 /* GPU intervals of one stream can overlap (a receive waiting for its peer
  * beside a kernel on the simulated device, graph replays, clock error);

@@ -314,14 +314,13 @@ void ct_report_json(FILE *f, const struct ct_report *rep)
         const struct ct_coverage *c = &R->cov;
         fprintf(f,
                 "\"coverage\":{\"gpu_cupti\":%" PRIu64 ",\"gpu_events\":%" PRIu64
-                ",\"gpu_events_blocking\":%" PRIu64
-                ",\"gpu_plugin\":%" PRIu64 ",\"gpu_nccl_record\":%" PRIu64
-                ",\"dropped_records\":%" PRIu64 ",\"untimed_ops\":%" PRIu64
-                ",\"unmatched_p2p\":%" PRIu64 ",\"processes\":%" PRIu64
+                ",\"gpu_events_blocking\":%" PRIu64 ",\"gpu_plugin\":%" PRIu64
+                ",\"gpu_nccl_record\":%" PRIu64 ",\"dropped_records\":%" PRIu64
+                ",\"untimed_ops\":%" PRIu64 ",\"unmatched_p2p\":%" PRIu64 ",\"processes\":%" PRIu64
                 ",\"truncated_files\":%" PRIu64 ",\"damaged_bytes\":%" PRIu64 "}}",
                 c->gpu_cupti, c->gpu_events, c->gpu_events_blocking, c->gpu_plugin,
-                c->gpu_nccl_record, c->dropped,
-                c->untimed, c->unmatched_p2p, c->processes, c->truncated, c->damaged);
+                c->gpu_nccl_record, c->dropped, c->untimed, c->unmatched_p2p, c->processes,
+                c->truncated, c->damaged);
     }
     fprintf(f, "],\"collectives\":[");
     for (size_t i = 0; i < rep->ncoll; i++) {
@@ -452,8 +451,8 @@ static void provenance_text(FILE *f, const struct ct_report *rep)
     for (size_t r = 0; r < rep->nr; r++) {
         const struct ct_rank_result *x = &rep->rr[r];
         const struct ct_proc *p = x->rank->nprocs ? x->rank->procs[0] : NULL;
-        same_timing &= !strcmp(ct_gpu_timing_name(&x->rank->cov),
-                               ct_gpu_timing_name(&rep->rr[0].rank->cov));
+        same_timing &=
+            !strcmp(ct_gpu_timing_name(&x->rank->cov), ct_gpu_timing_name(&rep->rr[0].rank->cov));
         if (!x->rank->cover)
             continue;
         windowed++;
@@ -486,7 +485,8 @@ static void provenance_text(FILE *f, const struct ct_report *rep)
                 break;
             }
     if (shared) {
-        fprintf(f, "Ranks per device: %zu rank(s) share a process that drives several GPUs:", shared);
+        fprintf(f,
+                "Ranks per device: %zu rank(s) share a process that drives several GPUs:", shared);
         size_t shown = 0;
         for (size_t r = 0; r < rep->nr && shown < 16; r++) {
             const struct ct_proc *p = rep->rr[r].rank->nprocs ? rep->rr[r].rank->procs[0] : NULL;
@@ -509,8 +509,8 @@ static void provenance_text(FILE *f, const struct ct_report *rep)
     }
     fprintf(f, "GPU timing:");
     for (size_t r = 0; r < rep->nr && r < 16; r++)
-        fprintf(f, " rank %d %s%s", rep->rr[r].rank->rank, ct_gpu_timing_name(&rep->rr[r].rank->cov),
-                r + 1 < rep->nr ? "," : "");
+        fprintf(f, " rank %d %s%s", rep->rr[r].rank->rank,
+                ct_gpu_timing_name(&rep->rr[r].rank->cov), r + 1 < rep->nr ? "," : "");
     fprintf(f, "%s\n", rep->nr > 16 ? " ..." : "");
 }
 

@@ -211,7 +211,7 @@ int ct_proc_extract(struct ct_trace *t, const char *step_name, struct ct_proc *p
 
     struct names nm = {0};
     size_t cap_ops = 0, cap_nccl = 0, cap_l = 0, cap_s = 0, cap_nrec = 0;
-    size_t *nrec = NULL; /* record index of each NCCL op */
+    size_t *nrec = NULL;    /* record index of each NCCL op */
     struct gkv *grp = NULL; /* GPU ops of a group's id (event pairs around ncclGroupEnd) */
     size_t ngrp = 0, cap_grp = 0;
     int rc = 0;

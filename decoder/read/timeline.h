@@ -54,15 +54,15 @@ struct ct_gop {
     int64_t s, e;
     int64_t launch; /* host start of the call that enqueued it, INT64_MIN if unknown */
     uint32_t stream;
-    uint32_t name;  /* index into the rank's name table */
-    int32_t nccl;   /* index of its NCCL op in the rank, -1 */
-    uint8_t cls;    /* enum ct_class */
-    uint8_t type;   /* enum ct_gpu_type */
-    uint8_t op;     /* enum ct_nccl_op guessed from a kernel name, 0 */
+    uint32_t name;        /* index into the rank's name table */
+    int32_t nccl;         /* index of its NCCL op in the rank, -1 */
+    uint8_t cls;          /* enum ct_class */
+    uint8_t type;         /* enum ct_gpu_type */
+    uint8_t op;           /* enum ct_nccl_op guessed from a kernel name, 0 */
     uint8_t blocking : 1; /* timed by an event pair around a blocking host call
                            * (CT_SRC_EVENTS_BLOCKING): memory_blocking_us */
-    uint8_t nested : 1; /* linked to its NCCL op for the class only: a kernel NCCL launched inside
-                     * a call whose GPU time came from elsewhere (plugin, event pair) */
+    uint8_t nested : 1;   /* linked to its NCCL op for the class only: a kernel NCCL launched inside
+                           * a call whose GPU time came from elsewhere (plugin, event pair) */
     /* 40 bytes: every analysis passes over millions of these (the record's
      * GPU-time source is counted into the coverage, not kept) */
 };
@@ -95,9 +95,9 @@ struct ct_range {
 struct ct_coverage {
     uint64_t gpu_cupti, gpu_events, gpu_plugin, gpu_nccl_record;
     uint64_t gpu_events_blocking; /* of gpu_events: pairs around a blocking host call */
-    uint64_t dropped;       /* records lost (DROP records, all reasons) */
-    uint64_t untimed;       /* launches/copies/memsets without a GPU interval */
-    uint64_t unmatched_p2p; /* Send/Recv without their peer's op in the traces */
+    uint64_t dropped;             /* records lost (DROP records, all reasons) */
+    uint64_t untimed;             /* launches/copies/memsets without a GPU interval */
+    uint64_t unmatched_p2p;       /* Send/Recv without their peer's op in the traces */
     uint64_t processes, truncated, damaged;
 };
 
@@ -147,9 +147,9 @@ struct ct_proc {
     int64_t last_ns;
     uint8_t windowed, light;
     uint32_t light_window_ms, light_period_ms; /* light mode's schedule, 0 unknown */
-    struct ct_sdev *sdev; /* the device of each stream the trace names */
+    struct ct_sdev *sdev;                      /* the device of each stream the trace names */
     size_t nsdev, capsdev;
-    int32_t device; /* the device it drives (ct_split_devices), -1 unknown */
+    int32_t device;        /* the device it drives (ct_split_devices), -1 unknown */
     struct ct_kineto *kin; /* Kineto input only (decoder/kineto/kineto.h), else NULL */
 };
 #define CT_OPEN_END  (INT64_MAX / 4)
@@ -227,8 +227,8 @@ struct ct_rank {
      * opens (not recorded) runs into it, and work launched before it
      * closes runs after. GPU figures are over these. */
     struct ct_ivset gcover;
-    int64_t skew_ns;           /* refinement added after realtime alignment */
-    int64_t residual_ns;       /* median |collective end - peers' median end| after it */
+    int64_t skew_ns;     /* refinement added after realtime alignment */
+    int64_t residual_ns; /* median |collective end - peers' median end| after it */
     struct ct_coverage cov;
 };
 

@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define FG_DRIVER_VERSION   13000 /* the newest; FAKEGPU_DRIVER_VERSION presents an older one */
+#define FG_DRIVER_VERSION 13000 /* the newest; FAKEGPU_DRIVER_VERSION presents an older one */
 /* The driver version presented (FAKEGPU_DRIVER_VERSION, at most
  * FG_DRIVER_VERSION): cuDriverGetVersion reports it and cuGetProcAddress
  * knows no entry point newer than it. The libcuda of tests/fakegpu/drv<V>/

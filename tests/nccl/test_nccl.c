@@ -219,8 +219,8 @@ START_TEST(two_ranks_plugin_v5)
      * track of no device, and no lane forced by an op overlapping the
      * kernel NCCL launched for it */
     char args[1200];
-    snprintf(args, sizeof(args), "export --format chrome -o %s/x.json %s && cat %s/x.json",
-             j.r.dir, j.r.traces, j.r.dir);
+    snprintf(args, sizeof(args), "export --format chrome -o %s/x.json %s && cat %s/x.json", j.r.dir,
+             j.r.traces, j.r.dir);
     const char *out = cutrace_out(args);
     ck_assert_msg(strstr(out, " NCCL ops\""), "no NCCL ops track");
     ck_assert_msg(!strstr(out, "\"GPU -1 "), "a track of no device");

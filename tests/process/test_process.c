@@ -652,7 +652,8 @@ START_TEST(older_drivers_resolve_helpers_once_and_record_every_launch)
     char buf[4096];
     snprintf(buf, sizeof(buf), "%s 13000=%s", list, th_env("CT_FAKEGPU_DIR"));
     int levels = 0;
-    for (char *save = NULL, *tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+    for (char *save = NULL, *tok = strtok_r(buf, " ", &save); tok;
+         tok = strtok_r(NULL, " ", &save)) {
         char *eq = strchr(tok, '=');
         ck_assert_ptr_nonnull(eq);
         *eq = 0;
@@ -664,8 +665,8 @@ START_TEST(older_drivers_resolve_helpers_once_and_record_every_launch)
         ck_assert_msg(b.lookups == a.lookups && b.lookups < 40,
                       "driver %s: %lu lookups for 100 launches, %lu for 300", tok, a.lookups,
                       b.lookups);
-        ck_assert_msg(b.no_stream == 0 && b.unnamed == 0, "driver %s: %zu without stream, %zu unnamed",
-                      tok, b.no_stream, b.unnamed);
+        ck_assert_msg(b.no_stream == 0 && b.unnamed == 0,
+                      "driver %s: %zu without stream, %zu unnamed", tok, b.no_stream, b.unnamed);
         levels++;
     }
     ck_assert_int_eq(levels, 4);

@@ -12,11 +12,9 @@ Suite *ownfd_suite(void);
 Suite *redact_suite(void);
 
 static const struct th_suite suites[] = {
-    {"codec", codec_suite},   {"strtab", strtab_suite},
-    {"ring", ring_suite},     {"writer", writer_suite},
-    {"reader", reader_suite}, {"config", config_suite},
-    {"ownfd", ownfd_suite},   {"redact", redact_suite},
-    {NULL, NULL},
+    {"codec", codec_suite},   {"strtab", strtab_suite}, {"ring", ring_suite},
+    {"writer", writer_suite}, {"reader", reader_suite}, {"config", config_suite},
+    {"ownfd", ownfd_suite},   {"redact", redact_suite}, {NULL, NULL},
 };
 
 int main(int argc, char **argv)

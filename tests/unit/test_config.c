@@ -109,10 +109,12 @@ END_TEST
 START_TEST(light_mode_windows_are_shorter_than_their_period)
 {
     static const char *const ok[] = {"CUTRACE_MODE", "light", NULL};
-    static const char *const set[] = {"CUTRACE_MODE", "light", "CUTRACE_LIGHT_WINDOW_MS", "200",
-                                      "CUTRACE_LIGHT_PERIOD_MS", "500", NULL};
-    static const char *const bad[] = {"CUTRACE_MODE", "light", "CUTRACE_LIGHT_WINDOW_MS", "1000",
-                                      "CUTRACE_LIGHT_PERIOD_MS", "1000", NULL};
+    static const char *const set[] = {
+        "CUTRACE_MODE", "light", "CUTRACE_LIGHT_WINDOW_MS", "200", "CUTRACE_LIGHT_PERIOD_MS",
+        "500",          NULL};
+    static const char *const bad[] = {
+        "CUTRACE_MODE", "light", "CUTRACE_LIGHT_WINDOW_MS", "1000", "CUTRACE_LIGHT_PERIOD_MS",
+        "1000",         NULL};
     struct ct_config c;
     char err[256] = "";
     ct_config_defaults(&c);

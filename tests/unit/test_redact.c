@@ -29,8 +29,10 @@ START_TEST(secret_options_keep_their_name_and_lose_their_value)
     cmdline(b, sizeof(b) - 1, NULL,
             "x CLIENT_SECRET=<redacted> -Passwd <redacted> --credentials-file=<redacted>");
     /* CUTRACE_REDACT's patterns join the built-in names */
-    static const char c[] = "x\0--mycorp-pin\0" "123\0--MyCorpId=7\0--other=1";
-    cmdline(c, sizeof(c), "zzz,mycorp", "x --mycorp-pin <redacted> --MyCorpId=<redacted> --other=1");
+    static const char c[] = "x\0--mycorp-pin\0"
+                            "123\0--MyCorpId=7\0--other=1";
+    cmdline(c, sizeof(c), "zzz,mycorp",
+            "x --mycorp-pin <redacted> --MyCorpId=<redacted> --other=1");
     /* a secret option at the very end has no value to lose */
     static const char d[] = "x\0--token";
     cmdline(d, sizeof(d), NULL, "x --token");
