@@ -23,9 +23,14 @@ int ct_sdev_note(struct ct_proc *p, uint32_t stream, int32_t dev)
 {
     if (dev < 0)
         return 0;
-    for (size_t i = p->nsdev; i > 0; i--) /* few streams; the newest come back most */
+    for (size_t i = p->nsdev; i > 0; i--) /* few streams */
         if (p->sdev[i - 1].stream == stream) {
-            p->sdev[i - 1].dev = dev;
+            /* to the end, where ct_sdev_seen looks first: records come in
+             * runs of one stream */
+            struct ct_sdev t = p->sdev[i - 1];
+            memmove(&p->sdev[i - 1], &p->sdev[i], (p->nsdev - i) * sizeof(*p->sdev));
+            t.dev = dev;
+            p->sdev[p->nsdev - 1] = t;
             return 0;
         }
     if (p->nsdev == p->capsdev) {

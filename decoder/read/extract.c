@@ -89,7 +89,7 @@ static int on_gpu(struct ex *x, const uint64_t *c, size_t st)
             return -ENOMEM;
         ct_cov_source(&x->p->cov, FLD(CT_GPU_SOURCE));
         idx = x->ops.n++;
-        if (ct_sdev_note(x->p, g->stream, (int32_t)(int64_t)FLD(CT_GPU_DEVICE)))
+        if (ct_sdev_seen(x->p, g->stream, (int32_t)(int64_t)FLD(CT_GPU_DEVICE)))
             return -ENOMEM;
     }
     return ct_kv_push(&x->gcorr, FLD(CT_GPU_CORR), idx);

@@ -258,7 +258,7 @@ int ct_proc_extract(struct ct_trace *t, const char *step_name, struct ct_proc *p
                 grp[ngrp++] = (struct gkv){f[CT_GPU_CORR], p->nops};
             ct_cov_source(&p->cov, (uint8_t)f[CT_GPU_SOURCE]);
             p->nops++;
-            rc = ct_sdev_note(p, g->stream, (int32_t)(int64_t)f[CT_GPU_DEVICE]);
+            rc = ct_sdev_seen(p, g->stream, (int32_t)(int64_t)f[CT_GPU_DEVICE]);
             break;
         }
         case CT_REC_NCCL: {

@@ -201,6 +201,15 @@ int ct_capture_finish(struct ct_proc *p, int64_t off);
  * per device (procs reallocated, *nprocs grown; rules in devices.c), 0 or
  * -ENOMEM. */
 int ct_sdev_note(struct ct_proc *p, uint32_t stream, int32_t dev);
+/* The same, inline for the common case (every GPU record passes here): the
+ * stream last noted, with the same device. */
+static inline int ct_sdev_seen(struct ct_proc *p, uint32_t stream, int32_t dev)
+{
+    if (dev < 0 || (p->nsdev && p->sdev[p->nsdev - 1].stream == stream &&
+                    p->sdev[p->nsdev - 1].dev == dev))
+        return 0;
+    return ct_sdev_note(p, stream, dev);
+}
 int32_t ct_sdev_of(const struct ct_proc *p, uint32_t stream);
 int ct_split_devices(struct ct_proc **procs, size_t *nprocs);
 
