@@ -205,8 +205,8 @@ int ct_sdev_note(struct ct_proc *p, uint32_t stream, int32_t dev);
  * stream last noted, with the same device. */
 static inline int ct_sdev_seen(struct ct_proc *p, uint32_t stream, int32_t dev)
 {
-    if (dev < 0 || (p->nsdev && p->sdev[p->nsdev - 1].stream == stream &&
-                    p->sdev[p->nsdev - 1].dev == dev))
+    if (dev < 0 ||
+        (p->nsdev && p->sdev[p->nsdev - 1].stream == stream && p->sdev[p->nsdev - 1].dev == dev))
         return 0;
     return ct_sdev_note(p, stream, dev);
 }
