@@ -187,11 +187,13 @@ static void check_mix_tol(struct job *j, unsigned source, int64_t tol_ns)
     }
 }
 
-/* 2 ms covers the GPU timer's conversion and event-pair anchoring, each
- * rank's anchor off by its own preemption (1.28 ms apart seen under load). */
+/* 3 ms covers the GPU timer's conversion and event-pair anchoring, each
+ * rank's anchor off by its own preemption (1.28 ms apart seen under load,
+ * 2.18 ms once in CI on 2 CPUs shared by two ranks' job, writer, poller
+ * and simulator threads). */
 static void check_mix(struct job *j, unsigned source)
 {
-    check_mix_tol(j, source, 2000000);
+    check_mix_tol(j, source, 3000000);
 }
 
 static const char *w_nccl(void)
