@@ -207,8 +207,6 @@ static const char *plugin_env(char *buf, size_t n)
     return buf;
 }
 
-static const char *cutrace_out(const char *args);
-
 START_TEST(two_ranks_plugin_v5)
 {
     char p[700];
@@ -220,10 +218,8 @@ START_TEST(two_ranks_plugin_v5)
      * stream 0 in the record) on its op's stream's "NCCL ops" track: no
      * track of no device, and no lane forced by an op overlapping the
      * kernel NCCL launched for it */
-    char args[1200];
-    snprintf(args, sizeof(args), "export --format chrome -o %s/x.json %s && cat %s/x.json", j.r.dir,
-             j.r.traces, j.r.dir);
-    const char *out = cutrace_out(args);
+    char *out = th_cutrace("export --format chrome -o %s/x.json %s && cat %s/x.json", j.r.dir,
+                           j.r.traces, j.r.dir);
     ck_assert_msg(strstr(out, " NCCL ops\""), "no NCCL ops track");
     ck_assert_msg(!strstr(out, "\"GPU -1 "), "a track of no device");
     /* an NCCL op's slice is on a host thread (the call) or its stream's
@@ -241,6 +237,7 @@ START_TEST(two_ranks_plugin_v5)
         on_ops_track += v >= 0x80000000ul;
     }
     ck_assert_int_gt(on_ops_track, 0);
+    free(out);
     free_job(&j);
 }
 END_TEST
@@ -385,21 +382,27 @@ START_TEST(split_communicators_hash_alike_per_color)
 }
 END_TEST
 
-START_TEST(hang_is_detected_and_the_report_names_the_missing_rank)
+/* `w_nccl launch 4 MODE` (a hang: ranks 0, 2 and 3 wait in the second
+ * all-reduce, which rank 1 has not issued) with the plugin, the flight
+ * recorder and hang detection; it must exit cleanly. */
+static void run_hang(struct th_run *r, const char *mode)
 {
     char p[700];
-    const char *env[] = {plugin_env(p, sizeof(p)), "CUTRACE_FLIGHT=10", "CUTRACE_HANG_S=1", NULL};
     static char libpath[600], cupti[600];
     snprintf(libpath, sizeof(libpath), "LD_LIBRARY_PATH=%s", th_env("CT_FAKEGPU_DIR"));
     snprintf(cupti, sizeof(cupti), "CUTRACE_CUPTI_LIB=%s", th_env("CT_FAKE_CUPTI"));
-    const char *all[] = {libpath, cupti, env[0], env[1], env[2], NULL};
-    /* 4 ranks: 0, 2 and 3 wait in the second all-reduce, which rank 1 has
-     * not issued */
-    const char *argv[] = {w_nccl(), "launch", "4", "hang", NULL};
+    const char *all[] = {
+        libpath, cupti, plugin_env(p, sizeof(p)), "CUTRACE_FLIGHT=10", "CUTRACE_HANG_S=1", NULL};
+    const char *argv[] = {w_nccl(), "launch", "4", mode, NULL};
     struct th_run_opts o = {.preload = th_env("CT_SHIM"), .env = all};
+    th_run(r, &o, argv);
+    ck_assert(WIFEXITED(r->status) && WEXITSTATUS(r->status) == 0);
+}
+
+START_TEST(hang_is_detected_and_the_report_names_the_missing_rank)
+{
     struct th_run r;
-    th_run(&r, &o, argv);
-    ck_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
+    run_hang(&r, "hang");
     /* each waiting rank says it once; each flight recorder wrote its window */
     char *err = th_slurp(r.err);
     const char *line = err;
@@ -415,14 +418,7 @@ START_TEST(hang_is_detected_and_the_report_names_the_missing_rank)
     char paths[4][TH_RUN_PATH];
     /* the 3 hang windows and rank 1's SIGUSR2 window */
     ck_assert_int_eq(th_run_traces(&r, 0, paths, 4), 4);
-    char cmd[1200];
-    snprintf(cmd, sizeof(cmd), "%s report --json %s", th_env("CT_CUTRACE"), r.traces);
-    FILE *f = popen(cmd, "r");
-    ck_assert_ptr_nonnull(f);
-    static char out[1 << 16];
-    size_t n = fread(out, 1, sizeof(out) - 1, f);
-    out[n] = 0;
-    ck_assert_int_eq(pclose(f), 0);
+    char *out = th_cutrace("report --json %s", r.traces);
     /* ranks 0, 2 and 3 wait in the second all-reduce; rank 1 never issued it */
     int pending = 0;
     for (const char *q = out; (q = strstr(q, "\"pending\":[{\"op\":\"AllReduce\"")); q++)
@@ -432,59 +428,36 @@ START_TEST(hang_is_detected_and_the_report_names_the_missing_rank)
     ck_assert_msg(strstr(out, "\"seq\":1,\"missing_ranks\":[1],\"absent_comm_ranks\":[],"
                               "\"waiting_ranks\":[0,2,3]"),
                   "%s", out);
+    free(out);
 }
 END_TEST
-
-/* Output of `cutrace ARGS` (static; fails the test on a non-zero status). */
-static const char *cutrace_out(const char *args)
-{
-    char cmd[1200];
-    snprintf(cmd, sizeof(cmd), "%s %s", th_env("CT_CUTRACE"), args);
-    FILE *f = popen(cmd, "r");
-    ck_assert_ptr_nonnull(f);
-    static char out[1 << 22];
-    size_t n = fread(out, 1, sizeof(out) - 1, f);
-    out[n] = 0;
-    ck_assert_int_eq(pclose(f), 0);
-    return out;
-}
 
 /* The culprit of a hang has nothing pending, so its hang detector never
  * fires and it writes no window: it is absent from the inputs. The
  * communicator's size still names it, and diagnose puts the hang first. */
 START_TEST(hang_names_the_rank_that_left_no_window)
 {
-    char p[700];
-    const char *env[] = {plugin_env(p, sizeof(p)), "CUTRACE_FLIGHT=10", "CUTRACE_HANG_S=1", NULL};
-    static char libpath[600], cupti[600];
-    snprintf(libpath, sizeof(libpath), "LD_LIBRARY_PATH=%s", th_env("CT_FAKEGPU_DIR"));
-    snprintf(cupti, sizeof(cupti), "CUTRACE_CUPTI_LIB=%s", th_env("CT_FAKE_CUPTI"));
-    const char *all[] = {libpath, cupti, env[0], env[1], env[2], NULL};
-    const char *argv[] = {w_nccl(), "launch", "4", "hang_quiet", NULL};
-    struct th_run_opts o = {.preload = th_env("CT_SHIM"), .env = all};
     struct th_run r;
-    th_run(&r, &o, argv);
-    ck_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
+    run_hang(&r, "hang_quiet");
     char paths[4][TH_RUN_PATH];
     ck_assert_int_eq(th_run_traces(&r, 0, paths, 4), 3); /* ranks 0, 2, 3: no window of rank 1 */
-    char args[700];
-    snprintf(args, sizeof(args), "report --json %s", r.traces);
-    const char *out = cutrace_out(args);
+    char *out = th_cutrace("report --json %s", r.traces);
     ck_assert_msg(strstr(out, "\"seq\":1,\"missing_ranks\":[1],\"absent_comm_ranks\":[1],"
                               "\"waiting_ranks\":[0,2,3]"),
                   "%s", out);
-    snprintf(args, sizeof(args), "report %s", r.traces);
-    out = cutrace_out(args);
+    free(out);
+    out = th_cutrace("report %s", r.traces);
     ck_assert_msg(strstr(out, "seq 1: rank(s) 0,2,3 wait since") &&
                       strstr(out, "for rank(s) 1, which never issued it (comm rank(s) 1 left no "
                                   "trace"),
                   "%s", out);
-    snprintf(args, sizeof(args), "diagnose --json %s", r.traces);
-    out = cutrace_out(args);
+    free(out);
+    out = th_cutrace("diagnose --json %s", r.traces);
     const char *fnd = strstr(out, "\"findings\":[{\"kind\":\"hang\"");
     ck_assert_msg(fnd, "%s", out);
     ck_assert_msg(strstr(fnd, "\"ranks\":[1]"), "%s", out);
     ck_assert_msg(strstr(fnd, "\"waiting_ranks\":\"0,2,3\""), "%s", out);
+    free(out);
 }
 END_TEST
 

@@ -3,6 +3,7 @@
 #include <check.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,31 @@ char *th_slurp(const char *path)
     char *s = realloc(p, n + 1);
     s[n] = 0;
     return s;
+}
+
+char *th_cutrace(const char *fmt, ...)
+{
+    char args[2048], cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof(args), fmt, ap);
+    va_end(ap);
+    snprintf(cmd, sizeof(cmd), "%s %s", th_env("CT_CUTRACE"), args);
+    FILE *f = popen(cmd, "r");
+    ck_assert_ptr_nonnull(f);
+    size_t n = 0, cap = 1 << 16;
+    char *out = malloc(cap);
+    ck_assert_ptr_nonnull(out);
+    for (size_t got; (got = fread(out + n, 1, cap - n - 1, f)) > 0;) {
+        n += got;
+        if (cap - n - 1 == 0) {
+            out = realloc(out, cap *= 2);
+            ck_assert_ptr_nonnull(out);
+        }
+    }
+    out[n] = 0;
+    ck_assert_msg(pclose(f) == 0, "%s failed", cmd);
+    return out;
 }
 
 /* In the child: the environment o asks for. */

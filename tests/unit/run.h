@@ -47,6 +47,10 @@ const char *th_env(const char *name);
  * be read. Caller frees. */
 char *th_slurp(const char *path);
 
+/* The standard output of `$CT_CUTRACE ARGS` (printf-style), run by the
+ * shell; fails the test on a non-zero status. Caller frees. */
+char *th_cutrace(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* Starts argv[0] with argv and o (NULL: all defaults) in a fresh directory;
  * does not wait. Returns the child's pid, also in r->pid. */
 pid_t th_run_start(struct th_run *r, const struct th_run_opts *o, const char *const *argv);
