@@ -5,6 +5,7 @@
 
 Suite *intervals_suite(void);
 Suite *demangle_suite(void);
+Suite *progress_suite(void);
 Suite *extract_suite(void);
 Suite *sorting_suite(void);
 Suite *job_suite(void);
@@ -19,6 +20,7 @@ Suite *clock_suite(void);
 static const struct th_suite suites[] = {
     {"intervals", intervals_suite},
     {"demangle", demangle_suite},
+    {"progress", progress_suite},
     {"extract", extract_suite},
     {"sorting", sorting_suite},
     {"job", job_suite},
