@@ -9,8 +9,11 @@
  *      compute kernels, copies and NCCL ops in launch order, cut at the
  *      token whose occurrences give the most cycles that agree with their
  *      median cycle; each kept cycle is one iteration, from its first op's
- *      launch to the next cycle's (or its own GPU work's end, when later).
- *      None when no anchor holds: iterations are never invented.
+ *      launch (or the end of a sync after the op before) to the next
+ *      cycle's (or its own GPU work's end, when later); in a capture of
+ *      whole steps (Kineto), every cycle rotated to start where the
+ *      capture's steps do. None when no anchor holds: iterations are never
+ *      invented.
  * A rank with capture windows (ct_rank.cover) has only the iterations that
  * lie inside one window; source 3 looks in each window on its own.
  * Then `--skip N` drops the first N and `--steps A-B` keeps indexes A..B.

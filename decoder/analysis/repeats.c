@@ -27,6 +27,9 @@
  * end) compete on the median host gap before the anchor: the step boundary
  * is where the host's loop comes round. Then more cycles, then the earliest. Confidence is
  * the good share of kept cycles times (1 - the differing share of ops).
+ * A capture of whole steps (ct_proc.at_step) fixes the phase instead
+ * (rotation, at_step_starts), admits anchors seen twice and needs a period
+ * that explains 2/3 of its ops.
  */
 #include "decoder/analysis/iterations.h"
 
@@ -59,7 +62,7 @@ static int cmp_u64(const void *a, const void *b)
 }
 
 struct cand_key {
-    size_t count;
+    size_t count, first; /* occurrences; position of the first */
     uint32_t tok;
 };
 
@@ -68,7 +71,7 @@ static int cmp_cand(const void *a, const void *b)
     const struct cand_key *x = a, *y = b;
     if (x->count != y->count)
         return (x->count < y->count) - (x->count > y->count);
-    return (x->tok > y->tok) - (x->tok < y->tok);
+    return (x->first > y->first) - (x->first < y->first);
 }
 
 /* splitmix64's finaliser over h ^ v: every bit of v moves every bit */
@@ -159,6 +162,8 @@ struct work {
     double *mis, *tot, *lack; /* per cycle: ops differing, compared, missing */
     size_t *tok_at;           /* CSR of positions by token */
     size_t *tok_off;
+    size_t nv;
+    int at_step; /* the capture ends at a step end (ct_proc.at_step) */
 };
 
 /* An end cycle is a step, not a warm-up or a partial one, when it lacks at
@@ -168,6 +173,35 @@ static int edge_whole(const struct work *w, size_t c)
 {
     double allow = 0.2 * w->tot[c] > 2 ? 0.2 * w->tot[c] : 2;
     return w->lack[c] <= 0.2 * w->tot[c] && w->mis[c] <= allow;
+}
+
+/*
+ * A trace that begins and ends at a step (at_step) ends with a whole step.
+ * When its last cycle is shorter than the one before by `shift` ops, and
+ * the ops it lacks are the first `shift` of that cycle, the anchor sits
+ * `shift` ops into every step: the step is the cycle rotated back by it.
+ * Returns that shift (0: none; the anchor starts the step).
+ */
+static size_t rotation(const struct work *w, size_t c, uint32_t *cnt)
+{
+    size_t nv = w->nv, a = w->occ[c - 2], b = w->occ[c - 1], full = b - a, last = nv - b;
+    if (last >= full)
+        return 0;
+    size_t shift = full - last;
+    /* cnt[t]: count in the cycle before minus count in the last one */
+    for (size_t i = a; i < nv; i++)
+        cnt[w->v[i].tok] = 0;
+    for (size_t i = a; i < b; i++)
+        cnt[w->v[i].tok]++;
+    for (size_t i = b; i < nv; i++)
+        cnt[w->v[i].tok]--;
+    size_t tail = 0; /* of the cycle's last `shift` ops, those the last lacks */
+    for (size_t i = b - shift; i < b; i++)
+        if ((int32_t)cnt[w->v[i].tok] > 0) {
+            cnt[w->v[i].tok]--;
+            tail++;
+        }
+    return (double)tail >= 0.8 * (double)shift ? shift : 0;
 }
 
 /* Scores the anchor whose occurrences are w->occ[0..m). */
@@ -251,8 +285,16 @@ static void score(struct work *w, size_t m, struct fit *f)
     while (lo < maxdrop && lo + 2 < nc && !edge_whole(w, lo))
         lo++;
     size_t hi = nc; /* the last cycle runs to the end: kept only when whole */
-    if (hi > lo + 1 && !edge_whole(w, hi - 1))
+    if (w->at_step && nc >= 2 && rotation(w, nc, w->cnt)) {
+        /* it is cut where the step that ends the capture ends: what it
+         * lacks is the rotation (at_step_starts), what it has beyond the
+         * reference counts */
+        w->mis[hi - 1] -= w->lack[hi - 1];
+        w->tot[hi - 1] -= w->lack[hi - 1];
+        w->lack[hi - 1] = 0;
+    } else if (hi > lo + 1 && !edge_whole(w, hi - 1)) {
         hi--;
+    }
     if (hi < lo + 2)
         return;
     size_t good = 0;
@@ -270,6 +312,11 @@ static void score(struct work *w, size_t m, struct fit *f)
     f->good = (double)good / (double)f->ncyc;
     f->differ = tot > 0 ? mis / tot : 1;
     f->holds = f->good >= 0.8 && f->differ <= 0.25;
+    /* a capture of whole steps is steps throughout: a period that explains
+     * under 2/3 of its ops is a part of a longer step that does not repeat
+     * (a copy, a memset and a kernel recur by chance) */
+    if (w->at_step && (tot - mis) * 3 < 2 * (double)w->nv)
+        f->holds = 0;
     /* the host gap before the anchor, median over kept cycles */
     double *g = malloc(f->ncyc * sizeof(*g));
     size_t ng = 0;
@@ -280,9 +327,60 @@ static void score(struct work *w, size_t m, struct fit *f)
     free(g);
 }
 
+/* Where the step whose first op is v[a] begins: at that op's launch, or
+ * where a synchronisation after the op before ended (a loss.item() waits
+ * for the step's GPU work: the host is done with the step then). */
+static int64_t step_start(const struct ct_rank *r, const struct ev *v, size_t a)
+{
+    int64_t t = v[a].t;
+    if (a == 0)
+        return t;
+    const struct ct_ivset *sync = &r->procs[0]->sync;
+    long i = ct_ivset_find(sync, v[a - 1].t);
+    int64_t end = INT64_MIN;
+    for (size_t j = i < 0 ? 0 : (size_t)i; j < sync->n && sync->v[j].s < t; j++)
+        if (sync->v[j].e > v[a - 1].t && sync->v[j].e <= t)
+            end = sync->v[j].e;
+    return end != INT64_MIN ? end : t;
+}
+
+/*
+ * The step starts of an at_step trace (positions into v, ascending, the
+ * first 0): every anchor occurrence moved back by the rotation; a first
+ * step is whatever precedes the second start (a warm-up step does more),
+ * and a last cycle under 80 % of the median cycle is a part. Returns the
+ * count of steps; b[count] is nv.
+ */
+static size_t at_step_starts(const struct work *w, size_t nv, size_t c, size_t shift, size_t *b)
+{
+    size_t nb = 0;
+    b[nb++] = 0;
+    for (size_t k = 0; k < c; k++)
+        if (w->occ[k] >= shift + 1)
+            b[nb++] = w->occ[k] - shift;
+    /* the median cycle, in ops */
+    double *len = malloc((c + 1) * sizeof(*len));
+    if (!len)
+        return 0;
+    size_t nl = 0; /* after the first step, the last one included */
+    for (size_t k = 1; k < nb; k++)
+        len[nl++] = (double)((k + 1 < nb ? b[k + 1] : nv) - b[k]);
+    double med = nl ? ct_median(len, nl) : (double)nv;
+    free(len);
+    while (nb > 2 && (double)b[1] < 0.8 * med) /* the first step's head */
+        memmove(&b[1], &b[2], (--nb - 1) * sizeof(*b));
+    if (nb > 1 && (double)(nv - b[nb - 1]) < 0.8 * med)
+        nb--;
+    b[nb] = nv;
+    return nb;
+}
+
 int ct_iterations_from_repeats(const struct ct_rank *r, int64_t lo, int64_t hi,
                                struct ct_iter **out, size_t *n, double *conf)
 {
+    /* torch.profiler starts and stops recording in prof.step() (its
+     * schedule changes state there): a Kineto trace begins at a step */
+    int at_step = r->procs[0]->at_step;
     *out = NULL;
     *n = 0;
     *conf = 0;
@@ -296,7 +394,7 @@ int ct_iterations_from_repeats(const struct ct_rank *r, int64_t lo, int64_t hi,
         free(v);
         return 0;
     }
-    struct work w = {.v = v, .ntok = ntok};
+    struct work w = {.v = v, .ntok = ntok, .nv = nv, .at_step = at_step};
     w.tok_off = calloc((size_t)ntok + 1, sizeof(*w.tok_off));
     w.tok_at = malloc(nv * sizeof(*w.tok_at));
     w.occ = malloc(nv * sizeof(*w.occ));
@@ -331,8 +429,8 @@ int ct_iterations_from_repeats(const struct ct_rank *r, int64_t lo, int64_t hi,
     size_t ncd = 0;
     for (uint32_t t = 0; t < ntok; t++) {
         size_t c = w.tok_off[t + 1] - w.tok_off[t];
-        if (c >= 3 && c <= nv / 2 + 1)
-            cd[ncd++] = (struct cand_key){c, t};
+        if (c >= (at_step ? 2u : 3u) && c <= nv / 2 + 1)
+            cd[ncd++] = (struct cand_key){c, w.tok_at[w.tok_off[t]], t};
     }
     qsort(cd, ncd, sizeof(*cd), cmp_cand);
     struct fit best = {0};
@@ -376,22 +474,46 @@ int ct_iterations_from_repeats(const struct ct_rank *r, int64_t lo, int64_t hi,
     free(cd);
     rc = 0;
     if (best.holds) {
-        struct ct_iter *it = malloc(best.ncyc * sizeof(*it));
-        if (!it) {
+        size_t c = w.tok_off[best_tok + 1] - w.tok_off[best_tok];
+        struct ct_iter *it = malloc((c + 1) * sizeof(*it));
+        size_t *b = at_step ? malloc((c + 2) * sizeof(*b)) : NULL;
+        if (!it || (at_step && !b)) {
+            free(it);
+            free(b);
             rc = -ENOMEM;
             goto out;
         }
-        size_t c = w.tok_off[best_tok + 1] - w.tok_off[best_tok];
         for (size_t j = 0; j < c; j++)
             w.occ[j] = w.tok_at[w.tok_off[best_tok] + j];
+        size_t nb = at_step ? at_step_starts(&w, nv, c, rotation(&w, c, w.cnt), b) : 0;
+        if (at_step && nb) {
+            /* every cycle is a step: the job annotated none, but its
+             * profiler started and stopped at steps */
+            for (size_t k = 0; k < nb; k++) {
+                int64_t end = b[k + 1] < nv ? step_start(r, v, b[k + 1]) : v[nv - 1].t;
+                for (size_t i = b[k]; i < b[k + 1]; i++)
+                    if (v[i].e > end)
+                        end = v[i].e;
+                int64_t s0 = step_start(r, v, b[k]);
+                if (k == 0 && r->procs[0]->first_host < s0)
+                    s0 = r->procs[0]->first_host; /* the capture began with it */
+                it[k] = (struct ct_iter){s0, end, (int64_t)k};
+            }
+            free(b);
+            *out = it;
+            *n = nb;
+            *conf = best.good * (1 - best.differ);
+            goto out;
+        }
+        free(b);
         for (size_t k = 0; k < best.ncyc; k++) {
             size_t cyc = best.first + k;
             size_t a = w.occ[cyc], b = cyc + 1 < c ? w.occ[cyc + 1] : nv;
-            int64_t end = b < nv ? v[b].t : v[nv - 1].t;
+            int64_t end = b < nv ? step_start(r, v, b) : v[nv - 1].t;
             for (size_t i = a; i < b; i++) /* its GPU work is part of it */
                 if (v[i].e > end)
                     end = v[i].e;
-            it[k] = (struct ct_iter){v[a].t, end, (int64_t)k};
+            it[k] = (struct ct_iter){step_start(r, v, a), end, (int64_t)k};
         }
         *out = it;
         *n = best.ncyc;

@@ -534,6 +534,11 @@ int ct_kineto_build(struct ct_proc *p, int hta, int filter_last)
     if (p->nlaunches) /* launches may be NULL then */
         sort_rows(p->launches, p->nlaunches, sizeof(int64_t), ct_cmp_i64);
     ct_ivset_normalize(&p->sync);
+    p->at_step = 1;
+    p->first_host = k->cpu_unstored ? ucpu_min : INT64_MAX;
+    for (size_t i = 0; i < n; i++)
+        if (keep[i] && !inG[i] && ts[i] < p->first_host)
+            p->first_host = ts[i];
     /* the names move to the process (ops index them) */
     p->names = k->names;
     p->nnames = k->nnames;

@@ -146,6 +146,11 @@ struct ct_proc {
      * written), INT64_MIN when none */
     int64_t last_ns;
     uint8_t windowed, light;
+    /* 1: the capture began and ended at a step (torch.profiler starts and
+     * stops recording in prof.step()), its first host event at first_host:
+     * what places iterations found from repeats (repeats.c) */
+    uint8_t at_step;
+    int64_t first_host;
     uint32_t light_window_ms, light_period_ms; /* light mode's schedule, 0 unknown */
     struct ct_sdev *sdev;                      /* the device of each stream the trace names */
     size_t nsdev, capsdev;

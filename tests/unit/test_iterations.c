@@ -197,6 +197,85 @@ START_TEST(the_last_cycle_ends_at_its_last_kernel_end)
 }
 END_TEST
 
+/* (abab cde) x 4 in a capture that starts and ends at a step (Kineto):
+ * the anchors c, d and e sit 4 ops into every step, the last cycle ("cde")
+ * lacks the 4 that end the cycle before, so the steps are the cycles
+ * rotated back by 4: from the capture's first host event (50) and from
+ * kernels 7, 14 and 21. Recorded by cutrace (no such premise) the same
+ * work gives the cycles from c: the ops before the first are no step, and
+ * the last cycle, a part, is none either. */
+START_TEST(a_capture_that_starts_at_a_step_is_cut_at_its_steps)
+{
+    struct tb_job b;
+    struct found f;
+    tb_init(&b);
+    struct ct_proc *p = tb_proc(&b, 0);
+    kernels(p, "ababcdeababcdeababcdeababcde");
+    p->at_step = 1;
+    p->first_host = TB_US(50);
+    find(&b, NULL, &f);
+    ck_assert_int_eq(f.src, CT_ITER_PERIOD);
+    ck_assert_uint_eq(f.n, 4);
+    expect_iter(&f, 0, 50, 800, 0);
+    expect_iter(&f, 1, 800, 1500, 1);
+    expect_iter(&f, 2, 1500, 2200, 2);
+    expect_iter(&f, 3, 2200, 2850, 3);
+    found_free(&f);
+
+    tb_init(&b);
+    kernels(tb_proc(&b, 0), "ababcdeababcdeababcdeababcde");
+    find(&b, NULL, &f);
+    ck_assert_uint_eq(f.n, 3);
+    expect_iter(&f, 0, 500, 1200, 0);
+    expect_iter(&f, 2, 1900, 2600, 2);
+    found_free(&f);
+}
+END_TEST
+
+/* abcd abcd: two steps are a period only in a capture of whole steps
+ * (anchors seen twice); elsewhere a token seen twice is no evidence. */
+START_TEST(two_steps_repeat_only_in_a_capture_of_whole_steps)
+{
+    struct tb_job b;
+    struct found f;
+    tb_init(&b);
+    struct ct_proc *p = tb_proc(&b, 0);
+    kernels(p, "abcdabcd");
+    p->at_step = 1;
+    p->first_host = TB_US(100);
+    find(&b, NULL, &f);
+    ck_assert_uint_eq(f.n, 2);
+    expect_iter(&f, 0, 100, 500, 0);
+    expect_iter(&f, 1, 500, 850, 1);
+    found_free(&f);
+
+    tb_init(&b);
+    kernels(tb_proc(&b, 0), "abcdabcd");
+    find(&b, NULL, &f);
+    ck_assert_int_eq(f.src, CT_ITER_NONE);
+    found_free(&f);
+}
+END_TEST
+
+/* abc abc abc with the host blocked in a sync from 320 to 390 after the
+ * first cycle's last kernel: the second step starts when the sync ends
+ * (the host was done with the first then), not at its first launch. */
+START_TEST(a_step_ended_by_a_sync_is_over_when_the_sync_is)
+{
+    struct tb_job b;
+    struct found f;
+    tb_init(&b);
+    struct ct_proc *p = tb_proc(&b, 0);
+    kernels(p, "abcabcabc");
+    tb_sync(p, 320, 390);
+    find(&b, NULL, &f);
+    ck_assert_uint_eq(f.n, 3);
+    expect_iter(&f, 0, 100, 390, 0);
+    expect_iter(&f, 1, 390, 700, 1);
+    found_free(&f);
+}
+END_TEST
+
 /* One mark opens no iteration: the kernel period is used. */
 START_TEST(a_single_mark_falls_back_to_the_kernel_period)
 {
@@ -560,6 +639,9 @@ Suite *iterations_suite(void)
     tcase_add_test(tc, ranges_take_precedence_over_marks);
     tcase_add_test(tc, kernel_period_gives_one_iteration_per_complete_cycle);
     tcase_add_test(tc, the_last_cycle_ends_at_its_last_kernel_end);
+    tcase_add_test(tc, a_capture_that_starts_at_a_step_is_cut_at_its_steps);
+    tcase_add_test(tc, two_steps_repeat_only_in_a_capture_of_whole_steps);
+    tcase_add_test(tc, a_step_ended_by_a_sync_is_over_when_the_sync_is);
     tcase_add_test(tc, a_single_mark_falls_back_to_the_kernel_period);
     tcase_add_test(tc, an_occasional_collective_is_an_extra_op_of_its_step);
     tcase_add_test(tc, a_kernel_repeated_inside_the_step_is_not_the_step);
