@@ -1,5 +1,6 @@
 /* Iteration detection: named ranges, marks, or the work that repeats (repeats.c). */
 #include "decoder/analysis/iterations.h"
+#include "decoder/analysis/analysis.h"
 #include "decoder/util/search.h"
 
 #include <errno.h>
@@ -111,10 +112,11 @@ static int from_ranges(const struct ct_rank *r, struct ct_iter **out, size_t *n,
 /* The work that repeats, found in each capture window on its own (a cycle
  * that a pause cuts is no step, and the job may change between windows);
  * the confidence is the windows' weighted by their iterations. */
-static int from_repeats(const struct ct_rank *r, struct ct_iter **out, size_t *n, double *conf)
+static int from_repeats(const struct ct_rank *r, int64_t period, struct ct_iter **out, size_t *n,
+                        double *conf)
 {
     if (!r->cover)
-        return ct_iterations_from_repeats(r, INT64_MIN, INT64_MAX, out, n, conf);
+        return ct_iterations_from_repeats(r, INT64_MIN, INT64_MAX, period, out, n, conf);
     struct ct_iter *all = NULL;
     size_t nall = 0;
     double wsum = 0;
@@ -122,7 +124,8 @@ static int from_repeats(const struct ct_rank *r, struct ct_iter **out, size_t *n
         struct ct_iter *it;
         size_t k;
         double c;
-        int rc = ct_iterations_from_repeats(r, r->cover->v[w].s, r->cover->v[w].e, &it, &k, &c);
+        int rc =
+            ct_iterations_from_repeats(r, r->cover->v[w].s, r->cover->v[w].e, period, &it, &k, &c);
         struct ct_iter *grown = rc || !k ? NULL : realloc(all, (nall + k) * sizeof(*all));
         if (rc || (k && !grown)) {
             free(it);
@@ -157,7 +160,7 @@ int ct_iterations_find(const struct ct_rank *r, const struct ct_iter_opts *o, st
     if (!rc && *n == 0) {
         free(*out);
         *out = NULL;
-        rc = from_repeats(r, out, n, &c);
+        rc = from_repeats(r, o->period_ns, out, n, &c);
         *src = *n ? CT_ITER_PERIOD : CT_ITER_NONE;
     }
     if (conf)
@@ -173,5 +176,79 @@ int ct_iterations_find(const struct ct_rank *r, const struct ct_iter_opts *o, st
         (*out)[w++] = (*out)[i];
     }
     *n = w;
+    return 0;
+}
+
+static int cmp_dbl(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The median duration of n iterations, 0 when none. */
+static double median_step(const struct ct_iter *it, size_t n)
+{
+    if (!n)
+        return 0;
+    double *d = malloc(n * sizeof(*d));
+    if (!d)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        d[i] = (double)(it[i].e - it[i].s);
+    qsort(d, n, sizeof(*d), cmp_dbl);
+    double m = n % 2 ? d[n / 2] : (d[n / 2 - 1] + d[n / 2]) / 2;
+    free(d);
+    return m;
+}
+
+int ct_iterations_agree(struct ct_rank_result *rr, size_t n, const struct ct_iter_opts *o)
+{
+    double *med = malloc((n ? n : 1) * sizeof(*med));
+    if (!med)
+        return -ENOMEM;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        double m = median_step(rr[i].iters, rr[i].niters);
+        if (m < 0) {
+            free(med);
+            return -ENOMEM;
+        }
+        if (m > 0)
+            med[k++] = m;
+    }
+    double job = 0;
+    if (k >= 2) {
+        qsort(med, k, sizeof(*med), cmp_dbl);
+        job = k % 2 ? med[k / 2] : (med[k / 2 - 1] + med[k / 2]) / 2;
+    }
+    free(med);
+    if (job <= 0)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        struct ct_rank_result *x = &rr[i];
+        double m = median_step(x->iters, x->niters);
+        if (m < 0)
+            return -ENOMEM;
+        if (x->iter_src != CT_ITER_PERIOD || (m >= 0.85 * job && m <= 1.15 * job))
+            continue;
+        struct ct_iter_opts p = *o;
+        p.period_ns = (int64_t)job;
+        struct ct_iter *it;
+        size_t ni;
+        enum ct_iter_source src;
+        double conf;
+        int rc = ct_iterations_find(x->rank, &p, &it, &ni, &src, &conf);
+        if (rc)
+            return rc;
+        if (ni == 0) {
+            free(it);
+            continue;
+        }
+        free(x->iters);
+        x->iters = it;
+        x->niters = ni;
+        x->iter_src = src;
+        x->iter_conf = conf;
+    }
     return 0;
 }

@@ -13,7 +13,8 @@
  *      cycle's (or its own GPU work's end, when later); in a capture of
  *      whole steps (Kineto), every cycle rotated to start where the
  *      capture's steps do. None when no anchor holds: iterations are never
- *      invented.
+ *      invented. A rank whose period disagrees with the job's looks again
+ *      at the job's period (ct_iterations_agree).
  * A rank with capture windows (ct_rank.cover) has only the iterations that
  * lie inside one window; source 3 looks in each window on its own.
  * Then `--skip N` drops the first N and `--steps A-B` keeps indexes A..B.
@@ -36,6 +37,10 @@ struct ct_iter {
 struct ct_iter_opts {
     long skip;           /* drop the first `skip` iterations */
     int64_t first, last; /* keep indexes in [first, last]; last < 0: no bound */
+    /* source 3 only: take the anchor whose cycles last period_ns (within
+     * 15 %), 0: any (ct_iterations_agree sets it for a rank whose period
+     * disagrees with the job's) */
+    int64_t period_ns;
 };
 
 /* Finds the iterations of rank r. *out is malloc'ed (NULL when none).
@@ -47,8 +52,18 @@ int ct_iterations_find(const struct ct_rank *r, const struct ct_iter_opts *o, st
 /* Source 3 alone (repeats.c): iterations from the work that repeats among
  * the ops launched in [lo, hi), with the confidence in them. Returns 0 or
  * -ENOMEM; *n = 0 when none holds. */
-int ct_iterations_from_repeats(const struct ct_rank *r, int64_t lo, int64_t hi,
+int ct_iterations_from_repeats(const struct ct_rank *r, int64_t lo, int64_t hi, int64_t period_ns,
                                struct ct_iter **out, size_t *n, double *conf);
+
+/* Ranks of one job share their step. After every rank's iterations were
+ * found (rr[i].iters), a rank whose iterations came from repeats with a
+ * median step more than 15 % off the job's (the median over ranks of each
+ * rank's median step) looks again for an anchor with the job's period;
+ * when one holds, its iterations replace the rank's (a pipeline's last
+ * stage repeats its micro-batch exactly, its step only at the sync). Needs
+ * struct ct_rank_result (analysis.h). 0 or -ENOMEM. */
+struct ct_rank_result;
+int ct_iterations_agree(struct ct_rank_result *rr, size_t n, const struct ct_iter_opts *o);
 
 const char *ct_iter_source_name(enum ct_iter_source s);
 

@@ -4,7 +4,8 @@
  *
  * The rank's GPU work in host launch order (GPU start where the launch is
  * unknown) is a sequence of tokens: a compute kernel or copy is its name,
- * an NCCL op its (op, bytes, communicator). A candidate anchor is a token
+ * an NCCL op its (op, bytes, communicator), the end of a host
+ * synchronisation one token of its own. A candidate anchor is a token
  * seen at least 3 times; its occurrences cut the sequence into cycles. A
  * cycle is compared with the reference cycle, whose count of each token is
  * the median of that token's counts over the cycles:
@@ -16,7 +17,7 @@
  *   - leading cycles that are not good are dropped as warm-up (at most a
  *     quarter of them, and at least one may go);
  *   - the anchor holds when >= 80 % of the kept cycles are good and the
- *     ops that differ from the reference are <= 25 % of all ops;
+ *     cycles' differing shares of their ops average <= 25 %;
  *   - a collective that the reference lacks but that recurs in every m-th
  *     cycle (m >= 2, regular) vetoes the anchor: the step is m cycles (one
  *     kernel launched 4 times per step is not the step when the all-reduce
@@ -84,13 +85,23 @@ static uint64_t mix(uint64_t h, uint64_t v)
 }
 
 /* The rank's events in order, with dense token ids. */
-static int events(const struct ct_rank *r, int64_t lo, int64_t hi, struct ev **out, size_t *n,
-                  uint32_t *ntok)
+#define SYNC_KEY (mix(3, 0) & ~(1ull << 63))
+
+static int events(const struct ct_rank *r, int64_t lo, int64_t hi, int with_sync, struct ev **out,
+                  size_t *n, uint32_t *ntok, uint32_t *sync_tok)
 {
     size_t k = 0;
-    struct ev *v = malloc((r->nops + r->nnccl + 1) * sizeof(*v));
+    const struct ct_ivset *sync = &r->procs[0]->sync;
+    struct ev *v = malloc((r->nops + r->nnccl + sync->n + 1) * sizeof(*v));
     if (!v)
         return -ENOMEM;
+    /* the host's synchronisations, at their ends: a step that ends with a
+     * loss.item() ends there, and a step of launches that repeat no token
+     * of their own (one kernel, or the same kernel hundreds of times) is
+     * cut by them */
+    for (size_t i = 0; with_sync && i < sync->n; i++)
+        if (sync->v[i].e >= lo && sync->v[i].e < hi)
+            v[k++] = (struct ev){.t = sync->v[i].e, .key = SYNC_KEY};
     for (size_t i = 0; i < r->nops; i++) {
         const struct ct_gop *g = &r->ops[i];
         if (g->nccl >= 0)
@@ -116,6 +127,13 @@ static int events(const struct ct_rank *r, int64_t lo, int64_t hi, struct ev **o
                              .comm = 1};
     }
     qsort(v, k, sizeof(*v), cmp_ev);
+    /* syncs with no work launched between them are one wait (two streams
+     * synchronised in turn, a barrier between two syncs): the last stays */
+    size_t kept = 0;
+    for (size_t i = 0; i < k; i++)
+        if (!(v[i].key == SYNC_KEY && i + 1 < k && v[i + 1].key == SYNC_KEY))
+            v[kept++] = v[i];
+    k = kept;
     uint64_t *keys = malloc((k + 1) * sizeof(*keys));
     if (!keys) {
         free(v);
@@ -143,6 +161,10 @@ static int events(const struct ct_rank *r, int64_t lo, int64_t hi, struct ev **o
     *out = v;
     *n = k;
     *ntok = (uint32_t)u;
+    *sync_tok = UINT32_MAX;
+    for (size_t i = 0; i < k && *sync_tok == UINT32_MAX; i++)
+        if (v[i].key == SYNC_KEY)
+            *sync_tok = v[i].tok;
     return 0;
 }
 
@@ -151,6 +173,7 @@ struct fit {
     int holds;
     size_t first, ncyc; /* kept cycles: anchor occurrences first .. first + ncyc - 1 */
     double good, differ, gap;
+    double period; /* median time from one kept anchor to the next, ns */
 };
 
 struct work {
@@ -162,8 +185,9 @@ struct work {
     double *mis, *tot, *lack; /* per cycle: ops differing, compared, missing */
     size_t *tok_at;           /* CSR of positions by token */
     size_t *tok_off;
-    size_t nv;
-    int at_step; /* the capture ends at a step end (ct_proc.at_step) */
+    size_t nv, nops;   /* events; of them GPU work (syncs are not) */
+    uint32_t sync_tok; /* the token of a sync's end, UINT32_MAX: none */
+    int at_step;       /* the capture ends at a step end (ct_proc.at_step) */
 };
 
 /* An end cycle is a step, not a warm-up or a partial one, when it lacks at
@@ -204,6 +228,14 @@ static size_t rotation(const struct work *w, size_t c, uint32_t *cnt)
     return (double)tail >= 0.8 * (double)shift ? shift : 0;
 }
 
+/* The op before event a, syncs passed over; SIZE_MAX when none. */
+static size_t prev_op(const struct work *w, size_t a)
+{
+    while (a > 0 && w->v[a - 1].tok == w->sync_tok)
+        a--;
+    return a > 0 ? a - 1 : SIZE_MAX;
+}
+
 /* Scores the anchor whose occurrences are w->occ[0..m). */
 static void score(struct work *w, size_t m, struct fit *f)
 {
@@ -215,6 +247,8 @@ static void score(struct work *w, size_t m, struct fit *f)
     double base = 0; /* the reference's size: what every untouched cycle lacks */
     uint32_t *hist = NULL;
     for (uint32_t t = 0; t < w->ntok && !veto; t++) {
+        if (t == w->sync_tok)
+            continue; /* an anchor, not part of what a step does */
         size_t a = w->tok_off[t], b = w->tok_off[t + 1];
         size_t ns = 0;
         size_t c = 0;
@@ -298,7 +332,7 @@ static void score(struct work *w, size_t m, struct fit *f)
     if (hi < lo + 2)
         return;
     size_t good = 0;
-    double mis = 0, tot = 0;
+    double mis = 0, tot = 0, share = 0;
     for (size_t c = lo; c < hi; c++) {
         double allow = 0.2 * w->tot[c];
         if (allow < 2 && c > lo && c + 1 < hi)
@@ -306,16 +340,20 @@ static void score(struct work *w, size_t m, struct fit *f)
         good += w->mis[c] <= allow;
         mis += w->mis[c];
         tot += w->tot[c];
+        share += w->tot[c] > 0 ? w->mis[c] / w->tot[c] : 1;
     }
     f->first = lo;
     f->ncyc = hi - lo;
     f->good = (double)good / (double)f->ncyc;
-    f->differ = tot > 0 ? mis / tot : 1;
+    /* each cycle's differing share, averaged: a step of one kernel whose
+     * every fifth step adds two copies (a checkpoint) differs in 13 % of
+     * its steps' work, not in the 29 % of all ops those copies are */
+    f->differ = share / (double)f->ncyc;
     f->holds = f->good >= 0.8 && f->differ <= 0.25;
     /* a capture of whole steps is steps throughout: a period that explains
      * under 2/3 of its ops is a part of a longer step that does not repeat
      * (a copy, a memset and a kernel recur by chance) */
-    if (w->at_step && (tot - mis) * 3 < 2 * (double)w->nv)
+    if (w->at_step && (tot - mis) * 3 < 2 * (double)w->nops)
         f->holds = 0;
     /* the host gap before the anchor, median over kept cycles */
     double *g = malloc(f->ncyc * sizeof(*g));
@@ -324,22 +362,28 @@ static void score(struct work *w, size_t m, struct fit *f)
         if (w->occ[c] > 0)
             g[ng++] = (double)(w->v[w->occ[c]].t - w->v[w->occ[c] - 1].t);
     f->gap = g && ng ? ct_median(g, ng) : 0;
+    ng = 0;
+    for (size_t c = lo; g && c + 1 < hi; c++)
+        g[ng++] = (double)(w->v[w->occ[c + 1]].t - w->v[w->occ[c]].t);
+    f->period = g && ng ? ct_median(g, ng) : 0;
     free(g);
 }
 
 /* Where the step whose first op is v[a] begins: at that op's launch, or
  * where a synchronisation after the op before ended (a loss.item() waits
  * for the step's GPU work: the host is done with the step then). */
-static int64_t step_start(const struct ct_rank *r, const struct ev *v, size_t a)
+static int64_t step_start(const struct work *w, const struct ct_rank *r, size_t a)
 {
+    const struct ev *v = w->v;
     int64_t t = v[a].t;
-    if (a == 0)
+    size_t p = prev_op(w, a);
+    if (p == SIZE_MAX)
         return t;
     const struct ct_ivset *sync = &r->procs[0]->sync;
-    long i = ct_ivset_find(sync, v[a - 1].t);
+    long i = ct_ivset_find(sync, v[p].t);
     int64_t end = INT64_MIN;
     for (size_t j = i < 0 ? 0 : (size_t)i; j < sync->n && sync->v[j].s < t; j++)
-        if (sync->v[j].e > v[a - 1].t && sync->v[j].e <= t)
+        if (sync->v[j].e > v[p].t && sync->v[j].e <= t)
             end = sync->v[j].e;
     return end != INT64_MIN ? end : t;
 }
@@ -375,26 +419,105 @@ static size_t at_step_starts(const struct work *w, size_t nv, size_t c, size_t s
     return nb;
 }
 
-int ct_iterations_from_repeats(const struct ct_rank *r, int64_t lo, int64_t hi,
+/*
+ * A token seen m times per step has no single occurrence to cut at; every
+ * m-th one, from the first of each group, is one per step. m: the smallest
+ * (2..64, at least 3 cycles) for which the distance (in ops) from each
+ * occurrence to the m-th next is regular: >= 80 % of them within 10 % of
+ * their median, where every occurrence (m = 1) is not (a step of 4
+ * launches of one kernel is 5 ops from launch to 4th next, and 4 or 3 to the
+ * 3rd next: a tolerance of an op would take m = 3). r: the
+ * occurrence (mod m) after the longest median distance from the one
+ * before: a group's first. Returns 0 when there is none.
+ */
+static int group_period(const size_t *pos, size_t c, size_t *m_out, size_t *r_out)
+{
+    size_t mmax = c / 3 < 64 ? c / 3 : 64;
+    double *d = malloc(c * sizeof(*d));
+    if (!d)
+        return 0;
+    size_t found = 0;
+    for (size_t m = 1; m <= mmax && !found; m++) {
+        size_t n = 0;
+        for (size_t j = 0; j + m < c; j++)
+            d[n++] = (double)(pos[j + m] - pos[j]);
+        double med = ct_median(d, n), near = 0; /* ct_median sorts: read after */
+        double tol = 0.1 * med;                 /* ops added or dropped in some steps */
+        for (size_t j = 0; j + m < c; j++) {
+            double x = (double)(pos[j + m] - pos[j]);
+            near += x >= med - tol && x <= med + tol;
+        }
+        int regular = near >= 0.8 * (double)n;
+        if (m == 1 && regular)
+            break; /* the token's own period: no groups */
+        if (m > 1 && regular)
+            found = m;
+    }
+    size_t best_r = 0;
+    double best_gap = -1;
+    for (size_t r = 0; r < found; r++) {
+        size_t n = 0;
+        for (size_t j = r ? r : found; j < c; j += found)
+            d[n++] = (double)(pos[j] - pos[j - 1]);
+        double g = n ? ct_median(d, n) : 0;
+        if (g > best_gap) {
+            best_gap = g;
+            best_r = r;
+        }
+    }
+    free(d);
+    *m_out = found;
+    *r_out = best_r;
+    return found > 0;
+}
+
+/* Fills w->occ with every m-th occurrence of tok from its r-th; the count.
+ * A sync ends its step: its cycles start after it (and at the start). */
+static size_t anchor_occ(struct work *w, uint32_t tok, size_t m, size_t r)
+{
+    size_t a = w->tok_off[tok], c = w->tok_off[tok + 1] - a, k = 0;
+    int after = tok == w->sync_tok;
+    if (after)
+        w->occ[k++] = 0;
+    for (size_t j = r; j < c; j += m) {
+        size_t p = w->tok_at[a + j] + (size_t)after;
+        if (p < w->nv && (k == 0 || p > w->occ[k - 1]))
+            w->occ[k++] = p;
+    }
+    return k;
+}
+
+/* 1 when a cycle of `period` ns is the wanted one (want 0: any). */
+static int period_fits(double period, int64_t want)
+{
+    return want <= 0 || (period >= 0.85 * (double)want && period <= 1.15 * (double)want);
+}
+
+int ct_iterations_from_repeats(const struct ct_rank *r, int64_t lo, int64_t hi, int64_t period_ns,
                                struct ct_iter **out, size_t *n, double *conf)
 {
-    /* torch.profiler starts and stops recording in prof.step() (its
-     * schedule changes state there): a Kineto trace begins at a step */
-    int at_step = r->procs[0]->at_step;
     *out = NULL;
     *n = 0;
     *conf = 0;
     struct ev *v;
     size_t nv;
-    uint32_t ntok;
-    int rc = events(r, lo, hi, &v, &nv, &ntok);
+    uint32_t ntok, sync_tok;
+    /* torch.profiler starts and stops recording in prof.step() (its
+     * schedule changes state there): a Kineto trace begins at a step, and
+     * that fixes the phase; elsewhere syncs are anchors too */
+    int at_step = r->procs[0]->at_step;
+    int rc = events(r, lo, hi, !at_step, &v, &nv, &ntok, &sync_tok);
     if (rc)
         return rc;
     if (nv < 6) {
         free(v);
         return 0;
     }
-    struct work w = {.v = v, .ntok = ntok, .nv = nv, .at_step = at_step};
+    size_t nops = 0;
+    for (size_t i = 0; i < nv; i++)
+        nops += v[i].tok != sync_tok;
+    struct work w = {
+        .v = v, .ntok = ntok, .nv = nv, .nops = nops, .sync_tok = sync_tok, .at_step = at_step};
     w.tok_off = calloc((size_t)ntok + 1, sizeof(*w.tok_off));
     w.tok_at = malloc(nv * sizeof(*w.tok_at));
     w.occ = malloc(nv * sizeof(*w.occ));
@@ -429,36 +552,53 @@ int ct_iterations_from_repeats(const struct ct_rank *r, int64_t lo, int64_t hi,
     size_t ncd = 0;
     for (uint32_t t = 0; t < ntok; t++) {
         size_t c = w.tok_off[t + 1] - w.tok_off[t];
-        if (c >= (at_step ? 2u : 3u) && c <= nv / 2 + 1)
+        if (c >= (at_step ? 2u : 3u))
             cd[ncd++] = (struct cand_key){c, w.tok_at[w.tok_off[t]], t};
     }
     qsort(cd, ncd, sizeof(*cd), cmp_cand);
     struct fit best = {0};
-    size_t best_tok = 0, best_at = 0, tried = 0, same = 0;
+    size_t best_tok = 0, best_at = 0, best_m = 1, best_r = 0, tried = 0, same = 0;
     /* every candidate is a pass over the events: 3e8 visits, at most */
     size_t budget = nv ? (size_t)3e8 / nv : 0;
-    for (size_t i = 0; i < ncd && tried < budget; i++) {
-        size_t c = cd[i].count;
+    /* every occurrence of a token an anchor; when none holds, every m-th
+     * (a kernel launched m times per step, no token once per step) */
+    for (size_t i = 0; i < ncd * 2 && tried < budget; i++) {
+        int grouped = i >= ncd;
+        size_t ci = grouped ? i - ncd : i, c = cd[ci].count, m = 1, r = 0;
+        if (grouped && ci == 0) {
+            if (best.holds)
+                break;
+            same = 0;
+        }
         if (best.holds && c + 1 < best.ncyc)
             break; /* more than one cycle fewer than the one found */
-        same = i > 0 && cd[i - 1].count == c ? same + 1 : 0;
-        if (same >= 3)
+        same = ci > 0 && cd[ci - 1].count == c ? same + 1 : 0;
+        if (same >= 3 && cd[ci].tok != sync_tok)
+            continue;
+        if (!grouped && c > nv / 2 + 1 && cd[ci].tok != sync_tok)
+            continue; /* in every other op: a period of one op at most */
+        if (grouped && !group_period(&w.tok_at[w.tok_off[cd[ci].tok]], c, &m, &r))
             continue;
         tried++;
-        for (size_t j = 0; j < c; j++)
-            w.occ[j] = w.tok_at[w.tok_off[cd[i].tok] + j];
-        struct fit f;
-        score(&w, c, &f);
-
-        if (!f.holds)
+        size_t k = anchor_occ(&w, cd[ci].tok, m, r);
+        if (k < (at_step ? 2u : 3u))
             continue;
-        /* ties: the longer gap, then the cycle that starts first */
+        struct fit f;
+        score(&w, k, &f);
+
+        if (!f.holds || !period_fits(f.period, period_ns))
+            continue;
+        /* ties: a sync (a step that blocks on its GPU work ends there:
+         * the host cannot run ahead of it), the longer gap, then the cycle
+         * that starts first */
         size_t at = w.occ[f.first];
         int better;
         if (!best.holds || f.ncyc > best.ncyc + 1)
             better = 1;
         else if (f.ncyc + 1 < best.ncyc)
             better = 0;
+        else if ((cd[ci].tok == sync_tok) != (best_tok == sync_tok))
+            better = cd[ci].tok == sync_tok;
         else if (f.gap != best.gap)
             better = f.gap > best.gap;
         else if (f.ncyc != best.ncyc)
@@ -468,13 +608,34 @@ int ct_iterations_from_repeats(const struct ct_rank *r, int64_t lo, int64_t hi,
         if (better) {
             best_at = at;
             best = f;
-            best_tok = cd[i].tok;
+            best_tok = cd[ci].tok;
+            best_m = m;
+            best_r = r;
         }
     }
     free(cd);
+    /* A sync whose cuts agree better (confidence 0.1 higher) than a
+     * shorter period's cycles do is where the steps end: that period is a
+     * part of the step (a pipeline stage's micro-batch, which its warm-up
+     * and drain change). A shorter period that agrees as well is the step
+     * (a loss.item() every tenth step logs, it does not end a step). */
+    if (sync_tok != UINT32_MAX && best.holds && best_tok != sync_tok) {
+        size_t k = anchor_occ(&w, sync_tok, 1, 0);
+        struct fit f;
+        if (k >= (at_step ? 2u : 3u)) {
+            score(&w, k, &f);
+            if (f.holds && period_fits(f.period, period_ns) &&
+                f.good * (1 - f.differ) >= best.good * (1 - best.differ) + 0.1) {
+                best = f;
+                best_tok = sync_tok;
+                best_m = 1;
+                best_r = 0;
+            }
+        }
+    }
     rc = 0;
     if (best.holds) {
-        size_t c = w.tok_off[best_tok + 1] - w.tok_off[best_tok];
+        size_t c = anchor_occ(&w, best_tok, best_m, best_r);
         struct ct_iter *it = malloc((c + 1) * sizeof(*it));
         size_t *b = at_step ? malloc((c + 2) * sizeof(*b)) : NULL;
         if (!it || (at_step && !b)) {
@@ -483,18 +644,16 @@ int ct_iterations_from_repeats(const struct ct_rank *r, int64_t lo, int64_t hi,
             rc = -ENOMEM;
             goto out;
         }
-        for (size_t j = 0; j < c; j++)
-            w.occ[j] = w.tok_at[w.tok_off[best_tok] + j];
         size_t nb = at_step ? at_step_starts(&w, nv, c, rotation(&w, c, w.cnt), b) : 0;
         if (at_step && nb) {
             /* every cycle is a step: the job annotated none, but its
              * profiler started and stopped at steps */
             for (size_t k = 0; k < nb; k++) {
-                int64_t end = b[k + 1] < nv ? step_start(r, v, b[k + 1]) : v[nv - 1].t;
+                int64_t end = b[k + 1] < nv ? step_start(&w, r, b[k + 1]) : v[nv - 1].t;
                 for (size_t i = b[k]; i < b[k + 1]; i++)
                     if (v[i].e > end)
                         end = v[i].e;
-                int64_t s0 = step_start(r, v, b[k]);
+                int64_t s0 = step_start(&w, r, b[k]);
                 if (k == 0 && r->procs[0]->first_host < s0)
                     s0 = r->procs[0]->first_host; /* the capture began with it */
                 it[k] = (struct ct_iter){s0, end, (int64_t)k};
@@ -509,11 +668,11 @@ int ct_iterations_from_repeats(const struct ct_rank *r, int64_t lo, int64_t hi,
         for (size_t k = 0; k < best.ncyc; k++) {
             size_t cyc = best.first + k;
             size_t a = w.occ[cyc], b = cyc + 1 < c ? w.occ[cyc + 1] : nv;
-            int64_t end = b < nv ? step_start(r, v, b) : v[nv - 1].t;
+            int64_t end = b < nv ? step_start(&w, r, b) : v[nv - 1].t;
             for (size_t i = a; i < b; i++) /* its GPU work is part of it */
                 if (v[i].e > end)
                     end = v[i].e;
-            it[k] = (struct ct_iter){step_start(r, v, a), end, (int64_t)k};
+            it[k] = (struct ct_iter){step_start(&w, r, a), end, (int64_t)k};
         }
         *out = it;
         *n = best.ncyc;

@@ -44,8 +44,12 @@ int ct_report_analyze(struct ct_job *job, const struct ct_iter_opts *io, struct 
         x->rank = &job->ranks[r];
         x->bubble_pct = x->expected_bubble_pct = -1;
         rc = ct_iterations_find(x->rank, io, &x->iters, &x->niters, &x->iter_src, &x->iter_conf);
-        if (!rc)
-            rc = ct_cover_iterations(x);
+    }
+    if (!rc)
+        rc = ct_iterations_agree(rep->rr, job->nranks, io);
+    for (size_t r = 0; r < job->nranks && !rc; r++) {
+        struct ct_rank_result *x = &rep->rr[r];
+        rc = ct_cover_iterations(x);
         if (!rc)
             rc = ct_metrics_rank(x);
         if (!rc)

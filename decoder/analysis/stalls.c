@@ -292,6 +292,11 @@ int ct_is_data_wait(const char *op, uint64_t fd_type)
     return 0;
 }
 
+int ct_is_host_sync(uint64_t fam, uint64_t flags)
+{
+    return (fam == CT_FAM_SYNC || fam == CT_FAM_MEMCPY) && !(flags & CT_APIF_ASYNC);
+}
+
 int ct_is_ckpt_io(const char *op, uint64_t fd_type)
 {
     static const char *const ops[] = {"write",    "pwrite", "pwrite64", "writev",   "pwritev",

@@ -34,7 +34,7 @@ int ct_cmd_diagnose(int argc, char **argv)
     int c;
     struct ct_shared_opts so = {0};
     struct ct_diag_opts o = {.min_saving = 0.02};
-    struct ct_iter_opts io = {0, 0, -1};
+    struct ct_iter_opts io = {0, 0, -1, 0};
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "jo:h", opts, NULL)) != -1) {

@@ -234,7 +234,7 @@ int ct_cmd_diff(int argc, char **argv)
     struct ct_shared_opts so = {0};
     const char *by = NULL, *primary = NULL;
     struct ct_diff_opts o = {.min_effect = 0.02, .alpha = 0.05, .seed = 1, .reps = 2000};
-    struct ct_iter_opts io = {0, 0, -1};
+    struct ct_iter_opts io = {0, 0, -1, 0};
     double v;
     optind = 1;
     opterr = 0;

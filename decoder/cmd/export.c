@@ -38,7 +38,7 @@ static int build_job(struct ct_export_job *x, struct ct_inputs *in, const char *
     int rc = ct_load_job(&lo, in, &x->job, err, errlen);
     if (rc == -EIO)
         return rc;
-    struct ct_iter_opts io = {0, 0, -1};
+    struct ct_iter_opts io = {0, 0, -1, 0};
     if (!rc)
         rc = ct_report_analyze(&x->job, &io, &x->rep);
     if (!rc) {

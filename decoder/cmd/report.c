@@ -72,7 +72,7 @@ int ct_cmd_report(int argc, char **argv)
     int html = 0, c, hta = 1; /* kineto: HTA-compatible mode for Kineto input */
     const char *step = NULL;
     struct ct_shared_opts so = {0};
-    struct ct_iter_opts io = {0, 0, -1};
+    struct ct_iter_opts io = {0, 0, -1, 0};
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "jo:h", opts, NULL)) != -1) {

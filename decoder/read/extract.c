@@ -221,8 +221,7 @@ static int on_api(struct ex *x, const uint64_t *c, size_t st, uint32_t tid)
             rc = ct_u64_push(&x->timed, FLD(CT_API_CORR));
     }
     int64_t s = (int64_t)FLD(CT_API_START), e = (int64_t)FLD(CT_API_END);
-    if (!rc &&
-        (fam == CT_FAM_SYNC || (fam == CT_FAM_MEMCPY && !(FLD(CT_API_FLAGS) & CT_APIF_ASYNC))))
+    if (!rc && ct_is_host_sync(fam, FLD(CT_API_FLAGS)))
         rc = ct_ivset_add(&p->sync, s, e);
     if (!rc && fam == CT_FAM_MEMCPY && FLD(CT_API_COPY_KIND) == CT_COPY_DTOH &&
         FLD(CT_API_BYTES) >= CKPT_BYTES)

@@ -315,7 +315,7 @@ int ct_proc_extract(struct ct_trace *t, const char *step_name, struct ct_proc *p
                 if (!has_u64(gcorr, ng, f[CT_API_CORR]) && !(f[CT_API_FLAGS] & CT_APIF_CAPTURED))
                     p->cov.untimed++;
             }
-            if (fam == CT_FAM_SYNC || (fam == CT_FAM_MEMCPY && !(f[CT_API_FLAGS] & CT_APIF_ASYNC)))
+            if (ct_is_host_sync(fam, f[CT_API_FLAGS]))
                 rc = ct_ivset_add(&p->sync, s, e);
             if (!rc && fam == CT_FAM_MEMCPY && f[CT_API_COPY_KIND] == CT_COPY_DTOH &&
                 f[CT_API_BYTES] >= CKPT_COPY_BYTES)

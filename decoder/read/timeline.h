@@ -183,9 +183,13 @@ void ct_proc_free(struct ct_proc *p);
 
 /* Extraction rules shared by both extractors (timeline.c): an I/O op that
  * is a data wait (read/recv/poll... on a file, pipe or socket), one that is
- * checkpoint I/O (write/fsync... on a file), a range or mark message that
- * names an iteration ("ProfilerStep" matches "ProfilerStep#N"). */
+ * checkpoint I/O (write/fsync... on a file), a call (API family and flags)
+ * the host blocks in until the GPU is done (a synchronize, a synchronous
+ * copy; not cuStreamWaitEvent, which makes a stream wait and returns at
+ * once), a range or mark message that names an iteration ("ProfilerStep"
+ * matches "ProfilerStep#N"). */
 int ct_is_data_wait(const char *op, uint64_t fd_type);
+int ct_is_host_sync(uint64_t fam, uint64_t flags);
 int ct_is_ckpt_io(const char *op, uint64_t fd_type);
 int ct_step_matches(const char *msg, const char *step);
 /* The number after the last '#' of a step's message (all of the rest a

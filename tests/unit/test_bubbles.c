@@ -390,7 +390,7 @@ START_TEST(expected_bubble_counts_the_sends_of_the_kept_iterations)
         p2p(p0, CT_NCCL_OP_RECV, 0, 1, (uint64_t)k, a + 800, a + 900, 0);
     }
     tb_build(&b, &job);
-    struct ct_iter_opts skip1 = {1, 0, -1};
+    struct ct_iter_opts skip1 = {1, 0, -1, 0};
     tb_analyze(&job, &skip1, &rep);
     for (int r = 0; r < 2; r++) {
         const struct ct_rank_result *x = tb_result(&rep, r);

@@ -21,7 +21,7 @@ struct found {
  * (NULL: no --skip/--steps). */
 static void find(struct tb_job *b, const struct ct_iter_opts *o, struct found *f)
 {
-    struct ct_iter_opts all = {0, 0, -1};
+    struct ct_iter_opts all = {0, 0, -1, 0};
     tb_build(b, &f->job);
     ck_assert_int_eq(
         ct_iterations_find(tb_rank(&f->job, 0), o ? o : &all, &f->it, &f->n, &f->src, &f->conf), 0);
@@ -197,20 +197,21 @@ START_TEST(the_last_cycle_ends_at_its_last_kernel_end)
 }
 END_TEST
 
-/* (abab cde) x 4 in a capture that starts and ends at a step (Kineto):
- * the anchors c, d and e sit 4 ops into every step, the last cycle ("cde")
- * lacks the 4 that end the cycle before, so the steps are the cycles
- * rotated back by 4: from the capture's first host event (50) and from
- * kernels 7, 14 and 21. Recorded by cutrace (no such premise) the same
- * work gives the cycles from c: the ops before the first are no step, and
- * the last cycle, a part, is none either. */
+/* Four steps of a head kernel that differs in every step (p, q, r, s: a
+ * variant chosen per step) then c..h, in a capture that starts and ends at
+ * a step (Kineto): the anchors c..h sit one op into every step, the last
+ * cycle lacks the one op that ends the cycle before (its next step's
+ * head), so the steps are the cycles rotated back by one: from the
+ * capture's first host event (50) and from kernels 7, 14 and 21. Recorded
+ * by cutrace (no such premise) the same work gives the cycles from c, one
+ * op late: the op before the first is no step. */
 START_TEST(a_capture_that_starts_at_a_step_is_cut_at_its_steps)
 {
     struct tb_job b;
     struct found f;
     tb_init(&b);
     struct ct_proc *p = tb_proc(&b, 0);
-    kernels(p, "ababcdeababcdeababcdeababcde");
+    kernels(p, "pcdefghqcdefghrcdefghscdefgh");
     p->at_step = 1;
     p->first_host = TB_US(50);
     find(&b, NULL, &f);
@@ -223,11 +224,30 @@ START_TEST(a_capture_that_starts_at_a_step_is_cut_at_its_steps)
     found_free(&f);
 
     tb_init(&b);
-    kernels(tb_proc(&b, 0), "ababcdeababcdeababcdeababcde");
+    kernels(tb_proc(&b, 0), "pcdefghqcdefghrcdefghscdefgh");
     find(&b, NULL, &f);
-    ck_assert_uint_eq(f.n, 3);
-    expect_iter(&f, 0, 500, 1200, 0);
-    expect_iter(&f, 2, 1900, 2600, 2);
+    ck_assert_uint_eq(f.n, 4);
+    expect_iter(&f, 0, 200, 900, 0);
+    expect_iter(&f, 3, 2300, 2850, 3);
+    found_free(&f);
+}
+END_TEST
+
+/* Two kernels launched twice and three times in every step, no token once
+ * per step ((aabbb) x 4): every second a, from the first of each pair (the
+ * one after the longest distance from the a before), cuts the steps. */
+START_TEST(a_kernel_launched_m_times_per_step_cuts_every_mth)
+{
+    struct tb_job b;
+    struct found f;
+    tb_init(&b);
+    kernels(tb_proc(&b, 0), "aabbbaabbbaabbbaabbb");
+    find(&b, NULL, &f);
+    ck_assert_int_eq(f.src, CT_ITER_PERIOD);
+    ck_assert_uint_eq(f.n, 4);
+    expect_iter(&f, 0, 100, 600, 0);
+    expect_iter(&f, 1, 600, 1100, 1);
+    expect_iter(&f, 3, 1600, 2050, 3);
     found_free(&f);
 }
 END_TEST
@@ -257,9 +277,10 @@ START_TEST(two_steps_repeat_only_in_a_capture_of_whole_steps)
 }
 END_TEST
 
-/* abc abc abc with the host blocked in a sync from 320 to 390 after the
- * first cycle's last kernel: the second step starts when the sync ends
- * (the host was done with the first then), not at its first launch. */
+/* abc abc abc, each step ending with the host blocked in a sync (320-390,
+ * 620-690, 920-990: a loss.item()): the steps end where the syncs do (the
+ * host cannot run ahead of one), so the second and third start at 390 and
+ * 690, not at their first launch. */
 START_TEST(a_step_ended_by_a_sync_is_over_when_the_sync_is)
 {
     struct tb_job b;
@@ -267,11 +288,13 @@ START_TEST(a_step_ended_by_a_sync_is_over_when_the_sync_is)
     tb_init(&b);
     struct ct_proc *p = tb_proc(&b, 0);
     kernels(p, "abcabcabc");
-    tb_sync(p, 320, 390);
+    for (int k = 0; k < 3; k++)
+        tb_sync(p, 320 + 300 * k, 390 + 300 * k);
     find(&b, NULL, &f);
     ck_assert_uint_eq(f.n, 3);
     expect_iter(&f, 0, 100, 390, 0);
-    expect_iter(&f, 1, 390, 700, 1);
+    expect_iter(&f, 1, 390, 690, 1);
+    expect_iter(&f, 2, 690, 990, 2);
     found_free(&f);
 }
 END_TEST
@@ -595,7 +618,7 @@ START_TEST(skip_drops_the_first_n_iterations)
 {
     struct tb_job b;
     struct found f;
-    struct ct_iter_opts o = {2, 0, -1};
+    struct ct_iter_opts o = {2, 0, -1, 0};
     five_steps(&b);
     find(&b, &o, &f);
     ck_assert_uint_eq(f.n, 3);
@@ -613,7 +636,8 @@ START_TEST(steps_keep_iterations_whose_index_is_in_a_to_b)
         struct ct_iter_opts o;
         size_t n;
         int64_t first, last;
-    } cases[] = {{{0, 11, 12}, 2, 11, 12}, {{0, 13, -1}, 2, 13, 14}, {{0, 0, 10}, 1, 10, 10}};
+    } cases[] = {
+        {{0, 11, 12, 0}, 2, 11, 12}, {{0, 13, -1, 0}, 2, 13, 14}, {{0, 0, 10, 0}, 1, 10, 10}};
     for (size_t c = 0; c < 3; c++) {
         struct tb_job b;
         struct found f;
@@ -641,6 +665,7 @@ Suite *iterations_suite(void)
     tcase_add_test(tc, the_last_cycle_ends_at_its_last_kernel_end);
     tcase_add_test(tc, a_capture_that_starts_at_a_step_is_cut_at_its_steps);
     tcase_add_test(tc, two_steps_repeat_only_in_a_capture_of_whole_steps);
+    tcase_add_test(tc, a_kernel_launched_m_times_per_step_cuts_every_mth);
     tcase_add_test(tc, a_step_ended_by_a_sync_is_over_when_the_sync_is);
     tcase_add_test(tc, a_single_mark_falls_back_to_the_kernel_period);
     tcase_add_test(tc, an_occasional_collective_is_an_extra_op_of_its_step);

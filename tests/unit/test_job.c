@@ -72,7 +72,7 @@ static void analyze(int n0dups, int64_t shift, struct ct_job *job, struct ct_rep
     make_proc(&ps[0], 0, 40, 0, n0dups);
     make_proc(&ps[1], 1, 40, shift, 0);
     ck_assert_int_eq(ct_job_build(job, ps, 2), 0);
-    struct ct_iter_opts io = {0, 0, -1};
+    struct ct_iter_opts io = {0, 0, -1, 0};
     ck_assert_int_eq(ct_report_analyze(job, &io, rep), 0);
 }
 

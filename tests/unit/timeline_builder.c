@@ -244,7 +244,7 @@ void tb_build(struct tb_job *b, struct ct_job *job)
 
 void tb_analyze(struct ct_job *job, const struct ct_iter_opts *o, struct ct_report *rep)
 {
-    struct ct_iter_opts all = {0, 0, -1};
+    struct ct_iter_opts all = {0, 0, -1, 0};
     ck_assert_int_eq(ct_report_analyze(job, o ? o : &all, rep), 0);
 }
 
