@@ -337,7 +337,9 @@ static void score(struct work *w, size_t m, struct fit *f)
         double allow = 0.2 * w->tot[c];
         if (allow < 2 && c > lo && c + 1 < hi)
             allow = 2; /* a kernel swapped for its variant counts 2 */
-        good += w->mis[c] <= allow;
+        /* and it holds at least half the reference: a 1-op step's op
+         * swapped for another is another cycle, not a variant */
+        good += w->mis[c] <= allow && w->tot[c] - w->mis[c] >= 0.5 * base;
         mis += w->mis[c];
         tot += w->tot[c];
         share += w->tot[c] > 0 ? w->mis[c] / w->tot[c] : 1;
