@@ -2,6 +2,7 @@
 #include "decoder/analysis/iterations.h"
 #include "decoder/analysis/analysis.h"
 #include "decoder/util/search.h"
+#include "decoder/util/stats.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -179,13 +180,7 @@ int ct_iterations_find(const struct ct_rank *r, const struct ct_iter_opts *o, st
     return 0;
 }
 
-static int cmp_dbl(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* The median duration of n iterations, 0 when none. */
+/* The median duration of n iterations, 0 when none, -1 out of memory. */
 static double median_step(const struct ct_iter *it, size_t n)
 {
     if (!n)
@@ -195,8 +190,7 @@ static double median_step(const struct ct_iter *it, size_t n)
         return -1;
     for (size_t i = 0; i < n; i++)
         d[i] = (double)(it[i].e - it[i].s);
-    qsort(d, n, sizeof(*d), cmp_dbl);
-    double m = n % 2 ? d[n / 2] : (d[n / 2 - 1] + d[n / 2]) / 2;
+    double m = ct_median(d, n);
     free(d);
     return m;
 }
@@ -216,11 +210,7 @@ int ct_iterations_agree(struct ct_rank_result *rr, size_t n, const struct ct_ite
         if (m > 0)
             med[k++] = m;
     }
-    double job = 0;
-    if (k >= 2) {
-        qsort(med, k, sizeof(*med), cmp_dbl);
-        job = k % 2 ? med[k / 2] : (med[k / 2 - 1] + med[k / 2]) / 2;
-    }
+    double job = k >= 2 ? ct_median(med, k) : 0;
     free(med);
     if (job <= 0)
         return 0;
