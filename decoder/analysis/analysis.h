@@ -54,6 +54,9 @@ struct ct_rank_result {
     /* of memory: copies timed by an event pair around their blocking host
      * call (the host call's time, pageable staging included) */
     int64_t memory_blocking;
+    /* busy time (the union of the rank's GPU ops, in its cover), and of it
+     * the ops a CUDA graph replay launched: graph_pct */
+    int64_t busy, graph_busy;
     int64_t cls_len[CT_CL_COUNT], cls_exposed[CT_CL_COUNT], cls_overlap[CT_CL_COUNT];
     int64_t host_wait, kernel_wait, other_wait;
     struct ct_iter *iters;
@@ -97,11 +100,25 @@ struct ct_report {
     size_t ncoll;
     struct ct_kernel_row *kern;
     size_t nkern;
-    size_t iterations; /* fewest iterations of any rank */
-    double step_p50;   /* median iteration duration over all ranks, ns */
+    size_t iterations;         /* fewest iterations of any rank */
+    double step_p50;           /* median iteration duration over all ranks, ns */
+    double step_p90, step_p99; /* the same distribution's tail (a serving loop's latency) */
 };
 
 int ct_metrics_rank(struct ct_rank_result *res);
+
+/* A rank's steps in two kinds: heavy, whose GPU compute exceeds the median
+ * step's by more than 25 % (a serving loop's prefills beside its decode
+ * steps; a training job's evaluation steps), and regular, the rest. For
+ * each: steps, their median duration (ns, 0 when none) and compute (ns).
+ * Returns 0 or -ENOMEM (report.c). */
+struct ct_step_kind {
+    size_t steps;
+    double p50;
+    int64_t compute;
+};
+int ct_step_kinds(const struct ct_rank_result *res, struct ct_step_kind *regular,
+                  struct ct_step_kind *heavy);
 /* A rank with capture windows and iterations: its covered time becomes the
  * whole iterations inside the windows (breakdown.c). The edges of a window
  * hold parts of steps and, past its close, work the pause left unrecorded

@@ -36,6 +36,25 @@ static int64_t overlap_c(const struct ct_ivset *a, const struct ct_ivset *b,
     return v;
 }
 
+/* Graph coverage: of the rank's GPU busy time, what graph replays
+ * launched (the union of their ops), both within the cover. */
+static int graph_share(struct ct_rank_result *res)
+{
+    const struct ct_rank *r = res->rank;
+    const struct ct_ivset *cover = r->cover ? &r->gcover : NULL;
+    struct ct_ivset g = {0};
+    for (size_t i = 0; i < r->nops; i++)
+        if (r->ops[i].graph && ct_ivset_add(&g, r->ops[i].s, r->ops[i].e)) {
+            ct_ivset_free(&g);
+            return -ENOMEM;
+        }
+    ct_ivset_normalize(&g);
+    res->busy = len_c(&r->gpu, cover);
+    res->graph_busy = len_c(&g, cover);
+    ct_ivset_free(&g);
+    return 0;
+}
+
 static void breakdown(struct ct_rank_result *res)
 {
     struct ct_rank *r = res->rank;
@@ -224,5 +243,6 @@ int ct_metrics_rank(struct ct_rank_result *res)
     for (size_t i = 0; i < r->nops; i++)
         if (r->ops[i].blocking)
             res->memory_blocking += r->ops[i].e - r->ops[i].s;
-    return idle_breakdown(res);
+    int rc = graph_share(res);
+    return rc ? rc : idle_breakdown(res);
 }

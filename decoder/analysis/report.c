@@ -68,6 +68,8 @@ int ct_report_analyze(struct ct_job *job, const struct ct_iter_opts *io, struct 
         for (size_t r = 0; r < rep->nr; r++)
             for (size_t i = 0; i < rep->rr[r].niters; i++)
                 d[k++] = (double)(rep->rr[r].iters[i].e - rep->rr[r].iters[i].s);
+        rep->step_p90 = ct_percentile(d, k, 90);
+        rep->step_p99 = ct_percentile(d, k, 99);
         rep->step_p50 = ct_median(d, k);
         free(d);
     }
@@ -78,4 +80,37 @@ int ct_report_analyze(struct ct_job *job, const struct ct_iter_opts *io, struct 
     if (!rc)
         rc = ct_stragglers(rep);
     return rc;
+}
+
+int ct_step_kinds(const struct ct_rank_result *res, struct ct_step_kind *regular,
+                  struct ct_step_kind *heavy)
+{
+    memset(regular, 0, sizeof(*regular));
+    memset(heavy, 0, sizeof(*heavy));
+    size_t n = res->im ? res->niters : 0;
+    if (!n)
+        return 0;
+    double *c = malloc(n * sizeof(*c)), *dr = malloc(n * sizeof(*dr)),
+           *dh = malloc(n * sizeof(*dh));
+    if (!c || !dr || !dh) {
+        free(c);
+        free(dr);
+        free(dh);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++)
+        c[i] = (double)res->im[i].compute;
+    double med = ct_median(c, n); /* sorts c: read res->im below */
+    for (size_t i = 0; i < n; i++) {
+        int h = (double)res->im[i].compute > 1.25 * med;
+        struct ct_step_kind *k = h ? heavy : regular;
+        (h ? dh : dr)[k->steps++] = (double)(res->iters[i].e - res->iters[i].s);
+        k->compute += res->im[i].compute;
+    }
+    regular->p50 = ct_median(dr, regular->steps);
+    heavy->p50 = ct_median(dh, heavy->steps);
+    free(c);
+    free(dr);
+    free(dh);
+    return 0;
 }

@@ -16,6 +16,7 @@
 #include "decoder/util/json.h"
 #include "decoder/kineto/kineto.h"
 #include "decoder/util/names.h"
+#include "decoder/util/stats.h"
 #include "decoder/export/report_out.h"
 
 /* For the text report, which prints numbers only (the JSON uses json_us). */
@@ -259,6 +260,24 @@ void ct_report_json(FILE *f, const struct ct_report *rep)
         num_ns(f, "window_us", x->covered, 1);
         breakdown(f, x->compute, x->comm, x->memory, x->idle, x->exposed_comm);
         num_ns(f, "memory_blocking_us", x->memory_blocking, 1);
+        /* null without GPU work: no share to give */
+        pct_or_null(f, "graph_pct",
+                    x->busy > 0 ? 100.0 * (double)x->graph_busy / (double)x->busy : -1, 1);
+        struct ct_step_kind reg, heavy;
+        if (ct_step_kinds(x, &reg, &heavy)) {
+            fprintf(f, "\"step_kinds\":null,"); /* out of memory */
+        } else {
+            fprintf(f, "\"step_kinds\":{");
+            for (int h = 0; h < 2; h++) {
+                const struct ct_step_kind *k = h ? &heavy : &reg;
+                fprintf(f, "%s\"%s\":{\"steps\":%zu,", h ? "," : "", h ? "heavy" : "regular",
+                        k->steps);
+                num(f, "p50_us", k->steps ? json_us(k->p50) : NAN, 1);
+                num_ns(f, "compute_us", k->compute, 0);
+                fputc('}', f);
+            }
+            fprintf(f, "},");
+        }
         pct_or_null(f, "overlap_pct", overlap_pct(x->overlap, x->comm), 1);
         fprintf(f, "\"comm_by_kind\":{");
         for (int c = CT_CL_DP; c < CT_CL_COUNT; c++) {
@@ -352,6 +371,8 @@ void ct_report_json(FILE *f, const struct ct_report *rep)
     fprintf(f, "],\"job\":{\"ranks\":%zu,\"iterations\":%zu,", rep->nr, rep->iterations);
     /* no iteration on any rank: no step time (null, not 0) */
     num(f, "step_p50_us", rep->step_p50 > 0 ? json_us(rep->step_p50) : NAN, 1);
+    num(f, "step_p90_us", rep->step_p50 > 0 ? json_us(rep->step_p90) : NAN, 1);
+    num(f, "step_p99_us", rep->step_p50 > 0 ? json_us(rep->step_p99) : NAN, 1);
     fprintf(f, "\"stragglers\":[");
     /* flagged ranks, highest score first */
     int first = 1;
@@ -384,6 +405,41 @@ void ct_report_json(FILE *f, const struct ct_report *rep)
 static double pct(int64_t part, int64_t whole)
 {
     return whole > 0 ? 100.0 * (double)part / (double)whole : 0;
+}
+
+/* Steps whose GPU compute exceeds the median step's by > 25 % (a serving
+ * loop's prefills), over all ranks: a line when there are any (none when
+ * memory runs out). */
+static void heavy_text(FILE *f, const struct ct_report *rep)
+{
+    size_t nh = 0, nall = 0, kh = 0, kr = 0;
+    int64_t ch = 0, call = 0;
+    double *ph = malloc((rep->nr ? rep->nr : 1) * sizeof(*ph));
+    double *pr = malloc((rep->nr ? rep->nr : 1) * sizeof(*pr));
+    for (size_t r = 0; ph && pr && r < rep->nr; r++) {
+        struct ct_step_kind reg, heavy;
+        if (ct_step_kinds(&rep->rr[r], &reg, &heavy)) {
+            nh = 0;
+            break;
+        }
+        nh += heavy.steps;
+        nall += heavy.steps + reg.steps;
+        ch += heavy.compute;
+        call += heavy.compute + reg.compute;
+        if (heavy.steps)
+            ph[kh++] = heavy.p50;
+        if (reg.steps)
+            pr[kr++] = reg.p50;
+    }
+    if (nh)
+        fprintf(
+            f,
+            "  heavy steps (GPU compute > 1.25 x the median step's: a serving loop's prefills): "
+            "%zu of %zu, p50 %.3f ms against %.3f ms for the rest, %.1f%% of compute (JSON "
+            "step_kinds per rank)\n",
+            nh, nall, ct_median(ph, kh) / 1e6, ct_median(pr, kr) / 1e6, pct(ch, call));
+    free(ph);
+    free(pr);
 }
 
 /* Where the iterations came from: one line when every rank agrees on
@@ -526,8 +582,11 @@ void ct_report_text(FILE *f, const struct ct_report *rep)
         ovl += rep->rr[r].overlap;
     }
     if (rep->step_p50 > 0)
-        fprintf(f, "cutrace report: %zu rank(s), %zu iteration(s), step p50 %.3f ms\n", rep->nr,
-                rep->iterations, rep->step_p50 / 1e6);
+        fprintf(f,
+                "cutrace report: %zu rank(s), %zu iteration(s), step p50 %.3f ms (p90 %.3f, p99 "
+                "%.3f)\n",
+                rep->nr, rep->iterations, rep->step_p50 / 1e6, rep->step_p90 / 1e6,
+                rep->step_p99 / 1e6);
     else
         fprintf(f, "cutrace report: %zu rank(s), no iterations: no step time\n", rep->nr);
     iterations_text(f, rep);
@@ -547,6 +606,14 @@ void ct_report_text(FILE *f, const struct ct_report *rep)
                 "around the host call: that is the call's time, pageable staging included, not "
                 "only the transfer (CUPTI times the transfer alone; JSON memory_blocking_us)\n",
                 (double)blocking / 1e6);
+    int64_t busy = 0, graph = 0;
+    for (size_t r = 0; r < rep->nr; r++)
+        busy += rep->rr[r].busy, graph += rep->rr[r].graph_busy;
+    if (graph)
+        fprintf(f,
+                "  CUDA graph replays launched %.1f%% of GPU busy time (JSON graph_pct per rank)\n",
+                pct(graph, busy));
+    heavy_text(f, rep);
     int any = 0;
     for (size_t r = 0; r < rep->nr; r++)
         if (rep->rr[r].flagged) {

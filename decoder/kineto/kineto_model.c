@@ -469,6 +469,7 @@ int ct_kineto_build(struct ct_proc *p, int hta, int filter_last)
                                          : CT_GPU_KERNEL;
             const struct corr_ix *c = r->corr >= 0 ? corr_find(cx, ncx, r->corr, &hint) : NULL;
             g->launch = c ? ts[c->row] : INT64_MIN;
+            g->graph = c && strstr(k->names[k->rows[c->row].name], "GraphLaunch") != NULL;
             int op = ct_nccl_op_from_kernel(nm);
             if (hta ? type == CT_HTA_MEM : is_mem_cat(r->cat))
                 g->cls = CT_CL_MEMORY;

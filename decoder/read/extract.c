@@ -38,7 +38,7 @@ static void ex_free(struct ex *x)
     ct_hcollect_free(&x->health);
     struct ct_vec *v[] = {&x->ops,  &x->gcorr, &x->calls, &x->timed,    &x->nccl,  &x->nsynth,
                           &x->nord, &x->steps, &x->sord,  &x->launches, &x->clock, &x->name_sid,
-                          &x->nfb,  &x->gend,  &x->gendv, &x->nkl};
+                          &x->nfb,  &x->gend,  &x->gendv, &x->nkl,      &x->graphs};
     for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
         free(v[i]->p);
     free(x->name_map);
@@ -213,6 +213,8 @@ static int on_api(struct ex *x, const uint64_t *c, size_t st, uint32_t tid)
     uint64_t fam = FLD(CT_API_FAMILY);
     struct ct_proc *p = x->p;
     int rc = ct_kv_push(&x->calls, FLD(CT_API_CORR), FLD(CT_API_START));
+    if (!rc && fam == CT_FAM_GRAPH)
+        rc = ct_u64_push(&x->graphs, FLD(CT_API_CORR));
     if (!rc && (fam == CT_FAM_OTHER || fam == CT_FAM_LAUNCH))
         rc = note_nccl_calls(x, c, st, tid);
     if (!rc && (fam == CT_FAM_LAUNCH || fam == CT_FAM_MEMCPY || fam == CT_FAM_MEMSET)) {

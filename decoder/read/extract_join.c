@@ -188,11 +188,12 @@ static int join(struct ex *x, const uint8_t *name_op)
         }
     if (ct_kv_sort(ncorr.p, ncorr.n) || ct_kv_sort(x->gcorr.p, x->gcorr.n) ||
         ct_kv_sort(x->gend.p, x->gend.n) || ct_kv_sort(x->calls.p, x->calls.n) ||
-        ct_u64_sort(x->timed.p, x->timed.n)) {
+        ct_u64_sort(x->timed.p, x->timed.n) || ct_u64_sort(x->graphs.p, x->graphs.n)) {
         free(ncorr.p);
         return -ENOMEM;
     }
-    size_t ia = 0, in = 0;
+    size_t ia = 0, in = 0, igr = 0;
+    const uint64_t *gr = x->graphs.p;
     for (size_t i = 0; i < x->gcorr.n; i++) {
         if (gc[i].val == NONE)
             continue;
@@ -201,6 +202,9 @@ static int join(struct ex *x, const uint8_t *name_op)
         const struct ct_nop *call = NULL;
         g->launch = INT64_MIN;
         g->nccl = -1;
+        while (igr < x->graphs.n && gr[igr] < corr) /* both by corr */
+            igr++;
+        g->graph = g->type == CT_GPU_GRAPH || (corr && igr < x->graphs.n && gr[igr] == corr);
         /* ct_trace_call: never for id 0; an id on both an NCCL and an API
          * record (not written by the shim) joins the NCCL op */
         if (corr && ct_kv_seek(&ncorr, &in, corr)) {
@@ -363,7 +367,8 @@ int ct_extract_finish(struct ex *x)
         return rc;
     /* the join keys are done with: their memory serves the ordering below
      * (a lower peak, fewer fresh pages) */
-    struct ct_vec *keys[] = {&x->gcorr, &x->calls, &x->timed, &x->gend, &x->gendv, &x->nkl};
+    struct ct_vec *keys[] = {&x->gcorr, &x->calls, &x->timed, &x->gend,
+                             &x->gendv, &x->nkl,   &x->graphs};
     for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
         free(keys[k]->p);
         *keys[k] = (struct ct_vec){0};

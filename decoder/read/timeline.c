@@ -236,6 +236,8 @@ int ct_proc_extract(struct ct_trace *t, const char *step_name, struct ct_proc *p
             const struct ct_record *call = ct_trace_call(t, f[CT_GPU_CORR]);
             if (call)
                 g->launch = (int64_t)call->f[0] + off;
+            g->graph = g->type == CT_GPU_GRAPH ||
+                       (call && call->kind == CT_REC_API && call->f[CT_API_FAMILY] == CT_FAM_GRAPH);
             if ((rc = name_index(p, &nm, t, f[CT_GPU_NAME], &g->name)))
                 break;
             const char *name = p->names[g->name];

@@ -63,6 +63,7 @@ struct ct_gop {
                            * (CT_SRC_EVENTS_BLOCKING): memory_blocking_us */
     uint8_t nested : 1;   /* linked to its NCCL op for the class only: a kernel NCCL launched inside
                            * a call whose GPU time came from elsewhere (plugin, event pair) */
+    uint8_t graph : 1;    /* launched by a CUDA graph replay (cuGraphLaunch): graph_pct */
     /* 40 bytes: every analysis passes over millions of these (the record's
      * GPU-time source is counted into the coverage, not kept) */
 };

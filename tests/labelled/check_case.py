@@ -311,6 +311,49 @@ def case_multigpu(rep, out):
         near("all-reduce transfer p50", c[0]["transfer_p50_us"], transfer, 0.01)
 
 
+def case_serve(rep, out):
+    """A serving loop (w_job.c): graph-replayed decode steps, a prefill
+    every 10th, host scheduling between steps."""
+    transfer = 65536 / 1e9 * 1e6  # 64 KiB all-reduced by 2 ranks at 1 GB/s, us
+    comm_it = []
+    for k in rep["ranks"]:
+        r = k["rank"]
+        its = k["iterations"]
+        check(f"rank {r} iterations", len(its) == 60, str(len(its)))
+        # graph coverage: the replays' 6 x 300 us in each of 60 steps, of
+        # the busy time (window - idle); the simulated device is exact
+        busy = k["window_us"] - k["idle_us"]
+        near(f"rank {r} graph-launched busy time", k["graph_pct"] / 100 * busy, 60 * 1800, 0.01)
+        sk = k["step_kinds"]
+        # prefills: steps 0, 10, .. 50 with 1, 2, 3, 1, 2, 3 kernels of 2 ms
+        check(f"rank {r} heavy steps", sk["heavy"]["steps"] == 6 and sk["regular"]["steps"] == 54,
+              str(sk))
+        near(f"rank {r} heavy compute", sk["heavy"]["compute_us"], 6 * 1800 + 12 * 2000, 0.01)
+        near(f"rank {r} regular compute", sk["regular"]["compute_us"], 54 * 1800, 0.01)
+        # heavy step durations 3.8, 3.8, 5.8, 5.8, 7.8, 7.8 ms plus the
+        # all-reduce and the host's launch and wake-up (ms on a busy machine)
+        check(f"rank {r} heavy step p50", 5800 <= sk["heavy"]["p50_us"] <= 5800 + 1500, str(sk))
+        check(f"rank {r} regular step p50", 1800 + transfer <= sk["regular"]["p50_us"] <= 1800 + 1500,
+              str(sk))
+        # the GPU idles while the host schedules: after each step's sync
+        # until the next launch (the last gap has none after it); 3 % plus
+        # 0.2 ms per gap for the wake-up, as in drain
+        host = values(out, f"HOST {r}")
+        check(f"rank {r} 60 host gaps", len(host) == 60, str(len(host)))
+        near(f"rank {r} sync_drain_us", k["attribution"]["sync_drain_us"], sum(host[:-1]), 0.03,
+             200 * 59)
+        comm_it.append(median_iter(k, "comm_us", False))
+    # the later rank to arrive waits for no one: its all-reduce is the transfer
+    near("comm per step of the later rank", min(comm_it), transfer, 0.05, 20)
+    job = rep["job"]
+    check("step p99 is a 3-kernel prefill step", job["step_p99_us"] >= 7800, str(job))
+    check("step p50 is a decode step", 1800 + transfer <= job["step_p50_us"] <= 1800 + 1500, str(job))
+    c = [x for x in rep["collectives"] if x["op"] == "AllReduce"]
+    check("all-reduces matched", c and c[0]["count"] == 120 and c[0]["matched"] == 120, str(c))
+    if c:
+        near("all-reduce transfer p50", c[0]["transfer_p50_us"], transfer, 0.01)
+
+
 CASES = {
     "dp": (2, lambda rep, out: case_dp(rep, out, True), None),
     "dp_seq": (2, lambda rep, out: case_dp(rep, out, False), None),
@@ -324,6 +367,7 @@ CASES = {
     # attribution, so it gets room for all of them
     "tiny": (1, case_tiny, {"CUTRACE_BUFFER_KB": "16384"}),
     "drain": (1, case_drain, None),
+    "serve": (2, case_serve, None),
     "clock": (2, case_clock, {"W_JOB_RANK1_CLOCK_OFFSET_NS": "5000000"}),
     # ranks: devices; one process drives them (main() launches one)
     "multigpu": (2, case_multigpu, {"FAKEGPU_DEVICES": "2"}),

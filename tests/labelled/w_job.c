@@ -65,6 +65,16 @@
  *            step of 9; device 1: compute 2, then it waits 6 in the
  *            all-reduce (comm 7, exposed 7), idle or waiting 7/9 = 78 %
  *            of every step.
+ *   serve    2 tensor-parallel ranks serving (as vLLM does): 60 steps,
+ *            each a replay of a CUDA graph captured once (6 decode kernels
+ *            of 0.3) and a 64 KiB all-reduce (0.0655 after the later
+ *            arrival) on the same stream, then a sync; every 10th step
+ *            (k % 10 == 0) first runs a prefill outside the graph:
+ *            1 + (k / 10) % 3 kernels of 2. Between steps the host
+ *            schedules for 0.2-0.5 (HOST r k US, measured): GPU idle that
+ *            only the host explains. Graph replays launch 60 x 1.8 = 108
+ *            of the busy time; decode steps are 1.8 of compute, prefill
+ *            steps 2, 4 or 6 more.
  *   pipe_stall pipe where stage 1, before sending the activations of
  *            micro-batches 0, 2, 4 and 6, synchronises its stream and does
  *            2 ms of host work (as a host-side check of each micro-batch
@@ -350,6 +360,37 @@ static void ckpt(struct rank *k, const char *dir)
     printf("CKPT_US %.3f\n", (double)total / 1000.0);
 }
 
+/* ------------------------------------------------------------ serve */
+
+static void serve(struct rank *k)
+{
+    CUfunction f;
+    CHECK(cuModuleGetFunction(&f, k->mod, "decode__300us"));
+    CUgraph g;
+    CUgraphExec ge;
+    CHECK(cuStreamBeginCapture(k->c, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    for (int j = 0; j < 6; j++)
+        CHECK(cuLaunchKernel(f, 1, 1, 1, 128, 1, 1, 0, k->c, NULL, NULL));
+    CHECK(cuStreamEndCapture(k->c, &g));
+    CHECK(cuGraphInstantiate(&ge, g, 0));
+    for (int i = 0, n = steps(60); i < n; i++) {
+        step_begin(i);
+        if (i % 10 == 0)
+            for (int j = 0; j < 1 + (i / 10) % 3; j++)
+                kernel(k, k->c, "prefill__2000us");
+        CHECK(cuGraphLaunch(ge, k->c));
+        CHECK(ncclAllReduce((void *)(uintptr_t)k->a, (void *)(uintptr_t)k->b, 16384, ncclFloat32,
+                            ncclSum, k->comm, (cudaStream_t)k->c));
+        CHECK(cuStreamSynchronize(k->c));
+        step_pop();
+        int64_t t0 = now_ns();
+        usleep(200 + 100 * (unsigned)(i % 4));
+        printf("HOST %d %d %.3f\n", k->r, i, (double)(now_ns() - t0) / 1000.0);
+    }
+    CHECK(cuGraphExecDestroy(ge));
+    CHECK(cuGraphDestroy(g));
+}
+
 /* ------------------------------------------------------------ others */
 
 static void slow(struct rank *k)
@@ -609,6 +650,8 @@ static int rank_main(int r, int n, const char *idhex, const char *c)
         tiny(&k);
     else if (!strcmp(c, "drain"))
         drain(&k);
+    else if (!strcmp(c, "serve"))
+        serve(&k);
     else if (!strcmp(c, "pipe_slow"))
         pipe_variant(&k, "stage_forward__1500us", "stage_backward__3000us", -1, 0);
     else if (!strcmp(c, "pipe_stall"))

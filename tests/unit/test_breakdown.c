@@ -498,6 +498,47 @@ START_TEST(capture_windows_leave_the_pause_out_of_every_figure)
 }
 END_TEST
 
+/* Graph coverage and step kinds: four steps of 100 us each, on one stream;
+ * in each, a graph replay's two kernels (two 20 us kernels); steps 0 and 2
+ * also run a 60 us kernel outside the graph (a prefill). Busy: 4 x 40 +
+ * 2 x 60 = 280 us, of it graph 160: 57.1 %. Step compute 100, 40, 100,
+ * 40: median 70, heavy above 87.5: steps 0 and 2 (compute 200), regular 1
+ * and 3 (80), each of them 100 us long. */
+START_TEST(graph_share_and_heavy_steps)
+{
+    struct tb_job b;
+    tb_init(&b);
+    struct ct_proc *p = tb_proc(&b, 0);
+    for (int k = 0; k < 4; k++) {
+        int64_t t = 100 * k;
+        if (k % 2 == 0)
+            tb_kernel(p, "prefill", 1, t, t + 60, t);
+        tb_kernel(p, "g1", 1, t + 60, t + 80, t);
+        p->ops[p->nops - 1].graph = 1;
+        tb_kernel(p, "g2", 1, t + 80, t + 100, t);
+        p->ops[p->nops - 1].graph = 1;
+    }
+    struct ct_job job;
+    tb_build(&b, &job);
+    struct ct_iter it[4];
+    for (int k = 0; k < 4; k++)
+        it[k] = (struct ct_iter){TB_US(100 * k), TB_US(100 * k + 100), k};
+    struct ct_rank_result res;
+    tb_metrics(&job, 0, it, 4, &res);
+    ck_assert_int_eq(res.busy, TB_US(280));
+    ck_assert_int_eq(res.graph_busy, TB_US(160));
+    struct ct_step_kind reg, heavy;
+    ck_assert_int_eq(ct_step_kinds(&res, &reg, &heavy), 0);
+    ck_assert_uint_eq(heavy.steps, 2);
+    ck_assert_uint_eq(reg.steps, 2);
+    ck_assert_int_eq(heavy.compute, TB_US(200));
+    ck_assert_int_eq(reg.compute, TB_US(80));
+    ck_assert(heavy.p50 == (double)TB_US(100) && reg.p50 == (double)TB_US(100));
+    tb_result_free(&res);
+    ct_job_free(&job);
+}
+END_TEST
+
 Suite *breakdown_suite(void)
 {
     Suite *s = suite_create("breakdown");
@@ -519,6 +560,7 @@ Suite *breakdown_suite(void)
     tcase_add_test(tc, idle_breakdown_does_not_depend_on_op_order);
     tcase_add_test(tc, capture_windows_leave_the_pause_out_of_every_figure);
     tcase_add_test(tc, a_process_that_drives_two_devices_is_a_rank_per_device);
+    tcase_add_test(tc, graph_share_and_heavy_steps);
     suite_add_tcase(s, tc);
     return s;
 }
