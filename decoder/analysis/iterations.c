@@ -195,6 +195,116 @@ static double median_step(const struct ct_iter *it, size_t n)
     return m;
 }
 
+/* The sequence number of the first op on communicator comm launched in
+ * each of the rank's iterations (UINT64_MAX: none) into seq[0..niters). */
+static void first_seqs(const struct ct_rank_result *x, uint64_t comm, uint64_t *seq)
+{
+    const struct ct_rank *r = x->rank;
+    size_t j = 0;
+    for (size_t i = 0; i < x->niters; i++) {
+        seq[i] = UINT64_MAX;
+        while (j < r->nnccl && r->nccl[j].host_s < x->iters[i].s)
+            j++;
+        for (size_t q = j; q < r->nnccl && r->nccl[q].host_s < x->iters[i].e; q++)
+            if (r->nccl[q].comm == comm && r->nccl[q].seq < seq[i])
+                seq[i] = r->nccl[q].seq;
+    }
+}
+
+/* The communicator that carries most of the rank's first NCCL ops, 0: none. */
+static uint64_t main_comm(const struct ct_rank *r)
+{
+    uint64_t best = 0;
+    size_t most = 0;
+    for (size_t i = 0; i < r->nnccl && i < 256; i++) { /* the first ops are enough */
+        size_t c = 0;
+        for (size_t q = 0; q < r->nnccl && q < 256; q++)
+            c += r->nccl[q].comm == r->nccl[i].comm;
+        if (c > most)
+            most = c, best = r->nccl[i].comm;
+    }
+    return best;
+}
+
+/*
+ * Steps found from repeats are numbered per rank from 0, and a rank that
+ * dropped a warm-up step its peers kept would number every step one off.
+ * The ranks' collectives say which steps are the same: on the reference
+ * (the rank whose first step holds the earliest op of the communicator),
+ * the step holding the same first sequence number gives the index; the
+ * most common shift over a rank's steps renumbers it.
+ */
+static int number_alike(struct ct_rank_result *rr, size_t n)
+{
+    size_t ref = SIZE_MAX;
+    uint64_t comm = 0, ref_first = UINT64_MAX;
+    uint64_t *rs = NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (rr[i].iter_src != CT_ITER_PERIOD || !rr[i].niters)
+            continue;
+        uint64_t c = comm ? comm : main_comm(rr[i].rank);
+        if (!c)
+            continue;
+        uint64_t *sq = malloc(rr[i].niters * sizeof(*sq));
+        if (!sq) {
+            free(rs);
+            return -ENOMEM;
+        }
+        first_seqs(&rr[i], c, sq);
+        if (sq[0] != UINT64_MAX && sq[0] < ref_first) {
+            free(rs);
+            rs = sq;
+            ref = i;
+            ref_first = sq[0];
+            comm = c;
+        } else {
+            free(sq);
+        }
+    }
+    for (size_t i = 0; ref != SIZE_MAX && i < n; i++) {
+        struct ct_rank_result *x = &rr[i];
+        if (i == ref || x->iter_src != CT_ITER_PERIOD || !x->niters)
+            continue;
+        uint64_t *sq = malloc(x->niters * sizeof(*sq));
+        long *d = malloc(x->niters * sizeof(*d));
+        if (!sq || !d) {
+            free(sq);
+            free(d);
+            free(rs);
+            return -ENOMEM;
+        }
+        first_seqs(x, comm, sq);
+        size_t nd = 0;
+        for (size_t k = 0, j = 0; k < x->niters; k++) {
+            if (sq[k] == UINT64_MAX)
+                continue;
+            while (j < rr[ref].niters && (rs[j] == UINT64_MAX || rs[j] < sq[k]))
+                j++;
+            if (j < rr[ref].niters && rs[j] == sq[k])
+                d[nd++] = (long)rr[ref].iters[j].index - (long)k;
+        }
+        /* the most common shift, when it holds for most of the steps */
+        long best = 0;
+        size_t most = 0;
+        for (size_t a = 0; a < nd; a++) {
+            size_t c = 0;
+            for (size_t q = 0; q < nd && q < 256; q++)
+                c += d[q] == d[a];
+            if (c > most)
+                most = c, best = d[a];
+            if (a >= 256)
+                break;
+        }
+        if (most * 2 > (nd < 256 ? nd : 256))
+            for (size_t k = 0; k < x->niters; k++)
+                x->iters[k].index = (int64_t)k + best;
+        free(sq);
+        free(d);
+    }
+    free(rs);
+    return 0;
+}
+
 int ct_iterations_agree(struct ct_rank_result *rr, size_t n, const struct ct_iter_opts *o)
 {
     double *med = malloc((n ? n : 1) * sizeof(*med));
@@ -213,7 +323,7 @@ int ct_iterations_agree(struct ct_rank_result *rr, size_t n, const struct ct_ite
     double job = k >= 2 ? ct_median(med, k) : 0;
     free(med);
     if (job <= 0)
-        return 0;
+        return number_alike(rr, n);
     for (size_t i = 0; i < n; i++) {
         struct ct_rank_result *x = &rr[i];
         double m = median_step(x->iters, x->niters);
@@ -240,5 +350,5 @@ int ct_iterations_agree(struct ct_rank_result *rr, size_t n, const struct ct_ite
         x->iter_src = src;
         x->iter_conf = conf;
     }
-    return 0;
+    return number_alike(rr, n);
 }

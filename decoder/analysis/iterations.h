@@ -60,7 +60,9 @@ int ct_iterations_from_repeats(const struct ct_rank *r, int64_t lo, int64_t hi, 
  * median step more than 15 % off the job's (the median over ranks of each
  * rank's median step) looks again for an anchor with the job's period;
  * when one holds, its iterations replace the rank's (a pipeline's last
- * stage repeats its micro-batch exactly, its step only at the sync). Needs
+ * stage repeats its micro-batch exactly, its step only at the sync), and
+ * ranks whose steps came from repeats are numbered alike by the sequence
+ * numbers of their collectives (a rank that dropped a warm-up step). Needs
  * struct ct_rank_result (analysis.h). 0 or -ENOMEM. */
 struct ct_rank_result;
 int ct_iterations_agree(struct ct_rank_result *rr, size_t n, const struct ct_iter_opts *o);

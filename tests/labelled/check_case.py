@@ -330,16 +330,22 @@ def case_serve(rep, out):
               str(sk))
         near(f"rank {r} heavy compute", sk["heavy"]["compute_us"], 6 * 1800 + 12 * 2000, 0.01)
         near(f"rank {r} regular compute", sk["regular"]["compute_us"], 54 * 1800, 0.01)
-        # heavy step durations 3.8, 3.8, 5.8, 5.8, 7.8, 7.8 ms plus the
-        # all-reduce and the host's launch and wake-up (ms on a busy machine)
-        check(f"rank {r} heavy step p50", 5800 <= sk["heavy"]["p50_us"] <= 5800 + 1500, str(sk))
-        check(f"rank {r} regular step p50", 1800 + transfer <= sk["regular"]["p50_us"] <= 1800 + 1500,
-              str(sk))
         # the GPU idles while the host schedules: after each step's sync
         # until the next launch (the last gap has none after it); 3 % plus
         # 0.2 ms per gap for the wake-up, as in drain
         host = values(out, f"HOST {r}")
         check(f"rank {r} 60 host gaps", len(host) == 60, str(len(host)))
+        # heavy step durations 3.8, 3.8, 5.8, 5.8, 7.8, 7.8 ms plus the
+        # all-reduce, which waits for the later rank, and the host's launch
+        # and wake-up: 2 rank processes on 2 CPUs put either rank up to a
+        # few ms late (3 ms allowed; dp allows 2 ms a step for one of
+        # these); without step ranges a step runs from sync to sync, so it
+        # also holds the host's scheduling before it (its longest gap)
+        sched = max(host) if SOURCE == "period" and host else 0
+        check(f"rank {r} heavy step p50", 5800 <= sk["heavy"]["p50_us"] <= 5800 + 3000 + sched,
+              str(sk))
+        check(f"rank {r} regular step p50",
+              1800 + transfer <= sk["regular"]["p50_us"] <= 1800 + 3000 + sched, str(sk))
         near(f"rank {r} sync_drain_us", k["attribution"]["sync_drain_us"], sum(host[:-1]), 0.03,
              200 * 59)
         comm_it.append(median_iter(k, "comm_us", False))
@@ -347,7 +353,9 @@ def case_serve(rep, out):
     near("comm per step of the later rank", min(comm_it), transfer, 0.05, 20)
     job = rep["job"]
     check("step p99 is a 3-kernel prefill step", job["step_p99_us"] >= 7800, str(job))
-    check("step p50 is a decode step", 1800 + transfer <= job["step_p50_us"] <= 1800 + 1500, str(job))
+    sched = max(values(out, "HOST 0") + values(out, "HOST 1")) if SOURCE == "period" else 0
+    check("step p50 is a decode step",
+          1800 + transfer <= job["step_p50_us"] <= 1800 + 3000 + sched, str(job))
     c = [x for x in rep["collectives"] if x["op"] == "AllReduce"]
     check("all-reduces matched", c and c[0]["count"] == 120 and c[0]["matched"] == 120, str(c))
     if c:

@@ -299,6 +299,54 @@ START_TEST(a_step_ended_by_a_sync_is_over_when_the_sync_is)
 }
 END_TEST
 
+/* Steps of kernels a..e and an all-reduce (seq k), 1000 us each, on two
+ * ranks; rank 0's first step also runs four one-off kernels (a warm-up),
+ * so it drops that step and finds 4, rank 1 finds 5. The all-reduces say
+ * which steps are the same: rank 0's are numbered 1..4, as rank 1 numbers
+ * the steps that hold the same sequence numbers. */
+static void step_with_allreduce(struct ct_proc *p, int k, int warm)
+{
+    int64_t t = 1000 * k;
+    const char *n[] = {"a", "b", "c", "d", "e", "w1", "w2", "w3", "w4"};
+    for (int j = 0; j < (warm ? 9 : 5); j++)
+        tb_kernel(p, n[j], 1, t + 10 + 80 * j, t + 80 + 80 * j, t + 80 * j);
+    tb_nccl(p, (struct tb_coll){.op = CT_NCCL_OP_ALLREDUCE,
+                                .comm = 7,
+                                .nranks = 2,
+                                .seq = (uint64_t)k,
+                                .bytes = 1 << 20,
+                                .s = t + 850,
+                                .e = t + 950,
+                                .launch = t + 840});
+}
+
+START_TEST(ranks_number_the_same_steps_alike)
+{
+    struct tb_job b;
+    tb_init(&b);
+    struct ct_proc *p0 = tb_proc(&b, 0), *p1 = tb_proc(&b, 1);
+    for (int k = 0; k < 5; k++) {
+        step_with_allreduce(p0, k, k == 0);
+        step_with_allreduce(p1, k, 0);
+    }
+    struct ct_job job;
+    tb_build(&b, &job);
+    struct ct_report rep;
+    tb_analyze(&job, NULL, &rep);
+    const struct ct_rank_result *r0 = &rep.rr[0], *r1 = &rep.rr[1];
+    ck_assert_int_eq(r0->iter_src, CT_ITER_PERIOD);
+    ck_assert_uint_eq(r0->niters, 4);
+    ck_assert_uint_eq(r1->niters, 5);
+    for (size_t i = 0; i < 4; i++) {
+        ck_assert_int_eq(r0->iters[i].index, (int64_t)i + 1);
+        ck_assert_int_eq(r0->iters[i].s, r1->iters[i + 1].s);
+    }
+    ck_assert_int_eq(r1->iters[0].index, 0);
+    ct_report_free(&rep);
+    ct_job_free(&job);
+}
+END_TEST
+
 /* One mark opens no iteration: the kernel period is used. */
 START_TEST(a_single_mark_falls_back_to_the_kernel_period)
 {
@@ -666,6 +714,7 @@ Suite *iterations_suite(void)
     tcase_add_test(tc, a_capture_that_starts_at_a_step_is_cut_at_its_steps);
     tcase_add_test(tc, two_steps_repeat_only_in_a_capture_of_whole_steps);
     tcase_add_test(tc, a_kernel_launched_m_times_per_step_cuts_every_mth);
+    tcase_add_test(tc, ranks_number_the_same_steps_alike);
     tcase_add_test(tc, a_step_ended_by_a_sync_is_over_when_the_sync_is);
     tcase_add_test(tc, a_single_mark_falls_back_to_the_kernel_period);
     tcase_add_test(tc, an_occasional_collective_is_an_extra_op_of_its_step);
