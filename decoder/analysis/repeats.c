@@ -23,11 +23,17 @@
  *     kernel launched 4 times per step is not the step when the all-reduce
  *     comes once per 4 launches). Compute kernels do not veto: a kernel in
  *     every k-th step (a prefill, an evaluation) is an irregular step.
+ *   - a cycle is good only when it holds half the reference or more.
+ * A sync is an anchor that ends its step (its cycles start after it) and
+ * is not scored as work. When no anchor holds, every m-th occurrence of a
+ * token seen m times per step is tried (group_period).
  * Of the anchors that hold, those within one cycle of the most kept cycles
  * (the shortest period; one more or less is a partial or warm-up step at an
- * end) compete on the median host gap before the anchor: the step boundary
- * is where the host's loop comes round. Then more cycles, then the earliest. Confidence is
- * the good share of kept cycles times (1 - the differing share of ops).
+ * end) compete on being a sync, then on the median host gap before the
+ * anchor: the step boundary is where the host's loop comes round. Then more
+ * cycles, then the earliest. A sync whose cycles agree better (confidence
+ * 0.1 higher) than a shorter period's wins over it. Confidence is the good
+ * share of kept cycles times (1 - the differing share).
  * A capture of whole steps (ct_proc.at_step) fixes the phase instead
  * (rotation, at_step_starts), admits anchors seen twice and needs a period
  * that explains 2/3 of its ops.
