@@ -67,9 +67,15 @@ int ct_bubbles_rank(struct ct_rank_result *res, struct ct_ivset *out, int *pipel
         goto out;
     ct_ivset_normalize_unsorted(&wait);
     ct_ivset_normalize_unsorted(&edge);
-    /* the GPU-idle time of the window (of its capture windows) */
+    /* the GPU-idle time of the window (of its capture windows); recorded
+     * throughout, to the end of the last iteration when later: a stage
+     * whose GPU is done waits there for the pipeline to drain (the last
+     * step's cool-down, which the next step's work bounds in every other) */
+    int64_t we = res->we;
+    if (!r->cover && res->niters && res->iters[res->niters - 1].e > we)
+        we = res->iters[res->niters - 1].e;
     if ((rc = r->cover ? ct_ivset_clip(&r->gcover, res->ws, res->we, &win)
-                       : ct_ivset_add(&win, res->ws, res->we)) ||
+                       : ct_ivset_add(&win, res->ws, we)) ||
         (rc = ct_ivset_subtract(&win, &r->gpu, &idle)))
         goto out;
     /* without pipeline ops (most jobs) both parts are empty: none of the

@@ -98,6 +98,34 @@ START_TEST(warm_up_before_first_recv_and_cool_down_after_last_send_count_when_id
 }
 END_TEST
 
+/* Rank 1 of two_stages alone and without the kernel after its step: its
+ * GPU is done at 1700, its last step at 2000. The cool-down [1700,2000)
+ * is still the stage waiting for the pipeline to drain (the next step's
+ * work bounds it in every other step): 400 again, not 100. */
+START_TEST(the_last_steps_cool_down_counts_after_the_ranks_last_gpu_work)
+{
+    struct tb_job b;
+    tb_init(&b);
+    struct ct_proc *p1 = tb_proc(&b, 1);
+    tb_range(p1, 1000, 2000, 0);
+    tb_kernel(p1, "pre", 1, 500, 600, 450);
+    tb_kernel(p1, "embed", 1, 1020, 1050, TB_NOLAUNCH);
+    p2p(p1, CT_NCCL_OP_RECV, 1, 0, 0, 1130, 1210, 1005);
+    tb_kernel(p1, "fwd", 1, 1210, 1400, 1006);
+    tb_kernel(p1, "bwd", 1, 1400, 1600, 1007);
+    p2p(p1, CT_NCCL_OP_SEND, 1, 0, 0, 1600, 1700, 1008);
+    struct ct_job job;
+    struct ct_report rep;
+    tb_build(&b, &job);
+    tb_analyze(&job, NULL, &rep);
+    const struct ct_rank_result *x = tb_result(&rep, 1);
+    ck_assert_int_eq(x->im[0].bubble, TB_US(400));
+    ck_assert_int_eq(x->at.pipeline_bubble, TB_US(400));
+    ct_report_free(&rep);
+    ct_job_free(&job);
+}
+END_TEST
+
 /* bubble / duration: rank 0 100·60/1000 = 6 %, rank 1 100·400/1000 = 40 %. */
 START_TEST(bubble_pct_is_bubble_share_of_the_iteration)
 {
@@ -410,6 +438,7 @@ Suite *bubbles_suite(void)
     tcase_set_timeout(tc, 10);
     tcase_add_test(tc, pipeline_wait_is_op_start_until_peer_start_minus_compute);
     tcase_add_test(tc, warm_up_before_first_recv_and_cool_down_after_last_send_count_when_idle);
+    tcase_add_test(tc, the_last_steps_cool_down_counts_after_the_ranks_last_gpu_work);
     tcase_add_test(tc, bubble_pct_is_bubble_share_of_the_iteration);
     tcase_add_test(tc, expected_bubble_of_two_stages_one_microbatch_is_50_pct);
     tcase_add_test(tc, bubble_pct_is_the_median_over_iterations);
