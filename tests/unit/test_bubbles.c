@@ -37,6 +37,18 @@ static void p2p(struct ct_proc *p, int op, int self, int peer, uint64_t seq, int
  * Pair S0/R1 starts together at 1130 (R1's start): S0 waited [1100,1130).
  * Pair S1/R0 at 1600 (S1's start): R0 waited [1560,1600).
  */
+/* Rank 1's step of two_stages, the kernel after it left out. */
+static void stage1(struct ct_proc *p1)
+{
+    tb_range(p1, 1000, 2000, 0);
+    tb_kernel(p1, "pre", 1, 500, 600, 450);
+    tb_kernel(p1, "embed", 1, 1020, 1050, TB_NOLAUNCH);
+    p2p(p1, CT_NCCL_OP_RECV, 1, 0, 0, 1130, 1210, 1005);
+    tb_kernel(p1, "fwd", 1, 1210, 1400, 1006);
+    tb_kernel(p1, "bwd", 1, 1400, 1600, 1007);
+    p2p(p1, CT_NCCL_OP_SEND, 1, 0, 0, 1600, 1700, 1008);
+}
+
 static void two_stages(struct ct_job *job, struct ct_report *rep)
 {
     struct tb_job b;
@@ -49,13 +61,7 @@ static void two_stages(struct ct_job *job, struct ct_report *rep)
     tb_kernel(p0, "bwd", 1, 1300, 1500, 1008);
     p2p(p0, CT_NCCL_OP_RECV, 0, 1, 0, 1560, 1690, 1009);
 
-    tb_range(p1, 1000, 2000, 0);
-    tb_kernel(p1, "pre", 1, 500, 600, 450);
-    tb_kernel(p1, "embed", 1, 1020, 1050, TB_NOLAUNCH);
-    p2p(p1, CT_NCCL_OP_RECV, 1, 0, 0, 1130, 1210, 1005);
-    tb_kernel(p1, "fwd", 1, 1210, 1400, 1006);
-    tb_kernel(p1, "bwd", 1, 1400, 1600, 1007);
-    p2p(p1, CT_NCCL_OP_SEND, 1, 0, 0, 1600, 1700, 1008);
+    stage1(p1);
     tb_kernel(p1, "post", 1, 2100, 2200, 2050);
     tb_build(&b, job);
     tb_analyze(job, NULL, rep);
@@ -106,14 +112,7 @@ START_TEST(the_last_steps_cool_down_counts_after_the_ranks_last_gpu_work)
 {
     struct tb_job b;
     tb_init(&b);
-    struct ct_proc *p1 = tb_proc(&b, 1);
-    tb_range(p1, 1000, 2000, 0);
-    tb_kernel(p1, "pre", 1, 500, 600, 450);
-    tb_kernel(p1, "embed", 1, 1020, 1050, TB_NOLAUNCH);
-    p2p(p1, CT_NCCL_OP_RECV, 1, 0, 0, 1130, 1210, 1005);
-    tb_kernel(p1, "fwd", 1, 1210, 1400, 1006);
-    tb_kernel(p1, "bwd", 1, 1400, 1600, 1007);
-    p2p(p1, CT_NCCL_OP_SEND, 1, 0, 0, 1600, 1700, 1008);
+    stage1(tb_proc(&b, 1));
     struct ct_job job;
     struct ct_report rep;
     tb_build(&b, &job);
