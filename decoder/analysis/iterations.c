@@ -305,6 +305,18 @@ static int number_alike(struct ct_rank_result *rr, size_t n)
     return 0;
 }
 
+/* One phase (ct_iterations_align, on the first rank's main communicator),
+ * then one numbering. */
+static int align_and_number(struct ct_rank_result *rr, size_t n)
+{
+    uint64_t comm = 0;
+    for (size_t i = 0; i < n && !comm; i++)
+        if (rr[i].niters)
+            comm = main_comm(rr[i].rank);
+    int rc = ct_iterations_align(rr, n, comm);
+    return rc ? rc : number_alike(rr, n);
+}
+
 int ct_iterations_agree(struct ct_rank_result *rr, size_t n, const struct ct_iter_opts *o)
 {
     double *med = malloc((n ? n : 1) * sizeof(*med));
@@ -323,7 +335,7 @@ int ct_iterations_agree(struct ct_rank_result *rr, size_t n, const struct ct_ite
     double job = k >= 2 ? ct_median(med, k) : 0;
     free(med);
     if (job <= 0)
-        return number_alike(rr, n);
+        return align_and_number(rr, n);
     for (size_t i = 0; i < n; i++) {
         struct ct_rank_result *x = &rr[i];
         double m = median_step(x->iters, x->niters);
@@ -350,5 +362,5 @@ int ct_iterations_agree(struct ct_rank_result *rr, size_t n, const struct ct_ite
         x->iter_src = src;
         x->iter_conf = conf;
     }
-    return number_alike(rr, n);
+    return align_and_number(rr, n);
 }

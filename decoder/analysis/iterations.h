@@ -67,6 +67,13 @@ int ct_iterations_from_repeats(const struct ct_rank *r, int64_t lo, int64_t hi, 
 struct ct_rank_result;
 int ct_iterations_agree(struct ct_rank_result *rr, size_t n, const struct ct_iter_opts *o);
 
+/* One phase for the job's steps (step_phase.c): ranks whose steps came
+ * from repeats and begin at another op than most ranks' (or than the
+ * annotated ranks') are re-cut at the ops that the collectives on
+ * communicator comm map from a reference rank's boundaries, and take its
+ * step numbers. 0 or -ENOMEM. */
+int ct_iterations_align(struct ct_rank_result *rr, size_t n, uint64_t comm);
+
 const char *ct_iter_source_name(enum ct_iter_source s);
 
 #endif

@@ -365,6 +365,8 @@ def case_serve(rep, out):
 CASES = {
     "dp": (2, lambda rep, out: case_dp(rep, out, True), None),
     "dp_seq": (2, lambda rep, out: case_dp(rep, out, False), None),
+    # dp whose rank 0 alone syncs on its loss after the forward pass
+    "dp_log": (2, lambda rep, out: case_dp(rep, out, True), None),
     "pipe": (4, case_pipe, {"FAKEGPU_KERNEL_SCALE": "4"}),
     "loader": (1, case_loader, None),
     "ckpt": (1, case_ckpt, None),

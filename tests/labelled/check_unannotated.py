@@ -15,6 +15,9 @@ ends it); loader's and tiny's steps are one kernel or 500 of one kernel, cut
 only by the sync that ends each step; ckpt adds two copies every fifth
 step; pipe's last stage repeats its micro-batch exactly, so only the job's
 common period (the other stages' sync-to-sync step) gives its step.
+
+dp_log is dp whose rank 0 alone syncs on its loss after the forward pass
+(a rank-specific sync in mid-step): its steps must still be the job's.
 """
 import os
 import sys

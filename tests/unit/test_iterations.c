@@ -347,6 +347,66 @@ START_TEST(ranks_number_the_same_steps_alike)
 }
 END_TEST
 
+/* Eight steps of 1000 us: forward f1 f2, backward b1 b2, an all-reduce
+ * (seq k), the optimizer's kernel o. Rank 0 alone logs its loss after the
+ * forward pass (a copy, then a sync that ends at +200): its repeats start
+ * its steps after that sync, its peers' at f1. Most ranks begin at f1, so
+ * rank 0 is re-cut at its own f1 launches (t = 1000 k), every step of
+ * 1000 us but the last (to o's end), numbered as rank 1's. */
+static void logged_step(struct ct_proc *p, int k, int logs)
+{
+    int64_t t = 1000 * k;
+    tb_kernel(p, "f1", 1, t + 10, t + 80, t);
+    tb_kernel(p, "f2", 1, t + 90, t + 160, t + 80);
+    if (logs) {
+        tb_copy(p, 1, t + 170, t + 175, t + 165);
+        tb_sync(p, t + 166, t + 200);
+    }
+    tb_kernel(p, "b1", 1, t + 210, t + 280, t + 200);
+    tb_kernel(p, "b2", 1, t + 290, t + 360, t + 280);
+    tb_nccl(p, (struct tb_coll){.op = CT_NCCL_OP_ALLREDUCE,
+                                .comm = 7,
+                                .nranks = 3,
+                                .seq = (uint64_t)k,
+                                .bytes = 1 << 20,
+                                .s = t + 370,
+                                .e = t + 450,
+                                .launch = t + 360});
+    tb_kernel(p, "o", 1, t + 460, t + 520, t + 455);
+}
+
+START_TEST(ranks_cut_their_steps_in_one_phase)
+{
+    for (int nr = 2; nr <= 3; nr++) {
+        struct tb_job b;
+        tb_init(&b);
+        for (int r = 0; r < nr; r++) {
+            struct ct_proc *p = tb_proc(&b, r);
+            for (int k = 0; k < 8; k++)
+                logged_step(p, k, r == 0);
+        }
+        struct ct_job job;
+        tb_build(&b, &job);
+        struct ct_report rep;
+        tb_analyze(&job, NULL, &rep);
+        const struct ct_rank_result *r0 = &rep.rr[0], *r1 = &rep.rr[1];
+        ck_assert_int_eq(r0->iter_src, CT_ITER_PERIOD);
+        ck_assert_int_eq(r1->iter_src, CT_ITER_PERIOD);
+        ck_assert_uint_ge(r1->niters, 7);
+        ck_assert_int_eq(r1->iters[0].s % TB_US(1000), 0); /* the peers' own phase */
+        ck_assert_uint_eq(r0->niters, r1->niters);
+        for (size_t i = 0; i < r0->niters; i++) {
+            ck_assert_int_eq(r0->iters[i].s, r1->iters[i].s);
+            ck_assert_int_eq(r0->iters[i].index, r1->iters[i].index);
+            if (i + 1 < r0->niters)
+                ck_assert_int_eq(r0->iters[i].e, r0->iters[i].s + TB_US(1000));
+        }
+        ct_report_free(&rep);
+        ct_job_free(&job);
+    }
+}
+END_TEST
+
 /* One mark opens no iteration: the kernel period is used. */
 START_TEST(a_single_mark_falls_back_to_the_kernel_period)
 {
@@ -715,6 +775,7 @@ Suite *iterations_suite(void)
     tcase_add_test(tc, two_steps_repeat_only_in_a_capture_of_whole_steps);
     tcase_add_test(tc, a_kernel_launched_m_times_per_step_cuts_every_mth);
     tcase_add_test(tc, ranks_number_the_same_steps_alike);
+    tcase_add_test(tc, ranks_cut_their_steps_in_one_phase);
     tcase_add_test(tc, a_step_ended_by_a_sync_is_over_when_the_sync_is);
     tcase_add_test(tc, a_single_mark_falls_back_to_the_kernel_period);
     tcase_add_test(tc, an_occasional_collective_is_an_extra_op_of_its_step);
