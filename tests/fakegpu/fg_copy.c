@@ -7,7 +7,8 @@
  * 1e9 bytes/s, i.e. bytes per nanosecond).  Synchronous entry points, and
  * Async ones with a pageable host end (host memory the fake did not
  * allocate or register), return only once the copy has completed in
- * virtual time, as CUDA does for pageable memory.
+ * virtual time, as CUDA does for pageable memory, and no later (FG_WAIT_SPIN:
+ * the call costs the transfer, not a timer latency).
  */
 #include "fg_internal.h"
 
@@ -103,7 +104,7 @@ static CUresult fg_copy_submit(const fg_copy_req *r)
     d.u.copy.sslice = r->sslice;
     d.u.copy.src_mem = fg_cupti_mem_of(r->src.kind);
     d.u.copy.dst_mem = fg_cupti_mem_of(r->dst.kind);
-    FG_RETURN(fg_submit(s, &d, r->sync_api || pageable));
+    FG_RETURN(fg_submit(s, &d, r->sync_api || pageable ? FG_WAIT_SPIN : 0));
 }
 
 /* A linear copy.  Declared host ends are classified (pinned or pageable),

@@ -143,8 +143,12 @@ void fg_op_unref(fg_op *op);
  * the stream (take a ref to keep it). */
 fg_op *fg_enqueue(fg_stream *s, const fg_desc *d, fg_op *const *extra, size_t nextra);
 /* Record into the capture graph if s is capturing, else enqueue; when wait
- * is set, block until the op has completed in virtual time. */
-CUresult fg_submit(fg_stream *s, const fg_desc *d, bool wait);
+ * is set, block until the op has completed in virtual time: FG_WAIT sleeps
+ * until then, FG_WAIT_SPIN (synchronous copies) spins for the last part so
+ * the call returns when the copy ends, not a timer latency later. */
+#define FG_WAIT      1
+#define FG_WAIT_SPIN 2
+CUresult fg_submit(fg_stream *s, const fg_desc *d, int wait);
 /* Advance resolution/execution of pending ops; cheap when nothing pends. */
 void fg_progress(void);
 bool fg_op_done(fg_op *op, int64_t now);

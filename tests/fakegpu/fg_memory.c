@@ -73,9 +73,29 @@ void fg_mem_release_locked(uintptr_t base)
         free((void *)a.base);
 }
 
+/* Device memory is host memory here, and its first touch faults each page
+ * in: a copy into a fresh 200 KB buffer would take 1.3 ms of page faults
+ * inside its host call, which a real GPU's memory never has. Allocations
+ * up to FG_PREFAULT_MAX are faulted in when made (a real cuMemAlloc is not
+ * free either); larger ones stay lazy, so an allocation that is never
+ * touched costs nothing. Kernels without MADV_POPULATE_WRITE (before 5.14)
+ * keep the faults. */
+#define FG_PREFAULT_MAX (64u << 20)
+
+static void fg_prefault(void *p, size_t size)
+{
+#ifdef MADV_POPULATE_WRITE
+    uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t lo = (uintptr_t)p & ~(pg - 1), hi = ((uintptr_t)p + size + pg - 1) & ~(pg - 1);
+    (void)madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
+#else
+    (void)p;
+    (void)size;
+#endif
+}
+
 /* Locked; allocates and registers.  Device memory counts against the
- * simulated 80 GiB; host pages are committed lazily by the OS, so large
- * allocations that are never touched cost nothing. */
+ * simulated 80 GiB. */
 static CUresult fg_alloc_range(void **out, size_t size, fg_mem_kind kind, fg_ctx *c)
 {
     if (!out || size == 0)
@@ -99,6 +119,8 @@ static CUresult fg_alloc_range(void **out, size_t size, fg_mem_kind kind, fg_ctx
     }
     if (counted)
         d->used_mem += size;
+    if (counted && size <= FG_PREFAULT_MAX)
+        fg_prefault(p, size);
     *out = p;
     return CUDA_SUCCESS;
 }

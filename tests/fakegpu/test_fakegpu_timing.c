@@ -567,6 +567,39 @@ START_TEST(sync_copies_and_memsets_move_bytes_and_block)
 }
 END_TEST
 
+/* A synchronous copy's host call returns when the copy ends, as the real
+ * driver's does (it spins, staging pageable memory meanwhile), not a timer
+ * latency later: 200 KB at 25 GB/s is 8.2 us, and a sleep until then
+ * overshoots by at least the kernel's 50 us timer slack, so the fastest of
+ * 31 calls (one of them runs unpreempted even on a busy VM) ends within
+ * 60 us. Never earlier than the transfer. Buffers are touched first: a
+ * first touch's page faults are the host's (a real driver has them too). */
+#define SYNC_BYTES (200u * 1024)
+#define SYNC_MS    ((double)SYNC_BYTES / 25e6)
+
+START_TEST(a_synchronous_copy_returns_when_the_copy_ends)
+{
+    tf_setup();
+    char *host = malloc(SYNC_BYTES);
+    memset(host, 1, SYNC_BYTES);
+    CUdeviceptr d;
+    CU_OK(cuMemAlloc(&d, SYNC_BYTES));
+    CU_OK(cuMemcpyHtoD(d, host, SYNC_BYTES));
+    double fastest = 1e9;
+    for (int i = 0; i < 31; i++) {
+        double t0 = tf_now_ms();
+        CU_OK(i % 2 ? cuMemcpyDtoH(host, d, SYNC_BYTES) : cuMemcpyHtoD(d, host, SYNC_BYTES));
+        double ms = tf_now_ms() - t0;
+        ck_assert_double_ge(ms, SYNC_MS);
+        if (ms < fastest)
+            fastest = ms;
+    }
+    ck_assert_double_lt(fastest, 0.060);
+    CU_OK(cuMemFree(d));
+    free(host);
+}
+END_TEST
+
 START_TEST(peer_copy_between_devices_uses_hbm_bandwidth)
 {
     setenv("FAKEGPU_DEVICES", "2", 1);
@@ -599,6 +632,7 @@ TCase *tf_timing_copies(void)
     tcase_add_test(tc, pinned_async_copy_returns_before_completion);
     tcase_add_test(tc, copy_duration_follows_bandwidth_env);
     tcase_add_test(tc, sync_copies_and_memsets_move_bytes_and_block);
+    tcase_add_test(tc, a_synchronous_copy_returns_when_the_copy_ends);
     tcase_add_test(tc, peer_copy_between_devices_uses_hbm_bandwidth);
     return tc;
 }

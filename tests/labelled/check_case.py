@@ -84,17 +84,23 @@ def median_iter(rank, key, skip_first=True):
     return statistics.median(i[key] for i in its)
 
 
-def case_dp(rep, out, overlap):
-    """4 x 1 ms forward, 4 x 1.5 ms backward, four 1 ms bucket all-reduces."""
+def case_dp(rep, out, overlap, late=None):
+    """4 x 1 ms forward, 4 x 1.5 ms backward, four 1 ms bucket all-reduces.
+    late: the rank that waits on the host in mid-step (dp_log's rank 0): its
+    peers wait for it in the buckets, by as long as its host takes to wake
+    and launch the backward pass, so their communication and overlap have no
+    bound from the schedule; the late rank's and the job's checks stay."""
     for k in rep["ranks"]:
         r = k["rank"]
+        waits = late is not None and r != late
         check(f"rank {r} iterations", len(k["iterations"]) == 10, str(len(k["iterations"])))
         check(f"rank {r} iteration source", k["iteration_source"] == SOURCE, k["iteration_source"])
         near(f"rank {r} compute_us", k["compute_us"], 100000, 0.01)
         near(f"rank {r} compute per iteration", median_iter(k, "compute_us"), 10000, 0.01)
         # a rank whose peer starts the step later waits for it in every
         # bucket: its communication can only be longer than the schedule's
-        check(f"rank {r} comm per iteration", 3990 <= median_iter(k, "comm_us") <= 5000,
+        check(f"rank {r} comm per iteration",
+              3990 <= median_iter(k, "comm_us") <= (1e9 if waits else 5000),
               str(median_iter(k, "comm_us")))
         dp_kind = k["comm_by_kind"]["dp"]
         near(f"rank {r} dp comm = all comm", dp_kind["comm_us"], k["comm_us"], 0.001)
@@ -123,6 +129,8 @@ def case_dp(rep, out, overlap):
     # exposed: 75 % overlap on each rank in most iterations
     want = 75.0 if overlap else 0.0
     for k in rep["ranks"]:
+        if late is not None and k["rank"] != late:
+            continue
         ov = statistics.median(100 * (it["comm_us"] - it["exposed_comm_us"]) / it["comm_us"]
                                for it in k["iterations"][1:])
         near(f"rank {k['rank']} median iteration overlap", ov, want, 0, 1.0)
@@ -366,7 +374,7 @@ CASES = {
     "dp": (2, lambda rep, out: case_dp(rep, out, True), None),
     "dp_seq": (2, lambda rep, out: case_dp(rep, out, False), None),
     # dp whose rank 0 alone syncs on its loss after the forward pass
-    "dp_log": (2, lambda rep, out: case_dp(rep, out, True), None),
+    "dp_log": (2, lambda rep, out: case_dp(rep, out, True, late=0), None),
     "pipe": (4, case_pipe, {"FAKEGPU_KERNEL_SCALE": "4"}),
     "loader": (1, case_loader, None),
     "ckpt": (1, case_ckpt, None),
