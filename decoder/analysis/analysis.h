@@ -12,7 +12,8 @@
  *   collectives.c  cross-rank matching, the collective table
  *   stragglers.c   per-rank lateness and kernel slowness
  *   kernels.c      per-kernel-name statistics
- *   iterations.c   iteration boundaries
+ *   iterations.c   iteration boundaries (step_phase.c: one phase per job)
+ *   job_steps.c    the job's per-step figures over its ranks
  *   hang.c         collectives in flight of a flight-recorder window
  *   health.c       GPU and host health counters
  *   provenance.c   where a rank's figures come from, which ones are null
@@ -92,6 +93,17 @@ struct ct_kernel_row {
     double p50;
 };
 
+/* One step of the job: the iterations of one index over the ranks that
+ * have it (job_steps.c). ns on the job clock. */
+struct ct_job_step {
+    int64_t index;
+    size_t ranks;
+    int64_t start, end;                  /* the earliest rank's start, the latest rank's end */
+    double dur_p50, dur_max;             /* of the ranks' own durations */
+    int slowest;                         /* the rank (number) whose step took longest */
+    double compute, comm, exposed, idle; /* medians over the ranks */
+};
+
 struct ct_report {
     struct ct_job *job;
     struct ct_rank_result *rr; /* one per job rank, same order */
@@ -103,6 +115,8 @@ struct ct_report {
     size_t iterations;         /* fewest iterations of any rank */
     double step_p50;           /* median iteration duration over all ranks, ns */
     double step_p90, step_p99; /* the same distribution's tail (a serving loop's latency) */
+    struct ct_job_step *steps; /* by index (ct_job_steps) */
+    size_t nsteps;
 };
 
 int ct_metrics_rank(struct ct_rank_result *res);
@@ -131,6 +145,9 @@ int ct_attribution_rank(struct ct_job *job, struct ct_rank_result *res);
  * pipeline ops. 0 or -ENOMEM. */
 int ct_bubbles_rank(struct ct_rank_result *res, struct ct_ivset *out, int *pipeline);
 int ct_collectives_match(struct ct_job *job);
+/* The job's per-step figures over its ranks into rep->steps (job_steps.c).
+ * 0 or -ENOMEM. */
+int ct_job_steps(struct ct_report *rep);
 int ct_collectives_table(struct ct_report *rep);
 int ct_stragglers(struct ct_report *rep);
 int ct_kernels_table(struct ct_report *rep);

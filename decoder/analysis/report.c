@@ -21,6 +21,7 @@ void ct_report_free(struct ct_report *rep)
     }
     free(rep->rr);
     free(rep->coll);
+    free(rep->steps);
     for (size_t i = 0; i < rep->nkern; i++)
         free(rep->kern[i].name);
     free(rep->kern);
@@ -73,6 +74,8 @@ int ct_report_analyze(struct ct_job *job, const struct ct_iter_opts *io, struct 
         rep->step_p50 = ct_median(d, k);
         free(d);
     }
+    if (!rc)
+        rc = ct_job_steps(rep);
     if (!rc)
         rc = ct_collectives_table(rep);
     if (!rc)

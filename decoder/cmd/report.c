@@ -26,9 +26,13 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: cutrace report [--json] [-o FILE] [--step NAME] [--steps A-B] [--skip N] "
+    fprintf(f, "usage: cutrace report [--json [--rank-iterations]] [-o FILE] [--step NAME] "
+               "[--steps A-B] [--skip N] "
                "TRACE|DIR...\n"
-               "  --json        the versioned JSON document (docs/report.md) instead of text\n"
+               "  --json        the versioned JSON document (docs/report.md) instead of text:\n"
+               "                per-rank summaries and the job's steps\n"
+               "  --rank-iterations  with --json: also every rank's iterations (a row per\n"
+               "                (rank, iteration); large at thousands of ranks)\n"
                "  -o FILE       write the report to FILE instead of stdout\n"
                "  --html        a self-contained HTML page (needs -o FILE; docs/export.md)\n"
                "  --step NAME   NVTX range or mark naming iterations (default ProfilerStep)\n"
@@ -68,8 +72,10 @@ int ct_cmd_report(int argc, char **argv)
                                          {"hta", no_argument, NULL, 'H'},
                                          {"no-hta", no_argument, NULL, 'N'},
                                          {"html", no_argument, NULL, 'T'}, /* export: HTML */
+                                         {"rank-iterations", no_argument, NULL, 'I'},
                                          {NULL, 0, NULL, 0}};
     int html = 0, c, hta = 1; /* kineto: HTA-compatible mode for Kineto input */
+    int rank_iters = 0;
     const char *step = NULL;
     struct ct_shared_opts so = {0};
     struct ct_iter_opts io = {0, 0, -1, 0};
@@ -103,11 +109,12 @@ int ct_cmd_report(int argc, char **argv)
         case 'H': hta = 1; break;
         case 'N': hta = 0; break;
         case 'T': html = 1; break;
+        case 'I': rank_iters = 1; break;
         default:
             fprintf(stderr,
                     "cutrace report: unknown or incomplete option '%s'; allowed: "
                     "--json, --html, -o FILE, --step NAME, --steps A-B, --skip N, --hta, "
-                    "--no-hta, --rows FILE\n",
+                    "--no-hta, --rows FILE, --rank-iterations\n",
                     argv[optind - 1]);
             return CT_EXIT_USAGE;
         }
@@ -115,6 +122,11 @@ int ct_cmd_report(int argc, char **argv)
     int json = so.json;
     const char *out = so.out, *rows = so.rows; /* diagnose: --rows FILE */
     io.skip = so.skip;
+    if (rank_iters && !json) {
+        fprintf(stderr, "cutrace report: --rank-iterations adds to the JSON document: use it "
+                        "with --json\n");
+        return CT_EXIT_USAGE;
+    }
     if (html && (json || !out)) { /* export: the HTML page goes to a file */
         fprintf(stderr, "cutrace report: --html writes a file: use --html -o FILE (without "
                         "--json)\n");
@@ -163,7 +175,7 @@ int ct_cmd_report(int argc, char **argv)
     if (html)
         ct_report_html(f, &rep); /* export: decoder/export/html.c */
     else if (json)
-        ct_report_json(f, &rep);
+        ct_report_json(f, &rep, rank_iters);
     else
         ct_report_text(f, &rep);
     int werr = fflush(f) != 0 || ferror(f);

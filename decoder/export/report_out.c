@@ -246,7 +246,28 @@ static void provenance_json(FILE *f, const struct ct_rank_result *x, int64_t t0)
     fprintf(f, "],");
 }
 
-void ct_report_json(FILE *f, const struct ct_report *rep)
+/* The job's steps (ct_job_steps): "steps":[...], */
+static void steps_json(FILE *f, const struct ct_report *rep)
+{
+    fprintf(f, "\"steps\":[");
+    for (size_t i = 0; i < rep->nsteps; i++) {
+        const struct ct_job_step *s = &rep->steps[i];
+        fprintf(f, "%s{\"index\":%" PRId64 ",\"ranks\":%zu,", i ? "," : "", s->index, s->ranks);
+        num_ns(f, "start_us", s->start - rep->job->t0, 1);
+        num_ns(f, "end_us", s->end - rep->job->t0, 1);
+        num(f, "duration_p50_us", json_us(s->dur_p50), 1);
+        num(f, "duration_max_us", json_us(s->dur_max), 1);
+        fprintf(f, "\"slowest_rank\":%d,", s->slowest);
+        num(f, "compute_p50_us", json_us(s->compute), 1);
+        num(f, "comm_p50_us", json_us(s->comm), 1);
+        num(f, "exposed_comm_p50_us", json_us(s->exposed), 1);
+        num(f, "idle_p50_us", json_us(s->idle), 0);
+        fputc('}', f);
+    }
+    fprintf(f, "],");
+}
+
+void ct_report_json(FILE *f, const struct ct_report *rep, int rank_iters)
 {
     fprintf(f, "{\"schema\":\"cutrace.report\",\"version\":%d,", CT_REPORT_SCHEMA_VERSION);
     fprintf(f, "\"ranks\":[");
@@ -311,10 +332,13 @@ void ct_report_json(FILE *f, const struct ct_report *rep)
                     "and no repeating work that agrees across cycles\",");
         else
             fprintf(f, "\"iteration_confidence\":%.3f,", x->iter_conf);
-        fprintf(f, "\"iterations\":[");
-        for (size_t k = 0; k < x->niters; k++)
-            iteration_json(f, &x->iters[k], &x->im[k], rep->job->t0, k == 0);
-        fprintf(f, "],");
+        fprintf(f, "\"iteration_count\":%zu,", x->niters);
+        if (rank_iters) { /* per-(rank, iteration) detail: on request */
+            fprintf(f, "\"iterations\":[");
+            for (size_t k = 0; k < x->niters; k++)
+                iteration_json(f, &x->iters[k], &x->im[k], rep->job->t0, k == 0);
+            fprintf(f, "],");
+        }
         pct_or_null(f, "bubble_pct", x->bubble_pct, 1);
         pct_or_null(f, "expected_bubble_pct", x->expected_bubble_pct, 1);
         fprintf(f, "\"pipeline\":{\"stages\":%d,\"microbatches\":%d},", x->pp_stages,
@@ -373,6 +397,7 @@ void ct_report_json(FILE *f, const struct ct_report *rep)
     num(f, "step_p50_us", rep->step_p50 > 0 ? json_us(rep->step_p50) : NAN, 1);
     num(f, "step_p90_us", rep->step_p50 > 0 ? json_us(rep->step_p90) : NAN, 1);
     num(f, "step_p99_us", rep->step_p50 > 0 ? json_us(rep->step_p99) : NAN, 1);
+    steps_json(f, rep);
     fprintf(f, "\"stragglers\":[");
     /* flagged ranks, highest score first */
     int first = 1;

@@ -25,7 +25,7 @@ def main():
     assert "NaN" not in text and "Infinity" not in text
     rep = json.loads(text)
     k = int(sys.argv[2])
-    assert rep["schema"] == "cutrace.report" and rep["version"] == 1
+    assert rep["schema"] == "cutrace.report" and rep["version"] == 2
     ranks = rep["ranks"]
     assert [r["rank"] for r in ranks] == [0, 1, 2, 3]
     for r in ranks:

@@ -10,20 +10,48 @@ trap 'rm -rf "$tmp"' EXIT
 mkdir "$tmp/job"
 "$build/tests/tools/ct_synth_job" -d "$tmp/job" --ranks 4 --iterations 10 --slow-rank 2 \
   --skew-us 37
-"$build/decoder/cutrace" report --json -o "$tmp/report.json" "$tmp/job"
+"$build/decoder/cutrace" report --json --rank-iterations -o "$tmp/report.json" "$tmp/job"
 python3 "$src/tests/e2e/check_report_json.py" "$tmp/report.json" 10
 # the same report without the huge-page re-exec (decoder/util/hugepages.c), and
 # with a GLIBC_TUNABLES of the caller's own (the tunable is appended to it)
-CUTRACE_HUGEPAGES=0 "$build/decoder/cutrace" report --json -o "$tmp/report0.json" "$tmp/job"
+CUTRACE_HUGEPAGES=0 "$build/decoder/cutrace" report --json --rank-iterations \
+  -o "$tmp/report0.json" "$tmp/job"
 cmp "$tmp/report.json" "$tmp/report0.json"
-GLIBC_TUNABLES=glibc.malloc.check=0 "$build/decoder/cutrace" report --json -o "$tmp/report1.json" \
-  "$tmp/job"
+GLIBC_TUNABLES=glibc.malloc.check=0 "$build/decoder/cutrace" report --json --rank-iterations \
+  -o "$tmp/report1.json" "$tmp/job"
 cmp "$tmp/report.json" "$tmp/report1.json"
+# the default document: per-rank summaries and the job's steps, which are
+# the per-rank iterations of the same index taken together
+"$build/decoder/cutrace" report --json -o "$tmp/default.json" "$tmp/job"
+python3 - "$tmp/report.json" "$tmp/default.json" <<'PY'
+import json, statistics, sys
+full, dflt = (json.load(open(p)) for p in sys.argv[1:3])
+assert all("iterations" not in k for k in dflt["ranks"]), "per-rank iterations by default"
+assert [k["iteration_count"] for k in dflt["ranks"]] == [len(k["iterations"]) for k in full["ranks"]]
+steps = dflt["job"]["steps"]
+assert [s["index"] for s in steps] == list(range(10)), steps
+for s in steps:
+    its = {k["rank"]: i for k in full["ranks"] for i in k["iterations"] if i["index"] == s["index"]}
+    assert s["ranks"] == len(its) == 4, s
+    dur = {r: i["duration_us"] for r, i in its.items()}
+    near = lambda a, b: abs(a - b) <= 0.002  # both rounded to ns from the same ns figures
+    assert near(s["duration_max_us"], max(dur.values())), s
+    assert near(s["duration_p50_us"], statistics.median(dur.values())), s
+    assert dur[s["slowest_rank"]] == max(dur.values()), s
+    assert near(s["start_us"], min(i["start_us"] for i in its.values())), s
+    assert near(s["end_us"], max(i["end_us"] for i in its.values())), s
+    for key in ("compute", "comm", "exposed_comm", "idle"):
+        want = statistics.median(i[key + "_us"] for i in its.values())
+        assert near(s[key + "_p50_us"], want), (key, s, want)
+PY
+if "$build/decoder/cutrace" report --rank-iterations "$tmp/job" 2> "$tmp/err"; then exit 1; fi
+grep -q -- "--rank-iterations adds to the JSON document" "$tmp/err"
 # the text report names the straggler at the top
 "$build/decoder/cutrace" report "$tmp/job" > "$tmp/report.txt"
 grep -q "rank 2: score" "$tmp/report.txt"
 # --skip/--steps select iterations
-"$build/decoder/cutrace" report --json --skip 2 --steps 3-7 "$tmp/job" > "$tmp/sel.json"
+"$build/decoder/cutrace" report --json --rank-iterations --skip 2 --steps 3-7 "$tmp/job" \
+  > "$tmp/sel.json"
 python3 - "$tmp/sel.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))

@@ -35,7 +35,7 @@ try:
             subprocess.run([cutrace, "dump", "--json", f], stdout=out, check=True)
         dumps.append(f + ".jsonl")
     rep = os.path.join(d, "report.json")
-    subprocess.run([cutrace, "report", "--json", "-o", rep, traces], check=True)
+    subprocess.run([cutrace, "report", "--json", "--rank-iterations", "-o", rep, traces], check=True)
     for fmt, out in (("chrome", "job.json"), ("sqlite", "job.sqlite")):
         subprocess.run([cutrace, "export", "--format", fmt, "-o", os.path.join(d, out), traces],
                        check=True)

@@ -17,7 +17,7 @@ mkdir "$tmp/job" "$tmp/one"
 "$build/tests/tools/ct_synth" -o "$tmp/one/synth.cutrace" --iterations 30
 for d in job one; do
   for f in "$tmp/$d"/*.cutrace; do "$cutrace" dump --json "$f" > "$f.jsonl"; done
-  "$cutrace" report --json -o "$tmp/$d.report.json" "$tmp/$d"
+  "$cutrace" report --json --rank-iterations -o "$tmp/$d.report.json" "$tmp/$d"
   "$cutrace" export --format chrome -o "$tmp/$d.json" "$tmp/$d"
   "$cutrace" export --format sqlite -o "$tmp/$d.sqlite" "$tmp/$d"
   python3 "$src/tests/export/check_sqlite.py" "$tmp/$d.sqlite" "$tmp/$d.report.json" \

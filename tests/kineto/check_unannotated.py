@@ -45,7 +45,7 @@ UNLIKE = [
 
 
 def report(cutrace, path, *opts):
-    out = subprocess.run([cutrace, "report", "--json", *opts, path], check=True,
+    out = subprocess.run([cutrace, "report", "--json", "--rank-iterations", *opts, path], check=True,
                          capture_output=True, text=True).stdout
     return json.loads(out)["ranks"][0]
 

@@ -67,7 +67,7 @@ def run(case, ranks, extra_env=None, processes=None):
                        timeout=300)
     if p.returncode != 0:
         sys.exit(f"{case}: job failed ({p.returncode}): {p.stderr}")
-    r = subprocess.run([cutrace, "report", "--json", traces], capture_output=True, text=True,
+    r = subprocess.run([cutrace, "report", "--json", "--rank-iterations", traces], capture_output=True, text=True,
                        timeout=300)
     if r.returncode != 0:
         sys.exit(f"{case}: report failed: {r.stderr}")
@@ -424,7 +424,7 @@ def run_traces(case, ranks, extra_env):
         if r.returncode != 0:
             sys.exit(f"{case}: cutrace {args[0]} failed: {r.stderr}")
         return r.stdout
-    rep = json.loads(cli("report", "--json"))
+    rep = json.loads(cli("report", "--json", "--rank-iterations"))
     diag = json.loads(cli("diagnose", "--json"))
     dump = [json.loads(line) for line in cli("dump", "--json").splitlines()]
     check("ranks", len(rep["ranks"]) == ranks, str(len(rep["ranks"])))
