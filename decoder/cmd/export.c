@@ -18,6 +18,7 @@
 #include "decoder/export/export.h"
 #include "decoder/read/inputs.h"
 #include "decoder/read/load.h"
+#include "decoder/util/options.h"
 
 static int cmp_src(const void *a, const void *b)
 {
@@ -71,16 +72,67 @@ static void free_job(struct ct_export_job *x)
     ct_report_free(&x->rep);
     ct_job_free(&x->job);
     free(x->src);
+    free(x->sel.ranks);
+}
+
+/* The selection against the job: ranks it does not have are an error (a
+ * typo would export nothing), and --iterations A-B becomes the window from
+ * the earliest start to the latest end of those iterations over the
+ * selected ranks. Returns 0 or -EINVAL with err set. */
+static int select_job(struct ct_export_job *x, int iters, int64_t first, int64_t last, char *err,
+                      size_t errlen)
+{
+    struct ct_export_sel *s = &x->sel;
+    for (size_t i = 0; i < s->nranks; i++) {
+        size_t r = 0;
+        while (r < x->job.nranks && x->job.ranks[r].rank != s->ranks[i])
+            r++;
+        if (r == x->job.nranks) {
+            snprintf(err, errlen, "--ranks: the job has no rank %d (ranks %d..%d)", s->ranks[i],
+                     x->job.nranks ? x->job.ranks[0].rank : 0,
+                     x->job.nranks ? x->job.ranks[x->job.nranks - 1].rank : 0);
+            return -EINVAL;
+        }
+    }
+    if (!iters)
+        return 0;
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (size_t r = 0; r < x->rep.nr; r++) {
+        const struct ct_rank_result *rr = &x->rep.rr[r];
+        if (!ct_export_rank_on(s, rr->rank->rank))
+            continue;
+        for (size_t k = 0; k < rr->niters; k++) {
+            const struct ct_iter *it = &rr->iters[k];
+            if (it->index < first || (last >= 0 && it->index > last))
+                continue;
+            if (it->s < lo)
+                lo = it->s;
+            if (it->e > hi)
+                hi = it->e;
+        }
+    }
+    if (lo > hi) {
+        snprintf(err, errlen, "--iterations: no iteration in that range on the selected ranks");
+        return -EINVAL;
+    }
+    s->lo = lo - x->job.t0;
+    s->hi = hi - x->job.t0;
+    return 0;
 }
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: cutrace export --format chrome|sqlite -o FILE [--step NAME] TRACE|DIR...\n"
-               "  --format chrome  Chrome trace-event JSON (ui.perfetto.dev, chrome://tracing)\n"
-               "  --format sqlite  SQLite database shaped like Nsight Systems' export\n"
-               "  -o FILE          the file to write (replaced if it exists)\n"
-               "  --step NAME      NVTX range or mark naming iterations (default ProfilerStep)\n"
-               "Formats and schema: docs/export.md.\n");
+    fprintf(f,
+            "usage: cutrace export --format chrome|sqlite -o FILE [--step NAME] [--ranks LIST]\n"
+            "                      [--iterations A-B | --window START-END] TRACE|DIR...\n"
+            "  --format chrome  Chrome trace-event JSON (ui.perfetto.dev, chrome://tracing)\n"
+            "  --format sqlite  SQLite database shaped like Nsight Systems' export\n"
+            "  -o FILE          the file to write (replaced if it exists)\n"
+            "  --step NAME      NVTX range or mark naming iterations (default ProfilerStep)\n"
+            "  --ranks LIST     only these ranks, e.g. 0-3,100\n"
+            "  --iterations A-B only what overlaps iterations A..B (of the selected ranks)\n"
+            "  --window S-E     only what overlaps S..E us on the job clock (report's start_us)\n"
+            "Formats and schema: docs/export.md.\n");
 }
 
 int ct_cmd_export(int argc, char **argv)
@@ -88,9 +140,15 @@ int ct_cmd_export(int argc, char **argv)
     static const struct option opts[] = {{"format", required_argument, NULL, 'f'},
                                          {"output", required_argument, NULL, 'o'},
                                          {"step", required_argument, NULL, 's'},
+                                         {"ranks", required_argument, NULL, 'r'},
+                                         {"iterations", required_argument, NULL, 'i'},
+                                         {"window", required_argument, NULL, 'w'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
-    const char *format = NULL, *out = NULL, *step = NULL;
+    const char *format = NULL, *out = NULL, *step = NULL, *ranks = NULL;
+    int64_t it_first = 0, it_last = -1;
+    double w0 = 0, w1 = 0;
+    int have_iters = 0, have_window = 0;
     int c;
     optind = 1;
     opterr = 0;
@@ -106,14 +164,59 @@ int ct_cmd_export(int argc, char **argv)
             }
             step = optarg;
             break;
+        case 'r': ranks = optarg; break;
+        case 'i':
+            if (ct_parse_index_range(optarg, &it_first, &it_last)) {
+                fprintf(stderr,
+                        "cutrace export: --iterations '%s': expected A-B with integers "
+                        "0 <= A <= B (A- and -B allowed)\n",
+                        optarg);
+                return CT_EXIT_USAGE;
+            }
+            have_iters = 1;
+            break;
+        case 'w':
+            if (ct_parse_window_us(optarg, &w0, &w1)) {
+                fprintf(stderr,
+                        "cutrace export: --window '%s': expected START-END in us on the job "
+                        "clock with START < END, e.g. 1000-25000 or -500-2000\n",
+                        optarg);
+                return CT_EXIT_USAGE;
+            }
+            have_window = 1;
+            break;
         case 'h': usage(stdout); return 0;
         default:
             fprintf(stderr,
                     "cutrace export: unknown or incomplete option '%s'; allowed: "
-                    "--format chrome|sqlite, -o FILE, --step NAME\n",
+                    "--format chrome|sqlite, -o FILE, --step NAME, --ranks LIST, "
+                    "--iterations A-B, --window START-END\n",
                     argv[optind - 1]);
             return CT_EXIT_USAGE;
         }
+    }
+    if (have_iters && have_window) {
+        fprintf(stderr, "cutrace export: --iterations and --window both select a time span: "
+                        "give one\n");
+        return CT_EXIT_USAGE;
+    }
+    struct ct_export_sel sel = {NULL, 0, INT64_MIN, INT64_MAX};
+    if (ranks) {
+        int prc = ct_parse_rank_list(ranks, &sel.ranks, &sel.nranks);
+        if (prc) {
+            if (prc == -1)
+                fprintf(stderr,
+                        "cutrace export: --ranks '%s': expected ranks and ranges, e.g. "
+                        "0-3,100\n",
+                        ranks);
+            else
+                fprintf(stderr, "cutrace export: out of memory\n");
+            return CT_EXIT_USAGE;
+        }
+    }
+    if (have_window) {
+        sel.lo = (int64_t)(w0 * 1e3);
+        sel.hi = (int64_t)(w1 * 1e3);
     }
     int sqlite = 0;
     if (!format) {
@@ -155,9 +258,17 @@ int ct_cmd_export(int argc, char **argv)
     struct ct_export_job x;
     int rc = build_job(&x, &in, step, &pr, err, sizeof(err));
     ct_inputs_free(&in);
+    if (!rc) {
+        x.sel = sel;
+        rc = select_job(&x, have_iters, it_first, it_last, err, sizeof(err));
+    } else {
+        free(sel.ranks);
+    }
     if (rc) {
         ct_progress_end(&pr);
         fprintf(stderr, "cutrace export: %s\n", err);
+        if (x.src)
+            free_job(&x);
         unlink(out);
         return CT_EXIT_BAD_INPUT;
     }

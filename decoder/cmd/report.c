@@ -44,25 +44,6 @@ static void usage(FILE *f)
                "  --rows FILE   also write per-rank/iteration JSON-lines rows (docs/diff.md)\n");
 }
 
-static int parse_steps(const char *s, struct ct_iter_opts *o)
-{
-    const char *dash = strchr(s, '-');
-    if (!dash || strchr(dash + 1, '-'))
-        return -1;
-    char *end;
-    if (dash != s) {
-        o->first = strtoll(s, &end, 10);
-        if (end != dash || o->first < 0)
-            return -1;
-    }
-    if (dash[1]) {
-        o->last = strtoll(dash + 1, &end, 10);
-        if (*end || o->last < o->first)
-            return -1;
-    }
-    return 0;
-}
-
 int ct_cmd_report(int argc, char **argv)
 {
     static const struct option opts[] = {CT_SHARED_OPTIONS,
@@ -97,7 +78,7 @@ int ct_cmd_report(int argc, char **argv)
             step = optarg;
             break;
         case 'S':
-            if (parse_steps(optarg, &io)) {
+            if (ct_parse_index_range(optarg, &io.first, &io.last)) {
                 fprintf(stderr,
                         "cutrace report: --steps '%s': expected A-B with integers "
                         "0 <= A <= B (A- and -B allowed)\n",

@@ -10,6 +10,7 @@
 
 #include "decoder/compare/diagnose.h"
 #include "decoder/util/json.h"
+#include "decoder/util/names.h"
 
 static double fin(double v)
 {
@@ -59,34 +60,6 @@ void ct_diagnosis_json(FILE *f, const struct ct_diagnosis *d, double min_saving)
     fprintf(f, "]}\n");
 }
 
-static int cmp_int(const void *a, const void *b)
-{
-    int x = *(const int *)a, y = *(const int *)b;
-    return (x > y) - (x < y);
-}
-
-/* " 3,100-103,517": sorted, runs of consecutive ranks as A-B (a finding on
- * a thousand ranks stays one line); the JSON lists them all. */
-static void ranks_compact(FILE *f, const int *ranks, size_t n)
-{
-    int *v = malloc((n ? n : 1) * sizeof(*v));
-    if (!v) {
-        fprintf(f, " (%zu)", n);
-        return;
-    }
-    memcpy(v, ranks, n * sizeof(*v));
-    qsort(v, n, sizeof(*v), cmp_int);
-    for (size_t i = 0, j; i < n; i = j) {
-        for (j = i + 1; j < n && v[j] <= v[j - 1] + 1;)
-            j++;
-        if (v[j - 1] > v[i])
-            fprintf(f, "%s%d-%d", i ? "," : " ", v[i], v[j - 1]);
-        else
-            fprintf(f, "%s%d", i ? "," : " ", v[i]);
-    }
-    free(v);
-}
-
 void ct_diagnosis_text(FILE *f, const struct ct_diagnosis *d, double min_saving)
 {
     fprintf(f,
@@ -105,7 +78,7 @@ void ct_diagnosis_text(FILE *f, const struct ct_diagnosis *d, double min_saving)
             fprintf(f, "\n%zu. %s  saves ~%.1f us/iteration (%.1f%%), confidence %.2f, ranks",
                     i + 1, ct_finding_kind_name(x->kind), x->saving_us,
                     d->step_us > 0 ? 100 * x->saving_us / d->step_us : 0, x->confidence);
-        ranks_compact(f, x->ranks, x->nranks);
+        ct_ranks_text(f, x->ranks, x->nranks);
         fprintf(f, "\n   %s\n   evidence:", x->summary);
         for (size_t k = 0; k < x->nev; k++) {
             if (x->ev[k].str[0])

@@ -376,6 +376,9 @@ static int api_event(struct cw *w, size_t i)
     /* a synchronisation's CUPTI record is not drawn (gpu_event): no flow */
     if (!n || t->recs[ix[0]].f[CT_GPU_TYPE] == CT_GPU_SYNC)
         return 0;
+    const uint64_t *g0 = t->recs[ix[0]].f;
+    if (!ct_chrome_in(w, (int64_t)g0[CT_GPU_START], (int64_t)g0[CT_GPU_END]))
+        return 0; /* its GPU interval is outside the window: no flow to start */
     ct_chrome_ev(w, "s", r->tid, (int64_t)f[CT_API_START], "launch");
     cat(w, "flow");
     fprintf(w->f, ",\"id\":%" PRIu64 "}", flow_id(w, f[CT_API_CORR]));
@@ -443,7 +446,8 @@ static void gpu_event(struct cw *w, size_t i)
     a_end(&a);
     size_t n;
     const size_t *ix = ct_trace_gpu(t, f[CT_GPU_CORR], &n);
-    if (call && n && ix[0] == i) {
+    if (call && n && ix[0] == i &&
+        ct_chrome_in(w, (int64_t)call->f[0], (int64_t)ct_export_rec_end(call))) {
         ct_chrome_ev(w, "f", tid, (int64_t)f[CT_GPU_START], "launch");
         cat(w, "flow");
         fprintf(w->f, ",\"bp\":\"e\",\"id\":%" PRIu64 "}", flow_id(w, f[CT_GPU_CORR]));
@@ -457,6 +461,8 @@ static void synth_event(struct cw *w, const struct synth *s)
     const struct ct_record *r = &t->recs[s->rec];
     const uint64_t *f = r->f;
     char buf[64];
+    if (!ct_chrome_in(w, s->s, s->e))
+        return;
     uint32_t tid = gpu_tid(w, stream_device(t, f[CT_NCCL_STREAM]),
                            f[CT_NCCL_STREAM] | CT_NCCL_TRACK, s->s, s->e);
     ct_chrome_ev(w, "X", tid, s->s, nccl_call_name(f[CT_NCCL_OP], buf, sizeof(buf)));
@@ -466,6 +472,8 @@ static void synth_event(struct cw *w, const struct synth *s)
     a_s(&a, "source", "nccl_record");
     nccl_args(&a, t, r);
     a_end(&a);
+    if (!ct_chrome_in(w, (int64_t)f[CT_NCCL_START], (int64_t)f[CT_NCCL_END]))
+        return; /* its call is outside the window: no flow to end */
     ct_chrome_ev(w, "f", tid, s->s, "launch");
     cat(w, "flow");
     fprintf(w->f, ",\"bp\":\"e\",\"id\":%" PRIu64 "}", flow_id(w, f[CT_NCCL_CORR]));
@@ -485,8 +493,11 @@ static int nccl_event(struct cw *w, size_t i)
     nccl_args(&a, t, r);
     a_end(&a);
     size_t n;
-    ct_trace_gpu(t, f[CT_NCCL_CORR], &n);
-    if (n || (f[CT_NCCL_GPU_END] && f[CT_NCCL_CORR])) {
+    const size_t *gx = ct_trace_gpu(t, f[CT_NCCL_CORR], &n);
+    int gpu_in = n ? ct_chrome_in(w, (int64_t)t->recs[gx[0]].f[CT_GPU_START],
+                                  (int64_t)t->recs[gx[0]].f[CT_GPU_END])
+                   : ct_chrome_in(w, (int64_t)f[CT_NCCL_GPU_START], (int64_t)f[CT_NCCL_GPU_END]);
+    if ((n || (f[CT_NCCL_GPU_END] && f[CT_NCCL_CORR])) && gpu_in) {
         ct_chrome_ev(w, "s", r->tid, (int64_t)f[CT_NCCL_START], "launch");
         cat(w, "flow");
         fprintf(w->f, ",\"id\":%" PRIu64 "}", flow_id(w, f[CT_NCCL_CORR]));
@@ -577,20 +588,6 @@ static void instant(struct cw *w, const struct ct_record *r)
     }
 }
 
-/* The end of a span record (its field 1, after the start in field 0), the
- * start for the others. */
-static uint64_t rec_end(const struct ct_record *r)
-{
-    switch (r->kind) {
-    case CT_REC_API:
-    case CT_REC_GPU:
-    case CT_REC_NCCL:
-    case CT_REC_IO:
-    case CT_REC_NVTX_RANGE: return r->f[1];
-    default: return r->f[0];
-    }
-}
-
 /* The order events are written in: the records' (start order, ties in file
  * order), except that of records starting at the same ns the longer comes
  * first. A range is recorded when it ends, after the calls inside it, and a
@@ -605,7 +602,7 @@ static size_t *write_order(const struct ct_trace *t)
         const struct ct_record *r = &t->recs[i];
         for (; j > 0; j--) {
             const struct ct_record *q = &t->recs[o[j - 1]];
-            if (q->f[0] != r->f[0] || rec_end(q) >= rec_end(r))
+            if (q->f[0] != r->f[0] || ct_export_rec_end(q) >= ct_export_rec_end(r))
                 break;
             o[j] = o[j - 1];
         }
@@ -655,6 +652,8 @@ static int write_trace(struct cw *w, struct ct_progress *pr, size_t idx, size_t 
         const struct ct_record *r = &t->recs[i];
         if ((k & 0xffff) == 0)
             ct_progress_update(pr, "writing trace", idx + 1, ntr, 100.0 * (double)k / (double)t->n);
+        if (!ct_export_rec_in(w->sel, r, w->shift))
+            continue; /* outside --window / --iterations */
         switch (r->kind) {
         case CT_REC_API: rc = api_event(w, i); break;
         case CT_REC_GPU:
@@ -697,8 +696,11 @@ int ct_export_chrome(FILE *f, struct ct_export_job *x, struct ct_progress *pr, c
     int rc = 0, last_rank = INT32_MIN, first = 1;
     for (size_t i = 0; i < x->nsrc && !rc; i++) {
         const struct ct_export_src *s = &x->src[i];
+        if (!ct_export_rank_on(&x->sel, s->rank))
+            continue; /* --ranks */
         struct cw w = {.f = f,
                        .src = s,
+                       .sel = &x->sel,
                        .shift = s->shift,
                        .flow_base = (uint64_t)(i + 1) << 40,
                        .first = &first,

@@ -97,6 +97,8 @@ static void throttle_track(struct cw *w, const struct ct_hseries *x)
     counter_name(w, x, "throttled", name, sizeof(name));
     for (size_t i = 0; i < x->n; i++) {
         uint64_t v = (uint64_t)x->v[i];
+        if (!ct_chrome_in(w, x->t[i], x->t[i]))
+            continue; /* --window */
         ct_chrome_ev(w, "C", 0, x->t[i], name);
         fprintf(w->f, ",\"args\":{\"slowing\":%d", (v & CT_THROTTLE_SLOWING) != 0);
         for (int b = 0; b < CT_THROTTLE_NREASONS; b++)
@@ -133,6 +135,8 @@ void ct_chrome_health_counters(struct cw *w)
                 v = (double)(x->v[i] - x->v[i - 1]) * c->scale / (double)dt;
                 t = x->t[i - 1];
             }
+            if (!ct_chrome_in(w, t, t))
+                continue; /* --window */
             ct_chrome_ev(w, "C", 0, t, name);
             fprintf(w->f, ",\"args\":{\"%s\":%.*f}}", c->key, c->decimals, v);
         }

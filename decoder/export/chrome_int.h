@@ -56,9 +56,16 @@ struct cw {
     size_t ntracks, tcap;
     struct cdelta *cd;
     size_t ncd, cdcap;
-    int *first;     /* no event written yet in the file */
-    int later_proc; /* not the rank's first trace: counter names say the pid */
+    const struct ct_export_sel *sel; /* what to write (--ranks, --window) */
+    int *first;                      /* no event written yet in the file */
+    int later_proc;                  /* not the rank's first trace: counter names say the pid */
 };
+
+/* Whether the span [s, e] of trace ns lies in the selected window. */
+static inline int ct_chrome_in(const struct cw *w, int64_t s, int64_t e)
+{
+    return ct_export_in(w->sel, s + w->shift, e + w->shift);
+}
 
 /* Starts an event: {"ph":..,"pid":..,"tid":..,"ts":..,"name":.. */
 void ct_chrome_ev(struct cw *w, const char *ph, uint32_t tid, int64_t ts_trace, const char *name);

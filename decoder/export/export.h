@@ -29,13 +29,67 @@ struct ct_export_src {
     int64_t shift; /* ns added to the trace's monotonic ns: ns since time zero */
 };
 
+/* The part of the job to write (`export --ranks`, `--iterations`,
+ * `--window`): a large job's whole timeline is hundreds of GB. */
+struct ct_export_sel {
+    int *ranks; /* sorted; NULL: every rank */
+    size_t nranks;
+    int64_t lo, hi; /* ns since time zero: records that overlap [lo, hi]; INT64_MIN/MAX: all */
+};
+
 struct ct_export_job {
     struct ct_job job;
     struct ct_report rep;
     struct ct_export_src *src; /* sorted by rank, then path */
     size_t nsrc;
     int64_t origin_realtime_ns; /* time zero as CLOCK_REALTIME ns (job->t0) */
+    struct ct_export_sel sel;
 };
+
+/* Whether the selection holds rank r. */
+static inline int ct_export_rank_on(const struct ct_export_sel *s, int r)
+{
+    if (!s->ranks)
+        return 1;
+    size_t lo = 0, hi = s->nranks;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (s->ranks[mid] < r)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < s->nranks && s->ranks[lo] == r;
+}
+
+/* The end of a span record (its field 1, after the start in field 0), the
+ * start for the others. */
+static inline uint64_t ct_export_rec_end(const struct ct_record *r)
+{
+    switch (r->kind) {
+    case CT_REC_API:
+    case CT_REC_GPU:
+    case CT_REC_NCCL:
+    case CT_REC_IO:
+    case CT_REC_NVTX_RANGE: return r->f[1];
+    default: return r->f[0];
+    }
+}
+
+/* Whether [a, b] (ns since time zero) overlaps the selection's window. */
+static inline int ct_export_in(const struct ct_export_sel *s, int64_t a, int64_t b)
+{
+    return b >= s->lo && a <= s->hi;
+}
+
+/* Whether record r of a trace shifted by shift is written: it overlaps the
+ * window; metadata and clock pairs always (they describe the whole trace). */
+static inline int ct_export_rec_in(const struct ct_export_sel *s, const struct ct_record *r,
+                                   int64_t shift)
+{
+    return r->kind == CT_REC_META || r->kind == CT_REC_CLOCK ||
+           ct_export_in(s, (int64_t)r->f[0] + shift, (int64_t)ct_export_rec_end(r) + shift);
+}
 
 /*
  * Writers. Each returns 0, or a negative errno with err holding one message

@@ -17,6 +17,16 @@
  * earliest; the page says how many were left out): the file stays small
  * enough for a browser whatever the trace size. Times are ns since the
  * job's time zero, as in the JSON report.
+ *
+ * Beyond CT_HTML_DETAIL_RANKS ranks the page aggregates: every rank keeps
+ * its figures (one bar each would be a 20000-pixel chart; they feed the
+ * summary), but timelines, per-iteration charts and per-rank bars are drawn
+ * for the detail ranks only (the CT_HTML_DETAIL_TOP highest straggler
+ * scores and the lowest rank, a reference), findings are one line per kind
+ * with their ranks compacted, and a rank x iteration heat map of step time
+ * and idle share shows every rank in at most CT_HTML_HEAT_COLS columns (each
+ * the mean over a run of steps). A 1024-rank, 300-step job's page measured
+ * 124 MB before (a timeline per rank); docs/export.md gives the size now.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -28,10 +38,14 @@
 #include "decoder/export/export.h"
 #include "decoder/analysis/health.h"
 #include "decoder/util/names.h"
+#include "decoder/util/stats.h"
 
-#define CT_HTML_MAX_OPS  60000
-#define CT_HTML_MAX_HOST 20000
-#define CT_HTML_MAX_PTS  2000 /* points per health series (every k-th sample) */
+#define CT_HTML_MAX_OPS      60000
+#define CT_HTML_MAX_HOST     20000
+#define CT_HTML_MAX_PTS      2000 /* points per health series (every k-th sample) */
+#define CT_HTML_DETAIL_RANKS 32   /* up to this many ranks, all in detail */
+#define CT_HTML_DETAIL_TOP   8    /* beyond, the top stragglers in detail */
+#define CT_HTML_HEAT_COLS    200
 
 /* A JSON string that is also safe inside <script>: <, >, & as \u escapes;
  * bytes outside ASCII become '?' (names are ASCII in practice). */
@@ -109,7 +123,8 @@ static void health_json(FILE *f, const struct ct_report *rep, size_t r)
     fputs("}}", f);
 }
 
-static void rank_json(FILE *f, const struct ct_report *rep, const struct ct_rank_result *x)
+static void rank_json(FILE *f, const struct ct_report *rep, const struct ct_rank_result *x,
+                      int detail)
 {
     const struct ct_rank *R = x->rank;
     const int64_t t0 = rep->job->t0;
@@ -134,6 +149,13 @@ static void rank_json(FILE *f, const struct ct_report *rep, const struct ct_rank
             a->bubble_idle, a->data_stall, a->ckpt_idle, a->sync_drain, a->launch_overhead,
             a->unexplained, fin(x->bubble_pct), fin(x->expected_bubble_pct), x->flagged,
             fin(x->score), x->lateness, fin(x->slowness));
+    fprintf(f, ",\"detail\":%d", detail);
+    if (!detail) { /* figures only: no timeline, iterations or health series */
+        fputs(",\"iters\":[],\"nops\":0,\"names\":[],\"ops\":[],\"nccl\":[],"
+              "\"waits\":{\"sync\":[],\"data\":[],\"ckpt\":[]}}",
+              f);
+        return;
+    }
     fputs(",\"iters\":[", f);
     for (size_t i = 0; i < x->niters; i++) {
         const struct ct_iter *it = &x->iters[i];
@@ -177,6 +199,29 @@ static void rank_json(FILE *f, const struct ct_report *rep, const struct ct_rank
     fputc('}', f);
 }
 
+/* The page's findings, per rank: a straggler, a pipeline bubble, and each
+ * stall or exposed communication of 2 % of the window or more. */
+enum { F_STRAGGLER, F_BUBBLE, F_DATA, F_CKPT, F_SYNC, F_LAUNCH, F_UNEXPLAINED, F_EXPOSED, F_N };
+static const char *const finding_name[F_N] = {
+    "straggler",  "pipeline bubble", "data-loading stall",   "checkpoint stall",
+    "sync drain", "launch overhead", "unexplained GPU idle", "exposed communication"};
+
+/* 1 when rank x has finding k; *v its figure (score, bubble %, ns). */
+static int finding(const struct ct_rank_result *x, int k, double *v)
+{
+    double w = (double)x->covered;
+    if (w <= 0)
+        return 0;
+    const int64_t st[] = {x->at.data_stall,      x->at.checkpoint_stall, x->at.sync_drain,
+                          x->at.launch_overhead, x->at.unexplained,      x->exposed_comm};
+    if (k == F_STRAGGLER)
+        return (*v = x->score, x->flagged);
+    if (k == F_BUBBLE)
+        return (*v = x->bubble_pct) >= 0;
+    *v = (double)st[k - F_DATA];
+    return *v >= 0.02 * w;
+}
+
 static void findings_json(FILE *f, const struct ct_report *rep)
 {
     fputs("\"findings\":[", f);
@@ -188,31 +233,61 @@ static void findings_json(FILE *f, const struct ct_report *rep)
         fputs(n++ ? "," : "", f);                                                                  \
         hstr(f, buf);                                                                              \
     } while (0)
+    if (rep->nr > CT_HTML_DETAIL_RANKS) {
+        /* one line per kind: how many ranks, which, the median and the worst */
+        int *rk = malloc(rep->nr * sizeof(*rk));
+        double *val = malloc(rep->nr * sizeof(*val)), *tmp = malloc(rep->nr * sizeof(*tmp));
+        for (int k = 0; k < F_N && rk && val && tmp; k++) {
+            size_t m = 0, worst = 0;
+            for (size_t r = 0; r < rep->nr; r++) {
+                double v;
+                const struct ct_rank_result *x = &rep->rr[r];
+                if (!finding(x, k, &v))
+                    continue;
+                if (k > F_BUBBLE)
+                    v = 100 * v / (double)x->covered;
+                if (!m || v > val[worst])
+                    worst = m;
+                rk[m] = x->rank->rank;
+                val[m++] = v;
+            }
+            if (!m)
+                continue;
+            memcpy(tmp, val, m * sizeof(*tmp));
+            double med = ct_median(tmp, m);
+            char *list = NULL;
+            size_t len = 0;
+            FILE *lf = open_memstream(&list, &len);
+            if (lf) {
+                ct_ranks_text(lf, rk, m);
+                fclose(lf);
+            }
+            const char *unit = k == F_STRAGGLER ? " (score)" : "% of the window";
+            FIND("%s on %zu of %zu ranks (ranks%.200s%s): median %.1f%s, worst %.1f%s on rank %d",
+                 finding_name[k], m, rep->nr, list ? list : "", list && len > 200 ? "..." : "", med,
+                 unit, val[worst], unit, rk[worst]);
+            free(list);
+        }
+        free(rk);
+        free(val);
+        free(tmp);
+        fputs("]", f);
+        return;
+    }
     for (size_t r = 0; r < rep->nr; r++) {
         const struct ct_rank_result *x = &rep->rr[r];
-        double w = (double)x->covered;
-        if (w <= 0)
-            continue;
         int rk = x->rank->rank;
-        if (x->flagged)
+        double v, w = (double)x->covered;
+        if (finding(x, F_STRAGGLER, &v))
             FIND("rank %d is a straggler: score %.1f, lateness %.1f us, kernel slowness x%.3f", rk,
                  x->score, (double)x->lateness / 1e3, x->slowness);
-        if (x->bubble_pct >= 0)
+        if (finding(x, F_BUBBLE, &v))
             FIND("rank %d: pipeline bubble %.1f%% of the iteration (schedule expects %.1f%%)", rk,
                  x->bubble_pct, x->expected_bubble_pct >= 0 ? x->expected_bubble_pct : 0.0);
-        const struct {
-            const char *what;
-            int64_t v;
-        } st[] = {{"data-loading stall", x->at.data_stall},
-                  {"checkpoint stall", x->at.checkpoint_stall},
-                  {"sync drain", x->at.sync_drain},
-                  {"launch overhead", x->at.launch_overhead},
-                  {"unexplained GPU idle", x->at.unexplained},
-                  {"exposed communication", x->exposed_comm}};
-        for (size_t k = 0; k < sizeof(st) / sizeof(st[0]); k++)
-            if ((double)st[k].v >= 0.02 * w)
-                FIND("rank %d: %s %.3f ms (%.1f%% of the window)", rk, st[k].what,
-                     (double)st[k].v / 1e6, 100.0 * (double)st[k].v / w);
+        for (int k = F_DATA; k < F_N; k++)
+            if (finding(x, k, &v))
+                FIND("rank %d: %s %.3f ms (%.1f%% of the window)", rk, finding_name[k], v / 1e6,
+                     100.0 * v / w);
     }
 #undef FIND
     fputs("]", f);
@@ -221,6 +296,98 @@ static void findings_json(FILE *f, const struct ct_report *rep)
 static const char *op_name(int op)
 {
     return op == CT_NCCL_OP_COUNT ? "other" : ct_name_nccl_op((uint64_t)op);
+}
+
+static int cmp_score(const void *a, const void *b, void *arg)
+{
+    const struct ct_report *rep = arg;
+    double x = rep->rr[*(const size_t *)a].score, y = rep->rr[*(const size_t *)b].score;
+    if (!(x == y))
+        return x > y || isnan(y) ? -1 : 1; /* highest first, NaN last */
+    return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
+}
+
+/* Which ranks are drawn in detail (NULL: all, or out of memory): beyond
+ * CT_HTML_DETAIL_RANKS, the lowest rank and the CT_HTML_DETAIL_TOP
+ * highest straggler scores. */
+static char *detail_ranks(const struct ct_report *rep)
+{
+    if (rep->nr <= CT_HTML_DETAIL_RANKS)
+        return NULL;
+    char *d = calloc(rep->nr, 1);
+    size_t *o = malloc(rep->nr * sizeof(*o));
+    if (!d || !o) {
+        free(d);
+        free(o);
+        return NULL;
+    }
+    for (size_t r = 0; r < rep->nr; r++)
+        o[r] = r;
+    qsort_r(o, rep->nr, sizeof(*o), cmp_score, (void *)rep);
+    d[0] = 1;
+    for (size_t i = 0; i < CT_HTML_DETAIL_TOP && i < rep->nr; i++)
+        d[o[i]] = 1;
+    free(o);
+    return d;
+}
+
+/* "heat":{"cols":[[first,last]...],"ranks":[...],"step":[[...]...],
+ * "idle":[[...]...]}: per rank and column (a run of the job's steps), the
+ * mean duration (µs) and idle share (per mille) of its iterations there,
+ * null where it has none. */
+static void heat_json(FILE *f, const struct ct_report *rep)
+{
+    size_t ns = rep->nsteps, nc = ns < CT_HTML_HEAT_COLS ? ns : CT_HTML_HEAT_COLS;
+    fputs("\"heat\":{\"cols\":[", f);
+    for (size_t c = 0; c < nc; c++)
+        fprintf(f, "%s[%" PRId64 ",%" PRId64 "]", c ? "," : "", rep->steps[c * ns / nc].index,
+                rep->steps[(c + 1) * ns / nc - 1].index);
+    fputs("],\"ranks\":[", f);
+    for (size_t r = 0; r < rep->nr; r++)
+        fprintf(f, "%s%d", r ? "," : "", rep->rr[r].rank->rank);
+    double *sum = calloc(2 * (nc ? nc : 1), sizeof(*sum));
+    size_t *cnt = calloc(nc ? nc : 1, sizeof(*cnt));
+    for (int what = 0; what < 2; what++) {
+        fprintf(f, "],\"%s\":[", what ? "idle" : "step");
+        for (size_t r = 0; r < rep->nr; r++) {
+            const struct ct_rank_result *x = &rep->rr[r];
+            if (sum && cnt) {
+                memset(sum, 0, 2 * nc * sizeof(*sum));
+                memset(cnt, 0, nc * sizeof(*cnt));
+                for (size_t i = 0; x->im && i < x->niters; i++) {
+                    /* the column of the step with this index (steps are sorted) */
+                    size_t lo = 0, hi = ns;
+                    while (lo < hi) {
+                        size_t mid = (lo + hi) / 2;
+                        if (rep->steps[mid].index < x->iters[i].index)
+                            lo = mid + 1;
+                        else
+                            hi = mid;
+                    }
+                    if (lo >= ns)
+                        continue;
+                    size_t c = lo * nc / ns;
+                    double dur = (double)(x->iters[i].e - x->iters[i].s);
+                    sum[c] += what ? (dur > 0 ? (double)x->im[i].idle / dur : 0) : dur;
+                    cnt[c]++;
+                }
+            }
+            fputs(r ? ",[" : "[", f);
+            for (size_t c = 0; c < nc; c++) {
+                fputs(c ? "," : "", f);
+                if (!sum || !cnt || !cnt[c])
+                    fputs("null", f);
+                else if (what)
+                    fprintf(f, "%.0f", 1000 * sum[c] / (double)cnt[c]);
+                else
+                    fprintf(f, "%.0f", sum[c] / (double)cnt[c] / 1e3);
+            }
+            fputc(']', f);
+        }
+    }
+    fputs("]}", f);
+    free(sum);
+    free(cnt);
 }
 
 static void data_json(FILE *f, const struct ct_report *rep)
@@ -265,11 +432,15 @@ static void data_json(FILE *f, const struct ct_report *rep)
                 fin(rep->kern[best].p50));
     }
     free(done);
-    fputs("],\"ranks\":[", f);
+    char *detail = detail_ranks(rep);
+    fprintf(f, "],\"aggregated\":%d,", rep->nr > CT_HTML_DETAIL_RANKS);
+    heat_json(f, rep);
+    fputs(",\"ranks\":[", f);
     for (size_t r = 0; r < rep->nr; r++) {
         fputs(r ? ",\n" : "", f);
-        rank_json(f, rep, &rep->rr[r]);
+        rank_json(f, rep, &rep->rr[r], !detail || detail[r]);
     }
+    free(detail);
     fputs("]}", f);
 }
 

@@ -460,9 +460,13 @@ static void iteration_rows(struct sw *w, const struct ct_export_job *x)
     const struct ct_report *rep = &x->rep;
     for (size_t r = 0; r < rep->nr; r++) {
         const struct ct_rank_result *rr = &rep->rr[r];
+        if (!ct_export_rank_on(&x->sel, rr->rank->rank))
+            continue;
         for (size_t i = 0; i < rr->niters; i++) {
             const struct ct_iter *it = &rr->iters[i];
             const struct ct_iter_metrics *m = &rr->im[i];
+            if (!ct_export_in(&x->sel, it->s - x->job.t0, it->e - x->job.t0))
+                continue;
             b_i(w, ST_ITER, 1, rr->rank->rank);
             b_i(w, ST_ITER, 2, it->index);
             b_i(w, ST_ITER, 3, it->s - x->job.t0);
@@ -506,6 +510,8 @@ int ct_export_sqlite(const char *out, struct ct_export_job *x, struct ct_progres
         sqlite3_finalize(st);
     }
     for (size_t i = 0; i < x->nsrc && !rc && !w.rc; i++) {
+        if (!ct_export_rank_on(&x->sel, x->src[i].rank))
+            continue; /* --ranks */
         struct ct_trace t;
         ct_progress_update(pr, "writing trace", i + 1, x->nsrc, 0);
         rc = ct_trace_load(&t, x->src[i].path, 1, err, errlen);
@@ -529,7 +535,9 @@ int ct_export_sqlite(const char *out, struct ct_export_job *x, struct ct_progres
                 if ((k & 0xffff) == 0)
                     ct_progress_update(pr, "writing trace", i + 1, x->nsrc,
                                        100.0 * (double)k / (double)t.n);
-                record_row(&w, &t.recs[k]);
+                const struct ct_record *r = &t.recs[k];
+                if (ct_export_rec_in(&x->sel, r, w.shift))
+                    record_row(&w, r); /* else outside --window / --iterations */
             }
         }
         free(w.raw_ids);

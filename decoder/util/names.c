@@ -1,7 +1,10 @@
-/* Enum value -> name tables. Unknown values print as "unknown", never crash. */
+/* Enum value -> name tables (unknown values print as "unknown", never
+ * crash), and rank lists as text reports print them. */
 #include "decoder/util/names.h"
 
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cutrace/format.h"
 
@@ -80,4 +83,32 @@ const char *ct_name_clock_source(uint64_t v)
 {
     static const char *const t[] = {"monotonic", "tsc"};
     return LOOKUP(t, v);
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* " 3,100-103,517": sorted, runs of consecutive ranks as A-B (a finding on
+ * a thousand ranks stays one line); the JSON lists them all. */
+void ct_ranks_text(FILE *f, const int *ranks, size_t n)
+{
+    int *v = malloc((n ? n : 1) * sizeof(*v));
+    if (!v) {
+        fprintf(f, " (%zu)", n);
+        return;
+    }
+    memcpy(v, ranks, n * sizeof(*v));
+    qsort(v, n, sizeof(*v), cmp_int);
+    for (size_t i = 0, j; i < n; i = j) {
+        for (j = i + 1; j < n && v[j] <= v[j - 1] + 1;)
+            j++;
+        if (v[j - 1] > v[i])
+            fprintf(f, "%s%d-%d", i ? "," : " ", v[i], v[j - 1]);
+        else
+            fprintf(f, "%s%d", i ? "," : " ", v[i]);
+    }
+    free(v);
 }

@@ -2,7 +2,9 @@
 #ifndef CT_NAMES_H
 #define CT_NAMES_H
 
+#include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 const char *ct_name_copy_kind(uint64_t v);
 const char *ct_name_gpu_type(uint64_t v);
@@ -15,5 +17,10 @@ const char *ct_name_fd_type(uint64_t v);
 const char *ct_name_scope(uint64_t v);
 const char *ct_name_drop_reason(uint64_t v);
 const char *ct_name_clock_source(uint64_t v);
+
+/* A rank list as text reports print it: " 3,100-103,517" (sorted, runs of
+ * consecutive ranks as A-B: a finding on a thousand ranks stays one line;
+ * the JSON lists them all). */
+void ct_ranks_text(FILE *f, const int *ranks, size_t n);
 
 #endif

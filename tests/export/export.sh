@@ -47,6 +47,46 @@ fi
 python3 "$src/tests/export/check_sqlite.py" "$tmp/job.sqlite" "$tmp/job.report.json" \
   "$tmp"/job/*.jsonl > /dev/null
 
+# a slice of the job: --ranks 1,3 --iterations 3-5 writes what overlaps the
+# span of those iterations on those ranks and nothing else; checked against
+# the full export filtered here, and the slice is a valid trace on its own
+"$cutrace" export --format chrome --ranks 1,3 --iterations 3-5 -o "$tmp/slice.json" "$tmp/job"
+"$cutrace" export --format sqlite --ranks 1,3 --iterations 3-5 -o "$tmp/slice.sqlite" "$tmp/job"
+"$cutrace" export --format chrome --ranks 1,3 --window 4000-7500 -o "$tmp/win.json" "$tmp/job"
+python3 - "$tmp/job.json" "$tmp/slice.json" "$tmp/win.json" "$tmp/job.report.json" \
+  "$tmp/job.sqlite" "$tmp/slice.sqlite" <<'PY'
+import json, sqlite3, sys
+full, sl, win = (json.load(open(p)) for p in sys.argv[1:4])
+rep = json.load(open(sys.argv[4]))
+its = [i for k in rep["ranks"] if k["rank"] in (1, 3) for i in k["iterations"] if 3 <= i["index"] <= 5]
+lo, hi = min(i["start_us"] for i in its), max(i["end_us"] for i in its)
+pid = {e["pid"]: int(e["args"]["name"].split()[1]) for e in full["traceEvents"]
+       if e["ph"] == "M" and e["name"] == "process_name"}
+def kept(doc, lo, hi):
+    return sorted((e["pid"], e["tid"], e["ts"], e["name"]) for e in doc["traceEvents"]
+                  if e["ph"] == "X" and pid.get(e["pid"]) in (1, 3)
+                  and e["ts"] + e.get("dur", 0) >= lo and e["ts"] <= hi)
+for doc, a, b in ((sl, lo, hi), (win, 4000.0, 7500.0)):
+    got = sorted((e["pid"], e["tid"], e["ts"], e["name"]) for e in doc["traceEvents"] if e["ph"] == "X")
+    want = kept(full, a, b)
+    assert got == want, (len(got), len(want))
+    assert 0 < len(got) < sum(e["ph"] == "X" for e in full["traceEvents"]) / 3, len(got)
+    names = {e["args"]["name"] for e in doc["traceEvents"] if e["ph"] == "M" and e["name"] == "process_name"}
+    assert names and all(n.split()[1] in ("1", "3") for n in names), names
+    # every flow that starts ends, and the other way round
+    s = {e["id"] for e in doc["traceEvents"] if e["ph"] == "s"}
+    f = {e["id"] for e in doc["traceEvents"] if e["ph"] == "f"}
+    assert s == f and s, (len(s), len(f))
+q = "SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN RANKS t ON t.globalPid = k.globalPid WHERE t.rank IN (1, 3) AND k.end >= ? AND k.start <= ?"
+fdb, sdb = sqlite3.connect(sys.argv[5]), sqlite3.connect(sys.argv[6])
+want = fdb.execute(q, (int(lo * 1000), int(hi * 1000))).fetchone()[0]
+got = sdb.execute("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0]
+assert got == want and got > 0, (got, want)
+ranks = {r for (r,) in sdb.execute("SELECT rank FROM ITERATIONS")}
+assert ranks == {1, 3}, ranks
+print(f"export slice: ok ({len(kept(full, lo, hi))} slices of ranks 1,3 in iterations 3-5)")
+PY
+
 # bad options name the option and the allowed values
 expect_fail() { # pattern, args...
   local pat=$1
@@ -58,6 +98,16 @@ expect_fail "--format 'xml': allowed: chrome, sqlite" export --format xml -o "$t
 expect_fail "--format is required; allowed: chrome, sqlite" export -o "$tmp/x" "$tmp/job"
 expect_fail "-o FILE is required" export --format chrome "$tmp/job"
 expect_fail "allowed: --format chrome|sqlite, -o FILE" export --bogus "$tmp/job"
+expect_fail "--ranks 'x': expected ranks and ranges, e.g. 0-3,100" export --format chrome \
+  --ranks x -o "$tmp/x" "$tmp/job"
+expect_fail "--ranks: the job has no rank 9 (ranks 0..3)" export --format chrome --ranks 1,9 \
+  -o "$tmp/x" "$tmp/job"
+expect_fail "--window '5-1': expected START-END" export --format chrome --window 5-1 \
+  -o "$tmp/x" "$tmp/job"
+expect_fail "--iterations and --window both select a time span" export --format sqlite \
+  --iterations 1-2 --window 0-10 -o "$tmp/x" "$tmp/job"
+expect_fail "--iterations: no iteration in that range" export --format chrome \
+  --iterations 50-60 -o "$tmp/x" "$tmp/job"
 expect_fail "--html writes a file" report --html "$tmp/job"
 expect_fail "allowed: --json, --html" report --bogus "$tmp/job"
 # an unwritable output: one clear error, before reading anything

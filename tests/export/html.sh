@@ -54,6 +54,26 @@ if grep -i 'CONSOLE' "$tmp/console.log" | grep -iq 'error'; then
   echo "script errors:"; grep -i console "$tmp/console.log"; exit 1
 fi
 [ -s "$out/report-html.png" ] || { echo "no screenshot"; exit 1; }
+# beyond 32 ranks the page aggregates (decoder/export/html.c): 128 ranks with
+# rank 100 slow: every rank in the heat maps, rank 100 among the 8 drawn in
+# detail, the findings one line per kind naming it, and the page renders
+mkdir "$tmp/big"
+"$build/tests/tools/ct_synth_job" -d "$tmp/big" --ranks 128 --iterations 10 --slow-rank 100
+"$build/decoder/cutrace" report --html -o "$tmp/big.html" "$tmp/big"
+timeout 120 "$browser" "${flags[@]}" --enable-logging=stderr --v=0 --dump-dom \
+  "file://$tmp/big.html" > "$tmp/bigdom.html" 2> "$tmp/bigconsole.log" || true
+check=$(grep -o '<p id="selfcheck"[^<]*' "$tmp/bigdom.html" | sed 's/.*>//')
+echo "128 ranks: self-check: $check"
+case "$check" in "ok: timeline "*) ;; *) echo "the 128-rank page did not render"; exit 1 ;; esac
+grep -q '<canvas width="900" height="618" role="img" id="heat-step"' "$tmp/bigdom.html" ||
+  { echo "no 128-row step heat map"; exit 1; }
+grep -q '<canvas [^>]*id="heat-idle"' "$tmp/bigdom.html" || { echo "no idle heat map"; exit 1; }
+grep -q 'id="aggnote">128 ranks: timelines and per-rank charts below are of 8 of them[^<]*ranks [0-9, ]*100' \
+  "$tmp/bigdom.html" || { echo "rank 100 not in detail"; grep -o 'id="aggnote">[^<]*' "$tmp/bigdom.html"; exit 1; }
+grep -q '<li>straggler on 1 of 128 ranks (ranks 100)' "$tmp/bigdom.html" ||
+  { echo "straggler finding"; grep -o '<ul id="findings">.\{0,400\}' "$tmp/bigdom.html"; exit 1; }
+[ "$(grep -o '<text x="0" y="[0-9]*">rank [0-9]*</text>' "$tmp/bigdom.html" | sort -u | wc -l)" -le 24 ] ||
+  { echo "per-rank bars for more than the detail ranks"; exit 1; }
 # no iteration on any rank (5 launches of one kernel: nothing repeats enough):
 # no step time in the page's data, null as in the JSON report, never 0
 mkdir "$tmp/none"
