@@ -174,9 +174,15 @@ def case_pipe(rep, out):
         # around its barrier): a few ms either way, 3 % of 132 ms: 4 points
         near(f"rank {r} bubble_pct", k["bubble_pct"], 100 * 3 / 11, 0, 4.0)
         # a stage that wakes late from the barrier starts its next iteration
-        # late, so up to ~4 ms of its warm-up wait falls outside it
+        # late, so up to ~4 ms of its warm-up wait falls outside it; and a
+        # step that ran longer than the schedule (a rank's host late to
+        # launch, 3-14 ms a step measured with 4 ranks on a loaded 2-CPU
+        # machine) is longer by GPU-idle waits on its peers: bubble beyond
+        # the schedule's comes only from that excess
         bw = median_iter(k, "bubble_us", False)
-        check(f"rank {r} bubble per iteration", wait - 4500 <= bw <= wait + 6000, str(bw))
+        excess = max(0.0, median_iter(k, "duration_us", False) - step)
+        check(f"rank {r} bubble per iteration", wait - 4500 <= bw <= wait + 6000 + excess,
+              f"{bw} (steps {excess:.0f} us over the schedule)")
         d = median_iter(k, "duration_us", False)
         check(f"rank {r} iteration duration", 0.97 * step <= d <= step + 8000, str(d))
         check(f"rank {r} pp comm", k["comm_by_kind"]["pp"]["comm_us"] > 0, str(k["comm_by_kind"]))
