@@ -1,9 +1,12 @@
 /*
- * JSON-lines rows of per-run, per-rank, per-iteration metrics
- * (`--rows FILE` of diff, diagnose and report): one self-describing object a line,
- * flat columns, so a fleet database loads thousands of runs with its JSON
- * reader (DuckDB read_json_auto, Spark, BigQuery, SQLite json_extract).
- * Columns are documented in docs/diff.md. Never prints elsewhere.
+ * JSON-lines rows of a run's job, ranks, iterations, kernels and
+ * collectives (`--rows FILE` of diff, diagnose and report): one
+ * self-describing object a line, flat columns, with what a fleet database
+ * joins on (job id, run start, host, GPU, driver, CUDA and NCCL versions,
+ * tags), so it loads thousands of runs with its JSON reader (DuckDB
+ * read_json_auto, Spark, BigQuery, the sqlite3 CLI and json_extract).
+ * Columns and their version are documented in docs/diff.md. Never prints
+ * elsewhere.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -11,12 +14,14 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "decoder/compare/diff.h"
 #include "decoder/read/inputs.h"
 #include "decoder/util/json.h"
 #include "decoder/kineto/kineto.h"
 #include "decoder/compare/runs.h"
+#include "decoder/util/names.h"
 
 static void col(FILE *f, const char *k, double ns)
 {
@@ -24,23 +29,57 @@ static void col(FILE *f, const char *k, double ns)
     ct_json_member(f, k, ns / 1e3, 3);
 }
 
+/* The job's time zero (its first GPU start, realtime) as ISO 8601 UTC. */
+static void run_start(FILE *f, const struct ct_report *rep)
+{
+    int64_t ns = rep->job->t0;
+    time_t sec = (time_t)(ns / 1000000000);
+    struct tm tm;
+    char buf[64];
+    if (ns <= 0 || !gmtime_r(&sec, &tm) || !strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm)) {
+        fputs("null", f);
+        return;
+    }
+    fprintf(f, "\"%s.%06ldZ\"", buf, (long)(ns % 1000000000 / 1000));
+}
+
+/* The columns every row has; rank rows and iteration rows name their rank
+ * (x), job, kernel and collective rows have rank and host null. */
 static void common(FILE *f, const char *kind, const struct ct_run *run, const char *side,
-                   const struct ct_rank_result *x)
+                   const struct ct_report *rep, const struct ct_rank_result *x)
 {
     char buf[512];
-    fprintf(f, "{\"row\":\"%s\",\"run\":", kind);
+    fprintf(f,
+            "{\"schema\":\"cutrace.rows\",\"version\":%d,\"row\":\"%s\",\"run\":", CT_ROWS_VERSION,
+            kind);
     ct_json_str(f, run->name);
     fprintf(f, ",\"side\":");
     if (side)
         ct_json_str(f, side);
     else
         fprintf(f, "null");
-    fprintf(f, ",\"rank\":%d,\"host\":", x->rank->rank);
-    ct_json_str(f, x->rank->host);
+    fprintf(f, ",\"job\":");
+    ct_json_str(f, ct_run_value(run, "job", buf, sizeof(buf)));
+    fprintf(f, ",\"run_start_utc\":");
+    run_start(f, rep);
+    if (x) {
+        fprintf(f, ",\"rank\":%d,\"host\":", x->rank->rank);
+        ct_json_str(f, x->rank->host);
+    } else {
+        fprintf(f, ",\"rank\":null,\"host\":null");
+    }
     fprintf(f, ",\"gpu\":");
     ct_json_str(f, ct_run_value(run, "device.name", buf, sizeof(buf)));
+    /* the driver's CUDA version (cuDriverGetVersion: 13000), also as 13.0 */
+    const char *drv = ct_run_value(run, "device.driver_version", buf, sizeof(buf));
     fprintf(f, ",\"driver\":");
-    ct_json_str(f, ct_run_value(run, "device.driver_version", buf, sizeof(buf)));
+    ct_json_str(f, drv);
+    char *end;
+    long v = strtol(drv, &end, 10);
+    if (end != drv && !*end && v > 0)
+        fprintf(f, ",\"cuda_version\":\"%ld.%ld\"", v / 1000, v % 1000 / 10);
+    else
+        fprintf(f, ",\"cuda_version\":null");
     fprintf(f, ",\"nccl_version\":");
     ct_json_str(f, ct_run_value(run, "nccl_version", buf, sizeof(buf)));
     /* tags and NCCL_* settings as one object: {"tag.K":"V","env.NCCL_X":"V"} */
@@ -62,14 +101,39 @@ static void common(FILE *f, const char *kind, const struct ct_run *run, const ch
     fputc('}', f);
 }
 
+static const char *op_name(int op)
+{
+    return op == CT_NCCL_OP_COUNT ? "other" : ct_name_nccl_op((uint64_t)op);
+}
+
+/* The job row, then per rank its iterations and the rank row, then the
+ * kernel and collective tables. */
 void ct_rows_write(FILE *f, const struct ct_run *run, const char *side, const struct ct_report *rep)
 {
+    int64_t win = 0, comp = 0, comm = 0, idle = 0, expo = 0;
+    for (size_t r = 0; r < rep->nr; r++) {
+        const struct ct_rank_result *x = &rep->rr[r];
+        win += x->covered, comp += x->compute, comm += x->comm, idle += x->idle;
+        expo += x->exposed_comm;
+    }
+    common(f, "job", run, side, rep, NULL);
+    fprintf(f, ",\"iteration\":null,\"ranks\":%zu,\"iterations\":%zu", rep->nr, rep->iterations);
+    double no = rep->step_p50 > 0 ? 0 : NAN; /* no iteration on any rank: null step figures */
+    col(f, "step_p50_us", rep->step_p50 + no);
+    col(f, "step_p90_us", rep->step_p90 + no);
+    col(f, "step_p99_us", rep->step_p99 + no);
+    col(f, "window_us", (double)win);
+    col(f, "compute_us", (double)comp);
+    col(f, "comm_us", (double)comm);
+    col(f, "idle_us", (double)idle);
+    col(f, "exposed_comm_us", (double)expo);
+    fputs("}\n", f);
     for (size_t r = 0; r < rep->nr; r++) {
         const struct ct_rank_result *x = &rep->rr[r];
         for (size_t i = 0; i < x->niters; i++) {
             const struct ct_iter *it = &x->iters[i];
             const struct ct_iter_metrics *m = &x->im[i];
-            common(f, "iteration", run, side, x);
+            common(f, "iteration", run, side, rep, x);
             fprintf(f, ",\"iteration\":%" PRId64, it->index);
             col(f, "start_us", (double)(it->s - rep->job->t0));
             col(f, "duration_us", (double)(it->e - it->s));
@@ -82,7 +146,7 @@ void ct_rows_write(FILE *f, const struct ct_run *run, const char *side, const st
             fprintf(f, "}\n");
         }
         const struct ct_attribution *a = &x->at;
-        common(f, "rank", run, side, x);
+        common(f, "rank", run, side, rep, x);
         fprintf(f, ",\"iteration\":null,\"iterations\":%zu", x->niters);
         col(f, "window_us", (double)x->covered);
         col(f, "compute_us", (double)x->compute);
@@ -99,6 +163,32 @@ void ct_rows_write(FILE *f, const struct ct_run *run, const char *side, const st
         col(f, "lateness_us", (double)x->lateness);
         fputc(',', f);
         ct_json_member(f, "slowness", x->slowness, 4);
+        fputs("}\n", f);
+    }
+    for (size_t i = 0; i < rep->nkern; i++) {
+        const struct ct_kernel_row *k = &rep->kern[i];
+        common(f, "kernel", run, side, rep, NULL);
+        fprintf(f, ",\"iteration\":null,\"name\":");
+        ct_json_str(f, k->name);
+        fprintf(f, ",\"count\":%" PRIu64, k->count);
+        col(f, "total_us", (double)k->total);
+        col(f, "p50_us", k->p50);
+        fputs("}\n", f);
+    }
+    for (size_t i = 0; i < rep->ncoll; i++) {
+        const struct ct_coll_row *c = &rep->coll[i];
+        common(f, "collective", run, side, rep, NULL);
+        fprintf(f,
+                ",\"iteration\":null,\"op\":\"%s\",\"bytes\":%" PRIu64
+                ",\"nranks\":%d,\"count\":%" PRIu64 ",\"matched\":%" PRIu64,
+                op_name(c->op), c->bytes, c->nranks, c->count, c->matched);
+        col(f, "p50_us", c->p50);
+        col(f, "transfer_p50_us", c->transfer_p50);
+        col(f, "arrival_skew_p50_us", c->skew_p50);
+        fputc(',', f);
+        ct_json_member(f, "algbw_gbps", c->algbw, 3);
+        fputc(',', f);
+        ct_json_member(f, "busbw_gbps", c->busbw, 3);
         fputs("}\n", f);
     }
 }

@@ -79,9 +79,13 @@ const char *ct_run_value(const struct ct_run *run, const char *key, char *buf, s
 int ct_run_report(const struct ct_run *run, const struct ct_iter_opts *io, struct ct_job *job,
                   struct ct_report *rep, char *err, size_t errlen);
 
-/* Writes the run's JSON-lines rows (diff_rows.c; columns in docs/diff.md):
- * one "iteration" row per rank and iteration, one "rank" row per rank.
- * side: "A", "B" or NULL. Needs ct_run_scan for the metadata columns. */
+/* Writes the run's JSON-lines rows (diff_rows.c; columns in docs/diff.md,
+ * "schema":"cutrace.rows","version":CT_ROWS_VERSION on every row): one
+ * "job" row, one "iteration" row per rank and iteration, one "rank" row per
+ * rank, one "kernel" row per kernel name, one "collective" row per
+ * collective table row. side: "A", "B" or NULL. Needs ct_run_scan for the
+ * metadata columns. */
+#define CT_ROWS_VERSION 2
 struct ct_report;
 void ct_rows_write(FILE *f, const struct ct_run *run, const char *side,
                    const struct ct_report *rep);

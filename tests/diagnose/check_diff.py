@@ -22,6 +22,7 @@ configuration differ as real ones do).
 usage: check_diff.py  (environment: CT_CUTRACE, CT_SYNTH_JOB; TRIALS=20)
 """
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -116,10 +117,27 @@ def main():
     lines = [json.loads(l) for l in open(rows)]
     its = [l for l in lines if l["row"] == "iteration"]
     check("rows: 4 runs x 2 ranks x 12 iterations", len(its) == 4 * 2 * 12, str(len(its)))
-    cols = {"row", "run", "side", "rank", "host", "gpu", "driver", "nccl_version", "labels",
-            "iteration", "start_us", "duration_us", "compute_us", "comm_us", "memory_us",
-            "idle_us", "exposed_comm_us", "bubble_us"}
+    common = {"schema", "version", "row", "run", "side", "job", "run_start_utc", "rank", "host",
+              "gpu", "driver", "cuda_version", "nccl_version", "labels", "iteration"}
+    cols = common | {"start_us", "duration_us", "compute_us", "comm_us", "memory_us", "idle_us",
+                     "exposed_comm_us", "bubble_us"}
     check("rows: iteration columns", set(its[0]) == cols, str(sorted(its[0])))
+    check("rows: schema", all(l["schema"] == "cutrace.rows" and l["version"] == 2 for l in lines))
+    kinds = {}
+    for l in lines:
+        kinds.setdefault((l["run"], l["row"]), []).append(l)
+    runs = {l["run"] for l in lines}
+    check("rows: a job row per run", all(len(kinds.get((r, "job"), [])) == 1 for r in runs),
+          str({r: len(kinds.get((r, "job"), [])) for r in runs}))
+    check("rows: kernel and collective rows", all(kinds.get((r, "kernel")) and
+                                                   kinds.get((r, "collective")) for r in runs))
+    job = kinds[(sorted(runs)[0], "job")][0]
+    check("rows: job columns", set(job) == common | {"ranks", "iterations", "step_p50_us",
+          "step_p90_us", "step_p99_us", "window_us", "compute_us", "comm_us", "idle_us",
+          "exposed_comm_us"} and job["rank"] is None and job["ranks"] == 2, str(job))
+    check("rows: run start in UTC", re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z",
+                                                  job["run_start_utc"] or "") is not None,
+          str(job["run_start_utc"]))
     check("rows: tag label", its[0]["labels"].get("tag.pool") == "h2", str(its[0]["labels"]))
     # 2. false positives over fresh seeds
     fam = metrics = flagged_n = 0

@@ -44,6 +44,26 @@ for s in steps:
         want = statistics.median(i[key + "_us"] for i in its.values())
         assert near(s[key + "_p50_us"], want), (key, s, want)
 PY
+# fleet rows (docs/diff.md) load into the sqlite3 CLI (a query engine every
+# Debian machine has), one JSON object a line into one text column
+"$build/decoder/cutrace" report -o /dev/null --rows "$tmp/rows.jsonl" "$tmp/job"
+sqlite3 "$tmp/rows.db" "CREATE TABLE rows (j TEXT);" ".mode tabs" ".import $tmp/rows.jsonl rows"
+q() { sqlite3 "$tmp/rows.db" "$1"; }
+[ "$(q "SELECT group_concat(k, ' ') FROM (SELECT json_extract(j, '\$.row') || '=' || count(*) AS k
+      FROM rows GROUP BY json_extract(j, '\$.row') ORDER BY 1)")" = \
+  "collective=1 iteration=40 job=1 kernel=10 rank=4" ] || { echo "row kinds"; exit 1; }
+[ "$(q "SELECT count(DISTINCT json_extract(j, '\$.version')) || json_extract(j, '\$.schema')
+      FROM rows")" = "1cutrace.rows" ] || { echo "rows schema"; exit 1; }
+# per rank, the sum of its iteration rows' compute equals its rank row's (a join)
+[ "$(q "SELECT count(*) FROM (SELECT json_extract(r.j, '\$.rank') AS rk,
+      json_extract(r.j, '\$.compute_us') AS tot, sum(json_extract(i.j, '\$.compute_us')) AS s
+      FROM rows r JOIN rows i ON json_extract(i.j, '\$.row') = 'iteration'
+      AND json_extract(i.j, '\$.rank') = json_extract(r.j, '\$.rank')
+      WHERE json_extract(r.j, '\$.row') = 'rank' GROUP BY rk) WHERE abs(tot - s) > 0.01")" = 0 ] ||
+  { echo "rank totals against iterations"; exit 1; }
+[ "$(q "SELECT json_extract(j, '\$.op') || ' ' || json_extract(j, '\$.nranks') FROM rows
+      WHERE json_extract(j, '\$.row') = 'collective'")" = "AllReduce 4" ] ||
+  { echo "collective row"; exit 1; }
 if "$build/decoder/cutrace" report --rank-iterations "$tmp/job" 2> "$tmp/err"; then exit 1; fi
 grep -q -- "--rank-iterations adds to the JSON document" "$tmp/err"
 # the text report names the straggler at the top
