@@ -255,6 +255,12 @@ END_TEST
 
 START_TEST(real_cudart_fails_cleanly_through_the_wrapper)
 {
+    if (!strcmp(th_env("CT_HAVE_CUDART"), "0")) {
+        /* an aarch64 cross build: the toolkit's libcudart here is x86-64 */
+        fprintf(stderr, "real_cudart_fails_cleanly_through_the_wrapper: skipped (no libcudart "
+                        "for this machine)\n");
+        return;
+    }
     char exe[512];
     snprintf(exe, sizeof(exe), "%s/w_cudart", th_env("CT_WORKLOADS"));
     const char *argv[] = {exe, NULL};
