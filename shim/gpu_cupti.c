@@ -5,17 +5,20 @@
  * as CUPTI's timestamp source before enabling anything, and turn completed
  * activity buffers into GPU-interval records joined to our calls through
  * external correlation (the wrappers push our correlation id around each
- * real call). If CUPTI is missing, of another major version, or already
- * held by another profiler, start fails with the reason and the caller
- * falls back to event timing.
+ * real call). CUPTI 12.x and 13.x are read (version_read: the fields
+ * read sit at the same offsets in both). If CUPTI is missing, of another
+ * version, or already held by another profiler, start fails with the
+ * reason and the caller falls back to event timing.
  */
 #include <cupti.h>
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "shim/cuda_table.h"
 #include "shim/gpu.h"
 
 #define CT_CUPTI_BUFFER    (1u << 20)
@@ -252,10 +255,16 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callb
     (void)data; /* the subscription only claims CUPTI; activities do the work */
 }
 
+/*
+ * Which CUPTI: the job's own when it loaded one, else CUTRACE_CUPTI_LIB,
+ * else the one of the driver's major version (a CUPTI needs a driver at
+ * least as new as itself: CUPTI 13 on a CUDA 12 driver cannot subscribe),
+ * then the other, by soname and at the toolkit's paths.
+ */
 static void *load(void)
 {
-    static const char *const loaded[] = {"libcupti.so.13", "libcupti.so"};
-    for (size_t i = 0; i < 2; i++) {
+    static const char *const loaded[] = {"libcupti.so.13", "libcupti.so.12", "libcupti.so"};
+    for (size_t i = 0; i < sizeof(loaded) / sizeof(loaded[0]); i++) {
         void *h = dlopen(loaded[i], RTLD_NOW | RTLD_NOLOAD);
         if (h)
             return h;
@@ -263,14 +272,68 @@ static void *load(void)
     const char *env = getenv("CUTRACE_CUPTI_LIB");
     if (env && *env)
         return dlopen(env, RTLD_NOW | RTLD_LOCAL);
-    static const char *const paths[] = {"libcupti.so.13", "/usr/local/cuda/lib64/libcupti.so.13",
-                                        "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13"};
-    for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
-        void *h = dlopen(paths[i], RTLD_NOW | RTLD_LOCAL);
-        if (h)
-            return h;
-    }
+    int v = 0;
+    CUresult (*drv)(int *) = (CUresult(*)(int *))ct_fn(ct_driver_sym("cuDriverGetVersion"));
+    if (!drv || drv(&v) != CUDA_SUCCESS)
+        v = 0;
+    static const char *const paths[2][3] = {
+        {"libcupti.so.13", "/usr/local/cuda/lib64/libcupti.so.13",
+         "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13"},
+        {"libcupti.so.12", "/usr/local/cuda/lib64/libcupti.so.12",
+         "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.12"}};
+    int first = v > 0 && v < 13000; /* a CUDA 12 driver: CUPTI 12 first */
+    for (int k = 0; k < 2; k++)
+        for (size_t i = 0; i < 3; i++) {
+            void *h = dlopen(paths[k ^ first][i], RTLD_NOW | RTLD_LOCAL);
+            if (h)
+                return h;
+        }
     return NULL;
+}
+
+/*
+ * The record fields read above sit at the same offsets in every CUPTI from
+ * 12.0 (API version 19) to 13.x: a new record version (Kernel9 in 12.0,
+ * Kernel10 in 13.0; Memcpy6 and Synchronization2 in 12.8) adds fields at
+ * its end and keeps the earlier ones in place (the same offsets as far
+ * back as CUpti_ActivityKernel4). Records are walked with the library's
+ * own cuptiActivityGetNextRecord, which knows their sizes. These asserts
+ * pin the offsets this file relies on: a header that moves one fails the
+ * build instead of misreading another CUPTI's records.
+ */
+#define CT_AT(T, f, off) _Static_assert(offsetof(T, f) == (off), #T "." #f " moved")
+CT_AT(CUpti_ActivityKernel10, start, 16);
+CT_AT(CUpti_ActivityKernel10, end, 24);
+CT_AT(CUpti_ActivityKernel10, deviceId, 40);
+CT_AT(CUpti_ActivityKernel10, streamId, 48);
+CT_AT(CUpti_ActivityKernel10, correlationId, 92);
+CT_AT(CUpti_ActivityKernel10, name, 104);
+CT_AT(CUpti_ActivityMemcpy6, copyKind, 4);
+CT_AT(CUpti_ActivityMemcpy6, bytes, 8);
+CT_AT(CUpti_ActivityMemcpy6, start, 16);
+CT_AT(CUpti_ActivityMemcpy6, end, 24);
+CT_AT(CUpti_ActivityMemcpy6, deviceId, 32);
+CT_AT(CUpti_ActivityMemcpy6, streamId, 40);
+CT_AT(CUpti_ActivityMemcpy6, correlationId, 44);
+CT_AT(CUpti_ActivityMemset4, bytes, 8);
+CT_AT(CUpti_ActivityMemset4, start, 16);
+CT_AT(CUpti_ActivityMemset4, end, 24);
+CT_AT(CUpti_ActivityMemset4, deviceId, 32);
+CT_AT(CUpti_ActivityMemset4, streamId, 40);
+CT_AT(CUpti_ActivityMemset4, correlationId, 44);
+CT_AT(CUpti_ActivitySynchronization2, start, 8);
+CT_AT(CUpti_ActivitySynchronization2, end, 16);
+CT_AT(CUpti_ActivitySynchronization2, correlationId, 24);
+CT_AT(CUpti_ActivitySynchronization2, streamId, 32);
+CT_AT(CUpti_ActivityExternalCorrelation, externalId, 8);
+CT_AT(CUpti_ActivityExternalCorrelation, correlationId, 16);
+#undef CT_AT
+
+/* CUPTI API versions whose records this file reads: CUDA 12.0 (19) to
+ * 12.9 (28) and later 12.x updates, and 13.x (130000 on). */
+static int version_read(uint32_t v)
+{
+    return (v >= 19 && v < 100) || (v >= 130000 && v < 140000);
 }
 
 static const CUpti_ActivityKind g_kinds[] = {
@@ -308,9 +371,11 @@ int ct_cupti_start(char *why, size_t whylen)
         return -1;
     }
     uint32_t v = 0;
-    if (c.version(&v) != CUPTI_SUCCESS || v / 10000 != CUPTI_API_VERSION / 10000) {
-        snprintf(why, whylen, "CUPTI API version %u; cutrace reads records of version %u.x", v,
-                 CUPTI_API_VERSION / 10000);
+    if (c.version(&v) != CUPTI_SUCCESS || !version_read(v)) {
+        snprintf(why, whylen,
+                 "CUPTI API version %u; cutrace reads the records of CUPTI 12.0 (API version "
+                 "19) to 13.x",
+                 v);
         return -1;
     }
     CUptiResult r = c.subscribe(&g_sub, on_callback, NULL);

@@ -78,11 +78,18 @@ void fgc_list_concat(fgc_list *a, fgc_list *b)
 
 /* -------------------------------------------------------- version, strings */
 
+/* FAKEGPU_CUPTI_VERSION=N: the API version it reports (a CUPTI of another
+ * release: 24 is CUDA 12.6's, 18 CUDA 11.8's); the toolkit's by default.
+ * Its records keep the toolkit's layout, which shares every field cutrace
+ * reads with the 12.x ones (shim/gpu_cupti.c pins their offsets). */
 FGC_EXPORT CUptiResult CUPTIAPI cuptiGetVersion(uint32_t *version)
 {
     if (!version)
         return CUPTI_ERROR_INVALID_PARAMETER;
-    *version = CUPTI_API_VERSION;
+    const char *v = getenv("FAKEGPU_CUPTI_VERSION");
+    char *end;
+    unsigned long n = v && *v ? strtoul(v, &end, 10) : 0;
+    *version = n && !*end ? (uint32_t)n : CUPTI_API_VERSION;
     return CUPTI_SUCCESS;
 }
 

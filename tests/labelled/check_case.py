@@ -89,7 +89,14 @@ def case_dp(rep, out, overlap, late=None):
     late: the rank that waits on the host in mid-step (dp_log's rank 0): its
     peers wait for it in the buckets, by as long as its host takes to wake
     and launch the backward pass, so their communication and overlap have no
-    bound from the schedule; the late rank's and the job's checks stay."""
+    bound from the schedule; the late rank's and the job's checks stay, the
+    per-iteration ones as medians over the iterations (a host that wakes
+    late from its mid-step sync launches a backward kernel after the bucket
+    it should hide has started: that iteration exposes one bucket more)."""
+    ar = [c for c in rep["collectives"] if c["op"] == "AllReduce"]
+    # a rank waits for its later peer in each of its 4 buckets, by the
+    # arrival skew (host jitter between the processes): measured, not assumed
+    wait = 4 * ar[0]["wait_p50_us"] if ar and ar[0]["wait_p50_us"] else 0.0
     for k in rep["ranks"]:
         r = k["rank"]
         waits = late is not None and r != late
@@ -100,8 +107,8 @@ def case_dp(rep, out, overlap, late=None):
         # a rank whose peer starts the step later waits for it in every
         # bucket: its communication can only be longer than the schedule's
         check(f"rank {r} comm per iteration",
-              3990 <= median_iter(k, "comm_us") <= (1e9 if waits else 5000),
-              str(median_iter(k, "comm_us")))
+              3990 <= median_iter(k, "comm_us") <= (1e9 if waits else 5000 + wait),
+              f"{median_iter(k, 'comm_us')} (waits {wait:.0f} us for its peer)")
         dp_kind = k["comm_by_kind"]["dp"]
         near(f"rank {r} dp comm = all comm", dp_kind["comm_us"], k["comm_us"], 0.001)
         near(f"rank {r} memory_us", k["memory_us"], 0, 0, 1.0)
@@ -119,11 +126,20 @@ def case_dp(rep, out, overlap, late=None):
     # smallest communication time over ranks is the schedule's exactly:
     # comm 4 ms, exposed 1 ms (all 4 ms without overlap).
     exposed = 1000 if overlap else 4000
+    lasts = []
     for i in range(1, 10):
         its = [k["iterations"][i] for k in rep["ranks"]]
-        late = min(its, key=lambda it: it["comm_us"])
-        near(f"iteration {i} comm of the last rank", late["comm_us"], 4000, 0.01)
-        near(f"iteration {i} exposed comm of the last rank", late["exposed_comm_us"], exposed, 0.01)
+        last = min(its, key=lambda it: it["comm_us"])
+        lasts.append(last)
+        if late is None:
+            near(f"iteration {i} comm of the last rank", last["comm_us"], 4000, 0.01)
+            near(f"iteration {i} exposed comm of the last rank", last["exposed_comm_us"], exposed,
+                 0.01)
+    if late is not None:
+        near("median comm of the last rank", statistics.median(x["comm_us"] for x in lasts), 4000,
+             0.01)
+        near("median exposed comm of the last rank",
+             statistics.median(x["exposed_comm_us"] for x in lasts), exposed, 0.01)
     # buckets 0-2 hide under the next backward kernel even when the peer is
     # late by up to 0.5 ms (each bucket then waits alike), the last is
     # exposed: 75 % overlap on each rank in most iterations

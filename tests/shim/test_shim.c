@@ -711,6 +711,39 @@ START_TEST(busy_cupti_falls_back_to_events_visibly)
 }
 END_TEST
 
+/* A CUDA 12 stack's CUPTI (API version 19 for 12.0 to 28 for 12.9 update
+ * 1) is read like CUDA 13's: the fields read sit at the same offsets
+ * (shim/gpu_cupti.c). The fake reports CUDA 12.6's version (24) and 12.0's
+ * (19): every op is CUPTI-timed to the device's schedule. CUDA 11.8's (18)
+ * and an unknown 14.x are refused, with the version in the reason, and
+ * event pairs time the GPU. */
+START_TEST(cupti_12_is_read_and_other_versions_fall_back_visibly)
+{
+    const char *fake = getenv("CT_FAKE_CUPTI");
+    if (!fake || !*fake)
+        return;
+    char lib[600];
+    snprintf(lib, sizeof(lib), "CUTRACE_CUPTI_LIB=%s", fake);
+    static const struct {
+        const char *env, *timing, *reason;
+    } cases[] = {{"FAKEGPU_CUPTI_VERSION=24", "cupti", ""},
+                 {"FAKEGPU_CUPTI_VERSION=19", "cupti", ""},
+                 {"FAKEGPU_CUPTI_VERSION=18", "events", "CUPTI API version 18;"},
+                 {"FAKEGPU_CUPTI_VERSION=140000", "events", "CUPTI API version 140000;"}};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char *env[] = {lib, cases[i].env, NULL};
+        struct gpu_run g;
+        gpu_run(&g, env);
+        ck_assert_msg(!strcmp(g.timing, cases[i].timing), "%s: timing %s (%s)", cases[i].env,
+                      g.timing, g.fallback);
+        ck_assert_msg(strstr(g.fallback, cases[i].reason), "%s: reason '%s'", cases[i].env,
+                      g.fallback);
+        check_schedule(&g, g.timing[0] == 'c' ? 1000 : 2000, g.timing[0] == 'c');
+        th_trace_free(&g.t);
+    }
+}
+END_TEST
+
 START_TEST(injection_path_alone_records_gpu_intervals)
 {
     const char *fake = getenv("CT_FAKE_CUPTI");
@@ -764,6 +797,7 @@ Suite *shim_suite(void)
     tcase_add_test(tc, real_cupti_on_the_simulated_driver_falls_back_to_events);
     tcase_add_test(tc, cupti_timing_matches_the_simulated_schedule);
     tcase_add_test(tc, busy_cupti_falls_back_to_events_visibly);
+    tcase_add_test(tc, cupti_12_is_read_and_other_versions_fall_back_visibly);
     tcase_add_test(tc, injection_path_alone_records_gpu_intervals);
     suite_add_tcase(s, tc);
     return s;
