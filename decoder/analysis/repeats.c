@@ -44,6 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decoder/util/search.h"
 #include "decoder/util/stats.h"
 
 struct ev {
@@ -82,16 +83,8 @@ static int cmp_cand(const void *a, const void *b)
 }
 
 /* splitmix64's finaliser over h ^ v: every bit of v moves every bit */
-static uint64_t mix(uint64_t h, uint64_t v)
-{
-    uint64_t z = (h ^ v) + 0x9e3779b97f4a7c15ull;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 /* The rank's events in order, with dense token ids. */
-#define SYNC_KEY (mix(3, 0) & ~(1ull << 63))
+#define SYNC_KEY (ct_mix64(3, 0) & ~(1ull << 63))
 
 static int events(const struct ct_rank *r, int64_t lo, int64_t hi, int with_sync, struct ev **out,
                   size_t *n, uint32_t *ntok, uint32_t *sync_tok)
@@ -120,17 +113,18 @@ static int events(const struct ct_rank *r, int64_t lo, int64_t hi, int with_sync
             continue;
         v[k++] = (struct ev){.t = t,
                              .e = g->e,
-                             .key = mix(mix(1, g->type), g->name) & ~(1ull << 63),
+                             .key = ct_mix64(ct_mix64(1, g->type), g->name) & ~(1ull << 63),
                              .comm = (uint8_t)comm};
     }
     for (size_t i = 0; i < r->nnccl; i++) {
         const struct ct_nop *o = &r->nccl[i];
         if (o->host_s < lo || o->host_s >= hi)
             continue;
-        v[k++] = (struct ev){.t = o->host_s,
-                             .e = o->e,
-                             .key = mix(mix(mix(2, o->op), o->bytes), o->comm) | (1ull << 63),
-                             .comm = 1};
+        v[k++] =
+            (struct ev){.t = o->host_s,
+                        .e = o->e,
+                        .key = ct_mix64(ct_mix64(ct_mix64(2, o->op), o->bytes), o->comm) | (1ull << 63),
+                        .comm = 1};
     }
     qsort(v, k, sizeof(*v), cmp_ev);
     /* syncs with no work launched between them are one wait (two streams

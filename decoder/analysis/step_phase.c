@@ -20,6 +20,8 @@
  */
 #include "decoder/analysis/analysis.h"
 #include "decoder/analysis/iterations.h"
+#include "decoder/util/keys.h"
+#include "decoder/util/search.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -53,14 +55,6 @@ struct phase {
     size_t rank;
     int annotated, ok;
 };
-
-static uint64_t mix(uint64_t h, uint64_t v)
-{
-    uint64_t z = (h ^ v) + 0x9e3779b97f4a7c15ull;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
 
 /* Names index each rank's own table: the key hashes the text. */
 static uint64_t name_key(const char *s)
@@ -106,13 +100,14 @@ static int view_build(const struct ct_rank *r, uint64_t comm, struct view *v)
             (!comm_cls && g->cls != CT_CL_COMPUTE && g->cls != CT_CL_MEMORY))
             continue;
         const char *nm = g->name < r->nnames ? r->names[g->name] : NULL;
-        v->w[v->n++] =
-            (struct wop){g->launch, g->e, mix(g->type, name_key(nm)) & ~(1ull << 63), UINT64_MAX};
+        v->w[v->n++] = (struct wop){g->launch, g->e,
+                                    ct_mix64(g->type, name_key(nm)) & ~(1ull << 63), UINT64_MAX};
     }
     for (size_t i = 0; i < r->nnccl; i++) {
         const struct ct_nop *o = &r->nccl[i];
         v->w[v->n++] =
-            (struct wop){o->host_s, o->e, mix(mix(mix(2, o->op), o->bytes), o->comm) | (1ull << 63),
+            (struct wop){o->host_s, o->e,
+                         ct_mix64(ct_mix64(ct_mix64(2, o->op), o->bytes), o->comm) | (1ull << 63),
                          o->comm == comm ? o->seq : UINT64_MAX};
     }
     qsort(v->w, v->n, sizeof(*v->w), cmp_wop);
@@ -132,46 +127,51 @@ static int view_build(const struct ct_rank *r, uint64_t comm, struct view *v)
     return 0;
 }
 
+struct key {
+    const struct view *v;
+    int64_t t;
+    size_t at;
+    uint64_t seq;
+};
+
+static int op_before(size_t i, const void *k)
+{
+    const struct key *q = k;
+    return q->v->w[i].t < q->t;
+}
+
+static int coll_pos_before(size_t i, const void *k)
+{
+    const struct key *q = k;
+    return q->v->by_at[i].at < q->at;
+}
+
+static int coll_seq_before(size_t i, const void *k)
+{
+    const struct key *q = k;
+    return q->v->by_seq[i].seq < q->seq;
+}
+
 /* The first op launched at or after t (n: none). */
 static size_t op_at(const struct view *v, int64_t t)
 {
-    size_t lo = 0, hi = v->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (v->w[mid].t < t)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    struct key q = {.v = v, .t = t};
+    return ct_partition(v->n, op_before, &q);
 }
 
 /* The main communicator's last op before position i (-1: none); the one
  * at or after it is the next. */
 static long coll_before(const struct view *v, size_t i)
 {
-    size_t lo = 0, hi = v->nc;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (v->by_at[mid].at < i)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return (long)lo - 1;
+    struct key q = {.v = v, .at = i};
+    return (long)ct_partition(v->nc, coll_pos_before, &q) - 1;
 }
 
 /* The position of the op with sequence number seq, SIZE_MAX: not seen. */
 static size_t coll_at(const struct view *v, uint64_t seq)
 {
-    size_t lo = 0, hi = v->nc;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (v->by_seq[mid].seq < seq)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    struct key q = {.v = v, .seq = seq};
+    size_t lo = ct_partition(v->nc, coll_seq_before, &q);
     return lo < v->nc && v->by_seq[lo].seq == seq ? v->by_seq[lo].at : SIZE_MAX;
 }
 
@@ -217,12 +217,6 @@ static int at_sync_end(const struct ct_rank *r, int64_t t)
     return k >= 0 && s->v[k].e == t;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
 /* The rank's phase: the most common (first op, position of the collective
  * before it) over its steps. */
 static int phase_of(const struct ct_rank_result *x, const struct view *v, struct phase *ph)
@@ -244,16 +238,17 @@ static int phase_of(const struct ct_rank_result *x, const struct view *v, struct
         per[k++] = (uint64_t)(q - p);
         cut += at_sync_end(x->rank, x->iters[i].s);
     }
-    qsort(per, k, sizeof(*per), cmp_u64);
-    uint64_t m = per[k / 2];
+    int rc = ct_u64_sort(per, k);
+    uint64_t m = rc ? 0 : per[k / 2];
     for (size_t i = 0; m && i < x->niters; i++) {
         size_t a = op_at(v, x->iters[i].s);
         long p = coll_before(v, a);
         if (a < v->n && p >= 0)
-            sig[ns++] = mix(v->w[a].key, v->by_at[p].seq % m);
+            sig[ns++] = ct_mix64(v->w[a].key, v->by_at[p].seq % m);
     }
-    if (ns) {
-        qsort(sig, ns, sizeof(*sig), cmp_u64);
+    if (ns && !rc)
+        rc = ct_u64_sort(sig, ns);
+    if (ns && !rc) {
         size_t best = 0, run = 0;
         for (size_t i = 0; i < ns; i++) {
             run = i && sig[i] == sig[i - 1] ? run + 1 : 1;
@@ -266,7 +261,7 @@ static int phase_of(const struct ct_rank_result *x, const struct view *v, struct
     ph->sync_share = (double)cut / (double)x->niters;
     free(per);
     free(sig);
-    return 0;
+    return rc;
 }
 
 static int cmp_phase(const void *a, const void *b)

@@ -1,8 +1,9 @@
 /*
- * Searches of a sorted int64 array for a sequence of keys that mostly rise
- * (ops in GPU order looked up by their host launch times): each search
- * gallops out from the previous answer and then bisects, a few probes
- * instead of log n over the whole array.
+ * Searches of sorted arrays. ct_gallop: an int64 array for a sequence of
+ * keys that mostly rise (ops in GPU order looked up by their host launch
+ * times): each search gallops out from the previous answer and then
+ * bisects, a few probes instead of log n over the whole array.
+ * ct_partition: the plain lower bound over any array.
  */
 #ifndef CT_SEARCH_H
 #define CT_SEARCH_H
@@ -40,6 +41,33 @@ static inline size_t ct_gallop(const int64_t *v, size_t n, int64_t x, int upper,
 #undef CT_BEFORE
     *hint = lo;
     return lo;
+}
+
+/* The first i in [0, n) for which before(i, ctx) is false, where it holds
+ * for a prefix of the indexes: the lower bound over any sorted array, by
+ * whatever field its elements are sorted on. */
+static inline size_t ct_partition(size_t n, int (*before)(size_t i, const void *ctx),
+                                  const void *ctx)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (before(mid, ctx))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* A 64-bit mix (splitmix64's finaliser) of h and v: token keys built from
+ * several fields (repeats.c, step_phase.c). */
+static inline uint64_t ct_mix64(uint64_t h, uint64_t v)
+{
+    uint64_t z = (h ^ v) + 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
 }
 
 #endif
