@@ -120,11 +120,11 @@ static int events(const struct ct_rank *r, int64_t lo, int64_t hi, int with_sync
         const struct ct_nop *o = &r->nccl[i];
         if (o->host_s < lo || o->host_s >= hi)
             continue;
-        v[k++] =
-            (struct ev){.t = o->host_s,
-                        .e = o->e,
-                        .key = ct_mix64(ct_mix64(ct_mix64(2, o->op), o->bytes), o->comm) | (1ull << 63),
-                        .comm = 1};
+        v[k++] = (struct ev){.t = o->host_s,
+                             .e = o->e,
+                             .key = ct_mix64(ct_mix64(ct_mix64(2, o->op), o->bytes), o->comm) |
+                                    (1ull << 63),
+                             .comm = 1};
     }
     qsort(v, k, sizeof(*v), cmp_ev);
     /* syncs with no work launched between them are one wait (two streams
