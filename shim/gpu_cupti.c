@@ -5,8 +5,8 @@
  * as CUPTI's timestamp source before enabling anything, and turn completed
  * activity buffers into GPU-interval records joined to our calls through
  * external correlation (the wrappers push our correlation id around each
- * real call). CUPTI 12.x and 13.x are read (version_read: the fields
- * read sit at the same offsets in both). If CUPTI is missing, of another
+ * real call). CUPTI 12.x and 13.x are read, each in its own record
+ * layouts (layout_of). If CUPTI is missing, of another
  * version, or already held by another profiler, start fails with the
  * reason and the caller falls back to event timing.
  */
@@ -39,6 +39,9 @@ typedef CUptiResult (*result_string_fn)(CUptiResult, const char **);
 typedef CUptiResult (*version_fn)(uint32_t *);
 typedef CUptiResult (*period_fn)(uint32_t);
 
+/* Which record layouts the loaded CUPTI writes (layout_of). */
+enum ct_cupti_layout { CT_CUPTI_NONE, CT_CUPTI_12, CT_CUPTI_12_8, CT_CUPTI_13 };
+
 static struct {
     void *lib;
     subscribe_fn subscribe;
@@ -53,6 +56,7 @@ static struct {
     pop_fn pop;
     result_string_fn result_string;
     version_fn version;
+    enum ct_cupti_layout layout;
     period_fn period;
 } c;
 
@@ -208,31 +212,53 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
     rec = NULL;
     while (buffer && c.next(buffer, valid, &rec) == CUPTI_SUCCESS) {
         switch (rec->kind) {
+            /* each record in the layout of the CUPTI that wrote it (layouts) */
+#define KERNEL(T)                                                                                  \
+    do {                                                                                           \
+        const T *k = (const void *)rec;                                                            \
+        emit_gpu(k->start, k->end, k->deviceId, k->streamId, k->correlationId, CT_GPU_KERNEL,      \
+                 k->name ? ct_intern(k->name) : 0, 0, 0);                                          \
+    } while (0)
+#define MEMCPY(T)                                                                                  \
+    do {                                                                                           \
+        const T *m = (const void *)rec;                                                            \
+        emit_gpu(m->start, m->end, m->deviceId, m->streamId, m->correlationId, CT_GPU_MEMCPY, 0,   \
+                 m->bytes, copy_kind(m->copyKind));                                                \
+    } while (0)
+#define SYNC(T)                                                                                    \
+    do {                                                                                           \
+        const T *y = (const void *)rec;                                                            \
+        emit_gpu(y->start, y->end, (uint32_t)-1, y->streamId, y->correlationId, CT_GPU_SYNC, 0, 0, \
+                 0);                                                                               \
+    } while (0)
         case CUPTI_ACTIVITY_KIND_KERNEL:
-        case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
-            const CUpti_ActivityKernel10 *k = (const void *)rec;
-            emit_gpu(k->start, k->end, k->deviceId, k->streamId, k->correlationId, CT_GPU_KERNEL,
-                     k->name ? ct_intern(k->name) : 0, 0, 0);
+        case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+            if (c.layout >= CT_CUPTI_13)
+                KERNEL(CUpti_ActivityKernel10);
+            else
+                KERNEL(CUpti_ActivityKernel9);
             break;
-        }
-        case CUPTI_ACTIVITY_KIND_MEMCPY: {
-            const CUpti_ActivityMemcpy6 *m = (const void *)rec;
-            emit_gpu(m->start, m->end, m->deviceId, m->streamId, m->correlationId, CT_GPU_MEMCPY, 0,
-                     m->bytes, copy_kind(m->copyKind));
+        case CUPTI_ACTIVITY_KIND_MEMCPY:
+            if (c.layout >= CT_CUPTI_12_8)
+                MEMCPY(CUpti_ActivityMemcpy6);
+            else
+                MEMCPY(CUpti_ActivityMemcpy5);
             break;
-        }
         case CUPTI_ACTIVITY_KIND_MEMSET: {
             const CUpti_ActivityMemset4 *m = (const void *)rec;
             emit_gpu(m->start, m->end, m->deviceId, m->streamId, m->correlationId, CT_GPU_MEMSET, 0,
                      m->bytes, 0);
             break;
         }
-        case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
-            const CUpti_ActivitySynchronization2 *s = (const void *)rec;
-            emit_gpu(s->start, s->end, (uint32_t)-1, s->streamId, s->correlationId, CT_GPU_SYNC, 0,
-                     0, 0);
+        case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
+            if (c.layout >= CT_CUPTI_12_8)
+                SYNC(CUpti_ActivitySynchronization2);
+            else
+                SYNC(CUpti_ActivitySynchronization);
             break;
-        }
+#undef KERNEL
+#undef MEMCPY
+#undef SYNC
         default: break;
         }
     }
@@ -292,49 +318,48 @@ static void *load(void)
 }
 
 /*
- * The record fields read above sit at the same offsets in every CUPTI from
- * 12.0 (API version 19) to 13.x: a new record version (Kernel9 in 12.0,
- * Kernel10 in 13.0; Memcpy6 and Synchronization2 in 12.8) adds fields at
- * its end and keeps the earlier ones in place (the same offsets as far
- * back as CUpti_ActivityKernel4). Records are walked with the library's
- * own cuptiActivityGetNextRecord, which knows their sizes. These asserts
- * pin the offsets this file relies on: a header that moves one fails the
- * build instead of misreading another CUPTI's records.
+ * Record layouts by the CUPTI API version (cupti_version.h's history; the
+ * older records are in the toolkit's cupti_activity_deprecated.h):
+ * kernels are CUpti_ActivityKernel9 from CUDA 12.0 (version 19) to 12.9
+ * (28 and later 12.x) and CUpti_ActivityKernel10 from 13.0 (130000);
+ * copies and synchronisations CUpti_ActivityMemcpy5 and
+ * CUpti_ActivitySynchronization before 12.8 (26), CUpti_ActivityMemcpy6
+ * and CUpti_ActivitySynchronization2 from it; memsets CUpti_ActivityMemset4
+ * throughout. Records are walked with the library's own
+ * cuptiActivityGetNextRecord, which knows their sizes. A new record
+ * version adds fields at its end: the asserts check that the fields read
+ * sit where they did, so a reader of one layout is right for the other.
  */
-#define CT_AT(T, f, off) _Static_assert(offsetof(T, f) == (off), #T "." #f " moved")
-CT_AT(CUpti_ActivityKernel10, start, 16);
-CT_AT(CUpti_ActivityKernel10, end, 24);
-CT_AT(CUpti_ActivityKernel10, deviceId, 40);
-CT_AT(CUpti_ActivityKernel10, streamId, 48);
-CT_AT(CUpti_ActivityKernel10, correlationId, 92);
-CT_AT(CUpti_ActivityKernel10, name, 104);
-CT_AT(CUpti_ActivityMemcpy6, copyKind, 4);
-CT_AT(CUpti_ActivityMemcpy6, bytes, 8);
-CT_AT(CUpti_ActivityMemcpy6, start, 16);
-CT_AT(CUpti_ActivityMemcpy6, end, 24);
-CT_AT(CUpti_ActivityMemcpy6, deviceId, 32);
-CT_AT(CUpti_ActivityMemcpy6, streamId, 40);
-CT_AT(CUpti_ActivityMemcpy6, correlationId, 44);
-CT_AT(CUpti_ActivityMemset4, bytes, 8);
-CT_AT(CUpti_ActivityMemset4, start, 16);
-CT_AT(CUpti_ActivityMemset4, end, 24);
-CT_AT(CUpti_ActivityMemset4, deviceId, 32);
-CT_AT(CUpti_ActivityMemset4, streamId, 40);
-CT_AT(CUpti_ActivityMemset4, correlationId, 44);
-CT_AT(CUpti_ActivitySynchronization2, start, 8);
-CT_AT(CUpti_ActivitySynchronization2, end, 16);
-CT_AT(CUpti_ActivitySynchronization2, correlationId, 24);
-CT_AT(CUpti_ActivitySynchronization2, streamId, 32);
-CT_AT(CUpti_ActivityExternalCorrelation, externalId, 8);
-CT_AT(CUpti_ActivityExternalCorrelation, correlationId, 16);
-#undef CT_AT
-
-/* CUPTI API versions whose records this file reads: CUDA 12.0 (19) to
- * 12.9 (28) and later 12.x updates, and 13.x (130000 on). */
-static int version_read(uint32_t v)
+static enum ct_cupti_layout layout_of(uint32_t v)
 {
-    return (v >= 19 && v < 100) || (v >= 130000 && v < 140000);
+    if (v >= 130000 && v < 140000)
+        return CT_CUPTI_13;
+    if (v >= 26 && v < 100)
+        return CT_CUPTI_12_8;
+    if (v >= 19 && v < 26)
+        return CT_CUPTI_12;
+    return CT_CUPTI_NONE; /* CUDA 11 and older, or a release after 13.x */
 }
+
+#define CT_SAME(A, B, f) _Static_assert(offsetof(A, f) == offsetof(B, f), #A "." #f " moved")
+CT_SAME(CUpti_ActivityKernel9, CUpti_ActivityKernel10, start);
+CT_SAME(CUpti_ActivityKernel9, CUpti_ActivityKernel10, end);
+CT_SAME(CUpti_ActivityKernel9, CUpti_ActivityKernel10, deviceId);
+CT_SAME(CUpti_ActivityKernel9, CUpti_ActivityKernel10, streamId);
+CT_SAME(CUpti_ActivityKernel9, CUpti_ActivityKernel10, correlationId);
+CT_SAME(CUpti_ActivityKernel9, CUpti_ActivityKernel10, name);
+CT_SAME(CUpti_ActivityMemcpy5, CUpti_ActivityMemcpy6, copyKind);
+CT_SAME(CUpti_ActivityMemcpy5, CUpti_ActivityMemcpy6, bytes);
+CT_SAME(CUpti_ActivityMemcpy5, CUpti_ActivityMemcpy6, start);
+CT_SAME(CUpti_ActivityMemcpy5, CUpti_ActivityMemcpy6, end);
+CT_SAME(CUpti_ActivityMemcpy5, CUpti_ActivityMemcpy6, deviceId);
+CT_SAME(CUpti_ActivityMemcpy5, CUpti_ActivityMemcpy6, streamId);
+CT_SAME(CUpti_ActivityMemcpy5, CUpti_ActivityMemcpy6, correlationId);
+CT_SAME(CUpti_ActivitySynchronization, CUpti_ActivitySynchronization2, start);
+CT_SAME(CUpti_ActivitySynchronization, CUpti_ActivitySynchronization2, end);
+CT_SAME(CUpti_ActivitySynchronization, CUpti_ActivitySynchronization2, correlationId);
+CT_SAME(CUpti_ActivitySynchronization, CUpti_ActivitySynchronization2, streamId);
+#undef CT_SAME
 
 static const CUpti_ActivityKind g_kinds[] = {
     CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
@@ -371,7 +396,7 @@ int ct_cupti_start(char *why, size_t whylen)
         return -1;
     }
     uint32_t v = 0;
-    if (c.version(&v) != CUPTI_SUCCESS || !version_read(v)) {
+    if (c.version(&v) != CUPTI_SUCCESS || (c.layout = layout_of(v)) == CT_CUPTI_NONE) {
         snprintf(why, whylen,
                  "CUPTI API version %u; cutrace reads the records of CUPTI 12.0 (API version "
                  "19) to 13.x",

@@ -13,6 +13,7 @@
 #include "fg_cupti_internal.h"
 
 #include <dlfcn.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -33,14 +34,74 @@ int64_t fgc_mono_now(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* FAKEGPU_CUPTI_VERSION=N: the API version the fake presents (a CUPTI of
+ * another release: 24 is CUDA 12.6's, 18 CUDA 11.8's), and with it that
+ * release's record layout (fgc_record_size); the toolkit's by default. */
+uint32_t fgc_api_version(void)
+{
+    static uint32_t v;
+    if (!v) {
+        const char *e = getenv("FAKEGPU_CUPTI_VERSION");
+        char *end;
+        unsigned long n = e && *e ? strtoul(e, &end, 10) : 0;
+        v = n && !*end ? (uint32_t)n : CUPTI_API_VERSION;
+    }
+    return v;
+}
+
+/*
+ * A CUPTI 12.x writes CUpti_ActivityKernel9 (12.0 to 12.9), and before
+ * 12.8 (API version 26) CUpti_ActivityMemcpy5 and CUpti_ActivitySynchronization
+ * (cupti_activity_deprecated.h): each is the first bytes of its CUDA 13
+ * successor, which only adds fields at its end, so the fake fills the new
+ * record and a 12.x buffer holds its 12.x-sized prefix. The asserts check
+ * that prefix for every field the fake fills.
+ */
+#define FGC_SAME(A, B, f) _Static_assert(offsetof(A, f) == offsetof(B, f), #A "." #f)
+FGC_SAME(CUpti_ActivityKernel9, CUpti_ActivityKernel10, start);
+FGC_SAME(CUpti_ActivityKernel9, CUpti_ActivityKernel10, end);
+FGC_SAME(CUpti_ActivityKernel9, CUpti_ActivityKernel10, completed);
+FGC_SAME(CUpti_ActivityKernel9, CUpti_ActivityKernel10, deviceId);
+FGC_SAME(CUpti_ActivityKernel9, CUpti_ActivityKernel10, contextId);
+FGC_SAME(CUpti_ActivityKernel9, CUpti_ActivityKernel10, streamId);
+FGC_SAME(CUpti_ActivityKernel9, CUpti_ActivityKernel10, gridX);
+FGC_SAME(CUpti_ActivityKernel9, CUpti_ActivityKernel10, blockZ);
+FGC_SAME(CUpti_ActivityKernel9, CUpti_ActivityKernel10, dynamicSharedMemory);
+FGC_SAME(CUpti_ActivityKernel9, CUpti_ActivityKernel10, correlationId);
+FGC_SAME(CUpti_ActivityKernel9, CUpti_ActivityKernel10, name);
+FGC_SAME(CUpti_ActivityKernel9, CUpti_ActivityKernel10, graphNodeId);
+FGC_SAME(CUpti_ActivityKernel9, CUpti_ActivityKernel10, graphId);
+FGC_SAME(CUpti_ActivityMemcpy5, CUpti_ActivityMemcpy6, copyKind);
+FGC_SAME(CUpti_ActivityMemcpy5, CUpti_ActivityMemcpy6, srcKind);
+FGC_SAME(CUpti_ActivityMemcpy5, CUpti_ActivityMemcpy6, dstKind);
+FGC_SAME(CUpti_ActivityMemcpy5, CUpti_ActivityMemcpy6, bytes);
+FGC_SAME(CUpti_ActivityMemcpy5, CUpti_ActivityMemcpy6, start);
+FGC_SAME(CUpti_ActivityMemcpy5, CUpti_ActivityMemcpy6, end);
+FGC_SAME(CUpti_ActivityMemcpy5, CUpti_ActivityMemcpy6, deviceId);
+FGC_SAME(CUpti_ActivityMemcpy5, CUpti_ActivityMemcpy6, streamId);
+FGC_SAME(CUpti_ActivityMemcpy5, CUpti_ActivityMemcpy6, correlationId);
+FGC_SAME(CUpti_ActivitySynchronization, CUpti_ActivitySynchronization2, type);
+FGC_SAME(CUpti_ActivitySynchronization, CUpti_ActivitySynchronization2, start);
+FGC_SAME(CUpti_ActivitySynchronization, CUpti_ActivitySynchronization2, end);
+FGC_SAME(CUpti_ActivitySynchronization, CUpti_ActivitySynchronization2, correlationId);
+FGC_SAME(CUpti_ActivitySynchronization, CUpti_ActivitySynchronization2, contextId);
+FGC_SAME(CUpti_ActivitySynchronization, CUpti_ActivitySynchronization2, streamId);
+#undef FGC_SAME
+
 size_t fgc_record_size(CUpti_ActivityKind kind)
 {
+    uint32_t v = fgc_api_version();
+    int v12 = v < 130000, before_128 = v < 26;
     switch (kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
-    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return sizeof(CUpti_ActivityKernel10);
-    case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(CUpti_ActivityMemcpy6);
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+        return v12 ? sizeof(CUpti_ActivityKernel9) : sizeof(CUpti_ActivityKernel10);
+    case CUPTI_ACTIVITY_KIND_MEMCPY:
+        return before_128 ? sizeof(CUpti_ActivityMemcpy5) : sizeof(CUpti_ActivityMemcpy6);
     case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(CUpti_ActivityMemset4);
-    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: return sizeof(CUpti_ActivitySynchronization2);
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
+        return before_128 ? sizeof(CUpti_ActivitySynchronization)
+                          : sizeof(CUpti_ActivitySynchronization2);
     case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return sizeof(CUpti_ActivityExternalCorrelation);
     default: return 0;
     }
@@ -78,18 +139,11 @@ void fgc_list_concat(fgc_list *a, fgc_list *b)
 
 /* -------------------------------------------------------- version, strings */
 
-/* FAKEGPU_CUPTI_VERSION=N: the API version it reports (a CUPTI of another
- * release: 24 is CUDA 12.6's, 18 CUDA 11.8's); the toolkit's by default.
- * Its records keep the toolkit's layout, which shares every field cutrace
- * reads with the 12.x ones (shim/gpu_cupti.c pins their offsets). */
 FGC_EXPORT CUptiResult CUPTIAPI cuptiGetVersion(uint32_t *version)
 {
     if (!version)
         return CUPTI_ERROR_INVALID_PARAMETER;
-    const char *v = getenv("FAKEGPU_CUPTI_VERSION");
-    char *end;
-    unsigned long n = v && *v ? strtoul(v, &end, 10) : 0;
-    *version = n && !*end ? (uint32_t)n : CUPTI_API_VERSION;
+    *version = fgc_api_version();
     return CUPTI_SUCCESS;
 }
 

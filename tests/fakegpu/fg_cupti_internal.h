@@ -83,6 +83,7 @@ extern struct fgc_global fgc;
 #define FGC_EXPORT __attribute__((visibility("default")))
 
 int64_t fgc_mono_now(void);
+uint32_t fgc_api_version(void);
 size_t fgc_record_size(CUpti_ActivityKind kind); /* 0: not a kind this library writes */
 bool fgc_busy(void);                             /* FAKEGPU_CUPTI_BUSY=1 */
 void fgc_list_append(fgc_list *l, fgc_rec *r);   /* appends one record */

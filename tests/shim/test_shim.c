@@ -712,11 +712,13 @@ START_TEST(busy_cupti_falls_back_to_events_visibly)
 END_TEST
 
 /* A CUDA 12 stack's CUPTI (API version 19 for 12.0 to 28 for 12.9 update
- * 1) is read like CUDA 13's: the fields read sit at the same offsets
- * (shim/gpu_cupti.c). The fake reports CUDA 12.6's version (24) and 12.0's
- * (19): every op is CUPTI-timed to the device's schedule. CUDA 11.8's (18)
- * and an unknown 14.x are refused, with the version in the reason, and
- * event pairs time the GPU. */
+ * 1) is read in its own record layouts (shim/gpu_cupti.c): the fake
+ * presents 12.0's (19) and 12.6's (24) CUpti_ActivityKernel9, Memcpy5 and
+ * Synchronization records, and 12.8's (26) Kernel9 with Memcpy6 and
+ * Synchronization2: every op is CUPTI-timed to the device's schedule and
+ * the synchronisation records join their calls. CUDA 11.8's (18) and an
+ * unknown 14.x are refused, with the version in the reason, and event
+ * pairs time the GPU. */
 START_TEST(cupti_12_is_read_and_other_versions_fall_back_visibly)
 {
     const char *fake = getenv("CT_FAKE_CUPTI");
@@ -728,6 +730,7 @@ START_TEST(cupti_12_is_read_and_other_versions_fall_back_visibly)
         const char *env, *timing, *reason;
     } cases[] = {{"FAKEGPU_CUPTI_VERSION=24", "cupti", ""},
                  {"FAKEGPU_CUPTI_VERSION=19", "cupti", ""},
+                 {"FAKEGPU_CUPTI_VERSION=26", "cupti", ""},
                  {"FAKEGPU_CUPTI_VERSION=18", "events", "CUPTI API version 18;"},
                  {"FAKEGPU_CUPTI_VERSION=140000", "events", "CUPTI API version 140000;"}};
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -739,6 +742,18 @@ START_TEST(cupti_12_is_read_and_other_versions_fall_back_visibly)
         ck_assert_msg(strstr(g.fallback, cases[i].reason), "%s: reason '%s'", cases[i].env,
                       g.fallback);
         check_schedule(&g, g.timing[0] == 'c' ? 1000 : 2000, g.timing[0] == 'c');
+        size_t syncs = 0, joined = 0;
+        for (size_t k = 0; k < g.t.n; k++) {
+            const struct ct_record *r = &g.t.recs[k];
+            if (r->kind != CT_REC_GPU || r->f[CT_GPU_TYPE] != CT_GPU_SYNC)
+                continue;
+            syncs++;
+            const struct ct_record *call = api_of(&g.t, r->f[CT_GPU_CORR]);
+            joined += call && call->f[CT_API_FAMILY] == CT_FAM_SYNC;
+        }
+        ck_assert_msg(g.timing[0] != 'c' || (syncs > 0 && joined == syncs),
+                      "%s: %zu of %zu synchronization records join their call", cases[i].env,
+                      joined, syncs);
         th_trace_free(&g.t);
     }
 }
