@@ -16,6 +16,7 @@ Suite *stragglers_suite(void);
 Suite *collectives_suite(void);
 Suite *iterations_suite(void);
 Suite *clock_suite(void);
+Suite *options_suite(void);
 
 static const struct th_suite suites[] = {
     {"intervals", intervals_suite},
@@ -31,6 +32,7 @@ static const struct th_suite suites[] = {
     {"collectives", collectives_suite},
     {"iterations", iterations_suite},
     {"clock", clock_suite},
+    {"options", options_suite},
     {NULL, NULL},
 };
 
