@@ -1,0 +1,30 @@
+/*
+ * What the shim suite's files share (test_shim.c: entry points, families,
+ * settings; test_shim_gpu.c: GPU timing).
+ */
+#ifndef CT_TESTS_SHIM_RUN_H
+#define CT_TESTS_SHIM_RUN_H
+
+#include <check.h>
+
+#include "decoder/read/tracefile.h"
+#include "tests/unit/helpers.h"
+#include "tests/unit/run.h"
+
+/* Runs argv with preload (NULL: none) and extra env "K=V" entries. */
+static inline void run(struct th_run *r, const char *preload, const char *const *extra_env,
+                       const char *const *argv)
+{
+    struct th_run_opts o = {.preload = preload, .env = extra_env};
+    th_run(r, &o, argv);
+}
+
+static inline const char *S(const struct th_trace *t, uint64_t id)
+{
+    return ct_reader_string(&t->rd, id);
+}
+
+/* Adds the GPU-timing tests (test_shim_gpu.c) to tc. */
+void shim_gpu_tests(TCase *tc);
+
+#endif
