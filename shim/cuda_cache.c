@@ -4,6 +4,7 @@
  * the first time a device is seen. The misses call the real driver (never
  * through our wrappers) and so never happen twice for a handle.
  */
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -13,8 +14,8 @@
 
 uint32_t ct_sym_name_id[CT_SYM_COUNT];
 
-struct ct_ptrmap ct_stream_map;
-struct ct_ptrmap ct_func_map;
+struct ct_ptrmap ct_stream_map = CT_PTRMAP_EMPTY;
+struct ct_ptrmap ct_func_map = CT_PTRMAP_EMPTY;
 static __thread uint64_t tls_pt_stream __attribute__((tls_model("initial-exec")));
 static _Atomic uint64_t g_legacy_stream;
 static atomic_uchar g_described[256];
@@ -51,13 +52,13 @@ static atomic_int g_fn_ready, g_fn_busy;
  * has loaded it). What the driver lacks stays NULL for good: cuStreamGetId
  * came with CUDA 12.0, cuFuncGetName and cuKernelGetName with 12.3,
  * cuStreamGetDevice with 12.8, and asking again would cost 14 dlsym calls
- * a launch. Another thread resolving meanwhile: this miss goes without. */
+ * a launch. Threads that miss at once each resolve (the same answers) and
+ * the first publishes; the others wait only for that copy, never going
+ * without (which recorded a first launch on a new stream with stream 0). */
 static const struct driver_fns *fns(void)
 {
     if (atomic_load_explicit(&g_fn_ready, memory_order_acquire))
         return &g_fn;
-    if (atomic_exchange(&g_fn_busy, 1))
-        return NULL;
     struct driver_fns f;
     f.stream_get_id = (stream_get_id_fn)ct_fn(ct_driver_sym("cuStreamGetId"));
     f.stream_get_id_ptsz = (stream_get_id_fn)ct_fn(ct_driver_sym("cuStreamGetId_ptsz"));
@@ -77,11 +78,15 @@ static const struct driver_fns *fns(void)
     if (!f.ctx_get_device && !f.driver_get_version) {
         /* no driver loaded at all (an NCCL or I/O path before CUDA): the
          * lookups wait for one, not for an entry point it lacks */
-        atomic_store(&g_fn_busy, 0);
         return NULL;
     }
-    g_fn = f;
-    atomic_store_explicit(&g_fn_ready, 1, memory_order_release);
+    if (!atomic_exchange(&g_fn_busy, 1)) {
+        g_fn = f;
+        atomic_store_explicit(&g_fn_ready, 1, memory_order_release);
+    } else {
+        while (!atomic_load_explicit(&g_fn_ready, memory_order_acquire))
+            sched_yield(); /* the winner is copying its answers: nanoseconds */
+    }
     return &g_fn;
 }
 
@@ -213,6 +218,17 @@ uint64_t ct_stream_id_slow(CUstream s, int per_thread, int *device)
     }
     *device = (int)((v >> 48) & 0xffff) - 1;
     return v & ((1ull << 48) - 1);
+}
+
+uint64_t ct_stream_word_peek(CUstream s, int per_thread)
+{
+    if (s == NULL)
+        s = per_thread ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY;
+    if (s == CU_STREAM_PER_THREAD)
+        return tls_pt_stream;
+    if (s == CU_STREAM_LEGACY)
+        return atomic_load_explicit(&g_legacy_stream, memory_order_relaxed);
+    return ct_ptrmap_get(&ct_stream_map, (uintptr_t)s);
 }
 
 void ct_stream_forget(CUstream s)

@@ -3,6 +3,8 @@
  * is a one-line wrapper passing its row and per-thread flag to the shared
  * recorder for its signature.
  */
+#include <string.h>
+
 #include "shim/gpu.h"
 
 CUresult cuLaunchKernel_ptsz(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
@@ -43,13 +45,15 @@ record_launch(struct ct_call *c, struct ct_gpu_op *g, enum ct_sym sym, CUresult 
     ct_call_commit();
 }
 
-/* The recorded path, kept out of line so that the pass-through path (paused
- * or off) stays a few instructions and a tail call. */
-static __attribute__((noinline)) CUresult launch_recorded(enum ct_sym sym, unsigned flags,
-                                                          CUfunction f, unsigned gx, unsigned gy,
-                                                          unsigned gz, unsigned bx, unsigned by,
-                                                          unsigned bz, unsigned shmem, CUstream s,
-                                                          void **params, void **extra)
+/*
+ * The general recorded path: every GPU timing mode, stacks on every
+ * launch, the process's first event, the first use of the real function,
+ * a build or state the entry stub did not send to the fast path below.
+ */
+static inline __attribute__((always_inline)) CUresult
+launch_general(enum ct_sym sym, unsigned flags, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+               unsigned bx, unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params,
+               void **extra)
 {
     launch_fn real = CT_REAL(launch_fn, sym);
     if (!real)
@@ -65,44 +69,111 @@ static __attribute__((noinline)) CUresult launch_recorded(enum ct_sym sym, unsig
     return r;
 }
 
-/* Same signature as the exported names, so both exits of those are plain
- * tail jumps that leave the stack arguments where they are. */
-static __attribute__((noinline)) CUresult launch_slow(CUfunction f, unsigned gx, unsigned gy,
-                                                      unsigned gz, unsigned bx, unsigned by,
-                                                      unsigned bz, unsigned shmem, CUstream s,
-                                                      void **params, void **extra)
-{
-    return launch_recorded(CT_SYM_cuLaunchKernel, 0, f, gx, gy, gz, bx, by, bz, shmem, s, params,
-                           extra);
-}
-
-static __attribute__((noinline)) CUresult launch_slow_ptsz(CUfunction f, unsigned gx, unsigned gy,
-                                                           unsigned gz, unsigned bx, unsigned by,
-                                                           unsigned bz, unsigned shmem, CUstream s,
-                                                           void **params, void **extra)
-{
-    return launch_recorded(CT_SYM_cuLaunchKernel_ptsz, CT_APIF_PER_THREAD, f, gx, gy, gz, bx, by,
-                           bz, shmem, s, params, extra);
-}
-
 CUresult ct_impl_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                                 unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params,
                                 void **extra)
 {
-    void *p = atomic_load_explicit(&ct_real[CT_SYM_cuLaunchKernel], memory_order_acquire);
-    if (__builtin_expect(p != NULL, 1) && ct_shim_passthrough())
-        return ((launch_fn)ct_fn(p))(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);
-    return launch_slow(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);
+    return launch_general(CT_SYM_cuLaunchKernel, 0, f, gx, gy, gz, bx, by, bz, shmem, s, params,
+                          extra);
 }
 
 CUresult ct_impl_cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                                      unsigned bx, unsigned by, unsigned bz, unsigned shmem,
                                      CUstream s, void **params, void **extra)
 {
-    void *p = atomic_load_explicit(&ct_real[CT_SYM_cuLaunchKernel_ptsz], memory_order_acquire);
-    if (__builtin_expect(p != NULL, 1) && ct_shim_passthrough())
-        return ((launch_fn)ct_fn(p))(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);
-    return launch_slow_ptsz(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);
+    return launch_general(CT_SYM_cuLaunchKernel_ptsz, CT_APIF_PER_THREAD, f, gx, gy, gz, bx, by, bz,
+                          shmem, s, params, extra);
+}
+
+/*
+ * The recorded launch of a job's steady state, where the entry stub
+ * (shim/cuda_stubs_*.S) sends it when the real function is known,
+ * recording is on, the guard is down and ct_launch_fast holds (GPU timing
+ * off, no stack per launch, the cycle counter as the clock). One call
+ * level below the stub and no call before the real one, so no argument is
+ * saved or copied but for the call itself: the record is reserved and its
+ * argument words written before the driver runs. Correlation id, stream
+ * id and kernel name (cached lookups) are taken after the call, outside
+ * the span (stream and device as the stream cache's one word: CT_RF_SDEV).
+ * Where the ring's lap has no room, the thread has no ring yet, or the
+ * stream or kernel is seen for the first time (resolving it records
+ * metadata on this thread), the words go to a scratch copy and the general
+ * begin (which pads, waits for nothing or drops) takes them afterwards. The guard is up from the
+ * reservation to the commit, so nothing else on this thread (a driver
+ * callback, a signal handler's intercepted call) records in between.
+ */
+static inline __attribute__((always_inline)) CUresult
+launch_fast(enum ct_sym sym, unsigned flags, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+            unsigned bx, unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params,
+            void **extra)
+{
+    launch_fn real = (launch_fn)ct_fn(atomic_load_explicit(&ct_real[sym], memory_order_acquire));
+    ct_tls_guard = 1;
+    struct ct_ring *ring = ct_tls_ring;
+    uint64_t scratch[CT_PA_NWORDS];
+    uint64_t *w = (uintptr_t)ring > 1 ? ct_ring_begin_fast(ring, CT_REC_API, CT_PA_NWORDS,
+                                                           CT_RF_PACKED | CT_RF_SDEV)
+                                      : NULL;
+    uint64_t *d = __builtin_expect(w != NULL, 1) ? w : scratch;
+    d[CT_PA_GRID_XY] = gx | (uint64_t)gy << 32;
+    d[CT_PA_GRID_Z_BLK_X] = gz | (uint64_t)bx << 32;
+    d[CT_PA_BLK_YZ] = by | (uint64_t)bz << 32;
+    d[CT_PA_KERNEL_SHMEM] = (uint64_t)shmem << 32;
+    ct_arch_ticks_store(&d[CT_PA_START]);
+    CUresult r = real(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);
+    ct_arch_ticks_store(&d[CT_PA_END]);
+    uint64_t sw = ct_stream_word_cached(s, flags & CT_APIF_PER_THREAD);
+    uint32_t name = ct_func_name_cached(f);
+    if (__builtin_expect(w == NULL || sw == 0 || name == 0, 0)) {
+        /* A first sight (the stream's device metadata, the kernel's name)
+         * records on this thread: give the reservation up (nothing was
+         * committed), resolve, reserve again. */
+        if (w)
+            memcpy(scratch, w, sizeof(scratch));
+        sw = ct_stream_word(s, flags & CT_APIF_PER_THREAD);
+        name = ct_func_name(f);
+        ring = ct_thread_ring();
+        w = ring ? ct_ring_begin(ring, CT_REC_API, CT_PA_NWORDS, CT_RF_PACKED | CT_RF_SDEV) : NULL;
+        if (!w) { /* dropped and counted, or no ring for this thread (counted) */
+            ct_tls_guard = 0;
+            return r;
+        }
+        memcpy(w, scratch, sizeof(scratch));
+    }
+    w[CT_PA_CORR] = ct_next_corr();
+    w[CT_PA_NAME_FAMILY] = (uint64_t)ct_sym_name_id[sym] | (uint64_t)CT_FAM_LAUNCH << 32 |
+                           (uint64_t)(flags & 0xff) << 40;
+    w[CT_PA_STREAM] = sw;
+    w[CT_PA_RESULT_DEV] = (uint32_t)r;
+    w[CT_PA_KERNEL_SHMEM] |= name;
+    w[CT_PA_BYTES] = 0;
+    ct_ring_commit(ring);
+    ct_tls_guard = 0;
+    return r;
+}
+
+/* Reached from the entry stubs only (hidden): the fast path's two rows. */
+CUresult ct_fast_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params,
+                                void **extra);
+CUresult ct_fast_cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                                     unsigned bx, unsigned by, unsigned bz, unsigned shmem,
+                                     CUstream s, void **params, void **extra);
+
+CUresult ct_fast_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params,
+                                void **extra)
+{
+    return launch_fast(CT_SYM_cuLaunchKernel, 0, f, gx, gy, gz, bx, by, bz, shmem, s, params,
+                       extra);
+}
+
+CUresult ct_fast_cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                                     unsigned bx, unsigned by, unsigned bz, unsigned shmem,
+                                     CUstream s, void **params, void **extra)
+{
+    return launch_fast(CT_SYM_cuLaunchKernel_ptsz, CT_APIF_PER_THREAD, f, gx, gy, gz, bx, by, bz,
+                       shmem, s, params, extra);
 }
 
 static CUresult launch_ex(enum ct_sym sym, unsigned flags, const CUlaunchConfig *cfg, CUfunction f,

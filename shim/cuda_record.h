@@ -51,6 +51,34 @@ static inline __attribute__((always_inline)) uint64_t ct_stream_id(CUstream s, i
     return ct_stream_id_slow(s, per_thread, device);
 }
 
+/* The same as one word, the stream cache's own: id | (device + 1) << 48,
+ * what a record flagged CT_RF_SDEV carries in CT_PA_STREAM; 0 when it is
+ * not cached yet. Never resolves: resolving records the stream's device
+ * metadata, which a caller holding a ring reservation must not do
+ * (ct_stream_word_peek: the legacy and per-thread default streams). */
+uint64_t ct_stream_word_peek(CUstream s, int per_thread);
+static inline __attribute__((always_inline)) uint64_t ct_stream_word_cached(CUstream s,
+                                                                            int per_thread)
+{
+    if (__builtin_expect(s != NULL && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD, 1))
+        return ct_ptrmap_get(&ct_stream_map, (uintptr_t)s);
+    return ct_stream_word_peek(s, per_thread);
+}
+
+/* Its resolving twin: the word, resolving (and recording) on a miss. */
+static inline uint64_t ct_stream_word(CUstream s, int per_thread)
+{
+    int dev;
+    uint64_t id = ct_stream_id(s, per_thread, &dev);
+    return id | (uint64_t)(uint16_t)(dev + 1) << 48;
+}
+
+/* The kernel name if cached, else 0 (never resolves, as above). */
+static inline __attribute__((always_inline)) uint32_t ct_func_name_cached(const void *handle)
+{
+    return (uint32_t)ct_ptrmap_get(&ct_func_map, (uintptr_t)handle);
+}
+
 static inline __attribute__((always_inline)) uint32_t ct_func_name(const void *handle)
 {
     uint64_t v = ct_ptrmap_get(&ct_func_map, (uintptr_t)handle);

@@ -9,6 +9,7 @@
  */
     .hidden ct_real
     .hidden ct_shim_state
+    .hidden ct_launch_fast
     .set    ct_row, 0
 
 .macro CT_STUB name, base
@@ -16,6 +17,9 @@
     .globl  \name
     .type   \name, %function
     .hidden ct_impl_\name
+.ifc \base,cuLaunchKernel
+    .hidden ct_fast_\name
+.endif
     .p2align 4
 \name:
 .ifnc \base,cuGetProcAddress
@@ -35,6 +39,11 @@
     mrs     x17, tpidr_el0
     ldr     w17, [x17, x9]
     cbnz    w17, 2b
+.ifc \base,cuLaunchKernel
+    adrp    x17, ct_launch_fast     /* the steady state: shim/cuda_launch.c */
+    ldr     w17, [x17, :lo12:ct_launch_fast]
+    cbnz    w17, ct_fast_\name
+.endif
 .endif
 1:  b       ct_impl_\name
     .size   \name, .-\name

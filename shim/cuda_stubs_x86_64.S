@@ -7,7 +7,9 @@
  * registers and copies stack arguments even for a tail call (cuLaunchKernel
  * has five on the stack), which is most of a paused shim's cost. Every
  * other call (recording, first use, real function not resolved yet) jumps
- * to the C wrapper, ct_impl_<name>, which decides for itself.
+ * to the C wrapper, ct_impl_<name>, which decides for itself; a recorded
+ * cuLaunchKernel (either row) with ct_launch_fast set jumps to its fast
+ * path, ct_fast_<name> (shim/cuda_launch.c says what that covers).
  *
  * The test mirrors ct_shim_passthrough() in shim.h: pass through when
  * ct_shim_state is INITING (1), OFF (3) or PAUSED (5), or when it is ON (2)
@@ -18,6 +20,7 @@
  */
     .hidden ct_real
     .hidden ct_shim_state
+    .hidden ct_launch_fast
     .set    ct_row, 0
 
 .macro CT_STUB name, base
@@ -25,6 +28,9 @@
     .globl  \name
     .type   \name, @function
     .hidden ct_impl_\name
+.ifc \base,cuLaunchKernel
+    .hidden ct_fast_\name
+.endif
     .p2align 4
 \name:
 .ifnc \base,cuGetProcAddress
@@ -42,6 +48,10 @@
 3:  movq    ct_tls_guard@gottpoff(%rip), %r11
     cmpl    $0, %fs:(%r11)
     jne     2b
+.ifc \base,cuLaunchKernel
+    cmpl    $0, ct_launch_fast(%rip) /* the steady state: shim/cuda_launch.c */
+    jne     ct_fast_\name
+.endif
 .endif
 1:  jmp     ct_impl_\name
     .size   \name, .-\name

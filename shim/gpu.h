@@ -18,6 +18,9 @@ enum ct_gpu_mode {
 
 /* Set once at init (after any fallback); read by every wrapper. */
 extern int ct_gpu_mode;
+/* 1 when a launch may take its fast path: GPU timing off, no stack per
+ * launch, the cycle counter as the clock (init.c, cuda_launch.c). */
+extern int ct_launch_fast;
 
 /* Per-call state of event mode. */
 struct ct_gpu_op {

@@ -26,6 +26,15 @@
 
 atomic_int ct_shim_state;
 int ct_gpu_mode;
+int ct_launch_fast;
+
+/* Whether launches may take their fast path (shim/cuda_launch.c): GPU
+ * timing off, no stack per launch, the cycle counter as the clock. Set
+ * wherever the GPU timing mode is. */
+static void launch_path_update(void)
+{
+    ct_launch_fast = ct_gpu_mode == CT_GPU_OFF && ct_cfg.stacks != 2 && ct_clock_tsc;
+}
 struct ct_config ct_cfg;
 __thread uint64_t ct_tls_corr __attribute__((tls_model("initial-exec")));
 static atomic_uint g_thread_index;
@@ -126,6 +135,7 @@ static void start_gpu_timing(int pref)
     static const char *const names[] = {"off", "cupti", "events"};
     recorder_meta_str("gpu_timing", names[mode]);
     ct_gpu_mode = mode;
+    launch_path_update();
 }
 
 void ct_shim_finish(void)
@@ -294,6 +304,7 @@ static int start_recording(int after_fork)
     if (after_fork) {
         /* CUDA cannot be used in a child forked after cuInit: host spans only */
         ct_gpu_mode = CT_GPU_OFF;
+        launch_path_update();
         return 0;
     }
     if (ct_cuda_record_init() != 0)

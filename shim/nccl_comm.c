@@ -23,7 +23,7 @@
 
 static struct ct_nccl_comm g_comms[CT_NCCL_MAX_COMMS];
 static _Atomic unsigned g_ncomms;
-static struct ct_ptrmap g_comm_map; /* handle -> index + 1 */
+static struct ct_ptrmap g_comm_map = CT_PTRMAP_EMPTY; /* handle -> index + 1 */
 static pthread_mutex_t g_comm_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic unsigned g_full_reported;
 
@@ -71,7 +71,7 @@ struct ct_nccl_comm *ct_nccl_comm_add(ncclComm_t handle, uint64_t hash, int rank
     ct_tls_guard = 1;
     struct ct_nccl_comm *c = NULL;
     pthread_mutex_lock(&g_comm_lock);
-    if (!g_comm_map.keys && ct_ptrmap_init(&g_comm_map, 13) != 0)
+    if (!ct_ptrmap_ready(&g_comm_map) && ct_ptrmap_init(&g_comm_map, 13) != 0)
         goto out;
     unsigned i = atomic_load(&g_ncomms);
     if (i >= CT_NCCL_MAX_COMMS) {

@@ -4,56 +4,56 @@
 #include <stddef.h>
 #include <sys/mman.h>
 
+/* Slot -1 holds the mask (0), slot 0 key 0: "absent" to every lookup. */
+struct ct_ptrmap_slot ct_ptrmap_empty[2];
+
 int ct_ptrmap_init(struct ct_ptrmap *m, unsigned log2_slots)
 {
     uint64_t n = 1ull << log2_slots;
-    void *k = mmap(NULL, n * sizeof(uintptr_t), PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    void *v = mmap(NULL, n * sizeof(uint64_t), PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (k == MAP_FAILED || v == MAP_FAILED) {
-        if (k != MAP_FAILED)
-            munmap(k, n * sizeof(uintptr_t));
-        if (v != MAP_FAILED)
-            munmap(v, n * sizeof(uint64_t));
+    size_t len = (n + 1) * sizeof(struct ct_ptrmap_slot);
+    struct ct_ptrmap_slot *t =
+        mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (t == MAP_FAILED)
         return -ENOMEM;
-    }
-    m->vals = v;
-    m->mask = n - 1;
-    m->keys = k; /* before the shim turns on: readers see it after that */
+    ((uint64_t *)(void *)t)[0] = n - 1; /* ct_ptrmap_mask */
+    /* before the shim turns on: readers see it after that */
+    atomic_store_explicit(&m->slots, t + 1, memory_order_release);
     return 0;
 }
 
 int ct_ptrmap_put(struct ct_ptrmap *m, uintptr_t k, uint64_t v)
 {
-    if (!m->keys || k == 0)
+    struct ct_ptrmap_slot *t = atomic_load_explicit(&m->slots, memory_order_acquire);
+    if (t == CT_PTRMAP_EMPTY_TAB || k == 0)
         return -1;
-    for (uint64_t i = ct_ptrmap_hash(k) & m->mask, n = 0; n <= m->mask;
-         n++, i = (i + 1) & m->mask) {
-        uintptr_t key = atomic_load_explicit(&m->keys[i], memory_order_acquire);
+    uint64_t mask = ct_ptrmap_mask(t);
+    for (uint64_t i = ct_ptrmap_hash(k) & mask, n = 0; n <= mask; n++, i = (i + 1) & mask) {
+        struct ct_ptrmap_slot *s = &t[i];
+        uintptr_t key = atomic_load_explicit(&s->key, memory_order_acquire);
         if (key == 0) {
             uintptr_t expected = 0;
-            if (!atomic_compare_exchange_strong(&m->keys[i], &expected, k)) {
+            if (!atomic_compare_exchange_strong(&s->key, &expected, k)) {
                 if (expected != k)
                     continue;
             }
             key = k;
         }
         if (key == k) {
-            atomic_store_explicit(&m->vals[i], v, memory_order_release);
+            atomic_store_explicit(&s->val, v, memory_order_release);
             return 0;
         }
     }
     return -1;
 }
 
-uint64_t ct_ptrmap_get_slow(const struct ct_ptrmap *m, uintptr_t k)
+uint64_t ct_ptrmap_get_slow(const struct ct_ptrmap_slot *t, uintptr_t k)
 {
-    for (uint64_t i = ct_ptrmap_hash(k) & m->mask, n = 0; n <= m->mask;
-         n++, i = (i + 1) & m->mask) {
-        uintptr_t key = atomic_load_explicit(&m->keys[i], memory_order_acquire);
+    uint64_t mask = ct_ptrmap_mask(t);
+    for (uint64_t i = ct_ptrmap_hash(k) & mask, n = 0; n <= mask; n++, i = (i + 1) & mask) {
+        const struct ct_ptrmap_slot *s = &t[i];
+        uintptr_t key = atomic_load_explicit(&s->key, memory_order_acquire);
         if (key == k)
-            return atomic_load_explicit(&m->vals[i], memory_order_acquire);
+            return atomic_load_explicit(&s->val, memory_order_acquire);
         if (key == 0)
             return 0;
     }

@@ -15,6 +15,11 @@ static inline uint64_t ct_arch_ticks(void)
     __asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
     return ((uint64_t)hi << 32) | lo;
 }
+/* The same stored at *p as its two halves: no shift and or to join them. */
+static inline void ct_arch_ticks_store(uint64_t *p)
+{
+    __asm__ __volatile__("rdtsc\n\tmovl %%eax, %0\n\tmovl %%edx, 4+%0" : "=m"(*p) : : "eax", "edx");
+}
 #define CT_ARCH_HAS_TICKS 1
 #elif defined(__aarch64__)
 /* The generic timer's virtual count: a constant rate (cntfrq_el0) by the
@@ -26,11 +31,19 @@ static inline uint64_t ct_arch_ticks(void)
     __asm__ __volatile__("isb\n\tmrs %0, cntvct_el0" : "=r"(v)::"memory");
     return v;
 }
+static inline void ct_arch_ticks_store(uint64_t *p)
+{
+    *p = ct_arch_ticks();
+}
 #define CT_ARCH_HAS_TICKS 1
 #else
 static inline uint64_t ct_arch_ticks(void)
 {
     return 0;
+}
+static inline void ct_arch_ticks_store(uint64_t *p)
+{
+    *p = 0;
 }
 #define CT_ARCH_HAS_TICKS 0
 #endif

@@ -278,6 +278,7 @@ int ct_recorder_restart_after_fork(const struct ct_recorder_config *cfg,
         atomic_store(&mine->head, 0);
         atomic_store(&mine->tail, 0);
         mine->cached_tail = 0;
+        mine->limit = 0;
         atomic_store(&mine->dropped, 0);
         mine->dropped_reported = 0;
         mine->tid = (uint32_t)syscall(SYS_gettid);

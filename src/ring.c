@@ -30,3 +30,38 @@ void ct_ring_destroy(struct ct_ring *r)
     if (r)
         munmap(r, CT_RING_CTL + r->size);
 }
+
+uint64_t *ct_ring_begin_slow(struct ct_ring *r, unsigned kind, unsigned nwords, unsigned flags)
+{
+    uint64_t need = 8u + (uint64_t)nwords * 8u;
+    uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+    uint64_t pos = head & r->mask;
+    uint64_t pad = r->size - pos < need ? r->size - pos : 0;
+    if (head + pad + need - r->cached_tail > r->size) {
+        r->cached_tail = atomic_load_explicit(&r->tail, memory_order_acquire);
+        if (head + pad + need - r->cached_tail > r->size) {
+            atomic_store_explicit(&r->dropped,
+                                  atomic_load_explicit(&r->dropped, memory_order_relaxed) + 1,
+                                  memory_order_relaxed);
+            return NULL;
+        }
+    }
+    if (pad) {
+        struct ct_rec_hdr *ph = (struct ct_rec_hdr *)(void *)(r->data + pos);
+        ph->kind = 0;
+        ph->nwords = (uint8_t)((pad - 8u) / 8u);
+        ph->flags = 0;
+        ph->reserved = 0;
+        head += pad;
+        pos = 0;
+    }
+    uint64_t free_end = r->cached_tail + r->size, lap_end = (head & ~r->mask) + r->size;
+    r->limit = free_end < lap_end ? free_end : lap_end;
+    struct ct_rec_hdr *h = (struct ct_rec_hdr *)(void *)(r->data + pos);
+    h->kind = (uint16_t)kind;
+    h->nwords = (uint8_t)nwords;
+    h->flags = (uint8_t)flags;
+    h->reserved = 0;
+    r->pending = head + need;
+    return (uint64_t *)(void *)(h + 1);
+}

@@ -23,6 +23,9 @@
 
 #define CT_RF_NS     0x01 /* time fields are already CLOCK_MONOTONIC ns */
 #define CT_RF_PACKED 0x02 /* CT_REC_API in the packed layout below */
+/* with CT_RF_PACKED: CT_PA_STREAM is stream id | (device + 1) << 48 (the
+ * shim's stream cache word) and CT_PA_RESULT_DEV the result alone */
+#define CT_RF_SDEV 0x04
 
 /*
  * Packed in-memory layout of an API record (11 words instead of 19, so a
@@ -63,7 +66,12 @@ struct ct_ring {
     uint64_t cached_tail;     /* producer's last view of tail */
     uint64_t pending;         /* head after the record being built */
     _Atomic uint64_t dropped; /* written by the producer only */
-    char pad0[32];
+    /* head may grow to limit with no other test: the lesser of the end of
+     * the space known free (cached_tail + size) and the end of the ring's
+     * current lap (a record there needs no pad). 0 until the first record;
+     * ct_ring_begin_slow sets it. */
+    uint64_t limit;
+    char pad0[24];
     /* consumer's cache line */
     _Atomic uint64_t tail; /* bytes ever consumed */
     uint64_t dropped_reported;
@@ -87,32 +95,37 @@ void ct_ring_destroy(struct ct_ring *r);
  * (the record is dropped and counted) when the ring is full. Must be followed
  * by ct_ring_commit() before the next begin.
  */
+/* The rest of ct_ring_begin (ring.c): a pad to the end of the lap, a fresh
+ * look at the consumer's tail, a drop. */
+uint64_t *ct_ring_begin_slow(struct ct_ring *r, unsigned kind, unsigned nwords, unsigned flags);
+
 static inline uint64_t *ct_ring_begin(struct ct_ring *r, unsigned kind, unsigned nwords,
                                       unsigned flags)
 {
     uint64_t need = 8u + (uint64_t)nwords * 8u;
     uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
-    uint64_t pos = head & r->mask;
-    uint64_t pad = r->size - pos < need ? r->size - pos : 0;
-    if (head + pad + need - r->cached_tail > r->size) {
-        r->cached_tail = atomic_load_explicit(&r->tail, memory_order_acquire);
-        if (head + pad + need - r->cached_tail > r->size) {
-            atomic_store_explicit(&r->dropped,
-                                  atomic_load_explicit(&r->dropped, memory_order_relaxed) + 1,
-                                  memory_order_relaxed);
-            return NULL;
-        }
-    }
-    if (pad) {
-        struct ct_rec_hdr *ph = (struct ct_rec_hdr *)(void *)(r->data + pos);
-        ph->kind = 0;
-        ph->nwords = (uint8_t)((pad - 8u) / 8u);
-        ph->flags = 0;
-        ph->reserved = 0;
-        head += pad;
-        pos = 0;
-    }
-    struct ct_rec_hdr *h = (struct ct_rec_hdr *)(void *)(r->data + pos);
+    if (__builtin_expect(head + need > r->limit, 0))
+        return ct_ring_begin_slow(r, kind, nwords, flags);
+    struct ct_rec_hdr *h = (struct ct_rec_hdr *)(void *)(r->data + (head & r->mask));
+    h->kind = (uint16_t)kind;
+    h->nwords = (uint8_t)nwords;
+    h->flags = (uint8_t)flags;
+    h->reserved = 0;
+    r->pending = head + need;
+    return (uint64_t *)(void *)(h + 1);
+}
+
+/* ct_ring_begin's common case alone: NULL, with nothing counted, where
+ * ct_ring_begin would have to pad, look at the tail or drop (the caller
+ * then takes its general path, which calls ct_ring_begin). */
+static inline uint64_t *ct_ring_begin_fast(struct ct_ring *r, unsigned kind, unsigned nwords,
+                                           unsigned flags)
+{
+    uint64_t need = 8u + (uint64_t)nwords * 8u;
+    uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+    if (__builtin_expect(head + need > r->limit, 0))
+        return NULL;
+    struct ct_rec_hdr *h = (struct ct_rec_hdr *)(void *)(r->data + (head & r->mask));
     h->kind = (uint16_t)kind;
     h->nwords = (uint8_t)nwords;
     h->flags = (uint8_t)flags;

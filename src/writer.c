@@ -169,7 +169,7 @@ static uint64_t to_ns(uint64_t v, unsigned flags)
 }
 
 /* The format's fields of a packed API record (see ring.h). */
-static void unpack_api(const uint64_t *w, uint64_t *f)
+static void unpack_api(const uint64_t *w, unsigned flags, uint64_t *f)
 {
     f[CT_API_START] = w[CT_PA_START];
     f[CT_API_END] = w[CT_PA_END];
@@ -181,6 +181,10 @@ static void unpack_api(const uint64_t *w, uint64_t *f)
     f[CT_API_COPY_KIND] = (w[CT_PA_NAME_FAMILY] >> 48) & 0xff;
     f[CT_API_RESULT] = (uint64_t)(int64_t)(int32_t)(uint32_t)w[CT_PA_RESULT_DEV];
     f[CT_API_DEVICE] = (uint64_t)(int64_t)(int32_t)(uint32_t)(w[CT_PA_RESULT_DEV] >> 32);
+    if (flags & CT_RF_SDEV) {
+        f[CT_API_STREAM] = w[CT_PA_STREAM] & ((1ull << 48) - 1);
+        f[CT_API_DEVICE] = (uint64_t)(int64_t)((int)(w[CT_PA_STREAM] >> 48) - 1);
+    }
     f[CT_API_KERNEL] = (uint32_t)w[CT_PA_KERNEL_SHMEM];
     f[CT_API_SHMEM] = w[CT_PA_KERNEL_SHMEM] >> 32;
     f[CT_API_GRID_X] = (uint32_t)w[CT_PA_GRID_XY];
@@ -199,7 +203,7 @@ static void add_record(unsigned kind, unsigned flags, const uint64_t *w, unsigne
     if (kind == CT_REC_API && (flags & CT_RF_PACKED)) {
         if (nwords != CT_PA_NWORDS)
             return;
-        unpack_api(w, unpacked);
+        unpack_api(w, flags, unpacked);
         w = unpacked;
         nwords = CT_API_NFIELDS;
     }

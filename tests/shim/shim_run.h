@@ -1,6 +1,7 @@
 /*
  * What the shim suite's files share (test_shim.c: entry points, families,
- * settings; test_shim_gpu.c: GPU timing).
+ * settings; test_shim_gpu.c: GPU timing; test_shim_launch.c: the launch
+ * fast path).
  */
 #ifndef CT_TESTS_SHIM_RUN_H
 #define CT_TESTS_SHIM_RUN_H
@@ -26,5 +27,7 @@ static inline const char *S(const struct th_trace *t, uint64_t id)
 
 /* Adds the GPU-timing tests (test_shim_gpu.c) to tc. */
 void shim_gpu_tests(TCase *tc);
+/* Adds the launch fast path's tests (test_shim_launch.c) to tc. */
+void shim_launch_tests(TCase *tc);
 
 #endif

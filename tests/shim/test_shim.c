@@ -414,7 +414,8 @@ Suite *shim_suite(void)
     tcase_add_test(tc, unwritable_output_gives_one_line_and_the_job_runs);
     tcase_add_test(tc, launcher_environment_names_the_file_and_secrets_are_redacted);
     tcase_add_test(tc, shim_depends_on_glibc_only);
-    shim_gpu_tests(tc); /* test_shim_gpu.c */
+    shim_gpu_tests(tc);    /* test_shim_gpu.c */
+    shim_launch_tests(tc); /* test_shim_launch.c */
     suite_add_tcase(s, tc);
     return s;
 }
