@@ -72,10 +72,17 @@ for secret in secrets:
             failures.append(f"{secret!r} appears in {name}")
 
 dump = outputs["dump --json"]
-for kept in ["--password=<redacted>", "--password <redacted>", "postgres://admin:<redacted>@db.internal",
-             "https://bob:<redacted>@example.com", "Bearer <redacted>", "--mycorp-pin <redacted>",
-             "plain_argument", '"tag.api_key":"<redacted>"', "tag.note",
-             "alice:<redacted>@host"]:
+from_cmdline = ["--password=<redacted>", "--password <redacted>",
+                "postgres://admin:<redacted>@db.internal", "https://bob:<redacted>@example.com",
+                "Bearer <redacted>", "--mycorp-pin <redacted>", "plain_argument"]
+if os.environ.get("CT_EMULATED"):
+    # qemu-user serves /proc/self/cmdline from a file of its own, which the
+    # shim's check that a descriptor is still the file it opened refuses:
+    # the command line is empty there (the secrets are still checked
+    # absent above, and the rules run under qemu in unit-redact)
+    print(f"skipped under {os.environ['CT_EMULATED']}: the command line's scrubbed form")
+    from_cmdline = []
+for kept in from_cmdline + ['"tag.api_key":"<redacted>"', "tag.note", "alice:<redacted>@host"]:
     if kept not in dump:
         failures.append(f"{kept!r} missing from dump --json (what is not secret must survive)")
 if "CUTRACE_TAGS" in dump:

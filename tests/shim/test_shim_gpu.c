@@ -82,6 +82,11 @@ static int cmp_gpu_start(const void *a, const void *b)
  */
 static void check_schedule(struct gpu_run *g, uint64_t tol, int cupti)
 {
+    /* Under user-mode emulation the simulated device's threads run 10-50x
+     * slower and unevenly: its scheduling jitter, what tol bounds, with
+     * them (the order and count checks stay exact). */
+    if (getenv("CT_EMULATED"))
+        tol *= 50;
     const struct ct_record *on_s[64];
     size_t n = 0;
     int pt_seen = 0, legacy_seen = 0;

@@ -120,6 +120,15 @@ void th_trace_free(struct th_trace *t)
     memset(t, 0, sizeof(*t));
 }
 
+int th_emulated_skip(const char *why)
+{
+    const char *emu = getenv("CT_EMULATED");
+    if (!emu || !*emu)
+        return 0;
+    fprintf(stderr, "skipped under %s: %s\n", emu, why);
+    return 1;
+}
+
 size_t th_count_kind(const struct th_trace *t, unsigned kind)
 {
     size_t n = 0;

@@ -34,6 +34,15 @@ size_t th_count_kind(const struct th_trace *t, unsigned kind);
  * returns how many the recorder accepted. */
 int th_emit_marks(int n);
 
+/* Under user-mode emulation (CT_EMULATED names the emulator: the aarch64
+ * suites under qemu, tests/cross/aarch64.sh) a few checks cannot mean what
+ * they mean on a machine: real-time bounds (everything runs 10-50x slower,
+ * unevenly) and programs of this machine's own (sh, python3, mpirun are
+ * x86-64 here, and the aarch64 shim cannot be preloaded into them). Returns
+ * 1, after saying on stderr which check is left out and why, when the
+ * caller should return; 0 otherwise. */
+int th_emulated_skip(const char *why);
+
 /* Starts the recorder on path with small defaults suitable for tests. */
 int th_start(const char *path, size_t ring_bytes, unsigned flush_ms);
 
