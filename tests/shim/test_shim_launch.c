@@ -27,7 +27,9 @@ struct mix_run {
     unsigned long long sid[THREADS][MAX_B];
 };
 
-static void mix_run(struct mix_run *m, const char *buffer_kb)
+/* One run; version/dir: a simulated older driver (NULL: the current). */
+static void mix_run_at(struct mix_run *m, const char *buffer_kb, const char *version,
+                       const char *dir)
 {
     char exe[512], n[16], th[16], buf[64];
     snprintf(exe, sizeof(exe), "%s/w_mixlaunch", th_env("CT_WORKLOADS"));
@@ -35,11 +37,15 @@ static void mix_run(struct mix_run *m, const char *buffer_kb)
     snprintf(th, sizeof(th), "%d", THREADS);
     snprintf(buf, sizeof(buf), "CUTRACE_BUFFER_KB=%s", buffer_kb);
     const char *argv[] = {exe, n, th, NULL};
-    const char *env[] = {"CUTRACE_GPU_TIMING=off", buf, NULL};
+    char lib[1024], ver[64];
+    snprintf(lib, sizeof(lib), "LD_LIBRARY_PATH=%s:%s", dir ? dir : "", th_env("CT_FAKEGPU_DIR"));
+    snprintf(ver, sizeof(ver), "FAKEGPU_DRIVER_VERSION=%s", version ? version : "13000");
+    const char *env[] = {"CUTRACE_GPU_TIMING=off", buf, lib, ver, NULL};
     struct th_run r;
     run(&r, th_env("CT_SHIM"), env, argv);
     char *out = th_slurp(r.out), *err = th_slurp(r.err);
-    ck_assert_msg(r.status == 0, "status %d: %s", r.status, err);
+    ck_assert_msg(r.status == 0, "driver %s: status %d: %s", version ? version : "13000", r.status,
+                  err);
     memset(m, 0, sizeof(*m));
     for (char *p = strstr(out, "STREAM "); p; p = strstr(p + 1, "STREAM ")) {
         unsigned t, b;
@@ -52,6 +58,11 @@ static void mix_run(struct mix_run *m, const char *buffer_kb)
     th_run_read_trace(&r, 0, &m->t);
     free(out);
     free(err);
+}
+
+static void mix_run(struct mix_run *m, const char *buffer_kb)
+{
+    mix_run_at(m, buffer_kb, NULL, NULL);
 }
 
 /* Checks every launch record on its own; returns how many there were. */
@@ -140,8 +151,34 @@ START_TEST(fast_path_in_a_small_ring_pads_drops_and_counts)
 }
 END_TEST
 
+/* The same at every simulated older driver level (CUDA 11.8: no
+ * cuStreamGetId, ids are handles; 12.2: no cuFuncGetName; 12.4: no
+ * cuStreamGetDevice): what the driver lacks changes where ids and names
+ * come from, not the records. */
+START_TEST(fast_path_records_every_launch_at_every_driver_level)
+{
+    char buf[4096];
+    snprintf(buf, sizeof(buf), "%s", th_env("CT_OLD_DRIVERS")); /* "V=DIR V=DIR ..." */
+    int levels = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, " ", &save); tok;
+         tok = strtok_r(NULL, " ", &save)) {
+        char *eq = strchr(tok, '=');
+        ck_assert_ptr_nonnull(eq);
+        *eq = 0;
+        struct mix_run m;
+        mix_run_at(&m, "16384", tok, eq + 1);
+        ck_assert_uint_eq(ring_drops(&m.t), 0);
+        ck_assert_uint_eq(check_launches(&m), THREADS * N_PER_THREAD);
+        th_trace_free(&m.t);
+        levels++;
+    }
+    ck_assert_int_eq(levels, 3);
+}
+END_TEST
+
 void shim_launch_tests(TCase *tc)
 {
+    tcase_add_test(tc, fast_path_records_every_launch_at_every_driver_level);
     tcase_add_test(tc, fast_path_records_every_launch_as_it_was_made);
     tcase_add_test(tc, fast_path_in_a_small_ring_pads_drops_and_counts);
 }

@@ -8,16 +8,34 @@
  *   block = (1, B, 1): B = own stream index + 1, 65 the legacy stream,
  *           66 the per-thread default stream (through cuLaunchKernel_ptsz)
  * Prints "STREAM thread B id" for each stream a thread launches on (the
- * id from cuStreamGetId) and "launched TOTAL".
+ * id from cuStreamGetId; on a driver without it, before CUDA 12.0, the id
+ * the shim gives: the handle's low 48 bits, 1 the legacy stream, 2 the
+ * per-thread one) and "launched TOTAL".
  * usage: w_mixlaunch N [THREADS] */
 #include <cuda.h>
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 CUresult cuLaunchKernel_ptsz(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                              unsigned, CUstream, void **, void **);
-CUresult cuStreamGetId_ptsz(CUstream, unsigned long long *);
+typedef CUresult (*get_id_fn)(CUstream, unsigned long long *);
+static get_id_fn g_get_id, g_get_id_ptsz; /* NULL where the driver lacks them */
+
+static unsigned long long stream_id(CUstream s, int per_thread)
+{
+    get_id_fn f = per_thread ? g_get_id_ptsz : g_get_id;
+    unsigned long long id = 0;
+    if (f) {
+        if (f(s, &id))
+            exit(4);
+        return id;
+    }
+    if (s == NULL || s == CU_STREAM_LEGACY)
+        return per_thread ? 2 : 1;
+    return (unsigned long long)(uintptr_t)s & ((1ull << 48) - 1);
+}
 
 #define MAX_STREAMS 64
 
@@ -32,18 +50,16 @@ static void *worker(void *arg)
     CUstream st[MAX_STREAMS];
     int ns = 0;
     cuCtxSetCurrent(g_ctx);
-    unsigned long long legacy = 0, pt = 0;
-    if (cuStreamGetId(CU_STREAM_LEGACY, &legacy) || cuStreamGetId_ptsz(NULL, &pt))
-        exit(4);
+    unsigned long long legacy = stream_id(CU_STREAM_LEGACY, 0), pt = stream_id(NULL, 1);
     pthread_mutex_lock(&g_print);
     printf("STREAM %u %d %llu\nSTREAM %u %d %llu\n", t, MAX_STREAMS + 1, legacy, t, MAX_STREAMS + 2,
            pt);
     pthread_mutex_unlock(&g_print);
     for (int i = 0; i < g_n; i++) {
         if (i % 1000 == 0 && ns < MAX_STREAMS) {
-            unsigned long long id = 0;
-            if (cuStreamCreate(&st[ns], CU_STREAM_NON_BLOCKING) || cuStreamGetId(st[ns], &id))
+            if (cuStreamCreate(&st[ns], CU_STREAM_NON_BLOCKING))
                 exit(4);
+            unsigned long long id = stream_id(st[ns], 0);
             pthread_mutex_lock(&g_print);
             printf("STREAM %u %d %llu\n", t, ns + 1, id);
             pthread_mutex_unlock(&g_print);
@@ -73,6 +89,8 @@ int main(int argc, char **argv)
     int threads = argc > 2 ? atoi(argv[2]) : 1;
     CUdevice d;
     CUmodule m;
+    *(void **)&g_get_id = dlsym(RTLD_DEFAULT, "cuStreamGetId");
+    *(void **)&g_get_id_ptsz = dlsym(RTLD_DEFAULT, "cuStreamGetId_ptsz");
     if (cuInit(0) || cuDeviceGet(&d, 0) || cuDevicePrimaryCtxRetain(&g_ctx, d) ||
         cuCtxSetCurrent(g_ctx) || cuModuleLoadData(&m, "x") ||
         cuModuleGetFunction(&g_f[0], m, "k0__1us") || cuModuleGetFunction(&g_f[1], m, "k1__1us") ||
