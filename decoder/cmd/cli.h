@@ -16,5 +16,6 @@ int ct_cmd_stop(int argc, char **argv);
 int ct_cmd_dump_now(int argc, char **argv);
 int ct_cmd_diff(int argc, char **argv);
 int ct_cmd_diagnose(int argc, char **argv);
+int ct_cmd_summarize(int argc, char **argv); /* decoder/cmd/summarize.c */
 
 #endif

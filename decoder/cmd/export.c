@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "decoder/cmd/cli.h"
+#include "decoder/read/summary.h"
 #include "decoder/export/export.h"
 #include "decoder/read/inputs.h"
 #include "decoder/read/load.h"
@@ -253,6 +254,18 @@ int ct_cmd_export(int argc, char **argv)
         unlink(out);
         return CT_EXIT_BAD_INPUT;
     }
+    for (size_t i = 0; i < in.n; i++)
+        if (ct_ends_with(in.paths[i], CT_SUMMARY_SUFFIX)) {
+            /* the timeline export draws every record (API calls, I/O, NVTX
+             * ranges), which a summary does not keep */
+            fprintf(stderr,
+                    "cutrace export: %s is a summary: export needs the traces themselves "
+                    "(report, diagnose and diff read summaries)\n",
+                    in.paths[i]);
+            ct_inputs_free(&in);
+            unlink(out);
+            return CT_EXIT_USAGE;
+        }
     struct ct_progress pr;
     ct_progress_start(&pr, "cutrace export");
     struct ct_export_job x;

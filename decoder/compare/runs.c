@@ -15,6 +15,7 @@
 #include "decoder/analysis/health.h"
 #include "decoder/read/inputs.h"
 #include "decoder/read/load.h"
+#include "decoder/read/summary.h"
 #include "decoder/util/array.h"
 #include "src/reader.h"
 
@@ -38,7 +39,8 @@ static int has_traces(const char *dir)
     struct dirent *de;
     int yes = 0;
     while (!yes && (de = readdir(d)) != NULL)
-        yes = de->d_name[0] != '.' && ends_with(de->d_name, ".cutrace");
+        yes = de->d_name[0] != '.' &&
+              (ends_with(de->d_name, ".cutrace") || ends_with(de->d_name, CT_SUMMARY_SUFFIX));
     closedir(d);
     return yes;
 }
@@ -277,6 +279,69 @@ static int join_copies(struct scan *s)
     return 0;
 }
 
+void ct_facts_encode(const struct ct_trace_facts *f, struct ct_sum_wbuf *b)
+{
+    ct_sum_put_u64(b, (uint64_t)f->rank);
+    ct_sum_put_u64(b, f->nmeta);
+    for (size_t i = 0; i < f->nmeta; i++) {
+        ct_sum_put_str(b, f->meta[i].key);
+        ct_sum_put_str(b, f->meta[i].value);
+    }
+    ct_sum_put_u64(b, f->ncopies);
+    for (size_t i = 0; i < f->ncopies; i++) {
+        const struct ct_copy_fact *c = &f->copies[i];
+        ct_sum_put_u64(b, (uint64_t)c->host_s);
+        ct_sum_put_u64(b, (uint64_t)c->host_e);
+        ct_sum_put_u64(b, (uint64_t)c->gpu_s);
+        ct_sum_put_u64(b, (uint64_t)c->gpu_e);
+        ct_sum_put_u64(b, c->bytes);
+        ct_sum_put_u8(b, c->kind);
+        ct_sum_put_u8(b, c->async);
+    }
+}
+
+/* The facts a summary carries (ct_facts_encode's), f->path the trace's. */
+static int facts_of_summary(const char *path, struct ct_trace_facts *f, char *err, size_t errlen)
+{
+    unsigned char *blob = NULL;
+    size_t n = 0;
+    char *trace_path = NULL;
+    int rc = ct_summary_facts(path, &trace_path, &blob, &n, err, errlen);
+    if (rc)
+        return rc;
+    free(f->path);
+    f->path = trace_path;
+    struct ct_sum_rbuf r = {blob, n, 0, 0};
+    int oom = 0;
+    f->rank = (int64_t)ct_sum_get_u64(&r);
+    f->meta = ct_sum_get_array(&r, &f->nmeta, 8, sizeof(*f->meta), &oom);
+    for (size_t i = 0; i < f->nmeta && !r.bad; i++) {
+        f->meta[i].key = ct_sum_get_str(&r, &oom);
+        f->meta[i].value = ct_sum_get_str(&r, &oom);
+        if (!f->meta[i].key || !f->meta[i].value)
+            r.bad = 1;
+    }
+    f->copies = ct_sum_get_array(&r, &f->ncopies, 42, sizeof(*f->copies), &oom);
+    for (size_t i = 0; i < f->ncopies; i++) {
+        struct ct_copy_fact *c = &f->copies[i];
+        c->host_s = (int64_t)ct_sum_get_u64(&r);
+        c->host_e = (int64_t)ct_sum_get_u64(&r);
+        c->gpu_s = (int64_t)ct_sum_get_u64(&r);
+        c->gpu_e = (int64_t)ct_sum_get_u64(&r);
+        c->bytes = ct_sum_get_u64(&r);
+        c->kind = ct_sum_get_u8(&r);
+        c->async = ct_sum_get_u8(&r);
+    }
+    int bad = r.bad || r.at != r.n;
+    free(blob);
+    if (oom || bad) {
+        snprintf(err, errlen, "%s: %s", path, oom ? "out of memory" : "corrupt facts section");
+        ct_facts_free(f);
+        return oom ? -ENOMEM : -EIO;
+    }
+    return 0;
+}
+
 int ct_facts_scan(const char *path, struct ct_trace_facts *f, char *err, size_t errlen)
 {
     memset(f, 0, sizeof(*f));
@@ -284,6 +349,8 @@ int ct_facts_scan(const char *path, struct ct_trace_facts *f, char *err, size_t 
     f->path = strdup(path);
     if (!f->path)
         return -ENOMEM;
+    if (ct_ends_with(path, CT_SUMMARY_SUFFIX)) /* a summary carries its trace's facts */
+        return facts_of_summary(path, f, err, errlen);
     struct ct_reader rd;
     int rc = ct_reader_open(&rd, path);
     if (rc) {

@@ -62,7 +62,12 @@ void ct_runs_free(struct ct_runset *rs);
 
 /* Reads every trace's facts (one streaming pass per file). */
 int ct_run_scan(struct ct_run *run, char *err, size_t errlen);
+/* A trace's facts, or a summary's (decoder/read/summary.h: f->path is then
+ * the trace's it was made from). */
 int ct_facts_scan(const char *path, struct ct_trace_facts *f, char *err, size_t errlen);
+/* The facts as a summary's facts section (cutrace summarize). */
+struct ct_sum_wbuf;
+void ct_facts_encode(const struct ct_trace_facts *f, struct ct_sum_wbuf *b);
 void ct_facts_free(struct ct_trace_facts *f);
 
 /*

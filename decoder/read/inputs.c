@@ -82,9 +82,12 @@ int ct_inputs_walk(const char *dir, ct_walk_fn fn, void *ctx, char *err, size_t 
     return walk(dir, 0, fn, ctx, err, errlen);
 }
 
+/* Traces, and the per-rank summaries `cutrace summarize` makes of them
+ * (decoder/read/summary.h): either stands for a trace. */
 static int add_trace(void *ctx, const char *path, const char *name)
 {
-    return ct_ends_with(name, ".cutrace") ? ct_inputs_add(ctx, path) : 0;
+    return ct_ends_with(name, ".cutrace") || ct_ends_with(name, ".ctsum") ? ct_inputs_add(ctx, path)
+                                                                          : 0;
 }
 
 int ct_inputs_expand(struct ct_inputs *in, char *const *args, int nargs, char *err, size_t errlen)

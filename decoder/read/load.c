@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "decoder/kineto/kineto.h"
+#include "decoder/read/summary.h"
 #include "decoder/util/progress.h"
 
 int ct_load_expand(struct ct_inputs *in, char *const *operands, int n, char *err, size_t errlen)
@@ -49,6 +50,9 @@ static void *load_worker(void *arg)
         /* kineto: a PyTorch profiler trace goes to its own reader */
         if (ct_kineto_is_path(L->in->paths[i])) {
             rc = ct_kineto_load(L->in->paths[i], &L->procs[i], err, sizeof(err));
+        } else if (ct_ends_with(L->in->paths[i], CT_SUMMARY_SUFFIX)) {
+            /* a per-rank summary stands for its trace (decoder/read/summary.h) */
+            rc = ct_summary_read(L->in->paths[i], L->step, &L->procs[i], err, sizeof(err));
         } else {
             rc = ct_proc_extract_file(L->in->paths[i], L->step, &L->procs[i], err, sizeof(err));
         }

@@ -1,8 +1,9 @@
 /*
  * The one way a job is loaded (decoder/read/load.c), for every command that
  * reads traces as a job (report, export, diff, diagnose): operands expanded
- * (trace files, folders of them, PyTorch profiler traces), every trace
- * decoded on several threads straight into its compact timeline, Kineto
+ * (trace files, folders of them, PyTorch profiler traces, per-rank
+ * summaries: decoder/read/summary.h), every trace decoded on several
+ * threads straight into its compact timeline (a summary read back), Kineto
  * processes completed, the job built (ranks, classes, clock alignment).
  */
 #ifndef CT_DECODER_LOAD_H

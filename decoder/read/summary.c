@@ -1,0 +1,669 @@
+/*
+ * Per-rank summaries (decoder/read/summary.h; the byte layout is in
+ * docs/summary.md). Every field of struct ct_proc is written one by one,
+ * little-endian and fixed-width (no struct padding reaches the file, so
+ * the same timeline always gives the same bytes), and the whole is one
+ * zstd frame with its size in the header. Reading checks every count
+ * against the bytes left before allocating, so a damaged or hostile file
+ * gives an error naming the byte where it went wrong, never a crash or a
+ * huge allocation.
+ */
+#include "decoder/read/summary.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zstd.h>
+
+#include "decoder/analysis/health.h"
+
+static const char magic[8] = {'C', 'T', 'S', 'U', 'M', 0, 0, 0};
+static const char end_magic[8] = {'C', 'T', 'S', 'U', 'M', 'E', 'N', 'D'};
+
+/* The largest summary read back: far above any rank's (a few MB). */
+#define SUMMARY_MAX_BYTES (4ull << 30)
+
+void ct_sum_put(struct ct_sum_wbuf *b, const void *v, size_t len)
+{
+    if (b->oom)
+        return;
+    if (b->n + len > b->cap) {
+        size_t cap = b->cap ? b->cap : 1 << 16;
+        while (cap < b->n + len)
+            cap *= 2;
+        unsigned char *q = realloc(b->p, cap);
+        if (!q) {
+            b->oom = 1;
+            return;
+        }
+        b->p = q;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, v, len);
+    b->n += len;
+}
+
+void ct_sum_put_u64(struct ct_sum_wbuf *b, uint64_t v)
+{
+    unsigned char x[8];
+    for (int i = 0; i < 8; i++)
+        x[i] = (unsigned char)(v >> (8 * i));
+    ct_sum_put(b, x, 8);
+}
+
+void ct_sum_put_u32(struct ct_sum_wbuf *b, uint32_t v)
+{
+    unsigned char x[4];
+    for (int i = 0; i < 4; i++)
+        x[i] = (unsigned char)(v >> (8 * i));
+    ct_sum_put(b, x, 4);
+}
+
+void ct_sum_put_u8(struct ct_sum_wbuf *b, uint8_t v)
+{
+    ct_sum_put(b, &v, 1);
+}
+
+void ct_sum_put_str(struct ct_sum_wbuf *b, const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+    ct_sum_put_u32(b, (uint32_t)n);
+    ct_sum_put(b, s ? s : "", n);
+}
+
+static void put_ivset(struct ct_sum_wbuf *b, const struct ct_ivset *a)
+{
+    ct_sum_put_u64(b, a->n);
+    for (size_t i = 0; i < a->n; i++) {
+        ct_sum_put_u64(b, (uint64_t)a->v[i].s);
+        ct_sum_put_u64(b, (uint64_t)a->v[i].e);
+    }
+}
+
+static void put_cov(struct ct_sum_wbuf *b, const struct ct_coverage *c)
+{
+    const uint64_t v[] = {c->gpu_cupti,           c->gpu_events, c->gpu_plugin, c->gpu_nccl_record,
+                          c->gpu_events_blocking, c->dropped,    c->untimed,    c->unmatched_p2p,
+                          c->processes,           c->truncated,  c->damaged};
+    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+        ct_sum_put_u64(b, v[i]);
+}
+
+static void put_health(struct ct_sum_wbuf *b, const struct ct_hproc *h)
+{
+    ct_sum_put_u8(b, h != NULL);
+    if (!h)
+        return;
+    ct_sum_put_str(b, h->status);
+    ct_sum_put_u64(b, h->ns);
+    for (size_t i = 0; i < h->ns; i++) {
+        const struct ct_hseries *x = &h->s[i];
+        ct_sum_put_u32(b, (uint32_t)x->dev);
+        ct_sum_put_str(b, x->name);
+        ct_sum_put_str(b, x->unit);
+        ct_sum_put_u64(b, x->n);
+        for (size_t k = 0; k < x->n; k++) {
+            ct_sum_put_u64(b, (uint64_t)x->t[k]);
+            ct_sum_put_u64(b, (uint64_t)x->v[k]);
+        }
+    }
+}
+
+static void encode(struct ct_sum_wbuf *b, const struct ct_proc *p, const char *step,
+                   const struct ct_hproc *health, const struct ct_sum_wbuf *facts)
+{
+    ct_sum_put(b, magic, sizeof(magic));
+    ct_sum_put_u32(b, CT_SUMMARY_VERSION);
+    ct_sum_put_u32(b, 0);
+    ct_sum_put_str(b, step ? step : "");
+    ct_sum_put_str(b, p->path);
+    ct_sum_put_str(b, p->host);
+    ct_sum_put_u64(b, (uint64_t)p->rank);
+    ct_sum_put_u32(b, p->pid);
+    ct_sum_put_u32(b, p->ppid);
+    ct_sum_put_u64(b, (uint64_t)p->clock_offset);
+    ct_sum_put_u64(b, p->nops);
+    /* times as differences (from the previous op's start; the end and the
+     * launch from the op's own start), which zstd packs far tighter than
+     * absolute ns; wrapping arithmetic, exact both ways */
+    uint64_t prev = 0;
+    for (size_t i = 0; i < p->nops; i++) {
+        const struct ct_gop *g = &p->ops[i];
+        ct_sum_put_u64(b, (uint64_t)g->s - prev);
+        ct_sum_put_u64(b, (uint64_t)g->e - (uint64_t)g->s);
+        ct_sum_put_u64(b, (uint64_t)g->launch - (uint64_t)g->s);
+        prev = (uint64_t)g->s;
+        ct_sum_put_u32(b, g->stream);
+        ct_sum_put_u32(b, g->name);
+        ct_sum_put_u32(b, (uint32_t)g->nccl);
+        ct_sum_put_u8(b, g->cls);
+        ct_sum_put_u8(b, g->type);
+        ct_sum_put_u8(b, g->op);
+        ct_sum_put_u8(b, (uint8_t)(g->blocking | g->nested << 1 | g->graph << 2));
+    }
+    ct_sum_put_u64(b, p->nnccl);
+    for (size_t i = 0; i < p->nnccl; i++) {
+        const struct ct_nop *o = &p->nccl[i];
+        const int64_t t[] = {o->host_s, o->host_e, o->s, o->e};
+        for (int k = 0; k < 4; k++)
+            ct_sum_put_u64(b, (uint64_t)t[k]);
+        ct_sum_put_u64(b, o->comm);
+        ct_sum_put_u64(b, o->seq);
+        ct_sum_put_u64(b, o->bytes);
+        ct_sum_put_u64(b, o->corr);
+        ct_sum_put_u64(b, (uint64_t)o->all_s);
+        ct_sum_put_u32(b, (uint32_t)o->comm_rank);
+        ct_sum_put_u32(b, (uint32_t)o->peer);
+        ct_sum_put_u32(b, (uint32_t)o->nranks);
+        ct_sum_put_u32(b, o->stream);
+        ct_sum_put_u8(b, o->op);
+        ct_sum_put_u8(b, o->cls);
+    }
+    ct_sum_put_u64(b, p->nlaunches);
+    prev = 0;
+    for (size_t i = 0; i < p->nlaunches; i++) {
+        ct_sum_put_u64(b, (uint64_t)p->launches[i] - prev);
+        prev = (uint64_t)p->launches[i];
+    }
+    put_ivset(b, &p->sync);
+    put_ivset(b, &p->data_wait);
+    put_ivset(b, &p->ckpt);
+    put_ivset(b, &p->capture);
+    ct_sum_put_u64(b, p->nsteps);
+    for (size_t i = 0; i < p->nsteps; i++) {
+        ct_sum_put_u64(b, (uint64_t)p->steps[i].s);
+        ct_sum_put_u64(b, (uint64_t)p->steps[i].e);
+        ct_sum_put_u64(b, (uint64_t)p->steps[i].num);
+    }
+    ct_sum_put_u64(b, p->nnames);
+    for (size_t i = 0; i < p->nnames; i++)
+        ct_sum_put_str(b, p->names[i]);
+    put_cov(b, &p->cov);
+    ct_sum_put_u64(b, (uint64_t)p->capture_open);
+    ct_sum_put_u64(b, (uint64_t)p->last_ns);
+    ct_sum_put_u8(b, p->windowed);
+    ct_sum_put_u8(b, p->light);
+    ct_sum_put_u8(b, p->at_step);
+    ct_sum_put_u64(b, (uint64_t)p->first_host);
+    ct_sum_put_u32(b, p->light_window_ms);
+    ct_sum_put_u32(b, p->light_period_ms);
+    ct_sum_put_u64(b, p->nsdev);
+    for (size_t i = 0; i < p->nsdev; i++) {
+        ct_sum_put_u32(b, p->sdev[i].stream);
+        ct_sum_put_u32(b, (uint32_t)p->sdev[i].dev);
+    }
+    ct_sum_put_u32(b, (uint32_t)p->device);
+    put_health(b, health);
+    ct_sum_put_u64(b, facts ? facts->n : 0);
+    if (facts)
+        ct_sum_put(b, facts->p, facts->n);
+    ct_sum_put(b, end_magic, sizeof(end_magic));
+}
+
+int ct_summary_write(const char *path, const struct ct_proc *p, const char *step,
+                     const struct ct_sum_wbuf *facts, char *err, size_t errlen)
+{
+    if (p->kin) {
+        snprintf(err, errlen, "%s: a PyTorch profiler trace has no summary form: pass it as is",
+                 p->path ? p->path : path);
+        return -EINVAL;
+    }
+    struct ct_sum_wbuf b = {0};
+    encode(&b, p, step, ct_health_of(p), facts);
+    if (b.oom) {
+        free(b.p);
+        snprintf(err, errlen, "%s: out of memory", path);
+        return -ENOMEM;
+    }
+    size_t cap = ZSTD_compressBound(b.n);
+    void *z = malloc(cap);
+    if (!z) {
+        free(b.p);
+        snprintf(err, errlen, "%s: out of memory", path);
+        return -ENOMEM;
+    }
+    size_t zn = ZSTD_compress(z, cap, b.p, b.n, 9);
+    free(b.p);
+    if (ZSTD_isError(zn)) {
+        free(z);
+        snprintf(err, errlen, "%s: compression failed: %s", path, ZSTD_getErrorName(zn));
+        return -EIO;
+    }
+    FILE *f = fopen(path, "wb");
+    if (!f) {
+        int e = errno;
+        free(z);
+        snprintf(err, errlen, "%s: %s", path, strerror(e));
+        return -e;
+    }
+    int bad = fwrite(z, 1, zn, f) != zn;
+    bad |= fclose(f) != 0;
+    free(z);
+    if (bad) {
+        snprintf(err, errlen, "%s: write failed", path);
+        remove(path);
+        return -EIO;
+    }
+    return 0;
+}
+
+static int need(struct ct_sum_rbuf *r, size_t len)
+{
+    if (r->bad || len > r->n - r->at) {
+        r->bad = 1;
+        return 0;
+    }
+    return 1;
+}
+
+uint64_t ct_sum_get_u64(struct ct_sum_rbuf *r)
+{
+    if (!need(r, 8))
+        return 0;
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v |= (uint64_t)r->p[r->at + i] << (8 * i);
+    r->at += 8;
+    return v;
+}
+
+uint32_t ct_sum_get_u32(struct ct_sum_rbuf *r)
+{
+    if (!need(r, 4))
+        return 0;
+    uint32_t v = 0;
+    for (int i = 0; i < 4; i++)
+        v |= (uint32_t)r->p[r->at + i] << (8 * i);
+    r->at += 4;
+    return v;
+}
+
+uint8_t ct_sum_get_u8(struct ct_sum_rbuf *r)
+{
+    if (!need(r, 1))
+        return 0;
+    return r->p[r->at++];
+}
+
+/* A NUL-terminated copy, NULL on a short read or no memory (oom set). */
+char *ct_sum_get_str(struct ct_sum_rbuf *r, int *oom)
+{
+    uint32_t n = ct_sum_get_u32(r);
+    if (!need(r, n))
+        return NULL;
+    char *s = malloc((size_t)n + 1);
+    if (!s) {
+        *oom = 1;
+        return NULL;
+    }
+    memcpy(s, r->p + r->at, n);
+    s[n] = 0;
+    r->at += n;
+    return s;
+}
+
+/* A count of elements of at least `min` bytes each, checked against the
+ * bytes left, and room for them (NULL with *n == 0 is fine). */
+void *ct_sum_get_array(struct ct_sum_rbuf *r, size_t *n, size_t min, size_t elem, int *oom)
+{
+    uint64_t c = ct_sum_get_u64(r);
+    *n = 0;
+    if (r->bad || c > (r->n - r->at) / min) {
+        r->bad = 1;
+        return NULL;
+    }
+    if (!c)
+        return NULL;
+    void *a = calloc((size_t)c, elem);
+    if (!a) {
+        *oom = 1;
+        r->bad = 1;
+        return NULL;
+    }
+    *n = (size_t)c;
+    return a;
+}
+
+static void get_ivset(struct ct_sum_rbuf *r, struct ct_ivset *a, int *oom)
+{
+    a->v = ct_sum_get_array(r, &a->n, 16, sizeof(*a->v), oom);
+    a->cap = a->n;
+    for (size_t i = 0; i < a->n; i++) {
+        a->v[i].s = (int64_t)ct_sum_get_u64(r);
+        a->v[i].e = (int64_t)ct_sum_get_u64(r);
+    }
+}
+
+static void get_cov(struct ct_sum_rbuf *r, struct ct_coverage *c)
+{
+    uint64_t *v[] = {&c->gpu_cupti,           &c->gpu_events, &c->gpu_plugin, &c->gpu_nccl_record,
+                     &c->gpu_events_blocking, &c->dropped,    &c->untimed,    &c->unmatched_p2p,
+                     &c->processes,           &c->truncated,  &c->damaged};
+    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+        *v[i] = ct_sum_get_u64(r);
+}
+
+/* The health series into c (published under the trace's path by the caller). */
+static void get_health(struct ct_sum_rbuf *r, struct ct_hcollect *c, int *present, int *oom)
+{
+    *present = ct_sum_get_u8(r) != 0;
+    if (!*present || r->bad)
+        return;
+    char *status = ct_sum_get_str(r, oom);
+    if (status)
+        snprintf(c->h.status, sizeof(c->h.status), "%s", status);
+    free(status);
+    c->h.s = ct_sum_get_array(r, &c->h.ns, 28, sizeof(*c->h.s), oom);
+    c->cap = c->h.ns;
+    for (size_t i = 0; i < c->h.ns && !r->bad; i++) {
+        struct ct_hseries *x = &c->h.s[i];
+        x->dev = (int)ct_sum_get_u32(r);
+        char *name = ct_sum_get_str(r, oom), *unit = ct_sum_get_str(r, oom);
+        snprintf(x->name, sizeof(x->name), "%s", name ? name : "");
+        snprintf(x->unit, sizeof(x->unit), "%s", unit ? unit : "");
+        free(name);
+        free(unit);
+        size_t n;
+        x->t = ct_sum_get_array(r, &n, 16, sizeof(*x->t), oom);
+        x->v = n ? calloc(n, sizeof(*x->v)) : NULL;
+        if (n && !x->v) {
+            *oom = 1;
+            r->bad = 1;
+            free(x->t);
+            x->t = NULL;
+            n = 0;
+        }
+        x->n = x->cap = n;
+        for (size_t k = 0; k < n; k++) {
+            x->t[k] = (int64_t)ct_sum_get_u64(r);
+            x->v[k] = (int64_t)ct_sum_get_u64(r);
+        }
+    }
+}
+
+/* Decodes the body after the header into p, the health series into hc and
+ * the facts section's place into *facts_at, *facts_n; sets r->bad or *oom. */
+static void decode(struct ct_sum_rbuf *r, struct ct_proc *p, struct ct_hcollect *hc, int *health,
+                   size_t *facts_at, size_t *facts_n, int *oom)
+{
+    p->path = ct_sum_get_str(r, oom);
+    p->host = ct_sum_get_str(r, oom);
+    p->rank = (int64_t)ct_sum_get_u64(r);
+    p->pid = ct_sum_get_u32(r);
+    p->ppid = ct_sum_get_u32(r);
+    p->clock_offset = (int64_t)ct_sum_get_u64(r);
+    p->ops = ct_sum_get_array(r, &p->nops, 40, sizeof(*p->ops), oom);
+    uint64_t prev = 0;
+    for (size_t i = 0; i < p->nops; i++) {
+        struct ct_gop *g = &p->ops[i];
+        uint64_t ds = ct_sum_get_u64(r), de = ct_sum_get_u64(r), dl = ct_sum_get_u64(r);
+        g->s = (int64_t)(prev + ds);
+        g->e = (int64_t)((uint64_t)g->s + de);
+        g->launch = (int64_t)((uint64_t)g->s + dl);
+        prev = (uint64_t)g->s;
+        g->stream = ct_sum_get_u32(r);
+        g->name = ct_sum_get_u32(r);
+        g->nccl = (int32_t)ct_sum_get_u32(r);
+        g->cls = ct_sum_get_u8(r);
+        g->type = ct_sum_get_u8(r);
+        g->op = ct_sum_get_u8(r);
+        uint8_t fl = ct_sum_get_u8(r);
+        g->blocking = fl & 1;
+        g->nested = (fl >> 1) & 1;
+        g->graph = (fl >> 2) & 1;
+        /* indexes that the analyses follow: checked here, once */
+        if (g->cls >= CT_CL_COUNT || (g->nccl >= 0 && (uint64_t)g->nccl >= UINT32_MAX))
+            r->bad = 1;
+    }
+    p->nccl = ct_sum_get_array(r, &p->nnccl, 90, sizeof(*p->nccl), oom);
+    for (size_t i = 0; i < p->nnccl; i++) {
+        struct ct_nop *o = &p->nccl[i];
+        o->host_s = (int64_t)ct_sum_get_u64(r);
+        o->host_e = (int64_t)ct_sum_get_u64(r);
+        o->s = (int64_t)ct_sum_get_u64(r);
+        o->e = (int64_t)ct_sum_get_u64(r);
+        o->comm = ct_sum_get_u64(r);
+        o->seq = ct_sum_get_u64(r);
+        o->bytes = ct_sum_get_u64(r);
+        o->corr = ct_sum_get_u64(r);
+        o->all_s = (int64_t)ct_sum_get_u64(r);
+        o->comm_rank = (int32_t)ct_sum_get_u32(r);
+        o->peer = (int32_t)ct_sum_get_u32(r);
+        o->nranks = (int32_t)ct_sum_get_u32(r);
+        o->stream = ct_sum_get_u32(r);
+        o->op = ct_sum_get_u8(r);
+        o->cls = ct_sum_get_u8(r);
+        if (o->cls >= CT_CL_COUNT)
+            r->bad = 1;
+    }
+    for (size_t i = 0; i < p->nops; i++)
+        if (p->ops[i].nccl >= 0 && (size_t)p->ops[i].nccl >= p->nnccl)
+            r->bad = 1;
+    p->launches = ct_sum_get_array(r, &p->nlaunches, 8, sizeof(*p->launches), oom);
+    prev = 0;
+    for (size_t i = 0; i < p->nlaunches; i++) {
+        prev += ct_sum_get_u64(r);
+        p->launches[i] = (int64_t)prev;
+    }
+    get_ivset(r, &p->sync, oom);
+    get_ivset(r, &p->data_wait, oom);
+    get_ivset(r, &p->ckpt, oom);
+    get_ivset(r, &p->capture, oom);
+    p->steps = ct_sum_get_array(r, &p->nsteps, 24, sizeof(*p->steps), oom);
+    for (size_t i = 0; i < p->nsteps; i++) {
+        p->steps[i].s = (int64_t)ct_sum_get_u64(r);
+        p->steps[i].e = (int64_t)ct_sum_get_u64(r);
+        p->steps[i].num = (int64_t)ct_sum_get_u64(r);
+    }
+    p->names = ct_sum_get_array(r, &p->nnames, 4, sizeof(*p->names), oom);
+    for (size_t i = 0; i < p->nnames && !r->bad; i++)
+        if (!(p->names[i] = ct_sum_get_str(r, oom)))
+            r->bad = 1;
+    for (size_t i = 0; i < p->nops; i++)
+        if (p->ops[i].name >= p->nnames && (p->nnames || p->ops[i].name))
+            r->bad = 1;
+    get_cov(r, &p->cov);
+    p->capture_open = (int64_t)ct_sum_get_u64(r);
+    p->last_ns = (int64_t)ct_sum_get_u64(r);
+    p->windowed = ct_sum_get_u8(r);
+    p->light = ct_sum_get_u8(r);
+    p->at_step = ct_sum_get_u8(r);
+    p->first_host = (int64_t)ct_sum_get_u64(r);
+    p->light_window_ms = ct_sum_get_u32(r);
+    p->light_period_ms = ct_sum_get_u32(r);
+    p->sdev = ct_sum_get_array(r, &p->nsdev, 8, sizeof(*p->sdev), oom);
+    p->capsdev = p->nsdev;
+    for (size_t i = 0; i < p->nsdev; i++) {
+        p->sdev[i].stream = ct_sum_get_u32(r);
+        p->sdev[i].dev = (int32_t)ct_sum_get_u32(r);
+    }
+    p->device = (int32_t)ct_sum_get_u32(r);
+    get_health(r, hc, health, oom);
+    uint64_t fn = ct_sum_get_u64(r);
+    if (!r->bad && fn <= r->n - r->at) {
+        *facts_at = r->at;
+        *facts_n = (size_t)fn;
+        r->at += (size_t)fn;
+    } else {
+        r->bad = 1;
+    }
+    if (need(r, sizeof(end_magic)) && memcmp(r->p + r->at, end_magic, sizeof(end_magic)) != 0)
+        r->bad = 1;
+    if (!r->bad)
+        r->at += sizeof(end_magic);
+    if (!r->bad && r->at != r->n)
+        r->bad = 1; /* bytes after the end: not this version's layout */
+    if (!p->path || !p->host)
+        r->bad = 1;
+}
+
+/* Decompresses, checks and decodes a summary: p, its health series into
+ * hc (*health set when it has some), a copy of its facts section when
+ * facts is not NULL. The --step check only when check_step. */
+static int parse(const void *buf, size_t len, const char *what, int check_step, const char *step,
+                 struct ct_proc *p, struct ct_hcollect *hc, int *health, unsigned char **facts,
+                 size_t *nfacts, char *err, size_t errlen)
+{
+    memset(p, 0, sizeof(*p));
+    ct_hcollect_init(hc);
+    *health = 0;
+    unsigned long long size = ZSTD_getFrameContentSize(buf, len);
+    if (size == ZSTD_CONTENTSIZE_ERROR) {
+        snprintf(err, errlen, "%s: not a cutrace summary (no zstd frame)", what);
+        return -EINVAL;
+    }
+    if (size == ZSTD_CONTENTSIZE_UNKNOWN || size > SUMMARY_MAX_BYTES || size < 16) {
+        snprintf(err, errlen, "%s: not a cutrace summary (frame size %s)", what,
+                 size == ZSTD_CONTENTSIZE_UNKNOWN ? "unknown" : "out of range");
+        return -EINVAL;
+    }
+    unsigned char *raw = malloc((size_t)size);
+    if (!raw) {
+        snprintf(err, errlen, "%s: out of memory", what);
+        return -ENOMEM;
+    }
+    size_t got = ZSTD_decompress(raw, (size_t)size, buf, len);
+    if (ZSTD_isError(got) || got != size) {
+        free(raw);
+        snprintf(err, errlen, "%s: truncated or corrupt summary (%s)", what,
+                 ZSTD_isError(got) ? ZSTD_getErrorName(got) : "short frame");
+        return -EINVAL;
+    }
+    if (memcmp(raw, magic, sizeof(magic)) != 0) {
+        free(raw);
+        snprintf(err, errlen, "%s: not a cutrace summary (bad magic)", what);
+        return -EINVAL;
+    }
+    struct ct_sum_rbuf r = {raw, got, sizeof(magic), 0};
+    uint32_t version = ct_sum_get_u32(&r);
+    (void)ct_sum_get_u32(&r);
+    if (version != CT_SUMMARY_VERSION) {
+        free(raw);
+        snprintf(err, errlen,
+                 "%s: summary version %u; this cutrace reads version %d: summarize the traces "
+                 "again with this cutrace",
+                 what, version, CT_SUMMARY_VERSION);
+        return -EINVAL;
+    }
+    int oom = 0;
+    char *made_with = ct_sum_get_str(&r, &oom);
+    if (check_step && made_with && strcmp(made_with, step ? step : "") != 0) {
+        snprintf(err, errlen,
+                 "%s: summarized with --step '%s', read with --step '%s': summarize again with "
+                 "the same --step",
+                 what, *made_with ? made_with : "(default)", step ? step : "(default)");
+        free(made_with);
+        free(raw);
+        return -EINVAL;
+    }
+    free(made_with);
+    size_t facts_at = 0, facts_n = 0;
+    decode(&r, p, hc, health, &facts_at, &facts_n, &oom);
+    if (!r.bad && !oom && facts) {
+        *facts = malloc(facts_n ? facts_n : 1);
+        if (*facts) {
+            memcpy(*facts, raw + facts_at, facts_n);
+            *nfacts = facts_n;
+        } else {
+            oom = 1;
+        }
+    }
+    size_t at = r.at;
+    int bad = r.bad;
+    free(raw);
+    if (oom || bad) {
+        ct_proc_free(p);
+        ct_hcollect_free(hc);
+        if (oom)
+            snprintf(err, errlen, "%s: out of memory", what);
+        else
+            snprintf(err, errlen, "%s: corrupt summary at byte %zu of its %llu", what, at, size);
+        return oom ? -ENOMEM : -EINVAL;
+    }
+    return 0;
+}
+
+int ct_summary_read_mem(const void *buf, size_t len, const char *what, const char *step,
+                        struct ct_proc *p, char *err, size_t errlen)
+{
+    struct ct_hcollect hc;
+    int health;
+    int rc = parse(buf, len, what, 1, step, p, &hc, &health, NULL, NULL, err, errlen);
+    if (rc)
+        return rc;
+    /* the counters, where the analyses look for them: under the trace's
+     * own path (ct_health_of), as extraction leaves them */
+    if (health)
+        ct_hcollect_publish(&hc, p->path);
+    else
+        ct_hcollect_free(&hc);
+    return 0;
+}
+
+/* The whole file into *buf. */
+static int read_file(const char *path, unsigned char **buf, size_t *n, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -EIO;
+    }
+    long len = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    if (len < 0 || (unsigned long long)len > SUMMARY_MAX_BYTES || fseek(f, 0, SEEK_SET) != 0) {
+        fclose(f);
+        snprintf(err, errlen, "%s: cannot read its size, or larger than a summary can be", path);
+        return -EIO;
+    }
+    *buf = malloc(len ? (size_t)len : 1);
+    if (!*buf) {
+        fclose(f);
+        snprintf(err, errlen, "%s: out of memory", path);
+        return -ENOMEM;
+    }
+    *n = fread(*buf, 1, (size_t)len, f);
+    int rerr = ferror(f) || *n != (size_t)len;
+    fclose(f);
+    if (rerr) {
+        free(*buf);
+        snprintf(err, errlen, "%s: read error", path);
+        return -EIO;
+    }
+    return 0;
+}
+
+int ct_summary_read(const char *path, const char *step, struct ct_proc *p, char *err, size_t errlen)
+{
+    memset(p, 0, sizeof(*p));
+    unsigned char *buf;
+    size_t n;
+    int rc = read_file(path, &buf, &n, err, errlen);
+    if (rc)
+        return rc;
+    rc = ct_summary_read_mem(buf, n, path, step, p, err, errlen);
+    free(buf);
+    return rc == -ENOMEM ? rc : rc ? -EIO : 0;
+}
+
+int ct_summary_facts(const char *path, char **trace_path, unsigned char **facts, size_t *n,
+                     char *err, size_t errlen)
+{
+    unsigned char *buf;
+    size_t len;
+    int rc = read_file(path, &buf, &len, err, errlen);
+    if (rc)
+        return rc;
+    struct ct_proc p;
+    struct ct_hcollect hc;
+    int health;
+    rc = parse(buf, len, path, 0, NULL, &p, &hc, &health, facts, n, err, errlen);
+    free(buf);
+    if (rc)
+        return rc == -ENOMEM ? rc : -EIO;
+    ct_hcollect_free(&hc);
+    *trace_path = p.path;
+    p.path = NULL;
+    ct_proc_free(&p);
+    return 0;
+}

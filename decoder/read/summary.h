@@ -1,0 +1,80 @@
+/*
+ * Per-rank summaries (`cutrace summarize`; format in docs/summary.md): one
+ * trace's compact timeline (struct ct_proc, what ct_proc_extract_file makes
+ * of it) written to a small versioned file, so that the expensive part of
+ * loading a job (decompressing and extracting every record) can run where
+ * the traces are, in parallel, and `report`, `diagnose`, `diff` and
+ * `export` read the summaries in place of the traces with byte-identical
+ * output: everything after extraction is the same code on the same data.
+ */
+#ifndef CT_DECODER_SUMMARY_H
+#define CT_DECODER_SUMMARY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "decoder/read/timeline.h"
+
+#define CT_SUMMARY_SUFFIX  ".ctsum"
+#define CT_SUMMARY_VERSION 1
+
+/* The summary's own encoding (little-endian, fixed width), for the
+ * sections another stage fills: the facts that diagnose and diff read
+ * beside the timeline (decoder/compare/runs.c). A short read or no memory
+ * sets bad (oom) and every later get returns 0. */
+struct ct_sum_wbuf {
+    unsigned char *p;
+    size_t n, cap;
+    int oom;
+};
+void ct_sum_put(struct ct_sum_wbuf *b, const void *v, size_t len);
+void ct_sum_put_u64(struct ct_sum_wbuf *b, uint64_t v);
+void ct_sum_put_u32(struct ct_sum_wbuf *b, uint32_t v);
+void ct_sum_put_u8(struct ct_sum_wbuf *b, uint8_t v);
+void ct_sum_put_str(struct ct_sum_wbuf *b, const char *s);
+struct ct_sum_rbuf {
+    const unsigned char *p;
+    size_t n, at;
+    int bad;
+};
+uint64_t ct_sum_get_u64(struct ct_sum_rbuf *r);
+uint32_t ct_sum_get_u32(struct ct_sum_rbuf *r);
+uint8_t ct_sum_get_u8(struct ct_sum_rbuf *r);
+char *ct_sum_get_str(struct ct_sum_rbuf *r, int *oom);
+/* Room for a count (read first) of elements of at least min bytes each in
+ * what is left, elem bytes each in memory; NULL with *n 0 when none. */
+void *ct_sum_get_array(struct ct_sum_rbuf *r, size_t *n, size_t min, size_t elem, int *oom);
+
+/*
+ * Writes p (as extracted with step name `step`, NULL for the default), its
+ * health counters (ct_health_of) and the facts section (NULL: empty) to
+ * path, zstd-compressed. Returns 0, or a negative errno with err naming
+ * path and the reason (-EINVAL: p is a PyTorch profiler trace's, which
+ * has no summary form).
+ */
+int ct_summary_write(const char *path, const struct ct_proc *p, const char *step,
+                     const struct ct_sum_wbuf *facts, char *err, size_t errlen);
+
+/*
+ * Reads a summary into p. `step` is the step name the caller would extract
+ * with (NULL: the default): a summary made with another one is refused, as
+ * its iterations were found by that name. Returns 0, or a negative errno
+ * with err naming the file and what is wrong with it (not a summary, a
+ * version this build does not read, truncated or corrupt at byte N); p is
+ * then empty.
+ */
+int ct_summary_read(const char *path, const char *step, struct ct_proc *p, char *err,
+                    size_t errlen);
+
+/* The facts section of a summary (malloc'd, *n bytes) and the path of the
+ * trace it was made from (malloc'd): what stands for the trace's path in
+ * outputs. 0 or a negative errno with err. */
+int ct_summary_facts(const char *path, char **trace_path, unsigned char **facts, size_t *n,
+                     char *err, size_t errlen);
+
+/* The same from memory (the fuzzer's entry); the health counters are
+ * published under the trace's path (decoder/analysis/health.h). */
+int ct_summary_read_mem(const void *buf, size_t len, const char *what, const char *step,
+                        struct ct_proc *p, char *err, size_t errlen);
+
+#endif
