@@ -4,8 +4,8 @@
  * summary.h, docs/summary.md), on several threads. `report`, `diagnose`,
  * `diff` and `export` read summaries in place of traces with the same
  * output, so a large job's traces can be summarized where they are, in
- * parallel (one task per node under Slurm, or `xargs -P`: README "Large
- * jobs"), and only the summaries travel.
+ * parallel (srun tasks or a job array under Slurm, or `xargs -P`:
+ * docs/summary.md), and only the summaries travel.
  */
 #include <errno.h>
 #include <getopt.h>
