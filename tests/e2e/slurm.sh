@@ -14,7 +14,7 @@
 # without the packages, the test says so and is skipped (exit 77).
 # usage: slurm.sh BUILD_ROOT SOURCE_ROOT
 set -euo pipefail
-build=$1
+build=$(cd "$1" && pwd) # jobs run from Slurm's spool: absolute paths
 cutrace=$build/decoder/cutrace
 for p in munged slurmctld slurmd srun sbatch sinfo; do
   command -v "$p" > /dev/null || { echo "SKIP: no $p (scripts/setup installs slurm-wlm and munge)"; exit 77; }
@@ -101,7 +101,7 @@ done
 # 1. one allocation, one task per share of the traces
 timeout 120 srun -N 1 -n 2 --job-name=ct-summarize sh -c \
   "ls '$tmp'/job/*.cutrace | awk -v n=\"\$SLURM_NTASKS\" -v r=\"\$SLURM_PROCID\" 'NR % n == r' |
-   xargs '$cutrace' summarize -o '$tmp/sums-srun' 2> '$tmp/log/task-\$SLURM_PROCID.err'" ||
+   xargs '$cutrace' summarize -o '$tmp/sums-srun' 2> \"$tmp/log/task-\$SLURM_PROCID.err\"" ||
   fail "srun of summarize failed"
 [ "$(ls "$tmp/sums-srun" | wc -l)" = 8 ] || fail "srun: $(ls "$tmp/sums-srun" | wc -l) summaries, want 8"
 "$cutrace" report --json -o "$tmp/srun.json" "$tmp/sums-srun"
@@ -111,14 +111,12 @@ cmp "$tmp/one-machine-diag.json" "$tmp/srun-diag.json" || fail "the srun summari
 
 # 2. a job array over the trace folders
 ls -d "$tmp"/by-host/* > "$tmp/folders"
-cat > "$tmp/array.sh" << EOF
-#!/bin/sh
-dir=\$(sed -n "\$((SLURM_ARRAY_TASK_ID + 1))p" "$tmp/folders")
-exec "$cutrace" summarize -o "$tmp/sums-array" "\$dir"
-EOF
-chmod +x "$tmp/array.sh"
-timeout 120 sbatch --wait --array=0-1 --job-name=ct-array -o "$tmp/log/array-%a.out" \
-  "$tmp/array.sh" > /dev/null || fail "sbatch --array of summarize failed"
+# the recipe of docs/summary.md, as written there (--wrap, the folder by
+# SLURM_ARRAY_TASK_ID, evaluated in the task)
+(cd "$tmp" && timeout 120 sbatch --wait --array=0-$(($(wc -l < folders) - 1)) --job-name=ct-array \
+  -o "$tmp/log/array-%a.out" --wrap \
+  "'$cutrace' summarize -o sums-array \"\$(sed -n \"\$((SLURM_ARRAY_TASK_ID + 1))p\" folders)\"" \
+  > /dev/null) || fail "sbatch --array of summarize failed"
 [ "$(ls "$tmp/sums-array" | wc -l)" = 8 ] || fail "array: $(ls "$tmp/sums-array" | wc -l) summaries, want 8"
 "$cutrace" report --json -o "$tmp/array.json" "$tmp/sums-array"
 cmp "$tmp/one-machine.json" "$tmp/array.json" || fail "the job array's report differs"
