@@ -57,11 +57,5 @@ uint64_t *ct_ring_begin_slow(struct ct_ring *r, unsigned kind, unsigned nwords, 
     }
     uint64_t free_end = r->cached_tail + r->size, lap_end = (head & ~r->mask) + r->size;
     r->limit = free_end < lap_end ? free_end : lap_end;
-    struct ct_rec_hdr *h = (struct ct_rec_hdr *)(void *)(r->data + pos);
-    h->kind = (uint16_t)kind;
-    h->nwords = (uint8_t)nwords;
-    h->flags = (uint8_t)flags;
-    h->reserved = 0;
-    r->pending = head + need;
-    return (uint64_t *)(void *)(h + 1);
+    return ct_ring_place(r, pos, head + need, kind, nwords, flags);
 }

@@ -90,28 +90,17 @@ struct ct_ring {
 struct ct_ring *ct_ring_create(size_t bytes, uint32_t tid);
 void ct_ring_destroy(struct ct_ring *r);
 
-/*
- * Starts a record of `nwords` fields; returns where to store them, or NULL
- * (the record is dropped and counted) when the ring is full. Must be followed
- * by ct_ring_commit() before the next begin.
- */
-/* The rest of ct_ring_begin (ring.c): a pad to the end of the lap, a fresh
- * look at the consumer's tail, a drop. */
-uint64_t *ct_ring_begin_slow(struct ct_ring *r, unsigned kind, unsigned nwords, unsigned flags);
-
-static inline uint64_t *ct_ring_begin(struct ct_ring *r, unsigned kind, unsigned nwords,
-                                      unsigned flags)
+/* Writes a record's header at byte pos of the data, makes next the head
+ * its commit publishes, and returns where its fields go (both begins). */
+static inline uint64_t *ct_ring_place(struct ct_ring *r, uint64_t pos, uint64_t next, unsigned kind,
+                                      unsigned nwords, unsigned flags)
 {
-    uint64_t need = 8u + (uint64_t)nwords * 8u;
-    uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
-    if (__builtin_expect(head + need > r->limit, 0))
-        return ct_ring_begin_slow(r, kind, nwords, flags);
-    struct ct_rec_hdr *h = (struct ct_rec_hdr *)(void *)(r->data + (head & r->mask));
+    struct ct_rec_hdr *h = (struct ct_rec_hdr *)(void *)(r->data + pos);
     h->kind = (uint16_t)kind;
     h->nwords = (uint8_t)nwords;
     h->flags = (uint8_t)flags;
     h->reserved = 0;
-    r->pending = head + need;
+    r->pending = next;
     return (uint64_t *)(void *)(h + 1);
 }
 
@@ -125,13 +114,23 @@ static inline uint64_t *ct_ring_begin_fast(struct ct_ring *r, unsigned kind, uns
     uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
     if (__builtin_expect(head + need > r->limit, 0))
         return NULL;
-    struct ct_rec_hdr *h = (struct ct_rec_hdr *)(void *)(r->data + (head & r->mask));
-    h->kind = (uint16_t)kind;
-    h->nwords = (uint8_t)nwords;
-    h->flags = (uint8_t)flags;
-    h->reserved = 0;
-    r->pending = head + need;
-    return (uint64_t *)(void *)(h + 1);
+    return ct_ring_place(r, head & r->mask, head + need, kind, nwords, flags);
+}
+
+/* The rest of ct_ring_begin (ring.c): a pad to the end of the lap, a fresh
+ * look at the consumer's tail, a drop. */
+uint64_t *ct_ring_begin_slow(struct ct_ring *r, unsigned kind, unsigned nwords, unsigned flags);
+
+/*
+ * Starts a record of `nwords` fields; returns where to store them, or NULL
+ * (the record is dropped and counted) when the ring is full. Must be followed
+ * by ct_ring_commit() before the next begin.
+ */
+static inline uint64_t *ct_ring_begin(struct ct_ring *r, unsigned kind, unsigned nwords,
+                                      unsigned flags)
+{
+    uint64_t *w = ct_ring_begin_fast(r, kind, nwords, flags);
+    return __builtin_expect(w != NULL, 1) ? w : ct_ring_begin_slow(r, kind, nwords, flags);
 }
 
 static inline void ct_ring_commit(struct ct_ring *r)

@@ -24,6 +24,10 @@ static const char end_magic[8] = {'C', 'T', 'S', 'U', 'M', 'E', 'N', 'D'};
 
 /* The largest summary read back: far above any rank's (a few MB). */
 #define SUMMARY_MAX_BYTES (4ull << 30)
+/* Decompressed over compressed bytes beyond which a frame is not a
+ * summary (they compress 5-20x; zstd can reach far more on runs of one
+ * byte, which no summary is). */
+#define SUMMARY_MAX_RATIO 1000ull
 
 void ct_sum_put(struct ct_sum_wbuf *b, const void *v, size_t len)
 {
@@ -517,6 +521,16 @@ static int parse(const void *buf, size_t len, const char *what, int check_step, 
     if (size == ZSTD_CONTENTSIZE_UNKNOWN || size > SUMMARY_MAX_BYTES || size < 16) {
         snprintf(err, errlen, "%s: not a cutrace summary (frame size %s)", what,
                  size == ZSTD_CONTENTSIZE_UNKNOWN ? "unknown" : "out of range");
+        return -EINVAL;
+    }
+    /* A frame's header can claim any size; a summary's fields (times,
+     * counts, names) never shrink a thousandfold, so a claim beyond that
+     * is refused before anything that large is allocated. */
+    if (size > (unsigned long long)len * SUMMARY_MAX_RATIO + (1u << 20)) {
+        snprintf(err, errlen,
+                 "%s: not a cutrace summary (its frame claims %llu bytes from %zu: more than "
+                 "a summary compresses)",
+                 what, size, len);
         return -EINVAL;
     }
     unsigned char *raw = malloc((size_t)size);
