@@ -39,20 +39,25 @@ void ct_clock_pair_take(struct ct_clock_pair *p)
         p->real_ns = ct_clock_real_ns() + (uint64_t)ct_clock_test_offset_ns;
         return;
     }
-    /* Bracket the monotonic read with two tick reads and keep the tightest
-     * of a few tries, so preemption between the reads cannot skew a pair. */
+    /* Bracket the monotonic and realtime reads with two tick reads and keep
+     * the tightest of a few tries, so preemption between the reads cannot
+     * skew a pair. The realtime read is inside the bracket too: read after
+     * it, a preemption there put tens of us between a pair's monotonic and
+     * realtime halves, which moved a rank against its peers by as much (a
+     * loaded CI host: e2e `report`, skew off by 22 us). */
     uint64_t best_gap = UINT64_MAX;
     for (int i = 0; i < 5; i++) {
         uint64_t t0 = ct_arch_ticks();
         uint64_t mono = ct_clock_mono_ns();
+        uint64_t real = ct_clock_real_ns();
         uint64_t t1 = ct_arch_ticks();
         if (t1 - t0 < best_gap) {
             best_gap = t1 - t0;
             p->ticks = t0 + (t1 - t0) / 2;
             p->mono_ns = mono;
+            p->real_ns = real + (uint64_t)ct_clock_test_offset_ns;
         }
     }
-    p->real_ns = ct_clock_real_ns() + (uint64_t)ct_clock_test_offset_ns;
 }
 
 void ct_clock_conv_init(struct ct_clock_conv *c, const struct ct_clock_pair *first)
