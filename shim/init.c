@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "shim/gpu.h"
@@ -39,6 +40,7 @@ struct ct_config ct_cfg;
 __thread uint64_t ct_tls_corr __attribute__((tls_model("initial-exec")));
 static atomic_uint g_thread_index;
 pid_t ct_shim_pid;
+int64_t ct_shim_start_mono_ns;
 
 /*
  * A process image and the children it forks are one family: a page mapped
@@ -60,11 +62,23 @@ static struct fork_tally *g_tally;
 
 static void shim_atfork_child(void);
 
+/* CLOCK_MONOTONIC now: when this image started (metadata start_mono_ns,
+ * what `cutrace goodput` counts start-up from). The constructor runs before
+ * main and before the job's own libraries' constructors have done much. */
+static int64_t mono_now(void)
+{
+    struct timespec t;
+    if (clock_gettime(CLOCK_MONOTONIC, &t) != 0)
+        return 0;
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
 /* At load, before the image can fork: the family page, our pid (what tells
  * a vfork child, which runs no fork handlers, from us) and the fork handler. */
 __attribute__((constructor)) static void family_page(void)
 {
     ct_shim_pid = (pid_t)syscall(SYS_getpid);
+    ct_shim_start_mono_ns = mono_now();
     pthread_atfork(ct_recorder_fork_prepare, ct_recorder_fork_done, shim_atfork_child);
     void *m =
         mmap(NULL, sizeof(*g_tally), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -183,6 +197,7 @@ static void shim_atexit(void)
 static void shim_atfork_child(void)
 {
     ct_shim_pid = (pid_t)syscall(SYS_getpid); /* a fork, not a vfork: the child is itself */
+    ct_shim_start_mono_ns = mono_now();
     ct_recorder_fork_done();
     ct_own_after_fork(); /* no thread of ours is opening or moving a descriptor here */
     if (ct_shim_live()) {

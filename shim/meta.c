@@ -136,6 +136,20 @@ size_t ct_meta_process(struct ct_meta_kv *kv, size_t max, char *strbuf, size_t s
     add_long(&b, "world_size", l.world_size);
     add_long(&b, "pid", (long)getpid());
     add_long(&b, "ppid", (long)getppid());
+    /* when this image started, and which attempt of the job it belongs to
+     * (a launcher restart: torchrun, Slurm requeue): `cutrace goodput` */
+    add_long(&b, "start_mono_ns", (long)ct_shim_start_mono_ns);
+    static const char *const restart[] = {"CUTRACE_RESTART_COUNT", "TORCHELASTIC_RESTART_COUNT",
+                                          "SLURM_RESTART_COUNT", NULL};
+    for (const char *const *r = restart; *r; r++) {
+        const char *const one[] = {*r, NULL};
+        long v = env_long(one);
+        if (v >= 0) {
+            add_long(&b, "restart_count", v);
+            add(&b, "restart_source", *r);
+            break;
+        }
+    }
     const char *extra = getenv("CUTRACE_REDACT");
     read_cmdline(buf, sizeof(buf), extra);
     add(&b, "cmdline", buf);

@@ -188,7 +188,7 @@ static void on_fatal(int sig, siginfo_t *si, void *uc)
     /* Drain what is buffered (the writer does it; we only wait, without
      * locks). One at a time: a second fault during the wait goes on. */
     if (!atomic_exchange(&g_flushing, 1)) {
-        ct_recorder_flush_async(1000);
+        ct_recorder_flush_fatal(sig, 1000);
         atomic_store(&g_flushing, 0);
     }
     const struct sigaction *prev = &g_prev[sig];

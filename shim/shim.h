@@ -54,6 +54,8 @@ static inline int ct_shim_live(void)
  * child at fork): a wrapper running in a vfork child, which shares our
  * memory, sees another pid and must leave the recorder alone. */
 extern pid_t ct_shim_pid;
+/* CLOCK_MONOTONIC ns when this image was loaded or forked (0 unknown) */
+extern int64_t ct_shim_start_mono_ns;
 static inline int ct_shim_in_vfork_child(void)
 {
     return ct_shim_pid && (pid_t)syscall(SYS_getpid) != ct_shim_pid;

@@ -242,6 +242,13 @@ int ct_recorder_flush_async(unsigned timeout_ms)
     return -ETIMEDOUT;
 }
 
+int ct_recorder_flush_fatal(int sig, unsigned timeout_ms)
+{
+    atomic_store(&ct_rec.fatal_ticks, ct_clock_now());
+    atomic_store(&ct_rec.fatal_sig, sig);
+    return ct_recorder_flush_async(timeout_ms);
+}
+
 void ct_recorder_family(_Atomic int *traced, int owner)
 {
     ct_rec.family = traced;

@@ -105,6 +105,10 @@ int ct_recorder_flush(unsigned timeout_ms);
  * writer thread itself. Writes no footer: the process may go on.
  */
 int ct_recorder_flush_async(unsigned timeout_ms);
+/* The same from a fatal signal's handler: the writer also records, as
+ * process metadata "signal" (the number) at the time of this call, that
+ * the process is being ended by sig (what `cutrace goodput` reads). */
+int ct_recorder_flush_fatal(int sig, unsigned timeout_ms);
 
 /*
  * In a forked child (only the forking thread survives): drops the parent's

@@ -53,6 +53,10 @@ struct ct_rec_state {
     _Atomic uint64_t chunks, records, dropped, bytes_written;
     atomic_int write_error;
     _Atomic uint64_t async_req, async_done; /* flushes asked from signal handlers */
+    /* the fatal signal a flush was asked for and when (raw clock): the
+     * writer records it (a handler may not append to a ring it interrupted) */
+    _Atomic int fatal_sig;
+    _Atomic uint64_t fatal_ticks;
     pid_t writer_tid;
     /* CUTRACE_MAX_MB (writer_cap.c) */
     uint64_t cap_max; /* bytes, 0 = unbounded */

@@ -457,6 +457,20 @@ static void passes_end(void)
 }
 #endif
 
+/* The fatal signal a handler asked a flush for (ct_recorder_flush_fatal),
+ * as process metadata at the time it arrived. */
+static void emit_fatal_signal(void)
+{
+    int sig = atomic_exchange(&ct_rec.fatal_sig, 0);
+    if (!sig)
+        return;
+    char v[16];
+    snprintf(v, sizeof(v), "%d", sig);
+    uint64_t f[CT_META_NFIELDS] = {atomic_load(&ct_rec.fatal_ticks), CT_SCOPE_PROCESS, 0,
+                                   ct_intern("signal"), ct_intern(v)};
+    ct_emit(CT_REC_META, 0, f, CT_META_NFIELDS);
+}
+
 static void *writer_main(void *arg)
 {
     (void)arg;
@@ -490,6 +504,7 @@ static void *writer_main(void *arg)
             writer_pass(forced);
         uint64_t areq = atomic_load(&ct_rec.async_req);
         if (areq != atomic_load(&ct_rec.async_done)) {
+            emit_fatal_signal();
             writer_pass(1);
             writer_pass(1);
             if (ct_flight_on()) /* a fatal signal: the window is all there is */

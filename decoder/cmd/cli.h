@@ -17,5 +17,6 @@ int ct_cmd_dump_now(int argc, char **argv);
 int ct_cmd_diff(int argc, char **argv);
 int ct_cmd_diagnose(int argc, char **argv);
 int ct_cmd_summarize(int argc, char **argv); /* decoder/cmd/summarize.c */
+int ct_cmd_goodput(int argc, char **argv);   /* decoder/cmd/goodput.c */
 
 #endif

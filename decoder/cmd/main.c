@@ -27,6 +27,8 @@ static const struct subcommand cmds[] = {
     {"diff", ct_cmd_diff, "compare two sets of runs per metric, with confidence intervals", 1},
     {"diagnose", ct_cmd_diagnose, "findings ranked by time saved if fixed, with evidence", 1},
     {"export", ct_cmd_export, "Perfetto/Chrome timeline JSON or SQLite database of a job", 1},
+    {"goodput", ct_cmd_goodput,
+     "where a job's wall time went over all its attempts: goodput, start-up, lost work", 1},
     {"summarize", ct_cmd_summarize,
      "per-rank summaries that report, diagnose, diff and export read in place of traces", 1},
 };

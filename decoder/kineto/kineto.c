@@ -541,6 +541,7 @@ static int load(const char *path, struct src *S, int gz, struct ct_proc *p, char
 static int proc_init(const char *path, struct ct_proc *p, char *err, size_t errlen)
 {
     memset(p, 0, sizeof(*p));
+    ct_life_init(&p->life);
     p->rank = -1;
     p->ppid = UINT32_MAX; /* no parent: a Kineto file is a rank of its own */
     p->path = strdup(path);

@@ -64,6 +64,11 @@ static void shift_rank(struct ct_rank *r, int64_t d)
         }
         shift_set(&p->sync, d);
         shift_set(&p->data_wait, d);
+        shift_set(&p->file_read, d);
+        int64_t *lt[] = {&p->life.start_ns, &p->life.signal_ns, &p->life.hang_ns};
+        for (size_t j = 0; j < 3; j++)
+            if (*lt[j] != INT64_MIN)
+                *lt[j] += d;
         shift_set(&p->ckpt, d);
         shift_set(&p->capture, d);
         if (p->last_ns != INT64_MIN)

@@ -124,6 +124,8 @@ static int one_device(const struct ct_proc *p, const int32_t *devs, size_t ndev,
     q->light_period_ms = p->light_period_ms;
     q->capture_open = CT_OPEN_NONE;
     q->last_ns = p->last_ns;
+    q->life = p->life;
+    q->life.job = p->life.job ? strdup(p->life.job) : NULL;
     q->path = strdup(p->path ? p->path : "");
     q->host = strdup(p->host ? p->host : "");
     q->ops = malloc((p->nops ? p->nops : 1) * sizeof(*q->ops));
@@ -133,14 +135,16 @@ static int one_device(const struct ct_proc *p, const int32_t *devs, size_t ndev,
     q->launches = dup_mem(p->launches, p->nlaunches * sizeof(*p->launches));
     q->steps = dup_mem(p->steps, p->nsteps * sizeof(*p->steps));
     q->sdev = dup_mem(p->sdev, p->nsdev * sizeof(*p->sdev));
-    int rc = !q->path || !q->host || !q->ops || !q->nccl || !remap || !q->names || !q->launches ||
-                     !q->steps || !q->sdev
+    int rc = !q->path || !q->host || (p->life.job && !q->life.job) || !q->ops || !q->nccl ||
+                     !remap || !q->names || !q->launches || !q->steps || !q->sdev
                  ? -ENOMEM
                  : 0;
     if (!rc)
         rc = copy_set(&p->sync, &q->sync);
     if (!rc)
         rc = copy_set(&p->data_wait, &q->data_wait);
+    if (!rc)
+        rc = copy_set(&p->file_read, &q->file_read);
     if (!rc)
         rc = copy_set(&p->ckpt, &q->ckpt);
     if (!rc)

@@ -262,6 +262,9 @@ static int on_meta(struct ex *x, const uint64_t *f)
         return 0;
     const char *key = ct_reader_string(x->rd, f[CT_META_KEY]);
     ct_capture_meta(x->p, key, ct_reader_string(x->rd, f[CT_META_VALUE]));
+    if (ct_life_meta(&x->p->life, key, ct_reader_string(x->rd, f[CT_META_VALUE]),
+                     (int64_t)f[CT_META_TIME]))
+        return -ENOMEM;
     if (!strcmp(key, "rank")) { /* the last valid one, as ct_trace_load */
         long long v;
         if (ct_parse_int(ct_reader_string(x->rd, f[CT_META_VALUE]), 0, INT32_MAX, &v) == 0)
@@ -286,8 +289,12 @@ static int on_other(struct ex *x, const struct ct_record *r)
     switch (r->kind) {
     case CT_REC_IO: {
         const char *op = ct_reader_string(x->rd, f[CT_IO_OP]);
+        int64_t s = (int64_t)f[CT_IO_START], e = (int64_t)f[CT_IO_END];
+        if (ct_is_data_wait(op, f[CT_IO_FD_TYPE]) && f[CT_IO_FD_TYPE] == CT_FD_FILE &&
+            ct_ivset_add(&x->p->file_read, s, e))
+            return -ENOMEM;
         if (ct_is_data_wait(op, f[CT_IO_FD_TYPE]))
-            return ct_ivset_add(&x->p->data_wait, (int64_t)f[CT_IO_START], (int64_t)f[CT_IO_END]);
+            return ct_ivset_add(&x->p->data_wait, s, e);
         if (ct_is_ckpt_io(op, f[CT_IO_FD_TYPE]))
             return ct_ivset_add(&x->p->ckpt, (int64_t)f[CT_IO_START], (int64_t)f[CT_IO_END]);
         return 0;
@@ -305,6 +312,9 @@ static int on_other(struct ex *x, const struct ct_record *r)
     }
     case CT_REC_COUNTER: return ct_hcollect_record(&x->health, x->rd, r);
     case CT_REC_DROP: x->p->cov.dropped += f[CT_DROP_COUNT]; return 0;
+    case CT_REC_ERROR:
+        ct_life_error(&x->p->life, ct_reader_string(x->rd, f[CT_ERROR_WHAT]), (int64_t)f[0]);
+        return 0;
     default: return 0;
     }
 }
@@ -369,6 +379,7 @@ int ct_proc_extract_file(const char *path, const char *step_name, struct ct_proc
                          size_t errlen)
 {
     memset(p, 0, sizeof(*p));
+    ct_life_init(&p->life);
     p->rank = -1;
     p->capture_open = CT_OPEN_NONE;
     p->last_ns = INT64_MIN;

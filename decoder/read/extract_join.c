@@ -478,8 +478,8 @@ int ct_extract_finish(struct ex *x)
         p->launches[i] += off;
     if ((rc = ct_i64_sort(p->launches, p->nlaunches)))
         goto out;
-    struct ct_ivset *sets[] = {&p->sync, &p->data_wait, &p->ckpt};
-    for (size_t k = 0; k < 3; k++) {
+    struct ct_ivset *sets[] = {&p->sync, &p->data_wait, &p->ckpt, &p->file_read};
+    for (size_t k = 0; k < 4; k++) {
         for (size_t i = 0; i < sets[k]->n; i++) {
             sets[k]->v[i].s += off;
             sets[k]->v[i].e += off;
@@ -487,6 +487,7 @@ int ct_extract_finish(struct ex *x)
         ct_ivset_normalize(sets[k]);
     }
     rc = ct_capture_finish(p, off);
+    ct_life_finish(&p->life, off);
     if (p->last_ns != INT64_MIN)
         p->last_ns += off;
 out:

@@ -21,6 +21,7 @@ void ct_proc_free(struct ct_proc *p)
     free(p->launches);
     ct_ivset_free(&p->sync);
     ct_ivset_free(&p->data_wait);
+    ct_ivset_free(&p->file_read);
     ct_ivset_free(&p->ckpt);
     ct_ivset_free(&p->capture);
     free(p->sdev);
@@ -29,6 +30,7 @@ void ct_proc_free(struct ct_proc *p)
         free(p->names[i]);
     free(p->names);
     ct_kineto_free(p->kin); /* Kineto input (decoder/kineto/kineto.h) */
+    free(p->life.job);
     memset(p, 0, sizeof(*p));
 }
 

@@ -123,6 +123,16 @@ int ct_load_job(const struct ct_load_opts *o, const struct ct_inputs *in, struct
     if (rc)
         return rc;
     size_t n = in->n;
+    if (o->job) { /* one job of several: the others' processes go now */
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (procs[i].life.job && !strcmp(procs[i].life.job, o->job))
+                procs[k++] = procs[i];
+            else
+                ct_proc_free(&procs[i]);
+        }
+        n = k;
+    }
     /* kineto: complete Kineto processes (HTA's filter spans all ranks) */
     if (ct_kineto_finish(procs, n, o->hta)) {
         for (size_t i = 0; i < n; i++)

@@ -19,6 +19,7 @@ struct ct_load_opts {
     const char *step; /* NVTX range or mark naming iterations; NULL: the default */
     int hta;          /* Kineto input: HTA-compatible preprocessing (docs/kineto.md) */
     int progress;     /* a progress line on stderr for loads longer than a second */
+    const char *job;  /* keep only the traces of this job id (metadata "job"); NULL: all */
 };
 
 /*

@@ -173,6 +173,7 @@ static void encode(struct ct_sum_wbuf *b, const struct ct_proc *p, const char *s
     }
     put_ivset(b, &p->sync);
     put_ivset(b, &p->data_wait);
+    put_ivset(b, &p->file_read);
     put_ivset(b, &p->ckpt);
     put_ivset(b, &p->capture);
     ct_sum_put_u64(b, p->nsteps);
@@ -199,6 +200,14 @@ static void encode(struct ct_sum_wbuf *b, const struct ct_proc *p, const char *s
         ct_sum_put_u32(b, (uint32_t)p->sdev[i].dev);
     }
     ct_sum_put_u32(b, (uint32_t)p->device);
+    const struct ct_life *l = &p->life;
+    ct_sum_put_str(b, l->job ? l->job : "");
+    ct_sum_put_u64(b, (uint64_t)l->start_ns);
+    ct_sum_put_u64(b, (uint64_t)l->restart);
+    ct_sum_put_u64(b, (uint64_t)l->signal_ns);
+    ct_sum_put_u32(b, (uint32_t)l->signal);
+    ct_sum_put_u32(b, l->flush_ms);
+    ct_sum_put_u64(b, (uint64_t)l->hang_ns);
     put_health(b, health);
     ct_sum_put_u64(b, facts ? facts->n : 0);
     if (facts)
@@ -453,6 +462,7 @@ static void decode(struct ct_sum_rbuf *r, struct ct_proc *p, struct ct_hcollect 
     }
     get_ivset(r, &p->sync, oom);
     get_ivset(r, &p->data_wait, oom);
+    get_ivset(r, &p->file_read, oom);
     get_ivset(r, &p->ckpt, oom);
     get_ivset(r, &p->capture, oom);
     p->steps = ct_sum_get_array(r, &p->nsteps, 24, sizeof(*p->steps), oom);
@@ -484,6 +494,19 @@ static void decode(struct ct_sum_rbuf *r, struct ct_proc *p, struct ct_hcollect 
         p->sdev[i].dev = (int32_t)ct_sum_get_u32(r);
     }
     p->device = (int32_t)ct_sum_get_u32(r);
+    struct ct_life *l = &p->life;
+    if (!(l->job = ct_sum_get_str(r, oom)))
+        r->bad = 1;
+    else if (!*l->job) {
+        free(l->job);
+        l->job = NULL;
+    }
+    l->start_ns = (int64_t)ct_sum_get_u64(r);
+    l->restart = (int64_t)ct_sum_get_u64(r);
+    l->signal_ns = (int64_t)ct_sum_get_u64(r);
+    l->signal = (int32_t)ct_sum_get_u32(r);
+    l->flush_ms = ct_sum_get_u32(r);
+    l->hang_ns = (int64_t)ct_sum_get_u64(r);
     get_health(r, hc, health, oom);
     uint64_t fn = ct_sum_get_u64(r);
     if (!r->bad && fn <= r->n - r->at) {

@@ -178,6 +178,7 @@ static int cmp_gkv(const void *a, const void *b)
 int ct_proc_extract(struct ct_trace *t, const char *step_name, struct ct_proc *p)
 {
     memset(p, 0, sizeof(*p));
+    ct_life_init(&p->life);
     p->capture_open = CT_OPEN_NONE;
     p->last_ns = INT64_MIN;
     p->rank = t->rank;
@@ -327,15 +328,19 @@ int ct_proc_extract(struct ct_trace *t, const char *step_name, struct ct_proc *p
         case CT_REC_IO: {
             const char *op = ct_reader_string(&t->rd, f[CT_IO_OP]);
             int64_t s = (int64_t)f[CT_IO_START] + off, e = (int64_t)f[CT_IO_END] + off;
-            if (ct_is_data_wait(op, f[CT_IO_FD_TYPE]))
+            if (ct_is_data_wait(op, f[CT_IO_FD_TYPE]) && f[CT_IO_FD_TYPE] == CT_FD_FILE)
+                rc = ct_ivset_add(&p->file_read, s, e);
+            if (!rc && ct_is_data_wait(op, f[CT_IO_FD_TYPE]))
                 rc = ct_ivset_add(&p->data_wait, s, e);
             else if (ct_is_ckpt_io(op, f[CT_IO_FD_TYPE]))
                 rc = ct_ivset_add(&p->ckpt, s, e);
             break;
         }
+        case CT_REC_ERROR:
+            ct_life_error(&p->life, ct_reader_string(&t->rd, f[CT_ERROR_WHAT]), (int64_t)f[0]);
+            /* fall through */
         case CT_REC_CLOCK:
         case CT_REC_COUNTER:
-        case CT_REC_ERROR:
         case CT_REC_DROP:
             if ((int64_t)f[0] + off > p->last_ns)
                 p->last_ns = (int64_t)f[0] + off;
@@ -349,8 +354,10 @@ int ct_proc_extract(struct ct_trace *t, const char *step_name, struct ct_proc *p
                 rc = ct_capture_mark(p, val, (int64_t)f[CT_META_TIME]);
             else if (f[CT_META_SCOPE] == CT_SCOPE_STREAM && !strcmp(key, "device"))
                 rc = ct_sdev_note(p, (uint32_t)f[CT_META_SCOPE_ID], (int32_t)strtol(val, NULL, 10));
-            else if (f[CT_META_SCOPE] == CT_SCOPE_PROCESS)
+            else if (f[CT_META_SCOPE] == CT_SCOPE_PROCESS) {
                 ct_capture_meta(p, key, val);
+                rc = ct_life_meta(&p->life, key, val, (int64_t)f[CT_META_TIME]);
+            }
             break;
         }
         case CT_REC_NVTX_RANGE:
@@ -423,8 +430,10 @@ int ct_proc_extract(struct ct_trace *t, const char *step_name, struct ct_proc *p
     qsort(p->launches, p->nlaunches, sizeof(int64_t), ct_cmp_i64);
     if ((rc = ct_capture_finish(p, off)))
         return rc;
+    ct_life_finish(&p->life, off);
     ct_ivset_normalize(&p->sync);
     ct_ivset_normalize(&p->data_wait);
+    ct_ivset_normalize(&p->file_read);
     ct_ivset_normalize(&p->ckpt);
     return 0;
 }

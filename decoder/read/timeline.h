@@ -115,6 +115,25 @@ static inline void ct_cov_source(struct ct_coverage *c, uint64_t source)
         c->gpu_plugin++;
 }
 
+/* A process's life as its trace states it (life.c): what `cutrace goodput`
+ * groups attempts by and what ended each process. Times on the job clock. */
+struct ct_life {
+    char *job;         /* metadata "job" (the launcher's job id), NULL: none */
+    int64_t start_ns;  /* when the image started (start_mono_ns), INT64_MIN: not recorded */
+    int64_t restart;   /* restart_count (torchrun, Slurm requeue), -1: not recorded */
+    int64_t signal_ns; /* when a fatal signal arrived (metadata "signal"), INT64_MIN: none */
+    int32_t signal;
+    uint32_t flush_ms; /* CUTRACE_FLUSH_MS it recorded with, 0: the default */
+    int64_t hang_ns;   /* the shim's hang detection record, INT64_MIN: none */
+};
+void ct_life_init(struct ct_life *l);
+/* Folds one process-scope metadata pair (raw time t) in; 0 or -ENOMEM. */
+int ct_life_meta(struct ct_life *l, const char *key, const char *value, int64_t t);
+/* Folds one of the recorder's error records in. */
+void ct_life_error(struct ct_life *l, const char *what, int64_t t);
+/* Moves the times by the trace's clock offset. */
+void ct_life_finish(struct ct_life *l, int64_t off);
+
 /* What one process contributes; produced by ct_proc_extract. */
 struct ct_proc {
     char *path, *host;
@@ -130,6 +149,7 @@ struct ct_proc {
     struct ct_ivset sync;      /* blocking sync calls and synchronous copies */
     struct ct_ivset data_wait; /* read/recv/poll... on files, pipes, sockets */
     struct ct_ivset ckpt;      /* write/fsync on files, DtoH copies >= 16 MiB */
+    struct ct_ivset file_read; /* of data_wait: reads on regular files (a checkpoint's restore) */
     struct ct_range *steps;    /* ranges/marks naming iterations */
     size_t nsteps;
     char **names;
@@ -157,6 +177,7 @@ struct ct_proc {
     size_t nsdev, capsdev;
     int32_t device;        /* the device it drives (ct_split_devices), -1 unknown */
     struct ct_kineto *kin; /* Kineto input only (decoder/kineto/kineto.h), else NULL */
+    struct ct_life life;
 };
 #define CT_OPEN_END  (INT64_MAX / 4)
 #define CT_OPEN_NONE INT64_MIN

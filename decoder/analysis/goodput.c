@@ -1,0 +1,646 @@
+/*
+ * Goodput over a job's whole life (goodput.h; definitions in
+ * docs/goodput.md). Every figure is a length of time on the job clock that
+ * a record of the traces bounds; what no record bounds (a SIGKILLed rank's
+ * last unflushed moments, a rank's time after its trace ends) is
+ * "unclassified", never spread over the other parts.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decoder/analysis/analysis.h"
+#include "decoder/analysis/goodput.h"
+#include "decoder/analysis/intervals.h"
+
+/* CUTRACE_FLUSH_MS's default: how much a SIGKILL can take from a trace */
+#define DEFAULT_FLUSH_MS 100
+
+const char *ct_gp_part_name(int part)
+{
+    static const char *const n[CT_GP_NPARTS] = {"startup",  "productive",  "checkpoint", "restore",
+                                                "lost",     "hang",        "data_stall", "idle",
+                                                "shutdown", "unclassified"};
+    return part >= 0 && part < CT_GP_NPARTS ? n[part] : "?";
+}
+
+const char *ct_ended_name(int ended)
+{
+    static const char *const n[] = {"exit", "signal", "truncated", "hang"};
+    return ended >= 0 && ended <= CT_END_HANG ? n[ended] : "?";
+}
+
+const char *ct_lost_rule_name(int rule)
+{
+    static const char *const n[] = {"none", "steps run again by the next attempt",
+                                    "steps after the last checkpoint save",
+                                    "no checkpoint save: every step"};
+    return rule >= 0 && rule <= CT_LOST_ALL ? n[rule] : "?";
+}
+
+static void see(int64_t *lo, int64_t *hi, int64_t s, int64_t e)
+{
+    if (s < *lo)
+        *lo = s;
+    if (e > *hi)
+        *hi = e;
+}
+
+static void see_set(int64_t *lo, int64_t *hi, const struct ct_ivset *a)
+{
+    if (a->n)
+        see(lo, hi, a->v[0].s, a->v[a->n - 1].e);
+}
+
+/* A process's life on the job clock: its recorded start (else its first
+ * record) to its last record. 0 when it holds no timed record at all. */
+static int proc_span(const struct ct_proc *p, int64_t *s, int64_t *e)
+{
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (size_t i = 0; i < p->nops; i++)
+        see(&lo, &hi, p->ops[i].s, p->ops[i].e);
+    for (size_t i = 0; i < p->nnccl; i++) {
+        see(&lo, &hi, p->nccl[i].host_s, p->nccl[i].host_e);
+        if (p->nccl[i].e)
+            see(&lo, &hi, p->nccl[i].s, p->nccl[i].e);
+    }
+    if (p->nlaunches)
+        see(&lo, &hi, p->launches[0], p->launches[p->nlaunches - 1]);
+    for (size_t i = 0; i < p->nsteps; i++)
+        see(&lo, &hi, p->steps[i].s, p->steps[i].e);
+    see_set(&lo, &hi, &p->sync);
+    see_set(&lo, &hi, &p->data_wait);
+    see_set(&lo, &hi, &p->ckpt);
+    if (p->last_ns != INT64_MIN)
+        see(&lo, &hi, p->last_ns, p->last_ns);
+    if (p->life.signal_ns != INT64_MIN)
+        see(&lo, &hi, p->life.signal_ns, p->life.signal_ns);
+    if (p->life.hang_ns != INT64_MIN)
+        see(&lo, &hi, p->life.hang_ns, p->life.hang_ns);
+    if (p->life.start_ns != INT64_MIN && (hi == INT64_MIN || p->life.start_ns <= hi))
+        see(&lo, &hi, p->life.start_ns, p->life.start_ns), lo = p->life.start_ns;
+    if (hi == INT64_MIN)
+        return 0;
+    *s = lo;
+    *e = hi;
+    return 1;
+}
+
+/* A rank's process, with the attempt it belongs to. */
+struct wp {
+    struct ct_proc *p;
+    size_t rank; /* index into job->ranks */
+    int64_t s, e;
+    int64_t key; /* restart count, -1 */
+    size_t life; /* index of its (host, pid): exec'd images are one life */
+    size_t att;
+};
+
+static int cmp_wp(const void *a, const void *b)
+{
+    const struct wp *x = a, *y = b;
+    if (x->key != y->key)
+        return (x->key > y->key) - (x->key < y->key);
+    return (x->s > y->s) - (x->s < y->s);
+}
+
+/* Groups w (sorted by key, start) into attempts: a new one at each change
+ * of restart count, and within one count where a life starts after every
+ * earlier life ended. The images of one pid (exec) count as one life. */
+static size_t group(struct wp *w, size_t n)
+{
+    size_t natt = 0;
+    int64_t end = INT64_MIN, key = INT64_MIN;
+    for (size_t i = 0; i < n; i++) {
+        int64_t le = w[i].e; /* the end of its whole life */
+        for (size_t k = 0; k < n; k++)
+            if (w[k].life == w[i].life && w[k].e > le)
+                le = w[k].e;
+        int cont = 0; /* a later image of a life already in the attempt */
+        for (size_t k = 0; k < i && !cont; k++)
+            cont = w[k].life == w[i].life && w[k].att == natt - 1 && natt;
+        if (!natt || w[i].key != key || (w[i].s > end && !cont)) {
+            natt++;
+            end = INT64_MIN;
+            key = w[i].key;
+        }
+        w[i].att = natt - 1;
+        if (le > end)
+            end = le;
+    }
+    return natt;
+}
+
+/* The onset of a hang in attempt a: on each rank whose shim detected it,
+ * the first NCCL op issued after its last completed one that never
+ * completed (the shim's own rule, src/flight.c); the earliest of those. */
+static int64_t hang_onset(const struct ct_job *job, const struct wp *w, size_t n, size_t a,
+                          int64_t as, int64_t ae)
+{
+    int64_t onset = INT64_MAX;
+    for (size_t i = 0; i < n; i++) {
+        if (w[i].att != a || w[i].p->life.hang_ns == INT64_MIN)
+            continue;
+        const struct ct_rank *R = &job->ranks[w[i].rank];
+        int64_t done = INT64_MIN, first = INT64_MAX;
+        for (size_t k = 0; k < R->nnccl; k++)
+            if (R->nccl[k].host_s >= as && R->nccl[k].host_s < ae && R->nccl[k].e)
+                done = R->nccl[k].host_s > done ? R->nccl[k].host_s : done;
+        for (size_t k = 0; k < R->nnccl; k++)
+            if (R->nccl[k].host_s >= as && R->nccl[k].host_s < ae && !R->nccl[k].e &&
+                R->nccl[k].host_s > done && R->nccl[k].host_s < first)
+                first = R->nccl[k].host_s;
+        if (first == INT64_MAX)
+            first = w[i].p->life.hang_ns; /* nothing pending seen: the detection itself */
+        if (first < onset)
+            onset = first;
+    }
+    return onset == INT64_MAX ? INT64_MIN : onset;
+}
+
+/* What one rank of one attempt is made of. The main process (the one
+ * driving the GPU) is the one whose waits stall training: a loader worker's
+ * reads or a forked writer's saves run beside it. */
+struct rank_part {
+    struct ct_ivset ckpt;      /* checkpoint I/O of any of its processes */
+    struct ct_ivset ckpt_main; /* ... of the main process */
+    struct ct_ivset data;      /* the main process's data waits */
+    struct ct_ivset fread;     /* reads of regular files, any process */
+    int64_t end;               /* its last record */
+    int clean;                 /* every process of it finished its trace, no fatal signal */
+    int64_t last_launch;       /* the latest host start of a launch/copy/NCCL call */
+    const struct ct_iter *it;  /* its iterations in the attempt */
+    size_t nit;
+};
+
+static int set_union_into(struct ct_ivset *acc, const struct ct_ivset *add)
+{
+    struct ct_ivset t = {0};
+    int rc = ct_ivset_union(acc, add, &t);
+    if (rc) {
+        ct_ivset_free(&t);
+        return rc;
+    }
+    ct_ivset_free(acc);
+    *acc = t;
+    return 0;
+}
+
+static int rank_sets(const struct wp *w, size_t n, size_t a, size_t rank, struct rank_part *rp)
+{
+    memset(rp, 0, sizeof(*rp));
+    rp->end = INT64_MIN;
+    rp->clean = 1;
+    rp->last_launch = INT64_MIN;
+    const struct ct_proc *main = NULL;
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+        if (w[i].att != a || w[i].rank != rank)
+            continue;
+        const struct ct_proc *p = w[i].p;
+        if (!main || p->nops + p->nlaunches > main->nops + main->nlaunches)
+            main = p;
+        rc = set_union_into(&rp->ckpt, &p->ckpt);
+        if (!rc)
+            rc = set_union_into(&rp->fread, &p->file_read);
+        if (w[i].e > rp->end)
+            rp->end = w[i].e;
+        if (p->cov.truncated || p->life.signal)
+            rp->clean = 0;
+        if (p->nlaunches && p->launches[p->nlaunches - 1] > rp->last_launch)
+            rp->last_launch = p->launches[p->nlaunches - 1];
+    }
+    if (!rc && main)
+        rc = set_union_into(&rp->ckpt_main, &main->ckpt);
+    if (!rc && main)
+        rc = set_union_into(&rp->data, &main->data_wait);
+    return rc;
+}
+
+static void rank_parts_free(struct rank_part *rp)
+{
+    ct_ivset_free(&rp->ckpt);
+    ct_ivset_free(&rp->ckpt_main);
+    ct_ivset_free(&rp->data);
+    ct_ivset_free(&rp->fread);
+}
+
+/* The iterations of result rr that start inside [as, ae). */
+static void iters_in(const struct ct_rank_result *rr, int64_t as, int64_t ae,
+                     const struct ct_iter **it, size_t *n)
+{
+    size_t i = 0, k;
+    while (i < rr->niters && rr->iters[i].s < as)
+        i++;
+    for (k = i; k < rr->niters && rr->iters[k].s < ae; k++)
+        ;
+    *it = rr->iters + i;
+    *n = k - i;
+}
+
+static int64_t ivlen_in(const struct ct_ivset *a, int64_t lo, int64_t hi)
+{
+    return hi > lo ? ct_ivset_len_in(a, lo, hi) : 0;
+}
+
+/* The end of the last checkpoint I/O that overlaps [lo, hi), clipped to
+ * hi; lo when none does. */
+static int64_t ckpt_end_in(const struct ct_ivset *ck, int64_t lo, int64_t hi)
+{
+    size_t a = 0, b = ck->n; /* the first interval ending after lo */
+    while (a < b) {
+        size_t mid = a + (b - a) / 2;
+        if (ck->v[mid].e <= lo)
+            a = mid + 1;
+        else
+            b = mid;
+    }
+    int64_t end = lo;
+    for (; a < ck->n && ck->v[a].s < hi; a++)
+        end = ck->v[a].e < hi ? ck->v[a].e : hi;
+    return end;
+}
+
+/*
+ * A time between steps [g0, g1) (or after the last one): a checkpoint save
+ * in it stalls training from the gap's start to the save's last I/O (the
+ * save is more than its I/O: serialising, opening, closing); after that,
+ * the main process's data waits, and the rest is `rest` (idle between
+ * steps, shutdown after the last).
+ */
+static void gap(const struct rank_part *rp, int64_t g0, int64_t g1, int rest, double *part)
+{
+    if (g1 <= g0)
+        return;
+    int64_t ck = ckpt_end_in(&rp->ckpt, g0, g1);
+    int64_t dw = ivlen_in(&rp->data, ck, g1);
+    part[CT_GP_CHECKPOINT] += (double)(ck - g0);
+    part[CT_GP_DATA] += (double)dw;
+    part[rest] += (double)(g1 - ck - dw);
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/*
+ * One rank's partition of [as, cut) (from cut on it is lost or hang: the
+ * caller's): start-up (and restore) before its first step; its steps; the
+ * gaps between steps; the tail after the last step, shutdown while its
+ * records last (or after them, when its processes ended cleanly), else
+ * unclassified. nkept: the iterations before the lost ones. Adds into part.
+ *
+ * A step during which the main process did checkpoint I/O (a save inside
+ * the step, as PyTorch's ProfilerStep ranges hold one) stalled by its
+ * excess over the median step without any (the save is more than its I/O:
+ * serialising, opening, truncating), at least its I/O and at most the step
+ * less its data waits; the main process's data waits inside steps are data
+ * stalls; the rest of each step is productive.
+ */
+static int partition(const struct rank_part *rp, size_t nkept, int64_t as, int64_t cut, int restore,
+                     double *part)
+{
+    const struct ct_iter *it = rp->it;
+    size_t nk = 0;
+    while (nk < nkept && it[nk].s < cut)
+        nk++;
+    int64_t fs = nk ? it[0].s : cut;
+    int64_t r = restore ? ivlen_in(&rp->fread, as, fs) : 0;
+    part[CT_GP_RESTORE] += (double)r;
+    part[CT_GP_STARTUP] += (double)(fs - as - r);
+    if (!nk)
+        return 0; /* no step began: all of it start-up */
+    struct ct_ivset steps = {0}, ckin = {0}, dw0 = {0}, dwin = {0};
+    int64_t *plain = malloc(nk * sizeof(*plain));
+    int rc = plain ? 0 : -ENOMEM;
+    for (size_t i = 0; i < nk && !rc; i++)
+        rc = ct_ivset_add(&steps, it[i].s, it[i].e < cut ? it[i].e : cut);
+    ct_ivset_normalize(&steps);
+    if (!rc)
+        rc = ct_ivset_intersect(&rp->ckpt_main, &steps, &ckin);
+    if (!rc)
+        rc = ct_ivset_intersect(&rp->data, &steps, &dw0);
+    if (!rc)
+        rc = ct_ivset_subtract(&dw0, &ckin, &dwin);
+    if (!rc) {
+        size_t np = 0;
+        for (size_t i = 0; i < nk; i++) {
+            int64_t e = it[i].e < cut ? it[i].e : cut;
+            if (!ivlen_in(&ckin, it[i].s, e))
+                plain[np++] = e - it[i].s;
+        }
+        qsort(plain, np, sizeof(*plain), cmp_i64);
+        int64_t med = np ? plain[np / 2] : -1;
+        int64_t ckl = 0, dwl = ct_ivset_len(&dwin);
+        for (size_t i = 0; i < nk; i++) {
+            int64_t e = it[i].e < cut ? it[i].e : cut, d = e - it[i].s;
+            int64_t io = ivlen_in(&ckin, it[i].s, e);
+            if (!io)
+                continue;
+            int64_t x = med >= 0 ? d - med : io, hi = d - ivlen_in(&dwin, it[i].s, e);
+            ckl += x < io ? io : x > hi ? (hi > io ? hi : io) : x;
+        }
+        part[CT_GP_PRODUCTIVE] += (double)(ct_ivset_len(&steps) - ckl - dwl);
+        part[CT_GP_CHECKPOINT] += (double)ckl;
+        part[CT_GP_DATA] += (double)dwl;
+        for (size_t i = 0; i + 1 < steps.n; i++)
+            gap(rp, steps.v[i].e, steps.v[i + 1].s, CT_GP_IDLE, part);
+        int64_t le = steps.v[steps.n - 1].e;
+        int64_t end = rp->clean || rp->end >= cut ? cut : rp->end > le ? rp->end : le;
+        gap(rp, le, end, CT_GP_SHUTDOWN, part);
+        part[CT_GP_UNCLASSIFIED] += (double)(cut - end);
+    }
+    free(plain);
+    ct_ivset_free(&steps);
+    ct_ivset_free(&ckin);
+    ct_ivset_free(&dw0);
+    ct_ivset_free(&dwin);
+    return rc;
+}
+
+static int add_lost(struct ct_attempt *A, int64_t idx)
+{
+    for (size_t i = 0; i < A->nlost; i++)
+        if (A->lost_steps[i] == idx)
+            return 0;
+    int64_t *v = realloc(A->lost_steps, (A->nlost + 1) * sizeof(*v));
+    if (!v)
+        return -ENOMEM;
+    A->lost_steps = v;
+    v[A->nlost++] = idx;
+    return 0;
+}
+
+/* The first step index any rank of attempt a runs, when its steps are
+ * numbered by the job (ranges or marks); -1 otherwise. */
+static int64_t first_index(const struct ct_report *rep, const struct wp *w, size_t n, size_t a,
+                           int64_t as, int64_t ae)
+{
+    int64_t first = INT64_MAX;
+    for (size_t r = 0; r < rep->nr; r++) {
+        int in = 0;
+        for (size_t i = 0; i < n && !in; i++)
+            in = w[i].att == a && w[i].rank == r;
+        if (!in)
+            continue;
+        const struct ct_rank_result *rr = &rep->rr[r];
+        if (rr->iter_src != CT_ITER_RANGES && rr->iter_src != CT_ITER_MARKS)
+            return -1;
+        const struct ct_iter *it;
+        size_t k;
+        iters_in(rr, as, ae, &it, &k);
+        if (k && it[0].index < first)
+            first = it[0].index;
+    }
+    return first == INT64_MAX ? -1 : first;
+}
+
+/* The parts of attempt a (spans in att[], ranks' processes in w). */
+static int attempt_parts(const struct ct_report *rep, struct wp *w, size_t n,
+                         struct ct_attempt *att, size_t natt, size_t a)
+{
+    struct ct_attempt *A = &att[a];
+    int64_t as = A->s, ae = A->e;
+    /* lost work is work the next attempt does again: the last attempt,
+     * however it ended, loses nothing (docs/goodput.md) */
+    int failed = a + 1 < natt;
+    int64_t n0 = a + 1 < natt ? first_index(rep, w, n, a + 1, att[a + 1].s, att[a + 1].e) : -1;
+    int64_t onset = A->ended == CT_END_HANG ? hang_onset(rep->job, w, n, a, as, ae) : INT64_MIN;
+    if (onset != INT64_MIN && onset < as)
+        onset = as;
+    A->hang_since = onset;
+    int64_t hcut = onset != INT64_MIN && onset < ae ? onset : ae;
+    int numbered = 1;
+    for (size_t r = 0; r < rep->nr; r++)
+        numbered &= rep->rr[r].iter_src == CT_ITER_RANGES || rep->rr[r].iter_src == CT_ITER_MARKS;
+    int rc = 0;
+    size_t ranks = 0;
+    int64_t first_kept = INT64_MAX, last_kept = INT64_MIN;
+    size_t steps0 = 0;
+    for (size_t r = 0; r < rep->nr && !rc; r++) {
+        int in = 0;
+        for (size_t i = 0; i < n && !in; i++)
+            in = w[i].att == a && w[i].rank == r;
+        if (!in)
+            continue;
+        struct rank_part rp;
+        if ((rc = rank_sets(w, n, a, r, &rp))) {
+            rank_parts_free(&rp);
+            break;
+        }
+        iters_in(&rep->rr[r], as, hcut, &rp.it, &rp.nit);
+        size_t nkept = rp.nit;
+        int64_t lost_from = INT64_MAX;
+        if (failed && rp.nit) {
+            int64_t last_ck = INT64_MIN; /* the end of its last checkpoint save */
+            for (size_t i = rp.ckpt.n; i-- > 0;)
+                if (rp.ckpt.v[i].e <= hcut && rp.ckpt.v[i].s >= rp.it[0].s) {
+                    last_ck = rp.ckpt.v[i].e;
+                    break;
+                }
+            int64_t maxidx = rp.it[rp.nit - 1].index;
+            if (numbered && n0 >= 0 && n0 <= maxidx + 1) {
+                A->lost_rule = CT_LOST_RESTEP;
+                while (nkept && rp.it[nkept - 1].index >= n0)
+                    nkept--;
+            } else {
+                A->lost_rule = last_ck != INT64_MIN ? CT_LOST_CHECKPOINT : CT_LOST_ALL;
+                while (nkept && rp.it[nkept - 1].s >= last_ck)
+                    nkept--;
+            }
+            for (size_t i = nkept; i < rp.nit && !rc; i++)
+                rc = add_lost(A, rp.it[i].index);
+            /* the step in progress: work launched after the last step ended
+             * (and after a checkpoint save that followed it) */
+            int64_t after = rp.it[rp.nit - 1].e > last_ck ? rp.it[rp.nit - 1].e : last_ck;
+            int64_t next = (numbered ? maxidx : rp.it[rp.nit - 1].index) + 1;
+            int progress = rp.last_launch > after && (A->lost_rule != CT_LOST_RESTEP || next >= n0);
+            if (progress && !rc)
+                rc = add_lost(A, next);
+            if (nkept < rp.nit)
+                lost_from = rp.it[nkept].s;
+            else if (progress)
+                lost_from = after;
+        }
+        double part[CT_GP_NPARTS] = {0};
+        int64_t cut = lost_from < hcut ? lost_from : hcut;
+        if (!rc)
+            rc = partition(&rp, nkept, as, cut, a > 0, part);
+        part[CT_GP_LOST] += (double)(hcut - cut);
+        part[CT_GP_HANG] += (double)(ae - hcut);
+        for (int k = 0; k < CT_GP_NPARTS; k++)
+            A->part[k] += part[k];
+        size_t kept = 0;
+        for (size_t i = 0; i < nkept; i++)
+            if (rp.it[i].s < cut) {
+                kept++;
+                if (rp.it[i].index < first_kept)
+                    first_kept = rp.it[i].index;
+                if (rp.it[i].index > last_kept)
+                    last_kept = rp.it[i].index;
+            }
+        if (!ranks)
+            steps0 = kept;
+        ranks++;
+        rank_parts_free(&rp);
+    }
+    for (int k = 0; k < CT_GP_NPARTS && ranks; k++)
+        A->part[k] /= (double)ranks;
+    A->ranks = ranks;
+    A->steps = steps0;
+    A->first_step = first_kept == INT64_MAX ? -1 : first_kept;
+    A->last_step = last_kept == INT64_MIN ? -1 : last_kept;
+    if (!failed)
+        A->lost_rule = CT_LOST_NONE;
+    if (A->nlost)
+        qsort(A->lost_steps, A->nlost, sizeof(*A->lost_steps), cmp_i64);
+    return rc;
+}
+
+/* How attempt a ended: a hang the shim detected, a fatal signal, a trace
+ * cut short (SIGKILL, a crash the handlers could not see), else exit. */
+static void attempt_end(struct ct_attempt *A, const struct wp *w, size_t n, size_t a)
+{
+    int hang = 0, sig = 0, trunc = 0;
+    uint32_t flush = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (w[i].att != a)
+            continue;
+        const struct ct_life *l = &w[i].p->life;
+        hang |= l->hang_ns != INT64_MIN;
+        if (l->signal && !sig)
+            sig = l->signal;
+        if (w[i].p->cov.truncated && !l->signal) {
+            trunc = 1;
+            uint32_t f = l->flush_ms ? l->flush_ms : DEFAULT_FLUSH_MS;
+            flush = f > flush ? f : flush;
+        }
+    }
+    A->signal = sig;
+    A->ended = hang ? CT_END_HANG : sig ? CT_END_SIGNAL : trunc ? CT_END_TRUNCATED : CT_END_EXIT;
+    A->end_uncertainty = trunc ? (int64_t)flush * 1000000 : 0;
+}
+
+int ct_goodput(const struct ct_report *rep, struct ct_goodput *g)
+{
+    memset(g, 0, sizeof(*g));
+    g->goodput_pct = NAN;
+    const struct ct_job *job = rep->job;
+    size_t nw = 0;
+    for (size_t r = 0; r < job->nranks; r++)
+        nw += job->ranks[r].nprocs;
+    struct wp *w = calloc(nw ? nw : 1, sizeof(*w));
+    if (!w)
+        return -ENOMEM;
+    g->s = INT64_MAX;
+    g->e = INT64_MIN;
+    size_t k = 0;
+    for (size_t r = 0; r < job->nranks; r++)
+        for (size_t i = 0; i < job->ranks[r].nprocs; i++) {
+            struct ct_proc *p = job->ranks[r].procs[i];
+            int64_t s, e;
+            if (!proc_span(p, &s, &e))
+                continue;
+            g->no_start += p->life.start_ns == INT64_MIN;
+            w[k] = (struct wp){p, r, s, e, p->life.restart, k, 0};
+            for (size_t j = 0; j < k; j++)
+                if (w[j].p->pid == p->pid && !strcmp(w[j].p->host, p->host) &&
+                    w[j].key == w[k].key) {
+                    w[k].life = w[j].life;
+                    break;
+                }
+            if (!g->job && p->life.job)
+                g->job = p->life.job;
+            see(&g->s, &g->e, s, e);
+            k++;
+        }
+    nw = k;
+    for (size_t i = 0; i < job->nhosts; i++) {
+        int64_t s, e;
+        if (proc_span(job->hosts[i], &s, &e))
+            see(&g->s, &g->e, s, e);
+        if (!g->job && job->hosts[i]->life.job)
+            g->job = job->hosts[i]->life.job;
+    }
+    if (!nw) {
+        free(w);
+        if (g->s == INT64_MAX)
+            g->s = g->e = 0;
+        return 0;
+    }
+    /* a process without a restart count joins the attempt whose counted
+     * processes it lived among: the latest that started before it */
+    qsort(w, nw, sizeof(*w), cmp_wp);
+    for (size_t i = 0; i < nw; i++)
+        if (w[i].key < 0) {
+            int64_t best = -1, bs = INT64_MIN;
+            for (size_t j = 0; j < nw; j++)
+                if (w[j].key >= 0 && w[j].s <= w[i].s && w[j].s > bs)
+                    bs = w[j].s, best = w[j].key;
+            w[i].key = best;
+        }
+    qsort(w, nw, sizeof(*w), cmp_wp);
+    size_t natt = group(w, nw);
+    g->att = calloc(natt, sizeof(*g->att));
+    if (!g->att) {
+        free(w);
+        return -ENOMEM;
+    }
+    g->natt = natt;
+    for (size_t a = 0; a < natt; a++) {
+        g->att[a].s = INT64_MAX;
+        g->att[a].e = INT64_MIN;
+        g->att[a].hang_since = INT64_MIN;
+    }
+    int rc = 0;
+    for (size_t i = 0; i < nw; i++) {
+        struct ct_attempt *A = &g->att[w[i].att];
+        see(&A->s, &A->e, w[i].s, w[i].e);
+        A->restart = w[i].key;
+        A->procs++;
+    }
+    for (size_t a = 0; a < natt && !rc; a++) {
+        struct ct_attempt *A = &g->att[a];
+        if (!(A->traces = calloc(A->procs, sizeof(*A->traces)))) {
+            rc = -ENOMEM;
+            break;
+        }
+        size_t t = 0;
+        for (size_t i = 0; i < nw; i++)
+            if (w[i].att == a)
+                A->traces[t++] = w[i].p->path;
+        attempt_end(A, w, nw, a);
+    }
+    /* attempts cover the job: the first from its first process (a
+     * launcher's start-up is the first attempt's), the last to its end;
+     * one that outlived the next's start ends there */
+    g->att[0].s = g->s;
+    g->att[natt - 1].e = g->e;
+    for (size_t a = 0; a + 1 < natt; a++) {
+        if (g->att[a].e > g->att[a + 1].s)
+            g->att[a].e = g->att[a + 1].s;
+        g->downtime += (double)(g->att[a + 1].s - g->att[a].e);
+    }
+    for (size_t a = 0; a < natt && !rc; a++)
+        rc = attempt_parts(rep, w, nw, g->att, natt, a);
+    for (size_t a = 0; a < natt; a++)
+        for (int p = 0; p < CT_GP_NPARTS; p++)
+            g->part[p] += g->att[a].part[p];
+    if (g->e > g->s)
+        g->goodput_pct = 100.0 * g->part[CT_GP_PRODUCTIVE] / (double)(g->e - g->s);
+    free(w);
+    return rc;
+}
+
+void ct_goodput_free(struct ct_goodput *g)
+{
+    for (size_t a = 0; a < g->natt; a++) {
+        free(g->att[a].lost_steps);
+        free(g->att[a].traces);
+    }
+    free(g->att);
+    memset(g, 0, sizeof(*g));
+}

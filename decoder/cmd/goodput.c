@@ -1,0 +1,142 @@
+/*
+ * `cutrace goodput [--json] [-o FILE] [--job ID] [--step NAME] DIR...`:
+ * where one job's wall time went over all its attempts (docs/goodput.md).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decoder/analysis/analysis.h"
+#include "decoder/analysis/goodput.h"
+#include "decoder/cmd/cli.h"
+#include "decoder/export/goodput_out.h"
+#include "decoder/read/load.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: cutrace goodput [--json] [-o FILE] [--job ID] [--step NAME] TRACE|DIR...\n"
+               "  --json       the JSON document (docs/goodput.md)\n"
+               "  -o FILE      write it to FILE\n"
+               "  --job ID     the job to measure when the traces hold several\n"
+               "  --step NAME  the NVTX range or mark naming iterations (default ProfilerStep)\n");
+}
+
+/* The distinct job ids of the job's processes, as "a, b, c" in buf; their count. */
+static size_t job_ids(const struct ct_job *job, char *buf, size_t n)
+{
+    size_t count = 0, used = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < job->nprocs; i++) {
+        const char *id = job->procs[i].life.job;
+        int seen = !id;
+        for (size_t k = 0; k < i && !seen; k++)
+            seen = job->procs[k].life.job && !strcmp(job->procs[k].life.job, id);
+        if (seen)
+            continue;
+        count++;
+        int w = snprintf(buf + used, n - used, "%s%s", count > 1 ? ", " : "", id);
+        if (w > 0 && (size_t)w < n - used)
+            used += (size_t)w;
+    }
+    return count;
+}
+
+int ct_cmd_goodput(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"json", no_argument, NULL, 'j'},      {"output", required_argument, NULL, 'o'},
+        {"job", required_argument, NULL, 'J'}, {"step", required_argument, NULL, 's'},
+        {"help", no_argument, NULL, 'h'},      {NULL, 0, NULL, 0}};
+    int c, json = 0;
+    const char *out = NULL, *jobid = NULL, *step = NULL;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "jo:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'j': json = 1; break;
+        case 'o': out = optarg; break;
+        case 'J': jobid = optarg; break;
+        case 's': step = optarg; break;
+        case 'h': usage(stdout); return 0;
+        default:
+            fprintf(stderr,
+                    "cutrace goodput: unknown or incomplete option '%s'; allowed: --json, "
+                    "-o FILE, --job ID, --step NAME\n",
+                    argv[optind - 1]);
+            return CT_EXIT_USAGE;
+        }
+    }
+    if (optind >= argc) {
+        fprintf(stderr, "cutrace goodput: expected at least one trace file or directory\n");
+        usage(stderr);
+        return CT_EXIT_USAGE;
+    }
+    struct ct_inputs in = {0};
+    char err[512];
+    if (ct_load_expand(&in, argv + optind, argc - optind, err, sizeof(err))) {
+        fprintf(stderr, "cutrace goodput: %s\n", err);
+        ct_inputs_free(&in);
+        return CT_EXIT_BAD_INPUT;
+    }
+    size_t ntraces = in.n;
+    struct ct_job job;
+    struct ct_report rep = {0};
+    struct ct_load_opts lo = {.cmd = "cutrace goodput", .step = step, .progress = 1, .job = jobid};
+    int rc = ct_load_job(&lo, &in, &job, err, sizeof(err));
+    ct_inputs_free(&in);
+    if (rc) {
+        fprintf(stderr, "cutrace goodput: %s\n", rc == -ENOMEM ? "out of memory" : err);
+        return CT_EXIT_BAD_INPUT;
+    }
+    char ids[1024];
+    size_t nids = job_ids(&job, ids, sizeof(ids));
+    if (jobid && !job.nprocs) {
+        fprintf(stderr, "cutrace goodput: --job %s: none of the %zu traces is of that job\n", jobid,
+                ntraces);
+        ct_job_free(&job);
+        return CT_EXIT_USAGE;
+    }
+    if (nids > 1) {
+        fprintf(stderr,
+                "cutrace goodput: the traces are of %zu jobs (%s): goodput is one job's; pass "
+                "--job ID\n",
+                nids, ids);
+        ct_job_free(&job);
+        return CT_EXIT_USAGE;
+    }
+    struct ct_iter_opts io = {0, 0, -1, 0};
+    struct ct_goodput g = {0};
+    rc = ct_report_analyze(&job, &io, &rep);
+    if (!rc)
+        rc = ct_goodput(&rep, &g);
+    if (rc) {
+        fprintf(stderr, "cutrace goodput: out of memory\n");
+        ct_goodput_free(&g);
+        ct_report_free(&rep);
+        ct_job_free(&job);
+        return CT_EXIT_BAD_INPUT;
+    }
+    FILE *f = out ? fopen(out, "w") : stdout;
+    int status = CT_EXIT_OK;
+    if (!f) {
+        fprintf(stderr, "cutrace goodput: -o %s: %s\n", out, strerror(errno));
+        status = CT_EXIT_BAD_INPUT;
+    } else {
+        if (json) {
+            ct_goodput_json(f, &g);
+            fputc('\n', f);
+        } else {
+            ct_goodput_text(f, &g);
+        }
+        if (fflush(f) != 0 || ferror(f))
+            status = CT_EXIT_BAD_INPUT;
+        if (out && fclose(f) != 0)
+            status = CT_EXIT_BAD_INPUT;
+    }
+    ct_goodput_free(&g);
+    ct_report_free(&rep);
+    ct_job_free(&job);
+    return status;
+}
