@@ -44,6 +44,8 @@ struct ct_attribution {
     int ckpt_steps;           /* iterations that contained checkpoint activity */
 };
 
+struct ct_goodput;
+
 struct ct_rank_result {
     struct ct_rank *rank;
     int64_t ws, we; /* window: first GPU start .. last GPU end */
@@ -117,6 +119,7 @@ struct ct_report {
     double step_p90, step_p99; /* the same distribution's tail (a serving loop's latency) */
     struct ct_job_step *steps; /* by index (ct_job_steps) */
     size_t nsteps;
+    struct ct_goodput *goodput; /* over the job's attempts (goodput.h), from these iterations */
 };
 
 int ct_metrics_rank(struct ct_rank_result *res);

@@ -72,8 +72,9 @@ static int proc_span(const struct ct_proc *p, int64_t *s, int64_t *e)
     see_set(&lo, &hi, &p->sync);
     see_set(&lo, &hi, &p->data_wait);
     see_set(&lo, &hi, &p->ckpt);
-    if (p->last_ns != INT64_MIN)
-        see(&lo, &hi, p->last_ns, p->last_ns);
+    if (p->last_ns != INT64_MIN && p->last_ns > hi) /* an end only: metadata of a
+                                                     * flight window is from its writing */
+        hi = p->last_ns;
     if (p->life.signal_ns != INT64_MIN)
         see(&lo, &hi, p->life.signal_ns, p->life.signal_ns);
     if (p->life.hang_ns != INT64_MIN)

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "decoder/analysis/analysis.h"
+#include "decoder/analysis/goodput.h"
 #include "decoder/util/stats.h"
 
 void ct_report_free(struct ct_report *rep)
@@ -25,6 +26,9 @@ void ct_report_free(struct ct_report *rep)
     for (size_t i = 0; i < rep->nkern; i++)
         free(rep->kern[i].name);
     free(rep->kern);
+    if (rep->goodput)
+        ct_goodput_free(rep->goodput);
+    free(rep->goodput);
     memset(rep, 0, sizeof(*rep));
 }
 
@@ -82,6 +86,10 @@ int ct_report_analyze(struct ct_job *job, const struct ct_iter_opts *io, struct 
         rc = ct_kernels_table(rep);
     if (!rc)
         rc = ct_stragglers(rep);
+    if (!rc && !(rep->goodput = calloc(1, sizeof(*rep->goodput))))
+        rc = -ENOMEM;
+    if (!rc)
+        rc = ct_goodput(rep, rep->goodput);
     return rc;
 }
 

@@ -107,13 +107,9 @@ int ct_cmd_goodput(int argc, char **argv)
         return CT_EXIT_USAGE;
     }
     struct ct_iter_opts io = {0, 0, -1, 0};
-    struct ct_goodput g = {0};
-    rc = ct_report_analyze(&job, &io, &rep);
-    if (!rc)
-        rc = ct_goodput(&rep, &g);
+    rc = ct_report_analyze(&job, &io, &rep); /* the goodput is one of its analyses */
     if (rc) {
         fprintf(stderr, "cutrace goodput: out of memory\n");
-        ct_goodput_free(&g);
         ct_report_free(&rep);
         ct_job_free(&job);
         return CT_EXIT_BAD_INPUT;
@@ -125,17 +121,16 @@ int ct_cmd_goodput(int argc, char **argv)
         status = CT_EXIT_BAD_INPUT;
     } else {
         if (json) {
-            ct_goodput_json(f, &g);
+            ct_goodput_json(f, rep.goodput);
             fputc('\n', f);
         } else {
-            ct_goodput_text(f, &g);
+            ct_goodput_text(f, rep.goodput);
         }
         if (fflush(f) != 0 || ferror(f))
             status = CT_EXIT_BAD_INPUT;
         if (out && fclose(f) != 0)
             status = CT_EXIT_BAD_INPUT;
     }
-    ct_goodput_free(&g);
     ct_report_free(&rep);
     ct_job_free(&job);
     return status;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decoder/analysis/goodput.h"
 #include "decoder/compare/diff.h"
 #include "decoder/util/names.h"
 #include "decoder/util/stats.h"
@@ -144,6 +145,14 @@ int ct_diff_collect(const struct ct_report *rep, int per_iteration, struct ct_me
             if (from < o->e)
                 rc = ct_metric_add(&t, name, (double)(o->e - from) / 1e3);
         }
+    }
+    /* per run: where its wall time went (one sample each; docs/goodput.md) */
+    const struct ct_goodput *g = rep->goodput;
+    if (!rc && g && g->natt && g->e > g->s) {
+        rc = ct_metric_add(&t, "goodput_pct", g->goodput_pct);
+        rc = rc ? rc : ct_metric_add(&t, "startup_us", g->part[CT_GP_STARTUP] / 1e3);
+        rc = rc ? rc : ct_metric_add(&t, "lost_us", g->part[CT_GP_LOST] / 1e3);
+        rc = rc ? rc : ct_metric_add(&t, "downtime_us", g->downtime / 1e3);
     }
     if (!rc)
         rc = fold(&t, per_iteration, s);

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "decoder/analysis/goodput.h"
 #include "decoder/compare/diff.h"
 #include "decoder/read/inputs.h"
 #include "decoder/util/json.h"
@@ -127,7 +128,34 @@ void ct_rows_write(FILE *f, const struct ct_run *run, const char *side, const st
     col(f, "comm_us", (double)comm);
     col(f, "idle_us", (double)idle);
     col(f, "exposed_comm_us", (double)expo);
+    const struct ct_goodput *g = rep->goodput;
+    int gp = g && g->natt;
+    fputc(',', f);
+    ct_json_member(f, "goodput_pct", gp ? g->goodput_pct : NAN, 2);
+    col(f, "wall_us", gp ? (double)(g->e - g->s) : NAN);
+    col(f, "downtime_us", gp ? g->downtime : NAN);
+    fprintf(f, ",\"attempts\":%zu", gp ? g->natt : 0);
     fputs("}\n", f);
+    /* the job's attempts: where its wall time went (docs/goodput.md) */
+    for (size_t a = 0; gp && a < g->natt; a++) {
+        const struct ct_attempt *A = &g->att[a];
+        common(f, "attempt", run, side, rep, NULL);
+        fprintf(f, ",\"iteration\":null,\"attempt\":%zu,\"restart_count\":", a);
+        if (A->restart >= 0)
+            fprintf(f, "%" PRId64, A->restart);
+        else
+            fputs("null", f);
+        fprintf(f, ",\"ended\":\"%s\",\"ranks\":%zu,\"lost_steps\":%zu", ct_ended_name(A->ended),
+                A->ranks, A->nlost);
+        col(f, "start_us", (double)(A->s - g->s));
+        col(f, "end_us", (double)(A->e - g->s));
+        for (int k = 0; k < CT_GP_NPARTS; k++) {
+            char key[48];
+            snprintf(key, sizeof(key), "%s_us", ct_gp_part_name(k));
+            col(f, key, A->part[k]);
+        }
+        fputs("}\n", f);
+    }
     for (size_t r = 0; r < rep->nr; r++) {
         const struct ct_rank_result *x = &rep->rr[r];
         for (size_t i = 0; i < x->niters; i++) {

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decoder/analysis/goodput.h"
+#include "decoder/export/goodput_out.h"
 #include "decoder/analysis/hang.h"
 #include "decoder/analysis/health.h"
 #include "decoder/analysis/analysis.h"
@@ -424,6 +426,10 @@ void ct_report_json(FILE *f, const struct ct_report *rep, int rank_iters)
     ct_hang_json(f, rep); /* collectives in flight of a flight-recorder window */
     fputc(',', f);
     host_processes_json(f, rep->job);
+    if (rep->goodput) { /* the job's wall time over its attempts (docs/goodput.md) */
+        fputs(",\"goodput\":", f);
+        ct_goodput_json(f, rep->goodput);
+    }
     fprintf(f, "}\n");
 }
 
@@ -615,6 +621,12 @@ void ct_report_text(FILE *f, const struct ct_report *rep)
     else
         fprintf(f, "cutrace report: %zu rank(s), no iterations: no step time\n", rep->nr);
     iterations_text(f, rep);
+    const struct ct_goodput *g = rep->goodput;
+    if (g && g->natt && g->e > g->s)
+        fprintf(f,
+                "goodput %.1f %% of the job's %.3f s wall time, %zu attempt(s) (cutrace goodput: "
+                "where the rest went)\n",
+                g->goodput_pct, (double)(g->e - g->s) / 1e9, g->natt);
     provenance_text(f, rep);
     fprintf(f, "\n");
     fprintf(f, "Where GPU time goes (all ranks, %% of window):\n");
