@@ -39,14 +39,26 @@ static int captured(const struct ct_rank *r, int64_t s, int64_t e)
     return w >= 0 && e <= r->cover->v[w].e;
 }
 
+/* The processes of r whose step ranges count: the main one, and every
+ * other that drives the GPU (the rank's process in each attempt of a
+ * restarted job, decoder/analysis/goodput.h); a loader worker's own ranges
+ * are not the rank's steps. */
+static int steps_of(const struct ct_rank *r, size_t i)
+{
+    const struct ct_proc *p = r->procs[i];
+    return i == 0 || p->nops || p->nlaunches;
+}
+
 static int from_ranges(const struct ct_rank *r, struct ct_iter **out, size_t *n,
                        enum ct_iter_source *src)
 {
-    const struct ct_proc *p = r->procs[0];
     size_t nr = 0, nm = 0;
-    for (size_t i = 0; i < p->nsteps; i++) {
-        nr += p->steps[i].e > p->steps[i].s;
-        nm += p->steps[i].e == p->steps[i].s;
+    for (size_t q = 0; q < r->nprocs; q++) {
+        const struct ct_proc *p = r->procs[q];
+        for (size_t i = 0; i < p->nsteps && steps_of(r, q); i++) {
+            nr += p->steps[i].e > p->steps[i].s;
+            nm += p->steps[i].e == p->steps[i].s;
+        }
     }
     int marks = nr == 0;
     size_t k = marks ? nm : nr;
@@ -60,9 +72,12 @@ static int from_ranges(const struct ct_rank *r, struct ct_iter **out, size_t *n,
         return -ENOMEM;
     }
     k = 0;
-    for (size_t i = 0; i < p->nsteps; i++)
-        if ((p->steps[i].e > p->steps[i].s) != marks)
-            v[k++] = p->steps[i];
+    for (size_t q = 0; q < r->nprocs; q++) {
+        const struct ct_proc *p = r->procs[q];
+        for (size_t i = 0; i < p->nsteps && steps_of(r, q); i++)
+            if ((p->steps[i].e > p->steps[i].s) != marks)
+                v[k++] = p->steps[i];
+    }
     size_t sorted = 1; /* as extraction leaves them: skip the sort */
     while (sorted < k && v[sorted - 1].s <= v[sorted].s)
         sorted++;

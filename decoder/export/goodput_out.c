@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "decoder/analysis/goodput.h"
 #include "decoder/export/goodput_out.h"
@@ -70,11 +71,14 @@ static void attempt_json(FILE *f, const struct ct_goodput *g, size_t a)
     fputc(',', f);
     ct_json_member(f, "hang_since_us",
                    A->hang_since != INT64_MIN ? us((double)(A->hang_since - g->s)) : NAN, 3);
+    /* the trace files by name (job-host-rank-pid-generation: unique in a
+     * job), not path: a report from summaries made elsewhere is the same */
     fputs(",\"traces\":[", f);
     for (size_t i = 0; i < A->procs; i++) {
+        const char *slash = A->traces[i] ? strrchr(A->traces[i], '/') : NULL;
         if (i)
             fputc(',', f);
-        ct_json_str(f, A->traces[i]);
+        ct_json_str(f, slash ? slash + 1 : A->traces[i] ? A->traces[i] : "");
     }
     fputs("]}", f);
 }

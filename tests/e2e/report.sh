@@ -51,7 +51,7 @@ sqlite3 "$tmp/rows.db" "CREATE TABLE rows (j TEXT);" ".mode tabs" ".import $tmp/
 q() { sqlite3 "$tmp/rows.db" "$1"; }
 [ "$(q "SELECT group_concat(k, ' ') FROM (SELECT json_extract(j, '\$.row') || '=' || count(*) AS k
       FROM rows GROUP BY json_extract(j, '\$.row') ORDER BY 1)")" = \
-  "collective=1 iteration=40 job=1 kernel=10 rank=4" ] || { echo "row kinds"; exit 1; }
+  "attempt=1 collective=1 iteration=40 job=1 kernel=10 rank=4" ] || { echo "row kinds"; exit 1; }
 [ "$(q "SELECT count(DISTINCT json_extract(j, '\$.version')) || json_extract(j, '\$.schema')
       FROM rows")" = "1cutrace.rows" ] || { echo "rows schema"; exit 1; }
 # per rank, the sum of its iteration rows' compute equals its rank row's (a join)
