@@ -158,7 +158,7 @@ class Truth:
         return {k: v / len(self.ranks) for k, v in acc.items()}
 
 
-def run_job(case, tries=1, precondition=None):
+def run_job(case, tries=1, precondition=None, extra_env=None):
     """Runs the case until precondition(truth) holds (None: it holds);
     returns (directory, truth, goodput JSON or None)."""
     for i in range(tries):
@@ -174,6 +174,7 @@ def run_job(case, tries=1, precondition=None):
             # attempt's traces end at most 2 ms before the kill
             "CUTRACE_FLUSH_MS": "2",
         })
+        env.update(extra_env or {})
         if case == "hang":
             env["CUTRACE_HANG_S"] = "1"  # the shim's hang detection: 1 s without a completion
         cutrace = os.environ["CT_CUTRACE"]
@@ -195,6 +196,14 @@ def run_job(case, tries=1, precondition=None):
         if g.returncode != 0:
             check("cutrace goodput", False, f"exit {g.returncode}: {g.stderr.strip()}")
             return d, truth, None
+        # the same from per-rank summaries (cutrace summarize): identical
+        sums = os.path.join(d, "sums")
+        subprocess.run([cutrace, "summarize", "-o", sums, traces], capture_output=True,
+                       timeout=300)
+        g2 = subprocess.run([cutrace, "goodput", "--json", sums], capture_output=True, text=True,
+                            timeout=300)
+        check("goodput from summaries equals goodput from traces", g2.stdout == g.stdout,
+              g2.stderr.strip() or "outputs differ")
         try:
             return d, truth, json.loads(g.stdout)
         except ValueError as e:
@@ -221,7 +230,8 @@ def check_common(gp, truth, natt):
         check(f"attempt {i} index", get(a, "index", f"attempt {i}") == i, str(a.get("index")))
         check(f"attempt {i} ranks", get(a, "ranks", f"attempt {i}") == len(truth.ranks),
               str(a.get("ranks")))
-        check(f"attempt {i} restart_count", get(a, "restart_count", f"attempt {i}") == i,
+        want = None if COUNT_VAR == "none" else i  # no launcher count: null
+        check(f"attempt {i} restart_count", a.get("restart_count") == want,
               str(a.get("restart_count")))
     return att[:natt] if len(att) >= natt else None
 
@@ -249,8 +259,14 @@ def killed_in_step_13(t):
     return None
 
 
-def case_restart():
-    d, t, gp = run_job("restart", 3, killed_in_step_13)
+COUNT_VAR = None  # the variable that states the attempt (W_RESTART_COUNT_VAR)
+
+
+def case_restart(count_var=None):
+    global COUNT_VAR
+    COUNT_VAR = count_var
+    extra = {"W_RESTART_COUNT_VAR": count_var} if count_var else None
+    d, t, gp = run_job("restart", 3, killed_in_step_13, extra)
     if gp is None:
         return d
     att = check_common(gp, t, 2)
@@ -316,7 +332,11 @@ def case_clean():
     return d
 
 
-CASES = {"restart": case_restart, "hang": case_hang, "clean": case_clean}
+CASES = {"restart": case_restart, "hang": case_hang, "clean": case_clean,
+         # the attempt stated by Slurm's requeue count, and by nothing (the
+         # attempts are then the ranks' lifetimes that do not overlap)
+         "restart_slurm": lambda: case_restart("SLURM_RESTART_COUNT"),
+         "restart_nocount": lambda: case_restart("none")}
 
 
 def main():

@@ -4,7 +4,8 @@
  * from its checkpoint, hung, or run to its end. `w_restart launch CASE`
  * is the launcher (the agent); it starts each attempt's 2 rank processes
  * as `w_restart rank R N IDHEX CASE ATTEMPT` (RANK/LOCAL_RANK/WORLD_SIZE
- * and TORCHELASTIC_RESTART_COUNT=ATTEMPT set, a fresh NCCL unique id per
+ * and TORCHELASTIC_RESTART_COUNT=ATTEMPT set (or the variable named by
+ * W_RESTART_COUNT_VAR, none for "none"), a fresh NCCL unique id per
  * attempt) and waits for them. The launcher sets TORCHELASTIC_RUN_ID=
  * goodput-<its pid> (the job's id in every trace) and makes one recorded
  * call, a cutrace mark: its process, the job's first to start and last to
@@ -292,7 +293,14 @@ static void start_attempt(const char *self, const char *c, int a, pid_t *pids, i
             setenv("RANK", rs, 1);
             setenv("LOCAL_RANK", rs, 1);
             setenv("WORLD_SIZE", ns, 1);
-            setenv("TORCHELASTIC_RESTART_COUNT", as, 1);
+            /* W_RESTART_COUNT_VAR: which launcher states the attempt
+             * (Slurm's requeue count), or "none" (cutrace goodput groups
+             * attempts by time) */
+            const char *var = getenv("W_RESTART_COUNT_VAR");
+            if (!var || !*var)
+                var = "TORCHELASTIC_RESTART_COUNT";
+            if (strcmp(var, "none"))
+                setenv(var, as, 1);
             setenv("W_RESTART_FD", fs, 1);
             close(p[0]);
             execl(self, self, "rank", rs, ns, idhex, c, as, (char *)NULL);
