@@ -69,8 +69,8 @@ int ct_cmd_goodput(int argc, char **argv)
         }
     }
     if (optind >= argc) {
-        fprintf(stderr, "cutrace goodput: expected at least one trace file or directory\n");
-        usage(stderr);
+        fprintf(stderr, "cutrace goodput: expected at least one trace file or directory (see "
+                        "--help)\n");
         return CT_EXIT_USAGE;
     }
     struct ct_inputs in = {0};

@@ -94,5 +94,22 @@ then ok; else bad "run tags not in the trace metadata"; fi
 check_error 2 "cutrace run: --tag a,b=1: one KEY=VALUE per --tag" run --tag a,b=1 -- true
 check_error 2 "cutrace run: --tag =x: tag '=x': expected KEY=VALUE" run --tag =x -- true
 
+# 6. goodput: one job's; several job ids need --job, which must match one.
+check_error 2 "cutrace goodput: unknown or incomplete option '--frob'" goodput --frob x
+check_error 2 "cutrace goodput: expected at least one trace" goodput
+if readelf -d "$build/shim/libcutrace.so" | grep -q 'lib[at]san'; then ok
+else
+    for j in jobA jobB; do
+        CUTRACE_HOST_TRACE_KB=0 CUTRACE_JOB=$j "$cutrace" run -o "$tmp/two" -- cat /etc/hostname \
+            > /dev/null 2>&1 || bad "cutrace run for $j"
+    done
+    check_error 2 "cutrace goodput: the traces are of 2 jobs (job[AB], job[AB]): goodput is one job's; pass --job ID" \
+        goodput "$tmp/two"
+    check_error 2 "cutrace goodput: --job jobC: none of the 2 traces is of that job" goodput --job jobC "$tmp/two"
+    out=$("$cutrace" goodput --json --job jobB "$tmp/two")
+    python3 -c 'import json,sys; g=json.loads(sys.argv[1]); assert g["job"] == "jobB" and len(g["attempts"]) == 1 \
+        and g["attempts"][0]["ended"] == "exit" and g["total_us"] > 0, g' "$out" && ok || bad "goodput --job jobB: $out"
+fi
+
 echo "$pass passed, $fail failed"
 [ $fail = 0 ]
