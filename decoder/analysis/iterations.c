@@ -83,6 +83,13 @@ static int from_ranges(const struct ct_rank *r, struct ct_iter **out, size_t *n,
         sorted++;
     if (sorted < k)
         qsort(v, k, sizeof(*v), cmp_range);
+    /* one step seen twice (two flight-recorder windows of one process
+     * overlap, both holding it) is one step */
+    size_t u = k ? 1 : 0;
+    for (size_t i = 1; i < k; i++)
+        if (v[i].s != v[u - 1].s || v[i].e != v[u - 1].e)
+            v[u++] = v[i];
+    k = u;
     size_t m = 0;
     if (marks) {
         for (size_t i = 0; i + 1 < k; i++)

@@ -212,11 +212,14 @@ def run_job(case, tries=1, precondition=None, extra_env=None):
     sys.exit(f"{case}: the schedule did not hold in {tries} tries")
 
 
-def check_common(gp, truth, natt):
+def check_common(gp, truth, natt, from_ranks=False):
     """What every case shares: the job's length, its parts summing to it,
-    the attempts' count and ranks."""
+    the attempts' count and ranks. from_ranks: the launcher left no trace
+    (a flight recorder writes only on request): the job starts at its
+    first rank's start."""
     total_us = get(gp, "total_us", "total_us")
-    near("total_us", total_us, truth.end)
+    t0 = min(truth.rank_start.values()) if from_ranks else 0.0
+    near("total_us", total_us, truth.end - t0)
     parts = get(gp, "parts", "parts") or {}
     got = [get(parts, p, "parts") for p in PARTS]
     if total_us and None not in got:
@@ -300,11 +303,14 @@ def hang_reached(t):
     return None
 
 
-def case_hang():
-    d, t, gp = run_job("hang", 1, hang_reached)
+def case_hang(flight=False):
+    # flight: the flight recorder keeps the last 30 s and writes them at the
+    # hang's detection (rank 0) and at the SIGTERM (both ranks)
+    extra = {"CUTRACE_FLIGHT": "30"} if flight else None
+    d, t, gp = run_job("hang", 1, hang_reached, extra)
     if gp is None:
         return d
-    att = check_common(gp, t, 1)
+    att = check_common(gp, t, 1, from_ranks=flight)
     if att is None:
         return d
     a0 = att[0]
@@ -336,7 +342,8 @@ CASES = {"restart": case_restart, "hang": case_hang, "clean": case_clean,
          # the attempt stated by Slurm's requeue count, and by nothing (the
          # attempts are then the ranks' lifetimes that do not overlap)
          "restart_slurm": lambda: case_restart("SLURM_RESTART_COUNT"),
-         "restart_nocount": lambda: case_restart("none")}
+         "restart_nocount": lambda: case_restart("none"),
+         "hang_flight": lambda: case_hang(True)}
 
 
 def main():
