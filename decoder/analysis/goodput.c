@@ -173,6 +173,7 @@ struct rank_part {
     int64_t last_launch;       /* the latest host start of a launch/copy/NCCL call */
     const struct ct_iter *it;  /* its iterations in the attempt */
     size_t nit;
+    struct ct_iter *own; /* ... when found for the attempt alone (freed with it) */
 };
 
 static int set_union_into(struct ct_ivset *acc, const struct ct_ivset *add)
@@ -225,6 +226,7 @@ static void rank_parts_free(struct rank_part *rp)
     ct_ivset_free(&rp->ckpt_main);
     ct_ivset_free(&rp->data);
     ct_ivset_free(&rp->fread);
+    free(rp->own);
 }
 
 /* The iterations of result rr that start inside [as, ae). */
@@ -432,7 +434,20 @@ static int attempt_parts(const struct ct_report *rep, struct wp *w, size_t n,
             rank_parts_free(&rp);
             break;
         }
-        iters_in(&rep->rr[r], as, hcut, &rp.it, &rp.nit);
+        if (numbered) {
+            iters_in(&rep->rr[r], as, hcut, &rp.it, &rp.nit);
+        } else {
+            /* iterations from the work that repeats: found in this attempt's
+             * own ops (the report looks at the rank's attempts together, and
+             * a cycle does not run across a restart) */
+            double conf;
+            rc = ct_iterations_from_repeats(rep->rr[r].rank, as, hcut, 0, &rp.own, &rp.nit, &conf);
+            rp.it = rp.own;
+            if (rc) {
+                rank_parts_free(&rp);
+                break;
+            }
+        }
         size_t nkept = rp.nit;
         int64_t lost_from = INT64_MAX;
         if (failed && rp.nit) {
