@@ -17,6 +17,7 @@ Suite *collectives_suite(void);
 Suite *iterations_suite(void);
 Suite *clock_suite(void);
 Suite *options_suite(void);
+Suite *goodput_suite(void);
 
 static const struct th_suite suites[] = {
     {"intervals", intervals_suite},
@@ -33,6 +34,7 @@ static const struct th_suite suites[] = {
     {"iterations", iterations_suite},
     {"clock", clock_suite},
     {"options", options_suite},
+    {"goodput", goodput_suite},
     {NULL, NULL},
 };
 

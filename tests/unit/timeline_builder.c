@@ -33,6 +33,7 @@ struct ct_proc *tb_proc(struct tb_job *b, int64_t rank)
     p->pid = 100 + (uint32_t)b->n;
     p->ppid = 1;
     p->cov.processes = 1;
+    ct_life_init(&p->life); /* no start time, restart count, signal or hang recorded */
     b->n++;
     return p;
 }
@@ -143,6 +144,12 @@ void tb_data_wait(struct ct_proc *p, int64_t s, int64_t e)
     add_iv(&p->data_wait, s, e);
 }
 
+void tb_file_read(struct ct_proc *p, int64_t s, int64_t e)
+{
+    add_iv(&p->data_wait, s, e);
+    add_iv(&p->file_read, s, e);
+}
+
 void tb_ckpt(struct ct_proc *p, int64_t s, int64_t e)
 {
     add_iv(&p->ckpt, s, e);
@@ -229,6 +236,7 @@ static void finish(struct ct_proc *p)
         qsort(p->launches, p->nlaunches, sizeof(*p->launches), cmp_i64);
     ct_ivset_normalize(&p->sync);
     ct_ivset_normalize(&p->data_wait);
+    ct_ivset_normalize(&p->file_read);
     ct_ivset_normalize(&p->ckpt);
     ct_ivset_normalize(&p->capture);
 }
