@@ -90,6 +90,12 @@ int ct_cmd_goodput(int argc, char **argv)
         fprintf(stderr, "cutrace goodput: %s\n", rc == -ENOMEM ? "out of memory" : err);
         return CT_EXIT_BAD_INPUT;
     }
+    for (size_t i = 0; i < job.nprocs; i++)
+        if (job.procs[i].kin) { /* one line, once */
+            fprintf(stderr, "cutrace goodput: PyTorch profiler traces hold their capture window "
+                            "only: the goodput is of that window, not of the processes' lives\n");
+            break;
+        }
     char ids[1024];
     size_t nids = job_ids(&job, ids, sizeof(ids));
     if (jobid && !job.nprocs) {

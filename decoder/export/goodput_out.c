@@ -17,13 +17,14 @@ static double us(double ns)
     return ns / 1000.0;
 }
 
-static void parts_json(FILE *f, const double *part)
+/* known 0: nothing measured (no attempt), every part null */
+static void parts_json(FILE *f, const double *part, int known)
 {
     for (int p = 0; p < CT_GP_NPARTS; p++) {
         char key[48];
         snprintf(key, sizeof(key), "%s_us", ct_gp_part_name(p));
         fputc(p ? ',' : '{', f);
-        ct_json_member(f, key, us(part[p]), 3);
+        ct_json_member(f, key, known ? us(part[p]) : NAN, 3);
     }
 }
 
@@ -95,17 +96,23 @@ void ct_goodput_json(FILE *f, const struct ct_goodput *g)
     fputc(',', f);
     ct_json_member(f, "t0_unix_us", g->natt ? us((double)g->s) : NAN, 3);
     fputc(',', f);
-    ct_json_member(f, "total_us", us(total), 3);
+    ct_json_member(f, "total_us", g->natt ? us(total) : NAN, 3);
     fputc(',', f);
     ct_json_member(f, "goodput_pct", g->goodput_pct, 2);
     fputc(',', f);
-    ct_json_member(f, "productive_us", us(g->part[CT_GP_PRODUCTIVE]), 3);
+    ct_json_member(f, "productive_us", g->natt ? us(g->part[CT_GP_PRODUCTIVE]) : NAN, 3);
     fputc(',', f);
-    ct_json_member(f, "downtime_us", us(g->downtime), 3);
+    ct_json_member(f, "downtime_us", g->natt ? us(g->downtime) : NAN, 3);
+    /* nothing to measure: the figures are null, and this says why */
+    fputs(",\"unavailable\":", f);
+    if (g->natt)
+        fputs("null", f);
+    else
+        ct_json_str(f, "no rank process with a timed record");
     fprintf(f, ",\"processes_without_start\":%zu,\"parts\":", g->no_start);
-    parts_json(f, g->part);
+    parts_json(f, g->part, g->natt > 0);
     fputc(',', f);
-    ct_json_member(f, "downtime_us", us(g->downtime), 3);
+    ct_json_member(f, "downtime_us", g->natt ? us(g->downtime) : NAN, 3);
     fputs("},\"attempts\":[", f);
     for (size_t a = 0; a < g->natt; a++) {
         if (a)
@@ -165,7 +172,7 @@ void ct_goodput_text(FILE *f, const struct ct_goodput *g)
     }
     if (g->no_start)
         fprintf(f,
-                "\nnote: %zu processes recorded no start time (traces of an older cutrace): "
-                "their first record stands for it\n",
+                "\nnote: %zu processes recorded no start time (traces of an older cutrace, "
+                "PyTorch profiler traces): their first record stands for it\n",
                 g->no_start);
 }
