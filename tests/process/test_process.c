@@ -62,27 +62,11 @@ static void one_trace(const struct th_run *l, struct th_trace *t)
     ck_assert_uint_eq(t->rd.damage_total, 0);
 }
 
-/* The value of process metadata `key` (the last one), or NULL. */
-static const char *proc_meta(const struct th_trace *t, const char *key, uint64_t *when)
-{
-    const char *v = NULL;
-    for (size_t i = 0; i < t->n; i++) {
-        const struct ct_record *r = &t->recs[i];
-        if (r->kind == CT_REC_META && r->f[CT_META_SCOPE] == CT_SCOPE_PROCESS &&
-            !strcmp(ct_reader_string(&t->rd, r->f[CT_META_KEY]), key)) {
-            v = ct_reader_string(&t->rd, r->f[CT_META_VALUE]);
-            if (when)
-                *when = r->f[CT_META_TIME];
-        }
-    }
-    return v;
-}
-
 /* The image's start (start_mono_ns) comes before every record of it:
  * `cutrace goodput` counts start-up from there. */
 static void starts_before_its_records(const struct th_trace *t)
 {
-    const char *v = proc_meta(t, "start_mono_ns", NULL);
+    const char *v = th_proc_meta(t, "start_mono_ns", NULL);
     ck_assert_msg(v != NULL, "no start_mono_ns");
     unsigned long long start = strtoull(v, NULL, 10);
     ck_assert_uint_gt(start, 0);
@@ -122,7 +106,7 @@ START_TEST(sigterm_flushes_then_dies_as_it_would)
     ck_assert_uint_eq(launches(&t), 50);
     /* what ended it, when (after its last call), for cutrace goodput */
     uint64_t when = 0;
-    const char *sig = proc_meta(&t, "signal", &when);
+    const char *sig = th_proc_meta(&t, "signal", &when);
     ck_assert_msg(sig && !strcmp(sig, "15"), "signal: %s", sig ? sig : "(none)");
     for (size_t i = 0; i < t.n; i++)
         if (t.recs[i].kind == CT_REC_API)
@@ -142,7 +126,7 @@ START_TEST(underscore_exit_finishes_the_trace)
     one_trace(&l, &t);
     ck_assert(t.rd.has_footer);
     ck_assert_uint_eq(launches(&t), 50);
-    ck_assert_ptr_null(proc_meta(&t, "signal", NULL)); /* an exit, no signal */
+    ck_assert_ptr_null(th_proc_meta(&t, "signal", NULL)); /* an exit, no signal */
     starts_before_its_records(&t);
     th_trace_free(&t);
 }

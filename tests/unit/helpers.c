@@ -129,6 +129,21 @@ int th_emulated_skip(const char *why)
     return 1;
 }
 
+const char *th_proc_meta(const struct th_trace *t, const char *key, uint64_t *when)
+{
+    const char *v = NULL;
+    for (size_t i = 0; i < t->n; i++) {
+        const struct ct_record *r = &t->recs[i];
+        if (r->kind == CT_REC_META && r->f[CT_META_SCOPE] == CT_SCOPE_PROCESS &&
+            !strcmp(ct_reader_string(&t->rd, r->f[CT_META_KEY]), key)) {
+            v = ct_reader_string(&t->rd, r->f[CT_META_VALUE]);
+            if (when)
+                *when = r->f[CT_META_TIME];
+        }
+    }
+    return v;
+}
+
 size_t th_count_kind(const struct th_trace *t, unsigned kind)
 {
     size_t n = 0;

@@ -29,6 +29,9 @@ void th_trace_read_mem(struct th_trace *t, const uint8_t *p, size_t len);
 void th_trace_read_file(struct th_trace *t, const char *path);
 void th_trace_free(struct th_trace *t);
 size_t th_count_kind(const struct th_trace *t, unsigned kind);
+/* The value of process metadata `key` (the last one; *when its time, when
+ * when is not NULL), or NULL. */
+const char *th_proc_meta(const struct th_trace *t, const char *key, uint64_t *when);
 
 /* Emits n NVTX marks (domain "d", message "m") on the calling thread;
  * returns how many the recorder accepted. */
