@@ -106,31 +106,82 @@ static int cmp_wp(const void *a, const void *b)
     return (x->s > y->s) - (x->s < y->s);
 }
 
+/* By host, pid, restart count: the images of one life side by side. */
+static int cmp_life(const void *a, const void *b)
+{
+    const struct wp *x = a, *y = b;
+    int h = strcmp(x->p->host, y->p->host);
+    if (h)
+        return h;
+    if (x->p->pid != y->p->pid)
+        return (x->p->pid > y->p->pid) - (x->p->pid < y->p->pid);
+    return (x->key > y->key) - (x->key < y->key);
+}
+
+static int cmp_start(const void *a, const void *b)
+{
+    const struct wp *x = a, *y = b;
+    return (x->s > y->s) - (x->s < y->s);
+}
+
 /* Groups w (sorted by key, start) into attempts: a new one at each change
  * of restart count, and within one count where a life starts after every
  * earlier life ended. The images of one pid (exec) count as one life. */
-static size_t group(struct wp *w, size_t n)
+static int group(struct wp *w, size_t n, size_t *natt_out)
 {
+    /* life ids are indexes below n: the end of each life, and the attempt
+     * its last image went to */
+    int64_t *lend = malloc(n * sizeof(*lend));
+    size_t *latt = malloc(n * sizeof(*latt));
+    if (!lend || !latt) {
+        free(lend);
+        free(latt);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++)
+        lend[i] = INT64_MIN, latt[i] = SIZE_MAX;
+    for (size_t i = 0; i < n; i++)
+        if (w[i].e > lend[w[i].life])
+            lend[w[i].life] = w[i].e;
     size_t natt = 0;
     int64_t end = INT64_MIN, key = INT64_MIN;
     for (size_t i = 0; i < n; i++) {
-        int64_t le = w[i].e; /* the end of its whole life */
-        for (size_t k = 0; k < n; k++)
-            if (w[k].life == w[i].life && w[k].e > le)
-                le = w[k].e;
-        int cont = 0; /* a later image of a life already in the attempt */
-        for (size_t k = 0; k < i && !cont; k++)
-            cont = w[k].life == w[i].life && w[k].att == natt - 1 && natt;
+        int cont = natt && latt[w[i].life] == natt - 1; /* a later image of a life in it */
         if (!natt || w[i].key != key || (w[i].s > end && !cont)) {
             natt++;
             end = INT64_MIN;
             key = w[i].key;
         }
         w[i].att = natt - 1;
-        if (le > end)
-            end = le;
+        latt[w[i].life] = natt - 1;
+        if (lend[w[i].life] > end)
+            end = lend[w[i].life];
     }
-    return natt;
+    free(lend);
+    free(latt);
+    *natt_out = natt;
+    return 0;
+}
+
+/* By attempt, then rank, then start: an attempt's processes are one run of
+ * w, and in it each rank's. */
+static int cmp_att_rank(const void *a, const void *b)
+{
+    const struct wp *x = a, *y = b;
+    if (x->att != y->att)
+        return (x->att > y->att) - (x->att < y->att);
+    if (x->rank != y->rank)
+        return (x->rank > y->rank) - (x->rank < y->rank);
+    return (x->s > y->s) - (x->s < y->s);
+}
+
+/* The end of the run of w[i..n) with w[i]'s rank. */
+static size_t rank_run(const struct wp *w, size_t n, size_t i)
+{
+    size_t j = i;
+    while (j < n && w[j].rank == w[i].rank)
+        j++;
+    return j;
 }
 
 /* The onset of a hang in attempt a: on each rank whose shim detected it,
@@ -383,13 +434,9 @@ static int64_t first_index(const struct ct_report *rep, const struct wp *w, size
                            int64_t as, int64_t ae)
 {
     int64_t first = INT64_MAX;
-    for (size_t r = 0; r < rep->nr; r++) {
-        int in = 0;
-        for (size_t i = 0; i < n && !in; i++)
-            in = w[i].att == a && w[i].rank == r;
-        if (!in)
-            continue;
-        const struct ct_rank_result *rr = &rep->rr[r];
+    (void)a; /* w is attempt a's run */
+    for (size_t i = 0; i < n; i = rank_run(w, n, i)) {
+        const struct ct_rank_result *rr = &rep->rr[w[i].rank];
         if (rr->iter_src != CT_ITER_RANGES && rr->iter_src != CT_ITER_MARKS)
             return -1;
         const struct ct_iter *it;
@@ -401,16 +448,17 @@ static int64_t first_index(const struct ct_report *rep, const struct wp *w, size
     return first == INT64_MAX ? -1 : first;
 }
 
-/* The parts of attempt a (spans in att[], ranks' processes in w). */
-static int attempt_parts(const struct ct_report *rep, struct wp *w, size_t n,
-                         struct ct_attempt *att, size_t natt, size_t a)
+/* The parts of attempt a (spans in att[]; w: its processes, by rank; wn,
+ * nn: the next attempt's). */
+static int attempt_parts(const struct ct_report *rep, struct wp *w, size_t n, const struct wp *wn,
+                         size_t nn, struct ct_attempt *att, size_t natt, size_t a)
 {
     struct ct_attempt *A = &att[a];
     int64_t as = A->s, ae = A->e;
     /* lost work is work the next attempt does again: the last attempt,
      * however it ended, loses nothing (docs/goodput.md) */
     int failed = a + 1 < natt;
-    int64_t n0 = a + 1 < natt ? first_index(rep, w, n, a + 1, att[a + 1].s, att[a + 1].e) : -1;
+    int64_t n0 = a + 1 < natt ? first_index(rep, wn, nn, a + 1, att[a + 1].s, att[a + 1].e) : -1;
     int64_t onset = A->ended == CT_END_HANG ? hang_onset(rep->job, w, n, a, as, ae) : INT64_MIN;
     if (onset != INT64_MIN && onset < as)
         onset = as;
@@ -423,14 +471,11 @@ static int attempt_parts(const struct ct_report *rep, struct wp *w, size_t n,
     size_t ranks = 0;
     int64_t first_kept = INT64_MAX, last_kept = INT64_MIN;
     size_t steps0 = 0;
-    for (size_t r = 0; r < rep->nr && !rc; r++) {
-        int in = 0;
-        for (size_t i = 0; i < n && !in; i++)
-            in = w[i].att == a && w[i].rank == r;
-        if (!in)
-            continue;
+    for (size_t i0 = 0, i1; i0 < n && !rc; i0 = i1) {
+        i1 = rank_run(w, n, i0);
+        size_t r = w[i0].rank;
         struct rank_part rp;
-        if ((rc = rank_sets(w, n, a, r, &rp))) {
+        if ((rc = rank_sets(w + i0, i1 - i0, a, r, &rp))) {
             rank_parts_free(&rp);
             break;
         }
@@ -562,12 +607,6 @@ int ct_goodput(const struct ct_report *rep, struct ct_goodput *g)
                 continue;
             g->no_start += p->life.start_ns == INT64_MIN;
             w[k] = (struct wp){p, r, s, e, p->life.restart, k, 0};
-            for (size_t j = 0; j < k; j++)
-                if (w[j].p->pid == p->pid && !strcmp(w[j].p->host, p->host) &&
-                    w[j].key == w[k].key) {
-                    w[k].life = w[j].life;
-                    break;
-                }
             if (!g->job && p->life.job)
                 g->job = p->life.job;
             see(&g->s, &g->e, s, e);
@@ -587,24 +626,64 @@ int ct_goodput(const struct ct_report *rep, struct ct_goodput *g)
             g->s = g->e = 0;
         return 0;
     }
+    /* the images of one pid on one host with one restart count (exec) are
+     * one life: its first image's index */
+    qsort(w, nw, sizeof(*w), cmp_life);
+    for (size_t i = 1; i < nw; i++)
+        if (!cmp_life(&w[i - 1], &w[i]))
+            w[i].life = w[i - 1].life;
     /* a process without a restart count joins the attempt whose counted
-     * processes it lived among: the latest that started before it */
-    qsort(w, nw, sizeof(*w), cmp_wp);
-    for (size_t i = 0; i < nw; i++)
-        if (w[i].key < 0) {
-            int64_t best = -1, bs = INT64_MIN;
-            for (size_t j = 0; j < nw; j++)
-                if (w[j].key >= 0 && w[j].s <= w[i].s && w[j].s > bs)
-                    bs = w[j].s, best = w[j].key;
-            w[i].key = best;
+     * processes it lived among: that of the latest counted one that started
+     * before it (-1 when none did) */
+    qsort(w, nw, sizeof(*w), cmp_wp); /* the counted ones last, by start */
+    size_t c0 = 0;
+    while (c0 < nw && w[c0].key < 0)
+        c0++;
+    int64_t *ks = NULL, *ke = NULL; /* the counted ones by start: start, count */
+    size_t nc = nw - c0;
+    if (nc && c0) {
+        ks = malloc(nc * sizeof(*ks));
+        ke = malloc(nc * sizeof(*ke));
+        struct wp *sorted = malloc(nc * sizeof(*sorted));
+        if (!ks || !ke || !sorted) {
+            free(ks), free(ke), free(sorted), free(w);
+            return -ENOMEM;
         }
-    qsort(w, nw, sizeof(*w), cmp_wp);
-    size_t natt = group(w, nw);
-    g->att = calloc(natt, sizeof(*g->att));
-    if (!g->att) {
+        memcpy(sorted, w + c0, nc * sizeof(*sorted));
+        qsort(sorted, nc, sizeof(*sorted), cmp_start);
+        for (size_t i = 0; i < nc; i++)
+            ks[i] = sorted[i].s, ke[i] = sorted[i].key;
+        free(sorted);
+        for (size_t i = 0; i < c0; i++) {
+            size_t lo = 0, hi = nc; /* the first counted start after w[i]'s */
+            while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (ks[mid] <= w[i].s)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            w[i].key = lo ? ke[lo - 1] : -1;
+        }
+        free(ks);
+        free(ke);
+        qsort(w, nw, sizeof(*w), cmp_wp);
+    }
+    size_t natt;
+    if (group(w, nw, &natt)) {
         free(w);
         return -ENOMEM;
     }
+    qsort(w, nw, sizeof(*w), cmp_att_rank);
+    size_t *lo = calloc(natt + 1, sizeof(*lo)); /* attempt a: w[lo[a] .. lo[a + 1]) */
+    g->att = lo ? calloc(natt, sizeof(*g->att)) : NULL;
+    if (!g->att) {
+        free(lo);
+        free(w);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < nw; i++)
+        lo[w[i].att + 1] = i + 1;
     g->natt = natt;
     for (size_t a = 0; a < natt; a++) {
         g->att[a].s = INT64_MAX;
@@ -624,11 +703,9 @@ int ct_goodput(const struct ct_report *rep, struct ct_goodput *g)
             rc = -ENOMEM;
             break;
         }
-        size_t t = 0;
-        for (size_t i = 0; i < nw; i++)
-            if (w[i].att == a)
-                A->traces[t++] = w[i].p->path;
-        attempt_end(A, w, nw, a);
+        for (size_t i = lo[a]; i < lo[a + 1]; i++)
+            A->traces[i - lo[a]] = w[i].p->path;
+        attempt_end(A, w + lo[a], lo[a + 1] - lo[a], a);
     }
     /* attempts cover the job: the first from its first process (a
      * launcher's start-up is the first attempt's), the last to its end;
@@ -640,8 +717,12 @@ int ct_goodput(const struct ct_report *rep, struct ct_goodput *g)
             g->att[a].e = g->att[a + 1].s;
         g->downtime += (double)(g->att[a + 1].s - g->att[a].e);
     }
-    for (size_t a = 0; a < natt && !rc; a++)
-        rc = attempt_parts(rep, w, nw, g->att, natt, a);
+    for (size_t a = 0; a < natt && !rc; a++) {
+        size_t b = a + 1 < natt ? a + 1 : a;
+        rc = attempt_parts(rep, w + lo[a], lo[a + 1] - lo[a], w + lo[b], lo[b + 1] - lo[b], g->att,
+                           natt, a);
+    }
+    free(lo);
     for (size_t a = 0; a < natt; a++)
         for (int p = 0; p < CT_GP_NPARTS; p++)
             g->part[p] += g->att[a].part[p];

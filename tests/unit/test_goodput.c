@@ -63,6 +63,11 @@ START_TEST(restart_splits_into_attempts_and_names_lost_steps)
     step(a1, 1200, 1300, 4);
     step(a1, 1300, 1400, 5);
     tb_sync(a1, 1400, 1450);
+    /* a worker attempt 1's rank forked, with no restart count of its own:
+     * it joins the attempt of the latest counted process started before it */
+    struct ct_proc *wk = tb_child(&b, a1);
+    wk->life.start_ns = TB_US(1020);
+    tb_data_wait(wk, 1020, 1030);
     struct ct_job job;
     struct ct_report rep;
     tb_build(&b, &job);
@@ -88,6 +93,8 @@ START_TEST(restart_splits_into_attempts_and_names_lost_steps)
     ck_assert_int_eq(A->first_step, 1);
     ck_assert_int_eq(A->last_step, 2);
     ck_assert_int_eq(B->ended, CT_END_EXIT);
+    ck_assert_uint_eq(B->procs, 2);
+    ck_assert_uint_eq(A->procs, 1);
     near_us((double)(B->s - g->s), 1000);
     near_us(B->part[CT_GP_RESTORE], 30);
     near_us(B->part[CT_GP_STARTUP], 70);
