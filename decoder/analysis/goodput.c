@@ -58,15 +58,15 @@ static void see_set(int64_t *lo, int64_t *hi, const struct ct_ivset *a)
 static int proc_span(const struct ct_proc *p, int64_t *s, int64_t *e)
 {
     int64_t lo = INT64_MAX, hi = INT64_MIN;
-    for (size_t i = 0; i < p->nops; i++)
-        see(&lo, &hi, p->ops[i].s, p->ops[i].e);
+    if (p->nops) /* of its rank's ops it still counts (ct_proc_settle) */
+        see(&lo, &hi, p->gpu_lo, p->gpu_hi);
     for (size_t i = 0; i < p->nnccl; i++) {
         see(&lo, &hi, p->nccl[i].host_s, p->nccl[i].host_e);
         if (p->nccl[i].e)
             see(&lo, &hi, p->nccl[i].s, p->nccl[i].e);
     }
     if (p->nlaunches)
-        see(&lo, &hi, p->launches[0], p->launches[p->nlaunches - 1]);
+        see(&lo, &hi, p->launch_lo, p->launch_hi);
     for (size_t i = 0; i < p->nsteps; i++)
         see(&lo, &hi, p->steps[i].s, p->steps[i].e);
     see_set(&lo, &hi, &p->sync);
@@ -261,8 +261,8 @@ static int rank_sets(const struct wp *w, size_t n, size_t a, size_t rank, struct
             rp->end = w[i].e;
         if (p->cov.truncated || p->life.signal)
             rp->clean = 0;
-        if (p->nlaunches && p->launches[p->nlaunches - 1] > rp->last_launch)
-            rp->last_launch = p->launches[p->nlaunches - 1];
+        if (p->nlaunches && p->launch_hi > rp->last_launch)
+            rp->last_launch = p->launch_hi;
     }
     if (!rc && main)
         rc = set_union_into(&rp->ckpt_main, &main->ckpt);
@@ -486,7 +486,11 @@ static int attempt_parts(const struct ct_report *rep, struct wp *w, size_t n, co
              * own ops (the report looks at the rank's attempts together, and
              * a cycle does not run across a restart) */
             double conf;
-            rc = ct_iterations_from_repeats(rep->rr[r].rank, as, hcut, 0, &rp.own, &rp.nit, &conf);
+            if (!(rc = ct_rank_open(rep->rr[r].rank))) {
+                rc = ct_iterations_from_repeats(rep->rr[r].rank, as, hcut, 0, &rp.own, &rp.nit,
+                                                &conf);
+                ct_rank_close(rep->rr[r].rank);
+            }
             rp.it = rp.own;
             if (rc) {
                 rank_parts_free(&rp);

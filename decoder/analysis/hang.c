@@ -100,9 +100,9 @@ static int64_t latest(const struct ct_report *rep)
                 t = r->procs[i]->last_ns;
         if (r->nnccl && r->nccl[r->nnccl - 1].host_e > t)
             t = r->nccl[r->nnccl - 1].host_e;
-        for (size_t i = 0; i < r->nops; i++)
-            if (r->ops[i].e > t)
-                t = r->ops[i].e;
+        for (size_t i = 0; i < r->nprocs; i++) /* the latest op end (ct_proc_settle) */
+            if (r->procs[i]->gpu_hi > t)
+                t = r->procs[i]->gpu_hi;
     }
     return t;
 }

@@ -371,7 +371,11 @@ int ct_iterations_agree(struct ct_rank_result *rr, size_t n, const struct ct_ite
         size_t ni;
         enum ct_iter_source src;
         double conf;
-        int rc = ct_iterations_find(x->rank, &p, &it, &ni, &src, &conf);
+        int rc = ct_rank_open(x->rank);
+        if (rc)
+            return rc;
+        rc = ct_iterations_find(x->rank, &p, &it, &ni, &src, &conf);
+        ct_rank_close(x->rank);
         if (rc)
             return rc;
         if (ni == 0) {

@@ -35,9 +35,14 @@ int ct_kernels_table(struct ct_report *rep)
     int rc = 0;
     for (size_t r = 0; r < job->nranks && !rc; r++) {
         struct ct_rank *R = &job->ranks[r];
+        if ((rc = ct_rank_open(R)))
+            break;
         size_t *cnt = calloc(R->nnames ? R->nnames : 1, sizeof(*cnt));
-        if (!cnt)
-            return -ENOMEM;
+        if (!cnt) {
+            ct_rank_close(R);
+            rc = -ENOMEM;
+            break;
+        }
         for (size_t i = 0; i < R->nops; i++)
             if (R->ops[i].cls == CT_CL_COMPUTE)
                 cnt[R->ops[i].name]++;
@@ -45,7 +50,9 @@ int ct_kernels_table(struct ct_report *rep)
         size_t *slot = malloc((R->nnames ? R->nnames : 1) * sizeof(*slot));
         if (!slot) {
             free(cnt);
-            return -ENOMEM;
+            ct_rank_close(R);
+            rc = -ENOMEM;
+            break;
         }
         for (size_t k = 0; k < R->nnames && !rc; k++) {
             slot[k] = SIZE_MAX;
@@ -85,6 +92,7 @@ int ct_kernels_table(struct ct_report *rep)
         (void)base;
         free(slot);
         free(cnt);
+        ct_rank_close(R);
     }
     if (rc)
         goto out;

@@ -48,17 +48,23 @@ int ct_report_analyze(struct ct_job *job, const struct ct_iter_opts *io, struct 
         struct ct_rank_result *x = &rep->rr[r];
         x->rank = &job->ranks[r];
         x->bubble_pct = x->expected_bubble_pct = -1;
+        if ((rc = ct_rank_open(x->rank)))
+            break;
         rc = ct_iterations_find(x->rank, io, &x->iters, &x->niters, &x->iter_src, &x->iter_conf);
+        ct_rank_close(x->rank);
     }
     if (!rc)
         rc = ct_iterations_agree(rep->rr, job->nranks, io);
     for (size_t r = 0; r < job->nranks && !rc; r++) {
         struct ct_rank_result *x = &rep->rr[r];
+        if ((rc = ct_rank_open(x->rank)))
+            break;
         rc = ct_cover_iterations(x);
         if (!rc)
             rc = ct_metrics_rank(x);
         if (!rc)
             rc = ct_attribution_rank(job, x);
+        ct_rank_close(x->rank);
         total_it += x->niters;
         if (x->niters < rep->iterations)
             rep->iterations = x->niters;

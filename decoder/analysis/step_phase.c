@@ -342,7 +342,11 @@ int ct_iterations_align(struct ct_rank_result *rr, size_t n, uint64_t comm)
         if (rr[i].iter_src == CT_ITER_NONE)
             continue;
         struct view v;
-        if ((rc = view_build(rr[i].rank, comm, &v)))
+        if ((rc = ct_rank_open(rr[i].rank)))
+            break;
+        rc = view_build(rr[i].rank, comm, &v);
+        ct_rank_close(rr[i].rank);
+        if (rc)
             break;
         struct phase p;
         rc = phase_of(&rr[i], &v, &p);
@@ -384,7 +388,11 @@ int ct_iterations_align(struct ct_rank_result *rr, size_t n, uint64_t comm)
             break;
         }
     struct view rv;
-    if ((rc = view_build(rr[ref].rank, comm, &rv))) {
+    if (!(rc = ct_rank_open(rr[ref].rank))) {
+        rc = view_build(rr[ref].rank, comm, &rv);
+        ct_rank_close(rr[ref].rank);
+    }
+    if (rc) {
         free(ph);
         return rc;
     }
@@ -394,7 +402,11 @@ int ct_iterations_align(struct ct_rank_result *rr, size_t n, uint64_t comm)
             ph[i].m != ph[best].m)
             continue;
         struct view xv;
-        if ((rc = view_build(x->rank, comm, &xv)))
+        if ((rc = ct_rank_open(x->rank)))
+            break;
+        rc = view_build(x->rank, comm, &xv);
+        ct_rank_close(x->rank);
+        if (rc)
             break;
         int done = recut(&rr[ref], &rv, x, &xv);
         rc = done < 0 ? done : 0;

@@ -83,7 +83,8 @@ int ct_cmd_goodput(int argc, char **argv)
     size_t ntraces = in.n;
     struct ct_job job;
     struct ct_report rep = {0};
-    struct ct_load_opts lo = {.cmd = "cutrace goodput", .step = step, .progress = 1, .job = jobid};
+    struct ct_load_opts lo = {
+        .cmd = "cutrace goodput", .step = step, .progress = 1, .job = jobid, .spill = 1};
     int rc = ct_load_job(&lo, &in, &job, err, sizeof(err));
     ct_inputs_free(&in);
     if (rc) {

@@ -127,7 +127,8 @@ int ct_cmd_report(int argc, char **argv)
     }
     struct ct_job job;
     struct ct_report rep = {0};
-    struct ct_load_opts lo = {.cmd = "cutrace report", .step = step, .hta = hta, .progress = 1};
+    struct ct_load_opts lo = {
+        .cmd = "cutrace report", .step = step, .hta = hta, .progress = 1, .spill = 1};
     int rc = ct_load_job(&lo, &in, &job, err, sizeof(err));
     ct_inputs_free(&in);
     if (rc) {

@@ -30,10 +30,10 @@
 #define PAGEABLE_R   0.8  /* an Async copy whose host call lasted >= 80 % of its transfer */
 #define PAGEABLE_MIN 5000 /* ... of at least 5 us (ns) */
 
-static int exposed_transfer(const struct ct_rank *R, int64_t *out)
+static int exposed_transfer(struct ct_rank *R, int64_t *out)
 {
     struct ct_ivset x = {0}, d = {0};
-    int rc = 0;
+    int rc = ct_rank_open(R);
     for (size_t i = 0; i < R->nops && !rc; i++) {
         const struct ct_gop *g = &R->ops[i];
         if (!CT_CL_IS_COMM(g->cls) || g->cls == CT_CL_PP)
@@ -51,6 +51,7 @@ static int exposed_transfer(const struct ct_rank *R, int64_t *out)
     *out = rc ? 0 : ct_ivset_len(&d);
     ct_ivset_free(&x);
     ct_ivset_free(&d);
+    ct_rank_close(R);
     return rc;
 }
 
@@ -329,8 +330,11 @@ static int check_excess_bubble(struct ctx *c, double max)
             unknown++;
             continue;
         }
+        if ((rc = ct_rank_open(x->rank)))
+            break;
         if (!(it[r] = pp_iters(x)))
             rc = -ENOMEM;
+        ct_rank_close(x->rank);
         vmax = x->niters > vmax ? x->niters : vmax;
     }
     if (!rc && !(v = malloc((vmax ? vmax : 1) * sizeof(double))))
@@ -342,8 +346,12 @@ static int check_excess_bubble(struct ctx *c, double max)
         if (!it[r])
             continue;
         struct ct_ivset own = {0};
-        if ((rc = own_work(x->rank, &own)))
+        if ((rc = ct_rank_open(x->rank)))
             break;
+        if ((rc = own_work(x->rank, &own))) {
+            ct_rank_close(x->rank);
+            break;
+        }
         double q = x->expected_bubble_pct / (100 - x->expected_bubble_pct);
         double explained = max - ct_dg_per_iter(x, x->compute), spans = 0;
         size_t n = 0;
@@ -365,6 +373,7 @@ static int check_excess_bubble(struct ctx *c, double max)
             spans += (double)(se - ss);
         }
         ct_ivset_free(&own);
+        ct_rank_close(x->rank);
         if (!n)
             continue;
         double least = v[0];

@@ -126,7 +126,8 @@ int ct_diff_collect(const struct ct_report *rep, int per_iteration, struct ct_me
     /* per kernel (compute) and per collective instance */
     char name[512];
     for (size_t r = 0; r < rep->nr && !rc; r++) {
-        const struct ct_rank *R = rep->rr[r].rank;
+        struct ct_rank *R = rep->rr[r].rank;
+        rc = ct_rank_open(R);
         for (size_t i = 0; i < R->nops && !rc; i++) {
             const struct ct_gop *g = &R->ops[i];
             if (g->cls != CT_CL_COMPUTE || g->name >= R->nnames)
@@ -134,6 +135,7 @@ int ct_diff_collect(const struct ct_report *rep, int per_iteration, struct ct_me
             snprintf(name, sizeof(name), "kernel:%s", R->names[g->name]);
             rc = ct_metric_add(&t, name, (double)(g->e - g->s) / 1e3);
         }
+        ct_rank_close(R);
         for (size_t i = 0; i < R->nnccl && !rc; i++) {
             const struct ct_nop *o = &R->nccl[i];
             if (o->e <= o->s)

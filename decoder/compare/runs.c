@@ -471,9 +471,9 @@ int ct_run_report(const struct ct_run *run, const struct ct_iter_opts *io, struc
     memset(job, 0, sizeof(*job));
     memset(rep, 0, sizeof(*rep));
     const struct ct_inputs in = {.paths = run->paths, .n = run->n};
-    struct ct_load_opts lo = {.cmd = "cutrace", .hta = 1};
+    struct ct_load_opts lo = {.cmd = "cutrace", .hta = 1, .spill = 1};
     int rc = ct_load_job(&lo, &in, job, err, errlen);
-    if (rc == -EIO)
+    if (rc == -EIO || rc == -EINVAL) /* err names the trace or the setting */
         return rc;
     if (!rc)
         rc = ct_report_analyze(job, io, rep);

@@ -126,7 +126,7 @@ static void health_json(FILE *f, const struct ct_report *rep, size_t r)
 static void rank_json(FILE *f, const struct ct_report *rep, const struct ct_rank_result *x,
                       int detail)
 {
-    const struct ct_rank *R = x->rank;
+    struct ct_rank *R = x->rank;
     const int64_t t0 = rep->job->t0;
     fprintf(f, "{\"rank\":%d,\"host\":", R->rank);
     hstr(f, R->host);
@@ -175,11 +175,16 @@ static void rank_json(FILE *f, const struct ct_report *rep, const struct ct_rank
         hstr(f, ct_demangle(R->names[i] ? R->names[i] : "", buf, sizeof(buf)));
     }
     fputs("],\"ops\":[", f);
+    int opened = !ct_rank_open(R);
+    if (!opened) /* out of memory: the timeline is left empty */
+        nops = 0;
     for (size_t i = 0; i < nops; i++) {
         const struct ct_gop *g = &R->ops[i];
         fprintf(f, "%s%" PRId64 ",%" PRId64 ",%" PRIu32 ",%u,%" PRIu32, i ? "," : "", g->s - t0,
                 g->e - t0, g->stream, (unsigned)g->cls, g->name);
     }
+    if (opened)
+        ct_rank_close(R);
     fputs("],\"nccl\":[", f);
     size_t nn = R->nnccl < CT_HTML_MAX_HOST ? R->nnccl : CT_HTML_MAX_HOST;
     for (size_t i = 0; i < nn; i++)

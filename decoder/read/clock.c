@@ -36,16 +36,30 @@ static void shift_set(struct ct_ivset *a, int64_t d)
     }
 }
 
-static void shift_rank(struct ct_rank *r, int64_t d)
+/* A shift's move of what a spilled rank holds only while open (ops and
+ * launches): when they are absent, ct_rank_open applies it. */
+void ct_clock_shift_ops(struct ct_rank *r, int64_t d)
 {
     if (!d)
         return;
-    for (size_t i = 0; i < r->nops; i++) {
+    for (size_t i = 0; r->ops && i < r->nops; i++) {
         r->ops[i].s += d;
         r->ops[i].e += d;
         if (r->ops[i].launch != INT64_MIN)
             r->ops[i].launch += d;
     }
+    for (size_t k = 0; k < r->nprocs; k++) {
+        struct ct_proc *p = r->procs[k];
+        for (size_t i = 0; p->launches && i < p->nlaunches; i++)
+            p->launches[i] += d;
+    }
+}
+
+static void shift_rank(struct ct_rank *r, int64_t d)
+{
+    if (!d)
+        return;
+    ct_clock_shift_ops(r, d);
     for (size_t i = 0; i < r->nnccl; i++) {
         r->nccl[i].host_s += d;
         r->nccl[i].host_e += d;
@@ -56,8 +70,6 @@ static void shift_rank(struct ct_rank *r, int64_t d)
     }
     for (size_t k = 0; k < r->nprocs; k++) {
         struct ct_proc *p = r->procs[k];
-        for (size_t i = 0; i < p->nlaunches; i++)
-            p->launches[i] += d;
         for (size_t i = 0; i < p->nsteps; i++) {
             p->steps[i].s += d;
             p->steps[i].e += d;
@@ -65,14 +77,14 @@ static void shift_rank(struct ct_rank *r, int64_t d)
         shift_set(&p->sync, d);
         shift_set(&p->data_wait, d);
         shift_set(&p->file_read, d);
-        int64_t *lt[] = {&p->life.start_ns, &p->life.signal_ns, &p->life.hang_ns};
-        for (size_t j = 0; j < 3; j++)
-            if (*lt[j] != INT64_MIN)
+        int64_t *lt[] = {&p->life.start_ns, &p->life.signal_ns, &p->life.hang_ns,
+                         &p->last_ns,       &p->gpu_lo,         &p->gpu_hi,
+                         &p->busy_lo,       &p->launch_lo,      &p->launch_hi};
+        for (size_t j = 0; j < sizeof(lt) / sizeof(lt[0]); j++)
+            if (*lt[j] != INT64_MIN && *lt[j] != INT64_MAX)
                 *lt[j] += d;
         shift_set(&p->ckpt, d);
         shift_set(&p->capture, d);
-        if (p->last_ns != INT64_MIN)
-            p->last_ns += d;
     }
 }
 

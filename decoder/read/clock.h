@@ -24,4 +24,9 @@ int64_t ct_clock_offset(const struct ct_trace *t);
  * residual_ns and shifts all its times. Returns 0 or -ENOMEM. */
 int ct_clock_refine(struct ct_job *job);
 
+/* Moves a rank's GPU ops and its processes' launch times by d ns, those it
+ * holds (a closed spilled rank holds none: decoder/read/spill.h). */
+struct ct_rank;
+void ct_clock_shift_ops(struct ct_rank *r, int64_t d);
+
 #endif

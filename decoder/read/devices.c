@@ -201,6 +201,8 @@ int ct_split_devices(struct ct_proc **procs, size_t *nprocs)
     size_t extra = 0;
     for (size_t i = 0; i < *nprocs; i++) {
         struct ct_proc *p = &(*procs)[i];
+        if (p->spill)
+            continue; /* split before it was spilled (decoder/read/load.c) */
         int32_t *devs;
         size_t n = p->kin ? 0 : devices_of(p, &devs);
         if (!p->kin && !devs)
@@ -222,7 +224,7 @@ int ct_split_devices(struct ct_proc **procs, size_t *nprocs)
     for (size_t i = 0; i < *nprocs; i++) {
         struct ct_proc *p = &(*procs)[i];
         int32_t *devs = NULL;
-        size_t n = p->kin || rc ? 0 : devices_of(p, &devs);
+        size_t n = p->kin || p->spill || rc ? 0 : devices_of(p, &devs);
         if (n <= 1) {
             v[w++] = *p; /* moved as it is */
             memset(p, 0, sizeof(*p));

@@ -10,6 +10,7 @@
 
 #include "decoder/read/clock.h"
 #include "decoder/kineto/kineto.h"
+#include "decoder/read/spill.h"
 #include "decoder/read/timeline.h"
 
 void ct_proc_free(struct ct_proc *p)
@@ -31,6 +32,7 @@ void ct_proc_free(struct ct_proc *p)
     free(p->names);
     ct_kineto_free(p->kin); /* Kineto input (decoder/kineto/kineto.h) */
     free(p->life.job);
+    free(p->spill);
     memset(p, 0, sizeof(*p));
 }
 
@@ -73,43 +75,38 @@ static int cmp_gop(const void *a, const void *b)
     return (x->e > y->e) - (x->e < y->e);
 }
 
-static int merge_rank(struct ct_rank *r)
+/* The rank's ops from its processes' (names and NCCL indexes made the
+ * rank's), sorted by start then end. 0 or -ENOMEM. */
+static int merge_ops(struct ct_rank *r)
 {
-    size_t nops = 0, nnccl = 0, nnames = 0;
-    for (size_t k = 0; k < r->nprocs; k++) {
+    size_t nops = 0;
+    for (size_t k = 0; k < r->nprocs; k++)
         nops += r->procs[k]->nops;
-        nnccl += r->procs[k]->nnccl;
-        nnames += r->procs[k]->nnames;
-        cov_add(&r->cov, &r->procs[k]->cov);
-    }
     /* A rank of one process takes that process's ops as they are (the
      * offsets below are 0): no second copy of the largest array. */
     struct ct_proc *only = r->nprocs == 1 && r->procs[0]->ops ? r->procs[0] : NULL;
+    r->nops = 0;
     r->ops = only ? only->ops : malloc((nops ? nops : 1) * sizeof(*r->ops));
-    r->nccl = malloc((nnccl ? nnccl : 1) * sizeof(*r->nccl));
-    r->names = malloc((nnames ? nnames : 1) * sizeof(*r->names));
-    if (!r->ops || !r->nccl || !r->names)
+    if (!r->ops)
         return -ENOMEM;
     if (only) {
         only->ops = NULL;
         only->nops = 0;
         r->nops = nops;
     }
+    size_t nnames = 0;
+    int32_t nnccl = 0;
     for (size_t k = 0; k < r->nprocs; k++) {
         const struct ct_proc *p = r->procs[k];
         for (size_t i = 0; i < p->nops; i++) {
             struct ct_gop g = p->ops[i];
-            g.name += (uint32_t)r->nnames;
+            g.name += (uint32_t)nnames;
             if (g.nccl >= 0)
-                g.nccl += (int32_t)r->nnccl;
+                g.nccl += nnccl;
             r->ops[r->nops++] = g;
         }
-        if (p->nnccl) /* p->nccl may be NULL then: memcpy's arguments must not be */
-            memcpy(r->nccl + r->nnccl, p->nccl, p->nnccl * sizeof(*p->nccl));
-        r->nnccl += p->nnccl;
-        if (p->nnames)
-            memcpy(r->names + r->nnames, p->names, p->nnames * sizeof(*p->names));
-        r->nnames += p->nnames;
+        nnames += p->nnames;
+        nnccl += (int32_t)p->nnccl;
     }
     /* one process's ops arrive sorted by start (ct_proc_extract*): then
      * skip the sort, which costs as much as all the extraction */
@@ -140,12 +137,40 @@ static int merge_rank(struct ct_rank *r)
             }
         }
     }
-    /* an NCCL op's GPU interval is that of its GPU record when it has one */
-    for (size_t i = 0; i < r->nops; i++)
-        if (r->ops[i].nccl >= 0 && !r->ops[i].nested) {
-            r->nccl[r->ops[i].nccl].s = r->ops[i].s;
-            r->nccl[r->ops[i].nccl].e = r->ops[i].e;
-        }
+    return 0;
+}
+
+/* The rank's NCCL ops, names and coverage from its processes'; its ops
+ * too unless it is spilled (then only their count: ct_rank_open builds
+ * them, and a single process's count moves to the rank as its ops would). */
+static int merge_rank(struct ct_rank *r)
+{
+    size_t nops = 0, nnccl = 0, nnames = 0;
+    for (size_t k = 0; k < r->nprocs; k++) {
+        nops += r->procs[k]->nops;
+        nnccl += r->procs[k]->nnccl;
+        nnames += r->procs[k]->nnames;
+        cov_add(&r->cov, &r->procs[k]->cov);
+        r->spilled |= r->procs[k]->spill != NULL;
+    }
+    r->nccl = malloc((nnccl ? nnccl : 1) * sizeof(*r->nccl));
+    r->names = malloc((nnames ? nnames : 1) * sizeof(*r->names));
+    if (!r->nccl || !r->names)
+        return -ENOMEM;
+    for (size_t k = 0; k < r->nprocs; k++) {
+        const struct ct_proc *p = r->procs[k];
+        if (p->nnccl) /* p->nccl may be NULL then: memcpy's arguments must not be */
+            memcpy(r->nccl + r->nnccl, p->nccl, p->nnccl * sizeof(*p->nccl));
+        r->nnccl += p->nnccl;
+        if (p->nnames)
+            memcpy(r->names + r->nnames, p->names, p->nnames * sizeof(*p->names));
+        r->nnames += p->nnames;
+    }
+    if (!r->spilled)
+        return merge_ops(r);
+    r->nops = nops;
+    if (r->nprocs == 1)
+        r->procs[0]->nops = 0;
     return 0;
 }
 
@@ -213,6 +238,23 @@ static int is_dp_op(int op)
            op == CT_NCCL_OP_ALLGATHER;
 }
 
+/* Each GPU op's class: its NCCL op's, else that of the op its kernel's
+ * name says (rules 1, 2 and 5 of timeline.h), else as extracted. */
+static void class_ops(struct ct_rank *rk)
+{
+    for (size_t i = 0; i < rk->nops; i++) {
+        struct ct_gop *g = &rk->ops[i];
+        if (g->nccl >= 0)
+            g->cls = rk->nccl[g->nccl].cls;
+        else if (g->op == CT_NCCL_OP_SEND || g->op == CT_NCCL_OP_RECV)
+            g->cls = CT_CL_PP;
+        else if (is_dp_op(g->op))
+            g->cls = CT_CL_DP;
+        else if (g->op)
+            g->cls = CT_CL_OTHER;
+    }
+}
+
 static int classify(struct ct_job *job)
 {
     struct comm_info *cs = NULL;
@@ -253,17 +295,8 @@ static int classify(struct ct_job *job)
             else
                 o->cls = CT_CL_DP;
         }
-        for (size_t i = 0; i < rk->nops; i++) {
-            struct ct_gop *g = &rk->ops[i];
-            if (g->nccl >= 0)
-                g->cls = rk->nccl[g->nccl].cls;
-            else if (g->op == CT_NCCL_OP_SEND || g->op == CT_NCCL_OP_RECV)
-                g->cls = CT_CL_PP;
-            else if (is_dp_op(g->op))
-                g->cls = CT_CL_DP;
-            else if (g->op)
-                g->cls = CT_CL_OTHER;
-        }
+        if (rk->ops)
+            class_ops(rk);
     }
     for (size_t i = 0; i < nc; i++)
         free(cs[i].members);
@@ -361,6 +394,9 @@ int ct_job_build(struct ct_job *job, struct ct_proc *procs, size_t nprocs)
     job->nprocs = nprocs;
     if (src)
         return src;
+    for (size_t i = 0; i < nprocs; i++)
+        if (!procs[i].spill) /* a spilled process was settled before its spill */
+            ct_proc_settle(&procs[i]);
     int64_t *rk = malloc((nprocs ? nprocs : 1) * sizeof(*rk));
     job->ranks = calloc(nprocs ? nprocs : 1, sizeof(*job->ranks));
     if (!rk || !job->ranks) {
@@ -438,15 +474,70 @@ int ct_job_build(struct ct_job *job, struct ct_proc *procs, size_t nprocs)
         rc = ct_clock_refine(job);
     job->t0 = INT64_MAX;
     for (size_t r = 0; r < job->nranks && !rc; r++) {
-        rc = build_sets(&job->ranks[r]);
+        struct ct_rank *R = &job->ranks[r];
+        if (R->spilled) { /* the GPU set's first start is its earliest busy op's */
+            for (size_t k = 0; k < R->nprocs; k++)
+                if (R->procs[k]->busy_lo < job->t0)
+                    job->t0 = R->procs[k]->busy_lo;
+            continue;
+        }
+        rc = build_sets(R);
         if (!rc)
-            rc = gpu_cover(&job->ranks[r]);
-        if (job->ranks[r].gpu.n && job->ranks[r].gpu.v[0].s < job->t0)
-            job->t0 = job->ranks[r].gpu.v[0].s;
+            rc = gpu_cover(R);
+        R->gcover_built = 1;
+        if (R->gpu.n && R->gpu.v[0].s < job->t0)
+            job->t0 = R->gpu.v[0].s;
     }
     if (job->t0 == INT64_MAX)
         job->t0 = 0;
     return rc;
+}
+
+int ct_rank_open(struct ct_rank *r)
+{
+    if (!r->spilled || r->opens++)
+        return 0;
+    int rc = 0;
+    for (size_t k = 0; k < r->nprocs && !rc; k++) {
+        struct ct_proc *p = r->procs[k];
+        if (p->spill)
+            rc = ct_proc_unspill(p, &p->ops, &p->nops, &p->launches, &p->nlaunches);
+    }
+    if (!rc)
+        rc = merge_ops(r);
+    if (!rc) {
+        class_ops(r);
+        ct_clock_shift_ops(r, r->skew_ns);
+        rc = build_sets(r);
+    }
+    if (!rc && !r->gcover_built) {
+        rc = gpu_cover(r);
+        r->gcover_built = !rc;
+    }
+    if (rc) {
+        r->opens = 1;
+        ct_rank_close(r);
+    }
+    return rc;
+}
+
+void ct_rank_close(struct ct_rank *r)
+{
+    if (!r->spilled || !r->opens || --r->opens)
+        return;
+    free(r->ops);
+    r->ops = NULL;
+    for (size_t k = 0; k < r->nprocs; k++) {
+        struct ct_proc *p = r->procs[k];
+        free(p->ops);
+        free(p->launches);
+        p->ops = NULL;
+        p->launches = NULL;
+    }
+    for (int c = 0; c < CT_CL_COUNT; c++)
+        ct_ivset_free(&r->cls[c]);
+    ct_ivset_free(&r->comm);
+    ct_ivset_free(&r->gpu);
 }
 
 void ct_job_free(struct ct_job *job)

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "decoder/kineto/kineto.h"
+#include "decoder/read/spill.h"
 #include "decoder/read/summary.h"
 #include "decoder/util/progress.h"
 
@@ -31,12 +32,43 @@ int ct_load_expand(struct ct_inputs *in, char *const *operands, int n, char *err
 struct loader {
     const struct ct_inputs *in;
     struct ct_proc *procs;
+    /* spilling (decoder/read/spill.h): input i's processes, split by
+     * device and spilled, are parts[i] (nparts[i] of them) */
+    int spill;
+    struct ct_proc **parts;
+    size_t *nparts;
     const char *step;
     atomic_size_t next, done;
     atomic_int failed;
     char err[512];
     pthread_mutex_t lock;
 };
+
+/* Input i's process split by device (as ct_job_build would) and each part
+ * spilled, while this thread has it: what is left of it is small. */
+static int spill_one(struct loader *L, size_t i, char *err, size_t errlen)
+{
+    struct ct_proc *v = malloc(sizeof(*v));
+    size_t n = 1;
+    int rc = v ? 0 : -ENOMEM;
+    if (v) {
+        *v = L->procs[i];
+        memset(&L->procs[i], 0, sizeof(L->procs[i]));
+        rc = ct_split_devices(&v, &n);
+    }
+    for (size_t k = 0; k < n && !rc; k++)
+        rc = ct_proc_spill(&v[k]);
+    if (rc) {
+        for (size_t k = 0; v && k < n; k++)
+            ct_proc_free(&v[k]);
+        free(v);
+        snprintf(err, errlen, "%s: out of memory", L->in->paths[i]);
+        return rc;
+    }
+    L->parts[i] = v;
+    L->nparts[i] = n;
+    return 0;
+}
 
 static void *load_worker(void *arg)
 {
@@ -56,6 +88,8 @@ static void *load_worker(void *arg)
         } else {
             rc = ct_proc_extract_file(L->in->paths[i], L->step, &L->procs[i], err, sizeof(err));
         }
+        if (!rc && L->spill)
+            rc = spill_one(L, i, err, sizeof(err));
         if (rc) {
             pthread_mutex_lock(&L->lock);
             if (!atomic_load(&L->failed))
@@ -70,13 +104,26 @@ static void *load_worker(void *arg)
 
 /* Every input decoded into *out (in input order). */
 static int load_all(const struct ct_load_opts *o, const struct ct_inputs *in, struct ct_proc **out,
-                    char *err, size_t errlen)
+                    size_t *nout, char *err, size_t errlen)
 {
     struct loader L = {.in = in, .step = o->step};
+    /* a PyTorch profiler trace is completed across all ranks after loading
+     * (ct_kineto_finish): a job with one is not spilled */
+    L.spill = o->spill ? ct_spill_wanted(in->n, err, errlen) : 0;
+    if (L.spill < 0)
+        return L.spill;
+    for (size_t i = 0; i < in->n && L.spill; i++)
+        L.spill = !ct_kineto_is_path(in->paths[i]);
     pthread_mutex_init(&L.lock, NULL);
     L.procs = calloc(in->n ? in->n : 1, sizeof(*L.procs));
-    if (!L.procs)
+    L.parts = calloc(in->n ? in->n : 1, sizeof(*L.parts));
+    L.nparts = calloc(in->n ? in->n : 1, sizeof(*L.nparts));
+    if (!L.procs || !L.parts || !L.nparts) {
+        free(L.procs);
+        free(L.parts);
+        free(L.nparts);
         return -ENOMEM;
+    }
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     size_t nt = ncpu > 0 ? (size_t)ncpu : 1;
     if (nt > in->n)
@@ -103,14 +150,40 @@ static int load_all(const struct ct_load_opts *o, const struct ct_inputs *in, st
         pthread_join(th[i], NULL);
     ct_progress_end(&pr);
     pthread_mutex_destroy(&L.lock);
-    if (atomic_load(&L.failed)) {
+    int rc = atomic_load(&L.failed) ? -EIO : 0;
+    size_t total = 0;
+    for (size_t i = 0; i < in->n; i++)
+        total += L.parts[i] ? L.nparts[i] : 1;
+    struct ct_proc *v = L.spill && !rc ? calloc(total ? total : 1, sizeof(*v)) : NULL;
+    if (L.spill && !rc && !v) {
+        rc = -ENOMEM;
+        snprintf(L.err, sizeof(L.err), "out of memory");
+    }
+    for (size_t i = 0, w = 0; v && i < in->n; i++) /* the parts in input order */
+        for (size_t k = 0; k < (L.parts[i] ? L.nparts[i] : 1); k++)
+            v[w++] = L.parts[i] ? L.parts[i][k] : L.procs[i];
+    if (rc) {
         snprintf(err, errlen, "%s", L.err);
-        for (size_t i = 0; i < in->n; i++)
+        for (size_t i = 0; i < in->n; i++) {
             ct_proc_free(&L.procs[i]);
+            for (size_t k = 0; L.parts[i] && k < L.nparts[i]; k++)
+                ct_proc_free(&L.parts[i][k]);
+        }
+    }
+    for (size_t i = 0; i < in->n; i++)
+        free(L.parts[i]);
+    free(L.parts);
+    free(L.nparts);
+    if (v) {
         free(L.procs);
-        return -EIO;
+        L.procs = v;
+    }
+    if (rc) {
+        free(L.procs);
+        return rc;
     }
     *out = L.procs;
+    *nout = L.spill ? total : in->n;
     return 0;
 }
 
@@ -119,10 +192,10 @@ int ct_load_job(const struct ct_load_opts *o, const struct ct_inputs *in, struct
 {
     memset(job, 0, sizeof(*job));
     struct ct_proc *procs = NULL;
-    int rc = load_all(o, in, &procs, err, errlen);
+    size_t n = 0;
+    int rc = load_all(o, in, &procs, &n, err, errlen);
     if (rc)
         return rc;
-    size_t n = in->n;
     if (o->job) { /* one job of several: the others' processes go now */
         size_t k = 0;
         for (size_t i = 0; i < n; i++) {

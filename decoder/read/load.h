@@ -20,6 +20,9 @@ struct ct_load_opts {
     int hta;          /* Kineto input: HTA-compatible preprocessing (docs/kineto.md) */
     int progress;     /* a progress line on stderr for loads longer than a second */
     const char *job;  /* keep only the traces of this job id (metadata "job"); NULL: all */
+    /* 1: the caller holds ranks open around what it reads of them, so a
+     * large job may be spilled (decoder/read/spill.h) */
+    int spill;
 };
 
 /*
@@ -34,7 +37,8 @@ int ct_load_expand(struct ct_inputs *in, char *const *operands, int n, char *err
  * Decodes every input of in (in parallel, results in input order) and
  * builds job from them. Kineto warnings go to stderr, one line each,
  * prefixed with o->cmd. Returns 0; -EIO with err naming the trace that
- * could not be read; or -ENOMEM. On failure nothing is left allocated.
+ * could not be read; -EINVAL with err naming a bad CUTRACE_SPILL; or
+ * -ENOMEM. On failure nothing is left allocated.
  */
 int ct_load_job(const struct ct_load_opts *o, const struct ct_inputs *in, struct ct_job *job,
                 char *err, size_t errlen);

@@ -77,6 +77,39 @@ void ct_sum_put_str(struct ct_sum_wbuf *b, const char *s)
     ct_sum_put(b, s ? s : "", n);
 }
 
+void ct_sum_put_ops(struct ct_sum_wbuf *b, const struct ct_gop *ops, size_t n)
+{
+    ct_sum_put_u64(b, n);
+    /* times as differences (from the previous op's start; the end and the
+     * launch from the op's own start), which zstd packs far tighter than
+     * absolute ns; wrapping arithmetic, exact both ways */
+    uint64_t prev = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct ct_gop *g = &ops[i];
+        ct_sum_put_u64(b, (uint64_t)g->s - prev);
+        ct_sum_put_u64(b, (uint64_t)g->e - (uint64_t)g->s);
+        ct_sum_put_u64(b, (uint64_t)g->launch - (uint64_t)g->s);
+        prev = (uint64_t)g->s;
+        ct_sum_put_u32(b, g->stream);
+        ct_sum_put_u32(b, g->name);
+        ct_sum_put_u32(b, (uint32_t)g->nccl);
+        ct_sum_put_u8(b, g->cls);
+        ct_sum_put_u8(b, g->type);
+        ct_sum_put_u8(b, g->op);
+        ct_sum_put_u8(b, (uint8_t)(g->blocking | g->nested << 1 | g->graph << 2));
+    }
+}
+
+void ct_sum_put_launches(struct ct_sum_wbuf *b, const int64_t *v, size_t n)
+{
+    ct_sum_put_u64(b, n);
+    uint64_t prev = 0;
+    for (size_t i = 0; i < n; i++) {
+        ct_sum_put_u64(b, (uint64_t)v[i] - prev);
+        prev = (uint64_t)v[i];
+    }
+}
+
 static void put_ivset(struct ct_sum_wbuf *b, const struct ct_ivset *a)
 {
     ct_sum_put_u64(b, a->n);
@@ -128,25 +161,7 @@ static void encode(struct ct_sum_wbuf *b, const struct ct_proc *p, const char *s
     ct_sum_put_u32(b, p->pid);
     ct_sum_put_u32(b, p->ppid);
     ct_sum_put_u64(b, (uint64_t)p->clock_offset);
-    ct_sum_put_u64(b, p->nops);
-    /* times as differences (from the previous op's start; the end and the
-     * launch from the op's own start), which zstd packs far tighter than
-     * absolute ns; wrapping arithmetic, exact both ways */
-    uint64_t prev = 0;
-    for (size_t i = 0; i < p->nops; i++) {
-        const struct ct_gop *g = &p->ops[i];
-        ct_sum_put_u64(b, (uint64_t)g->s - prev);
-        ct_sum_put_u64(b, (uint64_t)g->e - (uint64_t)g->s);
-        ct_sum_put_u64(b, (uint64_t)g->launch - (uint64_t)g->s);
-        prev = (uint64_t)g->s;
-        ct_sum_put_u32(b, g->stream);
-        ct_sum_put_u32(b, g->name);
-        ct_sum_put_u32(b, (uint32_t)g->nccl);
-        ct_sum_put_u8(b, g->cls);
-        ct_sum_put_u8(b, g->type);
-        ct_sum_put_u8(b, g->op);
-        ct_sum_put_u8(b, (uint8_t)(g->blocking | g->nested << 1 | g->graph << 2));
-    }
+    ct_sum_put_ops(b, p->ops, p->nops);
     ct_sum_put_u64(b, p->nnccl);
     for (size_t i = 0; i < p->nnccl; i++) {
         const struct ct_nop *o = &p->nccl[i];
@@ -165,12 +180,7 @@ static void encode(struct ct_sum_wbuf *b, const struct ct_proc *p, const char *s
         ct_sum_put_u8(b, o->op);
         ct_sum_put_u8(b, o->cls);
     }
-    ct_sum_put_u64(b, p->nlaunches);
-    prev = 0;
-    for (size_t i = 0; i < p->nlaunches; i++) {
-        ct_sum_put_u64(b, (uint64_t)p->launches[i] - prev);
-        prev = (uint64_t)p->launches[i];
-    }
+    ct_sum_put_launches(b, p->launches, p->nlaunches);
     put_ivset(b, &p->sync);
     put_ivset(b, &p->data_wait);
     put_ivset(b, &p->file_read);
@@ -339,6 +349,45 @@ void *ct_sum_get_array(struct ct_sum_rbuf *r, size_t *n, size_t min, size_t elem
     return a;
 }
 
+struct ct_gop *ct_sum_get_ops(struct ct_sum_rbuf *r, size_t *n, int *oom)
+{
+    struct ct_gop *ops = ct_sum_get_array(r, n, 40, sizeof(*ops), oom);
+    uint64_t prev = 0;
+    for (size_t i = 0; i < *n; i++) {
+        struct ct_gop *g = &ops[i];
+        uint64_t ds = ct_sum_get_u64(r), de = ct_sum_get_u64(r), dl = ct_sum_get_u64(r);
+        g->s = (int64_t)(prev + ds);
+        g->e = (int64_t)((uint64_t)g->s + de);
+        g->launch = (int64_t)((uint64_t)g->s + dl);
+        prev = (uint64_t)g->s;
+        g->stream = ct_sum_get_u32(r);
+        g->name = ct_sum_get_u32(r);
+        g->nccl = (int32_t)ct_sum_get_u32(r);
+        g->cls = ct_sum_get_u8(r);
+        g->type = ct_sum_get_u8(r);
+        g->op = ct_sum_get_u8(r);
+        uint8_t fl = ct_sum_get_u8(r);
+        g->blocking = fl & 1;
+        g->nested = (fl >> 1) & 1;
+        g->graph = (fl >> 2) & 1;
+        /* indexes that the analyses follow: checked here, once */
+        if (g->cls >= CT_CL_COUNT || (g->nccl >= 0 && (uint64_t)g->nccl >= UINT32_MAX))
+            r->bad = 1;
+    }
+    return ops;
+}
+
+int64_t *ct_sum_get_launches(struct ct_sum_rbuf *r, size_t *n, int *oom)
+{
+    int64_t *v = ct_sum_get_array(r, n, 8, sizeof(*v), oom);
+    uint64_t prev = 0;
+    for (size_t i = 0; i < *n; i++) {
+        prev += ct_sum_get_u64(r);
+        v[i] = (int64_t)prev;
+    }
+    return v;
+}
+
 static void get_ivset(struct ct_sum_rbuf *r, struct ct_ivset *a, int *oom)
 {
     a->v = ct_sum_get_array(r, &a->n, 16, sizeof(*a->v), oom);
@@ -407,29 +456,7 @@ static void decode(struct ct_sum_rbuf *r, struct ct_proc *p, struct ct_hcollect 
     p->pid = ct_sum_get_u32(r);
     p->ppid = ct_sum_get_u32(r);
     p->clock_offset = (int64_t)ct_sum_get_u64(r);
-    p->ops = ct_sum_get_array(r, &p->nops, 40, sizeof(*p->ops), oom);
-    uint64_t prev = 0;
-    for (size_t i = 0; i < p->nops; i++) {
-        struct ct_gop *g = &p->ops[i];
-        uint64_t ds = ct_sum_get_u64(r), de = ct_sum_get_u64(r), dl = ct_sum_get_u64(r);
-        g->s = (int64_t)(prev + ds);
-        g->e = (int64_t)((uint64_t)g->s + de);
-        g->launch = (int64_t)((uint64_t)g->s + dl);
-        prev = (uint64_t)g->s;
-        g->stream = ct_sum_get_u32(r);
-        g->name = ct_sum_get_u32(r);
-        g->nccl = (int32_t)ct_sum_get_u32(r);
-        g->cls = ct_sum_get_u8(r);
-        g->type = ct_sum_get_u8(r);
-        g->op = ct_sum_get_u8(r);
-        uint8_t fl = ct_sum_get_u8(r);
-        g->blocking = fl & 1;
-        g->nested = (fl >> 1) & 1;
-        g->graph = (fl >> 2) & 1;
-        /* indexes that the analyses follow: checked here, once */
-        if (g->cls >= CT_CL_COUNT || (g->nccl >= 0 && (uint64_t)g->nccl >= UINT32_MAX))
-            r->bad = 1;
-    }
+    p->ops = ct_sum_get_ops(r, &p->nops, oom);
     p->nccl = ct_sum_get_array(r, &p->nnccl, 90, sizeof(*p->nccl), oom);
     for (size_t i = 0; i < p->nnccl; i++) {
         struct ct_nop *o = &p->nccl[i];
@@ -454,12 +481,7 @@ static void decode(struct ct_sum_rbuf *r, struct ct_proc *p, struct ct_hcollect 
     for (size_t i = 0; i < p->nops; i++)
         if (p->ops[i].nccl >= 0 && (size_t)p->ops[i].nccl >= p->nnccl)
             r->bad = 1;
-    p->launches = ct_sum_get_array(r, &p->nlaunches, 8, sizeof(*p->launches), oom);
-    prev = 0;
-    for (size_t i = 0; i < p->nlaunches; i++) {
-        prev += ct_sum_get_u64(r);
-        p->launches[i] = (int64_t)prev;
-    }
+    p->launches = ct_sum_get_launches(r, &p->nlaunches, oom);
     get_ivset(r, &p->sync, oom);
     get_ivset(r, &p->data_wait, oom);
     get_ivset(r, &p->file_read, oom);

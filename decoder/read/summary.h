@@ -45,6 +45,15 @@ char *ct_sum_get_str(struct ct_sum_rbuf *r, int *oom);
  * what is left, elem bytes each in memory; NULL with *n 0 when none. */
 void *ct_sum_get_array(struct ct_sum_rbuf *r, size_t *n, size_t min, size_t elem, int *oom);
 
+/* GPU ops and launch times in the summary's encoding (times as
+ * differences), shared with the spill of a large job's ranks
+ * (decoder/read/spill.c). A get returns NULL with *n 0 when there are none;
+ * bad ops (a class out of range) set r->bad. */
+void ct_sum_put_ops(struct ct_sum_wbuf *b, const struct ct_gop *ops, size_t n);
+void ct_sum_put_launches(struct ct_sum_wbuf *b, const int64_t *v, size_t n);
+struct ct_gop *ct_sum_get_ops(struct ct_sum_rbuf *r, size_t *n, int *oom);
+int64_t *ct_sum_get_launches(struct ct_sum_rbuf *r, size_t *n, int *oom);
+
 /*
  * Writes p (as extracted with step name `step`, NULL for the default), its
  * health counters (ct_health_of) and the facts section (NULL: empty) to

@@ -78,6 +78,7 @@ struct ct_nop {
     int32_t comm_rank, peer, nranks;
     uint32_t stream; /* its stream's id: the device it ran on (ct_sdev_of) */
     uint8_t op, cls;
+    uint8_t from_op; /* 0 but while ct_proc_settle runs (decoder/read/spill.h) */
 };
 
 /* A stream id and the device it belongs to. */
@@ -178,6 +179,16 @@ struct ct_proc {
     int32_t device;        /* the device it drives (ct_split_devices), -1 unknown */
     struct ct_kineto *kin; /* Kineto input only (decoder/kineto/kineto.h), else NULL */
     struct ct_life life;
+    /* Bounded memory (decoder/read/spill.h): a large job's ops and launches
+     * stay compressed in spill while their rank is closed (ops and launches
+     * NULL; nops and nlaunches still count them), and the bounds below,
+     * which some figures need with the rank closed, are kept for every
+     * process (ct_proc_settle; INT64_MAX and INT64_MIN when there are none). */
+    unsigned char *spill;
+    size_t nspill;
+    int64_t gpu_lo, gpu_hi; /* earliest op start, latest op end */
+    int64_t busy_lo;        /* earliest start of an op of positive length */
+    int64_t launch_lo, launch_hi;
 };
 #define CT_OPEN_END  (INT64_MAX / 4)
 #define CT_OPEN_NONE INT64_MIN
@@ -267,7 +278,12 @@ struct ct_rank {
      * opens (not recorded) runs into it, and work launched before it
      * closes runs after. GPU figures are over these. */
     struct ct_ivset gcover;
-    int64_t skew_ns;     /* refinement added after realtime alignment */
+    int64_t skew_ns; /* refinement added after realtime alignment */
+    /* spilled: its processes' ops and launches are held compressed; ops,
+     * the class sets, comm and gpu exist only while it is open (opens: how
+     * many ct_rank_open calls hold it); gcover is kept once built */
+    uint8_t spilled, gcover_built;
+    uint32_t opens;
     int64_t residual_ns; /* median |collective end - peers' median end| after it */
     struct ct_coverage cov;
 };
@@ -292,6 +308,17 @@ struct ct_job {
  */
 int ct_job_build(struct ct_job *job, struct ct_proc *procs, size_t nprocs);
 void ct_job_free(struct ct_job *job);
+
+/*
+ * A spilled rank's GPU ops, launches and interval sets, rebuilt from its
+ * processes' spills exactly as ct_job_build made them (classes, clock
+ * refinement); ct_rank_close frees them again. Every reader of those
+ * fields of a rank holds it open; on a rank that is not spilled both do
+ * nothing. Opens nest (a count is kept). ct_rank_open returns 0, -ENOMEM
+ * or -EIO (a spill that does not decode: memory corrupted).
+ */
+int ct_rank_open(struct ct_rank *r);
+void ct_rank_close(struct ct_rank *r);
 
 /* The op of an NCCL kernel name (ncclDevKernel_AllReduce_...), 0 if none. */
 int ct_nccl_op_from_kernel(const char *name);

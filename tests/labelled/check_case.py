@@ -72,11 +72,37 @@ def run(case, ranks, extra_env=None, processes=None):
     if r.returncode != 0:
         sys.exit(f"{case}: report failed: {r.stderr}")
     rep = json.loads(r.stdout)
+    spill_same(case, traces)
     check("ranks", len(rep["ranks"]) == ranks, str(len(rep["ranks"])))
     for k in rep["ranks"]:
         cov = k["coverage"]
         check(f"rank {k['rank']} dropped records", cov["dropped_records"] == 0, str(cov))
     return rep, p.stdout
+
+
+def spill_same(case, traces):
+    """A spilled job (decoder/read/spill.h: ranks' ops held compressed and
+    rebuilt while an analysis reads them) gives the same bytes as one held
+    whole: report (JSON with per-rank iterations, text, HTML), diagnose and
+    goodput of this case's traces, with CUTRACE_SPILL=1 against =0."""
+    cutrace = os.environ["CT_CUTRACE"]
+    outs = {}
+    for mode in ("0", "1"):
+        env = dict(os.environ, CUTRACE_SPILL=mode)
+        html = os.path.join(os.path.dirname(traces), f"spill{mode}.html")
+        got = []
+        for args in (["report", "--json", "--rank-iterations"], ["report"],
+                     ["report", "--html", "-o", html], ["diagnose", "--json"],
+                     ["goodput", "--json"]):
+            r = subprocess.run([cutrace, *args, traces], env=env, capture_output=True,
+                               timeout=300)
+            got.append((args[0], r.returncode, r.stdout, r.stderr))
+        with open(html, "rb") as f:
+            got.append(("html", 0, f.read(), b""))
+        outs[mode] = got
+    for a, b in zip(outs["0"], outs["1"]):
+        check(f"{case}: {a[0]} spilled equals whole", a == b,
+              f"exit {a[1]}/{b[1]}, {len(a[2])}/{len(b[2])} bytes")
 
 
 def median_iter(rank, key, skip_first=True):
@@ -447,6 +473,7 @@ def run_traces(case, ranks, extra_env):
             sys.exit(f"{case}: cutrace {args[0]} failed: {r.stderr}")
         return r.stdout
     rep = json.loads(cli("report", "--json", "--rank-iterations"))
+    spill_same(case, traces)
     diag = json.loads(cli("diagnose", "--json"))
     dump = [json.loads(line) for line in cli("dump", "--json").splitlines()]
     check("ranks", len(rep["ranks"]) == ranks, str(len(rep["ranks"])))

@@ -208,6 +208,11 @@ def run_job(case, tries=1, precondition=None, extra_env=None):
                             timeout=300)
         check("goodput from summaries equals goodput from traces", g2.stdout == g.stdout,
               g2.stderr.strip() or "outputs differ")
+        # ... and with the job spilled (decoder/read/spill.h): identical
+        g3 = subprocess.run([cutrace, "goodput", "--json", traces], capture_output=True,
+                            text=True, timeout=300, env=dict(os.environ, CUTRACE_SPILL="1"))
+        check("goodput of the job spilled equals goodput of it whole", g3.stdout == g.stdout,
+              g3.stderr.strip() or "outputs differ")
         try:
             return d, truth, json.loads(g.stdout)
         except ValueError as e:
