@@ -153,13 +153,16 @@ static int merge_rank(struct ct_rank *r)
         cov_add(&r->cov, &r->procs[k]->cov);
         r->spilled |= r->procs[k]->spill != NULL;
     }
-    r->nccl = malloc((nnccl ? nnccl : 1) * sizeof(*r->nccl));
+    /* A rank of one process shares that process's NCCL ops (one array,
+     * clock refinement moves both views): a large job's second largest */
+    struct ct_proc *one = r->nprocs == 1 && r->procs[0]->nccl ? r->procs[0] : NULL;
+    r->nccl = one ? one->nccl : malloc((nnccl ? nnccl : 1) * sizeof(*r->nccl));
     r->names = malloc((nnames ? nnames : 1) * sizeof(*r->names));
     if (!r->nccl || !r->names)
         return -ENOMEM;
     for (size_t k = 0; k < r->nprocs; k++) {
         const struct ct_proc *p = r->procs[k];
-        if (p->nnccl) /* p->nccl may be NULL then: memcpy's arguments must not be */
+        if (p->nnccl && !one) /* p->nccl may be NULL then: memcpy's arguments must not be */
             memcpy(r->nccl + r->nnccl, p->nccl, p->nnccl * sizeof(*p->nccl));
         r->nnccl += p->nnccl;
         if (p->nnames)
@@ -544,9 +547,10 @@ void ct_job_free(struct ct_job *job)
 {
     for (size_t r = 0; r < job->nranks; r++) {
         struct ct_rank *R = &job->ranks[r];
+        if (!(R->nprocs == 1 && R->nccl == R->procs[0]->nccl)) /* else the process's */
+            free(R->nccl);
         free(R->procs);
         free(R->ops);
-        free(R->nccl);
         free(R->names);
         for (int c = 0; c < CT_CL_COUNT; c++)
             ct_ivset_free(&R->cls[c]);
