@@ -3,9 +3,11 @@
  * file only dispatches and prints the overall usage.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "decoder/cmd/cli.h"
+#include "decoder/read/spill.h"
 #include "decoder/util/heap.h"
 
 struct subcommand {
@@ -54,7 +56,12 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
         if (!strcmp(argv[1], cmds[i].name)) {
             if (cmds[i].big) {
-                ct_hugepages(argv);
+                /* no huge pages for a job that will be spilled (heap.h) */
+                const char *sp = getenv("CUTRACE_SPILL");
+                size_t spill = sp && !strcmp(sp, "0")   ? 0
+                               : sp && !strcmp(sp, "1") ? 1
+                                                        : CT_SPILL_MIN_TRACES;
+                ct_hugepages(argv, spill);
                 ct_heap_tune();
             }
             return cmds[i].fn(argc - 1, argv + 1);
