@@ -3,7 +3,7 @@
 # their traces. Two generated 4-rank jobs (ct_synth_job: a slow rank, health
 # counters, clock skew; a second, plain one) are summarized, and every
 # output of report (text, JSON with and without per-rank iterations, HTML,
-# rows), diagnose (text, JSON, rows) and diff (between the jobs) made from
+# rows), diagnose (text, JSON, rows), goodput and diff (between the jobs) made from
 # the summaries, with the traces moved away, is byte for byte the one made
 # from the traces. The recipe of a distributed decode with plain xargs -P
 # (one summarize per trace, in parallel, into one folder) gives the same
@@ -29,20 +29,7 @@ grep -q "^cutrace summarize: 4 summaries in $tmp/sa (" "$tmp/sum.err" ||
 [ "$(ls "$tmp/sa" | grep -c '\.ctsum$')" = 4 ] || die "not one summary per trace: $(ls "$tmp/sa")"
 ok
 
-outputs() { # DIR_A DIR_B OUT: every output of both inputs into OUT/
-  local a=$1 b=$2 out=$3
-  mkdir -p "$out"
-  "$cutrace" report "$a" > "$out/report.txt" 2> "$out/report.err"
-  "$cutrace" report --json "$a" > "$out/report.json"
-  "$cutrace" report --json --rank-iterations "$a" > "$out/report-iter.json"
-  "$cutrace" report --html -o "$out/report.html" "$a"
-  "$cutrace" report -o /dev/null --rows "$out/report.rows" "$a"
-  "$cutrace" diagnose "$a" > "$out/diagnose.txt"
-  "$cutrace" diagnose --json "$a" > "$out/diagnose.json"
-  "$cutrace" diagnose -o /dev/null --rows "$out/diagnose.rows" "$a"
-  "$cutrace" diff "$a" "$b" > "$out/diff.txt" || true  # exit status says whether they differ
-  "$cutrace" diff --json "$a" "$b" > "$out/diff.json" || true
-}
+. "$(dirname "$0")/outputs.sh"
 outputs "$tmp/a" "$tmp/b" "$tmp/from-traces"
 mv "$tmp/a" "$tmp/a.away"
 mv "$tmp/b" "$tmp/b.away"
