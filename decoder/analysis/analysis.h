@@ -106,6 +106,8 @@ struct ct_job_step {
     double compute, comm, exposed, idle; /* medians over the ranks */
 };
 
+struct ct_kernels_acc;
+
 struct ct_report {
     struct ct_job *job;
     struct ct_rank_result *rr; /* one per job rank, same order */
@@ -119,7 +121,8 @@ struct ct_report {
     double step_p90, step_p99; /* the same distribution's tail (a serving loop's latency) */
     struct ct_job_step *steps; /* by index (ct_job_steps) */
     size_t nsteps;
-    struct ct_goodput *goodput; /* over the job's attempts (goodput.h), from these iterations */
+    struct ct_goodput *goodput;  /* over the job's attempts (goodput.h), from these iterations */
+    struct ct_kernels_acc *kacc; /* kernels.c, between collect and table */
 };
 
 int ct_metrics_rank(struct ct_rank_result *res);
@@ -153,7 +156,12 @@ int ct_collectives_match(struct ct_job *job);
 int ct_job_steps(struct ct_report *rep);
 int ct_collectives_table(struct ct_report *rep);
 int ct_stragglers(struct ct_report *rep);
+/* kernels.c: ct_kernels_collect reduces the open rank rep->rr[r].rank to
+ * its kernel figures (called for each rank, in rank order); ct_kernels_table
+ * then makes rep->kern and each rank's slowness. 0 or -ENOMEM. */
+int ct_kernels_collect(struct ct_report *rep, size_t r);
 int ct_kernels_table(struct ct_report *rep);
+void ct_kernels_acc_free(struct ct_kernels_acc *a);
 void ct_report_free(struct ct_report *rep);
 
 /* provenance.c: the rank's GPU-timing source ("cupti", "events",

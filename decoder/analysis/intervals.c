@@ -21,6 +21,17 @@ int ct_ivset_reserve(struct ct_ivset *a, size_t n)
     return 0;
 }
 
+void ct_ivset_shrink(struct ct_ivset *a)
+{
+    if (a->n == a->cap || !a->n)
+        return;
+    struct ct_iv *v = realloc(a->v, a->n * sizeof(*v));
+    if (v) { /* a shrink that fails leaves the set as it was */
+        a->v = v;
+        a->cap = a->n;
+    }
+}
+
 static int cmp_iv(const void *x, const void *y)
 {
     const struct ct_iv *a = x, *b = y;

@@ -26,6 +26,9 @@ struct ct_ivset {
 
 /* Room for at least n intervals. 0 or -ENOMEM. */
 int ct_ivset_reserve(struct ct_ivset *a, size_t n);
+/* Gives back the room past a->n (a set that stays resident: a spilled
+ * process's host sets, decoder/read/spill.c). */
+void ct_ivset_shrink(struct ct_ivset *a);
 
 /* Appends [s, e); empty or inverted intervals (e <= s) are ignored.
  * Returns 0 or -ENOMEM. The set is no longer normalised. Inline: sets are

@@ -3,6 +3,15 @@
  * ranks, and each rank's compute slowness: the median over kernel names run
  * by at least two ranks of (the rank's median duration of that kernel /
  * the median of the ranks' medians).
+ *
+ * Two steps, so that no rank's samples outlive its open (a spilled job,
+ * decoder/read/spill.h): ct_kernels_collect reduces an open rank to one
+ * entry per (rank, mangled name) (count, total, its own median) and adds
+ * its durations to a table of (name, duration) -> count; ct_kernels_table
+ * then takes each name's exact median from those counts. The table grows
+ * with the distinct durations of each name (a kernel's durations spread
+ * over a range of some thousand ns), not with ranks or records: at 1024
+ * ranks of 500 k kernels each the samples alone were 4 GB.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -10,172 +19,357 @@
 
 #include "decoder/analysis/analysis.h"
 #include "decoder/util/demangle.h"
+#include "decoder/util/keys.h"
 #include "decoder/util/stats.h"
 
-struct entry {
+/* durations from 2^40 ns (18 minutes) on go to the overflow list */
+#define DUR_BITS 40
+#define EMPTY    UINT64_MAX
+/* flipped on the overflow list's durations: unsigned order is signed order */
+#define SIGN (1ULL << 63)
+
+struct kname {
     char *name; /* demangled, owned */
-    uint32_t rank;
-    double *dur;
-    size_t n;
+    uint64_t count, distinct;
     int64_t total;
 };
 
-static int cmp_entry(const void *a, const void *b)
+struct kentry { /* one (rank, mangled name) */
+    uint32_t gid, rank;
+    double med;
+};
+
+struct ct_kernels_acc {
+    struct kname *names; /* by gid */
+    size_t nnames, ncap;
+    uint64_t *nslot; /* gid + 1 by string hash (0: empty); cap nhash */
+    size_t nhash;
+    uint64_t *key; /* gid << DUR_BITS | duration, EMPTY when free */
+    uint64_t *cnt;
+    size_t nkeys, kcap;
+    struct ct_vec big; /* kv (gid, duration) of the longest kernels */
+    struct kentry *ent;
+    size_t nent, ecap;
+};
+
+static uint64_t mix(uint64_t x)
 {
-    const struct entry *x = a, *y = b;
-    int c = strcmp(x->name, y->name);
-    return c ? c : (x->rank > y->rank) - (x->rank < y->rank);
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    return x ^ (x >> 33);
+}
+
+static uint64_t str_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+static int grow_names(struct ct_kernels_acc *a)
+{
+    size_t cap = a->nhash ? a->nhash * 2 : 256;
+    uint64_t *s = calloc(cap, sizeof(*s));
+    if (!s)
+        return -ENOMEM;
+    for (size_t g = 0; g < a->nnames; g++) {
+        size_t i = str_hash(a->names[g].name) & (cap - 1);
+        while (s[i])
+            i = (i + 1) & (cap - 1);
+        s[i] = g + 1;
+    }
+    free(a->nslot);
+    a->nslot = s;
+    a->nhash = cap;
+    return 0;
+}
+
+/* The gid of a demangled name, added when new; -ENOMEM. */
+static long name_id(struct ct_kernels_acc *a, const char *name)
+{
+    if (2 * (a->nnames + 1) > a->nhash && grow_names(a))
+        return -ENOMEM;
+    size_t i = str_hash(name) & (a->nhash - 1);
+    for (; a->nslot[i]; i = (i + 1) & (a->nhash - 1))
+        if (!strcmp(a->names[a->nslot[i] - 1].name, name))
+            return (long)(a->nslot[i] - 1);
+    if (a->nnames == a->ncap) {
+        size_t cap = a->ncap ? a->ncap * 2 : 64;
+        struct kname *q = realloc(a->names, cap * sizeof(*q));
+        if (!q)
+            return -ENOMEM;
+        a->names = q;
+        a->ncap = cap;
+    }
+    struct kname *k = &a->names[a->nnames];
+    memset(k, 0, sizeof(*k));
+    if (!(k->name = strdup(name)))
+        return -ENOMEM;
+    a->nslot[i] = ++a->nnames;
+    return (long)(a->nnames - 1);
+}
+
+static int grow_keys(struct ct_kernels_acc *a)
+{
+    size_t cap = a->kcap ? a->kcap * 2 : 4096;
+    uint64_t *k = malloc(cap * sizeof(*k)), *c = malloc(cap * sizeof(*c));
+    if (!k || !c) {
+        free(k);
+        free(c);
+        return -ENOMEM;
+    }
+    memset(k, 0xff, cap * sizeof(*k));
+    for (size_t j = 0; j < a->kcap; j++) {
+        if (a->key[j] == EMPTY)
+            continue;
+        size_t i = mix(a->key[j]) & (cap - 1);
+        while (k[i] != EMPTY)
+            i = (i + 1) & (cap - 1);
+        k[i] = a->key[j];
+        c[i] = a->cnt[j];
+    }
+    free(a->key);
+    free(a->cnt);
+    a->key = k;
+    a->cnt = c;
+    a->kcap = cap;
+    return 0;
+}
+
+static int add_dur(struct ct_kernels_acc *a, uint32_t gid, int64_t d)
+{
+    if ((uint64_t)d >> DUR_BITS) { /* also a negative one (a damaged trace) */
+        a->names[gid].distinct++;  /* each counted alone, sorted later */
+        return ct_kv_push(&a->big, gid, (uint64_t)d ^ SIGN);
+    }
+    if (2 * (a->nkeys + 1) > a->kcap && grow_keys(a))
+        return -ENOMEM;
+    uint64_t key = (uint64_t)gid << DUR_BITS | (uint64_t)d;
+    size_t i = mix(key) & (a->kcap - 1);
+    for (; a->key[i] != EMPTY; i = (i + 1) & (a->kcap - 1))
+        if (a->key[i] == key) {
+            a->cnt[i]++;
+            return 0;
+        }
+    a->key[i] = key;
+    a->cnt[i] = 1;
+    a->nkeys++;
+    a->names[gid].distinct++;
+    return 0;
+}
+
+void ct_kernels_acc_free(struct ct_kernels_acc *a)
+{
+    if (!a)
+        return;
+    for (size_t g = 0; g < a->nnames; g++)
+        free(a->names[g].name);
+    free(a->names);
+    free(a->nslot);
+    free(a->key);
+    free(a->cnt);
+    free(a->big.p);
+    free(a->ent);
+    free(a);
+}
+
+int ct_kernels_collect(struct ct_report *rep, size_t r)
+{
+    if (!rep->kacc && !(rep->kacc = calloc(1, sizeof(*rep->kacc))))
+        return -ENOMEM;
+    struct ct_kernels_acc *a = rep->kacc;
+    struct ct_rank *R = rep->rr[r].rank;
+    size_t nn = R->nnames ? R->nnames : 1, nc = 0;
+    size_t *off = calloc(nn + 1, sizeof(*off));
+    if (!off)
+        return -ENOMEM;
+    for (size_t i = 0; i < R->nops; i++)
+        if (R->ops[i].cls == CT_CL_COMPUTE) {
+            off[R->ops[i].name + 1]++;
+            nc++;
+        }
+    for (size_t k = 0; k < nn; k++)
+        off[k + 1] += off[k];
+    /* the rank's durations grouped by name (off[k] moves to the end of
+     * group k while filling, then back by the group's count) */
+    double *d = malloc((nc ? nc : 1) * sizeof(*d));
+    if (!d) {
+        free(off);
+        return -ENOMEM;
+    }
+    int rc = 0;
+    for (size_t i = 0; i < R->nops && !rc; i++) {
+        const struct ct_gop *g = &R->ops[i];
+        if (g->cls == CT_CL_COMPUTE)
+            d[off[g->name]++] = (double)(g->e - g->s);
+    }
+    char buf[512];
+    for (size_t k = 0, s = 0; k < R->nnames && !rc; s = off[k], k++) {
+        size_t n = off[k] - s;
+        if (!n)
+            continue;
+        long gid = name_id(a, ct_demangle(R->names[k], buf, sizeof(buf)));
+        if (gid < 0) {
+            rc = (int)gid;
+            break;
+        }
+        struct kname *kn = &a->names[gid];
+        for (size_t i = s; i < off[k] && !rc; i++) {
+            kn->count++;
+            kn->total += (int64_t)d[i];
+            rc = add_dur(a, (uint32_t)gid, (int64_t)d[i]);
+        }
+        if (a->nent == a->ecap) {
+            size_t cap = a->ecap ? a->ecap * 2 : 256;
+            struct kentry *q = realloc(a->ent, cap * sizeof(*q));
+            if (!q) {
+                rc = -ENOMEM;
+                break;
+            }
+            a->ent = q;
+            a->ecap = cap;
+        }
+        a->ent[a->nent++] = (struct kentry){(uint32_t)gid, (uint32_t)r, ct_median_select(d + s, n)};
+    }
+    free(d);
+    free(off);
+    return rc;
+}
+
+static double dur_of(uint64_t key)
+{
+    return key >> DUR_BITS ? (double)(int64_t)(key ^ SIGN) : (double)key;
+}
+
+/* The median of n samples given as sorted (duration, count) pairs, as
+ * ct_median_select would give it on the samples themselves. */
+static double counted_median(const struct ct_kv *v, uint64_t n)
+{
+    double pos = 0.5 * (double)(n - 1);
+    uint64_t i = (uint64_t)pos, seen = 0;
+    size_t j = 0;
+    while (seen + v[j].val <= i)
+        seen += v[j++].val;
+    double x = dur_of(v[j].key);
+    if (i + 1 >= n)
+        return x;
+    double next = seen + v[j].val > i + 1 ? x : dur_of(v[j + 1].key);
+    return x + (next - x) * (pos - (double)i);
+}
+
+static const struct ct_kernels_acc *sort_acc;
+
+static int cmp_gid(const void *a, const void *b)
+{
+    return strcmp(sort_acc->names[*(const uint32_t *)a].name,
+                  sort_acc->names[*(const uint32_t *)b].name);
+}
+
+static int cmp_ent(const void *a, const void *b)
+{
+    const struct kentry *x = a, *y = b;
+    if (x->gid != y->gid)
+        return (x->gid > y->gid) - (x->gid < y->gid);
+    return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+/* Each name's p50 into rep->kern (sorted by name), from the counts. */
+static int medians(struct ct_report *rep, struct ct_kernels_acc *a, uint32_t *order)
+{
+    size_t ng = a->nnames;
+    size_t *at = calloc(ng + 1, sizeof(*at));
+    struct ct_kv *pairs = malloc((a->nkeys + a->big.n + 1) * sizeof(*pairs));
+    if (!at || !pairs) {
+        free(at);
+        free(pairs);
+        return -ENOMEM;
+    }
+    for (size_t g = 0; g < ng; g++)
+        at[g + 1] = at[g] + a->names[g].distinct;
+    for (size_t j = 0; j < a->kcap; j++)
+        if (a->key[j] != EMPTY)
+            pairs[at[a->key[j] >> DUR_BITS]++] =
+                (struct ct_kv){a->key[j] & ((1ULL << DUR_BITS) - 1), a->cnt[j]};
+    const struct ct_kv *big = a->big.p;
+    for (size_t j = 0; j < a->big.n; j++)
+        pairs[at[big[j].key]++] = (struct ct_kv){big[j].val, 1};
+    /* a pair's key is its duration: from 2^40 on, with SIGN flipped */
+    int rc = 0;
+    for (size_t o = 0; o < ng && !rc; o++) {
+        uint32_t g = order[o];
+        struct kname *kn = &a->names[g];
+        size_t s = at[g] - kn->distinct;
+        rc = ct_kv_sort(pairs + s, kn->distinct);
+        struct ct_kernel_row *row = &rep->kern[rep->nkern++];
+        row->name = kn->name;
+        kn->name = NULL;
+        row->count = kn->count;
+        row->total = kn->total;
+        row->p50 = counted_median(pairs + s, kn->count);
+    }
+    free(pairs);
+    free(at);
+    return rc;
 }
 
 int ct_kernels_table(struct ct_report *rep)
 {
-    struct ct_job *job = rep->job;
-    size_t cap = 0, ne = 0;
-    struct entry *e = NULL;
-    int rc = 0;
-    for (size_t r = 0; r < job->nranks && !rc; r++) {
-        struct ct_rank *R = &job->ranks[r];
-        if ((rc = ct_rank_open(R)))
-            break;
-        size_t *cnt = calloc(R->nnames ? R->nnames : 1, sizeof(*cnt));
-        if (!cnt) {
-            ct_rank_close(R);
-            rc = -ENOMEM;
-            break;
-        }
-        for (size_t i = 0; i < R->nops; i++)
-            if (R->ops[i].cls == CT_CL_COMPUTE)
-                cnt[R->ops[i].name]++;
-        size_t base = ne;
-        size_t *slot = malloc((R->nnames ? R->nnames : 1) * sizeof(*slot));
-        if (!slot) {
-            free(cnt);
-            ct_rank_close(R);
-            rc = -ENOMEM;
-            break;
-        }
-        for (size_t k = 0; k < R->nnames && !rc; k++) {
-            slot[k] = SIZE_MAX;
-            if (!cnt[k])
-                continue;
-            if (ne == cap) {
-                cap = cap ? cap * 2 : 64;
-                struct entry *q = realloc(e, cap * sizeof(*q));
-                if (!q) {
-                    rc = -ENOMEM;
-                    break;
-                }
-                e = q;
-            }
-            char buf[512];
-            struct entry *x = &e[ne];
-            memset(x, 0, sizeof(*x));
-            x->name = strdup(ct_demangle(R->names[k], buf, sizeof(buf)));
-            x->rank = (uint32_t)r;
-            x->dur = malloc(cnt[k] * sizeof(double));
-            if (!x->name || !x->dur) {
-                free(x->name);
-                free(x->dur);
-                rc = -ENOMEM;
-                break;
-            }
-            slot[k] = ne++;
-        }
-        for (size_t i = 0; i < R->nops && !rc; i++) {
-            const struct ct_gop *g = &R->ops[i];
-            if (g->cls != CT_CL_COMPUTE)
-                continue;
-            struct entry *x = &e[slot[g->name]];
-            x->dur[x->n++] = (double)(g->e - g->s);
-            x->total += g->e - g->s;
-        }
-        (void)base;
-        free(slot);
-        free(cnt);
-        ct_rank_close(R);
-    }
-    if (rc)
+    struct ct_kernels_acc *a = rep->kacc;
+    if (!a)
+        return 0;
+    size_t ng = a->nnames, nr = rep->nr;
+    uint32_t *order = malloc((ng ? ng : 1) * sizeof(*order));
+    size_t *per = calloc(nr + 1, sizeof(*per));
+    rep->kern = calloc(ng ? ng : 1, sizeof(*rep->kern));
+    double *ratio = malloc((a->nent ? a->nent : 1) * sizeof(*ratio));
+    double *meds = malloc((a->nent ? a->nent : 1) * sizeof(*meds));
+    int rc = -ENOMEM;
+    if (!order || !per || !rep->kern || !ratio || !meds)
         goto out;
-    if (ne)
-        qsort(e, ne, sizeof(*e), cmp_entry);
-    /* entries of one demangled name on one rank (several mangled names can
-     * demangle alike) are merged by the table below */
-    rep->kern = calloc(ne ? ne : 1, sizeof(*rep->kern));
-    double **ratio = calloc(job->nranks ? job->nranks : 1, sizeof(*ratio));
-    size_t *nratio = calloc(job->nranks ? job->nranks : 1, sizeof(*nratio));
-    /* one median per entry of a name: a rank has several when mangled
-     * names demangle alike */
-    double *meds = malloc((ne ? ne : 1) * sizeof(*meds));
-    if (!rep->kern || !ratio || !nratio || !meds) {
-        free(ratio);
-        free(nratio);
-        free(meds);
-        rc = -ENOMEM;
+    for (size_t g = 0; g < ng; g++)
+        order[g] = (uint32_t)g;
+    sort_acc = a;
+    qsort(order, ng, sizeof(*order), cmp_gid);
+    if (a->nent)
+        qsort(a->ent, a->nent, sizeof(*a->ent), cmp_ent);
+    /* slowness: each entry's median against the median of its name's
+     * entries, for names with at least two entries; ratios by rank */
+    for (size_t i = 0; i < a->nent; i++)
+        per[a->ent[i].rank + 1]++;
+    for (size_t r = 0; r < nr; r++)
+        per[r + 1] += per[r];
+    size_t *fill = malloc((nr ? nr : 1) * sizeof(*fill));
+    if (!fill)
         goto out;
-    }
-    for (size_t r = 0; r < job->nranks && !rc; r++)
-        if (!(ratio[r] = malloc((ne ? ne : 1) * sizeof(double))))
-            rc = -ENOMEM;
-    for (size_t i = 0; i < ne && !rc;) {
-        size_t j = i, total_n = 0;
-        int64_t total = 0;
-        while (j < ne && !strcmp(e[j].name, e[i].name)) {
-            total_n += e[j].n;
-            total += e[j].total;
+    memcpy(fill, per, (nr ? nr : 1) * sizeof(*fill));
+    for (size_t i = 0; i < a->nent;) {
+        size_t j = i;
+        while (j < a->nent && a->ent[j].gid == a->ent[i].gid)
             j++;
-        }
-        struct ct_kernel_row *row = &rep->kern[rep->nkern++];
-        row->name = e[i].name;
-        e[i].name = NULL;
-        row->count = total_n;
-        row->total = total;
-        if (j - i == 1) { /* one rank ran it: its own durations, no copy */
-            row->p50 = ct_median_select(e[i].dur, e[i].n);
-            i = j;
-            continue;
-        }
-        double *all = malloc(total_n * sizeof(double));
-        if (!all) {
-            rc = -ENOMEM;
-            break;
-        }
-        size_t k = 0;
-        for (size_t x = i; x < j; x++) {
-            memcpy(all + k, e[x].dur, e[x].n * sizeof(double));
-            k += e[x].n;
-        }
-        row->p50 = ct_median_select(all, total_n);
-        free(all);
-        /* slowness: per-rank medians against their median */
-        size_t nr = 0;
-        for (size_t x = i; x < j; x++)
-            meds[nr++] = ct_median_select(e[x].dur, e[x].n);
-        if (nr >= 2) {
-            double *tmp = malloc(nr * sizeof(double));
-            if (!tmp) {
-                rc = -ENOMEM;
-                break;
-            }
-            memcpy(tmp, meds, nr * sizeof(double));
-            double m = ct_median_select(tmp, nr);
-            free(tmp);
+        if (j - i >= 2) {
+            for (size_t x = i; x < j; x++)
+                meds[x - i] = a->ent[x].med;
+            double m = ct_median_select(meds, j - i);
             for (size_t x = i; x < j && m > 0; x++)
-                ratio[e[x].rank][nratio[e[x].rank]++] = meds[x - i] / m;
+                ratio[fill[a->ent[x].rank]++] = a->ent[x].med / m;
         }
         i = j;
     }
-    for (size_t r = 0; r < rep->nr && !rc; r++)
-        rep->rr[r].slowness = nratio[r] ? ct_median_select(ratio[r], nratio[r]) : 1.0;
-    for (size_t r = 0; r < job->nranks; r++)
-        free(ratio[r]);
-    free(ratio);
-    free(nratio);
-    free(meds);
-out:
-    for (size_t i = 0; i < ne; i++) {
-        free(e[i].name);
-        free(e[i].dur);
+    for (size_t r = 0; r < nr; r++) {
+        size_t n = fill[r] - per[r];
+        rep->rr[r].slowness = n ? ct_median_select(ratio + per[r], n) : 1.0;
     }
-    free(e);
+    free(fill);
+    rc = medians(rep, a, order);
+out:
+    free(order);
+    free(per);
+    free(ratio);
+    free(meds);
+    ct_kernels_acc_free(a);
+    rep->kacc = NULL;
     return rc;
 }

@@ -26,6 +26,7 @@ void ct_report_free(struct ct_report *rep)
     for (size_t i = 0; i < rep->nkern; i++)
         free(rep->kern[i].name);
     free(rep->kern);
+    ct_kernels_acc_free(rep->kacc);
     if (rep->goodput)
         ct_goodput_free(rep->goodput);
     free(rep->goodput);
@@ -64,6 +65,8 @@ int ct_report_analyze(struct ct_job *job, const struct ct_iter_opts *io, struct 
             rc = ct_metrics_rank(x);
         if (!rc)
             rc = ct_attribution_rank(job, x);
+        if (!rc)
+            rc = ct_kernels_collect(rep, r);
         ct_rank_close(x->rank);
         total_it += x->niters;
         if (x->niters < rep->iterations)

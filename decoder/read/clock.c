@@ -148,42 +148,46 @@ static int collect_ends(const struct ct_job *job, struct end **v, size_t *n)
 static int pass(const struct ct_job *job, const struct end *v, size_t n, int64_t *res,
                 int64_t *abs_res)
 {
-    int64_t **per = calloc(job->nranks, sizeof(*per));
-    size_t *cnt = calloc(job->nranks, sizeof(*cnt));
+    /* each rank's residuals in one array, rank r's from at[r]: counted
+     * first, so that it is n long, not n per rank */
+    size_t *at = calloc(job->nranks + 1, sizeof(*at));
+    size_t *cnt = calloc(job->nranks ? job->nranks : 1, sizeof(*cnt));
     int64_t *ends = malloc((n ? n : 1) * sizeof(*ends)); /* a group: up to n ends (duplicates) */
+    int64_t *per = malloc((n ? n : 1) * sizeof(*per));
     int rc = -ENOMEM;
-    if (!per || !cnt || !ends)
+    if (!at || !cnt || !ends || !per)
         goto out;
-    for (size_t r = 0; r < job->nranks; r++) {
-        per[r] = malloc((n ? n : 1) * sizeof(int64_t));
-        if (!per[r])
-            goto out;
-    }
-    for (size_t i = 0; i < n;) {
-        size_t j = i;
-        while (j < n && v[j].comm == v[i].comm && v[j].seq == v[i].seq)
-            j++;
-        if (j - i >= 2) {
-            for (size_t k = i; k < j; k++)
-                ends[k - i] = v[k].e;
-            int64_t m = ct_median_i64(ends, j - i);
-            for (size_t k = i; k < j; k++)
-                per[v[k].rank][cnt[v[k].rank]++] = v[k].e - m;
+    for (int fill = 0; fill < 2; fill++) {
+        for (size_t i = 0; i < n;) {
+            size_t j = i;
+            while (j < n && v[j].comm == v[i].comm && v[j].seq == v[i].seq)
+                j++;
+            if (j - i >= 2 && !fill)
+                for (size_t k = i; k < j; k++)
+                    at[v[k].rank + 1]++;
+            if (j - i >= 2 && fill) {
+                for (size_t k = i; k < j; k++)
+                    ends[k - i] = v[k].e;
+                int64_t m = ct_median_i64(ends, j - i);
+                for (size_t k = i; k < j; k++)
+                    per[at[v[k].rank] + cnt[v[k].rank]++] = v[k].e - m;
+            }
+            i = j;
         }
-        i = j;
+        for (size_t r = 0; r < job->nranks && !fill; r++)
+            at[r + 1] += at[r];
     }
     for (size_t r = 0; r < job->nranks; r++) {
-        res[r] = cnt[r] ? ct_median_i64(per[r], cnt[r]) : 0;
+        int64_t *p = per + at[r];
+        res[r] = cnt[r] ? ct_median_i64(p, cnt[r]) : 0;
         for (size_t k = 0; k < cnt[r]; k++)
-            per[r][k] = per[r][k] < 0 ? -per[r][k] : per[r][k];
-        abs_res[r] = cnt[r] ? ct_median_i64(per[r], cnt[r]) : 0;
+            p[k] = p[k] < 0 ? -p[k] : p[k];
+        abs_res[r] = cnt[r] ? ct_median_i64(p, cnt[r]) : 0;
     }
     rc = 0;
 out:
-    if (per)
-        for (size_t r = 0; r < job->nranks; r++)
-            free(per[r]);
     free(per);
+    free(at);
     free(cnt);
     free(ends);
     return rc;

@@ -85,6 +85,12 @@ int ct_proc_spill(struct ct_proc *p)
     free(p->launches);
     p->ops = NULL;
     p->launches = NULL;
+    /* what stays: the host sets, grown by doubling while extracted */
+    ct_ivset_shrink(&p->sync);
+    ct_ivset_shrink(&p->data_wait);
+    ct_ivset_shrink(&p->ckpt);
+    ct_ivset_shrink(&p->file_read);
+    ct_ivset_shrink(&p->capture);
     return 0;
 }
 

@@ -10,6 +10,7 @@
  */
 #include "decoder/read/summary.h"
 
+#include <endian.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -29,10 +30,11 @@ static const char end_magic[8] = {'C', 'T', 'S', 'U', 'M', 'E', 'N', 'D'};
  * byte, which no summary is). */
 #define SUMMARY_MAX_RATIO 1000ull
 
-void ct_sum_put(struct ct_sum_wbuf *b, const void *v, size_t len)
+/* Room for len more bytes at b->p + b->n; 0 when out of memory (oom set). */
+static int reserve(struct ct_sum_wbuf *b, size_t len)
 {
     if (b->oom)
-        return;
+        return 0;
     if (b->n + len > b->cap) {
         size_t cap = b->cap ? b->cap : 1 << 16;
         while (cap < b->n + len)
@@ -40,13 +42,48 @@ void ct_sum_put(struct ct_sum_wbuf *b, const void *v, size_t len)
         unsigned char *q = realloc(b->p, cap);
         if (!q) {
             b->oom = 1;
-            return;
+            return 0;
         }
         b->p = q;
         b->cap = cap;
     }
+    return 1;
+}
+
+void ct_sum_put(struct ct_sum_wbuf *b, const void *v, size_t len)
+{
+    if (!reserve(b, len))
+        return;
     memcpy(b->p + b->n, v, len);
     b->n += len;
+}
+
+/* Little-endian words at p: the encoding of ct_sum_put_u64/u32, for the
+ * bulk arrays written and read in one go */
+static inline void st64(unsigned char *p, uint64_t v)
+{
+    v = htole64(v);
+    memcpy(p, &v, 8);
+}
+
+static inline void st32(unsigned char *p, uint32_t v)
+{
+    v = htole32(v);
+    memcpy(p, &v, 4);
+}
+
+static inline uint64_t ld64(const unsigned char *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return le64toh(v);
+}
+
+static inline uint32_t ld32(const unsigned char *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return le32toh(v);
 }
 
 void ct_sum_put_u64(struct ct_sum_wbuf *b, uint64_t v)
@@ -77,37 +114,49 @@ void ct_sum_put_str(struct ct_sum_wbuf *b, const char *s)
     ct_sum_put(b, s ? s : "", n);
 }
 
+/* 40 bytes an op (ct_sum_get_ops's minimum): reserved at once, as a
+ * spilled process's half million ops made doubling reallocs a fifth of
+ * the decode */
+#define OP_BYTES 40
+
 void ct_sum_put_ops(struct ct_sum_wbuf *b, const struct ct_gop *ops, size_t n)
 {
     ct_sum_put_u64(b, n);
+    if (!reserve(b, n * OP_BYTES))
+        return;
     /* times as differences (from the previous op's start; the end and the
      * launch from the op's own start), which zstd packs far tighter than
      * absolute ns; wrapping arithmetic, exact both ways */
     uint64_t prev = 0;
-    for (size_t i = 0; i < n; i++) {
+    unsigned char *w = b->p + b->n;
+    for (size_t i = 0; i < n; i++, w += OP_BYTES) {
         const struct ct_gop *g = &ops[i];
-        ct_sum_put_u64(b, (uint64_t)g->s - prev);
-        ct_sum_put_u64(b, (uint64_t)g->e - (uint64_t)g->s);
-        ct_sum_put_u64(b, (uint64_t)g->launch - (uint64_t)g->s);
+        st64(w, (uint64_t)g->s - prev);
+        st64(w + 8, (uint64_t)g->e - (uint64_t)g->s);
+        st64(w + 16, (uint64_t)g->launch - (uint64_t)g->s);
         prev = (uint64_t)g->s;
-        ct_sum_put_u32(b, g->stream);
-        ct_sum_put_u32(b, g->name);
-        ct_sum_put_u32(b, (uint32_t)g->nccl);
-        ct_sum_put_u8(b, g->cls);
-        ct_sum_put_u8(b, g->type);
-        ct_sum_put_u8(b, g->op);
-        ct_sum_put_u8(b, (uint8_t)(g->blocking | g->nested << 1 | g->graph << 2));
+        st32(w + 24, g->stream);
+        st32(w + 28, g->name);
+        st32(w + 32, (uint32_t)g->nccl);
+        w[36] = g->cls;
+        w[37] = g->type;
+        w[38] = g->op;
+        w[39] = (uint8_t)(g->blocking | g->nested << 1 | g->graph << 2);
     }
+    b->n += n * OP_BYTES;
 }
 
 void ct_sum_put_launches(struct ct_sum_wbuf *b, const int64_t *v, size_t n)
 {
     ct_sum_put_u64(b, n);
+    if (!reserve(b, n * 8))
+        return;
     uint64_t prev = 0;
     for (size_t i = 0; i < n; i++) {
-        ct_sum_put_u64(b, (uint64_t)v[i] - prev);
+        st64(b->p + b->n + 8 * i, (uint64_t)v[i] - prev);
         prev = (uint64_t)v[i];
     }
+    b->n += n * 8;
 }
 
 static void put_ivset(struct ct_sum_wbuf *b, const struct ct_ivset *a)
@@ -351,40 +400,42 @@ void *ct_sum_get_array(struct ct_sum_rbuf *r, size_t *n, size_t min, size_t elem
 
 struct ct_gop *ct_sum_get_ops(struct ct_sum_rbuf *r, size_t *n, int *oom)
 {
-    struct ct_gop *ops = ct_sum_get_array(r, n, 40, sizeof(*ops), oom);
+    /* ct_sum_get_array has checked that n * OP_BYTES bytes are there */
+    struct ct_gop *ops = ct_sum_get_array(r, n, OP_BYTES, sizeof(*ops), oom);
     uint64_t prev = 0;
-    for (size_t i = 0; i < *n; i++) {
+    const unsigned char *q = r->p + r->at;
+    for (size_t i = 0; i < *n; i++, q += OP_BYTES) {
         struct ct_gop *g = &ops[i];
-        uint64_t ds = ct_sum_get_u64(r), de = ct_sum_get_u64(r), dl = ct_sum_get_u64(r);
-        g->s = (int64_t)(prev + ds);
-        g->e = (int64_t)((uint64_t)g->s + de);
-        g->launch = (int64_t)((uint64_t)g->s + dl);
+        g->s = (int64_t)(prev + ld64(q));
+        g->e = (int64_t)((uint64_t)g->s + ld64(q + 8));
+        g->launch = (int64_t)((uint64_t)g->s + ld64(q + 16));
         prev = (uint64_t)g->s;
-        g->stream = ct_sum_get_u32(r);
-        g->name = ct_sum_get_u32(r);
-        g->nccl = (int32_t)ct_sum_get_u32(r);
-        g->cls = ct_sum_get_u8(r);
-        g->type = ct_sum_get_u8(r);
-        g->op = ct_sum_get_u8(r);
-        uint8_t fl = ct_sum_get_u8(r);
-        g->blocking = fl & 1;
-        g->nested = (fl >> 1) & 1;
-        g->graph = (fl >> 2) & 1;
+        g->stream = ld32(q + 24);
+        g->name = ld32(q + 28);
+        g->nccl = (int32_t)ld32(q + 32);
+        g->cls = q[36];
+        g->type = q[37];
+        g->op = q[38];
+        g->blocking = q[39] & 1;
+        g->nested = (q[39] >> 1) & 1;
+        g->graph = (q[39] >> 2) & 1;
         /* indexes that the analyses follow: checked here, once */
         if (g->cls >= CT_CL_COUNT || (g->nccl >= 0 && (uint64_t)g->nccl >= UINT32_MAX))
             r->bad = 1;
     }
+    r->at += *n * OP_BYTES;
     return ops;
 }
 
 int64_t *ct_sum_get_launches(struct ct_sum_rbuf *r, size_t *n, int *oom)
 {
-    int64_t *v = ct_sum_get_array(r, n, 8, sizeof(*v), oom);
+    int64_t *v = ct_sum_get_array(r, n, 8, sizeof(*v), oom); /* n * 8 bytes there */
     uint64_t prev = 0;
     for (size_t i = 0; i < *n; i++) {
-        prev += ct_sum_get_u64(r);
+        prev += ld64(r->p + r->at + 8 * i);
         v[i] = (int64_t)prev;
     }
+    r->at += *n * 8;
     return v;
 }
 

@@ -4,6 +4,7 @@
 #include <check.h>
 #include <stdlib.h>
 
+#include "decoder/util/stats.h"
 #include "tests/unit/timeline_builder.h"
 
 #define NRANKS 5
@@ -215,6 +216,63 @@ START_TEST(lateness_counts_matched_collectives_only)
 }
 END_TEST
 
+/* The kernels table's p50 is the exact median of all the name's samples
+ * over the ranks (kernels.c takes it from counts of distinct durations,
+ * not from the samples): three ranks of 41 "gemm" kernels each with
+ * pseudo-random durations of 1 to 61 µs (many repeats), rank 1's also
+ * over a 2^31 µs (over 2^40 ns) one (the overflow list), and "solo" on rank 2
+ * only, an even count. Expected: the median of the samples themselves. */
+START_TEST(kernel_p50_is_the_exact_median_of_all_samples)
+{
+    struct tb_job b;
+    struct ct_job job;
+    struct ct_report rep;
+    tb_init(&b);
+    double all[3 * 41 + 2], solo[6];
+    size_t n = 0, ns = 0;
+    int64_t total = 0;
+    uint64_t x = 12345;
+    for (int r = 0; r < 3; r++) {
+        struct ct_proc *p = tb_proc(&b, r);
+        int64_t t = 1000;
+        tb_range(p, 1, 1LL << 33, 0);
+        for (int k = 0; k < 41; k++) {
+            x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+            int64_t d = 1 + (int64_t)((x >> 33) % 61);
+            tb_kernel(p, "gemm", 1, t, t + d, TB_NOLAUNCH);
+            all[n++] = (double)TB_US(d);
+            total += TB_US(d);
+            t += d + 1000;
+        }
+        if (r == 1) {
+            int64_t d = 1LL << 31; /* µs: 2^40 ns is 1.1e9 µs */
+            tb_kernel(p, "gemm", 1, t, t + d, TB_NOLAUNCH);
+            all[n++] = (double)TB_US(d);
+            total += TB_US(d);
+            t += d + 1000;
+        }
+        for (int k = 0; r == 2 && k < 6; k++) {
+            int64_t d = 10 + 7 * (k % 3);
+            tb_kernel(p, "solo", 1, t, t + d, TB_NOLAUNCH);
+            solo[ns++] = (double)TB_US(d);
+            t += d + 1000;
+        }
+    }
+    tb_build(&b, &job);
+    tb_analyze(&job, NULL, &rep);
+    ck_assert_uint_eq(rep.nkern, 2);
+    ck_assert_str_eq(rep.kern[0].name, "gemm");
+    ck_assert_uint_eq(rep.kern[0].count, n);
+    ck_assert_int_eq(rep.kern[0].total, total);
+    ck_assert_double_eq(rep.kern[0].p50, ct_median_select(all, n));
+    ck_assert_str_eq(rep.kern[1].name, "solo");
+    ck_assert_double_eq(rep.kern[1].p50, ct_median_select(solo, ns));
+    ck_assert_double_eq(rep.kern[1].p50, (double)TB_US(17)); /* 10 10 17 17 24 24 */
+    ct_report_free(&rep);
+    ct_job_free(&job);
+}
+END_TEST
+
 Suite *stragglers_suite(void)
 {
     Suite *s = suite_create("stragglers");
@@ -226,6 +284,7 @@ Suite *stragglers_suite(void)
     tcase_add_test(tc, spread_within_mad_flags_nobody);
     tcase_add_test(tc, slow_compute_is_flagged_by_slowness_with_persistence_1);
     tcase_add_test(tc, lateness_counts_matched_collectives_only);
+    tcase_add_test(tc, kernel_p50_is_the_exact_median_of_all_samples);
     suite_add_tcase(s, tc);
     return s;
 }
