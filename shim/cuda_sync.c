@@ -137,6 +137,8 @@ CUresult ct_impl_cuStreamWaitEvent_ptsz(CUstream s, CUevent e, unsigned int f)
     return wait_event(CT_SYM_cuStreamWaitEvent_ptsz, CT_APIF_PER_THREAD, s, e, f);
 }
 
+/* A record neither waits nor has a CUPTI synchronization record to join,
+ * so it enters as an ordinary call (ct_call_enter), not as a sync. */
 static CUresult event_record(enum ct_sym sym, unsigned flags, CUevent e, CUstream s)
 {
     event_record_fn real = CT_REAL(event_record_fn, sym);
