@@ -88,6 +88,12 @@ CT_SYM(cuStreamSynchronize_ptsz, cuStreamSynchronize, 7000, 1)
 CT_SYM(cuEventSynchronize, cuEventSynchronize, 2000, 0)
 CT_SYM(cuStreamWaitEvent, cuStreamWaitEvent, 3020, 0)
 CT_SYM(cuStreamWaitEvent_ptsz, cuStreamWaitEvent, 7000, 1)
+/* the other end of a stream-to-event dependency: the job's event records
+ * (the shim's own timing events call the driver directly, never these) */
+CT_SYM(cuEventRecord, cuEventRecord, 2000, 0)
+CT_SYM(cuEventRecord_ptsz, cuEventRecord, 7000, 1)
+CT_SYM(cuEventRecordWithFlags, cuEventRecordWithFlags, 11010, 0)
+CT_SYM(cuEventRecordWithFlags_ptsz, cuEventRecordWithFlags, 11010, 1)
 /* context teardown: pending event pairs are read before their context goes */
 CT_SYM(cuCtxDestroy, cuCtxDestroy, 2000, 0)
 CT_SYM(cuCtxDestroy_v2, cuCtxDestroy, 4000, 0)

@@ -1,13 +1,18 @@
 /*
  * Synchronisation: the calls where the host waits for the GPU (context,
- * stream, event) and the stream-to-event dependency. Their host spans are
- * what the decoder's sync-drain and launch-overhead analyses read.
+ * stream, event) and the stream-to-event dependencies (an event's records
+ * and the waits on it). Their host spans are what the decoder's sync-drain
+ * and launch-overhead analyses read; the dependencies carry the event's id
+ * (its handle's value, CT_APIF_EVENT in cutrace/format.h) in CT_API_BYTES,
+ * so a record on one stream joins the waits on it from others.
  */
 #include "shim/cuda_record.h"
 #include "shim/gpu.h"
 
 CUresult cuStreamSynchronize_ptsz(CUstream);
 CUresult cuStreamWaitEvent_ptsz(CUstream, CUevent, unsigned int);
+CUresult cuEventRecord_ptsz(CUevent, CUstream);
+CUresult cuEventRecordWithFlags_ptsz(CUevent, CUstream, unsigned int);
 CUresult cuCtxSynchronize_v2(CUcontext);
 
 typedef CUresult (*ctx_sync_fn)(void);
@@ -15,6 +20,20 @@ typedef CUresult (*ctx_sync2_fn)(CUcontext);
 typedef CUresult (*stream_sync_fn)(CUstream);
 typedef CUresult (*event_sync_fn)(CUevent);
 typedef CUresult (*wait_event_fn)(CUstream, CUevent, unsigned int);
+typedef CUresult (*event_record_fn)(CUevent, CUstream);
+typedef CUresult (*event_record_flags_fn)(CUevent, CUstream, unsigned int);
+
+/* The record of a call that makes a stream wait for an event or records
+ * one: it returns without waiting (CT_APIF_ASYNC), and CT_API_BYTES is the
+ * event's id. */
+static void event_done(struct ct_call *c, enum ct_sym sym, unsigned flags, CUresult r, CUstream s,
+                       CUevent e)
+{
+    int dev;
+    uint64_t sid = ct_stream_id(s, flags & CT_APIF_PER_THREAD, &dev);
+    ct_call_simple(c, sym, CT_FAM_SYNC, r, sid, dev, flags | CT_APIF_ASYNC | CT_APIF_EVENT,
+                   (uint64_t)(uintptr_t)e, 0);
+}
 
 CUresult ct_impl_cuCtxSynchronize(void)
 {
@@ -103,9 +122,7 @@ static CUresult wait_event(enum ct_sym sym, unsigned flags, CUstream s, CUevent 
     ct_call_enter_sync(&c);
     CUresult r = real(s, e, f);
     ct_call_sync_done();
-    int dev;
-    uint64_t sid = ct_stream_id(s, flags & CT_APIF_PER_THREAD, &dev);
-    ct_call_simple(&c, sym, CT_FAM_SYNC, r, sid, dev, flags | CT_APIF_ASYNC, 0, 0);
+    event_done(&c, sym, flags, r, s, e);
     ct_call_leave(&c);
     return r;
 }
@@ -118,4 +135,57 @@ CUresult ct_impl_cuStreamWaitEvent(CUstream s, CUevent e, unsigned int f)
 CUresult ct_impl_cuStreamWaitEvent_ptsz(CUstream s, CUevent e, unsigned int f)
 {
     return wait_event(CT_SYM_cuStreamWaitEvent_ptsz, CT_APIF_PER_THREAD, s, e, f);
+}
+
+/* A record neither waits nor has a CUPTI synchronization record to join,
+ * so it enters as an ordinary call (ct_call_enter), not as a sync. */
+static CUresult event_record(enum ct_sym sym, unsigned flags, CUevent e, CUstream s)
+{
+    event_record_fn real = CT_REAL(event_record_fn, sym);
+    if (!real)
+        return CT_NOT_AVAILABLE;
+    if (!ct_shim_recording())
+        return real(e, s);
+    struct ct_call c;
+    ct_call_enter(&c);
+    CUresult r = real(e, s);
+    event_done(&c, sym, flags, r, s, e);
+    ct_call_leave(&c);
+    return r;
+}
+
+static CUresult event_record_flags(enum ct_sym sym, unsigned flags, CUevent e, CUstream s,
+                                   unsigned f)
+{
+    event_record_flags_fn real = CT_REAL(event_record_flags_fn, sym);
+    if (!real)
+        return CT_NOT_AVAILABLE;
+    if (!ct_shim_recording())
+        return real(e, s, f);
+    struct ct_call c;
+    ct_call_enter(&c);
+    CUresult r = real(e, s, f);
+    event_done(&c, sym, flags, r, s, e);
+    ct_call_leave(&c);
+    return r;
+}
+
+CUresult ct_impl_cuEventRecord(CUevent e, CUstream s)
+{
+    return event_record(CT_SYM_cuEventRecord, 0, e, s);
+}
+
+CUresult ct_impl_cuEventRecord_ptsz(CUevent e, CUstream s)
+{
+    return event_record(CT_SYM_cuEventRecord_ptsz, CT_APIF_PER_THREAD, e, s);
+}
+
+CUresult ct_impl_cuEventRecordWithFlags(CUevent e, CUstream s, unsigned int f)
+{
+    return event_record_flags(CT_SYM_cuEventRecordWithFlags, 0, e, s, f);
+}
+
+CUresult ct_impl_cuEventRecordWithFlags_ptsz(CUevent e, CUstream s, unsigned int f)
+{
+    return event_record_flags(CT_SYM_cuEventRecordWithFlags_ptsz, CT_APIF_PER_THREAD, e, s, f);
 }

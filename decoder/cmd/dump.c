@@ -142,6 +142,9 @@ static void api_fields(struct out *o, struct ct_trace *t, const uint64_t *f)
     case CT_FAM_ALLOC: f_u(o, "bytes", f[CT_API_BYTES]); break;
     default: break;
     }
+    uint64_t ev;
+    if (ct_api_event(f, &ev))
+        f_u(o, "event", ev);
     stack_field(o, t, ct_trace_stack(t, f[CT_API_CORR]));
 }
 

@@ -75,6 +75,21 @@ const size_t *ct_trace_gpu(struct ct_trace *t, uint64_t corr, size_t *n);
 unsigned ct_trace_nccl_gpu(struct ct_trace *t, const struct ct_record *op, uint64_t *start,
                            uint64_t *end);
 
+/*
+ * The event id of an API record's fields f (cutrace/format.h,
+ * CT_APIF_EVENT): 1 with *id set for the calls that carry one, an event's
+ * records (cuEventRecord*) and the waits on it (cuStreamWaitEvent*), where
+ * the same event has the same id; 0 for every other call, and for the
+ * waits of traces recorded before the recorder carried events.
+ */
+static inline int ct_api_event(const uint64_t *f, uint64_t *id)
+{
+    if (!(f[CT_API_FLAGS] & CT_APIF_EVENT))
+        return 0;
+    *id = f[CT_API_BYTES];
+    return 1;
+}
+
 /* The value of process metadata `key`, or NULL. */
 const char *ct_trace_meta(const struct ct_trace *t, const char *key);
 

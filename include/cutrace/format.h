@@ -246,7 +246,7 @@ enum ct_api_field {
     CT_API_BLOCK_Y,   /* U */
     CT_API_BLOCK_Z,   /* U */
     CT_API_SHMEM,     /* U     dynamic shared memory bytes */
-    CT_API_BYTES,     /* U     bytes copied, set or allocated */
+    CT_API_BYTES,     /* U     bytes copied, set or allocated; event id with CT_APIF_EVENT */
     CT_API_COPY_KIND, /* U     enum ct_copy_kind */
     CT_API_FLAGS,     /* U     CT_APIF_* */
     CT_API_NFIELDS
@@ -274,6 +274,14 @@ enum ct_api_flags {
     CT_APIF_ASYNC = 1u << 1,      /* an *Async variant */
     CT_APIF_CAPTURED = 1u << 2,   /* issued to a stream under capture */
     CT_APIF_FREE = 1u << 3,       /* a free in the alloc family */
+    /* CT_API_BYTES holds an event id, not bytes: the CUevent handle's value
+     * (sync family: cuEventRecord*, cuStreamWaitEvent*), the same in an
+     * event's records and in every wait on it. As in CUDA, a wait depends
+     * on the latest record of its id before it in the process (recording
+     * an event again moves it; a destroyed event's handle may come back
+     * for a new one, which the same rule covers). 0 only for a call given
+     * no event (the driver refused it). */
+    CT_APIF_EVENT = 1u << 4,
 };
 
 /* CT_REC_GPU: when an op really ran on the device. */

@@ -48,6 +48,16 @@ for lineno, line in enumerate(sys.stdin, 1):
             v = obj.get(key)
             if not (isinstance(v, list) and len(v) == 3 and all(isinstance(x, int) for x in v)):
                 sys.exit(f"line {lineno}: api.{key} must be [x,y,z]")
+    # an event's records and the waits on it carry the event's id (flag 16),
+    # and no other call does
+    if kind == "api":
+        eventful = isinstance(obj.get("flags"), int) and obj["flags"] & 16
+        if eventful and (not isinstance(obj.get("event"), int) or isinstance(obj["event"], bool)):
+            sys.exit(f"line {lineno}: api.event missing or not int on {obj['name']}")
+        if not eventful and "event" in obj:
+            sys.exit(f"line {lineno}: api.event on {obj['name']}, which carries no event")
+        if eventful and not obj["name"].startswith(("cuEventRecord", "cuStreamWaitEvent")):
+            sys.exit(f"line {lineno}: api.event on {obj['name']}")
     if kind == "counter" and obj["device"] < -1:
         sys.exit(f"line {lineno}: counter.device must be an ordinal or -1 (host)")
     n += 1

@@ -1,7 +1,7 @@
 /*
  * What the shim suite's files share (test_shim.c: entry points, families,
  * settings; test_shim_gpu.c: GPU timing; test_shim_launch.c: the launch
- * fast path).
+ * fast path; test_shim_events.c: event records and waits).
  */
 #ifndef CT_TESTS_SHIM_RUN_H
 #define CT_TESTS_SHIM_RUN_H
@@ -29,5 +29,7 @@ static inline const char *S(const struct th_trace *t, uint64_t id)
 void shim_gpu_tests(TCase *tc);
 /* Adds the launch fast path's tests (test_shim_launch.c) to tc. */
 void shim_launch_tests(TCase *tc);
+/* Adds the dependency-edge tests (test_shim_events.c) to tc. */
+void shim_events_tests(TCase *tc);
 
 #endif

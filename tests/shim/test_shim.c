@@ -417,6 +417,7 @@ Suite *shim_suite(void)
     tcase_add_test(tc, shim_depends_on_glibc_only);
     shim_gpu_tests(tc);    /* test_shim_gpu.c */
     shim_launch_tests(tc); /* test_shim_launch.c */
+    shim_events_tests(tc); /* test_shim_events.c */
     suite_add_tcase(s, tc);
     return s;
 }

@@ -117,7 +117,8 @@ int main(int argc, char **argv)
     ok(cuStreamGetId(CU_STREAM_PER_THREAD, &g_pt), "pt id");
     CUevent ev;
     ok(cuEventCreate(&ev, 0), "event");
-    ok(cuEventRecord(ev, g_s), "record");
+    /* an event's id in the trace is its handle (cutrace/format.h) */
+    unsigned long long evid = (unsigned long long)(uintptr_t)ev;
     CUgraph graph;
     CUgraphExec exec;
     ok(cuGraphCreate(&graph, 0), "graph");
@@ -320,10 +321,20 @@ int main(int argc, char **argv)
     ok(CALL(PFN_cuMemsetD2D32Async_v7000_ptsz, cuMemsetD2D32Async_ptsz, d1, 64, 1, 16, 4, NULL),
        "2d32a");
 
-    /* synchronisation */
-    expect("cuStreamWaitEvent", "sync", 0, "-", g_sid, 0, 0, 0, "-", 2);
+    /* synchronisation; the event's records and waits carry its id where
+     * bytes go, flagged 16 */
+    expect("cuEventRecord", "sync", evid, "-", g_sid, 0, 0, 0, "-", 18);
+    ok(CALL(PFN_cuEventRecord_v2000, cuEventRecord, ev, g_s), "record");
+    expect("cuEventRecord_ptsz", "sync", evid, "-", g_pt, 0, 0, 0, "-", 19);
+    ok(CALL(PFN_cuEventRecord_v7000_ptsz, cuEventRecord_ptsz, ev, NULL), "record pt");
+    expect("cuEventRecordWithFlags", "sync", evid, "-", g_legacy, 0, 0, 0, "-", 18);
+    ok(CALL(PFN_cuEventRecordWithFlags_v11010, cuEventRecordWithFlags, ev, NULL, 0), "record f");
+    expect("cuEventRecordWithFlags_ptsz", "sync", evid, "-", g_sid, 0, 0, 0, "-", 19);
+    ok(CALL(PFN_cuEventRecordWithFlags_v11010_ptsz, cuEventRecordWithFlags_ptsz, ev, g_s, 0),
+       "record f pt");
+    expect("cuStreamWaitEvent", "sync", evid, "-", g_sid, 0, 0, 0, "-", 18);
     ok(CALL(PFN_cuStreamWaitEvent_v3020, cuStreamWaitEvent, g_s, ev, 0), "wait");
-    expect("cuStreamWaitEvent_ptsz", "sync", 0, "-", g_pt, 0, 0, 0, "-", 3);
+    expect("cuStreamWaitEvent_ptsz", "sync", evid, "-", g_pt, 0, 0, 0, "-", 19);
     ok(CALL(PFN_cuStreamWaitEvent_v7000_ptsz, cuStreamWaitEvent_ptsz, NULL, ev, 0), "wait pt");
     expect("cuStreamSynchronize", "sync", 0, "-", g_sid, 0, 0, 0, "-", 0);
     ok(CALL(PFN_cuStreamSynchronize_v2000, cuStreamSynchronize, g_s), "ssync");

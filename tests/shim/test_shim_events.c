@@ -1,0 +1,207 @@
+/*
+ * Suite "shim", dependency edges: w_events records events on stream A and
+ * waits on them from stream B through every interposition path; the trace
+ * must hold each of those calls with its stream and the event's id, the
+ * same id in the record and in the wait, and none of the events the shim
+ * itself records to time GPU work.
+ */
+#include <check.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decoder/util/names.h"
+#include "tests/shim/shim_run.h"
+
+struct expect_call {
+    char name[64];
+    unsigned long long event, stream;
+};
+
+struct events_run {
+    struct th_trace t;
+    char path[TH_RUN_PATH];
+    struct expect_call exp[64];
+    int nexp;
+    int records, waits, launches;
+    unsigned long long sa, sb, spt;
+};
+
+static void events_run(struct events_run *e, const char *timing)
+{
+    char exe[512], env0[64];
+    snprintf(exe, sizeof(exe), "%s/w_events", th_env("CT_WORKLOADS"));
+    snprintf(env0, sizeof(env0), "CUTRACE_GPU_TIMING=%s", timing);
+    const char *argv[] = {exe, NULL};
+    const char *env[] = {env0, NULL};
+    struct th_run r;
+    run(&r, th_env("CT_SHIM"), env, argv);
+    char *out = th_run_clean(&r);
+    memset(e, 0, sizeof(*e));
+    ck_assert(sscanf(strstr(out, "STREAMS"), "STREAMS a=%llu b=%llu pt=%llu", &e->sa, &e->sb,
+                     &e->spt) == 3);
+    ck_assert(sscanf(strstr(out, "CALLS"), "CALLS records=%d waits=%d launches=%d", &e->records,
+                     &e->waits, &e->launches) == 3);
+    for (char *p = strstr(out, "EXPECT "); p; p = strstr(p + 1, "EXPECT ")) {
+        ck_assert_int_lt(e->nexp, 64);
+        struct expect_call *x = &e->exp[e->nexp++];
+        ck_assert(sscanf(p, "EXPECT %63s %llu %llu", x->name, &x->event, &x->stream) == 3);
+    }
+    ck_assert_int_eq(e->nexp, e->records + e->waits);
+    ck_assert_int_eq(th_run_trace(&r, 0, e->path, sizeof(e->path)), 1);
+    th_trace_read_file(&e->t, e->path);
+    ck_assert(e->t.rd.has_footer);
+    free(out);
+}
+
+static int ends_with(const char *s, const char *tail)
+{
+    size_t n = strlen(s), m = strlen(tail);
+    return n >= m && !strcmp(s + n - m, tail);
+}
+
+/*
+ * The event calls of the trace, in order, against the expectations; no
+ * other cuEventRecord* call in the trace (the shim's own timing events go
+ * to the driver directly); no other call carries an event.
+ */
+static void check_event_calls(struct events_run *e)
+{
+    int k = 0, records = 0, launches = 0;
+    for (size_t i = 0; i < e->t.n; i++) {
+        const struct ct_record *r = &e->t.recs[i];
+        if (r->kind != CT_REC_API)
+            continue;
+        const uint64_t *f = r->f;
+        const char *name = S(&e->t, f[CT_API_NAME]);
+        uint64_t id = 0;
+        int has = ct_api_event(f, &id);
+        records += !strncmp(name, "cuEventRecord", 13);
+        launches += f[CT_API_FAMILY] == CT_FAM_LAUNCH;
+        if (!has) {
+            ck_assert_msg(strncmp(name, "cuEventRecord", 13) &&
+                              strncmp(name, "cuStreamWaitEvent", 17),
+                          "%s without its event", name);
+            continue;
+        }
+        ck_assert_msg(k < e->nexp, "event call %s (event %" PRIu64 ") that was not made", name, id);
+        const struct expect_call *x = &e->exp[k++];
+        ck_assert_str_eq(name, x->name);
+        ck_assert_msg(id == x->event, "%s: event %" PRIu64 ", expected %llu", name, id, x->event);
+        ck_assert_msg(f[CT_API_STREAM] == x->stream, "%s: stream %" PRIu64 ", expected %llu", name,
+                      f[CT_API_STREAM], x->stream);
+        ck_assert_str_eq(ct_name_family(f[CT_API_FAMILY]), "sync");
+        ck_assert_int_eq((int64_t)f[CT_API_DEVICE], 0);
+        ck_assert_int_eq((int64_t)f[CT_API_RESULT], 0);
+        unsigned want = CT_APIF_ASYNC | CT_APIF_EVENT | (ends_with(name, "_ptsz") ? 1u : 0u);
+        ck_assert_msg(f[CT_API_FLAGS] == want, "%s: flags %" PRIu64 ", expected %u", name,
+                      f[CT_API_FLAGS], want);
+        ck_assert_uint_gt(f[CT_API_CORR], 0);
+    }
+    ck_assert_msg(k == e->nexp, "%d of %d event calls recorded", k, e->nexp);
+    ck_assert_int_eq(records, e->records);
+    ck_assert_int_eq(launches, e->launches);
+}
+
+/* Every wait follows a record of its event on stream A (or the per-thread
+ * stream) and is on stream B: the edge a dependency graph draws. */
+static void check_edges(const struct events_run *e)
+{
+    for (int i = 0; i < e->nexp; i++) {
+        const struct expect_call *w = &e->exp[i];
+        if (strncmp(w->name, "cuStreamWaitEvent", 17))
+            continue;
+        ck_assert_uint_eq(w->stream, e->sb);
+        int j = i - 1;
+        while (j >= 0 && e->exp[j].event != w->event)
+            j--;
+        ck_assert_msg(j >= 0 && !strncmp(e->exp[j].name, "cuEventRecord", 13),
+                      "wait on %llu without its record", w->event);
+        ck_assert(e->exp[j].stream == e->sa || e->exp[j].stream == e->spt);
+    }
+}
+
+static size_t gpu_from(const struct th_trace *t, unsigned source)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < t->n; i++)
+        n += t->recs[i].kind == CT_REC_GPU && t->recs[i].f[CT_GPU_TYPE] == CT_GPU_KERNEL &&
+             t->recs[i].f[CT_GPU_SOURCE] == source;
+    return n;
+}
+
+START_TEST(event_ids_join_records_and_waits_on_every_path)
+{
+    struct events_run e;
+    events_run(&e, "off");
+    check_event_calls(&e);
+    check_edges(&e);
+    /* 4 paths x 4 variants, plus the per-thread stream's record */
+    ck_assert_int_eq(e.records, 17);
+    th_trace_free(&e.t);
+}
+END_TEST
+
+/* With CUDA-event GPU timing the shim records two events per launch on
+ * the launch's stream: they time the kernels and are not the job's calls. */
+START_TEST(timing_events_of_the_shim_are_not_job_calls)
+{
+    struct events_run e;
+    events_run(&e, "events");
+    check_event_calls(&e);
+    check_edges(&e);
+    ck_assert_uint_eq(gpu_from(&e.t, CT_SRC_EVENTS), (size_t)e.launches);
+    th_trace_free(&e.t);
+}
+END_TEST
+
+/* The event shows in both dumps on the event calls alone, and the JSON
+ * keeps the documented contract (tests/e2e/check_dump_json.py). */
+START_TEST(dump_shows_the_event_on_event_calls_only)
+{
+    struct events_run e;
+    events_run(&e, "off");
+    char *json = th_cutrace("dump --json %s", e.path);
+    int seen = 0;
+    for (char *line = json, *nl; *line; line = nl + 1) {
+        nl = strchr(line, '\n');
+        ck_assert_ptr_nonnull(nl);
+        *nl = 0;
+        if (!strstr(line, "\"kind\":\"api\""))
+            continue;
+        int call = strstr(line, "\"name\":\"cuEventRecord") ||
+                   strstr(line, "\"name\":\"cuStreamWaitEvent");
+        char want[64];
+        snprintf(want, sizeof(want), ",\"event\":%llu", e.exp[seen < e.nexp ? seen : 0].event);
+        if (call) {
+            ck_assert_msg(strstr(line, want), "expected %s in %s", want, line);
+            seen++;
+        } else {
+            ck_assert_msg(!strstr(line, "\"event\""), "event on %s", line);
+        }
+    }
+    ck_assert_int_eq(seen, e.nexp);
+    free(json);
+    /* a destroyed event's handle may come back in a later round */
+    int waits_on = 0;
+    for (int i = 0; i < e.nexp; i++)
+        waits_on += e.exp[i].event == e.exp[1].event && !strcmp(e.exp[i].name, e.exp[1].name);
+    char *text = th_cutrace("dump %s | grep -c ' name=%s .* event=%llu'", e.path, e.exp[1].name,
+                            e.exp[1].event);
+    ck_assert_int_eq(atoi(text), waits_on);
+    free(text);
+    char *check = th_cutrace("dump --json %s | python3 %s/tests/e2e/check_dump_json.py", e.path,
+                             th_env("CT_SOURCE"));
+    ck_assert_ptr_nonnull(strstr(check, "records valid"));
+    free(check);
+    th_trace_free(&e.t);
+}
+END_TEST
+
+void shim_events_tests(TCase *tc)
+{
+    tcase_add_test(tc, event_ids_join_records_and_waits_on_every_path);
+    tcase_add_test(tc, timing_events_of_the_shim_are_not_job_calls);
+    tcase_add_test(tc, dump_shows_the_event_on_event_calls_only);
+}
