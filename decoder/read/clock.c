@@ -74,6 +74,10 @@ static void shift_rank(struct ct_rank *r, int64_t d)
             p->steps[i].s += d;
             p->steps[i].e += d;
         }
+        for (size_t i = 0; i < p->nedges; i++) {
+            p->edges[i].rec += d;
+            p->edges[i].wait += d;
+        }
         shift_set(&p->sync, d);
         shift_set(&p->data_wait, d);
         shift_set(&p->file_read, d);

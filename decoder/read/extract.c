@@ -36,9 +36,10 @@
 static void ex_free(struct ex *x)
 {
     ct_hcollect_free(&x->health);
-    struct ct_vec *v[] = {&x->ops,  &x->gcorr, &x->calls, &x->timed,    &x->nccl,  &x->nsynth,
-                          &x->nord, &x->steps, &x->sord,  &x->launches, &x->clock, &x->name_sid,
-                          &x->nfb,  &x->gend,  &x->gendv, &x->nkl,      &x->graphs};
+    struct ct_vec *v[] = {&x->ops,    &x->gcorr,    &x->calls, &x->timed, &x->nccl,
+                          &x->nsynth, &x->nord,     &x->steps, &x->sord,  &x->launches,
+                          &x->clock,  &x->name_sid, &x->nfb,   &x->gend,  &x->gendv,
+                          &x->nkl,    &x->graphs,   &x->evr,   &x->evw};
     for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
         free(v[i]->p);
     free(x->name_map);
@@ -208,6 +209,31 @@ static int note_nccl_calls(struct ex *x, const uint64_t *c, size_t st, uint32_t 
     return 0;
 }
 
+/* An event's record or a wait on it (CT_APIF_EVENT): which of the two by
+ * the call's name, looked up once per string id. */
+static int note_event(struct ex *x, const uint64_t *c, size_t st)
+{
+    if ((uint32_t)FLD(CT_API_RESULT) != 0 || !FLD(CT_API_BYTES))
+        return 0; /* refused by the driver: no dependency */
+    uint64_t sid = FLD(CT_API_NAME);
+    int wait;
+    if (x->wait_sid[0] == sid + 1)
+        wait = 1;
+    else if (x->wait_sid[1] == sid + 1)
+        wait = 0;
+    else {
+        const char *name = ct_reader_string(x->rd, sid);
+        wait = name && !strncmp(name, "cuStreamWaitEvent", 17);
+        x->wait_sid[!wait] = sid + 1;
+    }
+    struct ct_vec *v = wait ? &x->evw : &x->evr;
+    if (ct_vec_room(v, sizeof(struct ex_event)))
+        return -ENOMEM;
+    ((struct ex_event *)v->p)[v->n++] = (struct ex_event){
+        FLD(CT_API_BYTES), (int64_t)FLD(CT_API_START), (uint32_t)FLD(CT_API_STREAM)};
+    return 0;
+}
+
 static int on_api(struct ex *x, const uint64_t *c, size_t st, uint32_t tid)
 {
     uint64_t fam = FLD(CT_API_FAMILY);
@@ -215,6 +241,8 @@ static int on_api(struct ex *x, const uint64_t *c, size_t st, uint32_t tid)
     int rc = ct_kv_push(&x->calls, FLD(CT_API_CORR), FLD(CT_API_START));
     if (!rc && fam == CT_FAM_GRAPH)
         rc = ct_u64_push(&x->graphs, FLD(CT_API_CORR));
+    if (!rc && (FLD(CT_API_FLAGS) & CT_APIF_EVENT))
+        rc = note_event(x, c, st);
     if (!rc && (fam == CT_FAM_OTHER || fam == CT_FAM_LAUNCH))
         rc = note_nccl_calls(x, c, st, tid);
     if (!rc && (fam == CT_FAM_LAUNCH || fam == CT_FAM_MEMCPY || fam == CT_FAM_MEMSET)) {
@@ -366,7 +394,8 @@ static const uint32_t *extract_fields(void)
             m[k] = UINT32_MAX;
         m[CT_REC_API] = F(CT_API_START) | F(CT_API_END) | F(CT_API_NAME) | F(CT_API_CORR) |
                         F(CT_API_FAMILY) | F(CT_API_KERNEL) | F(CT_API_BYTES) |
-                        F(CT_API_COPY_KIND) | F(CT_API_FLAGS);
+                        F(CT_API_COPY_KIND) | F(CT_API_FLAGS) | F(CT_API_STREAM) |
+                        F(CT_API_RESULT); /* stream and result: event edges */
         m[CT_REC_GPU] = F(CT_GPU_START) | F(CT_GPU_END) | F(CT_GPU_STREAM) | F(CT_GPU_CORR) |
                         F(CT_GPU_TYPE) | F(CT_GPU_NAME) | F(CT_GPU_SOURCE) | F(CT_GPU_DEVICE);
     }

@@ -37,6 +37,12 @@ struct nccl_launch {
     uint64_t corr;
 };
 
+struct ex_event {
+    uint64_t event;
+    int64_t t; /* the call's raw host start */
+    uint32_t stream;
+};
+
 struct ex {
     struct ct_proc *p;
     struct ct_reader *rd;
@@ -57,6 +63,9 @@ struct ex {
     uint8_t *kcls;        /* per kernel string id: 0 unknown, 1 not NCCL, 2 NCCL */
     size_t kclsn;
     uint64_t gend_sid;      /* string id of "ncclGroupEnd", 0 until seen */
+    struct ct_vec evr;      /* struct ex_event of each cuEventRecord*, raw times */
+    struct ct_vec evw;      /* struct ex_event of each cuStreamWaitEvent* */
+    uint64_t wait_sid[2];   /* string ids known to name a wait (1 + sid), a record */
     struct ct_vec steps;    /* struct ct_range, raw times */
     struct ct_vec sord;     /* file order of each step */
     struct ct_vec launches; /* int64 raw host starts */

@@ -349,6 +349,60 @@ static int order_ops(struct ct_gop *ops, size_t no)
 
 /* Stable order of n items by (raw start time key, file order): items are
  * in file order, so a stable sort by key. perm[new] = old. */
+static uint64_t ev_event(const void *e)
+{
+    return ((const struct ex_event *)e)->event;
+}
+
+static uint64_t ev_time(const void *e)
+{
+    return (uint64_t)((const struct ex_event *)e)->t ^ (1ull << 63);
+}
+
+static uint64_t edge_wait(const void *e)
+{
+    return (uint64_t)((const struct ct_evedge *)e)->wait ^ (1ull << 63);
+}
+
+static uint64_t edge_rec(const void *e)
+{
+    return (uint64_t)((const struct ct_evedge *)e)->rec ^ (1ull << 63);
+}
+
+/* Each wait joined to the latest record of its event at or before it (a
+ * record later moves the event; a wait on an event never recorded in the
+ * trace, or recorded only after, has nothing to wait for, as in CUDA) into
+ * x->p->edges, by wait time. 0 or -ENOMEM. */
+static int event_edges(struct ex *x, int64_t off)
+{
+    static const ct_key_fn rec_order[] = {ev_event, ev_time};
+    static const ct_key_fn edge_order[] = {edge_wait, edge_rec};
+    struct ct_proc *p = x->p;
+    if (!x->evw.n || !x->evr.n)
+        return 0;
+    if (ct_sort_by(x->evr.p, x->evr.n, sizeof(struct ex_event), rec_order, 2))
+        return -ENOMEM;
+    const struct ex_event *r = x->evr.p, *w = x->evw.p;
+    p->edges = malloc(x->evw.n * sizeof(*p->edges));
+    if (!p->edges)
+        return -ENOMEM;
+    for (size_t i = 0; i < x->evw.n; i++) {
+        size_t lo = 0, hi = x->evr.n; /* the first record after (event, t) */
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (r[mid].event < w[i].event || (r[mid].event == w[i].event && r[mid].t <= w[i].t))
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (!lo || r[lo - 1].event != w[i].event)
+            continue;
+        p->edges[p->nedges++] =
+            (struct ct_evedge){r[lo - 1].t + off, w[i].t + off, r[lo - 1].stream, w[i].stream};
+    }
+    return ct_sort_by(p->edges, p->nedges, sizeof(*p->edges), edge_order, 2);
+}
+
 int ct_extract_finish(struct ex *x)
 {
     struct ct_proc *p = x->p;
@@ -486,6 +540,8 @@ int ct_extract_finish(struct ex *x)
         }
         ct_ivset_normalize(sets[k]);
     }
+    if ((rc = event_edges(x, off)))
+        goto out;
     rc = ct_capture_finish(p, off);
     ct_life_finish(&p->life, off);
     if (p->last_ns != INT64_MIN)

@@ -33,6 +33,7 @@ void ct_proc_free(struct ct_proc *p)
     ct_kineto_free(p->kin); /* Kineto input (decoder/kineto/kineto.h) */
     free(p->life.job);
     free(p->spill);
+    free(p->edges);
     memset(p, 0, sizeof(*p));
 }
 

@@ -241,6 +241,13 @@ static void encode(struct ct_sum_wbuf *b, const struct ct_proc *p, const char *s
         ct_sum_put_u64(b, (uint64_t)p->steps[i].e);
         ct_sum_put_u64(b, (uint64_t)p->steps[i].num);
     }
+    ct_sum_put_u64(b, p->nedges);
+    for (size_t i = 0; i < p->nedges; i++) {
+        ct_sum_put_u64(b, (uint64_t)p->edges[i].rec);
+        ct_sum_put_u64(b, (uint64_t)p->edges[i].wait);
+        ct_sum_put_u32(b, p->edges[i].from);
+        ct_sum_put_u32(b, p->edges[i].to);
+    }
     ct_sum_put_u64(b, p->nnames);
     for (size_t i = 0; i < p->nnames; i++)
         ct_sum_put_str(b, p->names[i]);
@@ -543,6 +550,13 @@ static void decode(struct ct_sum_rbuf *r, struct ct_proc *p, struct ct_hcollect 
         p->steps[i].s = (int64_t)ct_sum_get_u64(r);
         p->steps[i].e = (int64_t)ct_sum_get_u64(r);
         p->steps[i].num = (int64_t)ct_sum_get_u64(r);
+    }
+    p->edges = ct_sum_get_array(r, &p->nedges, 24, sizeof(*p->edges), oom);
+    for (size_t i = 0; i < p->nedges; i++) {
+        p->edges[i].rec = (int64_t)ct_sum_get_u64(r);
+        p->edges[i].wait = (int64_t)ct_sum_get_u64(r);
+        p->edges[i].from = ct_sum_get_u32(r);
+        p->edges[i].to = ct_sum_get_u32(r);
     }
     p->names = ct_sum_get_array(r, &p->nnames, 4, sizeof(*p->names), oom);
     for (size_t i = 0; i < p->nnames && !r->bad; i++)

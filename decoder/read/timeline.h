@@ -87,6 +87,16 @@ struct ct_sdev {
     int32_t dev;
 };
 
+/* A cross-stream dependency the job made with an event: a
+ * cuStreamWaitEvent on stream `to` at host time `wait` on the latest
+ * cuEventRecord of that event before it, on stream `from` at host time
+ * `rec` (ns; both the calls' host starts). The work launched on `to` after
+ * the wait runs after the work launched on `from` before the record. */
+struct ct_evedge {
+    int64_t rec, wait;
+    uint32_t from, to;
+};
+
 /* A named host range (NVTX range or a mark: s == e). */
 struct ct_range {
     int64_t s, e;
@@ -151,7 +161,9 @@ struct ct_proc {
     struct ct_ivset data_wait; /* read/recv/poll... on files, pipes, sockets */
     struct ct_ivset ckpt;      /* write/fsync on files, DtoH copies >= 16 MiB */
     struct ct_ivset file_read; /* of data_wait: reads on regular files (a checkpoint's restore) */
-    struct ct_range *steps;    /* ranges/marks naming iterations */
+    struct ct_evedge *edges;   /* by wait time; not spilled (one per wait) */
+    size_t nedges;
+    struct ct_range *steps; /* ranges/marks naming iterations */
     size_t nsteps;
     char **names;
     size_t nnames;

@@ -10,7 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "decoder/read/summary.h"
+#include "decoder/read/timeline.h"
 #include "decoder/util/names.h"
 #include "tests/shim/shim_run.h"
 
@@ -122,6 +125,44 @@ static void check_edges(const struct events_run *e)
     }
 }
 
+/* The decoder joins each wait to the latest record of its event before it
+ * (decoder/read/extract_join.c): one edge per wait, by wait time, from the
+ * record's stream to the wait's, the record earlier; and the summary
+ * carries them (docs/summary.md). */
+static void check_decoded_edges(const struct events_run *e)
+{
+    struct ct_proc p;
+    char err[512];
+    ck_assert_msg(!ct_proc_extract_file(e->path, NULL, &p, err, sizeof(err)), "%s", err);
+    size_t k = 0;
+    for (int i = 0; i < e->nexp; i++) {
+        const struct expect_call *w = &e->exp[i];
+        if (strncmp(w->name, "cuStreamWaitEvent", 17))
+            continue;
+        int j = i - 1;
+        while (j >= 0 && e->exp[j].event != w->event)
+            j--;
+        ck_assert_uint_lt(k, p.nedges);
+        const struct ct_evedge *x = &p.edges[k++];
+        ck_assert_uint_eq(x->from, e->exp[j].stream);
+        ck_assert_uint_eq(x->to, w->stream);
+        ck_assert_int_lt(x->rec, x->wait);
+        ck_assert(k < 2 || x[-1].wait <= x->wait);
+    }
+    ck_assert_uint_eq(k, p.nedges);
+    ck_assert_uint_gt(k, 0);
+    char sum[TH_RUN_PATH + 8];
+    snprintf(sum, sizeof(sum), "%s.ctsum", e->path);
+    struct ct_proc q;
+    ck_assert_msg(!ct_summary_write(sum, &p, NULL, NULL, err, sizeof(err)), "%s", err);
+    ck_assert_msg(!ct_summary_read(sum, NULL, &q, err, sizeof(err)), "%s", err);
+    unlink(sum);
+    ck_assert_uint_eq(q.nedges, p.nedges);
+    ck_assert(!memcmp(q.edges, p.edges, p.nedges * sizeof(*p.edges)));
+    ct_proc_free(&q);
+    ct_proc_free(&p);
+}
+
 static size_t gpu_from(const struct th_trace *t, unsigned source)
 {
     size_t n = 0;
@@ -137,6 +178,7 @@ START_TEST(event_ids_join_records_and_waits_on_every_path)
     events_run(&e, "off");
     check_event_calls(&e);
     check_edges(&e);
+    check_decoded_edges(&e);
     /* 4 paths x 4 variants, plus the per-thread stream's record */
     ck_assert_int_eq(e.records, 17);
     th_trace_free(&e.t);
