@@ -21,8 +21,11 @@
  *     that precede it (sinks: nothing waits on them).
  * Assumed where the trace has no edge: event record -> stream wait edges
  * are not in the timeline yet, so cross-stream order on one GPU is known
- * only through launch order and host synchronisations (a wait shows as a
- * GPU gap on the waiting stream); every synchronisation is taken to wait
+ * through launch order and host synchronisations, and inferred from time:
+ * an op that began within CT_CP_WAIT_NS after an op on another stream of
+ * its rank ended, later than its launch and its stream predecessor allow,
+ * is taken to have waited for that op (a gradient bucket's all-reduce
+ * waiting for its backward kernel); every synchronisation is taken to wait
  * for every stream (a stream sync that did not shows a negative slack,
  * harmless unscaled); a host process's threads are one chain; loader
  * workers and other processes of a rank are not in the graph (their effect
@@ -96,9 +99,11 @@ static int cmp_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The last op on each stream, as a sweep passes. */
+/* The last op on each stream, as a sweep passes (e: its end, for the
+ * sweep by end). */
 struct slast {
     uint32_t stream, pe;
+    int64_t e;
 };
 static int slast_set(struct slast **v, size_t *n, size_t *cap, uint32_t stream, uint32_t pe)
 {
@@ -109,9 +114,34 @@ static int slast_set(struct slast **v, size_t *n, size_t *cap, uint32_t stream, 
         }
     if (ct_grow((void **)v, cap, *n, sizeof(**v)))
         return -ENOMEM;
-    (*v)[(*n)++] = (struct slast){stream, pe};
+    (*v)[(*n)++] = (struct slast){stream, pe, 0};
     return 0;
 }
+
+/* The same by end: keeps the later end per stream. */
+static int ended_set(struct slast **v, size_t *n, size_t *cap, uint32_t stream, uint32_t pe,
+                     int64_t e)
+{
+    for (size_t i = 0; i < *n; i++)
+        if ((*v)[i].stream == stream) {
+            if (e >= (*v)[i].e)
+                (*v)[i].pe = pe, (*v)[i].e = e;
+            return 0;
+        }
+    if (ct_grow((void **)v, cap, *n, sizeof(**v)))
+        return -ENOMEM;
+    (*v)[(*n)++] = (struct slast){stream, pe, e};
+    return 0;
+}
+
+/* How soon after an op on another stream ends an op that waited for it
+ * begins: HTA's consecutive-kernel delay (a stream wait releases the
+ * waiting op within microseconds). */
+#define CT_CP_WAIT_NS 30000
+/* GPU intervals of one device from different timers (the NCCL plugin's
+ * beside CUPTI's) disagree by up to a few hundred ns: an op that ended
+ * this much after another began may still be what it waited for. */
+#define CT_CP_CLOCK_NS 1000
 
 /* Host events of the rank's main process, sorted, with their points. */
 static int host_events(struct ct_cp_graph *g, const struct ct_rank *rk, int32_t ri,
@@ -123,7 +153,7 @@ static int host_events(struct ct_cp_graph *g, const struct ct_rank *rk, int32_t 
         return -ENOMEM;
     size_t nl = 0;
     for (size_t i = 0; i < rk->nops; i++)
-        if (rk->ops[i].launch != INT64_MIN)
+        if (rk->ops[i].launch != INT64_MIN && rk->ops[i].type != CT_GPU_SYNC)
             l[nl++] = rk->ops[i].launch;
     qsort(l, nl, sizeof(*l), cmp_i64);
     size_t n = 0;
@@ -228,24 +258,55 @@ static int build_rank(struct ct_cp_graph *g, const struct ct_rank_result *x, int
     struct opx *ox = malloc((rk->nops ? rk->nops : 1) * sizeof(*ox));
     struct tix *byend = malloc((rk->nops ? rk->nops : 1) * sizeof(*byend));
     unsigned char *seen = calloc(rk->nnccl ? rk->nnccl : 1, 1);
-    struct slast *sl = NULL;
-    size_t nsl = 0, capsl = 0;
+    struct slast *sl = NULL, *en = NULL;
+    size_t nsl = 0, capsl = 0, nen = 0, capen = 0;
     int rc = -ENOMEM;
     if (!ox || !byend || !seen || host_events(g, rk, ri, &h, &nh))
         goto out;
     for (size_t i = 0; i < rk->nops; i++) {
-        const struct ct_gop *o = &rk->ops[i];
-        if (add_pt(g, o->s, ri, &ox[i].ps) || add_pt(g, o->e, ri, &ox[i].pe))
+        if (add_pt(g, rk->ops[i].s, ri, &ox[i].ps) || add_pt(g, rk->ops[i].e, ri, &ox[i].pe))
             goto out;
+        byend[i] = (struct tix){rk->ops[i].e, (uint32_t)i};
+    }
+    qsort(byend, rk->nops, sizeof(*byend), cmp_tix);
+    size_t j = 0;
+    for (size_t i = 0; i < rk->nops; i++) {
+        const struct ct_gop *o = &rk->ops[i];
+        if (o->type == CT_GPU_SYNC)
+            continue; /* the GPU's view of a host wait, not work: the sync is a host event */
+        int64_t known = INT64_MIN; /* the latest source the trace names */
         for (size_t k = 0; k < nsl; k++)
             if (sl[k].stream == o->stream) {
                 if (add_edge(g, sl[k].pe, ox[i].ps, CP_GAP, CT_CP_GPU_GAP, ri))
                     goto out;
                 g->ed[g->ned - 1].stream = o->stream;
+                known = g->pt[sl[k].pe].t;
             }
         const struct hev *lv = o->launch != INT64_MIN ? launch_ev(h, nh, o->launch) : NULL;
         if (lv && add_edge(g, lv->pe, ox[i].ps, CP_GAP, CT_CP_LAUNCH, ri))
             goto out;
+        if (lv && lv->s > known)
+            known = lv->s;
+        /* the op that ended last on another stream before this one began:
+         * when it ended after every source the trace names and this op
+         * began within CT_CP_WAIT_NS of it, this op is taken to have
+         * waited for it (an event wait the timeline does not keep) */
+        while (j < rk->nops && byend[j].t <= o->s + CT_CP_CLOCK_NS) {
+            if (rk->ops[byend[j].i].type != CT_GPU_SYNC && byend[j].i != i &&
+                ended_set(&en, &nen, &capen, rk->ops[byend[j].i].stream, ox[byend[j].i].pe,
+                          byend[j].t))
+                goto out;
+            j++;
+        }
+        const struct slast *w = NULL;
+        for (size_t k = 0; k < nen; k++)
+            if (en[k].stream != o->stream && (!w || en[k].e > w->e))
+                w = &en[k];
+        if (w && w->e > known && o->s - w->e <= CT_CP_WAIT_NS && w->pe != ox[i].pe) {
+            if (add_edge(g, w->pe, ox[i].ps, CP_GAP, CT_CP_GPU_GAP, ri))
+                goto out;
+            g->ed[g->ned - 1].stream = o->stream;
+        }
         if (slast_set(&sl, &nsl, &capsl, o->stream, ox[i].pe))
             goto out;
         /* every GPU interval of one NCCL op (its kernel, the plugin's or
@@ -285,13 +346,14 @@ static int build_rank(struct ct_cp_graph *g, const struct ct_rank_result *x, int
     /* a synchronisation waits for the last op launched before it began on
      * each stream (launch order on a stream is its start order) */
     nsl = 0;
-    size_t j = 0;
+    j = 0;
     for (size_t i = 0; i < nh; i++) {
         if (h[i].kind != HE_SYNC)
             continue;
         while (j < rk->nops &&
                (rk->ops[j].launch != INT64_MIN ? rk->ops[j].launch : rk->ops[j].s) < h[i].s) {
-            if (slast_set(&sl, &nsl, &capsl, rk->ops[j].stream, ox[j].pe))
+            if (rk->ops[j].type != CT_GPU_SYNC &&
+                slast_set(&sl, &nsl, &capsl, rk->ops[j].stream, ox[j].pe))
                 goto out;
             j++;
         }
@@ -300,9 +362,6 @@ static int build_rank(struct ct_cp_graph *g, const struct ct_rank_result *x, int
                 goto out;
     }
     /* iteration points, from the host event and each stream's op before */
-    for (size_t i = 0; i < rk->nops; i++)
-        byend[i] = (struct tix){rk->ops[i].e, (uint32_t)i};
-    qsort(byend, rk->nops, sizeof(*byend), cmp_tix);
     size_t ni = x->niters;
     struct tix *ip = malloc((ni ? 2 * ni : 1) * sizeof(*ip));
     if (!ip)
@@ -325,7 +384,8 @@ static int build_rank(struct ct_cp_graph *g, const struct ct_rank_result *x, int
     j = 0;
     for (size_t i = 0; i < 2 * ni; i++) {
         while (j < rk->nops && byend[j].t <= ip[i].t) {
-            if (slast_set(&sl, &nsl, &capsl, rk->ops[byend[j].i].stream, ox[byend[j].i].pe)) {
+            if (rk->ops[byend[j].i].type != CT_GPU_SYNC &&
+                slast_set(&sl, &nsl, &capsl, rk->ops[byend[j].i].stream, ox[byend[j].i].pe)) {
                 free(ip);
                 goto out;
             }
@@ -348,6 +408,7 @@ out:
     free(byend);
     free(seen);
     free(sl);
+    free(en);
     return rc;
 }
 
