@@ -16,7 +16,7 @@ Tolerance: 3 % of the measured step, the issue's figure. The host is not
 exact (check_case.py's note): a step's host part (wake-ups from a
 synchronisation, launch calls) moves by hundreds of us between runs on a
 loaded 2-CPU machine, which alone can exceed 3 % of a 5-7 ms step. So each
-side is the median over RUNS runs (default 5) of the per-run median step,
+side is the median over RUNS runs (default 9) of the per-run median step,
 over W_JOB_STEPS=30 steps per run: a few disturbed runs cannot move it.
 CT_WHATIF_RUNS overrides RUNS. Every figure is printed, pass or fail.
 """
@@ -67,7 +67,7 @@ def whatif(traces, scale):
 
 
 def main():
-    runs = int(os.environ.get("CT_WHATIF_RUNS", "5"))
+    runs = int(os.environ.get("CT_WHATIF_RUNS", "9"))
     failed = []
     for case in sys.argv[1:]:
         c = CASES[case]
