@@ -31,6 +31,9 @@ static const struct subcommand cmds[] = {
     {"export", ct_cmd_export, "Perfetto/Chrome timeline JSON or SQLite database of a job", 1},
     {"goodput", ct_cmd_goodput,
      "where a job's wall time went over all its attempts: goodput, start-up, lost work", 1},
+    {"critical-path", ct_cmd_critical_path,
+     "the cross-rank path that sets each step's time, by rank and category", 1},
+    {"whatif", ct_cmd_whatif, "predicted step time with chosen durations scaled (--scale)", 1},
     {"summarize", ct_cmd_summarize,
      "per-rank summaries that report, diagnose, diff and export read in place of traces", 1},
 };
@@ -39,7 +42,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: cutrace COMMAND [options] [args]\n\ncommands:\n");
     for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
-        fprintf(f, "  %-10s %s\n", cmds[i].name, cmds[i].summary);
+        fprintf(f, "  %-13s %s\n", cmds[i].name, cmds[i].summary);
     fprintf(f, "\n'cutrace COMMAND --help' describes a command.\n");
 }
 

@@ -42,6 +42,8 @@
  *   slow     4 ranks, 8 steps of 5 compute kernels (1 ms) and an
  *            all-reduce; rank 2 runs with FAKEGPU_KERNEL_SCALE=1.3, so
  *            its kernels last 1.3 ms: the compute straggler.
+ *            W_JOB_SLOW_SCALE=F gives rank 2 the factor F instead (1:
+ *            the same job at normal speed, check_whatif.py's truth).
  *   tiny     1 rank, 10 steps of 500 kernels of 200 ns: launch-bound (the
  *            host needs longer per launch than the GPU per kernel):
  *            compute 100 us per step, the rest of the step is GPU idle
@@ -705,8 +707,10 @@ static int launch(const char *self, int n, const char *c)
             setenv("RANK", rs, 1);
             setenv("LOCAL_RANK", rs, 1);
             setenv("WORLD_SIZE", ns, 1);
-            if (!strcmp(c, "slow") && r == 2)
-                setenv("FAKEGPU_KERNEL_SCALE", "1.3", 1);
+            if (!strcmp(c, "slow") && r == 2) {
+                const char *sc = getenv("W_JOB_SLOW_SCALE");
+                setenv("FAKEGPU_KERNEL_SCALE", sc && *sc ? sc : "1.3", 1);
+            }
             if (!strcmp(c, "throttle") && r == 1) {
                 const char *t = getenv("W_JOB_CAP_S");
                 char cap[64];

@@ -18,6 +18,7 @@ Suite *iterations_suite(void);
 Suite *clock_suite(void);
 Suite *options_suite(void);
 Suite *goodput_suite(void);
+Suite *critical_path_suite(void);
 
 static const struct th_suite suites[] = {
     {"intervals", intervals_suite},
@@ -35,6 +36,7 @@ static const struct th_suite suites[] = {
     {"clock", clock_suite},
     {"options", options_suite},
     {"goodput", goodput_suite},
+    {"critical_path", critical_path_suite},
     {NULL, NULL},
 };
 

@@ -1,0 +1,575 @@
+/*
+ * The job's dependency graph (ct_cp_build) and the critical path of each
+ * step over it (ct_cp_paths). Definitions: docs/critical-path.md.
+ *
+ * Points and edges, per rank (its main process):
+ *   - GPU op: start -> end, its duration (a matched collective instead runs
+ *     start -> rendezvous -> end, below);
+ *   - stream order: the previous op's end on the stream -> start;
+ *   - launch: the host launch call -> start;
+ *   - host thread order: the host's events (launch calls, synchronisations,
+ *     data waits, checkpoint I/O) in time order, each one's end -> the
+ *     next one's start: host time;
+ *   - a synchronisation's end waits for the last op launched before it on
+ *     each stream (end -> sync end): the GPU op it waited for;
+ *   - data waits and checkpoint I/O: start -> end, their duration;
+ *   - collectives matched across ranks by (communicator, sequence) and
+ *     send/recv pairs by (communicator, src, dst, sequence): every member's
+ *     start -> one rendezvous point (the last arriver's start) -> each
+ *     member's end, that member's transfer;
+ *   - iteration start/end: from the host event and the op on each stream
+ *     that precede it (sinks: nothing waits on them).
+ * Assumed where the trace has no edge: event record -> stream wait edges
+ * are not in the timeline yet, so cross-stream order on one GPU is known
+ * through launch order and host synchronisations, and inferred from time:
+ * an op that began within CT_CP_WAIT_NS after an op on another stream of
+ * its rank ended, later than its launch and its stream predecessor allow,
+ * is taken to have waited for that op (a gradient bucket's all-reduce
+ * waiting for its backward kernel); every synchronisation is taken to wait
+ * for every stream (a stream sync that did not shows a negative slack,
+ * harmless unscaled); a host process's threads are one chain; loader
+ * workers and other processes of a rank are not in the graph (their effect
+ * reaches it through the main process's data waits).
+ *
+ * Exactness. A point's time is max over its edges of (source + weight).
+ * Durations are weighted by what was measured; of the gap edges into a
+ * point, the one whose source came last (the binding edge) gets the
+ * measured gap, the others min(0, the measured gap): unscaled, every point
+ * lands on its measured time, and a scaled source that moves earlier lets
+ * the point move only as far as its other sources allow.
+ */
+#include "decoder/analysis/critical_path.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decoder/analysis/critical_path_int.h"
+#include "decoder/util/array.h"
+#include "decoder/util/names.h"
+#include "decoder/util/stats.h"
+
+const char *ct_cp_cat_name(int cat)
+{
+    static const char *const n[CT_CP_NCAT] = {"compute",    "memory",  "comm", "peer_wait",
+                                              "launch",     "gpu_gap", "host", "data_wait",
+                                              "checkpoint", "sync"};
+    return cat >= 0 && cat < CT_CP_NCAT ? n[cat] : "?";
+}
+
+static int add_pt(struct ct_cp_graph *g, int64_t t, int32_t rank, uint32_t *id)
+{
+    if (ct_grow((void **)&g->pt, &g->cappt, g->npt, sizeof(*g->pt)))
+        return -ENOMEM;
+    g->pt[g->npt] = (struct cp_pt){.t = t, .v = t, .rank = rank};
+    *id = (uint32_t)g->npt++;
+    return 0;
+}
+
+static int add_edge(struct ct_cp_graph *g, uint32_t src, uint32_t dst, int kind, int cat,
+                    int32_t rank)
+{
+    if (ct_grow((void **)&g->ed, &g->caped, g->ned, sizeof(*g->ed)))
+        return -ENOMEM;
+    g->ed[g->ned] = (struct cp_edge){
+        .src = src, .dst = dst, .kind = (uint8_t)kind, .cat = (uint8_t)cat, .rank = rank};
+    g->ned++;
+    return 0;
+}
+
+/* A host event of the main process. */
+enum { HE_LAUNCH = 0, HE_SYNC, HE_DATA, HE_CKPT };
+struct hev {
+    int64_t s, e;
+    int kind;
+    uint32_t ps, pe;
+};
+
+static int cmp_hev(const void *a, const void *b)
+{
+    const struct hev *x = a, *y = b;
+    if (x->s != y->s)
+        return x->s < y->s ? -1 : 1;
+    return x->kind - y->kind;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The last op on each stream, as a sweep passes (e: its end, for the
+ * sweep by end). */
+struct slast {
+    uint32_t stream, pe;
+    int64_t e;
+};
+static int slast_set(struct slast **v, size_t *n, size_t *cap, uint32_t stream, uint32_t pe)
+{
+    for (size_t i = 0; i < *n; i++)
+        if ((*v)[i].stream == stream) {
+            (*v)[i].pe = pe;
+            return 0;
+        }
+    if (ct_grow((void **)v, cap, *n, sizeof(**v)))
+        return -ENOMEM;
+    (*v)[(*n)++] = (struct slast){stream, pe, 0};
+    return 0;
+}
+
+/* The same by end: keeps the later end per stream. */
+static int ended_set(struct slast **v, size_t *n, size_t *cap, uint32_t stream, uint32_t pe,
+                     int64_t e)
+{
+    for (size_t i = 0; i < *n; i++)
+        if ((*v)[i].stream == stream) {
+            if (e >= (*v)[i].e)
+                (*v)[i].pe = pe, (*v)[i].e = e;
+            return 0;
+        }
+    if (ct_grow((void **)v, cap, *n, sizeof(**v)))
+        return -ENOMEM;
+    (*v)[(*n)++] = (struct slast){stream, pe, e};
+    return 0;
+}
+
+/* How soon after an op on another stream ends an op that waited for it
+ * begins: HTA's consecutive-kernel delay (a stream wait releases the
+ * waiting op within microseconds). */
+#define CT_CP_WAIT_NS 30000
+/* GPU intervals of one device from different timers (the NCCL plugin's
+ * beside CUPTI's) disagree by up to a few hundred ns: an op that ended
+ * this much after another began may still be what it waited for. */
+#define CT_CP_CLOCK_NS 1000
+
+/* Host events of the rank's main process, sorted, with their points. */
+static int host_events(struct ct_cp_graph *g, const struct ct_rank *rk, int32_t ri,
+                       struct hev **out, size_t *nout)
+{
+    const struct ct_proc *p0 = rk->procs[0];
+    int64_t *l = malloc((rk->nops ? rk->nops : 1) * sizeof(*l));
+    if (!l)
+        return -ENOMEM;
+    size_t nl = 0;
+    for (size_t i = 0; i < rk->nops; i++)
+        if (rk->ops[i].launch != INT64_MIN && rk->ops[i].type != CT_GPU_SYNC)
+            l[nl++] = rk->ops[i].launch;
+    qsort(l, nl, sizeof(*l), cmp_i64);
+    size_t n = 0;
+    for (size_t i = 0; i < nl; i++)
+        if (!i || l[i] != l[i - 1])
+            l[n++] = l[i];
+    size_t tot = n + p0->sync.n + p0->data_wait.n + p0->ckpt.n;
+    struct hev *h = malloc((tot ? tot : 1) * sizeof(*h));
+    if (!h) {
+        free(l);
+        return -ENOMEM;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        h[k++] = (struct hev){.s = l[i], .e = l[i], .kind = HE_LAUNCH};
+    const struct ct_ivset *sets[3] = {&p0->sync, &p0->data_wait, &p0->ckpt};
+    for (int s = 0; s < 3; s++)
+        for (size_t i = 0; i < sets[s]->n; i++)
+            h[k++] = (struct hev){.s = sets[s]->v[i].s, .e = sets[s]->v[i].e, .kind = HE_SYNC + s};
+    free(l);
+    qsort(h, k, sizeof(*h), cmp_hev);
+    static const int cat[] = {CT_CP_HOST, CT_CP_SYNC, CT_CP_DATA, CT_CP_CKPT};
+    for (size_t i = 0; i < k; i++) {
+        if (add_pt(g, h[i].s, ri, &h[i].ps))
+            goto oom;
+        h[i].pe = h[i].ps;
+        if (h[i].kind != HE_LAUNCH) {
+            if (add_pt(g, h[i].e, ri, &h[i].pe) ||
+                add_edge(g, h[i].ps, h[i].pe, h[i].kind == HE_SYNC ? CP_GAP : CP_DUR,
+                         cat[h[i].kind], ri))
+                goto oom;
+        }
+        /* host thread order: host time between events (scaled by host=N) */
+        if (i && add_edge(g, h[i - 1].pe, h[i].ps, CP_GAP, CT_CP_HOST, ri))
+            goto oom;
+    }
+    *out = h;
+    *nout = k;
+    return 0;
+oom:
+    free(h);
+    return -ENOMEM;
+}
+
+/* The last host event starting at or before t (its end point when it
+ * ended by t), or -1. */
+static int64_t host_before(const struct hev *h, size_t n, int64_t t)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (h[mid].s <= t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (!lo)
+        return -1;
+    return h[lo - 1].e <= t ? h[lo - 1].pe : h[lo - 1].ps;
+}
+
+static const struct hev *launch_ev(const struct hev *h, size_t n, int64_t t)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (h[mid].s < t || (h[mid].s == t && h[mid].kind < HE_LAUNCH))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && h[lo].s == t && h[lo].kind == HE_LAUNCH ? &h[lo] : NULL;
+}
+
+struct opx {
+    uint32_t ps, pe;
+};
+
+/* A time and a point or op index: ops by end, iteration points by time. */
+struct tix {
+    int64_t t;
+    uint32_t i;
+};
+static int cmp_tix(const void *a, const void *b)
+{
+    const struct tix *x = a, *y = b;
+    if (x->t != y->t)
+        return (x->t > y->t) - (x->t < y->t);
+    return (x->i > y->i) - (x->i < y->i);
+}
+
+static int cls_cat(int cls)
+{
+    return cls == CT_CL_COMPUTE ? CT_CP_COMPUTE : cls == CT_CL_MEMORY ? CT_CP_MEMORY : CT_CP_COMM;
+}
+
+static int build_rank(struct ct_cp_graph *g, const struct ct_rank_result *x, int32_t ri)
+{
+    const struct ct_rank *rk = x->rank;
+    struct hev *h = NULL;
+    size_t nh = 0;
+    struct opx *ox = malloc((rk->nops ? rk->nops : 1) * sizeof(*ox));
+    struct tix *byend = malloc((rk->nops ? rk->nops : 1) * sizeof(*byend));
+    unsigned char *seen = calloc(rk->nnccl ? rk->nnccl : 1, 1);
+    struct slast *sl = NULL, *en = NULL;
+    size_t nsl = 0, capsl = 0, nen = 0, capen = 0;
+    int rc = -ENOMEM;
+    if (!ox || !byend || !seen || host_events(g, rk, ri, &h, &nh))
+        goto out;
+    for (size_t i = 0; i < rk->nops; i++) {
+        if (add_pt(g, rk->ops[i].s, ri, &ox[i].ps) || add_pt(g, rk->ops[i].e, ri, &ox[i].pe))
+            goto out;
+        byend[i] = (struct tix){rk->ops[i].e, (uint32_t)i};
+    }
+    qsort(byend, rk->nops, sizeof(*byend), cmp_tix);
+    size_t j = 0;
+    for (size_t i = 0; i < rk->nops; i++) {
+        const struct ct_gop *o = &rk->ops[i];
+        if (o->type == CT_GPU_SYNC)
+            continue; /* the GPU's view of a host wait, not work: the sync is a host event */
+        int64_t known = INT64_MIN; /* the latest source the trace names */
+        for (size_t k = 0; k < nsl; k++)
+            if (sl[k].stream == o->stream) {
+                if (add_edge(g, sl[k].pe, ox[i].ps, CP_GAP, CT_CP_GPU_GAP, ri))
+                    goto out;
+                g->ed[g->ned - 1].stream = o->stream;
+                known = g->pt[sl[k].pe].t;
+            }
+        const struct hev *lv = o->launch != INT64_MIN ? launch_ev(h, nh, o->launch) : NULL;
+        if (lv && add_edge(g, lv->pe, ox[i].ps, CP_GAP, CT_CP_LAUNCH, ri))
+            goto out;
+        if (lv && lv->s > known)
+            known = lv->s;
+        /* the op that ended last on another stream before this one began:
+         * when it ended after every source the trace names and this op
+         * began within CT_CP_WAIT_NS of it, this op is taken to have
+         * waited for it (an event wait the timeline does not keep) */
+        while (j < rk->nops && byend[j].t <= o->s + CT_CP_CLOCK_NS) {
+            if (rk->ops[byend[j].i].type != CT_GPU_SYNC && byend[j].i != i &&
+                ended_set(&en, &nen, &capen, rk->ops[byend[j].i].stream, ox[byend[j].i].pe,
+                          byend[j].t))
+                goto out;
+            j++;
+        }
+        const struct slast *w = NULL;
+        for (size_t k = 0; k < nen; k++)
+            if (en[k].stream != o->stream && (!w || en[k].e > w->e))
+                w = &en[k];
+        if (w && w->e > known && o->s - w->e <= CT_CP_WAIT_NS && w->pe != ox[i].pe) {
+            if (add_edge(g, w->pe, ox[i].ps, CP_GAP, CT_CP_GPU_GAP, ri))
+                goto out;
+            g->ed[g->ned - 1].stream = o->stream;
+        }
+        if (slast_set(&sl, &nsl, &capsl, o->stream, ox[i].pe))
+            goto out;
+        /* every GPU interval of one NCCL op (its kernel, the plugin's or
+         * the record's interval) is one member: it arrives with the first
+         * to start, each ends after the transfer */
+        const struct ct_nop *n =
+            o->nccl >= 0 && (size_t)o->nccl < rk->nnccl ? &rk->nccl[o->nccl] : NULL;
+        if (n && n->e) {
+            if (ct_grow((void **)&g->keys, &g->capkeys, g->nkeys, sizeof(*g->keys)))
+                goto out;
+            struct cp_key *k = &g->keys[g->nkeys++];
+            *k = (struct cp_key){.comm = n->comm,
+                                 .seq = n->seq,
+                                 .src = -1,
+                                 .dst = -1,
+                                 .ps = ox[i].ps,
+                                 .pe = ox[i].pe,
+                                 .rank = ri,
+                                 .op = n->op,
+                                 .bytes = n->bytes,
+                                 .stream = o->stream,
+                                 .arrive = !seen[o->nccl]};
+            seen[o->nccl] = 1;
+            if (n->op == CT_NCCL_OP_SEND)
+                k->src = n->comm_rank, k->dst = n->peer;
+            else if (n->op == CT_NCCL_OP_RECV)
+                k->src = n->peer, k->dst = n->comm_rank;
+        } else {
+            if (add_edge(g, ox[i].ps, ox[i].pe, CP_DUR, cls_cat(o->cls), ri))
+                goto out;
+            struct cp_edge *e = &g->ed[g->ned - 1];
+            e->gpu = 1;
+            e->stream = o->stream;
+            e->name = o->name < rk->nnames ? rk->names[o->name] : NULL;
+        }
+    }
+    /* a synchronisation waits for the last op launched before it began on
+     * each stream (launch order on a stream is its start order) */
+    nsl = 0;
+    j = 0;
+    for (size_t i = 0; i < nh; i++) {
+        if (h[i].kind != HE_SYNC)
+            continue;
+        while (j < rk->nops &&
+               (rk->ops[j].launch != INT64_MIN ? rk->ops[j].launch : rk->ops[j].s) < h[i].s) {
+            if (rk->ops[j].type != CT_GPU_SYNC &&
+                slast_set(&sl, &nsl, &capsl, rk->ops[j].stream, ox[j].pe))
+                goto out;
+            j++;
+        }
+        for (size_t k = 0; k < nsl; k++)
+            if (add_edge(g, sl[k].pe, h[i].pe, CP_GAP, CT_CP_SYNC, ri))
+                goto out;
+    }
+    /* iteration points, from the host event and each stream's op before */
+    size_t ni = x->niters;
+    struct tix *ip = malloc((ni ? 2 * ni : 1) * sizeof(*ip));
+    if (!ip)
+        goto out;
+    g->itp[ri] = malloc((ni ? 2 * ni : 1) * sizeof(uint32_t));
+    if (!g->itp[ri]) {
+        free(ip);
+        goto out;
+    }
+    for (size_t i = 0; i < 2 * ni; i++) {
+        int64_t t = i & 1 ? x->iters[i / 2].e : x->iters[i / 2].s;
+        if (add_pt(g, t, ri, &g->itp[ri][i])) {
+            free(ip);
+            goto out;
+        }
+        ip[i] = (struct tix){t, g->itp[ri][i]};
+    }
+    qsort(ip, 2 * ni, sizeof(*ip), cmp_tix); /* an iteration may end after the next began */
+    nsl = 0;
+    j = 0;
+    for (size_t i = 0; i < 2 * ni; i++) {
+        while (j < rk->nops && byend[j].t <= ip[i].t) {
+            if (rk->ops[byend[j].i].type != CT_GPU_SYNC &&
+                slast_set(&sl, &nsl, &capsl, rk->ops[byend[j].i].stream, ox[byend[j].i].pe)) {
+                free(ip);
+                goto out;
+            }
+            j++;
+        }
+        int64_t hp = host_before(h, nh, ip[i].t);
+        int bad = hp >= 0 && add_edge(g, (uint32_t)hp, ip[i].i, CP_GAP, CT_CP_HOST, ri);
+        for (size_t k = 0; k < nsl && !bad; k++)
+            bad = add_edge(g, sl[k].pe, ip[i].i, CP_GAP, CT_CP_GPU_GAP, ri);
+        if (bad) {
+            free(ip);
+            goto out;
+        }
+    }
+    free(ip);
+    rc = 0;
+out:
+    free(h);
+    free(ox);
+    free(byend);
+    free(seen);
+    free(sl);
+    free(en);
+    return rc;
+}
+
+static int cmp_key(const void *a, const void *b)
+{
+    const struct cp_key *x = a, *y = b;
+    if (x->comm != y->comm)
+        return x->comm < y->comm ? -1 : 1;
+    if (x->src != y->src)
+        return x->src < y->src ? -1 : 1;
+    if (x->dst != y->dst)
+        return x->dst < y->dst ? -1 : 1;
+    if (x->seq != y->seq)
+        return x->seq < y->seq ? -1 : 1;
+    return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+static int same_key(const struct cp_key *a, const struct cp_key *b)
+{
+    return a->comm == b->comm && a->seq == b->seq && a->src == b->src && a->dst == b->dst;
+}
+
+/* Matched ops meet at a rendezvous point (the last member's start); an
+ * unmatched one keeps its whole interval as its duration. */
+static int collectives(struct ct_cp_graph *g)
+{
+    qsort(g->keys, g->nkeys, sizeof(*g->keys), cmp_key);
+    for (size_t i = 0; i < g->nkeys;) {
+        size_t j = i, members = 0;
+        int64_t last = INT64_MIN;
+        while (j < g->nkeys && same_key(&g->keys[j], &g->keys[i])) {
+            if (g->keys[j].arrive && g->pt[g->keys[j].ps].t > last)
+                last = g->pt[g->keys[j].ps].t;
+            members += g->keys[j].arrive;
+            j++;
+        }
+        uint32_t r = 0;
+        if (members >= 2 && add_pt(g, last, g->keys[i].rank, &r))
+            return -ENOMEM;
+        for (size_t k = i; k < j; k++) {
+            const struct cp_key *m = &g->keys[k];
+            if (members >= 2) {
+                if ((m->arrive && add_edge(g, m->ps, r, CP_MAX0, CT_CP_PEER_WAIT, m->rank)) ||
+                    add_edge(g, r, m->pe, CP_DUR, CT_CP_COMM, m->rank))
+                    return -ENOMEM;
+            } else if (add_edge(g, m->ps, m->pe, CP_DUR, CT_CP_COMM, m->rank)) {
+                return -ENOMEM;
+            }
+            struct cp_edge *e = &g->ed[g->ned - 1];
+            e->xfer = 1;
+            e->op = m->op;
+            e->bytes = m->bytes;
+            e->stream = m->stream;
+            e->name = ct_name_nccl_op(m->op);
+        }
+        i = j;
+    }
+    return 0;
+}
+
+/* The binding rule, the in-edge index and the dependency order (Kahn). */
+static int finish(struct ct_cp_graph *g)
+{
+    size_t np = g->npt;
+    g->in_off = calloc(np + 1, sizeof(*g->in_off));
+    g->in_idx = malloc((g->ned ? g->ned : 1) * sizeof(*g->in_idx));
+    g->order = malloc((np ? np : 1) * sizeof(*g->order));
+    uint32_t *out_off = calloc(np + 1, sizeof(*out_off));
+    uint32_t *out_idx = malloc((g->ned ? g->ned : 1) * sizeof(*out_idx));
+    uint32_t *deg = calloc(np ? np : 1, sizeof(*deg));
+    int rc = -ENOMEM;
+    if (!g->in_off || !g->in_idx || !g->order || !out_off || !out_idx || !deg)
+        goto out;
+    for (size_t i = 0; i < g->ned; i++)
+        g->in_off[g->ed[i].dst + 1]++, out_off[g->ed[i].src + 1]++;
+    for (size_t p = 0; p < np; p++)
+        g->in_off[p + 1] += g->in_off[p], out_off[p + 1] += out_off[p];
+    for (size_t i = 0; i < g->ned; i++) {
+        g->in_idx[g->in_off[g->ed[i].dst] + deg[g->ed[i].dst]++] = (uint32_t)i;
+    }
+    memset(deg, 0, np * sizeof(*deg));
+    for (size_t i = 0; i < g->ned; i++)
+        out_idx[out_off[g->ed[i].src] + deg[g->ed[i].src]++] = (uint32_t)i;
+    for (size_t p = 0; p < np; p++) {
+        int64_t latest = INT64_MIN;
+        uint32_t bind = UINT32_MAX;
+        for (uint32_t k = g->in_off[p]; k < g->in_off[p + 1]; k++) {
+            struct cp_edge *e = &g->ed[g->in_idx[k]];
+            int64_t gap = g->pt[p].t - g->pt[e->src].t;
+            e->w = e->kind == CP_MAX0 ? 0 : e->kind == CP_DUR ? gap : gap < 0 ? gap : 0;
+            if (e->kind == CP_GAP && g->pt[e->src].t > latest)
+                latest = g->pt[e->src].t, bind = g->in_idx[k];
+        }
+        if (bind != UINT32_MAX)
+            g->ed[bind].w = g->pt[p].t - latest;
+        deg[p] = g->in_off[p + 1] - g->in_off[p];
+    }
+    size_t head = 0;
+    g->norder = 0;
+    for (size_t p = 0; p < np; p++)
+        if (!deg[p])
+            g->order[g->norder++] = (uint32_t)p;
+    while (head < g->norder) {
+        uint32_t p = g->order[head++];
+        for (uint32_t k = out_off[p]; k < out_off[p + 1]; k++) {
+            uint32_t d = g->ed[out_idx[k]].dst;
+            if (!--deg[d])
+                g->order[g->norder++] = d;
+        }
+    }
+    rc = 0;
+out:
+    free(out_off);
+    free(out_idx);
+    free(deg);
+    return rc;
+}
+
+void ct_cp_free(struct ct_cp_graph *g)
+{
+    if (!g)
+        return;
+    if (g->itp)
+        for (size_t r = 0; r < g->rep->nr; r++)
+            free(g->itp[r]);
+    free(g->itp);
+    free(g->pt);
+    free(g->ed);
+    free(g->keys);
+    free(g->in_off);
+    free(g->in_idx);
+    free(g->order);
+    free(g);
+}
+
+int ct_cp_build(const struct ct_report *rep, struct ct_cp_graph **out)
+{
+    *out = NULL;
+    struct ct_cp_graph *g = calloc(1, sizeof(*g));
+    if (!g)
+        return -ENOMEM;
+    g->rep = rep;
+    g->itp = calloc(rep->nr ? rep->nr : 1, sizeof(*g->itp));
+    int rc = g->itp ? 0 : -ENOMEM;
+    for (size_t r = 0; r < rep->nr && !rc; r++) {
+        struct ct_rank *rk = rep->rr[r].rank;
+        if ((rc = ct_rank_open(rk)))
+            break;
+        rc = build_rank(g, &rep->rr[r], (int32_t)r);
+        ct_rank_close(rk);
+    }
+    if (!rc)
+        rc = collectives(g);
+    if (!rc)
+        rc = finish(g);
+    if (!rc)
+        rc = ct_cp_replay(g, NULL, 0);
+    if (rc) {
+        ct_cp_free(g);
+        return rc;
+    }
+    *out = g;
+    return 0;
+}

@@ -1,0 +1,102 @@
+/*
+ * Cross-rank critical path and what-if replay (docs/critical-path.md).
+ *
+ * The job's dependency graph is built once over the whole run, on points
+ * (instants): a GPU op's start and end, a host event's start and end, the
+ * rendezvous of a matched collective, each rank's iteration start and end.
+ * Edges carry a weight; a point's time is the maximum over its incoming
+ * edges of (source time + weight). Weights are taken from the trace so
+ * that, unscaled, every point lands on its measured time exactly
+ * (critical_path.c says how); the replay (replay.c) recomputes the points
+ * in dependency order with chosen durations scaled, and the critical path
+ * of an iteration is the walk back from its latest end along the edge
+ * that bound each point, every ns of the iteration on exactly one edge.
+ */
+#ifndef CT_CRITICAL_PATH_H
+#define CT_CRITICAL_PATH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "decoder/analysis/analysis.h"
+
+/* What a segment of the path is (the category of the edge it lies on). */
+enum ct_cp_cat {
+    CT_CP_COMPUTE = 0, /* a compute kernel's duration */
+    CT_CP_MEMORY,      /* a copy or memset */
+    CT_CP_COMM,        /* a collective's transfer (after its last member arrived) */
+    CT_CP_PEER_WAIT,   /* a collective waiting on peers (a whole unmatched op) */
+    CT_CP_LAUNCH,      /* launch call -> GPU start (launch latency) */
+    CT_CP_GPU_GAP,     /* previous op on the stream -> start: an order not in the trace */
+    CT_CP_HOST,        /* host time between host events (Python, launch overhead, GC) */
+    CT_CP_DATA,        /* a data-loader wait (read/recv/poll on a file, pipe, socket) */
+    CT_CP_CKPT,        /* checkpoint I/O (write/fsync, large DtoH) */
+    CT_CP_SYNC,        /* a host synchronisation, or its wake-up after the GPU op */
+    CT_CP_NCAT
+};
+const char *ct_cp_cat_name(int cat);
+
+/* A --scale selector of `cutrace whatif`. */
+enum ct_cp_sel { CT_SEL_KERNEL = 0, CT_SEL_RANK, CT_SEL_OP, CT_SEL_HOST, CT_SEL_DATA };
+struct ct_cp_scale {
+    int kind;         /* enum ct_cp_sel */
+    const char *glob; /* CT_SEL_KERNEL: fnmatch pattern on the (demangled or raw) name */
+    int64_t rank;     /* CT_SEL_RANK, CT_SEL_HOST: the rank number */
+    int op;           /* CT_SEL_OP: enum ct_nccl_op */
+    uint64_t bytes;   /* CT_SEL_OP: 0 any size */
+    double factor;    /* >= 0 */
+};
+/* Parses "kernel=GLOB=F", "rank=N=F", "op=NAME[:BYTES]=F", "host=N=F",
+ * "data=F" into s (glob points into spec). 0, or -EINVAL with a one-line
+ * reason in err. */
+int ct_cp_scale_parse(const char *spec, struct ct_cp_scale *s, char *err, size_t errlen);
+
+struct ct_cp_graph;
+
+/* Builds the graph of rep's job over every rank and iteration (opens and
+ * closes each rank). Returns 0 or -ENOMEM; *out then owns the graph. */
+int ct_cp_build(const struct ct_report *rep, struct ct_cp_graph **out);
+void ct_cp_free(struct ct_cp_graph *g);
+
+/* Replays the graph with the selectors applied (n == 0: unscaled, which
+ * reproduces every measured time). Returns 0 or -ENOMEM. */
+int ct_cp_replay(struct ct_cp_graph *g, const struct ct_cp_scale *sc, size_t n);
+
+/* One segment kind of the path, summed over the run. */
+struct ct_cp_seg {
+    int rank;         /* rank number */
+    int cat;          /* enum ct_cp_cat */
+    uint32_t stream;  /* GPU categories; 0 otherwise */
+    const char *name; /* the op's raw name, the collective, or NULL */
+    int64_t dur;
+    uint64_t count;
+};
+
+/* One job step (iterations of one index over the ranks). */
+struct ct_cp_step {
+    int64_t index;
+    int64_t start, end;      /* earliest rank start, latest rank end (replayed times) */
+    int end_rank;            /* the rank that finished last: where the walk starts */
+    int64_t cat[CT_CP_NCAT]; /* the path's composition: sums to end - start */
+};
+
+struct ct_cp_result {
+    struct ct_cp_step *steps;
+    size_t nsteps;
+    struct ct_cp_seg *segs; /* longest first */
+    size_t nsegs;
+    int64_t total, cat[CT_CP_NCAT];
+    int64_t *rank_time; /* per job rank (rep order): path time on that rank */
+    size_t nranks;
+    int *rank_num;
+    /* median over (rank, iteration) of the replayed iteration duration,
+     * ns: the same statistic as the report's step_p50 */
+    double step_p50;
+    size_t unordered; /* points in a dependency cycle: kept at their measured time */
+};
+
+/* The critical path of every step over the last replay. 0 or -ENOMEM. */
+int ct_cp_paths(const struct ct_cp_graph *g, struct ct_cp_result *out);
+void ct_cp_result_free(struct ct_cp_result *r);
+
+#endif

@@ -1,0 +1,324 @@
+/*
+ * The replay of the job's graph (decoder/analysis/critical_path.h) with
+ * durations scaled by `cutrace whatif` selectors, and the walk back along
+ * binding edges that gives each step's critical path. It reads the graph
+ * only; critical_path.c builds it.
+ */
+#include <errno.h>
+#include <fnmatch.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decoder/analysis/critical_path.h"
+#include "decoder/analysis/critical_path_int.h"
+#include "decoder/util/array.h"
+#include "decoder/util/demangle.h"
+#include "decoder/util/names.h"
+#include "decoder/util/stats.h"
+
+static int parse_factor(const char *s, double *f)
+{
+    char *end;
+    *f = strtod(s, &end);
+    return *s && !*end && isfinite(*f) && *f >= 0 ? 0 : -EINVAL;
+}
+
+int ct_cp_scale_parse(const char *spec, struct ct_cp_scale *s, char *err, size_t errlen)
+{
+    memset(s, 0, sizeof(*s));
+    const char *eq = strrchr(spec, '=');
+    static const char allowed[] = "allowed: kernel=GLOB=F, rank=N=F, op=NAME[:BYTES]=F, "
+                                  "host=N=F, data=F (F a factor >= 0)";
+    if (!eq || parse_factor(eq + 1, &s->factor)) {
+        snprintf(err, errlen, "--scale %s: expected SELECTOR=FACTOR; %s", spec, allowed);
+        return -EINVAL;
+    }
+    size_t klen = strcspn(spec, "=");
+    const char *arg = spec + klen + 1; /* the selector's argument, up to eq */
+    int has_arg = arg <= eq;
+    size_t alen = has_arg ? (size_t)(eq - arg) : 0;
+    char a[256];
+    if (alen >= sizeof(a)) {
+        snprintf(err, errlen, "--scale %s: selector too long", spec);
+        return -EINVAL;
+    }
+    memcpy(a, arg, alen);
+    a[alen] = 0;
+    char *end;
+    if (klen == 4 && !strncmp(spec, "data", 4) && (size_t)(eq - spec) == 4) {
+        s->kind = CT_SEL_DATA;
+        return 0;
+    }
+    if (has_arg && alen && klen == 6 && !strncmp(spec, "kernel", 6)) {
+        s->kind = CT_SEL_KERNEL;
+        s->glob = arg; /* the caller keeps spec; matching stops at eq */
+        return 0;
+    }
+    if (has_arg && alen &&
+        ((klen == 4 && !strncmp(spec, "rank", 4)) || (klen == 4 && !strncmp(spec, "host", 4)))) {
+        s->kind = spec[0] == 'r' ? CT_SEL_RANK : CT_SEL_HOST;
+        s->rank = strtoll(a, &end, 10);
+        if (*end || s->rank < 0) {
+            snprintf(err, errlen, "--scale %s: %.4s=N needs a rank number", spec, spec);
+            return -EINVAL;
+        }
+        return 0;
+    }
+    if (has_arg && alen && klen == 2 && !strncmp(spec, "op", 2)) {
+        s->kind = CT_SEL_OP;
+        char *colon = strchr(a, ':');
+        if (colon) {
+            *colon = 0;
+            s->bytes = strtoull(colon + 1, &end, 10);
+            if (*end || !colon[1] || !s->bytes) {
+                snprintf(err, errlen, "--scale %s: BYTES must be a positive integer", spec);
+                return -EINVAL;
+            }
+        }
+        for (int op = 1; op < CT_NCCL_OP_COUNT; op++)
+            if (ct_name_nccl_op((uint64_t)op) && !strcmp(ct_name_nccl_op((uint64_t)op), a)) {
+                s->op = op;
+                return 0;
+            }
+        snprintf(err, errlen,
+                 "--scale %s: unknown collective '%s'; allowed: AllReduce, Broadcast, Reduce, "
+                 "AllGather, ReduceScatter, AllToAll, Gather, Scatter, Send, Recv",
+                 spec, a);
+        return -EINVAL;
+    }
+    snprintf(err, errlen, "--scale %s: unknown selector; %s", spec, allowed);
+    return -EINVAL;
+}
+
+/* The glob of a kernel selector, up to its '=FACTOR'. */
+static int glob_match(const char *glob, const char *name)
+{
+    char pat[256], dm[512];
+    const char *eq = strrchr(glob, '=');
+    size_t n = eq ? (size_t)(eq - glob) : strlen(glob);
+    if (n >= sizeof(pat) || !name)
+        return 0;
+    memcpy(pat, glob, n);
+    pat[n] = 0;
+    return !fnmatch(pat, name, 0) || !fnmatch(pat, ct_demangle(name, dm, sizeof(dm)), 0);
+}
+
+static double edge_factor(const struct ct_cp_graph *g, const struct cp_edge *e,
+                          const struct ct_cp_scale *sc, size_t n)
+{
+    double f = 1;
+    int rank = g->rep->rr[e->rank].rank->rank;
+    for (size_t i = 0; i < n; i++) {
+        const struct ct_cp_scale *s = &sc[i];
+        int hit = 0;
+        switch (s->kind) {
+        case CT_SEL_KERNEL: hit = e->gpu && !e->xfer && glob_match(s->glob, e->name); break;
+        /* a collective's transfer is shared with its peers: op= scales it */
+        case CT_SEL_RANK: hit = e->gpu && !e->xfer && rank == s->rank; break;
+        case CT_SEL_OP:
+            hit = e->xfer && e->op == s->op && (!s->bytes || e->bytes == s->bytes);
+            break;
+        case CT_SEL_HOST: hit = e->cat == CT_CP_HOST && e->kind == CP_GAP && rank == s->rank; break;
+        case CT_SEL_DATA: hit = e->cat == CT_CP_DATA; break;
+        }
+        if (hit)
+            f *= s->factor;
+    }
+    return f;
+}
+
+int ct_cp_replay(struct ct_cp_graph *g, const struct ct_cp_scale *sc, size_t n)
+{
+    for (size_t i = 0; i < g->ned; i++) {
+        struct cp_edge *e = &g->ed[i];
+        e->wr = e->w;
+        if (n && e->w > 0 && (e->kind == CP_DUR || e->cat == CT_CP_HOST)) {
+            double f = edge_factor(g, e, sc, n);
+            if (f != 1)
+                e->wr = (int64_t)llround((double)e->w * f);
+        }
+    }
+    for (size_t p = 0; p < g->npt; p++)
+        g->pt[p].v = g->pt[p].t; /* points in a cycle (none in order) keep theirs */
+    for (size_t k = 0; k < g->norder; k++) {
+        uint32_t p = g->order[k];
+        int64_t v = INT64_MIN;
+        for (uint32_t j = g->in_off[p]; j < g->in_off[p + 1]; j++) {
+            const struct cp_edge *e = &g->ed[g->in_idx[j]];
+            int64_t c = g->pt[e->src].v + e->wr;
+            if (c > v)
+                v = c;
+        }
+        if (v != INT64_MIN)
+            g->pt[p].v = v;
+    }
+    return 0;
+}
+
+struct ix {
+    int64_t index;
+    uint32_t r, k;
+};
+static int cmp_ix(const void *a, const void *b)
+{
+    const struct ix *x = a, *y = b;
+    if (x->index != y->index)
+        return (x->index > y->index) - (x->index < y->index);
+    return (x->r > y->r) - (x->r < y->r);
+}
+
+static int cmp_seg_key(const void *a, const void *b)
+{
+    const struct ct_cp_seg *x = a, *y = b;
+    if (x->rank != y->rank)
+        return x->rank - y->rank;
+    if (x->cat != y->cat)
+        return x->cat - y->cat;
+    if (x->stream != y->stream)
+        return x->stream < y->stream ? -1 : 1;
+    if (x->name != y->name)
+        return x->name ? y->name ? strcmp(x->name, y->name) : 1 : -1;
+    return 0;
+}
+static int cmp_seg_dur(const void *a, const void *b)
+{
+    const struct ct_cp_seg *x = a, *y = b;
+    if (x->dur != y->dur)
+        return x->dur > y->dur ? -1 : 1;
+    return cmp_seg_key(a, b);
+}
+
+static int add_seg(struct ct_cp_result *o, size_t *cap, const struct ct_cp_graph *g,
+                   const struct cp_edge *e, int32_t rank, int64_t d, struct ct_cp_step *st)
+{
+    if (d <= 0)
+        return 0;
+    int cat = e ? e->cat : CT_CP_HOST;
+    st->cat[cat] += d;
+    o->cat[cat] += d;
+    o->total += d;
+    o->rank_time[rank] += d;
+    if (ct_grow((void **)&o->segs, cap, o->nsegs, sizeof(*o->segs)))
+        return -ENOMEM;
+    int gpu = cat <= CT_CP_PEER_WAIT || cat == CT_CP_LAUNCH || cat == CT_CP_GPU_GAP;
+    o->segs[o->nsegs++] = (struct ct_cp_seg){.rank = g->rep->rr[rank].rank->rank,
+                                             .cat = cat,
+                                             .stream = e && gpu ? e->stream : 0,
+                                             .name = e && gpu ? e->name : NULL,
+                                             .dur = d,
+                                             .count = 1};
+    return 0;
+}
+
+/* The walk back from point p to time lo along binding edges. */
+static int walk(const struct ct_cp_graph *g, uint32_t p, int64_t lo, struct ct_cp_result *o,
+                size_t *cap, struct ct_cp_step *st)
+{
+    int64_t t = g->pt[p].v;
+    for (size_t n = 0; t > lo && n <= g->npt; n++) {
+        const struct cp_edge *b = NULL;
+        int64_t best = INT64_MIN;
+        for (uint32_t j = g->in_off[p]; j < g->in_off[p + 1]; j++) {
+            const struct cp_edge *e = &g->ed[g->in_idx[j]];
+            int64_t c = g->pt[e->src].v + e->wr;
+            if (c > best)
+                best = c, b = e;
+        }
+        if (!b)
+            break; /* the first event: the rest is before anything recorded */
+        int64_t s = g->pt[b->src].v;
+        int64_t nt = s < t ? s : t;
+        if (nt < lo)
+            nt = lo;
+        if (add_seg(o, cap, g, b, b->rank, t - nt, st))
+            return -ENOMEM;
+        t = nt;
+        p = b->src;
+    }
+    return t > lo ? add_seg(o, cap, g, NULL, g->pt[p].rank, t - lo, st) : 0;
+}
+
+int ct_cp_paths(const struct ct_cp_graph *g, struct ct_cp_result *o)
+{
+    const struct ct_report *rep = g->rep;
+    memset(o, 0, sizeof(*o));
+    o->unordered = g->npt - g->norder;
+    o->nranks = rep->nr;
+    o->rank_time = calloc(rep->nr ? rep->nr : 1, sizeof(*o->rank_time));
+    o->rank_num = calloc(rep->nr ? rep->nr : 1, sizeof(*o->rank_num));
+    size_t n = 0;
+    for (size_t r = 0; r < rep->nr; r++)
+        n += rep->rr[r].niters;
+    struct ix *v = malloc((n ? n : 1) * sizeof(*v));
+    double *d = malloc((n ? n : 1) * sizeof(*d));
+    size_t cap = 0;
+    int rc = -ENOMEM;
+    if (!o->rank_time || !o->rank_num || !v || !d)
+        goto out;
+    size_t k = 0;
+    for (size_t r = 0; r < rep->nr; r++) {
+        o->rank_num[r] = rep->rr[r].rank->rank;
+        for (size_t i = 0; i < rep->rr[r].niters; i++) {
+            v[k] = (struct ix){rep->rr[r].iters[i].index, (uint32_t)r, (uint32_t)i};
+            d[k++] = (double)(g->pt[g->itp[r][2 * i + 1]].v - g->pt[g->itp[r][2 * i]].v);
+        }
+    }
+    o->step_p50 = n ? ct_median(d, n) : NAN;
+    qsort(v, n, sizeof(*v), cmp_ix);
+    size_t groups = 0;
+    for (size_t i = 0; i < n; i++)
+        groups += !i || v[i].index != v[i - 1].index;
+    o->steps = calloc(groups ? groups : 1, sizeof(*o->steps));
+    if (!o->steps)
+        goto out;
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        int64_t lo = INT64_MAX, hi = INT64_MIN;
+        uint32_t endp = 0;
+        int end_rank = 0;
+        for (; j < n && v[j].index == v[i].index; j++) {
+            uint32_t sp = g->itp[v[j].r][2 * v[j].k], ep = g->itp[v[j].r][2 * v[j].k + 1];
+            if (g->pt[sp].v < lo)
+                lo = g->pt[sp].v;
+            if (g->pt[ep].v > hi)
+                hi = g->pt[ep].v, endp = ep, end_rank = rep->rr[v[j].r].rank->rank;
+        }
+        struct ct_cp_step *st = &o->steps[o->nsteps++];
+        *st =
+            (struct ct_cp_step){.index = v[i].index, .start = lo, .end = hi, .end_rank = end_rank};
+        if (walk(g, endp, lo, o, &cap, st))
+            goto out;
+        i = j;
+    }
+    /* one row per (rank, category, stream, name), longest first */
+    qsort(o->segs, o->nsegs, sizeof(*o->segs), cmp_seg_key);
+    size_t m = 0;
+    for (size_t i = 0; i < o->nsegs; i++) {
+        if (m && !cmp_seg_key(&o->segs[m - 1], &o->segs[i])) {
+            o->segs[m - 1].dur += o->segs[i].dur;
+            o->segs[m - 1].count++;
+        } else {
+            o->segs[m++] = o->segs[i];
+        }
+    }
+    o->nsegs = m;
+    qsort(o->segs, o->nsegs, sizeof(*o->segs), cmp_seg_dur);
+    rc = 0;
+out:
+    free(v);
+    free(d);
+    if (rc)
+        ct_cp_result_free(o);
+    return rc;
+}
+
+void ct_cp_result_free(struct ct_cp_result *r)
+{
+    free(r->steps);
+    free(r->segs);
+    free(r->rank_time);
+    free(r->rank_num);
+    memset(r, 0, sizeof(*r));
+}

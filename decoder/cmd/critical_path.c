@@ -1,0 +1,180 @@
+/*
+ * `cutrace critical-path [--json] [-o FILE] [--step NAME] [--skip N]
+ * [--top N] TRACE|DIR...`: per step and over the run, the cross-rank path
+ * that set the step time and what it is made of (docs/critical-path.md).
+ * With --scale (the same selectors as whatif) it is the path of the
+ * replayed job; cutrace whatif adds the predicted step to that.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decoder/analysis/analysis.h"
+#include "decoder/analysis/critical_path.h"
+#include "decoder/cmd/cli.h"
+#include "decoder/export/critical_path_out.h"
+#include "decoder/read/load.h"
+
+static void usage(FILE *f, const char *cmd)
+{
+    int w = !strcmp(cmd, "whatif");
+    fprintf(f,
+            "usage: cutrace %s [--json] [-o FILE] [--step NAME] [--skip N]%s TRACE|DIR...\n"
+            "  --json       the JSON document (docs/critical-path.md)\n"
+            "  -o FILE      write it to FILE\n"
+            "  --step NAME  the NVTX range or mark naming iterations (default ProfilerStep)\n"
+            "  --skip N     drop the first N iterations of every rank\n"
+            "  --top N      segments listed in text (default 10, 0 all)\n"
+            "  --scale SELECTOR=FACTOR  scale durations in the replay%s; selectors:\n"
+            "               kernel=GLOB  kernels whose name matches (raw or demangled)\n"
+            "               rank=N       all GPU work of rank N but collectives' transfers\n"
+            "               op=NAME[:BYTES]  a collective's transfer (op=AllReduce=0.5)\n"
+            "               host=N       rank N's host time between host events\n"
+            "               data         data-loader waits\n",
+            cmd, w ? " --scale SELECTOR=FACTOR..." : " [--scale SELECTOR=FACTOR...]",
+            w ? " (at least one; several combine)" : "");
+}
+
+/* Shared by both commands (whatif.c calls it with whatif = 1): both are
+ * this one leaf's two faces, as goodput is report's. */
+int ct_cmd_cp_main(int argc, char **argv, int whatif)
+{
+    const char *cmd = whatif ? "whatif" : "critical-path";
+    static const struct option opts[] = {
+        {"json", no_argument, NULL, 'j'},       {"output", required_argument, NULL, 'o'},
+        {"step", required_argument, NULL, 's'}, {"skip", required_argument, NULL, 'k'},
+        {"top", required_argument, NULL, 't'},  {"scale", required_argument, NULL, 'x'},
+        {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0}};
+    int c, json = 0;
+    long skip = 0, top = 10;
+    const char *out = NULL, *step = NULL;
+    char err[512], *end;
+    struct ct_cp_scale *sc = calloc((size_t)argc + 1, sizeof(*sc));
+    char **specs = calloc((size_t)argc + 1, sizeof(*specs));
+    size_t nsc = 0;
+    int status = CT_EXIT_USAGE;
+    if (!sc || !specs) {
+        fprintf(stderr, "cutrace %s: out of memory\n", cmd);
+        goto done;
+    }
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "jo:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'j': json = 1; break;
+        case 'o': out = optarg; break;
+        case 's': step = optarg; break;
+        case 'k':
+        case 't': {
+            long v = strtol(optarg, &end, 10);
+            if (*end || !*optarg || v < 0) {
+                fprintf(stderr, "cutrace %s: --%s %s: expected an integer >= 0\n", cmd,
+                        c == 'k' ? "skip" : "top", optarg);
+                goto done;
+            }
+            *(c == 'k' ? &skip : &top) = v;
+            break;
+        }
+        case 'x':
+            if (ct_cp_scale_parse(optarg, &sc[nsc], err, sizeof(err))) {
+                fprintf(stderr, "cutrace %s: %s\n", cmd, err);
+                goto done;
+            }
+            specs[nsc++] = optarg;
+            break;
+        case 'h':
+            usage(stdout, cmd);
+            status = CT_EXIT_OK;
+            goto done;
+        default:
+            fprintf(stderr,
+                    "cutrace %s: unknown or incomplete option '%s'; allowed: --json, -o FILE, "
+                    "--step NAME, --skip N, --top N, --scale SELECTOR=FACTOR\n",
+                    cmd, argv[optind - 1]);
+            goto done;
+        }
+    }
+    if (whatif && !nsc) {
+        fprintf(stderr, "cutrace whatif: expected at least one --scale SELECTOR=FACTOR (see "
+                        "--help)\n");
+        goto done;
+    }
+    if (optind >= argc) {
+        fprintf(stderr, "cutrace %s: expected at least one trace file or directory (see --help)\n",
+                cmd);
+        goto done;
+    }
+    status = CT_EXIT_BAD_INPUT;
+    struct ct_inputs in = {0};
+    if (ct_load_expand(&in, argv + optind, argc - optind, err, sizeof(err))) {
+        fprintf(stderr, "cutrace %s: %s\n", cmd, err);
+        ct_inputs_free(&in);
+        goto done;
+    }
+    char what[64];
+    snprintf(what, sizeof(what), "cutrace %s", cmd);
+    struct ct_job job;
+    struct ct_report rep = {0};
+    struct ct_load_opts lo = {.cmd = what, .step = step, .progress = 1, .spill = 1};
+    int rc = ct_load_job(&lo, &in, &job, err, sizeof(err));
+    ct_inputs_free(&in);
+    if (rc) {
+        fprintf(stderr, "cutrace %s: %s\n", cmd, rc == -ENOMEM ? "out of memory" : err);
+        goto done;
+    }
+    struct ct_iter_opts io = {skip, 0, -1, 0};
+    struct ct_cp_graph *g = NULL;
+    struct ct_cp_result base = {0}, pred = {0};
+    rc = ct_report_analyze(&job, &io, &rep);
+    if (!rc)
+        rc = ct_cp_build(&rep, &g);
+    if (!rc)
+        rc = ct_cp_paths(g, &base);
+    if (!rc && nsc && !(rc = ct_cp_replay(g, sc, nsc)))
+        rc = ct_cp_paths(g, &pred);
+    if (rc) {
+        fprintf(stderr, "cutrace %s: out of memory\n", cmd);
+    } else if (!base.nsteps) {
+        fprintf(stderr,
+                "cutrace %s: no iterations found (no ProfilerStep ranges or marks, no "
+                "repeating work): a critical path is per step\n",
+                cmd);
+    } else {
+        FILE *f = out ? fopen(out, "w") : stdout;
+        if (!f) {
+            fprintf(stderr, "cutrace %s: -o %s: %s\n", cmd, out, strerror(errno));
+        } else {
+            status = CT_EXIT_OK;
+            if (whatif && json)
+                ct_whatif_json(f, rep.step_p50, &base, &pred, specs, nsc, job.t0);
+            else if (whatif)
+                ct_whatif_text(f, rep.step_p50, &base, &pred, specs, nsc);
+            else if (json)
+                ct_cp_json(f, nsc ? &pred : &base, job.t0);
+            else
+                ct_cp_text(f, nsc ? &pred : &base, (size_t)top);
+            if (json)
+                fputc('\n', f);
+            if (fflush(f) != 0 || ferror(f))
+                status = CT_EXIT_BAD_INPUT;
+            if (out && fclose(f) != 0)
+                status = CT_EXIT_BAD_INPUT;
+        }
+    }
+    ct_cp_result_free(&base);
+    ct_cp_result_free(&pred);
+    ct_cp_free(g);
+    ct_report_free(&rep);
+    ct_job_free(&job);
+done:
+    free(sc);
+    free(specs);
+    return status;
+}
+
+int ct_cmd_critical_path(int argc, char **argv)
+{
+    return ct_cmd_cp_main(argc, argv, 0);
+}

@@ -1,0 +1,156 @@
+/*
+ * `cutrace critical-path` and `cutrace whatif` output: text for a reader,
+ * JSON (docs/critical-path.md) through the one JSON writer. Prints only;
+ * every figure comes computed in struct ct_cp_result.
+ */
+#include "decoder/export/critical_path_out.h"
+
+#include <math.h>
+
+#include "decoder/util/demangle.h"
+#include "decoder/util/json.h"
+
+static double us(int64_t ns)
+{
+    return (double)ns / 1000.0;
+}
+
+static const char *seg_name(const struct ct_cp_seg *s, char *buf, size_t n)
+{
+    return s->name ? ct_demangle(s->name, buf, n) : NULL;
+}
+
+void ct_cp_json(FILE *f, const struct ct_cp_result *r, int64_t t0)
+{
+    char buf[512];
+    fprintf(f, "{\"steps\":%zu,", r->nsteps);
+    ct_json_member(f, "path_us", us(r->total), 3);
+    fputs(",\"step_p50_us\":", f);
+    ct_json_num(f, r->step_p50 / 1000.0, 3);
+    fprintf(f, ",\"unordered_points\":%zu,\"categories\":{", r->unordered);
+    for (int c = 0; c < CT_CP_NCAT; c++) {
+        fprintf(f, "%s", c ? "," : "");
+        ct_json_member(f, ct_cp_cat_name(c), us(r->cat[c]), 3);
+    }
+    fputs("},\"ranks\":[", f);
+    for (size_t i = 0, k = 0; i < r->nranks; i++) {
+        if (!r->rank_time[i])
+            continue;
+        fprintf(f, "%s{\"rank\":%d,", k++ ? "," : "", r->rank_num[i]);
+        ct_json_member(f, "path_us", us(r->rank_time[i]), 3);
+        fputc(',', f);
+        ct_json_member(f, "share", r->total ? (double)r->rank_time[i] / (double)r->total : NAN, 4);
+        fputc('}', f);
+    }
+    fputs("],\"iterations\":[", f);
+    for (size_t i = 0; i < r->nsteps; i++) {
+        const struct ct_cp_step *s = &r->steps[i];
+        fprintf(f, "%s{\"index\":%lld,\"end_rank\":%d,", i ? "," : "", (long long)s->index,
+                s->end_rank);
+        ct_json_member(f, "start_us", us(s->start - t0), 3);
+        fputc(',', f);
+        ct_json_member(f, "length_us", us(s->end - s->start), 3);
+        fputs(",\"categories\":{", f);
+        for (int c = 0; c < CT_CP_NCAT; c++) {
+            fprintf(f, "%s", c ? "," : "");
+            ct_json_member(f, ct_cp_cat_name(c), us(s->cat[c]), 3);
+        }
+        fputs("}}", f);
+    }
+    fputs("],\"segments\":[", f);
+    for (size_t i = 0; i < r->nsegs; i++) {
+        const struct ct_cp_seg *s = &r->segs[i];
+        fprintf(f, "%s{\"rank\":%d,\"category\":", i ? "," : "", s->rank);
+        ct_json_str(f, ct_cp_cat_name(s->cat));
+        fputs(",\"name\":", f);
+        const char *nm = seg_name(s, buf, sizeof(buf));
+        if (nm)
+            ct_json_str(f, nm);
+        else
+            fputs("null", f);
+        fputs(",\"stream\":", f);
+        if (s->cat <= CT_CP_PEER_WAIT || s->cat == CT_CP_LAUNCH || s->cat == CT_CP_GPU_GAP)
+            fprintf(f, "%u", s->stream);
+        else
+            fputs("null", f);
+        fprintf(f, ",\"count\":%llu,", (unsigned long long)s->count);
+        ct_json_member(f, "duration_us", us(s->dur), 3);
+        fputc(',', f);
+        ct_json_member(f, "share", r->total ? (double)s->dur / (double)r->total : NAN, 4);
+        fputc('}', f);
+    }
+    fputs("]}", f);
+}
+
+void ct_cp_text(FILE *f, const struct ct_cp_result *r, size_t top)
+{
+    char buf[512];
+    double tot = r->total ? (double)r->total : NAN;
+    fprintf(f, "critical path over %zu steps: %.3f ms (median step %.3f ms)\n", r->nsteps,
+            us(r->total) / 1000.0, r->step_p50 / 1e6);
+    fprintf(f, "  by category:");
+    for (int c = 0; c < CT_CP_NCAT; c++)
+        if (r->cat[c])
+            fprintf(f, " %s %.1f%%", ct_cp_cat_name(c), 100.0 * (double)r->cat[c] / tot);
+    fprintf(f, "\n  by rank:    ");
+    for (size_t i = 0; i < r->nranks; i++)
+        if (r->rank_time[i])
+            fprintf(f, " %d: %.1f%%", r->rank_num[i], 100.0 * (double)r->rank_time[i] / tot);
+    fprintf(f, "\n  top segments:\n    %5s  %-10s  %6s  %10s  %6s  %s\n", "rank", "category",
+            "stream", "ms", "share", "name");
+    for (size_t i = 0; i < r->nsegs && (!top || i < top); i++) {
+        const struct ct_cp_seg *s = &r->segs[i];
+        const char *nm = seg_name(s, buf, sizeof(buf));
+        int gpu = s->cat <= CT_CP_PEER_WAIT || s->cat == CT_CP_LAUNCH || s->cat == CT_CP_GPU_GAP;
+        char st[16] = "-";
+        if (gpu)
+            snprintf(st, sizeof(st), "%u", s->stream);
+        fprintf(f, "    %5d  %-10s  %6s  %10.3f  %5.1f%%  %s\n", s->rank, ct_cp_cat_name(s->cat),
+                st, us(s->dur) / 1000.0, 100.0 * (double)s->dur / tot, nm ? nm : "");
+    }
+    if (r->unordered)
+        fprintf(f, "  note: %zu points in a dependency cycle kept at their measured times\n",
+                r->unordered);
+}
+
+static void specs_json(FILE *f, char **specs, size_t n)
+{
+    fputs("\"scales\":[", f);
+    for (size_t i = 0; i < n; i++) {
+        fputs(i ? "," : "", f);
+        ct_json_str(f, specs[i]);
+    }
+    fputc(']', f);
+}
+
+void ct_whatif_json(FILE *f, double measured, const struct ct_cp_result *base,
+                    const struct ct_cp_result *pred, char **specs, size_t nspecs, int64_t t0)
+{
+    fputc('{', f);
+    specs_json(f, specs, nspecs);
+    fputc(',', f);
+    ct_json_member(f, "measured_step_us", measured / 1000.0, 3);
+    fputc(',', f);
+    ct_json_member(f, "replayed_step_us", base->step_p50 / 1000.0, 3);
+    fputc(',', f);
+    ct_json_member(f, "predicted_step_us", pred->step_p50 / 1000.0, 3);
+    fputc(',', f);
+    ct_json_member(f, "speedup", base->step_p50 / pred->step_p50, 4);
+    fputs(",\"critical_path\":", f);
+    ct_cp_json(f, pred, t0);
+    fputc('}', f);
+}
+
+void ct_whatif_text(FILE *f, double measured, const struct ct_cp_result *base,
+                    const struct ct_cp_result *pred, char **specs, size_t nspecs)
+{
+    fprintf(f, "what if");
+    for (size_t i = 0; i < nspecs; i++)
+        fprintf(f, " %s", specs[i]);
+    fprintf(f,
+            ":\n  measured step %.3f ms (replayed %.3f ms)\n  predicted step %.3f ms "
+            "(%.3fx)\n\nnew ",
+            measured / 1e6, base->step_p50 / 1e6, pred->step_p50 / 1e6,
+            base->step_p50 / pred->step_p50);
+    ct_cp_text(f, pred, 10);
+}

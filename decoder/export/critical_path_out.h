@@ -1,0 +1,22 @@
+/* Text and JSON renderings of critical paths and what-if predictions
+ * (decoder/analysis/critical_path.h); schema in docs/critical-path.md. */
+#ifndef CT_CRITICAL_PATH_OUT_H
+#define CT_CRITICAL_PATH_OUT_H
+
+#include <stdio.h>
+
+#include "decoder/analysis/critical_path.h"
+
+/* The critical-path object (no newline); t0: the job's time origin. top:
+ * segments listed (text), 0 all (JSON always lists all). */
+void ct_cp_json(FILE *f, const struct ct_cp_result *r, int64_t t0);
+void ct_cp_text(FILE *f, const struct ct_cp_result *r, size_t top);
+
+/* `cutrace whatif`: measured (the report's median step, ns), the
+ * unscaled replay's and the scaled replay's results, the selectors. */
+void ct_whatif_json(FILE *f, double measured, const struct ct_cp_result *base,
+                    const struct ct_cp_result *pred, char **specs, size_t nspecs, int64_t t0);
+void ct_whatif_text(FILE *f, double measured, const struct ct_cp_result *base,
+                    const struct ct_cp_result *pred, char **specs, size_t nspecs);
+
+#endif

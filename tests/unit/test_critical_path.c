@@ -1,0 +1,249 @@
+/* Suite "critical_path": the job graph, its replay and the critical path
+ * (decoder/analysis/critical_path.c, replay.c; docs/critical-path.md) on
+ * hand-built jobs whose paths are worked out by hand below. Times in µs. */
+#include <check.h>
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+#include "decoder/analysis/critical_path.h"
+#include "tests/unit/timeline_builder.h"
+
+/*
+ * Two ranks, two iterations k of 1000 ([a, a + 1000), a = 1000 + 1000k).
+ * On rank r: "gemm" launched at a+10 runs [a+20, a+20+G_r) on stream 1
+ * (G_0 = 300, G_1 = 600); an AllReduce launched at a+15 (communicator 1,
+ * sequence k) runs from the end of gemm to a+700 on both ranks: rank 1
+ * arrives last, at a+620, and the transfer takes 80; the host waits in a
+ * synchronisation [a+16, a+750), then 250 of host work to the range end.
+ *
+ * The path of each step, walked back from a+1000 on rank 0 (both end
+ * there; the first rank is taken): host 250 (rank 0, sync end -> range
+ * end), sync 50 (rank 0's wake-up after the AllReduce), transfer 80 (rank
+ * 0), rendezvous at rank 1's arrival, rank 1's gemm 600, its launch
+ * latency 10, and 10 of host time on rank 1 back to a (the previous
+ * synchronisation's end lies before the step). Sum: 1000, the step.
+ */
+static void two_ranks(struct ct_job *job, struct ct_report *rep)
+{
+    struct tb_job b;
+    tb_init(&b);
+    const int64_t gemm[2] = {300, 600};
+    for (int r = 0; r < 2; r++) {
+        struct ct_proc *p = tb_proc(&b, r);
+        for (int k = 0; k < 2; k++) {
+            int64_t a = 1000 + 1000 * k;
+            tb_range(p, a, a + 1000, k);
+            tb_kernel(p, "gemm", 1, a + 20, a + 20 + gemm[r], a + 10);
+            tb_nccl(p, (struct tb_coll){.op = CT_NCCL_OP_ALLREDUCE,
+                                        .comm = 1,
+                                        .seq = (uint64_t)k,
+                                        .comm_rank = r,
+                                        .nranks = 2,
+                                        .bytes = 1 << 20,
+                                        .stream = 1,
+                                        .s = a + 20 + gemm[r],
+                                        .e = a + 700,
+                                        .launch = a + 15});
+            tb_sync(p, a + 16, a + 750);
+        }
+    }
+    tb_build(&b, job);
+    tb_analyze(job, NULL, rep);
+}
+
+static int64_t seg_dur(const struct ct_cp_result *r, int rank, int cat)
+{
+    int64_t d = 0;
+    for (size_t i = 0; i < r->nsegs; i++)
+        if (r->segs[i].rank == rank && r->segs[i].cat == cat)
+            d += r->segs[i].dur;
+    return d;
+}
+
+START_TEST(path_length_is_the_step_and_composition_is_exact)
+{
+    struct ct_job job;
+    struct ct_report rep;
+    two_ranks(&job, &rep);
+    struct ct_cp_graph *g;
+    struct ct_cp_result res;
+    ck_assert_int_eq(ct_cp_build(&rep, &g), 0);
+    ck_assert_int_eq(ct_cp_paths(g, &res), 0);
+    ck_assert_uint_eq(res.nsteps, 2);
+    for (size_t i = 0; i < res.nsteps; i++) {
+        const struct ct_cp_step *s = &res.steps[i];
+        ck_assert_int_eq(s->end - s->start, TB_US(1000));
+        int64_t sum = 0;
+        for (int c = 0; c < CT_CP_NCAT; c++)
+            sum += s->cat[c];
+        ck_assert_int_eq(sum, TB_US(1000));
+        ck_assert_int_eq(s->cat[CT_CP_COMPUTE], TB_US(600));
+        ck_assert_int_eq(s->cat[CT_CP_COMM], TB_US(80));
+        ck_assert_int_eq(s->cat[CT_CP_SYNC], TB_US(50));
+        ck_assert_int_eq(s->cat[CT_CP_LAUNCH], TB_US(10));
+        ck_assert_int_eq(s->cat[CT_CP_HOST], TB_US(260));
+        ck_assert_int_eq(s->cat[CT_CP_PEER_WAIT], 0);
+    }
+    ck_assert_int_eq(res.total, TB_US(2000));
+    /* the compute is rank 1's gemm: the last arriver */
+    ck_assert_int_eq(seg_dur(&res, 1, CT_CP_COMPUTE), TB_US(1200));
+    ck_assert_int_eq(seg_dur(&res, 0, CT_CP_COMPUTE), 0);
+    ck_assert_int_eq(seg_dur(&res, 0, CT_CP_HOST), TB_US(500));
+    ck_assert_str_eq(res.segs[0].name, "gemm");
+    ck_assert_int_eq(res.segs[0].rank, 1);
+    ck_assert_int_eq(res.segs[0].dur, TB_US(1200));
+    ct_cp_result_free(&res);
+    ct_cp_free(g);
+    ct_report_free(&rep);
+    ct_job_free(&job);
+}
+END_TEST
+
+START_TEST(unscaled_replay_reproduces_every_measured_time)
+{
+    struct ct_job job;
+    struct ct_report rep;
+    two_ranks(&job, &rep);
+    struct ct_cp_graph *g;
+    struct ct_cp_result res;
+    ck_assert_int_eq(ct_cp_build(&rep, &g), 0);
+    struct ct_cp_scale none = {.kind = CT_SEL_RANK, .rank = 0, .factor = 1};
+    ck_assert_int_eq(ct_cp_replay(g, &none, 1), 0);
+    ck_assert_int_eq(ct_cp_paths(g, &res), 0);
+    ck_assert(fabs(res.step_p50 - rep.step_p50) < 0.5);
+    ck_assert(fabs(res.step_p50 - (double)TB_US(1000)) < 0.5);
+    for (size_t i = 0; i < res.nsteps; i++) {
+        ck_assert_int_eq(res.steps[i].start, TB_US(1000 + 1000 * (int64_t)i));
+        ck_assert_int_eq(res.steps[i].end, TB_US(2000 + 1000 * (int64_t)i));
+    }
+    ck_assert_uint_eq(res.unordered, 0);
+    ct_cp_result_free(&res);
+    ct_cp_free(g);
+    ct_report_free(&rep);
+    ct_job_free(&job);
+}
+END_TEST
+
+/*
+ * rank=1=0.25: rank 1's gemm becomes 150, rank 0's 300 is now the later
+ * arrival: rank 0 becomes critical. Replayed step (iteration 1, and 0
+ * alike): the host returns from the previous sync 300 earlier; gemm
+ * [a'+20, a'+320), transfer 80, wake-up 50, host 250: 700 from start to
+ * end on both ranks.
+ */
+START_TEST(scaling_the_slow_rank_moves_the_path_to_the_other)
+{
+    struct ct_job job;
+    struct ct_report rep;
+    two_ranks(&job, &rep);
+    struct ct_cp_graph *g;
+    struct ct_cp_result res;
+    char err[200];
+    struct ct_cp_scale sc;
+    ck_assert_int_eq(ct_cp_scale_parse("rank=1=0.25", &sc, err, sizeof(err)), 0);
+    ck_assert_int_eq(ct_cp_build(&rep, &g), 0);
+    ck_assert_int_eq(ct_cp_replay(g, &sc, 1), 0);
+    ck_assert_int_eq(ct_cp_paths(g, &res), 0);
+    ck_assert(fabs(res.step_p50 - (double)TB_US(700)) < 0.5);
+    ck_assert_int_eq(seg_dur(&res, 0, CT_CP_COMPUTE), TB_US(600));
+    ck_assert_int_eq(seg_dur(&res, 1, CT_CP_COMPUTE), 0);
+    for (size_t i = 0; i < res.nsteps; i++)
+        ck_assert_int_eq(res.steps[i].end - res.steps[i].start, TB_US(700));
+    ct_cp_result_free(&res);
+    /* op=AllReduce=0.5 halves the transfer only: 40 less per step */
+    ck_assert_int_eq(ct_cp_scale_parse("op=AllReduce=0.5", &sc, err, sizeof(err)), 0);
+    ck_assert_int_eq(ct_cp_replay(g, &sc, 1), 0);
+    ck_assert_int_eq(ct_cp_paths(g, &res), 0);
+    ck_assert(fabs(res.step_p50 - (double)TB_US(960)) < 0.5);
+    ct_cp_result_free(&res);
+    ct_cp_free(g);
+    ct_report_free(&rep);
+    ct_job_free(&job);
+}
+END_TEST
+
+/*
+ * One rank, three iterations [a, a+1000): a data wait [a, a+400), 10 of
+ * host time, a launch at a+410 of "step" [a+420, a+920), a sync
+ * [a+415, a+930), 70 of host time to the range end. With data=0 every
+ * step is 400 shorter.
+ */
+START_TEST(instant_loader_removes_the_data_wait)
+{
+    struct tb_job b;
+    tb_init(&b);
+    struct ct_proc *p = tb_proc(&b, 0);
+    for (int k = 0; k < 3; k++) {
+        int64_t a = 1000 + 1000 * k;
+        tb_range(p, a, a + 1000, k);
+        tb_data_wait(p, a, a + 400);
+        tb_kernel(p, "step", 1, a + 420, a + 920, a + 410);
+        tb_sync(p, a + 415, a + 930);
+    }
+    struct ct_job job;
+    struct ct_report rep;
+    tb_build(&b, &job);
+    tb_analyze(&job, NULL, &rep);
+    struct ct_cp_graph *g;
+    struct ct_cp_result res;
+    ck_assert_int_eq(ct_cp_build(&rep, &g), 0);
+    ck_assert_int_eq(ct_cp_paths(g, &res), 0);
+    for (size_t i = 0; i < res.nsteps; i++) {
+        ck_assert_int_eq(res.steps[i].cat[CT_CP_DATA], TB_US(400));
+        ck_assert_int_eq(res.steps[i].cat[CT_CP_COMPUTE], TB_US(500));
+        ck_assert_int_eq(res.steps[i].cat[CT_CP_HOST], TB_US(80));
+        ck_assert_int_eq(res.steps[i].cat[CT_CP_SYNC], TB_US(10));
+        ck_assert_int_eq(res.steps[i].cat[CT_CP_LAUNCH], TB_US(10));
+    }
+    ct_cp_result_free(&res);
+    char err[200];
+    struct ct_cp_scale sc;
+    ck_assert_int_eq(ct_cp_scale_parse("data=0", &sc, err, sizeof(err)), 0);
+    ck_assert_int_eq(ct_cp_replay(g, &sc, 1), 0);
+    ck_assert_int_eq(ct_cp_paths(g, &res), 0);
+    ck_assert(fabs(res.step_p50 - (double)TB_US(600)) < 0.5);
+    ck_assert_int_eq(res.cat[CT_CP_DATA], 0);
+    ct_cp_result_free(&res);
+    ct_cp_free(g);
+    ct_report_free(&rep);
+    ct_job_free(&job);
+}
+END_TEST
+
+START_TEST(selectors_parse_and_bad_ones_say_why)
+{
+    struct ct_cp_scale s;
+    char err[300];
+    ck_assert_int_eq(ct_cp_scale_parse("kernel=gemm*=0.5", &s, err, sizeof(err)), 0);
+    ck_assert_int_eq(s.kind, CT_SEL_KERNEL);
+    ck_assert(s.factor == 0.5);
+    ck_assert_int_eq(ct_cp_scale_parse("op=AllReduce:1048576=0.25", &s, err, sizeof(err)), 0);
+    ck_assert_int_eq(s.op, CT_NCCL_OP_ALLREDUCE);
+    ck_assert_uint_eq(s.bytes, 1048576);
+    ck_assert_int_eq(ct_cp_scale_parse("host=3=2", &s, err, sizeof(err)), 0);
+    ck_assert_int_eq(s.kind, CT_SEL_HOST);
+    ck_assert_int_eq(s.rank, 3);
+    ck_assert_int_eq(ct_cp_scale_parse("gpu=1=2", &s, err, sizeof(err)), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(err, "allowed"));
+    ck_assert_int_eq(ct_cp_scale_parse("rank=x=2", &s, err, sizeof(err)), -EINVAL);
+    ck_assert_int_eq(ct_cp_scale_parse("op=Foo=2", &s, err, sizeof(err)), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(err, "AllReduce"));
+    ck_assert_int_eq(ct_cp_scale_parse("data=-1", &s, err, sizeof(err)), -EINVAL);
+    ck_assert_int_eq(ct_cp_scale_parse("data", &s, err, sizeof(err)), -EINVAL);
+}
+END_TEST
+
+Suite *critical_path_suite(void)
+{
+    Suite *s = suite_create("critical_path");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, path_length_is_the_step_and_composition_is_exact);
+    tcase_add_test(tc, unscaled_replay_reproduces_every_measured_time);
+    tcase_add_test(tc, scaling_the_slow_rank_moves_the_path_to_the_other);
+    tcase_add_test(tc, instant_loader_removes_the_data_wait);
+    tcase_add_test(tc, selectors_parse_and_bad_ones_say_why);
+    suite_add_tcase(s, tc);
+    return s;
+}
