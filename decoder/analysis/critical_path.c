@@ -19,8 +19,11 @@
  *     member's end, that member's transfer;
  *   - iteration start/end: from the host event and the op on each stream
  *     that precede it (sinks: nothing waits on them).
- * Assumed where the trace has no edge: event record -> stream wait edges
- * are not in the timeline yet, so cross-stream order on one GPU is known
+ * Event waits: the process's event edges (a cuStreamWaitEvent joined to
+ * the record it waits on): the last op launched on the recording stream
+ * before the record -> the first op launched on the waiting stream after
+ * the wait. Assumed where the trace has no edge: a rank whose main process
+ * kept no event edges has its cross-stream order on one GPU
  * through launch order and host synchronisations, and inferred from time:
  * an op that began within CT_CP_WAIT_NS after an op on another stream of
  * its rank ended, later than its launch and its stream predecessor allow,
@@ -250,6 +253,69 @@ static int cls_cat(int cls)
     return cls == CT_CL_COMPUTE ? CT_CP_COMPUTE : cls == CT_CL_MEMORY ? CT_CP_MEMORY : CT_CP_COMM;
 }
 
+/* An op by (stream, launch): where an event edge's ends are found. */
+struct slaunch {
+    uint32_t stream;
+    int64_t launch;
+    uint32_t op;
+};
+static int cmp_slaunch(const void *a, const void *b)
+{
+    const struct slaunch *x = a, *y = b;
+    if (x->stream != y->stream)
+        return x->stream < y->stream ? -1 : 1;
+    if (x->launch != y->launch)
+        return (x->launch > y->launch) - (x->launch < y->launch);
+    return (x->op > y->op) - (x->op < y->op);
+}
+
+/* The first entry of v (n, sorted) on `stream` launched after t (after:
+ * at or after when `at` is set), or n. */
+static size_t launched_after(const struct slaunch *v, size_t n, uint32_t stream, int64_t t, int at)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (v[mid].stream < stream ||
+            (v[mid].stream == stream && (at ? v[mid].launch < t : v[mid].launch <= t)))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* The recorded event edges of the rank's main process (decoder/read/
+ * timeline.h, struct ct_evedge): the first op launched on the waiting
+ * stream after the wait starts after the end of the last op launched on
+ * the recording stream before the record. 0 or -ENOMEM. */
+static int event_edges(struct ct_cp_graph *g, const struct ct_rank *rk, const struct opx *ox,
+                       int32_t ri)
+{
+    const struct ct_proc *p0 = rk->procs[0];
+    struct slaunch *v = malloc((rk->nops ? rk->nops : 1) * sizeof(*v));
+    if (!v)
+        return -ENOMEM;
+    size_t n = 0;
+    for (size_t i = 0; i < rk->nops; i++)
+        if (rk->ops[i].launch != INT64_MIN && rk->ops[i].type != CT_GPU_SYNC)
+            v[n++] = (struct slaunch){rk->ops[i].stream, rk->ops[i].launch, (uint32_t)i};
+    qsort(v, n, sizeof(*v), cmp_slaunch);
+    int rc = 0;
+    for (size_t k = 0; k < p0->nedges && !rc; k++) {
+        const struct ct_evedge *e = &p0->edges[k];
+        size_t a = launched_after(v, n, e->from, e->rec, 1); /* a - 1: the last before */
+        size_t b = launched_after(v, n, e->to, e->wait, 0);
+        if (!a || v[a - 1].stream != e->from || b == n || v[b].stream != e->to)
+            continue; /* nothing recorded before, or nothing waited after */
+        rc = add_edge(g, ox[v[a - 1].op].pe, ox[v[b].op].ps, CP_GAP, CT_CP_GPU_GAP, ri);
+        if (!rc)
+            g->ed[g->ned - 1].stream = e->to;
+    }
+    free(v);
+    return rc;
+}
+
 static int build_rank(struct ct_cp_graph *g, const struct ct_rank_result *x, int32_t ri)
 {
     const struct ct_rank *rk = x->rank;
@@ -269,6 +335,11 @@ static int build_rank(struct ct_cp_graph *g, const struct ct_rank_result *x, int
         byend[i] = (struct tix){rk->ops[i].e, (uint32_t)i};
     }
     qsort(byend, rk->nops, sizeof(*byend), cmp_tix);
+    /* a trace of a recorder that keeps event edges has the job's
+     * cross-stream waits: no inference from timing then */
+    int infer = !rk->procs[0]->nedges;
+    if (!infer && event_edges(g, rk, ox, ri))
+        goto out;
     size_t j = 0;
     for (size_t i = 0; i < rk->nops; i++) {
         const struct ct_gop *o = &rk->ops[i];
@@ -302,7 +373,7 @@ static int build_rank(struct ct_cp_graph *g, const struct ct_rank_result *x, int
         for (size_t k = 0; k < nen; k++)
             if (en[k].stream != o->stream && (!w || en[k].e > w->e))
                 w = &en[k];
-        if (w && w->e > known && o->s - w->e <= CT_CP_WAIT_NS && w->pe != ox[i].pe) {
+        if (infer && w && w->e > known && o->s - w->e <= CT_CP_WAIT_NS && w->pe != ox[i].pe) {
             if (add_edge(g, w->pe, ox[i].ps, CP_GAP, CT_CP_GPU_GAP, ri))
                 goto out;
             g->ed[g->ned - 1].stream = o->stream;
