@@ -506,7 +506,8 @@ static int same_key(const struct cp_key *a, const struct cp_key *b)
  * unmatched one keeps its whole interval as its duration. */
 static int collectives(struct ct_cp_graph *g)
 {
-    qsort(g->keys, g->nkeys, sizeof(*g->keys), cmp_key);
+    if (g->nkeys) /* qsort of NULL, 0 is undefined (UBSan) */
+        qsort(g->keys, g->nkeys, sizeof(*g->keys), cmp_key);
     for (size_t i = 0; i < g->nkeys;) {
         size_t j = i, members = 0;
         int64_t last = INT64_MIN;

@@ -266,7 +266,8 @@ int ct_cp_paths(const struct ct_cp_graph *g, struct ct_cp_result *o)
         }
     }
     o->step_p50 = n ? ct_median(d, n) : NAN;
-    qsort(v, n, sizeof(*v), cmp_ix);
+    if (n)
+        qsort(v, n, sizeof(*v), cmp_ix);
     size_t groups = 0;
     for (size_t i = 0; i < n; i++)
         groups += !i || v[i].index != v[i - 1].index;
@@ -293,7 +294,8 @@ int ct_cp_paths(const struct ct_cp_graph *g, struct ct_cp_result *o)
         i = j;
     }
     /* one row per (rank, category, stream, name), longest first */
-    qsort(o->segs, o->nsegs, sizeof(*o->segs), cmp_seg_key);
+    if (o->nsegs)
+        qsort(o->segs, o->nsegs, sizeof(*o->segs), cmp_seg_key);
     size_t m = 0;
     for (size_t i = 0; i < o->nsegs; i++) {
         if (m && !cmp_seg_key(&o->segs[m - 1], &o->segs[i])) {
@@ -304,7 +306,8 @@ int ct_cp_paths(const struct ct_cp_graph *g, struct ct_cp_result *o)
         }
     }
     o->nsegs = m;
-    qsort(o->segs, o->nsegs, sizeof(*o->segs), cmp_seg_dur);
+    if (o->nsegs)
+        qsort(o->segs, o->nsegs, sizeof(*o->segs), cmp_seg_dur);
     rc = 0;
 out:
     free(v);
