@@ -107,6 +107,7 @@ static int cmp_i64(const void *a, const void *b)
 struct slast {
     uint32_t stream, pe;
     int64_t e;
+    uint32_t pre; /* the stream sweep: the last op's own predecessor (UINT32_MAX none) */
 };
 static int slast_set(struct slast **v, size_t *n, size_t *cap, uint32_t stream, uint32_t pe)
 {
@@ -117,7 +118,7 @@ static int slast_set(struct slast **v, size_t *n, size_t *cap, uint32_t stream, 
         }
     if (ct_grow((void **)v, cap, *n, sizeof(**v)))
         return -ENOMEM;
-    (*v)[(*n)++] = (struct slast){stream, pe, 0};
+    (*v)[(*n)++] = (struct slast){stream, pe, 0, UINT32_MAX};
     return 0;
 }
 
@@ -133,7 +134,50 @@ static int ended_set(struct slast **v, size_t *n, size_t *cap, uint32_t stream, 
         }
     if (ct_grow((void **)v, cap, *n, sizeof(**v)))
         return -ENOMEM;
-    (*v)[(*n)++] = (struct slast){stream, pe, e};
+    (*v)[(*n)++] = (struct slast){stream, pe, e, UINT32_MAX};
+    return 0;
+}
+
+/* GPU intervals of one device from different timers (the NCCL plugin's
+ * beside CUPTI's) disagree by up to a few hundred ns: an op that ended
+ * this much after another began may still be what it waited for. */
+#define CT_CP_CLOCK_NS 1000
+
+/* The stream-order source of an op starting at s on stream: the last op
+ * on it, or, when s is before that op's end, that op's own predecessor. A
+ * stream runs one launch at a time, so intervals on it that overlap are
+ * parts of one launch: an NCCL op's kernel beside the plugin's interval,
+ * or the sends and receives of one group, which NCCL fuses into one
+ * kernel. Chaining those would be false (a grouped send and receive
+ * between two ranks would each wait for the other: a cycle). */
+static uint32_t stream_source(const struct slast *v, size_t n, uint32_t stream, int64_t s)
+{
+    for (size_t i = 0; i < n; i++)
+        if (v[i].stream == stream)
+            return s + CT_CP_CLOCK_NS < v[i].e ? v[i].pre : v[i].pe;
+    return UINT32_MAX;
+}
+
+/* Advances the stream sweep past op (pe, s, e); the op that ends last of
+ * a set that overlaps is what the next op follows. */
+static int stream_next(struct slast **v, size_t *n, size_t *cap, uint32_t stream, uint32_t pe,
+                       int64_t s, int64_t e)
+{
+    for (size_t i = 0; i < *n; i++) {
+        struct slast *l = &(*v)[i];
+        if (l->stream != stream)
+            continue;
+        if (s + CT_CP_CLOCK_NS < l->e) { /* part of the same launch */
+            if (e > l->e)
+                l->pe = pe, l->e = e;
+        } else {
+            l->pre = l->pe, l->pe = pe, l->e = e;
+        }
+        return 0;
+    }
+    if (ct_grow((void **)v, cap, *n, sizeof(**v)))
+        return -ENOMEM;
+    (*v)[(*n)++] = (struct slast){stream, pe, e, UINT32_MAX};
     return 0;
 }
 
@@ -141,11 +185,6 @@ static int ended_set(struct slast **v, size_t *n, size_t *cap, uint32_t stream, 
  * begins: HTA's consecutive-kernel delay (a stream wait releases the
  * waiting op within microseconds). */
 #define CT_CP_WAIT_NS 30000
-/* GPU intervals of one device from different timers (the NCCL plugin's
- * beside CUPTI's) disagree by up to a few hundred ns: an op that ended
- * this much after another began may still be what it waited for. */
-#define CT_CP_CLOCK_NS 1000
-
 /* Host events of the rank's main process, sorted, with their points. */
 static int host_events(struct ct_cp_graph *g, const struct ct_rank *rk, int32_t ri,
                        struct hev **out, size_t *nout)
@@ -346,13 +385,13 @@ static int build_rank(struct ct_cp_graph *g, const struct ct_rank_result *x, int
         if (o->type == CT_GPU_SYNC)
             continue; /* the GPU's view of a host wait, not work: the sync is a host event */
         int64_t known = INT64_MIN; /* the latest source the trace names */
-        for (size_t k = 0; k < nsl; k++)
-            if (sl[k].stream == o->stream) {
-                if (add_edge(g, sl[k].pe, ox[i].ps, CP_GAP, CT_CP_GPU_GAP, ri))
-                    goto out;
-                g->ed[g->ned - 1].stream = o->stream;
-                known = g->pt[sl[k].pe].t;
-            }
+        uint32_t from = stream_source(sl, nsl, o->stream, o->s);
+        if (from != UINT32_MAX) {
+            if (add_edge(g, from, ox[i].ps, CP_GAP, CT_CP_GPU_GAP, ri))
+                goto out;
+            g->ed[g->ned - 1].stream = o->stream;
+            known = g->pt[from].t;
+        }
         const struct hev *lv = o->launch != INT64_MIN ? launch_ev(h, nh, o->launch) : NULL;
         if (lv && add_edge(g, lv->pe, ox[i].ps, CP_GAP, CT_CP_LAUNCH, ri))
             goto out;
@@ -378,7 +417,7 @@ static int build_rank(struct ct_cp_graph *g, const struct ct_rank_result *x, int
                 goto out;
             g->ed[g->ned - 1].stream = o->stream;
         }
-        if (slast_set(&sl, &nsl, &capsl, o->stream, ox[i].pe))
+        if (stream_next(&sl, &nsl, &capsl, o->stream, ox[i].pe, o->s, o->e))
             goto out;
         /* every GPU interval of one NCCL op (its kernel, the plugin's or
          * the record's interval) is one member: it arrives with the first

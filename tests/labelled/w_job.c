@@ -77,6 +77,8 @@
  *            only the host explains. Graph replays launch 60 x 1.8 = 108
  *            of the busy time; decode steps are 1.8 of compute, prefill
  *            steps 2, 4 or 6 more.
+ *   pipe_half  pipe with stage 1's kernels half as long (f 0.5, b 1): the
+ *            real run of check_whatif.py's "one stage's compute halved".
  *   pipe_stall pipe where stage 1, before sending the activations of
  *            micro-batches 0, 2, 4 and 6, synchronises its stream and does
  *            2 ms of host work (as a host-side check of each micro-batch
@@ -319,15 +321,19 @@ static void loader(struct rank *k, int req, int data)
     printf("DATA_WAIT_US %.3f\n", (double)waited / 1000.0);
 }
 
-/* The worker: answers each request with a batch, late every third. */
+/* The worker: answers each request with a batch, late every third (by
+ * W_JOB_LOADER_LATE_MS, default 20; 0: an instant loader, check_whatif.py's
+ * truth). */
 static void loader_worker(int req, int data)
 {
     char batch[4096];
     memset(batch, 7, sizeof(batch));
+    const char *late = getenv("W_JOB_LOADER_LATE_MS");
+    long ms = late ? atol(late) : 20;
     char c;
     while (read(req, &c, 1) == 1) {
-        if (c % 3 == 2) {
-            struct timespec t = {0, 20000000L};
+        if (c % 3 == 2 && ms > 0) {
+            struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
             nanosleep(&t, NULL);
         }
         if (write(data, batch, sizeof(batch)) != (ssize_t)sizeof(batch))
@@ -539,16 +545,18 @@ static int multigpu(void)
 }
 
 /* The pipe schedule (pipe_1f1b, which keeps its own copy so its stated
- * truth never moves) with the last stage's kernels named slow_f/slow_b,
- * and on stage stall_stage a stream sync plus stall_ns of host work before
- * sending the activations of every second micro-batch. */
-static void pipe_variant(struct rank *k, const char *slow_f, const char *slow_b, int stall_stage,
-                         int64_t stall_ns)
+ * truth never moves) with stage odd_stage's kernels (-1: the last stage's)
+ * named odd_f/odd_b, and on stage stall_stage a stream sync plus stall_ns
+ * of host work before sending the activations of every second
+ * micro-batch. */
+static void pipe_variant(struct rank *k, int odd_stage, const char *odd_f, const char *odd_b,
+                         int stall_stage, int64_t stall_ns)
 {
     const int p = k->n, m = 8, st = k->r;
     const int prev = st > 0 ? st - 1 : -1, next = st < p - 1 ? st + 1 : -1;
-    const char *fwd = st == p - 1 && slow_f ? slow_f : "stage_forward__1000us";
-    const char *bwd = st == p - 1 && slow_b ? slow_b : "stage_backward__2000us";
+    const int odd = st == (odd_stage < 0 ? p - 1 : odd_stage);
+    const char *fwd = odd && odd_f ? odd_f : "stage_forward__1000us";
+    const char *bwd = odd && odd_b ? odd_b : "stage_backward__2000us";
     int warmup = p - st - 1 < m ? p - st - 1 : m;
     int steady = m - warmup;
     pthread_barrier_t *barrier = shared_barrier(p, 0);
@@ -667,9 +675,11 @@ static int rank_main(int r, int n, const char *idhex, const char *c)
     else if (!strcmp(c, "serve"))
         serve(&k);
     else if (!strcmp(c, "pipe_slow"))
-        pipe_variant(&k, "stage_forward__1500us", "stage_backward__3000us", -1, 0);
+        pipe_variant(&k, -1, "stage_forward__1500us", "stage_backward__3000us", -1, 0);
+    else if (!strcmp(c, "pipe_half"))
+        pipe_variant(&k, 1, "stage_forward__500us", "stage_backward__1000us", -1, 0);
     else if (!strcmp(c, "pipe_stall"))
-        pipe_variant(&k, NULL, NULL, 1, 2000000);
+        pipe_variant(&k, -1, NULL, NULL, 1, 2000000);
     else
         return 2;
     CHECK(cuCtxSynchronize());

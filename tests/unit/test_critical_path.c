@@ -211,6 +211,75 @@ START_TEST(instant_loader_removes_the_data_wait)
 }
 END_TEST
 
+/*
+ * Two ranks exchanging in one NCCL group, as a pipeline's
+ * send_forward_recv_backward does: in iteration k ([a, a+1000), a = 1000
+ * + 1000k) rank r runs "f" [a+20, a+20+F_r) (F_0 = 200, F_1 = 400,
+ * launched at a+10), then sends to and receives from the other rank in
+ * one group (communicator 1, sequence k; send first on both ranks): NCCL
+ * fuses the group into one kernel, so both members run over the same
+ * interval, from the rank's arrival to a+500 (rank 1 arrives last, at
+ * a+420: a transfer of 80). A sync [a+16, a+550), then 450 of host work.
+ *
+ * Chained in stream order, each rank's receive would wait for its send,
+ * whose transfer waits for the other rank's receive: a cycle. Overlapping
+ * members are one launch, so there is none, and rank=1=0.5 makes rank 1
+ * arrive at a+220 with rank 0: transfer 80 (rank 0's), wake-up 50, host
+ * 450: steps of 800.
+ */
+START_TEST(grouped_send_and_recv_are_one_launch_not_a_cycle)
+{
+    struct tb_job b;
+    tb_init(&b);
+    const int64_t f[2] = {200, 400};
+    for (int r = 0; r < 2; r++) {
+        struct ct_proc *p = tb_proc(&b, r);
+        for (int k = 0; k < 2; k++) {
+            int64_t a = 1000 + 1000 * k;
+            tb_range(p, a, a + 1000, k);
+            tb_kernel(p, "f", 1, a + 20, a + 20 + f[r], a + 10);
+            for (int op = 0; op < 2; op++)
+                tb_nccl(p, (struct tb_coll){.op = op ? CT_NCCL_OP_RECV : CT_NCCL_OP_SEND,
+                                            .comm = 1,
+                                            .seq = (uint64_t)k,
+                                            .comm_rank = r,
+                                            .peer = 1 - r,
+                                            .nranks = 2,
+                                            .bytes = 4096,
+                                            .stream = 1,
+                                            .s = a + 20 + f[r],
+                                            .e = a + 500,
+                                            .launch = a + 12 + op});
+            tb_sync(p, a + 16, a + 550);
+        }
+    }
+    struct ct_job job;
+    struct ct_report rep;
+    tb_build(&b, &job);
+    tb_analyze(&job, NULL, &rep);
+    struct ct_cp_graph *g;
+    struct ct_cp_result res;
+    ck_assert_int_eq(ct_cp_build(&rep, &g), 0);
+    ck_assert_int_eq(ct_cp_paths(g, &res), 0);
+    ck_assert_uint_eq(res.unordered, 0);
+    ck_assert(fabs(res.step_p50 - (double)TB_US(1000)) < 0.5);
+    ck_assert_int_eq(seg_dur(&res, 1, CT_CP_COMPUTE), TB_US(800));
+    ct_cp_result_free(&res);
+    char err[200];
+    struct ct_cp_scale sc;
+    ck_assert_int_eq(ct_cp_scale_parse("rank=1=0.5", &sc, err, sizeof(err)), 0);
+    ck_assert_int_eq(ct_cp_replay(g, &sc, 1), 0);
+    ck_assert_int_eq(ct_cp_paths(g, &res), 0);
+    ck_assert_uint_eq(res.unordered, 0);
+    for (size_t i = 0; i < res.nsteps; i++)
+        ck_assert_int_eq(res.steps[i].end - res.steps[i].start, TB_US(800));
+    ct_cp_result_free(&res);
+    ct_cp_free(g);
+    ct_report_free(&rep);
+    ct_job_free(&job);
+}
+END_TEST
+
 START_TEST(selectors_parse_and_bad_ones_say_why)
 {
     struct ct_cp_scale s;
@@ -243,6 +312,7 @@ Suite *critical_path_suite(void)
     tcase_add_test(tc, unscaled_replay_reproduces_every_measured_time);
     tcase_add_test(tc, scaling_the_slow_rank_moves_the_path_to_the_other);
     tcase_add_test(tc, instant_loader_removes_the_data_wait);
+    tcase_add_test(tc, grouped_send_and_recv_are_one_launch_not_a_cycle);
     tcase_add_test(tc, selectors_parse_and_bad_ones_say_why);
     suite_add_tcase(s, tc);
     return s;
