@@ -35,11 +35,18 @@
  * reaches it through the main process's data waits).
  *
  * Exactness. A point's time is max over its edges of (source + weight).
- * Durations are weighted by what was measured; of the gap edges into a
- * point, the one whose source came last (the binding edge) gets the
- * measured gap, the others min(0, the measured gap): unscaled, every point
- * lands on its measured time, and a scaled source that moves earlier lets
- * the point move only as far as its other sources allow.
+ * Durations are weighted by what was measured. Of the gap edges into a
+ * point, the one whose source came last is the binding edge, and the gap
+ * from it is the point's latency (a wake-up after a sync, a launch's
+ * latency, the time between back-to-back kernels); every gap edge into the
+ * point carries that latency, so the point follows the latest of its
+ * sources by it, whichever that is after scaling. Unscaled every point
+ * lands on its measured time (no other source is later than the binding
+ * one); a scaled source that moves earlier lets the point move only as far
+ * as its other sources allow; one that moves later than the binding source
+ * delays the point by the same latency. (Weighting the others 0 instead
+ * made a sync whose GPU work got shorter wake up at once after its other
+ * streams' work, as if the host's latency had been the waited op's.)
  */
 #include "decoder/analysis/critical_path.h"
 
@@ -609,12 +616,17 @@ static int finish(struct ct_cp_graph *g)
         for (uint32_t k = g->in_off[p]; k < g->in_off[p + 1]; k++) {
             struct cp_edge *e = &g->ed[g->in_idx[k]];
             int64_t gap = g->pt[p].t - g->pt[e->src].t;
-            e->w = e->kind == CP_MAX0 ? 0 : e->kind == CP_DUR ? gap : gap < 0 ? gap : 0;
+            e->w = e->kind == CP_MAX0 ? 0 : gap; /* gap edges: set below */
             if (e->kind == CP_GAP && g->pt[e->src].t > latest)
                 latest = g->pt[e->src].t, bind = g->in_idx[k];
         }
+        for (uint32_t k = g->in_off[p]; bind != UINT32_MAX && k < g->in_off[p + 1]; k++) {
+            struct cp_edge *e = &g->ed[g->in_idx[k]];
+            if (e->kind == CP_GAP)
+                e->w = g->pt[p].t - latest;
+        }
         if (bind != UINT32_MAX)
-            g->ed[bind].w = g->pt[p].t - latest;
+            g->ed[bind].bind = 1;
         deg[p] = g->in_off[p + 1] - g->in_off[p];
     }
     size_t head = 0;
@@ -655,7 +667,24 @@ void ct_cp_free(struct ct_cp_graph *g)
     free(g);
 }
 
+double ct_cp_mean_step(const struct ct_cp_result *r)
+{
+    if (!r->nsteps)
+        return 0;
+    int64_t lo = r->steps[0].start, hi = r->steps[0].end;
+    for (size_t i = 1; i < r->nsteps; i++) {
+        lo = r->steps[i].start < lo ? r->steps[i].start : lo;
+        hi = r->steps[i].end > hi ? r->steps[i].end : hi;
+    }
+    return (double)(hi - lo) / (double)r->nsteps;
+}
+
 int ct_cp_build(const struct ct_report *rep, struct ct_cp_graph **out)
+{
+    return ct_cp_build_within(rep, 0, out);
+}
+
+int ct_cp_build_within(const struct ct_report *rep, size_t max_bytes, struct ct_cp_graph **out)
 {
     *out = NULL;
     struct ct_cp_graph *g = calloc(1, sizeof(*g));
@@ -670,6 +699,10 @@ int ct_cp_build(const struct ct_report *rep, struct ct_cp_graph **out)
             break;
         rc = build_rank(g, &rep->rr[r], (int32_t)r);
         ct_rank_close(rk);
+        if (!rc && max_bytes &&
+            g->cappt * sizeof(*g->pt) + g->caped * sizeof(*g->ed) + g->capkeys * sizeof(*g->keys) >
+                max_bytes)
+            rc = -E2BIG;
     }
     if (!rc)
         rc = collectives(g);

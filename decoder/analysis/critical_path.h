@@ -37,7 +37,7 @@ enum ct_cp_cat {
 const char *ct_cp_cat_name(int cat);
 
 /* A --scale selector of `cutrace whatif`. */
-enum ct_cp_sel { CT_SEL_KERNEL = 0, CT_SEL_RANK, CT_SEL_OP, CT_SEL_HOST, CT_SEL_DATA };
+enum ct_cp_sel { CT_SEL_KERNEL = 0, CT_SEL_RANK, CT_SEL_OP, CT_SEL_HOST, CT_SEL_DATA, CT_SEL_CKPT };
 struct ct_cp_scale {
     int kind;         /* enum ct_cp_sel */
     const char *glob; /* CT_SEL_KERNEL: fnmatch pattern on the (demangled or raw) name */
@@ -47,7 +47,7 @@ struct ct_cp_scale {
     double factor;    /* >= 0 */
 };
 /* Parses "kernel=GLOB=F", "rank=N=F", "op=NAME[:BYTES]=F", "host=N=F",
- * "data=F" into s (glob points into spec). 0, or -EINVAL with a one-line
+ * "data=F", "ckpt=F" into s (glob points into spec). 0, or -EINVAL with a one-line
  * reason in err. */
 int ct_cp_scale_parse(const char *spec, struct ct_cp_scale *s, char *err, size_t errlen);
 
@@ -56,6 +56,9 @@ struct ct_cp_graph;
 /* Builds the graph of rep's job over every rank and iteration (opens and
  * closes each rank). Returns 0 or -ENOMEM; *out then owns the graph. */
 int ct_cp_build(const struct ct_report *rep, struct ct_cp_graph **out);
+/* The same, giving up with -E2BIG once the graph's points and edges pass
+ * max_bytes (0: no limit): for a caller to which the graph is optional. */
+int ct_cp_build_within(const struct ct_report *rep, size_t max_bytes, struct ct_cp_graph **out);
 void ct_cp_free(struct ct_cp_graph *g);
 
 /* Replays the graph with the selectors applied (n == 0: unscaled, which
@@ -94,6 +97,13 @@ struct ct_cp_result {
     double step_p50;
     size_t unordered; /* points in a dependency cycle: kept at their measured time */
 };
+
+/* The run's mean step, ns: from the earliest step start to the latest step
+ * end, over the steps (0 without steps). Not the mean of the steps' spans:
+ * where a replay lets ranks drift apart (one rank's steps shorter than
+ * another's until a collective holds it), consecutive spans overlap and
+ * their sum would count the overlap twice. */
+double ct_cp_mean_step(const struct ct_cp_result *r);
 
 /* The critical path of every step over the last replay. 0 or -ENOMEM. */
 int ct_cp_paths(const struct ct_cp_graph *g, struct ct_cp_result *out);

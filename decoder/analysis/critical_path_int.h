@@ -26,6 +26,7 @@ struct cp_edge {
     uint8_t kind, cat;
     uint8_t gpu : 1;  /* a GPU op's duration (kernel=, rank= scale it) */
     uint8_t xfer : 1; /* a collective's transfer, or a whole unmatched one (op=) */
+    uint8_t bind : 1; /* the gap edge whose source came last into its point */
     uint8_t op;       /* enum ct_nccl_op of xfer edges */
     int32_t rank;     /* index into the job's ranks */
     uint32_t stream;

@@ -30,7 +30,7 @@ int ct_cp_scale_parse(const char *spec, struct ct_cp_scale *s, char *err, size_t
     memset(s, 0, sizeof(*s));
     const char *eq = strrchr(spec, '=');
     static const char allowed[] = "allowed: kernel=GLOB=F, rank=N=F, op=NAME[:BYTES]=F, "
-                                  "host=N=F, data=F (F a factor >= 0)";
+                                  "host=N=F, data=F, ckpt=F (F a factor >= 0)";
     if (!eq || parse_factor(eq + 1, &s->factor)) {
         snprintf(err, errlen, "--scale %s: expected SELECTOR=FACTOR; %s", spec, allowed);
         return -EINVAL;
@@ -49,6 +49,10 @@ int ct_cp_scale_parse(const char *spec, struct ct_cp_scale *s, char *err, size_t
     char *end;
     if (klen == 4 && !strncmp(spec, "data", 4) && (size_t)(eq - spec) == 4) {
         s->kind = CT_SEL_DATA;
+        return 0;
+    }
+    if (klen == 4 && !strncmp(spec, "ckpt", 4) && (size_t)(eq - spec) == 4) {
+        s->kind = CT_SEL_CKPT;
         return 0;
     }
     if (has_arg && alen && klen == 6 && !strncmp(spec, "kernel", 6)) {
@@ -122,6 +126,7 @@ static double edge_factor(const struct ct_cp_graph *g, const struct cp_edge *e,
             break;
         case CT_SEL_HOST: hit = e->cat == CT_CP_HOST && e->kind == CP_GAP && rank == s->rank; break;
         case CT_SEL_DATA: hit = e->cat == CT_CP_DATA; break;
+        case CT_SEL_CKPT: hit = e->cat == CT_CP_CKPT && e->kind == CP_DUR; break;
         }
         if (hit)
             f *= s->factor;
@@ -134,7 +139,7 @@ int ct_cp_replay(struct ct_cp_graph *g, const struct ct_cp_scale *sc, size_t n)
     for (size_t i = 0; i < g->ned; i++) {
         struct cp_edge *e = &g->ed[i];
         e->wr = e->w;
-        if (n && e->w > 0 && (e->kind == CP_DUR || e->cat == CT_CP_HOST)) {
+        if (n && e->w > 0 && (e->kind == CP_DUR || (e->cat == CT_CP_HOST && e->bind))) {
             double f = edge_factor(g, e, sc, n);
             if (f != 1)
                 e->wr = (int64_t)llround((double)e->w * f);

@@ -89,6 +89,17 @@ static int check_exposed(struct ctx *c)
         ct_dg_ev(f, "exposed_transfer_us_per_iteration", saving / 1e3);
         ct_dg_ev(f, "comm_us_per_iteration", comm / (double)n / 1e3);
         ct_dg_ev(f, "share_of_step", saving / c->step);
+        /* hidden entirely: no collective's transfer left on the path */
+        unsigned seen = 0;
+        size_t used = 0;
+        for (size_t i = 0; i < rep->ncoll && used < sizeof(f->whatif) - 32; i++) {
+            int op = rep->coll[i].op;
+            if (op == CT_NCCL_OP_SEND || op == CT_NCCL_OP_RECV || op >= 32 || (seen >> op & 1))
+                continue;
+            seen |= 1u << op;
+            used += (size_t)snprintf(f->whatif + used, sizeof(f->whatif) - used, "%sop=%s=0",
+                                     used ? " " : "", ct_name_nccl_op((uint64_t)op));
+        }
         snprintf(f->summary, sizeof(f->summary),
                  "%.1f us per iteration of communication transfer is not hidden under compute "
                  "(%.1f%% of the step), even with every peer on time",
@@ -146,6 +157,8 @@ static void check_slow_collective(struct ctx *c)
         ct_dg_ev(f, "reference_busbw_gbps", ref);
         ct_dg_ev(f, "reference_bytes", (double)ref_bytes);
         ct_dg_ev(f, "per_iteration", per_it);
+        snprintf(f->whatif, sizeof(f->whatif), "op=%s:%llu=%.6g", op, (unsigned long long)a->bytes,
+                 bw / ref);
         snprintf(f->summary, sizeof(f->summary),
                  "%s of %llu bytes moves at %.2f GB/s bus bandwidth, %.0f%% of the %.2f GB/s the "
                  "same op reached at %llu bytes",
@@ -198,6 +211,8 @@ static int check_stragglers(struct ctx *c)
             ct_dg_ev(f, "compute_us_per_iteration", comp / 1e3);
             ct_dg_ev(f, "peers_compute_us_per_iteration", mcp / 1e3);
             ct_dg_ev(f, "score", x->score);
+            snprintf(f->whatif, sizeof(f->whatif), "rank=%d=%.6g", x->rank->rank,
+                     msl / x->slowness);
             snprintf(f->summary, sizeof(f->summary),
                      "rank %d runs the same kernels x%.3f slower than its peers: %.1f us more "
                      "compute per iteration, which the others wait for",
@@ -556,6 +571,9 @@ static void check_idle(struct ctx *c)
         ct_dg_ev(f, "us_per_iteration", best / 1e3);
         ct_dg_ev(f, "share_of_step", best / c->step);
         ct_dg_ev(f, "gpu_idle_us_per_iteration", idle / 1e3);
+        if (kind == CT_FK_DATA_STALL || kind == CT_FK_CKPT_STALL) /* an instant loader, writer */
+            snprintf(f->whatif, sizeof(f->whatif), "%s=0",
+                     kind == CT_FK_DATA_STALL ? "data" : "ckpt");
         const char *what = "";
         switch (kind) {
         case CT_FK_DATA_STALL:
@@ -736,6 +754,8 @@ int ct_diagnose(const struct ct_report *rep, const struct ct_trace_facts *facts,
     check_pageable(&c, facts, nfacts);
     if (!rc)
         rc = ct_dg_check_health(&c); /* diagnose_health.c */
+    if (!rc)
+        rc = ct_dg_replay_savings(&c); /* diagnose_replay.c */
     qsort(d->f, d->nf, sizeof(d->f[0]), cmp_finding);
     return rc;
 }

@@ -52,6 +52,13 @@ struct ct_finding {
     size_t nranks, capranks;
     double saving_us; /* per iteration */
     double confidence;
+    /* the fix as `cutrace whatif` selectors, space-separated ("" where a
+     * fix is no scaling of recorded work); where the job's graph was
+     * replayed with them, saving_us is the replay's and formula_saving_us
+     * what the check's own formula gave */
+    char whatif[160];
+    int from_replay;
+    double formula_saving_us;
     struct ct_evidence ev[CT_EV_MAX];
     size_t nev;
     char summary[320];
@@ -62,17 +69,32 @@ struct ct_insufficient {
     char reason[256];
 };
 
+/* A finding its check made that the replay found not worth the threshold
+ * (the fix buys less than min_saving of the step across the job). */
+struct ct_dismissed {
+    int kind;
+    double formula_saving_us, saving_us;
+    char whatif[160];
+};
+
 struct ct_diagnosis {
     struct ct_finding f[4 * CT_FK_COUNT];
     size_t nf;
+    struct ct_dismissed dis[4 * CT_FK_COUNT];
+    size_t ndis;
     struct ct_insufficient ins[CT_FK_COUNT];
     size_t nins;
     double step_us; /* median iteration over ranks */
     size_t iterations;
+    /* the replay savings rest on: whether the graph was replayed, and if
+     * not why (every saving is then its check's formula) */
+    int replayed;
+    char replay_note[200];
 };
 
 struct ct_diag_opts {
-    double min_saving; /* fraction of step time, 0.02 */
+    double min_saving;  /* fraction of step time, 0.02 */
+    size_t graph_bytes; /* the largest replay graph; 0: CT_DG_GRAPH_BYTES */
 };
 
 /* Runs every check on rep (facts: the traces' copy facts, may be NULL).

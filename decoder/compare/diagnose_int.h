@@ -32,6 +32,15 @@ void ct_dg_rank_add(struct ct_finding *f, int r);
 void ct_dg_insufficient(struct ctx *c, int kind, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* diagnose_replay.c: each finding with a whatif replayed on the job's
+ * dependency graph (decoder/analysis/critical_path.h): its saving becomes
+ * the predicted mean step's drop. 0 or -ENOMEM; a graph too large or with
+ * a dependency cycle leaves the formulas, and d->replay_note says why. */
+int ct_dg_replay_savings(struct ctx *c);
+/* The largest graph diagnose builds (bytes): about 250 bytes per GPU op,
+ * so a job of up to about 4 M GPU ops in all. */
+#define CT_DG_GRAPH_BYTES ((size_t)1 << 30)
+
 /* diagnose_health.c: throttled_gpu and host_contention, and the links from
  * straggler findings to them. 0 or -ENOMEM. */
 int ct_dg_check_health(struct ctx *c);

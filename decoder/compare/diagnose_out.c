@@ -23,6 +23,12 @@ void ct_diagnosis_json(FILE *f, const struct ct_diagnosis *d, double min_saving)
     ct_json_member(f, "step_us", d->step_us, 3);
     fprintf(f, ",\"iterations\":%zu,\"min_saving_pct\":", d->iterations);
     ct_json_num_g(f, 100 * min_saving);
+    fprintf(f, ",\"replay\":{\"used\":%s,\"note\":", d->replayed ? "true" : "false");
+    if (d->replay_note[0])
+        ct_json_str(f, d->replay_note);
+    else
+        fputs("null", f);
+    fputc('}', f);
     fprintf(f, ",\"findings\":[");
     for (size_t i = 0; i < d->nf; i++) {
         const struct ct_finding *x = &d->f[i];
@@ -36,6 +42,15 @@ void ct_diagnosis_json(FILE *f, const struct ct_diagnosis *d, double min_saving)
         ct_json_member(
             f, "saving_pct",
             d->step_us > 0 && x->kind != CT_FK_HANG ? 100 * x->saving_us / d->step_us : NAN, 3);
+        fputs(",\"saving_from\":", f);
+        ct_json_str(f, x->from_replay ? "replay" : "formula");
+        fputs(",\"formula_saving_us\":", f);
+        ct_json_num(f, x->from_replay ? x->formula_saving_us : x->saving_us, 3);
+        fputs(",\"whatif\":", f);
+        if (x->whatif[0])
+            ct_json_str(f, x->whatif);
+        else
+            fputs("null", f);
         fputc(',', f);
         ct_json_member(f, "confidence", x->confidence, 2);
         fputs(",\"evidence\":{", f);
@@ -48,6 +63,17 @@ void ct_diagnosis_json(FILE *f, const struct ct_diagnosis *d, double min_saving)
         }
         fprintf(f, "},\"summary\":");
         ct_json_str(f, x->summary);
+        fputc('}', f);
+    }
+    fprintf(f, "],\"dismissed_by_replay\":[");
+    for (size_t i = 0; i < d->ndis; i++) {
+        const struct ct_dismissed *x = &d->dis[i];
+        fprintf(f, "%s{\"kind\":\"%s\",", i ? "," : "", ct_finding_kind_name(x->kind));
+        ct_json_member(f, "formula_saving_us", x->formula_saving_us, 3);
+        fputc(',', f);
+        ct_json_member(f, "saving_us", x->saving_us, 3);
+        fputs(",\"whatif\":", f);
+        ct_json_str(f, x->whatif);
         fputc('}', f);
     }
     fprintf(f, "],\"insufficient_evidence\":[");
@@ -79,7 +105,13 @@ void ct_diagnosis_text(FILE *f, const struct ct_diagnosis *d, double min_saving)
                     i + 1, ct_finding_kind_name(x->kind), x->saving_us,
                     d->step_us > 0 ? 100 * x->saving_us / d->step_us : 0, x->confidence);
         ct_ranks_text(f, x->ranks, x->nranks);
-        fprintf(f, "\n   %s\n   evidence:", x->summary);
+        fprintf(f, "\n   %s\n", x->summary);
+        if (x->from_replay)
+            fprintf(f, "   saving from the replay of whatif %s (the check's formula: %.1f us)\n",
+                    x->whatif, x->formula_saving_us);
+        else if (x->whatif[0])
+            fprintf(f, "   saving from the check's formula (whatif %s not replayed)\n", x->whatif);
+        fprintf(f, "   evidence:");
         for (size_t k = 0; k < x->nev; k++) {
             if (x->ev[k].str[0])
                 fprintf(f, " %s=\"%s\"", x->ev[k].key, x->ev[k].str);
@@ -88,6 +120,18 @@ void ct_diagnosis_text(FILE *f, const struct ct_diagnosis *d, double min_saving)
         }
         fputc('\n', f);
     }
+    int want = 0;
+    for (size_t i = 0; i < d->nf; i++)
+        want |= d->f[i].whatif[0] != 0;
+    if (want && d->replay_note[0])
+        fprintf(f, "\nNo replay: %s.\n", d->replay_note);
+    if (d->ndis)
+        fprintf(f, "\nDismissed by the replay (the fix would save less than %.3g%%):\n",
+                100 * min_saving);
+    for (size_t i = 0; i < d->ndis; i++)
+        fprintf(f, "  %s: whatif %s saves %.1f us/iteration (its formula: %.1f)\n",
+                ct_finding_kind_name(d->dis[i].kind), d->dis[i].whatif, d->dis[i].saving_us,
+                d->dis[i].formula_saving_us);
     if (d->nins) {
         fprintf(f, "\nNot enough evidence to check:\n");
         for (size_t i = 0; i < d->nins; i++)

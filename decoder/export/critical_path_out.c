@@ -115,7 +115,7 @@ void ct_cp_text(FILE *f, const struct ct_cp_result *r, size_t top)
 
 static double mean_us(const struct ct_cp_result *r)
 {
-    return r->nsteps ? us(r->total) / (double)r->nsteps : NAN;
+    return r->nsteps ? ct_cp_mean_step(r) / 1000.0 : NAN;
 }
 
 static void specs_json(FILE *f, char **specs, size_t n)
@@ -141,9 +141,9 @@ void ct_whatif_json(FILE *f, double measured, const struct ct_cp_result *base,
     ct_json_member(f, "predicted_step_us", pred->step_p50 / 1000.0, 3);
     fputc(',', f);
     ct_json_member(f, "speedup", base->step_p50 / pred->step_p50, 4);
-    /* the mean over job steps (path over the run / steps): what a change
-     * to a minority of steps (a late batch every third step) moves, which
-     * the median does not */
+    /* the run's mean step (first start to last end, over the steps): what
+     * a change to a minority of steps (a late batch every third step)
+     * moves, which the median does not */
     fputc(',', f);
     ct_json_member(f, "measured_mean_step_us", mean_us(base), 3);
     fputc(',', f);

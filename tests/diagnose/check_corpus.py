@@ -28,6 +28,8 @@ import sys
 import tempfile
 
 BASE = ["--read-us", "0", "--gap-us", "10", "--ar-us", "150"]
+REPLAYED = {"exposed_communication", "slow_collective", "compute_straggler",
+            "data_loading_stall", "checkpoint_stall"}
 KINDS = ["exposed_communication", "slow_collective", "compute_straggler", "host_straggler",
          "stage_imbalance", "excess_bubble", "data_loading_stall", "checkpoint_stall",
          "launch_bound", "sync_drain", "pageable_memcpy", "throttled_gpu", "host_contention"]
@@ -120,6 +122,15 @@ def shape_errors(doc):
             errs.append(f"{f['kind']}: confidence/saving out of range")
         if f["saving_us"] < doc["min_saving_pct"] / 100 * doc["step_us"] - 1e-3:
             errs.append(f"{f['kind']}: saving below the threshold")
+        # the kinds whose fix is a scaling of recorded work take their
+        # saving from the replay (every corpus job's graph is complete);
+        # the others keep their formula (docs/diff.md)
+        want = "replay" if f["kind"] in REPLAYED else "formula"
+        if f["saving_from"] != want or (want == "replay") != (f["whatif"] is not None):
+            errs.append(f"{f['kind']}: saving from {f['saving_from']}, whatif {f['whatif']}, "
+                        f"expected {want}")
+    if any(f["kind"] in REPLAYED for f in doc["findings"]) and not doc["replay"]["used"]:
+        errs.append(f"no replay: {doc['replay']['note']}")
     return errs
 
 

@@ -19,6 +19,7 @@ Suite *clock_suite(void);
 Suite *options_suite(void);
 Suite *goodput_suite(void);
 Suite *critical_path_suite(void);
+Suite *diagnose_replay_suite(void);
 
 static const struct th_suite suites[] = {
     {"intervals", intervals_suite},
@@ -37,6 +38,7 @@ static const struct th_suite suites[] = {
     {"options", options_suite},
     {"goodput", goodput_suite},
     {"critical_path", critical_path_suite},
+    {"diagnose_replay", diagnose_replay_suite},
     {NULL, NULL},
 };
 

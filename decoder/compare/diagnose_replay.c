@@ -1,0 +1,117 @@
+/*
+ * `cutrace diagnose`'s savings from the what-if replay (docs/diff.md,
+ * docs/critical-path.md). A check states its fix as whatif selectors where
+ * the fix is a scaling of recorded work (a straggler's kernels at its
+ * peers' speed, an instant loader, the exposed transfer hidden); the job's
+ * graph, replayed with them, says what the fix buys across ranks, after
+ * slack absorbs what is off the critical path. The saving is the drop of
+ * the run's mean step (ct_cp_mean_step), per iteration as the formulas
+ * are: a stall in a third of the steps moves the mean, not the median.
+ * Never prints.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decoder/analysis/critical_path.h"
+#include "decoder/compare/diagnose_int.h"
+
+#define MAX_SEL 16
+
+/* Parses f->whatif's selectors into sc (they point into buf). The count,
+ * or -EINVAL: a check wrote a selector the parser refuses (a bug, which
+ * the finding's formula then covers). */
+static int selectors(const struct ct_finding *f, char *buf, size_t n, struct ct_cp_scale *sc)
+{
+    snprintf(buf, n, "%s", f->whatif);
+    int k = 0;
+    char *save = NULL, err[300];
+    for (char *t = strtok_r(buf, " ", &save); t; t = strtok_r(NULL, " ", &save)) {
+        if (k == MAX_SEL || ct_cp_scale_parse(t, &sc[k], err, sizeof(err)))
+            return -EINVAL;
+        k++;
+    }
+    return k;
+}
+
+int ct_dg_replay_savings(struct ctx *c)
+{
+    struct ct_diagnosis *d = c->d;
+    int want = 0;
+    for (size_t i = 0; i < d->nf; i++)
+        want |= d->f[i].whatif[0] != 0;
+    if (!want) {
+        snprintf(d->replay_note, sizeof(d->replay_note),
+                 "no finding's fix is a scaling of recorded work");
+        return 0;
+    }
+    struct ct_cp_graph *g = NULL;
+    struct ct_cp_result base = {0};
+    size_t limit = c->o->graph_bytes ? c->o->graph_bytes : CT_DG_GRAPH_BYTES;
+    int rc = ct_cp_build_within(c->rep, limit, &g);
+    if (rc == -E2BIG) {
+        snprintf(d->replay_note, sizeof(d->replay_note),
+                 "the job's dependency graph would pass %.0f MiB: savings from each check's "
+                 "formula",
+                 (double)limit / (1 << 20));
+        return 0;
+    }
+    if (!rc)
+        rc = ct_cp_paths(g, &base);
+    if (rc)
+        goto out;
+    if (!base.nsteps) {
+        snprintf(d->replay_note, sizeof(d->replay_note),
+                 "the job's graph has no step (no rank has iterations in it): savings from "
+                 "each check's formula");
+        goto out;
+    }
+    if (base.unordered) {
+        snprintf(d->replay_note, sizeof(d->replay_note),
+                 "%zu points of the job's graph are in a dependency cycle: savings from each "
+                 "check's formula",
+                 base.unordered);
+        goto out;
+    }
+    d->replayed = 1;
+    for (size_t i = 0; i < d->nf && !rc; i++) {
+        struct ct_finding *f = &d->f[i];
+        char buf[sizeof(f->whatif)];
+        struct ct_cp_scale sc[MAX_SEL];
+        int n = f->whatif[0] ? selectors(f, buf, sizeof(buf), sc) : -EINVAL;
+        if (n <= 0)
+            continue;
+        struct ct_cp_result pred = {0};
+        rc = ct_cp_replay(g, sc, (size_t)n);
+        if (!rc)
+            rc = ct_cp_paths(g, &pred);
+        if (!rc) {
+            double saving = ct_cp_mean_step(&base) - ct_cp_mean_step(&pred);
+            f->formula_saving_us = f->saving_us;
+            f->saving_us = (saving > 0 ? saving : 0) / 1e3;
+            f->from_replay = 1;
+        }
+        ct_cp_result_free(&pred);
+    }
+    /* what the job would not gain enough from is no finding: its check's
+     * formula counted time that slack absorbs */
+    size_t k = 0;
+    for (size_t i = 0; i < d->nf && !rc; i++) {
+        struct ct_finding *f = &d->f[i];
+        if (f->from_replay && f->saving_us * 1e3 < c->o->min_saving * c->step) {
+            struct ct_dismissed *x = &d->dis[d->ndis++];
+            *x = (struct ct_dismissed){f->kind, f->formula_saving_us, f->saving_us, ""};
+            memcpy(x->whatif, f->whatif, sizeof(x->whatif));
+            free(f->ranks);
+            continue;
+        }
+        d->f[k++] = *f;
+    }
+    if (!rc)
+        d->nf = k;
+out:
+    ct_cp_result_free(&base);
+    ct_cp_free(g);
+    return rc;
+}
