@@ -18,6 +18,7 @@
 #include <stdio.h>
 
 #include "decoder/analysis/analysis.h"
+#include "decoder/analysis/critical_path.h"
 #include "decoder/util/progress.h"
 
 /* One trace of the job and how its times map onto the export's clock. */
@@ -44,6 +45,11 @@ struct ct_export_job {
     size_t nsrc;
     int64_t origin_realtime_ns; /* time zero as CLOCK_REALTIME ns (job->t0) */
     struct ct_export_sel sel;
+    /* `export --critical-path` (Chrome only): the path's edges after an
+     * unscaled replay, or NULL; the steps of index cp_first..cp_last drawn
+     * (cp_last -1: to the end), within sel. */
+    const struct ct_cp_path *cp;
+    int64_t cp_first, cp_last;
 };
 
 /* Whether the selection holds rank r. */
