@@ -26,7 +26,7 @@
 
 #define CT_HTML_CP_COLS  200
 #define CT_HTML_CP_TOP   20
-#define CT_HTML_CP_EDGES 1000
+#define CT_HTML_CP_EDGES 400
 
 static void name_or_null(FILE *f, const char *name)
 {

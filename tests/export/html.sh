@@ -85,6 +85,52 @@ assert all(a[3] == b[2] for a, b in zip(e, e[1:])), "median path not contiguous"
 assert len({x[0] for x in e}) > 1, "median path on one rank"
 print("html critical path: ok (%d edges in the median step)" % len(e))
 PY
+# bounded: 250 steps in 200 columns (each the sum of its steps), a median
+# step of 514 edges drawn as its 400 longest, the rest counted and summed
+# (checked against the step's slices in export --critical-path)
+mkdir "$tmp/many" "$tmp/wide"
+"$build/tests/tools/ct_synth_job" -d "$tmp/many" --ranks 2 --iterations 250 --slow-rank 1
+"$build/tests/tools/ct_synth_job" -d "$tmp/wide" --ranks 2 --iterations 3 --kernels 512 \
+  --kernel-us 5 --launch-gap-us 20 --slow-rank 1
+for d in many wide; do
+  "$build/decoder/cutrace" report --html -o "$tmp/$d.html" "$tmp/$d"
+  "$build/decoder/cutrace" critical-path --json -o "$tmp/$d.cp.json" "$tmp/$d"
+done
+"$build/decoder/cutrace" export --format chrome --critical-path -o "$tmp/wide.json" "$tmp/wide"
+python3 - "$tmp/many.html" "$tmp/many.cp.json" "$tmp/wide.html" "$tmp/wide.json" <<'PY'
+import json, re, sys
+def data(p):
+    page = open(p).read()
+    return json.loads(re.search(r'<script type="application/json" id="data">\n(.*?)</script>', page, re.S).group(1))["cp"]
+cp, want = data(sys.argv[1]), json.load(open(sys.argv[2]))
+its = want["iterations"]
+assert cp["steps"] == 250 and len(cp["cols"]) == 200, (cp["steps"], len(cp["cols"]))
+assert cp["cols"][0][0] == its[0]["index"] and cp["cols"][-1][1] == its[-1]["index"]
+k = 0
+for col in cp["cols"]:
+    run = [i for i in its if col[0] <= i["index"] <= col[1]]
+    k += len(run)
+    for c, name in enumerate(cp["cats"]):
+        assert col[2 + c] == sum(round(i["categories"][name] * 1000) for i in run), (col, name)
+assert k == 250
+cp = data(sys.argv[3])
+m = cp["median"]
+sl = [e for e in json.load(open(sys.argv[4]))["traceEvents"]
+      if e.get("cat") == "critical_path" and e["args"]["step"] == m["index"]]
+assert len(m["edges"]) == 400 and m["left_out"] == len(sl) - 400 > 0, (len(m["edges"]), m["left_out"], len(sl))
+drawn = sum(e[3] - e[2] for e in m["edges"])
+assert drawn + m["left_out_ns"] == m["end"] - m["start"], (drawn, m["left_out_ns"])
+shortest = min(e[3] - e[2] for e in m["edges"])
+durs = sorted((round(e["dur"] * 1000) for e in sl), reverse=True)
+assert shortest >= durs[400], (shortest, durs[400])
+assert all(a[2] < b[2] for a, b in zip(m["edges"], m["edges"][1:])), "not in time order"
+assert len(cp["top"]) <= 20
+print("html critical path bounds: ok (%d of %d edges drawn)" % (len(m["edges"]), len(sl)))
+PY
+timeout 120 "$browser" "${flags[@]}" --dump-dom "file://$tmp/wide.html" > "$tmp/widedom.html" 2> /dev/null || true
+grep -q '<p class="note" id="cp-left">[0-9]* shorter edges of this step' "$tmp/widedom.html" ||
+  { echo "wide page: no note of the edges left out"; exit 1; }
+grep -q 'id="selfcheck" class="note">ok: ' "$tmp/widedom.html" || { echo "wide page did not render"; exit 1; }
 # not built: a spilled job, or --no-critical-path, says why and draws nothing
 CUTRACE_SPILL=1 "$build/decoder/cutrace" report --html -o "$tmp/spilled.html" "$tmp/job"
 grep -q '"cp":{"built":0,"why":"Not computed: this job was decoded spilled' "$tmp/spilled.html" ||
