@@ -12,7 +12,7 @@
  *   flow the step's slices chained in time order across ranks by flow
  *        events of the "v2" form on the slices themselves (bind_id,
  *        flow_out on all but the last, flow_in on all but the first), which
- *        Perfetto's JSON importer and chrome://tracing both read: a flow
+ *        Perfetto's JSON importer reads (flow_in and flow_out: a step): a flow
  *        bound to its own slice cannot attach to a neighbour that shares
  *        its timestamp, as a separate "s"/"f" event could.
  * The selection (--ranks, --window, --iterations) keeps the slices of the

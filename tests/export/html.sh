@@ -180,4 +180,10 @@ CUTRACE_OUTPUT="$tmp/none" CUTRACE_GPU_TIMING=off LD_LIBRARY_PATH="$build/tests/
 grep -q '"iterations":0,"step_p50":null' "$tmp/none.html" || { echo "step p50 not null"; exit 1; }
 grep -q '"cp":{"built":0,"why":"No iterations found: a critical path is per step."}' \
   "$tmp/none.html" || { echo "no reason for the missing critical path"; exit 1; }
+if "$build/decoder/cutrace" export --format chrome --critical-path -o "$tmp/none.json" \
+  "$tmp/none" 2> "$tmp/err"; then
+  echo "export --critical-path without iterations succeeded"; exit 1
+fi
+grep -q -- "--critical-path: no iterations found" "$tmp/err" || { cat "$tmp/err"; exit 1; }
+[ ! -e "$tmp/none.json" ] || { echo "partial output left behind"; exit 1; }
 echo "html e2e: ok (screenshot $out/report-html.png)"
