@@ -14,7 +14,8 @@ same job and `cutrace critical-path --json`:
 - per category the slices sum to the JSON's categories and per step to its
   length, exactly (ns);
 - a compute or memory slice lies inside a GPU slice of its rank with its
-  kernel's name, a comm slice inside a GPU slice of its rank.
+  kernel's name, a comm slice inside the GPU slices of its rank (their union:
+  one NCCL op's kernel and plugin interval come from two timers).
 With --ranks/--iterations (a selection), only those ranks and steps, and the
 totals are not compared.
 
@@ -89,14 +90,27 @@ def main():
     for e in ev:
         if e["ph"] == "X" and e["tid"] >= 0x40000000 and e.get("cat") != "critical_path":
             gpu[e["pid"]].append((ns(e["ts"]), ns(e["ts"]) + ns(e["dur"]), e["name"]))
+    # a collective's member is all the GPU intervals of its op on the rank
+    # (its kernel, the NCCL plugin's interval: two timers), so a transfer
+    # lies on their union
+    union = {}
+    for pid, v in gpu.items():
+        m = []
+        for lo_, hi_, _ in sorted(v):
+            if m and lo_ <= m[-1][1]:
+                m[-1][1] = max(m[-1][1], hi_)
+            else:
+                m.append([lo_, hi_])
+        union[pid] = m
     for e in sl:
         c = e["args"]["category"]
         if c not in ("compute", "memory", "comm"):
             continue
         s, t = ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])
-        ok = [g for g in gpu[e["pid"]] if g[0] <= s and t <= g[1]]
-        if c != "comm":
-            ok = [g for g in ok if g[2] == e["args"]["name"]]
+        if c == "comm":
+            ok = [g for g in union[e["pid"]] if g[0] <= s and t <= g[1]]
+        else:
+            ok = [g for g in gpu[e["pid"]] if g[0] <= s and t <= g[1] and g[2] == e["args"]["name"]]
         assert ok, ("no GPU slice under", e)
     if a.ranks or a.iterations:
         rk = {int(r) for r in a.ranks.split(",")} if a.ranks else None
