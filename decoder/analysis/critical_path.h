@@ -35,6 +35,9 @@ enum ct_cp_cat {
     CT_CP_NCAT
 };
 const char *ct_cp_cat_name(int cat);
+/* Whether a segment of category cat lies on a GPU stream (it then has a
+ * stream, and a name where it is an op's duration): 1 or 0. */
+int ct_cp_cat_gpu(int cat);
 
 /* A --scale selector of `cutrace whatif`. */
 enum ct_cp_sel { CT_SEL_KERNEL = 0, CT_SEL_RANK, CT_SEL_OP, CT_SEL_HOST, CT_SEL_DATA };

@@ -290,7 +290,7 @@ static int agg_step(void *ctx, int64_t index, int64_t lo, int64_t hi, int end_ra
     return 0;
 }
 
-static int is_gpu_cat(int cat)
+int ct_cp_cat_gpu(int cat)
 {
     return cat <= CT_CP_PEER_WAIT || cat == CT_CP_LAUNCH || cat == CT_CP_GPU_GAP;
 }
@@ -307,7 +307,7 @@ static int agg_edge(void *ctx, const struct cp_edge *e, int32_t rank, int64_t s,
     o->rank_time[rank] += d;
     if (ct_grow((void **)&o->segs, &a->cap, o->nsegs, sizeof(*o->segs)))
         return -ENOMEM;
-    int gpu = is_gpu_cat(cat);
+    int gpu = ct_cp_cat_gpu(cat);
     o->segs[o->nsegs++] = (struct ct_cp_seg){.rank = a->g->rep->rr[rank].rank->rank,
                                              .cat = cat,
                                              .stream = e && gpu ? e->stream : 0,
@@ -416,7 +416,7 @@ static int enm_edge(void *ctx, const struct cp_edge *e, int32_t rank, int64_t s,
     if (ct_grow((void **)&p->v, &m->cap, p->n, sizeof(*p->v)))
         return -ENOMEM;
     int cat = e ? e->cat : CT_CP_HOST;
-    int gpu = is_gpu_cat(cat);
+    int gpu = ct_cp_cat_gpu(cat);
     p->v[p->n++] = (struct ct_cp_pedge){.step = m->step,
                                         .index = m->index,
                                         .rank = m->g->rep->rr[rank].rank->rank,

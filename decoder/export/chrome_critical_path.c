@@ -111,7 +111,7 @@ static void slice(FILE *f, int *first, const struct ct_export_job *x, const stru
     else
         fputs("null", f);
     fputs(",\"stream\":", f);
-    if (nm || p->stream)
+    if (ct_cp_cat_gpu(p->cat))
         fprintf(f, "%" PRIu32, p->stream);
     else
         fputs("null", f);

@@ -37,11 +37,6 @@ static void name_or_null(FILE *f, const char *name)
         fputs("null", f);
 }
 
-static int has_stream(int cat)
-{
-    return cat <= CT_CP_PEER_WAIT || cat == CT_CP_LAUNCH || cat == CT_CP_GPU_GAP;
-}
-
 static int cmp_len(const void *a, const void *b, void *arg)
 {
     const struct ct_cp_step *st = arg;
@@ -166,7 +161,7 @@ void ct_html_cp_json(FILE *f, const struct ct_report *rep, const struct ct_html_
         const struct ct_cp_seg *s = &r->segs[i];
         fprintf(f, "%s[%d,%d,", i ? "," : "", s->rank, s->cat);
         name_or_null(f, s->name);
-        if (has_stream(s->cat))
+        if (ct_cp_cat_gpu(s->cat))
             fprintf(f, ",%" PRIu32, s->stream);
         else
             fputs(",null", f);
