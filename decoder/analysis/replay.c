@@ -1,8 +1,10 @@
 /*
  * The replay of the job's graph (decoder/analysis/critical_path.h) with
  * durations scaled by `cutrace whatif` selectors, and the walk back along
- * binding edges that gives each step's critical path. It reads the graph
- * only; critical_path.c builds it.
+ * binding edges that gives each step's critical path: one walk, which both
+ * the aggregation (ct_cp_paths) and the edge by edge enumeration that the
+ * drawings use (ct_cp_path_edges) visit. It reads the graph only;
+ * critical_path.c builds it.
  */
 #include <errno.h>
 #include <fnmatch.h>
