@@ -35,6 +35,9 @@ enum ct_cp_cat {
     CT_CP_NCAT
 };
 const char *ct_cp_cat_name(int cat);
+/* Whether a segment of category cat lies on a GPU stream (it then has a
+ * stream, and a name where it is an op's duration): 1 or 0. */
+int ct_cp_cat_gpu(int cat);
 
 /* A --scale selector of `cutrace whatif`. */
 enum ct_cp_sel { CT_SEL_KERNEL = 0, CT_SEL_RANK, CT_SEL_OP, CT_SEL_HOST, CT_SEL_DATA, CT_SEL_CKPT };
@@ -108,5 +111,30 @@ double ct_cp_mean_step(const struct ct_cp_result *r);
 /* The critical path of every step over the last replay. 0 or -ENOMEM. */
 int ct_cp_paths(const struct ct_cp_graph *g, struct ct_cp_result *out);
 void ct_cp_result_free(struct ct_cp_result *r);
+
+/* One edge of a step's path: what `export --critical-path` and the HTML
+ * report draw. */
+struct ct_cp_pedge {
+    size_t step;      /* the step's position in ct_cp_result.steps (same order) */
+    int64_t index;    /* its iteration index */
+    int rank;         /* rank number */
+    int cat;          /* enum ct_cp_cat */
+    uint32_t stream;  /* GPU categories; 0 otherwise */
+    const char *name; /* as struct ct_cp_seg (borrowed from the job) */
+    int64_t s, e;     /* replayed ns on the job clock (measured when unscaled), s < e */
+};
+
+struct ct_cp_path {
+    struct ct_cp_pedge *v; /* by step, each step's edges in time order */
+    size_t n;
+    size_t nsteps;
+};
+
+/* The edges of every step's path over the last replay, by the same walk as
+ * ct_cp_paths: a step's edges tile [start, end] of its ct_cp_step without
+ * gap or overlap, and their durations per category sum to its cat[].
+ * Returns 0 or -ENOMEM (out then empty); free with ct_cp_path_free. */
+int ct_cp_path_edges(const struct ct_cp_graph *g, struct ct_cp_path *out);
+void ct_cp_path_free(struct ct_cp_path *p);
 
 #endif

@@ -1,8 +1,10 @@
 /*
  * The replay of the job's graph (decoder/analysis/critical_path.h) with
  * durations scaled by `cutrace whatif` selectors, and the walk back along
- * binding edges that gives each step's critical path. It reads the graph
- * only; critical_path.c builds it.
+ * binding edges that gives each step's critical path: one walk, which both
+ * the aggregation (ct_cp_paths) and the edge by edge enumeration that the
+ * drawings use (ct_cp_path_edges) visit. It reads the graph only;
+ * critical_path.c builds it.
  */
 #include <errno.h>
 #include <fnmatch.h>
@@ -195,31 +197,20 @@ static int cmp_seg_dur(const void *a, const void *b)
     return cmp_seg_key(a, b);
 }
 
-static int add_seg(struct ct_cp_result *o, size_t *cap, const struct ct_cp_graph *g,
-                   const struct cp_edge *e, int32_t rank, int64_t d, struct ct_cp_step *st)
-{
-    if (d <= 0)
-        return 0;
-    int cat = e ? e->cat : CT_CP_HOST;
-    st->cat[cat] += d;
-    o->cat[cat] += d;
-    o->total += d;
-    o->rank_time[rank] += d;
-    if (ct_grow((void **)&o->segs, cap, o->nsegs, sizeof(*o->segs)))
-        return -ENOMEM;
-    int gpu = cat <= CT_CP_PEER_WAIT || cat == CT_CP_LAUNCH || cat == CT_CP_GPU_GAP;
-    o->segs[o->nsegs++] = (struct ct_cp_seg){.rank = g->rep->rr[rank].rank->rank,
-                                             .cat = cat,
-                                             .stream = e && gpu ? e->stream : 0,
-                                             .name = e && gpu ? e->name : NULL,
-                                             .dur = d,
-                                             .count = 1};
-    return 0;
-}
+/* What one walk reports each piece of a path to: the aggregation
+ * (ct_cp_paths) and the enumeration (ct_cp_path_edges) are both this walk
+ * with their own visitor, so they cannot disagree about the path. step()
+ * opens a step before its walk; edge() gets [s, t) of edge e (NULL: the
+ * host time before the first recorded event) on rank index `rank`, latest
+ * first. Both return 0 or -ENOMEM. */
+struct walker {
+    int (*step)(void *ctx, int64_t index, int64_t lo, int64_t hi, int end_rank);
+    int (*edge)(void *ctx, const struct cp_edge *e, int32_t rank, int64_t s, int64_t t);
+    void *ctx;
+};
 
 /* The walk back from point p to time lo along binding edges. */
-static int walk(const struct ct_cp_graph *g, uint32_t p, int64_t lo, struct ct_cp_result *o,
-                size_t *cap, struct ct_cp_step *st)
+static int walk(const struct ct_cp_graph *g, uint32_t p, int64_t lo, const struct walker *w)
 {
     int64_t t = g->pt[p].v;
     for (size_t n = 0; t > lo && n <= g->npt; n++) {
@@ -237,48 +228,40 @@ static int walk(const struct ct_cp_graph *g, uint32_t p, int64_t lo, struct ct_c
         int64_t nt = s < t ? s : t;
         if (nt < lo)
             nt = lo;
-        if (add_seg(o, cap, g, b, b->rank, t - nt, st))
+        if (t > nt && w->edge(w->ctx, b, b->rank, nt, t))
             return -ENOMEM;
         t = nt;
         p = b->src;
     }
-    return t > lo ? add_seg(o, cap, g, NULL, g->pt[p].rank, t - lo, st) : 0;
+    return t > lo ? w->edge(w->ctx, NULL, g->pt[p].rank, lo, t) : 0;
 }
 
-int ct_cp_paths(const struct ct_cp_graph *g, struct ct_cp_result *o)
+/* Every (rank, iteration) by iteration index, then rank: the job's steps
+ * are its runs of one index. NULL on -ENOMEM; *n the count. */
+static struct ix *step_order(const struct ct_cp_graph *g, size_t *n)
 {
     const struct ct_report *rep = g->rep;
-    memset(o, 0, sizeof(*o));
-    o->unordered = g->npt - g->norder;
-    o->nranks = rep->nr;
-    o->rank_time = calloc(rep->nr ? rep->nr : 1, sizeof(*o->rank_time));
-    o->rank_num = calloc(rep->nr ? rep->nr : 1, sizeof(*o->rank_num));
-    size_t n = 0;
+    *n = 0;
     for (size_t r = 0; r < rep->nr; r++)
-        n += rep->rr[r].niters;
-    struct ix *v = malloc((n ? n : 1) * sizeof(*v));
-    double *d = malloc((n ? n : 1) * sizeof(*d));
-    size_t cap = 0;
-    int rc = -ENOMEM;
-    if (!o->rank_time || !o->rank_num || !v || !d)
-        goto out;
+        *n += rep->rr[r].niters;
+    struct ix *v = malloc((*n ? *n : 1) * sizeof(*v));
+    if (!v)
+        return NULL;
     size_t k = 0;
-    for (size_t r = 0; r < rep->nr; r++) {
-        o->rank_num[r] = rep->rr[r].rank->rank;
-        for (size_t i = 0; i < rep->rr[r].niters; i++) {
-            v[k] = (struct ix){rep->rr[r].iters[i].index, (uint32_t)r, (uint32_t)i};
-            d[k++] = (double)(g->pt[g->itp[r][2 * i + 1]].v - g->pt[g->itp[r][2 * i]].v);
-        }
-    }
-    o->step_p50 = n ? ct_median(d, n) : NAN;
-    if (n)
-        qsort(v, n, sizeof(*v), cmp_ix);
-    size_t groups = 0;
-    for (size_t i = 0; i < n; i++)
-        groups += !i || v[i].index != v[i - 1].index;
-    o->steps = calloc(groups ? groups : 1, sizeof(*o->steps));
-    if (!o->steps)
-        goto out;
+    for (size_t r = 0; r < rep->nr; r++)
+        for (size_t i = 0; i < rep->rr[r].niters; i++)
+            v[k++] = (struct ix){rep->rr[r].iters[i].index, (uint32_t)r, (uint32_t)i};
+    if (k)
+        qsort(v, k, sizeof(*v), cmp_ix);
+    return v;
+}
+
+/* Each step's walk, from the rank that ended last back to the earliest
+ * rank start, over the last replay. */
+static int walk_steps(const struct ct_cp_graph *g, const struct ix *v, size_t n,
+                      const struct walker *w)
+{
+    const struct ct_report *rep = g->rep;
     for (size_t i = 0; i < n;) {
         size_t j = i;
         int64_t lo = INT64_MAX, hi = INT64_MIN;
@@ -291,13 +274,84 @@ int ct_cp_paths(const struct ct_cp_graph *g, struct ct_cp_result *o)
             if (g->pt[ep].v > hi)
                 hi = g->pt[ep].v, endp = ep, end_rank = rep->rr[v[j].r].rank->rank;
         }
-        struct ct_cp_step *st = &o->steps[o->nsteps++];
-        *st =
-            (struct ct_cp_step){.index = v[i].index, .start = lo, .end = hi, .end_rank = end_rank};
-        if (walk(g, endp, lo, o, &cap, st))
-            goto out;
+        if (w->step(w->ctx, v[i].index, lo, hi, end_rank) || walk(g, endp, lo, w))
+            return -ENOMEM;
         i = j;
     }
+    return 0;
+}
+
+/* The aggregation's visitor: steps and their composition, segment rows. */
+struct agg {
+    const struct ct_cp_graph *g;
+    struct ct_cp_result *o;
+    size_t cap;
+    struct ct_cp_step *st;
+};
+
+static int agg_step(void *ctx, int64_t index, int64_t lo, int64_t hi, int end_rank)
+{
+    struct agg *a = ctx;
+    a->st = &a->o->steps[a->o->nsteps++];
+    *a->st = (struct ct_cp_step){.index = index, .start = lo, .end = hi, .end_rank = end_rank};
+    return 0;
+}
+
+int ct_cp_cat_gpu(int cat)
+{
+    return cat <= CT_CP_PEER_WAIT || cat == CT_CP_LAUNCH || cat == CT_CP_GPU_GAP;
+}
+
+static int agg_edge(void *ctx, const struct cp_edge *e, int32_t rank, int64_t s, int64_t t)
+{
+    struct agg *a = ctx;
+    struct ct_cp_result *o = a->o;
+    int64_t d = t - s;
+    int cat = e ? e->cat : CT_CP_HOST;
+    a->st->cat[cat] += d;
+    o->cat[cat] += d;
+    o->total += d;
+    o->rank_time[rank] += d;
+    if (ct_grow((void **)&o->segs, &a->cap, o->nsegs, sizeof(*o->segs)))
+        return -ENOMEM;
+    int gpu = ct_cp_cat_gpu(cat);
+    o->segs[o->nsegs++] = (struct ct_cp_seg){.rank = a->g->rep->rr[rank].rank->rank,
+                                             .cat = cat,
+                                             .stream = e && gpu ? e->stream : 0,
+                                             .name = e && gpu ? e->name : NULL,
+                                             .dur = d,
+                                             .count = 1};
+    return 0;
+}
+
+int ct_cp_paths(const struct ct_cp_graph *g, struct ct_cp_result *o)
+{
+    const struct ct_report *rep = g->rep;
+    memset(o, 0, sizeof(*o));
+    o->unordered = g->npt - g->norder;
+    o->nranks = rep->nr;
+    o->rank_time = calloc(rep->nr ? rep->nr : 1, sizeof(*o->rank_time));
+    o->rank_num = calloc(rep->nr ? rep->nr : 1, sizeof(*o->rank_num));
+    size_t n = 0;
+    struct ix *v = step_order(g, &n);
+    double *d = malloc((n ? n : 1) * sizeof(*d));
+    struct agg a = {.g = g, .o = o};
+    struct walker w = {agg_step, agg_edge, &a};
+    int rc = -ENOMEM;
+    if (!o->rank_time || !o->rank_num || !v || !d)
+        goto out;
+    for (size_t r = 0; r < rep->nr; r++)
+        o->rank_num[r] = rep->rr[r].rank->rank;
+    for (size_t k = 0; k < n; k++)
+        d[k] =
+            (double)(g->pt[g->itp[v[k].r][2 * v[k].k + 1]].v - g->pt[g->itp[v[k].r][2 * v[k].k]].v);
+    o->step_p50 = n ? ct_median(d, n) : NAN;
+    size_t groups = 0;
+    for (size_t i = 0; i < n; i++)
+        groups += !i || v[i].index != v[i - 1].index;
+    o->steps = calloc(groups ? groups : 1, sizeof(*o->steps));
+    if (!o->steps || walk_steps(g, v, n, &w))
+        goto out;
     /* one row per (rank, category, stream, name), longest first */
     if (o->nsegs)
         qsort(o->segs, o->nsegs, sizeof(*o->segs), cmp_seg_key);
@@ -329,4 +383,78 @@ void ct_cp_result_free(struct ct_cp_result *r)
     free(r->rank_time);
     free(r->rank_num);
     memset(r, 0, sizeof(*r));
+}
+
+/* The enumeration's visitor: every edge, appended latest first per step
+ * and turned round when the step is done. */
+struct enm {
+    const struct ct_cp_graph *g;
+    struct ct_cp_path *p;
+    size_t cap, first; /* the current step's first edge */
+    size_t step;
+    int64_t index;
+};
+
+static void reverse_from(struct ct_cp_path *p, size_t first)
+{
+    for (size_t i = first, j = p->n; i + 1 < j; i++, j--) {
+        struct ct_cp_pedge x = p->v[i];
+        p->v[i] = p->v[j - 1];
+        p->v[j - 1] = x;
+    }
+}
+
+static int enm_step(void *ctx, int64_t index, int64_t lo, int64_t hi, int end_rank)
+{
+    struct enm *m = ctx;
+    (void)lo, (void)hi, (void)end_rank;
+    if (m->p->nsteps)
+        reverse_from(m->p, m->first);
+    m->first = m->p->n;
+    m->step = m->p->nsteps++;
+    m->index = index;
+    return 0;
+}
+
+static int enm_edge(void *ctx, const struct cp_edge *e, int32_t rank, int64_t s, int64_t t)
+{
+    struct enm *m = ctx;
+    struct ct_cp_path *p = m->p;
+    if (ct_grow((void **)&p->v, &m->cap, p->n, sizeof(*p->v)))
+        return -ENOMEM;
+    int cat = e ? e->cat : CT_CP_HOST;
+    int gpu = ct_cp_cat_gpu(cat);
+    p->v[p->n++] = (struct ct_cp_pedge){.step = m->step,
+                                        .index = m->index,
+                                        .rank = m->g->rep->rr[rank].rank->rank,
+                                        .cat = cat,
+                                        .stream = e && gpu ? e->stream : 0,
+                                        .name = e && gpu ? e->name : NULL,
+                                        .s = s,
+                                        .e = t};
+    return 0;
+}
+
+int ct_cp_path_edges(const struct ct_cp_graph *g, struct ct_cp_path *out)
+{
+    memset(out, 0, sizeof(*out));
+    size_t n = 0;
+    struct ix *v = step_order(g, &n);
+    struct enm m = {.g = g, .p = out};
+    struct walker w = {enm_step, enm_edge, &m};
+    int rc = v ? walk_steps(g, v, n, &w) : -ENOMEM;
+    free(v);
+    if (rc) {
+        ct_cp_path_free(out);
+        return rc;
+    }
+    if (out->nsteps)
+        reverse_from(out, m.first);
+    return 0;
+}
+
+void ct_cp_path_free(struct ct_cp_path *p)
+{
+    free(p->v);
+    memset(p, 0, sizeof(*p));
 }

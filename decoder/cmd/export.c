@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "decoder/analysis/critical_path.h"
 #include "decoder/cmd/cli.h"
 #include "decoder/read/summary.h"
 #include "decoder/export/export.h"
@@ -121,11 +122,36 @@ static int select_job(struct ct_export_job *x, int iters, int64_t first, int64_t
     return 0;
 }
 
+/* --critical-path: the job's graph (the whole job in memory, as `cutrace
+ * critical-path`), whose build leaves the unscaled replay, measured times,
+ * and its steps' path edges; the graph is freed, the edges borrow names
+ * from the job. 0, or a negative errno with err set. */
+static int critical_path(struct ct_export_job *x, struct ct_cp_path *path, char *err, size_t errlen)
+{
+    struct ct_cp_graph *g = NULL;
+    int rc = ct_cp_build(&x->rep, &g);
+    if (!rc)
+        rc = ct_cp_path_edges(g, path);
+    ct_cp_free(g);
+    if (rc) {
+        snprintf(err, errlen, "out of memory");
+        return rc;
+    }
+    if (!path->nsteps) {
+        snprintf(err, errlen,
+                 "--critical-path: no iterations found (no ProfilerStep ranges or marks, no "
+                 "repeating work): a critical path is per step");
+        return -EINVAL;
+    }
+    return 0;
+}
+
 static void usage(FILE *f)
 {
     fprintf(f,
             "usage: cutrace export --format chrome|sqlite -o FILE [--step NAME] [--ranks LIST]\n"
-            "                      [--iterations A-B | --window START-END] TRACE|DIR...\n"
+            "                      [--iterations A-B | --window START-END] [--critical-path]\n"
+            "                      TRACE|DIR...\n"
             "  --format chrome  Chrome trace-event JSON (ui.perfetto.dev, chrome://tracing)\n"
             "  --format sqlite  SQLite database shaped like Nsight Systems' export\n"
             "  -o FILE          the file to write (replaced if it exists)\n"
@@ -133,6 +159,8 @@ static void usage(FILE *f)
             "  --ranks LIST     only these ranks, e.g. 0-3,100\n"
             "  --iterations A-B only what overlaps iterations A..B (of the selected ranks)\n"
             "  --window S-E     only what overlaps S..E us on the job clock (report's start_us)\n"
+            "  --critical-path  chrome: also each step's critical path, a slice per edge on a\n"
+            "                   \"critical path\" track per rank, chained by flow arrows\n"
             "Formats and schema: docs/export.md.\n");
 }
 
@@ -144,12 +172,13 @@ int ct_cmd_export(int argc, char **argv)
                                          {"ranks", required_argument, NULL, 'r'},
                                          {"iterations", required_argument, NULL, 'i'},
                                          {"window", required_argument, NULL, 'w'},
+                                         {"critical-path", no_argument, NULL, 'c'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     const char *format = NULL, *out = NULL, *step = NULL, *ranks = NULL;
     int64_t it_first = 0, it_last = -1;
     double w0 = 0, w1 = 0;
-    int have_iters = 0, have_window = 0;
+    int have_iters = 0, have_window = 0, cpath = 0;
     int c;
     optind = 1;
     opterr = 0;
@@ -186,12 +215,13 @@ int ct_cmd_export(int argc, char **argv)
             }
             have_window = 1;
             break;
+        case 'c': cpath = 1; break;
         case 'h': usage(stdout); return 0;
         default:
             fprintf(stderr,
                     "cutrace export: unknown or incomplete option '%s'; allowed: "
                     "--format chrome|sqlite, -o FILE, --step NAME, --ranks LIST, "
-                    "--iterations A-B, --window START-END\n",
+                    "--iterations A-B, --window START-END, --critical-path\n",
                     argv[optind - 1]);
             return CT_EXIT_USAGE;
         }
@@ -227,6 +257,12 @@ int ct_cmd_export(int argc, char **argv)
         sqlite = 1;
     } else if (strcmp(format, "chrome") != 0) {
         fprintf(stderr, "cutrace export: --format '%s': allowed: chrome, sqlite\n", format);
+        return CT_EXIT_USAGE;
+    }
+    if (cpath && sqlite) {
+        fprintf(stderr, "cutrace export: --critical-path draws into the Chrome JSON timeline: "
+                        "use it with --format chrome (cutrace critical-path --json gives the "
+                        "figures)\n");
         return CT_EXIT_USAGE;
     }
     if (!out || !*out) {
@@ -285,6 +321,20 @@ int ct_cmd_export(int argc, char **argv)
         unlink(out);
         return CT_EXIT_BAD_INPUT;
     }
+    struct ct_cp_path path = {0};
+    if (cpath) {
+        rc = critical_path(&x, &path, err, sizeof(err));
+        if (rc) {
+            ct_progress_end(&pr);
+            fprintf(stderr, "cutrace export: %s\n", err);
+            free_job(&x);
+            unlink(out);
+            return CT_EXIT_BAD_INPUT;
+        }
+        x.cp = &path;
+        x.cp_first = have_iters ? it_first : 0;
+        x.cp_last = have_iters ? it_last : -1;
+    }
     if (sqlite) {
         rc = ct_export_sqlite(out, &x, &pr, err, sizeof(err));
     } else {
@@ -304,6 +354,7 @@ int ct_cmd_export(int argc, char **argv)
         }
     }
     ct_progress_end(&pr);
+    ct_cp_path_free(&path);
     free_job(&x);
     if (rc) {
         fprintf(stderr, "cutrace export: %s\n", err);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "decoder/analysis/analysis.h"
+#include "decoder/analysis/critical_path.h"
 #include "decoder/cmd/cli.h"
 #include "decoder/export/export.h" /* export: ct_report_html */
 #include "decoder/read/inputs.h"
@@ -35,6 +36,8 @@ static void usage(FILE *f)
                "                (rank, iteration); large at thousands of ranks)\n"
                "  -o FILE       write the report to FILE instead of stdout\n"
                "  --html        a self-contained HTML page (needs -o FILE; docs/export.md)\n"
+               "  --no-critical-path  with --html: leave out the critical path (its graph\n"
+               "                holds the whole job in memory; docs/critical-path.md)\n"
                "  --step NAME   NVTX range or mark naming iterations (default ProfilerStep)\n"
                "  --steps A-B   keep iterations with index A..B (either side may be empty)\n"
                "  --skip N      drop the first N iterations of every rank\n"
@@ -42,6 +45,38 @@ static void usage(FILE *f)
                "                numbers (the default; docs/kineto.md)\n"
                "  --no-hta      Kineto input: exact ns times, every step, cutrace's rules\n"
                "  --rows FILE   also write per-rank/iteration JSON-lines rows (docs/diff.md)\n");
+}
+
+/* The HTML page's critical path (export: decoder/export/html_critical_path.c):
+ * built unless the option leaves it out or the job was spilled, whose
+ * point is to hold one rank's ops at a time while the graph holds every
+ * op of the job (about 250 bytes each); the reason otherwise. */
+static void html_critical_path(const struct ct_job *job, const struct ct_report *rep, int no_cp,
+                               struct ct_cp_result *res, struct ct_cp_path *path,
+                               struct ct_html_cp *cp)
+{
+    int spilled = 0;
+    for (size_t r = 0; r < job->nranks; r++)
+        spilled |= job->ranks[r].spilled;
+    struct ct_cp_graph *g = NULL;
+    if (no_cp) {
+        cp->why = "Not computed: the page was written with --no-critical-path.";
+    } else if (spilled) {
+        cp->why = "Not computed: this job was decoded spilled (64 traces or more, or "
+                  "CUTRACE_SPILL=1), one rank in memory at a time, and the critical path's "
+                  "graph holds every GPU op of the job at once (about 250 bytes each). "
+                  "cutrace critical-path computes it on a machine with the memory.";
+    } else if (!rep->iterations) {
+        cp->why = "No iterations found: a critical path is per step.";
+    } else if (ct_cp_build(rep, &g) || ct_cp_paths(g, res) || ct_cp_path_edges(g, path)) {
+        ct_cp_result_free(res);
+        ct_cp_path_free(path);
+        cp->why = "Not computed: out of memory building the critical path's graph.";
+    } else {
+        cp->res = res;
+        cp->path = path;
+    }
+    ct_cp_free(g);
 }
 
 int ct_cmd_report(int argc, char **argv)
@@ -54,9 +89,10 @@ int ct_cmd_report(int argc, char **argv)
                                          {"no-hta", no_argument, NULL, 'N'},
                                          {"html", no_argument, NULL, 'T'}, /* export: HTML */
                                          {"rank-iterations", no_argument, NULL, 'I'},
+                                         {"no-critical-path", no_argument, NULL, 'P'},
                                          {NULL, 0, NULL, 0}};
     int html = 0, c, hta = 1; /* kineto: HTA-compatible mode for Kineto input */
-    int rank_iters = 0;
+    int rank_iters = 0, no_cp = 0;
     const char *step = NULL;
     struct ct_shared_opts so = {0};
     struct ct_iter_opts io = {0, 0, -1, 0};
@@ -91,11 +127,12 @@ int ct_cmd_report(int argc, char **argv)
         case 'N': hta = 0; break;
         case 'T': html = 1; break;
         case 'I': rank_iters = 1; break;
+        case 'P': no_cp = 1; break;
         default:
             fprintf(stderr,
                     "cutrace report: unknown or incomplete option '%s'; allowed: "
                     "--json, --html, -o FILE, --step NAME, --steps A-B, --skip N, --hta, "
-                    "--no-hta, --rows FILE, --rank-iterations\n",
+                    "--no-hta, --rows FILE, --rank-iterations, --no-critical-path\n",
                     argv[optind - 1]);
             return CT_EXIT_USAGE;
         }
@@ -111,6 +148,11 @@ int ct_cmd_report(int argc, char **argv)
     if (html && (json || !out)) { /* export: the HTML page goes to a file */
         fprintf(stderr, "cutrace report: --html writes a file: use --html -o FILE (without "
                         "--json)\n");
+        return CT_EXIT_USAGE;
+    }
+    if (no_cp && !html) {
+        fprintf(stderr, "cutrace report: --no-critical-path is an option of the HTML page: use "
+                        "it with --html -o FILE\n");
         return CT_EXIT_USAGE;
     }
     if (optind >= argc) {
@@ -154,9 +196,15 @@ int ct_cmd_report(int argc, char **argv)
     char *obuf = out ? malloc(1 << 20) : NULL;
     if (obuf)
         setvbuf(f, obuf, _IOFBF, 1 << 20);
-    if (html)
-        ct_report_html(f, &rep); /* export: decoder/export/html.c */
-    else if (json)
+    if (html) { /* export: decoder/export/html.c */
+        struct ct_cp_result cres = {0};
+        struct ct_cp_path cpath = {0};
+        struct ct_html_cp cp = {0};
+        html_critical_path(&job, &rep, no_cp, &cres, &cpath, &cp);
+        ct_report_html(f, &rep, &cp);
+        ct_cp_path_free(&cpath);
+        ct_cp_result_free(&cres);
+    } else if (json)
         ct_report_json(f, &rep, rank_iters);
     else
         ct_report_text(f, &rep);

@@ -19,6 +19,8 @@
  *        "GPU d SM clock" {"MHz"}, power {"W"}, "GPU d throttled"
  *        {"slowing", one 0/1 series per reason bit seen}, ...; per host
  *        "host CPU use" {"%"}, "host CPU pressure", "host major faults".
+ * With `export --critical-path`, each step's critical path follows on
+ * tracks of its own (decoder/export/chrome_critical_path.c).
  * Times are µs with three decimals (exact ns) since the job's time zero
  * (decoder/export/export.h); "displayTimeUnit":"ns". Per track, X events come in
  * start order (records are sorted by start; the GPU intervals that only an
@@ -50,7 +52,7 @@ static uint64_t flow_id(const struct cw *w, uint64_t corr)
     return w->flow_base | (corr & (((uint64_t)1 << 40) - 1));
 }
 
-static void put_ts(FILE *f, int64_t ns)
+void ct_chrome_ts(FILE *f, int64_t ns)
 {
     if (ns < 0) {
         fputc('-', f);
@@ -65,7 +67,7 @@ void ct_chrome_ev(struct cw *w, const char *ph, uint32_t tid, int64_t ts_trace, 
     FILE *f = w->f;
     sep(w);
     fprintf(f, "{\"ph\":\"%s\",\"pid\":%d,\"tid\":%" PRIu32 ",\"ts\":", ph, w->src->rank, tid);
-    put_ts(f, ts_trace + w->shift);
+    ct_chrome_ts(f, ts_trace + w->shift);
     fputs(",\"name\":", f);
     ct_json_str(f, name);
 }
@@ -73,7 +75,7 @@ void ct_chrome_ev(struct cw *w, const char *ph, uint32_t tid, int64_t ts_trace, 
 static void dur(struct cw *w, uint64_t s, uint64_t e)
 {
     fputs(",\"dur\":", w->f);
-    put_ts(w->f, e > s ? (int64_t)(e - s) : 0);
+    ct_chrome_ts(w->f, e > s ? (int64_t)(e - s) : 0);
 }
 
 static void cat(struct cw *w, const char *c)
@@ -729,6 +731,8 @@ int ct_export_chrome(FILE *f, struct ct_export_job *x, struct ct_progress *pr, c
             rc = -EIO;
         }
     }
+    if (!rc && x->cp && (rc = ct_chrome_critical_path(f, x, &first)))
+        snprintf(err, errlen, rc == -ENOMEM ? "out of memory" : "error writing output");
     fputs("\n]}\n", f);
     return rc;
 }

@@ -70,6 +70,13 @@ static inline int ct_chrome_in(const struct cw *w, int64_t s, int64_t e)
 /* Starts an event: {"ph":..,"pid":..,"tid":..,"ts":..,"name":.. */
 void ct_chrome_ev(struct cw *w, const char *ph, uint32_t tid, int64_t ts_trace, const char *name);
 
+/* ns since time zero as the file's µs with three decimals (exact ns). */
+void ct_chrome_ts(FILE *f, int64_t ns);
+
+/* chrome_critical_path.c: x->cp's slices and flows, after every trace's
+ * events (first: no event written yet). 0, -ENOMEM or -EIO. */
+int ct_chrome_critical_path(FILE *f, const struct ct_export_job *x, int *first);
+
 /* chrome_counters.c: the trace's counter tracks, written after its
  * other events: NCCL bandwidth and queue depths from w->cd, then the
  * health counters. */

@@ -69,7 +69,7 @@ void ct_cp_json(FILE *f, const struct ct_cp_result *r, int64_t t0)
         else
             fputs("null", f);
         fputs(",\"stream\":", f);
-        if (s->cat <= CT_CP_PEER_WAIT || s->cat == CT_CP_LAUNCH || s->cat == CT_CP_GPU_GAP)
+        if (ct_cp_cat_gpu(s->cat))
             fprintf(f, "%u", s->stream);
         else
             fputs("null", f);
@@ -101,7 +101,7 @@ void ct_cp_text(FILE *f, const struct ct_cp_result *r, size_t top)
     for (size_t i = 0; i < r->nsegs && (!top || i < top); i++) {
         const struct ct_cp_seg *s = &r->segs[i];
         const char *nm = seg_name(s, buf, sizeof(buf));
-        int gpu = s->cat <= CT_CP_PEER_WAIT || s->cat == CT_CP_LAUNCH || s->cat == CT_CP_GPU_GAP;
+        int gpu = ct_cp_cat_gpu(s->cat);
         char st[16] = "-";
         if (gpu)
             snprintf(st, sizeof(st), "%u", s->stream);

@@ -18,6 +18,7 @@
 #include <stdio.h>
 
 #include "decoder/analysis/analysis.h"
+#include "decoder/analysis/critical_path.h"
 #include "decoder/util/progress.h"
 
 /* One trace of the job and how its times map onto the export's clock. */
@@ -44,6 +45,11 @@ struct ct_export_job {
     size_t nsrc;
     int64_t origin_realtime_ns; /* time zero as CLOCK_REALTIME ns (job->t0) */
     struct ct_export_sel sel;
+    /* `export --critical-path` (Chrome only): the path's edges after an
+     * unscaled replay, or NULL; the steps of index cp_first..cp_last drawn
+     * (cp_last -1: to the end), within sel. */
+    const struct ct_cp_path *cp;
+    int64_t cp_first, cp_last;
 };
 
 /* Whether the selection holds rank r. */
@@ -101,9 +107,19 @@ int ct_export_chrome(FILE *f, struct ct_export_job *x, struct ct_progress *pr, c
 int ct_export_sqlite(const char *out, struct ct_export_job *x, struct ct_progress *pr, char *err,
                      size_t errlen);
 
+/* The HTML report's critical-path section: the unscaled path of rep's job
+ * (res, and path from ct_cp_path_edges), or, res NULL, why the graph was
+ * not built (one sentence, shown as is). */
+struct ct_html_cp {
+    const struct ct_cp_result *res;
+    const struct ct_cp_path *path;
+    const char *why;
+};
+
 /* The self-contained HTML report (decoder/export/html.c): summary,
- * per-rank timelines, charts and tables of a finished report. Returns 0 or
- * -ENOMEM (the page is then incomplete); write errors show on f. */
-int ct_report_html(FILE *f, const struct ct_report *rep);
+ * per-rank timelines, charts and tables of a finished report, and cp's
+ * section (NULL: not built, without a reason). Returns 0 or -EIO (write
+ * errors on f). */
+int ct_report_html(FILE *f, const struct ct_report *rep, const struct ct_html_cp *cp);
 
 #endif

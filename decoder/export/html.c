@@ -4,7 +4,8 @@
  * zoomable timeline per rank (GPU streams and host waits as rows, coloured
  * by class), the breakdown, overlap and attribution charts, per-iteration
  * charts, health counter charts (SM clock and power over time, throttled
- * share per rank), and the collective and kernel tables.
+ * share per rank), the critical path (decoder/export/html_critical_path.c)
+ * and the collective and kernel tables.
  *
  * The C side writes the figures as one JSON object inside
  * <script type="application/json"> (strings escaped so that no "<" can
@@ -36,6 +37,7 @@
 
 #include "decoder/util/demangle.h"
 #include "decoder/export/export.h"
+#include "decoder/export/html_int.h"
 #include "decoder/analysis/health.h"
 #include "decoder/util/names.h"
 #include "decoder/util/stats.h"
@@ -49,7 +51,7 @@
 
 /* A JSON string that is also safe inside <script>: <, >, & as \u escapes;
  * bytes outside ASCII become '?' (names are ASCII in practice). */
-static void hstr(FILE *f, const char *s)
+void ct_html_str(FILE *f, const char *s)
 {
     fputc('"', f);
     for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
@@ -129,7 +131,7 @@ static void rank_json(FILE *f, const struct ct_report *rep, const struct ct_rank
     struct ct_rank *R = x->rank;
     const int64_t t0 = rep->job->t0;
     fprintf(f, "{\"rank\":%d,\"host\":", R->rank);
-    hstr(f, R->host);
+    ct_html_str(f, R->host);
     fprintf(f,
             ",\"window\":%" PRId64 ",\"compute\":%" PRId64 ",\"comm\":%" PRId64
             ",\"memory\":%" PRId64 ",\"idle\":%" PRId64 ",\"exposed\":%" PRId64
@@ -172,7 +174,7 @@ static void rank_json(FILE *f, const struct ct_report *rep, const struct ct_rank
     for (size_t i = 0; i < R->nnames; i++) {
         char buf[512];
         fputs(i ? "," : "", f);
-        hstr(f, ct_demangle(R->names[i] ? R->names[i] : "", buf, sizeof(buf)));
+        ct_html_str(f, ct_demangle(R->names[i] ? R->names[i] : "", buf, sizeof(buf)));
     }
     fputs("],\"ops\":[", f);
     int opened = !ct_rank_open(R);
@@ -236,7 +238,7 @@ static void findings_json(FILE *f, const struct ct_report *rep)
     do {                                                                                           \
         snprintf(buf, sizeof(buf), __VA_ARGS__);                                                   \
         fputs(n++ ? "," : "", f);                                                                  \
-        hstr(f, buf);                                                                              \
+        ct_html_str(f, buf);                                                                       \
     } while (0)
     if (rep->nr > CT_HTML_DETAIL_RANKS) {
         /* one line per kind: how many ranks, which, the median and the worst */
@@ -395,7 +397,7 @@ static void heat_json(FILE *f, const struct ct_report *rep)
     free(cnt);
 }
 
-static void data_json(FILE *f, const struct ct_report *rep)
+static void data_json(FILE *f, const struct ct_report *rep, const struct ct_html_cp *cp)
 {
     /* no iteration on any rank: no step time (null, as in the JSON report) */
     fprintf(f, "{\"nranks\":%zu,\"iterations\":%zu,\"step_p50\":", rep->nr, rep->iterations);
@@ -432,7 +434,7 @@ static void data_json(FILE *f, const struct ct_report *rep)
             break;
         done[best] = 1;
         fprintf(f, "%s[", k ? "," : "");
-        hstr(f, rep->kern[best].name);
+        ct_html_str(f, rep->kern[best].name);
         fprintf(f, ",%" PRIu64 ",%" PRId64 ",%.1f]", rep->kern[best].count, rep->kern[best].total,
                 fin(rep->kern[best].p50));
     }
@@ -446,7 +448,9 @@ static void data_json(FILE *f, const struct ct_report *rep)
         rank_json(f, rep, &rep->rr[r], !detail || detail[r]);
     }
     free(detail);
-    fputs("]}", f);
+    fputs("],", f);
+    ct_html_cp_json(f, rep, cp);
+    fputs("}", f);
 }
 
 /* The page (decoder/export/html_page.html, one string per line); the line
@@ -455,11 +459,11 @@ static const char *const page[] = {
 #include "decoder/html_page.inc" /* generated from export/html_page.html */
 };
 
-int ct_report_html(FILE *f, const struct ct_report *rep)
+int ct_report_html(FILE *f, const struct ct_report *rep, const struct ct_html_cp *cp)
 {
     for (size_t i = 0; i < sizeof(page) / sizeof(page[0]); i++) {
         if (!strcmp(page[i], "@DATA@\n"))
-            data_json(f, rep);
+            data_json(f, rep, cp);
         else
             fputs(page[i], f);
     }

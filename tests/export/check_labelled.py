@@ -2,7 +2,8 @@
 """Exports a labelled job (tests/labelled/w_job.c, case `pipe`: 4 pipeline
 stages, Send/Recv between them) recorded under `cutrace run` on the
 simulated device, and checks both exports against the decoder's own
-figures with check_chrome.py and check_sqlite.py. With CT_FAKEGPU_NVML_DIR,
+figures with check_chrome.py and check_sqlite.py, and its --critical-path
+export against `critical-path --json` (check_critical_path.py). With CT_FAKEGPU_NVML_DIR,
 also the case `throttle` (rank 1's device power-capped from 0.36 s under
 the fake NVML, counters every 10 ms): the Chrome file has every rank's
 health counter tracks and rank 1's SM clock drops.
@@ -43,6 +44,14 @@ try:
                     os.path.join(d, "job.json"), "--ranks", "4", "--dump"] + dumps, check=True)
     subprocess.run([sys.executable, os.path.join(here, "check_sqlite.py"),
                     os.path.join(d, "job.sqlite"), rep] + dumps, check=True)
+    # the critical path on real shim traces: pipeline send/recv across ranks,
+    # CUPTI kernels and NCCL intervals as the slices it lies on
+    cp = os.path.join(d, "cp.json")
+    subprocess.run([cutrace, "critical-path", "--json", "-o", cp, traces], check=True)
+    subprocess.run([cutrace, "export", "--format", "chrome", "--critical-path", "-o",
+                    os.path.join(d, "path.json"), traces], check=True)
+    subprocess.run([sys.executable, os.path.join(here, "check_critical_path.py"),
+                    os.path.join(d, "job.json"), os.path.join(d, "path.json"), cp], check=True)
     print("export labelled pipe: ok")
     nvml = os.environ.get("CT_FAKEGPU_NVML_DIR")
     if nvml:

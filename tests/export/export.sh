@@ -87,6 +87,20 @@ assert ranks == {1, 3}, ranks
 print(f"export slice: ok ({len(kept(full, lo, hi))} slices of ranks 1,3 in iterations 3-5)")
 PY
 
+# --critical-path: each step's path as slices and flows on "critical path"
+# tracks, checked against the plain export (its byte prefix) and against
+# `cutrace critical-path --json` (per-category totals, steps); the slow
+# rank 2 makes the path cross ranks. And a selection of it.
+"$cutrace" critical-path --json -o "$tmp/job.cp.json" "$tmp/job"
+"$cutrace" export --format chrome --critical-path -o "$tmp/job.path.json" "$tmp/job"
+python3 "$src/tests/export/check_critical_path.py" "$tmp/job.json" "$tmp/job.path.json" \
+  "$tmp/job.cp.json"
+"$cutrace" export --format chrome --ranks 2,3 --iterations 3-5 -o "$tmp/sel.json" "$tmp/job"
+"$cutrace" export --format chrome --critical-path --ranks 2,3 --iterations 3-5 \
+  -o "$tmp/sel.path.json" "$tmp/job"
+python3 "$src/tests/export/check_critical_path.py" "$tmp/sel.json" "$tmp/sel.path.json" \
+  "$tmp/job.cp.json" --ranks 2,3 --iterations 3-5
+
 # bad options name the option and the allowed values
 expect_fail() { # pattern, args...
   local pat=$1
@@ -108,6 +122,10 @@ expect_fail "--iterations and --window both select a time span" export --format 
   --iterations 1-2 --window 0-10 -o "$tmp/x" "$tmp/job"
 expect_fail "--iterations: no iteration in that range" export --format chrome \
   --iterations 50-60 -o "$tmp/x" "$tmp/job"
+expect_fail "--critical-path draws into the Chrome JSON timeline: use it with --format chrome" \
+  export --format sqlite --critical-path -o "$tmp/x" "$tmp/job"
+expect_fail "allowed: --format chrome|sqlite, -o FILE, --step NAME, --ranks LIST, --iterations A-B, --window START-END, --critical-path" \
+  export --critical-pat=x "$tmp/job"
 expect_fail "--html writes a file" report --html "$tmp/job"
 expect_fail "allowed: --json, --html" report --bogus "$tmp/job"
 # an unwritable output: one clear error, before reading anything

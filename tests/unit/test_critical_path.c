@@ -100,6 +100,66 @@ START_TEST(path_length_is_the_step_and_composition_is_exact)
 }
 END_TEST
 
+/* The path's edges of each step in time order (what export --critical-path
+ * draws): the walk of the comment above, forwards. Runs of one (rank,
+ * category) are merged here: the host time before rank 1's launch may be
+ * several host edges. */
+START_TEST(path_edges_run_in_time_order_across_ranks)
+{
+    struct ct_job job;
+    struct ct_report rep;
+    two_ranks(&job, &rep);
+    struct ct_cp_graph *g;
+    struct ct_cp_result res;
+    struct ct_cp_path path;
+    ck_assert_int_eq(ct_cp_build(&rep, &g), 0);
+    ck_assert_int_eq(ct_cp_paths(g, &res), 0);
+    ck_assert_int_eq(ct_cp_path_edges(g, &path), 0);
+    ck_assert_uint_eq(path.nsteps, 2);
+    static const struct {
+        int rank, cat;
+        int64_t s, e; /* µs after the step's start a */
+    } want[] = {{1, CT_CP_HOST, 0, 10},    {1, CT_CP_LAUNCH, 10, 20}, {1, CT_CP_COMPUTE, 20, 620},
+                {0, CT_CP_COMM, 620, 700}, {0, CT_CP_SYNC, 700, 750}, {0, CT_CP_HOST, 750, 1000}};
+    const size_t nw = sizeof(want) / sizeof(want[0]);
+    size_t i = 0;
+    int64_t cat[2][CT_CP_NCAT] = {{0}};
+    for (size_t k = 0; k < 2; k++) {
+        int64_t a = TB_US(1000 + 1000 * (int64_t)k);
+        ck_assert_int_eq(path.v[i].s, a); /* the step's start */
+        for (size_t w = 0; w < nw; w++) {
+            ck_assert_uint_lt(i, path.n);
+            ck_assert_uint_eq(path.v[i].step, k);
+            ck_assert_int_eq(path.v[i].index, (int64_t)k);
+            ck_assert_int_eq(path.v[i].rank, want[w].rank);
+            ck_assert_int_eq(path.v[i].cat, want[w].cat);
+            ck_assert_int_eq(path.v[i].s, a + TB_US(want[w].s));
+            int64_t e = path.v[i].e;
+            cat[k][path.v[i].cat] += path.v[i].e - path.v[i].s;
+            /* the run of this (rank, category): edges meet end to start */
+            while (++i < path.n && path.v[i].step == k && path.v[i].rank == want[w].rank &&
+                   path.v[i].cat == want[w].cat) {
+                ck_assert_int_eq(path.v[i].s, e);
+                e = path.v[i].e;
+                cat[k][path.v[i].cat] += path.v[i].e - path.v[i].s;
+            }
+            ck_assert_int_eq(e, a + TB_US(want[w].e));
+        }
+        for (int c = 0; c < CT_CP_NCAT; c++)
+            ck_assert_int_eq(cat[k][c], res.steps[k].cat[c]);
+    }
+    ck_assert_uint_eq(i, path.n);
+    for (size_t k = 0; k < path.n; k++)
+        if (path.v[k].cat == CT_CP_COMPUTE)
+            ck_assert_str_eq(path.v[k].name, "gemm");
+    ct_cp_path_free(&path);
+    ct_cp_result_free(&res);
+    ct_cp_free(g);
+    ct_report_free(&rep);
+    ct_job_free(&job);
+}
+END_TEST
+
 START_TEST(unscaled_replay_reproduces_every_measured_time)
 {
     struct ct_job job;
@@ -309,6 +369,7 @@ Suite *critical_path_suite(void)
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, path_length_is_the_step_and_composition_is_exact);
+    tcase_add_test(tc, path_edges_run_in_time_order_across_ranks);
     tcase_add_test(tc, unscaled_replay_reproduces_every_measured_time);
     tcase_add_test(tc, scaling_the_slow_rank_moves_the_path_to_the_other);
     tcase_add_test(tc, instant_loader_removes_the_data_wait);
