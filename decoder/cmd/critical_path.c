@@ -32,7 +32,8 @@ static void usage(FILE *f, const char *cmd)
             "               rank=N       all GPU work of rank N but collectives' transfers\n"
             "               op=NAME[:BYTES]  a collective's transfer (op=AllReduce=0.5)\n"
             "               host=N       rank N's host time between host events\n"
-            "               data         data-loader waits\n",
+            "               data         data-loader waits\n"
+            "               ckpt         checkpoint I/O\n",
             cmd, w ? " --scale SELECTOR=FACTOR..." : " [--scale SELECTOR=FACTOR...]",
             w ? " (at least one; several combine)" : "");
 }

@@ -360,6 +360,8 @@ START_TEST(selectors_parse_and_bad_ones_say_why)
     ck_assert_ptr_nonnull(strstr(err, "AllReduce"));
     ck_assert_int_eq(ct_cp_scale_parse("data=-1", &s, err, sizeof(err)), -EINVAL);
     ck_assert_int_eq(ct_cp_scale_parse("data", &s, err, sizeof(err)), -EINVAL);
+    ck_assert_int_eq(ct_cp_scale_parse("ckpt=0", &s, err, sizeof(err)), 0);
+    ck_assert_int_eq(s.kind, CT_SEL_CKPT);
 }
 END_TEST
 
