@@ -151,6 +151,17 @@ int ct_attribution_rank(struct ct_job *job, struct ct_rank_result *res);
  * pipeline ops. 0 or -ENOMEM. */
 int ct_bubbles_rank(struct ct_rank_result *res, struct ct_ivset *out, int *pipeline);
 int ct_collectives_match(struct ct_job *job);
+/* The key that matches an NCCL op across ranks (collectives.c, the rule of
+ * docs/report.md): a collective by (comm, seq), a Send by (comm, its comm
+ * rank -> peer, seq), a Recv by (comm, peer -> its comm rank, seq); src and
+ * dst are -1 for collectives. Ops with equal keys are one operation. */
+struct ct_match_key {
+    uint64_t comm, seq;
+    int32_t src, dst;
+};
+struct ct_match_key ct_nccl_match_key(const struct ct_nop *o);
+/* The order ct_collectives_match sorts keys in; 0 for one operation. */
+int ct_match_key_cmp(const struct ct_match_key *a, const struct ct_match_key *b);
 /* The job's per-step figures over its ranks into rep->steps (job_steps.c).
  * 0 or -ENOMEM. */
 int ct_job_steps(struct ct_report *rep);

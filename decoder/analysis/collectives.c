@@ -16,25 +16,38 @@
 #include "decoder/util/keys.h"
 #include "decoder/util/stats.h"
 
-struct key {
-    uint64_t comm, seq;
-    int32_t src, dst; /* p2p direction; -1 for collectives */
-    uint32_t rank;    /* index into job->ranks */
-    uint32_t op;      /* index into that rank's nccl[] */
-};
-
-static int cmp_key(const void *a, const void *b)
+struct ct_match_key ct_nccl_match_key(const struct ct_nop *o)
 {
-    const struct key *x = a, *y = b;
+    struct ct_match_key k = {o->comm, o->seq, -1, -1};
+    if (o->op == CT_NCCL_OP_SEND)
+        k.src = o->comm_rank, k.dst = o->peer;
+    else if (o->op == CT_NCCL_OP_RECV)
+        k.src = o->peer, k.dst = o->comm_rank;
+    return k;
+}
+
+int ct_match_key_cmp(const struct ct_match_key *x, const struct ct_match_key *y)
+{
     if (x->comm != y->comm)
         return x->comm < y->comm ? -1 : 1;
     if (x->src != y->src)
         return x->src < y->src ? -1 : 1;
     if (x->dst != y->dst)
         return x->dst < y->dst ? -1 : 1;
-    if (x->seq != y->seq)
-        return x->seq < y->seq ? -1 : 1;
-    return (x->rank > y->rank) - (x->rank < y->rank);
+    return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+struct key {
+    struct ct_match_key m;
+    uint32_t rank; /* index into job->ranks */
+    uint32_t op;   /* index into that rank's nccl[] */
+};
+
+static int cmp_key(const void *a, const void *b)
+{
+    const struct key *x = a, *y = b;
+    int c = ct_match_key_cmp(&x->m, &y->m);
+    return c ? c : (x->rank > y->rank) - (x->rank < y->rank);
 }
 
 /* The order of cmp_key and cmp_ref below, for ct_sort_by (a radix sort;
@@ -45,19 +58,19 @@ static uint64_t signed_key(int64_t x)
 }
 static uint64_t key_comm(const void *e)
 {
-    return ((const struct key *)e)->comm;
+    return ((const struct key *)e)->m.comm;
 }
 static uint64_t key_src(const void *e)
 {
-    return signed_key(((const struct key *)e)->src);
+    return signed_key(((const struct key *)e)->m.src);
 }
 static uint64_t key_dst(const void *e)
 {
-    return signed_key(((const struct key *)e)->dst);
+    return signed_key(((const struct key *)e)->m.dst);
 }
 static uint64_t key_seq(const void *e)
 {
-    return ((const struct key *)e)->seq;
+    return ((const struct key *)e)->m.seq;
 }
 /* then rank: the keys are built in rank order */
 static const ct_key_fn key_order[] = {key_comm, key_src, key_dst, key_seq};
@@ -88,16 +101,7 @@ static int build_keys(struct ct_job *job, struct match *m)
             const struct ct_nop *o = &job->ranks[r].nccl[i];
             if (!o->e)
                 continue;
-            struct key *k = &m->k[m->n++];
-            k->comm = o->comm;
-            k->seq = o->seq;
-            k->src = k->dst = -1;
-            if (o->op == CT_NCCL_OP_SEND)
-                k->src = o->comm_rank, k->dst = o->peer;
-            else if (o->op == CT_NCCL_OP_RECV)
-                k->src = o->peer, k->dst = o->comm_rank;
-            k->rank = (uint32_t)r;
-            k->op = (uint32_t)i;
+            m->k[m->n++] = (struct key){ct_nccl_match_key(o), (uint32_t)r, (uint32_t)i};
         }
     if (ct_sort_by(m->k, m->n, sizeof(*m->k), key_order, 4))
         qsort(m->k, m->n, sizeof(*m->k), cmp_key);
@@ -106,7 +110,7 @@ static int build_keys(struct ct_job *job, struct match *m)
 
 static int same(const struct key *a, const struct key *b)
 {
-    return a->comm == b->comm && a->seq == b->seq && a->src == b->src && a->dst == b->dst;
+    return !ct_match_key_cmp(&a->m, &b->m);
 }
 
 #define OP(job, k) (&(job)->ranks[(k)->rank].nccl[(k)->op])

@@ -435,10 +435,7 @@ static int build_rank(struct ct_cp_graph *g, const struct ct_rank_result *x, int
             if (ct_grow((void **)&g->keys, &g->capkeys, g->nkeys, sizeof(*g->keys)))
                 goto out;
             struct cp_key *k = &g->keys[g->nkeys++];
-            *k = (struct cp_key){.comm = n->comm,
-                                 .seq = n->seq,
-                                 .src = -1,
-                                 .dst = -1,
+            *k = (struct cp_key){.m = ct_nccl_match_key(n),
                                  .ps = ox[i].ps,
                                  .pe = ox[i].pe,
                                  .rank = ri,
@@ -447,10 +444,6 @@ static int build_rank(struct ct_cp_graph *g, const struct ct_rank_result *x, int
                                  .stream = o->stream,
                                  .arrive = !seen[o->nccl]};
             seen[o->nccl] = 1;
-            if (n->op == CT_NCCL_OP_SEND)
-                k->src = n->comm_rank, k->dst = n->peer;
-            else if (n->op == CT_NCCL_OP_RECV)
-                k->src = n->peer, k->dst = n->comm_rank;
         } else {
             if (add_edge(g, ox[i].ps, ox[i].pe, CP_DUR, cls_cat(o->cls), ri))
                 goto out;
@@ -532,20 +525,13 @@ out:
 static int cmp_key(const void *a, const void *b)
 {
     const struct cp_key *x = a, *y = b;
-    if (x->comm != y->comm)
-        return x->comm < y->comm ? -1 : 1;
-    if (x->src != y->src)
-        return x->src < y->src ? -1 : 1;
-    if (x->dst != y->dst)
-        return x->dst < y->dst ? -1 : 1;
-    if (x->seq != y->seq)
-        return x->seq < y->seq ? -1 : 1;
-    return (x->rank > y->rank) - (x->rank < y->rank);
+    int c = ct_match_key_cmp(&x->m, &y->m);
+    return c ? c : (x->rank > y->rank) - (x->rank < y->rank);
 }
 
 static int same_key(const struct cp_key *a, const struct cp_key *b)
 {
-    return a->comm == b->comm && a->seq == b->seq && a->src == b->src && a->dst == b->dst;
+    return !ct_match_key_cmp(&a->m, &b->m);
 }
 
 /* Matched ops meet at a rendezvous point (the last member's start); an

@@ -36,8 +36,7 @@ struct cp_edge {
 
 /* A matched-op candidate: a GPU op linked to a timed NCCL op. */
 struct cp_key {
-    uint64_t comm, seq;
-    int32_t src, dst;
+    struct ct_match_key m; /* collectives.c's matching rule */
     uint32_t ps, pe;
     int32_t rank;
     uint8_t op;
