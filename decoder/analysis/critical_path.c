@@ -53,6 +53,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "decoder/analysis/critical_path_int.h"
 #include "decoder/util/array.h"
@@ -192,18 +193,57 @@ static int stream_next(struct slast **v, size_t *n, size_t *cap, uint32_t stream
  * begins: HTA's consecutive-kernel delay (a stream wait releases the
  * waiting op within microseconds). */
 #define CT_CP_WAIT_NS 30000
-/* Host events of the rank's main process, sorted, with their points. */
-static int host_events(struct ct_cp_graph *g, const struct ct_rank *rk, int32_t ri,
-                       struct hev **out, size_t *nout)
+/* The part of a rank the graph holds: the ops that start within its
+ * iterations, [s, e] (the first's start to the last's end; the whole run
+ * without iterations). Only the steps are walked, and a job's warm-up
+ * before its first step (initialisation, compilation) can outweigh many
+ * steps: the graph's memory is the steps' (critical-path --iterations
+ * bounds it further). */
+struct cp_win {
+    const struct ct_gop *ops;
+    size_t nops;
+    int64_t s, e;
+};
+
+static struct cp_win window(const struct ct_rank_result *x)
+{
+    const struct ct_rank *rk = x->rank;
+    struct cp_win w = {rk->ops, rk->nops, INT64_MIN, INT64_MAX};
+    if (!x->niters)
+        return w;
+    w.s = x->iters[0].s, w.e = x->iters[0].e;
+    for (size_t i = 1; i < x->niters; i++) {
+        w.s = x->iters[i].s < w.s ? x->iters[i].s : w.s;
+        w.e = x->iters[i].e > w.e ? x->iters[i].e : w.e;
+    }
+    size_t lo = 0, hi = rk->nops; /* ops come sorted by start */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (rk->ops[mid].s < w.s)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    size_t end = lo;
+    while (end < rk->nops && rk->ops[end].s <= w.e)
+        end++;
+    w.ops = rk->ops + lo, w.nops = end - lo;
+    return w;
+}
+
+/* Host events of the rank's main process within w, sorted, with their
+ * points. */
+static int host_events(struct ct_cp_graph *g, const struct ct_rank *rk, const struct cp_win *w,
+                       int32_t ri, struct hev **out, size_t *nout)
 {
     const struct ct_proc *p0 = rk->procs[0];
-    int64_t *l = malloc((rk->nops ? rk->nops : 1) * sizeof(*l));
+    int64_t *l = malloc((w->nops ? w->nops : 1) * sizeof(*l));
     if (!l)
         return -ENOMEM;
     size_t nl = 0;
-    for (size_t i = 0; i < rk->nops; i++)
-        if (rk->ops[i].launch != INT64_MIN && rk->ops[i].type != CT_GPU_SYNC)
-            l[nl++] = rk->ops[i].launch;
+    for (size_t i = 0; i < w->nops; i++)
+        if (w->ops[i].launch != INT64_MIN && w->ops[i].type != CT_GPU_SYNC)
+            l[nl++] = w->ops[i].launch;
     qsort(l, nl, sizeof(*l), cmp_i64);
     size_t n = 0;
     for (size_t i = 0; i < nl; i++)
@@ -221,7 +261,9 @@ static int host_events(struct ct_cp_graph *g, const struct ct_rank *rk, int32_t 
     const struct ct_ivset *sets[3] = {&p0->sync, &p0->data_wait, &p0->ckpt};
     for (int s = 0; s < 3; s++)
         for (size_t i = 0; i < sets[s]->n; i++)
-            h[k++] = (struct hev){.s = sets[s]->v[i].s, .e = sets[s]->v[i].e, .kind = HE_SYNC + s};
+            if (sets[s]->v[i].e >= w->s && sets[s]->v[i].s <= w->e)
+                h[k++] =
+                    (struct hev){.s = sets[s]->v[i].s, .e = sets[s]->v[i].e, .kind = HE_SYNC + s};
     free(l);
     qsort(h, k, sizeof(*h), cmp_hev);
     static const int cat[] = {CT_CP_HOST, CT_CP_SYNC, CT_CP_DATA, CT_CP_CKPT};
@@ -335,17 +377,17 @@ static size_t launched_after(const struct slaunch *v, size_t n, uint32_t stream,
  * timeline.h, struct ct_evedge): the first op launched on the waiting
  * stream after the wait starts after the end of the last op launched on
  * the recording stream before the record. 0 or -ENOMEM. */
-static int event_edges(struct ct_cp_graph *g, const struct ct_rank *rk, const struct opx *ox,
-                       int32_t ri)
+static int event_edges(struct ct_cp_graph *g, const struct ct_rank *rk, const struct cp_win *w,
+                       const struct opx *ox, int32_t ri)
 {
     const struct ct_proc *p0 = rk->procs[0];
-    struct slaunch *v = malloc((rk->nops ? rk->nops : 1) * sizeof(*v));
+    struct slaunch *v = malloc((w->nops ? w->nops : 1) * sizeof(*v));
     if (!v)
         return -ENOMEM;
     size_t n = 0;
-    for (size_t i = 0; i < rk->nops; i++)
-        if (rk->ops[i].launch != INT64_MIN && rk->ops[i].type != CT_GPU_SYNC)
-            v[n++] = (struct slaunch){rk->ops[i].stream, rk->ops[i].launch, (uint32_t)i};
+    for (size_t i = 0; i < w->nops; i++)
+        if (w->ops[i].launch != INT64_MIN && w->ops[i].type != CT_GPU_SYNC)
+            v[n++] = (struct slaunch){w->ops[i].stream, w->ops[i].launch, (uint32_t)i};
     qsort(v, n, sizeof(*v), cmp_slaunch);
     int rc = 0;
     for (size_t k = 0; k < p0->nedges && !rc; k++) {
@@ -365,30 +407,31 @@ static int event_edges(struct ct_cp_graph *g, const struct ct_rank *rk, const st
 static int build_rank(struct ct_cp_graph *g, const struct ct_rank_result *x, int32_t ri)
 {
     const struct ct_rank *rk = x->rank;
+    const struct cp_win win = window(x), *w = &win;
     struct hev *h = NULL;
     size_t nh = 0;
-    struct opx *ox = malloc((rk->nops ? rk->nops : 1) * sizeof(*ox));
-    struct tix *byend = malloc((rk->nops ? rk->nops : 1) * sizeof(*byend));
+    struct opx *ox = malloc((w->nops ? w->nops : 1) * sizeof(*ox));
+    struct tix *byend = malloc((w->nops ? w->nops : 1) * sizeof(*byend));
     unsigned char *seen = calloc(rk->nnccl ? rk->nnccl : 1, 1);
     struct slast *sl = NULL, *en = NULL;
     size_t nsl = 0, capsl = 0, nen = 0, capen = 0;
     int rc = -ENOMEM;
-    if (!ox || !byend || !seen || host_events(g, rk, ri, &h, &nh))
+    if (!ox || !byend || !seen || host_events(g, rk, w, ri, &h, &nh))
         goto out;
-    for (size_t i = 0; i < rk->nops; i++) {
-        if (add_pt(g, rk->ops[i].s, ri, &ox[i].ps) || add_pt(g, rk->ops[i].e, ri, &ox[i].pe))
+    for (size_t i = 0; i < w->nops; i++) {
+        if (add_pt(g, w->ops[i].s, ri, &ox[i].ps) || add_pt(g, w->ops[i].e, ri, &ox[i].pe))
             goto out;
-        byend[i] = (struct tix){rk->ops[i].e, (uint32_t)i};
+        byend[i] = (struct tix){w->ops[i].e, (uint32_t)i};
     }
-    qsort(byend, rk->nops, sizeof(*byend), cmp_tix);
+    qsort(byend, w->nops, sizeof(*byend), cmp_tix);
     /* a trace of a recorder that keeps event edges has the job's
      * cross-stream waits: no inference from timing then */
     int infer = !rk->procs[0]->nedges;
-    if (!infer && event_edges(g, rk, ox, ri))
+    if (!infer && event_edges(g, rk, w, ox, ri))
         goto out;
     size_t j = 0;
-    for (size_t i = 0; i < rk->nops; i++) {
-        const struct ct_gop *o = &rk->ops[i];
+    for (size_t i = 0; i < w->nops; i++) {
+        const struct ct_gop *o = &w->ops[i];
         if (o->type == CT_GPU_SYNC)
             continue; /* the GPU's view of a host wait, not work: the sync is a host event */
         int64_t known = INT64_MIN; /* the latest source the trace names */
@@ -408,9 +451,9 @@ static int build_rank(struct ct_cp_graph *g, const struct ct_rank_result *x, int
          * when it ended after every source the trace names and this op
          * began within CT_CP_WAIT_NS of it, this op is taken to have
          * waited for it (an event wait the timeline does not keep) */
-        while (j < rk->nops && byend[j].t <= o->s + CT_CP_CLOCK_NS) {
-            if (rk->ops[byend[j].i].type != CT_GPU_SYNC && byend[j].i != i &&
-                ended_set(&en, &nen, &capen, rk->ops[byend[j].i].stream, ox[byend[j].i].pe,
+        while (j < w->nops && byend[j].t <= o->s + CT_CP_CLOCK_NS) {
+            if (w->ops[byend[j].i].type != CT_GPU_SYNC && byend[j].i != i &&
+                ended_set(&en, &nen, &capen, w->ops[byend[j].i].stream, ox[byend[j].i].pe,
                           byend[j].t))
                 goto out;
             j++;
@@ -460,10 +503,10 @@ static int build_rank(struct ct_cp_graph *g, const struct ct_rank_result *x, int
     for (size_t i = 0; i < nh; i++) {
         if (h[i].kind != HE_SYNC)
             continue;
-        while (j < rk->nops &&
-               (rk->ops[j].launch != INT64_MIN ? rk->ops[j].launch : rk->ops[j].s) < h[i].s) {
-            if (rk->ops[j].type != CT_GPU_SYNC &&
-                slast_set(&sl, &nsl, &capsl, rk->ops[j].stream, ox[j].pe))
+        while (j < w->nops &&
+               (w->ops[j].launch != INT64_MIN ? w->ops[j].launch : w->ops[j].s) < h[i].s) {
+            if (w->ops[j].type != CT_GPU_SYNC &&
+                slast_set(&sl, &nsl, &capsl, w->ops[j].stream, ox[j].pe))
                 goto out;
             j++;
         }
@@ -493,9 +536,9 @@ static int build_rank(struct ct_cp_graph *g, const struct ct_rank_result *x, int
     nsl = 0;
     j = 0;
     for (size_t i = 0; i < 2 * ni; i++) {
-        while (j < rk->nops && byend[j].t <= ip[i].t) {
-            if (rk->ops[byend[j].i].type != CT_GPU_SYNC &&
-                slast_set(&sl, &nsl, &capsl, rk->ops[byend[j].i].stream, ox[byend[j].i].pe)) {
+        while (j < w->nops && byend[j].t <= ip[i].t) {
+            if (w->ops[byend[j].i].type != CT_GPU_SYNC &&
+                slast_set(&sl, &nsl, &capsl, w->ops[byend[j].i].stream, ox[byend[j].i].pe)) {
                 free(ip);
                 goto out;
             }
@@ -663,6 +706,17 @@ double ct_cp_mean_step(const struct ct_cp_result *r)
         hi = r->steps[i].end > hi ? r->steps[i].end : hi;
     }
     return (double)(hi - lo) / (double)r->nsteps;
+}
+
+size_t ct_cp_memory_limit(void)
+{
+    const char *e = getenv("CUTRACE_CP_MAX_MIB");
+    char *end;
+    unsigned long long mib = e ? strtoull(e, &end, 10) : 0;
+    if (e && *e && !*end && mib)
+        return (size_t)mib << 20;
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? (size_t)pages * (size_t)page / 2 : (size_t)1 << 32;
 }
 
 int ct_cp_build(const struct ct_report *rep, struct ct_cp_graph **out)

@@ -14,6 +14,7 @@
 #include "decoder/analysis/analysis.h"
 #include "decoder/analysis/critical_path.h"
 #include "decoder/cmd/cli.h"
+#include "decoder/util/options.h"
 #include "decoder/export/critical_path_out.h"
 #include "decoder/read/load.h"
 
@@ -26,6 +27,7 @@ static void usage(FILE *f, const char *cmd)
             "  -o FILE      write it to FILE\n"
             "  --step NAME  the NVTX range or mark naming iterations (default ProfilerStep)\n"
             "  --skip N     drop the first N iterations of every rank\n"
+            "  --iterations A-B  only steps A..B (the graph holds only their work)\n"
             "  --top N      segments listed in text (default 10, 0 all)\n"
             "  --scale SELECTOR=FACTOR  scale durations in the replay%s; selectors:\n"
             "               kernel=GLOB  kernels whose name matches (raw or demangled)\n"
@@ -43,13 +45,18 @@ static void usage(FILE *f, const char *cmd)
 int ct_cmd_cp_main(int argc, char **argv, int whatif)
 {
     const char *cmd = whatif ? "whatif" : "critical-path";
-    static const struct option opts[] = {
-        {"json", no_argument, NULL, 'j'},       {"output", required_argument, NULL, 'o'},
-        {"step", required_argument, NULL, 's'}, {"skip", required_argument, NULL, 'k'},
-        {"top", required_argument, NULL, 't'},  {"scale", required_argument, NULL, 'x'},
-        {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
+                                         {"output", required_argument, NULL, 'o'},
+                                         {"step", required_argument, NULL, 's'},
+                                         {"skip", required_argument, NULL, 'k'},
+                                         {"top", required_argument, NULL, 't'},
+                                         {"scale", required_argument, NULL, 'x'},
+                                         {"iterations", required_argument, NULL, 'i'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
     int c, json = 0;
     long skip = 0, top = 10;
+    int64_t it_first = 0, it_last = -1;
     const char *out = NULL, *step = NULL;
     char err[512], *end;
     struct ct_cp_scale *sc = calloc((size_t)argc + 1, sizeof(*sc));
@@ -78,6 +85,15 @@ int ct_cmd_cp_main(int argc, char **argv, int whatif)
             *(c == 'k' ? &skip : &top) = v;
             break;
         }
+        case 'i':
+            if (ct_parse_index_range(optarg, &it_first, &it_last)) {
+                fprintf(stderr,
+                        "cutrace %s: --iterations '%s': expected A-B with integers 0 <= A <= B "
+                        "(A- and -B allowed)\n",
+                        cmd, optarg);
+                goto done;
+            }
+            break;
         case 'x':
             if (ct_cp_scale_parse(optarg, &sc[nsc], err, sizeof(err))) {
                 fprintf(stderr, "cutrace %s: %s\n", cmd, err);
@@ -92,7 +108,8 @@ int ct_cmd_cp_main(int argc, char **argv, int whatif)
         default:
             fprintf(stderr,
                     "cutrace %s: unknown or incomplete option '%s'; allowed: --json, -o FILE, "
-                    "--step NAME, --skip N, --top N, --scale SELECTOR=FACTOR\n",
+                    "--step NAME, --skip N, --iterations A-B, --top N, --scale "
+                    "SELECTOR=FACTOR\n",
                     cmd, argv[optind - 1]);
             goto done;
         }
@@ -125,17 +142,24 @@ int ct_cmd_cp_main(int argc, char **argv, int whatif)
         fprintf(stderr, "cutrace %s: %s\n", cmd, rc == -ENOMEM ? "out of memory" : err);
         goto done;
     }
-    struct ct_iter_opts io = {skip, 0, -1, 0};
+    struct ct_iter_opts io = {skip, it_first, it_last, 0};
     struct ct_cp_graph *g = NULL;
     struct ct_cp_result base = {0}, pred = {0};
+    size_t limit = ct_cp_memory_limit();
     rc = ct_report_analyze(&job, &io, &rep);
     if (!rc)
-        rc = ct_cp_build(&rep, &g);
+        rc = ct_cp_build_within(&rep, limit, &g);
     if (!rc)
         rc = ct_cp_paths(g, &base);
     if (!rc && nsc && !(rc = ct_cp_replay(g, sc, nsc)))
         rc = ct_cp_paths(g, &pred);
-    if (rc) {
+    if (rc == -E2BIG) {
+        fprintf(stderr,
+                "cutrace %s: the job's dependency graph would pass %.0f MiB (the limit: half "
+                "this machine's memory, or CUTRACE_CP_MAX_MIB; about 250 bytes per GPU op of "
+                "the steps): choose fewer steps with --iterations A-B\n",
+                cmd, (double)limit / (1 << 20));
+    } else if (rc) {
         fprintf(stderr, "cutrace %s: out of memory\n", cmd);
     } else if (!base.nsteps) {
         fprintf(stderr,

@@ -129,10 +129,18 @@ static int select_job(struct ct_export_job *x, int iters, int64_t first, int64_t
 static int critical_path(struct ct_export_job *x, struct ct_cp_path *path, char *err, size_t errlen)
 {
     struct ct_cp_graph *g = NULL;
-    int rc = ct_cp_build(&x->rep, &g);
+    int rc = ct_cp_build_within(&x->rep, ct_cp_memory_limit(), &g);
     if (!rc)
         rc = ct_cp_path_edges(g, path);
     ct_cp_free(g);
+    if (rc == -E2BIG) {
+        snprintf(err, errlen,
+                 "--critical-path: the job's dependency graph would pass half this machine's "
+                 "memory (about 250 bytes per GPU op of its steps; CUTRACE_CP_MAX_MIB sets "
+                 "the limit); cutrace critical-path --iterations A-B gives the path of fewer "
+                 "steps");
+        return rc;
+    }
     if (rc) {
         snprintf(err, errlen, "out of memory");
         return rc;

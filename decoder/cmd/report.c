@@ -59,6 +59,7 @@ static void html_critical_path(const struct ct_job *job, const struct ct_report 
     for (size_t r = 0; r < job->nranks; r++)
         spilled |= job->ranks[r].spilled;
     struct ct_cp_graph *g = NULL;
+    int rc = 0;
     if (no_cp) {
         cp->why = "Not computed: the page was written with --no-critical-path.";
     } else if (spilled) {
@@ -68,10 +69,15 @@ static void html_critical_path(const struct ct_job *job, const struct ct_report 
                   "cutrace critical-path computes it on a machine with the memory.";
     } else if (!rep->iterations) {
         cp->why = "No iterations found: a critical path is per step.";
-    } else if (ct_cp_build(rep, &g) || ct_cp_paths(g, res) || ct_cp_path_edges(g, path)) {
+    } else if ((rc = ct_cp_build_within(rep, ct_cp_memory_limit(), &g)) || ct_cp_paths(g, res) ||
+               ct_cp_path_edges(g, path)) {
         ct_cp_result_free(res);
         ct_cp_path_free(path);
-        cp->why = "Not computed: out of memory building the critical path's graph.";
+        cp->why = rc == -E2BIG
+                      ? "Not computed: the critical path's graph would pass half this machine's "
+                        "memory (about 250 bytes per GPU op of the steps); cutrace "
+                        "critical-path --iterations A-B computes it for fewer steps."
+                      : "Not computed: out of memory building the critical path's graph.";
     } else {
         cp->res = res;
         cp->path = path;

@@ -101,6 +101,30 @@ python3 "$src/tests/export/check_critical_path.py" "$tmp/job.json" "$tmp/job.pat
 python3 "$src/tests/export/check_critical_path.py" "$tmp/sel.json" "$tmp/sel.path.json" \
   "$tmp/job.cp.json" --ranks 2,3 --iterations 3-5
 
+# critical-path --iterations A-B: only those steps, each as long as in the
+# whole run's path; the graph holds only their work, so a limit the whole
+# job's graph passes (CUTRACE_CP_MAX_MIB=1, a 400-step job of about 20 000
+# GPU ops: some 5 MB) still lets three of its steps through, with a clear
+# error for the whole
+"$cutrace" critical-path --json --iterations 3-5 -o "$tmp/job.cp35.json" "$tmp/job"
+python3 - "$tmp/job.cp.json" "$tmp/job.cp35.json" <<'PY'
+import json, sys
+full = {i["index"]: i["length_us"] for i in json.load(open(sys.argv[1]))["iterations"]}
+part = json.load(open(sys.argv[2]))["iterations"]
+assert [i["index"] for i in part] == [3, 4, 5], part
+for i in part:
+    assert abs(i["length_us"] - full[i["index"]]) < 1e-3, (i, full[i["index"]])
+print("critical-path --iterations: ok")
+PY
+mkdir "$tmp/long"
+"$build/tests/tools/ct_synth_job" -d "$tmp/long" --ranks 4 --iterations 400 > /dev/null
+if CUTRACE_CP_MAX_MIB=1 "$cutrace" critical-path "$tmp/long" 2> "$tmp/err"; then
+  echo "critical-path: a graph over CUTRACE_CP_MAX_MIB=1 was built"; exit 1
+fi
+grep -q "would pass 1 MiB.*--iterations A-B" "$tmp/err" || { cat "$tmp/err"; exit 1; }
+CUTRACE_CP_MAX_MIB=1 "$cutrace" critical-path --json --iterations 3-5 "$tmp/long" \
+  | python3 -c 'import json,sys; assert json.load(sys.stdin)["steps"] == 3'
+
 # bad options name the option and the allowed values
 expect_fail() { # pattern, args...
   local pat=$1
