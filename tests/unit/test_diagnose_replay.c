@@ -10,6 +10,23 @@
 #include "decoder/compare/diagnose.h"
 #include "tests/unit/timeline_builder.h"
 
+/* Iteration k's AllReduce on rank r of n (communicator 1, sequence k, 1
+ * MiB) on stream, over [s, e), launched at launch. */
+static void allreduce(struct ct_proc *p, int k, int r, int n, uint32_t stream, int64_t s, int64_t e,
+                      int64_t launch)
+{
+    tb_nccl(p, (struct tb_coll){.op = CT_NCCL_OP_ALLREDUCE,
+                                .comm = 1,
+                                .seq = (uint64_t)k,
+                                .comm_rank = r,
+                                .nranks = n,
+                                .bytes = 1 << 20,
+                                .stream = stream,
+                                .s = s,
+                                .e = e,
+                                .launch = launch});
+}
+
 /*
  * Three ranks, four iterations [a, a+1000), a = 1000 + 1000k. On rank r,
  * stream 1: "gemm" launched at a+10 runs [a+20, a+20+G_r); an AllReduce
@@ -43,16 +60,7 @@ static void straggler_job(struct ct_job *job, struct ct_report *rep)
             int64_t a = 1000 + 1000 * k;
             tb_range(p, a, a + 1000, k);
             tb_kernel(p, "gemm", 1, a + 20, a + 20 + gemm[r], a + 10);
-            tb_nccl(p, (struct tb_coll){.op = CT_NCCL_OP_ALLREDUCE,
-                                        .comm = 1,
-                                        .seq = (uint64_t)k,
-                                        .comm_rank = r,
-                                        .nranks = 3,
-                                        .bytes = 1 << 20,
-                                        .stream = 1,
-                                        .s = a + 20 + gemm[r],
-                                        .e = a + 700,
-                                        .launch = a + 15});
+            allreduce(p, k, r, 3, 1, a + 20 + gemm[r], a + 700, a + 15);
             tb_kernel(p, "tail", 1, a + 700, a + 700 + tail[r], a + 16);
             tb_sync(p, a + 17, a + 750 + tail[r]);
         }
@@ -143,16 +151,7 @@ START_TEST(a_sync_keeps_its_wake_up_after_whichever_op_ends_last)
             int64_t a = 1000 + 1000 * k;
             tb_range(p, a, a + 1000, k);
             tb_kernel(p, "gemm", 1, a + 20, a + 320, a + 10);
-            tb_nccl(p, (struct tb_coll){.op = CT_NCCL_OP_ALLREDUCE,
-                                        .comm = 1,
-                                        .seq = (uint64_t)k,
-                                        .comm_rank = r,
-                                        .nranks = 2,
-                                        .bytes = 1 << 20,
-                                        .stream = 2,
-                                        .s = a + 120,
-                                        .e = a + 520,
-                                        .launch = a + 15});
+            allreduce(p, k, r, 2, 2, a + 120, a + 520, a + 15);
             tb_sync(p, a + 17, a + 600);
         }
     }
@@ -199,16 +198,7 @@ START_TEST(a_straggler_off_the_path_is_dismissed_by_the_replay)
             tb_range(p, a, a + 1000, k);
             tb_kernel(p, "gemm", 1, a + 20, a + 320, a + 10);
             tb_kernel(p, "side", 3, a + 330, a + 330 + side[r], a + 11);
-            tb_nccl(p, (struct tb_coll){.op = CT_NCCL_OP_ALLREDUCE,
-                                        .comm = 1,
-                                        .seq = (uint64_t)k,
-                                        .comm_rank = r,
-                                        .nranks = 3,
-                                        .bytes = 1 << 20,
-                                        .stream = 1,
-                                        .s = a + 320,
-                                        .e = a + 600,
-                                        .launch = a + 15});
+            allreduce(p, k, r, 3, 1, a + 320, a + 600, a + 15);
             tb_sync(p, a + 17, a + 650);
         }
     }
