@@ -384,10 +384,17 @@ static int has_gpu_work(const struct ct_proc *p)
     return p->nops || p->nnccl || p->nlaunches;
 }
 
-static int cmp_rank(const void *a, const void *b)
+struct rank_of {
+    int64_t rank;
+    size_t i; /* the process's index */
+};
+
+static int cmp_rank_of(const void *a, const void *b)
 {
-    const struct ct_rank *x = a, *y = b;
-    return (x->rank > y->rank) - (x->rank < y->rank);
+    const struct rank_of *x = a, *y = b;
+    if (x->rank != y->rank)
+        return (x->rank > y->rank) - (x->rank < y->rank);
+    return (x->i > y->i) - (x->i < y->i);
 }
 
 int ct_job_build(struct ct_job *job, struct ct_proc *procs, size_t nprocs)
@@ -436,36 +443,45 @@ int ct_job_build(struct ct_job *job, struct ct_proc *procs, size_t nprocs)
                     parent = (int64_t)k;
             rk[i] = parent >= 0 && rk[parent] >= 0 ? rk[parent] : ++maxrank;
         }
+    /* the processes by (rank, input order): each rank's group at once, so
+     * 10 000 ranks cost a sort, not a search per process and an array of
+     * every process per rank */
+    struct rank_of *by = malloc((nprocs ? nprocs : 1) * sizeof(*by));
+    if (!by) {
+        free(rk);
+        return -ENOMEM;
+    }
+    size_t nby = 0;
+    for (size_t i = 0; i < nprocs; i++)
+        if (rk[i] != INT64_MIN) /* not a host process */
+            by[nby++] = (struct rank_of){rk[i], i};
+    free(rk);
+    if (nby)
+        qsort(by, nby, sizeof(*by), cmp_rank_of);
     int rc = 0;
-    for (size_t i = 0; i < nprocs && !rc; i++) {
-        if (rk[i] == INT64_MIN)
-            continue; /* a host process */
-        size_t r;
-        for (r = 0; r < job->nranks; r++)
-            if (job->ranks[r].rank == rk[i])
-                break;
-        struct ct_rank *R = &job->ranks[r];
-        if (r == job->nranks) {
-            job->nranks++;
-            R->rank = (int)rk[i];
-            R->procs = malloc(nprocs * sizeof(*R->procs));
-            if (!R->procs) {
-                rc = -ENOMEM;
-                break;
+    for (size_t a = 0, b; a < nby && !rc; a = b) {
+        for (b = a; b < nby && by[b].rank == by[a].rank; b++)
+            ;
+        struct ct_rank *R = &job->ranks[job->nranks++];
+        R->rank = (int)by[a].rank;
+        R->procs = malloc((b - a) * sizeof(*R->procs));
+        if (!R->procs) {
+            rc = -ENOMEM;
+            break;
+        }
+        for (size_t k = a; k < b; k++) {
+            struct ct_proc *p = &procs[by[k].i];
+            R->procs[R->nprocs++] = p;
+            /* the process driving the GPU comes first */
+            if (R->procs[0]->nops < p->nops) {
+                R->procs[R->nprocs - 1] = R->procs[0];
+                R->procs[0] = p;
             }
         }
-        R->procs[R->nprocs++] = &procs[i];
-        /* the process driving the GPU comes first */
-        if (R->procs[0]->nops < procs[i].nops) {
-            R->procs[R->nprocs - 1] = R->procs[0];
-            R->procs[0] = &procs[i];
-        }
     }
-    free(rk);
+    free(by);
     if (rc)
         return rc;
-    if (job->nranks)
-        qsort(job->ranks, job->nranks, sizeof(*job->ranks), cmp_rank);
     for (size_t r = 0; r < job->nranks && !rc; r++) {
         job->ranks[r].host = job->ranks[r].procs[0]->host;
         if (job->ranks[r].procs[0]->windowed)
