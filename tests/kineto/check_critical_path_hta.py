@@ -21,6 +21,9 @@ tolerances are 0 except where a definition differs, as argued there.
      summed duration, exactly (16 memcpys, 5 kernels, 1 memset);
    * launch: HTA's kernel-launch-delay edges on the path (17, 1572 µs) are
      cutrace's launch segments, exactly;
+   * HTA weighs 0 the 158 DEPENDENCY edges on its path, which span 142220
+     µs of host time, and the 17 SYNC_DEPENDENCY edges, which span 378 µs of
+     wake-ups (cutrace's host and sync);
    * windows: cutrace's path ends at the last GPU op's end (its steps end
      there); HTA's goes on over the host work after it, to a cudaFree
      437512 µs later.
@@ -152,6 +155,19 @@ launch_n = sum(s["count"] for s in doc["segments"] if s["category"] == "launch")
 check(doc["categories"]["launch"] == hta_launch_us and launch_n == len(flows),
       "simple_add whole trace: launch %s µs in %d segments, HTA %s µs in %d edges"
       % (doc["categories"]["launch"], launch_n, hta_launch_us, len(flows)))
+# what HTA weighs 0 on its path: the host time its DEPENDENCY edges span and
+# the wake-ups its SYNC_DEPENDENCY edges span (cutrace: host and sync)
+ends = {e["id"]: e["ts"] for e in ovl["traceEvents"]
+        if e.get("cat") == "critical_path" and e.get("ph") == "f"}
+zero = collections.Counter()
+for e in ovl["traceEvents"]:
+    if e.get("cat") == "critical_path" and e.get("ph") == "s" and e["args"]["weight"] == 0:
+        zero[(e["args"]["type"], "n")] += 1
+        zero[(e["args"]["type"], "us")] += ends[e["id"]] - e["ts"]
+check(zero == {("critical_path_dependency", "n"): 158, ("critical_path_dependency", "us"): 142220,
+               ("critical_path_sync_dependency", "n"): 17,
+               ("critical_path_sync_dependency", "us"): 378},
+      "simple_add: HTA's zero-weight edges on the path: %s" % zero)
 t0 = gpu_t0(ovx)
 gpu_end = max(e["ts"] + e["dur"] for e in ovx if e["cat"] in GPU_CATS)
 last = doc["iterations"][-1]
