@@ -232,6 +232,8 @@ struct ev {
     int64_t ts_ns, dur_ns, stream, corr;
     int has_coll;
     struct ct_kcoll coll;
+    int stream_wait;               /* cuda_sync_kind "Stream Wait Event" */
+    int64_t wait_stream, rec_corr; /* wait_on_stream, ..._record_corr_id; -1 */
 };
 
 #define KEY(lit) (n == sizeof(lit) - 1 && !memcmp(key, lit, sizeof(lit) - 1))
@@ -317,6 +319,12 @@ static int parse_args(struct parse *P, struct ev *e)
             e->coll.elem_size = dtype_size(s, sn);
         } else if (KEY("Process Group Name") && t == CT_JT_STR) {
             e->coll.pg = hash_bytes(s, sn) | 1;
+        } else if (KEY("cuda_sync_kind") && t == CT_JT_STR) {
+            e->stream_wait = sn == 17 && !memcmp(s, "Stream Wait Event", 17);
+        } else if (KEY("wait_on_stream") && t == CT_JT_NUM) {
+            e->wait_stream = ct_jnum_i64(s, sn);
+        } else if (KEY("wait_on_cuda_event_record_corr_id") && t == CT_JT_NUM) {
+            e->rec_corr = ct_jnum_i64(s, sn);
         } else if (skip_value(P, t)) {
             return -1;
         }
@@ -382,6 +390,26 @@ static int store(struct parse *P, const struct ev *e)
     return 0;
 }
 
+/* A stream wait whose record and both streams are named (a wait on an
+ * event recorded before the trace began names no record: -1). */
+static int store_wait(struct ct_kineto *k, const struct ev *e)
+{
+    if (e->cat != CT_KC_SYNC || !e->stream_wait || e->rec_corr < 0 || e->wait_stream < 0 ||
+        e->stream < 0)
+        return 0;
+    if (k->nwaits == k->wcap) {
+        size_t cap = k->wcap ? k->wcap * 2 : 64;
+        struct ct_kwait *w = realloc(k->waits, cap * sizeof(*w));
+        if (!w)
+            return -ENOMEM;
+        k->waits = w;
+        k->wcap = cap;
+    }
+    k->waits[k->nwaits++] =
+        (struct ct_kwait){e->tsd, e->ts_ns, e->rec_corr, e->wait_stream, e->stream};
+    return 0;
+}
+
 static int set_name(struct parse *P, const char *s, size_t n)
 {
     if (n + 1 > P->name_cap) {
@@ -404,6 +432,8 @@ static int parse_event(struct parse *P)
     e.stream = -1;
     e.corr = -1;
     e.coll.elem_size = 1;
+    e.wait_stream = -1;
+    e.rec_corr = -1;
     P->name_n = 0;
     if (P->name)
         P->name[0] = 0;
@@ -447,7 +477,7 @@ static int parse_event(struct parse *P)
     /* HTA drops rows without dur or cat, and cat "Trace" */
     if (!e.has_ts || !e.has_dur || e.cat == CT_KC_NONE || e.cat == CT_KC_TRACE)
         return 0;
-    if (store(P, &e))
+    if (store(P, &e) || store_wait(P->k, &e))
         return snprintf(P->lx.err, sizeof(P->lx.err), "out of memory"), -1;
     return 0;
 }
@@ -665,6 +695,7 @@ void ct_kineto_free(struct ct_kineto *k)
         return;
     free(k->rows);
     free(k->colls);
+    free(k->waits);
     for (size_t i = 0; i < k->nnames; i++)
         free(k->names[i]);
     free(k->names);

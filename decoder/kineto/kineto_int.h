@@ -42,6 +42,16 @@ struct ct_krow {
     uint8_t cat, flags;
 };
 
+/* A `cuda_sync` row of kind "Stream Wait Event": stream `to` waits for the
+ * event that the cudaEventRecord of correlation rec_corr recorded on stream
+ * `from` (PyTorch >= 2.1 writes these; ct_kineto_build turns each into a
+ * struct ct_evedge). */
+struct ct_kwait {
+    double tsd;    /* the wait's ts as Python parses it (HTA's rounding) */
+    int64_t ts_ns; /* exact */
+    int64_t rec_corr, from, to;
+};
+
 /* NCCL collective metadata of a kernel (args of NCCL kernels). */
 struct ct_kcoll {
     uint8_t op;
@@ -75,6 +85,8 @@ struct ct_kineto {
     size_t nrows, cap;
     struct ct_kcoll *colls;
     size_t ncolls, ccap;
+    struct ct_kwait *waits;
+    size_t nwaits, wcap;
     char **names;
     size_t nnames, ncap;
     uint32_t *hash; /* open addressing: name index + 1 */

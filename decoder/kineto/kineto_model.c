@@ -342,6 +342,44 @@ static int hta_numbers(struct ct_kineto *k, const int64_t *ts, const int64_t *en
 
 /* ---- the model ---- */
 
+static int cmp_edge(const void *a, const void *b)
+{
+    const struct ct_evedge *x = a, *y = b;
+    if (x->wait != y->wait)
+        return x->wait < y->wait ? -1 : 1;
+    return (x->rec > y->rec) - (x->rec < y->rec);
+}
+
+/* The trace's stream waits as the process's event edges (timeline.h,
+ * struct ct_evedge), by wait time: recorded at the start of the
+ * cudaEventRecord the wait names (Kineto does not say which stream that
+ * call recorded on, the wait does: wait_on_stream), waited at the wait
+ * row's start (inside cudaStreamWaitEvent, so before any later launch on
+ * the waiting stream). A wait whose record is not in the kept rows has
+ * nothing in the trace to wait for and gets no edge. 0 or -ENOMEM. */
+static int stream_wait_edges(struct ct_proc *p, const struct ct_kineto *k, const int64_t *ts,
+                             const struct corr_ix *cx, size_t ncx, int rnd)
+{
+    size_t hint = 0;
+    if (!k->nwaits)
+        return 0;
+    p->edges = malloc(k->nwaits * sizeof(*p->edges));
+    if (!p->edges)
+        return -ENOMEM;
+    for (size_t i = 0; i < k->nwaits; i++) {
+        const struct ct_kwait *w = &k->waits[i];
+        const struct corr_ix *c = corr_find(cx, ncx, w->rec_corr, &hint);
+        if (!c)
+            continue;
+        int64_t wait = rnd ? (int64_t)ceil(w->tsd) * 1000 : w->ts_ns;
+        p->edges[p->nedges++] =
+            (struct ct_evedge){ts[c->row], wait, (uint32_t)w->from, (uint32_t)w->to};
+    }
+    if (p->nedges > 1)
+        qsort(p->edges, p->nedges, sizeof(*p->edges), cmp_edge);
+    return 0;
+}
+
 int ct_kineto_build(struct ct_proc *p, int hta, int filter_last)
 {
     struct ct_kineto *k = p->kin;
@@ -535,6 +573,8 @@ int ct_kineto_build(struct ct_proc *p, int hta, int filter_last)
     if (p->nlaunches) /* launches may be NULL then */
         sort_rows(p->launches, p->nlaunches, sizeof(int64_t), ct_cmp_i64);
     ct_ivset_normalize(&p->sync);
+    if ((rc = stream_wait_edges(p, k, ts, cx, ncx, rnd)))
+        goto out;
     p->at_step = 1;
     p->first_host = k->cpu_unstored ? ucpu_min : INT64_MAX;
     for (size_t i = 0; i < n; i++)
@@ -563,6 +603,9 @@ out:
     k->nrows = k->cap = 0;
     free(k->colls);
     k->colls = NULL;
+    free(k->waits);
+    k->waits = NULL;
+    k->nwaits = k->wcap = 0;
     free(k->hash);
     k->hash = NULL;
     return rc;

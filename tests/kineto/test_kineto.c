@@ -183,6 +183,44 @@ START_TEST(classifies_kernels_like_hta)
 }
 END_TEST
 
+/* Two records of event 9 (the later one, corr 5, is the one waited for),
+ * a wait that names it, and a wait whose record is not in the trace. */
+static const char *waits =
+    "{\"traceEvents\": ["
+    "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaEventRecord\",\"ts\":100,"
+    "\"dur\":2,\"args\":{\"correlation\":4}},"
+    "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaEventRecord\",\"ts\":150,"
+    "\"dur\":2,\"args\":{\"correlation\":5}},"
+    "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaStreamWaitEvent\",\"ts\":160,"
+    "\"dur\":3,\"args\":{\"correlation\":6}},"
+    "{\"ph\":\"X\",\"cat\":\"cuda_sync\",\"name\":\"Stream Wait Event\",\"ts\":161.5,"
+    "\"dur\":1,\"args\":{\"cuda_sync_kind\":\"Stream Wait Event\",\"wait_on_stream\":20,"
+    "\"wait_on_cuda_event_record_corr_id\":5,\"stream\":24,\"correlation\":6}},"
+    "{\"ph\":\"X\",\"cat\":\"cuda_sync\",\"name\":\"Stream Wait Event\",\"ts\":170,"
+    "\"dur\":1,\"args\":{\"cuda_sync_kind\":\"Stream Wait Event\",\"wait_on_stream\":20,"
+    "\"wait_on_cuda_event_record_corr_id\":99,\"stream\":28,\"correlation\":7}},"
+    "{\"ph\":\"X\",\"cat\":\"cuda_sync\",\"name\":\"Event Sync\",\"ts\":180,"
+    "\"dur\":1,\"args\":{\"cuda_sync_kind\":\"Event Sync\",\"wait_on_stream\":20,"
+    "\"wait_on_cuda_event_record_corr_id\":5,\"stream\":-1,\"correlation\":8}}"
+    "]}";
+
+START_TEST(stream_waits_become_event_edges)
+{
+    struct ct_proc p;
+    char err[256];
+    ck_assert_int_eq(ct_kineto_load_mem(waits, strlen(waits), "w.json", &p, err, sizeof(err)), 0);
+    ck_assert_int_eq(ct_kineto_finish(&p, 1, 0), 0);
+    /* the Event Sync is a host wait, not a stream's; the wait on record
+     * 99 has no record in the trace */
+    ck_assert_uint_eq(p.nedges, 1);
+    ck_assert_int_eq(p.edges[0].rec, 150000);
+    ck_assert_int_eq(p.edges[0].wait, 161500);
+    ck_assert_uint_eq(p.edges[0].from, 20);
+    ck_assert_uint_eq(p.edges[0].to, 24);
+    ct_proc_free(&p);
+}
+END_TEST
+
 static Suite *kineto_suite(void)
 {
     Suite *s = suite_create("kineto");
@@ -196,6 +234,7 @@ static Suite *kineto_suite(void)
     tcase_add_test(tc, truncated_trace_decodes_up_to_the_damage);
     tcase_add_test(tc, garbage_fails_naming_the_offset);
     tcase_add_test(tc, classifies_kernels_like_hta);
+    tcase_add_test(tc, stream_waits_become_event_edges);
     suite_add_tcase(s, tc);
     return s;
 }
