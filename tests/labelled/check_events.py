@@ -60,7 +60,10 @@ def one(case):
     for a, b in (("cupti", "events"), ("events", "cupti")):
         if case == "tiny" and a == "cupti":
             continue  # events mode cannot judge these (above): it must not contradict them
-        got = {x["kind"] for x in runs[a][1]["findings"]}
+        # host_contention is judged from the machine's CPU pressure while
+        # each run ran (health counters): the two modes are two runs, and
+        # the pressure is the machine's, not the timing mode's
+        got = {x["kind"] for x in runs[a][1]["findings"]} - {"host_contention"}
         loose = {x["kind"] for x in runs[b][2]["findings"]}
         cc.check(f"{case} {a} findings are {b}'s", got <= loose,
                  f"{a} {sorted(got)}, {b} at 1 % {sorted(loose)}")

@@ -204,7 +204,10 @@ def one(case):
                     c["arrival_skew_p50_us"], f["arrival_skew_p50_us"], 0,
                     0.1 * full["job"]["step_p50_us"] + 200)
     kinds = {x["kind"] for x in full_diag["findings"]}
-    extra = [x["kind"] for x in light_diag["findings"] if x["kind"] not in kinds]
+    # host_contention is judged from the machine's CPU pressure during each
+    # run (health counters): the two recordings are two runs on one machine
+    extra = [x["kind"] for x in light_diag["findings"]
+             if x["kind"] not in kinds and x["kind"] != "host_contention"]
     cc.check(f"{case} light mode finds nothing the full run does not", not extra,
              f"light {extra}, full {sorted(kinds)}")
 

@@ -298,7 +298,10 @@ static void pipe_1f1b(struct rank *k)
 
 static void loader(struct rank *k, int req, int data)
 {
-    char batch[4096];
+    char batch[4096], train[64];
+    /* W_JOB_LOADER_COMPUTE_US: the step's compute (default 2000) */
+    const char *cu = getenv("W_JOB_LOADER_COMPUTE_US");
+    snprintf(train, sizeof(train), "train__%sus", cu ? cu : "2000");
     int64_t waited = 0;
     for (int i = 0, n = steps(12); i < n; i++) {
         step_begin(i);
@@ -315,7 +318,7 @@ static void loader(struct rank *k, int req, int data)
         int64_t w = now_ns() - t0;
         waited += w;
         printf("WAIT %d %.3f\n", i, (double)w / 1000.0);
-        kernel(k, k->c, "train__2000us");
+        kernel(k, k->c, train);
         step_end(k);
     }
     printf("DATA_WAIT_US %.3f\n", (double)waited / 1000.0);
