@@ -38,18 +38,57 @@ void ct_proc_free(struct ct_proc *p)
 }
 
 /* The rank of process i: its own, else its parent's (up to 8 levels). */
-static int64_t resolve_rank(const struct ct_proc *ps, size_t n, size_t i)
+/* The processes by (pid, host, index): a process's parent is found by a
+ * search, not a pass over every process (jobs of 10 000 ranks and their
+ * loader workers). */
+struct pid_of {
+    uint32_t pid;
+    const char *host;
+    size_t i;
+};
+
+static int cmp_pid_of(const void *a, const void *b)
+{
+    const struct pid_of *x = a, *y = b;
+    if (x->pid != y->pid)
+        return x->pid < y->pid ? -1 : 1;
+    int c = strcmp(x->host, y->host);
+    return c ? c : (x->i > y->i) - (x->i < y->i);
+}
+
+/* The parent of process i (pid ppid on its host, not i itself): the first
+ * in input order, or the last when `last`; -1 when none. */
+static int64_t parent_of(const struct pid_of *v, size_t n, const struct ct_proc *ps, size_t i,
+                         int last)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (v[mid].pid < ps[i].ppid ||
+            (v[mid].pid == ps[i].ppid && strcmp(v[mid].host, ps[i].host) < 0))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    int64_t found = -1;
+    for (; lo < n && v[lo].pid == ps[i].ppid && !strcmp(v[lo].host, ps[i].host); lo++)
+        if (v[lo].i != i) {
+            found = (int64_t)v[lo].i;
+            if (!last)
+                break;
+        }
+    return found;
+}
+
+static int64_t resolve_rank(const struct pid_of *v, size_t n, const struct ct_proc *ps, size_t i)
 {
     for (int depth = 0; depth < 8; depth++) {
         if (ps[i].rank >= 0)
             return ps[i].rank;
-        size_t k;
-        for (k = 0; k < n; k++)
-            if (ps[k].pid == ps[i].ppid && !strcmp(ps[k].host, ps[i].host) && k != i)
-                break;
-        if (k == n)
+        int64_t k = parent_of(v, n, ps, i, 0);
+        if (k < 0)
             return -1;
-        i = k;
+        i = (size_t)k;
     }
     return -1;
 }
@@ -409,15 +448,21 @@ int ct_job_build(struct ct_job *job, struct ct_proc *procs, size_t nprocs)
         if (!procs[i].spill) /* a spilled process was settled before its spill */
             ct_proc_settle(&procs[i]);
     int64_t *rk = malloc((nprocs ? nprocs : 1) * sizeof(*rk));
+    struct pid_of *pids = malloc((nprocs ? nprocs : 1) * sizeof(*pids));
     job->ranks = calloc(nprocs ? nprocs : 1, sizeof(*job->ranks));
-    if (!rk || !job->ranks) {
+    if (!rk || !pids || !job->ranks) {
         free(rk);
+        free(pids);
         return -ENOMEM;
     }
+    for (size_t i = 0; i < nprocs; i++)
+        pids[i] = (struct pid_of){procs[i].pid, procs[i].host, i};
+    if (nprocs)
+        qsort(pids, nprocs, sizeof(*pids), cmp_pid_of);
     int64_t maxrank = -1;
     int gpu_job = 0;
     for (size_t i = 0; i < nprocs; i++) {
-        rk[i] = resolve_rank(procs, nprocs, i);
+        rk[i] = resolve_rank(pids, nprocs, procs, i);
         if (rk[i] > maxrank)
             maxrank = rk[i];
         gpu_job |= has_gpu_work(&procs[i]);
@@ -428,6 +473,7 @@ int ct_job_build(struct ct_job *job, struct ct_proc *procs, size_t nprocs)
         if (rk[i] < 0 && !has_gpu_work(&procs[i])) {
             if (!job->hosts && !(job->hosts = malloc(nprocs * sizeof(*job->hosts)))) {
                 free(rk);
+                free(pids);
                 return -ENOMEM;
             }
             job->hosts[job->nhosts++] = &procs[i];
@@ -436,13 +482,10 @@ int ct_job_build(struct ct_job *job, struct ct_proc *procs, size_t nprocs)
     /* a process with no rank and no ranked parent is a rank of its own */
     for (size_t i = 0; i < nprocs; i++)
         if (rk[i] < 0 && rk[i] != INT64_MIN) {
-            int64_t parent = -1;
-            for (size_t k = 0; k < nprocs; k++)
-                if (procs[k].pid == procs[i].ppid && k != i &&
-                    !strcmp(procs[k].host, procs[i].host))
-                    parent = (int64_t)k;
+            int64_t parent = parent_of(pids, nprocs, procs, i, 1);
             rk[i] = parent >= 0 && rk[parent] >= 0 ? rk[parent] : ++maxrank;
         }
+    free(pids);
     /* the processes by (rank, input order): each rank's group at once, so
      * 10 000 ranks cost a sort, not a search per process and an array of
      * every process per rank */

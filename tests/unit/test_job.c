@@ -6,6 +6,7 @@
 
 #include "decoder/analysis/analysis.h"
 #include "decoder/read/timeline.h"
+#include "tests/unit/timeline_builder.h"
 
 /* A process of rank `rank` running `n` steps of a kernel then an
  * all-reduce (communicator 7, sequence k), its clock `shift` ns off;
@@ -123,6 +124,44 @@ START_TEST(step_number_is_the_integer_after_the_last_hash)
 }
 END_TEST
 
+/* Processes without a rank take their parent's (through a grandparent
+ * too), matched by pid on the same host only; one with no ranked parent
+ * is a rank of its own, numbered after the others; each rank lists its
+ * processes in input order. */
+START_TEST(processes_without_a_rank_join_their_parents)
+{
+    struct tb_job b;
+    tb_init(&b);
+    struct ct_proc *r1 = tb_proc(&b, 1), *r0 = tb_proc(&b, 0);
+    struct ct_proc *child = tb_child(&b, r1);
+    struct ct_proc *grandchild = tb_child(&b, child);
+    struct ct_proc *orphan = tb_proc(&b, -1);
+    struct ct_proc *elsewhere = tb_child(&b, r1); /* the same ppid on another host */
+    free(elsewhere->host);
+    elsewhere->host = strdup("other");
+    struct ct_proc *all[] = {r1, r0, child, grandchild, orphan, elsewhere};
+    for (size_t i = 0; i < 6; i++)
+        tb_kernel(all[i], "k", 1, 10 + 10 * (int64_t)i, 15 + 10 * (int64_t)i, 5);
+    uint32_t pid_r1 = r1->pid, pid_child = child->pid, pid_grand = grandchild->pid;
+    uint32_t pid_orphan = orphan->pid, pid_else = elsewhere->pid;
+    struct ct_job job;
+    tb_build(&b, &job);
+    ck_assert_uint_eq(job.nranks, 4);
+    ck_assert_int_eq(job.ranks[0].rank, 0);
+    ck_assert_uint_eq(job.ranks[0].nprocs, 1);
+    ck_assert_int_eq(job.ranks[1].rank, 1);
+    ck_assert_uint_eq(job.ranks[1].nprocs, 3);
+    ck_assert_uint_eq(job.ranks[1].procs[0]->pid, pid_r1);
+    ck_assert_uint_eq(job.ranks[1].procs[1]->pid, pid_child);
+    ck_assert_uint_eq(job.ranks[1].procs[2]->pid, pid_grand);
+    ck_assert_int_eq(job.ranks[2].rank, 2);
+    ck_assert_uint_eq(job.ranks[2].procs[0]->pid, pid_orphan);
+    ck_assert_int_eq(job.ranks[3].rank, 3);
+    ck_assert_uint_eq(job.ranks[3].procs[0]->pid, pid_else);
+    ct_job_free(&job);
+}
+END_TEST
+
 Suite *job_suite(void)
 {
     Suite *s = suite_create("job");
@@ -131,6 +170,7 @@ Suite *job_suite(void)
     tcase_add_test(tc, clock_offset_between_ranks_is_estimated);
     tcase_add_test(tc, duplicate_collective_sequence_numbers_are_safe);
     tcase_add_test(tc, step_number_is_the_integer_after_the_last_hash);
+    tcase_add_test(tc, processes_without_a_rank_join_their_parents);
     suite_add_tcase(s, tc);
     return s;
 }
