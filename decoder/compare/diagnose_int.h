@@ -34,8 +34,9 @@ void ct_dg_insufficient(struct ctx *c, int kind, const char *fmt, ...)
 
 /* diagnose_replay.c: each finding with a whatif replayed on the job's
  * dependency graph (decoder/analysis/critical_path.h): its saving becomes
- * the predicted mean step's drop. 0 or -ENOMEM; a graph too large or with
- * a dependency cycle leaves the formulas, and d->replay_note says why. */
+ * the predicted mean step's drop. Returns 0: a graph too large, with a
+ * dependency cycle or without the memory to build it leaves the formulas,
+ * and d->replay_note says why. */
 int ct_dg_replay_savings(struct ctx *c);
 /* The largest graph diagnose builds (bytes): about 250 bytes per GPU op,
  * so a job of up to about 4 M GPU ops in all. */

@@ -59,8 +59,12 @@ int ct_dg_replay_savings(struct ctx *c)
     }
     if (!rc)
         rc = ct_cp_paths(g, &base);
-    if (rc)
+    if (rc) { /* the replay is extra: without memory for it the formulas stand */
+        snprintf(d->replay_note, sizeof(d->replay_note),
+                 "out of memory for the job's dependency graph: savings from each check's "
+                 "formula");
         goto out;
+    }
     if (!base.nsteps) {
         snprintf(d->replay_note, sizeof(d->replay_note),
                  "the job's graph has no step (no rank has iterations in it): savings from "
@@ -91,13 +95,17 @@ int ct_dg_replay_savings(struct ctx *c)
             f->formula_saving_us = f->saving_us;
             f->saving_us = (saving > 0 ? saving : 0) / 1e3;
             f->from_replay = 1;
+        } else {
+            snprintf(d->replay_note, sizeof(d->replay_note),
+                     "out of memory during the replay: the findings without saving_from "
+                     "\"replay\" keep their formula");
         }
         ct_cp_result_free(&pred);
     }
     /* what the job would not gain enough from is no finding: its check's
      * formula counted time that slack absorbs */
     size_t k = 0;
-    for (size_t i = 0; i < d->nf && !rc; i++) {
+    for (size_t i = 0; i < d->nf; i++) {
         struct ct_finding *f = &d->f[i];
         if (f->from_replay && f->saving_us * 1e3 < c->o->min_saving * c->step) {
             struct ct_dismissed *x = &d->dis[d->ndis++];
@@ -108,10 +116,9 @@ int ct_dg_replay_savings(struct ctx *c)
         }
         d->f[k++] = *f;
     }
-    if (!rc)
-        d->nf = k;
+    d->nf = k;
 out:
     ct_cp_result_free(&base);
     ct_cp_free(g);
-    return rc;
+    return 0;
 }
