@@ -616,6 +616,12 @@ static int collectives(struct ct_cp_graph *g)
     return 0;
 }
 
+/* Whether a gap edge may have bound its point (finish()). */
+static int possible(const struct cp_edge *e, int64_t gap)
+{
+    return e->cat != CT_CP_SYNC || gap >= -CT_CP_CLOCK_NS;
+}
+
 /* The binding rule, the in-edge index and the dependency order (Kahn). */
 static int finish(struct ct_cp_graph *g)
 {
@@ -640,20 +646,34 @@ static int finish(struct ct_cp_graph *g)
     for (size_t i = 0; i < g->ned; i++)
         out_idx[out_off[g->ed[i].src] + deg[g->ed[i].src]++] = (uint32_t)i;
     for (size_t p = 0; p < np; p++) {
-        int64_t latest = INT64_MIN;
-        uint32_t bind = UINT32_MAX;
+        /* the binding source: the latest that may have bound the point. A
+         * synchronisation is taken to wait for every stream (the timeline
+         * does not say which it waited for): an op of another stream that
+         * ended after it returned, beyond the timers' disagreement, was not
+         * waited for, and keeps its own negative gap instead of the point's
+         * latency (it binds only when no other source could). Every other
+         * edge is a dependency even when clocks put its source after the
+         * point (a launch whose host clock runs ahead of the GPU's). */
+        int64_t latest = INT64_MIN, any = INT64_MIN;
+        uint32_t bind = UINT32_MAX, bind_any = UINT32_MAX;
         for (uint32_t k = g->in_off[p]; k < g->in_off[p + 1]; k++) {
             struct cp_edge *e = &g->ed[g->in_idx[k]];
             int64_t gap = g->pt[p].t - g->pt[e->src].t;
-            e->w = e->kind == CP_MAX0 ? 0 : gap; /* gap edges: set below */
-            if (e->kind == CP_GAP && g->pt[e->src].t > latest)
+            e->w = e->kind == CP_MAX0 ? 0 : gap; /* possible gap sources: set below */
+            if (e->kind != CP_GAP)
+                continue;
+            if (possible(e, gap) && g->pt[e->src].t > latest)
                 latest = g->pt[e->src].t, bind = g->in_idx[k];
+            if (g->pt[e->src].t > any)
+                any = g->pt[e->src].t, bind_any = g->in_idx[k];
         }
         for (uint32_t k = g->in_off[p]; bind != UINT32_MAX && k < g->in_off[p + 1]; k++) {
             struct cp_edge *e = &g->ed[g->in_idx[k]];
-            if (e->kind == CP_GAP)
+            if (e->kind == CP_GAP && possible(e, g->pt[p].t - g->pt[e->src].t))
                 e->w = g->pt[p].t - latest;
         }
+        if (bind == UINT32_MAX)
+            bind = bind_any;
         if (bind != UINT32_MAX)
             g->ed[bind].bind = 1;
         deg[p] = g->in_off[p + 1] - g->in_off[p];

@@ -340,6 +340,58 @@ START_TEST(grouped_send_and_recv_are_one_launch_not_a_cycle)
 }
 END_TEST
 
+/*
+ * One rank, two iterations [a, a+1000): "own" on stream 1 (launched at
+ * a+10) [a+20, a+320), "bg" on stream 2 (launched at a+11) [a+20, a+500),
+ * a stream sync [a+15, a+330) that returns 10 after own (it did not wait
+ * for bg, which ends 170 later), host work to the range end. The sync is
+ * taken to wait for every stream, but bg ends after it returned: that edge
+ * keeps its gap, own binds (latency 10). The range end's latest source is
+ * bg's end (latency 500, which every edge into it carries).
+ *
+ * kernel=own=2: own ends at a+620, the sync returns at a+630 (not at
+ * a+450, where bg's -170 as the sync's latency would put it), and the
+ * range ends at 630 + 500: steps of 1130. Path: launch 10, compute 600,
+ * sync 10, host 500 + the 10 before the launch.
+ */
+START_TEST(a_sync_does_not_take_its_latency_from_an_op_it_did_not_wait_for)
+{
+    struct tb_job b;
+    tb_init(&b);
+    struct ct_proc *p = tb_proc(&b, 0);
+    for (int k = 0; k < 2; k++) {
+        int64_t a = 1000 + 1000 * k;
+        tb_range(p, a, a + 1000, k);
+        tb_kernel(p, "own", 1, a + 20, a + 320, a + 10);
+        tb_kernel(p, "bg", 2, a + 20, a + 500, a + 11);
+        tb_sync(p, a + 15, a + 330);
+    }
+    struct ct_job job;
+    struct ct_report rep;
+    tb_build(&b, &job);
+    tb_analyze(&job, NULL, &rep);
+    struct ct_cp_graph *g;
+    struct ct_cp_result res;
+    char err[200];
+    struct ct_cp_scale sc;
+    ck_assert_int_eq(ct_cp_scale_parse("kernel=own=2", &sc, err, sizeof(err)), 0);
+    ck_assert_int_eq(ct_cp_build(&rep, &g), 0);
+    ck_assert_int_eq(ct_cp_replay(g, &sc, 1), 0);
+    ck_assert_int_eq(ct_cp_paths(g, &res), 0);
+    ck_assert_uint_eq(res.nsteps, 2);
+    const struct ct_cp_step *s = &res.steps[0];
+    ck_assert_int_eq(s->end - s->start, TB_US(1130));
+    ck_assert_int_eq(s->cat[CT_CP_COMPUTE], TB_US(600));
+    ck_assert_int_eq(s->cat[CT_CP_SYNC], TB_US(10));
+    ck_assert_int_eq(s->cat[CT_CP_LAUNCH], TB_US(10));
+    ck_assert_int_eq(s->cat[CT_CP_HOST], TB_US(510));
+    ct_cp_result_free(&res);
+    ct_cp_free(g);
+    ct_report_free(&rep);
+    ct_job_free(&job);
+}
+END_TEST
+
 START_TEST(selectors_parse_and_bad_ones_say_why)
 {
     struct ct_cp_scale s;
@@ -376,6 +428,7 @@ Suite *critical_path_suite(void)
     tcase_add_test(tc, scaling_the_slow_rank_moves_the_path_to_the_other);
     tcase_add_test(tc, instant_loader_removes_the_data_wait);
     tcase_add_test(tc, grouped_send_and_recv_are_one_launch_not_a_cycle);
+    tcase_add_test(tc, a_sync_does_not_take_its_latency_from_an_op_it_did_not_wait_for);
     tcase_add_test(tc, selectors_parse_and_bad_ones_say_why);
     suite_add_tcase(s, tc);
     return s;
