@@ -35,14 +35,15 @@ usage: check_whatif.py CASE...   (environment as check_case.py's)
 Tolerance: 3 % of the measured step, the issue's figure. The host is not
 exact (check_case.py's note): a step's host part (wake-ups from a
 synchronisation, launch calls) moves by hundreds of us between runs on a
-loaded 2-CPU machine, which alone can exceed 3 % of a 5-7 ms step. So each
-side is the median over RUNS runs (default 9) of the per-run median step,
-over W_JOB_STEPS=30 steps per run: a few disturbed runs cannot move it.
-CT_WHATIF_RUNS overrides RUNS. Where the runs themselves spread more (a
-machine loaded by other jobs: on this 2-CPU VM the slow case's runs were
-bimodal, 5.5 and 6.3 ms), the tolerance is three standard errors of the
-difference of the two medians, from the runs' pooled spread: a bias larger
-than the noise still fails. Every figure is printed, pass or fail.
+loaded 2-CPU machine, which alone can exceed 3 % of a 5-7 ms step, and the
+slow case's four rank processes on two CPUs make whole runs bimodal (5.5
+or 6.3 ms, on either side). Interference only ever adds time, so each side
+is its fastest run of RUNS (default 9; CT_WHATIF_RUNS overrides), each run
+the median over its W_JOB_STEPS=30 steps: the least disturbed recording
+predicts, the least disturbed real run is the truth. (The medians over the
+runs, compared before, failed whenever more runs of one side than of the
+other fell in the slow mode: 8.6 % and 11.7 % in two runs whose fastest
+runs agreed within 1.5 %.) The medians are printed too, pass or fail.
 """
 import json
 import os
@@ -136,18 +137,13 @@ def main():
                     truth.append(whatif(tt, c["scale"])["measured_step_us"])
             finally:
                 shutil.rmtree(d, ignore_errors=True)
-        p, t = statistics.median(pred), statistics.median(truth)
+        p, t = min(pred), min(truth)
         err = abs(p - t) / t
-        # the runs' own spread bounds what two medians can show: the
-        # standard error of a median of n runs is 1.2533 sd / sqrt(n), of
-        # the difference of two sqrt(2) that; sd from the pooled MAD
-        dev = [abs(x - p) for x in pred] + [abs(x - t) for x in truth]
-        sd = 1.4826 * statistics.median(dev)
-        se = 1.2533 * sd * (2 / len(pred)) ** 0.5
-        tol = max(TOL, 3 * se / t)
-        print(f"{case}: predicted {p:.1f} us (runs {[round(x) for x in pred]}), real "
-              f"{t:.1f} us (runs {[round(x) for x in truth]}), error {100 * err:.2f} %")
-        print(f"  tolerance {100 * tol:.2f} % (3 %, or 3 standard errors of the runs' spread)")
+        tol = TOL
+        print(f"{case}: predicted {p:.1f} us, real {t:.1f} us (the fastest of {len(pred)} runs "
+              f"each), error {100 * err:.2f} %, tolerance {100 * tol:.0f} %")
+        print(f"  runs: predicted {[round(x) for x in pred]}, real {[round(x) for x in truth]}; "
+              f"medians {statistics.median(pred):.1f} and {statistics.median(truth):.1f} us")
         if err > tol:
             failed.append(f"{case}: error {100 * err:.2f} % > {100 * tol:.2f} %")
     if failed:
