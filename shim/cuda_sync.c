@@ -80,6 +80,10 @@ static CUresult stream_sync(enum ct_sym sym, unsigned flags, CUstream s)
     ct_call_sync_done();
     int dev;
     uint64_t sid = ct_stream_id(s, flags & CT_APIF_PER_THREAD, &dev);
+    /* a sync of the legacy stream waits for the work every blocking stream
+     * had before it, not for one stream's: the decoder must know */
+    if (s == CU_STREAM_LEGACY || (s == NULL && !(flags & CT_APIF_PER_THREAD)))
+        flags |= CT_APIF_LEGACY;
     ct_call_simple(&c, sym, CT_FAM_SYNC, r, sid, dev, flags, 0, 0);
     ct_call_leave(&c);
     return r;
@@ -106,7 +110,10 @@ CUresult ct_impl_cuEventSynchronize(CUevent e)
     ct_call_enter_sync(&c);
     CUresult r = real(e);
     ct_call_sync_done();
-    ct_call_simple(&c, CT_SYM_cuEventSynchronize, CT_FAM_SYNC, r, 0, -1, 0, 0, 0);
+    /* the event's id, as on its records: the decoder joins the sync to the
+     * record it waited for (the stream and the work before it) */
+    ct_call_simple(&c, CT_SYM_cuEventSynchronize, CT_FAM_SYNC, r, 0, -1, CT_APIF_EVENT,
+                   (uint64_t)(uintptr_t)e, 0);
     ct_call_leave(&c);
     return r;
 }

@@ -78,6 +78,10 @@ static void shift_rank(struct ct_rank *r, int64_t d)
             p->edges[i].rec += d;
             p->edges[i].wait += d;
         }
+        for (size_t i = 0; i < p->nsyncs; i++) {
+            p->syncs[i].t += d;
+            p->syncs[i].rec += d;
+        }
         shift_set(&p->sync, d);
         shift_set(&p->data_wait, d);
         shift_set(&p->file_read, d);

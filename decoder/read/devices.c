@@ -134,12 +134,14 @@ static int one_device(const struct ct_proc *p, const int32_t *devs, size_t ndev,
     q->names = malloc((p->nnames ? p->nnames : 1) * sizeof(*q->names));
     q->launches = dup_mem(p->launches, p->nlaunches * sizeof(*p->launches));
     q->steps = dup_mem(p->steps, p->nsteps * sizeof(*p->steps));
-    /* every device keeps the process's event edges: an edge's streams find
-     * their ops on the device that has them */
+    /* every device keeps the process's event edges and sync waits: their
+     * streams find their ops on the device that has them */
     q->edges = dup_mem(p->edges, p->nedges * sizeof(*p->edges));
+    q->syncs = dup_mem(p->syncs, p->nsyncs * sizeof(*p->syncs));
     q->sdev = dup_mem(p->sdev, p->nsdev * sizeof(*p->sdev));
     int rc = !q->path || !q->host || (p->life.job && !q->life.job) || !q->ops || !q->nccl ||
-                     !remap || !q->names || !q->launches || !q->steps || !q->sdev || !q->edges
+                     !remap || !q->names || !q->launches || !q->steps || !q->sdev || !q->edges ||
+                     !q->syncs
                  ? -ENOMEM
                  : 0;
     if (!rc)
@@ -163,6 +165,7 @@ static int one_device(const struct ct_proc *p, const int32_t *devs, size_t ndev,
     q->nlaunches = p->nlaunches;
     q->nsteps = p->nsteps;
     q->nedges = p->nedges;
+    q->nsyncs = p->nsyncs;
     q->nsdev = q->capsdev = p->nsdev;
     /* an NCCL op of a stream without a known device goes with the first
      * device, as does a GPU op */

@@ -39,7 +39,7 @@ static void ex_free(struct ex *x)
     struct ct_vec *v[] = {&x->ops,    &x->gcorr,    &x->calls, &x->timed, &x->nccl,
                           &x->nsynth, &x->nord,     &x->steps, &x->sord,  &x->launches,
                           &x->clock,  &x->name_sid, &x->nfb,   &x->gend,  &x->gendv,
-                          &x->nkl,    &x->graphs,   &x->evr,   &x->evw};
+                          &x->nkl,    &x->graphs,   &x->evr,   &x->evw,   &x->evs};
     for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
         free(v[i]->p);
     free(x->name_map);
@@ -213,8 +213,9 @@ static int note_nccl_calls(struct ex *x, const uint64_t *c, size_t st, uint32_t 
  * the call's name, looked up once per string id. */
 static int note_event(struct ex *x, const uint64_t *c, size_t st)
 {
-    if ((uint32_t)FLD(CT_API_RESULT) != 0 || !FLD(CT_API_BYTES))
-        return 0; /* refused by the driver: no dependency */
+    if ((uint32_t)FLD(CT_API_RESULT) != 0 || !FLD(CT_API_BYTES) ||
+        !(FLD(CT_API_FLAGS) & CT_APIF_ASYNC))
+        return 0; /* refused by the driver: no dependency; an event's sync is a sync */
     uint64_t sid = FLD(CT_API_NAME);
     int wait;
     if (x->wait_sid[0] == sid + 1)
@@ -231,6 +232,24 @@ static int note_event(struct ex *x, const uint64_t *c, size_t st)
         return -ENOMEM;
     ((struct ex_event *)v->p)[v->n++] = (struct ex_event){
         FLD(CT_API_BYTES), (int64_t)FLD(CT_API_START), (uint32_t)FLD(CT_API_STREAM)};
+    return 0;
+}
+
+/* What host sync c waited for (struct ct_syncon, resolved in
+ * extract_join.c): an event's sync, its event; a stream's, its stream; a
+ * context's, a synchronous copy or a sync of the legacy stream (which
+ * waits for every blocking stream), every stream. */
+static int note_sync(struct ex *x, const uint64_t *c, size_t st, uint64_t fam)
+{
+    if (ct_vec_room(&x->evs, sizeof(struct ex_event)))
+        return -ENOMEM;
+    uint64_t fl = FLD(CT_API_FLAGS);
+    struct ex_event v = {0, (int64_t)FLD(CT_API_START), 0};
+    if (fam == CT_FAM_SYNC && (fl & CT_APIF_EVENT))
+        v.event = FLD(CT_API_BYTES);
+    else if (fam == CT_FAM_SYNC && !(fl & CT_APIF_LEGACY))
+        v.stream = (uint32_t)FLD(CT_API_STREAM);
+    ((struct ex_event *)x->evs.p)[x->evs.n++] = v;
     return 0;
 }
 
@@ -251,8 +270,8 @@ static int on_api(struct ex *x, const uint64_t *c, size_t st, uint32_t tid)
             rc = ct_u64_push(&x->timed, FLD(CT_API_CORR));
     }
     int64_t s = (int64_t)FLD(CT_API_START), e = (int64_t)FLD(CT_API_END);
-    if (!rc && ct_is_host_sync(fam, FLD(CT_API_FLAGS)))
-        rc = ct_ivset_add(&p->sync, s, e);
+    if (!rc && ct_is_host_sync(fam, FLD(CT_API_FLAGS)) && !(rc = ct_ivset_add(&p->sync, s, e)))
+        rc = note_sync(x, c, st, fam);
     if (!rc && fam == CT_FAM_MEMCPY && FLD(CT_API_COPY_KIND) == CT_COPY_DTOH &&
         FLD(CT_API_BYTES) >= CKPT_BYTES)
         rc = ct_ivset_add(&p->ckpt, s, e);

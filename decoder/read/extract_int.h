@@ -65,6 +65,8 @@ struct ex {
     uint64_t gend_sid;      /* string id of "ncclGroupEnd", 0 until seen */
     struct ct_vec evr;      /* struct ex_event of each cuEventRecord*, raw times */
     struct ct_vec evw;      /* struct ex_event of each cuStreamWaitEvent* */
+    struct ct_vec evs;      /* struct ex_event of each host sync: event 0 but for an event's
+                             * sync, stream 0 for one that waits for every stream */
     uint64_t wait_sid[2];   /* string ids known to name a wait (1 + sid), a record */
     struct ct_vec steps;    /* struct ct_range, raw times */
     struct ct_vec sord;     /* file order of each step */

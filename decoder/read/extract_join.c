@@ -369,38 +369,76 @@ static uint64_t edge_rec(const void *e)
     return (uint64_t)((const struct ct_evedge *)e)->rec ^ (1ull << 63);
 }
 
+/* The index + 1 of the latest of the records r (sorted by event, then
+ * time) of `event` at or before t, or 0 (never recorded by then: nothing
+ * to wait for, as in CUDA). */
+static size_t latest_record(const struct ex_event *r, size_t n, uint64_t event, int64_t t)
+{
+    size_t lo = 0, hi = n; /* the first record after (event, t) */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (r[mid].event < event || (r[mid].event == event && r[mid].t <= t))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo && r[lo - 1].event == event ? lo : 0;
+}
+
 /* Each wait joined to the latest record of its event at or before it (a
  * record later moves the event; a wait on an event never recorded in the
  * trace, or recorded only after, has nothing to wait for, as in CUDA) into
- * x->p->edges, by wait time. 0 or -ENOMEM. */
+ * x->p->edges, by wait time; x->evr is sorted by (event, time). 0 or
+ * -ENOMEM. */
 static int event_edges(struct ex *x, int64_t off)
 {
-    static const ct_key_fn rec_order[] = {ev_event, ev_time};
     static const ct_key_fn edge_order[] = {edge_wait, edge_rec};
     struct ct_proc *p = x->p;
     if (!x->evw.n || !x->evr.n)
         return 0;
-    if (ct_sort_by(x->evr.p, x->evr.n, sizeof(struct ex_event), rec_order, 2))
-        return -ENOMEM;
     const struct ex_event *r = x->evr.p, *w = x->evw.p;
     p->edges = malloc(x->evw.n * sizeof(*p->edges));
     if (!p->edges)
         return -ENOMEM;
     for (size_t i = 0; i < x->evw.n; i++) {
-        size_t lo = 0, hi = x->evr.n; /* the first record after (event, t) */
-        while (lo < hi) {
-            size_t mid = lo + (hi - lo) / 2;
-            if (r[mid].event < w[i].event || (r[mid].event == w[i].event && r[mid].t <= w[i].t))
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        if (!lo || r[lo - 1].event != w[i].event)
-            continue;
-        p->edges[p->nedges++] =
-            (struct ct_evedge){r[lo - 1].t + off, w[i].t + off, r[lo - 1].stream, w[i].stream};
+        size_t k = latest_record(r, x->evr.n, w[i].event, w[i].t);
+        if (k)
+            p->edges[p->nedges++] =
+                (struct ct_evedge){r[k - 1].t + off, w[i].t + off, r[k - 1].stream, w[i].stream};
     }
     return ct_sort_by(p->edges, p->nedges, sizeof(*p->edges), edge_order, 2);
+}
+
+static uint64_t sync_time(const void *e)
+{
+    return (uint64_t)((const struct ct_syncon *)e)->t ^ (1ull << 63);
+}
+
+/* What each host sync waited for (struct ct_syncon) into x->p->syncs, by
+ * start: an event's sync joins the latest record of its event before it,
+ * as a wait does (its stream, and the work launched there before the
+ * record); one whose event has no record in the trace (recorded before
+ * the capture began) is taken to wait for every stream. 0 or -ENOMEM. */
+static int sync_waits(struct ex *x, int64_t off)
+{
+    static const ct_key_fn order[] = {sync_time};
+    struct ct_proc *p = x->p;
+    const struct ex_event *v = x->evs.p, *r = x->evr.p;
+    if (!x->evs.n)
+        return 0;
+    p->syncs = malloc(x->evs.n * sizeof(*p->syncs));
+    if (!p->syncs)
+        return -ENOMEM;
+    for (size_t i = 0; i < x->evs.n; i++) {
+        struct ct_syncon *o = &p->syncs[p->nsyncs++];
+        *o = (struct ct_syncon){v[i].t + off, v[i].t + off, v[i].stream};
+        size_t k = v[i].event ? latest_record(r, x->evr.n, v[i].event, v[i].t) : 0;
+        if (k)
+            o->stream = r[k - 1].stream, o->rec = r[k - 1].t + off;
+        else if (v[i].event)
+            o->stream = 0;
+    }
+    return ct_sort_by(p->syncs, p->nsyncs, sizeof(*p->syncs), order, 1);
 }
 
 int ct_extract_finish(struct ex *x)
@@ -540,7 +578,9 @@ int ct_extract_finish(struct ex *x)
         }
         ct_ivset_normalize(sets[k]);
     }
-    if ((rc = event_edges(x, off)))
+    static const ct_key_fn rec_order[] = {ev_event, ev_time};
+    if ((rc = ct_sort_by(x->evr.p, x->evr.n, sizeof(struct ex_event), rec_order, 2)) ||
+        (rc = event_edges(x, off)) || (rc = sync_waits(x, off)))
         goto out;
     rc = ct_capture_finish(p, off);
     ct_life_finish(&p->life, off);

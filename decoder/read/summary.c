@@ -248,6 +248,12 @@ static void encode(struct ct_sum_wbuf *b, const struct ct_proc *p, const char *s
         ct_sum_put_u32(b, p->edges[i].from);
         ct_sum_put_u32(b, p->edges[i].to);
     }
+    ct_sum_put_u64(b, p->nsyncs);
+    for (size_t i = 0; i < p->nsyncs; i++) {
+        ct_sum_put_u64(b, (uint64_t)p->syncs[i].t);
+        ct_sum_put_u64(b, (uint64_t)p->syncs[i].rec);
+        ct_sum_put_u32(b, p->syncs[i].stream);
+    }
     ct_sum_put_u64(b, p->nnames);
     for (size_t i = 0; i < p->nnames; i++)
         ct_sum_put_str(b, p->names[i]);
@@ -557,6 +563,12 @@ static void decode(struct ct_sum_rbuf *r, struct ct_proc *p, struct ct_hcollect 
         p->edges[i].wait = (int64_t)ct_sum_get_u64(r);
         p->edges[i].from = ct_sum_get_u32(r);
         p->edges[i].to = ct_sum_get_u32(r);
+    }
+    p->syncs = ct_sum_get_array(r, &p->nsyncs, 20, sizeof(*p->syncs), oom);
+    for (size_t i = 0; i < p->nsyncs; i++) {
+        p->syncs[i].t = (int64_t)ct_sum_get_u64(r);
+        p->syncs[i].rec = (int64_t)ct_sum_get_u64(r);
+        p->syncs[i].stream = ct_sum_get_u32(r);
     }
     p->names = ct_sum_get_array(r, &p->nnames, 4, sizeof(*p->names), oom);
     for (size_t i = 0; i < p->nnames && !r->bad; i++)

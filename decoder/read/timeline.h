@@ -97,6 +97,17 @@ struct ct_evedge {
     uint32_t from, to;
 };
 
+/* What a host synchronisation waited for: the last op launched on
+ * `stream` before host time `rec` (a cuStreamSynchronize*: its stream,
+ * rec = t; a cuEventSynchronize: the stream and time of the event's latest
+ * record before the sync), or every stream's work launched before t
+ * (stream 0: a context's sync, a synchronous copy, a sync of the legacy
+ * stream, an event the trace has no record of). */
+struct ct_syncon {
+    int64_t t, rec; /* host start of the sync; see above */
+    uint32_t stream;
+};
+
 /* A named host range (NVTX range or a mark: s == e). */
 struct ct_range {
     int64_t s, e;
@@ -163,6 +174,9 @@ struct ct_proc {
     struct ct_ivset file_read; /* of data_wait: reads on regular files (a checkpoint's restore) */
     struct ct_evedge *edges;   /* by wait time; not spilled (one per wait) */
     size_t nedges;
+    struct ct_syncon *syncs; /* one per host sync (of `sync`), by start; none in traces of
+                              * Kineto (every sync then waits for every stream) */
+    size_t nsyncs;
     struct ct_range *steps; /* ranges/marks naming iterations */
     size_t nsteps;
     char **names;

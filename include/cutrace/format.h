@@ -275,13 +275,19 @@ enum ct_api_flags {
     CT_APIF_CAPTURED = 1u << 2,   /* issued to a stream under capture */
     CT_APIF_FREE = 1u << 3,       /* a free in the alloc family */
     /* CT_API_BYTES holds an event id, not bytes: the CUevent handle's value
-     * (sync family: cuEventRecord*, cuStreamWaitEvent*), the same in an
-     * event's records and in every wait on it. As in CUDA, a wait depends
-     * on the latest record of its id before it in the process (recording
-     * an event again moves it; a destroyed event's handle may come back
-     * for a new one, which the same rule covers). 0 only for a call given
-     * no event (the driver refused it). */
+     * (sync family: cuEventRecord*, cuStreamWaitEvent*, and
+     * cuEventSynchronize, the one of them without CT_APIF_ASYNC: older
+     * recorders left it without, and the decoder then takes that sync to
+     * wait for every stream), the same in an event's records and in every
+     * wait on it. As in CUDA, a wait depends on the latest record of its id before
+     * it in the process (recording an event again moves it; a destroyed
+     * event's handle may come back for a new one, which the same rule
+     * covers). 0 only for a call given no event (the driver refused it). */
     CT_APIF_EVENT = 1u << 4,
+    /* a cuStreamSynchronize* of the legacy default stream (NULL without
+     * _ptsz, or CU_STREAM_LEGACY): it waits for what every blocking stream
+     * had before it, not for its stream's work alone */
+    CT_APIF_LEGACY = 1u << 5,
 };
 
 /* CT_REC_GPU: when an op really ran on the device. */

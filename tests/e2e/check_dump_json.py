@@ -56,7 +56,7 @@ for lineno, line in enumerate(sys.stdin, 1):
             sys.exit(f"line {lineno}: api.event missing or not int on {obj['name']}")
         if not eventful and "event" in obj:
             sys.exit(f"line {lineno}: api.event on {obj['name']}, which carries no event")
-        if eventful and not obj["name"].startswith(("cuEventRecord", "cuStreamWaitEvent")):
+        if eventful and not obj["name"].startswith(("cuEventRecord", "cuStreamWaitEvent", "cuEventSynchronize")):
             sys.exit(f"line {lineno}: api.event on {obj['name']}")
     if kind == "counter" and obj["device"] < -1:
         sys.exit(f"line {lineno}: counter.device must be an ordinal or -1 (host)")

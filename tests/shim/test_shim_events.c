@@ -27,6 +27,8 @@ struct events_run {
     char path[TH_RUN_PATH];
     struct expect_call exp[64];
     int nexp;
+    struct expect_call sync[16]; /* the syncs, with the stream each waits for (0: every) */
+    int nsync;
     int records, waits, launches;
     unsigned long long sa, sb, spt;
 };
@@ -51,7 +53,12 @@ static void events_run(struct events_run *e, const char *timing)
         struct expect_call *x = &e->exp[e->nexp++];
         ck_assert(sscanf(p, "EXPECT %63s %llu %llu", x->name, &x->event, &x->stream) == 3);
     }
-    ck_assert_int_eq(e->nexp, e->records + e->waits);
+    for (char *p = strstr(out, "SYNC "); p; p = strstr(p + 1, "SYNC ")) {
+        ck_assert_int_lt(e->nsync, 16);
+        struct expect_call *x = &e->sync[e->nsync++];
+        ck_assert(sscanf(p, "SYNC %63s %llu", x->name, &x->stream) == 2);
+    }
+    ck_assert_int_eq(e->nexp, e->records + e->waits + 1); /* and the one cuEventSynchronize */
     ck_assert_int_eq(th_run_trace(&r, 0, e->path, sizeof(e->path)), 1);
     th_trace_read_file(&e->t, e->path);
     ck_assert(e->t.rd.has_footer);
@@ -95,9 +102,12 @@ static void check_event_calls(struct events_run *e)
         ck_assert_msg(f[CT_API_STREAM] == x->stream, "%s: stream %" PRIu64 ", expected %llu", name,
                       f[CT_API_STREAM], x->stream);
         ck_assert_str_eq(ct_name_family(f[CT_API_FAMILY]), "sync");
-        ck_assert_int_eq((int64_t)f[CT_API_DEVICE], 0);
+        int esync = !strcmp(name, "cuEventSynchronize"); /* waits: no stream, no device */
+        ck_assert_int_eq((int64_t)f[CT_API_DEVICE], esync ? -1 : 0);
         ck_assert_int_eq((int64_t)f[CT_API_RESULT], 0);
-        unsigned want = CT_APIF_ASYNC | CT_APIF_EVENT | (ends_with(name, "_ptsz") ? 1u : 0u);
+        unsigned want = esync
+                            ? CT_APIF_EVENT
+                            : CT_APIF_ASYNC | CT_APIF_EVENT | (ends_with(name, "_ptsz") ? 1u : 0u);
         ck_assert_msg(f[CT_API_FLAGS] == want, "%s: flags %" PRIu64 ", expected %u", name,
                       f[CT_API_FLAGS], want);
         ck_assert_uint_gt(f[CT_API_CORR], 0);
@@ -122,6 +132,30 @@ static void check_edges(const struct events_run *e)
         ck_assert_msg(j >= 0 && !strncmp(e->exp[j].name, "cuEventRecord", 13),
                       "wait on %llu without its record", w->event);
         ck_assert(e->exp[j].stream == e->sa || e->exp[j].stream == e->spt);
+    }
+}
+
+/* What each sync waited for (decoder/read/extract_join.c, struct
+ * ct_syncon), in call order: a stream's sync its stream, from its own
+ * start; the event's sync the per-thread stream the event was recorded
+ * on, from the record (the one the edge on the per-thread stream has);
+ * the legacy stream's and the context's every stream (0). */
+static void check_decoded_syncs(const struct events_run *e, const struct ct_proc *p)
+{
+    int64_t rec = INT64_MIN;
+    for (size_t i = 0; i < p->nedges; i++)
+        if (p->edges[i].from == e->spt)
+            rec = p->edges[i].rec;
+    ck_assert_int_ne(rec, INT64_MIN);
+    ck_assert_uint_eq(p->nsyncs, (size_t)e->nsync);
+    ck_assert_int_eq(e->nsync, 8);
+    for (int i = 0; i < e->nsync; i++) {
+        const struct ct_syncon *o = &p->syncs[i];
+        ck_assert_msg(o->stream == e->sync[i].stream, "%s: waits for stream %u, expected %llu",
+                      e->sync[i].name, o->stream, e->sync[i].stream);
+        int esync = !strcmp(e->sync[i].name, "cuEventSynchronize");
+        ck_assert_int_eq(o->rec, esync ? rec : o->t);
+        ck_assert(!i || o[-1].t <= o->t);
     }
 }
 
@@ -151,6 +185,7 @@ static void check_decoded_edges(const struct events_run *e)
     }
     ck_assert_uint_eq(k, p.nedges);
     ck_assert_uint_gt(k, 0);
+    check_decoded_syncs(e, &p);
     char sum[TH_RUN_PATH + 8];
     snprintf(sum, sizeof(sum), "%s.ctsum", e->path);
     struct ct_proc q;
@@ -159,6 +194,10 @@ static void check_decoded_edges(const struct events_run *e)
     unlink(sum);
     ck_assert_uint_eq(q.nedges, p.nedges);
     ck_assert(!memcmp(q.edges, p.edges, p.nedges * sizeof(*p.edges)));
+    ck_assert_uint_eq(q.nsyncs, p.nsyncs);
+    for (size_t i = 0; i < p.nsyncs; i++)
+        ck_assert(q.syncs[i].t == p.syncs[i].t && q.syncs[i].rec == p.syncs[i].rec &&
+                  q.syncs[i].stream == p.syncs[i].stream);
     ct_proc_free(&q);
     ct_proc_free(&p);
 }
@@ -213,7 +252,8 @@ START_TEST(dump_shows_the_event_on_event_calls_only)
         if (!strstr(line, "\"kind\":\"api\""))
             continue;
         int call = strstr(line, "\"name\":\"cuEventRecord") ||
-                   strstr(line, "\"name\":\"cuStreamWaitEvent");
+                   strstr(line, "\"name\":\"cuStreamWaitEvent") ||
+                   strstr(line, "\"name\":\"cuEventSynchronize");
         char want[64];
         snprintf(want, sizeof(want), ",\"event\":%llu", e.exp[seen < e.nexp ? seen : 0].event);
         if (call) {

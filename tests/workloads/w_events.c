@@ -11,7 +11,9 @@
  * it prints the record the trace must hold,
  *   EXPECT name event_id stream_id
  * (an event's id is its handle's value, cutrace/format.h CT_APIF_EVENT),
- * then "CALLS records=N waits=M launches=L" with the totals it made.
+ * (the one cuEventSynchronize too, with stream 0), and before each sync
+ * "SYNC name stream_id" (0: it waits for every stream); then
+ * "CALLS records=N waits=M launches=L" with the totals it made.
  * Exits non-zero if any call fails.
  */
 #include <cuda.h>
@@ -173,6 +175,7 @@ int main(void)
             CHECK(cuLaunchKernel(kb, 1, 1, 1, 32, 1, 1, 0, b, NULL, NULL));
             launches++;
         }
+        printf("SYNC cuStreamSynchronize %llu\n", sb);
         CHECK(cuStreamSynchronize(b));
         for (int v = 0; v < 4; v++)
             CHECK(cuEventDestroy(e[v]));
@@ -187,7 +190,18 @@ int main(void)
     expect("cuStreamWaitEvent", pe, sb);
     CHECK(cuStreamWaitEvent(b, pe, 0));
     waits++;
+    /* the syncs and what each waits for ("SYNC name stream", 0: every
+     * stream): B; the per-thread stream, where pe was recorded; the legacy
+     * stream, whose sync waits for every blocking stream; the context */
+    printf("SYNC cuStreamSynchronize %llu\n", sb);
     CHECK(cuStreamSynchronize(b));
+    expect("cuEventSynchronize", pe, 0);
+    printf("SYNC cuEventSynchronize %llu\n", spt);
+    CHECK(cuEventSynchronize(pe));
+    printf("SYNC cuStreamSynchronize 0\n");
+    CHECK(cuStreamSynchronize(NULL));
+    printf("SYNC cuCtxSynchronize 0\n");
+    CHECK(cuCtxSynchronize());
     CHECK(cuEventDestroy(pe));
     printf("CALLS records=%d waits=%d launches=%d\n", records, waits, launches);
     return 0;

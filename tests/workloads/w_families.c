@@ -340,7 +340,12 @@ int main(int argc, char **argv)
     ok(CALL(PFN_cuStreamSynchronize_v2000, cuStreamSynchronize, g_s), "ssync");
     expect("cuStreamSynchronize_ptsz", "sync", 0, "-", g_pt, 0, 0, 0, "-", 1);
     ok(CALL(PFN_cuStreamSynchronize_v7000_ptsz, cuStreamSynchronize_ptsz, NULL), "ssync pt");
-    expect("cuEventSynchronize", "sync", 0, "-", 0, 0, 0, 0, "-", 0);
+    /* a sync of the legacy stream is flagged 32: it waits for every
+     * blocking stream */
+    expect("cuStreamSynchronize", "sync", 0, "-", g_legacy, 0, 0, 0, "-", 32);
+    ok(CALL(PFN_cuStreamSynchronize_v2000, cuStreamSynchronize, NULL), "ssync legacy");
+    /* an event's sync carries the event, as its records do (16) */
+    expect("cuEventSynchronize", "sync", evid, "-", 0, 0, 0, 0, "-", 16);
     ok(CALL(PFN_cuEventSynchronize_v2000, cuEventSynchronize, ev), "esync");
     expect("cuCtxSynchronize", "sync", 0, "-", 0, 0, 0, 0, "-", 0);
     /* no arguments: CALL's variadic part may not be empty in ISO C */
