@@ -68,7 +68,7 @@ const char *ct_cp_cat_name(int cat)
     return cat >= 0 && cat < CT_CP_NCAT ? n[cat] : "?";
 }
 
-static int add_pt(struct ct_cp_graph *g, int64_t t, int32_t rank, uint32_t *id)
+int ct_cp_add_pt(struct ct_cp_graph *g, int64_t t, int32_t rank, uint32_t *id)
 {
     if (ct_grow((void **)&g->pt, &g->cappt, g->npt, sizeof(*g->pt)))
         return -ENOMEM;
@@ -77,8 +77,8 @@ static int add_pt(struct ct_cp_graph *g, int64_t t, int32_t rank, uint32_t *id)
     return 0;
 }
 
-static int add_edge(struct ct_cp_graph *g, uint32_t src, uint32_t dst, int kind, int cat,
-                    int32_t rank)
+int ct_cp_add_edge(struct ct_cp_graph *g, uint32_t src, uint32_t dst, int kind, int cat,
+                   int32_t rank)
 {
     if (ct_grow((void **)&g->ed, &g->caped, g->ned, sizeof(*g->ed)))
         return -ENOMEM;
@@ -88,36 +88,7 @@ static int add_edge(struct ct_cp_graph *g, uint32_t src, uint32_t dst, int kind,
     return 0;
 }
 
-/* A host event of the main process. */
-enum { HE_LAUNCH = 0, HE_SYNC, HE_DATA, HE_CKPT };
-struct hev {
-    int64_t s, e;
-    int kind;
-    uint32_t ps, pe;
-};
-
-static int cmp_hev(const void *a, const void *b)
-{
-    const struct hev *x = a, *y = b;
-    if (x->s != y->s)
-        return x->s < y->s ? -1 : 1;
-    return x->kind - y->kind;
-}
-
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* The last op on each stream, as a sweep passes (e: its end, for the
- * sweep by end). */
-struct slast {
-    uint32_t stream, pe;
-    int64_t e;
-    uint32_t pre; /* the stream sweep: the last op's own predecessor (UINT32_MAX none) */
-};
-static int slast_set(struct slast **v, size_t *n, size_t *cap, uint32_t stream, uint32_t pe)
+int ct_cp_slast_set(struct slast **v, size_t *n, size_t *cap, uint32_t stream, uint32_t pe)
 {
     for (size_t i = 0; i < *n; i++)
         if ((*v)[i].stream == stream) {
@@ -193,18 +164,6 @@ static int stream_next(struct slast **v, size_t *n, size_t *cap, uint32_t stream
  * begins: HTA's consecutive-kernel delay (a stream wait releases the
  * waiting op within microseconds). */
 #define CT_CP_WAIT_NS 30000
-/* The part of a rank the graph holds: the ops that start within its
- * iterations, [s, e] (the first's start to the last's end; the whole run
- * without iterations). Only the steps are walked, and a job's warm-up
- * before its first step (initialisation, compilation) can outweigh many
- * steps: the graph's memory is the steps' (critical-path --iterations
- * bounds it further). */
-struct cp_win {
-    const struct ct_gop *ops;
-    size_t nops;
-    int64_t s, e;
-};
-
 static struct cp_win window(const struct ct_rank_result *x)
 {
     const struct ct_rank *rk = x->rank;
@@ -230,98 +189,6 @@ static struct cp_win window(const struct ct_rank_result *x)
     w.ops = rk->ops + lo, w.nops = end - lo;
     return w;
 }
-
-/* Host events of the rank's main process within w, sorted, with their
- * points. */
-static int host_events(struct ct_cp_graph *g, const struct ct_rank *rk, const struct cp_win *w,
-                       int32_t ri, struct hev **out, size_t *nout)
-{
-    const struct ct_proc *p0 = rk->procs[0];
-    int64_t *l = malloc((w->nops ? w->nops : 1) * sizeof(*l));
-    if (!l)
-        return -ENOMEM;
-    size_t nl = 0;
-    for (size_t i = 0; i < w->nops; i++)
-        if (w->ops[i].launch != INT64_MIN && w->ops[i].type != CT_GPU_SYNC)
-            l[nl++] = w->ops[i].launch;
-    qsort(l, nl, sizeof(*l), cmp_i64);
-    size_t n = 0;
-    for (size_t i = 0; i < nl; i++)
-        if (!i || l[i] != l[i - 1])
-            l[n++] = l[i];
-    size_t tot = n + p0->sync.n + p0->data_wait.n + p0->ckpt.n;
-    struct hev *h = malloc((tot ? tot : 1) * sizeof(*h));
-    if (!h) {
-        free(l);
-        return -ENOMEM;
-    }
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++)
-        h[k++] = (struct hev){.s = l[i], .e = l[i], .kind = HE_LAUNCH};
-    const struct ct_ivset *sets[3] = {&p0->sync, &p0->data_wait, &p0->ckpt};
-    for (int s = 0; s < 3; s++)
-        for (size_t i = 0; i < sets[s]->n; i++)
-            if (sets[s]->v[i].e >= w->s && sets[s]->v[i].s <= w->e)
-                h[k++] =
-                    (struct hev){.s = sets[s]->v[i].s, .e = sets[s]->v[i].e, .kind = HE_SYNC + s};
-    free(l);
-    qsort(h, k, sizeof(*h), cmp_hev);
-    static const int cat[] = {CT_CP_HOST, CT_CP_SYNC, CT_CP_DATA, CT_CP_CKPT};
-    for (size_t i = 0; i < k; i++) {
-        if (add_pt(g, h[i].s, ri, &h[i].ps))
-            goto oom;
-        h[i].pe = h[i].ps;
-        if (h[i].kind != HE_LAUNCH) {
-            if (add_pt(g, h[i].e, ri, &h[i].pe) ||
-                add_edge(g, h[i].ps, h[i].pe, h[i].kind == HE_SYNC ? CP_GAP : CP_DUR,
-                         cat[h[i].kind], ri))
-                goto oom;
-        }
-        /* host thread order: host time between events (scaled by host=N) */
-        if (i && add_edge(g, h[i - 1].pe, h[i].ps, CP_GAP, CT_CP_HOST, ri))
-            goto oom;
-    }
-    *out = h;
-    *nout = k;
-    return 0;
-oom:
-    free(h);
-    return -ENOMEM;
-}
-
-/* The last host event starting at or before t (its end point when it
- * ended by t), or -1. */
-static int64_t host_before(const struct hev *h, size_t n, int64_t t)
-{
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (h[mid].s <= t)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    if (!lo)
-        return -1;
-    return h[lo - 1].e <= t ? h[lo - 1].pe : h[lo - 1].ps;
-}
-
-static const struct hev *launch_ev(const struct hev *h, size_t n, int64_t t)
-{
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (h[mid].s < t || (h[mid].s == t && h[mid].kind < HE_LAUNCH))
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < n && h[lo].s == t && h[lo].kind == HE_LAUNCH ? &h[lo] : NULL;
-}
-
-struct opx {
-    uint32_t ps, pe;
-};
 
 /* A time and a point or op index: ops by end, iteration points by time. */
 struct tix {
@@ -396,7 +263,7 @@ static int event_edges(struct ct_cp_graph *g, const struct ct_rank *rk, const st
         size_t b = launched_after(v, n, e->to, e->wait, 0);
         if (!a || v[a - 1].stream != e->from || b == n || v[b].stream != e->to)
             continue; /* nothing recorded before, or nothing waited after */
-        rc = add_edge(g, ox[v[a - 1].op].pe, ox[v[b].op].ps, CP_GAP, CT_CP_GPU_GAP, ri);
+        rc = ct_cp_add_edge(g, ox[v[a - 1].op].pe, ox[v[b].op].ps, CP_GAP, CT_CP_GPU_GAP, ri);
         if (!rc)
             g->ed[g->ned - 1].stream = e->to;
     }
@@ -416,10 +283,11 @@ static int build_rank(struct ct_cp_graph *g, const struct ct_rank_result *x, int
     struct slast *sl = NULL, *en = NULL;
     size_t nsl = 0, capsl = 0, nen = 0, capen = 0;
     int rc = -ENOMEM;
-    if (!ox || !byend || !seen || host_events(g, rk, w, ri, &h, &nh))
+    if (!ox || !byend || !seen || ct_cp_host_events(g, rk, w, ri, &h, &nh))
         goto out;
     for (size_t i = 0; i < w->nops; i++) {
-        if (add_pt(g, w->ops[i].s, ri, &ox[i].ps) || add_pt(g, w->ops[i].e, ri, &ox[i].pe))
+        if (ct_cp_add_pt(g, w->ops[i].s, ri, &ox[i].ps) ||
+            ct_cp_add_pt(g, w->ops[i].e, ri, &ox[i].pe))
             goto out;
         byend[i] = (struct tix){w->ops[i].e, (uint32_t)i};
     }
@@ -437,13 +305,13 @@ static int build_rank(struct ct_cp_graph *g, const struct ct_rank_result *x, int
         int64_t known = INT64_MIN; /* the latest source the trace names */
         uint32_t from = stream_source(sl, nsl, o->stream, o->s);
         if (from != UINT32_MAX) {
-            if (add_edge(g, from, ox[i].ps, CP_GAP, CT_CP_GPU_GAP, ri))
+            if (ct_cp_add_edge(g, from, ox[i].ps, CP_GAP, CT_CP_GPU_GAP, ri))
                 goto out;
             g->ed[g->ned - 1].stream = o->stream;
             known = g->pt[from].t;
         }
-        const struct hev *lv = o->launch != INT64_MIN ? launch_ev(h, nh, o->launch) : NULL;
-        if (lv && add_edge(g, lv->pe, ox[i].ps, CP_GAP, CT_CP_LAUNCH, ri))
+        const struct hev *lv = o->launch != INT64_MIN ? ct_cp_launch_ev(h, nh, o->launch) : NULL;
+        if (lv && ct_cp_add_edge(g, lv->pe, ox[i].ps, CP_GAP, CT_CP_LAUNCH, ri))
             goto out;
         if (lv && lv->s > known)
             known = lv->s;
@@ -463,7 +331,7 @@ static int build_rank(struct ct_cp_graph *g, const struct ct_rank_result *x, int
             if (en[k].stream != o->stream && (!w || en[k].e > w->e))
                 w = &en[k];
         if (infer && w && w->e > known && o->s - w->e <= CT_CP_WAIT_NS && w->pe != ox[i].pe) {
-            if (add_edge(g, w->pe, ox[i].ps, CP_GAP, CT_CP_GPU_GAP, ri))
+            if (ct_cp_add_edge(g, w->pe, ox[i].ps, CP_GAP, CT_CP_GPU_GAP, ri))
                 goto out;
             g->ed[g->ned - 1].stream = o->stream;
         }
@@ -488,7 +356,7 @@ static int build_rank(struct ct_cp_graph *g, const struct ct_rank_result *x, int
                                  .arrive = !seen[o->nccl]};
             seen[o->nccl] = 1;
         } else {
-            if (add_edge(g, ox[i].ps, ox[i].pe, CP_DUR, cls_cat(o->cls), ri))
+            if (ct_cp_add_edge(g, ox[i].ps, ox[i].pe, CP_DUR, cls_cat(o->cls), ri))
                 goto out;
             struct cp_edge *e = &g->ed[g->ned - 1];
             e->gpu = 1;
@@ -496,24 +364,8 @@ static int build_rank(struct ct_cp_graph *g, const struct ct_rank_result *x, int
             e->name = o->name < rk->nnames ? rk->names[o->name] : NULL;
         }
     }
-    /* a synchronisation waits for the last op launched before it began on
-     * each stream (launch order on a stream is its start order) */
-    nsl = 0;
-    j = 0;
-    for (size_t i = 0; i < nh; i++) {
-        if (h[i].kind != HE_SYNC)
-            continue;
-        while (j < w->nops &&
-               (w->ops[j].launch != INT64_MIN ? w->ops[j].launch : w->ops[j].s) < h[i].s) {
-            if (w->ops[j].type != CT_GPU_SYNC &&
-                slast_set(&sl, &nsl, &capsl, w->ops[j].stream, ox[j].pe))
-                goto out;
-            j++;
-        }
-        for (size_t k = 0; k < nsl; k++)
-            if (add_edge(g, sl[k].pe, h[i].pe, CP_GAP, CT_CP_SYNC, ri))
-                goto out;
-    }
+    if (ct_cp_sync_edges(g, rk, w, ox, h, nh, ri))
+        goto out;
     /* iteration points, from the host event and each stream's op before */
     size_t ni = x->niters;
     struct tix *ip = malloc((ni ? 2 * ni : 1) * sizeof(*ip));
@@ -526,10 +378,11 @@ static int build_rank(struct ct_cp_graph *g, const struct ct_rank_result *x, int
     }
     for (size_t i = 0; i < 2 * ni; i++) {
         int64_t t = i & 1 ? x->iters[i / 2].e : x->iters[i / 2].s;
-        if (add_pt(g, t, ri, &g->itp[ri][i])) {
+        if (ct_cp_add_pt(g, t, ri, &g->itp[ri][i])) {
             free(ip);
             goto out;
         }
+        g->pt[g->itp[ri][i]].step = 1;
         ip[i] = (struct tix){t, g->itp[ri][i]};
     }
     qsort(ip, 2 * ni, sizeof(*ip), cmp_tix); /* an iteration may end after the next began */
@@ -538,16 +391,16 @@ static int build_rank(struct ct_cp_graph *g, const struct ct_rank_result *x, int
     for (size_t i = 0; i < 2 * ni; i++) {
         while (j < w->nops && byend[j].t <= ip[i].t) {
             if (w->ops[byend[j].i].type != CT_GPU_SYNC &&
-                slast_set(&sl, &nsl, &capsl, w->ops[byend[j].i].stream, ox[byend[j].i].pe)) {
+                ct_cp_slast_set(&sl, &nsl, &capsl, w->ops[byend[j].i].stream, ox[byend[j].i].pe)) {
                 free(ip);
                 goto out;
             }
             j++;
         }
-        int64_t hp = host_before(h, nh, ip[i].t);
-        int bad = hp >= 0 && add_edge(g, (uint32_t)hp, ip[i].i, CP_GAP, CT_CP_HOST, ri);
+        int64_t hp = ct_cp_host_before(h, nh, ip[i].t);
+        int bad = hp >= 0 && ct_cp_add_edge(g, (uint32_t)hp, ip[i].i, CP_GAP, CT_CP_HOST, ri);
         for (size_t k = 0; k < nsl && !bad; k++)
-            bad = add_edge(g, sl[k].pe, ip[i].i, CP_GAP, CT_CP_GPU_GAP, ri);
+            bad = ct_cp_add_edge(g, sl[k].pe, ip[i].i, CP_GAP, CT_CP_GPU_GAP, ri);
         if (bad) {
             free(ip);
             goto out;
@@ -593,15 +446,15 @@ static int collectives(struct ct_cp_graph *g)
             j++;
         }
         uint32_t r = 0;
-        if (members >= 2 && add_pt(g, last, g->keys[i].rank, &r))
+        if (members >= 2 && ct_cp_add_pt(g, last, g->keys[i].rank, &r))
             return -ENOMEM;
         for (size_t k = i; k < j; k++) {
             const struct cp_key *m = &g->keys[k];
             if (members >= 2) {
-                if ((m->arrive && add_edge(g, m->ps, r, CP_MAX0, CT_CP_PEER_WAIT, m->rank)) ||
-                    add_edge(g, r, m->pe, CP_DUR, CT_CP_COMM, m->rank))
+                if ((m->arrive && ct_cp_add_edge(g, m->ps, r, CP_MAX0, CT_CP_PEER_WAIT, m->rank)) ||
+                    ct_cp_add_edge(g, r, m->pe, CP_DUR, CT_CP_COMM, m->rank))
                     return -ENOMEM;
-            } else if (add_edge(g, m->ps, m->pe, CP_DUR, CT_CP_COMM, m->rank)) {
+            } else if (ct_cp_add_edge(g, m->ps, m->pe, CP_DUR, CT_CP_COMM, m->rank)) {
                 return -ENOMEM;
             }
             struct cp_edge *e = &g->ed[g->ned - 1];
@@ -620,6 +473,32 @@ static int collectives(struct ct_cp_graph *g)
 static int possible(const struct cp_edge *e, int64_t gap)
 {
     return e->cat != CT_CP_SYNC || gap >= -CT_CP_CLOCK_NS;
+}
+
+/* An iteration's start or end point p (a sink) follows one source: the
+ * one at its very time (the GPU end an iteration was extended to, the
+ * launch a repeat began with: decoder/analysis/iterations.h), else the
+ * host event before it (a range's start or end is the host's, after its
+ * own last event however late other streams' work ended), else the
+ * latest (`bind`). That edge keeps its measured gap; the others weigh 0:
+ * they only keep the point from coming before them. Returns the edge. */
+static uint32_t step_bind(struct ct_cp_graph *g, uint32_t p, uint32_t bind)
+{
+    uint32_t at = UINT32_MAX, host = UINT32_MAX;
+    for (uint32_t k = g->in_off[p]; k < g->in_off[p + 1]; k++) {
+        const struct cp_edge *e = &g->ed[g->in_idx[k]];
+        if (e->kind == CP_GAP && g->pt[e->src].t == g->pt[p].t && at == UINT32_MAX)
+            at = g->in_idx[k];
+        if (e->kind == CP_GAP && e->cat == CT_CP_HOST)
+            host = g->in_idx[k];
+    }
+    bind = at != UINT32_MAX ? at : host != UINT32_MAX ? host : bind;
+    for (uint32_t k = g->in_off[p]; k < g->in_off[p + 1]; k++) {
+        struct cp_edge *e = &g->ed[g->in_idx[k]];
+        if (e->kind == CP_GAP)
+            e->w = g->in_idx[k] == bind ? g->pt[p].t - g->pt[e->src].t : 0;
+    }
+    return bind;
 }
 
 /* The binding rule, the in-edge index and the dependency order (Kahn). */
@@ -647,13 +526,14 @@ static int finish(struct ct_cp_graph *g)
         out_idx[out_off[g->ed[i].src] + deg[g->ed[i].src]++] = (uint32_t)i;
     for (size_t p = 0; p < np; p++) {
         /* the binding source: the latest that may have bound the point. A
-         * synchronisation is taken to wait for every stream (the timeline
-         * does not say which it waited for): an op of another stream that
-         * ended after it returned, beyond the timers' disagreement, was not
-         * waited for, and keeps its own negative gap instead of the point's
-         * latency (it binds only when no other source could). Every other
-         * edge is a dependency even when clocks put its source after the
-         * point (a launch whose host clock runs ahead of the GPU's). */
+         * synchronisation that the trace does not say what it waited for
+         * is taken to wait for every stream (critical_path_host.c): an op
+         * of another stream that ended after it returned, beyond the
+         * timers' disagreement, was not waited for, and keeps its own
+         * negative gap instead of the point's latency (it binds only when
+         * no other source could). Every other edge is a dependency even
+         * when clocks put its source after the point (a launch whose host
+         * clock runs ahead of the GPU's). */
         int64_t latest = INT64_MIN, any = INT64_MIN;
         uint32_t bind = UINT32_MAX, bind_any = UINT32_MAX;
         for (uint32_t k = g->in_off[p]; k < g->in_off[p + 1]; k++) {
@@ -674,6 +554,8 @@ static int finish(struct ct_cp_graph *g)
         }
         if (bind == UINT32_MAX)
             bind = bind_any;
+        if (g->pt[p].step && bind != UINT32_MAX)
+            bind = step_bind(g, (uint32_t)p, bind);
         if (bind != UINT32_MAX)
             g->ed[bind].bind = 1;
         deg[p] = g->in_off[p + 1] - g->in_off[p];

@@ -1,5 +1,6 @@
 /* The graph of decoder/analysis/critical_path.h, shared by its builder
- * (critical_path.c) and its replay (replay.c) only. */
+ * (critical_path.c, its host side in critical_path_host.c) and its replay
+ * (replay.c) only. */
 #ifndef CT_CRITICAL_PATH_INT_H
 #define CT_CRITICAL_PATH_INT_H
 
@@ -7,6 +8,7 @@
 #include <stdint.h>
 
 #include "decoder/analysis/critical_path.h"
+#include "decoder/read/timeline.h"
 
 /* Edge kinds: a measured gap (binding rule, critical_path.c), a duration
  * (what selectors scale), a rendezvous input (weight 0: the point is the
@@ -17,6 +19,7 @@ struct cp_pt {
     int64_t t;    /* measured */
     int64_t v;    /* replayed */
     int32_t rank; /* index into the job's ranks */
+    uint8_t step; /* an iteration's start or end: a sink, see finish() */
 };
 
 struct cp_edge {
@@ -59,5 +62,58 @@ struct ct_cp_graph {
     size_t norder;
     uint32_t **itp; /* per rank: iteration i's start point [2i], end point [2i+1] */
 };
+
+/* critical_path.c */
+int ct_cp_add_pt(struct ct_cp_graph *g, int64_t t, int32_t rank, uint32_t *id);
+int ct_cp_add_edge(struct ct_cp_graph *g, uint32_t src, uint32_t dst, int kind, int cat,
+                   int32_t rank);
+
+/* The last op on each stream, as a sweep passes (e: its end, for the
+ * sweep by end). */
+struct slast {
+    uint32_t stream, pe;
+    int64_t e;
+    uint32_t pre; /* the stream sweep: the last op's own predecessor (UINT32_MAX none) */
+};
+int ct_cp_slast_set(struct slast **v, size_t *n, size_t *cap, uint32_t stream, uint32_t pe);
+
+/* The part of a rank the graph holds: the ops that start within its
+ * iterations, [s, e] (the first's start to the last's end; the whole run
+ * without iterations). Only the steps are walked, and a job's warm-up
+ * before its first step (initialisation, compilation) can outweigh many
+ * steps: the graph's memory is the steps' (critical-path --iterations
+ * bounds it further). */
+struct cp_win {
+    const struct ct_gop *ops;
+    size_t nops;
+    int64_t s, e;
+};
+
+/* An op's start and end points. */
+struct opx {
+    uint32_t ps, pe;
+};
+
+/* critical_path_host.c: a host event of the rank's main process and its
+ * points. */
+enum { HE_LAUNCH = 0, HE_SYNC, HE_DATA, HE_CKPT };
+struct hev {
+    int64_t s, e;
+    int kind;
+    uint32_t ps, pe;
+};
+/* The host events within w, sorted, with their points and the host order
+ * edges between them. 0 or -ENOMEM. */
+int ct_cp_host_events(struct ct_cp_graph *g, const struct ct_rank *rk, const struct cp_win *w,
+                      int32_t ri, struct hev **out, size_t *nout);
+/* The last host event starting at or before t (its end point when it
+ * ended by t), or -1. */
+int64_t ct_cp_host_before(const struct hev *h, size_t n, int64_t t);
+/* The launch event at t, or NULL. */
+const struct hev *ct_cp_launch_ev(const struct hev *h, size_t n, int64_t t);
+/* The edges from the GPU ops each synchronisation of h waited for to its
+ * end. 0 or -ENOMEM. */
+int ct_cp_sync_edges(struct ct_cp_graph *g, const struct ct_rank *rk, const struct cp_win *w,
+                     const struct opx *ox, const struct hev *h, size_t nh, int32_t ri);
 
 #endif

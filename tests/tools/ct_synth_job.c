@@ -7,7 +7,7 @@
  *   host  pread64 of a file          [T, T+200)          data stall
  *         cuLaunchKernel k=0..9      [T+200+5k, +3)
  *         ncclAllReduce (1 MiB, all ranks' comm)  [T+260, +5)
- *         cuStreamSynchronize        [T+270, T+1475)
+ *         cuCtxSynchronize           [T+270, T+1475) (it waits for the all-reduce too)
  *         ProfilerStep#i range       [T, T+1475)
  *   GPU   kernel k on stream 7       [T+210+k*d, +d), d = 100 (slow rank 120)
  *         AllReduce on stream 9      [T+210+8d, E), E = max over ranks of its
@@ -81,6 +81,7 @@ static void emit(unsigned kind, const uint64_t *f, unsigned n)
 
 static uint64_t g_corr;
 
+/* A call on stream 7; a sync (stream 0) waits for every stream. */
 static void api(uint64_t s, uint64_t e, uint32_t name, unsigned fam, uint32_t kernel)
 {
     uint64_t a[CT_API_NFIELDS] = {0};
@@ -89,7 +90,7 @@ static void api(uint64_t s, uint64_t e, uint32_t name, unsigned fam, uint32_t ke
     a[CT_API_NAME] = name;
     a[CT_API_CORR] = ++g_corr;
     a[CT_API_FAMILY] = fam;
-    a[CT_API_STREAM] = 7;
+    a[CT_API_STREAM] = fam == CT_FAM_SYNC ? 0 : 7;
     a[CT_API_KERNEL] = kernel;
     a[CT_API_DEVICE] = 0;
     emit(CT_REC_API, a, CT_API_NFIELDS);
@@ -273,7 +274,7 @@ static int run_rank(const char *dir, int rank, const struct opts *o)
     }
     if (ct_recorder_start(&cfg, meta, nmeta))
         return 1;
-    uint32_t launch = ct_intern("cuLaunchKernel"), sync = ct_intern("cuStreamSynchronize");
+    uint32_t launch = ct_intern("cuLaunchKernel"), sync = ct_intern("cuCtxSynchronize");
     uint32_t pread = ct_intern("pread64"), file = ct_intern("/data/shard-0.bin");
     uint32_t dom = ct_intern("pytorch"), ar = ct_intern("ncclDevKernel_AllReduce_Sum_f32_RING_LL");
     uint32_t write = ct_intern("write"), fsync = ct_intern("fsync"),

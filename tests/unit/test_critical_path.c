@@ -343,16 +343,17 @@ END_TEST
 /*
  * One rank, two iterations [a, a+1000): "own" on stream 1 (launched at
  * a+10) [a+20, a+320), "bg" on stream 2 (launched at a+11) [a+20, a+500),
- * a stream sync [a+15, a+330) that returns 10 after own (it did not wait
- * for bg, which ends 170 later), host work to the range end. The sync is
- * taken to wait for every stream, but bg ends after it returned: that edge
- * keeps its gap, own binds (latency 10). The range end's latest source is
- * bg's end (latency 500, which every edge into it carries).
+ * a sync [a+15, a+330) that returns 10 after own (it did not wait for bg,
+ * which ends 170 later), host work to the range end. The trace does not
+ * say what the sync waited for, so it is taken to wait for every stream,
+ * but bg ends after it returned: that edge keeps its gap, own binds
+ * (latency 10). The range's end is the host's: it follows the sync's end
+ * by its 670 of host work, however late bg ended.
  *
  * kernel=own=2: own ends at a+620, the sync returns at a+630 (not at
  * a+450, where bg's -170 as the sync's latency would put it), and the
- * range ends at 630 + 500: steps of 1130. Path: launch 10, compute 600,
- * sync 10, host 500 + the 10 before the launch.
+ * range ends at 630 + 670: steps of 1300. Path: launch 10, compute 600,
+ * sync 10, host 670 + the 10 before the launch.
  */
 START_TEST(a_sync_does_not_take_its_latency_from_an_op_it_did_not_wait_for)
 {
@@ -380,15 +381,71 @@ START_TEST(a_sync_does_not_take_its_latency_from_an_op_it_did_not_wait_for)
     ck_assert_int_eq(ct_cp_paths(g, &res), 0);
     ck_assert_uint_eq(res.nsteps, 2);
     const struct ct_cp_step *s = &res.steps[0];
-    ck_assert_int_eq(s->end - s->start, TB_US(1130));
+    ck_assert_int_eq(s->end - s->start, TB_US(1300));
     ck_assert_int_eq(s->cat[CT_CP_COMPUTE], TB_US(600));
     ck_assert_int_eq(s->cat[CT_CP_SYNC], TB_US(10));
     ck_assert_int_eq(s->cat[CT_CP_LAUNCH], TB_US(10));
-    ck_assert_int_eq(s->cat[CT_CP_HOST], TB_US(510));
+    ck_assert_int_eq(s->cat[CT_CP_HOST], TB_US(680));
     ct_cp_result_free(&res);
     ct_cp_free(g);
     ct_report_free(&rep);
     ct_job_free(&job);
+}
+END_TEST
+
+/*
+ * One rank, two iterations [a, a+1000): "mine" [a+20, a+320) on the
+ * stream the sync names and "other" [a+20, a+300) on another, launched at
+ * a+10 and a+11; the sync [a+15, a+330) waits for mine (latency 10), then
+ * 670 of host work. Case 0 is a cuStreamSynchronize of stream 1 (mine on
+ * 1, other on 2); case 1 a cuEventSynchronize of an event recorded on
+ * stream 2 at a+12, after other's launch: mine on 2, other on 1.
+ *
+ * kernel=mine=0.5: mine ends at a+170, the sync returns 10 later, at
+ * a+180, and the step is 1000 - 150 = 850. Had the sync waited for every
+ * stream it would wake after other, at a+310: 980. Unscaled, 1000.
+ */
+START_TEST(a_sync_waits_for_the_stream_or_event_it_names)
+{
+    for (int c = 0; c < 2; c++) {
+        struct tb_job b;
+        tb_init(&b);
+        struct ct_proc *p = tb_proc(&b, 0);
+        uint32_t mine = c ? 2 : 1, other = c ? 1 : 2;
+        for (int k = 0; k < 2; k++) {
+            int64_t a = 1000 + 1000 * k;
+            tb_range(p, a, a + 1000, k);
+            tb_kernel(p, "mine", mine, a + 20, a + 320, a + 10);
+            tb_kernel(p, "other", other, a + 20, a + 300, a + 11);
+            tb_sync_on(p, a + 15, a + 330, mine, c ? a + 12 : a + 15);
+        }
+        struct ct_job job;
+        struct ct_report rep;
+        tb_build(&b, &job);
+        tb_analyze(&job, NULL, &rep);
+        struct ct_cp_graph *g;
+        struct ct_cp_result res;
+        char err[200];
+        struct ct_cp_scale sc;
+        ck_assert_int_eq(ct_cp_scale_parse("kernel=mine=0.5", &sc, err, sizeof(err)), 0);
+        ck_assert_int_eq(ct_cp_build(&rep, &g), 0);
+        ck_assert_int_eq(ct_cp_replay(g, NULL, 0), 0);
+        ck_assert_int_eq(ct_cp_paths(g, &res), 0);
+        ck_assert_int_eq(res.steps[0].end - res.steps[0].start, TB_US(1000));
+        ct_cp_result_free(&res);
+        ck_assert_int_eq(ct_cp_replay(g, &sc, 1), 0);
+        ck_assert_int_eq(ct_cp_paths(g, &res), 0);
+        ck_assert_uint_eq(res.nsteps, 2);
+        const struct ct_cp_step *s = &res.steps[0];
+        ck_assert_msg(s->end - s->start == TB_US(850), "case %d: step %lld ns", c,
+                      (long long)(s->end - s->start));
+        ck_assert_int_eq(s->cat[CT_CP_COMPUTE], TB_US(150));
+        ck_assert_int_eq(s->cat[CT_CP_SYNC], TB_US(10));
+        ct_cp_result_free(&res);
+        ct_cp_free(g);
+        ct_report_free(&rep);
+        ct_job_free(&job);
+    }
 }
 END_TEST
 
@@ -429,6 +486,7 @@ Suite *critical_path_suite(void)
     tcase_add_test(tc, instant_loader_removes_the_data_wait);
     tcase_add_test(tc, grouped_send_and_recv_are_one_launch_not_a_cycle);
     tcase_add_test(tc, a_sync_does_not_take_its_latency_from_an_op_it_did_not_wait_for);
+    tcase_add_test(tc, a_sync_waits_for_the_stream_or_event_it_names);
     tcase_add_test(tc, selectors_parse_and_bad_ones_say_why);
     suite_add_tcase(s, tc);
     return s;

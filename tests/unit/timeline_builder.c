@@ -139,6 +139,15 @@ void tb_sync(struct ct_proc *p, int64_t s, int64_t e)
     add_iv(&p->sync, s, e);
 }
 
+void tb_sync_on(struct ct_proc *p, int64_t s, int64_t e, uint32_t stream, int64_t rec)
+{
+    add_iv(&p->sync, s, e);
+    struct ct_syncon *v = realloc(p->syncs, (p->nsyncs + 1) * sizeof(*v));
+    ck_assert_ptr_nonnull(v);
+    p->syncs = v;
+    v[p->nsyncs++] = (struct ct_syncon){TB_US(s), TB_US(rec), stream};
+}
+
 void tb_data_wait(struct ct_proc *p, int64_t s, int64_t e)
 {
     add_iv(&p->data_wait, s, e);

@@ -62,6 +62,10 @@ void tb_nccl(struct ct_proc *p, struct tb_coll o);
 /* Host evidence of the process, [s, e) in µs. */
 void tb_launch(struct ct_proc *p, int64_t t); /* a launch/copy call with no GPU interval */
 void tb_sync(struct ct_proc *p, int64_t s, int64_t e);
+/* A sync [s, e) that waited for the last op launched on `stream` before
+ * rec (a stream's sync: rec = s; an event's: its record's time), or for
+ * every stream (stream 0); syncs must be added by start. */
+void tb_sync_on(struct ct_proc *p, int64_t s, int64_t e, uint32_t stream, int64_t rec);
 void tb_data_wait(struct ct_proc *p, int64_t s, int64_t e);
 void tb_ckpt(struct ct_proc *p, int64_t s, int64_t e);
 /* A read of a regular file: a data wait and one of file_read (a restore). */
