@@ -138,9 +138,15 @@ static void check_plugin(int version)
                 ck_assert_int_le(start_mono + (int64_t)(ms * 1e6), now_mono + 100000);
             } else {
                 ck_assert_ptr_null(st);
-                /* v3: callbacks at the virtual start and end (host clock). */
-                int64_t span = rec[k_stop].host_ns - k->host_ns;
-                ck_assert_int_ge(span, (int64_t)(ms * 1e6) - 100000);
+                /* v3: callbacks at the virtual start and end (host
+                 * clock). The start's callback runs when the proxy thread
+                 * gets the CPU, which on a loaded machine is milliseconds
+                 * late, so the span between the two callbacks may be short
+                 * by that much; the stop's cannot run before the virtual
+                 * end, which is at least ms after the Coll event began (the
+                 * kernel starts after its enqueue, on the same clock). */
+                ck_assert_int_ge(k->host_ns, co->host_ns);
+                ck_assert_int_ge(rec[k_stop].host_ns - co->host_ns, (int64_t)(ms * 1e6));
             }
         }
         ck_assert_int_eq(nch, 2);
