@@ -6,11 +6,11 @@
  * zstd frame with its size in the header. Reading checks every count
  * against the bytes left before allocating, so a damaged or hostile file
  * gives an error naming the byte where it went wrong, never a crash or a
- * huge allocation.
+ * huge allocation. The encoding of values, strings and lists is in
+ * summary_codec.c.
  */
 #include "decoder/read/summary.h"
 
-#include <endian.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -29,135 +29,6 @@ static const char end_magic[8] = {'C', 'T', 'S', 'U', 'M', 'E', 'N', 'D'};
  * summary (they compress 5-20x; zstd can reach far more on runs of one
  * byte, which no summary is). */
 #define SUMMARY_MAX_RATIO 1000ull
-
-/* Room for len more bytes at b->p + b->n; 0 when out of memory (oom set). */
-static int reserve(struct ct_sum_wbuf *b, size_t len)
-{
-    if (b->oom)
-        return 0;
-    if (b->n + len > b->cap) {
-        size_t cap = b->cap ? b->cap : 1 << 16;
-        while (cap < b->n + len)
-            cap *= 2;
-        unsigned char *q = realloc(b->p, cap);
-        if (!q) {
-            b->oom = 1;
-            return 0;
-        }
-        b->p = q;
-        b->cap = cap;
-    }
-    return 1;
-}
-
-void ct_sum_put(struct ct_sum_wbuf *b, const void *v, size_t len)
-{
-    if (!reserve(b, len))
-        return;
-    memcpy(b->p + b->n, v, len);
-    b->n += len;
-}
-
-/* Little-endian words at p: the encoding of ct_sum_put_u64/u32, for the
- * bulk arrays written and read in one go */
-static inline void st64(unsigned char *p, uint64_t v)
-{
-    v = htole64(v);
-    memcpy(p, &v, 8);
-}
-
-static inline void st32(unsigned char *p, uint32_t v)
-{
-    v = htole32(v);
-    memcpy(p, &v, 4);
-}
-
-static inline uint64_t ld64(const unsigned char *p)
-{
-    uint64_t v;
-    memcpy(&v, p, 8);
-    return le64toh(v);
-}
-
-static inline uint32_t ld32(const unsigned char *p)
-{
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return le32toh(v);
-}
-
-void ct_sum_put_u64(struct ct_sum_wbuf *b, uint64_t v)
-{
-    unsigned char x[8];
-    for (int i = 0; i < 8; i++)
-        x[i] = (unsigned char)(v >> (8 * i));
-    ct_sum_put(b, x, 8);
-}
-
-void ct_sum_put_u32(struct ct_sum_wbuf *b, uint32_t v)
-{
-    unsigned char x[4];
-    for (int i = 0; i < 4; i++)
-        x[i] = (unsigned char)(v >> (8 * i));
-    ct_sum_put(b, x, 4);
-}
-
-void ct_sum_put_u8(struct ct_sum_wbuf *b, uint8_t v)
-{
-    ct_sum_put(b, &v, 1);
-}
-
-void ct_sum_put_str(struct ct_sum_wbuf *b, const char *s)
-{
-    size_t n = s ? strlen(s) : 0;
-    ct_sum_put_u32(b, (uint32_t)n);
-    ct_sum_put(b, s ? s : "", n);
-}
-
-/* 40 bytes an op (ct_sum_get_ops's minimum): reserved at once, as a
- * spilled process's half million ops made doubling reallocs a fifth of
- * the decode */
-#define OP_BYTES 40
-
-void ct_sum_put_ops(struct ct_sum_wbuf *b, const struct ct_gop *ops, size_t n)
-{
-    ct_sum_put_u64(b, n);
-    if (!reserve(b, n * OP_BYTES))
-        return;
-    /* times as differences (from the previous op's start; the end and the
-     * launch from the op's own start), which zstd packs far tighter than
-     * absolute ns; wrapping arithmetic, exact both ways */
-    uint64_t prev = 0;
-    unsigned char *w = b->p + b->n;
-    for (size_t i = 0; i < n; i++, w += OP_BYTES) {
-        const struct ct_gop *g = &ops[i];
-        st64(w, (uint64_t)g->s - prev);
-        st64(w + 8, (uint64_t)g->e - (uint64_t)g->s);
-        st64(w + 16, (uint64_t)g->launch - (uint64_t)g->s);
-        prev = (uint64_t)g->s;
-        st32(w + 24, g->stream);
-        st32(w + 28, g->name);
-        st32(w + 32, (uint32_t)g->nccl);
-        w[36] = g->cls;
-        w[37] = g->type;
-        w[38] = g->op;
-        w[39] = (uint8_t)(g->blocking | g->nested << 1 | g->graph << 2);
-    }
-    b->n += n * OP_BYTES;
-}
-
-void ct_sum_put_launches(struct ct_sum_wbuf *b, const int64_t *v, size_t n)
-{
-    ct_sum_put_u64(b, n);
-    if (!reserve(b, n * 8))
-        return;
-    uint64_t prev = 0;
-    for (size_t i = 0; i < n; i++) {
-        st64(b->p + b->n + 8 * i, (uint64_t)v[i] - prev);
-        prev = (uint64_t)v[i];
-    }
-    b->n += n * 8;
-}
 
 static void put_ivset(struct ct_sum_wbuf *b, const struct ct_ivset *a)
 {
@@ -334,124 +205,6 @@ int ct_summary_write(const char *path, const struct ct_proc *p, const char *step
     return 0;
 }
 
-static int need(struct ct_sum_rbuf *r, size_t len)
-{
-    if (r->bad || len > r->n - r->at) {
-        r->bad = 1;
-        return 0;
-    }
-    return 1;
-}
-
-uint64_t ct_sum_get_u64(struct ct_sum_rbuf *r)
-{
-    if (!need(r, 8))
-        return 0;
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v |= (uint64_t)r->p[r->at + i] << (8 * i);
-    r->at += 8;
-    return v;
-}
-
-uint32_t ct_sum_get_u32(struct ct_sum_rbuf *r)
-{
-    if (!need(r, 4))
-        return 0;
-    uint32_t v = 0;
-    for (int i = 0; i < 4; i++)
-        v |= (uint32_t)r->p[r->at + i] << (8 * i);
-    r->at += 4;
-    return v;
-}
-
-uint8_t ct_sum_get_u8(struct ct_sum_rbuf *r)
-{
-    if (!need(r, 1))
-        return 0;
-    return r->p[r->at++];
-}
-
-/* A NUL-terminated copy, NULL on a short read or no memory (oom set). */
-char *ct_sum_get_str(struct ct_sum_rbuf *r, int *oom)
-{
-    uint32_t n = ct_sum_get_u32(r);
-    if (!need(r, n))
-        return NULL;
-    char *s = malloc((size_t)n + 1);
-    if (!s) {
-        *oom = 1;
-        return NULL;
-    }
-    memcpy(s, r->p + r->at, n);
-    s[n] = 0;
-    r->at += n;
-    return s;
-}
-
-/* A count of elements of at least `min` bytes each, checked against the
- * bytes left, and room for them (NULL with *n == 0 is fine). */
-void *ct_sum_get_array(struct ct_sum_rbuf *r, size_t *n, size_t min, size_t elem, int *oom)
-{
-    uint64_t c = ct_sum_get_u64(r);
-    *n = 0;
-    if (r->bad || c > (r->n - r->at) / min) {
-        r->bad = 1;
-        return NULL;
-    }
-    if (!c)
-        return NULL;
-    void *a = calloc((size_t)c, elem);
-    if (!a) {
-        *oom = 1;
-        r->bad = 1;
-        return NULL;
-    }
-    *n = (size_t)c;
-    return a;
-}
-
-struct ct_gop *ct_sum_get_ops(struct ct_sum_rbuf *r, size_t *n, int *oom)
-{
-    /* ct_sum_get_array has checked that n * OP_BYTES bytes are there */
-    struct ct_gop *ops = ct_sum_get_array(r, n, OP_BYTES, sizeof(*ops), oom);
-    uint64_t prev = 0;
-    const unsigned char *q = r->p + r->at;
-    for (size_t i = 0; i < *n; i++, q += OP_BYTES) {
-        struct ct_gop *g = &ops[i];
-        g->s = (int64_t)(prev + ld64(q));
-        g->e = (int64_t)((uint64_t)g->s + ld64(q + 8));
-        g->launch = (int64_t)((uint64_t)g->s + ld64(q + 16));
-        prev = (uint64_t)g->s;
-        g->stream = ld32(q + 24);
-        g->name = ld32(q + 28);
-        g->nccl = (int32_t)ld32(q + 32);
-        g->cls = q[36];
-        g->type = q[37];
-        g->op = q[38];
-        g->blocking = q[39] & 1;
-        g->nested = (q[39] >> 1) & 1;
-        g->graph = (q[39] >> 2) & 1;
-        /* indexes that the analyses follow: checked here, once */
-        if (g->cls >= CT_CL_COUNT || (g->nccl >= 0 && (uint64_t)g->nccl >= UINT32_MAX))
-            r->bad = 1;
-    }
-    r->at += *n * OP_BYTES;
-    return ops;
-}
-
-int64_t *ct_sum_get_launches(struct ct_sum_rbuf *r, size_t *n, int *oom)
-{
-    int64_t *v = ct_sum_get_array(r, n, 8, sizeof(*v), oom); /* n * 8 bytes there */
-    uint64_t prev = 0;
-    for (size_t i = 0; i < *n; i++) {
-        prev += ld64(r->p + r->at + 8 * i);
-        v[i] = (int64_t)prev;
-    }
-    r->at += *n * 8;
-    return v;
-}
-
 static void get_ivset(struct ct_sum_rbuf *r, struct ct_ivset *a, int *oom)
 {
     a->v = ct_sum_get_array(r, &a->n, 16, sizeof(*a->v), oom);
@@ -615,7 +368,8 @@ static void decode(struct ct_sum_rbuf *r, struct ct_proc *p, struct ct_hcollect 
     } else {
         r->bad = 1;
     }
-    if (need(r, sizeof(end_magic)) && memcmp(r->p + r->at, end_magic, sizeof(end_magic)) != 0)
+    if (ct_sum_need(r, sizeof(end_magic)) &&
+        memcmp(r->p + r->at, end_magic, sizeof(end_magic)) != 0)
         r->bad = 1;
     if (!r->bad)
         r->at += sizeof(end_magic);

@@ -37,6 +37,8 @@ struct ct_sum_rbuf {
     size_t n, at;
     int bad;
 };
+/* 1 when len more bytes are left, else 0 with r->bad set (and kept). */
+int ct_sum_need(struct ct_sum_rbuf *r, size_t len);
 uint64_t ct_sum_get_u64(struct ct_sum_rbuf *r);
 uint32_t ct_sum_get_u32(struct ct_sum_rbuf *r);
 uint8_t ct_sum_get_u8(struct ct_sum_rbuf *r);
