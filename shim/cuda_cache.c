@@ -22,6 +22,7 @@ static atomic_uchar g_described[256];
 
 typedef CUresult (*stream_get_id_fn)(CUstream, unsigned long long *);
 typedef CUresult (*stream_get_device_fn)(CUstream, CUdevice *);
+typedef CUresult (*stream_get_flags_fn)(CUstream, unsigned int *);
 typedef CUresult (*ctx_get_device_fn)(CUdevice *);
 typedef CUresult (*func_get_name_fn)(const char **, CUfunction);
 typedef CUresult (*kernel_get_name_fn)(const char **, CUkernel);
@@ -35,6 +36,7 @@ typedef CUresult (*device_total_mem_fn)(size_t *, CUdevice);
 struct driver_fns {
     stream_get_id_fn stream_get_id, stream_get_id_ptsz;
     stream_get_device_fn stream_get_device, stream_get_device_ptsz;
+    stream_get_flags_fn stream_get_flags, stream_get_flags_ptsz;
     ctx_get_device_fn ctx_get_device;
     func_get_name_fn func_get_name;
     kernel_get_name_fn kernel_get_name;
@@ -51,7 +53,7 @@ static atomic_int g_fn_ready, g_fn_busy;
 /* Resolved once, at the first miss (a wrapper of the driver runs: the job
  * has loaded it). What the driver lacks stays NULL for good: cuStreamGetId
  * came with CUDA 12.0, cuFuncGetName and cuKernelGetName with 12.3,
- * cuStreamGetDevice with 12.8, and asking again would cost 14 dlsym calls
+ * cuStreamGetDevice with 12.8, and asking again would cost 16 dlsym calls
  * a launch. Threads that miss at once each resolve (the same answers) and
  * the first publishes; the others wait only for that copy, never going
  * without (which recorded a first launch on a new stream with stream 0). */
@@ -64,6 +66,8 @@ static const struct driver_fns *fns(void)
     f.stream_get_id_ptsz = (stream_get_id_fn)ct_fn(ct_driver_sym("cuStreamGetId_ptsz"));
     f.stream_get_device = (stream_get_device_fn)ct_fn(ct_driver_sym("cuStreamGetDevice"));
     f.stream_get_device_ptsz = (stream_get_device_fn)ct_fn(ct_driver_sym("cuStreamGetDevice_ptsz"));
+    f.stream_get_flags = (stream_get_flags_fn)ct_fn(ct_driver_sym("cuStreamGetFlags"));
+    f.stream_get_flags_ptsz = (stream_get_flags_fn)ct_fn(ct_driver_sym("cuStreamGetFlags_ptsz"));
     f.ctx_get_device = (ctx_get_device_fn)ct_fn(ct_driver_sym("cuCtxGetDevice"));
     f.func_get_name = (func_get_name_fn)ct_fn(ct_driver_sym("cuFuncGetName"));
     f.kernel_get_name = (kernel_get_name_fn)ct_fn(ct_driver_sym("cuKernelGetName"));
@@ -190,6 +194,13 @@ static uint64_t resolve_stream_inner(CUstream s, int per_thread, int *device)
     *device = dev;
     describe_device(f, dev);
     meta_int(CT_SCOPE_STREAM, id, "device", dev);
+    /* a non-blocking stream's work is not waited for by a sync of the
+     * legacy stream (the decoder's sync waits) */
+    unsigned int fl;
+    stream_get_flags_fn get_fl =
+        per_thread && f->stream_get_flags_ptsz ? f->stream_get_flags_ptsz : f->stream_get_flags;
+    if (get_fl && get_fl(s, &fl) == CUDA_SUCCESS)
+        meta_int(CT_SCOPE_STREAM, id, "nonblocking", !!(fl & CU_STREAM_NON_BLOCKING));
     return (uint64_t)id | ((uint64_t)(dev + 1) & 0xffff) << 48;
 }
 

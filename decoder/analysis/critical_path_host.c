@@ -6,9 +6,10 @@
  * A sync waits for the last op launched before it on the stream it names
  * (cuStreamSynchronize*), or before its event's latest record on that
  * record's stream (cuEventSynchronize), as the trace's sync waits say
- * (struct ct_syncon). Every stream's last op, when the sync waited for
- * every stream (a context's sync, a synchronous copy, a sync of the
- * legacy stream) or the trace does not say (Kineto input, traces recorded
+ * (struct ct_syncon); a sync of the legacy stream for every blocking
+ * stream's last op (the streams not created non-blocking). Every stream's
+ * last op, when the sync waited for every stream (a context's sync, a
+ * synchronous copy) or the trace does not say (Kineto input, traces recorded
  * before the recorder kept it, an event recorded before the capture). A
  * sync interval of the timeline that several syncs overlap (threads) waits
  * for all of theirs.
@@ -190,16 +191,20 @@ int ct_cp_sync_edges(struct ct_cp_graph *g, const struct ct_rank *rk, const stru
             j++;
         }
         size_t a = sync_from(p0->syncs, p0->nsyncs, h[i].s), b = a;
-        int every = 0;
-        for (; b < p0->nsyncs && p0->syncs[b].t <= h[i].e; b++)
+        int every = 0, blocking = 0;
+        for (; b < p0->nsyncs && p0->syncs[b].t <= h[i].e; b++) {
             every |= !p0->syncs[b].stream;
-        if (every || a == b) {
-            for (size_t k = 0; k < nsl && !rc; k++)
-                rc = ct_cp_add_edge(g, sl[k].pe, h[i].pe, CP_GAP, CT_CP_SYNC, ri);
-            continue;
+            blocking |= p0->syncs[b].stream == CT_SYNCON_BLOCKING;
         }
+        for (size_t k = 0; k < nsl && !rc && (every || a == b || blocking); k++)
+            if (every || a == b || !ct_is_nonblocking(p0, sl[k].stream))
+                rc = ct_cp_add_edge(g, sl[k].pe, h[i].pe, CP_GAP, CT_CP_SYNC, ri);
+        if (every || a == b)
+            continue;
         uint32_t last = UINT32_MAX; /* syncs in a row on one stream wait for one op */
         for (size_t k = a; k < b && !rc; k++) {
+            if (p0->syncs[k].stream == CT_SYNCON_BLOCKING)
+                continue;
             size_t o = launched_before(v, nv, p0->syncs[k].stream, p0->syncs[k].rec);
             if (o && ox[v[o - 1].op].pe != last) {
                 last = ox[v[o - 1].op].pe;

@@ -45,6 +45,41 @@ int ct_sdev_note(struct ct_proc *p, uint32_t stream, int32_t dev)
     return 0;
 }
 
+/* The first of p's non-blocking streams at or after `stream`. */
+static size_t nonblock_at(const struct ct_proc *p, uint32_t stream)
+{
+    size_t lo = 0, hi = p->nnonblock;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (p->nonblock[mid] < stream)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+int ct_is_nonblocking(const struct ct_proc *p, uint32_t stream)
+{
+    size_t i = nonblock_at(p, stream);
+    return i < p->nnonblock && p->nonblock[i] == stream;
+}
+
+int ct_nonblocking_note(struct ct_proc *p, uint32_t stream)
+{
+    size_t i = nonblock_at(p, stream);
+    if (i < p->nnonblock && p->nonblock[i] == stream)
+        return 0;
+    uint32_t *v = realloc(p->nonblock, (p->nnonblock + 1) * sizeof(*v));
+    if (!v)
+        return -ENOMEM;
+    memmove(v + i + 1, v + i, (p->nnonblock - i) * sizeof(*v));
+    v[i] = stream;
+    p->nonblock = v;
+    p->nnonblock++;
+    return 0;
+}
+
 int32_t ct_sdev_of(const struct ct_proc *p, uint32_t stream)
 {
     for (size_t i = 0; i < p->nsdev; i++)
@@ -138,6 +173,7 @@ static int one_device(const struct ct_proc *p, const int32_t *devs, size_t ndev,
      * streams find their ops on the device that has them */
     q->edges = dup_mem(p->edges, p->nedges * sizeof(*p->edges));
     q->syncs = dup_mem(p->syncs, p->nsyncs * sizeof(*p->syncs));
+    q->nonblock = dup_mem(p->nonblock, p->nnonblock * sizeof(*p->nonblock));
     q->sdev = dup_mem(p->sdev, p->nsdev * sizeof(*p->sdev));
     int rc = !q->path || !q->host || (p->life.job && !q->life.job) || !q->ops || !q->nccl ||
                      !remap || !q->names || !q->launches || !q->steps || !q->sdev || !q->edges ||
@@ -166,6 +202,7 @@ static int one_device(const struct ct_proc *p, const int32_t *devs, size_t ndev,
     q->nsteps = p->nsteps;
     q->nedges = p->nedges;
     q->nsyncs = p->nsyncs;
+    q->nnonblock = p->nnonblock;
     q->nsdev = q->capsdev = p->nsdev;
     /* an NCCL op of a stream without a known device goes with the first
      * device, as does a GPU op */

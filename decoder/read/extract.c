@@ -237,8 +237,8 @@ static int note_event(struct ex *x, const uint64_t *c, size_t st)
 
 /* What host sync c waited for (struct ct_syncon, resolved in
  * extract_join.c): an event's sync, its event; a stream's, its stream; a
- * context's, a synchronous copy or a sync of the legacy stream (which
- * waits for every blocking stream), every stream. */
+ * legacy stream's, every blocking stream; a context's or a synchronous
+ * copy, every stream. */
 static int note_sync(struct ex *x, const uint64_t *c, size_t st, uint64_t fam)
 {
     if (ct_vec_room(&x->evs, sizeof(struct ex_event)))
@@ -247,8 +247,8 @@ static int note_sync(struct ex *x, const uint64_t *c, size_t st, uint64_t fam)
     struct ex_event v = {0, (int64_t)FLD(CT_API_START), 0};
     if (fam == CT_FAM_SYNC && (fl & CT_APIF_EVENT))
         v.event = FLD(CT_API_BYTES);
-    else if (fam == CT_FAM_SYNC && !(fl & CT_APIF_LEGACY))
-        v.stream = (uint32_t)FLD(CT_API_STREAM);
+    else if (fam == CT_FAM_SYNC)
+        v.stream = fl & CT_APIF_LEGACY ? CT_SYNCON_BLOCKING : (uint32_t)FLD(CT_API_STREAM);
     ((struct ex_event *)x->evs.p)[x->evs.n++] = v;
     return 0;
 }
@@ -305,6 +305,10 @@ static int on_meta(struct ex *x, const uint64_t *f)
         !strcmp(ct_reader_string(x->rd, f[CT_META_KEY]), "device"))
         return ct_sdev_note(x->p, (uint32_t)f[CT_META_SCOPE_ID],
                             (int32_t)strtol(ct_reader_string(x->rd, f[CT_META_VALUE]), NULL, 10));
+    if (f[CT_META_SCOPE] == CT_SCOPE_STREAM &&
+        !strcmp(ct_reader_string(x->rd, f[CT_META_KEY]), "nonblocking") &&
+        !strcmp(ct_reader_string(x->rd, f[CT_META_VALUE]), "1"))
+        return ct_nonblocking_note(x->p, (uint32_t)f[CT_META_SCOPE_ID]);
     if (f[CT_META_SCOPE] != CT_SCOPE_PROCESS)
         return 0;
     const char *key = ct_reader_string(x->rd, f[CT_META_KEY]);

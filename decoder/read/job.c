@@ -35,6 +35,7 @@ void ct_proc_free(struct ct_proc *p)
     free(p->spill);
     free(p->edges);
     free(p->syncs);
+    free(p->nonblock);
     memset(p, 0, sizeof(*p));
 }
 

@@ -125,6 +125,9 @@ static void encode(struct ct_sum_wbuf *b, const struct ct_proc *p, const char *s
         ct_sum_put_u64(b, (uint64_t)p->syncs[i].rec);
         ct_sum_put_u32(b, p->syncs[i].stream);
     }
+    ct_sum_put_u64(b, p->nnonblock);
+    for (size_t i = 0; i < p->nnonblock; i++)
+        ct_sum_put_u32(b, p->nonblock[i]);
     ct_sum_put_u64(b, p->nnames);
     for (size_t i = 0; i < p->nnames; i++)
         ct_sum_put_str(b, p->names[i]);
@@ -323,6 +326,9 @@ static void decode(struct ct_sum_rbuf *r, struct ct_proc *p, struct ct_hcollect 
         p->syncs[i].rec = (int64_t)ct_sum_get_u64(r);
         p->syncs[i].stream = ct_sum_get_u32(r);
     }
+    p->nonblock = ct_sum_get_array(r, &p->nnonblock, 4, sizeof(*p->nonblock), oom);
+    for (size_t i = 0; i < p->nnonblock; i++)
+        p->nonblock[i] = ct_sum_get_u32(r);
     p->names = ct_sum_get_array(r, &p->nnames, 4, sizeof(*p->names), oom);
     for (size_t i = 0; i < p->nnames && !r->bad; i++)
         if (!(p->names[i] = ct_sum_get_str(r, oom)))

@@ -101,12 +101,16 @@ struct ct_evedge {
  * `stream` before host time `rec` (a cuStreamSynchronize*: its stream,
  * rec = t; a cuEventSynchronize: the stream and time of the event's latest
  * record before the sync), or every stream's work launched before t
- * (stream 0: a context's sync, a synchronous copy, a sync of the legacy
- * stream, an event the trace has no record of). */
+ * (stream 0: a context's sync, a synchronous copy, an event the trace has
+ * no record of), or every blocking stream's (a sync of the legacy
+ * stream). */
 struct ct_syncon {
     int64_t t, rec; /* host start of the sync; see above */
     uint32_t stream;
 };
+/* ct_syncon.stream of a sync of the legacy stream: every blocking stream's
+ * last op launched before it (the streams not in ct_proc.nonblock) */
+#define CT_SYNCON_BLOCKING UINT32_MAX
 
 /* A named host range (NVTX range or a mark: s == e). */
 struct ct_range {
@@ -177,6 +181,8 @@ struct ct_proc {
     struct ct_syncon *syncs; /* one per host sync (of `sync`), by start; none in traces of
                               * Kineto (every sync then waits for every stream) */
     size_t nsyncs;
+    uint32_t *nonblock; /* streams created non-blocking (their "nonblocking" metadata), sorted */
+    size_t nnonblock;
     struct ct_range *steps; /* ranges/marks naming iterations */
     size_t nsteps;
     char **names;
@@ -269,6 +275,10 @@ int ct_capture_finish(struct ct_proc *p, int64_t off);
  * per device (procs reallocated, *nprocs grown; rules in devices.c), 0 or
  * -ENOMEM. */
 int ct_sdev_note(struct ct_proc *p, uint32_t stream, int32_t dev);
+/* Notes that `stream` is non-blocking (kept sorted, once). 0 or -ENOMEM. */
+int ct_nonblocking_note(struct ct_proc *p, uint32_t stream);
+/* 1 when `stream` of p was created non-blocking. */
+int ct_is_nonblocking(const struct ct_proc *p, uint32_t stream);
 /* The same, inline for the common case (every GPU record passes here): the
  * stream last noted, with the same device. */
 static inline int ct_sdev_seen(struct ct_proc *p, uint32_t stream, int32_t dev)

@@ -208,7 +208,7 @@ enum ct_meta_scope {
     CT_SCOPE_COMM = 2,
     CT_SCOPE_THREAD = 3,
     CT_SCOPE_RECORDER = 4, /* recorder configuration and state */
-    CT_SCOPE_STREAM = 5,   /* a stream, scope_id = its stable id (keys: device) */
+    CT_SCOPE_STREAM = 5,   /* a stream, scope_id = its stable id (keys: device, nonblocking) */
     CT_SCOPE_STACK = 6,    /* host call stack of the call whose correlation id is scope_id:
                             * key "frames", value "0x<ip>;0x<ip>;..." innermost first; the
                             * string table stores each distinct stack once. scope_id 0: the

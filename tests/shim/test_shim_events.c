@@ -139,7 +139,8 @@ static void check_edges(const struct events_run *e)
  * ct_syncon), in call order: a stream's sync its stream, from its own
  * start; the event's sync the per-thread stream the event was recorded
  * on, from the record (the one the edge on the per-thread stream has);
- * the legacy stream's and the context's every stream (0). */
+ * the legacy stream's every blocking stream (CT_SYNCON_BLOCKING: not A
+ * or B, created non-blocking) and the context's every stream (0). */
 static void check_decoded_syncs(const struct events_run *e, const struct ct_proc *p)
 {
     int64_t rec = INT64_MIN;
@@ -147,6 +148,10 @@ static void check_decoded_syncs(const struct events_run *e, const struct ct_proc
         if (p->edges[i].from == e->spt)
             rec = p->edges[i].rec;
     ck_assert_int_ne(rec, INT64_MIN);
+    /* A and B were created non-blocking; the per-thread stream is not */
+    ck_assert(ct_is_nonblocking(p, (uint32_t)e->sa) && ct_is_nonblocking(p, (uint32_t)e->sb));
+    ck_assert(!ct_is_nonblocking(p, (uint32_t)e->spt));
+    ck_assert_uint_eq(p->nnonblock, 2);
     ck_assert_uint_eq(p->nsyncs, (size_t)e->nsync);
     ck_assert_int_eq(e->nsync, 8);
     for (int i = 0; i < e->nsync; i++) {
@@ -198,6 +203,8 @@ static void check_decoded_edges(const struct events_run *e)
     for (size_t i = 0; i < p.nsyncs; i++)
         ck_assert(q.syncs[i].t == p.syncs[i].t && q.syncs[i].rec == p.syncs[i].rec &&
                   q.syncs[i].stream == p.syncs[i].stream);
+    ck_assert_uint_eq(q.nnonblock, p.nnonblock);
+    ck_assert(!memcmp(q.nonblock, p.nonblock, p.nnonblock * sizeof(*p.nonblock)));
     ct_proc_free(&q);
     ct_proc_free(&p);
 }

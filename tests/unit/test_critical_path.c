@@ -399,7 +399,9 @@ END_TEST
  * a+10 and a+11; the sync [a+15, a+330) waits for mine (latency 10), then
  * 670 of host work. Case 0 is a cuStreamSynchronize of stream 1 (mine on
  * 1, other on 2); case 1 a cuEventSynchronize of an event recorded on
- * stream 2 at a+12, after other's launch: mine on 2, other on 1.
+ * stream 2 at a+12, after other's launch: mine on 2, other on 1; case 2
+ * a sync of the legacy stream, which waits for every blocking stream:
+ * mine on 1, other on 2, created non-blocking.
  *
  * kernel=mine=0.5: mine ends at a+170, the sync returns 10 later, at
  * a+180, and the step is 1000 - 150 = 850. Had the sync waited for every
@@ -407,17 +409,20 @@ END_TEST
  */
 START_TEST(a_sync_waits_for_the_stream_or_event_it_names)
 {
-    for (int c = 0; c < 2; c++) {
+    for (int c = 0; c < 3; c++) {
         struct tb_job b;
         tb_init(&b);
         struct ct_proc *p = tb_proc(&b, 0);
-        uint32_t mine = c ? 2 : 1, other = c ? 1 : 2;
+        uint32_t mine = c == 1 ? 2 : 1, other = c == 1 ? 1 : 2;
+        if (c == 2)
+            ck_assert_int_eq(ct_nonblocking_note(p, other), 0);
         for (int k = 0; k < 2; k++) {
             int64_t a = 1000 + 1000 * k;
             tb_range(p, a, a + 1000, k);
             tb_kernel(p, "mine", mine, a + 20, a + 320, a + 10);
             tb_kernel(p, "other", other, a + 20, a + 300, a + 11);
-            tb_sync_on(p, a + 15, a + 330, mine, c ? a + 12 : a + 15);
+            tb_sync_on(p, a + 15, a + 330, c == 2 ? CT_SYNCON_BLOCKING : mine,
+                       c == 1 ? a + 12 : a + 15);
         }
         struct ct_job job;
         struct ct_report rep;

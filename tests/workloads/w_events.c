@@ -12,7 +12,8 @@
  *   EXPECT name event_id stream_id
  * (an event's id is its handle's value, cutrace/format.h CT_APIF_EVENT),
  * (the one cuEventSynchronize too, with stream 0), and before each sync
- * "SYNC name stream_id" (0: it waits for every stream); then
+ * "SYNC name stream_id" (0: it waits for every stream, 4294967295: for
+ * every blocking stream); then
  * "CALLS records=N waits=M launches=L" with the totals it made.
  * Exits non-zero if any call fails.
  */
@@ -191,14 +192,15 @@ int main(void)
     CHECK(cuStreamWaitEvent(b, pe, 0));
     waits++;
     /* the syncs and what each waits for ("SYNC name stream", 0: every
-     * stream): B; the per-thread stream, where pe was recorded; the legacy
-     * stream, whose sync waits for every blocking stream; the context */
+     * stream, 2^32 - 1: every blocking one): B; the per-thread stream,
+     * where pe was recorded; the legacy stream, whose sync waits for every
+     * blocking stream (A and B are not); the context */
     printf("SYNC cuStreamSynchronize %llu\n", sb);
     CHECK(cuStreamSynchronize(b));
     expect("cuEventSynchronize", pe, 0);
     printf("SYNC cuEventSynchronize %llu\n", spt);
     CHECK(cuEventSynchronize(pe));
-    printf("SYNC cuStreamSynchronize 0\n");
+    printf("SYNC cuStreamSynchronize 4294967295\n"); /* every blocking stream */
     CHECK(cuStreamSynchronize(NULL));
     printf("SYNC cuCtxSynchronize 0\n");
     CHECK(cuCtxSynchronize());
