@@ -19,6 +19,7 @@
 
 #include "decoder/analysis/critical_path_int.h"
 #include "decoder/util/array.h"
+#include "decoder/util/search.h"
 
 static int cmp_hev(const void *a, const void *b)
 {
@@ -137,31 +138,39 @@ static int cmp_slaunch(const void *a, const void *b)
 
 /* The index + 1 of the last op of v (n, sorted) on `stream` launched
  * before t, or 0. */
+struct slaunch_key {
+    const struct slaunch *v;
+    uint32_t stream;
+    int64_t t;
+};
+static int slaunch_before(size_t i, const void *ctx)
+{
+    const struct slaunch_key *k = ctx;
+    return k->v[i].stream < k->stream || (k->v[i].stream == k->stream && k->v[i].t < k->t);
+}
+
 static size_t launched_before(const struct slaunch *v, size_t n, uint32_t stream, int64_t t)
 {
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (v[mid].stream < stream || (v[mid].stream == stream && v[mid].t < t))
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    const struct slaunch_key k = {v, stream, t};
+    size_t lo = ct_partition(n, slaunch_before, &k);
     return lo && v[lo - 1].stream == stream ? lo : 0;
+}
+
+struct sync_key {
+    const struct ct_syncon *v;
+    int64_t t;
+};
+static int sync_before(size_t i, const void *ctx)
+{
+    const struct sync_key *k = ctx;
+    return k->v[i].t < k->t;
 }
 
 /* The first of the n syncs (by start) starting at or after t. */
 static size_t sync_from(const struct ct_syncon *v, size_t n, int64_t t)
 {
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (v[mid].t < t)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    const struct sync_key k = {v, t};
+    return ct_partition(n, sync_before, &k);
 }
 
 int ct_cp_sync_edges(struct ct_cp_graph *g, const struct ct_rank *rk, const struct cp_win *w,
@@ -172,7 +181,9 @@ int ct_cp_sync_edges(struct ct_cp_graph *g, const struct ct_rank *rk, const stru
     struct slaunch *v = malloc((w->nops ? w->nops : 1) * sizeof(*v));
     size_t nsl = 0, capsl = 0, nv = 0, j = 0;
     int rc = v ? 0 : -ENOMEM;
-    for (size_t i = 0; i < w->nops && !rc; i++)
+    /* the ops by (stream, launch), for the syncs that name a stream (a
+     * trace without sync waits has none) */
+    for (size_t i = 0; i < w->nops && !rc && p0->nsyncs; i++)
         if (w->ops[i].type != CT_GPU_SYNC)
             v[nv++] = (struct slaunch){
                 w->ops[i].stream, w->ops[i].launch != INT64_MIN ? w->ops[i].launch : w->ops[i].s,

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "decoder/read/timeline.h"
+#include "decoder/util/search.h"
 
 int ct_sdev_note(struct ct_proc *p, uint32_t stream, int32_t dev)
 {
@@ -45,18 +46,21 @@ int ct_sdev_note(struct ct_proc *p, uint32_t stream, int32_t dev)
     return 0;
 }
 
+struct nonblock_key {
+    const uint32_t *v;
+    uint32_t stream;
+};
+static int nonblock_before(size_t i, const void *ctx)
+{
+    const struct nonblock_key *k = ctx;
+    return k->v[i] < k->stream;
+}
+
 /* The first of p's non-blocking streams at or after `stream`. */
 static size_t nonblock_at(const struct ct_proc *p, uint32_t stream)
 {
-    size_t lo = 0, hi = p->nnonblock;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (p->nonblock[mid] < stream)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    const struct nonblock_key k = {p->nonblock, stream};
+    return ct_partition(p->nnonblock, nonblock_before, &k);
 }
 
 int ct_is_nonblocking(const struct ct_proc *p, uint32_t stream)

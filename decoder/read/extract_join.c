@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "decoder/read/extract_int.h"
+#include "decoder/util/search.h"
 #include "decoder/util/stats.h"
 #include "src/reader.h"
 
@@ -372,16 +373,21 @@ static uint64_t edge_rec(const void *e)
 /* The index + 1 of the latest of the records r (sorted by event, then
  * time) of `event` at or before t, or 0 (never recorded by then: nothing
  * to wait for, as in CUDA). */
+struct rec_key {
+    const struct ex_event *r;
+    uint64_t event;
+    int64_t t;
+};
+static int rec_before(size_t i, const void *ctx)
+{
+    const struct rec_key *k = ctx;
+    return k->r[i].event < k->event || (k->r[i].event == k->event && k->r[i].t <= k->t);
+}
+
 static size_t latest_record(const struct ex_event *r, size_t n, uint64_t event, int64_t t)
 {
-    size_t lo = 0, hi = n; /* the first record after (event, t) */
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (r[mid].event < event || (r[mid].event == event && r[mid].t <= t))
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    const struct rec_key k = {r, event, t};
+    size_t lo = ct_partition(n, rec_before, &k); /* the first record after (event, t) */
     return lo && r[lo - 1].event == event ? lo : 0;
 }
 
