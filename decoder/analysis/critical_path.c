@@ -602,6 +602,8 @@ double ct_cp_mean_step(const struct ct_cp_result *r)
 {
     if (!r->nsteps)
         return 0;
+    if (r->chunks > 1)
+        return (double)r->span / (double)r->nsteps;
     int64_t lo = r->steps[0].start, hi = r->steps[0].end;
     for (size_t i = 1; i < r->nsteps; i++) {
         lo = r->steps[i].start < lo ? r->steps[i].start : lo;
@@ -628,11 +630,20 @@ int ct_cp_build(const struct ct_report *rep, struct ct_cp_graph **out)
 
 int ct_cp_build_within(const struct ct_report *rep, size_t max_bytes, struct ct_cp_graph **out)
 {
+    size_t need;
+    return ct_cp_build_from(rep, max_bytes, INT64_MIN, INT64_MAX, &need, out);
+}
+
+int ct_cp_build_from(const struct ct_report *rep, size_t max_bytes, int64_t first_index,
+                     int64_t last_index, size_t *need, struct ct_cp_graph **out)
+{
     *out = NULL;
+    *need = 0;
     struct ct_cp_graph *g = calloc(1, sizeof(*g));
     if (!g)
         return -ENOMEM;
     g->rep = rep;
+    g->first_index = first_index, g->last_index = last_index;
     g->itp = calloc(rep->nr ? rep->nr : 1, sizeof(*g->itp));
     int rc = g->itp ? 0 : -ENOMEM;
     for (size_t r = 0; r < rep->nr && !rc; r++) {
@@ -641,10 +652,12 @@ int ct_cp_build_within(const struct ct_report *rep, size_t max_bytes, struct ct_
             break;
         rc = build_rank(g, &rep->rr[r], (int32_t)r);
         ct_rank_close(rk);
-        if (!rc && max_bytes &&
-            g->cappt * sizeof(*g->pt) + g->caped * sizeof(*g->ed) + g->capkeys * sizeof(*g->keys) >
-                max_bytes)
+        size_t bytes =
+            g->cappt * sizeof(*g->pt) + g->caped * sizeof(*g->ed) + g->capkeys * sizeof(*g->keys);
+        if (!rc && max_bytes && bytes > max_bytes) {
+            *need = (size_t)((double)bytes * (double)rep->nr / (double)(r + 1));
             rc = -E2BIG;
+        }
     }
     if (!rc)
         rc = collectives(g);

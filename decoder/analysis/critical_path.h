@@ -103,6 +103,15 @@ struct ct_cp_result {
      * ns: the same statistic as the report's step_p50 */
     double step_p50;
     size_t unordered; /* points in a dependency cycle: kept at their measured time */
+    double *durs;     /* the replayed (rank, iteration) durations step_p50 is the median of */
+    size_t ndurs;
+    /* graphs it was computed over (ct_cp_run): 1, or the chunks of steps a
+     * run too large for one graph was cut into; then span is the sum of
+     * the chunks' spans (each chunk's earliest step start to its latest
+     * step end), which ct_cp_mean_step divides, and chunk_steps the steps
+     * of the largest chunk */
+    size_t chunks, chunk_steps;
+    int64_t span;
 };
 
 /* The run's mean step, ns: from the earliest step start to the latest step
@@ -111,6 +120,17 @@ struct ct_cp_result {
  * another's until a collective holds it), consecutive spans overlap and
  * their sum would count the overlap twice. */
 double ct_cp_mean_step(const struct ct_cp_result *r);
+
+/* The critical path of every step of rep's job, unscaled (base) and, when
+ * nsc > 0, replayed with the selectors (pred), in one graph when it fits
+ * in max_bytes (0: no limit), else in chunks of consecutive steps that
+ * each do (docs/critical-path.md, "Runs too large for one graph"): each
+ * chunk's graph also holds the steps either side, as context, so that its
+ * first step's ops keep their sources and its span ends where the next
+ * chunk begins. Returns 0, -ENOMEM, or -E2BIG when one step with its
+ * context passes max_bytes. */
+int ct_cp_run(const struct ct_report *rep, size_t max_bytes, const struct ct_cp_scale *sc,
+              size_t nsc, struct ct_cp_result *base, struct ct_cp_result *pred);
 
 /* The critical path of every step over the last replay. 0 or -ENOMEM. */
 int ct_cp_paths(const struct ct_cp_graph *g, struct ct_cp_result *out);

@@ -61,7 +61,20 @@ struct ct_cp_graph {
     uint32_t *order; /* points in dependency order */
     size_t norder;
     uint32_t **itp; /* per rank: iteration i's start point [2i], end point [2i+1] */
+    /* steps of index outside first..last are a chunk's context
+     * (critical_path_chunks.c): in the graph, not walked; INT64_MIN and
+     * INT64_MAX in a whole run's graph */
+    int64_t first_index, last_index;
 };
+
+/* ct_cp_build_within, with the graph's first_index and last_index; on
+ * -E2BIG *need is what the whole graph would take, extrapolated from the
+ * ranks built. */
+int ct_cp_build_from(const struct ct_report *rep, size_t max_bytes, int64_t first_index,
+                     int64_t last_index, size_t *need, struct ct_cp_graph **out);
+/* replay.c: merges the segment rows of one (rank, category, stream,
+ * name), counts and durations summed, and sorts them longest first. */
+void ct_cp_segs_fold(struct ct_cp_result *o);
 
 /* critical_path.c */
 int ct_cp_add_pt(struct ct_cp_graph *g, int64_t t, int32_t rank, uint32_t *id);

@@ -250,7 +250,10 @@ static struct ix *step_order(const struct ct_cp_graph *g, size_t *n)
     size_t k = 0;
     for (size_t r = 0; r < rep->nr; r++)
         for (size_t i = 0; i < rep->rr[r].niters; i++)
-            v[k++] = (struct ix){rep->rr[r].iters[i].index, (uint32_t)r, (uint32_t)i};
+            if (rep->rr[r].iters[i].index >= g->first_index && /* else a chunk's context */
+                rep->rr[r].iters[i].index <= g->last_index)
+                v[k++] = (struct ix){rep->rr[r].iters[i].index, (uint32_t)r, (uint32_t)i};
+    *n = k;
     if (k)
         qsort(v, k, sizeof(*v), cmp_ix);
     return v;
@@ -324,6 +327,24 @@ static int agg_edge(void *ctx, const struct cp_edge *e, int32_t rank, int64_t s,
     return 0;
 }
 
+void ct_cp_segs_fold(struct ct_cp_result *o)
+{
+    if (o->nsegs)
+        qsort(o->segs, o->nsegs, sizeof(*o->segs), cmp_seg_key);
+    size_t m = 0;
+    for (size_t i = 0; i < o->nsegs; i++) {
+        if (m && !cmp_seg_key(&o->segs[m - 1], &o->segs[i])) {
+            o->segs[m - 1].dur += o->segs[i].dur;
+            o->segs[m - 1].count += o->segs[i].count;
+        } else {
+            o->segs[m++] = o->segs[i];
+        }
+    }
+    o->nsegs = m;
+    if (o->nsegs)
+        qsort(o->segs, o->nsegs, sizeof(*o->segs), cmp_seg_dur);
+}
+
 int ct_cp_paths(const struct ct_cp_graph *g, struct ct_cp_result *o)
 {
     const struct ct_report *rep = g->rep;
@@ -352,21 +373,9 @@ int ct_cp_paths(const struct ct_cp_graph *g, struct ct_cp_result *o)
     o->steps = calloc(groups ? groups : 1, sizeof(*o->steps));
     if (!o->steps || walk_steps(g, v, n, &w))
         goto out;
-    /* one row per (rank, category, stream, name), longest first */
-    if (o->nsegs)
-        qsort(o->segs, o->nsegs, sizeof(*o->segs), cmp_seg_key);
-    size_t m = 0;
-    for (size_t i = 0; i < o->nsegs; i++) {
-        if (m && !cmp_seg_key(&o->segs[m - 1], &o->segs[i])) {
-            o->segs[m - 1].dur += o->segs[i].dur;
-            o->segs[m - 1].count++;
-        } else {
-            o->segs[m++] = o->segs[i];
-        }
-    }
-    o->nsegs = m;
-    if (o->nsegs)
-        qsort(o->segs, o->nsegs, sizeof(*o->segs), cmp_seg_dur);
+    ct_cp_segs_fold(o);
+    o->durs = d, o->ndurs = n;
+    d = NULL;
     rc = 0;
 out:
     free(v);
@@ -382,6 +391,7 @@ void ct_cp_result_free(struct ct_cp_result *r)
     free(r->segs);
     free(r->rank_time);
     free(r->rank_num);
+    free(r->durs);
     memset(r, 0, sizeof(*r));
 }
 

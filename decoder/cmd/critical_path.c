@@ -143,21 +143,16 @@ int ct_cmd_cp_main(int argc, char **argv, int whatif)
         goto done;
     }
     struct ct_iter_opts io = {skip, it_first, it_last, 0};
-    struct ct_cp_graph *g = NULL;
     struct ct_cp_result base = {0}, pred = {0};
     size_t limit = ct_cp_memory_limit();
     rc = ct_report_analyze(&job, &io, &rep);
     if (!rc)
-        rc = ct_cp_build_within(&rep, limit, &g);
-    if (!rc)
-        rc = ct_cp_paths(g, &base);
-    if (!rc && nsc && !(rc = ct_cp_replay(g, sc, nsc)))
-        rc = ct_cp_paths(g, &pred);
+        rc = ct_cp_run(&rep, limit, sc, nsc, &base, &pred);
     if (rc == -E2BIG) {
         fprintf(stderr,
-                "cutrace %s: the job's dependency graph would pass %.0f MiB (the limit: half "
-                "this machine's memory, or CUTRACE_CP_MAX_MIB; about 250 bytes per GPU op of "
-                "the steps): choose fewer steps with --iterations A-B\n",
+                "cutrace %s: the dependency graph of a single step, with the step before it, "
+                "would pass %.0f MiB (the limit: half this machine's memory, or "
+                "CUTRACE_CP_MAX_MIB; about 250 bytes per GPU op)\n",
                 cmd, (double)limit / (1 << 20));
     } else if (rc) {
         fprintf(stderr, "cutrace %s: out of memory\n", cmd);
@@ -190,7 +185,6 @@ int ct_cmd_cp_main(int argc, char **argv, int whatif)
     }
     ct_cp_result_free(&base);
     ct_cp_result_free(&pred);
-    ct_cp_free(g);
     ct_report_free(&rep);
     ct_job_free(&job);
 done:

@@ -27,7 +27,8 @@ void ct_cp_json(FILE *f, const struct ct_cp_result *r, int64_t t0)
     ct_json_member(f, "path_us", us(r->total), 3);
     fputs(",\"step_p50_us\":", f);
     ct_json_num(f, r->step_p50 / 1000.0, 3);
-    fprintf(f, ",\"unordered_points\":%zu,\"categories\":{", r->unordered);
+    fprintf(f, ",\"unordered_points\":%zu,\"graph_chunks\":%zu,\"categories\":{", r->unordered,
+            r->chunks);
     for (int c = 0; c < CT_CP_NCAT; c++) {
         fprintf(f, "%s", c ? "," : "");
         ct_json_member(f, ct_cp_cat_name(c), us(r->cat[c]), 3);
@@ -111,6 +112,11 @@ void ct_cp_text(FILE *f, const struct ct_cp_result *r, size_t top)
     if (r->unordered)
         fprintf(f, "  note: %zu points in a dependency cycle kept at their measured times\n",
                 r->unordered);
+    if (r->chunks > 1)
+        fprintf(f,
+                "  note: the run's graph would pass the memory limit: computed in %zu chunks of "
+                "up to %zu steps, each with the step before it as context\n",
+                r->chunks, r->chunk_steps);
 }
 
 static double mean_us(const struct ct_cp_result *r)

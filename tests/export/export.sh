@@ -102,10 +102,7 @@ python3 "$src/tests/export/check_critical_path.py" "$tmp/sel.json" "$tmp/sel.pat
   "$tmp/job.cp.json" --ranks 2,3 --iterations 3-5
 
 # critical-path --iterations A-B: only those steps, each as long as in the
-# whole run's path; the graph holds only their work, so a limit the whole
-# job's graph passes (CUTRACE_CP_MAX_MIB=1, a 400-step job of about 20 000
-# GPU ops: some 5 MB) still lets three of its steps through, with a clear
-# error for the whole
+# whole run's path; the graph holds only their work
 "$cutrace" critical-path --json --iterations 3-5 -o "$tmp/job.cp35.json" "$tmp/job"
 python3 - "$tmp/job.cp.json" "$tmp/job.cp35.json" <<'PY'
 import json, sys
@@ -116,14 +113,40 @@ for i in part:
     assert abs(i["length_us"] - full[i["index"]]) < 1e-3, (i, full[i["index"]])
 print("critical-path --iterations: ok")
 PY
+# a run whose graph passes the limit (CUTRACE_CP_MAX_MIB=1, a 400-step job
+# of about 20 000 GPU ops: some 5 MB) is computed in chunks of steps, with
+# the whole run's figures (critical-path, and whatif's prediction and
+# mean step); a limit that a single step passes (512 kernels a step on 16
+# ranks, some 2 MB) is a clear error
 mkdir "$tmp/long"
 "$build/tests/tools/ct_synth_job" -d "$tmp/long" --ranks 4 --iterations 400 > /dev/null
-if CUTRACE_CP_MAX_MIB=1 "$cutrace" critical-path "$tmp/long" 2> "$tmp/err"; then
-  echo "critical-path: a graph over CUTRACE_CP_MAX_MIB=1 was built"; exit 1
+"$cutrace" critical-path --json -o "$tmp/long.whole.json" "$tmp/long"
+CUTRACE_CP_MAX_MIB=1 "$cutrace" critical-path --json -o "$tmp/long.chunks.json" "$tmp/long"
+"$cutrace" whatif --json --scale rank=1=2 -o "$tmp/long.wwhole.json" "$tmp/long"
+CUTRACE_CP_MAX_MIB=1 "$cutrace" whatif --json --scale rank=1=2 -o "$tmp/long.wchunks.json" \
+  "$tmp/long"
+CUTRACE_CP_MAX_MIB=1 "$cutrace" critical-path "$tmp/long" | grep -q "computed in [0-9]* chunks"
+python3 - "$tmp"/long.whole.json "$tmp"/long.chunks.json "$tmp"/long.wwhole.json \
+  "$tmp"/long.wchunks.json <<'PY'
+import json, sys
+w, c, ww, wc = (json.load(open(f)) for f in sys.argv[1:])
+assert w["graph_chunks"] == 1 and c["graph_chunks"] > 1, (w["graph_chunks"], c["graph_chunks"])
+w["graph_chunks"] = c["graph_chunks"]
+assert w == c, "chunked critical path differs from the whole run's"
+for k in ("measured_step_us", "replayed_step_us", "predicted_step_us", "measured_mean_step_us",
+          "predicted_mean_step_us"):
+    assert abs(ww[k] - wc[k]) <= 1e-3 * ww[k], (k, ww[k], wc[k])
+print(f"critical-path in {c['graph_chunks']} chunks: the whole run's figures")
+PY
+mkdir "$tmp/wide"
+"$build/tests/tools/ct_synth_job" -d "$tmp/wide" --ranks 16 --iterations 3 --kernels 512 \
+  > /dev/null
+if CUTRACE_CP_MAX_MIB=1 "$cutrace" critical-path "$tmp/wide" 2> "$tmp/err"; then
+  echo "critical-path: a step over CUTRACE_CP_MAX_MIB=1 was built"; exit 1
 fi
-grep -q "would pass 1 MiB.*--iterations A-B" "$tmp/err" || { cat "$tmp/err"; exit 1; }
-CUTRACE_CP_MAX_MIB=1 "$cutrace" critical-path --json --iterations 3-5 "$tmp/long" \
-  | python3 -c 'import json,sys; assert json.load(sys.stdin)["steps"] == 3'
+grep -q "a single step, with the step before it, would pass 1 MiB" "$tmp/err" || {
+  cat "$tmp/err"; exit 1
+}
 
 # bad options name the option and the allowed values
 expect_fail() { # pattern, args...

@@ -24,17 +24,16 @@
  * latency 10, and 10 of host time on rank 1 back to a (the previous
  * synchronisation's end lies before the step). Sum: 1000, the step.
  */
-static void two_ranks(struct ct_job *job, struct ct_report *rep)
+static void steps_of_two_ranks(struct ct_job *job, struct ct_report *rep, int nsteps, int vary)
 {
     struct tb_job b;
     tb_init(&b);
-    const int64_t gemm[2] = {300, 600};
     for (int r = 0; r < 2; r++) {
         struct ct_proc *p = tb_proc(&b, r);
-        for (int k = 0; k < 2; k++) {
-            int64_t a = 1000 + 1000 * k;
+        for (int k = 0; k < nsteps; k++) {
+            int64_t a = 1000 + 1000 * k, gemm = r ? 600 + vary * (k % 3) : 300;
             tb_range(p, a, a + 1000, k);
-            tb_kernel(p, "gemm", 1, a + 20, a + 20 + gemm[r], a + 10);
+            tb_kernel(p, "gemm", 1, a + 20, a + 20 + gemm, a + 10);
             tb_nccl(p, (struct tb_coll){.op = CT_NCCL_OP_ALLREDUCE,
                                         .comm = 1,
                                         .seq = (uint64_t)k,
@@ -42,7 +41,7 @@ static void two_ranks(struct ct_job *job, struct ct_report *rep)
                                         .nranks = 2,
                                         .bytes = 1 << 20,
                                         .stream = 1,
-                                        .s = a + 20 + gemm[r],
+                                        .s = a + 20 + gemm,
                                         .e = a + 700,
                                         .launch = a + 15});
             tb_sync(p, a + 16, a + 750);
@@ -50,6 +49,11 @@ static void two_ranks(struct ct_job *job, struct ct_report *rep)
     }
     tb_build(&b, job);
     tb_analyze(job, NULL, rep);
+}
+
+static void two_ranks(struct ct_job *job, struct ct_report *rep)
+{
+    steps_of_two_ranks(job, rep, 2, 0);
 }
 
 static int64_t seg_dur(const struct ct_cp_result *r, int rank, int cat)
@@ -454,6 +458,71 @@ START_TEST(a_sync_waits_for_the_stream_or_event_it_names)
 }
 END_TEST
 
+static void same_result(const struct ct_cp_result *a, const struct ct_cp_result *b, int times)
+{
+    ck_assert_uint_eq(a->nsteps, b->nsteps);
+    for (size_t i = 0; i < a->nsteps; i++) {
+        const struct ct_cp_step *x = &a->steps[i], *y = &b->steps[i];
+        ck_assert(x->index == y->index && x->end_rank == y->end_rank);
+        ck_assert_int_eq(x->end - x->start, y->end - y->start);
+        ck_assert(!times || (x->start == y->start && x->end == y->end));
+        ck_assert_int_eq(memcmp(x->cat, y->cat, sizeof(x->cat)), 0);
+    }
+    ck_assert_uint_eq(a->nsegs, b->nsegs);
+    for (size_t i = 0; i < a->nsegs; i++) {
+        const struct ct_cp_seg *x = &a->segs[i], *y = &b->segs[i];
+        ck_assert(x->rank == y->rank && x->cat == y->cat && x->stream == y->stream);
+        ck_assert(x->name == y->name && x->dur == y->dur && x->count == y->count);
+    }
+    ck_assert_int_eq(a->total, b->total);
+    for (int c = 0; c < CT_CP_NCAT; c++)
+        ck_assert_int_eq(a->cat[c], b->cat[c]);
+    for (size_t r = 0; r < a->nranks; r++)
+        ck_assert_int_eq(a->rank_time[r], b->rank_time[r]);
+    ck_assert(a->step_p50 == b->step_p50);
+    ck_assert(ct_cp_mean_step(a) == ct_cp_mean_step(b));
+    ck_assert_uint_eq(a->unordered, b->unordered);
+}
+
+/*
+ * A run too large for one graph (ct_cp_run): 40 steps of the two-rank job
+ * above, rank 1's gemm 600, 630, 660 in turn, cut into chunks by a limit of
+ * 48 KiB (the whole graph takes some 200 KiB), gives the whole run's
+ * figures: each step's span, composition and end rank, the segments, the
+ * ranks' path times, the median and the mean step, unscaled and with rank
+ * 1 at a quarter. Scaled, the steps' starts drift earlier over the run;
+ * each chunk starts from measured times, so its steps keep their lengths
+ * but not their places (times = 0), and the mean step adds up the
+ * chunks' spans. A limit one step passes is -E2BIG.
+ */
+START_TEST(a_run_too_large_for_one_graph_is_cut_into_chunks)
+{
+    struct ct_job job;
+    struct ct_report rep;
+    steps_of_two_ranks(&job, &rep, 40, 30);
+    char err[200];
+    struct ct_cp_scale sc;
+    ck_assert_int_eq(ct_cp_scale_parse("rank=1=0.25", &sc, err, sizeof(err)), 0);
+    struct ct_cp_result wb, wp, cb, cp;
+    ck_assert_int_eq(ct_cp_run(&rep, 0, &sc, 1, &wb, &wp), 0);
+    ck_assert_uint_eq(wb.chunks, 1);
+    ck_assert_uint_eq(wb.nsteps, 40);
+    ck_assert(wp.step_p50 < wb.step_p50 - (double)TB_US(200));
+    ck_assert_int_eq(ct_cp_run(&rep, 48 << 10, &sc, 1, &cb, &cp), 0);
+    ck_assert_uint_gt(cb.chunks, 2);
+    ck_assert_uint_lt(cb.chunk_steps, 40);
+    same_result(&wb, &cb, 1);
+    same_result(&wp, &cp, 0);
+    ct_cp_result_free(&wb);
+    ct_cp_result_free(&wp);
+    ct_cp_result_free(&cb);
+    ct_cp_result_free(&cp);
+    ck_assert_int_eq(ct_cp_run(&rep, 256, NULL, 0, &cb, &cp), -E2BIG);
+    ct_report_free(&rep);
+    ct_job_free(&job);
+}
+END_TEST
+
 START_TEST(selectors_parse_and_bad_ones_say_why)
 {
     struct ct_cp_scale s;
@@ -492,6 +561,7 @@ Suite *critical_path_suite(void)
     tcase_add_test(tc, grouped_send_and_recv_are_one_launch_not_a_cycle);
     tcase_add_test(tc, a_sync_does_not_take_its_latency_from_an_op_it_did_not_wait_for);
     tcase_add_test(tc, a_sync_waits_for_the_stream_or_event_it_names);
+    tcase_add_test(tc, a_run_too_large_for_one_graph_is_cut_into_chunks);
     tcase_add_test(tc, selectors_parse_and_bad_ones_say_why);
     suite_add_tcase(s, tc);
     return s;
