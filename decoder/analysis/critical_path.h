@@ -132,6 +132,18 @@ double ct_cp_mean_step(const struct ct_cp_result *r);
 int ct_cp_run(const struct ct_report *rep, size_t max_bytes, const struct ct_cp_scale *sc,
               size_t nsc, struct ct_cp_result *base, struct ct_cp_result *pred);
 
+/* Several replays of one run (diagnose's, one per finding): base as
+ * ct_cp_run, preds[k] replayed with sets[k], each chunk's graph built once
+ * for all of them. max_chunks (0: any) bounds the chunks: every chunk
+ * rebuilds each rank it holds, so past it the run is -E2BIG. */
+struct ct_cp_set {
+    const struct ct_cp_scale *sc;
+    size_t n;
+};
+int ct_cp_run_sets(const struct ct_report *rep, size_t max_bytes, size_t max_chunks,
+                   const struct ct_cp_set *sets, size_t nsets, struct ct_cp_result *base,
+                   struct ct_cp_result *preds);
+
 /* The critical path of every step over the last replay. 0 or -ENOMEM. */
 int ct_cp_paths(const struct ct_cp_graph *g, struct ct_cp_result *out);
 void ct_cp_result_free(struct ct_cp_result *r);

@@ -104,24 +104,25 @@ static int64_t step_start(const struct ct_cp_graph *g, int64_t index)
     return t;
 }
 
-/* One graph, walking steps first..last: its unscaled paths, and the
- * replayed ones when nsc > 0; next (when not INT64_MAX) is the step after
- * last, in the graph as context, whose start each result's nstart gets. */
+/* One graph, walking steps first..last: out[0] its unscaled paths, out[1
+ * + k] the paths replayed with sets[k]; next (when not INT64_MAX) is the
+ * step after last, in the graph as context, whose start in each of those
+ * replays nstart[] gets. */
 static int one(const struct ct_report *rep, size_t max_bytes, int64_t first, int64_t last,
-               int64_t next, const struct ct_cp_scale *sc, size_t nsc, struct ct_cp_result *base,
-               struct ct_cp_result *pred, int64_t nstart[2], size_t *need)
+               int64_t next, const struct ct_cp_set *sets, size_t nsets, struct ct_cp_result *out,
+               int64_t *nstart, size_t *need)
 {
     struct ct_cp_graph *g = NULL;
     int rc = ct_cp_build_from(rep, max_bytes, first, last, need, &g);
-    if (!rc && !(rc = ct_cp_paths(g, base)))
-        nstart[0] = next != INT64_MAX ? step_start(g, next) : INT64_MIN;
-    if (!rc && nsc && !(rc = ct_cp_replay(g, sc, nsc)) && !(rc = ct_cp_paths(g, pred)))
-        nstart[1] = next != INT64_MAX ? step_start(g, next) : INT64_MIN;
-    ct_cp_free(g);
-    if (rc) {
-        ct_cp_result_free(base);
-        ct_cp_result_free(pred);
+    for (size_t k = 0; k <= nsets && !rc; k++) {
+        if (k && (rc = ct_cp_replay(g, sets[k - 1].sc, sets[k - 1].n)))
+            break;
+        if (!(rc = ct_cp_paths(g, &out[k])))
+            nstart[k] = next != INT64_MAX ? step_start(g, next) : INT64_MIN;
     }
+    ct_cp_free(g);
+    for (size_t k = 0; k <= nsets && rc; k++)
+        ct_cp_result_free(&out[k]);
     return rc;
 }
 
@@ -199,53 +200,68 @@ static size_t chunk_size(size_t steps, size_t need, size_t max_bytes)
 int ct_cp_run(const struct ct_report *rep, size_t max_bytes, const struct ct_cp_scale *sc,
               size_t nsc, struct ct_cp_result *base, struct ct_cp_result *pred)
 {
-    memset(base, 0, sizeof(*base));
+    struct ct_cp_set set = {sc, nsc};
     memset(pred, 0, sizeof(*pred));
-    size_t need = 0, ns = 0;
-    int64_t nst[2];
-    int rc = one(rep, max_bytes, INT64_MIN, INT64_MAX, INT64_MAX, sc, nsc, base, pred, nst, &need);
-    if (rc != -E2BIG) {
-        base->chunks = pred->chunks = 1;
-        base->chunk_steps = base->nsteps, pred->chunk_steps = pred->nsteps;
-        return rc;
-    }
-    int64_t *idx = step_indexes(rep, &ns);
-    if (!idx)
-        return -ENOMEM;
-    size_t k = chunk_size(ns, need, max_bytes);
-    rc = ns > 1 ? 0 : -E2BIG;
-    for (size_t i = 0; i < ns && !rc;) {
-        size_t j = i + k < ns ? i + k : ns;
-        struct ct_report v;
-        struct ct_cp_result b = {0}, p = {0};
-        int64_t nst[2] = {INT64_MIN, INT64_MIN};
-        if ((rc = view_of(rep, idx[i ? i - 1 : 0], idx[j < ns ? j : j - 1], &v)))
-            break;
-        rc = one(&v, max_bytes, i ? idx[i] : INT64_MIN, idx[j - 1], j < ns ? idx[j] : INT64_MAX, sc,
-                 nsc, &b, &p, nst, &need);
-        view_free(&v);
-        if (rc == -E2BIG && j - i > 1) { /* this part of the run is denser: smaller chunks */
-            size_t nk = chunk_size(j - i + (i > 0) + (j < ns), need, max_bytes);
-            k = nk < j - i ? nk : j - i - 1;
-            rc = 0;
-            continue;
-        }
-        if (!rc)
-            rc = merge(base, &b, nst[0]);
-        if (!rc && nsc)
-            rc = merge(pred, &p, nst[1]);
-        ct_cp_result_free(&b);
-        ct_cp_result_free(&p);
-        i = j;
-    }
-    free(idx);
+    return ct_cp_run_sets(rep, max_bytes, 0, &set, nsc ? 1 : 0, base, pred);
+}
+
+int ct_cp_run_sets(const struct ct_report *rep, size_t max_bytes, size_t max_chunks,
+                   const struct ct_cp_set *sets, size_t nsets, struct ct_cp_result *base,
+                   struct ct_cp_result *preds)
+{
+    size_t m = nsets + 1, need = 0, ns = 0;
+    /* acc: what is returned (base, then preds), part: one chunk's */
+    struct ct_cp_result *acc = calloc(m, sizeof(*acc)), *part = calloc(m, sizeof(*part));
+    int64_t *nst = malloc(m * sizeof(*nst));
+    int64_t *idx = NULL;
+    int rc = acc && part && nst ? 0 : -ENOMEM;
     if (!rc)
-        rc = finish(base);
-    if (!rc && nsc)
-        rc = finish(pred);
-    if (rc) {
-        ct_cp_result_free(base);
-        ct_cp_result_free(pred);
+        rc = one(rep, max_bytes, INT64_MIN, INT64_MAX, INT64_MAX, sets, nsets, acc, nst, &need);
+    if (!rc)
+        for (size_t q = 0; q < m; q++)
+            acc[q].chunks = 1, acc[q].chunk_steps = acc[q].nsteps;
+    if (rc == -E2BIG) {
+        rc = (idx = step_indexes(rep, &ns)) ? 0 : -ENOMEM;
+        size_t k = chunk_size(ns, need, max_bytes);
+        if (!rc && (ns < 2 || (max_chunks && (ns + k - 1) / k > max_chunks)))
+            rc = -E2BIG;
+        for (size_t i = 0; i < ns && !rc;) {
+            size_t j = i + k < ns ? i + k : ns;
+            struct ct_report v;
+            if ((rc = view_of(rep, idx[i ? i - 1 : 0], idx[j < ns ? j : j - 1], &v)))
+                break;
+            rc = one(&v, max_bytes, i ? idx[i] : INT64_MIN, idx[j - 1], j < ns ? idx[j] : INT64_MAX,
+                     sets, nsets, part, nst, &need);
+            view_free(&v);
+            if (rc == -E2BIG && j - i > 1) { /* this part of the run is denser: smaller chunks */
+                size_t nk = chunk_size(j - i + (i > 0) + (j < ns), need, max_bytes);
+                k = nk < j - i ? nk : j - i - 1;
+                rc = max_chunks && (ns - i + k - 1) / k > max_chunks ? -E2BIG : 0;
+                continue;
+            }
+            for (size_t q = 0; q < m && !rc; q++)
+                rc = merge(&acc[q], &part[q], nst[q]);
+            for (size_t q = 0; q < m; q++)
+                ct_cp_result_free(&part[q]);
+            i = j;
+        }
+        for (size_t q = 0; q < m && !rc; q++)
+            rc = finish(&acc[q]);
     }
+    if (rc && acc)
+        for (size_t q = 0; q < m; q++)
+            ct_cp_result_free(&acc[q]);
+    if (acc) {
+        *base = acc[0];
+        for (size_t q = 0; q < nsets; q++)
+            preds[q] = acc[q + 1];
+    } else {
+        memset(base, 0, sizeof(*base));
+        memset(preds, 0, nsets * sizeof(*preds));
+    }
+    free(acc);
+    free(part);
+    free(nst);
+    free(idx);
     return rc;
 }

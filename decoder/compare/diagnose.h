@@ -89,6 +89,7 @@ struct ct_diagnosis {
     /* the replay savings rest on: whether the graph was replayed, and if
      * not why (every saving is then its check's formula) */
     int replayed;
+    size_t replay_chunks; /* the graphs it was replayed over: 1, or chunks of steps */
     char replay_note[200];
 };
 

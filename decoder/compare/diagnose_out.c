@@ -23,7 +23,8 @@ void ct_diagnosis_json(FILE *f, const struct ct_diagnosis *d, double min_saving)
     ct_json_member(f, "step_us", d->step_us, 3);
     fprintf(f, ",\"iterations\":%zu,\"min_saving_pct\":", d->iterations);
     ct_json_num_g(f, 100 * min_saving);
-    fprintf(f, ",\"replay\":{\"used\":%s,\"note\":", d->replayed ? "true" : "false");
+    fprintf(f, ",\"replay\":{\"used\":%s,\"chunks\":%zu,\"note\":", d->replayed ? "true" : "false",
+            d->replay_chunks);
     if (d->replay_note[0])
         ct_json_str(f, d->replay_note);
     else
@@ -125,6 +126,11 @@ void ct_diagnosis_text(FILE *f, const struct ct_diagnosis *d, double min_saving)
         want |= d->f[i].whatif[0] != 0;
     if (want && d->replay_note[0])
         fprintf(f, "\nNo replay: %s.\n", d->replay_note);
+    if (d->replay_chunks > 1)
+        fprintf(f,
+                "\nReplayed in %zu chunks of steps (the job's graph passes the replay's memory "
+                "limit; docs/critical-path.md).\n",
+                d->replay_chunks);
     if (d->ndis)
         fprintf(f, "\nDismissed by the replay (the fix would save less than %.3g%%):\n",
                 100 * min_saving);

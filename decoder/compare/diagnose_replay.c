@@ -46,19 +46,30 @@ int ct_dg_replay_savings(struct ctx *c)
                  "no finding's fix is a scaling of recorded work");
         return 0;
     }
-    struct ct_cp_graph *g = NULL;
+    /* every finding's selectors, replayed over one run of the graph */
+    struct ct_cp_scale(*sc)[MAX_SEL] = calloc(d->nf ? d->nf : 1, sizeof(*sc));
+    char(*buf)[sizeof(d->f[0].whatif)] = calloc(d->nf ? d->nf : 1, sizeof(*buf));
+    struct ct_cp_set *sets = calloc(d->nf ? d->nf : 1, sizeof(*sets));
+    struct ct_cp_result *pred = calloc(d->nf ? d->nf : 1, sizeof(*pred));
+    size_t *of = calloc(d->nf ? d->nf : 1, sizeof(*of)); /* sets[k] is finding of[k]'s */
     struct ct_cp_result base = {0};
+    size_t nsets = 0;
+    int rc = sc && buf && sets && pred && of ? 0 : -ENOMEM;
+    for (size_t i = 0; i < d->nf && !rc; i++) {
+        int n = d->f[i].whatif[0] ? selectors(&d->f[i], buf[i], sizeof(buf[i]), sc[i]) : -EINVAL;
+        if (n > 0)
+            of[nsets] = i, sets[nsets++] = (struct ct_cp_set){sc[i], (size_t)n};
+    }
     size_t limit = c->o->graph_bytes ? c->o->graph_bytes : CT_DG_GRAPH_BYTES;
-    int rc = ct_cp_build_within(c->rep, limit, &g);
+    if (!rc)
+        rc = ct_cp_run_sets(c->rep, limit, CT_DG_MAX_CHUNKS, sets, nsets, &base, pred);
     if (rc == -E2BIG) {
         snprintf(d->replay_note, sizeof(d->replay_note),
-                 "the job's dependency graph would pass %.0f MiB: savings from each check's "
-                 "formula",
-                 (double)limit / (1 << 20));
-        return 0;
+                 "the job's dependency graph would pass %.0f MiB in more than %d chunks of "
+                 "steps: savings from each check's formula",
+                 (double)limit / (1 << 20), CT_DG_MAX_CHUNKS);
+        goto out;
     }
-    if (!rc)
-        rc = ct_cp_paths(g, &base);
     if (rc) { /* the replay is extra: without memory for it the formulas stand */
         snprintf(d->replay_note, sizeof(d->replay_note),
                  "out of memory for the job's dependency graph: savings from each check's "
@@ -79,28 +90,13 @@ int ct_dg_replay_savings(struct ctx *c)
         goto out;
     }
     d->replayed = 1;
-    for (size_t i = 0; i < d->nf && !rc; i++) {
-        struct ct_finding *f = &d->f[i];
-        char buf[sizeof(f->whatif)];
-        struct ct_cp_scale sc[MAX_SEL];
-        int n = f->whatif[0] ? selectors(f, buf, sizeof(buf), sc) : -EINVAL;
-        if (n <= 0)
-            continue;
-        struct ct_cp_result pred = {0};
-        rc = ct_cp_replay(g, sc, (size_t)n);
-        if (!rc)
-            rc = ct_cp_paths(g, &pred);
-        if (!rc) {
-            double saving = ct_cp_mean_step(&base) - ct_cp_mean_step(&pred);
-            f->formula_saving_us = f->saving_us;
-            f->saving_us = (saving > 0 ? saving : 0) / 1e3;
-            f->from_replay = 1;
-        } else {
-            snprintf(d->replay_note, sizeof(d->replay_note),
-                     "out of memory during the replay: the findings without saving_from "
-                     "\"replay\" keep their formula");
-        }
-        ct_cp_result_free(&pred);
+    d->replay_chunks = base.chunks;
+    for (size_t k = 0; k < nsets; k++) {
+        struct ct_finding *f = &d->f[of[k]];
+        double saving = ct_cp_mean_step(&base) - ct_cp_mean_step(&pred[k]);
+        f->formula_saving_us = f->saving_us;
+        f->saving_us = (saving > 0 ? saving : 0) / 1e3;
+        f->from_replay = 1;
     }
     /* what the job would not gain enough from is no finding: its check's
      * formula counted time that slack absorbs */
@@ -119,6 +115,12 @@ int ct_dg_replay_savings(struct ctx *c)
     d->nf = k;
 out:
     ct_cp_result_free(&base);
-    ct_cp_free(g);
+    for (size_t k = 0; pred && k < nsets; k++)
+        ct_cp_result_free(&pred[k]);
+    free(sc);
+    free(buf);
+    free(sets);
+    free(pred);
+    free(of);
     return 0;
 }

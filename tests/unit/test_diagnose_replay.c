@@ -49,14 +49,14 @@ static void allreduce(struct ct_proc *p, int k, int r, int n, uint32_t stream, i
  * (op=AllReduce=0) ends the transfer at the rendezvous, and every rank's
  * iteration 80 earlier: 80.
  */
-static void straggler_job(struct ct_job *job, struct ct_report *rep)
+static void straggler_steps(struct ct_job *job, struct ct_report *rep, int nsteps)
 {
     struct tb_job b;
     tb_init(&b);
     const int64_t gemm[3] = {300, 300, 600}, tail[3] = {100, 100, 200};
     for (int r = 0; r < 3; r++) {
         struct ct_proc *p = tb_proc(&b, r);
-        for (int k = 0; k < 4; k++) {
+        for (int k = 0; k < nsteps; k++) {
             int64_t a = 1000 + 1000 * k;
             tb_range(p, a, a + 1000, k);
             tb_kernel(p, "gemm", 1, a + 20, a + 20 + gemm[r], a + 10);
@@ -67,6 +67,11 @@ static void straggler_job(struct ct_job *job, struct ct_report *rep)
     }
     tb_build(&b, job);
     tb_analyze(job, NULL, rep);
+}
+
+static void straggler_job(struct ct_job *job, struct ct_report *rep)
+{
+    straggler_steps(job, rep, 4);
 }
 
 static const struct ct_finding *find(const struct ct_diagnosis *d, int kind)
@@ -121,6 +126,45 @@ START_TEST(a_graph_over_the_limit_leaves_the_formulas_and_says_so)
     ck_assert_ptr_nonnull(s);
     ck_assert_int_eq(s->from_replay, 0);
     ck_assert(fabs(s->saving_us - 400) < 0.01);
+    ct_diagnosis_free(d);
+    free(d);
+    ct_report_free(&rep);
+    ct_job_free(&job);
+}
+END_TEST
+
+/*
+ * The same job over 24 steps, under the smallest limit (a power of two
+ * from 1 KiB) at which the replay runs: the whole graph passes it, so the
+ * replay runs in chunks of steps, and the savings are the whole graph's,
+ * 300 and 80 a step.
+ */
+START_TEST(a_graph_over_the_limit_is_replayed_in_chunks_with_the_same_savings)
+{
+    struct ct_job job;
+    struct ct_report rep;
+    straggler_steps(&job, &rep, 24);
+    struct ct_diagnosis *d = NULL;
+    for (size_t lim = 1 << 10; lim <= (1 << 22); lim *= 2) {
+        struct ct_diag_opts o = {.min_saving = 0.02, .graph_bytes = lim};
+        d = calloc(1, sizeof(*d));
+        ck_assert_int_eq(ct_diagnose(&rep, NULL, 0, &o, d), 0);
+        if (d->replayed)
+            break;
+        ck_assert_ptr_nonnull(strstr(d->replay_note, "chunks of steps"));
+        ct_diagnosis_free(d);
+        free(d);
+        d = NULL;
+    }
+    ck_assert_ptr_nonnull(d);
+    ck_assert_uint_gt(d->replay_chunks, 1);
+    const struct ct_finding *s = find(d, CT_FK_COMPUTE_STRAGGLER);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_int_eq(s->from_replay, 1);
+    ck_assert(fabs(s->saving_us - 300) < 0.01);
+    const struct ct_finding *x = find(d, CT_FK_EXPOSED_COMM);
+    ck_assert_ptr_nonnull(x);
+    ck_assert(fabs(x->saving_us - 80) < 0.01);
     ct_diagnosis_free(d);
     free(d);
     ct_report_free(&rep);
@@ -229,6 +273,7 @@ Suite *diagnose_replay_suite(void)
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, savings_come_from_the_replay_where_the_graph_is_complete);
     tcase_add_test(tc, a_graph_over_the_limit_leaves_the_formulas_and_says_so);
+    tcase_add_test(tc, a_graph_over_the_limit_is_replayed_in_chunks_with_the_same_savings);
     tcase_add_test(tc, a_sync_keeps_its_wake_up_after_whichever_op_ends_last);
     tcase_add_test(tc, a_straggler_off_the_path_is_dismissed_by_the_replay);
     suite_add_tcase(s, tc);
