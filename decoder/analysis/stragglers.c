@@ -65,22 +65,31 @@ int ct_stragglers(struct ct_report *rep)
 {
     struct ct_job *job = rep->job;
     size_t n = 0, nr = rep->nr;
-    for (size_t r = 0; r < nr; r++)
+    size_t *nl = calloc(nr ? nr : 1, sizeof(*nl));
+    int64_t **late = calloc(nr ? nr : 1, sizeof(*late));
+    double *x = malloc((nr ? nr : 1) * sizeof(*x));
+    struct lat *v = NULL;
+    int64_t *tmp = NULL;
+    int rc = -ENOMEM;
+    if (!nl || !late || !x)
+        goto out;
+    /* each rank's list is sized by its own matched collectives: the count
+     * over all ranks for each would reserve ranks x collectives (tens of GB
+     * of address space at 1024 ranks, refused where overcommit is strict) */
+    for (size_t r = 0; r < nr; r++) {
         for (size_t i = 0; i < job->ranks[r].nnccl; i++) {
             const struct ct_nop *o = &job->ranks[r].nccl[i];
-            n += o->all_s && o->op != CT_NCCL_OP_SEND && o->op != CT_NCCL_OP_RECV;
+            nl[r] += o->all_s && o->op != CT_NCCL_OP_SEND && o->op != CT_NCCL_OP_RECV;
         }
-    struct lat *v = malloc((n ? n : 1) * sizeof(*v));
-    int64_t **late = calloc(nr ? nr : 1, sizeof(*late));
-    size_t *nl = calloc(nr ? nr : 1, sizeof(*nl));
-    int64_t *tmp = malloc((n ? n : 1) * sizeof(*tmp)); /* a group: up to n starts (duplicates) */
-    double *x = malloc((nr ? nr : 1) * sizeof(*x));
-    int rc = -ENOMEM;
-    if (!v || !late || !nl || !tmp || !x)
-        goto out;
-    for (size_t r = 0; r < nr; r++)
-        if (!(late[r] = malloc((n ? n : 1) * sizeof(int64_t))))
+        n += nl[r];
+        if (!(late[r] = malloc((nl[r] ? nl[r] : 1) * sizeof(int64_t))))
             goto out;
+        nl[r] = 0;
+    }
+    v = malloc((n ? n : 1) * sizeof(*v));
+    tmp = malloc((n ? n : 1) * sizeof(*tmp)); /* a group: up to n starts (duplicates) */
+    if (!v || !tmp)
+        goto out;
     n = 0;
     for (size_t r = 0; r < nr; r++)
         for (size_t i = 0; i < job->ranks[r].nnccl; i++) {
