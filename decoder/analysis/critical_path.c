@@ -631,11 +631,12 @@ int ct_cp_build(const struct ct_report *rep, struct ct_cp_graph **out)
 int ct_cp_build_within(const struct ct_report *rep, size_t max_bytes, struct ct_cp_graph **out)
 {
     size_t need;
-    return ct_cp_build_from(rep, max_bytes, INT64_MIN, INT64_MAX, &need, out);
+    return ct_cp_build_from(rep, max_bytes, 0, INT64_MIN, INT64_MAX, &need, out);
 }
 
-int ct_cp_build_from(const struct ct_report *rep, size_t max_bytes, int64_t first_index,
-                     int64_t last_index, size_t *need, struct ct_cp_graph **out)
+int ct_cp_build_from(const struct ct_report *rep, size_t max_bytes, size_t give_up,
+                     int64_t first_index, int64_t last_index, size_t *need,
+                     struct ct_cp_graph **out)
 {
     *out = NULL;
     *need = 0;
@@ -654,8 +655,10 @@ int ct_cp_build_from(const struct ct_report *rep, size_t max_bytes, int64_t firs
         ct_rank_close(rk);
         size_t bytes =
             g->cappt * sizeof(*g->pt) + g->caped * sizeof(*g->ed) + g->capkeys * sizeof(*g->keys);
-        if (!rc && max_bytes && bytes > max_bytes) {
-            *need = (size_t)((double)bytes * (double)rep->nr / (double)(r + 1));
+        double whole = (double)bytes * (double)rep->nr / (double)(r + 1);
+        if (!rc && ((max_bytes && bytes > max_bytes) ||
+                    (give_up && r + 1 >= 4 && r + 1 < rep->nr && whole > (double)give_up))) {
+            *need = (size_t)whole;
             rc = -E2BIG;
         }
     }

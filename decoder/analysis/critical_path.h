@@ -67,6 +67,14 @@ int ct_cp_build_within(const struct ct_report *rep, size_t max_bytes, struct ct_
  * too large to hold gets a clear error instead of the kernel's OOM kill. */
 size_t ct_cp_memory_limit(void);
 void ct_cp_free(struct ct_cp_graph *g);
+/* What a command builds the graph within when the graph is a side figure
+ * of its output (diagnose's savings, the HTML page's path) rather than the
+ * answer: about 250 bytes per GPU op, so some 4 M GPU ops per graph ... */
+#define CT_CP_SIDE_BYTES ((size_t)1 << 30)
+/* ... in at most this many chunks of steps (ct_cp_run_sets): each rebuilds
+ * every rank's ops, so a run of 8 GiB of graph costs some 8 report passes
+ * more, and a larger one is left out with the reason. */
+#define CT_CP_SIDE_CHUNKS 8
 
 /* Replays the graph with the selectors applied (n == 0: unscaled, which
  * reproduces every measured time). Returns 0 or -ENOMEM. */
@@ -134,15 +142,22 @@ int ct_cp_run(const struct ct_report *rep, size_t max_bytes, const struct ct_cp_
 
 /* Several replays of one run (diagnose's, one per finding): base as
  * ct_cp_run, preds[k] replayed with sets[k], each chunk's graph built once
- * for all of them. max_chunks (0: any) bounds the chunks: every chunk
- * rebuilds each rank it holds, so past it the run is -E2BIG. */
+ * for all of them; path, when not NULL, gets the edges of base's steps
+ * (as ct_cp_path_edges, chunk after chunk, each edge's step its position
+ * in base->steps). max_chunks (0: any) bounds the chunks: every chunk
+ * rebuilds each rank it holds, so past it the run is -E2BIG. Chunks are
+ * sized at half max_bytes, so the first attempt gives up once the graph
+ * extrapolated from its first ranks passes max_chunks x max_bytes (twice
+ * the refusal's bound: room for ranks larger than the rest), having built
+ * a few ranks' graphs rather than max_bytes of them. */
 struct ct_cp_set {
     const struct ct_cp_scale *sc;
     size_t n;
 };
+struct ct_cp_path;
 int ct_cp_run_sets(const struct ct_report *rep, size_t max_bytes, size_t max_chunks,
                    const struct ct_cp_set *sets, size_t nsets, struct ct_cp_result *base,
-                   struct ct_cp_result *preds);
+                   struct ct_cp_result *preds, struct ct_cp_path *path);
 
 /* The critical path of every step over the last replay. 0 or -ENOMEM. */
 int ct_cp_paths(const struct ct_cp_graph *g, struct ct_cp_result *out);

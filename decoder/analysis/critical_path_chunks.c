@@ -104,25 +104,29 @@ static int64_t step_start(const struct ct_cp_graph *g, int64_t index)
     return t;
 }
 
-/* One graph, walking steps first..last: out[0] its unscaled paths, out[1
- * + k] the paths replayed with sets[k]; next (when not INT64_MAX) is the
- * step after last, in the graph as context, whose start in each of those
- * replays nstart[] gets. */
-static int one(const struct ct_report *rep, size_t max_bytes, int64_t first, int64_t last,
-               int64_t next, const struct ct_cp_set *sets, size_t nsets, struct ct_cp_result *out,
-               int64_t *nstart, size_t *need)
+/* One graph, walking steps first..last: out[0] its unscaled paths (and
+ * their edges in pp, when not NULL), out[1 + k] the paths replayed with
+ * sets[k]; next (when not INT64_MAX) is the step after last, in the graph
+ * as context, whose start in each of those replays nstart[] gets. */
+static int one(const struct ct_report *rep, size_t max_bytes, size_t give_up, int64_t first,
+               int64_t last, int64_t next, const struct ct_cp_set *sets, size_t nsets,
+               struct ct_cp_result *out, struct ct_cp_path *pp, int64_t *nstart, size_t *need)
 {
     struct ct_cp_graph *g = NULL;
-    int rc = ct_cp_build_from(rep, max_bytes, first, last, need, &g);
+    int rc = ct_cp_build_from(rep, max_bytes, give_up, first, last, need, &g);
     for (size_t k = 0; k <= nsets && !rc; k++) {
         if (k && (rc = ct_cp_replay(g, sets[k - 1].sc, sets[k - 1].n)))
             break;
         if (!(rc = ct_cp_paths(g, &out[k])))
             nstart[k] = next != INT64_MAX ? step_start(g, next) : INT64_MIN;
+        if (!rc && !k && pp)
+            rc = ct_cp_path_edges(g, pp);
     }
     ct_cp_free(g);
     for (size_t k = 0; k <= nsets && rc; k++)
         ct_cp_result_free(&out[k]);
+    if (rc && pp)
+        ct_cp_path_free(pp);
     return rc;
 }
 
@@ -178,6 +182,18 @@ static int merge(struct ct_cp_result *d, const struct ct_cp_result *s, int64_t n
     return 0;
 }
 
+/* Adds chunk s's path edges to d, whose steps so far (before s's are
+ * merged) number `before`: an edge's step is its position among them. */
+static int merge_path(struct ct_cp_path *d, struct ct_cp_path *s, size_t before)
+{
+    for (size_t i = 0; i < s->n; i++)
+        s->v[i].step += before;
+    if (append((void **)&d->v, &d->n, s->v, s->n, sizeof(*s->v)))
+        return -ENOMEM;
+    d->nsteps += s->nsteps;
+    return 0;
+}
+
 static int finish(struct ct_cp_result *d)
 {
     ct_cp_segs_fold(d);
@@ -202,13 +218,16 @@ int ct_cp_run(const struct ct_report *rep, size_t max_bytes, const struct ct_cp_
 {
     struct ct_cp_set set = {sc, nsc};
     memset(pred, 0, sizeof(*pred));
-    return ct_cp_run_sets(rep, max_bytes, 0, &set, nsc ? 1 : 0, base, pred);
+    return ct_cp_run_sets(rep, max_bytes, 0, &set, nsc ? 1 : 0, base, pred, NULL);
 }
 
 int ct_cp_run_sets(const struct ct_report *rep, size_t max_bytes, size_t max_chunks,
                    const struct ct_cp_set *sets, size_t nsets, struct ct_cp_result *base,
-                   struct ct_cp_result *preds)
+                   struct ct_cp_result *preds, struct ct_cp_path *path)
 {
+    struct ct_cp_path ppart = {0};
+    if (path)
+        memset(path, 0, sizeof(*path));
     size_t m = nsets + 1, need = 0, ns = 0;
     /* acc: what is returned (base, then preds), part: one chunk's */
     struct ct_cp_result *acc = calloc(m, sizeof(*acc)), *part = calloc(m, sizeof(*part));
@@ -216,7 +235,8 @@ int ct_cp_run_sets(const struct ct_report *rep, size_t max_bytes, size_t max_chu
     int64_t *idx = NULL;
     int rc = acc && part && nst ? 0 : -ENOMEM;
     if (!rc)
-        rc = one(rep, max_bytes, INT64_MIN, INT64_MAX, INT64_MAX, sets, nsets, acc, nst, &need);
+        rc = one(rep, max_bytes, max_chunks * max_bytes, INT64_MIN, INT64_MAX, INT64_MAX, sets,
+                 nsets, acc, path, nst, &need);
     if (!rc)
         for (size_t q = 0; q < m; q++)
             acc[q].chunks = 1, acc[q].chunk_steps = acc[q].nsteps;
@@ -230,8 +250,9 @@ int ct_cp_run_sets(const struct ct_report *rep, size_t max_bytes, size_t max_chu
             struct ct_report v;
             if ((rc = view_of(rep, idx[i ? i - 1 : 0], idx[j < ns ? j : j - 1], &v)))
                 break;
-            rc = one(&v, max_bytes, i ? idx[i] : INT64_MIN, idx[j - 1], j < ns ? idx[j] : INT64_MAX,
-                     sets, nsets, part, nst, &need);
+            rc = one(&v, max_bytes, 0, i ? idx[i] : INT64_MIN, idx[j - 1],
+                     j < ns ? idx[j] : INT64_MAX, sets, nsets, part, path ? &ppart : NULL, nst,
+                     &need);
             view_free(&v);
             if (rc == -E2BIG && j - i > 1) { /* this part of the run is denser: smaller chunks */
                 size_t nk = chunk_size(j - i + (i > 0) + (j < ns), need, max_bytes);
@@ -239,10 +260,13 @@ int ct_cp_run_sets(const struct ct_report *rep, size_t max_bytes, size_t max_chu
                 rc = max_chunks && (ns - i + k - 1) / k > max_chunks ? -E2BIG : 0;
                 continue;
             }
+            if (path)
+                rc = merge_path(path, &ppart, acc[0].nsteps);
             for (size_t q = 0; q < m && !rc; q++)
                 rc = merge(&acc[q], &part[q], nst[q]);
             for (size_t q = 0; q < m; q++)
                 ct_cp_result_free(&part[q]);
+            ct_cp_path_free(&ppart);
             i = j;
         }
         for (size_t q = 0; q < m && !rc; q++)
@@ -251,6 +275,8 @@ int ct_cp_run_sets(const struct ct_report *rep, size_t max_bytes, size_t max_chu
     if (rc && acc)
         for (size_t q = 0; q < m; q++)
             ct_cp_result_free(&acc[q]);
+    if (rc && path)
+        ct_cp_path_free(path);
     if (acc) {
         *base = acc[0];
         for (size_t q = 0; q < nsets; q++)

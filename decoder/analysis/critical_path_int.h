@@ -69,9 +69,13 @@ struct ct_cp_graph {
 
 /* ct_cp_build_within, with the graph's first_index and last_index; on
  * -E2BIG *need is what the whole graph would take, extrapolated from the
- * ranks built. */
-int ct_cp_build_from(const struct ct_report *rep, size_t max_bytes, int64_t first_index,
-                     int64_t last_index, size_t *need, struct ct_cp_graph **out);
+ * ranks built. give_up (0: none) ends the build as soon as that
+ * extrapolation, from 4 ranks or more, passes it: a caller that will refuse
+ * a graph past some size learns it from a few ranks, not from max_bytes of
+ * them. */
+int ct_cp_build_from(const struct ct_report *rep, size_t max_bytes, size_t give_up,
+                     int64_t first_index, int64_t last_index, size_t *need,
+                     struct ct_cp_graph **out);
 /* replay.c: merges the segment rows of one (rank, category, stream,
  * name), counts and durations summed, and sorts them longest first. */
 void ct_cp_segs_fold(struct ct_cp_result *o);

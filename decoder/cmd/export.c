@@ -122,23 +122,20 @@ static int select_job(struct ct_export_job *x, int iters, int64_t first, int64_t
     return 0;
 }
 
-/* --critical-path: the job's graph (the whole job in memory, as `cutrace
- * critical-path`), whose build leaves the unscaled replay, measured times,
- * and its steps' path edges; the graph is freed, the edges borrow names
- * from the job. 0, or a negative errno with err set. */
+/* --critical-path: the unscaled path of every step and its edges (as
+ * `cutrace critical-path`: in one graph, or in chunks of steps when the
+ * graph would pass the memory limit); the edges borrow names from the
+ * job. 0, or a negative errno with err set. */
 static int critical_path(struct ct_export_job *x, struct ct_cp_path *path, char *err, size_t errlen)
 {
-    struct ct_cp_graph *g = NULL;
-    int rc = ct_cp_build_within(&x->rep, ct_cp_memory_limit(), &g);
-    if (!rc)
-        rc = ct_cp_path_edges(g, path);
-    ct_cp_free(g);
+    struct ct_cp_result res;
+    int rc = ct_cp_run_sets(&x->rep, ct_cp_memory_limit(), 0, NULL, 0, &res, NULL, path);
+    ct_cp_result_free(&res);
     if (rc == -E2BIG) {
         snprintf(err, errlen,
-                 "--critical-path: the job's dependency graph would pass half this machine's "
-                 "memory (about 250 bytes per GPU op of its steps; CUTRACE_CP_MAX_MIB sets "
-                 "the limit); cutrace critical-path --iterations A-B gives the path of fewer "
-                 "steps");
+                 "--critical-path: one step's dependency graph, every rank's ops in it, "
+                 "would pass half this machine's memory (about 250 bytes per GPU op; "
+                 "CUTRACE_CP_MAX_MIB sets the limit): a step's path needs the whole step");
         return rc;
     }
     if (rc) {

@@ -37,7 +37,8 @@ static void usage(FILE *f)
                "  -o FILE       write the report to FILE instead of stdout\n"
                "  --html        a self-contained HTML page (needs -o FILE; docs/export.md)\n"
                "  --no-critical-path  with --html: leave out the critical path (its graph\n"
-               "                holds the whole job in memory; docs/critical-path.md)\n"
+               "                costs a pass over the job per chunk of steps;\n"
+               "                docs/critical-path.md)\n"
                "  --step NAME   NVTX range or mark naming iterations (default ProfilerStep)\n"
                "  --steps A-B   keep iterations with index A..B (either side may be empty)\n"
                "  --skip N      drop the first N iterations of every rank\n"
@@ -47,10 +48,11 @@ static void usage(FILE *f)
                "  --rows FILE   also write per-rank/iteration JSON-lines rows (docs/diff.md)\n");
 }
 
-/* The HTML page's critical path (export: decoder/export/html_critical_path.c):
- * built unless the option leaves it out or the job was spilled, whose
- * point is to hold one rank's ops at a time while the graph holds every
- * op of the job (about 250 bytes each); the reason otherwise. */
+/* The HTML page's critical path (export: decoder/export/html_critical_path.c),
+ * unless the option leaves it out: for a job in memory within the limit a
+ * command that needs the graph takes (in chunks of steps past it); for a
+ * spilled job, whose point is one rank's ops in memory at a time, within
+ * the side budget diagnose's replay has. The reason when not computed. */
 static void html_critical_path(const struct ct_job *job, const struct ct_report *rep, int no_cp,
                                struct ct_cp_result *res, struct ct_cp_path *path,
                                struct ct_html_cp *cp)
@@ -58,31 +60,28 @@ static void html_critical_path(const struct ct_job *job, const struct ct_report 
     int spilled = 0;
     for (size_t r = 0; r < job->nranks; r++)
         spilled |= job->ranks[r].spilled;
-    struct ct_cp_graph *g = NULL;
+    size_t limit = spilled ? CT_CP_SIDE_BYTES : ct_cp_memory_limit();
     int rc = 0;
     if (no_cp) {
         cp->why = "Not computed: the page was written with --no-critical-path.";
-    } else if (spilled) {
-        cp->why = "Not computed: this job was decoded spilled (64 traces or more, or "
-                  "CUTRACE_SPILL=1), one rank in memory at a time, and the critical path's "
-                  "graph holds every GPU op of the job at once (about 250 bytes each). "
-                  "cutrace critical-path computes it on a machine with the memory.";
     } else if (!rep->iterations) {
         cp->why = "No iterations found: a critical path is per step.";
-    } else if ((rc = ct_cp_build_within(rep, ct_cp_memory_limit(), &g)) || ct_cp_paths(g, res) ||
-               ct_cp_path_edges(g, path)) {
-        ct_cp_result_free(res);
-        ct_cp_path_free(path);
-        cp->why = rc == -E2BIG
-                      ? "Not computed: the critical path's graph would pass half this machine's "
-                        "memory (about 250 bytes per GPU op of the steps); cutrace "
-                        "critical-path --iterations A-B computes it for fewer steps."
-                      : "Not computed: out of memory building the critical path's graph.";
+    } else if ((rc = ct_cp_run_sets(rep, limit, spilled ? CT_CP_SIDE_CHUNKS : 0, NULL, 0, res, NULL,
+                                    path))) {
+        cp->why = rc != -E2BIG ? "Not computed: out of memory building the critical path's graph."
+                  : spilled
+                      ? "Not computed: this job was decoded spilled (64 traces or more, or "
+                        "CUTRACE_SPILL=1), one rank in memory at a time, and its critical "
+                        "path's graph (about 250 bytes per GPU op) would not fit in 8 "
+                        "chunks of steps of 1 GiB each. cutrace critical-path computes it "
+                        "within half this machine's memory."
+                      : "Not computed: one step's critical-path graph, every rank's ops in it, "
+                        "would pass half this machine's memory (about 250 bytes per GPU op; "
+                        "CUTRACE_CP_MAX_MIB sets the limit).";
     } else {
         cp->res = res;
         cp->path = path;
     }
-    ct_cp_free(g);
 }
 
 int ct_cmd_report(int argc, char **argv)

@@ -95,7 +95,7 @@ struct ct_diagnosis {
 
 struct ct_diag_opts {
     double min_saving;  /* fraction of step time, 0.02 */
-    size_t graph_bytes; /* the largest replay graph; 0: CT_DG_GRAPH_BYTES */
+    size_t graph_bytes; /* the largest replay graph; 0: CT_CP_SIDE_BYTES */
 };
 
 /* Runs every check on rep (facts: the traces' copy facts, may be NULL).

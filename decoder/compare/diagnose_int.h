@@ -38,13 +38,6 @@ void ct_dg_insufficient(struct ctx *c, int kind, const char *fmt, ...)
  * dependency cycle or without the memory to build it leaves the formulas,
  * and d->replay_note says why. */
 int ct_dg_replay_savings(struct ctx *c);
-/* The largest graph diagnose builds (bytes): about 250 bytes per GPU op,
- * so a job of up to about 4 M GPU ops in all. */
-#define CT_DG_GRAPH_BYTES ((size_t)1 << 30)
-/* ... in at most this many chunks of steps (critical_path.h, ct_cp_run_sets):
- * each rebuilds every rank's ops, so a run of 8 GiB of graph costs some 8
- * report passes more */
-#define CT_DG_MAX_CHUNKS 8
 
 /* diagnose_health.c: throttled_gpu and host_contention, and the links from
  * straggler findings to them. 0 or -ENOMEM. */

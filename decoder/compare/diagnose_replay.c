@@ -60,14 +60,14 @@ int ct_dg_replay_savings(struct ctx *c)
         if (n > 0)
             of[nsets] = i, sets[nsets++] = (struct ct_cp_set){sc[i], (size_t)n};
     }
-    size_t limit = c->o->graph_bytes ? c->o->graph_bytes : CT_DG_GRAPH_BYTES;
+    size_t limit = c->o->graph_bytes ? c->o->graph_bytes : CT_CP_SIDE_BYTES;
     if (!rc)
-        rc = ct_cp_run_sets(c->rep, limit, CT_DG_MAX_CHUNKS, sets, nsets, &base, pred);
+        rc = ct_cp_run_sets(c->rep, limit, CT_CP_SIDE_CHUNKS, sets, nsets, &base, pred, NULL);
     if (rc == -E2BIG) {
         snprintf(d->replay_note, sizeof(d->replay_note),
                  "the job's dependency graph would pass %.0f MiB in more than %d chunks of "
                  "steps: savings from each check's formula",
-                 (double)limit / (1 << 20), CT_DG_MAX_CHUNKS);
+                 (double)limit / (1 << 20), CT_CP_SIDE_CHUNKS);
         goto out;
     }
     if (rc) { /* the replay is extra: without memory for it the formulas stand */

@@ -138,6 +138,20 @@ for k in ("measured_step_us", "replayed_step_us", "predicted_step_us", "measured
     assert abs(ww[k] - wc[k]) <= 1e-3 * ww[k], (k, ww[k], wc[k])
 print(f"critical-path in {c['graph_chunks']} chunks: the whole run's figures")
 PY
+# ... and so are export --critical-path and the HTML page's path, the same
+# bytes as from one graph; a spilled job's page (one rank in memory at a
+# time) draws its path too, within diagnose's side budget
+"$cutrace" export --format chrome --critical-path -o "$tmp/long.path.json" "$tmp/long"
+CUTRACE_CP_MAX_MIB=1 "$cutrace" export --format chrome --critical-path \
+  -o "$tmp/long.cpath.json" "$tmp/long"
+cmp "$tmp/long.path.json" "$tmp/long.cpath.json"
+grep -q '"cat":"critical_path"' "$tmp/long.path.json" || { echo "no path drawn"; exit 1; }
+"$cutrace" report --html -o "$tmp/long.html" "$tmp/long"
+CUTRACE_CP_MAX_MIB=1 "$cutrace" report --html -o "$tmp/long.c.html" "$tmp/long"
+CUTRACE_SPILL=1 "$cutrace" report --html -o "$tmp/long.s.html" "$tmp/long"
+cmp "$tmp/long.html" "$tmp/long.c.html"
+cmp "$tmp/long.html" "$tmp/long.s.html"
+if grep -q "Not computed" "$tmp/long.html"; then echo "html: path not computed"; exit 1; fi
 mkdir "$tmp/wide"
 "$build/tests/tools/ct_synth_job" -d "$tmp/wide" --ranks 16 --iterations 3 --kernels 512 \
   > /dev/null
