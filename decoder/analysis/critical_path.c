@@ -625,13 +625,8 @@ size_t ct_cp_memory_limit(void)
 
 int ct_cp_build(const struct ct_report *rep, struct ct_cp_graph **out)
 {
-    return ct_cp_build_within(rep, 0, out);
-}
-
-int ct_cp_build_within(const struct ct_report *rep, size_t max_bytes, struct ct_cp_graph **out)
-{
     size_t need;
-    return ct_cp_build_from(rep, max_bytes, 0, INT64_MIN, INT64_MAX, &need, out);
+    return ct_cp_build_from(rep, 0, 0, INT64_MIN, INT64_MAX, &need, out);
 }
 
 int ct_cp_build_from(const struct ct_report *rep, size_t max_bytes, size_t give_up,

@@ -59,9 +59,6 @@ struct ct_cp_graph;
 /* Builds the graph of rep's job over every rank and iteration (opens and
  * closes each rank). Returns 0 or -ENOMEM; *out then owns the graph. */
 int ct_cp_build(const struct ct_report *rep, struct ct_cp_graph **out);
-/* The same, giving up with -E2BIG once the graph's points and edges pass
- * max_bytes (0: no limit): for a caller to which the graph is optional. */
-int ct_cp_build_within(const struct ct_report *rep, size_t max_bytes, struct ct_cp_graph **out);
 /* What a command that needs the graph lets it take: half the machine's
  * physical memory (CUTRACE_CP_MAX_MIB overrides, in MiB), so that a job
  * too large to hold gets a clear error instead of the kernel's OOM kill. */

@@ -67,9 +67,10 @@ struct ct_cp_graph {
     int64_t first_index, last_index;
 };
 
-/* ct_cp_build_within, with the graph's first_index and last_index; on
- * -E2BIG *need is what the whole graph would take, extrapolated from the
- * ranks built. give_up (0: none) ends the build as soon as that
+/* ct_cp_build, with the graph's first_index and last_index, giving up with
+ * -E2BIG once its points and edges pass max_bytes (0: no limit); on -E2BIG
+ * *need is what the whole graph would take, extrapolated from the ranks
+ * built. give_up (0: none) ends the build as soon as that
  * extrapolation, from 4 ranks or more, passes it: a caller that will refuse
  * a graph past some size learns it from a few ranks, not from max_bytes of
  * them. */
