@@ -184,6 +184,38 @@ static uint64_t ref_nranks(const void *e)
 }
 static const ct_key_fn ref_order[] = {ref_op, ref_bytes, ref_nranks};
 
+/* Arrival skew (max start - min start) of every matched instance whose
+ * first member has row c's op, bytes and ranks; n at most ninst. */
+static size_t row_skews(const struct ct_job *job, const struct match *m,
+                        const struct ct_coll_row *c, double *w)
+{
+    size_t ns = 0;
+    for (size_t i = 0; i < m->n;) {
+        size_t j = i;
+        int64_t mn = INT64_MAX, mx = INT64_MIN;
+        const struct ct_nop *o0 = OP(job, &m->k[i]);
+        while (j < m->n && same(&m->k[j], &m->k[i])) {
+            const struct ct_nop *o = OP(job, &m->k[j]);
+            mn = o->s < mn ? o->s : mn;
+            mx = o->s > mx ? o->s : mx;
+            j++;
+        }
+        int np = is_p2p(o0->op) ? 2 : o0->nranks;
+        /* a matched Send/Recv pair is an instance of both its Send row
+         * and its Recv row, whichever of the two sorts first */
+        if (j - i >= 2 && o0->bytes == c->bytes && np == c->nranks &&
+            (o0->op == c->op || (is_p2p(o0->op) && is_p2p(c->op))))
+            w[ns++] = (double)(mx - mn);
+        i = j;
+    }
+    return ns;
+}
+
+/* The table has a row per (op, bytes, ranks), a handful in a job however
+ * many ops it ran, and its scratch is sized by the largest row: at a
+ * thousand ranks of short steps the job's NCCL ops are most of what is
+ * resident, and a table or scratch of one entry per op would double that
+ * at the report's peak (docs/report.md, "Memory"). */
 int ct_collectives_table(struct ct_report *rep)
 {
     struct ct_job *job = rep->job;
@@ -192,17 +224,8 @@ int ct_collectives_table(struct ct_report *rep)
         for (size_t i = 0; i < job->ranks[r].nnccl; i++)
             n += job->ranks[r].nccl[i].e != 0;
     struct ref *v = malloc((n ? n : 1) * sizeof(*v));
-    double *d = malloc((n ? n : 1) * sizeof(*d));
-    double *w = malloc((n ? n : 1) * sizeof(*w));
-    double *t = malloc((n ? n : 1) * sizeof(*t));
-    rep->coll = calloc(n ? n : 1, sizeof(*rep->coll));
-    if (!v || !d || !w || !t || !rep->coll) {
-        free(v);
-        free(d);
-        free(w);
-        free(t);
+    if (!v)
         return -ENOMEM;
-    }
     n = 0;
     for (size_t r = 0; r < job->nranks; r++)
         for (size_t i = 0; i < job->ranks[r].nnccl; i++) {
@@ -212,6 +235,23 @@ int ct_collectives_table(struct ct_report *rep)
         }
     if (ct_sort_by(v, n, sizeof(*v), ref_order, 3))
         qsort(v, n, sizeof(*v), cmp_ref);
+    size_t nrows = 0, widest = 1;
+    for (size_t i = 0, j; i < n; i = j, nrows++) {
+        for (j = i; j < n && !cmp_ref(&v[i], &v[j]); j++)
+            ;
+        widest = j - i > widest ? j - i : widest;
+    }
+    double *d = malloc(widest * sizeof(*d));
+    double *w = malloc(widest * sizeof(*w));
+    double *t = malloc(widest * sizeof(*t));
+    rep->coll = calloc(nrows ? nrows : 1, sizeof(*rep->coll));
+    if (!d || !w || !t || !rep->coll) {
+        free(v);
+        free(d);
+        free(w);
+        free(t);
+        return -ENOMEM;
+    }
     for (size_t i = 0; i < n;) {
         size_t j = i, nm = 0;
         while (j < n && !cmp_ref(&v[i], &v[j])) {
@@ -238,36 +278,20 @@ int ct_collectives_table(struct ct_report *rep)
         row->busbw = row->algbw * bus_factor(row->op, row->nranks);
         i = j;
     }
-    /* arrival skew per matched instance: max start - min start */
-    struct match m;
-    if (build_keys(job, &m) == 0) {
-        for (size_t r = 0; r < rep->ncoll; r++) {
-            size_t ns = 0;
-            for (size_t i = 0; i < m.n;) {
-                size_t j = i;
-                int64_t mn = INT64_MAX, mx = INT64_MIN;
-                const struct ct_nop *o0 = OP(job, &m.k[i]);
-                while (j < m.n && same(&m.k[j], &m.k[i])) {
-                    const struct ct_nop *o = OP(job, &m.k[j]);
-                    mn = o->s < mn ? o->s : mn;
-                    mx = o->s > mx ? o->s : mx;
-                    j++;
-                }
-                int np = is_p2p(o0->op) ? 2 : o0->nranks;
-                /* a matched Send/Recv pair is an instance of both its Send row
-                 * and its Recv row, whichever of the two sorts first */
-                if (j - i >= 2 && o0->bytes == rep->coll[r].bytes && np == rep->coll[r].nranks &&
-                    (o0->op == rep->coll[r].op || (is_p2p(o0->op) && is_p2p(rep->coll[r].op))))
-                    w[ns++] = (double)(mx - mn);
-                i = j;
-            }
-            rep->coll[r].skew_p50 = ct_median(w, ns);
-        }
-        free(m.k);
-    }
     free(v);
     free(d);
-    free(w);
     free(t);
+    free(w);
+    /* an instance has two members or more: at most n / 2 of them */
+    struct match m;
+    double *sk = malloc((n / 2 + 1) * sizeof(*sk));
+    if (!sk || build_keys(job, &m)) {
+        free(sk);
+        return -ENOMEM;
+    }
+    for (size_t r = 0; r < rep->ncoll; r++)
+        rep->coll[r].skew_p50 = ct_median(sk, row_skews(job, &m, &rep->coll[r], sk));
+    free(m.k);
+    free(sk);
     return 0;
 }

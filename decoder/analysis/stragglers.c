@@ -87,8 +87,7 @@ int ct_stragglers(struct ct_report *rep)
         nl[r] = 0;
     }
     v = malloc((n ? n : 1) * sizeof(*v));
-    tmp = malloc((n ? n : 1) * sizeof(*tmp)); /* a group: up to n starts (duplicates) */
-    if (!v || !tmp)
+    if (!v)
         goto out;
     n = 0;
     for (size_t r = 0; r < nr; r++)
@@ -99,6 +98,16 @@ int ct_stragglers(struct ct_report *rep)
         }
     if (ct_sort_by(v, n, sizeof(*v), lat_order, 2))
         qsort(v, n, sizeof(*v), cmp_lat);
+    /* the median's scratch is one group's starts: a group is a rank's
+     * members or more (duplicates), not the job's n */
+    size_t widest = 1;
+    for (size_t i = 0, j; i < n; i = j) {
+        for (j = i; j < n && v[j].comm == v[i].comm && v[j].seq == v[i].seq; j++)
+            ;
+        widest = j - i > widest ? j - i : widest;
+    }
+    if (!(tmp = malloc(widest * sizeof(*tmp))))
+        goto out;
     for (size_t i = 0; i < n;) {
         size_t j = i;
         while (j < n && v[j].comm == v[i].comm && v[j].seq == v[i].seq)
