@@ -74,7 +74,9 @@ static void html_critical_path(const struct ct_job *job, const struct ct_report 
                         "CUTRACE_SPILL=1), one rank in memory at a time, and its critical "
                         "path's graph (about 250 bytes per GPU op) would not fit in 8 "
                         "chunks of steps of 1 GiB each. cutrace critical-path computes it "
-                        "within half this machine's memory."
+                        "within half this machine's memory, and cutrace critical-path "
+                        "--iterations A-B or cutrace export --critical-path --iterations A-B "
+                        "for a part of the run."
                       : "Not computed: one step's critical-path graph, every rank's ops in it, "
                         "would pass half this machine's memory (about 250 bytes per GPU op; "
                         "CUTRACE_CP_MAX_MIB sets the limit).";
