@@ -311,8 +311,11 @@ static int build_rank(struct ct_cp_graph *g, const struct ct_rank_result *x, int
             known = g->pt[from].t;
         }
         const struct hev *lv = o->launch != INT64_MIN ? ct_cp_launch_ev(h, nh, o->launch) : NULL;
-        if (lv && ct_cp_add_edge(g, lv->pe, ox[i].ps, CP_GAP, CT_CP_LAUNCH, ri))
-            goto out;
+        if (lv) { /* the launch's stream is the op's: its queue was empty then */
+            if (ct_cp_add_edge(g, lv->pe, ox[i].ps, CP_GAP, CT_CP_LAUNCH, ri))
+                goto out;
+            g->ed[g->ned - 1].stream = o->stream;
+        }
         if (lv && lv->s > known)
             known = lv->s;
         /* the op that ended last on another stream before this one began:

@@ -97,6 +97,15 @@ START_TEST(path_length_is_the_step_and_composition_is_exact)
     ck_assert_str_eq(res.segs[0].name, "gemm");
     ck_assert_int_eq(res.segs[0].rank, 1);
     ck_assert_int_eq(res.segs[0].dur, TB_US(1200));
+    /* a launch segment is on the stream of the op it launched (stream 1
+     * here), not on stream 0 */
+    size_t nlaunch = 0;
+    for (size_t i = 0; i < res.nsegs; i++)
+        if (res.segs[i].cat == CT_CP_LAUNCH) {
+            ck_assert_uint_eq(res.segs[i].stream, 1);
+            nlaunch++;
+        }
+    ck_assert_uint_ge(nlaunch, 1);
     ct_cp_result_free(&res);
     ct_cp_free(g);
     ct_report_free(&rep);
