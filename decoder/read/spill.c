@@ -54,30 +54,88 @@ void ct_proc_settle(struct ct_proc *p)
 }
 
 /* A spill: one zstd frame (its content size in its header) of the ops and
- * the launches in the summary's encoding. Level 1: a spill is written once and read a few
- * times in one run, so speed matters more than the last few percent. */
+ * the launches in the summary's encoding. Level 1: a spill is written once
+ * and read a few times in one run, so speed matters more than the last few
+ * percent. Both ways stream through a buffer of SPILL_PIECE ops: a whole
+ * encoding would be 40 bytes an op of fresh pages to fault in and throw
+ * away, once per spill and once per rank opened by each pass, which was a
+ * fifth of a spilled job's CPU. */
+#define SPILL_PIECE 256
+
+struct zout {
+    ZSTD_CCtx *c;
+    unsigned char *z;
+    size_t cap, n;
+    int bad;
+};
+
+/* Compresses n bytes of p into o (the frame's end with ZSTD_e_end). */
+static void zput(struct zout *o, const void *p, size_t n, ZSTD_EndDirective end)
+{
+    ZSTD_inBuffer in = {p, n, 0};
+    while (!o->bad) {
+        if (o->cap - o->n < ZSTD_CStreamOutSize()) {
+            size_t cap = o->cap ? 2 * o->cap : 2 * ZSTD_CStreamOutSize();
+            unsigned char *q = realloc(o->z, cap);
+            if (!q) {
+                o->bad = 1;
+                return;
+            }
+            o->z = q;
+            o->cap = cap;
+        }
+        ZSTD_outBuffer out = {o->z, o->cap, o->n};
+        size_t left = ZSTD_compressStream2(o->c, &out, &in, end);
+        o->n = out.pos;
+        if (ZSTD_isError(left))
+            o->bad = 1; /* zstd fails here only for want of memory */
+        else if (end == ZSTD_e_end ? left == 0 : in.pos == in.size)
+            return;
+    }
+}
+
+static void zput_u64(struct zout *o, uint64_t v)
+{
+    struct ct_sum_wbuf b = {0};
+    ct_sum_put_u64(&b, v);
+    if (b.oom)
+        o->bad = 1;
+    else
+        zput(o, b.p, b.n, ZSTD_e_continue);
+    free(b.p);
+}
+
 int ct_proc_spill(struct ct_proc *p)
 {
     ct_proc_settle(p);
-    struct ct_sum_wbuf b = {0};
-    ct_sum_put_ops(&b, p->ops, p->nops);
-    ct_sum_put_launches(&b, p->launches, p->nlaunches);
-    if (b.oom) {
-        free(b.p);
+    struct zout o = {.c = ZSTD_createCCtx()};
+    unsigned char piece[SPILL_PIECE * CT_SUM_OP_BYTES];
+    if (!o.c || ZSTD_isError(ZSTD_CCtx_setParameter(o.c, ZSTD_c_compressionLevel, 1)) ||
+        ZSTD_isError(
+            ZSTD_CCtx_setPledgedSrcSize(o.c, 16 + p->nops * CT_SUM_OP_BYTES + p->nlaunches * 8)))
+        o.bad = 1;
+    uint64_t prev = 0;
+    zput_u64(&o, p->nops);
+    for (size_t i = 0; i < p->nops && !o.bad; i += SPILL_PIECE) {
+        size_t k = p->nops - i < SPILL_PIECE ? p->nops - i : SPILL_PIECE;
+        ct_sum_enc_ops(piece, p->ops + i, k, &prev);
+        zput(&o, piece, k * CT_SUM_OP_BYTES, ZSTD_e_continue);
+    }
+    prev = 0;
+    zput_u64(&o, p->nlaunches);
+    for (size_t i = 0; i < p->nlaunches && !o.bad; i += SPILL_PIECE) {
+        size_t k = p->nlaunches - i < SPILL_PIECE ? p->nlaunches - i : SPILL_PIECE;
+        ct_sum_enc_times(piece, p->launches + i, k, &prev);
+        zput(&o, piece, k * 8, ZSTD_e_continue);
+    }
+    zput(&o, NULL, 0, ZSTD_e_end);
+    ZSTD_freeCCtx(o.c);
+    if (o.bad) {
+        free(o.z);
         return -ENOMEM;
     }
-    size_t cap = ZSTD_compressBound(b.n);
-    unsigned char *z = malloc(cap);
-    if (!z) {
-        free(b.p);
-        return -ENOMEM;
-    }
-    size_t zn = ZSTD_compress(z, cap, b.p, b.n, 1);
-    free(b.p);
-    if (ZSTD_isError(zn)) {
-        free(z);
-        return -ENOMEM; /* zstd fails here only for want of memory */
-    }
+    unsigned char *z = o.z;
+    size_t zn = o.n;
     unsigned char *q = realloc(z, zn); /* shrinks: cannot fail in practice */
     p->spill = q ? q : z;
     p->nspill = zn;
@@ -94,35 +152,91 @@ int ct_proc_spill(struct ct_proc *p)
     return 0;
 }
 
+struct zin {
+    ZSTD_DCtx *d;
+    ZSTD_inBuffer in;
+    size_t last; /* ZSTD_decompressStream's last answer: 0 at the frame's end */
+};
+
+/* Exactly n bytes of the frame's content into q: 0, or -EIO when the
+ * frame is corrupt or ends first. */
+static int zget(struct zin *z, void *q, size_t n)
+{
+    ZSTD_outBuffer out = {q, n, 0};
+    while (out.pos < out.size) {
+        size_t in0 = z->in.pos, out0 = out.pos;
+        z->last = ZSTD_decompressStream(z->d, &out, &z->in);
+        if (ZSTD_isError(z->last) || (out.pos == out0 && z->in.pos == in0))
+            return -EIO;
+    }
+    return 0;
+}
+
+/* A count (8 bytes) of elements of at least `min` bytes each, checked
+ * against the frame's content size. */
+static int zget_count(struct zin *z, unsigned long long raw, size_t min, size_t *n)
+{
+    unsigned char b[8];
+    if (zget(z, b, sizeof(b)))
+        return -EIO;
+    struct ct_sum_rbuf r = {.p = b, .n = sizeof(b)};
+    uint64_t c = ct_sum_get_u64(&r);
+    if (c > raw / min)
+        return -EIO;
+    *n = (size_t)c;
+    return 0;
+}
+
+static int unspill(const struct ct_proc *p, struct zin *z, struct ct_gop **ops, size_t *nops,
+                   int64_t **launches, size_t *nlaunches)
+{
+    unsigned long long raw = ZSTD_getFrameContentSize(p->spill, p->nspill);
+    if (raw == ZSTD_CONTENTSIZE_ERROR || raw == ZSTD_CONTENTSIZE_UNKNOWN)
+        return -EIO;
+    unsigned char piece[SPILL_PIECE * CT_SUM_OP_BYTES];
+    size_t n;
+    uint64_t prev = 0;
+    if (zget_count(z, raw, CT_SUM_OP_BYTES, &n))
+        return -EIO;
+    if (n && !(*ops = calloc(n, sizeof(**ops))))
+        return -ENOMEM;
+    *nops = n;
+    for (size_t i = 0; i < n; i += SPILL_PIECE) {
+        size_t k = n - i < SPILL_PIECE ? n - i : SPILL_PIECE;
+        if (zget(z, piece, k * CT_SUM_OP_BYTES) || ct_sum_dec_ops(piece, *ops + i, k, &prev))
+            return -EIO;
+    }
+    prev = 0;
+    if (zget_count(z, raw, 8, &n))
+        return -EIO;
+    if (n && !(*launches = calloc(n, sizeof(**launches))))
+        return -ENOMEM;
+    *nlaunches = n;
+    for (size_t i = 0; i < n; i += SPILL_PIECE) {
+        size_t k = n - i < SPILL_PIECE ? n - i : SPILL_PIECE;
+        if (zget(z, piece, k * 8))
+            return -EIO;
+        ct_sum_dec_times(piece, *launches + i, k, &prev);
+    }
+    /* the frame ends here, with nothing after it */
+    return z->last == 0 && z->in.pos == z->in.size ? 0 : -EIO;
+}
+
 int ct_proc_unspill(const struct ct_proc *p, struct ct_gop **ops, size_t *nops, int64_t **launches,
                     size_t *nlaunches)
 {
     *ops = NULL;
     *launches = NULL;
     *nops = *nlaunches = 0;
-    unsigned long long raw = ZSTD_getFrameContentSize(p->spill, p->nspill);
-    if (raw == ZSTD_CONTENTSIZE_ERROR || raw == ZSTD_CONTENTSIZE_UNKNOWN)
-        return -EIO;
-    unsigned char *buf = malloc(raw ? raw : 1);
-    if (!buf)
-        return -ENOMEM;
-    size_t n = ZSTD_decompress(buf, raw, p->spill, p->nspill);
-    if (ZSTD_isError(n) || n != raw) {
-        free(buf);
-        return -EIO;
-    }
-    struct ct_sum_rbuf r = {.p = buf, .n = n};
-    int oom = 0;
-    *ops = ct_sum_get_ops(&r, nops, &oom);
-    *launches = ct_sum_get_launches(&r, nlaunches, &oom);
-    free(buf);
-    if (oom || r.bad || r.at != r.n) {
+    struct zin z = {.d = ZSTD_createDCtx(), .in = {p->spill, p->nspill, 0}, .last = 1};
+    int rc = z.d ? unspill(p, &z, ops, nops, launches, nlaunches) : -ENOMEM;
+    ZSTD_freeDCtx(z.d);
+    if (rc) {
         free(*ops);
         free(*launches);
         *ops = NULL;
         *launches = NULL;
         *nops = *nlaunches = 0;
-        return oom ? -ENOMEM : -EIO;
     }
-    return 0;
+    return rc;
 }

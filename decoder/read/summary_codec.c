@@ -97,27 +97,20 @@ void ct_sum_put_str(struct ct_sum_wbuf *b, const char *s)
     ct_sum_put(b, s ? s : "", n);
 }
 
-/* 40 bytes an op (ct_sum_get_ops's minimum): reserved at once, as a
- * spilled process's half million ops made doubling reallocs a fifth of
- * the decode */
-#define OP_BYTES 40
-
-void ct_sum_put_ops(struct ct_sum_wbuf *b, const struct ct_gop *ops, size_t n)
+/* An op's CT_SUM_OP_BYTES (ct_sum_get_ops's minimum) are reserved for all
+ * ops at once, as a spilled process's half million ops made doubling
+ * reallocs a fifth of the decode. Times as differences (from the previous
+ * op's start; the end and the launch from the op's own start), which zstd
+ * packs far tighter than absolute ns; wrapping arithmetic, exact both ways. */
+void ct_sum_enc_ops(unsigned char *w, const struct ct_gop *ops, size_t n, uint64_t *prev)
 {
-    ct_sum_put_u64(b, n);
-    if (!reserve(b, n * OP_BYTES))
-        return;
-    /* times as differences (from the previous op's start; the end and the
-     * launch from the op's own start), which zstd packs far tighter than
-     * absolute ns; wrapping arithmetic, exact both ways */
-    uint64_t prev = 0;
-    unsigned char *w = b->p + b->n;
-    for (size_t i = 0; i < n; i++, w += OP_BYTES) {
+    uint64_t pv = *prev;
+    for (size_t i = 0; i < n; i++, w += CT_SUM_OP_BYTES) {
         const struct ct_gop *g = &ops[i];
-        st64(w, (uint64_t)g->s - prev);
+        st64(w, (uint64_t)g->s - pv);
         st64(w + 8, (uint64_t)g->e - (uint64_t)g->s);
         st64(w + 16, (uint64_t)g->launch - (uint64_t)g->s);
-        prev = (uint64_t)g->s;
+        pv = (uint64_t)g->s;
         st32(w + 24, g->stream);
         st32(w + 28, g->name);
         st32(w + 32, (uint32_t)g->nccl);
@@ -126,7 +119,27 @@ void ct_sum_put_ops(struct ct_sum_wbuf *b, const struct ct_gop *ops, size_t n)
         w[38] = g->op;
         w[39] = (uint8_t)(g->blocking | g->nested << 1 | g->graph << 2);
     }
-    b->n += n * OP_BYTES;
+    *prev = pv;
+}
+
+void ct_sum_put_ops(struct ct_sum_wbuf *b, const struct ct_gop *ops, size_t n)
+{
+    ct_sum_put_u64(b, n);
+    if (!reserve(b, n * CT_SUM_OP_BYTES))
+        return;
+    uint64_t prev = 0;
+    ct_sum_enc_ops(b->p + b->n, ops, n, &prev);
+    b->n += n * CT_SUM_OP_BYTES;
+}
+
+void ct_sum_enc_times(unsigned char *w, const int64_t *v, size_t n, uint64_t *prev)
+{
+    uint64_t pv = *prev;
+    for (size_t i = 0; i < n; i++) {
+        st64(w + 8 * i, (uint64_t)v[i] - pv);
+        pv = (uint64_t)v[i];
+    }
+    *prev = pv;
 }
 
 void ct_sum_put_launches(struct ct_sum_wbuf *b, const int64_t *v, size_t n)
@@ -135,10 +148,7 @@ void ct_sum_put_launches(struct ct_sum_wbuf *b, const int64_t *v, size_t n)
     if (!reserve(b, n * 8))
         return;
     uint64_t prev = 0;
-    for (size_t i = 0; i < n; i++) {
-        st64(b->p + b->n + 8 * i, (uint64_t)v[i] - prev);
-        prev = (uint64_t)v[i];
-    }
+    ct_sum_enc_times(b->p + b->n, v, n, &prev);
     b->n += n * 8;
 }
 
@@ -219,18 +229,16 @@ void *ct_sum_get_array(struct ct_sum_rbuf *r, size_t *n, size_t min, size_t elem
     return a;
 }
 
-struct ct_gop *ct_sum_get_ops(struct ct_sum_rbuf *r, size_t *n, int *oom)
+int ct_sum_dec_ops(const unsigned char *q, struct ct_gop *ops, size_t n, uint64_t *prev)
 {
-    /* ct_sum_get_array has checked that n * OP_BYTES bytes are there */
-    struct ct_gop *ops = ct_sum_get_array(r, n, OP_BYTES, sizeof(*ops), oom);
-    uint64_t prev = 0;
-    const unsigned char *q = r->p + r->at;
-    for (size_t i = 0; i < *n; i++, q += OP_BYTES) {
+    uint64_t pv = *prev;
+    int bad = 0;
+    for (size_t i = 0; i < n; i++, q += CT_SUM_OP_BYTES) {
         struct ct_gop *g = &ops[i];
-        g->s = (int64_t)(prev + ld64(q));
+        g->s = (int64_t)(pv + ld64(q));
         g->e = (int64_t)((uint64_t)g->s + ld64(q + 8));
         g->launch = (int64_t)((uint64_t)g->s + ld64(q + 16));
-        prev = (uint64_t)g->s;
+        pv = (uint64_t)g->s;
         g->stream = ld32(q + 24);
         g->name = ld32(q + 28);
         g->nccl = (int32_t)ld32(q + 32);
@@ -241,21 +249,38 @@ struct ct_gop *ct_sum_get_ops(struct ct_sum_rbuf *r, size_t *n, int *oom)
         g->nested = (q[39] >> 1) & 1;
         g->graph = (q[39] >> 2) & 1;
         /* indexes that the analyses follow: checked here, once */
-        if (g->cls >= CT_CL_COUNT || (g->nccl >= 0 && (uint64_t)g->nccl >= UINT32_MAX))
-            r->bad = 1;
+        bad |= g->cls >= CT_CL_COUNT || (g->nccl >= 0 && (uint64_t)g->nccl >= UINT32_MAX);
     }
-    r->at += *n * OP_BYTES;
+    *prev = pv;
+    return bad ? -1 : 0;
+}
+
+struct ct_gop *ct_sum_get_ops(struct ct_sum_rbuf *r, size_t *n, int *oom)
+{
+    /* ct_sum_get_array has checked that n * CT_SUM_OP_BYTES bytes are there */
+    struct ct_gop *ops = ct_sum_get_array(r, n, CT_SUM_OP_BYTES, sizeof(*ops), oom);
+    uint64_t prev = 0;
+    if (ct_sum_dec_ops(r->p + r->at, ops, *n, &prev))
+        r->bad = 1;
+    r->at += *n * CT_SUM_OP_BYTES;
     return ops;
+}
+
+void ct_sum_dec_times(const unsigned char *q, int64_t *v, size_t n, uint64_t *prev)
+{
+    uint64_t pv = *prev;
+    for (size_t i = 0; i < n; i++) {
+        pv += ld64(q + 8 * i);
+        v[i] = (int64_t)pv;
+    }
+    *prev = pv;
 }
 
 int64_t *ct_sum_get_launches(struct ct_sum_rbuf *r, size_t *n, int *oom)
 {
     int64_t *v = ct_sum_get_array(r, n, 8, sizeof(*v), oom); /* n * 8 bytes there */
     uint64_t prev = 0;
-    for (size_t i = 0; i < *n; i++) {
-        prev += ld64(r->p + r->at + 8 * i);
-        v[i] = (int64_t)prev;
-    }
+    ct_sum_dec_times(r->p + r->at, v, *n, &prev);
     r->at += *n * 8;
     return v;
 }

@@ -1,10 +1,12 @@
 /* Suite "job": ct_job_build and the cross-rank analyses on hand-built
  * processes, where the truth is known exactly. */
 #include <check.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "decoder/analysis/analysis.h"
+#include "decoder/read/spill.h"
 #include "decoder/read/timeline.h"
 #include "tests/unit/timeline_builder.h"
 
@@ -162,6 +164,79 @@ START_TEST(processes_without_a_rank_join_their_parents)
 }
 END_TEST
 
+/* A spill streams its ops and launches through pieces of 256 (spill.c):
+ * counts on either side of a piece's edge come back exactly, and a spill
+ * cut short or with a byte after its frame does not decode. */
+START_TEST(a_spill_gives_back_every_op_and_launch)
+{
+    static const size_t counts[] = {0, 1, 255, 256, 257, 1000};
+    for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+        size_t n = counts[c];
+        struct ct_proc p;
+        memset(&p, 0, sizeof(p));
+        struct ct_gop *want = calloc(n ? n : 1, sizeof(*want));
+        int64_t *wl = calloc(n ? n : 1, sizeof(*wl));
+        p.ops = calloc(n ? n : 1, sizeof(*p.ops));
+        p.launches = calloc(n ? n : 1, sizeof(*p.launches));
+        for (size_t i = 0; i < n; i++) {
+            /* times that go back as well as forth: differences wrap */
+            int64_t s = (int64_t)(i * 1000003 % 7919) * 1000 - 5000;
+            want[i] = (struct ct_gop){.s = s,
+                                      .e = s + (int64_t)i,
+                                      .launch = i % 5 ? s - 40 : INT64_MIN,
+                                      .stream = (uint32_t)(i % 3),
+                                      .name = (uint32_t)i,
+                                      .nccl = -1,
+                                      .cls = (uint8_t)(i % CT_CL_COUNT),
+                                      .type = (uint8_t)(i % 4),
+                                      .graph = i % 2};
+            wl[i] = s - 40;
+        }
+        memcpy(p.ops, want, n * sizeof(*want));
+        memcpy(p.launches, wl, n * sizeof(*wl));
+        p.nops = p.nlaunches = n;
+        ck_assert_int_eq(ct_proc_spill(&p), 0);
+        ck_assert_ptr_null(p.ops);
+        struct ct_gop *ops;
+        int64_t *l;
+        size_t no, nl;
+        ck_assert_int_eq(ct_proc_unspill(&p, &ops, &no, &l, &nl), 0);
+        ck_assert_uint_eq(no, n);
+        ck_assert_uint_eq(nl, n);
+        for (size_t i = 0; i < n; i++) {
+            ck_assert_int_eq(ops[i].s, want[i].s);
+            ck_assert_int_eq(ops[i].e, want[i].e);
+            ck_assert_int_eq(ops[i].launch, want[i].launch);
+            ck_assert_uint_eq(ops[i].stream, want[i].stream);
+            ck_assert_uint_eq(ops[i].name, want[i].name);
+            ck_assert_int_eq(ops[i].nccl, want[i].nccl);
+            ck_assert_uint_eq(ops[i].cls, want[i].cls);
+            ck_assert_uint_eq(ops[i].type, want[i].type);
+            ck_assert_uint_eq(ops[i].graph, want[i].graph);
+            ck_assert_int_eq(l[i], wl[i]);
+        }
+        free(ops);
+        free(l);
+        /* cut short, and one byte too many */
+        size_t full = p.nspill;
+        p.nspill = full - 1;
+        ck_assert_int_eq(ct_proc_unspill(&p, &ops, &no, &l, &nl), -EIO);
+        ck_assert_ptr_null(ops);
+        ck_assert_uint_eq(no, 0);
+        unsigned char *longer = malloc(full + 1);
+        memcpy(longer, p.spill, full);
+        longer[full] = 0;
+        free(p.spill);
+        p.spill = longer;
+        p.nspill = full + 1;
+        ck_assert_int_eq(ct_proc_unspill(&p, &ops, &no, &l, &nl), -EIO);
+        free(p.spill);
+        free(want);
+        free(wl);
+    }
+}
+END_TEST
+
 Suite *job_suite(void)
 {
     Suite *s = suite_create("job");
@@ -171,6 +246,7 @@ Suite *job_suite(void)
     tcase_add_test(tc, duplicate_collective_sequence_numbers_are_safe);
     tcase_add_test(tc, step_number_is_the_integer_after_the_last_hash);
     tcase_add_test(tc, processes_without_a_rank_join_their_parents);
+    tcase_add_test(tc, a_spill_gives_back_every_op_and_launch);
     suite_add_tcase(s, tc);
     return s;
 }
