@@ -94,15 +94,15 @@ static void zput(struct zout *o, const void *p, size_t n, ZSTD_EndDirective end)
     }
 }
 
+/* A count as the summary writes one (ct_sum_put_u64: 8 bytes, little
+ * endian), which is a time column of one value after 0; no buffer of its
+ * own to allocate for 8 bytes. */
 static void zput_u64(struct zout *o, uint64_t v)
 {
-    struct ct_sum_wbuf b = {0};
-    ct_sum_put_u64(&b, v);
-    if (b.oom)
-        o->bad = 1;
-    else
-        zput(o, b.p, b.n, ZSTD_e_continue);
-    free(b.p);
+    unsigned char b[8];
+    uint64_t prev = 0;
+    ct_sum_enc_times(b, &(int64_t){(int64_t)v}, 1, &prev);
+    zput(o, b, sizeof(b), ZSTD_e_continue);
 }
 
 int ct_proc_spill(struct ct_proc *p)
