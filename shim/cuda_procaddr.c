@@ -35,6 +35,8 @@ static void substitute(const char *sym, void **pfn, int version, cuuint64_t flag
     int row;
     if (strcmp(sym, "cuGetProcAddress") == 0)
         row = version >= 12000 ? CT_SYM_cuGetProcAddress_v2 : CT_SYM_cuGetProcAddress;
+    else if (strcmp(sym, "cuGraphInstantiate") == 0 && version >= 12000)
+        row = CT_SYM_cuGraphInstantiateWithFlags; /* cuda.h: #define ... WithFlags, no PFN row */
     else
         row = ct_sym_select(sym, version, flags);
     if (row < 0)

@@ -24,6 +24,12 @@ CT_SYM(cuLaunchHostFunc, cuLaunchHostFunc, 10000, 0)
 CT_SYM(cuLaunchHostFunc_ptsz, cuLaunchHostFunc, 10000, 1)
 CT_SYM(cuGraphLaunch, cuGraphLaunch, 10000, 0)
 CT_SYM(cuGraphLaunch_ptsz, cuGraphLaunch, 10000, 1)
+/* instantiation: where a graph's dependencies are read (shim/cuda_graph.c) */
+CT_SYM(cuGraphInstantiate, cuGraphInstantiate, 10000, 0)
+CT_SYM(cuGraphInstantiate_v2, cuGraphInstantiate, 11000, 0)
+CT_SYM(cuGraphInstantiateWithFlags, cuGraphInstantiateWithFlags, 11040, 0)
+CT_SYM(cuGraphInstantiateWithParams, cuGraphInstantiateWithParams, 12000, 0)
+CT_SYM(cuGraphInstantiateWithParams_ptsz, cuGraphInstantiateWithParams, 12000, 1)
 /* copies */
 CT_SYM(cuMemcpy, cuMemcpy, 4000, 0)
 CT_SYM(cuMemcpy_ptds, cuMemcpy, 7000, 1)

@@ -35,6 +35,20 @@ void ct_cupti_push(uint64_t corr);
 void ct_cupti_pop(void);
 int ct_cupti_start(char *why, size_t whylen); /* 0, or -1 with the reason */
 void ct_cupti_stop(void);
+/* A source graph node and the id CUPTI gave its clone in an executable
+ * graph (its records' graphNodeId), as CUPTI reports clones to gpu_cupti.c
+ * during an instantiation the shim wraps (shim/cuda_graph.c), which sets
+ * ct_tls_clones on its thread for the call. lost: one could not be kept. */
+struct ct_clone {
+    uintptr_t orig;
+    uint64_t id;
+};
+struct ct_clones {
+    struct ct_clone *v;
+    size_t n, cap;
+    int lost;
+};
+extern __thread struct ct_clones *ct_tls_clones;
 /* Activity collection on or off with the capture window (capture.c): a
  * paused shim leaves CUPTI idle, so kernels run uninstrumented. */
 void ct_cupti_activities(int on);

@@ -38,6 +38,9 @@ typedef CUptiResult (*pop_fn)(CUpti_ExternalCorrelationKind, uint64_t *);
 typedef CUptiResult (*result_string_fn)(CUptiResult, const char **);
 typedef CUptiResult (*version_fn)(uint32_t *);
 typedef CUptiResult (*period_fn)(uint32_t);
+typedef CUptiResult (*enable_cb_fn)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain,
+                                    CUpti_CallbackId);
+typedef CUptiResult (*node_id_fn)(CUgraphNode, uint64_t *);
 
 /* Which record layouts the loaded CUPTI writes (layout_of). */
 enum ct_cupti_layout { CT_CUPTI_NONE, CT_CUPTI_12, CT_CUPTI_12_8, CT_CUPTI_13 };
@@ -58,6 +61,8 @@ static struct {
     version_fn version;
     enum ct_cupti_layout layout;
     period_fn period;
+    enable_cb_fn enable_cb;
+    node_id_fn node_id;
 } c;
 
 static CUpti_SubscriberHandle g_sub;
@@ -114,6 +119,7 @@ static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *ma
 #define CT_CUPTI_PENDING 1024
 struct pending_gpu {
     uint32_t cupti_corr;
+    uint64_t node;
     uint64_t f[CT_GPU_NFIELDS];
 };
 static struct pending_gpu g_pending[CT_CUPTI_PENDING];
@@ -128,6 +134,19 @@ static int corr_of(uint32_t cupti_corr, uint64_t *corr)
     return 1;
 }
 
+/* A GPU record, and the graph node it ran as (CT_SCOPE_GRAPH_NODE) right
+ * after it on this thread, when it ran in a graph. */
+static void emit_one(const uint64_t *f, uint64_t node)
+{
+    if (ct_emit(CT_REC_GPU, CT_RF_NS, f, CT_GPU_NFIELDS) || !node)
+        return;
+    static uint32_t key;
+    if (!key)
+        key = ct_intern("node");
+    uint64_t m[CT_META_NFIELDS] = {f[CT_GPU_START], CT_SCOPE_GRAPH_NODE, node, key, 0};
+    ct_emit(CT_REC_META, CT_RF_NS, m, CT_META_NFIELDS);
+}
+
 /* Emits the waiting records whose mapping is known now (all of them, with
  * correlation 0 for the rest, when `all`). Under g_corr_mu. */
 static void pending_flush(int all)
@@ -138,7 +157,7 @@ static void pending_flush(int all)
         uint64_t corr = 0;
         if (corr_of(p->cupti_corr, &corr) || all) {
             p->f[CT_GPU_CORR] = corr;
-            ct_emit(CT_REC_GPU, CT_RF_NS, p->f, CT_GPU_NFIELDS);
+            emit_one(p->f, p->node);
         } else {
             g_pending[kept++] = *p;
         }
@@ -148,7 +167,7 @@ static void pending_flush(int all)
 
 static void emit_gpu(uint64_t start, uint64_t end, uint32_t device, uint32_t stream,
                      uint32_t cupti_corr, unsigned type, uint32_t name, uint64_t bytes,
-                     unsigned copy_kind)
+                     unsigned copy_kind, uint64_t node)
 {
     uint64_t corr = 0;
     int known = corr_of(cupti_corr, &corr);
@@ -172,11 +191,12 @@ static void emit_gpu(uint64_t start, uint64_t end, uint32_t device, uint32_t str
     f[CT_GPU_SOURCE] = CT_SRC_CUPTI;
     if (!known && cupti_corr && g_npending < CT_CUPTI_PENDING) {
         g_pending[g_npending].cupti_corr = cupti_corr;
+        g_pending[g_npending].node = node;
         memcpy(g_pending[g_npending].f, f, sizeof(f));
         g_npending++;
         return;
     }
-    ct_emit(CT_REC_GPU, CT_RF_NS, f, CT_GPU_NFIELDS);
+    emit_one(f, node);
 }
 
 static unsigned copy_kind(uint8_t k)
@@ -217,19 +237,19 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
     do {                                                                                           \
         const T *k = (const void *)rec;                                                            \
         emit_gpu(k->start, k->end, k->deviceId, k->streamId, k->correlationId, CT_GPU_KERNEL,      \
-                 k->name ? ct_intern(k->name) : 0, 0, 0);                                          \
+                 k->name ? ct_intern(k->name) : 0, 0, 0, k->graphNodeId);                          \
     } while (0)
 #define MEMCPY(T)                                                                                  \
     do {                                                                                           \
         const T *m = (const void *)rec;                                                            \
         emit_gpu(m->start, m->end, m->deviceId, m->streamId, m->correlationId, CT_GPU_MEMCPY, 0,   \
-                 m->bytes, copy_kind(m->copyKind));                                                \
+                 m->bytes, copy_kind(m->copyKind), m->graphNodeId);                                \
     } while (0)
 #define SYNC(T)                                                                                    \
     do {                                                                                           \
         const T *y = (const void *)rec;                                                            \
         emit_gpu(y->start, y->end, (uint32_t)-1, y->streamId, y->correlationId, CT_GPU_SYNC, 0, 0, \
-                 0);                                                                               \
+                 0, 0);                                                                            \
     } while (0)
         case CUPTI_ACTIVITY_KIND_KERNEL:
         case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
@@ -247,7 +267,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
         case CUPTI_ACTIVITY_KIND_MEMSET: {
             const CUpti_ActivityMemset4 *m = (const void *)rec;
             emit_gpu(m->start, m->end, m->deviceId, m->streamId, m->correlationId, CT_GPU_MEMSET, 0,
-                     m->bytes, 0);
+                     m->bytes, 0, m->graphNodeId);
             break;
         }
         case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
@@ -276,9 +296,29 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callb
                                  const void *data)
 {
     (void)ud;
-    (void)dom;
-    (void)id;
-    (void)data; /* the subscription only claims CUPTI; activities do the work */
+    /* Besides claiming CUPTI, the one callback enabled: the clones an
+     * instantiation makes, collected for the wrapper on this thread. */
+    struct ct_clones *cl = ct_tls_clones;
+    if (dom != CUPTI_CB_DOMAIN_RESOURCE || id != CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED || !cl ||
+        !data || !c.node_id)
+        return;
+    const CUpti_GraphData *g = ((const CUpti_ResourceData *)data)->resourceDescriptor;
+    uint64_t nid = 0;
+    if (!g || !g->originalNode || c.node_id(g->node, &nid) != CUPTI_SUCCESS || !nid)
+        return;
+    CT_ERRNO_SAVE;
+    if (cl->n == cl->cap) {
+        size_t cap = cl->cap ? 2 * cl->cap : 64;
+        struct ct_clone *v = realloc(cl->v, cap * sizeof(*v));
+        if (!v) {
+            cl->lost = 1;
+            CT_ERRNO_RESTORE;
+            return;
+        }
+        cl->v = v, cl->cap = cap;
+    }
+    cl->v[cl->n++] = (struct ct_clone){(uintptr_t)g->originalNode, nid};
+    CT_ERRNO_RESTORE;
 }
 
 /*
@@ -389,6 +429,8 @@ int ct_cupti_start(char *why, size_t whylen)
     SYM(result_string, result_string_fn, "cuptiGetResultString");
     SYM(version, version_fn, "cuptiGetVersion");
     SYM(period, period_fn, "cuptiActivityFlushPeriod");
+    SYM(enable_cb, enable_cb_fn, "cuptiEnableCallback");
+    SYM(node_id, node_id_fn, "cuptiGetGraphNodeId");
 #undef SYM
     if (!c.subscribe || !c.reg_callbacks || !c.reg_timestamp || !c.enable || !c.disable ||
         !c.flush || !c.next || !c.push || !c.pop || !c.version) {
@@ -429,6 +471,12 @@ int ct_cupti_start(char *why, size_t whylen)
     }
     if (c.period)
         c.period(100);
+    /* graph edges in replayed nodes' ids (shim/cuda_graph.c); without the
+     * callback a graph's ops fall back to their stream's order */
+    if (c.enable_cb && c.node_id &&
+        c.enable_cb(1, g_sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED) !=
+            CUPTI_SUCCESS)
+        c.node_id = NULL;
     atomic_store(&g_active, 1);
     return 0;
 }

@@ -271,6 +271,33 @@ static int event_edges(struct ct_cp_graph *g, const struct ct_rank *rk, const st
     return rc;
 }
 
+/* The source of a graph's root node on its stream: what the stream ran
+ * before the launch, the same for every root of the launch (a root that
+ * began after another root ended did not wait for it). *from is the stream
+ * rule's source; the first root of a launch keeps it for the others. */
+struct groot {
+    uint32_t stream, src;
+    int64_t launch;
+};
+static int root_source(struct groot **v, size_t *n, size_t *cap, const struct ct_gop *o,
+                       uint32_t *from)
+{
+    for (size_t k = 0; k < *n; k++) {
+        struct groot *r = &(*v)[k];
+        if (r->stream != o->stream)
+            continue;
+        if (r->launch == o->launch)
+            *from = r->src;
+        else
+            r->launch = o->launch, r->src = *from;
+        return 0;
+    }
+    if (ct_grow((void **)v, cap, *n, sizeof(**v)))
+        return -ENOMEM;
+    (*v)[(*n)++] = (struct groot){o->stream, *from, o->launch};
+    return 0;
+}
+
 static int build_rank(struct ct_cp_graph *g, const struct ct_rank_result *x, int32_t ri)
 {
     const struct ct_rank *rk = x->rank;
@@ -282,6 +309,10 @@ static int build_rank(struct ct_cp_graph *g, const struct ct_rank_result *x, int
     unsigned char *seen = calloc(rk->nnccl ? rk->nnccl : 1, 1);
     struct slast *sl = NULL, *en = NULL;
     size_t nsl = 0, capsl = 0, nen = 0, capen = 0;
+    struct cp_gix *gix = NULL;
+    size_t ngix = 0;
+    struct groot *gl = NULL;
+    size_t ngl = 0, capgl = 0;
     int rc = -ENOMEM;
     if (!ox || !byend || !seen || ct_cp_host_events(g, rk, w, ri, &h, &nh))
         goto out;
@@ -297,13 +328,20 @@ static int build_rank(struct ct_cp_graph *g, const struct ct_rank_result *x, int
     int infer = !rk->procs[0]->nedges;
     if (!infer && event_edges(g, rk, w, ox, ri))
         goto out;
+    if (ct_cp_graph_index(rk, w, &gix, &ngix))
+        goto out;
     size_t j = 0;
     for (size_t i = 0; i < w->nops; i++) {
         const struct ct_gop *o = &w->ops[i];
         if (o->type == CT_GPU_SYNC)
             continue; /* the GPU's view of a host wait, not work: the sync is a host event */
         int64_t known = INT64_MIN; /* the latest source the trace names */
-        uint32_t from = stream_source(sl, nsl, o->stream, o->s);
+        int root, ge = ct_cp_graph_edges(g, rk, w, ox, gix, ngix, i, ri, &root);
+        if (ge < 0)
+            goto out;
+        uint32_t from = ge ? UINT32_MAX : stream_source(sl, nsl, o->stream, o->s);
+        if (root && root_source(&gl, &ngl, &capgl, o, &from))
+            goto out;
         if (from != UINT32_MAX) {
             if (ct_cp_add_edge(g, from, ox[i].ps, CP_GAP, CT_CP_GPU_GAP, ri))
                 goto out;
@@ -333,7 +371,8 @@ static int build_rank(struct ct_cp_graph *g, const struct ct_rank_result *x, int
         for (size_t k = 0; k < nen; k++)
             if (en[k].stream != o->stream && (!w || en[k].e > w->e))
                 w = &en[k];
-        if (infer && w && w->e > known && o->s - w->e <= CT_CP_WAIT_NS && w->pe != ox[i].pe) {
+        if (infer && !ge && !root && w && w->e > known && o->s - w->e <= CT_CP_WAIT_NS &&
+            w->pe != ox[i].pe) {
             if (ct_cp_add_edge(g, w->pe, ox[i].ps, CP_GAP, CT_CP_GPU_GAP, ri))
                 goto out;
             g->ed[g->ned - 1].stream = o->stream;
@@ -418,6 +457,8 @@ out:
     free(seen);
     free(sl);
     free(en);
+    free(gix);
+    free(gl);
     return rc;
 }
 

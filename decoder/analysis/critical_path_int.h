@@ -112,6 +112,25 @@ struct opx {
     uint32_t ps, pe;
 };
 
+/* critical_path_graphs.c: the window's ops that ran as graph nodes, by
+ * (launch, stream, node): where a graph edge's source is found. */
+struct cp_gix {
+    int64_t launch;
+    uint64_t gnode;
+    uint32_t stream, op;
+};
+/* The index of w's graph ops (*out NULL when the rank's main process kept
+ * no graph edges). 0 or -ENOMEM. */
+int ct_cp_graph_index(const struct ct_rank *rk, const struct cp_win *w, struct cp_gix **out,
+                      size_t *nout);
+/* The edges into op i from its graph predecessors' ops in its launch: 1
+ * when added (its sources are those), 0 when the stream rule applies
+ * (*root set: a root node, whose source is what its stream ran before the
+ * launch), -ENOMEM. */
+int ct_cp_graph_edges(struct ct_cp_graph *g, const struct ct_rank *rk, const struct cp_win *w,
+                      const struct opx *ox, const struct cp_gix *ix, size_t nix, size_t i,
+                      int32_t ri, int *root);
+
 /* critical_path_host.c: a host event of the rank's main process and its
  * points. */
 enum { HE_LAUNCH = 0, HE_SYNC, HE_DATA, HE_CKPT };

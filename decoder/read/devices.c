@@ -176,12 +176,13 @@ static int one_device(const struct ct_proc *p, const int32_t *devs, size_t ndev,
     /* every device keeps the process's event edges and sync waits: their
      * streams find their ops on the device that has them */
     q->edges = dup_mem(p->edges, p->nedges * sizeof(*p->edges));
+    q->gedges = dup_mem(p->gedges, p->ngedges * sizeof(*p->gedges));
     q->syncs = dup_mem(p->syncs, p->nsyncs * sizeof(*p->syncs));
     q->nonblock = dup_mem(p->nonblock, p->nnonblock * sizeof(*p->nonblock));
     q->sdev = dup_mem(p->sdev, p->nsdev * sizeof(*p->sdev));
     int rc = !q->path || !q->host || (p->life.job && !q->life.job) || !q->ops || !q->nccl ||
                      !remap || !q->names || !q->launches || !q->steps || !q->sdev || !q->edges ||
-                     !q->syncs
+                     !q->syncs || !q->gedges
                  ? -ENOMEM
                  : 0;
     if (!rc)
@@ -205,6 +206,7 @@ static int one_device(const struct ct_proc *p, const int32_t *devs, size_t ndev,
     q->nlaunches = p->nlaunches;
     q->nsteps = p->nsteps;
     q->nedges = p->nedges;
+    q->ngedges = p->ngedges;
     q->nsyncs = p->nsyncs;
     q->nnonblock = p->nnonblock;
     q->nsdev = q->capsdev = p->nsdev;

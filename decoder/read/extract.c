@@ -36,10 +36,10 @@
 static void ex_free(struct ex *x)
 {
     ct_hcollect_free(&x->health);
-    struct ct_vec *v[] = {&x->ops,    &x->gcorr,    &x->calls, &x->timed, &x->nccl,
-                          &x->nsynth, &x->nord,     &x->steps, &x->sord,  &x->launches,
-                          &x->clock,  &x->name_sid, &x->nfb,   &x->gend,  &x->gendv,
-                          &x->nkl,    &x->graphs,   &x->evr,   &x->evw,   &x->evs};
+    struct ct_vec *v[] = {&x->ops,  &x->gcorr, &x->calls, &x->timed,    &x->nccl,   &x->nsynth,
+                          &x->nord, &x->steps, &x->sord,  &x->launches, &x->clock,  &x->name_sid,
+                          &x->nfb,  &x->gend,  &x->gendv, &x->nkl,      &x->graphs, &x->evr,
+                          &x->evw,  &x->evs,   &x->gedges};
     for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
         free(v[i]->p);
     free(x->name_map);
@@ -73,7 +73,22 @@ static int name_of(struct ex *x, uint64_t sid, uint32_t *out)
  * the row, st that block's row count (struct ct_block). */
 #define FLD(i) c[(size_t)(i)*st]
 
-static int on_gpu(struct ex *x, const uint64_t *c, size_t st)
+/* Notes op `op` (start s) as thread tid's latest GPU op. */
+static void last_gpu(struct ex *x, uint32_t tid, uint64_t op, int64_t s)
+{
+    unsigned i = 0;
+    while (i < x->nlastg && x->lastg[i].tid != tid)
+        i++;
+    if (i == x->nlastg) {
+        if (x->nlastg == sizeof(x->lastg) / sizeof(x->lastg[0]))
+            i = tid % x->nlastg; /* more threads than slots: one forgets */
+        else
+            x->nlastg++;
+    }
+    x->lastg[i].tid = tid, x->lastg[i].op = op, x->lastg[i].s = s;
+}
+
+static int on_gpu(struct ex *x, const uint64_t *c, size_t st, uint32_t tid)
 {
     uint64_t idx = NONE;
     if (FLD(CT_GPU_TYPE) != CT_GPU_SYNC && FLD(CT_GPU_END) > FLD(CT_GPU_START)) {
@@ -90,6 +105,7 @@ static int on_gpu(struct ex *x, const uint64_t *c, size_t st)
             return -ENOMEM;
         ct_cov_source(&x->p->cov, FLD(CT_GPU_SOURCE));
         idx = x->ops.n++;
+        last_gpu(x, tid, idx, g->s);
         if (ct_sdev_seen(x->p, g->stream, (int32_t)(int64_t)FLD(CT_GPU_DEVICE)))
             return -ENOMEM;
     }
@@ -295,8 +311,62 @@ static int on_step(struct ex *x, const struct ct_record *r)
     return 0;
 }
 
-static int on_meta(struct ex *x, const uint64_t *f)
+static int cmp_gedge(const void *a, const void *b)
 {
+    const struct ct_gedge *x = a, *y = b;
+    if (x->to != y->to)
+        return x->to < y->to ? -1 : 1;
+    return (x->from > y->from) - (x->from < y->from);
+}
+
+/* A graph node record: the op its thread recorded just before, at the
+ * same start, ran as that node. */
+static void on_graph_node(struct ex *x, const uint64_t *f, uint32_t tid)
+{
+    for (unsigned i = 0; i < x->nlastg; i++)
+        if (x->lastg[i].tid == tid && x->lastg[i].s == (int64_t)f[CT_META_TIME] &&
+            x->lastg[i].op < x->ops.n)
+            ((struct ct_gop *)x->ops.p)[x->lastg[i].op].gnode = f[CT_META_SCOPE_ID];
+}
+
+/* A graph's edges, "F>T F>T ..." in hex (F "?": not known). Text that does
+ * not parse ends the list there: the edges before it are kept. */
+static int on_graph_edges(struct ex *x, const char *s)
+{
+    while (s && *s) {
+        while (*s == ' ')
+            s++;
+        if (!*s)
+            break;
+        char *end;
+        uint64_t from = 0;
+        if (*s == '?')
+            end = (char *)s + 1;
+        else
+            from = strtoull(s, &end, 16);
+        if (end == s || *end != '>')
+            return 0;
+        s = end + 1;
+        uint64_t to = strtoull(s, &end, 16);
+        if (end == s || !to || (*end && *end != ' '))
+            return 0;
+        s = end;
+        if (ct_vec_room(&x->gedges, sizeof(struct ct_gedge)))
+            return -ENOMEM;
+        ((struct ct_gedge *)x->gedges.p)[x->gedges.n++] = (struct ct_gedge){to, from};
+    }
+    return 0;
+}
+
+static int on_meta(struct ex *x, const uint64_t *f, uint32_t tid)
+{
+    if (f[CT_META_SCOPE] == CT_SCOPE_GRAPH_NODE) {
+        on_graph_node(x, f, tid);
+        return 0;
+    }
+    if (f[CT_META_SCOPE] == CT_SCOPE_GRAPH &&
+        !strcmp(ct_reader_string(x->rd, f[CT_META_KEY]), "edges"))
+        return on_graph_edges(x, ct_reader_string(x->rd, f[CT_META_VALUE]));
     if (f[CT_META_SCOPE] == CT_SCOPE_RECORDER &&
         !strcmp(ct_reader_string(x->rd, f[CT_META_KEY]), "capture"))
         return ct_capture_mark(x->p, ct_reader_string(x->rd, f[CT_META_VALUE]),
@@ -358,7 +428,7 @@ static int on_other(struct ex *x, const struct ct_record *r)
         ((int64_t *)x->clock.p)[x->clock.n++] = (int64_t)(f[CT_CLOCK_REAL] - f[CT_CLOCK_MONO]);
         return 0;
     case CT_REC_META: {
-        int rc = on_meta(x, f);
+        int rc = on_meta(x, f, r->tid);
         return rc ? rc : ct_hcollect_record(&x->health, x->rd, r);
     }
     case CT_REC_COUNTER: return ct_hcollect_record(&x->health, x->rd, r);
@@ -382,7 +452,7 @@ static int on_block(void *ctx, const struct ct_block *b)
         const uint64_t *c = b->col[k] + pos[k]++;
         int rc;
         if (k == CT_REC_GPU) {
-            rc = on_gpu(x, c, st);
+            rc = on_gpu(x, c, st, b->tid);
         } else if (k == CT_REC_API) {
             rc = on_api(x, c, st, b->tid);
         } else if (k == CT_REC_NCCL) {
@@ -474,6 +544,10 @@ int ct_proc_extract_file(const char *path, const char *step_name, struct ct_proc
         goto fail;
     }
     ct_hcollect_publish(&x.health, p->path);
+    p->gedges = x.gedges.p, p->ngedges = x.gedges.n;
+    x.gedges = (struct ct_vec){0};
+    if (p->ngedges > 1)
+        qsort(p->gedges, p->ngedges, sizeof(*p->gedges), cmp_gedge);
     ex_free(&x);
     ct_reader_close(&rd);
     return 0;

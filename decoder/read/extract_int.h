@@ -78,6 +78,16 @@ struct ex {
     uint64_t host_sid, ppid_sid;
     int have_host, have_ppid;
     struct ct_hcollect health; /* counters, for decoder/analysis/health.c's cache */
+    struct ct_vec gedges;      /* struct ct_gedge of the graphs' edge records */
+    /* the latest GPU op of each recording thread, which a graph node record
+     * right after it names (CT_SCOPE_GRAPH_NODE); a few threads write GPU
+     * records (CUPTI's, a flushing one, the events poller) */
+    struct {
+        uint32_t tid;
+        uint64_t op;
+        int64_t s;
+    } lastg[8];
+    unsigned nlastg;
 };
 
 /* extract_join.c: the joins by correlation id, the NCCL GPU-time fallbacks

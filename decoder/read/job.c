@@ -34,6 +34,7 @@ void ct_proc_free(struct ct_proc *p)
     free(p->life.job);
     free(p->spill);
     free(p->edges);
+    free(p->gedges);
     free(p->syncs);
     free(p->nonblock);
     memset(p, 0, sizeof(*p));

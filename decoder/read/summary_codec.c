@@ -248,6 +248,7 @@ int ct_sum_dec_ops(const unsigned char *q, struct ct_gop *ops, size_t n, uint64_
         g->blocking = q[39] & 1;
         g->nested = (q[39] >> 1) & 1;
         g->graph = (q[39] >> 2) & 1;
+        g->gnode = 0; /* not kept (timeline.h) */
         /* indexes that the analyses follow: checked here, once */
         bad |= g->cls >= CT_CL_COUNT || (g->nccl >= 0 && (uint64_t)g->nccl >= UINT32_MAX);
     }

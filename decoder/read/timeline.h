@@ -64,7 +64,9 @@ struct ct_gop {
     uint8_t nested : 1;   /* linked to its NCCL op for the class only: a kernel NCCL launched inside
                            * a call whose GPU time came from elsewhere (plugin, event pair) */
     uint8_t graph : 1;    /* launched by a CUDA graph replay (cuGraphLaunch): graph_pct */
-    /* 40 bytes: every analysis passes over millions of these (the record's
+    uint64_t gnode;       /* the executable graph node it ran as (CT_SCOPE_GRAPH_NODE), 0: none
+                           * or not known (summaries and spills keep none) */
+    /* 48 bytes: every analysis passes over millions of these (the record's
      * GPU-time source is counted into the coverage, not kept) */
 };
 
@@ -95,6 +97,14 @@ struct ct_sdev {
 struct ct_evedge {
     int64_t rec, wait;
     uint32_t from, to;
+};
+
+/* A dependency inside a replayed CUDA graph (CT_SCOPE_GRAPH): the op that
+ * ran as executable node `to` starts after the one that ran as `from`
+ * ends, in the same launch; from 0: `to` has a predecessor the trace does
+ * not name (its graph's edges are then incomplete for it). */
+struct ct_gedge {
+    uint64_t to, from;
 };
 
 /* What a host synchronisation waited for: the last op launched on
@@ -178,6 +188,8 @@ struct ct_proc {
     struct ct_ivset file_read; /* of data_wait: reads on regular files (a checkpoint's restore) */
     struct ct_evedge *edges;   /* by wait time; not spilled (one per wait) */
     size_t nedges;
+    struct ct_gedge *gedges; /* by (to, from); not in summaries (ct_gop.gnode is not either) */
+    size_t ngedges;
     struct ct_syncon *syncs; /* one per host sync (of `sync`), by start; none in traces of
                               * Kineto (every sync then waits for every stream) */
     size_t nsyncs;

@@ -67,8 +67,8 @@ const char *ct_name_fd_type(uint64_t v)
 
 const char *ct_name_scope(uint64_t v)
 {
-    static const char *const t[] = {"process",  "device", "comm",  "thread",
-                                    "recorder", "stream", "stack", "module"};
+    static const char *const t[] = {"process", "device", "comm",   "thread",     "recorder",
+                                    "stream",  "stack",  "module", "graph_node", "graph"};
     return LOOKUP(t, v);
 }
 

@@ -216,6 +216,14 @@ enum ct_meta_scope {
                             * record's time (I/O records carry no correlation id) */
     CT_SCOPE_MODULE = 7,   /* an executable mapping, scope_id = its start address: key = the
                             * file's path, value "<start> <end> <file offset>" in hex */
+    /* the GPU record just before it on the same thread (same time: its start) ran as node
+     * scope_id of an executable CUDA graph (CUPTI's graphNodeId); key "node", value "" */
+    CT_SCOPE_GRAPH_NODE = 8,
+    /* dependencies of a graph as instantiated, in its executable nodes' ids (those of
+     * CT_SCOPE_GRAPH_NODE): key "edges", value "F>T F>T ..." (hex ids; F "?" when the
+     * predecessor's executable node is not known, e.g. a node inside a child graph);
+     * several records when long. scope_id 0 */
+    CT_SCOPE_GRAPH = 9,
 };
 
 /* CT_REC_CLOCK */

@@ -532,6 +532,105 @@ START_TEST(a_run_too_large_for_one_graph_is_cut_into_chunks)
 }
 END_TEST
 
+/*
+ * One rank, three iterations [a, a+1000), a = 1000 + 1000k, each one
+ * replay of a forked graph launched at a+10 on stream 1, then a sync
+ * [a+12, a+740) and host work to the range end. Nodes (executable ids
+ * 1..5) and edges A->B, A->C, B->D, C->E, D->E:
+ *   A [a+20, a+70)  B [a+72, a+122)  C [a+72, a+472)  D [a+124, a+724)
+ *   E [a+726, a+736)
+ * D waited for B, not for C (which still ran): the path of each step is
+ * host 10, launch 10, A 50, gap 2, B 50, gap 2, D 600, gap 2, E 10, sync 4,
+ * host 260: compute 710. The stream rule alone takes C and B as one launch
+ * (they overlap) and D, which begins inside it, as part of it too: D would
+ * follow A, and B would be off the path. kernel=B=2 then delays D and E
+ * by 50 a step; kernel=C=1.5 (C ends at a+672, before D) changes nothing;
+ * kernel=C=2 (C ends at a+872) puts C on the path: E [a+874, a+884), the
+ * sync ends at a+888 and the step 148 later.
+ */
+static void forked_graph(struct ct_job *job, struct ct_report *rep, int edges)
+{
+    struct tb_job b;
+    tb_init(&b);
+    struct ct_proc *p = tb_proc(&b, 0);
+    for (int k = 0; k < 3; k++) {
+        int64_t a = 1000 + 1000 * k, l = a + 10;
+        tb_range(p, a, a + 1000, k);
+        tb_launch(p, l);
+        tb_graph_kernel(p, "A", 1, a + 20, a + 70, l, 1);
+        tb_graph_kernel(p, "B", 1, a + 72, a + 122, l, 2);
+        tb_graph_kernel(p, "C", 1, a + 72, a + 472, l, 3);
+        tb_graph_kernel(p, "D", 1, a + 124, a + 724, l, 4);
+        tb_graph_kernel(p, "E", 1, a + 726, a + 736, l, 5);
+        tb_sync(p, a + 12, a + 740);
+    }
+    if (edges) { /* by (to, from) */
+        tb_graph_edge(p, 1, 2);
+        tb_graph_edge(p, 1, 3);
+        tb_graph_edge(p, 2, 4);
+        tb_graph_edge(p, 3, 5);
+        tb_graph_edge(p, 4, 5);
+    }
+    tb_build(&b, job);
+    tb_analyze(job, NULL, rep);
+}
+
+static double graph_step(struct ct_cp_graph *g, const char *sel)
+{
+    char err[200];
+    struct ct_cp_scale sc;
+    struct ct_cp_result res;
+    ck_assert_int_eq(ct_cp_scale_parse(sel, &sc, err, sizeof(err)), 0);
+    ck_assert_int_eq(ct_cp_replay(g, &sc, 1), 0);
+    ck_assert_int_eq(ct_cp_paths(g, &res), 0);
+    double p50 = res.step_p50;
+    ct_cp_result_free(&res);
+    return p50;
+}
+
+START_TEST(a_replayed_graph_follows_its_own_edges)
+{
+    struct ct_job job;
+    struct ct_report rep;
+    forked_graph(&job, &rep, 1);
+    struct ct_cp_graph *g;
+    struct ct_cp_result res;
+    ck_assert_int_eq(ct_cp_build(&rep, &g), 0);
+    ck_assert_int_eq(ct_cp_paths(g, &res), 0);
+    ck_assert_uint_eq(res.nsteps, 3);
+    for (size_t i = 0; i < res.nsteps; i++) {
+        ck_assert_int_eq(res.steps[i].end - res.steps[i].start, TB_US(1000));
+        ck_assert_int_eq(res.steps[i].cat[CT_CP_COMPUTE], TB_US(710));
+    }
+    int64_t b = 0, c = 0;
+    for (size_t i = 0; i < res.nsegs; i++) {
+        b += !strcmp(res.segs[i].name ? res.segs[i].name : "", "B") ? res.segs[i].dur : 0;
+        c += !strcmp(res.segs[i].name ? res.segs[i].name : "", "C") ? res.segs[i].dur : 0;
+    }
+    ck_assert_int_eq(b, TB_US(150));
+    ck_assert_int_eq(c, 0);
+    ct_cp_result_free(&res);
+    ck_assert(fabs(graph_step(g, "kernel=B=2") - (double)TB_US(1050)) < 0.5);
+    ck_assert(fabs(graph_step(g, "kernel=C=1.5") - (double)TB_US(1000)) < 0.5);
+    ck_assert(fabs(graph_step(g, "kernel=C=2") - (double)TB_US(1148)) < 0.5);
+    ct_cp_free(g);
+    ct_report_free(&rep);
+    ct_job_free(&job);
+    /* without the edges (a trace of event timing, or an older recorder) D
+     * follows A: B is off the path and scaling it moves nothing */
+    forked_graph(&job, &rep, 0);
+    ck_assert_int_eq(ct_cp_build(&rep, &g), 0);
+    ck_assert_int_eq(ct_cp_paths(g, &res), 0);
+    for (size_t i = 0; i < res.nsteps; i++)
+        ck_assert_int_eq(res.steps[i].cat[CT_CP_COMPUTE], TB_US(660));
+    ct_cp_result_free(&res);
+    ck_assert(fabs(graph_step(g, "kernel=B=2") - (double)TB_US(1000)) < 0.5);
+    ct_cp_free(g);
+    ct_report_free(&rep);
+    ct_job_free(&job);
+}
+END_TEST
+
 START_TEST(selectors_parse_and_bad_ones_say_why)
 {
     struct ct_cp_scale s;
@@ -572,6 +671,7 @@ Suite *critical_path_suite(void)
     tcase_add_test(tc, a_sync_waits_for_the_stream_or_event_it_names);
     tcase_add_test(tc, a_run_too_large_for_one_graph_is_cut_into_chunks);
     tcase_add_test(tc, selectors_parse_and_bad_ones_say_why);
+    tcase_add_test(tc, a_replayed_graph_follows_its_own_edges);
     suite_add_tcase(s, tc);
     return s;
 }

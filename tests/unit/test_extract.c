@@ -270,6 +270,59 @@ START_TEST(streaming_equals_sorted_record_walk_on_shuffled_trace)
 }
 END_TEST
 
+/* Graph node records name the GPU record just before them on their thread
+ * (at its start); another thread's record between them, or a node record
+ * whose time is not the op's start, names nothing. Edge records parse into
+ * gedges sorted by (to, from); text that does not parse ends its list. */
+START_TEST(graph_node_and_edge_records_reach_the_ops)
+{
+    char path[512];
+    th_path(path, sizeof(path), th_tmpdir(), "graph.cutrace");
+    ck_assert_int_eq(th_start(path, 1 << 16, 1), 0);
+    uint32_t node = ct_intern("node"), edges = ct_intern("edges");
+    for (uint64_t i = 0; i < 4; i++) {
+        uint64_t g[CT_GPU_NFIELDS] = {0};
+        g[CT_GPU_START] = T0 + 1000 * i;
+        g[CT_GPU_END] = g[CT_GPU_START] + 500;
+        g[CT_GPU_TYPE] = CT_GPU_KERNEL;
+        g[CT_GPU_STREAM] = 7;
+        g[CT_GPU_SOURCE] = CT_SRC_CUPTI;
+        g[CT_GPU_NAME] = ct_intern("k");
+        emit(CT_REC_GPU, g, CT_GPU_NFIELDS);
+        /* op 2's record is a microsecond late: it names nothing */
+        uint64_t m[CT_META_NFIELDS] = {g[CT_GPU_START] + (i == 2 ? 1000 : 0), CT_SCOPE_GRAPH_NODE,
+                                       0x500000001ull + i, node, 0};
+        if (i != 3)
+            emit(CT_REC_META, m, CT_META_NFIELDS);
+    }
+    uint64_t e[CT_META_NFIELDS] = {
+        T0, CT_SCOPE_GRAPH, 0, edges,
+        ct_intern("500000001>500000003 ?>500000002 500000001>500000002")};
+    emit(CT_REC_META, e, CT_META_NFIELDS);
+    e[CT_META_VALUE] = ct_intern("500000002>500000004 zz>1 7>8");
+    emit(CT_REC_META, e, CT_META_NFIELDS);
+    ck_assert_int_eq(ct_recorder_stop(5000), 0);
+    struct ct_proc p;
+    char err[512];
+    ck_assert_msg(ct_proc_extract_file(path, NULL, &p, err, sizeof(err)) == 0, "%s", err);
+    ck_assert_uint_eq(p.nops, 4);
+    ck_assert_uint_eq(p.ops[0].gnode, 0x500000001ull);
+    ck_assert_uint_eq(p.ops[1].gnode, 0x500000002ull);
+    ck_assert_uint_eq(p.ops[2].gnode, 0);
+    ck_assert_uint_eq(p.ops[3].gnode, 0);
+    ck_assert_uint_eq(p.ngedges, 4);
+    static const struct ct_gedge want[] = {{0x500000002ull, 0},
+                                           {0x500000002ull, 0x500000001ull},
+                                           {0x500000003ull, 0x500000001ull},
+                                           {0x500000004ull, 0x500000002ull}};
+    for (size_t i = 0; i < 4; i++) {
+        ck_assert_uint_eq(p.gedges[i].to, want[i].to);
+        ck_assert_uint_eq(p.gedges[i].from, want[i].from);
+    }
+    ct_proc_free(&p);
+}
+END_TEST
+
 START_TEST(missing_file_names_it_and_leaves_proc_empty)
 {
     struct ct_proc p;
@@ -288,6 +341,7 @@ Suite *extract_suite(void)
     TCase *tc = tcase_create("extract");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, streaming_equals_sorted_record_walk_on_shuffled_trace);
+    tcase_add_test(tc, graph_node_and_edge_records_reach_the_ops);
     tcase_add_test(tc, missing_file_names_it_and_leaves_proc_empty);
     suite_add_tcase(s, tc);
     return s;

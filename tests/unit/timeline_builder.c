@@ -88,6 +88,25 @@ void tb_kernel(struct ct_proc *p, const char *name, uint32_t stream, int64_t s, 
     g->type = CT_GPU_KERNEL;
 }
 
+void tb_graph_kernel(struct ct_proc *p, const char *name, uint32_t stream, int64_t s, int64_t e,
+                     int64_t launch, uint64_t node)
+{
+    uint32_t id = name_id(p, name);
+    struct ct_gop *g = add_op(p, stream, s, e, TB_NOLAUNCH);
+    g->launch = TB_US(launch);
+    g->name = id;
+    g->cls = CT_CL_COMPUTE;
+    g->type = CT_GPU_KERNEL;
+    g->graph = 1;
+    g->gnode = node;
+}
+
+void tb_graph_edge(struct ct_proc *p, uint64_t from, uint64_t to)
+{
+    p->gedges = grow(p->gedges, p->ngedges, sizeof(*p->gedges));
+    p->gedges[p->ngedges++] = (struct ct_gedge){to, from};
+}
+
 void tb_copy(struct ct_proc *p, uint32_t stream, int64_t s, int64_t e, int64_t launch)
 {
     uint32_t id = name_id(p, "memcpy");

@@ -43,6 +43,14 @@ struct ct_proc *tb_child(struct tb_job *b, const struct ct_proc *parent);
 void tb_kernel(struct ct_proc *p, const char *name, uint32_t stream, int64_t s, int64_t e,
                int64_t launch);
 
+/* A kernel that ran as executable graph node `node` of the graph launched
+ * at `launch` (one launch call for all its nodes: tb_launch), and an edge
+ * of the process's graphs (from 0: a predecessor the trace does not name).
+ * Edges must be added in (to, from) order, as extraction sorts them. */
+void tb_graph_kernel(struct ct_proc *p, const char *name, uint32_t stream, int64_t s, int64_t e,
+                     int64_t launch, uint64_t node);
+void tb_graph_edge(struct ct_proc *p, uint64_t from, uint64_t to);
+
 /* A memcpy [s, e) (class memory); launch as for tb_kernel. */
 void tb_copy(struct ct_proc *p, uint32_t stream, int64_t s, int64_t e, int64_t launch);
 

@@ -64,6 +64,8 @@ static voidfn fn(const char *exported)
     return f;
 }
 
+/* cudaTypedefs.h keeps cuGraphInstantiate's legacy PFNs behind a guard */
+typedef CUresult(CUDAAPI *inst_legacy_fn)(CUgraphExec *, CUgraph, CUgraphNode *, char *, size_t);
 #define CALL(type, name, ...) ((type)fn(#name))(__VA_ARGS__)
 
 static void ok(CUresult r, const char *what)
@@ -122,7 +124,23 @@ int main(int argc, char **argv)
     CUgraph graph;
     CUgraphExec exec;
     ok(cuGraphCreate(&graph, 0), "graph");
+    /* instantiation is wrapped (a graph's edges are read there) */
+    expect("cuGraphInstantiateWithFlags", "other", 0, "-", 0, 0, 0, 0, "-", 0);
     ok(cuGraphInstantiateWithFlags(&exec, graph, 0), "instantiate");
+    CUgraphExec other;
+    CUDA_GRAPH_INSTANTIATE_PARAMS ip = {0};
+    expect("cuGraphInstantiate", "other", 0, "-", 0, 0, 0, 0, "-", 0);
+    ok(CALL(inst_legacy_fn, cuGraphInstantiate, &other, graph, NULL, NULL, 0), "instantiate");
+    expect("cuGraphInstantiate_v2", "other", 0, "-", 0, 0, 0, 0, "-", 0);
+    ok(CALL(inst_legacy_fn, cuGraphInstantiate_v2, &other, graph, NULL, NULL, 0), "instantiate");
+    expect("cuGraphInstantiateWithParams", "other", 0, "-", 0, 0, 0, 0, "-", 0);
+    ok(CALL(PFN_cuGraphInstantiateWithParams_v12000, cuGraphInstantiateWithParams, &other, graph,
+            &ip),
+       "instantiate");
+    expect("cuGraphInstantiateWithParams_ptsz", "other", 0, "-", 0, 0, 0, 0, "-", 1);
+    ok(CALL(PFN_cuGraphInstantiateWithParams_v12000_ptsz, cuGraphInstantiateWithParams_ptsz, &other,
+            graph, &ip),
+       "instantiate");
     CUmemoryPool pool;
     ok(cuDeviceGetDefaultMemPool(&pool, dev), "pool");
     CUdeviceptr d1, d2;
