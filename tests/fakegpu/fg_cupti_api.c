@@ -1,9 +1,9 @@
 /*
  * fg_cupti_api.c - the fake CUPTI's session-level entry points: version,
- * result strings, timestamps, subscription, buffer and timestamp callback
- * registration, activity kind enable/disable, cuptiFinalize, and finding
- * and attaching to the simulated driver (fakegpu_cupti_attach in the loaded
- * libcuda.so.1).
+ * result strings, timestamps, buffer and timestamp callback registration,
+ * activity kind enable/disable, cuptiFinalize, and finding and attaching
+ * to the simulated driver (fakegpu_cupti_attach in the loaded
+ * libcuda.so.1).  Subscription and callbacks: fg_cupti_callback.c.
  *
  * FAKEGPU_CUPTI_BUSY=1 (read on every call) simulates another profiler
  * (torch.profiler, Nsight) holding CUPTI: cuptiSubscribe,
@@ -240,48 +240,6 @@ cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc funcTimestamp
     return CUPTI_SUCCESS;
 }
 
-/* ------------------------------------------------------------ subscription */
-
-/* The handle given to the one subscriber (the type is opaque in cupti.h). */
-struct CUpti_Subscriber_st {
-    CUpti_CallbackFunc callback; /* stored, never called */
-    void *userdata;
-};
-static struct CUpti_Subscriber_st fgc_subscriber;
-
-FGC_EXPORT CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle *subscriber,
-                                               CUpti_CallbackFunc callback, void *userdata)
-{
-    if (!subscriber)
-        return CUPTI_ERROR_INVALID_PARAMETER;
-    if (fgc_busy())
-        return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
-    pthread_mutex_lock(&fgc.lock);
-    CUptiResult rc = CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
-    if (!fgc.subscribed) {
-        fgc.subscribed = true;
-        fgc_subscriber.callback = callback;
-        fgc_subscriber.userdata = userdata;
-        *subscriber = &fgc_subscriber;
-        rc = CUPTI_SUCCESS;
-    }
-    pthread_mutex_unlock(&fgc.lock);
-    return rc;
-}
-
-FGC_EXPORT CUptiResult CUPTIAPI cuptiUnsubscribe(CUpti_SubscriberHandle subscriber)
-{
-    pthread_mutex_lock(&fgc.lock);
-    CUptiResult rc = CUPTI_ERROR_INVALID_PARAMETER;
-    if (subscriber == &fgc_subscriber && fgc.subscribed) {
-        fgc.subscribed = false;
-        fgc_subscriber = (struct CUpti_Subscriber_st){0};
-        rc = CUPTI_SUCCESS;
-    }
-    pthread_mutex_unlock(&fgc.lock);
-    return rc;
-}
-
 /* -------------------------------------------------------- buffer callbacks */
 
 FGC_EXPORT CUptiResult CUPTIAPI
@@ -342,6 +300,21 @@ static const struct fg_cupti_driver *fgc_attach(void)
     return attach(&fgc_hooks);
 }
 
+const struct fg_cupti_driver *fgc_driver(void)
+{
+    pthread_mutex_lock(&fgc.lock);
+    const struct fg_cupti_driver *drv = fgc.drv;
+    pthread_mutex_unlock(&fgc.lock);
+    if (drv)
+        return drv;
+    if (!(drv = fgc_attach()))
+        return NULL;
+    pthread_mutex_lock(&fgc.lock);
+    fgc.drv = drv;
+    pthread_mutex_unlock(&fgc.lock);
+    return drv;
+}
+
 FGC_EXPORT CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind kind)
 {
     if (fgc_busy())
@@ -350,17 +323,8 @@ FGC_EXPORT CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind kind)
         return CUPTI_ERROR_INVALID_KIND;
     if (!fgc_kind_supported(kind))
         return CUPTI_ERROR_NOT_COMPATIBLE;
-    pthread_mutex_lock(&fgc.lock);
-    bool attached = fgc.drv != NULL;
-    pthread_mutex_unlock(&fgc.lock);
-    if (!attached) {
-        const struct fg_cupti_driver *drv = fgc_attach();
-        if (!drv)
-            return CUPTI_ERROR_NOT_INITIALIZED;
-        pthread_mutex_lock(&fgc.lock);
-        fgc.drv = drv;
-        pthread_mutex_unlock(&fgc.lock);
-    }
+    if (!fgc_driver())
+        return CUPTI_ERROR_NOT_INITIALIZED;
     pthread_mutex_lock(&fgc.lock);
     if (!fgc.atfork_set) {
         pthread_atfork(NULL, NULL, fgc_atfork_child);
@@ -401,10 +365,9 @@ FGC_EXPORT CUptiResult CUPTIAPI cuptiFinalize(void)
     fgc.drv = NULL;
     fgc.requested = NULL;
     fgc.completed = NULL;
-    fgc.subscribed = false;
     fgc.dropped = 0;
     __atomic_store_n(&fgc.timestamp, NULL, __ATOMIC_RELEASE);
-    fgc_subscriber = (struct CUpti_Subscriber_st){0};
+    fgc_unsubscribe_locked();
     pthread_mutex_unlock(&fgc.lock);
     fakegpu_cupti_attach_fn attach = __atomic_load_n(&fgc_attach_fn, __ATOMIC_ACQUIRE);
     if (drv && attach)

@@ -50,6 +50,9 @@ static const struct fg_cupti_driver fg_cupti_driver_table = {
     .abi = FG_CUPTI_ABI,
     .poll = fg_cupti_poll,
     .release = fg_cupti_release,
+    .node_id = fg_graph_node_id,
+    .graph_id = fg_graph_id,
+    .exec_id = fg_graph_exec_id,
 };
 
 __attribute__((visibility("default"))) const struct fg_cupti_driver *

@@ -12,7 +12,11 @@
  * API call, WITH the driver's lock held.  They may take CUPTI's own locks
  * but must never block, call the CUDA API or call back into the client.
  * Lock order, everywhere: CUPTI collect lock -> driver lock -> CUPTI state
- * lock.
+ * lock.  The one exception is node_cloned: it is called with NO driver
+ * lock held, precisely so that CUPTI can call its client from it (a
+ * resource callback), and the client may call the CUDA API and CUPTI
+ * (cuptiGetGraphNodeId) from there; CUPTI must hold none of its own locks
+ * while it calls the client.
  *
  * Driver functions (CUPTI -> driver) take the driver's lock: CUPTI calls
  * them only while holding none of the locks its hooks take.
@@ -27,7 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define FG_CUPTI_ABI 1
+#define FG_CUPTI_ABI 2 /* 2: node_cloned, graph look-ups */
 
 /* Not applicable (sync records: streamId/eventId), as CUPTI's
  * CUPTI_SYNCHRONIZATION_INVALID_VALUE. */
@@ -90,6 +94,18 @@ struct fg_cupti_sync {
     int64_t enter_ns, exit_ns; /* host CLOCK_MONOTONIC */
 };
 
+/* One node cloned by a graph instantiation (CUPTI's CUpti_GraphData of
+ * CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED).  The pointers are the CUDA
+ * handles (CUcontext, CUgraph, CUgraphNode), opaque here. */
+struct fg_cupti_clone {
+    void *context;        /* current on the instantiating thread; NULL if none */
+    void *graph;          /* the executable graph's internal graph: NULL */
+    void *original_graph; /* the CUgraph instantiated */
+    void *node;           /* the clone (a node of the executable graph) */
+    void *original_node;  /* the source graph's node it was cloned from */
+    int node_type;        /* a CUgraphNodeType value */
+};
+
 struct fg_cupti_hooks {
     unsigned abi; /* FG_CUPTI_ABI */
     /* A driver API call that enqueues work (launch, graph launch, copy,
@@ -102,6 +118,10 @@ struct fg_cupti_hooks {
     bool (*op)(const struct fg_cupti_op *op);
     /* A synchronising call is about to return. */
     void (*sync)(const struct fg_cupti_sync *sync);
+    /* A graph instantiation cloned a node: once per node, in node order, on
+     * the instantiating thread, before the instantiation returns, WITHOUT
+     * the driver lock (see the top).  May be NULL. */
+    void (*node_cloned)(const struct fg_cupti_clone *clone);
 };
 
 struct fg_cupti_driver {
@@ -112,6 +132,12 @@ struct fg_cupti_driver {
     void (*poll)(void **handles, size_t n, int64_t *start_ns, int64_t *end_ns);
     /* Drop references CUPTI no longer wants (NULL entries are skipped). */
     void (*release)(void **handles, size_t n);
+    /* The id CUPTI reports for a CUgraphNode (graphNodeId; original nodes
+     * and clones alike), a CUgraph (graphId) or a CUgraphExec.  False for
+     * anything that is not a live handle of that kind. */
+    bool (*node_id)(const void *node, uint64_t *id);
+    bool (*graph_id)(const void *graph, uint32_t *id);
+    bool (*exec_id)(const void *exec, uint32_t *id);
 };
 
 /* Exported by libcuda.so.1 (default visibility).  hooks != NULL attaches

@@ -16,8 +16,8 @@
  *  - fgc.collect serialises collect phases (it protects the op handles
  *    being polled); it is held across the driver's poll, never across a
  *    client callback.
- * Client callbacks (bufferRequested/Completed, timestamp) run with no lock
- * held.
+ * Client callbacks (bufferRequested/Completed, timestamp, the subscriber's
+ * callback) run with no lock held.
  *
  * The CUPTI headers are included with default visibility: the library is
  * built with hidden visibility, so exactly the cupti* entry points are
@@ -68,6 +68,7 @@ struct fgc_global {
     pthread_cond_t idle; /* inflight dropped */
     bool enabled[CUPTI_ACTIVITY_KIND_COUNT];
     bool subscribed;
+    bool cb_clone; /* the subscriber enabled RESOURCE / GRAPHNODE_CLONED */
     CUpti_BuffersCallbackRequestFunc requested;
     CUpti_BuffersCallbackCompleteFunc completed;
     CUpti_TimestampCallbackFunc timestamp;
@@ -88,6 +89,13 @@ size_t fgc_record_size(CUpti_ActivityKind kind); /* 0: not a kind this library w
 bool fgc_busy(void);                             /* FAKEGPU_CUPTI_BUSY=1 */
 void fgc_list_append(fgc_list *l, fgc_rec *r);   /* appends one record */
 void fgc_list_concat(fgc_list *a, fgc_list *b);  /* a += b; b emptied */
+/* The driver table, attaching first if need be (no lock held); NULL when
+ * no simulated driver is loaded or it speaks another FG_CUPTI_ABI. */
+const struct fg_cupti_driver *fgc_driver(void);
+
+/* fg_cupti_callback.c */
+void fgc_unsubscribe_locked(void); /* under fgc.lock: forget the subscriber */
+void fgc_hook_node_cloned(const struct fg_cupti_clone *clone);
 
 /* fg_cupti_record.c */
 extern const struct fg_cupti_hooks fgc_hooks;

@@ -280,4 +280,5 @@ const struct fg_cupti_hooks fgc_hooks = {
     .api_call = fgc_hook_api_call,
     .op = fgc_hook_op,
     .sync = fgc_hook_sync,
+    .node_cloned = fgc_hook_node_cloned,
 };

@@ -9,10 +9,12 @@
  * every later op of the waiting stream start no earlier than the event.
  *
  * During stream capture a record does not enqueue anything: it tags the
- * event with the capture, and a stream waiting on such an event joins the
- * capture (CUDA's fork/join pattern).
+ * event with the capture and copies the stream's capture dependency set;
+ * a stream waiting on such an event joins the capture with that set, or
+ * adds it to its own when already capturing (CUDA's fork/join pattern,
+ * fg_capture.c).
  */
-#include "fg_internal.h"
+#include "fg_graph.h"
 
 #include <stdlib.h>
 
@@ -21,8 +23,10 @@ typedef struct fg_event {
     unsigned resets; /* ctx->resets at creation: the event died with a later teardown */
     uint32_t id;     /* reported to a fake CUPTI as cudaEventId */
     unsigned flags;
-    fg_op *op;         /* last record's marker; NULL until recorded */
-    fg_graph *capture; /* set when last recorded into a capturing stream */
+    fg_op *op;                     /* last record's marker; NULL until recorded */
+    fg_graph *capture;             /* set when last recorded into a capturing stream */
+    unsigned long long capture_id; /* ... the capture it was recorded in */
+    fg_capdeps capdeps;            /* ... that stream's dependency set then */
 } fg_event;
 
 static uint32_t fg_event_ids; /* under fg.lock; apart from fg_next_id */
@@ -68,6 +72,7 @@ static CUresult fg_event_destroy(CUevent h)
         FG_RETURN(CUDA_ERROR_INVALID_HANDLE);
     fg_handle_del(e);
     fg_op_unref(e->op);
+    fg_capdeps_free(&e->capdeps);
     free(e);
     FG_RETURN(CUDA_SUCCESS);
 }
@@ -95,7 +100,10 @@ static CUresult fg_event_record(CUevent h, CUstream hs, unsigned flags, bool pt)
     if (!s)
         FG_RETURN(rc);
     if (s->capture) {
+        if (!fg_capdeps_set(&e->capdeps, &s->capdeps, false))
+            FG_RETURN(CUDA_ERROR_OUT_OF_MEMORY);
         e->capture = s->capture;
+        e->capture_id = s->capture->capture_id;
         FG_RETURN(CUDA_SUCCESS);
     }
     fg_desc d = {.kind = FG_OP_MARKER, .name = "eventRecord"};
@@ -196,15 +204,19 @@ static CUresult fg_stream_wait_event(CUstream hs, CUevent h, unsigned flags, boo
         FG_RETURN(CUDA_ERROR_INVALID_HANDLE);
     if (flags & ~(unsigned)CU_EVENT_WAIT_EXTERNAL)
         FG_RETURN(CUDA_ERROR_INVALID_VALUE);
-    if (e->capture && fg_graph_capturing(e->capture)) {
-        if (!s->capture) {
-            s->capture = e->capture; /* fork: s joins the capture */
+    if (e->capture && fg_capture_live(e->capture, e->capture_id)) {
+        if (!s->capture) { /* fork: s joins the capture after the event's nodes */
+            if (!fg_capdeps_set(&s->capdeps, &e->capdeps, false))
+                FG_RETURN(CUDA_ERROR_OUT_OF_MEMORY);
+            s->capture = e->capture;
             s->capture_origin = false;
+        } else if (s->capture == e->capture && !fg_capture_join_locked(s, &e->capdeps)) {
+            FG_RETURN(CUDA_ERROR_OUT_OF_MEMORY); /* join: after both */
         }
         FG_RETURN(CUDA_SUCCESS);
     }
-    /* Captured graphs are replayed on one stream, so an ordinary event
-     * waited on inside a capture adds nothing to record. */
+    /* An ordinary event waited on inside a capture adds nothing to the
+     * graph (README.md, Limitations). */
     if (s->capture)
         FG_RETURN(CUDA_SUCCESS);
     if (e->op) {

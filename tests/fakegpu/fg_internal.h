@@ -47,6 +47,7 @@ typedef enum fg_htype {
     FG_H_KERNEL,
     FG_H_GRAPH,
     FG_H_GRAPH_EXEC,
+    FG_H_GRAPH_NODE, /* nodes of graphs and their clones in executable graphs */
     FG_H_POOL,
 } fg_htype;
 
@@ -60,6 +61,17 @@ typedef struct fg_op fg_op;
 typedef struct fg_ctx fg_ctx;
 typedef struct fg_stream fg_stream;
 typedef struct fg_graph fg_graph;
+typedef struct fg_node fg_node;
+
+/* A capture dependency set (fg_capture.c): the nodes of the capture graph
+ * that the next node captured on a stream depends on. */
+typedef struct fg_capdeps {
+    fg_node **v;
+    size_t n, cap;
+} fg_capdeps;
+/* dst = src (merge: dst = dst union src).  False when out of memory. */
+bool fg_capdeps_set(fg_capdeps *dst, const fg_capdeps *src, bool merge);
+void fg_capdeps_free(fg_capdeps *d);
 
 typedef enum fg_op_kind {
     FG_OP_MARKER, /* zero-length: event records, stream waits */
@@ -142,6 +154,12 @@ void fg_op_unref(fg_op *op);
  * legacy-stream dependencies and the extra deps.  Returns the op, owned by
  * the stream (take a ref to keep it). */
 fg_op *fg_enqueue(fg_stream *s, const fg_desc *d, fg_op *const *extra, size_t nextra);
+/* Enqueue d for s's device after exactly deps, starting no earlier than
+ * min_start_ns, without taking a place in s's FIFO order (s->last stays):
+ * the nodes of a replayed graph.  Returns the op with a reference the
+ * caller owns. */
+fg_op *fg_enqueue_detached(fg_stream *s, const fg_desc *d, fg_op *const *deps, size_t ndeps,
+                           int64_t min_start_ns);
 /* Record into the capture graph if s is capturing, else enqueue; when wait
  * is set, block until the op has completed in virtual time: FG_WAIT sleeps
  * until then, FG_WAIT_SPIN (synchronous copies) spins for the last part so
@@ -194,6 +212,7 @@ struct fg_stream {
     fg_op *last;
     fg_graph *capture; /* non-NULL while capturing into this graph */
     bool capture_origin;
+    fg_capdeps capdeps; /* while capturing: what its next captured node depends on */
 };
 
 struct fg_global {
@@ -277,6 +296,10 @@ void fg_cupti_sync_end(uint32_t corr, int64_t enter_ns, fg_cupti_sync_type type,
 void fg_cupti_graph_begin(const struct fg_cupti_hooks *h, uint32_t graph_id);
 void fg_cupti_graph_node(uint64_t node_id);
 void fg_cupti_graph_end(void);
+/* The driver table's graph look-ups (fg_graph.c); they take fg.lock. */
+bool fg_graph_node_id(const void *node, uint64_t *id);
+bool fg_graph_id(const void *graph, uint32_t *id);
+bool fg_graph_exec_id(const void *exec, uint32_t *id);
 
 /* ------------------------------------------------------- fake NCCL hooks */
 
@@ -316,7 +339,9 @@ void fg_throttle_launch_locked(void); /* arms a cap counted from the first launc
 int64_t fg_cap_ns(int device);
 const char *fg_func_name(CUfunction f); /* NULL unless a function or kernel handle */
 int64_t fg_bytes_ns(size_t bytes, double gbps);
-CUresult fg_graph_record_locked(fg_graph *g, const fg_desc *d);
+/* Record d into the capture of s (fg_capture.c): a node depending on s's
+ * dependency set, which becomes that node. */
+CUresult fg_graph_record_locked(fg_stream *s, const fg_desc *d);
 bool fg_graph_capturing(fg_graph *g); /* false for destroyed graphs too */
 
 #endif

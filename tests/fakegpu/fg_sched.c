@@ -5,9 +5,13 @@
  * max(enqueue time, end of every dependency) and ends start + duration.
  * Dependencies are: the previous op on the same stream (FIFO), the implicit
  * legacy-stream edges (see fg_enqueue), and explicit ones (stream waits on
- * events).  Because durations are known up front, most ops are fully
- * "resolved" (start and end known) the moment they are enqueued and never
- * touch the pending list; nothing runs anywhere, the GPU is just arithmetic.
+ * events).  The nodes of a replayed graph are "detached" ops
+ * (fg_enqueue_detached): they follow their graph predecessors only, not
+ * each other, so that independent branches overlap.
+ *
+ * Because durations are known up front, most ops are fully "resolved"
+ * (start and end known) the moment they are enqueued and never touch the
+ * pending list; nothing runs anywhere, the GPU is just arithmetic.
  *
  * Two things make an op lazy and put it on the pending list:
  *  - its end is not known yet: host functions (end = when the function
@@ -325,15 +329,48 @@ void fg_progress(void)
     }
 }
 
-fg_op *fg_enqueue(fg_stream *s, const fg_desc *d, fg_op *const *extra, size_t nextra)
+static fg_op *fg_op_new(const fg_stream *s, const fg_desc *d, int64_t min_start_ns)
 {
     fg_op *op = calloc(1, sizeof *op);
     if (!op)
         abort();
-    op->refs = 1; /* the stream's reference, as s->last */
+    op->refs = 1;
     op->d = *d;
-    op->min_start_ns = fg_now();
+    op->min_start_ns = min_start_ns;
     op->device = s->ctx ? s->ctx->device : 0;
+    return op;
+}
+
+/* Settle what can be settled now; what cannot waits on the pending list. */
+static void fg_op_schedule(fg_op *op)
+{
+    fg_op_advance(op);
+    if (!fg_op_finished(op)) {
+        fg_op_ref(op); /* the pending list's reference */
+        if (fg.pending_tail)
+            fg.pending_tail->next = op;
+        else
+            fg.pending_head = op;
+        fg.pending_tail = op;
+        fg_ensure_worker();
+        pthread_cond_signal(&fg.worker_cond);
+    }
+}
+
+fg_op *fg_enqueue_detached(fg_stream *s, const fg_desc *d, fg_op *const *deps, size_t ndeps,
+                           int64_t min_start_ns)
+{
+    fg_op *op = fg_op_new(s, d, min_start_ns);
+    size_t cap = 0;
+    for (size_t i = 0; i < ndeps; i++)
+        fg_op_add_dep(op, deps[i], &cap);
+    fg_op_schedule(op);
+    return op;
+}
+
+fg_op *fg_enqueue(fg_stream *s, const fg_desc *d, fg_op *const *extra, size_t nextra)
+{
+    fg_op *op = fg_op_new(s, d, fg_now()); /* its reference is the stream's, as s->last */
     size_t cap = 0;
     fg_ctx *c = s->ctx;
     fg_op_add_dep(op, s->last, &cap);
@@ -351,17 +388,7 @@ fg_op *fg_enqueue(fg_stream *s, const fg_desc *d, fg_op *const *extra, size_t ne
     }
     for (size_t i = 0; i < nextra; i++)
         fg_op_add_dep(op, extra[i], &cap);
-    fg_op_advance(op);
-    if (!fg_op_finished(op)) {
-        fg_op_ref(op); /* the pending list's reference */
-        if (fg.pending_tail)
-            fg.pending_tail->next = op;
-        else
-            fg.pending_head = op;
-        fg.pending_tail = op;
-        fg_ensure_worker();
-        pthread_cond_signal(&fg.worker_cond);
-    }
+    fg_op_schedule(op);
     fg_op_unref(s->last);
     s->last = op;
     return op;
@@ -372,7 +399,7 @@ static void fg_wait_until(fg_op *const *ops, size_t n, int spin);
 CUresult fg_submit(fg_stream *s, const fg_desc *d, int wait)
 {
     if (s->capture)
-        return fg_graph_record_locked(s->capture, d);
+        return fg_graph_record_locked(s, d);
     fg_op *op = fg_enqueue(s, d, NULL, 0);
     const struct fg_cupti_hooks *h = fg_cupti();
     if (__builtin_expect(h != NULL, 0))

@@ -64,6 +64,7 @@ void fg_stream_free(fg_stream *s)
         c->orphans[c->norphans++] = s->last;
     else
         fg_op_unref(s->last);
+    fg_capdeps_free(&s->capdeps);
     fg_handle_del(s);
     free(s);
 }

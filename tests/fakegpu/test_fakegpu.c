@@ -2,7 +2,8 @@
  * test_fakegpu.c - entry point and helpers of the "fakegpu" Check suite,
  * which verifies the simulated driver against its contract (README.md).
  * The test cases live in test_fakegpu_timing.c (virtual-time behaviour) and
- * test_fakegpu_api.c (entry points, handles, cuGetProcAddress).
+ * test_fakegpu_api.c (entry points, handles, cuGetProcAddress) and
+ * test_fakegpu_graph.c (graph dependencies and concurrent replay).
  */
 #include "test_fakegpu.h"
 
@@ -79,6 +80,8 @@ int main(void)
     suite_add_tcase(s, tf_timing_events());
     suite_add_tcase(s, tf_timing_copies());
     suite_add_tcase(s, tf_timing_graphs());
+    suite_add_tcase(s, tf_graph_edges());
+    suite_add_tcase(s, tf_graph_replay());
     suite_add_tcase(s, tf_api_procaddr());
     suite_add_tcase(s, tf_api_objects());
     suite_add_tcase(s, tf_api_errors());

@@ -30,6 +30,8 @@ TCase *tf_timing_streams(void);
 TCase *tf_timing_events(void);
 TCase *tf_timing_copies(void);
 TCase *tf_timing_graphs(void);
+TCase *tf_graph_edges(void);
+TCase *tf_graph_replay(void);
 TCase *tf_api_procaddr(void);
 TCase *tf_api_objects(void);
 TCase *tf_api_errors(void);

@@ -3,7 +3,8 @@
  * Check suite, which verifies the fake CUPTI (README.md, "Fake CUPTI")
  * against the simulated driver's own schedule.  The cases live in
  * test_fakegpu_cupti_trace.c (records of a known schedule, correlation,
- * delivery) and test_fakegpu_cupti_api.c (entry points, errors, buffers).
+ * delivery), test_fakegpu_cupti_api.c (entry points, errors, buffers) and
+ * test_fakegpu_cupti_graph.c (clone callbacks, graph ids).
  */
 #include "test_fakegpu_cupti.h"
 
@@ -264,6 +265,7 @@ int main(void)
     suite_add_tcase(s, tc_trace_delivery());
     suite_add_tcase(s, tc_api_session());
     suite_add_tcase(s, tc_api_buffers());
+    suite_add_tcase(s, tc_graph_clones());
     SRunner *sr = srunner_create(s);
     /* Each test needs a fresh driver and CUPTI, i.e. its own process. */
     srunner_set_fork_status(sr, CK_FORK);

@@ -73,5 +73,6 @@ TCase *tc_trace_schedule(void);
 TCase *tc_trace_delivery(void);
 TCase *tc_api_session(void);
 TCase *tc_api_buffers(void);
+TCase *tc_graph_clones(void);
 
 #endif
