@@ -31,6 +31,16 @@ usage: check_whatif.py CASE...   (environment as check_case.py's)
         prediction errs high by it. With the default 2 ms of compute
         that bias alone was 4.3 % of the step in a loaded CI run; a
         training step of 8 ms (real ones are longer) keeps it near 1 %.
+  graph 2 ranks replaying a forked CUDA graph (w_job.c "graph": A, then
+        B (3 ms) -> D beside C (4.5 ms), then E after both); predicted
+        with --scale kernel=g_branch*=0.333333, truth: the same job with
+        W_JOB_GRAPH_B_US=1000. Every node runs on the launch stream as
+        CUPTI reports it, so only the graph's own edges (recorded at
+        instantiation) say that D waited for B and not for C: the
+        recording's path must hold B and D and not C, and the predicted
+        one C and not B (the path moves to the other branch). Without
+        the edges, D would follow A at its measured start, and the
+        prediction would stay near the recorded 9 ms against a real 7.5.
 
 Tolerance: 3 % of the measured step, the issue's figure. The host is not
 exact (check_case.py's note): a step's host part (wake-ups from a
@@ -38,12 +48,15 @@ synchronisation, launch calls) moves by hundreds of us between runs on a
 loaded 2-CPU machine, which alone can exceed 3 % of a 5-7 ms step, and the
 slow case's four rank processes on two CPUs make whole runs bimodal (5.5
 or 6.3 ms, on either side). Interference only ever adds time, so each side
-is its fastest run of RUNS (default 9; CT_WHATIF_RUNS overrides), each run
-the median over its W_JOB_STEPS=30 steps: the least disturbed recording
-predicts, the least disturbed real run is the truth. (The medians over the
-runs, compared before, failed whenever more runs of one side than of the
-other fell in the slow mode: 8.6 % and 11.7 % in two runs whose fastest
-runs agreed within 1.5 %.) The medians are printed too, pass or fail.
+is the mean of its FASTEST (3) fastest runs of RUNS (default 9;
+CT_WHATIF_RUNS overrides), each run the median over its W_JOB_STEPS=30
+steps: the least disturbed recordings predict, the least disturbed real
+runs are the truth. (The medians over the runs, compared before, failed
+whenever more runs of one side than of the other fell in the slow mode:
+8.6 % and 11.7 % in two runs whose fastest runs agreed within 1.5 %. The
+single fastest run, compared next, let one lucky run decide: a real
+side's 5487 us beside its others' 5629 and more gave 3.74 %.) The
+medians are printed too, pass or fail.
 """
 import json
 import os
@@ -63,8 +76,13 @@ CASES = {
     "loader": dict(ranks=1, fault_env={"W_JOB_LOADER_COMPUTE_US": "8000"},
                    truth_env={"W_JOB_LOADER_LATE_MS": "0", "W_JOB_LOADER_COMPUTE_US": "8000"},
                    scale=["data=0"], steps=lambda i: i % 3 == 2),
+    "graph": dict(ranks=2, fault_env={}, truth_env={"W_JOB_GRAPH_B_US": "1000"},
+                  scale=["kernel=g_branch*=0.333333"],
+                  on_path=(["g_branch", "g_body"], ["g_side"]),
+                  on_new_path=(["g_side"], ["g_branch"])),
 }
 TOL = 0.03
+FASTEST = 3
 
 
 def record(case, ranks, extra, d):
@@ -112,6 +130,26 @@ def chosen_steps(cp, keep):
     return statistics.median(v)
 
 
+def path_names(cp, want, absent, what):
+    """Problems with the kernels on a path: each of want on it, none of
+    absent (names matched by prefix, durations summed over the run)."""
+    on = {}
+    for seg in cp["segments"]:
+        name = seg.get("name") or ""
+        for n in want + absent:
+            if name.startswith(n):
+                on[n] = on.get(n, 0) + seg["duration_us"]
+    bad = [f"{what}: {n} not on the path" for n in want if on.get(n, 0) <= 0]
+    bad += [f"{what}: {n} on the path ({on[n]:.0f} us)" for n in absent if on.get(n, 0) > 0]
+    return bad
+
+
+def fastest(v):
+    """The mean of the FASTEST smallest values of v."""
+    k = sorted(v)[:FASTEST]
+    return sum(k) / len(k)
+
+
 def main():
     runs = int(os.environ.get("CT_WHATIF_RUNS", "9"))
     failed = []
@@ -127,6 +165,11 @@ def main():
                 if abs(w["replayed_step_us"] - w["measured_step_us"]) > 0.01:
                     failed.append(f"{case}: replay {w['replayed_step_us']} != measured "
                                   f"{w['measured_step_us']}")
+                if "on_path" in c:
+                    failed += path_names(critical_path(os.path.join(d, "f", "traces")),
+                                         *c["on_path"], f"{case}: recorded")
+                    failed += path_names(w["critical_path"], *c["on_new_path"],
+                                         f"{case}: predicted")
                 tt = record(c.get("truth_case", case), c["ranks"], c["truth_env"],
                             os.path.join(d, "t"))
                 if "steps" in c:
@@ -137,11 +180,12 @@ def main():
                     truth.append(whatif(tt, c["scale"])["measured_step_us"])
             finally:
                 shutil.rmtree(d, ignore_errors=True)
-        p, t = min(pred), min(truth)
+        p, t = fastest(pred), fastest(truth)
         err = abs(p - t) / t
         tol = TOL
-        print(f"{case}: predicted {p:.1f} us, real {t:.1f} us (the fastest of {len(pred)} runs "
-              f"each), error {100 * err:.2f} %, tolerance {100 * tol:.0f} %")
+        print(f"{case}: predicted {p:.1f} us, real {t:.1f} us (the mean of the fastest "
+              f"{min(FASTEST, len(pred))} of {len(pred)} runs each), error {100 * err:.2f} %, "
+              f"tolerance {100 * tol:.0f} %")
         print(f"  runs: predicted {[round(x) for x in pred]}, real {[round(x) for x in truth]}; "
               f"medians {statistics.median(pred):.1f} and {statistics.median(truth):.1f} us")
         if err > tol:

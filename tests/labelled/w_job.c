@@ -86,6 +86,19 @@
  *            other stage waits for it. Balanced 1F1B has no slack, so each
  *            stall lengthens the iteration: about 33 + 8 = 41, the other
  *            stages wait about 9 + 8 (8 beyond the schedule's share).
+ *   graph    2 ranks, 20 steps: each replays a CUDA graph captured once
+ *            on two streams, forked and joined through events (as
+ *            torch.cuda.graph captures a side stream):
+ *              c: A (1) -+- B (3) -- D (3) -+- E (1)
+ *              m:        +- C (4.5) --------+
+ *            edges A->B, A->C, B->D, C->E, D->E; then a 1 MB all-reduce
+ *            (1) on c and a sync. Replayed, A [0,1) B [1,4) C [1,5.5)
+ *            D [4,7) E [7,8): the path is A B D E, and C, which overlaps
+ *            B and D on the launch stream (CUPTI reports every node on it),
+ *            has 1.5 of slack. A step is 8 + 1 and the host's part.
+ *            W_JOB_GRAPH_B_US=N gives B N us instead (1000: the real run of
+ *            check_whatif.py's "graph": B [1,2) D [2,5) C [1,5.5) E
+ *            [5.5,6.5), the path moves onto C, a step of 6.5 + 1).
  */
 #include <cuda.h>
 #include <fcntl.h>
@@ -413,6 +426,44 @@ static void serve(struct rank *k)
     CHECK(cuGraphDestroy(g));
 }
 
+/* ------------------------------------------------------------ graph */
+
+static void graph(struct rank *k)
+{
+    const char *bu = getenv("W_JOB_GRAPH_B_US");
+    char b[64];
+    snprintf(b, sizeof(b), "g_branch__%sus", bu && *bu ? bu : "3000");
+    CUevent fork, join;
+    CHECK(cuEventCreate(&fork, CU_EVENT_DISABLE_TIMING));
+    CHECK(cuEventCreate(&join, CU_EVENT_DISABLE_TIMING));
+    CUgraph g;
+    CUgraphExec ge;
+    CHECK(cuStreamBeginCapture(k->c, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    kernel(k, k->c, "g_head__1000us"); /* A */
+    CHECK(cuEventRecord(fork, k->c));
+    CHECK(cuStreamWaitEvent(k->m, fork, 0));
+    kernel(k, k->c, b);                /* B */
+    kernel(k, k->m, "g_side__4500us"); /* C */
+    kernel(k, k->c, "g_body__3000us"); /* D */
+    CHECK(cuEventRecord(join, k->m));
+    CHECK(cuStreamWaitEvent(k->c, join, 0));
+    kernel(k, k->c, "g_tail__1000us"); /* E */
+    CHECK(cuStreamEndCapture(k->c, &g));
+    CHECK(cuGraphInstantiate(&ge, g, 0));
+    for (int i = 0, n = steps(20); i < n; i++) {
+        step_begin(i);
+        CHECK(cuGraphLaunch(ge, k->c));
+        CHECK(ncclAllReduce((void *)(uintptr_t)k->a, (void *)(uintptr_t)k->b, 250000, ncclFloat32,
+                            ncclSum, k->comm, (cudaStream_t)k->c));
+        CHECK(cuStreamSynchronize(k->c));
+        step_pop();
+    }
+    CHECK(cuGraphExecDestroy(ge));
+    CHECK(cuGraphDestroy(g));
+    CHECK(cuEventDestroy(fork));
+    CHECK(cuEventDestroy(join));
+}
+
 /* ------------------------------------------------------------ others */
 
 static void slow(struct rank *k)
@@ -677,6 +728,8 @@ static int rank_main(int r, int n, const char *idhex, const char *c)
         drain(&k);
     else if (!strcmp(c, "serve"))
         serve(&k);
+    else if (!strcmp(c, "graph"))
+        graph(&k);
     else if (!strcmp(c, "pipe_slow"))
         pipe_variant(&k, -1, "stage_forward__1500us", "stage_backward__3000us", -1, 0);
     else if (!strcmp(c, "pipe_half"))
