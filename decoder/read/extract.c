@@ -2,7 +2,7 @@
  * Streaming extraction of one trace file into a struct ct_proc, straight
  * from the decoder's blocks of columns (struct ct_block): no record array,
  * no record copied, no sort of records.
- * Memory is the compact timeline (40-byte GPU intervals, 8-byte launch
+ * Memory is the compact timeline (48-byte GPU intervals, 8-byte launch
  * times, NCCL ops, host interval sets) plus 16 bytes of join key per API
  * and GPU record, freed before returning.
  *

@@ -57,7 +57,7 @@ void ct_proc_settle(struct ct_proc *p)
  * the launches in the summary's encoding. Level 1: a spill is written once
  * and read a few times in one run, so speed matters more than the last few
  * percent. Both ways stream through a buffer of SPILL_PIECE ops: a whole
- * encoding would be 40 bytes an op of fresh pages to fault in and throw
+ * encoding would be 48 bytes an op of fresh pages to fault in and throw
  * away, once per spill and once per rank opened by each pass, which was a
  * fifth of a spilled job's CPU. */
 #define SPILL_PIECE 256

@@ -119,6 +119,11 @@ static void encode(struct ct_sum_wbuf *b, const struct ct_proc *p, const char *s
         ct_sum_put_u32(b, p->edges[i].from);
         ct_sum_put_u32(b, p->edges[i].to);
     }
+    ct_sum_put_u64(b, p->ngedges);
+    for (size_t i = 0; i < p->ngedges; i++) {
+        ct_sum_put_u64(b, p->gedges[i].to);
+        ct_sum_put_u64(b, p->gedges[i].from);
+    }
     ct_sum_put_u64(b, p->nsyncs);
     for (size_t i = 0; i < p->nsyncs; i++) {
         ct_sum_put_u64(b, (uint64_t)p->syncs[i].t);
@@ -319,6 +324,16 @@ static void decode(struct ct_sum_rbuf *r, struct ct_proc *p, struct ct_hcollect 
         p->edges[i].wait = (int64_t)ct_sum_get_u64(r);
         p->edges[i].from = ct_sum_get_u32(r);
         p->edges[i].to = ct_sum_get_u32(r);
+    }
+    p->gedges = ct_sum_get_array(r, &p->ngedges, 16, sizeof(*p->gedges), oom);
+    for (size_t i = 0; i < p->ngedges; i++) {
+        p->gedges[i].to = ct_sum_get_u64(r);
+        p->gedges[i].from = ct_sum_get_u64(r);
+        /* sorted by (to, from), as the critical path's search needs */
+        if (i && (p->gedges[i].to < p->gedges[i - 1].to ||
+                  (p->gedges[i].to == p->gedges[i - 1].to &&
+                   p->gedges[i].from < p->gedges[i - 1].from)))
+            r->bad = 1;
     }
     p->syncs = ct_sum_get_array(r, &p->nsyncs, 20, sizeof(*p->syncs), oom);
     for (size_t i = 0; i < p->nsyncs; i++) {

@@ -16,7 +16,7 @@
 #include "decoder/read/timeline.h"
 
 #define CT_SUMMARY_SUFFIX  ".ctsum"
-#define CT_SUMMARY_VERSION 4
+#define CT_SUMMARY_VERSION 5
 
 /* The summary's own encoding (little-endian, fixed width), for the
  * sections another stage fills: the facts that diagnose and diff read
@@ -60,7 +60,7 @@ int64_t *ct_sum_get_launches(struct ct_sum_rbuf *r, size_t *n, int *oom);
  * running time from one piece to the next (0 before the first). A
  * decode of ops returns 0, or -1 when an op's class or NCCL index is out
  * of range. */
-#define CT_SUM_OP_BYTES 40
+#define CT_SUM_OP_BYTES 48
 void ct_sum_enc_ops(unsigned char *w, const struct ct_gop *ops, size_t n, uint64_t *prev);
 int ct_sum_dec_ops(const unsigned char *q, struct ct_gop *ops, size_t n, uint64_t *prev);
 void ct_sum_enc_times(unsigned char *w, const int64_t *v, size_t n, uint64_t *prev);

@@ -118,6 +118,7 @@ void ct_sum_enc_ops(unsigned char *w, const struct ct_gop *ops, size_t n, uint64
         w[37] = g->type;
         w[38] = g->op;
         w[39] = (uint8_t)(g->blocking | g->nested << 1 | g->graph << 2);
+        st64(w + 40, g->gnode);
     }
     *prev = pv;
 }
@@ -248,7 +249,7 @@ int ct_sum_dec_ops(const unsigned char *q, struct ct_gop *ops, size_t n, uint64_
         g->blocking = q[39] & 1;
         g->nested = (q[39] >> 1) & 1;
         g->graph = (q[39] >> 2) & 1;
-        g->gnode = 0; /* not kept (timeline.h) */
+        g->gnode = ld64(q + 40);
         /* indexes that the analyses follow: checked here, once */
         bad |= g->cls >= CT_CL_COUNT || (g->nccl >= 0 && (uint64_t)g->nccl >= UINT32_MAX);
     }

@@ -65,7 +65,7 @@ struct ct_gop {
                            * a call whose GPU time came from elsewhere (plugin, event pair) */
     uint8_t graph : 1;    /* launched by a CUDA graph replay (cuGraphLaunch): graph_pct */
     uint64_t gnode;       /* the executable graph node it ran as (CT_SCOPE_GRAPH_NODE), 0: none
-                           * or not known (summaries and spills keep none) */
+                           * or not known */
     /* 48 bytes: every analysis passes over millions of these (the record's
      * GPU-time source is counted into the coverage, not kept) */
 };
@@ -188,7 +188,7 @@ struct ct_proc {
     struct ct_ivset file_read; /* of data_wait: reads on regular files (a checkpoint's restore) */
     struct ct_evedge *edges;   /* by wait time; not spilled (one per wait) */
     size_t nedges;
-    struct ct_gedge *gedges; /* by (to, from); not in summaries (ct_gop.gnode is not either) */
+    struct ct_gedge *gedges; /* by (to, from) */
     size_t ngedges;
     struct ct_syncon *syncs; /* one per host sync (of `sync`), by start; none in traces of
                               * Kineto (every sync then waits for every stream) */

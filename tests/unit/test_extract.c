@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "decoder/read/summary.h"
 #include "decoder/read/timeline.h"
 #include "tests/unit/helpers.h"
 
@@ -319,6 +320,20 @@ START_TEST(graph_node_and_edge_records_reach_the_ops)
         ck_assert_uint_eq(p.gedges[i].to, want[i].to);
         ck_assert_uint_eq(p.gedges[i].from, want[i].from);
     }
+    /* a summary keeps both: the critical path of summaries and of a
+     * spilled job follows the same edges */
+    char sum[520];
+    snprintf(sum, sizeof(sum), "%s.ctsum", path);
+    struct ct_proc q;
+    ck_assert_msg(!ct_summary_write(sum, &p, NULL, NULL, err, sizeof(err)), "%s", err);
+    ck_assert_msg(!ct_summary_read(sum, NULL, &q, err, sizeof(err)), "%s", err);
+    unlink(sum);
+    ck_assert_uint_eq(q.nops, p.nops);
+    for (size_t i = 0; i < p.nops; i++)
+        ck_assert_uint_eq(q.ops[i].gnode, p.ops[i].gnode);
+    ck_assert_uint_eq(q.ngedges, p.ngedges);
+    ck_assert(!memcmp(q.gedges, p.gedges, p.ngedges * sizeof(*p.gedges)));
+    ct_proc_free(&q);
     ct_proc_free(&p);
 }
 END_TEST

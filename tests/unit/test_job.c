@@ -189,7 +189,8 @@ START_TEST(a_spill_gives_back_every_op_and_launch)
                                       .nccl = -1,
                                       .cls = (uint8_t)(i % CT_CL_COUNT),
                                       .type = (uint8_t)(i % 4),
-                                      .graph = i % 2};
+                                      .graph = i % 2,
+                                      .gnode = i % 2 ? 0x700000001ull + i : 0};
             wl[i] = s - 40;
         }
         memcpy(p.ops, want, n * sizeof(*want));
@@ -213,6 +214,7 @@ START_TEST(a_spill_gives_back_every_op_and_launch)
             ck_assert_uint_eq(ops[i].cls, want[i].cls);
             ck_assert_uint_eq(ops[i].type, want[i].type);
             ck_assert_uint_eq(ops[i].graph, want[i].graph);
+            ck_assert_uint_eq(ops[i].gnode, want[i].gnode);
             ck_assert_int_eq(l[i], wl[i]);
         }
         free(ops);
