@@ -298,6 +298,28 @@ static int root_source(struct groot **v, size_t *n, size_t *cap, const struct ct
     return 0;
 }
 
+/* The part of x's window whose ops belong to the walked steps: from the
+ * first walked iteration's start to the start of the first one after them
+ * (the next chunk's), so that chunks count each op once. */
+static void walked_span(const struct ct_cp_graph *g, const struct ct_rank_result *x, int64_t *lo,
+                        int64_t *hi)
+{
+    *lo = INT64_MAX, *hi = INT64_MAX;
+    if (!x->niters) {
+        *lo = INT64_MIN;
+        return;
+    }
+    for (size_t i = 0; i < x->niters; i++) {
+        const struct ct_iter *it = &x->iters[i];
+        if (it->index > g->last_index && it->s < *hi)
+            *hi = it->s;
+        else if (it->index >= g->first_index && it->index <= g->last_index && it->s < *lo)
+            *lo = it->s;
+    }
+    if (g->first_index == INT64_MIN) /* the run's first steps: from the window's start */
+        *lo = INT64_MIN;
+}
+
 static int build_rank(struct ct_cp_graph *g, const struct ct_rank_result *x, int32_t ri)
 {
     const struct ct_rank *rk = x->rank;
@@ -330,6 +352,8 @@ static int build_rank(struct ct_cp_graph *g, const struct ct_rank_result *x, int
         goto out;
     if (ct_cp_graph_index(rk, w, &gix, &ngix))
         goto out;
+    int64_t wlo, whi;
+    walked_span(g, x, &wlo, &whi);
     size_t j = 0;
     for (size_t i = 0; i < w->nops; i++) {
         const struct ct_gop *o = &w->ops[i];
@@ -342,6 +366,10 @@ static int build_rank(struct ct_cp_graph *g, const struct ct_rank_result *x, int
         uint32_t from = ge ? UINT32_MAX : stream_source(sl, nsl, o->stream, o->s);
         if (root && root_source(&gl, &ngl, &capgl, o, &from))
             goto out;
+        if (o->graph && o->s >= wlo && o->s < whi) {
+            g->graph_ops++;
+            g->graph_ops_edges += ge || root;
+        }
         if (from != UINT32_MAX) {
             if (ct_cp_add_edge(g, from, ox[i].ps, CP_GAP, CT_CP_GPU_GAP, ri))
                 goto out;

@@ -108,7 +108,12 @@ struct ct_cp_result {
      * ns: the same statistic as the report's step_p50 */
     double step_p50;
     size_t unordered; /* points in a dependency cycle: kept at their measured time */
-    double *durs;     /* the replayed (rank, iteration) durations step_p50 is the median of */
+    /* GPU ops of CUDA graph replays on the walked steps, and of them those
+     * that follow their graph's recorded edges (or are its roots); the
+     * others follow their stream's order (docs/critical-path.md, "CUDA
+     * graphs") */
+    size_t graph_ops, graph_ops_edges;
+    double *durs; /* the replayed (rank, iteration) durations step_p50 is the median of */
     size_t ndurs;
     /* graphs it was computed over (ct_cp_run): 1, or the chunks of steps a
      * run too large for one graph was cut into; then span is the sum of

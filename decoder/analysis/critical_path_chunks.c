@@ -168,6 +168,8 @@ static int merge(struct ct_cp_result *d, const struct ct_cp_result *s, int64_t n
         d->cat[c] += s->cat[c];
     d->total += s->total;
     d->unordered += s->unordered;
+    d->graph_ops += s->graph_ops;
+    d->graph_ops_edges += s->graph_ops_edges;
     if (s->nsteps) {
         int64_t lo = s->steps[0].start, hi = s->steps[0].end;
         for (size_t i = 1; i < s->nsteps; i++) {

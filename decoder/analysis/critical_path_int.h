@@ -65,6 +65,7 @@ struct ct_cp_graph {
      * (critical_path_chunks.c): in the graph, not walked; INT64_MIN and
      * INT64_MAX in a whole run's graph */
     int64_t first_index, last_index;
+    size_t graph_ops, graph_ops_edges; /* ct_cp_result's, counted as the ranks are built */
 };
 
 /* ct_cp_build, with the graph's first_index and last_index, giving up with

@@ -350,6 +350,7 @@ int ct_cp_paths(const struct ct_cp_graph *g, struct ct_cp_result *o)
     const struct ct_report *rep = g->rep;
     memset(o, 0, sizeof(*o));
     o->unordered = g->npt - g->norder;
+    o->graph_ops = g->graph_ops, o->graph_ops_edges = g->graph_ops_edges;
     o->nranks = rep->nr;
     o->rank_time = calloc(rep->nr ? rep->nr : 1, sizeof(*o->rank_time));
     o->rank_num = calloc(rep->nr ? rep->nr : 1, sizeof(*o->rank_num));

@@ -248,6 +248,8 @@ static size_t print_record(struct out *o, struct ct_trace *t, size_t i)
             f_u(o, "correlation_id", f[CT_META_SCOPE_ID]);
         else if (f[CT_META_SCOPE] == CT_SCOPE_MODULE)
             f_hex(o, "address", f[CT_META_SCOPE_ID]);
+        else if (f[CT_META_SCOPE] == CT_SCOPE_GRAPH_NODE)
+            f_hex(o, "graph_node_id", f[CT_META_SCOPE_ID]);
         f_u(o, "time_ns", f[CT_META_TIME]);
         for (next = i; next < t->n; next++) {
             const struct ct_record *m = &t->recs[next];

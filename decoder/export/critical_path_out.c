@@ -27,8 +27,10 @@ void ct_cp_json(FILE *f, const struct ct_cp_result *r, int64_t t0)
     ct_json_member(f, "path_us", us(r->total), 3);
     fputs(",\"step_p50_us\":", f);
     ct_json_num(f, r->step_p50 / 1000.0, 3);
-    fprintf(f, ",\"unordered_points\":%zu,\"graph_chunks\":%zu,\"categories\":{", r->unordered,
-            r->chunks);
+    fprintf(f,
+            ",\"unordered_points\":%zu,\"graph_chunks\":%zu,\"cuda_graph_ops\":%zu,"
+            "\"cuda_graph_ops_with_edges\":%zu,\"categories\":{",
+            r->unordered, r->chunks, r->graph_ops, r->graph_ops_edges);
     for (int c = 0; c < CT_CP_NCAT; c++) {
         fprintf(f, "%s", c ? "," : "");
         ct_json_member(f, ct_cp_cat_name(c), us(r->cat[c]), 3);
@@ -112,6 +114,14 @@ void ct_cp_text(FILE *f, const struct ct_cp_result *r, size_t top)
     if (r->unordered)
         fprintf(f, "  note: %zu points in a dependency cycle kept at their measured times\n",
                 r->unordered);
+    if (r->graph_ops > r->graph_ops_edges)
+        fprintf(f,
+                "  note: %zu of %zu GPU ops of CUDA graph replays follow their stream's order, "
+                "not their graph's edges (not in the trace: docs/critical-path.md, CUDA graphs)\n",
+                r->graph_ops - r->graph_ops_edges, r->graph_ops);
+    else if (r->graph_ops)
+        fprintf(f, "  CUDA graphs: all %zu GPU ops of graph replays follow their graph's edges\n",
+                r->graph_ops);
     if (r->chunks > 1)
         fprintf(f,
                 "  note: the run's graph would pass the memory limit: computed in %zu chunks of "

@@ -130,6 +130,36 @@ def critical_path(traces):
     return json.loads(critical_path_text(traces))
 
 
+def graph_records(traces):
+    """Problems with the graph's records in `dump --json`: each process
+    has one edges record naming the 5 edges of w_job.c's graph, and every
+    replayed node's graph_node record names one of its 5 nodes."""
+    r = subprocess.run([os.environ["CT_CUTRACE"], "dump", "--json", traces],
+                       capture_output=True, text=True, timeout=300)
+    if r.returncode != 0:
+        return [f"dump failed: {r.stderr}"]
+    edges, nodes, pids = {}, {}, set()
+    for line in r.stdout.splitlines():
+        rec = json.loads(line)
+        if rec["kind"] != "meta":
+            continue
+        pids.add(rec["pid"])
+        if rec["scope"] == "graph":
+            edges.setdefault(rec["pid"], []).extend(rec["edges"].split())
+        elif rec["scope"] == "graph_node":
+            nodes.setdefault(rec["pid"], set()).add(int(rec["graph_node_id"], 16))
+    bad = []
+    for pid in pids:
+        e = [tuple(int(x, 16) for x in p.split(">")) for p in edges.get(pid, [])]
+        ids = sorted({x for p in e for x in p})
+        if len(e) != 5 or len(ids) != 5:
+            bad.append(f"process {pid}: graph edges {e}, expected 5 between 5 nodes")
+        if nodes.get(pid, set()) != set(ids):
+            bad.append(f"process {pid}: replayed nodes {sorted(nodes.get(pid, []))}, "
+                       f"the edges' {ids}")
+    return bad
+
+
 def spilled_differs(traces, d):
     """Problems: the path from the summaries or spilled is not the same bytes."""
     sums = os.path.join(d, "sums")
@@ -191,13 +221,20 @@ def main():
                     failed.append(f"{case}: replay {w['replayed_step_us']} != measured "
                                   f"{w['measured_step_us']}")
                 if "on_path" in c:
-                    failed += path_names(critical_path(os.path.join(d, "f", "traces")),
-                                         *c["on_path"], f"{case}: recorded")
+                    cp = critical_path(os.path.join(d, "f", "traces"))
+                    failed += path_names(cp, *c["on_path"], f"{case}: recorded")
+                    # every replayed node joined by its graph's edges: 5 a step a rank
+                    want = 5 * 30 * c["ranks"]
+                    if (cp["cuda_graph_ops"], cp["cuda_graph_ops_with_edges"]) != (want, want):
+                        failed.append(f"{case}: cuda_graph_ops {cp['cuda_graph_ops']}, with edges "
+                                      f"{cp['cuda_graph_ops_with_edges']}, expected {want}")
                     failed += path_names(w["critical_path"], *c["on_new_path"],
                                          f"{case}: predicted")
                 if c.get("same_spilled") and i == 0:
                     failed += [f"{case}: {b}" for b in
                                spilled_differs(os.path.join(d, "f", "traces"), d)]
+                    failed += [f"{case}: {b}" for b in
+                               graph_records(os.path.join(d, "f", "traces"))]
                 tt = record(c.get("truth_case", case), c["ranks"], c["truth_env"],
                             os.path.join(d, "t"))
                 if "steps" in c:

@@ -602,6 +602,8 @@ START_TEST(a_replayed_graph_follows_its_own_edges)
         ck_assert_int_eq(res.steps[i].end - res.steps[i].start, TB_US(1000));
         ck_assert_int_eq(res.steps[i].cat[CT_CP_COMPUTE], TB_US(710));
     }
+    ck_assert_uint_eq(res.graph_ops, 15); /* 5 nodes x 3 replays, every one joined */
+    ck_assert_uint_eq(res.graph_ops_edges, 15);
     int64_t b = 0, c = 0;
     for (size_t i = 0; i < res.nsegs; i++) {
         b += !strcmp(res.segs[i].name ? res.segs[i].name : "", "B") ? res.segs[i].dur : 0;
@@ -623,6 +625,8 @@ START_TEST(a_replayed_graph_follows_its_own_edges)
     ck_assert_int_eq(ct_cp_paths(g, &res), 0);
     for (size_t i = 0; i < res.nsteps; i++)
         ck_assert_int_eq(res.steps[i].cat[CT_CP_COMPUTE], TB_US(660));
+    ck_assert_uint_eq(res.graph_ops, 15); /* said: none of them follows its graph */
+    ck_assert_uint_eq(res.graph_ops_edges, 0);
     ct_cp_result_free(&res);
     ck_assert(fabs(graph_step(g, "kernel=B=2") - (double)TB_US(1000)) < 0.5);
     ct_cp_free(g);
