@@ -125,27 +125,41 @@ out:
     free(text);
 }
 
-/* Runs an instantiation (real(args) in `call`) with the clone collector
- * set, then records the call and the graph's edges. */
-#define INSTANTIATE(sym, flags, g, call)                                                           \
-    do {                                                                                           \
-        if (!ct_shim_recording() || ct_tls_clones)                                                 \
-            return (call);                                                                         \
-        struct ct_call c;                                                                          \
-        struct ct_clones cl = {0};                                                                 \
-        ct_call_enter(&c);                                                                         \
-        ct_tls_clones = &cl;                                                                       \
-        CUresult r = (call);                                                                       \
-        ct_tls_clones = NULL;                                                                      \
-        CT_ERRNO_SAVE;                                                                             \
-        ct_call_simple(&c, sym, CT_FAM_OTHER, r, 0, -1, flags, 0, 0);                              \
-        if (r == CUDA_SUCCESS)                                                                     \
-            write_edges(g, &cl);                                                                   \
-        free(cl.v);                                                                                \
-        CT_ERRNO_RESTORE;                                                                          \
-        ct_call_leave(&c);                                                                         \
-        return r;                                                                                  \
-    } while (0)
+/* An instantiation being recorded: its call and the clones CUPTI reports
+ * on this thread while the real call runs. */
+struct inst {
+    int on; /* 0: not recorded (shim paused, or an instantiation inside one) */
+    struct ct_call c;
+    struct ct_clones cl;
+};
+
+/* Before the real call: sets the clone collector. */
+static void inst_begin(struct inst *s)
+{
+    s->on = ct_shim_recording() && !ct_tls_clones;
+    if (!s->on)
+        return;
+    s->cl = (struct ct_clones){0};
+    ct_call_enter(&s->c);
+    ct_tls_clones = &s->cl;
+}
+
+/* After it (r its result): records the call and graph g's edges, and
+ * returns r; errno as the real call left it. */
+static CUresult inst_end(struct inst *s, enum ct_sym sym, unsigned flags, CUgraph g, CUresult r)
+{
+    if (!s->on)
+        return r;
+    ct_tls_clones = NULL;
+    CT_ERRNO_SAVE;
+    ct_call_simple(&s->c, sym, CT_FAM_OTHER, r, 0, -1, flags, 0, 0);
+    if (r == CUDA_SUCCESS)
+        write_edges(g, &s->cl);
+    free(s->cl.v);
+    CT_ERRNO_RESTORE;
+    ct_call_leave(&s->c);
+    return r;
+}
 
 CUresult ct_impl_cuGraphInstantiate(CUgraphExec *x, CUgraph g, CUgraphNode *err, char *log,
                                     size_t n)
@@ -153,7 +167,9 @@ CUresult ct_impl_cuGraphInstantiate(CUgraphExec *x, CUgraph g, CUgraphNode *err,
     inst_fn real = CT_REAL(inst_fn, CT_SYM_cuGraphInstantiate);
     if (!real)
         return CT_NOT_AVAILABLE;
-    INSTANTIATE(CT_SYM_cuGraphInstantiate, 0, g, real(x, g, err, log, n));
+    struct inst s;
+    inst_begin(&s);
+    return inst_end(&s, CT_SYM_cuGraphInstantiate, 0, g, real(x, g, err, log, n));
 }
 
 CUresult ct_impl_cuGraphInstantiate_v2(CUgraphExec *x, CUgraph g, CUgraphNode *err, char *log,
@@ -162,7 +178,9 @@ CUresult ct_impl_cuGraphInstantiate_v2(CUgraphExec *x, CUgraph g, CUgraphNode *e
     inst_fn real = CT_REAL(inst_fn, CT_SYM_cuGraphInstantiate_v2);
     if (!real)
         return CT_NOT_AVAILABLE;
-    INSTANTIATE(CT_SYM_cuGraphInstantiate_v2, 0, g, real(x, g, err, log, n));
+    struct inst s;
+    inst_begin(&s);
+    return inst_end(&s, CT_SYM_cuGraphInstantiate_v2, 0, g, real(x, g, err, log, n));
 }
 
 CUresult ct_impl_cuGraphInstantiateWithFlags(CUgraphExec *x, CUgraph g, unsigned long long fl)
@@ -170,7 +188,9 @@ CUresult ct_impl_cuGraphInstantiateWithFlags(CUgraphExec *x, CUgraph g, unsigned
     inst_flags_fn real = CT_REAL(inst_flags_fn, CT_SYM_cuGraphInstantiateWithFlags);
     if (!real)
         return CT_NOT_AVAILABLE;
-    INSTANTIATE(CT_SYM_cuGraphInstantiateWithFlags, 0, g, real(x, g, fl));
+    struct inst s;
+    inst_begin(&s);
+    return inst_end(&s, CT_SYM_cuGraphInstantiateWithFlags, 0, g, real(x, g, fl));
 }
 
 CUresult ct_impl_cuGraphInstantiateWithParams(CUgraphExec *x, CUgraph g,
@@ -179,7 +199,9 @@ CUresult ct_impl_cuGraphInstantiateWithParams(CUgraphExec *x, CUgraph g,
     inst_params_fn real = CT_REAL(inst_params_fn, CT_SYM_cuGraphInstantiateWithParams);
     if (!real)
         return CT_NOT_AVAILABLE;
-    INSTANTIATE(CT_SYM_cuGraphInstantiateWithParams, 0, g, real(x, g, p));
+    struct inst s;
+    inst_begin(&s);
+    return inst_end(&s, CT_SYM_cuGraphInstantiateWithParams, 0, g, real(x, g, p));
 }
 
 CUresult ct_impl_cuGraphInstantiateWithParams_ptsz(CUgraphExec *x, CUgraph g,
@@ -188,5 +210,8 @@ CUresult ct_impl_cuGraphInstantiateWithParams_ptsz(CUgraphExec *x, CUgraph g,
     inst_params_fn real = CT_REAL(inst_params_fn, CT_SYM_cuGraphInstantiateWithParams_ptsz);
     if (!real)
         return CT_NOT_AVAILABLE;
-    INSTANTIATE(CT_SYM_cuGraphInstantiateWithParams_ptsz, CT_APIF_PER_THREAD, g, real(x, g, p));
+    struct inst s;
+    inst_begin(&s);
+    return inst_end(&s, CT_SYM_cuGraphInstantiateWithParams_ptsz, CT_APIF_PER_THREAD, g,
+                    real(x, g, p));
 }
