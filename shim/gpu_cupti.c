@@ -140,10 +140,13 @@ static void emit_one(const uint64_t *f, uint64_t node)
 {
     if (ct_emit(CT_REC_GPU, CT_RF_NS, f, CT_GPU_NFIELDS) || !node)
         return;
-    static uint32_t key;
-    if (!key)
-        key = ct_intern("node");
-    uint64_t m[CT_META_NFIELDS] = {f[CT_GPU_START], CT_SCOPE_GRAPH_NODE, node, key, 0};
+    /* CUPTI may deliver buffers on its thread and on a flushing one at once;
+     * interning is idempotent, so two first calls agree */
+    static _Atomic uint32_t key;
+    uint32_t k = atomic_load_explicit(&key, memory_order_relaxed);
+    if (!k)
+        atomic_store_explicit(&key, k = ct_intern("node"), memory_order_relaxed);
+    uint64_t m[CT_META_NFIELDS] = {f[CT_GPU_START], CT_SCOPE_GRAPH_NODE, node, k, 0};
     ct_emit(CT_REC_META, CT_RF_NS, m, CT_META_NFIELDS);
 }
 
