@@ -330,9 +330,9 @@ static void decode(struct ct_sum_rbuf *r, struct ct_proc *p, struct ct_hcollect 
         p->gedges[i].to = ct_sum_get_u64(r);
         p->gedges[i].from = ct_sum_get_u64(r);
         /* sorted by (to, from), as the critical path's search needs */
-        if (i && (p->gedges[i].to < p->gedges[i - 1].to ||
-                  (p->gedges[i].to == p->gedges[i - 1].to &&
-                   p->gedges[i].from < p->gedges[i - 1].from)))
+        if (i &&
+            (p->gedges[i].to < p->gedges[i - 1].to ||
+             (p->gedges[i].to == p->gedges[i - 1].to && p->gedges[i].from < p->gedges[i - 1].from)))
             r->bad = 1;
     }
     p->syncs = ct_sum_get_array(r, &p->nsyncs, 20, sizeof(*p->syncs), oom);
