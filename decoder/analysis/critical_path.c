@@ -243,7 +243,12 @@ static size_t launched_after(const struct slaunch *v, size_t n, uint32_t stream,
 /* The recorded event edges of the rank's main process (decoder/read/
  * timeline.h, struct ct_evedge): the first op launched on the waiting
  * stream after the wait starts after the end of the last op launched on
- * the recording stream before the record. 0 or -ENOMEM. */
+ * the recording stream before the record. A launch of several ops (a CUDA
+ * graph's nodes, an NCCL op's intervals) completes the event with the one
+ * that ended last; a graph launched after the wait waits in each of its
+ * roots (its other nodes follow them: an edge into them too, with its
+ * measured gap, would hold them back when a predecessor is scaled
+ * shorter). 0 or -ENOMEM. */
 static int event_edges(struct ct_cp_graph *g, const struct ct_rank *rk, const struct cp_win *w,
                        const struct opx *ox, int32_t ri)
 {
@@ -263,9 +268,16 @@ static int event_edges(struct ct_cp_graph *g, const struct ct_rank *rk, const st
         size_t b = launched_after(v, n, e->to, e->wait, 0);
         if (!a || v[a - 1].stream != e->from || b == n || v[b].stream != e->to)
             continue; /* nothing recorded before, or nothing waited after */
-        rc = ct_cp_add_edge(g, ox[v[a - 1].op].pe, ox[v[b].op].ps, CP_GAP, CT_CP_GPU_GAP, ri);
-        if (!rc)
-            g->ed[g->ned - 1].stream = e->to;
+        size_t src = a - 1;
+        for (size_t c = a - 1; c-- > 0 && v[c].stream == e->from && v[c].launch == v[a - 1].launch;)
+            if (w->ops[v[c].op].e > w->ops[v[src].op].e)
+                src = c;
+        for (size_t c = b; c < n && v[c].stream == e->to && v[c].launch == v[b].launch && !rc; c++)
+            if (c == b || ct_cp_graph_root(rk, &w->ops[v[c].op])) {
+                rc = ct_cp_add_edge(g, ox[v[src].op].pe, ox[v[c].op].ps, CP_GAP, CT_CP_GPU_GAP, ri);
+                if (!rc)
+                    g->ed[g->ned - 1].stream = e->to;
+            }
     }
     free(v);
     return rc;

@@ -83,6 +83,15 @@ static uint32_t op_of(const struct cp_gix *ix, size_t n, int64_t launch, uint32_
                : UINT32_MAX;
 }
 
+int ct_cp_graph_root(const struct ct_rank *rk, const struct ct_gop *o)
+{
+    const struct ct_proc *p0 = rk->procs[0];
+    if (!o->gnode || !p0->ngedges)
+        return 0;
+    size_t k = first_into(p0->gedges, p0->ngedges, o->gnode);
+    return k == p0->ngedges || p0->gedges[k].to != o->gnode;
+}
+
 int ct_cp_graph_edges(struct ct_cp_graph *g, const struct ct_rank *rk, const struct cp_win *w,
                       const struct opx *ox, const struct cp_gix *ix, size_t nix, size_t i,
                       int32_t ri, int *root)

@@ -124,6 +124,9 @@ struct cp_gix {
  * no graph edges). 0 or -ENOMEM. */
 int ct_cp_graph_index(const struct ct_rank *rk, const struct cp_win *w, struct cp_gix **out,
                       size_t *nout);
+/* 1 when o ran as a node that its graph's recorded edges give no
+ * predecessor: a root, which waits for what its launch stream waited for. */
+int ct_cp_graph_root(const struct ct_rank *rk, const struct ct_gop *o);
 /* The edges into op i from its graph predecessors' ops in its launch: 1
  * when added (its sources are those), 0 when the stream rule applies
  * (*root set: a root node, whose source is what its stream ran before the

@@ -635,6 +635,84 @@ START_TEST(a_replayed_graph_follows_its_own_edges)
 }
 END_TEST
 
+/*
+ * Event waits into and out of CUDA graph launches, 3 steps of 1000 µs at
+ * a = 1000 + 1000 k (µs; ranges [a, a + 1000)).
+ * into: X on stream 1 [a+20, a+420) (launched a+10); cuEventRecord on 1 at
+ *   a+12, cuStreamWaitEvent on 2 at a+14; a graph launched on 2 at a+16
+ *   with two chains, R1 [a+422, a+432) -> E1 [a+434, a+444) and R2
+ *   [a+423, a+723) -> E2 [a+725, a+735); N on 2 [a+737, a+747) (launched
+ *   a+17); a sync [a+18, a+750). Both roots waited for X: kernel=X=2 ends
+ *   X at a+820, R2 at a+1123, E2 at a+1135, N at a+1147, the sync at
+ *   a+1150: steps of 1400. The wait reaching R1 alone leaves R2, E2 and N
+ *   where they were, and the step at 1000.
+ * out of: a graph launched on 2 at a+10 with P [a+20, a+420) and Q
+ *   [a+30, a+60) (no edges: two roots); cuEventRecord on 2 at a+12,
+ *   waited on by 3 at a+14; Y on 3 [a+422, a+472) (launched a+16); a sync
+ *   [a+18, a+480). The event completed with P, which ended last, not with
+ *   Q, which started last: kernel=P=0.5 ends P at a+220, Y at a+272 and
+ *   the sync at a+280: steps of 800. Taking Q leaves them at 1000.
+ */
+static void graph_waits(struct ct_job *job, struct ct_report *rep, int into)
+{
+    struct tb_job b;
+    tb_init(&b);
+    struct ct_proc *p = tb_proc(&b, 0);
+    for (int k = 0; k < 3; k++) {
+        int64_t a = 1000 + 1000 * k;
+        tb_range(p, a, a + 1000, k);
+        if (into) {
+            tb_kernel(p, "X", 1, a + 20, a + 420, a + 10);
+            tb_event_edge(p, 1, a + 12, 2, a + 14);
+            tb_launch(p, a + 16);
+            tb_graph_kernel(p, "R1", 2, a + 422, a + 432, a + 16, 4 * k + 1);
+            tb_graph_kernel(p, "R2", 2, a + 423, a + 723, a + 16, 4 * k + 2);
+            tb_graph_kernel(p, "E1", 2, a + 434, a + 444, a + 16, 4 * k + 3);
+            tb_graph_kernel(p, "E2", 2, a + 725, a + 735, a + 16, 4 * k + 4);
+            tb_kernel(p, "N", 2, a + 737, a + 747, a + 17);
+            tb_sync(p, a + 18, a + 750);
+        } else {
+            tb_launch(p, a + 10);
+            tb_graph_kernel(p, "P", 2, a + 20, a + 420, a + 10, 2 * k + 1);
+            tb_graph_kernel(p, "Q", 2, a + 30, a + 60, a + 10, 2 * k + 2);
+            tb_event_edge(p, 2, a + 12, 3, a + 14);
+            tb_kernel(p, "Y", 3, a + 422, a + 472, a + 16);
+            tb_sync(p, a + 18, a + 480);
+        }
+    }
+    if (into) /* by (to, from) */
+        for (uint64_t k = 0; k < 3; k++) {
+            tb_graph_edge(p, 4 * k + 1, 4 * k + 3);
+            tb_graph_edge(p, 4 * k + 2, 4 * k + 4);
+        }
+    else /* a graph of roots only: an edge list that names other nodes */
+        tb_graph_edge(p, 100, 101);
+    tb_build(&b, job);
+    tb_analyze(job, NULL, rep);
+}
+
+START_TEST(an_event_wait_meets_a_graph_launch_at_its_roots_and_last_end)
+{
+    struct ct_job job;
+    struct ct_report rep;
+    struct ct_cp_graph *g;
+    graph_waits(&job, &rep, 1);
+    ck_assert_int_eq(ct_cp_build(&rep, &g), 0);
+    ck_assert(fabs(graph_step(g, "kernel=X=1") - (double)TB_US(1000)) < 0.5);
+    ck_assert(fabs(graph_step(g, "kernel=X=2") - (double)TB_US(1400)) < 0.5);
+    ct_cp_free(g);
+    ct_report_free(&rep);
+    ct_job_free(&job);
+    graph_waits(&job, &rep, 0);
+    ck_assert_int_eq(ct_cp_build(&rep, &g), 0);
+    ck_assert(fabs(graph_step(g, "kernel=P=1") - (double)TB_US(1000)) < 0.5);
+    ck_assert(fabs(graph_step(g, "kernel=P=0.5") - (double)TB_US(800)) < 0.5);
+    ct_cp_free(g);
+    ct_report_free(&rep);
+    ct_job_free(&job);
+}
+END_TEST
+
 START_TEST(selectors_parse_and_bad_ones_say_why)
 {
     struct ct_cp_scale s;
@@ -676,6 +754,7 @@ Suite *critical_path_suite(void)
     tcase_add_test(tc, a_run_too_large_for_one_graph_is_cut_into_chunks);
     tcase_add_test(tc, selectors_parse_and_bad_ones_say_why);
     tcase_add_test(tc, a_replayed_graph_follows_its_own_edges);
+    tcase_add_test(tc, an_event_wait_meets_a_graph_launch_at_its_roots_and_last_end);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -107,6 +107,12 @@ void tb_graph_edge(struct ct_proc *p, uint64_t from, uint64_t to)
     p->gedges[p->ngedges++] = (struct ct_gedge){to, from};
 }
 
+void tb_event_edge(struct ct_proc *p, uint32_t from, int64_t rec, uint32_t to, int64_t wait)
+{
+    p->edges = grow(p->edges, p->nedges, sizeof(*p->edges));
+    p->edges[p->nedges++] = (struct ct_evedge){TB_US(rec), TB_US(wait), from, to};
+}
+
 void tb_copy(struct ct_proc *p, uint32_t stream, int64_t s, int64_t e, int64_t launch)
 {
     uint32_t id = name_id(p, "memcpy");

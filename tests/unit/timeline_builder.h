@@ -50,6 +50,9 @@ void tb_kernel(struct ct_proc *p, const char *name, uint32_t stream, int64_t s, 
 void tb_graph_kernel(struct ct_proc *p, const char *name, uint32_t stream, int64_t s, int64_t e,
                      int64_t launch, uint64_t node);
 void tb_graph_edge(struct ct_proc *p, uint64_t from, uint64_t to);
+/* An event edge: a cuEventRecord on stream `from` at host time rec (µs)
+ * waited on by stream `to` at wait. Add them in wait order. */
+void tb_event_edge(struct ct_proc *p, uint32_t from, int64_t rec, uint32_t to, int64_t wait);
 
 /* A memcpy [s, e) (class memory); launch as for tb_kernel. */
 void tb_copy(struct ct_proc *p, uint32_t stream, int64_t s, int64_t e, int64_t launch);
