@@ -13,7 +13,8 @@
  * W_JOB_RANK1_CLOCK_OFFSET_NS=X makes rank 1 record its realtime clock X ns
  * off (CUTRACE_TEST_CLOCK_OFFSET_NS), as a host with a skewed clock would.
  *
- * Cases (ms; f = forward kernel, b = backward kernel):
+ * Cases (ms; f = forward kernel, b = backward kernel; serve and graph, which
+ * replay CUDA graphs, are in w_job_graphs.c):
  *   dp       2 ranks, 10 steps: 4 f (1) then 4 b (1.5) on the compute
  *            stream; after backward kernel j its gradient bucket (1 MB)
  *            is all-reduced on a communication stream (1 ms), waiting
@@ -114,22 +115,7 @@
 
 #include "cutrace/cutrace.h"
 
-#define CHECK(x)                                                                                   \
-    do {                                                                                           \
-        int rc_ = (int)(x);                                                                        \
-        if (rc_ != 0) {                                                                            \
-            fprintf(stderr, "w_job: %s failed: %d\n", #x, rc_);                                    \
-            exit(2);                                                                               \
-        }                                                                                          \
-    } while (0)
-
-struct rank {
-    int r, n;
-    CUmodule mod;
-    CUstream c, m;    /* compute, communication */
-    CUdeviceptr a, b; /* 16 MiB each */
-    ncclComm_t comm;  /* NULL for one rank */
-};
+#include "tests/labelled/w_job.h"
 
 /* A barrier shared by the rank processes (shm named after the launcher). */
 static pthread_barrier_t *shared_barrier(int n, int create)
@@ -153,14 +139,14 @@ static pthread_barrier_t *shared_barrier(int n, int create)
     return b;
 }
 
-static int64_t now_ns(void)
+int64_t wj_now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static void kernel(struct rank *k, CUstream s, const char *name)
+void wj_kernel(struct rank *k, CUstream s, const char *name)
 {
     CUfunction f;
     CHECK(cuModuleGetFunction(&f, k->mod, name));
@@ -176,7 +162,7 @@ static int annotated(void)
     return !s || strcmp(s, "1") != 0;
 }
 
-static void step_begin(int i)
+void wj_step_begin(int i)
 {
     char name[32];
     snprintf(name, sizeof(name), "ProfilerStep#%d", i);
@@ -184,7 +170,7 @@ static void step_begin(int i)
         cutrace_range_push(name);
 }
 
-static void step_pop(void)
+void wj_step_pop(void)
 {
     if (annotated())
         cutrace_range_pop();
@@ -193,7 +179,7 @@ static void step_pop(void)
 /* W_JOB_STEPS=N runs N steps (N iterations of pipe) instead of the case's
  * own count: tests/labelled/check_light.py needs jobs long enough for
  * several capture windows. */
-static int steps(int dflt)
+int wj_steps(int dflt)
 {
     const char *s = getenv("W_JOB_STEPS");
     int n = s ? atoi(s) : 0;
@@ -203,7 +189,7 @@ static int steps(int dflt)
 static void step_end(struct rank *k)
 {
     CHECK(cuCtxSynchronize());
-    step_pop();
+    wj_step_pop();
     (void)k;
 }
 
@@ -220,17 +206,17 @@ static void dp(struct rank *k, int overlap)
     CUevent ev[4];
     for (int j = 0; j < 4; j++)
         CHECK(cuEventCreate(&ev[j], CU_EVENT_DISABLE_TIMING));
-    for (int i = 0, n = steps(10); i < n; i++) {
-        step_begin(i);
+    for (int i = 0, n = wj_steps(10); i < n; i++) {
+        wj_step_begin(i);
         for (int j = 0; j < 4; j++)
-            kernel(k, k->c, "forward__1000us");
+            wj_kernel(k, k->c, "forward__1000us");
         if (k->r == 0 && log_rank0) {
             float loss;
             CHECK(cuMemcpyDtoHAsync(&loss, k->a, sizeof(loss), k->c));
             CHECK(cuStreamSynchronize(k->c));
         }
         for (int j = 0; j < 4; j++) {
-            kernel(k, k->c, "backward__1500us");
+            wj_kernel(k, k->c, "backward__1500us");
             if (overlap || j == 3) {
                 CHECK(cuEventRecord(ev[j], k->c));
                 CHECK(cuStreamWaitEvent(k->m, ev[j], 0));
@@ -273,19 +259,19 @@ static void pipe_1f1b(struct rank *k)
     int steady = m - warmup;
     /* rank 0 made it before ncclCommInitRank, which the others passed */
     pthread_barrier_t *barrier = shared_barrier(p, 0);
-    for (int i = 0, n = steps(4); i < n; i++) {
-        step_begin(i);
+    for (int i = 0, n = wj_steps(4); i < n; i++) {
+        wj_step_begin(i);
         for (int w = 0; w < warmup; w++) {
             p2p(k, -1, prev); /* recv_forward */
-            kernel(k, k->c, "stage_forward__1000us");
+            wj_kernel(k, k->c, "stage_forward__1000us");
             p2p(k, next, -1); /* send_forward */
         }
         if (steady > 0)
             p2p(k, -1, prev); /* recv_forward */
         for (int j = 0; j < steady; j++) {
-            kernel(k, k->c, "stage_forward__1000us");
+            wj_kernel(k, k->c, "stage_forward__1000us");
             p2p(k, next, next); /* send_forward_recv_backward */
-            kernel(k, k->c, "stage_backward__2000us");
+            wj_kernel(k, k->c, "stage_backward__2000us");
             if (j == steady - 1)
                 p2p(k, prev, -1); /* send_backward */
             else
@@ -293,7 +279,7 @@ static void pipe_1f1b(struct rank *k)
         }
         for (int w = 0; w < warmup; w++) {
             p2p(k, -1, next); /* recv_backward */
-            kernel(k, k->c, "stage_backward__2000us");
+            wj_kernel(k, k->c, "stage_backward__2000us");
             p2p(k, prev, -1); /* send_backward */
         }
         CHECK(cuCtxSynchronize());
@@ -316,11 +302,11 @@ static void loader(struct rank *k, int req, int data)
     const char *cu = getenv("W_JOB_LOADER_COMPUTE_US");
     snprintf(train, sizeof(train), "train__%sus", cu ? cu : "2000");
     int64_t waited = 0;
-    for (int i = 0, n = steps(12); i < n; i++) {
-        step_begin(i);
+    for (int i = 0, n = wj_steps(12); i < n; i++) {
+        wj_step_begin(i);
         char c = (char)i;
         CHECK(write(req, &c, 1) != 1);
-        int64_t t0 = now_ns();
+        int64_t t0 = wj_now_ns();
         size_t got = 0;
         while (got < sizeof(batch)) {
             ssize_t r = read(data, batch + got, sizeof(batch) - got);
@@ -328,10 +314,10 @@ static void loader(struct rank *k, int req, int data)
                 exit(2);
             got += (size_t)r;
         }
-        int64_t w = now_ns() - t0;
+        int64_t w = wj_now_ns() - t0;
         waited += w;
         printf("WAIT %d %.3f\n", i, (double)w / 1000.0);
-        kernel(k, k->c, train);
+        wj_kernel(k, k->c, train);
         step_end(k);
     }
     printf("DATA_WAIT_US %.3f\n", (double)waited / 1000.0);
@@ -373,105 +359,36 @@ static void ckpt(struct rank *k, const char *dir)
     char path[4096];
     snprintf(path, sizeof(path), "%s/ckpt.bin", dir);
     int64_t total = 0;
-    for (int i = 0, n = steps(15); i < n; i++) {
-        step_begin(i);
-        kernel(k, k->c, "train__3000us");
+    for (int i = 0, n = wj_steps(15); i < n; i++) {
+        wj_step_begin(i);
+        wj_kernel(k, k->c, "train__3000us");
         CHECK(cuStreamSynchronize(k->c));
         if (i % 5 == 4) {
-            int64_t t0 = now_ns();
+            int64_t t0 = wj_now_ns();
             CHECK(cuMemcpyDtoH(host, k->a, 16u << 20));
             CHECK(cuMemcpyDtoH(host + (16u << 20), k->b, 16u << 20));
             int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
             if (fd < 0 || write(fd, host, bytes) != (ssize_t)bytes || fsync(fd) != 0)
                 exit(2);
             close(fd);
-            total += now_ns() - t0;
+            total += wj_now_ns() - t0;
         }
         step_end(k);
     }
-    tail_from = now_ns();
+    tail_from = wj_now_ns();
     unlink(path);
     free(host);
     printf("CKPT_US %.3f\n", (double)total / 1000.0);
-}
-
-/* ------------------------------------------------------------ serve */
-
-static void serve(struct rank *k)
-{
-    CUfunction f;
-    CHECK(cuModuleGetFunction(&f, k->mod, "decode__300us"));
-    CUgraph g;
-    CUgraphExec ge;
-    CHECK(cuStreamBeginCapture(k->c, CU_STREAM_CAPTURE_MODE_GLOBAL));
-    for (int j = 0; j < 6; j++)
-        CHECK(cuLaunchKernel(f, 1, 1, 1, 128, 1, 1, 0, k->c, NULL, NULL));
-    CHECK(cuStreamEndCapture(k->c, &g));
-    CHECK(cuGraphInstantiate(&ge, g, 0));
-    for (int i = 0, n = steps(60); i < n; i++) {
-        step_begin(i);
-        if (i % 10 == 0)
-            for (int j = 0; j < 1 + (i / 10) % 3; j++)
-                kernel(k, k->c, "prefill__2000us");
-        CHECK(cuGraphLaunch(ge, k->c));
-        CHECK(ncclAllReduce((void *)(uintptr_t)k->a, (void *)(uintptr_t)k->b, 16384, ncclFloat32,
-                            ncclSum, k->comm, (cudaStream_t)k->c));
-        CHECK(cuStreamSynchronize(k->c));
-        step_pop();
-        int64_t t0 = now_ns();
-        usleep(200 + 100 * (unsigned)(i % 4));
-        printf("HOST %d %d %.3f\n", k->r, i, (double)(now_ns() - t0) / 1000.0);
-    }
-    CHECK(cuGraphExecDestroy(ge));
-    CHECK(cuGraphDestroy(g));
-}
-
-/* ------------------------------------------------------------ graph */
-
-static void graph(struct rank *k)
-{
-    const char *bu = getenv("W_JOB_GRAPH_B_US");
-    char b[64];
-    snprintf(b, sizeof(b), "g_branch__%sus", bu && *bu ? bu : "3000");
-    CUevent fork, join;
-    CHECK(cuEventCreate(&fork, CU_EVENT_DISABLE_TIMING));
-    CHECK(cuEventCreate(&join, CU_EVENT_DISABLE_TIMING));
-    CUgraph g;
-    CUgraphExec ge;
-    CHECK(cuStreamBeginCapture(k->c, CU_STREAM_CAPTURE_MODE_GLOBAL));
-    kernel(k, k->c, "g_head__1000us"); /* A */
-    CHECK(cuEventRecord(fork, k->c));
-    CHECK(cuStreamWaitEvent(k->m, fork, 0));
-    kernel(k, k->c, b);                /* B */
-    kernel(k, k->m, "g_side__4500us"); /* C */
-    kernel(k, k->c, "g_body__3000us"); /* D */
-    CHECK(cuEventRecord(join, k->m));
-    CHECK(cuStreamWaitEvent(k->c, join, 0));
-    kernel(k, k->c, "g_tail__1000us"); /* E */
-    CHECK(cuStreamEndCapture(k->c, &g));
-    CHECK(cuGraphInstantiate(&ge, g, 0));
-    for (int i = 0, n = steps(20); i < n; i++) {
-        step_begin(i);
-        CHECK(cuGraphLaunch(ge, k->c));
-        CHECK(ncclAllReduce((void *)(uintptr_t)k->a, (void *)(uintptr_t)k->b, 250000, ncclFloat32,
-                            ncclSum, k->comm, (cudaStream_t)k->c));
-        CHECK(cuStreamSynchronize(k->c));
-        step_pop();
-    }
-    CHECK(cuGraphExecDestroy(ge));
-    CHECK(cuGraphDestroy(g));
-    CHECK(cuEventDestroy(fork));
-    CHECK(cuEventDestroy(join));
 }
 
 /* ------------------------------------------------------------ others */
 
 static void slow(struct rank *k)
 {
-    for (int i = 0, n = steps(8); i < n; i++) {
-        step_begin(i);
+    for (int i = 0, n = wj_steps(8); i < n; i++) {
+        wj_step_begin(i);
         for (int j = 0; j < 5; j++)
-            kernel(k, k->c, "layer__1000us");
+            wj_kernel(k, k->c, "layer__1000us");
         CHECK(ncclAllReduce((void *)(uintptr_t)k->a, (void *)(uintptr_t)k->b, 25000, ncclFloat32,
                             ncclSum, k->comm, (cudaStream_t)k->c));
         step_end(k);
@@ -481,9 +398,9 @@ static void slow(struct rank *k)
 static void throttle(struct rank *k)
 {
     for (int i = 0; i < 40; i++) {
-        step_begin(i);
+        wj_step_begin(i);
         for (int j = 0; j < 5; j++)
-            kernel(k, k->c, "layer__2000us");
+            wj_kernel(k, k->c, "layer__2000us");
         CHECK(ncclAllReduce((void *)(uintptr_t)k->a, (void *)(uintptr_t)k->b, 25000, ncclFloat32,
                             ncclSum, k->comm, (cudaStream_t)k->c));
         step_end(k);
@@ -506,15 +423,15 @@ static void tiny(struct rank *k)
      * wall time here is waking up (the 200 ns kernels keep the GPU caught
      * up, so there is next to nothing to drain). */
     int64_t off = 0, sync = 0;
-    for (int i = 0, n = steps(10); i < n; i++) {
-        step_begin(i);
-        int64_t w0 = now_ns(), c0 = thread_cpu_ns();
+    for (int i = 0, n = wj_steps(10); i < n; i++) {
+        wj_step_begin(i);
+        int64_t w0 = wj_now_ns(), c0 = thread_cpu_ns();
         for (int j = 0; j < 500; j++)
-            kernel(k, k->c, "tiny__200ns");
-        int64_t w1 = now_ns();
+            wj_kernel(k, k->c, "tiny__200ns");
+        int64_t w1 = wj_now_ns();
         off += (w1 - w0) - (thread_cpu_ns() - c0);
         step_end(k);
-        sync += now_ns() - w1;
+        sync += wj_now_ns() - w1;
     }
     printf("OFFCPU_US %.3f\nSYNC_US %.3f\n", (double)off / 1000.0, (double)sync / 1000.0);
 }
@@ -523,15 +440,15 @@ static void drain(struct rank *k)
 {
     char small[4096];
     int64_t host = 0;
-    for (int i = 0, n = steps(10); i < n; i++) {
-        step_begin(i);
-        kernel(k, NULL, "train__2000us");
+    for (int i = 0, n = wj_steps(10); i < n; i++) {
+        wj_step_begin(i);
+        wj_kernel(k, NULL, "train__2000us");
         CHECK(cuMemcpyDtoH(small, k->a, sizeof(small)));
-        int64_t t0 = now_ns();
+        int64_t t0 = wj_now_ns();
         volatile uint64_t x = 0;
-        while (now_ns() - t0 < 3000000) /* host work: no syscall, no CUDA */
+        while (wj_now_ns() - t0 < 3000000) /* host work: no syscall, no CUDA */
             x = x + 1;
-        host += now_ns() - t0;
+        host += wj_now_ns() - t0;
         step_end(k);
     }
     printf("HOST_US %.3f\n", (double)host / 1000.0);
@@ -543,9 +460,9 @@ static void drain(struct rank *k)
 static void host_stall(struct rank *k, int64_t ns)
 {
     CHECK(cuStreamSynchronize(k->c));
-    int64_t t0 = now_ns();
+    int64_t t0 = wj_now_ns();
     volatile uint64_t x = 0;
-    while (now_ns() - t0 < ns)
+    while (wj_now_ns() - t0 < ns)
         x = x + 1;
 }
 
@@ -572,8 +489,8 @@ static int multigpu(void)
     ncclComm_t comm[2];
     int devs[2] = {0, 1};
     CHECK(ncclCommInitAll(comm, 2, devs));
-    for (int i = 0, n = steps(10); i < n; i++) {
-        step_begin(i);
+    for (int i = 0, n = wj_steps(10); i < n; i++) {
+        wj_step_begin(i);
         for (int d = 0; d < 2; d++) {
             CHECK(cuCtxSetCurrent(ctx[d]));
             for (int j = 0; j < (d == 0 ? 8 : 2); j++)
@@ -590,7 +507,7 @@ static int multigpu(void)
             CHECK(cuCtxSetCurrent(ctx[d]));
             CHECK(cuStreamSynchronize(st[d]));
         }
-        step_pop();
+        wj_step_pop();
     }
     for (int d = 0; d < 2; d++)
         CHECK(ncclCommDestroy(comm[d]));
@@ -614,12 +531,12 @@ static void pipe_variant(struct rank *k, int odd_stage, const char *odd_f, const
     int warmup = p - st - 1 < m ? p - st - 1 : m;
     int steady = m - warmup;
     pthread_barrier_t *barrier = shared_barrier(p, 0);
-    for (int i = 0, n = steps(4); i < n; i++) {
+    for (int i = 0, n = wj_steps(4); i < n; i++) {
         int mb = 0; /* the micro-batch whose activations go next */
-        step_begin(i);
+        wj_step_begin(i);
         for (int w = 0; w < warmup; w++) {
             p2p(k, -1, prev);
-            kernel(k, k->c, fwd);
+            wj_kernel(k, k->c, fwd);
             if (st == stall_stage && mb++ % 2 == 0)
                 host_stall(k, stall_ns);
             p2p(k, next, -1);
@@ -627,11 +544,11 @@ static void pipe_variant(struct rank *k, int odd_stage, const char *odd_f, const
         if (steady > 0)
             p2p(k, -1, prev);
         for (int j = 0; j < steady; j++) {
-            kernel(k, k->c, fwd);
+            wj_kernel(k, k->c, fwd);
             if (st == stall_stage && mb++ % 2 == 0)
                 host_stall(k, stall_ns);
             p2p(k, next, next);
-            kernel(k, k->c, bwd);
+            wj_kernel(k, k->c, bwd);
             if (j == steady - 1)
                 p2p(k, prev, -1);
             else
@@ -639,7 +556,7 @@ static void pipe_variant(struct rank *k, int odd_stage, const char *odd_f, const
         }
         for (int w = 0; w < warmup; w++) {
             p2p(k, -1, next);
-            kernel(k, k->c, bwd);
+            wj_kernel(k, k->c, bwd);
             p2p(k, prev, -1);
         }
         CHECK(cuCtxSynchronize());
@@ -727,9 +644,9 @@ static int rank_main(int r, int n, const char *idhex, const char *c)
     else if (!strcmp(c, "drain"))
         drain(&k);
     else if (!strcmp(c, "serve"))
-        serve(&k);
+        wj_serve(&k);
     else if (!strcmp(c, "graph"))
-        graph(&k);
+        wj_graph(&k);
     else if (!strcmp(c, "pipe_slow"))
         pipe_variant(&k, -1, "stage_forward__1500us", "stage_backward__3000us", -1, 0);
     else if (!strcmp(c, "pipe_half"))
@@ -740,7 +657,7 @@ static int rank_main(int r, int n, const char *idhex, const char *c)
         return 2;
     CHECK(cuCtxSynchronize());
     if (tail_from)
-        printf("TAIL_US %.3f\n", (double)(now_ns() - tail_from) / 1000.0);
+        printf("TAIL_US %.3f\n", (double)(wj_now_ns() - tail_from) / 1000.0);
     if (k.comm)
         CHECK(ncclCommDestroy(k.comm));
     if (req[1] >= 0) {
