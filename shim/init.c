@@ -79,6 +79,7 @@ __attribute__((constructor)) static void family_page(void)
 {
     ct_shim_pid = (pid_t)syscall(SYS_getpid);
     ct_shim_start_mono_ns = mono_now();
+    ct_run_id_export(); /* before main: the job's own processes inherit it */
     pthread_atfork(ct_recorder_fork_prepare, ct_recorder_fork_done, shim_atfork_child);
     void *m =
         mmap(NULL, sizeof(*g_tally), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);

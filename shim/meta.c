@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "shim/shim.h"
@@ -74,6 +75,88 @@ void ct_launcher_detect(struct ct_launcher *l)
     sanitize(l->host);
 }
 
+/* Keeps [A-Za-z0-9._-] of a launcher's value, in a run identity. */
+static void run_chars(char *s)
+{
+    for (; *s; s++)
+        if (!isalnum((unsigned char)*s) && *s != '.' && *s != '_' && *s != '-')
+            *s = '_';
+}
+
+/* Rule 2 of ct_run_identity: 1 when this process is a rank of a launch
+ * that names itself. */
+static int launch_identity(char *out, size_t n, const char **source)
+{
+    const char *job = getenv("SLURM_JOB_ID"), *step = getenv("SLURM_STEP_ID");
+    const char *ns = getenv("PMIX_NAMESPACE"), *ompi = getenv("OMPI_MCA_orte_ess_jobid");
+    if (job && *job && step && *step) {
+        snprintf(out, n, "slurm-%.30s.%.20s", job, step);
+        *source = "slurm";
+    } else if (ns && *ns) {
+        snprintf(out, n, "pmix-%.60s", ns);
+        *source = "pmix";
+    } else if (ompi && *ompi) {
+        snprintf(out, n, "ompi-%.60s", ompi);
+        *source = "ompi";
+    } else {
+        return 0;
+    }
+    run_chars(out);
+    return 1;
+}
+
+static int is_auto(const char *id)
+{
+    return !strncmp(id, "auto-", 5);
+}
+
+void ct_run_identity(char *out, size_t n, const char **source)
+{
+    if (n > CT_RUN_ID_MAX)
+        n = CT_RUN_ID_MAX;
+    const char *env = getenv("CUTRACE_RUN_ID");
+    int valid = env && ct_run_id_check(env) == 0;
+    if (valid && !is_auto(env)) {
+        snprintf(out, n, "%s", env);
+        *source = "cutrace";
+    } else if (launch_identity(out, n, source)) {
+        /* set */
+    } else if (valid) {
+        snprintf(out, n, "%s", env);
+        *source = "inherited";
+    } else {
+        /* ct_run_id_export could not set it (no memory for the variable) */
+        snprintf(out, n, "auto-p%d-%lld", (int)getpid(), (long long)ct_shim_start_mono_ns);
+        *source = "auto";
+    }
+}
+
+void ct_run_id_export(void)
+{
+    const char *env = getenv("CUTRACE_RUN_ID");
+    char id[CT_RUN_ID_MAX];
+    const char *source;
+    if ((env && ct_run_id_check(env) == 0) || launch_identity(id, sizeof(id), &source))
+        return;
+    /* the moment and the process that started the run: unique per host,
+     * and readable in a listing of runs */
+    struct timespec now;
+    struct tm tm;
+    char when[32] = "0";
+    if (clock_gettime(CLOCK_REALTIME, &now) == 0 && gmtime_r(&now.tv_sec, &tm))
+        strftime(when, sizeof(when), "%Y%m%dT%H%M%SZ", &tm);
+    char host[64] = "host";
+    if (gethostname(host, sizeof(host)) != 0)
+        snprintf(host, sizeof(host), "host");
+    host[sizeof(host) - 1] = 0;
+    char *dot = strchr(host, '.');
+    if (dot)
+        *dot = 0;
+    snprintf(id, sizeof(id), "auto-%s-%.24s-p%d", when, host, (int)getpid());
+    run_chars(id);
+    setenv("CUTRACE_RUN_ID", id, 0);
+}
+
 struct kvbuf {
     struct ct_meta_kv *kv;
     size_t n, max;
@@ -131,6 +214,11 @@ size_t ct_meta_process(struct ct_meta_kv *kv, size_t max, char *strbuf, size_t s
     char buf[4096];
     add(&b, "host", l.host);
     add(&b, "job", l.job);
+    char run[CT_RUN_ID_MAX];
+    const char *run_source;
+    ct_run_identity(run, sizeof(run), &run_source);
+    add(&b, "run_id", run);
+    add(&b, "run_id_source", run_source);
     add_long(&b, "rank", l.rank);
     add_long(&b, "local_rank", l.local_rank);
     add_long(&b, "world_size", l.world_size);

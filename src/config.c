@@ -81,6 +81,103 @@ int ct_tags_check(const char *tags, char *err, size_t errlen)
     return 0;
 }
 
+int ct_run_id_check(const char *id)
+{
+    size_t n = strlen(id);
+    if (n == 0 || n >= CT_RUN_ID_MAX || id[0] == '-' || id[0] == '.')
+        return -EINVAL;
+    for (size_t i = 0; i < n; i++) {
+        char c = id[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '-' || c == '.'))
+            return -EINVAL;
+    }
+    return 0;
+}
+
+/* The shim's (above and shim/), the decoder's (CUTRACE_SPILL,
+ * CUTRACE_CP_MAX_MIB, CUTRACE_SHIM) and the launcher-facing ones
+ * (CUTRACE_JOB, CUTRACE_RESTART_COUNT, CUTRACE_RUN_ID). */
+static const char *const known_vars[] = {"CUTRACE_BUFFER_KB",
+                                         "CUTRACE_CLOCK",
+                                         "CUTRACE_CP_MAX_MIB",
+                                         "CUTRACE_CUPTI_LIB",
+                                         "CUTRACE_DURATION",
+                                         "CUTRACE_FLIGHT",
+                                         "CUTRACE_FLIGHT_MB",
+                                         "CUTRACE_FLUSH_MS",
+                                         "CUTRACE_GPU_TIMING",
+                                         "CUTRACE_HANG_S",
+                                         "CUTRACE_HEALTH_MS",
+                                         "CUTRACE_HOST_TRACE_KB",
+                                         "CUTRACE_HUGEPAGES",
+                                         "CUTRACE_INTERNAL_TUNABLES",
+                                         "CUTRACE_IO_MIN_NS",
+                                         "CUTRACE_IO_STACK_NS",
+                                         "CUTRACE_JOB",
+                                         "CUTRACE_LIGHT_PERIOD_MS",
+                                         "CUTRACE_LIGHT_WINDOW_MS",
+                                         "CUTRACE_MAX_MB",
+                                         "CUTRACE_MAX_POLICY",
+                                         "CUTRACE_MODE",
+                                         "CUTRACE_NVML_LIB",
+                                         "CUTRACE_OUTPUT",
+                                         "CUTRACE_REDACT",
+                                         "CUTRACE_RESTART_COUNT",
+                                         "CUTRACE_RUN_ID",
+                                         "CUTRACE_SHIM",
+                                         "CUTRACE_SPILL",
+                                         "CUTRACE_STACKS",
+                                         "CUTRACE_START",
+                                         "CUTRACE_TAGS",
+                                         "CUTRACE_TEST_CLOCK_OFFSET_NS",
+                                         "CUTRACE_ZSTD_LEVEL",
+                                         NULL};
+
+/* Edit distance of a and b, or 3 when it is more than 2 (all that is asked). */
+static int near_edits(const char *a, const char *b)
+{
+    size_t n = strlen(a), m = strlen(b);
+    if (n > m + 2 || m > n + 2 || m >= 64)
+        return 3;
+    int prev[64], cur[64];
+    for (size_t j = 0; j <= m; j++)
+        prev[j] = (int)j;
+    for (size_t i = 1; i <= n; i++) {
+        cur[0] = (int)i;
+        int best = cur[0];
+        for (size_t j = 1; j <= m; j++) {
+            int d = prev[j - 1] + (a[i - 1] != b[j - 1]);
+            if (prev[j] + 1 < d)
+                d = prev[j] + 1;
+            if (cur[j - 1] + 1 < d)
+                d = cur[j - 1] + 1;
+            cur[j] = d;
+            if (d < best)
+                best = d;
+        }
+        if (best > 2)
+            return 3;
+        memcpy(prev, cur, (m + 1) * sizeof(int));
+    }
+    return prev[m] > 2 ? 3 : prev[m];
+}
+
+int ct_config_known(const char *name, const char **near)
+{
+    if (near)
+        *near = NULL;
+    for (int i = 0; known_vars[i]; i++)
+        if (!strcmp(name, known_vars[i]))
+            return 1;
+    for (int i = 0; near && known_vars[i]; i++)
+        if (near_edits(name, known_vars[i]) <= 2) {
+            *near = known_vars[i];
+            break;
+        }
+    return 0;
+}
+
 int ct_parse_int(const char *s, long long lo, long long hi, long long *out)
 {
     if (!s || !*s)
@@ -180,6 +277,14 @@ int ct_config_from_env(struct ct_config *c, const char *(*getenv_fn)(const char 
         return rc;
     if (rc == 0)
         c->duration_s = (unsigned)v;
+    const char *run = getenv_fn("CUTRACE_RUN_ID");
+    if (run && ct_run_id_check(run) != 0) {
+        snprintf(err, errlen,
+                 "CUTRACE_RUN_ID=%.100s: expected 1 to %d letters, digits, '_', '-' or '.', not "
+                 "starting with '-' or '.'",
+                 run, CT_RUN_ID_MAX - 1);
+        return -EINVAL;
+    }
     const char *tags = getenv_fn("CUTRACE_TAGS");
     if (tags) {
         char why[256];

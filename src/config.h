@@ -59,6 +59,22 @@ int ct_config_from_env(struct ct_config *c, const char *(*getenv_fn)(const char 
 #define CT_MAX_TAGS 64
 int ct_tags_check(const char *tags, char *err, size_t errlen);
 
+/*
+ * A run identity (CUTRACE_RUN_ID, `cutrace run`; the shim's metadata
+ * run_id): 1 to CT_RUN_ID_MAX - 1 letters, digits, '_', '-', '.', not
+ * starting with '-' or '.'. 0, or -EINVAL.
+ */
+#define CT_RUN_ID_MAX 80
+int ct_run_id_check(const char *id);
+
+/*
+ * Every CUTRACE_* variable the shim or the cutrace command reads, so that a
+ * misspelt one is caught before a job runs untraced as asked: 1 when name
+ * is one, else 0; *near (when not NULL) is set to the known name within two
+ * edits of name, or NULL.
+ */
+int ct_config_known(const char *name, const char **near);
+
 /* Parses a decimal integer in [lo, hi]; 0 or -EINVAL. */
 int ct_parse_int(const char *s, long long lo, long long hi, long long *out);
 
