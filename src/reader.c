@@ -410,6 +410,19 @@ static int read_zstd_frame(struct ct_reader *r, const struct ct_chunk_sink *sink
     return 1;
 }
 
+int ct_trace_has_footer(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    uint8_t b[8 + CT_FOOTER_SIZE];
+    off_t end = lseek(fd, 0, SEEK_END);
+    ssize_t n = end >= (off_t)sizeof(b) ? pread(fd, b, sizeof(b), end - (off_t)sizeof(b)) : 0;
+    close(fd);
+    return n == (ssize_t)sizeof(b) && le32(b) == CT_SKIP_MAGIC_FOOTER &&
+           le32(b + 4) == CT_FOOTER_SIZE && memcmp(b + 8, CT_FOOTER_MAGIC, 8) == 0;
+}
+
 /* Whether a complete, valid frame starts at p (n bytes to EOF). */
 static int valid_frame_at(struct ct_reader *r, const uint8_t *p, size_t n)
 {

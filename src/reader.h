@@ -89,6 +89,11 @@ void ct_reader_release_io(struct ct_reader *r);
  */
 int ct_reader_next(struct ct_reader *r, const struct ct_chunk_sink *sink);
 
+/* 1 when the file at path ends in a trace footer (the process shut its
+ * trace down), 0 when it does not, a negative errno when it cannot be
+ * read: a look at its last bytes, not a decode. */
+int ct_trace_has_footer(const char *path);
+
 /* The string for id ("" for 0 or unknown ids). */
 const char *ct_reader_string(const struct ct_reader *r, uint64_t id);
 

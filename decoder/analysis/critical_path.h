@@ -54,6 +54,17 @@ struct ct_cp_scale {
  * reason in err. */
 int ct_cp_scale_parse(const char *spec, struct ct_cp_scale *s, char *err, size_t errlen);
 
+/*
+ * Whether selector s (spec as the user gave it) selects anything of rep's
+ * job: a kernel name the glob matches, a rank that is there, a collective
+ * of that name (and size), data-loader waits, checkpoint I/O. 0, or
+ * -ESRCH with err saying what the job has instead: a selector that matches
+ * nothing would predict the run unchanged, which reads as "no gain".
+ */
+struct ct_report;
+int ct_cp_scale_check(const struct ct_report *rep, const struct ct_cp_scale *s, const char *spec,
+                      char *err, size_t errlen);
+
 struct ct_cp_graph;
 
 /* Builds the graph of rep's job over every rank and iteration (opens and

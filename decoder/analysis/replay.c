@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "decoder/analysis/critical_path.h"
 #include "decoder/analysis/critical_path_int.h"
@@ -83,15 +84,22 @@ int ct_cp_scale_parse(const char *spec, struct ct_cp_scale *s, char *err, size_t
                 return -EINVAL;
             }
         }
-        for (int op = 1; op < CT_NCCL_OP_COUNT; op++)
-            if (ct_name_nccl_op((uint64_t)op) && !strcmp(ct_name_nccl_op((uint64_t)op), a)) {
+        /* NCCL's own names (ncclAlltoAll), in any case: AllToAll too */
+        char names[256] = "";
+        size_t at = 0;
+        for (int op = 1; op < CT_NCCL_OP_COUNT; op++) {
+            const char *name = ct_name_nccl_op((uint64_t)op);
+            if (!name)
+                continue;
+            if (!strcasecmp(name, a)) {
                 s->op = op;
                 return 0;
             }
-        snprintf(err, errlen,
-                 "--scale %s: unknown collective '%s'; allowed: AllReduce, Broadcast, Reduce, "
-                 "AllGather, ReduceScatter, AllToAll, Gather, Scatter, Send, Recv",
-                 spec, a);
+            int w = snprintf(names + at, sizeof(names) - at, "%s%s", at ? ", " : "", name);
+            if (w > 0 && (size_t)w < sizeof(names) - at)
+                at += (size_t)w;
+        }
+        snprintf(err, errlen, "--scale %s: unknown collective '%s'; allowed: %s", spec, a, names);
         return -EINVAL;
     }
     snprintf(err, errlen, "--scale %s: unknown selector; %s", spec, allowed);
@@ -109,6 +117,87 @@ static int glob_match(const char *glob, const char *name)
     memcpy(pat, glob, n);
     pat[n] = 0;
     return !fnmatch(pat, name, 0) || !fnmatch(pat, ct_demangle(name, dm, sizeof(dm)), 0);
+}
+
+/* Appends ", name" to buf (len bytes, used so far *at), up to a few. */
+static void list_add(char *buf, size_t len, size_t *at, size_t *count, const char *name)
+{
+    if ((*count)++ >= 6) {
+        if (*count == 7 && *at + 6 < len)
+            *at += (size_t)snprintf(buf + *at, len - *at, ", ...");
+        return;
+    }
+    int w = snprintf(buf + *at, len - *at, "%s%s", *at ? ", " : "", name);
+    if (w > 0 && (size_t)w < len - *at)
+        *at += (size_t)w;
+}
+
+int ct_cp_scale_check(const struct ct_report *rep, const struct ct_cp_scale *s, const char *spec,
+                      char *err, size_t errlen)
+{
+    char have[512] = "";
+    size_t at = 0, count = 0;
+    for (size_t r = 0; r < rep->nr; r++) {
+        const struct ct_rank *R = rep->rr[r].rank;
+        switch (s->kind) {
+        case CT_SEL_KERNEL:
+            for (size_t i = 0; i < R->nnames; i++)
+                if (glob_match(s->glob, R->names[i]))
+                    return 0;
+            break;
+        case CT_SEL_RANK:
+        case CT_SEL_HOST:
+            if (R->rank == s->rank)
+                return 0;
+            break;
+        case CT_SEL_DATA:
+        case CT_SEL_CKPT:
+            for (size_t k = 0; k < R->nprocs; k++)
+                if ((s->kind == CT_SEL_DATA ? R->procs[k]->data_wait : R->procs[k]->ckpt).n)
+                    return 0;
+            break;
+        }
+    }
+    if (s->kind == CT_SEL_OP)
+        for (size_t i = 0; i < rep->ncoll; i++)
+            if (rep->coll[i].op == s->op && (!s->bytes || rep->coll[i].bytes == s->bytes))
+                return 0;
+    /* what there is instead */
+    char num[32];
+    switch (s->kind) {
+    case CT_SEL_KERNEL:
+        for (size_t i = 0; i < rep->nkern; i++)
+            list_add(have, sizeof(have), &at, &count, rep->kern[i].name);
+        snprintf(err, errlen, "--scale %s: matches no kernel of the run (its kernels: %s)", spec,
+                 count ? have : "none");
+        break;
+    case CT_SEL_RANK:
+    case CT_SEL_HOST:
+        for (size_t r = 0; r < rep->nr; r++) {
+            snprintf(num, sizeof(num), "%d", rep->rr[r].rank->rank);
+            list_add(have, sizeof(have), &at, &count, num);
+        }
+        snprintf(err, errlen, "--scale %s: the run has no rank %lld (its ranks: %s)", spec,
+                 (long long)s->rank, count ? have : "none");
+        break;
+    case CT_SEL_OP:
+        for (size_t i = 0; i < rep->ncoll; i++) {
+            char row[96];
+            snprintf(row, sizeof(row), "%s:%llu", ct_name_nccl_op((uint64_t)rep->coll[i].op),
+                     (unsigned long long)rep->coll[i].bytes);
+            list_add(have, sizeof(have), &at, &count, row);
+        }
+        snprintf(err, errlen, "--scale %s: the run has no such collective (its collectives: %s)",
+                 spec, count ? have : "none");
+        break;
+    case CT_SEL_DATA:
+        snprintf(err, errlen, "--scale %s: the run has no data-loader waits to scale", spec);
+        break;
+    default:
+        snprintf(err, errlen, "--scale %s: the run has no checkpoint I/O to scale", spec);
+        break;
+    }
+    return -ESRCH;
 }
 
 static double edge_factor(const struct ct_cp_graph *g, const struct cp_edge *e,

@@ -17,6 +17,7 @@
 #include "decoder/util/options.h"
 #include "decoder/export/critical_path_out.h"
 #include "decoder/read/load.h"
+#include "decoder/util/outfile.h"
 
 static void usage(FILE *f, const char *cmd)
 {
@@ -53,11 +54,12 @@ int ct_cmd_cp_main(int argc, char **argv, int whatif)
                                          {"scale", required_argument, NULL, 'x'},
                                          {"iterations", required_argument, NULL, 'i'},
                                          {"help", no_argument, NULL, 'h'},
+                                         {"run", required_argument, NULL, 'U'},
                                          {NULL, 0, NULL, 0}};
     int c, json = 0;
     long skip = 0, top = 10;
     int64_t it_first = 0, it_last = -1;
-    const char *out = NULL, *step = NULL;
+    const char *out = NULL, *step = NULL, *run = NULL;
     char err[512], *end;
     struct ct_cp_scale *sc = calloc((size_t)argc + 1, sizeof(*sc));
     char **specs = calloc((size_t)argc + 1, sizeof(*specs));
@@ -74,6 +76,7 @@ int ct_cmd_cp_main(int argc, char **argv, int whatif)
         case 'j': json = 1; break;
         case 'o': out = optarg; break;
         case 's': step = optarg; break;
+        case 'U': run = optarg; break;
         case 'k':
         case 't': {
             long v = strtol(optarg, &end, 10);
@@ -109,7 +112,7 @@ int ct_cmd_cp_main(int argc, char **argv, int whatif)
             fprintf(stderr,
                     "cutrace %s: unknown or incomplete option '%s'; allowed: --json, -o FILE, "
                     "--step NAME, --skip N, --iterations A-B, --top N, --scale "
-                    "SELECTOR=FACTOR\n",
+                    "SELECTOR=FACTOR, --run ID\n",
                     cmd, argv[optind - 1]);
             goto done;
         }
@@ -126,26 +129,49 @@ int ct_cmd_cp_main(int argc, char **argv, int whatif)
     }
     status = CT_EXIT_BAD_INPUT;
     struct ct_inputs in = {0};
-    if (ct_load_expand(&in, argv + optind, argc - optind, err, sizeof(err))) {
-        fprintf(stderr, "cutrace %s: %s\n", cmd, err);
-        ct_inputs_free(&in);
-        goto done;
-    }
     char what[64];
     snprintf(what, sizeof(what), "cutrace %s", cmd);
+    struct ct_load_opts lo = {.cmd = what, .step = step, .progress = 1, .spill = 1, .run = run};
+    int rc = ct_load_operands(&lo, &in, argv + optind, argc - optind, err, sizeof(err));
+    if (rc) {
+        fprintf(stderr, "cutrace %s: %s\n", cmd, err);
+        ct_inputs_free(&in);
+        if (ct_load_usage_error(rc))
+            status = CT_EXIT_USAGE;
+        goto done;
+    }
     struct ct_job job;
     struct ct_report rep = {0};
-    struct ct_load_opts lo = {.cmd = what, .step = step, .progress = 1, .spill = 1};
-    int rc = ct_load_job(&lo, &in, &job, err, sizeof(err));
+    struct ct_outfile of;
+    if ((rc = ct_out_check(out, "-o", in.paths, in.n, err, sizeof(err))) ||
+        (rc = ct_out_open(&of, out, "-o", err, sizeof(err)))) {
+        fprintf(stderr, "cutrace %s: %s\n", cmd, err);
+        ct_inputs_free(&in);
+        if (rc == -EEXIST || rc == -EISDIR)
+            status = CT_EXIT_USAGE;
+        goto done;
+    }
+    rc = ct_load_job(&lo, &in, &job, err, sizeof(err));
     ct_inputs_free(&in);
     if (rc) {
         fprintf(stderr, "cutrace %s: %s\n", cmd, rc == -ENOMEM ? "out of memory" : err);
+        ct_out_abort(&of);
+        if (ct_load_usage_error(rc))
+            status = CT_EXIT_USAGE;
         goto done;
     }
     struct ct_iter_opts io = {skip, it_first, it_last, 0};
     struct ct_cp_result base = {0}, pred = {0};
     size_t limit = ct_cp_memory_limit();
     rc = ct_report_analyze(&job, &io, &rep);
+    for (size_t i = 0; !rc && i < nsc; i++)
+        if ((rc = ct_cp_scale_check(&rep, &sc[i], specs[i], err, sizeof(err))) != 0) {
+            /* a selector of nothing would predict "unchanged": refused */
+            fprintf(stderr, "cutrace %s: %s\n", cmd, err);
+            ct_out_abort(&of);
+            status = CT_EXIT_USAGE;
+            goto free_all;
+        }
     if (!rc)
         rc = ct_cp_run(&rep, limit, sc, nsc, &base, &pred);
     if (rc == -E2BIG) {
@@ -162,10 +188,8 @@ int ct_cmd_cp_main(int argc, char **argv, int whatif)
                 "repeating work): a critical path is per step\n",
                 cmd);
     } else {
-        FILE *f = out ? fopen(out, "w") : stdout;
-        if (!f) {
-            fprintf(stderr, "cutrace %s: -o %s: %s\n", cmd, out, strerror(errno));
-        } else {
+        FILE *f = of.f;
+        {
             status = CT_EXIT_OK;
             if (whatif && json)
                 ct_whatif_json(f, rep.step_p50, &base, &pred, specs, nsc, job.t0);
@@ -177,12 +201,14 @@ int ct_cmd_cp_main(int argc, char **argv, int whatif)
                 ct_cp_text(f, nsc ? &pred : &base, (size_t)top);
             if (json)
                 fputc('\n', f);
-            if (fflush(f) != 0 || ferror(f))
+            if (ct_out_commit(&of, err, sizeof(err))) {
+                fprintf(stderr, "cutrace %s: %s\n", cmd, err);
                 status = CT_EXIT_BAD_INPUT;
-            if (out && fclose(f) != 0)
-                status = CT_EXIT_BAD_INPUT;
+            }
         }
     }
+    ct_out_abort(&of); /* nothing written (no steps, no memory): the old file stays */
+free_all:
     ct_cp_result_free(&base);
     ct_cp_result_free(&pred);
     ct_report_free(&rep);

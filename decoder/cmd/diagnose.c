@@ -15,6 +15,8 @@
 #include "decoder/read/inputs.h"
 #include "decoder/compare/runs.h"
 #include "decoder/util/options.h"
+#include "decoder/util/outfile.h"
+#include "decoder/read/load.h"
 
 static void usage(FILE *f)
 {
@@ -22,7 +24,8 @@ static void usage(FILE *f)
                "                        [--rows FILE] TRACE|DIR...\n"
                "  --min-saving P  report findings saving at least P%% of the step (default 2)\n"
                "  --skip N        drop the first N iterations of every rank (warm-up)\n"
-               "  --rows FILE     also write per-rank/iteration JSON-lines rows\n");
+               "  --rows FILE     also write per-rank/iteration JSON-lines rows\n"
+               "  --run ID        the run to read when the operands hold several\n");
 }
 
 int ct_cmd_diagnose(int argc, char **argv)
@@ -30,8 +33,10 @@ int ct_cmd_diagnose(int argc, char **argv)
     static const struct option opts[] = {CT_SHARED_OPTIONS,
                                          {"min-saving", required_argument, NULL, 'm'},
                                          {"help", no_argument, NULL, 'h'},
+                                         {"run", required_argument, NULL, 'U'},
                                          {NULL, 0, NULL, 0}};
     int c;
+    const char *runid = NULL;
     struct ct_shared_opts so = {0};
     struct ct_diag_opts o = {.min_saving = 0.02};
     struct ct_iter_opts io = {0, 0, -1, 0};
@@ -44,6 +49,7 @@ int ct_cmd_diagnose(int argc, char **argv)
         if (shared)
             continue;
         switch (c) {
+        case 'U': runid = optarg; break;
         case 'm': {
             double v;
             if (ct_parse_pct(optarg, 0, 100, &v)) {
@@ -60,7 +66,7 @@ int ct_cmd_diagnose(int argc, char **argv)
         default:
             fprintf(stderr,
                     "cutrace diagnose: unknown or incomplete option '%s'; allowed: --json, "
-                    "-o FILE, --min-saving PCT, --skip N, --rows FILE\n",
+                    "-o FILE, --min-saving PCT, --skip N, --rows FILE, --run ID\n",
                     argv[optind - 1]);
             return CT_EXIT_USAGE;
         }
@@ -75,8 +81,24 @@ int ct_cmd_diagnose(int argc, char **argv)
     }
     char err[512] = "";
     struct ct_inputs in = {0};
-    if (ct_inputs_expand(&in, argv + optind, argc - optind, err, sizeof(err))) {
+    struct ct_load_opts lo = {.cmd = "cutrace diagnose", .run = runid, .no_kineto = 1};
+    int rc = ct_load_operands(&lo, &in, argv + optind, argc - optind, err, sizeof(err));
+    if (rc) {
         fprintf(stderr, "cutrace diagnose: %s\n", err);
+        ct_inputs_free(&in);
+        return ct_load_usage_error(rc) ? CT_EXIT_USAGE : CT_EXIT_BAD_INPUT;
+    }
+    struct ct_outfile of = {.slot = -1}, rf = {.slot = -1};
+    if ((rc = ct_out_check(out, "-o", in.paths, in.n, err, sizeof(err))) ||
+        (rc = ct_out_check(rows_path, "--rows", in.paths, in.n, err, sizeof(err)))) {
+        fprintf(stderr, "cutrace diagnose: %s\n", err);
+        ct_inputs_free(&in);
+        return CT_EXIT_USAGE;
+    }
+    if ((rc = ct_out_open(&of, out, "-o", err, sizeof(err))) ||
+        (rows_path && (rc = ct_out_open(&rf, rows_path, "--rows", err, sizeof(err))))) {
+        fprintf(stderr, "cutrace diagnose: %s\n", err);
+        ct_out_abort(&of);
         ct_inputs_free(&in);
         return CT_EXIT_BAD_INPUT;
     }
@@ -85,37 +107,37 @@ int ct_cmd_diagnose(int argc, char **argv)
     struct ct_job job;
     struct ct_report rep;
     struct ct_diagnosis *d = calloc(1, sizeof(*d));
-    int status = CT_EXIT_BAD_INPUT, rc = d ? ct_run_scan(&run, err, sizeof(err)) : -ENOMEM;
+    int status = CT_EXIT_BAD_INPUT;
+    rc = d ? ct_run_scan(&run, err, sizeof(err)) : -ENOMEM;
     if (!rc)
         rc = ct_run_report(&run, &io, &job, &rep, err, sizeof(err));
     if (rc) {
         fprintf(stderr, "cutrace diagnose: %s\n", rc == -ENOMEM && !err[0] ? "out of memory" : err);
+        ct_out_abort(&of);
+        ct_out_abort(&rf);
         goto out;
     }
     rc = ct_diagnose(&rep, run.facts, run.n, &o, d);
-    FILE *f = rc ? NULL : out ? fopen(out, "w") : stdout;
-    if (rc)
+    if (rc) {
         fprintf(stderr, "cutrace diagnose: out of memory\n");
-    else if (!f)
-        fprintf(stderr, "cutrace diagnose: -o %s: %s\n", out, strerror(errno));
-    if (f) {
+        ct_out_abort(&of);
+        ct_out_abort(&rf);
+    } else {
         if (json)
-            ct_diagnosis_json(f, d, o.min_saving);
+            ct_diagnosis_json(of.f, d, o.min_saving);
         else
-            ct_diagnosis_text(f, d, o.min_saving);
-        status = fflush(f) == 0 && !ferror(f) ? 0 : CT_EXIT_BAD_INPUT;
-        if (out)
-            fclose(f);
-    }
-    if (!status && rows_path) {
-        FILE *r = fopen(rows_path, "w");
-        if (!r) {
-            fprintf(stderr, "cutrace diagnose: --rows %s: %s\n", rows_path, strerror(errno));
+            ct_diagnosis_text(of.f, d, o.min_saving);
+        status = 0;
+        if (ct_out_commit(&of, err, sizeof(err))) {
+            fprintf(stderr, "cutrace diagnose: %s\n", err);
             status = CT_EXIT_BAD_INPUT;
-        } else {
-            ct_rows_write(r, &run, NULL, &rep);
-            if (fclose(r) != 0)
+        }
+        if (rows_path) {
+            ct_rows_write(rf.f, &run, NULL, &rep);
+            if (ct_out_commit(&rf, err, sizeof(err))) {
+                fprintf(stderr, "cutrace diagnose: %s\n", err);
                 status = CT_EXIT_BAD_INPUT;
+            }
         }
     }
     ct_report_free(&rep);

@@ -21,6 +21,7 @@
 #include "decoder/read/inputs.h"
 #include "decoder/read/load.h"
 #include "decoder/util/options.h"
+#include "decoder/util/outfile.h"
 
 static int cmp_src(const void *a, const void *b)
 {
@@ -32,14 +33,16 @@ static int cmp_src(const void *a, const void *b)
 
 /* First pass: the job as `cutrace report` builds it, and each trace's clock
  * shift. Returns 0 or a negative errno with err set. */
-static int build_job(struct ct_export_job *x, struct ct_inputs *in, const char *step,
+static int build_job(struct ct_export_job *x, struct ct_inputs *in, const struct ct_load_opts *opts,
                      struct ct_progress *pr, char *err, size_t errlen)
 {
     memset(x, 0, sizeof(*x));
     (void)pr; /* the loader shows its own progress */
-    struct ct_load_opts lo = {.cmd = "cutrace export", .step = step, .hta = 1, .progress = 1};
+    struct ct_load_opts lo = *opts;
+    lo.hta = 1;
+    lo.progress = 1;
     int rc = ct_load_job(&lo, in, &x->job, err, errlen);
-    if (rc == -EIO)
+    if (rc && rc != -ENOMEM) /* err says which trace or which option */
         return rc;
     struct ct_iter_opts io = {0, 0, -1, 0};
     if (!rc)
@@ -159,28 +162,27 @@ static void usage(FILE *f)
             "                      TRACE|DIR...\n"
             "  --format chrome  Chrome trace-event JSON (ui.perfetto.dev, chrome://tracing)\n"
             "  --format sqlite  SQLite database shaped like Nsight Systems' export\n"
-            "  -o FILE          the file to write (replaced if it exists)\n"
+            "  -o FILE          the file to write (replaced once complete; never an input or\n"
+            "                   a trace; - for standard output)\n"
             "  --step NAME      NVTX range or mark naming iterations (default ProfilerStep)\n"
             "  --ranks LIST     only these ranks, e.g. 0-3,100\n"
             "  --iterations A-B only what overlaps iterations A..B (of the selected ranks)\n"
             "  --window S-E     only what overlaps S..E us on the job clock (report's start_us)\n"
             "  --critical-path  chrome: also each step's critical path, a slice per edge on a\n"
             "                   \"critical path\" track per rank, chained by flow arrows\n"
+            "  --run ID         the run to export when the operands hold several\n"
             "Formats and schema: docs/export.md.\n");
 }
 
 int ct_cmd_export(int argc, char **argv)
 {
-    static const struct option opts[] = {{"format", required_argument, NULL, 'f'},
-                                         {"output", required_argument, NULL, 'o'},
-                                         {"step", required_argument, NULL, 's'},
-                                         {"ranks", required_argument, NULL, 'r'},
-                                         {"iterations", required_argument, NULL, 'i'},
-                                         {"window", required_argument, NULL, 'w'},
-                                         {"critical-path", no_argument, NULL, 'c'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
-    const char *format = NULL, *out = NULL, *step = NULL, *ranks = NULL;
+    static const struct option opts[] = {
+        {"format", required_argument, NULL, 'f'},     {"output", required_argument, NULL, 'o'},
+        {"step", required_argument, NULL, 's'},       {"ranks", required_argument, NULL, 'r'},
+        {"iterations", required_argument, NULL, 'i'}, {"window", required_argument, NULL, 'w'},
+        {"critical-path", no_argument, NULL, 'c'},    {"help", no_argument, NULL, 'h'},
+        {"run", required_argument, NULL, 'U'},        {NULL, 0, NULL, 0}};
+    const char *format = NULL, *out = NULL, *step = NULL, *ranks = NULL, *run = NULL;
     int64_t it_first = 0, it_last = -1;
     double w0 = 0, w1 = 0;
     int have_iters = 0, have_window = 0, cpath = 0;
@@ -221,12 +223,13 @@ int ct_cmd_export(int argc, char **argv)
             have_window = 1;
             break;
         case 'c': cpath = 1; break;
+        case 'U': run = optarg; break;
         case 'h': usage(stdout); return 0;
         default:
             fprintf(stderr,
                     "cutrace export: unknown or incomplete option '%s'; allowed: "
                     "--format chrome|sqlite, -o FILE, --step NAME, --ranks LIST, "
-                    "--iterations A-B, --window START-END, --critical-path\n",
+                    "--iterations A-B, --window START-END, --critical-path, --run ID\n",
                     argv[optind - 1]);
             return CT_EXIT_USAGE;
         }
@@ -274,26 +277,23 @@ int ct_cmd_export(int argc, char **argv)
         fprintf(stderr, "cutrace export: -o FILE is required\n");
         return CT_EXIT_USAGE;
     }
+    if (sqlite && ct_out_is_stdout(out)) {
+        fprintf(stderr, "cutrace export: -o -: an SQLite database is a file: give its name\n");
+        return CT_EXIT_USAGE;
+    }
     if (optind >= argc) {
         fprintf(stderr, "cutrace export: expected at least one trace file or directory\n");
         usage(stderr);
         return CT_EXIT_USAGE;
     }
-    /* An unwritable output fails before the (long) read of the traces. */
-    int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) {
-        fprintf(stderr, "cutrace export: -o %s: %s\n", out, strerror(errno));
-        return CT_EXIT_BAD_INPUT;
-    }
-    close(fd);
-
     struct ct_inputs in = {0};
     char err[512];
-    if (ct_inputs_expand(&in, argv + optind, argc - optind, err, sizeof(err))) {
+    struct ct_load_opts lo = {.cmd = "cutrace export", .step = step, .run = run, .no_kineto = 1};
+    int rc = ct_load_operands(&lo, &in, argv + optind, argc - optind, err, sizeof(err));
+    if (rc) {
         fprintf(stderr, "cutrace export: %s\n", err);
         ct_inputs_free(&in);
-        unlink(out);
-        return CT_EXIT_BAD_INPUT;
+        return ct_load_usage_error(rc) ? CT_EXIT_USAGE : CT_EXIT_BAD_INPUT;
     }
     for (size_t i = 0; i < in.n; i++)
         if (ct_ends_with(in.paths[i], CT_SUMMARY_SUFFIX)) {
@@ -304,13 +304,27 @@ int ct_cmd_export(int argc, char **argv)
                     "(report, diagnose and diff read summaries)\n",
                     in.paths[i]);
             ct_inputs_free(&in);
-            unlink(out);
             return CT_EXIT_USAGE;
         }
+    /* An input or a trace is never replaced, and an unwritable output
+     * fails before the (long) read of the traces (util/outfile.h). */
+    struct ct_outfile of;
+    if ((rc = ct_out_check(out, "-o", in.paths, in.n, err, sizeof(err)))) {
+        fprintf(stderr, "cutrace export: %s\n", err);
+        ct_inputs_free(&in);
+        return CT_EXIT_USAGE;
+    }
+    rc = sqlite ? ct_out_open_path(&of, out, "-o", err, sizeof(err))
+                : ct_out_open(&of, out, "-o", err, sizeof(err));
+    if (rc) {
+        fprintf(stderr, "cutrace export: %s\n", err);
+        ct_inputs_free(&in);
+        return CT_EXIT_BAD_INPUT;
+    }
     struct ct_progress pr;
     ct_progress_start(&pr, "cutrace export");
     struct ct_export_job x;
-    int rc = build_job(&x, &in, step, &pr, err, sizeof(err));
+    rc = build_job(&x, &in, &lo, &pr, err, sizeof(err));
     ct_inputs_free(&in);
     if (!rc) {
         x.sel = sel;
@@ -323,8 +337,10 @@ int ct_cmd_export(int argc, char **argv)
         fprintf(stderr, "cutrace export: %s\n", err);
         if (x.src)
             free_job(&x);
-        unlink(out);
-        return CT_EXIT_BAD_INPUT;
+        ct_out_abort(&of);
+        /* an option that selects nothing of the run (--step, --ranks,
+         * --iterations) is the user's to fix */
+        return ct_load_usage_error(rc) ? CT_EXIT_USAGE : CT_EXIT_BAD_INPUT;
     }
     struct ct_cp_path path = {0};
     if (cpath) {
@@ -333,37 +349,26 @@ int ct_cmd_export(int argc, char **argv)
             ct_progress_end(&pr);
             fprintf(stderr, "cutrace export: %s\n", err);
             free_job(&x);
-            unlink(out);
+            ct_out_abort(&of);
             return CT_EXIT_BAD_INPUT;
         }
         x.cp = &path;
         x.cp_first = have_iters ? it_first : 0;
         x.cp_last = have_iters ? it_last : -1;
     }
-    if (sqlite) {
-        rc = ct_export_sqlite(out, &x, &pr, err, sizeof(err));
-    } else {
-        FILE *f = fopen(out, "w");
-        if (!f) {
-            snprintf(err, sizeof(err), "-o %s: %s", out, strerror(errno));
-            rc = -errno;
-        } else {
-            rc = ct_export_chrome(f, &x, &pr, err, sizeof(err));
-            int werr = fflush(f) != 0 || ferror(f);
-            if (fclose(f) != 0)
-                werr = 1;
-            if (!rc && werr) {
-                snprintf(err, sizeof(err), "-o %s: error writing output", out);
-                rc = -EIO;
-            }
-        }
-    }
+    if (sqlite)
+        rc = ct_export_sqlite(of.tmp, &x, &pr, err, sizeof(err));
+    else
+        rc = ct_export_chrome(of.f, &x, &pr, err, sizeof(err));
+    if (!rc)
+        rc = ct_out_commit(&of, err, sizeof(err));
+    else
+        ct_out_abort(&of);
     ct_progress_end(&pr);
     ct_cp_path_free(&path);
     free_job(&x);
     if (rc) {
         fprintf(stderr, "cutrace export: %s\n", err);
-        unlink(out);
         return CT_EXIT_BAD_INPUT;
     }
     return 0;

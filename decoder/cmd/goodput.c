@@ -13,6 +13,7 @@
 #include "decoder/cmd/cli.h"
 #include "decoder/export/goodput_out.h"
 #include "decoder/read/load.h"
+#include "decoder/util/outfile.h"
 
 static void usage(FILE *f)
 {
@@ -20,6 +21,7 @@ static void usage(FILE *f)
                "  --json       the JSON document (docs/goodput.md)\n"
                "  -o FILE      write it to FILE\n"
                "  --job ID     the job to measure when the traces hold several\n"
+               "  --run ID     the run to read when the operands hold several (README \"Runs\")\n"
                "  --step NAME  the NVTX range or mark naming iterations (default ProfilerStep)\n");
 }
 
@@ -45,12 +47,15 @@ static size_t job_ids(const struct ct_job *job, char *buf, size_t n)
 
 int ct_cmd_goodput(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"json", no_argument, NULL, 'j'},      {"output", required_argument, NULL, 'o'},
-        {"job", required_argument, NULL, 'J'}, {"step", required_argument, NULL, 's'},
-        {"help", no_argument, NULL, 'h'},      {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
+                                         {"output", required_argument, NULL, 'o'},
+                                         {"job", required_argument, NULL, 'J'},
+                                         {"step", required_argument, NULL, 's'},
+                                         {"run", required_argument, NULL, 'U'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
     int c, json = 0;
-    const char *out = NULL, *jobid = NULL, *step = NULL;
+    const char *out = NULL, *jobid = NULL, *step = NULL, *run = NULL;
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "jo:h", opts, NULL)) != -1) {
@@ -58,12 +63,13 @@ int ct_cmd_goodput(int argc, char **argv)
         case 'j': json = 1; break;
         case 'o': out = optarg; break;
         case 'J': jobid = optarg; break;
+        case 'U': run = optarg; break;
         case 's': step = optarg; break;
         case 'h': usage(stdout); return 0;
         default:
             fprintf(stderr,
                     "cutrace goodput: unknown or incomplete option '%s'; allowed: --json, "
-                    "-o FILE, --job ID, --step NAME\n",
+                    "-o FILE, --job ID, --step NAME, --run ID\n",
                     argv[optind - 1]);
             return CT_EXIT_USAGE;
         }
@@ -75,21 +81,35 @@ int ct_cmd_goodput(int argc, char **argv)
     }
     struct ct_inputs in = {0};
     char err[512];
-    if (ct_load_expand(&in, argv + optind, argc - optind, err, sizeof(err))) {
+    struct ct_load_opts lo = {.cmd = "cutrace goodput",
+                              .step = step,
+                              .progress = 1,
+                              .job = jobid,
+                              .spill = 1,
+                              .run = run};
+    int rc = ct_load_operands(&lo, &in, argv + optind, argc - optind, err, sizeof(err));
+    if (rc) {
         fprintf(stderr, "cutrace goodput: %s\n", err);
         ct_inputs_free(&in);
-        return CT_EXIT_BAD_INPUT;
+        return ct_load_usage_error(rc) ? CT_EXIT_USAGE : CT_EXIT_BAD_INPUT;
     }
     size_t ntraces = in.n;
     struct ct_job job;
     struct ct_report rep = {0};
-    struct ct_load_opts lo = {
-        .cmd = "cutrace goodput", .step = step, .progress = 1, .job = jobid, .spill = 1};
-    int rc = ct_load_job(&lo, &in, &job, err, sizeof(err));
+    struct ct_outfile of;
+    if ((rc = ct_out_check(out, "-o", in.paths, in.n, err, sizeof(err))) ||
+        (rc = ct_out_open(&of, out, "-o", err, sizeof(err)))) {
+        fprintf(stderr, "cutrace goodput: %s\n", err);
+        ct_inputs_free(&in);
+        return rc == -EEXIST || rc == -EISDIR ? CT_EXIT_USAGE : CT_EXIT_BAD_INPUT;
+    }
+    rc = ct_load_job(&lo, &in, &job, err, sizeof(err));
     ct_inputs_free(&in);
+    if (rc)
+        ct_out_abort(&of);
     if (rc) {
         fprintf(stderr, "cutrace goodput: %s\n", rc == -ENOMEM ? "out of memory" : err);
-        return CT_EXIT_BAD_INPUT;
+        return ct_load_usage_error(rc) ? CT_EXIT_USAGE : CT_EXIT_BAD_INPUT;
     }
     for (size_t i = 0; i < job.nprocs; i++)
         if (job.procs[i].kin) { /* one line, once */
@@ -102,6 +122,7 @@ int ct_cmd_goodput(int argc, char **argv)
     if (jobid && !job.nprocs) {
         fprintf(stderr, "cutrace goodput: --job %s: none of the %zu traces is of that job\n", jobid,
                 ntraces);
+        ct_out_abort(&of);
         ct_job_free(&job);
         return CT_EXIT_USAGE;
     }
@@ -110,6 +131,7 @@ int ct_cmd_goodput(int argc, char **argv)
                 "cutrace goodput: the traces are of %zu jobs (%s): goodput is one job's; pass "
                 "--job ID\n",
                 nids, ids);
+        ct_out_abort(&of);
         ct_job_free(&job);
         return CT_EXIT_USAGE;
     }
@@ -117,26 +139,22 @@ int ct_cmd_goodput(int argc, char **argv)
     rc = ct_report_analyze(&job, &io, &rep); /* the goodput is one of its analyses */
     if (rc) {
         fprintf(stderr, "cutrace goodput: out of memory\n");
+        ct_out_abort(&of);
         ct_report_free(&rep);
         ct_job_free(&job);
         return CT_EXIT_BAD_INPUT;
     }
-    FILE *f = out ? fopen(out, "w") : stdout;
+    FILE *f = of.f;
     int status = CT_EXIT_OK;
-    if (!f) {
-        fprintf(stderr, "cutrace goodput: -o %s: %s\n", out, strerror(errno));
-        status = CT_EXIT_BAD_INPUT;
+    if (json) {
+        ct_goodput_json(f, rep.goodput);
+        fputc('\n', f);
     } else {
-        if (json) {
-            ct_goodput_json(f, rep.goodput);
-            fputc('\n', f);
-        } else {
-            ct_goodput_text(f, rep.goodput);
-        }
-        if (fflush(f) != 0 || ferror(f))
-            status = CT_EXIT_BAD_INPUT;
-        if (out && fclose(f) != 0)
-            status = CT_EXIT_BAD_INPUT;
+        ct_goodput_text(f, rep.goodput);
+    }
+    if (ct_out_commit(&of, err, sizeof(err))) {
+        fprintf(stderr, "cutrace goodput: %s\n", err);
+        status = CT_EXIT_BAD_INPUT;
     }
     ct_report_free(&rep);
     ct_job_free(&job);

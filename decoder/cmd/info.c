@@ -1,4 +1,5 @@
 /* `cutrace info`: what a trace holds and whether it is whole. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -117,10 +118,12 @@ int ct_cmd_info(int argc, char **argv)
     }
     struct ct_inputs in = {0};
     char err[512];
-    if (ct_inputs_expand(&in, argv + optind, argc - optind, err, sizeof(err))) {
+    int erc = ct_inputs_expand(&in, argv + optind, argc - optind, err, sizeof(err));
+    if (erc) {
         fprintf(stderr, "cutrace info: %s\n", err);
         ct_inputs_free(&in);
-        return CT_EXIT_BAD_INPUT;
+        /* -EINVAL: an operand that is not a file or folder (a FIFO, a device) */
+        return erc == -EINVAL ? CT_EXIT_USAGE : CT_EXIT_BAD_INPUT;
     }
     int status = 0;
     for (size_t i = 0; i < in.n; i++) {

@@ -20,6 +20,7 @@
 #include "decoder/read/inputs.h"
 #include "decoder/read/load.h"
 #include "decoder/util/options.h"
+#include "decoder/util/outfile.h"
 #include "decoder/kineto/kineto.h"
 #include "decoder/export/report_out.h"
 #include "decoder/compare/runs.h" /* diagnose: --rows */
@@ -27,25 +28,27 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: cutrace report [--json [--rank-iterations]] [-o FILE] [--step NAME] "
-               "[--steps A-B] [--skip N] "
-               "TRACE|DIR...\n"
-               "  --json        the versioned JSON document (docs/report.md) instead of text:\n"
-               "                per-rank summaries and the job's steps\n"
-               "  --rank-iterations  with --json: also every rank's iterations (a row per\n"
-               "                (rank, iteration); large at thousands of ranks)\n"
-               "  -o FILE       write the report to FILE instead of stdout\n"
-               "  --html        a self-contained HTML page (needs -o FILE; docs/export.md)\n"
-               "  --no-critical-path  with --html: leave out the critical path (its graph\n"
-               "                costs a pass over the job per chunk of steps;\n"
-               "                docs/critical-path.md)\n"
-               "  --step NAME   NVTX range or mark naming iterations (default ProfilerStep)\n"
-               "  --steps A-B   keep iterations with index A..B (either side may be empty)\n"
-               "  --skip N      drop the first N iterations of every rank\n"
-               "  --hta         Kineto input (*.json, *.json.gz): HTA's preprocessing and\n"
-               "                numbers (the default; docs/kineto.md)\n"
-               "  --no-hta      Kineto input: exact ns times, every step, cutrace's rules\n"
-               "  --rows FILE   also write per-rank/iteration JSON-lines rows (docs/diff.md)\n");
+    fprintf(f,
+            "usage: cutrace report [--json [--rank-iterations]] [-o FILE] [--step NAME] "
+            "[--steps A-B] [--skip N] "
+            "TRACE|DIR...\n"
+            "  --json        the versioned JSON document (docs/report.md) instead of text:\n"
+            "                per-rank summaries and the job's steps\n"
+            "  --rank-iterations  with --json: also every rank's iterations (a row per\n"
+            "                (rank, iteration); large at thousands of ranks)\n"
+            "  -o FILE       write the report to FILE instead of stdout\n"
+            "  --html        a self-contained HTML page (needs -o FILE; docs/export.md)\n"
+            "  --no-critical-path  with --html: leave out the critical path (its graph\n"
+            "                costs a pass over the job per chunk of steps;\n"
+            "                docs/critical-path.md)\n"
+            "  --step NAME   NVTX range or mark naming iterations (default ProfilerStep)\n"
+            "  --steps A-B   keep iterations with index A..B (either side may be empty)\n"
+            "  --skip N      drop the first N iterations of every rank\n"
+            "  --hta         Kineto input (*.json, *.json.gz): HTA's preprocessing and\n"
+            "                numbers (the default; docs/kineto.md)\n"
+            "  --no-hta      Kineto input: exact ns times, every step, cutrace's rules\n"
+            "  --rows FILE   also write per-rank/iteration JSON-lines rows (docs/diff.md)\n"
+            "  --run ID      the run to read when the operands hold several (README \"Runs\")\n");
 }
 
 /* The HTML page's critical path (export: decoder/export/html_critical_path.c),
@@ -97,10 +100,11 @@ int ct_cmd_report(int argc, char **argv)
                                          {"html", no_argument, NULL, 'T'}, /* export: HTML */
                                          {"rank-iterations", no_argument, NULL, 'I'},
                                          {"no-critical-path", no_argument, NULL, 'P'},
+                                         {"run", required_argument, NULL, 'U'},
                                          {NULL, 0, NULL, 0}};
     int html = 0, c, hta = 1; /* kineto: HTA-compatible mode for Kineto input */
     int rank_iters = 0, no_cp = 0;
-    const char *step = NULL;
+    const char *step = NULL, *run = NULL;
     struct ct_shared_opts so = {0};
     struct ct_iter_opts io = {0, 0, -1, 0};
     optind = 1;
@@ -135,11 +139,12 @@ int ct_cmd_report(int argc, char **argv)
         case 'T': html = 1; break;
         case 'I': rank_iters = 1; break;
         case 'P': no_cp = 1; break;
+        case 'U': run = optarg; break;
         default:
             fprintf(stderr,
                     "cutrace report: unknown or incomplete option '%s'; allowed: "
                     "--json, --html, -o FILE, --step NAME, --steps A-B, --skip N, --hta, "
-                    "--no-hta, --rows FILE, --rank-iterations, --no-critical-path\n",
+                    "--no-hta, --rows FILE, --rank-iterations, --no-critical-path, --run ID\n",
                     argv[optind - 1]);
             return CT_EXIT_USAGE;
         }
@@ -169,38 +174,59 @@ int ct_cmd_report(int argc, char **argv)
     }
     struct ct_inputs in = {0};
     char err[512];
-    if (ct_load_expand(&in, argv + optind, argc - optind, err, sizeof(err))) {
-        fprintf(stderr, "cutrace report: %s\n", err);
-        ct_inputs_free(&in);
-        return CT_EXIT_BAD_INPUT;
-    }
     struct ct_job job;
     struct ct_report rep = {0};
     struct ct_load_opts lo = {
-        .cmd = "cutrace report", .step = step, .hta = hta, .progress = 1, .spill = 1};
-    int rc = ct_load_job(&lo, &in, &job, err, sizeof(err));
-    ct_inputs_free(&in);
+        .cmd = "cutrace report", .step = step, .hta = hta, .progress = 1, .spill = 1, .run = run};
+    int rc = ct_load_operands(&lo, &in, argv + optind, argc - optind, err, sizeof(err));
+    if (rc) {
+        fprintf(stderr, "cutrace report: %s\n", err);
+        ct_inputs_free(&in);
+        return ct_load_usage_error(rc) ? CT_EXIT_USAGE : CT_EXIT_BAD_INPUT;
+    }
+    /* the outputs are checked, and their temporary files made, before the
+     * long part: an input or a trace is never replaced (util/outfile.h) */
+    struct ct_outfile of, rf = {.slot = -1};
+    if ((rc = ct_out_check(out, "-o", in.paths, in.n, err, sizeof(err))) ||
+        (rc = ct_out_check(rows, "--rows", in.paths, in.n, err, sizeof(err)))) {
+        fprintf(stderr, "cutrace report: %s\n", err);
+        ct_inputs_free(&in);
+        return CT_EXIT_USAGE;
+    }
+    if (rows && !ct_out_is_stdout(out) && !strcmp(rows, out)) {
+        fprintf(stderr, "cutrace report: -o and --rows name the same file %s\n", out);
+        ct_inputs_free(&in);
+        return CT_EXIT_USAGE;
+    }
+    if ((rc = ct_out_open(&of, out, "-o", err, sizeof(err))) ||
+        (rows && (rc = ct_out_open(&rf, rows, "--rows", err, sizeof(err))))) {
+        fprintf(stderr, "cutrace report: %s\n", err);
+        ct_out_abort(&of);
+        ct_inputs_free(&in);
+        return CT_EXIT_BAD_INPUT;
+    }
+    rc = ct_load_job(&lo, &in, &job, err, sizeof(err));
     if (rc) {
         fprintf(stderr, "cutrace report: %s\n", rc == -ENOMEM ? "out of memory" : err);
-        return CT_EXIT_BAD_INPUT;
+        ct_out_abort(&of);
+        ct_out_abort(&rf);
+        ct_inputs_free(&in);
+        return ct_load_usage_error(rc) ? CT_EXIT_USAGE : CT_EXIT_BAD_INPUT;
     }
     rc = ct_report_analyze(&job, &io, &rep);
     if (rc) {
         fprintf(stderr, "cutrace report: out of memory\n");
+        ct_out_abort(&of);
+        ct_out_abort(&rf);
+        ct_inputs_free(&in);
         ct_report_free(&rep);
         ct_job_free(&job);
         return CT_EXIT_BAD_INPUT;
     }
-    FILE *f = out ? fopen(out, "w") : stdout;
-    if (!f) {
-        fprintf(stderr, "cutrace report: -o %s: %s\n", out, strerror(errno));
-        ct_report_free(&rep);
-        ct_job_free(&job);
-        return CT_EXIT_BAD_INPUT;
-    }
+    FILE *f = of.f;
     /* a long job's JSON is tens of MB: 1 MiB writes to the file, not 4 KiB
-     * ones (freed after fclose; stdout keeps its own buffer) */
-    char *obuf = out ? malloc(1 << 20) : NULL;
+     * ones (freed after the commit; stdout keeps its own buffer) */
+    char *obuf = f != stdout ? malloc(1 << 20) : NULL;
     if (obuf)
         setvbuf(f, obuf, _IOFBF, 1 << 20);
     if (html) { /* export: decoder/export/html.c */
@@ -215,15 +241,22 @@ int ct_cmd_report(int argc, char **argv)
         ct_report_json(f, &rep, rank_iters);
     else
         ct_report_text(f, &rep);
-    int werr = fflush(f) != 0 || ferror(f);
-    if (out && fclose(f) != 0)
+    int werr = 0;
+    if (ct_out_commit(&of, err, sizeof(err))) {
+        fprintf(stderr, "cutrace report: %s\n", err);
         werr = 1;
+    }
     free(obuf);
     /* diagnose: --rows FILE, the report's JSON-lines rows (decoder/compare/diff_rows.c) */
-    if (rows && ct_report_rows(rows, argv + optind, argc - optind, &rep, err, sizeof(err))) {
-        fprintf(stderr, "cutrace report: %s\n", err);
-        werr = 2;
+    if (rows) {
+        if (ct_report_rows(rf.f, argv[optind], &in, &rep, err, sizeof(err)) ||
+            ct_out_commit(&rf, err, sizeof(err))) {
+            fprintf(stderr, "cutrace report: %s\n", err);
+            ct_out_abort(&rf);
+            werr = 1;
+        }
     }
+    ct_inputs_free(&in);
     /* diagnose: end */
     for (size_t r = 0; r < job.nranks; r++) {
         const struct ct_coverage *cv = &job.ranks[r].cov;
@@ -234,9 +267,5 @@ int ct_cmd_report(int argc, char **argv)
     }
     ct_report_free(&rep);
     ct_job_free(&job);
-    if (werr) {
-        fprintf(stderr, "cutrace report: error writing output\n");
-        return CT_EXIT_BAD_INPUT;
-    }
-    return 0;
+    return werr ? CT_EXIT_BAD_INPUT : 0;
 }

@@ -2,22 +2,34 @@
  * `cutrace run [-o DIR] -- CMD...`: runs CMD with libcutrace.so preloaded
  * (children inherit it: torchrun, mpirun and srun launch ranks as children),
  * forwards SIGINT/SIGTERM/SIGHUP/SIGQUIT, and exits with CMD's status.
+ * Everything that would make the job run untraced (a bad option or
+ * CUTRACE_* value, a misspelt variable, a folder the job cannot write) is
+ * refused before CMD starts; every run gets an identity of its own
+ * (CUTRACE_RUN_ID) and, unless -o names one, a new folder (cutrace-runN).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
+#include <stdint.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "src/config.h"
 
 #include "decoder/cmd/cli.h"
 #include "decoder/read/inputs.h"
+#include "decoder/read/run_identity.h"
+#include "src/reader.h"
+
+extern char **environ;
 
 static volatile sig_atomic_t g_child;
 
@@ -47,6 +59,182 @@ static int make_dirs(const char *path)
     if (stat(buf, &st) != 0)
         return -errno;
     return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+}
+
+/* A new folder of this run's own in the current one: cutrace-runN, N one
+ * more than the highest there (as nsys numbers report1, report2), made
+ * with mkdir so that two runs started at once never share one. */
+static int new_run_dir(char *out, size_t n)
+{
+    long next = 1;
+    DIR *d = opendir(".");
+    if (d) {
+        struct dirent *de;
+        while ((de = readdir(d)) != NULL) {
+            char *end;
+            if (strncmp(de->d_name, "cutrace-run", 11) != 0)
+                continue;
+            long k = strtol(de->d_name + 11, &end, 10);
+            if (end != de->d_name + 11 && !*end && k >= next)
+                next = k + 1;
+        }
+        closedir(d);
+    }
+    for (int tries = 0; tries < 1000; tries++, next++) {
+        snprintf(out, n, "cutrace-run%ld", next);
+        if (mkdir(out, 0755) == 0)
+            return 0;
+        if (errno != EEXIST)
+            return -errno;
+    }
+    return -EEXIST;
+}
+
+/* This run's identity: when it started (UTC) and 32 random bits, so that
+ * runs sort by time and two started in the same second differ. */
+static void new_run_id(char *out, size_t n)
+{
+    uint32_t rnd = 0;
+    if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd))
+        rnd = (uint32_t)getpid() ^ (uint32_t)time(NULL) * 2654435761u;
+    time_t now = time(NULL);
+    struct tm tm;
+    char when[32] = "0";
+    if (gmtime_r(&now, &tm))
+        strftime(when, sizeof(when), "%Y%m%dT%H%M%SZ", &tm);
+    snprintf(out, n, "%s-%08x", when, rnd);
+}
+
+/* The option that sets each CUTRACE_* variable: a bad value is named as
+ * the user gave it. */
+static const struct {
+    const char *var, *opt;
+} var_opts[] = {{"CUTRACE_BUFFER_KB", "--buffer-kb"},
+                {"CUTRACE_FLUSH_MS", "--flush-ms"},
+                {"CUTRACE_ZSTD_LEVEL", "--zstd-level"},
+                {"CUTRACE_GPU_TIMING", "--gpu-timing"},
+                {"CUTRACE_TAGS", "--tag"}};
+
+/*
+ * Everything the shim will read, checked as the shim will check it, before
+ * the job starts: a value it would refuse turns recording off for the
+ * whole job. opt_set[i]: var_opts[i] came from an option. 0, or -1 after
+ * one message.
+ */
+static const char *env_get(const char *name)
+{
+    return getenv(name);
+}
+
+static int check_config(const int *opt_set)
+{
+    struct ct_config cfg;
+    char err[512];
+    ct_config_defaults(&cfg);
+    if (ct_config_from_env(&cfg, env_get, err, sizeof(err)) != 0) {
+        for (size_t i = 0; i < sizeof(var_opts) / sizeof(var_opts[0]); i++) {
+            size_t len = strlen(var_opts[i].var);
+            if (opt_set[i] && !strncmp(err, var_opts[i].var, len) && err[len] == '=') {
+                fprintf(stderr, "cutrace run: %s %s\n", var_opts[i].opt, err + len + 1);
+                return -1;
+            }
+        }
+        fprintf(stderr, "cutrace run: %s\n", err);
+        return -1;
+    }
+    for (char **e = environ; e && *e; e++) {
+        if (strncmp(*e, "CUTRACE_", 8) != 0)
+            continue;
+        char name[128];
+        size_t len = strcspn(*e, "=");
+        if (len >= sizeof(name))
+            continue;
+        memcpy(name, *e, len);
+        name[len] = 0;
+        const char *near;
+        if (!ct_config_known(name, &near) && near) {
+            fprintf(stderr,
+                    "cutrace run: %s is not a variable cutrace reads: did you mean %s? (unset "
+                    "it or correct it; the job would run without the setting)\n",
+                    name, near);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Whether the job will be able to create its traces in dir: a file made
+ * and removed there (access() answers for root as if anything were
+ * writable). 0, or a negative errno. */
+static int probe_dir(const char *dir)
+{
+    char p[PATH_MAX];
+    if (snprintf(p, sizeof(p), "%s/.cutrace-probe-XXXXXX", dir) >= (int)sizeof(p))
+        return -ENAMETOOLONG;
+    int fd = mkstemp(p);
+    if (fd < 0)
+        return -errno;
+    close(fd);
+    unlink(p);
+    return 0;
+}
+
+/* Traces already in dir that are not of run `id`: how many, and of how
+ * many runs. */
+static size_t other_runs(const char *dir, const char *id, size_t *nruns)
+{
+    struct ct_inputs in = {0};
+    char err[256];
+    char *dirs[] = {(char *)dir};
+    size_t other = 0;
+    *nruns = 0;
+    struct ct_run_list l;
+    if (ct_inputs_expand(&in, dirs, 1, err, sizeof(err)) == 0 &&
+        ct_run_list_read(&in, &l, NULL) == 0) {
+        for (size_t i = 0; i < l.n; i++)
+            if (strcmp(l.runs[i].id, id) != 0) {
+                other += l.runs[i].ntraces;
+                (*nruns)++;
+            }
+        ct_run_list_free(&l);
+    }
+    ct_inputs_free(&in);
+    return other;
+}
+
+/*
+ * After the job: this run's traces that did not end whole (no footer:
+ * the process was killed, or the shim could not finish the file; the
+ * trace's own error records say why recording stopped), one line each on
+ * stderr, a few at most. Returns how many traces this run has.
+ */
+static size_t check_traces(const char *dir, const char *id)
+{
+    struct ct_inputs in = {0};
+    char err[256];
+    char *dirs[] = {(char *)dir};
+    size_t mine = 0, said = 0;
+    struct ct_run_list l;
+    if (ct_inputs_expand(&in, dirs, 1, err, sizeof(err)) != 0 ||
+        ct_run_list_read(&in, &l, NULL) != 0) {
+        ct_inputs_free(&in);
+        return 0;
+    }
+    for (size_t i = 0; i < in.n; i++) {
+        if (l.of[i] == SIZE_MAX || strcmp(l.runs[l.of[i]].id, id) != 0)
+            continue;
+        mine++;
+        if (ct_trace_has_footer(in.paths[i]) == 0 && said++ < 4)
+            fprintf(stderr,
+                    "cutrace run: %s has no footer: its process was killed or stopped "
+                    "recording early (cutrace info says how far it goes and why)\n",
+                    in.paths[i]);
+    }
+    if (said > 4)
+        fprintf(stderr, "cutrace run: ... and %zu more traces without a footer\n", said - 4);
+    ct_run_list_free(&l);
+    ct_inputs_free(&in);
+    return mine;
 }
 
 /* The shim beside this executable: build tree (../shim/) or install (../lib/cutrace/). */
@@ -83,7 +271,8 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: cutrace run [-o DIR] [--gpu-timing=cupti|events|off] [--buffer-kb N] "
                "[--flush-ms N] [--zstd-level N] [--tag KEY=VALUE]... -- CMD [ARGS...]\n"
-               "  -o, --output DIR   where traces go (created if needed; default cutrace-traces)\n"
+               "  -o, --output DIR   where traces go (created if needed; default: a new folder\n"
+               "                     cutrace-runN here, N one more than the highest there)\n"
                "  --tag KEY=VALUE    a run tag stored in every trace's metadata (repeatable;\n"
                "                     added to CUTRACE_TAGS)\n"
                "  the other options set the CUTRACE_* variable of the same name for CMD\n");
@@ -99,16 +288,25 @@ int ct_cmd_run(int argc, char **argv)
                                          {"tag", required_argument, NULL, 't'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
-    const char *out = "cutrace-traces";
-    int c;
+    const char *out = NULL;
+    int c, opt_set[sizeof(var_opts) / sizeof(var_opts[0])] = {0};
     optind = 1;
     /* '+': stop at the first operand, CMD's own options are not ours */
     while ((c = getopt_long(argc, argv, "+o:h", opts, NULL)) != -1) {
         switch (c) {
         case 'o': out = optarg; break;
-        case 'b': setenv("CUTRACE_BUFFER_KB", optarg, 1); break;
-        case 'f': setenv("CUTRACE_FLUSH_MS", optarg, 1); break;
-        case 'z': setenv("CUTRACE_ZSTD_LEVEL", optarg, 1); break;
+        case 'b':
+            setenv("CUTRACE_BUFFER_KB", optarg, 1);
+            opt_set[0] = 1;
+            break;
+        case 'f':
+            setenv("CUTRACE_FLUSH_MS", optarg, 1);
+            opt_set[1] = 1;
+            break;
+        case 'z':
+            setenv("CUTRACE_ZSTD_LEVEL", optarg, 1);
+            opt_set[2] = 1;
+            break;
         case 'g':
             if (strcmp(optarg, "cupti") && strcmp(optarg, "events") && strcmp(optarg, "off")) {
                 fprintf(stderr, "cutrace run: --gpu-timing=%s: expected cupti, events or off\n",
@@ -116,6 +314,7 @@ int ct_cmd_run(int argc, char **argv)
                 return CT_EXIT_USAGE;
             }
             setenv("CUTRACE_GPU_TIMING", optarg, 1);
+            opt_set[3] = 1;
             break;
         case 't': {
             char why[256];
@@ -133,6 +332,7 @@ int ct_cmd_run(int argc, char **argv)
                      old_tags && *old_tags ? "," : "", optarg);
             setenv("CUTRACE_TAGS", all, 1);
             free(all);
+            opt_set[4] = 1;
             break;
         }
         case 'h': usage(stdout); return 0;
@@ -143,16 +343,46 @@ int ct_cmd_run(int argc, char **argv)
         fprintf(stderr, "cutrace run: expected a command after the options (cutrace run -- CMD)\n");
         return CT_EXIT_USAGE;
     }
-    int rc = make_dirs(out);
+    /* this run's identity, in every trace it makes; one the user set for
+     * several launches (CUTRACE_RUN_ID, README "Runs") is kept */
+    char run_id[CT_RUN_ID_MAX];
+    const char *given = getenv("CUTRACE_RUN_ID");
+    if (given && *given && strncmp(given, "auto-", 5) != 0)
+        snprintf(run_id, sizeof(run_id), "%s", given);
+    else
+        new_run_id(run_id, sizeof(run_id));
+    setenv("CUTRACE_RUN_ID", run_id, 1);
+    if (check_config(opt_set) != 0)
+        return CT_EXIT_USAGE;
+    char made[64];
+    int rc = out ? make_dirs(out) : new_run_dir(made, sizeof(made));
     if (rc) {
-        fprintf(stderr, "cutrace run: cannot create output directory %s: %s\n", out, strerror(-rc));
+        fprintf(stderr, "cutrace run: cannot create output directory %s: %s\n",
+                out ? out : "cutrace-runN", strerror(-rc));
         return CT_EXIT_USAGE;
     }
+    if (!out)
+        out = made;
     char dir[PATH_MAX], shim[PATH_MAX];
     if (!realpath(out, dir)) {
         fprintf(stderr, "cutrace run: %s: %s\n", out, strerror(errno));
         return CT_EXIT_USAGE;
     }
+    if ((rc = probe_dir(dir)) != 0) {
+        fprintf(stderr,
+                "cutrace run: -o %s: the job could not create its traces there (%s); give a "
+                "folder it can write\n",
+                out, strerror(-rc));
+        return CT_EXIT_USAGE;
+    }
+    size_t nruns, nother = other_runs(dir, run_id, &nruns);
+    if (nother)
+        fprintf(stderr,
+                "cutrace run: note: %s already holds %zu trace%s of %zu other run%s: commands "
+                "that read it will ask which run (--run %s for this one)\n",
+                dir, nother, nother == 1 ? "" : "s", nruns, nruns == 1 ? "" : "s", run_id);
+    if (out == made)
+        fprintf(stderr, "cutrace: run %s: traces go to %s\n", run_id, dir);
     if ((rc = find_shim(shim, sizeof(shim))) != 0) {
         fprintf(stderr, "cutrace run: cannot find libcutrace.so (set CUTRACE_SHIM): %s\n",
                 strerror(-rc));
@@ -205,11 +435,7 @@ int ct_cmd_run(int argc, char **argv)
         }
     }
     g_child = 0;
-    struct ct_inputs in = {0};
-    char err[256];
-    char *dirs[] = {dir};
-    size_t ntraces = ct_inputs_expand(&in, dirs, 1, err, sizeof(err)) == 0 ? in.n : 0;
-    ct_inputs_free(&in);
+    size_t ntraces = check_traces(dir, run_id);
     fprintf(stderr, "cutrace: %zu trace%s in %s\n", ntraces, ntraces == 1 ? "" : "s", dir);
     const char *mode = getenv("CUTRACE_MODE"), *start = getenv("CUTRACE_START");
     if (!ntraces && mode && !strcmp(mode, "light")) {

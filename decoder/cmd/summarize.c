@@ -167,10 +167,12 @@ int ct_cmd_summarize(int argc, char **argv)
         }
     struct ct_inputs in = {0};
     char err[512];
-    if (ct_inputs_expand(&in, argv + optind, argc - optind, err, sizeof(err))) {
+    int erc = ct_inputs_expand(&in, argv + optind, argc - optind, err, sizeof(err));
+    if (erc) {
         fprintf(stderr, "cutrace summarize: %s\n", err);
         ct_inputs_free(&in);
-        return CT_EXIT_BAD_INPUT;
+        /* -EINVAL: an operand that is not a file or folder (a FIFO, a device) */
+        return erc == -EINVAL ? CT_EXIT_USAGE : CT_EXIT_BAD_INPUT;
     }
     for (size_t i = 0; i < in.n; i++)
         if (ct_ends_with(in.paths[i], CT_SUMMARY_SUFFIX)) {

@@ -221,35 +221,28 @@ void ct_rows_write(FILE *f, const struct ct_run *run, const char *side, const st
     }
 }
 
-int ct_report_rows(const char *path, char *const *operands, int noperands,
+int ct_report_rows(FILE *f, const char *name, const struct ct_inputs *in,
                    const struct ct_report *rep, char *err, size_t errlen)
 {
-    struct ct_inputs in = {0};
-    int rc = 0;
     err[0] = 0;
-    for (int i = 0; i < noperands && !rc; i++)
-        if (!ct_kineto_operand(operands[i]))
-            rc = ct_inputs_expand(&in, operands + i, 1, err, errlen);
-    struct ct_run run = {.name = noperands > 0 ? operands[0] : "", .paths = in.paths, .n = in.n};
-    if (!rc)
-        rc = ct_run_scan(&run, err, errlen);
-    FILE *f = NULL;
-    if (!rc && !(f = fopen(path, "w"))) {
-        rc = -errno;
-        snprintf(err, errlen, "--rows %s: %s", path, strerror(errno));
+    char **paths = malloc((in->n ? in->n : 1) * sizeof(*paths));
+    if (!paths) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
     }
+    size_t n = 0;
+    for (size_t i = 0; i < in->n; i++)
+        if (!ct_kineto_is_path(in->paths[i]))
+            paths[n++] = in->paths[i];
+    struct ct_run run = {.name = (char *)name, .paths = paths, .n = n};
+    int rc = ct_run_scan(&run, err, errlen);
     if (rc == -ENOMEM && !err[0])
         snprintf(err, errlen, "out of memory");
-    if (f) {
+    if (!rc)
         ct_rows_write(f, &run, NULL, rep);
-        if (fclose(f) != 0) {
-            rc = -EIO;
-            snprintf(err, errlen, "--rows %s: write error", path);
-        }
-    }
     for (size_t i = 0; run.facts && i < run.n; i++)
         ct_facts_free(&run.facts[i]);
     free(run.facts);
-    ct_inputs_free(&in);
+    free(paths);
     return rc;
 }

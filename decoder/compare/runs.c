@@ -15,6 +15,7 @@
 #include "decoder/analysis/health.h"
 #include "decoder/read/inputs.h"
 #include "decoder/read/load.h"
+#include "decoder/read/run_identity.h"
 #include "decoder/read/summary.h"
 #include "decoder/util/array.h"
 #include "src/reader.h"
@@ -45,32 +46,70 @@ static int has_traces(const char *dir)
     return yes;
 }
 
-static int add_run(struct ct_runset *rs, const char *path, char *err, size_t errlen)
+/* Appends one run of the given paths (taken over, in.keys freed). */
+static int push_run(struct ct_runset *rs, const char *name, struct ct_inputs *in)
 {
-    struct ct_inputs in = {0};
-    char *const args[] = {(char *)path};
-    int rc = ct_inputs_expand(&in, args, 1, err, errlen);
-    if (rc)
-        return rc;
     struct ct_run *v = realloc(rs->runs, (rs->n + 1) * sizeof(*v));
     if (!v) {
-        ct_inputs_free(&in);
+        ct_inputs_free(in);
         return -ENOMEM;
     }
     rs->runs = v;
     struct ct_run *r = &v[rs->n];
     memset(r, 0, sizeof(*r));
-    r->name = strdup(path);
-    r->paths = in.paths; /* ownership moves to the run */
-    r->n = in.n;
+    r->name = strdup(name);
+    r->paths = in->paths; /* ownership moves to the run */
+    r->n = in->n;
+    free(in->keys);
+    memset(in, 0, sizeof(*in));
     if (!r->name) {
-        for (size_t i = 0; i < in.n; i++)
-            free(in.paths[i]);
-        free(in.paths);
+        for (size_t i = 0; i < r->n; i++)
+            free(r->paths[i]);
+        free(r->paths);
         return -ENOMEM;
     }
     rs->n++;
     return 0;
+}
+
+/* The traces under path, one run per run identity they name (a folder
+ * that two `cutrace run`s wrote into holds two runs: never one;
+ * decoder/read/run_identity.h), each named "path (run ID)" then; traces
+ * that name no run are one more run beside them. */
+static int add_run(struct ct_runset *rs, const char *path, char *err, size_t errlen)
+{
+    struct ct_inputs in = {0};
+    char *const args[] = {(char *)path};
+    int rc = ct_inputs_expand(&in, args, 1, err, errlen);
+    struct ct_run_list l = {0};
+    if (!rc)
+        rc = ct_run_list_read(&in, &l, NULL);
+    size_t unnamed = 0;
+    for (size_t i = 0; !rc && i < in.n; i++)
+        unnamed += l.of[i] == SIZE_MAX;
+    if (!rc && l.n + (unnamed && l.n) <= 1) {
+        ct_run_list_free(&l);
+        return push_run(rs, path, &in);
+    }
+    for (size_t k = 0; !rc && k <= l.n; k++) {
+        if (k == l.n && !unnamed)
+            break;
+        struct ct_inputs part = {0};
+        for (size_t i = 0; i < in.n && !rc; i++)
+            if (l.of[i] == (k < l.n ? k : SIZE_MAX))
+                rc = ct_inputs_add(&part, in.paths[i]);
+        char name[1024];
+        snprintf(name, sizeof(name), "%s (run %.200s)", path, k < l.n ? l.runs[k].ids : "unnamed");
+        if (!rc)
+            rc = push_run(rs, name, &part);
+        else
+            ct_inputs_free(&part);
+    }
+    ct_run_list_free(&l);
+    ct_inputs_free(&in);
+    if (rc == -ENOMEM)
+        snprintf(err, errlen, "out of memory");
+    return rc;
 }
 
 int ct_runs_find(struct ct_runset *rs, const char *operand, char *err, size_t errlen)

@@ -7,8 +7,9 @@
  * A run operand is a trace file (a run of one trace), a folder holding
  * *.cutrace files directly (one run: every trace under it), or a folder of
  * such folders (each immediate subfolder with traces is a run, in name
- * order). Functions return 0 or a negative errno with err holding one
- * message naming the path; they never print and never exit.
+ * order); traces of several runs in one folder (their run identities,
+ * decoder/read/run_identity.h) are as many runs. Functions return 0 or a negative errno with err
+ * holding one message naming the path; they never print and never exit.
  */
 #ifndef CT_RUNS_H
 #define CT_RUNS_H
@@ -95,12 +96,14 @@ struct ct_report;
 void ct_rows_write(FILE *f, const struct ct_run *run, const char *side,
                    const struct ct_report *rep);
 
-/* `cutrace report --rows PATH` (diff_rows.c): writes rep's rows to PATH, the
- * run named after operands[0] with the metadata of the cutrace traces among
- * the operands (one more streaming pass per trace; Kineto operands have no
- * such metadata: their columns say "(none)"). Returns 0, or a negative
- * errno with err holding one message naming the path. */
-int ct_report_rows(const char *path, char *const *operands, int noperands,
+/* `cutrace report --rows FILE` (diff_rows.c): writes rep's rows to f, the
+ * run named name with the metadata of the cutrace traces among the inputs
+ * the report was made of (one more streaming pass per trace; PyTorch
+ * profiler traces have no such metadata: their columns say "(none)").
+ * Returns 0, or a negative errno with err holding one message naming the
+ * trace. */
+struct ct_inputs;
+int ct_report_rows(FILE *f, const char *name, const struct ct_inputs *in,
                    const struct ct_report *rep, char *err, size_t errlen);
 
 #endif

@@ -165,6 +165,7 @@ static int one_device(const struct ct_proc *p, const int32_t *devs, size_t ndev,
     q->last_ns = p->last_ns;
     q->life = p->life;
     q->life.job = p->life.job ? strdup(p->life.job) : NULL;
+    q->life.run = p->life.run ? strdup(p->life.run) : NULL;
     q->path = strdup(p->path ? p->path : "");
     q->host = strdup(p->host ? p->host : "");
     q->ops = malloc((p->nops ? p->nops : 1) * sizeof(*q->ops));
@@ -180,9 +181,9 @@ static int one_device(const struct ct_proc *p, const int32_t *devs, size_t ndev,
     q->syncs = dup_mem(p->syncs, p->nsyncs * sizeof(*p->syncs));
     q->nonblock = dup_mem(p->nonblock, p->nnonblock * sizeof(*p->nonblock));
     q->sdev = dup_mem(p->sdev, p->nsdev * sizeof(*p->sdev));
-    int rc = !q->path || !q->host || (p->life.job && !q->life.job) || !q->ops || !q->nccl ||
-                     !remap || !q->names || !q->launches || !q->steps || !q->sdev || !q->edges ||
-                     !q->syncs || !q->gedges
+    int rc = !q->path || !q->host || (p->life.job && !q->life.job) ||
+                     (p->life.run && !q->life.run) || !q->ops || !q->nccl || !remap || !q->names ||
+                     !q->launches || !q->steps || !q->sdev || !q->edges || !q->syncs || !q->gedges
                  ? -ENOMEM
                  : 0;
     if (!rc)

@@ -10,30 +10,97 @@
 
 int ct_inputs_add(struct ct_inputs *in, const char *p)
 {
+    struct stat st;
+    if (stat(p, &st) != 0)
+        return -errno;
+    for (size_t i = 0; i < in->n; i++) {
+        if (in->keys[i].dev != st.st_dev || in->keys[i].ino != st.st_ino)
+            continue;
+        if (!in->ndup++)
+            snprintf(in->dup_note, sizeof(in->dup_note), "%.240s is the same file as %.240s", p,
+                     in->paths[i]);
+        return 0;
+    }
     if (in->n == in->cap) {
         size_t cap = in->cap ? in->cap * 2 : 16;
         char **np = realloc(in->paths, cap * sizeof(*np));
         if (!np)
             return -ENOMEM;
         in->paths = np;
+        struct ct_input_key *nk = realloc(in->keys, cap * sizeof(*nk));
+        if (!nk)
+            return -ENOMEM;
+        in->keys = nk;
         in->cap = cap;
     }
     in->paths[in->n] = strdup(p);
     if (!in->paths[in->n])
         return -ENOMEM;
+    in->keys[in->n] = (struct ct_input_key){st.st_dev, st.st_ino};
     in->n++;
     return 0;
 }
 
-static int cmp_str(const void *a, const void *b)
+void ct_inputs_keep(struct ct_inputs *in, const unsigned char *keep)
 {
-    return strcmp(*(char *const *)a, *(char *const *)b);
+    size_t w = 0;
+    for (size_t i = 0; i < in->n; i++) {
+        if (!keep[i]) {
+            free(in->paths[i]);
+            continue;
+        }
+        in->paths[w] = in->paths[i];
+        in->keys[w++] = in->keys[i];
+    }
+    in->n = w;
+}
+
+int ct_operand_check(const char *path, char *err, size_t errlen)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        int e = errno;
+        snprintf(err, errlen, "%s: %s", path, strerror(e));
+        return -e;
+    }
+    if (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))
+        return 0;
+    snprintf(err, errlen, "%s: is a %s, not a trace file or a folder of traces", path,
+             S_ISFIFO(st.st_mode)   ? "FIFO"
+             : S_ISCHR(st.st_mode)  ? "character device"
+             : S_ISBLK(st.st_mode)  ? "block device"
+             : S_ISSOCK(st.st_mode) ? "socket"
+                                    : "special file");
+    return -EINVAL;
+}
+
+struct by_name {
+    char *path;
+    struct ct_input_key key;
+};
+
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp(((const struct by_name *)a)->path, ((const struct by_name *)b)->path);
 }
 
 void ct_inputs_sort(struct ct_inputs *in, size_t first)
 {
-    if (in->n - first > 1)
-        qsort(in->paths + first, in->n - first, sizeof(char *), cmp_str);
+    size_t n = in->n - first;
+    if (n < 2)
+        return;
+    struct by_name *v = malloc(n * sizeof(*v));
+    if (!v) { /* the paths alone, in place: the keys are then only for duplicates */
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        v[i] = (struct by_name){in->paths[first + i], in->keys[first + i]};
+    qsort(v, n, sizeof(*v), cmp_name);
+    for (size_t i = 0; i < n; i++) {
+        in->paths[first + i] = v[i].path;
+        in->keys[first + i] = v[i].key;
+    }
+    free(v);
 }
 
 int ct_ends_with(const char *s, const char *suffix)
@@ -94,12 +161,14 @@ int ct_inputs_expand(struct ct_inputs *in, char *const *args, int nargs, char *e
 {
     for (int i = 0; i < nargs; i++) {
         struct stat st;
+        int rc = ct_operand_check(args[i], err, errlen);
+        if (rc)
+            return rc;
         if (stat(args[i], &st) != 0) {
             int e = errno;
             snprintf(err, errlen, "%s: %s", args[i], strerror(e));
             return -e;
         }
-        int rc;
         if (S_ISDIR(st.st_mode)) {
             size_t before = in->n;
             rc = ct_inputs_walk(args[i], add_trace, in, err, errlen);
@@ -114,6 +183,8 @@ int ct_inputs_expand(struct ct_inputs *in, char *const *args, int nargs, char *e
         if (rc) {
             if (rc == -ENOMEM)
                 snprintf(err, errlen, "out of memory");
+            else if (!S_ISDIR(st.st_mode))
+                snprintf(err, errlen, "%s: %s", args[i], strerror(-rc));
             return rc;
         }
     }
@@ -125,5 +196,6 @@ void ct_inputs_free(struct ct_inputs *in)
     for (size_t i = 0; i < in->n; i++)
         free(in->paths[i]);
     free(in->paths);
+    free(in->keys);
     memset(in, 0, sizeof(*in));
 }

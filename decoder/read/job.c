@@ -31,7 +31,7 @@ void ct_proc_free(struct ct_proc *p)
         free(p->names[i]);
     free(p->names);
     ct_kineto_free(p->kin); /* Kineto input (decoder/kineto/kineto.h) */
-    free(p->life.job);
+    ct_life_free(&p->life);
     free(p->spill);
     free(p->edges);
     free(p->gedges);

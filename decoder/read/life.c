@@ -26,6 +26,9 @@ int ct_life_meta(struct ct_life *l, const char *key, const char *value, int64_t 
     if (!strcmp(key, "job") && !l->job) { /* the first, as the rest of the metadata */
         if (!(l->job = strdup(value)))
             return -ENOMEM;
+    } else if (!strcmp(key, "run_id") && !l->run) {
+        if (!(l->run = strdup(value)))
+            return -ENOMEM;
     } else if (!strcmp(key, "start_mono_ns")) {
         if (ct_parse_int(value, 1, INT64_MAX, &v) == 0)
             l->start_ns = v;
@@ -42,6 +45,13 @@ int ct_life_meta(struct ct_life *l, const char *key, const char *value, int64_t 
             l->flush_ms = (uint32_t)v;
     }
     return 0;
+}
+
+void ct_life_free(struct ct_life *l)
+{
+    free(l->job);
+    free(l->run);
+    l->job = l->run = NULL;
 }
 
 void ct_life_error(struct ct_life *l, const char *what, int64_t t)

@@ -15,18 +15,49 @@
 #include <unistd.h>
 
 #include "decoder/kineto/kineto.h"
+#include "decoder/read/run_identity.h"
 #include "decoder/read/spill.h"
 #include "decoder/read/summary.h"
 #include "decoder/util/progress.h"
 
 int ct_load_expand(struct ct_inputs *in, char *const *operands, int n, char *err, size_t errlen)
 {
-    int rc = 0;
-    /* kineto: Kineto operands (files, folders of them) go to its expansion */
-    for (int i = 0; i < n && !rc; i++)
-        rc = ct_kineto_operand(operands[i]) ? ct_kineto_expand(in, operands[i], err, errlen)
-                                            : ct_inputs_expand(in, operands + i, 1, err, errlen);
+    int rc = 0, kineto = -1;
+    for (int i = 0; i < n && !rc; i++) {
+        if ((rc = ct_operand_check(operands[i], err, errlen)) != 0)
+            break;
+        /* kineto: Kineto operands (files, folders of them) go to its expansion */
+        int k = ct_kineto_operand(operands[i]);
+        if (kineto >= 0 && k != kineto) {
+            snprintf(err, errlen,
+                     "%s is a %s, %s a %s: the two kinds are never one job; give one kind",
+                     operands[i], k ? "PyTorch profiler trace" : "cutrace trace", operands[i - 1],
+                     k ? "cutrace trace" : "PyTorch profiler trace");
+            return -EMEDIUMTYPE;
+        }
+        kineto = k;
+        rc = k ? ct_kineto_expand(in, operands[i], err, errlen)
+               : ct_inputs_expand(in, operands + i, 1, err, errlen);
+    }
     return rc;
+}
+
+int ct_load_operands(const struct ct_load_opts *o, struct ct_inputs *in, char *const *operands,
+                     int n, char *err, size_t errlen)
+{
+    int rc = o->no_kineto ? ct_inputs_expand(in, operands, n, err, errlen)
+                          : ct_load_expand(in, operands, n, err, errlen);
+    if (rc)
+        return rc;
+    if (in->ndup)
+        fprintf(stderr, "%s: note: %s: counted once%s\n", o->cmd, in->dup_note,
+                in->ndup > 1 ? " (and other inputs given twice)" : "");
+    return ct_inputs_pick_run(in, o->run, o->job, o->cmd, err, errlen);
+}
+
+int ct_load_usage_error(int rc)
+{
+    return rc == -ENOTUNIQ || rc == -ESRCH || rc == -EINVAL || rc == -EMEDIUMTYPE;
 }
 
 struct loader {
@@ -216,6 +247,24 @@ int ct_load_job(const struct ct_load_opts *o, const struct ct_inputs *in, struct
     for (size_t i = 0; i < n; i++)
         if (ct_kineto_warning(&procs[i]))
             fprintf(stderr, "%s: %s\n", o->cmd, ct_kineto_warning(&procs[i]));
+    /* --step NAME that names nothing would fall back to the detector's
+     * iterations, as if the user had not asked: refused instead (PyTorch
+     * profiler traces name their steps themselves) */
+    size_t named = 0, cutrace = 0;
+    for (size_t i = 0; i < n; i++) {
+        named += procs[i].nsteps;
+        cutrace += !procs[i].kin;
+    }
+    if (o->step && cutrace && !named) {
+        snprintf(err, errlen,
+                 "--step %s: no NVTX range or mark of that name (or NAME#N) in the traces; "
+                 "without --step, iterations come from ProfilerStep or the work that repeats",
+                 o->step);
+        for (size_t i = 0; i < n; i++)
+            ct_proc_free(&procs[i]);
+        free(procs);
+        return -ESRCH;
+    }
     rc = ct_job_build(job, procs, n); /* owns procs from here, also on failure */
     if (rc)
         ct_job_free(job);

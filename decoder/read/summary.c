@@ -153,6 +153,7 @@ static void encode(struct ct_sum_wbuf *b, const struct ct_proc *p, const char *s
     ct_sum_put_u32(b, (uint32_t)p->device);
     const struct ct_life *l = &p->life;
     ct_sum_put_str(b, l->job ? l->job : "");
+    ct_sum_put_str(b, l->run ? l->run : "");
     ct_sum_put_u64(b, (uint64_t)l->start_ns);
     ct_sum_put_u64(b, (uint64_t)l->restart);
     ct_sum_put_u64(b, (uint64_t)l->signal_ns);
@@ -374,6 +375,12 @@ static void decode(struct ct_sum_rbuf *r, struct ct_proc *p, struct ct_hcollect 
         free(l->job);
         l->job = NULL;
     }
+    if (!(l->run = ct_sum_get_str(r, oom)))
+        r->bad = 1;
+    else if (!*l->run) {
+        free(l->run);
+        l->run = NULL;
+    }
     l->start_ns = (int64_t)ct_sum_get_u64(r);
     l->restart = (int64_t)ct_sum_get_u64(r);
     l->signal_ns = (int64_t)ct_sum_get_u64(r);
@@ -555,6 +562,29 @@ int ct_summary_read(const char *path, const char *step, struct ct_proc *p, char 
     rc = ct_summary_read_mem(buf, n, path, step, p, err, errlen);
     free(buf);
     return rc == -ENOMEM ? rc : rc ? -EIO : 0;
+}
+
+int ct_summary_life(const char *path, struct ct_life *life, char **host, char *err, size_t errlen)
+{
+    unsigned char *buf;
+    size_t len;
+    int rc = read_file(path, &buf, &len, err, errlen);
+    if (rc)
+        return rc;
+    struct ct_proc p;
+    struct ct_hcollect hc;
+    int health;
+    rc = parse(buf, len, path, 0, NULL, &p, &hc, &health, NULL, NULL, err, errlen);
+    free(buf);
+    if (rc)
+        return rc == -ENOMEM ? rc : -EIO;
+    ct_hcollect_free(&hc);
+    *life = p.life;
+    *host = p.host;
+    memset(&p.life, 0, sizeof(p.life));
+    p.host = NULL;
+    ct_proc_free(&p);
+    return 0;
 }
 
 int ct_summary_facts(const char *path, char **trace_path, unsigned char **facts, size_t *n,

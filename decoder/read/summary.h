@@ -16,7 +16,7 @@
 #include "decoder/read/timeline.h"
 
 #define CT_SUMMARY_SUFFIX  ".ctsum"
-#define CT_SUMMARY_VERSION 5
+#define CT_SUMMARY_VERSION 6
 
 /* The summary's own encoding (little-endian, fixed width), for the
  * sections another stage fills: the facts that diagnose and diff read
@@ -92,6 +92,12 @@ int ct_summary_read(const char *path, const char *step, struct ct_proc *p, char 
  * outputs. 0 or a negative errno with err. */
 int ct_summary_facts(const char *path, char **trace_path, unsigned char **facts, size_t *n,
                      char *err, size_t errlen);
+
+/* The process life (run identity, job, restart count) and host a summary
+ * states, whatever step it was made with (decoder/read/run_identity.c):
+ * 0, or a negative errno with err. The caller frees life (ct_life_free)
+ * and *host. */
+int ct_summary_life(const char *path, struct ct_life *life, char **host, char *err, size_t errlen);
 
 /* The same from memory (the fuzzer's entry); the health counters are
  * published under the trace's path (decoder/analysis/health.h). */

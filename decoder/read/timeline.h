@@ -155,6 +155,7 @@ static inline void ct_cov_source(struct ct_coverage *c, uint64_t source)
  * groups attempts by and what ended each process. Times on the job clock. */
 struct ct_life {
     char *job;         /* metadata "job" (the launcher's job id), NULL: none */
+    char *run;         /* metadata "run_id" (decoder/read/run_identity.h), NULL: none */
     int64_t start_ns;  /* when the image started (start_mono_ns), INT64_MIN: not recorded */
     int64_t restart;   /* restart_count (torchrun, Slurm requeue), -1: not recorded */
     int64_t signal_ns; /* when a fatal signal arrived (metadata "signal"), INT64_MIN: none */
@@ -167,6 +168,8 @@ void ct_life_init(struct ct_life *l);
 int ct_life_meta(struct ct_life *l, const char *key, const char *value, int64_t t);
 /* Folds one of the recorder's error records in. */
 void ct_life_error(struct ct_life *l, const char *what, int64_t t);
+/* Frees what l holds. */
+void ct_life_free(struct ct_life *l);
 /* Moves the times by the trace's clock offset. */
 void ct_life_finish(struct ct_life *l, int64_t off);
 

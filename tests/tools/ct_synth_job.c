@@ -46,6 +46,10 @@
  *                        kernel durations x F, x (1 + U(-P,P) %) per
  *                        kernel and x (1 + U(-Q,Q) %) per run, seeded
  *   --host NAME --gpu NAME --tag K=V (repeatable)   metadata
+ *   --run-id ID --job ID --restart-count N   the run identity, the launcher's
+ *                        job id (default synthjob) and restart count, as
+ *                        the shim records them (none of the first and last
+ *                        by default: a trace from before run identities)
  *
  * Health counters (format v2 counter records, docs/health.md), none by
  * default:
@@ -118,7 +122,7 @@ struct opts {
     uint64_t cont_us, cont_pct;
     double scale, jitter, run_jitter;
     uint64_t seed;
-    const char *host, *gpu;
+    const char *host, *gpu, *run_id, *job, *restart;
     const char *tags[16];
     int ntags;
 };
@@ -259,12 +263,16 @@ static int run_rank(const char *dir, int rank, const struct opts *o)
                                      .pid = (uint32_t)getpid()};
     struct ct_meta_kv meta[24] = {
         {CT_SCOPE_PROCESS, 0, "host", o->host ? o->host : host},
-        {CT_SCOPE_PROCESS, 0, "job", "synthjob"},
+        {CT_SCOPE_PROCESS, 0, "job", o->job ? o->job : "synthjob"},
         {CT_SCOPE_PROCESS, 0, "rank", rs},
         {CT_SCOPE_PROCESS, 0, "world_size", ws},
     };
     size_t nmeta = 4;
     char tagk[16][64];
+    if (o->run_id)
+        meta[nmeta++] = (struct ct_meta_kv){CT_SCOPE_PROCESS, 0, "run_id", o->run_id};
+    if (o->restart)
+        meta[nmeta++] = (struct ct_meta_kv){CT_SCOPE_PROCESS, 0, "restart_count", o->restart};
     if (o->gpu)
         meta[nmeta++] = (struct ct_meta_kv){CT_SCOPE_DEVICE, 0, "name", o->gpu};
     for (int i = 0; i < o->ntags; i++) {
@@ -430,6 +438,9 @@ int main(int argc, char **argv)
                                          {"contention-every", required_argument, NULL, 'E'},
                                          {"contention-us", required_argument, NULL, 'X'},
                                          {"contention-pct", required_argument, NULL, 'Q'},
+                                         {"run-id", required_argument, NULL, 'I'},
+                                         {"job", required_argument, NULL, 'o'},
+                                         {"restart-count", required_argument, NULL, 'y'},
                                          {NULL, 0, NULL, 0}};
     const char *dir = NULL;
     struct opts o = {.nranks = 4,
@@ -482,6 +493,9 @@ int main(int argc, char **argv)
         case 'E': o.cont_every = atoi(optarg); break;
         case 'X': o.cont_us = strtoull(optarg, NULL, 10); break;
         case 'Q': o.cont_pct = strtoull(optarg, NULL, 10); break;
+        case 'I': o.run_id = optarg; break;
+        case 'o': o.job = optarg; break;
+        case 'y': o.restart = optarg; break;
         case 't':
             if (o.ntags < 16 && strchr(optarg, '='))
                 o.tags[o.ntags++] = optarg;
