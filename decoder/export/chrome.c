@@ -262,7 +262,8 @@ static int thread_meta(struct cw *w)
     size_t n = 0;
     for (size_t i = 0; i < t->n; i++) {
         const struct ct_record *r = &t->recs[i];
-        if (r->kind == CT_REC_GPU && r->f[CT_GPU_TYPE] != CT_GPU_SYNC) {
+        if (r->kind == CT_REC_GPU && r->f[CT_GPU_TYPE] != CT_GPU_SYNC &&
+            !ct_trace_gpu_superseded(t, r)) {
             int64_t dev;
             uint64_t key;
             placement(t, r->f, ct_trace_call(t, r->f[CT_GPU_CORR]), &dev, &key);
@@ -663,8 +664,8 @@ static int write_trace(struct cw *w, struct ct_progress *pr, size_t idx, size_t 
                 synth_event(w, &sy[ksy++]);
             /* CUPTI's synchronization records are host waits, on no stream:
              * the sync call's own span on its thread shows them */
-            if (r->f[CT_GPU_TYPE] != CT_GPU_SYNC)
-                gpu_event(w, i);
+            if (r->f[CT_GPU_TYPE] != CT_GPU_SYNC && !ct_trace_gpu_superseded(w->t, r))
+                gpu_event(w, i); /* one interval per op, from its best source */
             break;
         case CT_REC_NCCL: rc = nccl_event(w, i); break;
         case CT_REC_IO: io_event(w, r); break;

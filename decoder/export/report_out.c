@@ -362,10 +362,11 @@ void ct_report_json(FILE *f, const struct ct_report *rep, int rank_iters)
                 ",\"gpu_events_blocking\":%" PRIu64 ",\"gpu_plugin\":%" PRIu64
                 ",\"gpu_nccl_record\":%" PRIu64 ",\"dropped_records\":%" PRIu64
                 ",\"untimed_ops\":%" PRIu64 ",\"unmatched_p2p\":%" PRIu64 ",\"processes\":%" PRIu64
-                ",\"truncated_files\":%" PRIu64 ",\"damaged_bytes\":%" PRIu64 "}}",
+                ",\"truncated_files\":%" PRIu64 ",\"damaged_bytes\":%" PRIu64
+                ",\"superseded_intervals\":%" PRIu64 "}}",
                 c->gpu_cupti, c->gpu_events, c->gpu_events_blocking, c->gpu_plugin,
                 c->gpu_nccl_record, c->dropped, c->untimed, c->unmatched_p2p, c->processes,
-                c->truncated, c->damaged);
+                c->truncated, c->damaged, c->superseded);
     }
     fprintf(f, "],\"collectives\":[");
     for (size_t i = 0; i < rep->ncoll; i++) {

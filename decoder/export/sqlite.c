@@ -353,7 +353,10 @@ static void record_row(struct sw *w, const struct ct_record *r)
         b_i(w, k, 7, (int64_t)f[CT_API_STREAM]);
         step(w, k);
         break;
-    case CT_REC_GPU: gpu_row(w, r); break;
+    case CT_REC_GPU:
+        if (!ct_trace_gpu_superseded(w->t, r)) /* one row per op, from its best source */
+            gpu_row(w, r);
+        break;
     case CT_REC_NCCL: nccl_row(w, r); break;
     case CT_REC_IO:
         k = ST_IO;

@@ -39,7 +39,7 @@ static void ex_free(struct ex *x)
     struct ct_vec *v[] = {&x->ops,  &x->gcorr, &x->calls, &x->timed,    &x->nccl,   &x->nsynth,
                           &x->nord, &x->steps, &x->sord,  &x->launches, &x->clock,  &x->name_sid,
                           &x->nfb,  &x->gend,  &x->gendv, &x->nkl,      &x->graphs, &x->evr,
-                          &x->evw,  &x->evs,   &x->gedges};
+                          &x->evw,  &x->evs,   &x->gedges, &x->gsrc};
     for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
         free(v[i]->p);
     free(x->name_map);
@@ -105,6 +105,13 @@ static int on_gpu(struct ex *x, const uint64_t *c, size_t st, uint32_t tid)
             return -ENOMEM;
         ct_cov_source(&x->p->cov, FLD(CT_GPU_SOURCE));
         idx = x->ops.n++;
+        /* by op index (ops made from NCCL records have none: 0) */
+        while (x->gsrc.n <= idx) {
+            if (ct_vec_room(&x->gsrc, 1))
+                return -ENOMEM;
+            ((uint8_t *)x->gsrc.p)[x->gsrc.n++] = 0;
+        }
+        ((uint8_t *)x->gsrc.p)[idx] = (uint8_t)FLD(CT_GPU_SOURCE);
         last_gpu(x, tid, idx, g->s);
         if (ct_sdev_seen(x->p, g->stream, (int32_t)(int64_t)FLD(CT_GPU_DEVICE)))
             return -ENOMEM;

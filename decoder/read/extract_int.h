@@ -50,6 +50,7 @@ struct ex {
     uint64_t ord;         /* records seen so far: file order */
     struct ct_vec ops;    /* struct ct_gop, raw times; name = provisional index */
     struct ct_vec gcorr;  /* kv (corr, op index or NONE) of every GPU record */
+    struct ct_vec gsrc;   /* uint8 source (enum ct_gpu_source) of each op a GPU record made */
     struct ct_vec calls;  /* kv (corr, raw host start) of every API record */
     struct ct_vec timed;  /* uint64 corr of launches/copies/memsets that want a GPU record */
     struct ct_vec graphs; /* uint64 corr of graph launches: their GPU ops are replays */

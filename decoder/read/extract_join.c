@@ -170,6 +170,51 @@ static void link_groups(struct ex *x)
 }
 
 /*
+ * One interval per op (tracefile.h ct_gpu_source_rank): where GPU records
+ * of one correlation id and type come from two sources (an event pair and
+ * NCCL's profiler plugin around one collective), those of the lesser
+ * source are dropped (at the end of join, as NCCL ops' own intervals are)
+ * and counted (coverage superseded). gcorr sorted by correlation id.
+ */
+static void drop_superseded(struct ex *x)
+{
+    struct ct_kv *gc = x->gcorr.p;
+    struct ct_gop *ops = x->ops.p;
+    const uint8_t *src = x->gsrc.p;
+    for (size_t a = 0, b; a < x->gcorr.n; a = b) {
+        for (b = a + 1; b < x->gcorr.n && gc[b].key == gc[a].key; b++)
+            ;
+        if (b - a < 2 || !gc[a].key)
+            continue;
+        for (size_t i = a; i < b; i++) {
+            if (gc[i].val == NONE || gc[i].val >= x->gsrc.n)
+                continue;
+            int mine = ct_gpu_source_rank(src[gc[i].val]);
+            for (size_t j = a; j < b; j++)
+                if (j != i && gc[j].val != NONE && gc[j].val < x->gsrc.n &&
+                    ops[gc[j].val].type == ops[gc[i].val].type &&
+                    ct_gpu_source_rank(src[gc[j].val]) > mine) {
+                    ops[gc[i].val].name = SYNTHETIC - 1; /* dropped at the end of join */
+                    /* counted as the source of no op: the coverage says
+                     * what the figures rest on */
+                    struct ct_coverage *c = &x->p->cov;
+                    uint8_t s = src[gc[i].val];
+                    uint64_t *by = s == CT_SRC_CUPTI         ? &c->gpu_cupti
+                                   : s == CT_SRC_NCCL_PLUGIN ? &c->gpu_plugin
+                                                             : &c->gpu_events;
+                    if (*by)
+                        (*by)--;
+                    if (s == CT_SRC_EVENTS_BLOCKING && c->gpu_events_blocking)
+                        c->gpu_events_blocking--;
+                    c->superseded++;
+                    gc[i].val = NONE;
+                    break;
+                }
+        }
+    }
+}
+
+/*
  * Joins every GPU interval to the call that enqueued it (an NCCL op's or an
  * API record's correlation id) and classifies it; counts untimed launches;
  * drops NCCL ops' own intervals where a GPU record exists. All key arrays
@@ -193,6 +238,7 @@ static int join(struct ex *x, const uint8_t *name_op)
         free(ncorr.p);
         return -ENOMEM;
     }
+    drop_superseded(x);
     size_t ia = 0, in = 0, igr = 0;
     const uint64_t *gr = x->graphs.p;
     for (size_t i = 0; i < x->gcorr.n; i++) {

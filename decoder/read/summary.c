@@ -43,7 +43,7 @@ static void put_cov(struct ct_sum_wbuf *b, const struct ct_coverage *c)
 {
     const uint64_t v[] = {c->gpu_cupti,           c->gpu_events, c->gpu_plugin, c->gpu_nccl_record,
                           c->gpu_events_blocking, c->dropped,    c->untimed,    c->unmatched_p2p,
-                          c->processes,           c->truncated,  c->damaged};
+                          c->processes,           c->truncated,  c->damaged,    c->superseded};
     for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
         ct_sum_put_u64(b, v[i]);
 }
@@ -228,7 +228,7 @@ static void get_cov(struct ct_sum_rbuf *r, struct ct_coverage *c)
 {
     uint64_t *v[] = {&c->gpu_cupti,           &c->gpu_events, &c->gpu_plugin, &c->gpu_nccl_record,
                      &c->gpu_events_blocking, &c->dropped,    &c->untimed,    &c->unmatched_p2p,
-                     &c->processes,           &c->truncated,  &c->damaged};
+                     &c->processes,           &c->truncated,  &c->damaged,    &c->superseded};
     for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
         *v[i] = ct_sum_get_u64(r);
 }

@@ -136,6 +136,9 @@ struct ct_coverage {
     uint64_t untimed;             /* launches/copies/memsets without a GPU interval */
     uint64_t unmatched_p2p;       /* Send/Recv without their peer's op in the traces */
     uint64_t processes, truncated, damaged;
+    /* GPU records not counted above: another source timed the same op
+     * better (tracefile.h ct_gpu_source_rank) */
+    uint64_t superseded;
 };
 
 /* Counts a GPU record's source (enum ct_gpu_source) into c. */

@@ -200,6 +200,75 @@ static int cmp_gpu_corr(const void *a, const void *b, void *ctx)
     return (x > y) - (x < y);
 }
 
+int ct_gpu_source_rank(uint64_t source)
+{
+    switch (source) {
+    case CT_SRC_NCCL_PLUGIN: return 3;
+    case CT_SRC_CUPTI: return 2;
+    case CT_SRC_EVENTS:
+    case CT_SRC_EVENTS_BLOCKING: return 1;
+    default: return 0;
+    }
+}
+
+static int cmp_group(const void *a, const void *b, void *ctx)
+{
+    const struct ct_trace *t = ctx;
+    uint64_t x = t->recs[*(const size_t *)a].f[CT_NCCL_GROUP];
+    uint64_t y = t->recs[*(const size_t *)b].f[CT_NCCL_GROUP];
+    return (x > y) - (x < y);
+}
+
+/* 1 when an NCCL op of group `group` has a GPU record ranked above mine. */
+static int member_better(struct ct_trace *t, uint64_t group, int mine)
+{
+    if (!t->nccl_by_group) {
+        size_t m = 0;
+        t->nccl_by_group = malloc((t->count[CT_REC_NCCL] ? t->count[CT_REC_NCCL] : 1) *
+                                  sizeof(size_t));
+        if (!t->nccl_by_group)
+            return 0; /* no memory: drawn twice rather than not at all */
+        for (size_t i = 0; i < t->n; i++)
+            if (t->recs[i].kind == CT_REC_NCCL && t->recs[i].f[CT_NCCL_GROUP])
+                t->nccl_by_group[m++] = i;
+        qsort_r(t->nccl_by_group, m, sizeof(size_t), cmp_group, t);
+        t->ngrouped = m;
+    }
+    size_t lo = 0, hi = t->ngrouped;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (t->recs[t->nccl_by_group[mid]].f[CT_NCCL_GROUP] < group)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (; lo < t->ngrouped && t->recs[t->nccl_by_group[lo]].f[CT_NCCL_GROUP] == group; lo++) {
+        size_t n;
+        const size_t *g = ct_trace_gpu(t, t->recs[t->nccl_by_group[lo]].f[CT_NCCL_CORR], &n);
+        for (size_t i = 0; i < n; i++)
+            if (ct_gpu_source_rank(t->recs[g[i]].f[CT_GPU_SOURCE]) > mine)
+                return 1;
+    }
+    return 0;
+}
+
+int ct_trace_gpu_superseded(struct ct_trace *t, const struct ct_record *r)
+{
+    size_t n;
+    uint64_t corr = r->f[CT_GPU_CORR];
+    const size_t *g = ct_trace_gpu(t, corr, &n);
+    int mine = ct_gpu_source_rank(r->f[CT_GPU_SOURCE]);
+    for (size_t i = 0; i < n; i++) {
+        const struct ct_record *o = &t->recs[g[i]];
+        if (o->f[CT_GPU_TYPE] == r->f[CT_GPU_TYPE] &&
+            ct_gpu_source_rank(o->f[CT_GPU_SOURCE]) > mine)
+            return 1;
+    }
+    /* a group's own interval: the correlation id of its ncclGroupEnd,
+     * which the members carry as their group id */
+    return r->f[CT_GPU_TYPE] == CT_GPU_NCCL && corr && member_better(t, corr, mine);
+}
+
 const size_t *ct_trace_gpu(struct ct_trace *t, uint64_t corr, size_t *n)
 {
     *n = 0;
@@ -320,6 +389,7 @@ unsigned ct_trace_nccl_gpu(struct ct_trace *t, const struct ct_record *op, uint6
 void ct_trace_free(struct ct_trace *t)
 {
     free(t->gpu_by_corr);
+    free(t->nccl_by_group);
     free(t->api_by_corr);
     free(t->mods);
     free(t->stacks);

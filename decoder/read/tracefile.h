@@ -38,6 +38,8 @@ struct ct_trace {
     size_t napi;
     size_t *gpu_by_corr; /* indexes of GPU records sorted by correlation id */
     size_t ngpu;
+    size_t *nccl_by_group; /* indexes of grouped NCCL records sorted by group id */
+    size_t ngrouped;
     /* built on first use by symbols.c: executable mappings sorted by start,
      * recorded call stacks sorted by correlation id */
     struct ct_module *mods;
@@ -63,6 +65,23 @@ const struct ct_record *ct_trace_call(struct ct_trace *t, uint64_t corr);
 /* The GPU records with this correlation id: *n of them from the returned
  * index array (into t->recs), NULL when none. */
 const size_t *ct_trace_gpu(struct ct_trace *t, uint64_t corr, size_t *n);
+
+/*
+ * How far a GPU interval's source (enum ct_gpu_source) is trusted when two
+ * sources time one op (an event pair and NCCL's profiler plugin around the
+ * same collective): the plugin's (NCCL's own timer on the kernel) over
+ * CUPTI's over an event pair's (which starts when the stream reaches the
+ * event, so it holds the op's queueing). Higher wins; docs/report.md
+ * "One interval per op".
+ */
+int ct_gpu_source_rank(uint64_t source);
+
+/* 1 when GPU record r of t is superseded: a GPU record of the same
+ * correlation id and type comes from a better source (ct_gpu_source_rank),
+ * or r is a group's interval (an event pair around its ncclGroupEnd) and a
+ * member of the group has its own from a better source. Each op is then
+ * drawn and exported once, from that source. */
+int ct_trace_gpu_superseded(struct ct_trace *t, const struct ct_record *r);
 
 /*
  * When an NCCL op (record `op` of t) ran on the GPU, from the best source:

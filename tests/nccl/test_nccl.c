@@ -302,6 +302,56 @@ START_TEST(two_ranks_without_plugin_use_event_pairs)
 }
 END_TEST
 
+/* An op two sources time (an event pair, as CUTRACE_GPU_TIMING=events
+ * asks, and NCCL's profiler plugin) is one interval, from the plugin: the
+ * other is superseded in the analyses (counted in the coverage, not as a
+ * GPU interval), and the export draws it once, its group's event pair
+ * (around ncclGroupEnd) not over its members' own. */
+START_TEST(an_op_two_sources_time_is_one_interval_from_the_better)
+{
+    char p[700];
+    const char *env[] = {plugin_env(p, sizeof(p)), "CUTRACE_GPU_TIMING=events", NULL};
+    struct job j;
+    run_job(&j, w_nccl(), 2, "mix", env);
+    /* the recorded traces do hold both, for the same ops */
+    size_t both = 0;
+    for (int r = 0; r < j.n; r++) {
+        struct ct_trace *t = &j.t[r];
+        for (size_t i = 0; i < t->n; i++) {
+            const struct ct_record *g = &t->recs[i];
+            if (g->kind != CT_REC_GPU || g->f[CT_GPU_TYPE] != CT_GPU_NCCL)
+                continue;
+            int sup = ct_trace_gpu_superseded(t, g);
+            /* the plugin's interval is never the one superseded */
+            ck_assert(!(sup && g->f[CT_GPU_SOURCE] == CT_SRC_NCCL_PLUGIN));
+            both += sup;
+        }
+    }
+    ck_assert_uint_gt(both, 0);
+    char *out = th_cutrace("export --format chrome -o %s/x.json %s && cat %s/x.json", j.r.dir,
+                           j.r.traces, j.r.dir);
+    /* one event per line: no NCCL interval from an event pair is drawn */
+    for (const char *l = out; l && *l;) {
+        const char *nl = strchr(l, '\n');
+        size_t len = nl ? (size_t)(nl - l) : strlen(l);
+        char line[4096];
+        snprintf(line, sizeof(line), "%.*s", (int)(len < sizeof(line) ? len : sizeof(line) - 1),
+                 l);
+        ck_assert_msg(!(strstr(line, "\"cat\":\"nccl\"") && strstr(line, "\"source\":\"events\"")),
+                      "an NCCL op drawn from its event pair too: %s", line);
+        ck_assert_msg(!strstr(line, "overlapping, lane 1)\"") || strstr(line, "NCCL ops"),
+                      "a stream track forced into a second lane: %s", line);
+        l = nl ? nl + 1 : NULL;
+    }
+    free(out);
+    out = th_cutrace("report --json %s", j.r.traces);
+    ck_assert_msg(strstr(out, "\"superseded_intervals\":0") == NULL, "nothing superseded: %.400s",
+                  out);
+    free(out);
+    free_job(&j);
+}
+END_TEST
+
 START_TEST(dlopen_and_dlsym_job_is_traced)
 {
     char p[700];
@@ -486,6 +536,7 @@ Suite *nccl_suite(void)
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, two_ranks_plugin_v5);
+    tcase_add_test(tc, an_op_two_sources_time_is_one_interval_from_the_better);
     tcase_add_test(tc, four_ranks_plugin_v4);
     tcase_add_test(tc, eight_ranks_plugin_v3);
     tcase_add_test(tc, static_plugin);
