@@ -423,6 +423,16 @@ void ct_health_json(FILE *f, const struct ct_report *rep, size_t r)
     fprintf(f, "},");
 }
 
+
+/* A figure in a text column of width given by fmt, or "-" when not finite. */
+static void cell(char *buf, size_t n, const char *fmt, double v)
+{
+    if (isfinite(v))
+        snprintf(buf, n, fmt, v);
+    else
+        snprintf(buf, n, "-");
+}
+
 void ct_health_text(FILE *f, const struct ct_report *rep)
 {
     int any = 0;
@@ -450,9 +460,14 @@ void ct_health_text(FILE *f, const struct ct_report *rep)
                 used +=
                     (size_t)snprintf(why + used, sizeof(why) - used, "%s%s %.0f%%",
                                      used ? ", " : "", reason_names[b], 100 * s.reason_share[b]);
-        fprintf(f, "  %-5d %6d %7.0f %8.1f %7.1f %9.1f%%  %s\n", x->rank->rank, s.device,
-                s.sm_clock, s.power_w, s.temperature,
-                isfinite(s.throttled_share) ? 100 * s.throttled_share : 0.0, used ? why : "-");
+        /* a counter the device did not give is "-", never nan or a 0 */
+        char clk[16], pw[16], temp[16], thr[16];
+        cell(clk, sizeof(clk), "%7.0f", s.sm_clock);
+        cell(pw, sizeof(pw), "%8.1f", s.power_w);
+        cell(temp, sizeof(temp), "%7.1f", s.temperature);
+        cell(thr, sizeof(thr), "%9.1f%%", 100 * s.throttled_share);
+        fprintf(f, "  %-5d %6d %7s %8s %7s %10s  %s\n", x->rank->rank, s.device, clk, pw, temp,
+                thr, used ? why : "-");
     }
 }
 
