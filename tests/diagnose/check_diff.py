@@ -23,7 +23,8 @@ configuration differ as real ones do).
    scripts/diff-calibration does). The step's interval excludes 1 but not
    1.02: the primary is "worse, possibly below min effect" (`change`,
    `primary_change`), `verdict` stays "no evidence", the interval holds
-   1.015, the text's primary line says so with the interval; at
+   1.015, compute explains it (`explained_by`: diagnostics that changed in
+   the same direction), the text's primary line says so with the interval; at
    --min-effect 0 the same pair is "regressed".
 8. A stall that one run per side does not have (data_stall_us 0 there):
    its interval's upper end is null with the reason, "-" in text, and no
@@ -124,6 +125,9 @@ def small_real_change(cutrace, synth, root):
     check("small change: significant, interval excludes 1",
           st["p"] < 0.05 and 1 < st["ci_low"] < 1.02, str(st))
     check("small change: interval holds 1.015", st["ci_low"] <= 1.015 <= st["ci_high"], str(st))
+    # the kernels are what changed: compute is worse too, and explains it
+    check("small change: explained by compute", "compute_us" in seg["explained_by"],
+          str(seg["explained_by"]))
     text, _ = run_diff(cutrace, f"{root}/small/A", f"{root}/small/B")
     line = next((l for l in text.splitlines() if l.strip().startswith("primary step_us")), "")
     check("small change: text primary line",
