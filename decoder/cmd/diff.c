@@ -26,6 +26,8 @@ struct side {
     char **value;                  /* per run: its --by value */
     struct ct_metric_set *summary; /* per run: one value per metric */
     struct ct_metric_set *samples; /* per run: its within-run samples */
+    size_t *nranks;                /* per run: its ranks */
+    char **cmdline;                /* per run: its command lines (ct_run_cmdlines) */
 };
 
 struct seg {
@@ -60,7 +62,11 @@ static void side_free(struct side *s)
             ct_metric_set_free(&s->summary[i]);
         if (s->samples)
             ct_metric_set_free(&s->samples[i]);
+        if (s->cmdline)
+            free(s->cmdline[i]);
     }
+    free(s->nranks);
+    free(s->cmdline);
     free(s->value);
     free(s->summary);
     free(s->samples);
@@ -76,7 +82,9 @@ static int load_side(struct side *s, const char *by, const struct ct_iter_opts *
     s->value = calloc(n, sizeof(char *));
     s->summary = calloc(n, sizeof(*s->summary));
     s->samples = calloc(n, sizeof(*s->samples));
-    if (!s->value || !s->summary || !s->samples)
+    s->nranks = calloc(n, sizeof(*s->nranks));
+    s->cmdline = calloc(n, sizeof(*s->cmdline));
+    if (!s->value || !s->summary || !s->samples || !s->nranks || !s->cmdline)
         return -ENOMEM;
     for (size_t i = 0; i < n; i++) {
         struct ct_run *run = &s->rs.runs[i];
@@ -89,10 +97,13 @@ static int load_side(struct side *s, const char *by, const struct ct_iter_opts *
         s->value[i] = strdup(by ? ct_run_value(run, by, buf, sizeof(buf)) : "all");
         if (!s->value[i])
             return -ENOMEM;
+        if ((rc = ct_run_cmdlines(run, &s->cmdline[i], err, errlen)))
+            return rc;
         struct ct_job job;
         struct ct_report rep;
         if ((rc = ct_run_report(run, io, &job, &rep, err, errlen)))
             return rc;
+        s->nranks[i] = rep.nr;
         rc = ct_diff_collect(&rep, 0, &s->summary[i]);
         if (!rc)
             rc = ct_diff_collect(&rep, 1, &s->samples[i]);
@@ -156,6 +167,23 @@ static int side_samples(struct side *s, const char *value, int per_iteration,
     return 0;
 }
 
+/* Whether A and B are one workload (all their runs, whatever --by):
+ * ct_diff_workload's lines. */
+static int workload_warnings(const struct side *s, char ***w, size_t *nw)
+{
+    struct ct_workload *v[2] = {calloc(s[0].rs.n + 1, sizeof(*v[0])),
+                                calloc(s[1].rs.n + 1, sizeof(*v[1]))};
+    int rc = v[0] && v[1] ? 0 : -ENOMEM;
+    for (int k = 0; k < 2 && !rc; k++)
+        for (size_t i = 0; i < s[k].rs.n; i++)
+            v[k][i] = (struct ct_workload){s[k].nranks[i], &s[k].summary[i], s[k].cmdline[i]};
+    if (!rc)
+        rc = ct_diff_workload(v[0], s[0].rs.n, v[1], s[1].rs.n, w, nw);
+    free(v[0]);
+    free(v[1]);
+    return rc;
+}
+
 /* The runs of side s with --by value `value`, for ct_diff_compare_runs. */
 static size_t seg_runs(const struct side *s, const char *value, struct ct_diff_run *out)
 {
@@ -164,6 +192,11 @@ static size_t seg_runs(const struct side *s, const char *value, struct ct_diff_r
         if (!strcmp(s->value[i], value))
             out[n++] = (struct ct_diff_run){&s->summary[i], &s->samples[i]};
     return n;
+}
+
+static int same_sign(int x, int y)
+{
+    return (x > 0 && y > 0) || (x < 0 && y < 0);
 }
 
 /* A p- or q-value; negative means "not tested" (null). */
@@ -179,24 +212,72 @@ static void print_rows_json(FILE *f, const struct ct_diff_row *r, size_t n, int 
     for (size_t i = 0; i < n; i++) {
         fprintf(f, "%s{\"metric\":", i ? "," : "");
         ct_json_str(f, r[i].name);
-        fprintf(f, ",\"n_a\":%zu,\"n_b\":%zu,\"median_a\":%.3f,\"median_b\":%.3f,", r[i].na,
-                r[i].nb, r[i].med_a, r[i].med_b);
+        fprintf(f, ",\"n_a\":%zu,\"n_b\":%zu,", r[i].na, r[i].nb);
+        ct_json_member(f, "median_a", r[i].med_a, 3);
+        fputc(',', f);
+        ct_json_member(f, "median_b", r[i].med_b, 3);
+        fputc(',', f);
         jnum(f, "ratio", r[i].ratio);
         fputc(',', f);
         jnum(f, "ci_low", r[i].lo);
         fputc(',', f);
         jnum(f, "ci_high", r[i].hi);
-        fprintf(f, ",\"p\":%.6g,\"q\":%.6g,\"verdict\":\"%s\"", r[i].p, r[i].q,
-                ct_diff_verdict_name(r[i].verdict));
+        fputc(',', f);
+        jnum(f, "p", r[i].p);
+        fputc(',', f);
+        jnum(f, "q", r[i].q);
+        fprintf(f, ",\"verdict\":\"%s\",\"change\":\"%s\"", ct_diff_verdict_name(r[i].verdict),
+                ct_diff_change_name(r[i].change));
         if (run_level) {
             fprintf(f, ",\"role\":\"%s\",\"test\":\"%s\",\"samples_a\":%zu,\"samples_b\":%zu,",
                     r[i].primary ? "primary" : "diagnostic", r[i].run_level ? "welch" : "u",
                     r[i].samples_a, r[i].samples_b);
             jnum(f, "df", r[i].run_level ? r[i].df : -1);
         }
-        fputc('}', f);
+        fprintf(f, ",\"unavailable\":[");
+        for (size_t k = 0; k < r[i].nunavail; k++) {
+            fprintf(f, "%s{\"figure\":", k ? "," : "");
+            ct_json_str(f, r[i].unavail[k].figure);
+            fprintf(f, ",\"reason\":");
+            ct_json_str(f, r[i].unavail[k].reason);
+            fputc('}', f);
+        }
+        fprintf(f, "]}");
     }
     fprintf(f, "]");
+}
+
+/* A bound or ratio in text: "-" where it cannot be computed. */
+static void fmt_num(char *buf, size_t len, double v)
+{
+    if (isfinite(v) && v >= 0)
+        snprintf(buf, len, "%.4f", v);
+    else
+        snprintf(buf, len, "-");
+}
+
+/* The ratio and its interval as the text shows them: "1.0340" and
+ * "[1.0170, 1.0510]", "-" for what cannot be computed. */
+static void fmt_ratio(const struct ct_diff_row *r, char *ratio, size_t rlen, char *ci, size_t clen)
+{
+    char lo[16], hi[16];
+    fmt_num(ratio, rlen, r->ratio);
+    if (r->ratio < 0) {
+        snprintf(ci, clen, "-");
+        return;
+    }
+    fmt_num(lo, sizeof(lo), r->lo);
+    fmt_num(hi, sizeof(hi), r->hi);
+    snprintf(ci, clen, "[%s, %s]", lo, hi);
+}
+
+/* A JSON figure name as the text table heads it. */
+static const char *text_figure(const char *figure)
+{
+    return !strcmp(figure, "ratio")     ? "B/A"
+           : !strcmp(figure, "ci_low")  ? "95% CI low end"
+           : !strcmp(figure, "ci_high") ? "95% CI high end"
+                                        : figure;
 }
 
 static void print_rows_text(FILE *f, const struct ct_diff_row *r, size_t n)
@@ -206,16 +287,24 @@ static void print_rows_text(FILE *f, const struct ct_diff_row *r, size_t n)
     /* the primary, the other verdicts, then the rest in collection order */
     for (int pass = 0; pass < 3; pass++)
         for (size_t i = 0; i < n; i++) {
-            int in = pass == 0 ? r[i].primary : !r[i].primary && (r[i].verdict != 0) == (pass == 1);
+            int in = pass == 0 ? r[i].primary : !r[i].primary && (r[i].change != 0) == (pass == 1);
             if (!in)
                 continue;
-            char ratio[16] = "-", ci[40] = "-";
-            if (r[i].ratio >= 0) {
-                snprintf(ratio, sizeof(ratio), "%.4f", r[i].ratio);
-                snprintf(ci, sizeof(ci), "[%.4f, %.4f]", r[i].lo, r[i].hi);
-            }
+            char ratio[16], ci[40];
+            fmt_ratio(&r[i], ratio, sizeof(ratio), ci, sizeof(ci));
             fprintf(f, "  %-40.40s %12.3f %12.3f %8s %19s %9.3g %9.3g  %s\n", r[i].name, r[i].med_a,
-                    r[i].med_b, ratio, ci, r[i].p, r[i].q, ct_diff_verdict_name(r[i].verdict));
+                    r[i].med_b, ratio, ci, r[i].p, r[i].q, ct_diff_change_name(r[i].change));
+        }
+    /* the figures shown as "-", with why: one line per metric and reason */
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < r[i].nunavail; k++) {
+            const struct ct_diff_unavail *u = r[i].unavail;
+            if (k && u[k].reason == u[k - 1].reason)
+                continue;
+            fprintf(f, "  - %s: %s", r[i].name, text_figure(u[k].figure));
+            for (size_t j = k + 1; j < r[i].nunavail && u[j].reason == u[k].reason; j++)
+                fprintf(f, ", %s", text_figure(u[j].figure));
+            fprintf(f, ": %s\n", u[k].reason);
         }
 }
 
@@ -308,7 +397,8 @@ int ct_cmd_diff(int argc, char **argv)
     char err[512] = "";
     struct side s[2] = {0};
     struct seg *segs = NULL;
-    size_t nseg = 0;
+    size_t nseg = 0, nwl = 0;
+    char **wl = NULL;
     FILE *rows = NULL, *f = NULL;
     int rc = 0, status = CT_EXIT_BAD_INPUT;
     for (int k = 0; k < 2 && !rc; k++)
@@ -322,10 +412,15 @@ int ct_cmd_diff(int argc, char **argv)
     for (int k = 0; k < 2 && !rc; k++)
         for (size_t i = 0; i < s[k].rs.n && !rc; i++)
             rc = add_seg(&segs, &nseg, s[k].value[i], k);
+    if (!rc)
+        rc = workload_warnings(s, &wl, &nwl);
     if (rc) {
         fprintf(stderr, "cutrace diff: %s\n", rc == -ENOMEM && !err[0] ? "out of memory" : err);
         goto out;
     }
+    /* one line each, whatever the output: the comparison still runs */
+    for (size_t i = 0; i < nwl; i++)
+        fprintf(stderr, "cutrace diff: warning: %s\n", wl[i]);
     f = out ? fopen(out, "w") : stdout;
     if (!f) {
         fprintf(stderr, "cutrace diff: -o %s: %s\n", out, strerror(errno));
@@ -351,7 +446,13 @@ int ct_cmd_diff(int argc, char **argv)
             ct_json_str(f, by);
         else
             fprintf(f, "null");
-        fprintf(f, ",\"segments\":[");
+        fprintf(f, ",\"warnings\":[");
+        for (size_t i = 0; i < nwl; i++) {
+            if (i)
+                fputc(',', f);
+            ct_json_str(f, wl[i]);
+        }
+        fprintf(f, "],\"segments\":[");
     }
     for (size_t g = 0; g < nseg && !rc; g++) {
         struct seg *sg = &segs[g];
@@ -396,12 +497,14 @@ int ct_cmd_diff(int argc, char **argv)
         }
         if (!per_it && (sg->na < MIN_RUNS || sg->nb < MIN_RUNS))
             for (size_t i = 0; i < nr; i++)
-                r[i].verdict = 0;
-        /* what explains a change of the primary: diagnostics that changed too */
+                r[i].verdict = r[i].change = 0;
+        /* what explains a change of the primary: diagnostics that changed
+         * in the same direction (beyond the minimum effect or not) */
         char explained[1024] = "";
-        if (run_level && nr && r[0].primary && r[0].verdict)
+        int pchange = run_level && nr && r[0].primary ? r[0].change : 0;
+        if (pchange)
             for (size_t i = 1, at = 0; i < nr && at < sizeof(explained) - 1; i++)
-                if (r[i].verdict == r[0].verdict) {
+                if (same_sign(r[i].change, pchange)) {
                     int w = snprintf(explained + at, sizeof(explained) - at, "%s%s", at ? ", " : "",
                                      r[i].name);
                     at += w > 0 ? (size_t)w : 0;
@@ -416,11 +519,13 @@ int ct_cmd_diff(int argc, char **argv)
             if (run_level) {
                 fprintf(f, "\"primary\":");
                 ct_json_str(f, nr && r[0].primary ? r[0].name : primary ? primary : "step_us");
-                fprintf(f, ",\"primary_verdict\":\"%s\",\"explained_by\":[",
-                        ct_diff_verdict_name(nr && r[0].primary ? r[0].verdict : 0));
+                fprintf(f,
+                        ",\"primary_verdict\":\"%s\",\"primary_change\":\"%s\",\"explained_by\":[",
+                        ct_diff_verdict_name(nr && r[0].primary ? r[0].verdict : 0),
+                        ct_diff_change_name(pchange));
                 int first = 1;
-                for (size_t i = 1; nr && r[0].primary && r[0].verdict && i < nr; i++)
-                    if (r[i].verdict == r[0].verdict) {
+                for (size_t i = 1; pchange && i < nr; i++)
+                    if (same_sign(r[i].change, pchange)) {
                         if (!first)
                             fputc(',', f);
                         ct_json_str(f, r[i].name);
@@ -441,13 +546,16 @@ int ct_cmd_diff(int argc, char **argv)
                         sg->na, sg->nb, what);
             else
                 fprintf(f, "\nsamples: %s\n", what);
-            if (run_level && nr && r[0].primary)
+            if (run_level && nr && r[0].primary) {
+                char ratio[16], ci[40];
+                fmt_ratio(&r[0], ratio, sizeof(ratio), ci, sizeof(ci));
                 fprintf(f,
-                        "  primary %s: %s (Welch's t on %zu vs %zu runs, %zu vs %zu iterations "
-                        "behind them)%s%s\n",
-                        r[0].name, ct_diff_verdict_name(r[0].verdict), r[0].na, r[0].nb,
-                        r[0].samples_a, r[0].samples_b, explained[0] ? "; explained by: " : "",
-                        explained);
+                        "  primary %s: %s: B/A %s, 95%% CI %s, p %.3g (Welch's t on %zu vs %zu "
+                        "runs, %zu vs %zu iterations behind them)%s%s\n",
+                        r[0].name, ct_diff_change_name(r[0].change), ratio, ci, r[0].p, r[0].na,
+                        r[0].nb, r[0].samples_a, r[0].samples_b,
+                        explained[0] ? "; explained by: " : "", explained);
+            }
             if (warn[0])
                 fprintf(f, "  warning: %s\n", warn);
             if (nr)
@@ -474,6 +582,9 @@ out:
     for (size_t g = 0; g < nseg; g++)
         free(segs[g].value);
     free(segs);
+    for (size_t i = 0; i < nwl; i++)
+        free(wl[i]);
+    free(wl);
     side_free(&s[0]);
     side_free(&s[1]);
     return status;

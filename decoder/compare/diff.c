@@ -2,8 +2,11 @@
  * `cutrace diff`'s comparison of two metric sets (docs/diff.md): ratio of
  * medians B/A with a seeded percentile-bootstrap 95 % interval, two-sided
  * Mann-Whitney U, Benjamini-Hochberg across the compared metrics, and a
- * verdict that needs both significance and an interval entirely beyond the
- * minimum effect. Never prints.
+ * three-way verdict: beyond the minimum effect (significance and an
+ * interval entirely beyond it), a change possibly below it (significance
+ * and an interval that excludes no change), no evidence. A figure that
+ * cannot be computed is NAN with its reason, never a number that looks
+ * like one. Never prints.
  */
 #include <errno.h>
 #include <math.h>
@@ -17,6 +20,82 @@
 const char *ct_diff_verdict_name(int v)
 {
     return v > 0 ? "regressed" : v < 0 ? "improved" : "no evidence";
+}
+
+const char *ct_diff_change_name(int c)
+{
+    switch (c) {
+    case 2: return "regressed";
+    case 1: return "worse, possibly below min effect";
+    case -1: return "better, possibly below min effect";
+    case -2: return "improved";
+    default: return "no evidence";
+    }
+}
+
+int ct_diff_higher_is_better(const char *metric)
+{
+    return !strcmp(metric, "goodput_pct");
+}
+
+int ct_diff_classify(double q, double alpha, double lo, double hi, double min_effect,
+                     int higher_is_better)
+{
+    int c = 0;
+    /* comparisons with a NaN bound are false: an unknown bound excludes
+     * nothing on its side */
+    if (!(q < alpha))
+        c = 0;
+    else if (lo > 1 + min_effect)
+        c = 2;
+    else if (hi < 1 - min_effect)
+        c = -2;
+    else if (lo > 1)
+        c = 1;
+    else if (hi < 1)
+        c = -1;
+    return higher_is_better ? -c : c;
+}
+
+static void unavailable(struct ct_diff_row *r, const char *figure, const char *reason)
+{
+    if (r->nunavail < sizeof(r->unavail) / sizeof(r->unavail[0]))
+        r->unavail[r->nunavail++] = (struct ct_diff_unavail){figure, reason};
+}
+
+/*
+ * The row's figures that cannot be computed, with their reasons, then its
+ * verdict. A percentile-bootstrap bound is +inf when more resamples than the
+ * tail holds have a median of 0 on side A (a stall that some runs do not
+ * have): the interval is unbounded on that side, which no number states.
+ */
+static void finish_row(struct ct_diff_row *r, const struct ct_diff_opts *o)
+{
+    r->nunavail = 0;
+    if (r->ratio < 0) {
+        static const char why[] = "the median of A is 0: no relative change";
+        r->lo = r->hi = NAN;
+        unavailable(r, "ratio", why);
+        unavailable(r, "ci_low", why);
+        unavailable(r, "ci_high", why);
+    } else {
+        if (!isfinite(r->lo)) {
+            r->lo = NAN;
+            unavailable(r, "ci_low",
+                        "A's resampled median is 0 in more than 97.5 % of the bootstrap "
+                        "resamples");
+        }
+        if (!isfinite(r->hi)) {
+            r->hi = NAN;
+            unavailable(r, "ci_high",
+                        "unbounded: A's resampled median is 0 in more than 2.5 % of the "
+                        "bootstrap resamples");
+        }
+    }
+    r->change = r->ratio < 0 ? 0
+                             : ct_diff_classify(r->q, o->alpha, r->lo, r->hi, o->min_effect,
+                                                ct_diff_higher_is_better(r->name));
+    r->verdict = r->change / 2;
 }
 
 static double median_copy(const double *v, size_t n)
@@ -79,16 +158,10 @@ int ct_diff_compare(const struct ct_metric_set *a, const struct ct_metric_set *b
     if (!rc)
         rc = ct_bh_adjust(p, k, p);
     for (size_t i = 0; i < k && !rc; i++) {
-        struct ct_diff_row *r = &v[i];
-        r->q = p[i];
         /* a metric that is zero on side A has no ratio: nothing to conclude
          * about a relative change */
-        if (r->q < o->alpha && r->ratio >= 0) {
-            if (r->lo > 1 + o->min_effect)
-                r->verdict = 1;
-            else if (r->hi < 1 - o->min_effect)
-                r->verdict = -1;
-        }
+        v[i].q = p[i];
+        finish_row(&v[i], o);
     }
     free(p);
     if (rc) {
@@ -192,17 +265,6 @@ static void welch(const struct side_stats *a, const struct side_stats *b, struct
     r->hi = exp(d + tq * se);
 }
 
-static int verdict(const struct ct_diff_row *r, double sig, const struct ct_diff_opts *o)
-{
-    if (!(sig < o->alpha) || r->ratio < 0)
-        return 0;
-    if (r->lo > 1 + o->min_effect)
-        return 1;
-    if (r->hi < 1 - o->min_effect)
-        return -1;
-    return 0;
-}
-
 int ct_diff_compare_runs(const struct ct_diff_run *a, size_t na, const struct ct_diff_run *b,
                          size_t nb, const struct ct_diff_opts *o, const char *primary,
                          struct ct_diff_row **rows, size_t *n)
@@ -275,7 +337,7 @@ int ct_diff_compare_runs(const struct ct_diff_run *a, size_t na, const struct ct
     for (size_t i = 0; i < k; i++) {
         struct ct_diff_row *r = &v[i];
         r->q = r->primary ? r->p : p[nd++];
-        r->verdict = verdict(r, r->q, o);
+        finish_row(r, o);
     }
     /* the primary first */
     for (size_t i = 1; i < k; i++)

@@ -504,6 +504,88 @@ const char *ct_run_value(const struct ct_run *run, const char *key, char *buf, s
     return buf;
 }
 
+static int scan_meta_only(void *ctx, const struct ct_record *r)
+{
+    return r->kind == CT_REC_META ? scan_meta(ctx, r->f) : 0;
+}
+
+/* A trace's metadata from its first chunk alone: the recorder writes a
+ * process's metadata there, before any event (src/writer.c). A summary's
+ * facts are read whole (they are small). */
+static int head_facts(const char *path, struct ct_trace_facts *f, char *err, size_t errlen)
+{
+    if (ct_ends_with(path, CT_SUMMARY_SUFFIX))
+        return ct_facts_scan(path, f, err, errlen);
+    memset(f, 0, sizeof(*f));
+    f->rank = -1;
+    if (!(f->path = strdup(path)))
+        return -ENOMEM;
+    struct ct_reader rd;
+    int rc = ct_reader_open(&rd, path);
+    if (rc) {
+        snprintf(err, errlen, "%s", rd.err);
+        ct_facts_free(f);
+        return rc;
+    }
+    struct scan s = {.rd = &rd, .f = f};
+    struct ct_chunk_sink sink = {&s, NULL, scan_meta_only, NULL, NULL};
+    rc = ct_reader_next(&rd, &sink);
+    if (rc < 0)
+        snprintf(err, errlen, "%s", rc == -ENOMEM ? "out of memory" : rd.err);
+    ct_reader_close(&rd);
+    if (rc < 0) {
+        ct_facts_free(f);
+        return rc;
+    }
+    return 0;
+}
+
+/* Appends v to the '\n'-separated list *out unless it is there already. */
+static int add_line(char **out, size_t *len, const char *v)
+{
+    size_t n = strlen(v);
+    for (const char *p = *out; p && *p;) {
+        const char *e = strchr(p, '\n');
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+        if (l == n && !memcmp(p, v, n))
+            return 0;
+        p += l + (e != NULL);
+    }
+    char *q = realloc(*out, *len + n + 2);
+    if (!q)
+        return -ENOMEM;
+    *out = q;
+    if (*len)
+        q[(*len)++] = '\n';
+    memcpy(q + *len, v, n + 1);
+    *len += n;
+    return 0;
+}
+
+int ct_run_cmdlines(const struct ct_run *run, char **out, char *err, size_t errlen)
+{
+    size_t len = 0;
+    int rc = 0;
+    *out = NULL;
+    for (size_t i = 0; i < run->n && !rc; i++) {
+        struct ct_trace_facts head, *f = run->facts ? &run->facts[i] : &head;
+        if (!run->facts && (rc = head_facts(run->paths[i], &head, err, errlen)))
+            break;
+        const char *v = trace_value(f, "cmdline");
+        if (v && *v)
+            rc = add_line(out, &len, v);
+        if (!run->facts)
+            ct_facts_free(&head);
+    }
+    if (!rc && !*out && !(*out = strdup("")))
+        rc = -ENOMEM;
+    if (rc) {
+        free(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
 int ct_run_report(const struct ct_run *run, const struct ct_iter_opts *io, struct ct_job *job,
                   struct ct_report *rep, char *err, size_t errlen)
 {

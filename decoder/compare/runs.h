@@ -80,6 +80,15 @@ void ct_facts_free(struct ct_trace_facts *f);
  */
 const char *ct_run_value(const struct ct_run *run, const char *key, char *buf, size_t len);
 
+/*
+ * The run's command lines: the distinct "cmdline" metadata values of its
+ * traces (one per process image), '\n'-separated, into *out (malloc'ed; ""
+ * when no trace has one). Uses the facts when ct_run_scan has run, else
+ * reads only each trace's first chunk, where the recorder writes a
+ * process's metadata.
+ */
+int ct_run_cmdlines(const struct ct_run *run, char **out, char *err, size_t errlen);
+
 /* Loads the run's traces, builds the job and runs every report analysis
  * (as `cutrace report` does). On success the caller frees rep then job. */
 int ct_run_report(const struct ct_run *run, const struct ct_iter_opts *io, struct ct_job *job,

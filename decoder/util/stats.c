@@ -97,6 +97,20 @@ int64_t ct_median_i64(int64_t *v, size_t n)
     return (a >> 1) + (b >> 1) + (a & b & 1);
 }
 
+/* The point a fraction f of the way from lo to hi (lo <= hi), defined for
+ * infinite ends as the limit of the line: between a value and +inf it is
+ * +inf unless f = 0, between -inf and a value it is -inf. The plain formula
+ * gives NaN there (inf - inf, 0 * inf): a bootstrap of a ratio whose
+ * denominator is 0 in some resamples holds +inf values. */
+static double interp(double lo, double hi, double f)
+{
+    if (isinf(lo))
+        return lo;
+    if (isinf(hi))
+        return f == 0 ? lo : hi;
+    return lo + (hi - lo) * f;
+}
+
 double ct_percentile(double *v, size_t n, double q)
 {
     if (!n)
@@ -106,7 +120,7 @@ double ct_percentile(double *v, size_t n, double q)
     size_t i = (size_t)pos;
     if (i + 1 >= n)
         return v[n - 1];
-    return v[i] + (v[i + 1] - v[i]) * (pos - (double)i);
+    return interp(v[i], v[i + 1], pos - (double)i);
 }
 
 double ct_median(double *v, size_t n)
@@ -169,7 +183,7 @@ double ct_percentile_select(double *v, size_t n, double q)
     for (size_t j = i + 2; j < n; j++)
         if (v[j] < next)
             next = v[j];
-    return v[i] + (next - v[i]) * (pos - (double)i);
+    return interp(v[i], next, pos - (double)i);
 }
 
 double ct_median_select(double *v, size_t n)

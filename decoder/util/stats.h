@@ -14,7 +14,9 @@ int ct_cmp_u64(const void *a, const void *b);
 int64_t ct_median_i64(int64_t *v, size_t n);
 
 /* Percentile q in [0,100] of v[0..n) by linear interpolation between closest
- * ranks (numpy's default); sorts v. 0 for n == 0. */
+ * ranks (numpy's default); sorts v. 0 for n == 0. Infinite values are
+ * allowed: between a value and +inf the interpolation is +inf (its limit),
+ * between -inf and a value -inf; never NaN unless v holds one. */
 double ct_percentile(double *v, size_t n, double q);
 
 /* Median of doubles (sorts v); 0 for n == 0. */

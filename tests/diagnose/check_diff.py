@@ -18,6 +18,21 @@ configuration differ as real ones do).
 4. Too few runs in a segment: a warning, and no verdict.
 5. Determinism: the same seed gives the same document; the seed is printed.
 6. --rows writes loadable JSON lines with the documented columns.
+7. A small but real change: 8 vs 8 runs (1 % per-run noise), B's step
+   1.5 % longer (a kernel scale from two jitter-free runs, as
+   scripts/diff-calibration does). The step's interval excludes 1 but not
+   1.02: the primary is "worse, possibly below min effect" (`change`,
+   `primary_change`), `verdict` stays "no evidence", the interval holds
+   1.015, compute explains it (`explained_by`: diagnostics that changed in
+   the same direction), the text's primary line says so with the interval; at
+   --min-effect 0 the same pair is "regressed".
+8. A stall that one run per side does not have (data_stall_us 0 there):
+   its interval's upper end is null with the reason, "-" in text, and no
+   output of this test ever holds NaN or Infinity.
+9. Not the same workload (2 ranks, 10 kernels, `--model 13b` against 4
+   ranks, 4 kernels, `--model 7b`): one stderr warning line each and the
+   JSON `warnings`, and the comparison still runs; every other diff here
+   compares one workload and has no such warning.
 
 usage: check_diff.py  (environment: CT_CUTRACE, CT_SYNTH_JOB; TRIALS=20)
 """
@@ -38,22 +53,138 @@ def check(what, ok, detail=""):
         failures.append(f"{what}: {detail}")
 
 
-def make_run(synth, d, seed, host, scale=1.0, run_jitter=True):
+def make_run(synth, d, seed, host, scale=1.0, run_jitter=True, extra=()):
     os.makedirs(d)
     noise = NOISE if run_jitter else NOISE[:-2]
     p = subprocess.run([synth, "-d", d, "--seed", str(seed), "--host", host,
-                        "--kernel-scale", str(scale), "--tag", f"pool={host}"] + noise,
-                       capture_output=True, text=True, timeout=60)
+                        "--kernel-scale", str(scale), "--tag", f"pool={host}"] + noise
+                       + list(extra), capture_output=True, text=True, timeout=60)
     if p.returncode != 0:
         sys.exit(f"ct_synth_job failed: {p.stderr}")
 
 
-def diff(cutrace, *args):
-    r = subprocess.run([cutrace, "diff", "--json"] + list(args), capture_output=True, text=True,
+NOT_A_NUMBER = re.compile(r"\b(nan|inf|infinity)\b", re.IGNORECASE)
+
+
+def run_diff(cutrace, *args):
+    """cutrace diff ARGS: (stdout, stderr). No output may hold NaN or
+    Infinity (a figure that cannot be computed is null or "-")."""
+    r = subprocess.run([cutrace, "diff"] + list(args), capture_output=True, text=True,
                        timeout=300)
     if r.returncode != 0:
         sys.exit(f"diff failed: {r.stderr}")
-    return json.loads(r.stdout), r.stdout
+    bad = NOT_A_NUMBER.findall(r.stdout)
+    check("no NaN or Infinity in the output", not bad, f"{bad[:3]} in diff {' '.join(args)}")
+    return r.stdout, r.stderr
+
+
+def diff(cutrace, *args, workload_warnings=0):
+    """diff --json; unless told otherwise, A and B are one workload: no
+    warning on stderr nor in the document."""
+    out, err = run_diff(cutrace, "--json", *args)
+    doc = json.loads(out)
+    lines = [l for l in err.splitlines() if "not the same workload" in l]
+    check("workload warnings", len(lines) == workload_warnings == len(doc["warnings"]),
+          f"{err!r} {doc['warnings']} in diff {' '.join(args)}")
+    return doc, out
+
+
+# the calibration's job (scripts/diff-calibration): no 1475 us floor, so the
+# step follows the kernels
+CAL = ["--kernels", "10", "--kernel-us", "120", "--iterations", "20"]
+
+
+def small_real_change(cutrace, synth, root):
+    """7. B's step 1.5 % longer, 8 vs 8 runs with 1 % per-run noise. The
+    geometric mean of 8 runs has se about 0.47 %/sqrt(8) (the per-run
+    factor, U(-1, 1) %: sd 0.58 %, of which the kernels carry about 80 % of
+    the step), the difference 0.24 %, t(0.975, ~14) = 2.14: the interval is
+    1.015 +- 0.5 %, so it excludes 1 (4 se away) and holds 1.02 or lies
+    below it (its low end is 4 se below 1.02): the middle verdict."""
+    def step(d, scale):
+        make_run(synth, d, 1, "h1", scale, False, CAL + ["--jitter-pct", "0"])
+        out = subprocess.run([cutrace, "report", "--json", d], capture_output=True, text=True,
+                             timeout=60, check=True).stdout
+        return json.loads(out)["job"]["step_p50_us"]
+    s1, s12 = step(f"{root}/cal/1", 1.0), step(f"{root}/cal/12", 1.2)
+    scale = 1 + 0.2 * 0.015 * s1 / (s12 - s1)
+    achieved = step(f"{root}/cal/x", scale) / s1 - 1
+    check("small change: 1.5 % achieved", abs(achieved - 0.015) < 1e-3, f"{achieved:.4f}")
+    for side, sc in (("A", 1.0), ("B", scale)):
+        for i in range(8):
+            make_run(synth, f"{root}/small/{side}/r{i}", 9000 + (side == "B") * 100 + i, "h1", sc,
+                     True, CAL)
+    doc, _ = diff(cutrace, f"{root}/small/A", f"{root}/small/B")
+    seg = doc["segments"][0]
+    st = {m["metric"]: m for m in seg["metrics"]}["step_us"]
+    want = "worse, possibly below min effect"
+    check("small change: primary_change", seg["primary_change"] == want, str(seg))
+    check("small change: change", st["change"] == want, str(st))
+    check("small change: verdict unchanged", st["verdict"] == "no evidence" and
+          seg["primary_verdict"] == "no evidence", str(st))
+    check("small change: significant, interval excludes 1",
+          st["p"] < 0.05 and 1 < st["ci_low"] < 1.02, str(st))
+    check("small change: interval holds 1.015", st["ci_low"] <= 1.015 <= st["ci_high"], str(st))
+    # the kernels are what changed: compute is worse too, and explains it
+    check("small change: explained by compute", "compute_us" in seg["explained_by"],
+          str(seg["explained_by"]))
+    text, _ = run_diff(cutrace, f"{root}/small/A", f"{root}/small/B")
+    line = next((l for l in text.splitlines() if l.strip().startswith("primary step_us")), "")
+    check("small change: text primary line",
+          f"primary step_us: {want}: B/A {st['ratio']:.4f}, 95% CI [{st['ci_low']:.4f}, "
+          f"{st['ci_high']:.4f}]" in line, line)
+    zero, _ = diff(cutrace, "--min-effect", "0", f"{root}/small/A", f"{root}/small/B")
+    check("small change: min effect 0 says regressed",
+          zero["segments"][0]["primary_change"] == "regressed", str(zero["segments"][0]))
+    print(f"small change: step {st['ratio']:.4f} [{st['ci_low']:.4f}, {st['ci_high']:.4f}] "
+          f"p {st['p']:.2g}: {st['change']}")
+
+
+def missing_bound(cutrace, synth, root):
+    """8. One run a side reads nothing (data stall 0): 1 of 4 values is 0, so
+    a bootstrap resample's median of A is 0 with probability 0.0508 (3 or 4
+    draws of the zero), more than the 2.5 % tail: the upper end is +inf,
+    which no number states."""
+    for side in "AB":
+        for i in range(4):
+            make_run(synth, f"{root}/stall/{side}/r{i}", 9500 + (side == "B") * 10 + i, "h1",
+                     extra=["--read-us", "0"] if i == 0 else [])
+    doc, _ = diff(cutrace, f"{root}/stall/A", f"{root}/stall/B")
+    ds = {m["metric"]: m for m in doc["segments"][0]["metrics"]}["data_stall_us"]
+    check("stall in some runs: upper end null", ds["ci_high"] is None, str(ds))
+    check("stall in some runs: says why",
+          [u["figure"] for u in ds["unavailable"]] == ["ci_high"] and
+          ds["unavailable"][0]["reason"].startswith("unbounded"), str(ds))
+    check("stall in some runs: no verdict", ds["change"] == "no evidence", str(ds))
+    text, _ = run_diff(cutrace, f"{root}/stall/A", f"{root}/stall/B")
+    row = next((l for l in text.splitlines() if l.strip().startswith("data_stall_us")), "")
+    check("stall in some runs: text shows -", re.search(r"\[\d\.\d{4}, -\]", row) is not None,
+          row)
+    check("stall in some runs: text says why",
+          "  - data_stall_us: 95% CI high end: unbounded" in text, text)
+
+
+def not_the_same_workload(cutrace, synth, root):
+    """9. Ranks, kernels and the model argument differ: three lines."""
+    for side, extra in (("A", ["--ranks", "2", "--kernels", "10", "--cmdline",
+                               "python train.py --model 13b"]),
+                        ("B", ["--ranks", "4", "--kernels", "4", "--cmdline",
+                               "python train.py --model 7b"])):
+        for i in range(3):
+            make_run(synth, f"{root}/other/{side}/r{i}", 9700 + (side == "B") * 10 + i, "h1",
+                     extra=extra)
+    doc, _ = diff(cutrace, f"{root}/other/A", f"{root}/other/B", workload_warnings=3)
+    w = doc["warnings"]
+    check("other workload: rank count", any("rank count: A's runs have 2 ranks, B's 4" in x
+                                            for x in w), str(w))
+    check("other workload: kernels", any("kernels: 4 of 10 names shared (Jaccard 0.40" in x
+                                          for x in w), str(w))
+    check("other workload: command", any('"13b"' in x and '"7b"' in x for x in w), str(w))
+    check("other workload: still compared", doc["segments"][0]["metrics"], str(doc))
+    _, err = run_diff(cutrace, f"{root}/other/A", f"{root}/other/B")
+    lines = err.splitlines()
+    check("other workload: one stderr line each", len(lines) == 3 and
+          all(l.startswith("cutrace diff: warning: not the same workload? ") for l in lines), err)
 
 
 def main():
@@ -140,8 +271,11 @@ def main():
                                                   job["run_start_utc"] or "") is not None,
           str(job["run_start_utc"]))
     check("rows: tag label", its[0]["labels"].get("tag.pool") == "h2", str(its[0]["labels"]))
+    small_real_change(cutrace, synth, root)
+    missing_bound(cutrace, synth, root)
+    not_the_same_workload(cutrace, synth, root)
     # 2. false positives over fresh seeds
-    fam = metrics = flagged_n = 0
+    fam = metrics = flagged_n = changed = 0
     for t in range(trials):
         base = f"{root}/fp{t}"
         for side in "AB":
@@ -151,6 +285,9 @@ def main():
         d, _ = diff(cutrace, "--seed", str(t + 1), f"{base}/A", f"{base}/B")
         ms = d["segments"][0]["metrics"]
         f = [x["metric"] for x in ms if x["verdict"] != "no evidence"]
+        # any change (also "possibly below min effect"): the test's own level,
+        # at most alpha for the primary (docs/diff.md, calibration); printed
+        changed += d["segments"][0]["primary_change"] != "no evidence"
         metrics += len(ms)
         flagged_n += len(f)
         fam += bool(f)
@@ -158,7 +295,8 @@ def main():
             print(f"  trial {t}: flagged {f}")
     fw, pm = fam / trials, flagged_n / max(metrics, 1)
     print(f"false positives: {fam}/{trials} trials with any metric flagged ({fw:.3f}); "
-          f"{flagged_n}/{metrics} metric comparisons ({pm:.4f})")
+          f"{flagged_n}/{metrics} metric comparisons ({pm:.4f}); primary changed at all "
+          f"(any class) in {changed}/{trials}")
     check("family-wise false-positive rate <= 5 %", fw <= 0.05, f"{fw:.3f}")
     if failures:
         print(f"{len(failures)} check(s) failed:")

@@ -11,11 +11,16 @@ compute waits for), 4 runs per side.
 2. 4 runs against 4 other runs of the same configuration: no `regressed` or
    `improved` anywhere.
 Each verdict states the runs and iterations it rests on.
+3. No figure of either comparison is NaN or Infinity, in JSON or text (a
+   stall such as launch_overhead_us that some runs do not have printed its
+   interval as [0.0000, -nan]): a null figure has its reason in the
+   metric's `unavailable`, a "-" in text a line saying why.
 
 usage: check_diff_link.py  (environment: CT_CUTRACE, CT_W_JOB, CT_FAKEGPU_DIR, CT_FAKE_CUPTI)
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -41,12 +46,27 @@ def job(d, gbps):
         sys.exit(f"job failed: {p.stderr}")
 
 
+NOT_A_NUMBER = re.compile(r"\b(nan|inf|infinity)\b", re.IGNORECASE)
+
+
 def diff(a, b):
-    p = subprocess.run([os.environ["CT_CUTRACE"], "diff", "--json", a, b], capture_output=True,
-                       text=True, timeout=300)
-    if p.returncode != 0:
-        sys.exit(f"diff failed: {p.stderr}")
-    return json.loads(p.stdout)["segments"][0]
+    outs = []
+    for fmt in (["--json"], []):
+        p = subprocess.run([os.environ["CT_CUTRACE"], "diff"] + fmt + [a, b],
+                           capture_output=True, text=True, timeout=300)
+        if p.returncode != 0:
+            sys.exit(f"diff failed: {p.stderr}")
+        bad = NOT_A_NUMBER.findall(p.stdout)
+        check("no NaN or Infinity", not bad, f"{bad[:3]} in diff {' '.join(fmt)}")
+        outs.append(p.stdout)
+    seg = json.loads(outs[0])["segments"][0]
+    for m in seg["metrics"]:
+        nulls = {k for k in ("ratio", "ci_low", "ci_high") if m[k] is None}
+        check(f"{m['metric']}: every null has its reason",
+              nulls == {u["figure"] for u in m["unavailable"]}, str(m))
+        if nulls:
+            check(f"{m['metric']}: text says why", f"  - {m['metric']}: " in outs[1], outs[1])
+    return seg
 
 
 def main():

@@ -6,6 +6,7 @@
  */
 #include <check.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -205,9 +206,28 @@ Suite *stats_test_suite(void)
     return s;
 }
 
-int main(void)
+Suite *diff_suite(void); /* test_diff.c */
+
+/* unit_diag [SUITE]: every suite, or the one named (stats-test, diff). */
+int main(int argc, char **argv)
 {
-    SRunner *sr = srunner_create(stats_test_suite());
+    static const struct {
+        const char *name;
+        Suite *(*make)(void);
+    } all[] = {{"stats-test", stats_test_suite}, {"diff", diff_suite}};
+    SRunner *sr = NULL;
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+        if (argc > 1 && strcmp(argv[1], all[i].name))
+            continue;
+        if (!sr)
+            sr = srunner_create(all[i].make());
+        else
+            srunner_add_suite(sr, all[i].make());
+    }
+    if (!sr) {
+        fprintf(stderr, "unit_diag: unknown suite '%s' (stats-test, diff)\n", argv[1]);
+        return 2;
+    }
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);

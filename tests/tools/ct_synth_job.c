@@ -45,7 +45,9 @@
  *   --kernel-scale F --jitter-pct P --run-jitter-pct Q --seed S
  *                        kernel durations x F, x (1 + U(-P,P) %) per
  *                        kernel and x (1 + U(-Q,Q) %) per run, seeded
- *   --host NAME --gpu NAME --tag K=V (repeatable)   metadata
+ *   --host NAME --gpu NAME --tag K=V (repeatable) --cmdline LINE   metadata
+ *                        (LINE: the process's command line, as the shim
+ *                        records it)
  *   --run-id ID --job ID --restart-count N   the run identity, the launcher's
  *                        job id (default synthjob) and restart count, as
  *                        the shim records them (none of the first and last
@@ -122,7 +124,7 @@ struct opts {
     uint64_t cont_us, cont_pct;
     double scale, jitter, run_jitter;
     uint64_t seed;
-    const char *host, *gpu, *run_id, *job, *restart;
+    const char *host, *gpu, *cmdline, *run_id, *job, *restart;
     const char *tags[16];
     int ntags;
 };
@@ -275,6 +277,8 @@ static int run_rank(const char *dir, int rank, const struct opts *o)
         meta[nmeta++] = (struct ct_meta_kv){CT_SCOPE_PROCESS, 0, "restart_count", o->restart};
     if (o->gpu)
         meta[nmeta++] = (struct ct_meta_kv){CT_SCOPE_DEVICE, 0, "name", o->gpu};
+    if (o->cmdline)
+        meta[nmeta++] = (struct ct_meta_kv){CT_SCOPE_PROCESS, 0, "cmdline", o->cmdline};
     for (int i = 0; i < o->ntags; i++) {
         const char *eq = strchr(o->tags[i], '=');
         snprintf(tagk[i], sizeof(tagk[i]), "tag.%.*s", (int)(eq - o->tags[i]), o->tags[i]);
@@ -430,6 +434,7 @@ int main(int argc, char **argv)
                                          {"seed", required_argument, NULL, 'e'},
                                          {"host", required_argument, NULL, 'H'},
                                          {"gpu", required_argument, NULL, 'g'},
+                                         {"cmdline", required_argument, NULL, 'K'},
                                          {"tag", required_argument, NULL, 't'},
                                          {"counters-us", required_argument, NULL, 'U'},
                                          {"throttle-rank", required_argument, NULL, 'T'},
@@ -486,6 +491,7 @@ int main(int argc, char **argv)
         case 'e': o.seed = strtoull(optarg, NULL, 10); break;
         case 'H': o.host = optarg; break;
         case 'g': o.gpu = optarg; break;
+        case 'K': o.cmdline = optarg; break;
         case 'U': o.counters = strtoull(optarg, NULL, 10); break;
         case 'T': o.thr_rank = atoi(optarg); break;
         case 'F': o.thr_from = atoi(optarg); break;

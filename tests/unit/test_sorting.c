@@ -233,6 +233,38 @@ START_TEST(percentile_with_nan_does_not_crash)
 }
 END_TEST
 
+/* Infinite values (a bootstrap of a ratio whose denominator is 0 in some
+ * resamples) give the limit of the interpolation, never NaN: between two
+ * +inf +inf, between a value and +inf +inf unless the position falls on the
+ * value, between -inf and a value -inf. Both the sort and the selection. */
+START_TEST(percentile_of_infinite_values_is_their_limit_not_nan)
+{
+    double v[5], w[5];
+    const double src[] = {1, 2, INFINITY, INFINITY, INFINITY};
+    /* q = 62.5: position 2.5, between two +inf (inf - inf was NaN) */
+    memcpy(v, src, sizeof(v));
+    memcpy(w, src, sizeof(w));
+    ck_assert(ct_percentile(v, 5, 62.5) == INFINITY);
+    ck_assert(ct_percentile_select(w, 5, 62.5) == INFINITY);
+    /* q = 37.5: position 1.5, between 2 and +inf */
+    memcpy(v, src, sizeof(v));
+    memcpy(w, src, sizeof(w));
+    ck_assert(ct_percentile(v, 5, 37.5) == INFINITY);
+    ck_assert(ct_percentile_select(w, 5, 37.5) == INFINITY);
+    /* q = 25: position exactly 1, the value 2 (0 * inf was NaN) */
+    memcpy(v, src, sizeof(v));
+    memcpy(w, src, sizeof(w));
+    ck_assert(ct_percentile(v, 5, 25) == 2);
+    ck_assert(ct_percentile_select(w, 5, 25) == 2);
+    /* -inf below: position 0.5 between -inf and 3 */
+    const double neg[] = {-INFINITY, 3, 4};
+    memcpy(v, neg, sizeof(neg));
+    memcpy(w, neg, sizeof(neg));
+    ck_assert(ct_percentile(v, 3, 25) == -INFINITY);
+    ck_assert(ct_percentile_select(w, 3, 25) == -INFINITY);
+}
+END_TEST
+
 Suite *sorting_suite(void)
 {
     Suite *s = suite_create("sorting");
@@ -243,6 +275,7 @@ Suite *sorting_suite(void)
     tcase_add_test(tc, sort_by_several_keys_is_lexicographic_and_stable);
     tcase_add_test(tc, percentiles_match_sorted_reference);
     tcase_add_test(tc, percentile_with_nan_does_not_crash);
+    tcase_add_test(tc, percentile_of_infinite_values_is_their_limit_not_nan);
     suite_add_tcase(s, tc);
     return s;
 }
