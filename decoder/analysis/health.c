@@ -423,7 +423,6 @@ void ct_health_json(FILE *f, const struct ct_report *rep, size_t r)
     fprintf(f, "},");
 }
 
-
 /* A figure in a text column of width given by fmt, or "-" when not finite. */
 static void cell(char *buf, size_t n, const char *fmt, double v)
 {
@@ -466,8 +465,8 @@ void ct_health_text(FILE *f, const struct ct_report *rep)
         cell(pw, sizeof(pw), "%8.1f", s.power_w);
         cell(temp, sizeof(temp), "%7.1f", s.temperature);
         cell(thr, sizeof(thr), "%9.1f%%", 100 * s.throttled_share);
-        fprintf(f, "  %-5d %6d %7s %8s %7s %10s  %s\n", x->rank->rank, s.device, clk, pw, temp,
-                thr, used ? why : "-");
+        fprintf(f, "  %-5d %6d %7s %8s %7s %10s  %s\n", x->rank->rank, s.device, clk, pw, temp, thr,
+                used ? why : "-");
     }
 }
 

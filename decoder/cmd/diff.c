@@ -15,6 +15,7 @@
 #include "decoder/compare/diff.h"
 #include "decoder/util/json.h"
 #include "decoder/util/options.h"
+#include "decoder/util/outfile.h"
 #include "decoder/compare/runs.h"
 
 /* Fewer runs per side (but not one each) give no verdict: a run-to-run
@@ -343,6 +344,14 @@ int ct_cmd_diff(int argc, char **argv)
                 return CT_EXIT_USAGE;
             }
             primary = optarg;
+            char names[512];
+            if (!ct_diff_metric_name_ok(primary, names, sizeof(names))) {
+                fprintf(stderr,
+                        "cutrace diff: --primary %s: no such metric; expected one of %s, "
+                        "kernel:NAME or collective:OP:BYTES (docs/diff.md)\n",
+                        primary, names);
+                return CT_EXIT_USAGE;
+            }
             break;
         case 'm':
             if (ct_parse_pct(optarg, 0, 100, &v)) {
@@ -400,13 +409,36 @@ int ct_cmd_diff(int argc, char **argv)
     size_t nseg = 0, nwl = 0;
     char **wl = NULL;
     FILE *rows = NULL, *f = NULL;
-    int rc = 0, status = CT_EXIT_BAD_INPUT;
+    struct ct_outfile of = {.slot = -1}, rf = {.slot = -1};
+    int rc = 0, status = CT_EXIT_BAD_INPUT, primary_seen = 0, run_levels = 0;
     for (int k = 0; k < 2 && !rc; k++)
         rc = ct_runs_find(&s[k].rs, argv[optind + k], err, sizeof(err));
-    if (!rc && rows_path && !(rows = fopen(rows_path, "w"))) {
-        snprintf(err, sizeof(err), "--rows %s: %s", rows_path, strerror(errno));
-        rc = -errno;
+    /* the outputs: never an input or a trace, written whole or not at all
+     * (decoder/util/outfile.h) */
+    char **paths = NULL;
+    size_t npaths = 0;
+    for (int k = 0; k < 2 && !rc; k++)
+        for (size_t i = 0; i < s[k].rs.n && !rc; i++) {
+            char **v = realloc(paths, (npaths + s[k].rs.runs[i].n + 1) * sizeof(*v));
+            if (!v) {
+                rc = -ENOMEM;
+                break;
+            }
+            paths = v;
+            for (size_t j = 0; j < s[k].rs.runs[i].n; j++)
+                paths[npaths++] = s[k].rs.runs[i].paths[j];
+        }
+    if (!rc && ((rc = ct_out_check(out, "-o", paths, npaths, err, sizeof(err))) ||
+                (rc = ct_out_check(rows_path, "--rows", paths, npaths, err, sizeof(err))))) {
+        free(paths);
+        fprintf(stderr, "cutrace diff: %s\n", err);
+        status = CT_EXIT_USAGE;
+        goto out;
     }
+    free(paths);
+    if (!rc && !(rc = ct_out_open(&of, out, "-o", err, sizeof(err))) && rows_path &&
+        !(rc = ct_out_open(&rf, rows_path, "--rows", err, sizeof(err))))
+        rows = rf.f;
     for (int k = 0; k < 2 && !rc; k++)
         rc = load_side(&s[k], by, &io, rows, k ? "B" : "A", err, sizeof(err));
     for (int k = 0; k < 2 && !rc; k++)
@@ -421,11 +453,7 @@ int ct_cmd_diff(int argc, char **argv)
     /* one line each, whatever the output: the comparison still runs */
     for (size_t i = 0; i < nwl; i++)
         fprintf(stderr, "cutrace diff: warning: %s\n", wl[i]);
-    f = out ? fopen(out, "w") : stdout;
-    if (!f) {
-        fprintf(stderr, "cutrace diff: -o %s: %s\n", out, strerror(errno));
-        goto out;
-    }
+    f = of.f;
     if (json)
         fprintf(f,
                 "{\"schema\":\"cutrace.diff\",\"version\":1,\"seed\":%" PRIu64
@@ -488,6 +516,8 @@ int ct_cmd_diff(int argc, char **argv)
             free(rb);
             if (!rc && primary && (!nr || !r[0].primary) && !warn[0])
                 snprintf(warn, sizeof(warn), "primary metric %s is not on both sides", primary);
+            run_levels++;
+            primary_seen |= !rc && nr && r[0].primary;
         } else if (sg->na && sg->nb) {
             rc = side_samples(&s[0], sg->value, per_it, &io, &ma, err, sizeof(err));
             if (!rc)
@@ -571,14 +601,24 @@ int ct_cmd_diff(int argc, char **argv)
         fprintf(stderr, "cutrace diff: %s\n", rc == -ENOMEM && !err[0] ? "out of memory" : err);
         goto out;
     }
-    status = fflush(f) == 0 && !ferror(f) ? 0 : CT_EXIT_BAD_INPUT;
-    if (rows && (fflush(rows) != 0 || ferror(rows)))
+    if (primary && run_levels && !primary_seen) {
+        /* a kernel or collective that neither side has: the comparison of
+         * the step alone would read as the answer */
+        fprintf(stderr,
+                "cutrace diff: --primary %s: neither side has that metric (kernel:NAME and "
+                "collective:OP:BYTES name the runs' own kernels and collectives)\n",
+                primary);
+        status = CT_EXIT_USAGE;
+        goto out;
+    }
+    status = 0;
+    if (ct_out_commit(&of, err, sizeof(err)) || (rows && ct_out_commit(&rf, err, sizeof(err)))) {
+        fprintf(stderr, "cutrace diff: %s\n", err);
         status = CT_EXIT_BAD_INPUT;
+    }
 out:
-    if (f && out)
-        fclose(f);
-    if (rows)
-        fclose(rows);
+    ct_out_abort(&of); /* after a commit: nothing left to remove */
+    ct_out_abort(&rf);
     for (size_t g = 0; g < nseg; g++)
         free(segs[g].value);
     free(segs);

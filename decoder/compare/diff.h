@@ -36,6 +36,10 @@ void ct_metric_set_free(struct ct_metric_set *s);
  * instances; collectives by their transfer part). 0 or -ENOMEM.
  */
 int ct_diff_collect(const struct ct_report *rep, int per_iteration, struct ct_metric_set *s);
+/* 1 when name can be a metric of ct_diff_collect (`diff --primary`): one
+ * of its fixed names, or kernel:NAME, collective:OP:BYTES; 0 otherwise,
+ * with the fixed names, ", "-separated, in list (len bytes). */
+int ct_diff_metric_name_ok(const char *name, char *list, size_t len);
 
 struct ct_diff_opts {
     double min_effect; /* 0.02: a change must exceed 2 % */

@@ -18,6 +18,41 @@
  * evenly spaced subset: the bootstrap sorts every resample. */
 #define MAX_SAMPLES 4000
 
+/* Every fixed name ct_diff_collect gives ct_metric_add (beside kernel:NAME
+ * and collective:OP:BYTES): keep it with the calls below. */
+static const char *const fixed_metrics[] = {"step_us",
+                                            "compute_us",
+                                            "exposed_comm_us",
+                                            "idle_us",
+                                            "bubble_us",
+                                            "data_stall_us",
+                                            "checkpoint_stall_us",
+                                            "sync_drain_us",
+                                            "launch_overhead_us",
+                                            "cuda_call_us",
+                                            "goodput_pct",
+                                            "startup_us",
+                                            "lost_us",
+                                            "downtime_us",
+                                            NULL};
+
+int ct_diff_metric_name_ok(const char *name, char *list, size_t len)
+{
+    if (!strncmp(name, "kernel:", 7) || !strncmp(name, "collective:", 11))
+        return 1;
+    size_t at = 0;
+    if (len)
+        list[0] = 0;
+    for (int i = 0; fixed_metrics[i]; i++) {
+        if (!strcmp(name, fixed_metrics[i]))
+            return 1;
+        int w = snprintf(list + at, len - at, "%s%s", at ? ", " : "", fixed_metrics[i]);
+        if (w > 0 && (size_t)w < len - at)
+            at += (size_t)w;
+    }
+    return 0;
+}
+
 int ct_metric_add(struct ct_metric_set *s, const char *name, double v)
 {
     struct ct_metric *m = ct_metric_find(s, name);

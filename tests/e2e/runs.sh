@@ -110,6 +110,8 @@ cp "$one" "$tmp/other.cutrace"
 expect 2 "export -o another trace" "$cutrace" export --format chrome -o "$tmp/other.cutrace" "$tmp/a"
 cmp -s "$tmp/other.cutrace" "$one" && ok || bad "export -o another trace changed it"
 expect 2 "report --rows INPUT" "$cutrace" report --rows "$one" "$tmp/a"
+expect 2 "diff -o INPUT" "$cutrace" diff -o "$one" "$tmp/a" "$tmp/b"
+cmp -s "$one" "$tmp/keep.cutrace" && ok || bad "diff -o INPUT changed the trace"
 expect 2 "report -o DIR" "$cutrace" report -o "$tmp/b" "$tmp/a"
 
 # 7. A failed command leaves an older output of that name as it was, and no

@@ -60,5 +60,16 @@ accepted report --step ProfilerStep "$tmp/j"
 refused "--ranks: the job has no rank 5" export --format chrome -o "$tmp/x.json" --ranks 5 "$tmp/j"
 refused "--iterations" export --format chrome -o "$tmp/x.json" --iterations 50-60 "$tmp/j"
 
+# diff --primary of no metric
+refused "--primary foo: no such metric; expected one of step_us" diff --primary foo "$tmp/j" "$tmp/noread"
+mkdir -p "$tmp/a3" "$tmp/b3"
+for i in 1 2 3; do
+  mkdir -p "$tmp/a3/r$i" "$tmp/b3/r$i"
+  "$synth" -d "$tmp/a3/r$i" --ranks 1 --iterations 4 --seed $i --jitter-pct 2 > /dev/null
+  "$synth" -d "$tmp/b3/r$i" --ranks 1 --iterations 4 --seed $((i + 9)) --jitter-pct 2 > /dev/null
+done
+refused "--primary kernel:nope: neither side has that metric" diff --primary kernel:nope "$tmp/a3" "$tmp/b3"
+accepted diff --primary 'kernel:_ZN5model6layer3EPf' "$tmp/a3" "$tmp/b3"
+
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]
