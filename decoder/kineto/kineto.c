@@ -689,6 +689,11 @@ const char *ct_kineto_warning(const struct ct_proc *p)
     return p->kin && p->kin->warn[0] ? p->kin->warn : NULL;
 }
 
+const char *ct_kineto_note(const struct ct_proc *p)
+{
+    return p->kin && p->kin->note[0] ? p->kin->note : NULL;
+}
+
 void ct_kineto_free(struct ct_kineto *k)
 {
     if (!k)

@@ -213,9 +213,12 @@ int ct_load_job(const struct ct_load_opts *o, const struct ct_inputs *in, struct
         free(procs);
         return -ENOMEM;
     }
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         if (ct_kineto_warning(&procs[i]))
             fprintf(stderr, "%s: %s\n", o->cmd, ct_kineto_warning(&procs[i]));
+        if (ct_kineto_note(&procs[i])) /* rows a rule dropped, said once per file */
+            fprintf(stderr, "%s: %s\n", o->cmd, ct_kineto_note(&procs[i]));
+    }
     rc = ct_job_build(job, procs, n); /* owns procs from here, also on failure */
     if (rc)
         ct_job_free(job);
