@@ -66,6 +66,12 @@ struct ct_attempt {
     int64_t hang_since;            /* the hang's onset, INT64_MIN none */
     int64_t end_uncertainty;       /* ns its end may lie after the last record: a truncated
                                     * trace loses what was not flushed (CUTRACE_FLUSH_MS) */
+    /* ns of its span the parts are of (mean over its ranks): what the
+     * traces recorded, less window edges; part[] sums to it. The rest of
+     * the span is uncovered: no part, and not in the goodput. */
+    double covered;
+    double recorded;   /* the same with the window edges: what the records cover */
+    size_t steps_seen; /* iterations found in it, over its ranks (kept or lost) */
 };
 
 struct ct_goodput {
@@ -73,7 +79,11 @@ struct ct_goodput {
     int64_t s, e;              /* first process start, last process end (job clock) */
     double part[CT_GP_NPARTS]; /* sums over attempts, ns */
     double downtime;           /* between attempts, ns */
-    double goodput_pct;        /* NAN when the job has no length */
+    /* ns the goodput is over: the attempts' covered time and the down time
+     * (part[] and downtime sum to it); e - s less it is uncovered */
+    double covered;
+    double goodput_pct;      /* productive / covered; NAN with `unavailable` */
+    const char *unavailable; /* why goodput_pct is NAN (static), NULL */
     struct ct_attempt *att;
     size_t natt;
     /* processes with no start time recorded (older traces): their first
