@@ -3,7 +3,9 @@
  * docs/goodput.md). Every figure is a length of time on the job clock that
  * a record of the traces bounds; what no record bounds (a SIGKILLed rank's
  * last unflushed moments, a rank's time after its trace ends) is
- * "unclassified", never spread over the other parts.
+ * "unclassified", never spread over the other parts. What no record
+ * covers at all (between capture windows, outside a Kineto trace's GPU
+ * window) is in no part (coverage, gap_c).
  */
 #include <errno.h>
 #include <math.h>

@@ -4,7 +4,11 @@
  * its last process end, split into down time between attempts and, for
  * each attempt, start-up, productive steps, checkpoint saves, restores, lost
  * work, hang time, data stalls, idle between steps, shutdown and the time
- * the traces cannot classify. Goodput = productive / total.
+ * the traces cannot classify. Only time the traces cover is split: a rank
+ * recorded in capture windows (paused start, `cutrace start`/`stop`, light
+ * mode) covers its windows, a PyTorch profiler trace its GPU window; the
+ * rest (and a window's edges, parts of steps it cut) is uncovered.
+ * Goodput = productive / covered, null when no step was found.
  *
  * An attempt is one launch of the job's rank processes: processes with the
  * same restart count (metadata restart_count: CUTRACE_RESTART_COUNT,
