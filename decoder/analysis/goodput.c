@@ -3,7 +3,9 @@
  * docs/goodput.md). Every figure is a length of time on the job clock that
  * a record of the traces bounds; what no record bounds (a SIGKILLed rank's
  * last unflushed moments, a rank's time after its trace ends) is
- * "unclassified", never spread over the other parts.
+ * "unclassified", never spread over the other parts. What no record
+ * covers at all (between capture windows, outside a Kineto trace's GPU
+ * window) is in no part (coverage, gap_c).
  */
 #include <errno.h>
 #include <math.h>
@@ -58,7 +60,9 @@ static void see_set(int64_t *lo, int64_t *hi, const struct ct_ivset *a)
 static int proc_span(const struct ct_proc *p, int64_t *s, int64_t *e)
 {
     int64_t lo = INT64_MAX, hi = INT64_MIN;
-    if (p->nops) /* of its rank's ops it still counts (ct_proc_settle) */
+    /* its ops' settled bounds (ct_proc_settle): a rank of one process took
+     * the ops themselves, and its nops is 0 since */
+    if (p->gpu_lo <= p->gpu_hi)
         see(&lo, &hi, p->gpu_lo, p->gpu_hi);
     for (size_t i = 0; i < p->nnccl; i++) {
         see(&lo, &hi, p->nccl[i].host_s, p->nccl[i].host_e);
@@ -225,6 +229,10 @@ struct rank_part {
     const struct ct_iter *it;  /* its iterations in the attempt */
     size_t nit;
     struct ct_iter *own; /* ... when found for the attempt alone (freed with it) */
+    const struct ct_proc *main;
+    int64_t main_s;      /* its main process's first moment (start, else first record) */
+    struct ct_ivset cov; /* the time its records cover in [as, ae) (coverage) */
+    int64_t edges;       /* of cov: window edges no part takes (gap_c) */
 };
 
 static int set_union_into(struct ct_ivset *acc, const struct ct_ivset *add)
@@ -252,8 +260,10 @@ static int rank_sets(const struct wp *w, size_t n, size_t a, size_t rank, struct
         if (w[i].att != a || w[i].rank != rank)
             continue;
         const struct ct_proc *p = w[i].p;
-        if (!main || p->nops + p->nlaunches > main->nops + main->nlaunches)
+        if (!main || p->nops + p->nlaunches > main->nops + main->nlaunches) {
             main = p;
+            rp->main_s = w[i].s;
+        }
         rc = set_union_into(&rp->ckpt, &p->ckpt);
         if (!rc)
             rc = set_union_into(&rp->fread, &p->file_read);
@@ -264,6 +274,7 @@ static int rank_sets(const struct wp *w, size_t n, size_t a, size_t rank, struct
         if (p->nlaunches && p->launch_hi > rp->last_launch)
             rp->last_launch = p->launch_hi;
     }
+    rp->main = main;
     if (!rc && main)
         rc = set_union_into(&rp->ckpt_main, &main->ckpt);
     if (!rc && main)
@@ -277,7 +288,72 @@ static void rank_parts_free(struct rank_part *rp)
     ct_ivset_free(&rp->ckpt_main);
     ct_ivset_free(&rp->data);
     ct_ivset_free(&rp->fread);
+    ct_ivset_free(&rp->cov);
     free(rp->own);
+}
+
+/*
+ * What the rank's records cover of its attempt [as, ae): all of it for a
+ * trace recorded throughout; for one recorded in capture windows (paused
+ * start with `cutrace start`/`stop`, CUTRACE_DURATION, light mode) its main
+ * process's windows, and the time before the first one when that one was
+ * open from the process's start; for a PyTorch profiler trace its GPU
+ * window (first kernel start to last kernel end: the host side reaches
+ * back to whatever the profiler held, 30 s before the first kernel in one
+ * sample). Time outside is no part of the goodput: nothing says what the
+ * job did then. 0 or -ENOMEM.
+ */
+static int coverage(struct rank_part *rp, int64_t as, int64_t ae)
+{
+    const struct ct_proc *m = rp->main;
+    if (!m || (!m->kin && !m->windowed))
+        return ct_ivset_add(&rp->cov, as, ae);
+    if (m->kin) /* gpu_lo, gpu_hi: INT64_MAX, INT64_MIN without ops (an empty add) */
+        return m->gpu_lo < m->gpu_hi ? ct_ivset_add(&rp->cov, m->gpu_lo > as ? m->gpu_lo : as,
+                                                    m->gpu_hi < ae ? m->gpu_hi : ae)
+                                     : 0;
+    int rc = ct_ivset_clip(&m->capture, as, ae, &rp->cov);
+    int64_t start = m->life.start_ns != INT64_MIN ? m->life.start_ns : rp->main_s;
+    if (!rc && rp->cov.n && m->capture.v[0].s <= start) {
+        rc = ct_ivset_add(&rp->cov, as, rp->cov.v[0].s);
+        ct_ivset_normalize(&rp->cov);
+    }
+    return rc;
+}
+
+/* |cov ∩ [a, b)| */
+static int64_t span_in(const struct rank_part *rp, int64_t a, int64_t b)
+{
+    return b > a ? ct_ivset_len_in(&rp->cov, a, b) : 0;
+}
+
+/* The rank's iterations, each cut to the covered interval holding its
+ * start or the first one after it (the repeat detector may place a step's
+ * start before the span it searched; a Kineto trace's first step starts on
+ * the host before its GPU window): every step lies in covered time.
+ * 0 or -ENOMEM. */
+static int clip_iters(struct rank_part *rp)
+{
+    struct ct_iter *v = malloc((rp->nit ? rp->nit : 1) * sizeof(*v));
+    if (!v)
+        return -ENOMEM;
+    size_t k = 0, w = 0;
+    for (size_t i = 0; i < rp->nit; i++) {
+        const struct ct_iter *x = &rp->it[i];
+        while (w < rp->cov.n && rp->cov.v[w].e <= x->s)
+            w++;
+        if (w == rp->cov.n)
+            break;
+        int64_t s = x->s > rp->cov.v[w].s ? x->s : rp->cov.v[w].s;
+        int64_t e = x->e < rp->cov.v[w].e ? x->e : rp->cov.v[w].e;
+        if (e > s)
+            v[k++] = (struct ct_iter){s, e, x->index};
+    }
+    free(rp->own);
+    rp->own = v;
+    rp->it = v;
+    rp->nit = k;
+    return 0;
 }
 
 /* The iterations of result rr that start inside [as, ae). */
@@ -334,6 +410,32 @@ static void gap(const struct rank_part *rp, int64_t g0, int64_t g1, int rest, do
     part[rest] += (double)(g1 - ck - dw);
 }
 
+/*
+ * The same for a gap of a rank recorded in windows: the gap's covered part
+ * when one window holds all of it; a piece a pause cuts (a window opens
+ * after the last step, or closes before the next) is part of a step the
+ * window cut or of a pause, which nothing classifies: a window edge, left
+ * out of every part and of the goodput's span (rp->edges). With
+ * from_start, the piece that begins at g0 is taken whole too (start-up from
+ * the process's start up to a window's close before its first step).
+ */
+static void gap_c(struct rank_part *rp, int64_t g0, int64_t g1, int rest, int from_start,
+                  double *part)
+{
+    if (g1 <= g0)
+        return;
+    for (size_t i = 0; i < rp->cov.n && rp->cov.v[i].s < g1; i++) {
+        int64_t a = rp->cov.v[i].s > g0 ? rp->cov.v[i].s : g0;
+        int64_t b = rp->cov.v[i].e < g1 ? rp->cov.v[i].e : g1;
+        if (b <= a)
+            continue;
+        if (a == g0 && (b == g1 || from_start))
+            gap(rp, a, b, rest, part);
+        else
+            rp->edges += b - a;
+    }
+}
+
 static int cmp_i64(const void *a, const void *b)
 {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
@@ -354,7 +456,7 @@ static int cmp_i64(const void *a, const void *b)
  * less its data waits; the main process's data waits inside steps are data
  * stalls; the rest of each step is productive.
  */
-static int partition(const struct rank_part *rp, size_t nkept, int64_t as, int64_t cut, int restore,
+static int partition(struct rank_part *rp, size_t nkept, int64_t as, int64_t cut, int restore,
                      double *part)
 {
     const struct ct_iter *it = rp->it;
@@ -362,9 +464,15 @@ static int partition(const struct rank_part *rp, size_t nkept, int64_t as, int64
     while (nk < nkept && it[nk].s < cut)
         nk++;
     int64_t fs = nk ? it[0].s : cut;
-    int64_t r = restore ? ivlen_in(&rp->fread, as, fs) : 0;
+    /* start-up: from the attempt's start, where the records reach back
+     * that far (the window that holds `as`); a window that opens later
+     * before the first step holds a step it cut or a pause: an edge */
+    double su[CT_GP_NPARTS] = {0};
+    gap_c(rp, as, fs, CT_GP_STARTUP, 1, su);
+    int64_t sul = (int64_t)(su[CT_GP_STARTUP] + su[CT_GP_CHECKPOINT] + su[CT_GP_DATA]);
+    int64_t r = restore && sul ? ivlen_in(&rp->fread, as, as + sul) : 0;
     part[CT_GP_RESTORE] += (double)r;
-    part[CT_GP_STARTUP] += (double)(fs - as - r);
+    part[CT_GP_STARTUP] += (double)(sul - r);
     if (!nk)
         return 0; /* no step began: all of it start-up */
     struct ct_ivset steps = {0}, ckin = {0}, dw0 = {0}, dwin = {0};
@@ -401,11 +509,11 @@ static int partition(const struct rank_part *rp, size_t nkept, int64_t as, int64
         part[CT_GP_CHECKPOINT] += (double)ckl;
         part[CT_GP_DATA] += (double)dwl;
         for (size_t i = 0; i + 1 < steps.n; i++)
-            gap(rp, steps.v[i].e, steps.v[i + 1].s, CT_GP_IDLE, part);
+            gap_c(rp, steps.v[i].e, steps.v[i + 1].s, CT_GP_IDLE, 0, part);
         int64_t le = steps.v[steps.n - 1].e;
         int64_t end = rp->clean || rp->end >= cut ? cut : rp->end > le ? rp->end : le;
-        gap(rp, le, end, CT_GP_SHUTDOWN, part);
-        part[CT_GP_UNCLASSIFIED] += (double)(cut - end);
+        gap_c(rp, le, end, CT_GP_SHUTDOWN, 0, part);
+        part[CT_GP_UNCLASSIFIED] += (double)span_in(rp, end, cut);
     }
     free(plain);
     ct_ivset_free(&steps);
@@ -470,7 +578,7 @@ static int attempt_parts(const struct ct_report *rep, struct wp *w, size_t n, co
     int rc = 0;
     size_t ranks = 0;
     int64_t first_kept = INT64_MAX, last_kept = INT64_MIN;
-    size_t steps0 = 0;
+    size_t steps0 = 0, steps_seen = 0;
     for (size_t i0 = 0, i1; i0 < n && !rc; i0 = i1) {
         i1 = rank_run(w, n, i0);
         size_t r = w[i0].rank;
@@ -479,24 +587,42 @@ static int attempt_parts(const struct ct_report *rep, struct wp *w, size_t n, co
             rank_parts_free(&rp);
             break;
         }
-        if (numbered) {
+        if (!(rc = coverage(&rp, as, ae)) && numbered) {
             iters_in(&rep->rr[r], as, hcut, &rp.it, &rp.nit);
-        } else {
+        } else if (!rc) {
             /* iterations from the work that repeats: found in this attempt's
              * own ops (the report looks at the rank's attempts together, and
-             * a cycle does not run across a restart) */
-            double conf;
+             * a cycle does not run across a restart), in each covered
+             * interval on its own (a cycle does not run across a pause) */
             if (!(rc = ct_rank_open(rep->rr[r].rank))) {
-                rc = ct_iterations_from_repeats(rep->rr[r].rank, as, hcut, 0, &rp.own, &rp.nit,
-                                                &conf);
+                for (size_t c = 0; c < rp.cov.n && rp.cov.v[c].s < hcut && !rc; c++) {
+                    struct ct_iter *v = NULL;
+                    size_t k = 0;
+                    double conf;
+                    int64_t e = rp.cov.v[c].e < hcut ? rp.cov.v[c].e : hcut;
+                    rc = ct_iterations_from_repeats(rep->rr[r].rank, rp.cov.v[c].s, e, 0, &v, &k,
+                                                    &conf);
+                    struct ct_iter *all = k ? realloc(rp.own, (rp.nit + k) * sizeof(*all)) : rp.own;
+                    if (!rc && k && !all)
+                        rc = -ENOMEM;
+                    if (!rc && k) {
+                        memcpy(all + rp.nit, v, k * sizeof(*v));
+                        rp.own = all;
+                        rp.nit += k;
+                    }
+                    free(v);
+                }
                 ct_rank_close(rep->rr[r].rank);
             }
             rp.it = rp.own;
-            if (rc) {
-                rank_parts_free(&rp);
-                break;
-            }
         }
+        if (!rc)
+            rc = clip_iters(&rp);
+        if (rc) {
+            rank_parts_free(&rp);
+            break;
+        }
+        steps_seen += rp.nit;
         size_t nkept = rp.nit;
         int64_t lost_from = INT64_MAX;
         if (failed && rp.nit) {
@@ -534,10 +660,12 @@ static int attempt_parts(const struct ct_report *rep, struct wp *w, size_t n, co
         int64_t cut = lost_from < hcut ? lost_from : hcut;
         if (!rc)
             rc = partition(&rp, nkept, as, cut, a > 0, part);
-        part[CT_GP_LOST] += (double)(hcut - cut);
-        part[CT_GP_HANG] += (double)(ae - hcut);
+        part[CT_GP_LOST] += (double)span_in(&rp, cut, hcut);
+        part[CT_GP_HANG] += (double)span_in(&rp, hcut, ae);
         for (int k = 0; k < CT_GP_NPARTS; k++)
             A->part[k] += part[k];
+        A->recorded += (double)span_in(&rp, as, ae);
+        A->covered += (double)(span_in(&rp, as, ae) - rp.edges);
         size_t kept = 0;
         for (size_t i = 0; i < nkept; i++)
             if (rp.it[i].s < cut) {
@@ -554,6 +682,11 @@ static int attempt_parts(const struct ct_report *rep, struct wp *w, size_t n, co
     }
     for (int k = 0; k < CT_GP_NPARTS && ranks; k++)
         A->part[k] /= (double)ranks;
+    if (ranks) {
+        A->covered /= (double)ranks;
+        A->recorded /= (double)ranks;
+    }
+    A->steps_seen = steps_seen;
     A->ranks = ranks;
     A->steps = steps0;
     A->first_step = first_kept == INT64_MAX ? -1 : first_kept;
@@ -587,6 +720,15 @@ static void attempt_end(struct ct_attempt *A, const struct wp *w, size_t n, size
     A->signal = sig;
     A->ended = hang ? CT_END_HANG : sig ? CT_END_SIGNAL : trunc ? CT_END_TRUNCATED : CT_END_EXIT;
     A->end_uncertainty = trunc ? (int64_t)flush * 1000000 : 0;
+}
+
+/* The parts that need steps to be told apart, unknown (NAN: null) */
+static void no_steps(double *part)
+{
+    static const int need[] = {CT_GP_STARTUP, CT_GP_PRODUCTIVE, CT_GP_CHECKPOINT, CT_GP_RESTORE,
+                               CT_GP_DATA,    CT_GP_IDLE,       CT_GP_SHUTDOWN};
+    for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++)
+        part[need[i]] = NAN;
 }
 
 int ct_goodput(const struct ct_report *rep, struct ct_goodput *g)
@@ -628,6 +770,7 @@ int ct_goodput(const struct ct_report *rep, struct ct_goodput *g)
         free(w);
         if (g->s == INT64_MAX)
             g->s = g->e = 0;
+        g->unavailable = "no rank process with a timed record";
         return 0;
     }
     /* the images of one pid on one host with one restart count (exec) are
@@ -716,10 +859,16 @@ int ct_goodput(const struct ct_report *rep, struct ct_goodput *g)
      * one that outlived the next's start ends there */
     g->att[0].s = g->s;
     g->att[natt - 1].e = g->e;
+    /* PyTorch profiler traces hold no process lives: between two of them
+     * nothing was recorded, which is no down time */
+    int lives = 1;
+    for (size_t i = 0; i < nw; i++)
+        lives &= !w[i].p->kin;
     for (size_t a = 0; a + 1 < natt; a++) {
         if (g->att[a].e > g->att[a + 1].s)
             g->att[a].e = g->att[a + 1].s;
-        g->downtime += (double)(g->att[a + 1].s - g->att[a].e);
+        if (lives)
+            g->downtime += (double)(g->att[a + 1].s - g->att[a].e);
     }
     for (size_t a = 0; a < natt && !rc; a++) {
         size_t b = a + 1 < natt ? a + 1 : a;
@@ -727,11 +876,36 @@ int ct_goodput(const struct ct_report *rep, struct ct_goodput *g)
                            natt, a);
     }
     free(lo);
-    for (size_t a = 0; a < natt; a++)
+    size_t seen = 0;
+    g->covered = g->downtime;
+    for (size_t a = 0; a < natt; a++) {
         for (int p = 0; p < CT_GP_NPARTS; p++)
             g->part[p] += g->att[a].part[p];
-    if (g->e > g->s)
-        g->goodput_pct = 100.0 * g->part[CT_GP_PRODUCTIVE] / (double)(g->e - g->s);
+        g->covered += g->att[a].covered;
+        seen += g->att[a].steps_seen;
+    }
+    if (!seen) {
+        /* no step anywhere: nothing tells productive time from start-up,
+         * idle or shutdown (a trace without step annotations whose work
+         * does not repeat, a PyTorch profiler window of no whole step), nor
+         * a window's edges from the rest: all recorded time is covered */
+        g->covered = g->downtime;
+        for (size_t a = 0; a < natt; a++) {
+            no_steps(g->att[a].part);
+            g->att[a].covered = g->att[a].recorded;
+            g->covered += g->att[a].recorded;
+        }
+        no_steps(g->part);
+    }
+    if (g->covered <= 0)
+        g->unavailable = !lives ? "no GPU activity in the PyTorch profiler traces: their goodput "
+                                  "is over their GPU window"
+                                : "the traces' capture windows cover none of the job";
+    else if (!seen)
+        g->unavailable = "no step found in the recorded time (no ProfilerStep or --step range or "
+                         "mark, and no work that repeats)";
+    else
+        g->goodput_pct = 100.0 * g->part[CT_GP_PRODUCTIVE] / g->covered;
     free(w);
     return rc;
 }

@@ -4,7 +4,11 @@
  * its last process end, split into down time between attempts and, for
  * each attempt, start-up, productive steps, checkpoint saves, restores, lost
  * work, hang time, data stalls, idle between steps, shutdown and the time
- * the traces cannot classify. Goodput = productive / total.
+ * the traces cannot classify. Only time the traces cover is split: a rank
+ * recorded in capture windows (paused start, `cutrace start`/`stop`, light
+ * mode) covers its windows, a PyTorch profiler trace its GPU window; the
+ * rest (and a window's edges, parts of steps it cut) is uncovered.
+ * Goodput = productive / covered, null when no step was found.
  *
  * An attempt is one launch of the job's rank processes: processes with the
  * same restart count (metadata restart_count: CUTRACE_RESTART_COUNT,
@@ -66,6 +70,12 @@ struct ct_attempt {
     int64_t hang_since;            /* the hang's onset, INT64_MIN none */
     int64_t end_uncertainty;       /* ns its end may lie after the last record: a truncated
                                     * trace loses what was not flushed (CUTRACE_FLUSH_MS) */
+    /* ns of its span the parts are of (mean over its ranks): what the
+     * traces recorded, less window edges; part[] sums to it. The rest of
+     * the span is uncovered: no part, and not in the goodput. */
+    double covered;
+    double recorded;   /* the same with the window edges: what the records cover */
+    size_t steps_seen; /* iterations found in it, over its ranks (kept or lost) */
 };
 
 struct ct_goodput {
@@ -73,7 +83,11 @@ struct ct_goodput {
     int64_t s, e;              /* first process start, last process end (job clock) */
     double part[CT_GP_NPARTS]; /* sums over attempts, ns */
     double downtime;           /* between attempts, ns */
-    double goodput_pct;        /* NAN when the job has no length */
+    /* ns the goodput is over: the attempts' covered time and the down time
+     * (part[] and downtime sum to it); e - s less it is uncovered */
+    double covered;
+    double goodput_pct;      /* productive / covered; NAN with `unavailable` */
+    const char *unavailable; /* why goodput_pct is NAN (static), NULL */
     struct ct_attempt *att;
     size_t natt;
     /* processes with no start time recorded (older traces): their first

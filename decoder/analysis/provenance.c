@@ -6,6 +6,7 @@
  * these, so a figure is withheld in one place for all of them.
  */
 #include "decoder/analysis/analysis.h"
+#include "decoder/kineto/kineto.h"
 
 #include <string.h>
 
@@ -53,8 +54,8 @@ int ct_unavailable(const struct ct_rank_result *x, size_t i, const char **figure
         why[n++] = "checkpoints between capture windows are not recorded, and no window held "
                    "one";
     }
-    if (i >= n)
-        return 0;
+    if (i >= n) /* then the HTA-compatible figures of Kineto input */
+        return r->nprocs && ct_kineto_unavailable(r->procs[0], i - n, figure, reason);
     *figure = fig[i];
     *reason = why[i];
     return 1;

@@ -114,7 +114,8 @@ int ct_cmd_goodput(int argc, char **argv)
     for (size_t i = 0; i < job.nprocs; i++)
         if (job.procs[i].kin) { /* one line, once */
             fprintf(stderr, "cutrace goodput: PyTorch profiler traces hold their capture window "
-                            "only: the goodput is of that window, not of the processes' lives\n");
+                            "only: the goodput is over their GPU window (first kernel start to "
+                            "last kernel end), not the processes' lives\n");
             break;
         }
     char ids[1024];

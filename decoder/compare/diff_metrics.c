@@ -186,9 +186,12 @@ int ct_diff_collect(const struct ct_report *rep, int per_iteration, struct ct_me
     }
     /* per run: where its wall time went (one sample each; docs/goodput.md) */
     const struct ct_goodput *g = rep->goodput;
-    if (!rc && g && g->natt && g->e > g->s && isfinite(g->goodput_pct)) {
-        rc = ct_metric_add(&t, "goodput_pct", g->goodput_pct);
-        rc = rc ? rc : ct_metric_add(&t, "startup_us", g->part[CT_GP_STARTUP] / 1e3);
+    if (!rc && g && g->natt && g->e > g->s) {
+        /* a figure given as null (no step found) is no sample */
+        if (isfinite(g->goodput_pct))
+            rc = ct_metric_add(&t, "goodput_pct", g->goodput_pct);
+        if (!rc && isfinite(g->part[CT_GP_STARTUP]))
+            rc = ct_metric_add(&t, "startup_us", g->part[CT_GP_STARTUP] / 1e3);
         rc = rc ? rc : ct_metric_add(&t, "lost_us", g->part[CT_GP_LOST] / 1e3);
         rc = rc ? rc : ct_metric_add(&t, "downtime_us", g->downtime / 1e3);
     }

@@ -55,7 +55,13 @@ static void attempt_json(FILE *f, const struct ct_goodput *g, size_t a)
         ct_json_member(f, key, us(A->part[p]), 3);
         fputc(',', f);
     }
-    ct_json_member(f, "goodput_pct", span > 0 ? 100.0 * A->part[CT_GP_PRODUCTIVE] / span : NAN, 2);
+    ct_json_member(f, "covered_us", us(A->covered), 3);
+    fputc(',', f);
+    ct_json_member(f, "uncovered_us", us(span - A->covered), 3);
+    fputc(',', f);
+    /* over the time the traces cover (null: no step in the job, or none covered) */
+    ct_json_member(f, "goodput_pct",
+                   A->covered > 0 ? 100.0 * A->part[CT_GP_PRODUCTIVE] / A->covered : NAN, 2);
     fputs(",\"lost_steps\":[", f);
     for (size_t i = 0; i < A->nlost; i++)
         fprintf(f, "%s%" PRId64, i ? "," : "", A->lost_steps[i]);
@@ -98,6 +104,10 @@ void ct_goodput_json(FILE *f, const struct ct_goodput *g)
     fputc(',', f);
     ct_json_member(f, "total_us", g->natt ? us(total) : NAN, 3);
     fputc(',', f);
+    ct_json_member(f, "covered_us", g->natt ? us(g->covered) : NAN, 3);
+    fputc(',', f);
+    ct_json_member(f, "uncovered_us", g->natt ? us(total - g->covered) : NAN, 3);
+    fputc(',', f);
     ct_json_member(f, "goodput_pct", g->goodput_pct, 2);
     fputc(',', f);
     ct_json_member(f, "productive_us", g->natt ? us(g->part[CT_GP_PRODUCTIVE]) : NAN, 3);
@@ -105,10 +115,10 @@ void ct_goodput_json(FILE *f, const struct ct_goodput *g)
     ct_json_member(f, "downtime_us", g->natt ? us(g->downtime) : NAN, 3);
     /* nothing to measure: the figures are null, and this says why */
     fputs(",\"unavailable\":", f);
-    if (g->natt)
-        fputs("null", f);
+    if (g->unavailable)
+        ct_json_str(f, g->unavailable);
     else
-        ct_json_str(f, "no rank process with a timed record");
+        fputs("null", f);
     fprintf(f, ",\"processes_without_start\":%zu,\"parts\":", g->no_start);
     parts_json(f, g->part, g->natt > 0);
     fputc(',', f);
@@ -122,12 +132,20 @@ void ct_goodput_json(FILE *f, const struct ct_goodput *g)
     fputs("]}", f);
 }
 
-static void parts_text(FILE *f, const double *part, double span, const char *indent)
+/* Each part with its share of the covered time ("-" where unknown: no
+ * step found), then the uncovered time, which no part holds. */
+static void parts_text(FILE *f, const double *part, double covered, double span, const char *indent)
 {
-    for (int p = 0; p < CT_GP_NPARTS; p++)
-        if (part[p] > 0 || p == CT_GP_PRODUCTIVE)
+    for (int p = 0; p < CT_GP_NPARTS; p++) {
+        if (isnan(part[p]))
+            fprintf(f, "%s%-13s %10s s  %5s %%\n", indent, ct_gp_part_name(p), "-", "-");
+        else if (part[p] > 0 || p == CT_GP_PRODUCTIVE)
             fprintf(f, "%s%-13s %10.3f s  %5.1f %%\n", indent, ct_gp_part_name(p), part[p] / 1e9,
-                    span > 0 ? 100.0 * part[p] / span : 0.0);
+                    covered > 0 ? 100.0 * part[p] / covered : 0.0);
+    }
+    if (span - covered > 0)
+        fprintf(f, "%s%-13s %10.3f s  (not recorded, or a window's edge: no part)\n", indent,
+                "uncovered", (span - covered) / 1e9);
 }
 
 void ct_goodput_text(FILE *f, const struct ct_goodput *g)
@@ -137,12 +155,19 @@ void ct_goodput_text(FILE *f, const struct ct_goodput *g)
         fprintf(f, "goodput: no rank process with a timed record: nothing to measure\n");
         return;
     }
-    fprintf(f, "goodput of job %s: %.1f %% of %.3f s (first process start to last process end)\n",
-            g->job ? g->job : "(no job id recorded)", g->goodput_pct, total / 1e9);
-    parts_text(f, g->part, total, "  ");
+    char pct[32] = "-";
+    if (!isnan(g->goodput_pct))
+        snprintf(pct, sizeof(pct), "%.1f", g->goodput_pct);
+    fprintf(f,
+            "goodput of job %s: %s %% of the %.3f s the traces cover, of %.3f s (first process "
+            "start to last process end)\n",
+            g->job ? g->job : "(no job id recorded)", pct, g->covered / 1e9, total / 1e9);
+    if (g->unavailable)
+        fprintf(f, "  goodput: - (%s)\n", g->unavailable);
+    parts_text(f, g->part, g->covered, total, "  ");
     if (g->natt > 1)
         fprintf(f, "  %-13s %10.3f s  %5.1f %%\n", "downtime", g->downtime / 1e9,
-                total > 0 ? 100.0 * g->downtime / total : 0.0);
+                g->covered > 0 ? 100.0 * g->downtime / g->covered : 0.0);
     for (size_t a = 0; a < g->natt; a++) {
         const struct ct_attempt *A = &g->att[a];
         fprintf(f, "\nattempt %zu", a);
@@ -157,7 +182,7 @@ void ct_goodput_text(FILE *f, const struct ct_goodput *g)
             fprintf(f, " (a trace cut short: the end may lie up to %.0f ms after its last record)",
                     (double)A->end_uncertainty / 1e6);
         fputc('\n', f);
-        parts_text(f, A->part, (double)(A->e - A->s), "  ");
+        parts_text(f, A->part, A->covered, (double)(A->e - A->s), "  ");
         if (A->first_step >= 0)
             fprintf(f, "  productive steps: %zu (%" PRId64 "-%" PRId64 ")\n", A->steps,
                     A->first_step, A->last_step);

@@ -623,11 +623,13 @@ void ct_report_text(FILE *f, const struct ct_report *rep)
         fprintf(f, "cutrace report: %zu rank(s), no iterations: no step time\n", rep->nr);
     iterations_text(f, rep);
     const struct ct_goodput *g = rep->goodput;
-    if (g && g->natt && g->e > g->s)
+    if (g && g->natt && g->e > g->s && !isnan(g->goodput_pct))
         fprintf(f,
-                "goodput %.1f %% of the job's %.3f s wall time, %zu attempt(s) (cutrace goodput: "
-                "where the rest went)\n",
-                g->goodput_pct, (double)(g->e - g->s) / 1e9, g->natt);
+                "goodput %.1f %% of the %.3f s the traces cover of the job's %.3f s wall time, "
+                "%zu attempt(s) (cutrace goodput: where the rest went)\n",
+                g->goodput_pct, g->covered / 1e9, (double)(g->e - g->s) / 1e9, g->natt);
+    else if (g && g->natt && g->e > g->s)
+        fprintf(f, "goodput - (%s)\n", g->unavailable ? g->unavailable : "unknown");
     provenance_text(f, rep);
     fprintf(f, "\n");
     fprintf(f, "Where GPU time goes (all ranks, %% of window):\n");

@@ -572,6 +572,7 @@ static int proc_init(const char *path, struct ct_proc *p, char *err, size_t errl
 {
     memset(p, 0, sizeof(*p));
     ct_life_init(&p->life);
+    p->last_ns = INT64_MIN; /* no record of the trace's own (timeline.h) */
     p->rank = -1;
     p->ppid = UINT32_MAX; /* no parent: a Kineto file is a rank of its own */
     p->path = strdup(path);
@@ -687,6 +688,11 @@ static int load(const char *path, struct src *S, int gz, struct ct_proc *p, char
 const char *ct_kineto_warning(const struct ct_proc *p)
 {
     return p->kin && p->kin->warn[0] ? p->kin->warn : NULL;
+}
+
+const char *ct_kineto_note(const struct ct_proc *p)
+{
+    return p->kin && p->kin->note[0] ? p->kin->note : NULL;
 }
 
 void ct_kineto_free(struct ct_kineto *k)

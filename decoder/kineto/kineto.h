@@ -60,6 +60,19 @@ int ct_kineto_finish(struct ct_proc *procs, size_t n, int hta);
  * renumbered rank), or NULL. */
 const char *ct_kineto_warning(const struct ct_proc *p);
 
+/* After ct_kineto_finish: one line saying how many GPU rows each rule
+ * dropped (HTA's last-step filter; rows of no length the timeline cannot
+ * hold), or NULL when none did. */
+const char *ct_kineto_note(const struct ct_proc *p);
+
+/* The i-th figure of p's HTA-compatible results ("hta.temporal.non_compute_us",
+ * ...) given as null, with the reason: HTA would fail its assertion on it,
+ * it would be negative time or a share outside [0, 100] %, or it has no
+ * data (no GPU event, no communication). 0 past the last (or for a process
+ * that is not Kineto input in HTA-compatible mode). */
+int ct_kineto_unavailable(const struct ct_proc *p, size_t i, const char **figure,
+                          const char **reason);
+
 /* Frees what p->kin holds (ct_proc_free calls it). */
 void ct_kineto_free(struct ct_kineto *k);
 

@@ -11,6 +11,8 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -251,6 +253,82 @@ static int kernel_type(const struct ct_kineto *k, signed char *kt, size_t name)
     return kt[name];
 }
 
+/* Marks figure `bit` of h null, with its reason. */
+static void hta_bad(struct ct_hta *h, unsigned bit, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void hta_bad(struct ct_hta *h, unsigned bit, const char *fmt, ...)
+{
+    int i = 0;
+    while ((1u << i) != bit)
+        i++;
+    h->bad |= bit;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(h->why[i], sizeof(h->why[i]), fmt, ap);
+    va_end(ap);
+}
+
+/*
+ * The figures HTA's numbers cannot give: HTA's own assertions on the
+ * temporal breakdown (idle <= kernel_time, compute <= kernel_time,
+ * non_compute >= 0: HTA raises instead of printing), and any negative time
+ * or share outside [0, 100] %. Both come from HTA's µs rounding: a sub-µs
+ * row (ts 10.3, dur 0.5) gets ceil(ts) = 11 > floor(end) = 10, a negative
+ * length, which lowers a union wherever it lies outside every other row.
+ */
+static void hta_check(struct ct_hta *h, size_t ncomm)
+{
+    char neg[128] = "";
+    if (h->negative_rows)
+        snprintf(neg, sizeof(neg),
+                 ": HTA's µs rounding (ceil start, floor end) left %lld sub-µs GPU rows ending "
+                 "before they start",
+                 (long long)h->negative_rows);
+    if (h->kernel_time < 0) {
+        hta_bad(h, CT_HB_KERNEL_TIME, "negative (%.0f µs)%s", (double)h->kernel_time / 1e3, neg);
+        h->bad |= CT_HB_IDLE | CT_HB_COMPUTE | CT_HB_NON_COMPUTE;
+        snprintf(h->why[1], sizeof(h->why[1]), "no kernel time (negative)%s", neg);
+        snprintf(h->why[2], sizeof(h->why[2]), "no kernel time (negative)%s", neg);
+        snprintf(h->why[3], sizeof(h->why[3]), "no kernel time (negative)%s", neg);
+    }
+    if (!(h->bad & CT_HB_IDLE) && (h->idle > h->kernel_time || h->idle < 0))
+        hta_bad(h, CT_HB_IDLE,
+                "would be %.0f µs of a %.0f µs kernel time%s; HTA fails its "
+                "assertion idle_time <= kernel_time",
+                (double)h->idle / 1e3, (double)h->kernel_time / 1e3, neg);
+    if (!(h->bad & CT_HB_COMPUTE) && (h->compute > h->kernel_time || h->compute < 0))
+        hta_bad(h, CT_HB_COMPUTE, "would be %.0f µs of a %.0f µs kernel time%s%s",
+                (double)h->compute / 1e3, (double)h->kernel_time / 1e3, neg,
+                h->compute > h->kernel_time ? "; HTA fails its assertion compute_time <= "
+                                              "kernel_time"
+                                            : "");
+    if (!(h->bad & CT_HB_NON_COMPUTE) && h->non_compute < 0)
+        hta_bad(h, CT_HB_NON_COMPUTE,
+                "would be %.0f µs%s, outside every other row, so the union of all rows is "
+                "shorter than compute; HTA fails its assertion non_compute_time >= 0",
+                (double)h->non_compute / 1e3, neg);
+    if (h->union_all < 0)
+        hta_bad(h, CT_HB_UNION_ALL, "negative (%.0f µs)%s", (double)h->union_all / 1e3, neg);
+    if (h->union_comm < 0)
+        hta_bad(h, CT_HB_COMM, "negative (%.0f µs)%s", (double)h->union_comm / 1e3, neg);
+    if (h->union_mem < 0)
+        hta_bad(h, CT_HB_MEMORY, "negative (%.0f µs)%s", (double)h->union_mem / 1e3, neg);
+    if (!ncomm)
+        hta_bad(h, CT_HB_OVERLAP,
+                "no communication kernel: HTA's overlap is a share of "
+                "communication time (HTA gives NaN)");
+    else if (h->union_comm <= 0 || h->comp_comm > h->union_comm)
+        hta_bad(h, CT_HB_OVERLAP, "%.0f µs of compute under %.0f µs of communication%s",
+                (double)h->comp_comm / 1e3, (double)h->union_comm / 1e3, neg);
+    for (size_t i = 0; i < h->nstreams; i++)
+        if (h->streams[i].negative && !(h->bad & CT_HB_IDLE_BREAKDOWN))
+            hta_bad(h, CT_HB_IDLE_BREAKDOWN,
+                    "stream %lld: events overlap on it, and HTA sums their negative gaps "
+                    "(%s): those categories and the stream's ratios are null",
+                    (long long)h->streams[i].stream,
+                    h->streams[i].wait[1] < 0 ? "kernel_wait" : "a category");
+}
+
 static int hta_numbers(struct ct_kineto *k, const int64_t *ts, const int64_t *en,
                        const unsigned char *inG, const struct corr_ix *cx, size_t ncx,
                        signed char *kt)
@@ -275,6 +353,7 @@ static int hta_numbers(struct ct_kineto *k, const int64_t *ts, const int64_t *en
     for (size_t i = 0; i < n; i++) {
         if (!inG[i])
             continue;
+        h->negative_rows += en[i] < ts[i];
         if (ts[i] < lo)
             lo = ts[i];
         if (en[i] > hi)
@@ -293,7 +372,7 @@ static int hta_numbers(struct ct_kineto *k, const int64_t *ts, const int64_t *en
     h->kernel_time = hi - lo;
     merge(all, na, &h->union_all);
     size_t mc = merge(comp, nc, &h->compute);
-    size_t mm = merge(comm, nm, &h->union_comm);
+    size_t ncomm = nm, mm = merge(comm, nm, &h->union_comm);
     h->comp_comm = intersect_len(comp, mc, comm, mm);
     /* memory union (reported for reference): rebuild over comm's space */
     nm = 0;
@@ -322,7 +401,9 @@ static int hta_numbers(struct ct_kineto *k, const int64_t *ts, const int64_t *en
             size_t r = sx[i].row, pr = sx[i - 1].row;
             int64_t prev_end = ts[pr] + (en[pr] - ts[pr]);
             int64_t gap = ts[r] - prev_end;
-            const struct corr_ix *c = corr_find(cx, ncx, k->rows[r].corr, &hint);
+            /* correlation -1 links nothing (HTA's index_correlation) */
+            const struct corr_ix *c =
+                k->rows[r].corr >= 0 ? corr_find(cx, ncx, k->rows[r].corr, &hint) : NULL;
             int cat;
             if (c && ts[c->row] > prev_end)
                 cat = 0;
@@ -333,14 +414,52 @@ static int hta_numbers(struct ct_kineto *k, const int64_t *ts, const int64_t *en
             st->wait[cat] += gap;
             st->present[cat] = 1;
         }
+        for (int c = 0; c < 3; c++)
+            st->negative |= st->wait[c] < 0;
         a = b;
     }
+    if (!rc)
+        hta_check(h, ncomm);
     free(all);
     free(sx);
     return rc;
 }
 
 /* ---- the model ---- */
+
+/* k->note: how many GPU rows each rule dropped (nothing when none did). */
+static void drop_note(struct ct_kineto *k, const char *path, int rnd)
+{
+    const struct ct_hta *h = &k->hta;
+    int64_t filt = h->drop_last_step + h->drop_no_launch;
+    size_t n = sizeof(k->note), u = 0;
+    k->note[0] = 0;
+    if (!filt && !k->drop_empty)
+        return;
+    u += (size_t)snprintf(k->note, n, "%s: kineto:", path);
+    if (filt && u < n) {
+        u += (size_t)snprintf(k->note + u, n - u,
+                              " HTA's last-step rule dropped %lld of %lld GPU rows (",
+                              (long long)filt, (long long)h->gpu_rows);
+        if (h->drop_last_step && u < n)
+            u += (size_t)snprintf(k->note + u, n - u,
+                                  "%lld launched at or after the start of the last step, "
+                                  "ProfilerStep#%lld%s",
+                                  (long long)h->drop_last_step, (long long)h->step_last,
+                                  h->drop_no_launch ? "; " : "");
+        if (h->drop_no_launch && u < n)
+            u += (size_t)snprintf(k->note + u, n - u,
+                                  "%lld whose launch is not in the trace: before the capture",
+                                  (long long)h->drop_no_launch);
+        if (u < n)
+            u += (size_t)snprintf(k->note + u, n - u, ")%s", k->drop_empty ? ";" : "");
+    }
+    if (k->drop_empty && u < n)
+        snprintf(k->note + u, n - u, " %lld of %lld GPU rows last no time%s: not in the timeline%s",
+                 (long long)k->drop_empty, (long long)k->model_rows,
+                 rnd ? " after HTA's µs rounding" : "",
+                 k->hta_mode ? " (HTA's figures count them)" : "");
+}
 
 static int cmp_edge(const void *a, const void *b)
 {
@@ -412,58 +531,74 @@ int ct_kineto_build(struct ct_proc *p, int hta, int filter_last)
         }
     }
     int64_t ucpu_min = rnd ? (int64_t)ceil(k->cpu_min_tsd) * 1000 : k->cpu_min_ns;
-    int64_t ucpu_end = rnd ? (int64_t)k->cpu_max_endd * 1000 : k->cpu_max_end_ns;
 
     /* CPU/GPU split and HTA's filter */
     size_t ncx = 0;
     if (hta) {
         int any_cpu = k->cpu_unstored > 0, any_step = 0;
-        int64_t step_start = INT64_MIN, step_end = INT64_MIN;
+        int64_t step_start = INT64_MIN;
         int64_t cmin = k->cpu_unstored ? ucpu_min : INT64_MAX;
-        int64_t cmax = k->cpu_unstored ? ucpu_end : INT64_MIN;
         for (size_t i = 0; i < n; i++) {
             const struct ct_krow *r = &k->rows[i];
             const char *nm = k->names[r->name];
             int gpu = (r->stream >= 0 && r->corr >= 0) || !strcmp(nm, "Event Sync") ||
                       !strcmp(nm, "Context Sync");
             keep[i] = gpu ? 2 : 0; /* 2: GPU row, decided below */
+            k->hta.gpu_rows += gpu;
             if (gpu)
                 continue;
             any_cpu = 1;
             if (ts[i] < cmin)
                 cmin = ts[i];
-            if (en[i] > cmax)
-                cmax = en[i];
             if (r->flags & CT_KF_STEP) {
                 any_step = 1;
                 if (ts[i] > step_start) {
                     step_start = ts[i];
                     k->hta.step_last = strtoll(nm + 13, NULL, 10);
                 }
-                if (en[i] > step_end)
-                    step_end = en[i];
             }
         }
-        k->hta.filtered = filter_last;
-        if (!any_cpu) {
-            for (size_t i = 0; i < n; i++)
-                keep[i] = 1;
-        } else {
-            int64_t bound =
-                filter_last ? (any_step ? step_start : cmin) : (any_step ? step_end : cmax);
-            int neg_kept = k->cpu_unstored && (filter_last ? ucpu_min < bound : ucpu_min <= bound);
+        k->hta.filtered = filter_last && any_cpu;
+        if (!k->hta.filtered) {
+            /* HTA filters nothing with fewer than 2 step names (or no CPU
+             * row): every row stays, a kernel whose launch precedes the
+             * capture too */
             for (size_t i = 0; i < n; i++) {
-                if (keep[i] == 2)
+                if (keep[i] != 2 && k->rows[i].corr >= 0)
+                    cx[ncx++] = (struct corr_ix){k->rows[i].corr, i};
+                keep[i] = 1;
+            }
+            sort_rows(cx, ncx, sizeof(*cx), cmp_corr);
+        } else {
+            int64_t bound = any_step ? step_start : cmin;
+            int neg_kept = k->cpu_unstored && ucpu_min < bound;
+            /* every CPU row's correlation first: a dropped GPU row was
+             * launched in the last step, or its launch is not in the trace */
+            for (size_t i = 0; i < n; i++)
+                if (keep[i] != 2 && k->rows[i].corr >= 0)
+                    cx[ncx++] = (struct corr_ix){k->rows[i].corr, i};
+            sort_rows(cx, ncx, sizeof(*cx), cmp_corr);
+            for (size_t i = 0; i < n; i++)
+                if (keep[i] == 2 && k->rows[i].corr >= 0 &&
+                    corr_find(cx, ncx, k->rows[i].corr, &hint) != NULL)
+                    keep[i] = 3; /* its launch is in the trace */
+            ncx = 0;
+            for (size_t i = 0; i < n; i++) {
+                if (keep[i] >= 2)
                     continue;
-                keep[i] = filter_last ? ts[i] < bound : ts[i] <= bound;
+                keep[i] = ts[i] < bound;
                 if (keep[i])
                     cx[ncx++] = (struct corr_ix){k->rows[i].corr, i};
             }
             sort_rows(cx, ncx, sizeof(*cx), cmp_corr);
+            hint = 0;
             for (size_t i = 0; i < n; i++)
-                if (keep[i] == 2) {
+                if (keep[i] >= 2) {
                     int64_t c = k->rows[i].corr;
+                    int launched = keep[i] == 3;
                     keep[i] = corr_find(cx, ncx, c, &hint) != NULL || (c == -1 && neg_kept);
+                    if (!keep[i])
+                        k->hta.drop_last_step += launched, k->hta.drop_no_launch += !launched;
                 }
         }
         for (size_t i = 0; i < n; i++)
@@ -492,8 +627,13 @@ int ct_kineto_build(struct ct_proc *p, int hta, int filter_last)
             continue;
         if (inG[i]) {
             int type = hta ? kernel_type(k, kt, r->name) : -1;
-            if (type == CT_HTA_OTHER || en[i] <= ts[i])
+            if (type == CT_HTA_OTHER)
                 continue; /* sync rows: HTA's numbers count them, the model cannot */
+            k->model_rows++;
+            if (en[i] <= ts[i]) { /* no length: nothing the timeline can hold */
+                k->drop_empty++;
+                continue;
+            }
             if ((rc = ct_grow((void **)&p->ops, &cap_ops, p->nops, sizeof(*p->ops))))
                 break;
             struct ct_gop *g = &p->ops[p->nops];
@@ -585,6 +725,7 @@ int ct_kineto_build(struct ct_proc *p, int hta, int filter_last)
     p->nnames = k->nnames;
     k->names = NULL;
     k->nnames = 0;
+    drop_note(k, p->path, rnd);
     if (!p->nops && !k->warn[0])
         snprintf(k->warn, sizeof(k->warn),
                  "%s: no GPU activity (kernels, copies, memsets) in this trace: "
@@ -609,6 +750,37 @@ out:
     free(k->hash);
     k->hash = NULL;
     return rc;
+}
+
+int ct_kineto_unavailable(const struct ct_proc *p, size_t i, const char **figure,
+                          const char **reason)
+{
+    static const char *const fig[CT_HB_N] = {"hta.temporal.kernel_time_us",
+                                             "hta.temporal.idle_us",
+                                             "hta.temporal.compute_us",
+                                             "hta.temporal.non_compute_us",
+                                             "hta.union_all_us",
+                                             "hta.comm_us",
+                                             "hta.memory_us",
+                                             "hta.overlap_pct",
+                                             "hta.idle_breakdown"};
+    const struct ct_kineto *k = p ? p->kin : NULL;
+    if (!k || !k->hta_mode)
+        return 0;
+    if (!k->hta.valid) {
+        if (i)
+            return 0;
+        *figure = "hta.temporal";
+        *reason = "no GPU event after HTA's preprocessing (HTA raises IndexError)";
+        return 1;
+    }
+    for (int b = 0; b < CT_HB_N; b++)
+        if ((k->hta.bad & (1u << b)) && i-- == 0) {
+            *figure = fig[b];
+            *reason = k->hta.why[b];
+            return 1;
+        }
+    return 0;
 }
 
 static int cmp_strp(const void *a, const void *b)

@@ -244,9 +244,12 @@ int ct_load_job(const struct ct_load_opts *o, const struct ct_inputs *in, struct
         free(procs);
         return -ENOMEM;
     }
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         if (ct_kineto_warning(&procs[i]))
             fprintf(stderr, "%s: %s\n", o->cmd, ct_kineto_warning(&procs[i]));
+        if (ct_kineto_note(&procs[i])) /* rows a rule dropped, said once per file */
+            fprintf(stderr, "%s: %s\n", o->cmd, ct_kineto_note(&procs[i]));
+    }
     /* --step NAME that names nothing would fall back to the detector's
      * iterations, as if the user had not asked: refused instead (PyTorch
      * profiler traces name their steps themselves) */

@@ -221,6 +221,152 @@ START_TEST(stream_waits_become_event_edges)
 }
 END_TEST
 
+/* A CPU row (cuda_runtime launch of correlation corr) and a kernel. */
+#define LAUNCH(ts, corr)                                                                           \
+    "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"ts\":" #ts             \
+    ",\"dur\":2,\"args\":{\"correlation\":" #corr "}},"
+#define KERNEL(name, ts, dur, corr)                                                                \
+    "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"" name "\",\"ts\":" #ts ",\"dur\":" #dur          \
+    ",\"args\":{\"stream\":7,\"correlation\":" #corr "}},"
+
+/*
+ * One step name: HTA filters nothing (trace.py _filter_irrelevant_gpu_kernels
+ * skips with fewer than 2 ProfilerStep names). Kernel corr 99 ran at
+ * [10, 60) but was launched before the capture (no launch row); corr 2 was
+ * launched at 1100, after the step's end, and ran [1120, 1150). HTA keeps
+ * all three: kernel time 1150 - 10 = 1140, union 50 + 100 + 30 = 180, idle
+ * 960, compute 180, non-compute 0. The rule this replaces kept only corr 1
+ * (kernel time 100) and counted the rest as idle.
+ */
+static const char *one_step =
+    "{\"traceEvents\": ["
+    "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#1\",\"ts\":0,\"dur\":1000}"
+    "," KERNEL("early", 10, 50, 99) LAUNCH(100, 1) KERNEL("gemm", 120, 100, 1) LAUNCH(1100, 2)
+        KERNEL("late", 1120, 30,
+               2) "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::mm\",\"ts\":99,\"dur\":5}"
+                  "]}";
+
+START_TEST(one_step_name_keeps_every_row_as_hta_does)
+{
+    struct ct_proc p;
+    char err[256];
+    ck_assert_int_eq(ct_kineto_load_mem(one_step, strlen(one_step), "o.json", &p, err, sizeof(err)),
+                     0);
+    ck_assert_int_eq(ct_kineto_finish(&p, 1, 1), 0);
+    const struct ct_hta *h = &p.kin->hta;
+    ck_assert_int_eq(h->filtered, 0);
+    ck_assert_int_eq(h->gpu_events, 3);
+    ck_assert_int_eq(h->gpu_rows, 3);
+    ck_assert_int_eq(h->drop_last_step + h->drop_no_launch, 0);
+    ck_assert_int_eq(h->kernel_time, 1140000);
+    ck_assert_int_eq(h->union_all, 180000);
+    ck_assert_int_eq(h->idle, 960000);
+    ck_assert_int_eq(h->compute, 180000);
+    ck_assert_int_eq(h->non_compute, 0);
+    ck_assert_uint_eq(h->bad & ~(unsigned)CT_HB_OVERLAP, 0); /* no communication: no overlap */
+    /* the timeline holds them too; the early one has no launch */
+    ck_assert_uint_eq(p.nops, 3);
+    ck_assert_int_eq(p.ops[0].s, 10000);
+    ck_assert_int_eq(p.ops[0].launch, INT64_MIN);
+    ck_assert_ptr_null(ct_kineto_note(&p));
+    ct_proc_free(&p);
+}
+END_TEST
+
+/*
+ * Two step names: HTA keeps the CPU rows that start before the last step
+ * (#2 at 200) and the GPU rows whose correlation one of them has. Corr 1
+ * (launched at 110) stays; corr 2 (launched at 210, in the last step) and
+ * corr 99 (no launch row: before the capture) go. The note counts each.
+ */
+static const char *two_steps =
+    "{\"traceEvents\": ["
+    "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#1\",\"ts\":100,\"dur\":100},"
+    "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#2\",\"ts\":200,\"dur\":100}"
+    "," KERNEL("early", 10, 50, 99) LAUNCH(110, 1) KERNEL("gemm", 120, 10, 1) LAUNCH(210, 2)
+        KERNEL("gemm", 220, 10,
+               2) "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::mm\",\"ts\":109,\"dur\":5}"
+                  "]}";
+
+START_TEST(the_last_step_filter_says_what_it_dropped)
+{
+    struct ct_proc p;
+    char err[256];
+    ck_assert_int_eq(
+        ct_kineto_load_mem(two_steps, strlen(two_steps), "t.json", &p, err, sizeof(err)), 0);
+    ck_assert_int_eq(ct_kineto_finish(&p, 1, 1), 0);
+    const struct ct_hta *h = &p.kin->hta;
+    ck_assert_int_eq(h->filtered, 1);
+    ck_assert_int_eq(h->gpu_events, 1);
+    ck_assert_int_eq(h->gpu_rows, 3);
+    ck_assert_int_eq(h->drop_last_step, 1);
+    ck_assert_int_eq(h->drop_no_launch, 1);
+    ck_assert_uint_eq(p.nops, 1);
+    const char *note = ct_kineto_note(&p);
+    ck_assert_ptr_nonnull(note);
+    ck_assert_str_eq(note, "t.json: kineto: HTA's last-step rule dropped 2 of 3 GPU rows (1 "
+                           "launched at or after the start of the last step, ProfilerStep#2; 1 "
+                           "whose launch is not in the trace: before the capture)");
+    ct_proc_free(&p);
+}
+END_TEST
+
+/*
+ * HTA's µs rounding of sub-µs memsets: 16 memsets at 300.3 + 10 i lasting
+ * 0.5 µs become [301 + 10 i, 300 + 10 i): length -1 each, outside every
+ * other row. Kernels [100, 200) and [500, 600). Kernel time 500, union
+ * 100 + 100 - 16 = 184, idle 316, compute 200: non-compute 500 - 200 - 316
+ * = -16 µs, on which HTA fails its assertion non_compute_time >= 0. The
+ * figure is null with the reason, and so is the memory union (-16); idle
+ * and compute pass HTA's assertions and stay.
+ */
+#define MEMSET(ts, corr)                                                                           \
+    "{\"ph\":\"X\",\"cat\":\"gpu_memset\",\"name\":\"Memset (Device)\",\"ts\":" #ts                \
+    ",\"dur\":0.5,\"args\":{\"stream\":7,\"correlation\":" #corr "}},"                             \
+    "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaMemsetAsync\",\"ts\":" #ts              \
+    ",\"dur\":0.1,\"args\":{\"correlation\":" #corr "}},"
+static const char *memsets = "{\"traceEvents\": [" LAUNCH(90, 1) KERNEL("gemm", 100.0, 100, 1)
+    MEMSET(300.3, 10) MEMSET(310.3, 11) MEMSET(320.3, 12) MEMSET(330.3, 13) MEMSET(340.3, 14)
+        MEMSET(350.3, 15) MEMSET(360.3, 16) MEMSET(370.3, 17) MEMSET(380.3, 18) MEMSET(390.3, 19)
+            MEMSET(400.3, 20) MEMSET(410.3, 21) MEMSET(420.3, 22) MEMSET(430.3, 23)
+                MEMSET(440.3, 24) MEMSET(450.3, 25) LAUNCH(490, 2) KERNEL(
+                    "gemm", 500, 100,
+                    2) "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::mm\",\"ts\":89,\"dur\":5}"
+                       "]}";
+
+START_TEST(negative_non_compute_from_rounding_is_null_with_the_reason)
+{
+    struct ct_proc p;
+    char err[256];
+    ck_assert_int_eq(ct_kineto_load_mem(memsets, strlen(memsets), "m.json", &p, err, sizeof(err)),
+                     0);
+    ck_assert_int_eq(ct_kineto_finish(&p, 1, 1), 0);
+    const struct ct_hta *h = &p.kin->hta;
+    ck_assert_int_eq(h->rounded, 1);
+    ck_assert_int_eq(h->gpu_events, 18);
+    ck_assert_int_eq(h->negative_rows, 16);
+    ck_assert_int_eq(h->kernel_time, 500000);
+    ck_assert_int_eq(h->union_all, 184000);
+    ck_assert_int_eq(h->idle, 316000);
+    ck_assert_int_eq(h->compute, 200000);
+    ck_assert_int_eq(h->non_compute, -16000);
+    /* the memory union is -16 too */
+    ck_assert_int_eq(h->union_mem, -16000);
+    ck_assert_uint_eq(h->bad & ~(unsigned)CT_HB_OVERLAP, CT_HB_NON_COMPUTE | CT_HB_MEMORY);
+    const char *fig = NULL, *why = NULL;
+    ck_assert_int_eq(ct_kineto_unavailable(&p, 0, &fig, &why), 1);
+    ck_assert_str_eq(fig, "hta.temporal.non_compute_us");
+    ck_assert_ptr_nonnull(strstr(why, "would be -16 µs"));
+    ck_assert_ptr_nonnull(strstr(why, "16 sub-µs GPU rows"));
+    ck_assert_ptr_nonnull(strstr(why, "non_compute_time >= 0"));
+    /* the timeline cannot hold a row of no length: 16 of 18 left out */
+    ck_assert_uint_eq(p.nops, 2);
+    ck_assert_ptr_nonnull(strstr(ct_kineto_note(&p), "16 of 18 GPU rows last no time after HTA's "
+                                                     "µs rounding"));
+    ct_proc_free(&p);
+}
+END_TEST
+
 static Suite *kineto_suite(void)
 {
     Suite *s = suite_create("kineto");
@@ -235,6 +381,9 @@ static Suite *kineto_suite(void)
     tcase_add_test(tc, garbage_fails_naming_the_offset);
     tcase_add_test(tc, classifies_kernels_like_hta);
     tcase_add_test(tc, stream_waits_become_event_edges);
+    tcase_add_test(tc, one_step_name_keeps_every_row_as_hta_does);
+    tcase_add_test(tc, the_last_step_filter_says_what_it_dropped);
+    tcase_add_test(tc, negative_non_compute_from_rounding_is_null_with_the_reason);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -183,6 +183,8 @@ def run_job(case, tries=1, precondition=None, extra_env=None):
             env["CUTRACE_HANG_S"] = "1"  # the shim's hang detection: 1 s without a completion
         cutrace = os.environ["CT_CUTRACE"]
         traces = os.path.join(d, "traces")
+        # paused: the launcher opens and closes the ranks' capture window
+        env.update({"W_CUTRACE": cutrace, "W_TRACES": traces})
         p = subprocess.run([cutrace, "run", "-o", traces, "--", os.environ["CT_W_RESTART"],
                             "launch", case], env=env, capture_output=True, text=True, timeout=300)
         if p.returncode != 0:
@@ -350,12 +352,86 @@ def case_clean():
     return d
 
 
+def recorded_steps(traces):
+    """rank -> the step numbers its trace holds whole (the report's
+    iterations: a step a window cut is none)."""
+    p = subprocess.run([os.environ["CT_CUTRACE"], "report", "--json", "--rank-iterations",
+                        traces], capture_output=True, text=True, timeout=300)
+    if p.returncode != 0:
+        check("cutrace report", False, f"exit {p.returncode}: {p.stderr.strip()}")
+        return {}
+    doc = json.loads(p.stdout)
+    return {k["rank"]: [it["index"] for it in k.get("iterations") or []] for k in doc["ranks"]}
+
+
+def case_paused():
+    """CUTRACE_START=paused with one window from after step 4 to after step
+    14 (w_restart.c): the goodput is over the window's whole steps and the
+    time between them; the unrecorded start-up, steps and shutdown, and the
+    window's edges (parts of steps it cut), are uncovered, in no part."""
+    for i in range(3):
+        d, t, gp = run_job("paused", extra_env={"CUTRACE_START": "paused"})
+        if gp is None:
+            return d
+        steps = recorded_steps(os.path.join(d, "traces"))
+        if all(len(steps.get(r, [])) >= 3 for r in t.ranks):
+            break
+        print(f"paused: try {i + 1}: the window held fewer than 3 whole steps on a rank "
+              f"({steps}); running it again")
+        shutil.rmtree(d, ignore_errors=True)
+    else:
+        sys.exit("paused: the window never held 3 whole steps")
+    att = gp.get("attempts") or []
+    check("attempts", len(att) == 1, str(len(att)))
+    if not att:
+        return d
+    a0 = att[0]
+    check("attempt 0 ended", a0.get("ended") == "exit", str(a0.get("ended")))
+    # nothing before the window was recorded: no start-up; the window
+    # closed at step 14, long before the end: no shutdown
+    for k in ("startup_us", "restore_us", "shutdown_us", "lost_us", "hang_us"):
+        check(f"attempt 0 {k} is 0 (not recorded)", a0.get(k) == 0.0, str(a0.get(k)))
+    # truths per rank: its recorded steps, and the checkpoints between two
+    # of them (one after the window's last step lies in its edge)
+    n = len(t.ranks)
+    prod = sum(sum(t.steps[0, r][k][1] - t.steps[0, r][k][0] for k in steps[r])
+               for r in t.ranks) / n
+    ckpt = sum(sum(ce[1] - ce[0] for k, ce in t.ckpts.get((0, r), {}).items()
+                   if k in steps[r] and k + 1 in steps[r]) for r in t.ranks) / n
+    span = sum(t.steps[0, r][max(steps[r])][1] - t.steps[0, r][min(steps[r])][0]
+               for r in t.ranks) / n
+    near("attempt 0 productive_us", a0.get("productive_us"), prod)
+    near("attempt 0 checkpoint_us", a0.get("checkpoint_us"), ckpt)
+    total, cov, unc = gp.get("total_us"), gp.get("covered_us"), gp.get("uncovered_us")
+    if None in (total, cov, unc):
+        check("total, covered and uncovered", False, f"{total}, {cov}, {unc}")
+        return d
+    # the launcher's one call (its mark) came while paused: it left no
+    # trace, and the job runs from its first rank's start
+    near("total_us", total, t.end - min(t.rank_start.values()))
+    # the covered time: from each rank's first whole step to its last
+    near("covered_us", cov, span)
+    check("covered + uncovered = total", abs(cov + unc - total) <= 0.002, f"{cov} + {unc}")
+    parts = gp.get("parts") or {}
+    got = [parts.get(p) for p in PARTS]
+    check("parts sum to covered_us", None not in got and abs(sum(got) - cov) <= 0.001 * cov,
+          f"{parts}, covered {cov}")
+    check("no part negative", None not in got and min(got) >= 0, str(parts))
+    g = gp.get("goodput_pct")
+    want = 100.0 * gp.get("productive_us", 0.0) / cov
+    check("goodput_pct = productive / covered, in [0, 100]",
+          g is not None and 0 <= g <= 100 and abs(g - want) <= 0.01, f"{g}, want {want:.2f}")
+    return d
+
+
 CASES = {"restart": case_restart, "hang": case_hang, "clean": case_clean,
          # the attempt stated by Slurm's requeue count, and by nothing (the
          # attempts are then the ranks' lifetimes that do not overlap)
          "restart_slurm": lambda: case_restart("SLURM_RESTART_COUNT"),
          "restart_nocount": lambda: case_restart("none"),
-         "hang_flight": lambda: case_hang(True)}
+         "hang_flight": lambda: case_hang(True),
+         # a paused job with one `cutrace start`/`stop` window
+         "paused": case_paused}
 
 
 def main():

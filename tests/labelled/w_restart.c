@@ -49,6 +49,13 @@
  *            SIGTERM to both (as torchrun does), waits and exits 0. Hang
  *            time: rank 0's HANG to the end.
  *   clean    steps 1..10, checkpoints after 5 and 10, exit 0.
+ *   paused   run under CUTRACE_START=paused: steps 1..20, checkpoints after
+ *            5, 10, 15 and 20. After step 4 each rank tells the launcher,
+ *            which, once both have, opens a capture window in both ranks
+ *            (`$W_CUTRACE start -o $W_TRACES PID`); after step 14 it closes
+ *            it (`stop`). The window holds some 8 whole steps and the
+ *            checkpoint after 10; the start-up, steps 1..5 and 15..20 and
+ *            the shutdown are not recorded.
  *
  * Truth: lines on stdout (line-buffered), times CLOCK_REALTIME in integer
  * nanoseconds, launcher and ranks writing to the same stdout:
@@ -195,6 +202,7 @@ static void step(struct rank *k, int i)
         }
     }
     int hang = !strcmp(k->c, "hang") && i == 8;
+    int paused = !strcmp(k->c, "paused");
     if (hang && k->r == 1) { /* stops issuing collectives */
         printf("HANG %d %d %lld\n", k->attempt, k->r, rt_ns());
         notify(k->r);
@@ -211,6 +219,8 @@ static void step(struct rank *k, int i)
     if (annotated())
         cutrace_range_pop();
     printf("STEP %d %d %d %lld %lld\n", k->attempt, k->r, i, s, rt_ns());
+    if (paused && (i == 4 || i == 14)) /* the launcher opens, then closes, a window */
+        notify(k->r);
 }
 
 static void unhex(const char *s, ncclUniqueId *id)
@@ -236,7 +246,7 @@ static int rank_main(long long t0, int r, int n, const char *idhex, const char *
     const char *dir = getenv("W_JOB_DIR");
     snprintf(k.path, sizeof(k.path), "%s/ckpt-r%d.bin", dir && *dir ? dir : ".", r);
     int last;
-    if (!strcmp(c, "restart") || !strcmp(c, "hang"))
+    if (!strcmp(c, "restart") || !strcmp(c, "hang") || !strcmp(c, "paused"))
         last = 20;
     else if (!strcmp(c, "clean"))
         last = 10;
@@ -349,6 +359,31 @@ static void end_attempt(int a, pid_t *pids, int sig)
     }
 }
 
+/* `$W_CUTRACE CMD -o $W_TRACES PID` for every rank (CMD start or stop),
+ * unrecorded itself; 0 when each exited 0. */
+static int cutrace_all(const char *cmd, const pid_t *pids)
+{
+    const char *exe = getenv("W_CUTRACE"), *dir = getenv("W_TRACES");
+    if (!exe || !dir)
+        return -1;
+    for (int r = 0; r < NRANKS; r++) {
+        char pid[16];
+        snprintf(pid, sizeof(pid), "%d", (int)pids[r]);
+        pid_t c = fork();
+        if (c < 0)
+            return -1;
+        if (c == 0) {
+            unsetenv("LD_PRELOAD");
+            execl(exe, exe, cmd, "-o", dir, pid, (char *)NULL);
+            _exit(127);
+        }
+        int st;
+        if (waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* Reaps the attempt's ranks: 0 when all exited 0. */
 static int wait_attempt(pid_t *pids)
 {
@@ -363,7 +398,7 @@ static int wait_attempt(pid_t *pids)
 
 static int launch(const char *self, const char *c)
 {
-    if (strcmp(c, "restart") && strcmp(c, "hang") && strcmp(c, "clean"))
+    if (strcmp(c, "restart") && strcmp(c, "hang") && strcmp(c, "clean") && strcmp(c, "paused"))
         return 2;
     char run_id[64];
     snprintf(run_id, sizeof(run_id), "goodput-%d", (int)getpid());
@@ -394,6 +429,15 @@ static int launch(const char *self, const char *c)
         }
         sleep_ms(2500);
         end_attempt(0, pids, SIGTERM);
+    } else if (!strcmp(c, "paused")) {
+        /* a window from after step 4 to after step 14 */
+        if (await_ranks(fd, NRANKS) != 0 || cutrace_all("start", pids) != 0 ||
+            await_ranks(fd, NRANKS) != 0 || cutrace_all("stop", pids) != 0) {
+            fprintf(stderr, "w_restart: could not open and close the window\n");
+            end_attempt(0, pids, SIGKILL);
+            return 2;
+        }
+        bad = wait_attempt(pids);
     } else {
         bad = wait_attempt(pids);
     }

@@ -4,7 +4,11 @@
 #include <check.h>
 #include <math.h>
 
+#include <stdlib.h>
+#include <string.h>
+
 #include "decoder/analysis/goodput.h"
+#include "decoder/kineto/kineto.h"
 #include "tests/unit/timeline_builder.h"
 
 static void near_us(double got_ns, double want_us)
@@ -252,6 +256,216 @@ START_TEST(a_save_stalls_by_its_step_excess_and_a_gap_to_its_last_io)
 }
 END_TEST
 
+/* The parts and the down time sum to the covered time. */
+static void sums_to_covered(const struct ct_goodput *g)
+{
+    double sum = g->downtime;
+    for (int p = 0; p < CT_GP_NPARTS; p++) {
+        ck_assert_msg(g->part[p] >= 0, "part %s negative: %f", ct_gp_part_name(p), g->part[p]);
+        sum += g->part[p];
+    }
+    ck_assert_msg(fabs(sum - g->covered) < 1.0, "parts %f, covered %f", sum, g->covered);
+}
+
+/*
+ * A paused start (CUTRACE_START=paused): the process lives [0, 4000) and
+ * `cutrace start`/`stop` open windows [1000, 1500) and [3000, 3600).
+ * Window 1: steps [1050,1150) [1150,1250) [1300,1400), idle 50 between the
+ * second and third; window 2: steps [3020,3120) [3120,3220). What lies
+ * before a window's first step or after its last up to a pause ([1000,1050)
+ * 50, [1400,1500) 100, [3000,3020) 20, [3220,3600) 380) is part of a step
+ * the window cut, or of the pause: a window edge, in no part. Before the
+ * first window nothing was recorded: no start-up. Covered: 500 + 50 idle =
+ * 550 of the 4000 wall; goodput 500 / 550.
+ */
+START_TEST(capture_windows_leave_the_pauses_out_of_goodput)
+{
+    struct tb_job b;
+    tb_init(&b);
+    struct ct_proc *p = tb_proc(&b, 0);
+    p->life.start_ns = 0;
+    p->last_ns = TB_US(4000);
+    tb_capture(p, 1000, 1500);
+    tb_capture(p, 3000, 3600);
+    step(p, 1050, 1150, 1);
+    step(p, 1150, 1250, 2);
+    step(p, 1300, 1400, 3);
+    step(p, 3020, 3120, 20);
+    step(p, 3120, 3220, 21);
+    struct ct_job job;
+    struct ct_report rep;
+    tb_build(&b, &job);
+    tb_analyze(&job, NULL, &rep);
+    const struct ct_goodput *g = rep.goodput;
+    ck_assert_uint_eq(g->natt, 1);
+    near_us((double)(g->e - g->s), 4000);
+    near_us(g->covered, 550);
+    near_us(g->part[CT_GP_PRODUCTIVE], 500);
+    near_us(g->part[CT_GP_IDLE], 50);
+    near_us(g->part[CT_GP_STARTUP], 0);
+    near_us(g->part[CT_GP_SHUTDOWN], 0);
+    ck_assert(fabs(g->goodput_pct - 100.0 * 500 / 550) < 1e-6);
+    ck_assert_ptr_null(g->unavailable);
+    near_us(g->att[0].covered, 550);
+    sums_to_covered(g);
+    ct_report_free(&rep);
+    ct_job_free(&job);
+}
+END_TEST
+
+/*
+ * Recorded from the start (CUTRACE_DURATION, light mode starting inside a
+ * window: no start mark), to 500; a second window from 2000 to the end of
+ * the process at 2500. Start-up [0,100) before the first step; steps
+ * [100,200) [200,300); [300,500) an edge (the window closed); [2000,2050)
+ * an edge; steps [2050,2150) [2150,2250); [2250,2500) shutdown (the window
+ * holds it to the end). Covered 100 + 400 + 250 = 750; goodput 400 / 750.
+ */
+START_TEST(a_window_open_from_the_start_holds_start_up)
+{
+    struct tb_job b;
+    tb_init(&b);
+    struct ct_proc *p = tb_proc(&b, 0);
+    p->life.start_ns = 0;
+    p->last_ns = TB_US(2500);
+    tb_capture(p, -1000000, 500); /* open before its first mark */
+    tb_capture(p, 2000, 1000000); /* open at the end */
+    step(p, 100, 200, 0);
+    step(p, 200, 300, 1);
+    step(p, 2050, 2150, 30);
+    step(p, 2150, 2250, 31);
+    struct ct_job job;
+    struct ct_report rep;
+    tb_build(&b, &job);
+    tb_analyze(&job, NULL, &rep);
+    const struct ct_goodput *g = rep.goodput;
+    near_us(g->covered, 750);
+    near_us(g->part[CT_GP_STARTUP], 100);
+    near_us(g->part[CT_GP_PRODUCTIVE], 400);
+    near_us(g->part[CT_GP_SHUTDOWN], 250);
+    ck_assert(fabs(g->goodput_pct - 100.0 * 400 / 750) < 1e-6);
+    sums_to_covered(g);
+    ct_report_free(&rep);
+    ct_job_free(&job);
+}
+END_TEST
+
+/* A job with no step range, mark or repeating work: one kernel. Nothing
+ * tells productive time from start-up: goodput and the parts that need
+ * steps are unknown (NAN: null), with the reason; not 0 %. */
+START_TEST(no_step_found_gives_no_goodput)
+{
+    struct tb_job b;
+    tb_init(&b);
+    struct ct_proc *p = tb_proc(&b, 0);
+    p->life.start_ns = 0;
+    tb_kernel(p, "k", 1, 100, 300, 50);
+    tb_sync(p, 300, 400);
+    struct ct_job job;
+    struct ct_report rep;
+    tb_build(&b, &job);
+    tb_analyze(&job, NULL, &rep);
+    const struct ct_goodput *g = rep.goodput;
+    ck_assert(isnan(g->goodput_pct));
+    ck_assert_ptr_nonnull(g->unavailable);
+    ck_assert_ptr_nonnull(strstr(g->unavailable, "no step found"));
+    ck_assert(isnan(g->part[CT_GP_STARTUP]) && isnan(g->part[CT_GP_PRODUCTIVE]));
+    ck_assert(isnan(g->att[0].part[CT_GP_IDLE]));
+    near_us(g->part[CT_GP_HANG], 0);
+    ct_report_free(&rep);
+    ct_job_free(&job);
+}
+END_TEST
+
+/* A PyTorch profiler trace (Kineto) of three steps, the last dropped by
+ * HTA's last-step rule: #1 host [1000,2000) launches at 1100 a kernel that
+ * runs [1500,1900); #2 host [2500,3500) launches at 2600 one that runs
+ * [2700,3200); #3 [3500,4000) launches at 3600 one at [3700,3800) (gone
+ * with its step). A cpu_op at 0 is host time long before any kernel. The
+ * goodput is over the GPU window [1500, 3200): #1 from 1500 to its host end
+ * 2000 (500), idle [2000,2500) (500), #2 [2500,3200) (700: it lasts until
+ * its kernel ends). Productive 1200 of 1700; the host span [1000,3500) less
+ * the window is uncovered (800). */
+static const char *kineto_steps =
+    "{\"traceEvents\": ["
+    "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::empty\",\"ts\":0,\"dur\":5},"
+    "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#1\",\"ts\":1000,"
+    "\"dur\":1000},"
+    "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"ts\":1100,\"dur\":5,"
+    "\"args\":{\"correlation\":1}},"
+    "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"gemm\",\"ts\":1500,\"dur\":400,"
+    "\"args\":{\"stream\":7,\"correlation\":1}},"
+    "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#2\",\"ts\":2500,"
+    "\"dur\":1000},"
+    "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"ts\":2600,\"dur\":5,"
+    "\"args\":{\"correlation\":2}},"
+    "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"gemm\",\"ts\":2700,\"dur\":500,"
+    "\"args\":{\"stream\":7,\"correlation\":2}},"
+    "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#3\",\"ts\":3500,"
+    "\"dur\":500},"
+    "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"ts\":3600,\"dur\":5,"
+    "\"args\":{\"correlation\":3}},"
+    "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"gemm\",\"ts\":3700,\"dur\":100,"
+    "\"args\":{\"stream\":7,\"correlation\":3}}"
+    "]}";
+
+/* The Kineto trace as a job, HTA-compatible mode (the report's default). */
+static void kineto_job(const char *doc, struct ct_job *job, struct ct_report *rep)
+{
+    struct ct_proc *p = calloc(1, sizeof(*p));
+    char err[256];
+    ck_assert_ptr_nonnull(p);
+    ck_assert_int_eq(ct_kineto_load_mem(doc, strlen(doc), "k.json", p, err, sizeof(err)), 0);
+    ck_assert_int_eq(ct_kineto_finish(p, 1, 1), 0);
+    ck_assert_int_eq(ct_job_build(job, p, 1), 0);
+    tb_analyze(job, NULL, rep);
+}
+
+START_TEST(kineto_goodput_is_over_the_gpu_window)
+{
+    struct ct_job job;
+    struct ct_report rep;
+    kineto_job(kineto_steps, &job, &rep);
+    const struct ct_goodput *g = rep.goodput;
+    ck_assert_uint_eq(g->natt, 1);
+    near_us((double)(g->e - g->s), 2500);
+    near_us(g->covered, 1700);
+    near_us(g->part[CT_GP_PRODUCTIVE], 1200);
+    near_us(g->part[CT_GP_IDLE], 500);
+    near_us(g->part[CT_GP_STARTUP], 0);
+    near_us(g->part[CT_GP_SHUTDOWN], 0);
+    near_us(g->downtime, 0);
+    ck_assert(fabs(g->goodput_pct - 100.0 * 1200 / 1700) < 1e-6);
+    sums_to_covered(g);
+    ct_report_free(&rep);
+    ct_job_free(&job);
+}
+END_TEST
+
+/* The same trace without its step annotations and with one kernel: no
+ * step, so no goodput (null with the reason), not 0 %. */
+START_TEST(kineto_without_a_step_has_no_goodput)
+{
+    static const char *doc =
+        "{\"traceEvents\": ["
+        "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"ts\":1100,"
+        "\"dur\":5,\"args\":{\"correlation\":1}},"
+        "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"gemm\",\"ts\":1500,\"dur\":400,"
+        "\"args\":{\"stream\":7,\"correlation\":1}}"
+        "]}";
+    struct ct_job job;
+    struct ct_report rep;
+    kineto_job(doc, &job, &rep);
+    const struct ct_goodput *g = rep.goodput;
+    ck_assert(isnan(g->goodput_pct));
+    ck_assert_ptr_nonnull(g->unavailable);
+    ck_assert(isnan(g->part[CT_GP_PRODUCTIVE]));
+    near_us(g->covered, 400);
+    ct_report_free(&rep);
+    ct_job_free(&job);
+}
+END_TEST
+
 Suite *goodput_suite(void)
 {
     Suite *s = suite_create("goodput");
@@ -261,6 +475,11 @@ Suite *goodput_suite(void)
     tcase_add_test(tc, attempts_without_a_restart_count_come_from_lifetimes);
     tcase_add_test(tc, a_hang_runs_from_the_first_pending_collective_on_every_rank);
     tcase_add_test(tc, a_save_stalls_by_its_step_excess_and_a_gap_to_its_last_io);
+    tcase_add_test(tc, capture_windows_leave_the_pauses_out_of_goodput);
+    tcase_add_test(tc, a_window_open_from_the_start_holds_start_up);
+    tcase_add_test(tc, no_step_found_gives_no_goodput);
+    tcase_add_test(tc, kineto_goodput_is_over_the_gpu_window);
+    tcase_add_test(tc, kineto_without_a_step_has_no_goodput);
     suite_add_tcase(s, tc);
     return s;
 }
