@@ -13,8 +13,9 @@ For each output:
   - no time is negative (every *_us, *_ns, *_s figure but the few that are
     signed by definition: start/end offsets, clock skews, lateness, deltas);
   - every share (*_pct) is within [0, 100];
-  - goodput: goodput_pct within [0, 100], parts >= 0 summing to total_us,
-    goodput_pct = 100 * productive / total;
+  - goodput: goodput_pct within [0, 100], parts >= 0 summing to the
+    covered time, covered + uncovered = total_us, goodput_pct = 100 *
+    productive / covered;
   - every iteration has positive duration and ends after it starts, and a
     step that holds no work (no compute, no communication) is an error;
   - every Chrome trace event has a duration >= 0, and the SQLite export no
@@ -77,7 +78,14 @@ def walk(where, obj, path=""):
 def goodput(where, g):
     if not isinstance(g, dict):
         return
-    pct, total, prod = g.get("goodput_pct"), g.get("total_us"), g.get("productive_us")
+    # goodput is over the time the traces cover (docs/goodput.md): the
+    # parts sum to covered_us, which with uncovered_us makes total_us
+    pct, prod = g.get("goodput_pct"), g.get("productive_us")
+    total = g.get("covered_us", g.get("total_us"))
+    unc, whole = g.get("uncovered_us"), g.get("total_us")
+    if total is not None and unc is not None and whole is not None and \
+            abs(total + unc - whole) > 0.01:
+        fail(where, f"covered {total} + uncovered {unc} != total {whole}")
     if pct is not None and not 0 <= pct <= 100 + 1e-9:
         fail(where, f"goodput {pct} %")
     parts = g.get("parts")
