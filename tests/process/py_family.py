@@ -1,7 +1,8 @@
 """A Python job and its workers, each of which reads a little data (a
 small file) and hands a result back over a pipe: a worker forked by
 multiprocessing ("fork"), one spawned by it ("spawn": a new interpreter,
-exec'ed), and a child the spawned worker forks itself. With "gpu" the job
+exec'ed), a child the spawned worker forks itself, and a worker forked by
+multiprocessing's fork server (itself a spawned interpreter). With "gpu" the job
 first launches on the simulated device (CT_FAKE_CUDA), so every worker
 descends from a process that used CUDA; with "cpu" it never does. The
 workers' own I/O is far below CUTRACE_HOST_TRACE_KB. Prints one line per
@@ -77,7 +78,8 @@ def main():
         cuda_launches(100)
     print("job", os.getpid())
     for name, ctx, fork_one in (("fork", mp.get_context("fork"), False),
-                                ("spawn", mp.get_context("spawn"), True)):
+                                ("spawn", mp.get_context("spawn"), True),
+                                ("forkserver", mp.get_context("forkserver"), False)):
         for who, pid, n in run(ctx, path, fork_one):
             if n <= 0:
                 sys.exit(f"{name} {who} read nothing")

@@ -381,8 +381,8 @@ static int family_pid(const char *out, const char *name)
 }
 
 /* Workers that read a few bytes: traced when they descend from a process
- * that used CUDA (forked, spawned, and forked again by a spawned one),
- * not otherwise. */
+ * that used CUDA (forked, spawned, forked again by a spawned one, forked
+ * by a fork server), not otherwise. */
 START_TEST(workers_of_a_gpu_job_leave_traces_and_those_of_a_cpu_job_none)
 {
     const char *py = python();
@@ -400,26 +400,29 @@ START_TEST(workers_of_a_gpu_job_leave_traces_and_those_of_a_cpu_job_none)
     char *out = th_run_clean(&r);
     char *lines = malloc(strlen(out) + 2);
     snprintf(lines, strlen(out) + 2, "\n%s", out);
-    static const char *const names[] = {"job", "fork-worker", "spawn-worker", "spawn-grandchild"};
+    static const char *const names[] = {"job", "fork-worker", "spawn-worker", "spawn-grandchild",
+                                        "forkserver-worker"};
     char paths[16][TH_RUN_PATH];
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 5; i++) {
         int pid = family_pid(lines, names[i]);
         ck_assert_msg(pid > 0, "no %s in: %s", names[i], out);
         ck_assert_msg(th_run_traces(&r, pid, paths, 16) == 1, "no trace of the %s", names[i]);
     }
-    /* any other trace is multiprocessing's resource tracker (spawned by
-     * the job: a descendant too), which reads the job's messages */
+    /* any other trace is multiprocessing's resource tracker or fork
+     * server (spawned by the job: descendants too), which read the job's
+     * messages */
     int n = th_run_traces(&r, 0, paths, 16);
-    ck_assert_int_ge(n, 4);
+    ck_assert_int_ge(n, 5);
     for (int i = 0; i < n && i < 16; i++) {
         struct th_trace t;
         th_trace_read_file(&t, paths[i]);
         int known = 0;
-        for (int k = 0; k < 4; k++)
+        for (int k = 0; k < 5; k++)
             known |= t.rd.hdr.pid == (uint32_t)family_pid(lines, names[k]);
         const char *cmd = th_proc_meta(&t, "cmdline", NULL);
-        ck_assert_msg(known || (cmd && strstr(cmd, "resource_tracker")), "a trace of %s",
-                      cmd ? cmd : "?");
+        ck_assert_msg(known ||
+                          (cmd && (strstr(cmd, "resource_tracker") || strstr(cmd, "forkserver"))),
+                      "a trace of %s", cmd ? cmd : "?");
         th_trace_free(&t);
     }
     free(lines);
