@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sched.h>
 #include <stdio.h>
@@ -43,24 +44,44 @@ pid_t ct_shim_pid;
 int64_t ct_shim_start_mono_ns;
 
 /*
- * A process image and the children it forks are one family: a page mapped
- * shared when the shim is loaded (before any fork of the image), owned by
- * the image that mapped it. Forked children that ended without a trace of
- * their own (their records never made them worth one, CUTRACE_HOST_TRACE_KB)
- * are counted in it, so the owner says so in its trace. NULL when the page
- * could not be mapped (nothing is counted, every process decides alone).
+ * Every process has a page of its own, mapped shared: at load for an
+ * image, at fork for a child (before the child can fork again), so a
+ * process's descendants see its page, and its ancestors' pages, at the same
+ * addresses, live. A page says whether its process made a CUDA or NCCL call
+ * (set at the call), which decides whether a descendant that made none is
+ * worth a trace (writer_file.c). The image's first process's page also
+ * counts its forked descendants that ended without a trace of their own
+ * (their records never made them worth one, CUTRACE_HOST_TRACE_KB), so the
+ * image says so in its trace. An exec ends the pages: the new image learns
+ * from CUTRACE_GPU_ANCESTOR, which the exec wrappers put in its environment
+ * (process.c). A page that could not be mapped is NULL (nothing is set or
+ * counted there; the chain above it is cut).
  */
-struct fork_tally {
-    pid_t owner;
-    _Atomic uint64_t children, records;
-    /* the image that mapped it has its trace: its forked children (a
-     * data-loader worker, a checkpoint writer) are part of that job and get
-     * theirs at their first record, or at their end if it came later */
-    _Atomic int traced;
+struct family_page {
+    pid_t pid;                          /* whose page it is */
+    struct family_page *up;             /* the page of the process this one was forked from */
+    _Atomic int gpu;                    /* that process made a CUDA or NCCL call (ct_corr_slow) */
+    _Atomic uint64_t children, records; /* the image's first process only */
 };
-static struct fork_tally *g_tally;
+static struct family_page *g_self;  /* this process's */
+static struct family_page *g_up;    /* its parent's, when it was forked */
+static struct family_page *g_image; /* the image's first process's */
+static pid_t g_env_ancestor;        /* CUTRACE_GPU_ANCESTOR at load, 0 when none */
 
 static void shim_atfork_child(void);
+static void stderr_take(void);
+
+static struct family_page *page_new(struct family_page *up)
+{
+    void *m = mmap(NULL, sizeof(struct family_page), PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
+        return NULL;
+    struct family_page *p = m;
+    p->pid = (pid_t)syscall(SYS_getpid);
+    p->up = up;
+    return p;
+}
 
 /* CLOCK_MONOTONIC now: when this image started (metadata start_mono_ns,
  * what `cutrace goodput` counts start-up from). The constructor runs before
@@ -73,30 +94,56 @@ static int64_t mono_now(void)
     return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
-/* At load, before the image can fork: the family page, our pid (what tells
- * a vfork child, which runs no fork handlers, from us) and the fork handler. */
+/* At load, before the image can fork: its page, our pid (what tells a
+ * vfork child, which runs no fork handlers, from us), the fork handler, and
+ * what standard error is (say()). */
 __attribute__((constructor)) static void family_page(void)
 {
     ct_shim_pid = (pid_t)syscall(SYS_getpid);
     ct_shim_start_mono_ns = mono_now();
     ct_run_id_export(); /* before main: the job's own processes inherit it */
+    stderr_take();
     pthread_atfork(ct_recorder_fork_prepare, ct_recorder_fork_done, shim_atfork_child);
-    void *m =
-        mmap(NULL, sizeof(*g_tally), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED)
-        return;
-    g_tally = m;
-    g_tally->owner = (pid_t)syscall(SYS_getpid);
+    long long v;
+    const char *a = getenv(CT_GPU_ANCESTOR_VAR);
+    if (a && ct_parse_int(a, 1, INT32_MAX, &v) == 0)
+        g_env_ancestor = (pid_t)v;
+    g_self = g_image = page_new(NULL);
 }
 
-/* 1 when this process forked off the image that owns the family page. */
+/* 1 when this process forked off the image's first process. */
 static int family_member(void)
 {
-    return g_tally && g_tally->owner != (pid_t)syscall(SYS_getpid);
+    return g_image && g_image->pid != (pid_t)syscall(SYS_getpid);
+}
+
+pid_t ct_shim_gpu_lineage(void)
+{
+    if (g_self && atomic_load(&g_self->gpu))
+        return g_self->pid;
+    int depth = 0;
+    for (const struct family_page *p = g_up; p && depth < 4096; p = p->up, depth++)
+        if (atomic_load(&p->gpu))
+            return p->pid;
+    return g_env_ancestor;
+}
+
+/* For the writer: an ancestor (not this process) made a CUDA or NCCL call. */
+static int ancestor_gpu(void)
+{
+    int depth = 0;
+    for (const struct family_page *p = g_up; p && depth < 4096; p = p->up, depth++)
+        if (atomic_load(&p->gpu))
+            return 1;
+    return g_env_ancestor != 0;
 }
 
 uint64_t ct_corr_slow(void)
 {
+    /* a thread's first CUDA or NCCL call (only their wrappers take
+     * correlation ids): what this process's descendants learn from */
+    if (g_self && !atomic_load_explicit(&g_self->gpu, memory_order_relaxed))
+        atomic_store(&g_self->gpu, 1);
     /* 24 bits of thread index, 40 bits of per-thread sequence. */
     uint64_t idx = atomic_fetch_add(&g_thread_index, 1) + 1;
     return (idx & 0xffffff) << 40 | 1;
@@ -166,9 +213,9 @@ void ct_shim_finish(void)
     recorder_meta("cuGetProcAddress_lookups", lookups);
     recorder_meta("cuGetProcAddress_wrapped", wrapped);
     recorder_meta("driver_symbol_lookups", ct_driver_sym_lookups());
-    if (g_tally && !family_member() && atomic_load(&g_tally->children)) {
-        recorder_meta("forked_children_untraced", atomic_load(&g_tally->children));
-        recorder_meta("forked_records_untraced", atomic_load(&g_tally->records));
+    if (g_image && !family_member() && atomic_load(&g_image->children)) {
+        recorder_meta("forked_children_untraced", atomic_load(&g_image->children));
+        recorder_meta("forked_records_untraced", atomic_load(&g_image->records));
     }
     /* GPU intervals still in flight are collected before the file closes. */
     if (ct_gpu_mode == CT_GPU_CUPTI) {
@@ -183,8 +230,8 @@ void ct_shim_finish(void)
     struct ct_recorder_stats st;
     ct_recorder_stats(&st);
     if (!st.file_created && family_member()) {
-        atomic_fetch_add(&g_tally->children, 1);
-        atomic_fetch_add(&g_tally->records, st.records);
+        atomic_fetch_add(&g_image->children, 1);
+        atomic_fetch_add(&g_image->records, st.records);
     }
 }
 
@@ -198,6 +245,8 @@ static void shim_atexit(void)
 static void shim_atfork_child(void)
 {
     ct_shim_pid = (pid_t)syscall(SYS_getpid); /* a fork, not a vfork: the child is itself */
+    g_up = g_self;
+    g_self = page_new(g_up);
     ct_shim_start_mono_ns = mono_now();
     ct_recorder_fork_done();
     ct_own_after_fork(); /* no thread of ours is opening or moving a descriptor here */
@@ -209,9 +258,53 @@ static void shim_atfork_child(void)
     }
 }
 
+/*
+ * Standard error as it was when the image was loaded (device and inode),
+ * or, when the first recorded call came before our constructor, at that
+ * call. A job may close descriptor 2 and open a file of its own that takes
+ * the number (daemons, launchers, jobs that log to a file do): from then on
+ * our lines go nowhere, rather than into the job's file.
+ */
+static struct {
+    int taken, open; /* looked at; descriptor 2 was open then */
+    uint64_t dev, ino;
+} g_stderr;
+
+static void stderr_take(void)
+{
+    if (g_stderr.taken)
+        return;
+    int saved = errno;
+    struct stat st;
+    g_stderr.open = fstat(2, &st) == 0;
+    if (g_stderr.open) {
+        g_stderr.dev = (uint64_t)st.st_dev;
+        g_stderr.ino = (uint64_t)st.st_ino;
+    }
+    g_stderr.taken = 1;
+    errno = saved;
+}
+
+/* Descriptor 2 is still the standard error the image started with. */
+static int stderr_same(void)
+{
+    struct stat st;
+    return g_stderr.open && fstat(2, &st) == 0 && (uint64_t)st.st_dev == g_stderr.dev &&
+           (uint64_t)st.st_ino == g_stderr.ino;
+}
+
 static void say(const char *fmt, const char *a, const char *b)
 {
-    /* One line, straight to fd 2: no stdio buffers of the job's. */
+    /* One line, straight to fd 2 (no stdio buffers of the job's), and only
+     * while fd 2 is the standard error we started with. A job swapping its
+     * descriptor 2 between our check and our write (microseconds) is not
+     * guarded against. */
+    int saved = errno;
+    stderr_take();
+    if (!stderr_same()) {
+        errno = saved;
+        return;
+    }
     char line[768];
     int n = snprintf(line, sizeof(line), fmt, a, b);
     if (n > 0) {
@@ -219,6 +312,7 @@ static void say(const char *fmt, const char *a, const char *b)
         ssize_t w = write(2, line, len);
         (void)w;
     }
+    errno = saved;
 }
 
 static char g_trace_path[PATH_MAX + 256];
@@ -294,7 +388,7 @@ static int start_recording(int after_fork)
         .hang_ns = (uint64_t)ct_cfg.hang_s * 1000000000u,
         .defer_bytes = (uint64_t)ct_cfg.host_trace_kb << 10,
     };
-    ct_recorder_family(g_tally ? &g_tally->traced : NULL, !family_member());
+    ct_recorder_lineage(ancestor_gpu);
     char *path = g_trace_path;
     int r = -1;
     ct_writer_failed = writer_failed; /* a deferred file is created on the writer thread */
@@ -349,6 +443,7 @@ int ct_shim_init(void)
     }
     int after_fork = expected == CT_SHIM_FORKED;
     int saved = errno;
+    stderr_take(); /* a call before our constructor: standard error is still the image's */
     int guard = ct_tls_guard;
     ct_tls_guard = 1; /* our own calls during init go straight through */
     int ok = start_recording(after_fork) == 0;

@@ -84,6 +84,19 @@ void ct_shim_finish(void);
 /* process.c: installs the fatal-signal handlers once recording is on. */
 void ct_process_started(void);
 
+/*
+ * The environment variable an exec'ed image learns its lineage from: the
+ * pid of its nearest ancestor that made a CUDA or NCCL call. The exec and
+ * posix_spawn wrappers add it to a new image's environment (when it holds
+ * LD_PRELOAD and not the variable already); the shim reads it at load.
+ */
+#define CT_GPU_ANCESTOR_VAR "CUTRACE_GPU_ANCESTOR"
+
+/* init.c: the pid of this process when it made a CUDA or NCCL call, else
+ * of its nearest ancestor that did, else 0. Reads shared memory only:
+ * callable in a vfork child. */
+pid_t ct_shim_gpu_lineage(void);
+
 /* capture.c: on-demand capture windows (CUTRACE_START, CUTRACE_DURATION,
  * `cutrace start|stop PID`). The state recording starts in (ON/PAUSED). */
 int ct_capture_initial_state(void);

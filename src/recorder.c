@@ -226,20 +226,32 @@ void ct_emit_error(const char *what, int64_t code)
     ct_emit(CT_REC_ERROR, 0, f, CT_ERROR_NFIELDS);
 }
 
-int ct_recorder_flush_async(unsigned timeout_ms)
+/* The writer of this process, alive, and not the caller: whom a signal
+ * handler may ask for something. */
+static int writer_answers(void)
 {
-    if (!atomic_load(&ct_rec.running))
-        return -ENODEV;
-    if ((pid_t)syscall(SYS_gettid) == ct_rec.writer_tid)
-        return -ENODEV; /* we are the writer: nobody would answer */
-    uint64_t want = atomic_fetch_add(&ct_rec.async_req, 1) + 1;
+    return ct_rec.writer_pid == (pid_t)syscall(SYS_getpid) &&
+           (pid_t)syscall(SYS_gettid) != ct_rec.writer_tid && !atomic_load(&ct_rec.writer_done);
+}
+
+/* Sleeps in 1 ms steps until *what reaches want, at most timeout_ms. */
+static int wait_for(_Atomic uint64_t *what, uint64_t want, unsigned timeout_ms)
+{
     for (unsigned waited = 0; waited < timeout_ms; waited++) {
-        if (atomic_load(&ct_rec.async_done) >= want)
+        if (atomic_load(what) >= want)
             return 0;
         struct timespec ts = {0, 1000000L};
         nanosleep(&ts, NULL);
     }
-    return -ETIMEDOUT;
+    return atomic_load(what) >= want ? 0 : -ETIMEDOUT;
+}
+
+int ct_recorder_flush_async(unsigned timeout_ms)
+{
+    if (!atomic_load(&ct_rec.running) || !writer_answers())
+        return -ENODEV; /* not recording, a forked child without its writer, or the writer */
+    uint64_t want = atomic_fetch_add(&ct_rec.async_req, 1) + 1;
+    return wait_for(&ct_rec.async_done, want, timeout_ms);
 }
 
 int ct_recorder_flush_fatal(int sig, unsigned timeout_ms)
@@ -249,10 +261,28 @@ int ct_recorder_flush_fatal(int sig, unsigned timeout_ms)
     return ct_recorder_flush_async(timeout_ms);
 }
 
-void ct_recorder_family(_Atomic int *traced, int owner)
+int ct_recorder_finish_signal(int sig, unsigned timeout_ms)
 {
-    ct_rec.family = traced;
-    ct_rec.family_owner = owner;
+    /* also while ct_recorder_stop is under way (running is 0 then): its
+     * footer is as good, and worth the wait */
+    if (!writer_answers())
+        return -ENODEV;
+    int zero = 0;
+    if (atomic_compare_exchange_strong(&ct_rec.fatal_sig, &zero, sig))
+        atomic_store(&ct_rec.fatal_ticks, ct_clock_now());
+    atomic_store(&ct_rec.finish_req, 1);
+    for (unsigned waited = 0; waited < timeout_ms; waited++) {
+        if (atomic_load(&ct_rec.writer_done))
+            return 0;
+        struct timespec ts = {0, 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    return atomic_load(&ct_rec.writer_done) ? 0 : -ETIMEDOUT;
+}
+
+void ct_recorder_lineage(int (*ancestor_gpu)(void))
+{
+    ct_rec.ancestor_gpu = ancestor_gpu;
 }
 
 void ct_recorder_drop_inherited(void)

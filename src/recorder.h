@@ -38,9 +38,10 @@ struct ct_recorder_config {
     uint64_t flight_bytes;    /* CUTRACE_FLIGHT_MB: memory bound of the flight recorder */
     uint64_t hang_ns;         /* CUTRACE_HANG_S: no NCCL completion for this long is a hang */
     /* CUTRACE_HOST_TRACE_KB in bytes: 0 creates the file at start; else it is
-     * created at the first CUDA, NCCL or NVTX record, or once I/O moved this
-     * much (or the kept bytes pass 4 MiB), and a process that ends before
-     * leaves none (ct_recorder_stats: file_created 0) */
+     * created at the first CUDA, NCCL or NVTX record, or once data I/O (not
+     * the program's code, writer_file.c) moved this much (or the kept bytes
+     * pass 4 MiB), and a process that ends before leaves none
+     * (ct_recorder_stats: file_created 0); see ct_recorder_lineage */
     uint64_t defer_bytes;
 };
 
@@ -111,6 +112,18 @@ int ct_recorder_flush_async(unsigned timeout_ms);
 int ct_recorder_flush_fatal(int sig, unsigned timeout_ms);
 
 /*
+ * From the handler of a signal whose default action is about to end the
+ * process: records sig as ct_recorder_flush_fatal does, then has the
+ * writer drain every ring, write the final clock pair and the footer, and
+ * close the file (what ct_recorder_stop does, without its lock), and
+ * sleeps up to timeout_ms for that. Records taken afterwards are lost.
+ * Async-signal-safe, takes no lock; called again (another thread, another
+ * signal) it waits for the same finish. Returns 0, -ETIMEDOUT, or -ENODEV
+ * (no writer of this process's, or called on the writer thread).
+ */
+int ct_recorder_finish_signal(int sig, unsigned timeout_ms);
+
+/*
  * In a forked child (only the forking thread survives): drops the parent's
  * rings and writer state, keeps the string table (its strings are redefined
  * in the new file), and starts recording to a new file with a new writer.
@@ -120,13 +133,15 @@ int ct_recorder_restart_after_fork(const struct ct_recorder_config *cfg,
                                    const struct ct_meta_kv *meta, size_t nmeta);
 
 /*
- * The flag a process family shares (memory mapped shared before fork): the
- * owner (the image that mapped it) sets it when its trace file is created;
- * any member whose file is still deferred then creates its own at its next
- * record, or when it stops. NULL: no family. Call before ct_recorder_start
- * or ..._restart_after_fork.
+ * Where this process stands in its process tree, for a deferred file
+ * (defer_bytes): ancestor_gpu() (called on the writer thread) says whether
+ * an ancestor made a CUDA or NCCL call. Such a descendant (a data-loader
+ * worker, forked or spawned) gets its file at its first byte of data I/O,
+ * or when it stops if the ancestor's call came after its last record.
+ * NULL: no ancestor did. Call before ct_recorder_start or
+ * ..._restart_after_fork.
  */
-void ct_recorder_family(_Atomic int *traced, int owner);
+void ct_recorder_lineage(int (*ancestor_gpu)(void));
 
 /*
  * In a forked child, at fork (pthread_atfork child handler): closes the

@@ -36,9 +36,8 @@ struct ct_rec_state {
     uint64_t defer_bytes;        /* I/O bytes that make a process worth a trace */
     uint64_t defer_io;           /* I/O bytes seen so far */
     struct ct_buf pending;       /* the file's bytes while deferred */
-    uint64_t file_len;   /* bytes in the file itself (bytes_written counts the pending too) */
-    _Atomic int *family; /* shared with forked children: the owner's file exists */
-    int family_owner;    /* this image set up the family (it was not forked) */
+    uint64_t file_len;         /* bytes in the file itself (bytes_written counts the pending too) */
+    int (*ancestor_gpu)(void); /* ct_recorder_lineage */
     unsigned flush_ms;
     int zstd_level;
     void *cctx; /* ZSTD_CCtx */
@@ -57,7 +56,12 @@ struct ct_rec_state {
      * writer records it (a handler may not append to a ring it interrupted) */
     _Atomic int fatal_sig;
     _Atomic uint64_t fatal_ticks;
+    /* a handler asked the writer to finish the trace (ct_recorder_finish_signal) */
+    _Atomic int finish_req;
+    _Atomic int writer_done; /* the writer wrote its last byte and closed the file */
     pid_t writer_tid;
+    pid_t
+        writer_pid; /* the process whose writer it is (a forked child has none until it records) */
     /* CUTRACE_MAX_MB (writer_cap.c) */
     uint64_t cap_max; /* bytes, 0 = unbounded */
     int cap_stop;     /* policy: stop at the bound instead of dropping the oldest */

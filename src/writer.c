@@ -503,13 +503,20 @@ static void *writer_main(void *arg)
         if (!atomic_load(&ct_rec.paused) || forced)
             writer_pass(forced);
         uint64_t areq = atomic_load(&ct_rec.async_req);
-        if (areq != atomic_load(&ct_rec.async_done)) {
+        /* a signal handler waits for this pass and, when it finishes the
+         * trace, for the footer after it */
+        int finish = atomic_load(&ct_rec.finish_req);
+        if (areq != atomic_load(&ct_rec.async_done) || finish) {
             emit_fatal_signal();
             writer_pass(1);
             writer_pass(1);
             if (ct_flight_on()) /* a fatal signal: the window is all there is */
                 flight_work(1);
             atomic_store(&ct_rec.async_done, areq);
+        }
+        if (finish) {
+            passes_end();
+            break;
         }
         flight_work(0);
         run_ticks();
@@ -526,16 +533,21 @@ static void *writer_main(void *arg)
             break;
     }
     passes_begin();
+    emit_fatal_signal(); /* one that came while stopping */
     emit_clock_record();
     writer_pass(1);
     write_footer();
     ct_writer_close();
     passes_end();
+    atomic_store(&ct_rec.writer_done, 1);
     return NULL;
 }
 
 int ct_writer_spawn(void)
 {
+    ct_rec.writer_pid = (pid_t)syscall(SYS_getpid);
+    atomic_store(&ct_rec.finish_req, 0);
+    atomic_store(&ct_rec.writer_done, 0);
     passes_begin();
     int rc = pthread_create(&ct_rec.thread, NULL, writer_main, NULL);
     if (rc)

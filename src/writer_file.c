@@ -3,13 +3,21 @@
  * and that every byte goes to it and nowhere else.
  *
  * Created late (cfg->defer_bytes): until the process does something worth a
- * trace -- a CUDA, NCCL or NVTX record, or I/O that moved defer_bytes (any
- * byte, for a forked member of a family whose owner has its trace: see
- * ct_recorder_family) -- the
- * file's bytes are kept in memory (at most CT_DEFER_MAX, past which the file
- * is created anyway). A process that ends before that (a shell wrapper, a
- * version probe, a launcher's pre-exec child) leaves no file; its caller
- * learns so from ct_recorder_stats (file_created 0).
+ * trace -- a CUDA, NCCL or NVTX record, or data I/O that moved defer_bytes
+ * (any byte, for a descendant of a process that made a CUDA or NCCL call:
+ * see ct_recorder_lineage) -- the file's bytes are kept in memory (at most
+ * CT_DEFER_MAX, past which the file is created anyway). A process that ends
+ * before that (a shell wrapper, a version probe, a launcher's pre-exec
+ * child, an interpreter that only imported its modules) leaves no file; its
+ * caller learns so from ct_recorder_stats (file_created 0).
+ *
+ * Data I/O is I/O on anything but the program's own code. Loading code is
+ * start-up, whenever it happens: Python reads its modules' .py/.pyc files
+ * with read() at start and at every later (lazy) import, more than 1 MiB
+ * for `python3 -c 'print(1)'` with a few .pth files, and so did every
+ * launcher, probe and helper written in Python. Code is told by the file's
+ * name (code_path), so no time after which I/O counts has to be guessed: a
+ * job reads its data from its first second, and imports until its last.
  *
  * Written only through its own descriptor: the file is opened through
  * src/ownfd.h (above the numbers jobs reuse first, protected from the
@@ -46,8 +54,6 @@ static int create_now(void)
     ct_rec.file_dev = atomic_load(&ct_own_slots[slot].dev);
     ct_rec.file_ino = atomic_load(&ct_own_slots[slot].ino);
     ct_rec.file_created = 1;
-    if (ct_rec.family && ct_rec.family_owner)
-        atomic_store(ct_rec.family, 1);
     return 0;
 }
 
@@ -76,9 +82,39 @@ int ct_file_open(const struct ct_recorder_config *cfg)
     return 0;
 }
 
-static int family_traced(void)
+/* An ancestor of this process made a CUDA or NCCL call (a forked or
+ * exec'ed descendant: a data-loader worker, spawned or forked). */
+static int ancestor_gpu(void)
 {
-    return ct_rec.family && atomic_load_explicit(ct_rec.family, memory_order_relaxed);
+    return ct_rec.ancestor_gpu && ct_rec.ancestor_gpu();
+}
+
+static int ends_with(const char *s, size_t len, const char *suffix)
+{
+    size_t n = strlen(suffix);
+    return len >= n && memcmp(s + len - n, suffix, n) == 0;
+}
+
+/*
+ * A file of the program's code, by its name: Python sources and bytecode
+ * (.py, .pyc, .pyo), Python's path files (.pth, read by site at start-up),
+ * and shared objects (.so, .so.N...; the dynamic loader maps them, but
+ * some loaders read them).
+ */
+static int code_path(uint32_t id)
+{
+    const char *s;
+    uint32_t len;
+    if (id == 0 || ct_strtab_get(&ct_strings, id, &s, &len) != 0)
+        return 0;
+    if (ends_with(s, len, ".py") || ends_with(s, len, ".pyc") || ends_with(s, len, ".pyo") ||
+        ends_with(s, len, ".pth") || ends_with(s, len, ".so"))
+        return 1;
+    /* libfoo.so.1.2: ".so", then a run of dots and digits that starts with a dot */
+    uint32_t i = len;
+    while (i > 0 && ((s[i - 1] >= '0' && s[i - 1] <= '9') || s[i - 1] == '.'))
+        i--;
+    return i < len && s[i] == '.' && i >= 3 && memcmp(s + i - 3, ".so", 3) == 0;
 }
 
 void ct_file_saw(unsigned kind, const uint64_t *f)
@@ -92,12 +128,13 @@ void ct_file_saw(unsigned kind, const uint64_t *f)
     case CT_REC_NVTX_RANGE:
     case CT_REC_NVTX_MARK: ct_rec.promote = 1; break;
     case CT_REC_IO:
-        if ((int64_t)f[CT_IO_RESULT] > 0 && f[CT_IO_BYTES] > 0) /* data moved, not a poll count */
+        /* data moved (not a poll count), not code loaded */
+        if ((int64_t)f[CT_IO_RESULT] > 0 && f[CT_IO_BYTES] > 0 && !code_path(f[CT_IO_PATH]))
             ct_rec.defer_io += f[CT_IO_RESULT];
-        /* a forked member of a traced job (a data-loader worker) from its
-         * first byte moved; opens and closes alone (a launcher's pre-exec
-         * child) never make a trace */
-        if (ct_rec.defer_io >= ct_rec.defer_bytes || (ct_rec.defer_io && family_traced()))
+        /* a descendant of a GPU process (a data-loader worker) from its
+         * first byte of data moved; opens and closes alone (a launcher's
+         * pre-exec child) never make a trace */
+        if (ct_rec.defer_io >= ct_rec.defer_bytes || (ct_rec.defer_io && ancestor_gpu()))
             ct_rec.promote = 1;
         break;
     default: break;
@@ -241,9 +278,10 @@ int ct_file_promote_now(void)
 
 void ct_file_close(void)
 {
-    /* a forked member whose job got its trace after the member's last
-     * record: the member's file now, with everything kept */
-    if (ct_rec.deferred && ct_rec.defer_io && family_traced() && !atomic_load(&ct_rec.write_error))
+    /* a descendant whose ancestor made its first CUDA or NCCL call after
+     * the descendant's last record: the descendant's file now, with
+     * everything kept */
+    if (ct_rec.deferred && ct_rec.defer_io && ancestor_gpu() && !atomic_load(&ct_rec.write_error))
         promote();
     /* never created: the process did nothing worth a trace */
     ct_rec.deferred = 0;

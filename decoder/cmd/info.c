@@ -9,16 +9,40 @@
 #include "decoder/read/inputs.h"
 #include "decoder/util/names.h"
 #include "decoder/read/tracefile.h"
+#include "src/config.h"
+
+/* How the process ended, when a signal did it: the shim's handler records
+ * the signal (process metadata "signal") before it finishes the trace, or,
+ * when the job handles the signal itself, before it hands over. NULL for
+ * an exit (or a SIGKILL: no handler runs). */
+static const char *ended_by(const struct ct_trace *t, char *buf, size_t n)
+{
+    const char *v = ct_trace_meta(t, "signal");
+    long long sig;
+    if (!v || ct_parse_int(v, 1, 64, &sig) != 0)
+        return NULL;
+    return ct_name_signal((long)sig, buf, n);
+}
 
 static void print_status(const struct ct_trace *t)
 {
     const struct ct_reader *rd = &t->rd;
-    if (rd->has_footer && rd->damage_total == 0)
+    char sig[32];
+    const char *by = ended_by(t, sig, sizeof(sig));
+    if (rd->has_footer && rd->damage_total == 0 && by)
+        printf("  status:     complete, stopped by %s\n", by);
+    else if (rd->has_footer && rd->damage_total == 0)
         printf("  status:     complete\n");
+    else if (!rd->has_footer && by)
+        printf("  status:     truncated at offset %llu (no footer: the process was stopped by %s "
+               "before the trace was finished; everything before that offset decoded)\n",
+               (unsigned long long)rd->truncated_at, by);
     else if (!rd->has_footer)
         printf("  status:     truncated at offset %llu (no footer: the process did not shut the "
                "trace down; everything before that offset decoded)\n",
                (unsigned long long)rd->truncated_at);
+    else if (by)
+        printf("  status:     complete, with damage, stopped by %s\n", by);
     else
         printf("  status:     complete, with damage\n");
     for (unsigned i = 0; i < rd->ndamage; i++)

@@ -59,6 +59,21 @@ const char *ct_name_nccl_redop(uint64_t v)
     return LOOKUP(t, v);
 }
 
+const char *ct_name_signal(long v, char *buf, size_t n)
+{
+    /* Linux's numbers, the same on x86-64 and aarch64 (asm-generic) */
+    static const char *const t[] = {
+        NULL,        "SIGHUP",  "SIGINT",    "SIGQUIT", "SIGILL",   "SIGTRAP", "SIGABRT", "SIGBUS",
+        "SIGFPE",    "SIGKILL", "SIGUSR1",   "SIGSEGV", "SIGUSR2",  "SIGPIPE", "SIGALRM", "SIGTERM",
+        "SIGSTKFLT", "SIGCHLD", "SIGCONT",   "SIGSTOP", "SIGTSTP",  "SIGTTIN", "SIGTTOU", "SIGURG",
+        "SIGXCPU",   "SIGXFSZ", "SIGVTALRM", "SIGPROF", "SIGWINCH", "SIGIO",   "SIGPWR",  "SIGSYS"};
+    if (v > 0 && (size_t)v < sizeof(t) / sizeof(t[0]))
+        snprintf(buf, n, "%s", t[v]);
+    else
+        snprintf(buf, n, "signal %ld", v);
+    return buf;
+}
+
 const char *ct_name_fd_type(uint64_t v)
 {
     static const char *const t[] = {"unknown", "file", "pipe", "socket", "char", "dir", "other"};

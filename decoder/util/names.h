@@ -17,6 +17,10 @@ const char *ct_name_fd_type(uint64_t v);
 const char *ct_name_scope(uint64_t v);
 const char *ct_name_drop_reason(uint64_t v);
 const char *ct_name_clock_source(uint64_t v);
+/* A signal number as the recording (Linux) host numbered it: "SIGTERM",
+ * or "signal 42" for one without a name here; written into buf (16 bytes
+ * are enough), which is returned. */
+const char *ct_name_signal(long v, char *buf, size_t n);
 
 /* A rank list as text reports print it: " 3,100-103,517" (sorted, runs of
  * consecutive ranks as A-B: a finding on a thousand ranks stays one line;

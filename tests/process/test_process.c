@@ -75,7 +75,7 @@ static void starts_before_its_records(const struct th_trace *t)
             ck_assert_uint_le(start, t->recs[i].f[CT_API_START]);
 }
 
-START_TEST(segfault_flushes_then_dies_as_it_would)
+START_TEST(segfault_finishes_the_trace_then_dies_as_it_would)
 {
     struct th_run l;
     run_life(&l, "segv");
@@ -90,12 +90,14 @@ START_TEST(segfault_flushes_then_dies_as_it_would)
     }
     struct th_trace t;
     one_trace(&l, &t);
+    if (!(san && *san))
+        ck_assert(t.rd.has_footer); /* the default action: the trace was finished first */
     ck_assert_uint_eq(launches(&t), 50);
     th_trace_free(&t);
 }
 END_TEST
 
-START_TEST(sigterm_flushes_then_dies_as_it_would)
+START_TEST(sigterm_finishes_the_trace_then_dies_as_it_would)
 {
     struct th_run l;
     run_life(&l, "term");
@@ -103,6 +105,7 @@ START_TEST(sigterm_flushes_then_dies_as_it_would)
     ck_assert_int_eq(WTERMSIG(l.status), SIGTERM);
     struct th_trace t;
     one_trace(&l, &t);
+    ck_assert(t.rd.has_footer);
     ck_assert_uint_eq(launches(&t), 50);
     /* what ended it, when (after its last call), for cutrace goodput */
     uint64_t when = 0;
@@ -113,6 +116,186 @@ START_TEST(sigterm_flushes_then_dies_as_it_would)
             ck_assert_uint_ge(when, t.recs[i].f[CT_API_END]);
     starts_before_its_records(&t);
     th_trace_free(&t);
+}
+END_TEST
+
+/* A job's own handlers run as without the shim, and the job sees its
+ * dispositions as it set them; its normal exit finishes the trace. */
+START_TEST(job_handlers_run_as_without_the_shim)
+{
+    const char *env[] = {"CUTRACE_FLUSH_MS=60000", NULL};
+    struct th_run_opts o = {.preload = th_env("CT_SHIM"), .gpu_timing_off = 1, .env = env};
+    const char *argv[] = {th_env("CT_LIFE"), "handler", "50", NULL};
+    struct th_run l;
+    th_run(&l, &o, argv);
+    char *out = th_run_clean(&l);
+    ck_assert_str_eq(out, "HANDLED\n");
+    free(out);
+    struct th_trace t;
+    one_trace(&l, &t);
+    ck_assert(t.rd.has_footer);
+    ck_assert_uint_eq(launches(&t), 50);
+    ck_assert_ptr_null(th_proc_meta(&t, "signal", NULL)); /* handled: not an end */
+    th_trace_free(&t);
+}
+END_TEST
+
+/* SIG_DFL set back by the job: the default action again, and the trace
+ * finished before it (Python does this to die by SIGINT after a
+ * KeyboardInterrupt). */
+START_TEST(default_action_set_back_by_the_job_still_finishes_the_trace)
+{
+    struct th_run l;
+    run_life(&l, "redefault");
+    ck_assert(WIFSIGNALED(l.status));
+    ck_assert_int_eq(WTERMSIG(l.status), SIGTERM);
+    struct th_trace t;
+    one_trace(&l, &t);
+    ck_assert(t.rd.has_footer);
+    ck_assert_uint_eq(launches(&t), 50);
+    const char *sig = th_proc_meta(&t, "signal", NULL);
+    ck_assert_msg(sig && !strcmp(sig, "15"), "signal: %s", sig ? sig : "(none)");
+    th_trace_free(&t);
+}
+END_TEST
+
+/* `cutrace run -o DIR -- JOB...` (through sh's exec, so that DIR is the
+ * run's traces/), its stdout onto a pipe until the job prints READY; then
+ * sig to cutrace run, which forwards it. Returns 0 after saying why the
+ * test is skipped. */
+static int interrupt_cutrace_run(struct th_run *r, const char *job, int sig)
+{
+    if (getenv("CT_SANITIZER_PRELOAD") && *getenv("CT_SANITIZER_PRELOAD")) {
+        fprintf(stderr, "skipped: cutrace run cannot preload the sanitizer runtime before the "
+                        "shim\n");
+        return 0;
+    }
+    char cmd[2048], cuda[600];
+    snprintf(cmd, sizeof(cmd),
+             "exec %s run -o \"$CUTRACE_OUTPUT\" --gpu-timing=off -- %s "
+             "2>\"$CUTRACE_OUTPUT/../job.err\"",
+             th_env("CT_CUTRACE"), job);
+    snprintf(cuda, sizeof(cuda), "CT_FAKE_CUDA=%s/libcuda.so.1", th_env("CT_FAKEGPU_DIR"));
+    const char *env[] = {cuda, NULL};
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    struct th_run_opts o = {.output = TH_OUT_FD, .out_fd = fds[1], .env = env};
+    const char *argv[] = {"/bin/sh", "-c", cmd, NULL};
+    th_run_start(r, &o, argv);
+    close(fds[1]);
+    char buf[16] = "";
+    ck_assert_int_gt(read(fds[0], buf, sizeof(buf) - 1), 0);
+    ck_assert_msg(!strncmp(buf, "READY", 5), "the job printed %s", buf);
+    close(fds[0]);
+    kill(r->pid, sig);
+    th_run_wait(r);
+    return 1;
+}
+
+/* What the trace of an interrupted job shows: whole, with its footer, its
+ * 50 launches and the signal, and `cutrace info` says so. */
+static void stopped_by(const struct th_run *r, int sig, const char *name)
+{
+    char errpath[700];
+    snprintf(errpath, sizeof(errpath), "%s/job.err", r->dir);
+    char *err = th_slurp(errpath);
+    char paths[2][TH_RUN_PATH];
+    int n = th_run_traces(r, 0, paths, 2);
+    ck_assert_msg(WIFEXITED(r->status) && WEXITSTATUS(r->status) == 128 + sig && n == 1,
+                  "cutrace run's status %d, %d traces; its stderr: %.1500s", r->status, n, err);
+    free(err);
+    struct th_trace t;
+    one_trace(r, &t);
+    ck_assert(t.rd.has_footer);
+    ck_assert_uint_eq(launches(&t), 50);
+    char want[8];
+    snprintf(want, sizeof(want), "%d", sig);
+    const char *v = th_proc_meta(&t, "signal", NULL);
+    ck_assert_msg(v && !strcmp(v, want), "signal: %s", v ? v : "(none)");
+    th_trace_free(&t);
+    char *info = th_cutrace("info %s", r->traces);
+    char line[64];
+    snprintf(line, sizeof(line), "status:     complete, stopped by %s\n", name);
+    ck_assert_msg(strstr(info, line), "cutrace info: %s", info);
+    free(info);
+    /* without its footer (a handler that ran out of time), info says the
+     * trace was cut, and what had stopped the process */
+    char path[TH_RUN_PATH], cut[700];
+    ck_assert_int_eq(th_run_trace(r, 0, path, sizeof(path)), 1);
+    snprintf(cut, sizeof(cut), "%s/cut.cutrace", r->dir);
+    size_t len = 0;
+    uint8_t *bytes = th_read_file(path, &len);
+    ck_assert_ptr_nonnull(bytes);
+    ck_assert_uint_gt(len, 8 + 40);
+    ck_assert_int_eq(th_write_file(cut, bytes, len - (8 + 40)), 0); /* the footer's frame */
+    free(bytes);
+    info = th_cutrace("info %s", cut);
+    snprintf(line, sizeof(line), "(no footer: the process was stopped by %s before", name);
+    ck_assert_msg(strstr(info, "status:     truncated at offset ") && strstr(info, line),
+                  "cutrace info: %s", info);
+    free(info);
+}
+
+START_TEST(sigterm_to_cutrace_run_leaves_a_whole_trace_stopped_by_sigterm)
+{
+    struct th_run r;
+    char job[700];
+    snprintf(job, sizeof(job), "%s sleep 50", th_env("CT_LIFE"));
+    if (interrupt_cutrace_run(&r, job, SIGTERM))
+        stopped_by(&r, SIGTERM, "SIGTERM");
+}
+END_TEST
+
+START_TEST(sigint_to_cutrace_run_leaves_a_whole_trace_stopped_by_sigint)
+{
+    struct th_run r;
+    char job[700];
+    snprintf(job, sizeof(job), "%s sleep 50", th_env("CT_LIFE"));
+    if (interrupt_cutrace_run(&r, job, SIGINT))
+        stopped_by(&r, SIGINT, "SIGINT");
+}
+END_TEST
+
+/* The other two that `cutrace run` forwards (SIGQUIT's default action
+ * dumps core: w_life sets its core size limit to 0). */
+START_TEST(sighup_and_sigquit_to_cutrace_run_leave_whole_traces)
+{
+    static const int sigs[] = {SIGHUP, SIGQUIT};
+    static const char *const names[] = {"SIGHUP", "SIGQUIT"};
+    for (int i = 0; i < 2; i++) {
+        struct th_run r;
+        char job[700];
+        snprintf(job, sizeof(job), "%s sleep 50", th_env("CT_LIFE"));
+        if (!interrupt_cutrace_run(&r, job, sigs[i]))
+            return;
+        stopped_by(&r, sigs[i], names[i]);
+    }
+}
+END_TEST
+
+/* Python's own SIGINT handler raises KeyboardInterrupt; after it the
+ * interpreter sets SIG_DFL and kills itself with SIGINT, skipping exit
+ * handlers: the shim's handler, back in place, finishes the trace. */
+START_TEST(interrupted_python_job_leaves_a_whole_trace_stopped_by_sigint)
+{
+    const char *py = getenv("CT_PYTHON");
+    if (!py || !*py || access(py, X_OK) != 0) {
+        fprintf(stderr, "skipped: no python3 interpreter (CT_PYTHON=%s)\n", py ? py : "");
+        return;
+    }
+    if (th_emulated_skip("python3 is this machine's (x86-64)"))
+        return;
+    struct th_run r;
+    char job[1400];
+    snprintf(job, sizeof(job), "%s %s", py, th_env("CT_PY_SLEEP"));
+    if (!interrupt_cutrace_run(&r, job, SIGINT))
+        return;
+    stopped_by(&r, SIGINT, "SIGINT");
+    char err[700];
+    snprintf(err, sizeof(err), "%s/job.err", r.dir);
+    char *e = th_slurp(err);
+    ck_assert_msg(strstr(e, "KeyboardInterrupt"), "the job's stderr: %s", e); /* Python's own */
+    free(e);
 }
 END_TEST
 
@@ -762,8 +945,14 @@ Suite *process_suite(void)
     Suite *s = suite_create("process");
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, segfault_flushes_then_dies_as_it_would);
-    tcase_add_test(tc, sigterm_flushes_then_dies_as_it_would);
+    tcase_add_test(tc, segfault_finishes_the_trace_then_dies_as_it_would);
+    tcase_add_test(tc, sigterm_finishes_the_trace_then_dies_as_it_would);
+    tcase_add_test(tc, job_handlers_run_as_without_the_shim);
+    tcase_add_test(tc, default_action_set_back_by_the_job_still_finishes_the_trace);
+    tcase_add_test(tc, sigterm_to_cutrace_run_leaves_a_whole_trace_stopped_by_sigterm);
+    tcase_add_test(tc, sigint_to_cutrace_run_leaves_a_whole_trace_stopped_by_sigint);
+    tcase_add_test(tc, sighup_and_sigquit_to_cutrace_run_leave_whole_traces);
+    tcase_add_test(tc, interrupted_python_job_leaves_a_whole_trace_stopped_by_sigint);
     tcase_add_test(tc, underscore_exit_finishes_the_trace);
     tcase_add_test(tc, exec_finishes_one_trace_and_the_new_image_starts_the_next);
     tcase_add_test(tc, forked_child_gets_its_own_trace);

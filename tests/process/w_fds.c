@@ -13,6 +13,10 @@
  *               as a launcher's pre-exec child does; three times
  *   helpers     before any CUDA call, forks three children that each read
  *               a small file and exit (version probes, helpers)
+ *   stderr      before anything else, closes descriptor 2 and opens its file,
+ *               which takes the number; then makes its launches, pausing
+ *               300 ms after the first 100 (the shim's writer speaks then,
+ *               when the test makes it fail)
  * usage: w_fds MODE FILE [N]   (N launches after the take-back, default 20000)
  * It prints "OK" when its own file checks out.
  */
@@ -23,6 +27,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static CUfunction g_fn;
@@ -104,11 +109,17 @@ int main(int argc, char **argv)
         return 2;
     const char *mode = argv[1], *file = argv[2];
     int n = argc > 3 ? atoi(argv[3]) : 20000;
+    int job = -1;
     if (!strcmp(mode, "helpers"))
         helpers();
+    if (!strcmp(mode, "stderr")) {
+        close(2);
+        job = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (job != 2)
+            return 4;
+    }
     setup();
     launches(100);
-    int job = -1;
     if (!strcmp(mode, "closeloop")) {
         for (int fd = 3; fd < fd_limit(); fd++)
             close(fd);
@@ -127,6 +138,9 @@ int main(int argc, char **argv)
     } else if (!strcmp(mode, "spawn")) {
         for (int i = 0; i < 3; i++)
             spawn_true(i % 2);
+    } else if (!strcmp(mode, "stderr")) {
+        struct timespec ts = {0, 300 * 1000000L};
+        nanosleep(&ts, NULL);
     } else if (strcmp(mode, "helpers") != 0) {
         return 2;
     }

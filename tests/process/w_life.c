@@ -9,6 +9,12 @@
  *   stack  synchronises a stream from the function sync_from_here(), then
  *          reads a pipe from read_slowly_here() (the data arrives after
  *          30 ms) and from read_quickly_here() (the data is there)
+ *   handler  checks that it sees SIG_DFL for SIGTERM and SIGINT (through
+ *          sigaction and signal), installs handlers of its own, raises both,
+ *          checks they ran and that it sees them installed; prints HANDLED
+ *          and returns from main
+ *   redefault  installs a SIGTERM handler of its own, puts SIG_DFL back
+ *          and raises SIGTERM (dies by it)
  * W_LIFE_FSIZE=BYTES first limits the size of any file the process writes
  * (RLIMIT_FSIZE), as a disk that fills up would: the trace's later frames
  * fail with EFBIG.
@@ -90,8 +96,45 @@ static void pipe_reads(void)
     close(p[1]);
 }
 
+static volatile sig_atomic_t g_handled;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    g_handled++;
+}
+
+/* The job's view of its own dispositions, with the shim's handlers in
+ * place: exit status 10 + the first check that failed, 0 when all hold. */
+static int own_handlers(void)
+{
+    struct sigaction cur, sa;
+    if (sigaction(SIGTERM, NULL, &cur) != 0 || cur.sa_handler != SIG_DFL)
+        return 10;
+    if (signal(SIGINT, on_signal) != SIG_DFL)
+        return 11;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGTERM, &sa, NULL) != 0)
+        return 12;
+    raise(SIGTERM);
+    raise(SIGINT);
+    if (g_handled != 2)
+        return 13;
+    if (sigaction(SIGTERM, NULL, &cur) != 0 || cur.sa_handler != on_signal)
+        return 14;
+    if (sigaction(SIGINT, NULL, &cur) != 0 || cur.sa_handler != on_signal)
+        return 15;
+    printf("HANDLED\n");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    /* the tests end it by SIGSEGV, SIGABRT and SIGQUIT too: no core files */
+    struct rlimit nocore = {0, 0};
+    setrlimit(RLIMIT_CORE, &nocore);
     const char *fsize = getenv("W_LIFE_FSIZE");
     if (fsize) {
         struct rlimit rl = {(rlim_t)atol(fsize), (rlim_t)atol(fsize)};
@@ -142,6 +185,17 @@ int main(int argc, char **argv)
         *p = 1;
     } else if (!strcmp(mode, "term")) {
         raise(SIGTERM);
+    } else if (!strcmp(mode, "handler")) {
+        return own_handlers();
+    } else if (!strcmp(mode, "redefault")) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = on_signal;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGTERM, &sa, NULL);
+        signal(SIGTERM, SIG_DFL);
+        raise(SIGTERM);
+        return 4;
     } else if (!strcmp(mode, "exit")) {
         _exit(3);
     } else if (!strcmp(mode, "exec")) {

@@ -22,13 +22,18 @@ static void emit_marks(int n)
     ck_assert_int_eq(th_emit_marks(n), n);
 }
 
-/* One read span of `bytes` bytes on a file descriptor. */
-static void emit_read(uint64_t bytes)
+/* One read span of `bytes` bytes on a file descriptor open on path. */
+static void emit_read_of(const char *path, uint64_t bytes)
 {
     uint64_t t = ct_clock_now();
     uint64_t io[CT_IO_NFIELDS] = {
-        t, t + 1000, ct_intern("read"), 5, CT_FD_FILE, ct_intern("/etc/version"), bytes, bytes, 0};
+        t, t + 1000, ct_intern("read"), 5, CT_FD_FILE, ct_intern(path), bytes, bytes, 0};
     ck_assert_int_eq(ct_emit(CT_REC_IO, 0, io, CT_IO_NFIELDS), 0);
+}
+
+static void emit_read(uint64_t bytes)
+{
+    emit_read_of("/etc/version", bytes);
 }
 
 static int start_deferred(const char *path, uint64_t defer_bytes)
@@ -200,6 +205,82 @@ START_TEST(deferred_file_is_created_once_io_moves_the_threshold)
 }
 END_TEST
 
+START_TEST(reading_code_is_start_up_and_never_makes_a_trace)
+{
+    char path[512];
+    th_path(path, sizeof(path), th_tmpdir(), "t.cutrace");
+    ck_assert_int_eq(start_deferred(path, 1 << 20), 0);
+    /* 2.5 MiB of an interpreter's imports and a loader's reads: code */
+    static const char *const code[] = {
+        "/usr/lib/python3.11/__pycache__/typing.cpython-311.pyc",
+        "/usr/lib/python3.11/json/decoder.py",
+        "/usr/lib/python3/dist-packages/distutils-precedence.pth",
+        "/usr/lib/x86_64-linux-gnu/libfoo.so.1.2.3",
+        "/opt/venv/lib/python3.11/site-packages/numpy/core/_multiarray_umath.so",
+    };
+    for (int i = 0; i < 5; i++)
+        emit_read_of(code[i], 512 << 10);
+    ck_assert_int_eq(ct_recorder_flush(5000), 0);
+    ck_assert(!exists(path));
+    /* names that only look like code are data: 1 MiB of them makes the trace */
+    emit_read_of("/data/weights.json.1", 512 << 10);
+    ck_assert_int_eq(ct_recorder_flush(5000), 0);
+    ck_assert(!exists(path)); /* 512 KiB of data so far */
+    emit_read_of("/data/train.sofa", 512 << 10);
+    ck_assert_int_eq(ct_recorder_flush(5000), 0);
+    ck_assert(exists(path));
+    ck_assert_int_eq(ct_recorder_stop(5000), 0);
+    struct th_trace t;
+    th_trace_read_file(&t, path);
+    ck_assert_uint_eq(th_count_kind(&t, CT_REC_IO), 7); /* the imports kept too */
+    th_trace_free(&t);
+}
+END_TEST
+
+static _Atomic int g_ancestor;
+static int ancestor_gpu(void)
+{
+    return atomic_load(&g_ancestor);
+}
+
+START_TEST(descendant_of_a_gpu_process_gets_its_file_at_its_first_data_byte)
+{
+    char path[512];
+    th_path(path, sizeof(path), th_tmpdir(), "t.cutrace");
+    atomic_store(&g_ancestor, 1);
+    ct_recorder_lineage(ancestor_gpu);
+    ck_assert_int_eq(start_deferred(path, 1 << 20), 0);
+    emit_read_of("/usr/lib/python3.11/__pycache__/os.cpython-311.pyc", 100 << 10);
+    ck_assert_int_eq(ct_recorder_flush(5000), 0);
+    ck_assert(!exists(path)); /* a spawned worker's imports: not yet */
+    emit_read_of("pipe:[1234]", 10);
+    ck_assert_int_eq(ct_recorder_flush(5000), 0);
+    ck_assert(exists(path));
+    ck_assert_int_eq(ct_recorder_stop(5000), 0);
+}
+END_TEST
+
+START_TEST(descendant_whose_ancestor_turned_to_the_gpu_later_gets_its_file_at_stop)
+{
+    char path[512];
+    th_path(path, sizeof(path), th_tmpdir(), "t.cutrace");
+    atomic_store(&g_ancestor, 0);
+    ct_recorder_lineage(ancestor_gpu);
+    ck_assert_int_eq(start_deferred(path, 1 << 20), 0);
+    emit_read(100);
+    ck_assert_int_eq(ct_recorder_flush(5000), 0);
+    ck_assert(!exists(path));
+    atomic_store(&g_ancestor, 1); /* the parent's first CUDA call, after ours */
+    ck_assert_int_eq(ct_recorder_stop(5000), 0);
+    ck_assert(exists(path));
+    struct th_trace t;
+    th_trace_read_file(&t, path);
+    ck_assert(t.rd.has_footer);
+    ck_assert_uint_eq(th_count_kind(&t, CT_REC_IO), 1);
+    th_trace_free(&t);
+}
+END_TEST
+
 START_TEST(deferred_name_already_taken_is_refused_at_start)
 {
     char path[512];
@@ -258,6 +339,9 @@ Suite *ownfd_suite(void)
     tcase_add_test(tc, process_with_only_small_reads_leaves_no_file);
     tcase_add_test(tc, deferred_file_is_created_at_the_first_gpu_family_record_with_all_before_it);
     tcase_add_test(tc, deferred_file_is_created_once_io_moves_the_threshold);
+    tcase_add_test(tc, reading_code_is_start_up_and_never_makes_a_trace);
+    tcase_add_test(tc, descendant_of_a_gpu_process_gets_its_file_at_its_first_data_byte);
+    tcase_add_test(tc, descendant_whose_ancestor_turned_to_the_gpu_later_gets_its_file_at_stop);
     tcase_add_test(tc, deferred_name_already_taken_is_refused_at_start);
     tcase_add_test(tc, registered_number_closed_behind_our_back_is_given_up);
     tcase_add_test(tc, step_aside_moves_a_long_lived_descriptor_and_keeps_its_file);
