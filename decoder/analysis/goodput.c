@@ -85,7 +85,9 @@ static int proc_span(const struct ct_proc *p, int64_t *s, int64_t *e)
         see(&lo, &hi, p->life.hang_ns, p->life.hang_ns);
     if (p->life.start_ns != INT64_MIN && (hi == INT64_MIN || p->life.start_ns <= hi))
         see(&lo, &hi, p->life.start_ns, p->life.start_ns), lo = p->life.start_ns;
-    if (hi == INT64_MIN)
+    /* an end alone (a trace cut before its first timed record keeps only
+     * its metadata's time) is no life */
+    if (hi == INT64_MIN || lo == INT64_MAX || lo > hi)
         return 0;
     *s = lo;
     *e = hi;
