@@ -6,9 +6,10 @@
  *   breakdown.c    temporal breakdown, overlap, exposed communication, HTA
  *                  idle breakdown, per-iteration figures
  *   bubbles.c      pipeline bubbles
- *   stalls.c       the split of GPU-idle time (data, checkpoint, sync drain,
- *                  launch overhead, unexplained) and what counts as a data
- *                  or checkpoint wait
+ *   stalls.c       the split of GPU-idle time (data, checkpoint, blocking
+ *                  CUDA call, sync drain, launch overhead, unexplained) and
+ *                  what counts as a data or checkpoint wait or a blocking
+ *                  call
  *   collectives.c  cross-rank matching, the collective table
  *   stragglers.c   per-rank lateness and kernel slowness
  *   kernels.c      per-kernel-name statistics
@@ -39,7 +40,9 @@ struct ct_iter_metrics {
 struct ct_attribution {
     int64_t pipeline_bubble; /* |bubble set|: waits on pipeline peers + warm-up/cool-down */
     int64_t bubble_idle;     /* the part of it that was GPU-idle */
-    int64_t data_stall, ckpt_idle, sync_drain, launch_overhead, unexplained;
+    int64_t data_stall, ckpt_idle;
+    int64_t cuda_call; /* the main process's launching threads inside a blocking CUDA call */
+    int64_t sync_drain, launch_overhead, unexplained;
     int64_t checkpoint_stall; /* step-time excess of checkpoint steps (or ckpt_idle) */
     int ckpt_steps;           /* iterations that contained checkpoint activity */
 };

@@ -324,6 +324,7 @@ void ct_report_json(FILE *f, const struct ct_report *rep, int rank_iters)
             num_ns(f, "checkpoint_stall_us", x->at.checkpoint_stall, 1);
         num_ns(f, "checkpoint_idle_us", x->at.ckpt_idle, 1);
         fprintf(f, "\"checkpoint_steps\":%d,", x->at.ckpt_steps);
+        num_ns(f, "cuda_call_us", x->at.cuda_call, 1);
         num_ns(f, "sync_drain_us", x->at.sync_drain, 1);
         num_ns(f, "launch_overhead_us", x->at.launch_overhead, 1);
         num_ns(f, "unexplained_us", x->at.unexplained, 0);
@@ -681,14 +682,15 @@ void ct_report_text(FILE *f, const struct ct_report *rep)
                 x->rank->host, (double)w / 1e6, pct(x->compute, w), pct(x->comm, w),
                 pct(x->memory, w), pct(x->idle, w), ov, bb);
     }
-    fprintf(f, "\nGPU-idle attribution (ms): bubble-idle data ckpt(step excess) sync-drain "
-               "launch unexplained\n");
+    fprintf(f, "\nGPU-idle attribution (ms): bubble-idle data ckpt(step excess) cuda-call "
+               "sync-drain launch unexplained\n");
     for (size_t r = 0; r < rep->nr; r++) {
         const struct ct_attribution *a = &rep->rr[r].at;
-        fprintf(f, "  rank %-4d %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f\n", rep->rr[r].rank->rank,
+        fprintf(f, "  rank %-4d %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f\n", rep->rr[r].rank->rank,
                 (double)a->bubble_idle / 1e6, (double)a->data_stall / 1e6,
-                (double)a->checkpoint_stall / 1e6, (double)a->sync_drain / 1e6,
-                (double)a->launch_overhead / 1e6, (double)a->unexplained / 1e6);
+                (double)a->checkpoint_stall / 1e6, (double)a->cuda_call / 1e6,
+                (double)a->sync_drain / 1e6, (double)a->launch_overhead / 1e6,
+                (double)a->unexplained / 1e6);
     }
     if (rep->ncoll) {
         fprintf(f, "\nCollectives:\n  %-14s %12s %6s %8s %10s %10s %9s %9s\n", "op", "bytes",

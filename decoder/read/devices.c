@@ -188,6 +188,8 @@ static int one_device(const struct ct_proc *p, const int32_t *devs, size_t ndev,
     if (!rc)
         rc = copy_set(&p->sync, &q->sync);
     if (!rc)
+        rc = copy_set(&p->cuda_call, &q->cuda_call);
+    if (!rc)
         rc = copy_set(&p->data_wait, &q->data_wait);
     if (!rc)
         rc = copy_set(&p->file_read, &q->file_read);

@@ -21,6 +21,7 @@ void ct_proc_free(struct ct_proc *p)
     free(p->nccl);
     free(p->launches);
     ct_ivset_free(&p->sync);
+    ct_ivset_free(&p->cuda_call);
     ct_ivset_free(&p->data_wait);
     ct_ivset_free(&p->file_read);
     ct_ivset_free(&p->ckpt);

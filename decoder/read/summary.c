@@ -102,6 +102,7 @@ static void encode(struct ct_sum_wbuf *b, const struct ct_proc *p, const char *s
     }
     ct_sum_put_launches(b, p->launches, p->nlaunches);
     put_ivset(b, &p->sync);
+    put_ivset(b, &p->cuda_call);
     put_ivset(b, &p->data_wait);
     put_ivset(b, &p->file_read);
     put_ivset(b, &p->ckpt);
@@ -308,6 +309,7 @@ static void decode(struct ct_sum_rbuf *r, struct ct_proc *p, struct ct_hcollect 
             r->bad = 1;
     p->launches = ct_sum_get_launches(r, &p->nlaunches, oom);
     get_ivset(r, &p->sync, oom);
+    get_ivset(r, &p->cuda_call, oom);
     get_ivset(r, &p->data_wait, oom);
     get_ivset(r, &p->file_read, oom);
     get_ivset(r, &p->ckpt, oom);
