@@ -243,6 +243,7 @@ static int one_device(const struct ct_proc *p, const int32_t *devs, size_t ndev,
     /* how the process was timed holds for each device; what it lost is
      * counted once, with its first device */
     q->cov = p->cov;
+    q->trunc_at = p->trunc_at;
     if (k > 0)
         q->cov.dropped = q->cov.untimed = q->cov.unmatched_p2p = 0;
     return 0;

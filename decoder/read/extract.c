@@ -538,7 +538,9 @@ int ct_proc_extract_file(const char *path, const char *step_name, struct ct_proc
     p->pid = rd.hdr.pid;
     p->cov.processes = 1;
     p->cov.truncated = !rd.has_footer;
-    p->cov.damaged = rd.damage_total;
+    p->cov.damaged = rd.damage_bytes;
+    p->cov.bytes = rd.size;
+    p->trunc_at = rd.truncated ? rd.truncated_at : 0;
     p->clock_offset = x.clock.n ? ct_median_i64(x.clock.p, x.clock.n)
                                 : (int64_t)(rd.hdr.start_real_ns - rd.hdr.start_mono_ns);
     const char *pp = x.have_ppid ? ct_reader_string(&rd, x.ppid_sid) : NULL;

@@ -109,6 +109,7 @@ static void cov_add(struct ct_coverage *a, const struct ct_coverage *b)
     a->processes += b->processes;
     a->truncated += b->truncated;
     a->damaged += b->damaged;
+    a->bytes += b->bytes;
 }
 
 static int cmp_gop(const void *a, const void *b)

@@ -241,7 +241,9 @@ int ct_proc_extract(struct ct_trace *t, const char *step_name, struct ct_proc *p
     p->cov.processes = 1;
     p->cov.dropped = t->dropped;
     p->cov.truncated = !t->rd.has_footer;
-    p->cov.damaged = t->rd.damage_total;
+    p->cov.damaged = t->rd.damage_bytes;
+    p->cov.bytes = t->rd.size;
+    p->trunc_at = t->rd.truncated ? t->rd.truncated_at : 0;
     const char *step = step_name ? step_name : "ProfilerStep";
     const int64_t off = p->clock_offset;
 

@@ -135,7 +135,9 @@ struct ct_coverage {
     uint64_t dropped;             /* records lost (DROP records, all reasons) */
     uint64_t untimed;             /* launches/copies/memsets without a GPU interval */
     uint64_t unmatched_p2p;       /* Send/Recv without their peer's op in the traces */
-    uint64_t processes, truncated, damaged;
+    uint64_t processes, truncated;
+    uint64_t damaged; /* bytes skipped as damaged, at every place */
+    uint64_t bytes;   /* the trace files' length */
 };
 
 /* Counts a GPU record's source (enum ct_gpu_source) into c. */
@@ -203,6 +205,7 @@ struct ct_proc {
     char **names;
     size_t nnames;
     struct ct_coverage cov;
+    uint64_t trunc_at; /* truncated (cov.truncated): where the decoded part ends, else 0 */
     /* Capture windows (CUTRACE_START=paused, CUTRACE_DURATION, light mode's
      * duty cycle): the spans of time the trace covers, from its capture
      * marks. windowed 0: recorded throughout (capture empty). A window
