@@ -22,8 +22,8 @@
  * reach back over host time they cannot see into. A launch right after a
  * 400 us pageable copy call began within 1 ms of it, so the launch rule
  * would call the GPU's wait for the copy call to return launch overhead
- * (measured on examples/sim_train: 95 % of its launch overhead, which made
- * `diagnose` report launch_bound); after a sync, an allocation before the
+ * (measured on a 200-step examples/sim_train: 95 % of its launch overhead,
+ * which made `diagnose` report launch_bound in light mode); after a sync, an allocation before the
  * next launch is what the GPU waits for, not the host's scheduling. It
  * comes after data and checkpoint: a large DtoH copy is a checkpoint's, and
  * a loader's wait is what the host was doing while another of its threads
