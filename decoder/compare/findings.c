@@ -117,11 +117,7 @@ void ct_dg_insufficient(struct ctx *c, int kind, const char *fmt, ...)
     va_end(ap);
 }
 
-/* ------------------------------------------------ exposed communication */
-
-/* |[s, s + transfer) \ compute| over the rank's non-pipeline communication:
- * what stays exposed if every peer arrived on time (the wait part follows
- * stragglers, which their own checks own). */
+/* ------------------------------------------------ coverage */
 
 void ct_dg_coverage(struct ctx *c)
 {
@@ -156,3 +152,9 @@ void ct_dg_coverage(struct ctx *c)
         f->confidence *= worst;
     }
 }
+
+/* ------------------------------------------------ exposed communication */
+
+/* |[s, s + transfer) \ compute| over the rank's non-pipeline communication:
+ * what stays exposed if every peer arrived on time (the wait part follows
+ * stragglers, which their own checks own). */
