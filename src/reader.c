@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,6 +164,9 @@ int ct_reader_open(struct ct_reader *r, const char *path)
         snprintf(r->err, sizeof(r->err), "%s: cannot open: %s", path, strerror(e));
         return -e;
     }
+    struct stat st;
+    if (fstat(r->fd, &st) == 0 && st.st_size > 0)
+        r->size = (uint64_t)st.st_size;
     return open_common(r);
 }
 
@@ -173,6 +177,7 @@ int ct_reader_open_mem(struct ct_reader *r, const uint8_t *p, size_t n)
     r->fd = -1;
     r->mem = p;
     r->mem_len = n;
+    r->size = n;
     return open_common(r);
 }
 
@@ -258,6 +263,15 @@ static int is_frame_magic(const uint8_t *p)
     return m == CT_ZSTD_MAGIC || (m >= CT_SKIP_MAGIC_MIN && m <= CT_SKIP_MAGIC_MAX);
 }
 
+/* n bytes from off, the place of the latest damage, were skipped: counted
+ * in the total, and in that place's entry when it has one. */
+static void skipped(struct ct_reader *r, uint64_t off, uint64_t n)
+{
+    r->damage_bytes += n;
+    if (r->ndamage > 0 && r->damage[r->ndamage - 1].offset == off)
+        r->damage[r->ndamage - 1].skipped = n;
+}
+
 /* After damage at the current position: skip to the next plausible frame
  * start. Returns 0 (positioned, or at EOF) or a negative errno. */
 static int resync(struct ct_reader *r, uint64_t bad_off)
@@ -275,8 +289,7 @@ static int resync(struct ct_reader *r, uint64_t bad_off)
             break;
         r->buf_pos++;
     }
-    if (r->ndamage > 0 && r->damage[r->ndamage - 1].offset == bad_off)
-        r->damage[r->ndamage - 1].skipped = cur_off(r) - bad_off;
+    skipped(r, bad_off, cur_off(r) - bad_off);
     return 0;
 }
 
@@ -391,8 +404,7 @@ static int read_zstd_frame(struct ct_reader *r, const struct ct_chunk_sink *sink
         snprintf(detail, sizeof(detail), "byte %zu of the chunk: expected %s", epos, ewhat);
         note_damage(r, off, "corrupt chunk: %s", detail);
         r->buf_pos += fsize;
-        if (r->ndamage > 0 && r->damage[r->ndamage - 1].offset == off)
-            r->damage[r->ndamage - 1].skipped = fsize;
+        skipped(r, off, fsize);
         return 2;
     }
     struct pass_ctx pc = {r, sink};
@@ -479,6 +491,7 @@ int ct_reader_next(struct ct_reader *r, const struct ct_chunk_sink *sink)
         if (n < 8) {
             if (n >= 4 && !is_frame_magic(r->buf + r->buf_pos)) {
                 note_damage(r, off, "%s", "expected a frame magic; found garbage at the end");
+                skipped(r, off, (uint64_t)n);
                 r->buf_pos = r->buf_len;
                 continue;
             }
@@ -516,6 +529,7 @@ int ct_reader_next(struct ct_reader *r, const struct ct_chunk_sink *sink)
                 r->dropped_bytes += 8 + (uint64_t)size;
             } else if (magic == CT_SKIP_MAGIC_HEADER) {
                 note_damage(r, off, "%s", "unexpected second file header (files concatenated?)");
+                skipped(r, off, 8 + (uint64_t)size);
             }
             r->buf_pos += 8 + size;
             continue;
@@ -534,8 +548,7 @@ int ct_reader_next(struct ct_reader *r, const struct ct_chunk_sink *sink)
                 note_damage(r, off, "%s",
                             "corrupt zstd frame: its sizes run past the end of the file "
                             "although valid frames follow");
-                if (r->ndamage > 0 && r->damage[r->ndamage - 1].offset == off)
-                    r->damage[r->ndamage - 1].skipped = next - r->buf_pos;
+                skipped(r, off, next - r->buf_pos);
                 r->buf_pos = next;
                 continue;
             }

@@ -57,7 +57,9 @@ struct ct_reader {
     uint64_t dropped_bytes; /* oldest frames dropped in place by CUTRACE_MAX_MB */
     uint64_t records;       /* records delivered */
     unsigned ndamage;
-    uint64_t damage_total;
+    uint64_t damage_total; /* places of damage (damage[] keeps the first 16) */
+    uint64_t damage_bytes; /* bytes skipped at all of them */
+    uint64_t size;         /* the file's length when opened */
     struct ct_damage damage[CT_READER_MAX_DAMAGE];
 
     char **strs; /* by id; the bytes live in pool blocks */

@@ -6,9 +6,10 @@
  *   breakdown.c    temporal breakdown, overlap, exposed communication, HTA
  *                  idle breakdown, per-iteration figures
  *   bubbles.c      pipeline bubbles
- *   stalls.c       the split of GPU-idle time (data, checkpoint, sync drain,
- *                  launch overhead, unexplained) and what counts as a data
- *                  or checkpoint wait
+ *   stalls.c       the split of GPU-idle time (data, checkpoint, blocking
+ *                  CUDA call, sync drain, launch overhead, unexplained) and
+ *                  what counts as a data or checkpoint wait or a blocking
+ *                  call
  *   collectives.c  cross-rank matching, the collective table
  *   stragglers.c   per-rank lateness and kernel slowness
  *   kernels.c      per-kernel-name statistics
@@ -39,7 +40,9 @@ struct ct_iter_metrics {
 struct ct_attribution {
     int64_t pipeline_bubble; /* |bubble set|: waits on pipeline peers + warm-up/cool-down */
     int64_t bubble_idle;     /* the part of it that was GPU-idle */
-    int64_t data_stall, ckpt_idle, sync_drain, launch_overhead, unexplained;
+    int64_t data_stall, ckpt_idle;
+    int64_t cuda_call; /* the main process's launching threads inside a blocking CUDA call */
+    int64_t sync_drain, launch_overhead, unexplained;
     int64_t checkpoint_stall; /* step-time excess of checkpoint steps (or ckpt_idle) */
     int ckpt_steps;           /* iterations that contained checkpoint activity */
 };
@@ -65,7 +68,10 @@ struct ct_rank_result {
     struct ct_iter *iters;
     size_t niters;
     enum ct_iter_source iter_src;
-    double iter_conf; /* 1 for ranges/marks, the detector's 0..1 for the period */
+    /* 1 for ranges/marks, the detector's 0..1 for the period; times
+     * ct_coverage_factor where a coverage fact is material (iter_conf_found
+     * is what the source gave) */
+    double iter_conf, iter_conf_found;
     struct ct_iter_metrics *im;
     struct ct_attribution at;
     double bubble_pct, expected_bubble_pct; /* < 0: null */
@@ -183,6 +189,37 @@ const char *ct_gpu_timing_name(const struct ct_coverage *c);
 int ct_unavailable(const struct ct_rank_result *x, size_t i, const char **figure,
                    const char **reason);
 int ct_figure_unavailable(const struct ct_rank_result *x, const char *figure);
+
+/* Coverage facts that change the answer (docs/report.md, "Coverage"): a
+ * rank's GPU ops without a GPU time when they are more than
+ * CT_UNTIMED_MATERIAL of its ops, and every file of its processes that was
+ * damaged or cut. */
+#define CT_UNTIMED_MATERIAL 0.01
+enum { CT_COVF_UNTIMED, CT_COVF_DAMAGED, CT_COVF_TRUNCATED };
+struct ct_cov_fact {
+    int kind;
+    uint64_t count;   /* untimed ops, damaged bytes; 0 for a file only cut */
+    uint64_t of;      /* the rank's GPU ops, the file's bytes (0 unknown) */
+    int truncated;    /* the file has no footer: decoded up to offset */
+    uint64_t offset;  /* where its decoded part ends */
+    const char *path; /* the file; NULL for untimed ops */
+};
+/* The share of the rank's GPU ops (launch, copy and memset calls with their
+ * GPU records) without a GPU interval, and of its trace bytes skipped as
+ * damaged; 0 without either. */
+double ct_untimed_share(const struct ct_coverage *c);
+double ct_damaged_share(const struct ct_coverage *c);
+/* The i-th material fact of rank r (untimed ops first, then one per file:
+ * damaged, with its cut if it has one, or cut): 1, or 0 past the last. */
+int ct_coverage_fact(const struct ct_rank *r, size_t i, struct ct_cov_fact *f);
+/* What a confidence resting on rank r's records is multiplied by:
+ * (1 - damaged share) when bytes were damaged (records there are lost),
+ * times (1 - untimed share) when it rests on the ops' GPU times (on_ops)
+ * and that share is material; 1 when nothing is. why (n bytes) says what
+ * lowered it, "" when nothing did. A cut file lowers nothing: what was
+ * decoded is whole (the last frame's records end the trace), and no
+ * iteration or finding is made of a step the cut left partial. */
+double ct_coverage_factor(const struct ct_rank *r, int on_ops, char *why, size_t n);
 
 /* Runs every analysis on a built job (iterations per rank with o). Returns 0
  * or -ENOMEM; rep borrows job. */

@@ -8,6 +8,7 @@
 #include "decoder/analysis/analysis.h"
 #include "decoder/kineto/kineto.h"
 
+#include <stdio.h>
 #include <string.h>
 
 const char *ct_gpu_timing_name(const struct ct_coverage *c)
@@ -68,4 +69,81 @@ int ct_figure_unavailable(const struct ct_rank_result *x, const char *figure)
         if (!strcmp(f, figure))
             return 1;
     return 0;
+}
+
+double ct_untimed_share(const struct ct_coverage *v)
+{
+    double timed = (double)(v->gpu_cupti + v->gpu_events + v->gpu_plugin + v->gpu_nccl_record);
+    return v->untimed ? (double)v->untimed / ((double)v->untimed + timed) : 0;
+}
+
+double ct_damaged_share(const struct ct_coverage *c)
+{
+    return c->damaged && c->bytes ? (double)c->damaged / (double)c->bytes : 0;
+}
+
+/* Whether process k of r is the first of r with its file (a process that
+ * drives several devices is one per device, each with its file). */
+static int first_with_path(const struct ct_rank *r, size_t k)
+{
+    for (size_t j = 0; j < k; j++)
+        if (!strcmp(r->procs[j]->path ? r->procs[j]->path : "",
+                    r->procs[k]->path ? r->procs[k]->path : ""))
+            return 0;
+    return 1;
+}
+
+int ct_coverage_fact(const struct ct_rank *r, size_t i, struct ct_cov_fact *f)
+{
+    memset(f, 0, sizeof(*f));
+    if (ct_untimed_share(&r->cov) > CT_UNTIMED_MATERIAL) {
+        if (i == 0) {
+            const struct ct_coverage *v = &r->cov;
+            f->kind = CT_COVF_UNTIMED;
+            f->count = v->untimed;
+            f->of = v->untimed + v->gpu_cupti + v->gpu_events + v->gpu_plugin + v->gpu_nccl_record;
+            return 1;
+        }
+        i--;
+    }
+    for (size_t k = 0; k < r->nprocs; k++) {
+        const struct ct_proc *p = r->procs[k];
+        if ((!p->cov.damaged && !p->cov.truncated) || !first_with_path(r, k))
+            continue;
+        if (i--)
+            continue;
+        f->kind = p->cov.damaged ? CT_COVF_DAMAGED : CT_COVF_TRUNCATED;
+        f->count = p->cov.damaged;
+        f->of = p->cov.bytes;
+        f->truncated = p->cov.truncated != 0;
+        f->offset = p->trunc_at;
+        f->path = p->path ? p->path : "";
+        return 1;
+    }
+    return 0;
+}
+
+double ct_coverage_factor(const struct ct_rank *r, int on_ops, char *why, size_t n)
+{
+    double k = 1, d = ct_damaged_share(&r->cov), u = ct_untimed_share(&r->cov);
+    size_t at = 0;
+    if (n)
+        why[0] = 0;
+    if (r->cov.damaged) {
+        k *= 1 - d;
+        if (at < n)
+            at += (size_t)snprintf(why + at, n - at,
+                                   "%.2f%% of the trace bytes damaged (%llu bytes skipped: "
+                                   "their records are lost)",
+                                   100 * d, (unsigned long long)r->cov.damaged);
+    }
+    if (on_ops && u > CT_UNTIMED_MATERIAL) {
+        k *= 1 - u;
+        if (at < n)
+            snprintf(why + at, n - at,
+                     "%s%.1f%% of the GPU ops untimed (%llu: their GPU time "
+                     "is missing)",
+                     at ? "; " : "", 100 * u, (unsigned long long)r->cov.untimed);
+    }
+    return k;
 }

@@ -56,6 +56,15 @@ int ct_report_analyze(struct ct_job *job, const struct ct_iter_opts *io, struct 
     }
     if (!rc)
         rc = ct_iterations_agree(rep->rr, job->nranks, io);
+    /* iterations rest on the records (a damaged stretch loses its steps'
+     * ops and ranges) and, found from the work that repeats, on every op
+     * being there: coverage lowers their confidence (provenance.c) */
+    for (size_t r = 0; r < job->nranks && !rc; r++) {
+        struct ct_rank_result *x = &rep->rr[r];
+        x->iter_conf_found = x->iter_conf;
+        if (x->iter_src != CT_ITER_NONE)
+            x->iter_conf *= ct_coverage_factor(x->rank, x->iter_src == CT_ITER_PERIOD, NULL, 0);
+    }
     for (size_t r = 0; r < job->nranks && !rc; r++) {
         struct ct_rank_result *x = &rep->rr[r];
         if ((rc = ct_rank_open(x->rank)))

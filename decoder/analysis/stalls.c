@@ -7,13 +7,27 @@
  * whose host evidence covers it: the idle part of the pipeline bubble
  * (decoder/analysis/bubbles.c), data stall (the main process blocked in
  * read/recv/poll... on a file, pipe or socket), checkpoint (write/fsync on
- * files or a DtoH copy >= 16 MiB, any process of the rank), sync drain
+ * files or a DtoH copy >= 16 MiB, any process of the rank), blocking CUDA
+ * call (a thread of the main process that launches GPU work was inside a
+ * CUDA call that blocked, ct_is_blocking_call: an allocation, a module
+ * load, a pageable or synchronous copy; not a synchronize), sync drain
  * ([return of a blocking sync or synchronous copy, next launch)), launch
  * overhead ([host launch, GPU start) of an op, from the main process's
  * previous launch call when that one began at most CT_LAUNCH_BURST_NS (1 ms)
  * earlier: a host issuing work back to back is the bottleneck, so the GPU's
  * wait between those calls is launch overhead), and unexplained.
  * Checkpoint stall also counts the step-time excess of checkpoint steps.
+ *
+ * Why a blocking call comes before sync drain and launch overhead: both
+ * reach back over host time they cannot see into. A launch right after a
+ * 400 us pageable copy call began within 1 ms of it, so the launch rule
+ * would call the GPU's wait for the copy call to return launch overhead
+ * (measured on a 200-step examples/sim_train: 95 % of its launch overhead,
+ * which made `diagnose` report launch_bound in light mode); after a sync, an allocation before the
+ * next launch is what the GPU waits for, not the host's scheduling. It
+ * comes after data and checkpoint: a large DtoH copy is a checkpoint's, and
+ * a loader's wait is what the host was doing while another of its threads
+ * sat in a call.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -240,17 +254,19 @@ int ct_attribution_rank(struct ct_job *job, struct ct_rank_result *res)
         rc = drain_set(main, &drain);
     if (!rc)
         rc = launch_set(r, main, &launch);
-    const struct ct_ivset *by[5] = {&bub, &data, &ckpt, &drain, &launch};
-    int64_t len[6];
+    /* the main process's blocking calls: normalised when extracted */
+    const struct ct_ivset *by[6] = {&bub, &data, &ckpt, &main->cuda_call, &drain, &launch};
+    int64_t len[7];
     if (rc)
         goto out;
-    take_all(&r->gpu, r->cover ? &r->gcover : NULL, res->ws, res->we, by, 5, len);
+    take_all(&r->gpu, r->cover ? &r->gcover : NULL, res->ws, res->we, by, 6, len);
     res->at.bubble_idle = len[0];
     res->at.data_stall = len[1];
     res->at.ckpt_idle = len[2];
-    res->at.sync_drain = len[3];
-    res->at.launch_overhead = len[4];
-    res->at.unexplained = len[5];
+    res->at.cuda_call = len[3];
+    res->at.sync_drain = len[4];
+    res->at.launch_overhead = len[5];
+    res->at.unexplained = len[6];
     res->at.checkpoint_stall = res->at.ckpt_idle;
     if (!rc && res->niters >= 3)
         ckpt_excess(res, &ckpt);
@@ -295,6 +311,19 @@ int ct_is_data_wait(const char *op, uint64_t fd_type)
 int ct_is_host_sync(uint64_t fam, uint64_t flags)
 {
     return (fam == CT_FAM_SYNC || fam == CT_FAM_MEMCPY) && !(flags & CT_APIF_ASYNC);
+}
+
+/* CT_BLOCKING_CALL_NS (100 us): an enqueue (launch, async copy or memset)
+ * costs the host 2-10 us on current drivers, a few tens with CUPTI
+ * recording; a call ten times that long waited on something (the device,
+ * staging pageable memory through pinned buffers, an allocator, a module
+ * load, a lock). Shorter calls are the host issuing work: the GPU's wait
+ * in them is launch overhead. A synchronize is a wait for the GPU: while
+ * it lasts the GPU is busy, and when it is idle then the wait is for work
+ * elsewhere, which the trace does not explain. */
+int ct_is_blocking_call(uint64_t fam, uint64_t flags, int64_t dur)
+{
+    return dur >= CT_BLOCKING_CALL_NS && !(fam == CT_FAM_SYNC && !(flags & CT_APIF_ASYNC));
 }
 
 int ct_is_ckpt_io(const char *op, uint64_t fd_type)

@@ -52,6 +52,10 @@ static void print_status(const struct ct_trace *t)
     if (rd->damage_total > rd->ndamage)
         printf("  damage:     ... %llu more places\n",
                (unsigned long long)(rd->damage_total - rd->ndamage));
+    if (rd->damage_total) /* what `report` counts as the file's damaged bytes */
+        printf("  damaged:    %llu bytes skipped at %llu place(s), %.2f%% of the file\n",
+               (unsigned long long)rd->damage_bytes, (unsigned long long)rd->damage_total,
+               rd->size ? 100.0 * (double)rd->damage_bytes / (double)rd->size : 0.0);
     if (rd->dropped_bytes)
         printf("  size bound: the oldest frames (%llu bytes) were dropped to keep the file within "
                "CUTRACE_MAX_MB\n",

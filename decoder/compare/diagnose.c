@@ -502,12 +502,11 @@ static int64_t idle_class(const struct ct_attribution *a, int kind)
 
 /* The share of a rank's launches, copies and memsets that have no GPU
  * interval (event pairs capped, records lost): above 5 % its GPU-idle time
- * and its split are not known, and no finding rests on them. */
+ * and its split are not known, and no finding rests on them (from 1 % to
+ * 5 % they lower its findings' confidence: ct_dg_coverage). */
 static double untimed_share(const struct ct_rank *r)
 {
-    const struct ct_coverage *v = &r->cov;
-    double timed = (double)(v->gpu_cupti + v->gpu_events + v->gpu_plugin + v->gpu_nccl_record);
-    return v->untimed ? (double)v->untimed / ((double)v->untimed + timed) : 0;
+    return ct_untimed_share(&r->cov);
 }
 
 static void check_idle(struct ctx *c)
@@ -756,6 +755,7 @@ int ct_diagnose(const struct ct_report *rep, const struct ct_trace_facts *facts,
         rc = ct_dg_check_health(&c); /* diagnose_health.c */
     if (!rc)
         rc = ct_dg_replay_savings(&c); /* diagnose_replay.c */
+    ct_dg_coverage(&c);
     qsort(d->f, d->nf, sizeof(d->f[0]), cmp_finding);
     return rc;
 }

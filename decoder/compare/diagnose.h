@@ -62,6 +62,9 @@ struct ct_finding {
     struct ct_evidence ev[CT_EV_MAX];
     size_t nev;
     char summary[320];
+    /* why confidence is lower than the check's own (damaged or untimed
+     * evidence: ct_dg_coverage), "" when it is not */
+    char confidence_note[300];
 };
 
 struct ct_insufficient {

@@ -28,6 +28,10 @@ void ct_dg_ev(struct ct_finding *f, const char *key, double v);
 void ct_dg_evs(struct ct_finding *f, const char *key, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void ct_dg_rank_add(struct ct_finding *f, int r);
+/* Lowers each finding's confidence by the coverage of the ranks it rests
+ * on (ct_coverage_factor: the worst of its ranks, of every rank with
+ * iterations when it names none), with the reason in confidence_note. */
+void ct_dg_coverage(struct ctx *c);
 /* Why `kind` could not be judged. */
 void ct_dg_insufficient(struct ctx *c, int kind, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -54,6 +54,11 @@ void ct_diagnosis_json(FILE *f, const struct ct_diagnosis *d, double min_saving)
             fputs("null", f);
         fputc(',', f);
         ct_json_member(f, "confidence", x->confidence, 2);
+        fputs(",\"confidence_note\":", f);
+        if (x->confidence_note[0])
+            ct_json_str(f, x->confidence_note);
+        else
+            fputs("null", f);
         fputs(",\"evidence\":{", f);
         for (size_t k = 0; k < x->nev; k++) {
             fprintf(f, "%s\"%s\":", k ? "," : "", x->ev[k].key);
@@ -107,6 +112,8 @@ void ct_diagnosis_text(FILE *f, const struct ct_diagnosis *d, double min_saving)
                     d->step_us > 0 ? 100 * x->saving_us / d->step_us : 0, x->confidence);
         ct_ranks_text(f, x->ranks, x->nranks);
         fprintf(f, "\n   %s\n", x->summary);
+        if (x->confidence_note[0])
+            fprintf(f, "   confidence %.2f %s\n", x->confidence, x->confidence_note);
         if (x->from_replay)
             fprintf(f, "   saving from the replay of whatif %s (the check's formula: %.1f us)\n",
                     x->whatif, x->formula_saving_us);

@@ -156,6 +156,7 @@ int ct_diff_collect(const struct ct_report *rep, int per_iteration, struct ct_me
         const struct ct_attribution *a = &x->at;
         rc = ct_metric_add(&t, "data_stall_us", (double)a->data_stall / n);
         rc = rc ? rc : ct_metric_add(&t, "checkpoint_stall_us", (double)a->checkpoint_stall / n);
+        rc = rc ? rc : ct_metric_add(&t, "cuda_call_us", (double)a->cuda_call / n);
         rc = rc ? rc : ct_metric_add(&t, "sync_drain_us", (double)a->sync_drain / n);
         rc = rc ? rc : ct_metric_add(&t, "launch_overhead_us", (double)a->launch_overhead / n);
     }

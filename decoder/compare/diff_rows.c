@@ -185,6 +185,7 @@ void ct_rows_write(FILE *f, const struct ct_run *run, const char *side, const st
         col(f, "bubble_us", (double)a->pipeline_bubble);
         col(f, "data_stall_us", (double)a->data_stall);
         col(f, "checkpoint_stall_us", (double)a->checkpoint_stall);
+        col(f, "cuda_call_us", (double)a->cuda_call);
         col(f, "sync_drain_us", (double)a->sync_drain);
         col(f, "launch_overhead_us", (double)a->launch_overhead);
         col(f, "unexplained_us", (double)a->unexplained);

@@ -117,6 +117,42 @@ void ct_dg_insufficient(struct ctx *c, int kind, const char *fmt, ...)
     va_end(ap);
 }
 
+/* ------------------------------------------------ coverage */
+
+void ct_dg_coverage(struct ctx *c)
+{
+    const struct ct_report *rep = c->rep;
+    for (size_t i = 0; i < c->d->nf; i++) {
+        struct ct_finding *f = &c->d->f[i];
+        /* health counters and a hang's collectives rest on their own
+         * records, not on the ops' GPU times */
+        int on_ops = f->kind != CT_FK_HOST_CONTENTION && f->kind != CT_FK_HANG;
+        double worst = 1;
+        char why[200] = "";
+        int who = -1;
+        for (size_t r = 0; r < rep->nr; r++) {
+            const struct ct_rank_result *x = &rep->rr[r];
+            int named = !f->nranks;
+            for (size_t k = 0; k < f->nranks && !named; k++)
+                named = f->ranks[k] == x->rank->rank;
+            if (!named || (!f->nranks && !x->niters))
+                continue;
+            char w[200];
+            double k = ct_coverage_factor(x->rank, on_ops, w, sizeof(w));
+            if (k < worst) {
+                worst = k;
+                who = x->rank->rank;
+                snprintf(why, sizeof(why), "%s", w);
+            }
+        }
+        if (worst >= 1)
+            continue;
+        snprintf(f->confidence_note, sizeof(f->confidence_note), "lowered from %.2f: rank %d: %s",
+                 f->confidence, who, why);
+        f->confidence *= worst;
+    }
+}
+
 /* ------------------------------------------------ exposed communication */
 
 /* |[s, s + transfer) \ compute| over the rank's non-pipeline communication:

@@ -145,12 +145,13 @@ static void rank_json(FILE *f, const struct ct_report *rep, const struct ct_rank
     const struct ct_attribution *a = &x->at;
     fprintf(f,
             "},\"attr\":{\"bubble_idle\":%" PRId64 ",\"data\":%" PRId64 ",\"ckpt\":%" PRId64
-            ",\"sync\":%" PRId64 ",\"launch\":%" PRId64 ",\"unexplained\":%" PRId64
+            ",\"cuda_call\":%" PRId64 ",\"sync\":%" PRId64 ",\"launch\":%" PRId64
+            ",\"unexplained\":%" PRId64
             "},\"bubble_pct\":%.3f,\"expected_bubble_pct\":%.3f,\"flagged\":%d,"
             "\"score\":%.3f,\"lateness\":%" PRId64 ",\"slowness\":%.4f",
-            a->bubble_idle, a->data_stall, a->ckpt_idle, a->sync_drain, a->launch_overhead,
-            a->unexplained, fin(x->bubble_pct), fin(x->expected_bubble_pct), x->flagged,
-            fin(x->score), x->lateness, fin(x->slowness));
+            a->bubble_idle, a->data_stall, a->ckpt_idle, a->cuda_call, a->sync_drain,
+            a->launch_overhead, a->unexplained, fin(x->bubble_pct), fin(x->expected_bubble_pct),
+            x->flagged, fin(x->score), x->lateness, fin(x->slowness));
     fprintf(f, ",\"detail\":%d", detail);
     if (!detail) { /* figures only: no timeline, iterations or health series */
         fputs(",\"iters\":[],\"nops\":0,\"names\":[],\"ops\":[],\"nccl\":[],"
@@ -208,10 +209,22 @@ static void rank_json(FILE *f, const struct ct_report *rep, const struct ct_rank
 
 /* The page's findings, per rank: a straggler, a pipeline bubble, and each
  * stall or exposed communication of 2 % of the window or more. */
-enum { F_STRAGGLER, F_BUBBLE, F_DATA, F_CKPT, F_SYNC, F_LAUNCH, F_UNEXPLAINED, F_EXPOSED, F_N };
+enum {
+    F_STRAGGLER,
+    F_BUBBLE,
+    F_DATA,
+    F_CKPT,
+    F_CUDA_CALL,
+    F_SYNC,
+    F_LAUNCH,
+    F_UNEXPLAINED,
+    F_EXPOSED,
+    F_N
+};
 static const char *const finding_name[F_N] = {
-    "straggler",  "pipeline bubble", "data-loading stall",   "checkpoint stall",
-    "sync drain", "launch overhead", "unexplained GPU idle", "exposed communication"};
+    "straggler",        "pipeline bubble",      "data-loading stall",
+    "checkpoint stall", "blocking CUDA call",   "sync drain",
+    "launch overhead",  "unexplained GPU idle", "exposed communication"};
 
 /* 1 when rank x has finding k; *v its figure (score, bubble %, ns). */
 static int finding(const struct ct_rank_result *x, int k, double *v)
@@ -219,8 +232,9 @@ static int finding(const struct ct_rank_result *x, int k, double *v)
     double w = (double)x->covered;
     if (w <= 0)
         return 0;
-    const int64_t st[] = {x->at.data_stall,      x->at.checkpoint_stall, x->at.sync_drain,
-                          x->at.launch_overhead, x->at.unexplained,      x->exposed_comm};
+    const int64_t st[] = {x->at.data_stall, x->at.checkpoint_stall, x->at.cuda_call,
+                          x->at.sync_drain, x->at.launch_overhead,  x->at.unexplained,
+                          x->exposed_comm};
     if (k == F_STRAGGLER)
         return (*v = x->score, x->flagged);
     if (k == F_BUBBLE)

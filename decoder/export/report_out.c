@@ -248,6 +248,51 @@ static void provenance_json(FILE *f, const struct ct_rank_result *x, int64_t t0)
     fprintf(f, "],");
 }
 
+/* What a coverage fact means for the figures (docs/report.md, "Coverage"). */
+static const char *fact_reason(const struct ct_cov_fact *c)
+{
+    switch (c->kind) {
+    case CT_COVF_UNTIMED:
+        return "no GPU time for these ops: busy figures are lower bounds, idle and its split "
+               "too high; confidences resting on the ops' times are lowered";
+    case CT_COVF_DAMAGED:
+        return "the records in the damaged bytes are lost: figures over them miss their ops, "
+               "confidences are lowered by the damaged share";
+    default:
+        return "no footer: the process did not shut its trace down (killed), and its records "
+               "end at the cut, at most a flush period (CUTRACE_FLUSH_MS) before it died";
+    }
+}
+
+/* "material":[...]: the rank's coverage facts that change the answer. */
+static void coverage_material_json(FILE *f, const struct ct_rank *R)
+{
+    static const char *const kind[] = {"untimed_ops", "damaged_bytes", "truncated_file"};
+    struct ct_cov_fact c;
+    fputs("\"material\":[", f);
+    for (size_t i = 0; ct_coverage_fact(R, i, &c); i++) {
+        fprintf(f, "%s{\"fact\":\"%s\",\"count\":%" PRIu64 ",\"of\":", i ? "," : "", kind[c.kind],
+                c.count);
+        if (c.of)
+            fprintf(f, "%" PRIu64, c.of);
+        else
+            fputs("null", f);
+        fputs(",\"file\":", f);
+        if (c.path)
+            ct_json_str(f, c.path);
+        else
+            fputs("null", f);
+        if (c.truncated)
+            fprintf(f, ",\"truncated_at\":%" PRIu64, c.offset);
+        else
+            fputs(",\"truncated_at\":null", f);
+        fputs(",\"reason\":", f);
+        ct_json_str(f, fact_reason(&c));
+        fputc('}', f);
+    }
+    fputc(']', f);
+}
+
 /* The job's steps (ct_job_steps): "steps":[...], */
 static void steps_json(FILE *f, const struct ct_report *rep)
 {
@@ -324,6 +369,7 @@ void ct_report_json(FILE *f, const struct ct_report *rep, int rank_iters)
             num_ns(f, "checkpoint_stall_us", x->at.checkpoint_stall, 1);
         num_ns(f, "checkpoint_idle_us", x->at.ckpt_idle, 1);
         fprintf(f, "\"checkpoint_steps\":%d,", x->at.ckpt_steps);
+        num_ns(f, "cuda_call_us", x->at.cuda_call, 1);
         num_ns(f, "sync_drain_us", x->at.sync_drain, 1);
         num_ns(f, "launch_overhead_us", x->at.launch_overhead, 1);
         num_ns(f, "unexplained_us", x->at.unexplained, 0);
@@ -334,6 +380,18 @@ void ct_report_json(FILE *f, const struct ct_report *rep, int rank_iters)
                     "and no repeating work that agrees across cycles\",");
         else
             fprintf(f, "\"iteration_confidence\":%.3f,", x->iter_conf);
+        /* why it is below what its source gave (coverage), or null */
+        char why[256];
+        if (x->iter_src != CT_ITER_NONE &&
+            ct_coverage_factor(R, x->iter_src == CT_ITER_PERIOD, why, sizeof(why)) < 1) {
+            char note[320];
+            snprintf(note, sizeof(note), "lowered from %.3f: %s", x->iter_conf_found, why);
+            fprintf(f, "\"iteration_confidence_note\":");
+            ct_json_str(f, note);
+            fputc(',', f);
+        } else {
+            fprintf(f, "\"iteration_confidence_note\":null,");
+        }
         fprintf(f, "\"iteration_count\":%zu,", x->niters);
         if (rank_iters) { /* per-(rank, iteration) detail: on request */
             fprintf(f, "\"iterations\":[");
@@ -363,10 +421,12 @@ void ct_report_json(FILE *f, const struct ct_report *rep, int rank_iters)
                 ",\"gpu_nccl_record\":%" PRIu64 ",\"dropped_records\":%" PRIu64
                 ",\"untimed_ops\":%" PRIu64 ",\"unmatched_p2p\":%" PRIu64 ",\"processes\":%" PRIu64
                 ",\"truncated_files\":%" PRIu64 ",\"damaged_bytes\":%" PRIu64
-                ",\"superseded_intervals\":%" PRIu64 "}}",
+                ",\"superseded_intervals\":%" PRIu64 ",",
                 c->gpu_cupti, c->gpu_events, c->gpu_events_blocking, c->gpu_plugin,
                 c->gpu_nccl_record, c->dropped, c->untimed, c->unmatched_p2p, c->processes,
                 c->truncated, c->damaged, c->superseded);
+        coverage_material_json(f, R);
+        fputs("}}", f);
     }
     fprintf(f, "],\"collectives\":[");
     for (size_t i = 0; i < rep->ncoll; i++) {
@@ -602,6 +662,60 @@ static void provenance_text(FILE *f, const struct ct_report *rep)
     fprintf(f, "%s\n", rep->nr > 16 ? " ..." : "");
 }
 
+/* Coverage facts that change the answer, one line each (the first 8; a
+ * file of a process that drives several devices once). */
+static void coverage_text(FILE *f, const struct ct_report *rep)
+{
+    const char **seen = NULL;
+    size_t nseen = 0, shown = 0, more = 0;
+    struct ct_cov_fact c;
+    for (size_t r = 0; r < rep->nr; r++) {
+        const struct ct_rank *R = rep->rr[r].rank;
+        for (size_t i = 0; ct_coverage_fact(R, i, &c); i++) {
+            if (c.path) {
+                size_t k = 0;
+                while (k < nseen && strcmp(seen[k], c.path))
+                    k++;
+                if (k < nseen)
+                    continue;
+                const char **s = realloc(seen, (nseen + 1) * sizeof(*s));
+                if (!s)
+                    continue; /* out of memory: the line may come twice */
+                seen = s;
+                seen[nseen++] = c.path;
+            }
+            if (shown == 8) {
+                more++;
+                continue;
+            }
+            shown++;
+            if (c.kind == CT_COVF_UNTIMED) {
+                fprintf(f,
+                        "Coverage: rank %d: %" PRIu64 " GPU ops untimed (%.1f%% of %" PRIu64
+                        "): no GPU time for them, so busy figures are lower bounds and idle "
+                        "and its split too high; confidences lowered\n",
+                        R->rank, c.count, pct((int64_t)c.count, (int64_t)c.of), c.of);
+            } else if (c.kind == CT_COVF_DAMAGED) {
+                fprintf(f, "Coverage: %" PRIu64 " damaged bytes skipped in %s (", c.count, c.path);
+                if (c.of)
+                    fprintf(f, "%.2f%% of the file", pct((int64_t)c.count, (int64_t)c.of));
+                if (c.truncated)
+                    fprintf(f, "%struncated at offset %" PRIu64, c.of ? "; " : "", c.offset);
+                fprintf(f, "): their records are lost; confidences lowered\n");
+            } else {
+                fprintf(f,
+                        "Coverage: %s truncated at offset %" PRIu64
+                        " (no footer: the process did not shut its trace down; its records end "
+                        "there)\n",
+                        c.path, c.offset);
+            }
+        }
+    }
+    free(seen);
+    if (more)
+        fprintf(f, "Coverage: ... and %zu more (JSON: each rank's coverage.material)\n", more);
+}
+
 void ct_report_text(FILE *f, const struct ct_report *rep)
 {
     int64_t win = 0, comp = 0, expo = 0, idle = 0, comm = 0, ovl = 0;
@@ -631,6 +745,7 @@ void ct_report_text(FILE *f, const struct ct_report *rep)
     else if (g && g->natt && g->e > g->s)
         fprintf(f, "goodput - (%s)\n", g->unavailable ? g->unavailable : "unknown");
     provenance_text(f, rep);
+    coverage_text(f, rep);
     fprintf(f, "\n");
     fprintf(f, "Where GPU time goes (all ranks, %% of window):\n");
     fprintf(f,
@@ -684,14 +799,15 @@ void ct_report_text(FILE *f, const struct ct_report *rep)
                 x->rank->host, (double)w / 1e6, pct(x->compute, w), pct(x->comm, w),
                 pct(x->memory, w), pct(x->idle, w), ov, bb);
     }
-    fprintf(f, "\nGPU-idle attribution (ms): bubble-idle data ckpt(step excess) sync-drain "
-               "launch unexplained\n");
+    fprintf(f, "\nGPU-idle attribution (ms): bubble-idle data ckpt(step excess) cuda-call "
+               "sync-drain launch unexplained\n");
     for (size_t r = 0; r < rep->nr; r++) {
         const struct ct_attribution *a = &rep->rr[r].at;
-        fprintf(f, "  rank %-4d %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f\n", rep->rr[r].rank->rank,
+        fprintf(f, "  rank %-4d %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f\n", rep->rr[r].rank->rank,
                 (double)a->bubble_idle / 1e6, (double)a->data_stall / 1e6,
-                (double)a->checkpoint_stall / 1e6, (double)a->sync_drain / 1e6,
-                (double)a->launch_overhead / 1e6, (double)a->unexplained / 1e6);
+                (double)a->checkpoint_stall / 1e6, (double)a->cuda_call / 1e6,
+                (double)a->sync_drain / 1e6, (double)a->launch_overhead / 1e6,
+                (double)a->unexplained / 1e6);
     }
     if (rep->ncoll) {
         fprintf(f, "\nCollectives:\n  %-14s %12s %6s %8s %10s %10s %9s %9s\n", "op", "bytes",

@@ -690,6 +690,13 @@ int ct_kineto_build(struct ct_proc *p, int hta, int filter_last)
             continue;
         }
         if (r->cat == CT_KC_RUNTIME || r->cat == CT_KC_DRIVER) {
+            /* a runtime call that blocked (cudaMalloc, a pageable or
+             * synchronous cudaMemcpy, a module load): not a synchronize,
+             * which waits for the GPU (ct_is_blocking_call's rule; Kineto
+             * rows keep no thread, so every thread's calls count) */
+            if (en[i] - ts[i] >= CT_BLOCKING_CALL_NS && !strstr(nm, "Synchronize") &&
+                (rc = ct_ivset_add(&p->cuda_call, ts[i], en[i])))
+                break;
             if (is_launch(nm)) {
                 if ((rc = ct_grow((void **)&p->launches, &cap_l, p->nlaunches, sizeof(int64_t))))
                     break;
@@ -713,6 +720,7 @@ int ct_kineto_build(struct ct_proc *p, int hta, int filter_last)
     if (p->nlaunches) /* launches may be NULL then */
         sort_rows(p->launches, p->nlaunches, sizeof(int64_t), ct_cmp_i64);
     ct_ivset_normalize(&p->sync);
+    ct_ivset_normalize(&p->cuda_call);
     if ((rc = stream_wait_edges(p, k, ts, cx, ncx, rnd)))
         goto out;
     p->at_step = 1;

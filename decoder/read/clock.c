@@ -83,6 +83,7 @@ static void shift_rank(struct ct_rank *r, int64_t d)
             p->syncs[i].rec += d;
         }
         shift_set(&p->sync, d);
+        shift_set(&p->cuda_call, d);
         shift_set(&p->data_wait, d);
         shift_set(&p->file_read, d);
         int64_t *lt[] = {&p->life.start_ns, &p->life.signal_ns, &p->life.hang_ns,

@@ -189,6 +189,8 @@ static int one_device(const struct ct_proc *p, const int32_t *devs, size_t ndev,
     if (!rc)
         rc = copy_set(&p->sync, &q->sync);
     if (!rc)
+        rc = copy_set(&p->cuda_call, &q->cuda_call);
+    if (!rc)
         rc = copy_set(&p->data_wait, &q->data_wait);
     if (!rc)
         rc = copy_set(&p->file_read, &q->file_read);
@@ -242,6 +244,7 @@ static int one_device(const struct ct_proc *p, const int32_t *devs, size_t ndev,
     /* how the process was timed holds for each device; what it lost is
      * counted once, with its first device */
     q->cov = p->cov;
+    q->trunc_at = p->trunc_at;
     if (k > 0)
         q->cov.dropped = q->cov.untimed = q->cov.unmatched_p2p = 0;
     return 0;

@@ -44,6 +44,7 @@ static void ex_free(struct ex *x)
         free(v[i]->p);
     free(x->name_map);
     free(x->kcls);
+    ct_calls_free(&x->bcalls);
 }
 
 static int name_of(struct ex *x, uint64_t sid, uint32_t *out)
@@ -173,7 +174,8 @@ static int on_nccl(struct ex *x, const uint64_t *c, size_t st, uint32_t tid)
     }
     ((uint64_t *)x->nsynth.p)[x->nsynth.n++] = synth;
     x->nccl.n++;
-    return push_launch(x, FLD(CT_NCCL_START));
+    int rc = push_launch(x, FLD(CT_NCCL_START));
+    return rc ? rc : ct_calls_launcher(&x->bcalls, tid);
 }
 
 /* Whether kernel string id sid names an NCCL kernel (cached per id). */
@@ -291,8 +293,12 @@ static int on_api(struct ex *x, const uint64_t *c, size_t st, uint32_t tid)
         rc = push_launch(x, FLD(CT_API_START));
         if (!rc && !(FLD(CT_API_FLAGS) & CT_APIF_CAPTURED))
             rc = ct_u64_push(&x->timed, FLD(CT_API_CORR));
+        if (!rc)
+            rc = ct_calls_launcher(&x->bcalls, tid);
     }
     int64_t s = (int64_t)FLD(CT_API_START), e = (int64_t)FLD(CT_API_END);
+    if (!rc && ct_is_blocking_call(fam, FLD(CT_API_FLAGS), e - s))
+        rc = ct_calls_note(&x->bcalls, s, e, tid);
     if (!rc && ct_is_host_sync(fam, FLD(CT_API_FLAGS)) && !(rc = ct_ivset_add(&p->sync, s, e)))
         rc = note_sync(x, c, st, fam);
     if (!rc && fam == CT_FAM_MEMCPY && FLD(CT_API_COPY_KIND) == CT_COPY_DTOH &&
@@ -539,7 +545,9 @@ int ct_proc_extract_file(const char *path, const char *step_name, struct ct_proc
     p->pid = rd.hdr.pid;
     p->cov.processes = 1;
     p->cov.truncated = !rd.has_footer;
-    p->cov.damaged = rd.damage_total;
+    p->cov.damaged = rd.damage_bytes;
+    p->cov.bytes = rd.size;
+    p->trunc_at = rd.truncated ? rd.truncated_at : 0;
     p->clock_offset = x.clock.n ? ct_median_i64(x.clock.p, x.clock.n)
                                 : (int64_t)(rd.hdr.start_real_ns - rd.hdr.start_mono_ns);
     const char *pp = x.have_ppid ? ct_reader_string(&rd, x.ppid_sid) : NULL;

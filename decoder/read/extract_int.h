@@ -72,6 +72,7 @@ struct ex {
     struct ct_vec steps;    /* struct ct_range, raw times */
     struct ct_vec sord;     /* file order of each step */
     struct ct_vec launches; /* int64 raw host starts */
+    struct ct_calls bcalls; /* blocking CUDA calls (raw times) and the launching threads */
     struct ct_vec clock;    /* int64 realtime - monotonic of each CLOCK record */
     uint32_t *name_map;     /* trace string id -> provisional name index + 1 */
     size_t name_mapn;

@@ -630,6 +630,8 @@ int ct_extract_finish(struct ex *x)
         }
         ct_ivset_normalize(sets[k]);
     }
+    if ((rc = ct_calls_finish(&x->bcalls, &p->cuda_call, off)))
+        goto out;
     static const ct_key_fn rec_order[] = {ev_event, ev_time};
     if ((rc = ct_sort_by(x->evr.p, x->evr.n, sizeof(struct ex_event), rec_order, 2)) ||
         (rc = event_edges(x, off)) || (rc = sync_waits(x, off)))

@@ -21,6 +21,7 @@ void ct_proc_free(struct ct_proc *p)
     free(p->nccl);
     free(p->launches);
     ct_ivset_free(&p->sync);
+    ct_ivset_free(&p->cuda_call);
     ct_ivset_free(&p->data_wait);
     ct_ivset_free(&p->file_read);
     ct_ivset_free(&p->ckpt);
@@ -109,6 +110,7 @@ static void cov_add(struct ct_coverage *a, const struct ct_coverage *b)
     a->truncated += b->truncated;
     a->damaged += b->damaged;
     a->superseded += b->superseded;
+    a->bytes += b->bytes;
 }
 
 static int cmp_gop(const void *a, const void *b)

@@ -145,6 +145,7 @@ int ct_proc_spill(struct ct_proc *p)
     p->launches = NULL;
     /* what stays: the host sets, grown by doubling while extracted */
     ct_ivset_shrink(&p->sync);
+    ct_ivset_shrink(&p->cuda_call);
     ct_ivset_shrink(&p->data_wait);
     ct_ivset_shrink(&p->ckpt);
     ct_ivset_shrink(&p->file_read);

@@ -43,7 +43,8 @@ static void put_cov(struct ct_sum_wbuf *b, const struct ct_coverage *c)
 {
     const uint64_t v[] = {c->gpu_cupti,           c->gpu_events, c->gpu_plugin, c->gpu_nccl_record,
                           c->gpu_events_blocking, c->dropped,    c->untimed,    c->unmatched_p2p,
-                          c->processes,           c->truncated,  c->damaged,    c->superseded};
+                          c->processes,           c->truncated,  c->damaged,    c->superseded,
+                          c->bytes};
     for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
         ct_sum_put_u64(b, v[i]);
 }
@@ -102,6 +103,7 @@ static void encode(struct ct_sum_wbuf *b, const struct ct_proc *p, const char *s
     }
     ct_sum_put_launches(b, p->launches, p->nlaunches);
     put_ivset(b, &p->sync);
+    put_ivset(b, &p->cuda_call);
     put_ivset(b, &p->data_wait);
     put_ivset(b, &p->file_read);
     put_ivset(b, &p->ckpt);
@@ -137,6 +139,7 @@ static void encode(struct ct_sum_wbuf *b, const struct ct_proc *p, const char *s
     for (size_t i = 0; i < p->nnames; i++)
         ct_sum_put_str(b, p->names[i]);
     put_cov(b, &p->cov);
+    ct_sum_put_u64(b, p->trunc_at);
     ct_sum_put_u64(b, (uint64_t)p->capture_open);
     ct_sum_put_u64(b, (uint64_t)p->last_ns);
     ct_sum_put_u8(b, p->windowed);
@@ -228,7 +231,8 @@ static void get_cov(struct ct_sum_rbuf *r, struct ct_coverage *c)
 {
     uint64_t *v[] = {&c->gpu_cupti,           &c->gpu_events, &c->gpu_plugin, &c->gpu_nccl_record,
                      &c->gpu_events_blocking, &c->dropped,    &c->untimed,    &c->unmatched_p2p,
-                     &c->processes,           &c->truncated,  &c->damaged,    &c->superseded};
+                     &c->processes,           &c->truncated,  &c->damaged,    &c->superseded,
+                     &c->bytes};
     for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
         *v[i] = ct_sum_get_u64(r);
 }
@@ -309,6 +313,7 @@ static void decode(struct ct_sum_rbuf *r, struct ct_proc *p, struct ct_hcollect 
             r->bad = 1;
     p->launches = ct_sum_get_launches(r, &p->nlaunches, oom);
     get_ivset(r, &p->sync, oom);
+    get_ivset(r, &p->cuda_call, oom);
     get_ivset(r, &p->data_wait, oom);
     get_ivset(r, &p->file_read, oom);
     get_ivset(r, &p->ckpt, oom);
@@ -353,6 +358,7 @@ static void decode(struct ct_sum_rbuf *r, struct ct_proc *p, struct ct_hcollect 
         if (p->ops[i].name >= p->nnames && (p->nnames || p->ops[i].name))
             r->bad = 1;
     get_cov(r, &p->cov);
+    p->trunc_at = ct_sum_get_u64(r);
     p->capture_open = (int64_t)ct_sum_get_u64(r);
     p->last_ns = (int64_t)ct_sum_get_u64(r);
     p->windowed = ct_sum_get_u8(r);

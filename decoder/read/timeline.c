@@ -162,6 +162,53 @@ int ct_capture_finish(struct ct_proc *p, int64_t off)
     return 0;
 }
 
+int ct_calls_note(struct ct_calls *c, int64_t s, int64_t e, uint32_t tid)
+{
+    if (ct_grow((void **)&c->v, &c->cap, c->n, sizeof(*c->v)))
+        return -ENOMEM;
+    c->v[c->n++] = (struct ct_call_span){s, e, tid};
+    return 0;
+}
+
+int ct_calls_launcher(struct ct_calls *c, uint32_t tid)
+{
+    /* called for every launch: the last thread noted is nearly always it */
+    if (c->ntids && c->tids[c->ntids - 1] == tid)
+        return 0;
+    for (size_t i = 0; i < c->ntids; i++)
+        if (c->tids[i] == tid) {
+            c->tids[i] = c->tids[c->ntids - 1];
+            c->tids[c->ntids - 1] = tid;
+            return 0;
+        }
+    if (ct_grow((void **)&c->tids, &c->captids, c->ntids, sizeof(*c->tids)))
+        return -ENOMEM;
+    c->tids[c->ntids++] = tid;
+    return 0;
+}
+
+int ct_calls_finish(struct ct_calls *c, struct ct_ivset *out, int64_t off)
+{
+    int rc = 0;
+    for (size_t i = 0; i < c->n && !rc; i++) {
+        size_t k = 0;
+        while (k < c->ntids && c->tids[k] != c->v[i].tid)
+            k++;
+        if (k < c->ntids)
+            rc = ct_ivset_add(out, c->v[i].s + off, c->v[i].e + off);
+    }
+    ct_ivset_normalize_unsorted(out);
+    ct_calls_free(c);
+    return rc;
+}
+
+void ct_calls_free(struct ct_calls *c)
+{
+    free(c->v);
+    free(c->tids);
+    memset(c, 0, sizeof(*c));
+}
+
 struct gkv {
     uint64_t corr;
     size_t op;
@@ -194,7 +241,9 @@ int ct_proc_extract(struct ct_trace *t, const char *step_name, struct ct_proc *p
     p->cov.processes = 1;
     p->cov.dropped = t->dropped;
     p->cov.truncated = !t->rd.has_footer;
-    p->cov.damaged = t->rd.damage_total;
+    p->cov.damaged = t->rd.damage_bytes;
+    p->cov.bytes = t->rd.size;
+    p->trunc_at = t->rd.truncated ? t->rd.truncated_at : 0;
     const char *step = step_name ? step_name : "ProfilerStep";
     const int64_t off = p->clock_offset;
 
@@ -215,6 +264,7 @@ int ct_proc_extract(struct ct_trace *t, const char *step_name, struct ct_proc *p
     size_t *nrec = NULL;    /* record index of each NCCL op */
     struct gkv *grp = NULL; /* GPU ops of a group's id (event pairs around ncclGroupEnd) */
     size_t ngrp = 0, cap_grp = 0;
+    struct ct_calls calls = {0};
     int rc = 0;
     for (size_t i = 0; i < t->n && !rc; i++) {
         const struct ct_record *r = &t->recs[i];
@@ -306,6 +356,7 @@ int ct_proc_extract(struct ct_trace *t, const char *step_name, struct ct_proc *p
             if ((rc = ct_grow((void **)&p->launches, &cap_l, p->nlaunches, sizeof(int64_t))))
                 break;
             p->launches[p->nlaunches++] = n->host_s;
+            rc = ct_calls_launcher(&calls, r->tid);
             break;
         }
         case CT_REC_API: {
@@ -317,7 +368,12 @@ int ct_proc_extract(struct ct_trace *t, const char *step_name, struct ct_proc *p
                 p->launches[p->nlaunches++] = s;
                 if (!has_u64(gcorr, ng, f[CT_API_CORR]) && !(f[CT_API_FLAGS] & CT_APIF_CAPTURED))
                     p->cov.untimed++;
+                if ((rc = ct_calls_launcher(&calls, r->tid)))
+                    break;
             }
+            if (ct_is_blocking_call(fam, f[CT_API_FLAGS], e - s) &&
+                (rc = ct_calls_note(&calls, s, e, r->tid)))
+                break;
             if (ct_is_host_sync(fam, f[CT_API_FLAGS]))
                 rc = ct_ivset_add(&p->sync, s, e);
             if (!rc && fam == CT_FAM_MEMCPY && f[CT_API_COPY_KIND] == CT_COPY_DTOH &&
@@ -381,6 +437,9 @@ int ct_proc_extract(struct ct_trace *t, const char *step_name, struct ct_proc *p
     }
     free(gcorr);
     free(nm.map);
+    if (!rc)
+        rc = ct_calls_finish(&calls, &p->cuda_call, 0); /* times already moved */
+    ct_calls_free(&calls);
     if (rc) {
         free(nrec);
         free(grp);

@@ -135,7 +135,9 @@ struct ct_coverage {
     uint64_t dropped;             /* records lost (DROP records, all reasons) */
     uint64_t untimed;             /* launches/copies/memsets without a GPU interval */
     uint64_t unmatched_p2p;       /* Send/Recv without their peer's op in the traces */
-    uint64_t processes, truncated, damaged;
+    uint64_t processes, truncated;
+    uint64_t damaged; /* bytes skipped as damaged, at every place */
+    uint64_t bytes;   /* the trace files' length */
     /* GPU records not counted above: another source timed the same op
      * better (tracefile.h ct_gpu_source_rank) */
     uint64_t superseded;
@@ -188,7 +190,10 @@ struct ct_proc {
     size_t nnccl;
     int64_t *launches; /* sorted host starts of launch/copy/memset/NCCL calls */
     size_t nlaunches;
-    struct ct_ivset sync;      /* blocking sync calls and synchronous copies */
+    struct ct_ivset sync; /* blocking sync calls and synchronous copies */
+    /* CUDA calls that blocked (ct_is_blocking_call) on the threads that
+     * launch GPU work (ct_calls_finish) */
+    struct ct_ivset cuda_call;
     struct ct_ivset data_wait; /* read/recv/poll... on files, pipes, sockets */
     struct ct_ivset ckpt;      /* write/fsync on files, DtoH copies >= 16 MiB */
     struct ct_ivset file_read; /* of data_wait: reads on regular files (a checkpoint's restore) */
@@ -206,6 +211,7 @@ struct ct_proc {
     char **names;
     size_t nnames;
     struct ct_coverage cov;
+    uint64_t trunc_at; /* truncated (cov.truncated): where the decoded part ends, else 0 */
     /* Capture windows (CUTRACE_START=paused, CUTRACE_DURATION, light mode's
      * duty cycle): the spans of time the trace covers, from its capture
      * marks. windowed 0: recorded throughout (capture empty). A window
@@ -274,6 +280,13 @@ void ct_proc_free(struct ct_proc *p);
 int ct_is_data_wait(const char *op, uint64_t fd_type);
 int ct_is_host_sync(uint64_t fam, uint64_t flags);
 int ct_is_ckpt_io(const char *op, uint64_t fd_type);
+/* A CUDA driver call that blocked the host: one that is not a wait for the
+ * GPU (a synchronize: CT_FAM_SYNC without CT_APIF_ASYNC) and lasted at
+ * least CT_BLOCKING_CALL_NS (an allocation, a module load, a pageable or
+ * synchronous copy, a memset that synchronises, a launch that loaded its
+ * module). dur in ns. */
+#define CT_BLOCKING_CALL_NS 100000
+int ct_is_blocking_call(uint64_t fam, uint64_t flags, int64_t dur);
 int ct_step_matches(const char *msg, const char *step);
 /* The number after the last '#' of a step's message (all of the rest a
  * decimal integer), or CT_STEP_NONE: what names an iteration in reports.
@@ -286,6 +299,27 @@ int64_t ct_step_number(const char *msg);
 int ct_capture_mark(struct ct_proc *p, const char *value, int64_t t);
 void ct_capture_meta(struct ct_proc *p, const char *key, const char *value);
 int ct_capture_finish(struct ct_proc *p, int64_t off);
+
+/* The blocking CUDA calls of a process while its trace is read (both
+ * extractors): each with its thread, and the threads that issued GPU work
+ * (launch, copy, memset or NCCL calls). ct_calls_finish keeps the calls of
+ * those threads (the ones that feed the GPU: a pinned-memory thread's
+ * allocation does not hold the GPU back), moved by the clock offset, in
+ * out, normalised; it frees c. ct_calls_note and ct_calls_launcher: 0 or
+ * -ENOMEM. */
+struct ct_calls {
+    struct ct_call_span {
+        int64_t s, e;
+        uint32_t tid;
+    } * v;
+    size_t n, cap;
+    uint32_t *tids; /* the launching threads, unsorted, once each */
+    size_t ntids, captids;
+};
+int ct_calls_note(struct ct_calls *c, int64_t s, int64_t e, uint32_t tid);
+int ct_calls_launcher(struct ct_calls *c, uint32_t tid);
+int ct_calls_finish(struct ct_calls *c, struct ct_ivset *out, int64_t off);
+void ct_calls_free(struct ct_calls *c);
 
 /* devices.c: notes that stream id `stream` belongs to device dev (dev < 0:
  * nothing to note), 0 or -ENOMEM; the device of a stream, -1 unknown; and

@@ -59,6 +59,25 @@ printf 'XXXXXXXXXXXXXXXX' | dd of="$tmp/bad.cutrace" bs=1 seek=$((size / 2)) con
 err=$("$cutrace" dump "$tmp/bad.cutrace" 2>&1 > /dev/null); rc=$?
 [ $rc = 1 ] && grep -q "bad.cutrace: damaged at offset [0-9]*: corrupt" <<< "$err" && ok || bad "corrupt dump: rc=$rc $err"
 
+# 4b. info and report count the same damaged bytes (bytes, not places), and the
+# report's header states them, and a cut file's offset (docs/report.md, "Coverage").
+info=$("$cutrace" info "$tmp/bad.cutrace")
+want=$(sed -n 's/^  damaged: *\([0-9]*\) bytes skipped at 1 place(s).*/\1/p' <<< "$info")
+each=$(sed -n 's/^  damage: .*(\([0-9]*\) bytes skipped)$/\1/p' <<< "$info")
+got=$("$cutrace" report --json "$tmp/bad.cutrace" 2> /dev/null |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["ranks"][0]["coverage"]["damaged_bytes"])')
+[ -n "$want" ] && [ "$want" -gt 16 ] && [ "$want" = "$each" ] && [ "$want" = "$got" ] && ok ||
+    bad "damaged bytes: info total '$want', its place '$each', report '$got'"
+"$cutrace" report "$tmp/bad.cutrace" 2> /dev/null |
+    grep -q "^Coverage: $want damaged bytes skipped in $tmp/bad.cutrace ([0-9.]*% of the file)" &&
+    ok || bad "report header: no damaged-bytes line"
+off=$("$cutrace" info "$tmp/cut.cutrace" | sed -n 's/.*truncated at offset \([0-9]*\) .*/\1/p')
+"$cutrace" report "$tmp/cut.cutrace" 2> /dev/null |
+    grep -q "^Coverage: $tmp/cut.cutrace truncated at offset $off (no footer" &&
+    [ -n "$off" ] && ok || bad "report header: no truncation line at offset '$off'"
+"$cutrace" report "$tmp/run/a.cutrace" 2> /dev/null | grep -q "^Coverage:" &&
+    bad "report header: a whole trace has a coverage line" || ok
+
 # 5. Bad input: one clear message naming the file, non-zero, never a crash.
 check_error() { # expected-rc pattern args...
     local want=$1 pat=$2; shift 2

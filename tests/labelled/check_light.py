@@ -74,8 +74,8 @@ PER_ITER = ["compute_us", "comm_us", "memory_us", "exposed_comm_us", "idle_us", 
             "bubble_us"]
 SHARES = {"compute_us": "compute_us", "memory_us": "memory_us", "idle_us": "idle_us",
           "exposed_comm_us": "exposed_comm_us", "comm_us": "comm_us"}
-SPLIT_ALL = ["pipeline_bubble_idle_us", "data_stall_us", "checkpoint_idle_us", "sync_drain_us",
-             "launch_overhead_us", "unexplained_us"]
+SPLIT_ALL = ["pipeline_bubble_idle_us", "data_stall_us", "checkpoint_idle_us", "cuda_call_us",
+             "sync_drain_us", "launch_overhead_us", "unexplained_us"]
 
 
 def diagnose(traces, min_saving="2"):

@@ -20,6 +20,8 @@ Suite *options_suite(void);
 Suite *goodput_suite(void);
 Suite *critical_path_suite(void);
 Suite *diagnose_replay_suite(void);
+Suite *diagnose_light_suite(void);
+Suite *provenance_suite(void);
 
 static const struct th_suite suites[] = {
     {"intervals", intervals_suite},
@@ -39,6 +41,8 @@ static const struct th_suite suites[] = {
     {"goodput", goodput_suite},
     {"critical_path", critical_path_suite},
     {"diagnose_replay", diagnose_replay_suite},
+    {"diagnose_light", diagnose_light_suite},
+    {"provenance", provenance_suite},
     {NULL, NULL},
 };
 

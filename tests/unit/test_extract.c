@@ -56,6 +56,15 @@ static void *launcher(void *arg)
         a[CT_API_BYTES] = i % 20 == 3 ? 32ull << 20 : 4096;
         a[CT_API_FLAGS] = i % 97 == 5 ? CT_APIF_CAPTURED : 0;
         emit(CT_REC_API, a, CT_API_NFIELDS);
+        if (i % 500 == 42) { /* an allocation that blocked: a blocking call */
+            uint64_t b[CT_API_NFIELDS] = {0};
+            b[CT_API_START] = a[CT_API_START] + 500;
+            b[CT_API_END] = b[CT_API_START] + 150000;
+            b[CT_API_CORR] = 0;
+            b[CT_API_FAMILY] = CT_FAM_ALLOC;
+            b[CT_API_NAME] = ct_intern("cuMemAlloc_v2");
+            emit(CT_REC_API, b, CT_API_NFIELDS);
+        }
         if (i % 300 == 0) {
             uint64_t r[CT_NVTX_NFIELDS] = {0};
             r[CT_NVTX_START] = a[CT_API_START];
@@ -149,6 +158,14 @@ static void *io(void *arg)
         f[CT_IO_OP] = ct_intern(ops[i % 5]);
         f[CT_IO_FD_TYPE] = i % 3 ? CT_FD_FILE : CT_FD_SOCKET;
         emit(CT_REC_IO, f, CT_IO_NFIELDS);
+        if (i % 60 == 7) { /* a thread that launches nothing: not a blocking call of the GPU's */
+            uint64_t b[CT_API_NFIELDS] = {0};
+            b[CT_API_START] = f[CT_IO_START] + 7;
+            b[CT_API_END] = b[CT_API_START] + 200000;
+            b[CT_API_FAMILY] = CT_FAM_ALLOC;
+            b[CT_API_NAME] = ct_intern("cuMemHostAlloc");
+            emit(CT_REC_API, b, CT_API_NFIELDS);
+        }
         if (i % 50 == 0) {
             uint64_t m[CT_MARK_NFIELDS] = {0};
             m[CT_MARK_TIME] = f[CT_IO_START];
@@ -217,6 +234,7 @@ static void same_proc(const struct ct_proc *a, const struct ct_proc *b)
     ck_assert_uint_eq(a->nlaunches, b->nlaunches);
     ck_assert_int_eq(memcmp(a->launches, b->launches, a->nlaunches * sizeof(int64_t)), 0);
     same_set(&a->sync, &b->sync);
+    same_set(&a->cuda_call, &b->cuda_call);
     same_set(&a->data_wait, &b->data_wait);
     same_set(&a->ckpt, &b->ckpt);
     ck_assert_uint_eq(a->nsteps, b->nsteps);
@@ -255,7 +273,8 @@ START_TEST(streaming_equals_sorted_record_walk_on_shuffled_trace)
     ck_assert_uint_gt(got.nsteps, 0);
     ck_assert_uint_gt(got.cov.gpu_nccl_record, 0);
     ck_assert_uint_gt(got.cov.untimed, 0);
-    ck_assert_uint_gt(got.capture.n, 1); /* windows, the last one open to the end */
+    ck_assert_uint_eq(got.cuda_call.n, NLAUNCH / 500); /* the launcher's, not the I/O thread's */
+    ck_assert_uint_gt(got.capture.n, 1);               /* windows, the last one open to the end */
     ck_assert_int_eq(got.capture.v[got.capture.n - 1].e, CT_OPEN_END);
     ck_assert(got.windowed && got.light && got.light_window_ms == 200);
     ct_proc_free(&want);
@@ -338,6 +357,67 @@ START_TEST(graph_node_and_edge_records_reach_the_ops)
 }
 END_TEST
 
+/* An API record of family fam, flags fl, [T0 + s, T0 + e) in µs. */
+static void call(uint64_t fam, uint64_t fl, uint64_t s, uint64_t e)
+{
+    uint64_t a[CT_API_NFIELDS] = {0};
+    a[CT_API_START] = T0 + 1000 * s;
+    a[CT_API_END] = T0 + 1000 * e;
+    a[CT_API_FAMILY] = fam;
+    a[CT_API_FLAGS] = fl;
+    a[CT_API_NAME] = ct_intern("call");
+    emit(CT_REC_API, a, CT_API_NFIELDS);
+}
+
+/* A thread that never launches GPU work, in a call of 300 us (a pinned
+ * memory thread's allocation). */
+static void *bystander(void *arg)
+{
+    (void)arg;
+    call(CT_FAM_ALLOC, 0, 5000, 5300);
+    return NULL;
+}
+
+/*
+ * The blocking calls a process keeps (both extractors alike): a launching
+ * thread's allocation [1000,1200) and synchronous copy [2000,2150) (100 us
+ * or more, no synchronize); not its Async copy of 99 us [3000,3099), nor
+ * its synchronize [4000,4500), nor a call of a thread that launches
+ * nothing [5000,5300).
+ */
+START_TEST(blocking_calls_are_those_of_the_threads_that_launch)
+{
+    char path[512];
+    th_path(path, sizeof(path), th_tmpdir(), "calls.cutrace");
+    ck_assert_int_eq(th_start(path, 1 << 16, 1), 0);
+    call(CT_FAM_LAUNCH, 0, 10, 15);
+    call(CT_FAM_ALLOC, 0, 1000, 1200);
+    call(CT_FAM_MEMCPY, 0, 2000, 2150);
+    call(CT_FAM_MEMCPY, CT_APIF_ASYNC, 3000, 3099);
+    call(CT_FAM_SYNC, 0, 4000, 4500);
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, bystander, NULL), 0);
+    pthread_join(th, NULL);
+    ck_assert_int_eq(ct_recorder_stop(5000), 0);
+    struct ct_trace t;
+    struct ct_proc want, got;
+    char err[512];
+    ck_assert_msg(ct_trace_load(&t, path, 1, err, sizeof(err)) == 0, "%s", err);
+    ck_assert_int_eq(ct_proc_extract(&t, NULL, &want), 0);
+    ck_assert_msg(ct_proc_extract_file(path, NULL, &got, err, sizeof(err)) == 0, "%s", err);
+    const int64_t off = got.clock_offset;
+    ck_assert_uint_eq(got.cuda_call.n, 2);
+    ck_assert_int_eq(got.cuda_call.v[0].s, (int64_t)T0 + 1000000 + off);
+    ck_assert_int_eq(got.cuda_call.v[0].e, (int64_t)T0 + 1200000 + off);
+    ck_assert_int_eq(got.cuda_call.v[1].s, (int64_t)T0 + 2000000 + off);
+    ck_assert_int_eq(got.cuda_call.v[1].e, (int64_t)T0 + 2150000 + off);
+    same_set(&got.cuda_call, &want.cuda_call);
+    ct_proc_free(&want);
+    ct_proc_free(&got);
+    ct_trace_free(&t);
+}
+END_TEST
+
 START_TEST(missing_file_names_it_and_leaves_proc_empty)
 {
     struct ct_proc p;
@@ -358,6 +438,7 @@ Suite *extract_suite(void)
     tcase_add_test(tc, streaming_equals_sorted_record_walk_on_shuffled_trace);
     tcase_add_test(tc, graph_node_and_edge_records_reach_the_ops);
     tcase_add_test(tc, missing_file_names_it_and_leaves_proc_empty);
+    tcase_add_test(tc, blocking_calls_are_those_of_the_threads_that_launch);
     suite_add_tcase(s, tc);
     return s;
 }

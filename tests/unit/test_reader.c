@@ -231,6 +231,68 @@ START_TEST(garbage_between_frames_is_skipped_and_located)
 }
 END_TEST
 
+/* Twenty runs of garbage, of 10 to 29 bytes, each before a copy of the
+ * first chunk: every run is a place of damage, and the bytes skipped count
+ * them all (390), past the 16 places whose details are kept. What `info`
+ * prints and `report` counts (coverage.damaged_bytes) is this total. */
+START_TEST(damaged_bytes_count_every_place_past_the_16_kept)
+{
+    make_trace();
+    size_t starts[64];
+    frame_starts(starts, 64);
+    size_t c0 = starts[1], c1 = starts[2], chunk = c1 - c0, n = 0, want = 0;
+    uint8_t *bad = malloc(g_len + 20 * (29 + chunk));
+    memcpy(bad, g_file, c0);
+    n = c0;
+    for (size_t k = 0; k < 20; k++) {
+        memset(bad + n, 'x', 10 + k);
+        n += 10 + k;
+        want += 10 + k;
+        memcpy(bad + n, g_file + c0, chunk);
+        n += chunk;
+    }
+    memcpy(bad + n, g_file + c0, g_len - c0);
+    n += g_len - c0;
+    struct th_trace t;
+    th_trace_read_mem(&t, bad, n);
+    ck_assert_uint_eq(t.rd.damage_total, 20);
+    ck_assert_uint_eq(t.rd.ndamage, CT_READER_MAX_DAMAGE);
+    ck_assert_uint_eq(t.rd.damage_bytes, want);
+    ck_assert_uint_eq(want, 390);
+    ck_assert_uint_eq(t.rd.size, n);
+    ck_assert_uint_eq(t.rd.damage[15].skipped, 25);
+    ck_assert(t.rd.has_footer);
+    th_trace_free(&t);
+    free(bad);
+    free(g_file);
+}
+END_TEST
+
+/* A corrupt chunk is skipped whole: its frame's bytes are the damage (the
+ * reader resyncs at the next frame magic; compressed bytes hold one by
+ * chance about once in 10^6 frames of this size). */
+START_TEST(a_corrupt_chunk_counts_its_frame_as_damaged_bytes)
+{
+    make_trace();
+    size_t starts[64];
+    frame_starts(starts, 64);
+    size_t at = starts[3], len = starts[4] - at;
+    uint8_t *bad = malloc(g_len);
+    memcpy(bad, g_file, g_len);
+    bad[at + len / 2] ^= 0x55; /* the checksum fails */
+    struct th_trace t;
+    th_trace_read_mem(&t, bad, g_len);
+    ck_assert_uint_eq(t.rd.damage_total, 1);
+    ck_assert_uint_eq(t.rd.damage[0].offset, at);
+    ck_assert_uint_eq(t.rd.damage[0].skipped, len);
+    ck_assert_uint_eq(t.rd.damage_bytes, len);
+    ck_assert(t.rd.has_footer);
+    th_trace_free(&t);
+    free(bad);
+    free(g_file);
+}
+END_TEST
+
 START_TEST(newer_versions_are_refused_clearly)
 {
     make_trace();
@@ -283,6 +345,8 @@ Suite *reader_suite(void)
     tcase_add_test(tc, cut_at_every_byte_of_the_last_frames_decodes_what_is_complete);
     tcase_add_test(tc, random_corruption_never_yields_wrong_records);
     tcase_add_test(tc, garbage_between_frames_is_skipped_and_located);
+    tcase_add_test(tc, damaged_bytes_count_every_place_past_the_16_kept);
+    tcase_add_test(tc, a_corrupt_chunk_counts_its_frame_as_damaged_bytes);
     tcase_add_test(tc, newer_versions_are_refused_clearly);
     tcase_add_test(tc, versions_one_and_two_are_both_read);
     tcase_add_test(tc, other_files_are_not_traces);

@@ -1,8 +1,8 @@
 /* Suite "stalls": the split of GPU-idle time by ct_attribution_rank
- * (decoder/analysis/stalls.c) into data stall, checkpoint, sync drain,
- * launch overhead and unexplained, and the checkpoint stall by step-time
- * excess, on hand-built ranks (docs/report.md, "GPU-idle split"). Times in
- * µs. */
+ * (decoder/analysis/stalls.c) into data stall, checkpoint, blocking CUDA
+ * call, sync drain, launch overhead and unexplained, and the checkpoint
+ * stall by step-time excess, on hand-built ranks (docs/report.md, "GPU-idle
+ * split"); which calls are blocking (ct_is_blocking_call). Times in µs. */
 #include <check.h>
 #include <stdlib.h>
 
@@ -130,7 +130,8 @@ START_TEST(idle_split_sums_to_idle)
     const struct ct_rank_result *x = tb_result(&rep, 0);
     const struct ct_attribution *a = &x->at;
     ck_assert_int_eq(x->idle, TB_US(8000)); /* 8600 - 600 */
-    ck_assert_int_eq(a->bubble_idle + a->data_stall + a->ckpt_idle + a->sync_drain +
+    ck_assert_int_eq(a->cuda_call, 0);      /* no blocking call in the scenario */
+    ck_assert_int_eq(a->bubble_idle + a->data_stall + a->ckpt_idle + a->cuda_call + a->sync_drain +
                          a->launch_overhead + a->unexplained,
                      x->idle);
     ct_report_free(&rep);
@@ -187,6 +188,133 @@ START_TEST(each_idle_instant_goes_to_the_first_class_that_covers_it)
     ck_assert_int_eq(a->unexplained, 0);
     ct_report_free(&rep);
     ct_job_free(&job);
+}
+END_TEST
+
+/*
+ * examples/sim_train's step, cut down: kernel A [100,200), then the host
+ * sits in an input copy call [150,900) that blocked (pageable, or the
+ * simulated device copying on the host); its transfer [160,300) ran at
+ * once. Kernel B [950,1050) is launched at 900, when the call returns.
+ * Idle [300,950) = 650: the call [300,900) 600 is the blocking call's, B's
+ * own launch [900,950) 50 launch overhead. Without the class the launch
+ * rule takes all 650 (B's previous launch call, the copy at 150, began
+ * 0.75 ms earlier): what made `diagnose` report launch_bound on the demo.
+ */
+START_TEST(idle_inside_a_blocking_call_is_the_call_not_launch_overhead)
+{
+    struct tb_job b;
+    struct ct_job job;
+    struct ct_report rep;
+    tb_init(&b);
+    struct ct_proc *m = tb_proc(&b, 0);
+    tb_kernel(m, "a", 1, 100, 200, TB_NOLAUNCH);
+    tb_copy(m, 1, 160, 300, 150);
+    tb_cuda_call(m, 150, 900);
+    tb_kernel(m, "b", 1, 950, 1050, 900);
+    tb_build(&b, &job);
+    tb_analyze(&job, NULL, &rep);
+    const struct ct_rank_result *x = tb_result(&rep, 0);
+    const struct ct_attribution *a = &x->at;
+    ck_assert_int_eq(x->idle, TB_US(650));
+    ck_assert_int_eq(a->cuda_call, TB_US(600));
+    ck_assert_int_eq(a->launch_overhead, TB_US(50));
+    ck_assert_int_eq(a->unexplained, 0);
+    ck_assert_int_eq(a->data_stall + a->ckpt_idle + a->sync_drain + a->bubble_idle, 0);
+    ct_report_free(&rep);
+    ct_job_free(&job);
+}
+END_TEST
+
+/*
+ * The blocking call's place in the order. One idle gap [200,1200) between
+ * A [100,200) and B [1200,1300) (launched 1150):
+ *   data wait [200,300); checkpoint write [250,400);
+ *   a blocking call (an allocation after the sync) [350,700);
+ *   sync [150,500), next launch call 800: drain [500,800);
+ *   B launched 1150, the previous call 800 is 0.35 ms earlier: launch
+ *   overhead [800,1200).
+ * Data [200,300) 100, checkpoint [300,400) 100, blocking call [400,700)
+ * 300, drain [700,800) 100, launch [800,1200) 400, unexplained 0; the sum
+ * is the gap, 1000. With drain first the call would keep [400,500) only.
+ */
+START_TEST(blocking_call_comes_after_data_and_checkpoint_before_drain_and_launch)
+{
+    struct tb_job b;
+    struct ct_job job;
+    struct ct_report rep;
+    tb_init(&b);
+    struct ct_proc *m = tb_proc(&b, 0);
+    tb_kernel(m, "a", 1, 100, 200, TB_NOLAUNCH);
+    tb_launch(m, 800);
+    tb_kernel(m, "b", 1, 1200, 1300, 1150);
+    tb_data_wait(m, 200, 300);
+    tb_ckpt(m, 250, 400);
+    tb_cuda_call(m, 350, 700);
+    tb_sync(m, 150, 500);
+    tb_build(&b, &job);
+    tb_analyze(&job, NULL, &rep);
+    const struct ct_rank_result *x = tb_result(&rep, 0);
+    const struct ct_attribution *a = &x->at;
+    ck_assert_int_eq(a->data_stall, TB_US(100));
+    ck_assert_int_eq(a->ckpt_idle, TB_US(100));
+    ck_assert_int_eq(a->cuda_call, TB_US(300));
+    ck_assert_int_eq(a->sync_drain, TB_US(100));
+    ck_assert_int_eq(a->launch_overhead, TB_US(400));
+    ck_assert_int_eq(a->unexplained, 0);
+    ck_assert_int_eq(a->data_stall + a->ckpt_idle + a->cuda_call + a->sync_drain +
+                         a->launch_overhead + a->unexplained,
+                     x->idle);
+    ct_report_free(&rep);
+    ct_job_free(&job);
+}
+END_TEST
+
+/* A blocking call of a process that is not the rank's main one (a loader
+ * worker's, a checkpoint writer's) does not hold the GPU back: its idle
+ * time stays unexplained. Main: A [100,200), B [1200,1300) launched at
+ * TB_NOLAUNCH; the writer (a child) sits in a call [300,900). Idle 1000,
+ * all unexplained. */
+START_TEST(another_process_blocking_call_explains_nothing)
+{
+    struct tb_job b;
+    struct ct_job job;
+    struct ct_report rep;
+    tb_init(&b);
+    struct ct_proc *m = tb_proc(&b, 0);
+    struct ct_proc *w = tb_child(&b, m);
+    tb_kernel(m, "a", 1, 100, 200, TB_NOLAUNCH);
+    tb_kernel(m, "b", 1, 1200, 1300, TB_NOLAUNCH);
+    tb_kernel(m, "c", 1, 1300, 1400, TB_NOLAUNCH); /* the main process has the most GPU work */
+    tb_cuda_call(w, 300, 900);
+    tb_build(&b, &job);
+    tb_analyze(&job, NULL, &rep);
+    const struct ct_attribution *a = &tb_result(&rep, 0)->at;
+    ck_assert_int_eq(a->cuda_call, 0);
+    ck_assert_int_eq(a->unexplained, TB_US(1000));
+    ct_report_free(&rep);
+    ct_job_free(&job);
+}
+END_TEST
+
+/* Which calls blocked: 100 us or more and not a synchronize (which waits
+ * for the GPU: cu*Synchronize, a synchronous event wait), whatever else it
+ * is (an allocation, a module load, a synchronous or pageable copy, a
+ * launch that loaded its module, an event record made Async). */
+START_TEST(a_blocking_call_lasts_100us_and_is_no_synchronize)
+{
+    ck_assert(ct_is_blocking_call(CT_FAM_ALLOC, 0, 100000));
+    ck_assert(!ct_is_blocking_call(CT_FAM_ALLOC, 0, 99999));
+    ck_assert(ct_is_blocking_call(CT_FAM_MODULE, 0, 5000000));
+    ck_assert(ct_is_blocking_call(CT_FAM_MEMCPY, 0, 400000));             /* synchronous copy */
+    ck_assert(ct_is_blocking_call(CT_FAM_MEMCPY, CT_APIF_ASYNC, 400000)); /* pageable Async */
+    ck_assert(ct_is_blocking_call(CT_FAM_MEMSET, 0, 150000));
+    ck_assert(ct_is_blocking_call(CT_FAM_LAUNCH, 0, 2000000));
+    ck_assert(ct_is_blocking_call(CT_FAM_OTHER, 0, 100000));
+    ck_assert(!ct_is_blocking_call(CT_FAM_LAUNCH, 0, 9000)); /* an enqueue */
+    ck_assert(!ct_is_blocking_call(CT_FAM_SYNC, 0, 5000000));
+    ck_assert(!ct_is_blocking_call(CT_FAM_SYNC, CT_APIF_EVENT | CT_APIF_LEGACY, 5000000));
+    ck_assert(ct_is_blocking_call(CT_FAM_SYNC, CT_APIF_ASYNC | CT_APIF_EVENT, 200000));
 }
 END_TEST
 
@@ -317,6 +445,10 @@ Suite *stalls_suite(void)
     tcase_add_test(tc, launch_overhead_starts_at_the_previous_launch_call_at_most_1ms_earlier);
     tcase_add_test(tc, the_idle_bubble_comes_before_every_other_class);
     tcase_add_test(tc, checkpoint_stall_is_step_excess_over_nearest_clean_iterations);
+    tcase_add_test(tc, idle_inside_a_blocking_call_is_the_call_not_launch_overhead);
+    tcase_add_test(tc, blocking_call_comes_after_data_and_checkpoint_before_drain_and_launch);
+    tcase_add_test(tc, another_process_blocking_call_explains_nothing);
+    tcase_add_test(tc, a_blocking_call_lasts_100us_and_is_no_synchronize);
     suite_add_tcase(s, tc);
     return s;
 }

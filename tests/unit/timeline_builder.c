@@ -189,6 +189,11 @@ void tb_ckpt(struct ct_proc *p, int64_t s, int64_t e)
     add_iv(&p->ckpt, s, e);
 }
 
+void tb_cuda_call(struct ct_proc *p, int64_t s, int64_t e)
+{
+    add_iv(&p->cuda_call, s, e);
+}
+
 void tb_device(struct ct_proc *p, uint32_t stream, int32_t dev)
 {
     ck_assert_int_eq(ct_sdev_note(p, stream, dev), 0);
@@ -269,6 +274,7 @@ static void finish(struct ct_proc *p)
     if (p->nlaunches)
         qsort(p->launches, p->nlaunches, sizeof(*p->launches), cmp_i64);
     ct_ivset_normalize(&p->sync);
+    ct_ivset_normalize(&p->cuda_call);
     ct_ivset_normalize(&p->data_wait);
     ct_ivset_normalize(&p->file_read);
     ct_ivset_normalize(&p->ckpt);

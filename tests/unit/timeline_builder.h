@@ -79,6 +79,9 @@ void tb_sync(struct ct_proc *p, int64_t s, int64_t e);
 void tb_sync_on(struct ct_proc *p, int64_t s, int64_t e, uint32_t stream, int64_t rec);
 void tb_data_wait(struct ct_proc *p, int64_t s, int64_t e);
 void tb_ckpt(struct ct_proc *p, int64_t s, int64_t e);
+/* A blocking CUDA call [s, e) on a thread that launches GPU work (what
+ * ct_calls_finish keeps: ct_is_blocking_call). */
+void tb_cuda_call(struct ct_proc *p, int64_t s, int64_t e);
 /* A read of a regular file: a data wait and one of file_read (a restore). */
 void tb_file_read(struct ct_proc *p, int64_t s, int64_t e);
 /* An iteration range (num: its "#N", CT_STEP_NONE for none) and a mark. */
