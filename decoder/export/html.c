@@ -39,6 +39,7 @@
 #include "decoder/export/export.h"
 #include "decoder/export/html_int.h"
 #include "decoder/analysis/health.h"
+#include "decoder/util/json.h"
 #include "decoder/util/names.h"
 #include "decoder/util/stats.h"
 
@@ -146,12 +147,20 @@ static void rank_json(FILE *f, const struct ct_report *rep, const struct ct_rank
     fprintf(f,
             "},\"attr\":{\"bubble_idle\":%" PRId64 ",\"data\":%" PRId64 ",\"ckpt\":%" PRId64
             ",\"cuda_call\":%" PRId64 ",\"sync\":%" PRId64 ",\"launch\":%" PRId64
-            ",\"unexplained\":%" PRId64
-            "},\"bubble_pct\":%.3f,\"expected_bubble_pct\":%.3f,\"flagged\":%d,"
-            "\"score\":%.3f,\"lateness\":%" PRId64 ",\"slowness\":%.4f",
+            ",\"unexplained\":%" PRId64 "}",
             a->bubble_idle, a->data_stall, a->ckpt_idle, a->cuda_call, a->sync_drain,
-            a->launch_overhead, a->unexplained, fin(x->bubble_pct), fin(x->expected_bubble_pct),
-            x->flagged, fin(x->score), x->lateness, fin(x->slowness));
+            a->launch_overhead, a->unexplained);
+    /* figures the rank has none of (no pipeline: bubble < 0) are null, as
+     * in every JSON output, not 0 */
+    fputc(',', f);
+    ct_json_member(f, "bubble_pct", x->bubble_pct >= 0 ? x->bubble_pct : NAN, 3);
+    fputc(',', f);
+    ct_json_member(f, "expected_bubble_pct",
+                   x->expected_bubble_pct >= 0 ? x->expected_bubble_pct : NAN, 3);
+    fprintf(f, ",\"flagged\":%d,", x->flagged);
+    ct_json_member(f, "score", x->score, 3);
+    fprintf(f, ",\"lateness\":%" PRId64 ",", x->lateness);
+    ct_json_member(f, "slowness", x->slowness, 4);
     fprintf(f, ",\"detail\":%d", detail);
     if (!detail) { /* figures only: no timeline, iterations or health series */
         fputs(",\"iters\":[],\"nops\":0,\"names\":[],\"ops\":[],\"nccl\":[],"

@@ -499,6 +499,21 @@ static double pct(int64_t part, int64_t whole)
     return whole > 0 ? 100.0 * (double)part / (double)whole : 0;
 }
 
+/* A share as text: "12.3%", or "-" without a denominator (a rank with no
+ * GPU window, a job without communication): never a 0.0 % of nothing. */
+struct pct_text {
+    char s[16];
+};
+static struct pct_text pct_s(int64_t part, int64_t whole)
+{
+    struct pct_text t;
+    if (whole > 0)
+        snprintf(t.s, sizeof(t.s), "%.1f%%", pct(part, whole));
+    else
+        snprintf(t.s, sizeof(t.s), "-");
+    return t;
+}
+
 /* Steps whose GPU compute exceeds the median step's by > 25 % (a serving
  * loop's prefills), over all ranks: a line when there are any (none when
  * memory runs out). */
@@ -749,9 +764,9 @@ void ct_report_text(FILE *f, const struct ct_report *rep)
     fprintf(f, "\n");
     fprintf(f, "Where GPU time goes (all ranks, %% of window):\n");
     fprintf(f,
-            "  compute %.1f%%  exposed communication %.1f%%  idle %.1f%%  "
-            "(communication hidden under compute: %.1f%%)\n",
-            pct(comp, win), pct(expo, win), pct(idle, win), comm ? pct(ovl, comm) : 0.0);
+            "  compute %s  exposed communication %s  idle %s  "
+            "(communication hidden under compute: %s)\n",
+            pct_s(comp, win).s, pct_s(expo, win).s, pct_s(idle, win).s, pct_s(ovl, comm).s);
     int64_t blocking = 0;
     for (size_t r = 0; r < rep->nr; r++)
         blocking += rep->rr[r].memory_blocking;
@@ -795,9 +810,9 @@ void ct_report_text(FILE *f, const struct ct_report *rep)
             snprintf(bb, sizeof(bb), "%.1f%%", x->bubble_pct);
         else
             snprintf(bb, sizeof(bb), "-");
-        fprintf(f, "  %-5d %-12.12s %9.3f %6.1f%% %6.1f%% %6.1f%% %6.1f%% %8s %7s\n", x->rank->rank,
-                x->rank->host, (double)w / 1e6, pct(x->compute, w), pct(x->comm, w),
-                pct(x->memory, w), pct(x->idle, w), ov, bb);
+        fprintf(f, "  %-5d %-12.12s %9.3f %7s %7s %7s %7s %8s %7s\n", x->rank->rank, x->rank->host,
+                (double)w / 1e6, pct_s(x->compute, w).s, pct_s(x->comm, w).s, pct_s(x->memory, w).s,
+                pct_s(x->idle, w).s, ov, bb);
     }
     fprintf(f, "\nGPU-idle attribution (ms): bubble-idle data ckpt(step excess) cuda-call "
                "sync-drain launch unexplained\n");
