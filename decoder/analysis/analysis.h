@@ -181,6 +181,20 @@ int ct_kernels_table(struct ct_report *rep);
 void ct_kernels_acc_free(struct ct_kernels_acc *a);
 void ct_report_free(struct ct_report *rep);
 
+/*
+ * For a command whose iteration selection (--skip, --steps, --iterations)
+ * kept no iteration of rep: the iteration indexes the run has without it,
+ * into *lo and *hi (the job analysed again, unselected). Returns how many
+ * (0: the run has none), or -ENOMEM. Only for the refusal's message: a
+ * second analysis of one job counts some coverage twice.
+ */
+long ct_report_unselected(const struct ct_report *rep, int64_t *lo, int64_t *hi);
+/* 1 when io selects part of the iterations and rep kept none of them;
+ * err then says so, with the iterations the run has (the selection named
+ * as the user gave it: what, e.g. "--steps 100-200"). */
+int ct_report_selected_none(const struct ct_report *rep, const struct ct_iter_opts *io,
+                            const char *what, char *err, size_t errlen);
+
 /* provenance.c: the rank's GPU-timing source ("cupti", "events",
  * "nccl_plugin", "nccl_record", "mixed" or "none"); its i-th figure that the
  * trace cannot support, with the reason (0 when there are fewer); whether

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,6 +35,46 @@ void ct_report_free(struct ct_report *rep)
 }
 
 /* Runs every analysis on a built job. Returns 0 or -ENOMEM. */
+int ct_report_selected_none(const struct ct_report *rep, const struct ct_iter_opts *io,
+                            const char *what, char *err, size_t errlen)
+{
+    if (!io || (io->skip <= 0 && io->first <= 0 && io->last < 0))
+        return 0;
+    for (size_t r = 0; r < rep->nr; r++)
+        if (rep->rr[r].niters)
+            return 0;
+    int64_t lo, hi;
+    long n = ct_report_unselected(rep, &lo, &hi);
+    if (n > 0)
+        snprintf(err, errlen,
+                 "%s: selects none of the run's iterations (its iterations: %lld to %lld)", what,
+                 (long long)lo, (long long)hi);
+    else
+        snprintf(err, errlen, "%s: the run has no iterations to select%s", what,
+                 n < 0 ? " (out of memory counting them)" : "");
+    return 1;
+}
+
+long ct_report_unselected(const struct ct_report *rep, int64_t *lo, int64_t *hi)
+{
+    struct ct_report all;
+    const struct ct_iter_opts none = {0, 0, -1, 0};
+    if (ct_report_analyze(rep->job, &none, &all))
+        return -ENOMEM;
+    long n = 0;
+    *lo = INT64_MAX;
+    *hi = INT64_MIN;
+    for (size_t r = 0; r < all.nr; r++)
+        for (size_t i = 0; i < all.rr[r].niters; i++) {
+            int64_t k = all.rr[r].iters[i].index;
+            *lo = k < *lo ? k : *lo;
+            *hi = k > *hi ? k : *hi;
+            n++;
+        }
+    ct_report_free(&all);
+    return n;
+}
+
 int ct_report_analyze(struct ct_job *job, const struct ct_iter_opts *io, struct ct_report *rep)
 {
     memset(rep, 0, sizeof(*rep));

@@ -60,6 +60,7 @@ int ct_cmd_cp_main(int argc, char **argv, int whatif)
     long skip = 0, top = 10;
     int64_t it_first = 0, it_last = -1;
     const char *out = NULL, *step = NULL, *run = NULL;
+    char sel_what[160] = "";
     char err[512], *end;
     struct ct_cp_scale *sc = calloc((size_t)argc + 1, sizeof(*sc));
     char **specs = calloc((size_t)argc + 1, sizeof(*specs));
@@ -89,6 +90,7 @@ int ct_cmd_cp_main(int argc, char **argv, int whatif)
             break;
         }
         case 'i':
+            snprintf(sel_what, sizeof(sel_what), "--iterations %s", optarg);
             if (ct_parse_index_range(optarg, &it_first, &it_last)) {
                 fprintf(stderr,
                         "cutrace %s: --iterations '%s': expected A-B with integers 0 <= A <= B "
@@ -161,9 +163,18 @@ int ct_cmd_cp_main(int argc, char **argv, int whatif)
         goto done;
     }
     struct ct_iter_opts io = {skip, it_first, it_last, 0};
+    if (!sel_what[0] && skip > 0)
+        snprintf(sel_what, sizeof(sel_what), "--skip %ld", skip);
     struct ct_cp_result base = {0}, pred = {0};
     size_t limit = ct_cp_memory_limit();
     rc = ct_report_analyze(&job, &io, &rep);
+    if (!rc &&
+        ct_report_selected_none(&rep, &io, sel_what[0] ? sel_what : "--skip", err, sizeof(err))) {
+        fprintf(stderr, "cutrace %s: %s\n", cmd, err);
+        ct_out_abort(&of);
+        status = CT_EXIT_USAGE;
+        goto free_all;
+    }
     for (size_t i = 0; !rc && i < nsc; i++)
         if ((rc = ct_cp_scale_check(&rep, &sc[i], specs[i], err, sizeof(err))) != 0) {
             /* a selector of nothing would predict "unchanged": refused */

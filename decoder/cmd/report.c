@@ -105,6 +105,7 @@ int ct_cmd_report(int argc, char **argv)
     int html = 0, c, hta = 1; /* kineto: HTA-compatible mode for Kineto input */
     int rank_iters = 0, no_cp = 0;
     const char *step = NULL, *run = NULL;
+    char sel_what[160] = "";
     struct ct_shared_opts so = {0};
     struct ct_iter_opts io = {0, 0, -1, 0};
     optind = 1;
@@ -125,6 +126,7 @@ int ct_cmd_report(int argc, char **argv)
             step = optarg;
             break;
         case 'S':
+            snprintf(sel_what, sizeof(sel_what), "--steps %s", optarg);
             if (ct_parse_index_range(optarg, &io.first, &io.last)) {
                 fprintf(stderr,
                         "cutrace report: --steps '%s': expected A-B with integers "
@@ -152,6 +154,8 @@ int ct_cmd_report(int argc, char **argv)
     int json = so.json;
     const char *out = so.out, *rows = so.rows; /* diagnose: --rows FILE */
     io.skip = so.skip;
+    if (!sel_what[0] && so.skip > 0)
+        snprintf(sel_what, sizeof(sel_what), "--skip %ld", so.skip);
     if (rank_iters && !json) {
         fprintf(stderr, "cutrace report: --rank-iterations adds to the JSON document: use it "
                         "with --json\n");
@@ -222,6 +226,16 @@ int ct_cmd_report(int argc, char **argv)
         ct_report_free(&rep);
         ct_job_free(&job);
         return CT_EXIT_BAD_INPUT;
+    }
+    if (ct_report_selected_none(&rep, &io, sel_what[0] ? sel_what : "--skip", err, sizeof(err))) {
+        /* a selection outside the run would print an empty report, exit 0 */
+        fprintf(stderr, "cutrace report: %s\n", err);
+        ct_out_abort(&of);
+        ct_out_abort(&rf);
+        ct_inputs_free(&in);
+        ct_report_free(&rep);
+        ct_job_free(&job);
+        return CT_EXIT_USAGE;
     }
     FILE *f = of.f;
     /* a long job's JSON is tens of MB: 1 MiB writes to the file, not 4 KiB

@@ -855,7 +855,9 @@ void ct_report_text(FILE *f, const struct ct_report *rep)
     ct_health_text(f, rep);     /* health: GPU health section (decoder/analysis/health.c) */
     fprintf(f, "\nClock alignment (skew applied after realtime, residual):\n");
     for (size_t r = 0; r < rep->nr; r++)
+        /* rounded first: a skew of -30 ns is "0.0", not "-0.0" */
         fprintf(f, "  rank %-4d skew %10.1f us  residual %8.1f us\n", rep->rr[r].rank->rank,
-                us((double)rep->rr[r].rank->skew_ns), us((double)rep->rr[r].rank->residual_ns));
+                round(us((double)rep->rr[r].rank->skew_ns) * 10) / 10 + 0.0,
+                us((double)rep->rr[r].rank->residual_ns));
     host_processes_text(f, rep->job);
 }

@@ -60,6 +60,14 @@ accepted report --step ProfilerStep "$tmp/j"
 refused "--ranks: the job has no rank 5" export --format chrome -o "$tmp/x.json" --ranks 5 "$tmp/j"
 refused "--iterations" export --format chrome -o "$tmp/x.json" --iterations 50-60 "$tmp/j"
 
+# iteration selections outside the run (its iterations: 0 to 5)
+refused "--steps 100-200: selects none of the run's iterations (its iterations: 0 to 5)" \
+  report --steps 100-200 "$tmp/j"
+refused "--skip 30: selects none" report --skip 30 "$tmp/j"
+refused "--iterations 50-: selects none" critical-path --iterations 50- "$tmp/j"
+refused "--iterations 9-9: selects none" whatif --scale data=0 --iterations 9-9 "$tmp/j"
+accepted report --steps 3-200 "$tmp/j"
+
 # diff --primary of no metric
 refused "--primary foo: no such metric; expected one of step_us" diff --primary foo "$tmp/j" "$tmp/noread"
 mkdir -p "$tmp/a3" "$tmp/b3"
