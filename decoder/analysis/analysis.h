@@ -65,7 +65,8 @@ struct ct_rank_result {
     struct ct_iter *iters;
     size_t niters;
     enum ct_iter_source iter_src;
-    double iter_conf; /* 1 for ranges/marks, the detector's 0..1 for the period */
+    double iter_conf;  /* 1 for ranges/marks, the detector's 0..1 for the period */
+    unsigned iter_why; /* CT_ITER_WHY_* bits (iterations.h): ct_iter_note */
     struct ct_iter_metrics *im;
     struct ct_attribution at;
     double bubble_pct, expected_bubble_pct; /* < 0: null */

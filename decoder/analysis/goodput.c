@@ -488,7 +488,7 @@ static int attempt_parts(const struct ct_report *rep, struct wp *w, size_t n, co
             double conf;
             if (!(rc = ct_rank_open(rep->rr[r].rank))) {
                 rc = ct_iterations_from_repeats(rep->rr[r].rank, as, hcut, 0, &rp.own, &rp.nit,
-                                                &conf);
+                                                &conf, NULL);
                 ct_rank_close(rep->rr[r].rank);
             }
             rp.it = rp.own;
