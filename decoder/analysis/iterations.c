@@ -429,7 +429,7 @@ void ct_iter_note(char *buf, size_t n, enum ct_iter_source src, unsigned why)
     };
     size_t k = 0;
     buf[0] = 0;
-    if (src == CT_ITER_NONE && !(why & CT_ITER_WHY_PARTS))
+    if (src == CT_ITER_NONE && !(why & (CT_ITER_WHY_PARTS | CT_ITER_WHY_HTA_LAST)))
         k = (size_t)snprintf(buf, n,
                              "no step ranges or marks, and no repeating work that agrees "
                              "across cycles");
