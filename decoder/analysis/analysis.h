@@ -72,6 +72,7 @@ struct ct_rank_result {
      * ct_coverage_factor where a coverage fact is material (iter_conf_found
      * is what the source gave) */
     double iter_conf, iter_conf_found;
+    unsigned iter_why; /* CT_ITER_WHY_* bits (iterations.h): ct_iter_note */
     struct ct_iter_metrics *im;
     struct ct_attribution at;
     double bubble_pct, expected_bubble_pct; /* < 0: null */

@@ -603,7 +603,7 @@ static int attempt_parts(const struct ct_report *rep, struct wp *w, size_t n, co
                     double conf;
                     int64_t e = rp.cov.v[c].e < hcut ? rp.cov.v[c].e : hcut;
                     rc = ct_iterations_from_repeats(rep->rr[r].rank, rp.cov.v[c].s, e, 0, &v, &k,
-                                                    &conf);
+                                                    &conf, NULL);
                     struct ct_iter *all = k ? realloc(rp.own, (rp.nit + k) * sizeof(*all)) : rp.own;
                     if (!rc && k && !all)
                         rc = -ENOMEM;

@@ -5,6 +5,7 @@
 #include "decoder/util/stats.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -136,19 +137,21 @@ static int from_ranges(const struct ct_rank *r, struct ct_iter **out, size_t *n,
  * that a pause cuts is no step, and the job may change between windows);
  * the confidence is the windows' weighted by their iterations. */
 static int from_repeats(const struct ct_rank *r, int64_t period, struct ct_iter **out, size_t *n,
-                        double *conf)
+                        double *conf, unsigned *why)
 {
     if (!r->cover)
-        return ct_iterations_from_repeats(r, INT64_MIN, INT64_MAX, period, out, n, conf);
+        return ct_iterations_from_repeats(r, INT64_MIN, INT64_MAX, period, out, n, conf, why);
     struct ct_iter *all = NULL;
     size_t nall = 0;
     double wsum = 0;
+    unsigned wwhy = 0;
     for (size_t w = 0; w < r->cover->n; w++) {
         struct ct_iter *it;
         size_t k;
         double c;
-        int rc =
-            ct_iterations_from_repeats(r, r->cover->v[w].s, r->cover->v[w].e, period, &it, &k, &c);
+        unsigned y;
+        int rc = ct_iterations_from_repeats(r, r->cover->v[w].s, r->cover->v[w].e, period, &it, &k,
+                                            &c, &y);
         struct ct_iter *grown = rc || !k ? NULL : realloc(all, (nall + k) * sizeof(*all));
         if (rc || (k && !grown)) {
             free(it);
@@ -157,6 +160,7 @@ static int from_repeats(const struct ct_rank *r, int64_t period, struct ct_iter 
         }
         if (!k)
             continue;
+        wwhy |= y;
         all = grown;
         for (size_t i = 0; i < k; i++)
             all[nall + i] = (struct ct_iter){it[i].s, it[i].e, (int64_t)(nall + i)};
@@ -167,27 +171,40 @@ static int from_repeats(const struct ct_rank *r, int64_t period, struct ct_iter 
     *out = all;
     *n = nall;
     *conf = nall ? wsum / (double)nall : 0;
+    *why = nall ? wwhy : 0;
     return 0;
 }
 
 int ct_iterations_find(const struct ct_rank *r, const struct ct_iter_opts *o, struct ct_iter **out,
-                       size_t *n, enum ct_iter_source *src, double *conf)
+                       size_t *n, enum ct_iter_source *src, double *conf, unsigned *why)
 {
     *out = NULL;
     *n = 0;
     *src = CT_ITER_NONE;
     double c = 0;
+    unsigned y = 0;
     int rc = from_ranges(r, out, n, src);
     if (!rc && *n)
         c = 1; /* the job said where its steps are */
     if (!rc && *n == 0) {
         free(*out);
         *out = NULL;
-        rc = from_repeats(r, o->period_ns, out, n, &c);
+        rc = from_repeats(r, o->period_ns, out, n, &c, &y);
+        /* HTA's mode leaves out a capture's last step (its preprocessing
+         * drops the rows from the last ProfilerStep's start): without the
+         * annotations, the same step goes (kineto_model.c sets at_step 2) */
+        if (!rc && *n && r->procs[0]->at_step == 2) {
+            (*n)--;
+            y |= CT_ITER_WHY_HTA_LAST;
+        }
         *src = *n ? CT_ITER_PERIOD : CT_ITER_NONE;
+        if (!*n)
+            y &= CT_ITER_WHY_PARTS | CT_ITER_WHY_HTA_LAST;
     }
     if (conf)
         *conf = c;
+    if (why)
+        *why = y;
     if (rc)
         return rc;
     size_t w = 0;
@@ -371,10 +388,11 @@ int ct_iterations_agree(struct ct_rank_result *rr, size_t n, const struct ct_ite
         size_t ni;
         enum ct_iter_source src;
         double conf;
+        unsigned why;
         int rc = ct_rank_open(x->rank);
         if (rc)
             return rc;
-        rc = ct_iterations_find(x->rank, &p, &it, &ni, &src, &conf);
+        rc = ct_iterations_find(x->rank, &p, &it, &ni, &src, &conf, &why);
         ct_rank_close(x->rank);
         if (rc)
             return rc;
@@ -387,6 +405,96 @@ int ct_iterations_agree(struct ct_rank_result *rr, size_t n, const struct ct_ite
         x->niters = ni;
         x->iter_src = src;
         x->iter_conf = conf;
+        x->iter_why = why;
     }
     return align_and_number(rr, n);
+}
+
+void ct_iter_note(char *buf, size_t n, enum ct_iter_source src, unsigned why)
+{
+    static const struct {
+        unsigned bit;
+        const char *text;
+    } t[] = {
+        {CT_ITER_WHY_PARTS, "the work repeats, but its cycles are parts of one step (layers): "
+                            "the job's synchronisation structure (collectives, optimizer, host "
+                            "copies, syncs, graph launches) shows only at the capture's ends, or "
+                            "not at all and the host launches the cycles back to back"},
+        {CT_ITER_WHY_NO_SYNC, "no collective, optimizer kernel, host copy, host sync or graph "
+                              "launch repeats with the cycles: they may be parts of one step"},
+        {CT_ITER_WHY_NO_PAUSE, "the host launches the cycles back to back, with no pause of its "
+                               "loop between them: they may be parts of one step"},
+        {CT_ITER_WHY_FEW, "two cycles or fewer: too few to tell a step from a part of one"},
+        {CT_ITER_WHY_HTA_LAST, "HTA's mode leaves out the capture's last step (--no-hta keeps it)"},
+    };
+    size_t k = 0;
+    buf[0] = 0;
+    if (src == CT_ITER_NONE && !(why & (CT_ITER_WHY_PARTS | CT_ITER_WHY_HTA_LAST)))
+        k = (size_t)snprintf(buf, n,
+                             "no step ranges or marks, and no repeating work that agrees "
+                             "across cycles");
+    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]) && k < n; i++)
+        if (why & t[i].bit)
+            k += (size_t)snprintf(buf + k, n - k, "%s%s", k ? "; " : "", t[i].text);
+}
+
+int ct_iterations_gpu_side(struct ct_rank_result *x)
+{
+    if ((x->iter_src != CT_ITER_RANGES && x->iter_src != CT_ITER_PERIOD) || x->niters < 2)
+        return 0;
+    const struct ct_rank *r = x->rank;
+    size_t n = x->niters;
+    struct ct_iter *it = x->iters;
+    for (size_t k = 1; k < n; k++)
+        if (it[k].s < it[k - 1].s)
+            return 0; /* not in start order: no next step to bound the work by */
+    int64_t *hs = malloc(n * sizeof(*hs)), *gs = malloc(n * sizeof(*gs)),
+            *ge = malloc(n * sizeof(*ge));
+    if (!hs || !gs || !ge) {
+        free(hs);
+        free(gs);
+        free(ge);
+        return -ENOMEM;
+    }
+    for (size_t k = 0; k < n; k++) {
+        hs[k] = it[k].s;
+        gs[k] = INT64_MAX;
+        ge[k] = INT64_MIN;
+    }
+    /* an op whose launch is unknown is placed by its GPU start, which says
+     * nothing of the step that launched it: left out when most ops have
+     * their launch (as the repeat detector does) */
+    size_t known = 0, at = 0;
+    for (size_t i = 0; i < r->nops; i++)
+        known += r->ops[i].launch != INT64_MIN;
+    for (size_t i = 0; i < r->nops; i++) {
+        const struct ct_gop *g = &r->ops[i];
+        if (g->launch == INT64_MIN && 2 * known > r->nops)
+            continue;
+        int64_t l = g->launch != INT64_MIN ? g->launch : g->s;
+        size_t k = ct_gallop(hs, n, l, 1, &at); /* the first step after l */
+        if (k == 0)
+            continue;
+        k--;
+        if (k + 1 == n && l >= it[k].e)
+            continue; /* after the last step */
+        if (g->s < gs[k])
+            gs[k] = g->s;
+        if (g->e > ge[k])
+            ge[k] = g->e;
+    }
+    for (size_t k = 1; k < n; k++) {
+        int64_t gpu = gs[k] < ge[k - 1] ? gs[k] : ge[k - 1];
+        if (gs[k] == INT64_MAX || ge[k - 1] == INT64_MIN || gpu <= hs[k])
+            continue;
+        if (it[k - 1].e >= hs[k] && it[k - 1].e < gpu)
+            it[k - 1].e = gpu; /* the steps stay back to back */
+        it[k].s = gpu;
+        if (it[k].e < gpu)
+            it[k].e = gpu;
+    }
+    free(hs);
+    free(gs);
+    free(ge);
+    return 0;
 }

@@ -45,6 +45,9 @@ int ct_unavailable(const struct ct_rank_result *x, size_t i, const char **figure
         why[n++] = r->cover && x->covered > 0
                        ? "no whole iteration inside a capture window: a step cut by a pause is "
                          "not a step (make each window several steps long)"
+                   : x->iter_why & CT_ITER_WHY_PARTS
+                       ? "the work repeats, but its cycles are parts of one step (layers): the "
+                         "job's synchronisation structure does not repeat with them"
                        : "no step ranges or marks, and no repeating work that agrees across "
                          "cycles";
     }

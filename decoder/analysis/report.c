@@ -92,7 +92,8 @@ int ct_report_analyze(struct ct_job *job, const struct ct_iter_opts *io, struct 
         x->bubble_pct = x->expected_bubble_pct = -1;
         if ((rc = ct_rank_open(x->rank)))
             break;
-        rc = ct_iterations_find(x->rank, io, &x->iters, &x->niters, &x->iter_src, &x->iter_conf);
+        rc = ct_iterations_find(x->rank, io, &x->iters, &x->niters, &x->iter_src, &x->iter_conf,
+                                &x->iter_why);
         ct_rank_close(x->rank);
     }
     if (!rc)
@@ -110,7 +111,9 @@ int ct_report_analyze(struct ct_job *job, const struct ct_iter_opts *io, struct 
         struct ct_rank_result *x = &rep->rr[r];
         if ((rc = ct_rank_open(x->rank)))
             break;
-        rc = ct_cover_iterations(x);
+        rc = ct_iterations_gpu_side(x);
+        if (!rc)
+            rc = ct_cover_iterations(x);
         if (!rc)
             rc = ct_metrics_rank(x);
         if (!rc)

@@ -374,10 +374,10 @@ void ct_report_json(FILE *f, const struct ct_report *rep, int rank_iters)
         num_ns(f, "launch_overhead_us", x->at.launch_overhead, 1);
         num_ns(f, "unexplained_us", x->at.unexplained, 0);
         fprintf(f, "},\"iteration_source\":\"%s\",", ct_iter_source_name(x->iter_src));
+        char note[512];
+        ct_iter_note(note, sizeof(note), x->iter_src, x->iter_why);
         if (x->iter_src == CT_ITER_NONE) /* no figure to give, and why */
-            fprintf(f,
-                    "\"iteration_confidence\":null,\"iteration_note\":\"no step ranges or marks, "
-                    "and no repeating work that agrees across cycles\",");
+            fprintf(f, "\"iteration_confidence\":null,");
         else
             fprintf(f, "\"iteration_confidence\":%.3f,", x->iter_conf);
         /* why it is below what its source gave (coverage), or null */
@@ -391,6 +391,11 @@ void ct_report_json(FILE *f, const struct ct_report *rep, int rank_iters)
             fputc(',', f);
         } else {
             fprintf(f, "\"iteration_confidence_note\":null,");
+        }
+        if (note[0]) { /* why none, or why the confidence is lower */
+            fprintf(f, "\"iteration_note\":");
+            ct_json_str(f, note);
+            fputc(',', f);
         }
         fprintf(f, "\"iteration_count\":%zu,", x->niters);
         if (rank_iters) { /* per-(rank, iteration) detail: on request */
@@ -587,16 +592,17 @@ static void iterations_text(FILE *f, const struct ct_report *rep)
     }
     for (size_t r = 0; r < rep->nr; r++) {
         const struct ct_rank_result *x = &rep->rr[r];
+        char note[512];
+        ct_iter_note(note, sizeof(note), x->iter_src, x->iter_why);
         if (x->iter_src == CT_ITER_PERIOD)
             fprintf(f,
                     "Iterations of rank %d: %zu found from the work that repeats (no step "
-                    "annotation), confidence %.2f\n",
-                    x->rank->rank, x->niters, x->iter_conf);
+                    "annotation), confidence %.2f%s%s%s\n",
+                    x->rank->rank, x->niters, x->iter_conf, note[0] ? " (" : "", note,
+                    note[0] ? ")" : "");
         else if (x->iter_src == CT_ITER_NONE)
-            fprintf(f,
-                    "Iterations of rank %d: none (no step ranges or marks, and no repeating "
-                    "work that agrees across cycles); whole-window figures only\n",
-                    x->rank->rank);
+            fprintf(f, "Iterations of rank %d: none (%s); whole-window figures only\n",
+                    x->rank->rank, note);
         else
             fprintf(f, "Iterations of rank %d: %zu from step %s\n", x->rank->rank, x->niters,
                     x->iter_src == CT_ITER_RANGES ? "ranges" : "marks");

@@ -702,7 +702,11 @@ int ct_kineto_build(struct ct_proc *p, int hta, int filter_last)
                     break;
                 p->launches[p->nlaunches++] = ts[i];
             } else if (is_sync_call(nm)) {
-                rc = ct_ivset_add(&p->sync, ts[i], en[i]);
+                /* at the trace's own ns in either mode: HTA's numbers do not
+                 * use syncs, and µs rounding would drop every sync shorter
+                 * than a µs (a stream with nothing left to wait for) that
+                 * ends a step (repeats.c step_start) */
+                rc = ct_ivset_add(&p->sync, r->ts_ns, r->ts_ns + r->dur_ns);
             }
         } else if ((r->flags & CT_KF_STEP) && r->cat != CT_KC_GPU_USER_ANN) {
             if ((rc = ct_grow((void **)&p->steps, &cap_s, p->nsteps, sizeof(*p->steps))))
@@ -723,10 +727,14 @@ int ct_kineto_build(struct ct_proc *p, int hta, int filter_last)
     ct_ivset_normalize(&p->cuda_call);
     if ((rc = stream_wait_edges(p, k, ts, cx, ncx, rnd)))
         goto out;
-    p->at_step = 1;
+    /* a capture of whole steps; HTA's mode drops its last (iterations.c) */
+    p->at_step = hta ? 2 : 1;
+    /* its first host event: of the CPU rows, in either mode (HTA's counts a
+     * GPU row without a correlation id as CPU; the first step would begin
+     * at its GPU time) */
     p->first_host = k->cpu_unstored ? ucpu_min : INT64_MAX;
     for (size_t i = 0; i < n; i++)
-        if (keep[i] && !inG[i] && ts[i] < p->first_host)
+        if (keep[i] && !inG[i] && !is_gpu_cat(k->rows[i].cat) && ts[i] < p->first_host)
             p->first_host = ts[i];
     /* the names move to the process (ops index them) */
     p->names = k->names;

@@ -15,6 +15,7 @@ struct found {
     size_t n;
     enum ct_iter_source src;
     double conf;
+    unsigned why;
 };
 
 /* Builds the job of b (one rank, 0) and finds its iterations with o
@@ -23,8 +24,9 @@ static void find(struct tb_job *b, const struct ct_iter_opts *o, struct found *f
 {
     struct ct_iter_opts all = {0, 0, -1, 0};
     tb_build(b, &f->job);
-    ck_assert_int_eq(
-        ct_iterations_find(tb_rank(&f->job, 0), o ? o : &all, &f->it, &f->n, &f->src, &f->conf), 0);
+    ck_assert_int_eq(ct_iterations_find(tb_rank(&f->job, 0), o ? o : &all, &f->it, &f->n, &f->src,
+                                        &f->conf, &f->why),
+                     0);
 }
 
 static void found_free(struct found *f)
@@ -154,12 +156,18 @@ START_TEST(ranges_take_precedence_over_marks)
 }
 END_TEST
 
-/* Compute kernel i at [100 + 100 i, 150 + 100 i), names in `names`. */
+/* An optimizer's kernel, as PyTorch's fused Adam names it: one kind of the
+ * synchronisation structure a step repeats with (repeats.c name_marks). */
+#define OPT_KERNEL "multi_tensor_apply_kernel<TensorListMetadata<4>, AdamFunctor<float>>"
+
+/* Compute kernel i at [100 + 100 i, 150 + 100 i), names in `names` (one
+ * letter each; 'O' is OPT_KERNEL). */
 static void kernels(struct ct_proc *p, const char *names)
 {
     for (int i = 0; names[i]; i++) {
         char name[2] = {names[i], 0};
-        tb_kernel(p, name, 1, 100 + 100 * i, 150 + 100 * i, TB_NOLAUNCH);
+        tb_kernel(p, names[i] == 'O' ? OPT_KERNEL : name, 1, 100 + 100 * i, 150 + 100 * i,
+                  TB_NOLAUNCH);
     }
 }
 
@@ -198,20 +206,21 @@ START_TEST(the_last_cycle_ends_at_its_last_kernel_end)
 END_TEST
 
 /* Four steps of a head kernel that differs in every step (p, q, r, s: a
- * variant chosen per step) then c..h, in a capture that starts and ends at
- * a step (Kineto): the anchors c..h sit one op into every step, the last
- * cycle lacks the one op that ends the cycle before (its next step's
- * head), so the steps are the cycles rotated back by one: from the
- * capture's first host event (50) and from kernels 7, 14 and 21. Recorded
- * by cutrace (no such premise) the same work gives the cycles from c, one
- * op late: the op before the first is no step. */
+ * variant chosen per step) then c..g and the optimizer's kernel O, in a
+ * capture that starts and ends at a step (Kineto): the anchors c..O sit
+ * one op into every step, the last cycle lacks the one op that ends the
+ * cycle before (its next step's head), so the steps are the cycles
+ * rotated back by one: from the capture's first host event (50) and from
+ * kernels 7, 14 and 21. Recorded by cutrace (no such premise) the same
+ * work gives the cycles from c, one op late: the op before the first is
+ * no step. */
 START_TEST(a_capture_that_starts_at_a_step_is_cut_at_its_steps)
 {
     struct tb_job b;
     struct found f;
     tb_init(&b);
     struct ct_proc *p = tb_proc(&b, 0);
-    kernels(p, "pcdefghqcdefghrcdefghscdefgh");
+    kernels(p, "pcdefgOqcdefgOrcdefgOscdefgO");
     p->at_step = 1;
     p->first_host = TB_US(50);
     find(&b, NULL, &f);
@@ -224,7 +233,7 @@ START_TEST(a_capture_that_starts_at_a_step_is_cut_at_its_steps)
     found_free(&f);
 
     tb_init(&b);
-    kernels(tb_proc(&b, 0), "pcdefghqcdefghrcdefghscdefgh");
+    kernels(tb_proc(&b, 0), "pcdefgOqcdefgOrcdefgOscdefgO");
     find(&b, NULL, &f);
     ck_assert_uint_eq(f.n, 4);
     expect_iter(&f, 0, 200, 900, 0);
@@ -252,25 +261,31 @@ START_TEST(a_kernel_launched_m_times_per_step_cuts_every_mth)
 }
 END_TEST
 
-/* abcd abcd: two steps are a period only in a capture of whole steps
- * (anchors seen twice); elsewhere a token seen twice is no evidence. */
+/* abcO abcO (O: the optimizer): two steps are a period only in a capture
+ * of whole steps (anchors seen twice), and two cycles are too few to be
+ * sure of (confidence times 0.7, and why); elsewhere a token seen twice is
+ * no evidence. */
 START_TEST(two_steps_repeat_only_in_a_capture_of_whole_steps)
 {
     struct tb_job b;
     struct found f;
     tb_init(&b);
     struct ct_proc *p = tb_proc(&b, 0);
-    kernels(p, "abcdabcd");
+    kernels(p, "abcOabcO");
     p->at_step = 1;
     p->first_host = TB_US(100);
     find(&b, NULL, &f);
     ck_assert_uint_eq(f.n, 2);
     expect_iter(&f, 0, 100, 500, 0);
     expect_iter(&f, 1, 500, 850, 1);
+    /* the kernels are 100 us apart, a gap no longer in one place than in
+     * another: no pause of the host's loop either */
+    ck_assert_uint_eq(f.why, CT_ITER_WHY_FEW | CT_ITER_WHY_NO_PAUSE);
+    ck_assert_double_eq_tol(f.conf, 0.7 * 0.5, 1e-9);
     found_free(&f);
 
     tb_init(&b);
-    kernels(tb_proc(&b, 0), "abcdabcd");
+    kernels(tb_proc(&b, 0), "abcOabcO");
     find(&b, NULL, &f);
     ck_assert_int_eq(f.src, CT_ITER_NONE);
     found_free(&f);
@@ -421,7 +436,10 @@ START_TEST(a_single_mark_falls_back_to_the_kernel_period)
     ck_assert_uint_eq(f.n, 3); /* [100,300) [300,500) [500,650) */
     expect_iter(&f, 0, 100, 300, 0);
     expect_iter(&f, 2, 500, 650, 2);
-    ck_assert(f.conf > 0.99 && f.conf <= 1);
+    /* the cycles agree (1), but nothing of a step's synchronisation
+     * structure repeats with them and the host never pauses: halved twice */
+    ck_assert_uint_eq(f.why, CT_ITER_WHY_NO_SYNC | CT_ITER_WHY_NO_PAUSE);
+    ck_assert_double_eq_tol(f.conf, 0.25, 1e-9);
     found_free(&f);
 }
 END_TEST
@@ -487,7 +505,11 @@ START_TEST(a_kernel_repeated_inside_the_step_is_not_the_step)
     ck_assert_uint_le(f.n, 9);
     for (size_t i = 0; i + 1 < f.n; i++)
         ck_assert_int_eq(f.it[i + 1].s - f.it[i].s, TB_US(4200));
-    ck_assert(f.conf > 0.9);
+    /* the cycles agree (> 0.9) and each holds its all-reduce, but the host
+     * launches at a steady 1000 us: no pause of its loop, half the
+     * confidence */
+    ck_assert_uint_eq(f.why, CT_ITER_WHY_NO_PAUSE);
+    ck_assert(f.conf > 0.45 && f.conf <= 0.5);
     found_free(&f);
 }
 END_TEST
@@ -524,7 +546,11 @@ START_TEST(extra_missing_and_variant_kernels_keep_their_steps)
     ck_assert_uint_eq(f.n, 11);
     for (size_t i = 0; i < f.n; i++)
         ck_assert_int_eq(f.it[i].s, TB_US(1000 * (int64_t)(i + 1)));
-    ck_assert(f.conf > 0.7);
+    /* the cycles agree (> 0.7), but kernels alone, 100 us apart with 500 us
+     * before each step (5 gaps, under the 12 of a loop's pause): no
+     * synchronisation structure, no pause, a quarter of that */
+    ck_assert_uint_eq(f.why, CT_ITER_WHY_NO_SYNC | CT_ITER_WHY_NO_PAUSE);
+    ck_assert(f.conf > 0.7 * 0.25 && f.conf <= 0.25);
     found_free(&f);
 }
 END_TEST
@@ -557,6 +583,237 @@ START_TEST(a_serving_loop_has_one_step_per_decode)
     ck_assert_int_eq(f.src, CT_ITER_PERIOD);
     ck_assert_uint_ge(f.n, 59);
     ck_assert_uint_le(f.n, 60);
+    found_free(&f);
+}
+END_TEST
+
+/* The names a profiler gives copies between host and device: a batch
+ * fetched, a result read back (repeats.c name_marks). */
+#define HTOD "Memcpy HtoD (Pageable -> Device)"
+#define DTOH "Memcpy DtoH (Device -> Pageable)"
+
+/* One prefill captured whole (Kineto: a capture of whole steps): the input
+ * copied in, an embedding, 36 layers of four kernels launched back to back
+ * 10 us apart (the GPU behind), then the logits, the sampling and the
+ * token read back, the host waiting for it. The 36 layers repeat exactly
+ * (before this rule: 35 "iterations" at confidence 1), but the step's
+ * synchronisation structure (the copies, the sync) shows only at the
+ * capture's ends and no host pause separates the layers: one step of
+ * layers, no iterations, and why. */
+START_TEST(the_layers_of_one_captured_step_are_no_iterations)
+{
+    struct tb_job b;
+    struct found f;
+    tb_init(&b);
+    struct ct_proc *p = tb_proc(&b, 0);
+    p->at_step = 1;
+    p->first_host = 0;
+    const char *layer[] = {"qkv", "attn", "proj", "mlp"};
+    int64_t h = 10, g = 20;
+    tb_copy_named(p, HTOD, 1, g, g + 10, h);
+    h += 10, g += 10;
+    tb_kernel(p, "embedding", 1, g, g + 20, h);
+    h += 10, g += 20;
+    for (int l = 0; l < 36; l++)
+        for (int k = 0; k < 4; k++, h += 10, g += 100)
+            tb_kernel(p, layer[k], 1, g, g + 100, h);
+    tb_kernel(p, "lm_head", 1, g, g + 50, h);
+    tb_kernel(p, "sample", 1, g + 50, g + 60, h + 10);
+    tb_copy_named(p, DTOH, 1, g + 60, g + 65, h + 20);
+    tb_sync(p, h + 25, g + 66);
+    find(&b, NULL, &f);
+    ck_assert_int_eq(f.src, CT_ITER_NONE);
+    ck_assert_uint_eq(f.n, 0);
+    ck_assert_uint_eq(f.why, CT_ITER_WHY_PARTS);
+    found_free(&f);
+}
+END_TEST
+
+/* Four training steps, 20 ms apart (the host waits for data between
+ * them): each fetches its batch (a host-to-device copy), runs 12 forward
+ * layers of three kernels and 12 backward layers of two, an all-reduce and
+ * the optimizer. A forward layer repeats 48 times, and its cycles agree
+ * well enough to pass (11 of 12 alike); but the level above it, the
+ * batch's copy, carries the copy, the all-reduce and the optimizer that
+ * the layers lack, and the host's pause: the steps are that level, each
+ * from its copy's launch: [1000, 21000) .. [61000, 61950) (the last to its
+ * optimizer's end), confidence 1. */
+START_TEST(twelve_layers_in_each_step_are_not_steps)
+{
+    struct tb_job b;
+    struct found f;
+    tb_init(&b);
+    struct ct_proc *p = tb_proc(&b, 0);
+    for (int k = 0; k < 4; k++) {
+        int64_t t = 1000 + 20000 * k;
+        tb_copy_named(p, HTOD, 1, t + 10, t + 20, t);
+        const char *fwd[] = {"f1", "f2", "f3"}, *bwd[] = {"b1", "b2"};
+        for (int i = 0; i < 36; i++)
+            tb_kernel(p, fwd[i % 3], 1, t + 100 + 10 * i + 2, t + 100 + 10 * i + 8,
+                      t + 100 + 10 * i);
+        for (int i = 0; i < 24; i++)
+            tb_kernel(p, bwd[i % 2], 1, t + 500 + 10 * i + 2, t + 500 + 10 * i + 8,
+                      t + 500 + 10 * i);
+        tb_nccl(p, (struct tb_coll){.op = CT_NCCL_OP_ALLREDUCE,
+                                    .comm = 1,
+                                    .nranks = 1,
+                                    .seq = (uint64_t)k,
+                                    .bytes = 1 << 20,
+                                    .s = t + 805,
+                                    .e = t + 900,
+                                    .launch = t + 800});
+        tb_kernel(p, OPT_KERNEL, 1, t + 905, t + 950, t + 900);
+    }
+    find(&b, NULL, &f);
+    ck_assert_int_eq(f.src, CT_ITER_PERIOD);
+    ck_assert_uint_eq(f.n, 4);
+    expect_iter(&f, 0, 1000, 21000, 0);
+    expect_iter(&f, 1, 21000, 41000, 1);
+    expect_iter(&f, 2, 41000, 61000, 2);
+    expect_iter(&f, 3, 61000, 61950, 3);
+    ck_assert_uint_eq(f.why, 0);
+    ck_assert_double_eq_tol(f.conf, 1, 1e-9);
+    found_free(&f);
+}
+END_TEST
+
+/* A serving loop whose host runs far ahead: 20 decode steps, each an
+ * input copy, six kernels and the sampled token copied back (no sync),
+ * launched every 300 us (10 us apart inside a step), while the GPU takes
+ * 1000 us a step: step k runs on the GPU in [1000k + 110, 1000k + 1110).
+ * Cut at host launches, step k would run from 300k + 100 to its GPU end,
+ * holding the GPU work of every step queued before it (a p50 step of 7.7
+ * ms in a 20 ms window). Cut where its GPU work can begin: step 0 from its
+ * first launch (100) to 1110, step k from 1000k + 110 to 1000k + 1110,
+ * back to back, none outside the data, none empty; p50 1000 us. */
+START_TEST(a_serving_loop_whose_host_runs_ahead_is_cut_on_the_gpu)
+{
+    struct tb_job b;
+    tb_init(&b);
+    struct ct_proc *p = tb_proc(&b, 0);
+    for (int k = 0; k < 20; k++) {
+        int64_t h = 300 * k + 100, g = 1000 * k + 110;
+        tb_copy_named(p, HTOD, 1, g, g + 50, h);
+        for (int j = 0; j < 6; j++) {
+            char nm[4] = {'d', (char)('0' + j), 0};
+            tb_kernel(p, nm, 1, g + 50 + 150 * j, g + 200 + 150 * j, h + 10 * (j + 1));
+        }
+        tb_copy_named(p, DTOH, 1, g + 950, g + 1000, h + 70);
+    }
+    struct ct_job job;
+    struct ct_report rep;
+    tb_build(&b, &job);
+    tb_analyze(&job, NULL, &rep);
+    const struct ct_rank_result *x = tb_result(&rep, 0);
+    ck_assert_int_eq(x->iter_src, CT_ITER_PERIOD);
+    ck_assert_uint_eq(x->niters, 20);
+    ck_assert_int_eq(x->iters[0].s, TB_US(100));
+    ck_assert_int_eq(x->iters[0].e, TB_US(1110));
+    for (size_t k = 1; k < 20; k++) {
+        ck_assert_int_eq(x->iters[k].s, TB_US(1000 * (int64_t)k + 110));
+        ck_assert_int_eq(x->iters[k].e, TB_US(1000 * (int64_t)k + 1110));
+        ck_assert_int_eq(x->iters[k].s, x->iters[k - 1].e);
+    }
+    for (size_t k = 0; k < 20; k++)
+        ck_assert(x->im[k].compute > 0);
+    ck_assert_double_eq_tol(rep.step_p50, TB_US(1000), 1e-9);
+    ck_assert_uint_eq(x->iter_why, 0);
+    ct_report_free(&rep);
+    ct_job_free(&job);
+}
+END_TEST
+
+/* A capture of four whole steps: a head kernel that differs in every step
+ * (h, j, l, n), then x A b c d e O (O: the optimizer), the last step
+ * without its e. The anchor x sits one op into every step, and the last
+ * cycle (x A b c d O) lacks e as well as the next step's head, so its lack
+ * is not the head op for op (rotation()). The capture begins at a step,
+ * so the op before the first x is its head, and the last cycle lacks two
+ * ops of the median eight, within 3 ops of that: the steps start at every
+ * head, [50, 900) [900, 1700) [1700, 2500) [2500, 3150), not at x (100 us,
+ * an eighth of a step, late). In HTA's mode the last step goes, as HTA
+ * drops a capture's last ProfilerStep. */
+START_TEST(a_captured_step_is_cut_at_its_head_when_its_cycles_differ)
+{
+    for (int hta = 0; hta < 2; hta++) {
+        struct tb_job b;
+        struct found f;
+        tb_init(&b);
+        struct ct_proc *p = tb_proc(&b, 0);
+        kernels(p, "hxAbcdeOjxAbcdeOlxAbcdeOnxAbcdO");
+        p->at_step = hta ? 2 : 1;
+        p->first_host = TB_US(50);
+        find(&b, NULL, &f);
+        ck_assert_int_eq(f.src, CT_ITER_PERIOD);
+        ck_assert_uint_eq(f.n, hta ? 3 : 4);
+        expect_iter(&f, 0, 50, 900, 0);
+        expect_iter(&f, 1, 900, 1700, 1);
+        expect_iter(&f, 2, 1700, 2500, 2);
+        if (!hta)
+            expect_iter(&f, 3, 2500, 3150, 3);
+        ck_assert_uint_eq(f.why & CT_ITER_WHY_HTA_LAST, hta ? CT_ITER_WHY_HTA_LAST : 0);
+        found_free(&f);
+    }
+}
+END_TEST
+
+/* Two steps captured whole, each a batch copied in, 12 layers of three
+ * kernels and the optimizer, 5 ms apart: the layers repeat 24 times, the
+ * steps twice (a capture of whole steps admits that), and the steps carry
+ * the copy and the optimizer the layers lack: two steps, [0, 5000) and
+ * [5000, 5500), at 0.7 of the confidence (two cycles are few). */
+START_TEST(two_captured_steps_of_twelve_layers_are_two_steps)
+{
+    struct tb_job b;
+    struct found f;
+    tb_init(&b);
+    struct ct_proc *p = tb_proc(&b, 0);
+    p->at_step = 1;
+    p->first_host = 0;
+    for (int k = 0; k < 2; k++) {
+        int64_t t = 5000 * k + 100;
+        tb_copy_named(p, HTOD, 1, t + 5, t + 10, t);
+        const char *lay[] = {"l1", "l2", "l3"};
+        for (int i = 0; i < 36; i++)
+            tb_kernel(p, lay[i % 3], 1, t + 20 + 10 * i + 2, t + 20 + 10 * i + 8, t + 20 + 10 * i);
+        tb_kernel(p, OPT_KERNEL, 1, t + 395, t + 400, t + 390);
+    }
+    find(&b, NULL, &f);
+    ck_assert_int_eq(f.src, CT_ITER_PERIOD);
+    ck_assert_uint_eq(f.n, 2);
+    expect_iter(&f, 0, 0, 5100, 0);
+    expect_iter(&f, 1, 5100, 5500, 1);
+    ck_assert_uint_eq(f.why, CT_ITER_WHY_FEW);
+    ck_assert_double_eq_tol(f.conf, 0.7, 1e-9);
+    found_free(&f);
+}
+END_TEST
+
+/* A capture of four identical chunks of kernels a..f, each with a 12 ms
+ * host wait after its third launch (an expert-parallel dispatch polling
+ * for its counts, no CUDA sync) and nothing of a step's synchronisation
+ * structure: the host pauses like a loop, so they may be steps, but
+ * nothing says so: four iterations, half the confidence, and why. */
+START_TEST(cycles_that_pause_but_carry_no_structure_have_half_the_confidence)
+{
+    struct tb_job b;
+    struct found f;
+    tb_init(&b);
+    struct ct_proc *p = tb_proc(&b, 0);
+    p->at_step = 1;
+    p->first_host = 0;
+    int64_t h = 10;
+    for (int k = 0; k < 4; k++)
+        for (int j = 0; j < 6; j++) {
+            char nm[2] = {(char)('a' + j), 0};
+            tb_kernel(p, nm, 1, h + 5, h + 8, h);
+            h += j == 2 ? 12000 : 20;
+        }
+    find(&b, NULL, &f);
+    ck_assert_int_eq(f.src, CT_ITER_PERIOD);
+    ck_assert_uint_eq(f.n, 4);
+    ck_assert_uint_eq(f.why, CT_ITER_WHY_NO_SYNC);
+    ck_assert_double_eq_tol(f.conf, 0.5, 1e-9);
     found_free(&f);
 }
 END_TEST
@@ -620,7 +877,11 @@ START_TEST(the_text_report_says_where_iterations_came_from)
     t = report_text(3, 1, 1);
     ck_assert_msg(strstr(t, "\nIterations of rank 0: 2 from step ranges\n"), "%s", t);
     ck_assert_msg(strstr(t, "\nIterations of rank 1: 4 found from the work that repeats (no step "
-                            "annotation), confidence 1.00\n"),
+                            "annotation), confidence 0.25 (no collective, optimizer kernel, host "
+                            "copy, host sync or graph launch repeats with the cycles: they may "
+                            "be parts of one step; the host launches the cycles back to back, "
+                            "with no pause of its loop between them: they may be parts of one "
+                            "step)\n"),
                   "%s", t);
     ck_assert_msg(strstr(t, "\nIterations of rank 2: none (no step ranges or marks, and no "
                             "repeating work that agrees across cycles); whole-window figures "
@@ -630,7 +891,7 @@ START_TEST(the_text_report_says_where_iterations_came_from)
     /* above 8 ranks: one line of counts, the ranks without iterations named */
     t = report_text(10, 4, 3);
     ck_assert_msg(strstr(t, "\nIterations: 4 rank(s) from step ranges, 0 from marks, 3 from the "
-                            "work that repeats (lowest confidence 1.00), 3 with none (ranks 7 8 "
+                            "work that repeats (lowest confidence 0.25), 3 with none (ranks 7 8 "
                             "9)\n"),
                   "%s", t);
     ck_assert_ptr_null(strstr(t, "Iterations of rank"));
@@ -783,6 +1044,12 @@ Suite *iterations_suite(void)
     tcase_add_test(tc, extra_missing_and_variant_kernels_keep_their_steps);
     tcase_add_test(tc, a_serving_loop_has_one_step_per_decode);
     tcase_add_test(tc, work_that_does_not_repeat_gives_no_iterations);
+    tcase_add_test(tc, the_layers_of_one_captured_step_are_no_iterations);
+    tcase_add_test(tc, twelve_layers_in_each_step_are_not_steps);
+    tcase_add_test(tc, a_serving_loop_whose_host_runs_ahead_is_cut_on_the_gpu);
+    tcase_add_test(tc, a_captured_step_is_cut_at_its_head_when_its_cycles_differ);
+    tcase_add_test(tc, two_captured_steps_of_twelve_layers_are_two_steps);
+    tcase_add_test(tc, cycles_that_pause_but_carry_no_structure_have_half_the_confidence);
     tcase_add_test(tc, the_text_report_says_where_iterations_came_from);
     tcase_add_test(tc, fewer_than_4_compute_kernels_give_no_iterations);
     tcase_add_test(tc, a_span_a_pause_cuts_is_not_an_iteration);

@@ -115,7 +115,13 @@ void tb_event_edge(struct ct_proc *p, uint32_t from, int64_t rec, uint32_t to, i
 
 void tb_copy(struct ct_proc *p, uint32_t stream, int64_t s, int64_t e, int64_t launch)
 {
-    uint32_t id = name_id(p, "memcpy");
+    tb_copy_named(p, "memcpy", stream, s, e, launch);
+}
+
+void tb_copy_named(struct ct_proc *p, const char *name, uint32_t stream, int64_t s, int64_t e,
+                   int64_t launch)
+{
+    uint32_t id = name_id(p, name);
     struct ct_gop *g = add_op(p, stream, s, e, launch);
     g->name = id;
     g->cls = CT_CL_MEMORY;

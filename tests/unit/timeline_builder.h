@@ -54,8 +54,12 @@ void tb_graph_edge(struct ct_proc *p, uint64_t from, uint64_t to);
  * waited on by stream `to` at wait. Add them in wait order. */
 void tb_event_edge(struct ct_proc *p, uint32_t from, int64_t rec, uint32_t to, int64_t wait);
 
-/* A memcpy [s, e) (class memory); launch as for tb_kernel. */
+/* A memcpy [s, e) (class memory); launch as for tb_kernel. tb_copy_named:
+ * one named as a profiler names it ("Memcpy HtoD (Pageable -> Device)"
+ * says its direction). */
 void tb_copy(struct ct_proc *p, uint32_t stream, int64_t s, int64_t e, int64_t launch);
+void tb_copy_named(struct ct_proc *p, const char *name, uint32_t stream, int64_t s, int64_t e,
+                   int64_t launch);
 
 /* An NCCL call. Its class comes from ct_job_build (rules in timeline.h). */
 struct tb_coll {
