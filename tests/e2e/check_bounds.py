@@ -241,7 +241,12 @@ try:
     kin = os.path.join(src, "tests", "data", "kineto")
     for name in sorted(os.listdir(kin)):
         p = os.path.join(kin, name)
-        if os.path.isdir(p):
+        if name == "tracelens":  # a collection of unrelated jobs: each file is one
+            for root, _, files in sorted(os.walk(p)):
+                for fn in sorted(files):
+                    if fn.endswith((".json", ".json.gz")):
+                        job_checks(f"kineto tracelens/{fn}", os.path.join(root, fn), kineto=True)
+        elif os.path.isdir(p):
             job_checks(f"kineto {name}", p, kineto=True)
     # real runs of the simulated training job
     if not sanitized:
