@@ -36,9 +36,9 @@
 static void ex_free(struct ex *x)
 {
     ct_hcollect_free(&x->health);
-    struct ct_vec *v[] = {&x->ops,  &x->gcorr, &x->calls, &x->timed,    &x->nccl,   &x->nsynth,
-                          &x->nord, &x->steps, &x->sord,  &x->launches, &x->clock,  &x->name_sid,
-                          &x->nfb,  &x->gend,  &x->gendv, &x->nkl,      &x->graphs, &x->evr,
+    struct ct_vec *v[] = {&x->ops,  &x->gcorr, &x->calls,  &x->timed,    &x->nccl,   &x->nsynth,
+                          &x->nord, &x->steps, &x->sord,   &x->launches, &x->clock,  &x->name_sid,
+                          &x->nfb,  &x->gend,  &x->gendv,  &x->nkl,      &x->graphs, &x->evr,
                           &x->evw,  &x->evs,   &x->gedges, &x->gsrc};
     for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
         free(v[i]->p);
@@ -297,8 +297,11 @@ static int on_api(struct ex *x, const uint64_t *c, size_t st, uint32_t tid)
             rc = ct_calls_launcher(&x->bcalls, tid);
     }
     int64_t s = (int64_t)FLD(CT_API_START), e = (int64_t)FLD(CT_API_END);
+    int64_t key = fam == CT_FAM_LAUNCH ? (int64_t)FLD(CT_API_KERNEL) : fam == CT_FAM_GRAPH ? 0 : -1;
+    if (!rc)
+        rc = ct_calls_launch(&x->bcalls, key, s);
     if (!rc && ct_is_blocking_call(fam, FLD(CT_API_FLAGS), e - s))
-        rc = ct_calls_note(&x->bcalls, s, e, tid);
+        rc = ct_calls_note(&x->bcalls, s, e, tid, key);
     if (!rc && ct_is_host_sync(fam, FLD(CT_API_FLAGS)) && !(rc = ct_ivset_add(&p->sync, s, e)))
         rc = note_sync(x, c, st, fam);
     if (!rc && fam == CT_FAM_MEMCPY && FLD(CT_API_COPY_KIND) == CT_COPY_DTOH &&

@@ -162,11 +162,32 @@ int ct_capture_finish(struct ct_proc *p, int64_t off)
     return 0;
 }
 
-int ct_calls_note(struct ct_calls *c, int64_t s, int64_t e, uint32_t tid)
+int ct_calls_note(struct ct_calls *c, int64_t s, int64_t e, uint32_t tid, int64_t key)
 {
     if (ct_grow((void **)&c->v, &c->cap, c->n, sizeof(*c->v)))
         return -ENOMEM;
-    c->v[c->n++] = (struct ct_call_span){s, e, tid};
+    c->v[c->n++] = (struct ct_call_span){s, e, tid, key};
+    return 0;
+}
+
+int ct_calls_launch(struct ct_calls *c, int64_t key, int64_t s)
+{
+    if (key < 0)
+        return 0;
+    if ((size_t)key >= c->nfirst) {
+        size_t n = c->nfirst ? c->nfirst : 64;
+        while (n <= (size_t)key)
+            n *= 2;
+        int64_t *v = realloc(c->first, n * sizeof(*v));
+        if (!v)
+            return -ENOMEM;
+        for (size_t i = c->nfirst; i < n; i++)
+            v[i] = INT64_MAX;
+        c->first = v;
+        c->nfirst = n;
+    }
+    if (s < c->first[key])
+        c->first[key] = s;
     return 0;
 }
 
@@ -194,7 +215,10 @@ int ct_calls_finish(struct ct_calls *c, struct ct_ivset *out, int64_t off)
         size_t k = 0;
         while (k < c->ntids && c->tids[k] != c->v[i].tid)
             k++;
-        if (k < c->ntids)
+        /* a launch only as the first of its kernel (timeline.h) */
+        int64_t key = c->v[i].key;
+        int first = key < 0 || ((size_t)key < c->nfirst && c->first[key] == c->v[i].s);
+        if (k < c->ntids && first)
             rc = ct_ivset_add(out, c->v[i].s + off, c->v[i].e + off);
     }
     ct_ivset_normalize_unsorted(out);
@@ -206,6 +230,7 @@ void ct_calls_free(struct ct_calls *c)
 {
     free(c->v);
     free(c->tids);
+    free(c->first);
     memset(c, 0, sizeof(*c));
 }
 
@@ -371,8 +396,13 @@ int ct_proc_extract(struct ct_trace *t, const char *step_name, struct ct_proc *p
                 if ((rc = ct_calls_launcher(&calls, r->tid)))
                     break;
             }
+            int64_t key = fam == CT_FAM_LAUNCH  ? (int64_t)f[CT_API_KERNEL]
+                          : fam == CT_FAM_GRAPH ? 0
+                                                : -1;
+            if ((rc = ct_calls_launch(&calls, key, s)))
+                break;
             if (ct_is_blocking_call(fam, f[CT_API_FLAGS], e - s) &&
-                (rc = ct_calls_note(&calls, s, e, r->tid)))
+                (rc = ct_calls_note(&calls, s, e, r->tid, key)))
                 break;
             if (ct_is_host_sync(fam, f[CT_API_FLAGS]))
                 rc = ct_ivset_add(&p->sync, s, e);

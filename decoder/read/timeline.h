@@ -284,7 +284,11 @@ int ct_is_ckpt_io(const char *op, uint64_t fd_type);
  * GPU (a synchronize: CT_FAM_SYNC without CT_APIF_ASYNC) and lasted at
  * least CT_BLOCKING_CALL_NS (an allocation, a module load, a pageable or
  * synchronous copy, a memset that synchronises, a launch that loaded its
- * module). dur in ns. */
+ * module). dur in ns. A launch (or graph launch) that long counts only as
+ * the first of its kernel (ct_calls_note's key): that one loads the
+ * kernel's module (lazy loading); a later one was held by the host itself
+ * (a thread preempted on a busy machine), which the GPU-idle split calls
+ * launch overhead, not a call that blocked. */
 #define CT_BLOCKING_CALL_NS 100000
 int ct_is_blocking_call(uint64_t fam, uint64_t flags, int64_t dur);
 int ct_step_matches(const char *msg, const char *step);
@@ -311,13 +315,20 @@ struct ct_calls {
     struct ct_call_span {
         int64_t s, e;
         uint32_t tid;
+        int64_t key; /* a launch's kernel (string id; 0 a graph launch), -1 any other call */
     } * v;
     size_t n, cap;
     uint32_t *tids; /* the launching threads, unsorted, once each */
     size_t ntids, captids;
+    int64_t *first; /* by key: the earliest start of a launch of it (INT64_MAX none) */
+    size_t nfirst;
 };
-int ct_calls_note(struct ct_calls *c, int64_t s, int64_t e, uint32_t tid);
+/* key: as ct_call_span's. */
+int ct_calls_note(struct ct_calls *c, int64_t s, int64_t e, uint32_t tid, int64_t key);
 int ct_calls_launcher(struct ct_calls *c, uint32_t tid);
+/* Every launch of kernel key (>= 0) starting at s, for ct_calls_finish's
+ * first-launch rule; in any order. */
+int ct_calls_launch(struct ct_calls *c, int64_t key, int64_t s);
 int ct_calls_finish(struct ct_calls *c, struct ct_ivset *out, int64_t off);
 void ct_calls_free(struct ct_calls *c);
 
