@@ -53,7 +53,8 @@ static int make_dirs(const char *path)
             return -errno;
         *p = '/';
     }
-    if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+    /* the traces' own folder: this user's alone (the umask may narrow it) */
+    if (mkdir(buf, 0700) != 0 && errno != EEXIST)
         return -errno;
     struct stat st;
     if (stat(buf, &st) != 0)
@@ -82,7 +83,7 @@ static int new_run_dir(char *out, size_t n)
     }
     for (int tries = 0; tries < 1000; tries++, next++) {
         snprintf(out, n, "cutrace-run%ld", next);
-        if (mkdir(out, 0755) == 0)
+        if (mkdir(out, 0700) == 0)
             return 0;
         if (errno != EEXIST)
             return -errno;
@@ -159,6 +160,33 @@ static int check_config(const int *opt_set)
                     name, near);
             return -1;
         }
+    }
+    return 0;
+}
+
+/* A folder another user could tamper with: owned by someone else, or
+ * writable by others without the sticky bit (which lets anyone remove or
+ * replace what is in it). 0, or -1 after one message. A shared /tmp-like
+ * folder (sticky) is fine: traces are created 0600 with O_EXCL. */
+static int check_dir_owner(const char *dir)
+{
+    struct stat st;
+    if (stat(dir, &st) != 0)
+        return 0; /* probe_dir says what is wrong */
+    if (st.st_uid != geteuid()) {
+        fprintf(stderr,
+                "cutrace run: -o %s: the folder belongs to uid %u, not to you (uid %u): its "
+                "owner could read, replace or remove the traces; give a folder of your own\n",
+                dir, (unsigned)st.st_uid, (unsigned)geteuid());
+        return -1;
+    }
+    if ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX)) {
+        fprintf(stderr,
+                "cutrace run: -o %s: the folder is writable by every user without the sticky "
+                "bit: anyone could replace the traces or plant control files; chmod o-w (or "
+                "+t) it, or give another folder\n",
+                dir);
+        return -1;
     }
     return 0;
 }
@@ -368,6 +396,8 @@ int ct_cmd_run(int argc, char **argv)
         fprintf(stderr, "cutrace run: %s: %s\n", out, strerror(errno));
         return CT_EXIT_USAGE;
     }
+    if (check_dir_owner(dir) != 0)
+        return CT_EXIT_USAGE;
     if ((rc = probe_dir(dir)) != 0) {
         fprintf(stderr,
                 "cutrace run: -o %s: the job could not create its traces there (%s); give a "
