@@ -26,11 +26,13 @@ drew against what the page claims and against the decoder's other outputs:
     schedule; RANK:S=NS for one rank); --step-busy the same in the view of
     the slowest step (after a click on its zoom button);
   - --ident ID=TEXT: the header's element #ID contains TEXT; --title TEXT:
-    the document's title contains it.
+    the document's title contains it;
+  - --expect-error: the page (one broken on purpose) says at its top that
+    it could not draw, and marks itself so; nothing else is checked.
 
 usage: check_html.py PAGE [--report R.json] [--diagnose D.json] [--uniform]
        [--straggler R] [--stream-busy [RANK:]S=NS]... [--step-busy [RANK:]S=NS]...
-       [--binned] [--ident ID=TEXT]... [--title TEXT] [--min-charts N]
+       [--binned] [--ident ID=TEXT]... [--title TEXT] [--min-charts N] [--expect-error]
        [--screenshot PNG [--clip Y,H] [--scale F]]
 Exit status 0 when every check passed, 1 otherwise, 77 (skip) without
 Chromium.
@@ -215,7 +217,8 @@ READ = r"""
   return JSON.stringify({ selfcheck: document.body.dataset.selfcheck || null, error: document.body.dataset.error || null,
     title: document.title, ident: ident, charts: charts, drawnCharts: window.ctDrawn.charts, tlLegend: tlLegend, tlColours: tlColours,
     timeline: T, heat: heat, diagnose: diag, data: JSON.parse(document.getElementById("data").textContent),
-    debugVisible: /ok: timeline/.test(document.body.innerText) });
+    debugVisible: /ok: timeline/.test(document.body.innerText),
+    banner: document.getElementById("pageerror").hidden ? null : document.getElementById("pageerror").innerText });
 })()
 """
 
@@ -240,6 +243,7 @@ def main():
     ap.add_argument("--ident", action="append", default=[])
     ap.add_argument("--title")
     ap.add_argument("--min-charts", type=int, default=0)
+    ap.add_argument("--expect-error", action="store_true")
     ap.add_argument("--screenshot")
     ap.add_argument("--clip")
     ap.add_argument("--scale", type=float, default=1.0)
@@ -254,6 +258,13 @@ def main():
         deadline = time.time() + 60
         while not b.eval("document.body.dataset.selfcheck || ''") and time.time() < deadline:
             time.sleep(0.2)
+        if a.expect_error:
+            got = json.loads(b.eval("JSON.stringify({s: document.body.dataset.selfcheck || null, "
+                                    "banner: document.getElementById('pageerror').hidden ? null : "
+                                    "document.getElementById('pageerror').innerText})"))
+            ok = got["s"] == "error" and (got["banner"] or "").startswith("This page could not draw")
+            print(f"{a.page}: {'ok' if ok else 'FAILED'} (broken page: {got})")
+            return 0 if ok else 1
         got = json.loads(b.eval(READ))
         # the zoom into the slowest step, then back to the whole run
         b.eval("document.getElementById('zoom-slowest').click(), 1")

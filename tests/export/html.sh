@@ -160,6 +160,9 @@ if "$build/decoder/cutrace" report --no-critical-path "$tmp/job" > /dev/null 2> 
   echo "--no-critical-path without --html accepted"; exit 1
 fi
 grep -q -- "--no-critical-path is an option of the HTML page" "$tmp/err" || { cat "$tmp/err"; exit 1; }
+# a page whose script fails says so at its top (a field renamed in its data)
+sed 's/"steps":{"cols":/"steps":{"colz":/' "$tmp/report.html" > "$tmp/broken.html"
+python3 "${check[@]}" "$tmp/broken.html" --expect-error
 # the job's identity in the header and the title; each stream's busy time
 # the schedule's (ct_synth_job.c: 10 kernels of 100 us per step, 120 us on
 # the slow rank 1; the all-reduce from the 8th kernel's end to 300 us after
