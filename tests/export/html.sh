@@ -182,6 +182,11 @@ python3 "${check[@]}" "$tmp/two.html" --report "$tmp/two.json" --diagnose "$tmp/
   --ident id-run=run-4711 --ident id-job=slurm-99 --ident "id-version=page by cutrace $version" \
   --ident "id-start=$(date -u +%Y-)" --title "cutrace: torchrun --nproc-per-node 2 train.py" \
   --title " - 2 ranks on gpu-node-7, $(date -u +%Y-)"
+# with --skip, diagnose's findings on the iterations kept, as diagnose --skip
+"$build/decoder/cutrace" report --html --skip 3 -o "$tmp/skip.html" "$tmp/two"
+"$build/decoder/cutrace" diagnose --json --skip 3 -o "$tmp/skip.diag.json" "$tmp/two"
+grep -q '"iterations":17,' "$tmp/skip.diag.json" || { echo "diagnose --skip 3: not 17 iterations"; exit 1; }
+python3 "${check[@]}" "$tmp/skip.html" --diagnose "$tmp/skip.diag.json"
 # alike ranks: every heat map one colour
 mkdir "$tmp/uniform"
 "$build/tests/tools/ct_synth_job" -d "$tmp/uniform" --ranks 8 --iterations 30
