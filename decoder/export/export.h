@@ -116,10 +116,24 @@ struct ct_html_cp {
     const char *why;
 };
 
-/* The self-contained HTML report (decoder/export/html.c): summary,
- * per-rank timelines, charts and tables of a finished report, and cp's
- * section (NULL: not built, without a reason). Returns 0 or -EIO (write
- * errors on f). */
-int ct_report_html(FILE *f, const struct ct_report *rep, const struct ct_html_cp *cp);
+/* What the HTML page shows besides rep's figures, each gathered by the
+ * command (decoder/cmd/report.c) from the layers above this one. */
+struct ct_html_in {
+    const struct ct_html_cp *cp; /* the critical path; NULL: not built, no reason */
+    /* `cutrace diagnose --json`'s document for rep (compare/diagnose.h),
+     * shown as the page's findings; NULL: diagnose_why says why not */
+    const char *diagnose, *diagnose_why;
+    /* the traces' metadata, as compare/runs.h's ct_run_value and
+     * ct_run_cmdlines give them; NULL: not read */
+    const char *cmdlines; /* distinct command lines, '\n'-separated */
+    const char *gpus;     /* distinct device names, '+'-joined; "(none)" */
+    const char *recorder; /* distinct cutrace_version values, '+'-joined */
+};
+
+/* The self-contained HTML report (decoder/export/html.c): the job's
+ * identity, diagnose's findings, summary, timelines, charts and tables of
+ * a finished report. in may be NULL (nothing beyond rep). Returns 0 or
+ * -EIO (write errors on f). */
+int ct_report_html(FILE *f, const struct ct_report *rep, const struct ct_html_in *in);
 
 #endif
