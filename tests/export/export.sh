@@ -59,14 +59,20 @@ import json, sqlite3, sys
 full, sl, win = (json.load(open(p)) for p in sys.argv[1:4])
 rep = json.load(open(sys.argv[4]))
 its = [i for k in rep["ranks"] if k["rank"] in (1, 3) for i in k["iterations"] if 3 <= i["index"] <= 5]
-lo, hi = min(i["start_us"] for i in its), max(i["end_us"] for i in its)
+# in integer ns (the file's µs have three decimals): the report's times
+# (and --window) count from its zero, the file's from the job's earliest
+# record, and the report's zero is at otherData.report_time_zero_ts
+ns = lambda us: round(us * 1000)
+z = ns(full["otherData"]["report_time_zero_ts"])
+assert z > 0 and ns(sl["otherData"]["report_time_zero_ts"]) == z, z
+lo, hi = z + min(ns(i["start_us"]) for i in its), z + max(ns(i["end_us"]) for i in its)
 pid = {e["pid"]: int(e["args"]["name"].split()[1]) for e in full["traceEvents"]
        if e["ph"] == "M" and e["name"] == "process_name"}
 def kept(doc, lo, hi):
     return sorted((e["pid"], e["tid"], e["ts"], e["name"]) for e in doc["traceEvents"]
                   if e["ph"] == "X" and pid.get(e["pid"]) in (1, 3)
-                  and e["ts"] + e.get("dur", 0) >= lo and e["ts"] <= hi)
-for doc, a, b in ((sl, lo, hi), (win, 4000.0, 7500.0)):
+                  and ns(e["ts"]) + ns(e.get("dur", 0)) >= lo and ns(e["ts"]) <= hi)
+for doc, a, b in ((sl, lo, hi), (win, z + 4000000, z + 7500000)):
     got = sorted((e["pid"], e["tid"], e["ts"], e["name"]) for e in doc["traceEvents"] if e["ph"] == "X")
     want = kept(full, a, b)
     assert got == want, (len(got), len(want))
@@ -79,7 +85,7 @@ for doc, a, b in ((sl, lo, hi), (win, 4000.0, 7500.0)):
     assert s == f and s, (len(s), len(f))
 q = "SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN RANKS t ON t.globalPid = k.globalPid WHERE t.rank IN (1, 3) AND k.end >= ? AND k.start <= ?"
 fdb, sdb = sqlite3.connect(sys.argv[5]), sqlite3.connect(sys.argv[6])
-want = fdb.execute(q, (int(lo * 1000), int(hi * 1000))).fetchone()[0]
+want = fdb.execute(q, (lo, hi)).fetchone()[0]
 got = sdb.execute("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0]
 assert got == want and got > 0, (got, want)
 ranks = {r for (r,) in sdb.execute("SELECT rank FROM ITERATIONS")}
@@ -191,11 +197,13 @@ expect_fail "--html writes a file" report --html "$tmp/job"
 expect_fail "allowed: --json, --html" report --bogus "$tmp/job"
 # an unwritable output: one clear error, before reading anything
 for fmt in chrome sqlite; do
-  expect_fail "-o $tmp/nodir/out: No such file or directory" export --format $fmt \
+  expect_fail "-o $tmp/nodir/out: cannot create a file there: No such file or directory" \
+    export --format $fmt \
     -o "$tmp/nodir/out" "$tmp/job"
   [ "$(wc -l < "$tmp/err")" = 1 ] || { cat "$tmp/err"; exit 1; }
 done
-expect_fail "report: -o $tmp/nodir/r.html: No such file or directory" report --html \
+expect_fail "report: -o $tmp/nodir/r.html: cannot create a file there: No such file or directory" \
+  report --html \
   -o "$tmp/nodir/r.html" "$tmp/job"
 # a missing trace: named, and no output file left behind
 expect_fail "$tmp/missing" export --format chrome -o "$tmp/gone.json" "$tmp/missing"
