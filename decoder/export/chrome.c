@@ -442,14 +442,15 @@ static void gpu_event(struct cw *w, size_t i)
     a_u(&a, "correlation_id", f[CT_GPU_CORR]);
     a_i(&a, "device", dev);
     a_u(&a, "stream", key & ~CT_NCCL_TRACK);
-    if (f[CT_GPU_BYTES])
+    int nccl = call && call->kind == CT_REC_NCCL; /* its fields below, bytes included */
+    if (f[CT_GPU_BYTES] && !nccl)
         a_u(&a, "bytes", f[CT_GPU_BYTES]);
     if (f[CT_GPU_TYPE] == CT_GPU_MEMCPY)
         a_s(&a, "copy_kind", ct_name_copy_kind(f[CT_GPU_COPY_KIND]));
     if (f[CT_GPU_TYPE] == CT_GPU_KERNEL)
         a_s(&a, "mangled", S(f[CT_GPU_NAME]));
     a_s(&a, "source", ct_name_gpu_source(f[CT_GPU_SOURCE]));
-    if (call && call->kind == CT_REC_NCCL)
+    if (nccl)
         nccl_args(&a, t, call, 1);
     a_end(&a);
     size_t n;
