@@ -704,7 +704,10 @@ int ct_export_chrome(FILE *f, struct ct_export_job *x, struct ct_progress *pr, c
             "\"time_zero\":\"the job's earliest record\","
             "\"time_zero_realtime_ns\":%" PRId64 ",\"report_time_zero_ts\":",
             x->origin_realtime_ns);
-    ct_chrome_ts(f, x->job.t0 - x->origin);
+    if (x->job.t0 >= x->origin)
+        ct_chrome_ts(f, x->job.t0 - x->origin);
+    else /* no GPU op: the report has no zero of its own (its times are from the epoch) */
+        fputs("null", f);
     fprintf(f,
             ",\"ranks\":%zu,\"traces\":%zu},\n"
             "\"traceEvents\":[\n",

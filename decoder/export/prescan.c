@@ -2,9 +2,10 @@
  * The pass of `cutrace export` between building the job and writing it:
  * every trace of the job read once more, times and names only, for
  *
- *   - the exports' time zero, the job's earliest record (any kind, on the
- *     job clock): Perfetto's trace processor drops events of negative
- *     time, so the zero is set where nothing precedes it; and
+ *   - the exports' time zero, the job's earliest record (of the kinds that
+ *     are exported: not metadata or clock pairs; on the job clock):
+ *     Perfetto's trace processor drops events of negative time, so the
+ *     zero is set where nothing exported precedes it; and
  *   - the Chrome file's expected size, before a byte of it is written
  *     (a 16-rank job of 1 M records a rank made a 6.7 GB file, which no
  *     viewer opens): the events each selected record becomes, at the bytes
@@ -12,12 +13,16 @@
  *     "Size"), plus the names it carries.
  *
  * It decodes only the fields named below (src/chunk.h ct_chunk_sink.fields)
- * and keeps no record: memory is one trace's string table.
+ * and keeps no record: memory is one trace's string table a thread (one
+ * thread a CPU, each taking the next trace, as the first pass does).
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "decoder/export/export.h"
 #include "decoder/util/demangle.h"
@@ -148,6 +153,10 @@ static void count(struct scan *s, const struct ct_record *r)
 static int on_record(void *ctx, const struct ct_record *r)
 {
     struct scan *s = ctx;
+    /* metadata and clock pairs are no event or row: their times (when the
+     * recorder wrote them) place nothing */
+    if (r->kind == CT_REC_META || r->kind == CT_REC_CLOCK)
+        return 0;
     int64_t a = (int64_t)r->f[0] + s->shift, b = (int64_t)ct_export_rec_end(r) + s->shift;
     if (a < s->lo)
         s->lo = a;
@@ -177,6 +186,84 @@ static int digits(uint64_t v)
     return n;
 }
 
+/* The traces shared out to the scanning threads. */
+struct pool {
+    struct ct_export_job *x;
+    int chrome;
+    const uint32_t *fields;
+    atomic_size_t next, done;
+    atomic_int failed;
+    pthread_mutex_t lock;
+    struct scan sum; /* the traces' figures added up (under lock) */
+    uint64_t ntraces;
+    int rc;
+    char err[512];
+};
+
+/* Scans trace i into s (its figures added to s's). 0 or a negative errno
+ * with err set. */
+static int scan_trace(struct pool *P, struct scan *s, size_t i, char *err, size_t errlen)
+{
+    const struct ct_export_src *src = &P->x->src[i];
+    struct ct_reader rd;
+    int rc = ct_reader_open(&rd, src->path);
+    if (rc) {
+        snprintf(err, errlen, "%s", rd.err);
+        return rc;
+    }
+    struct ct_chunk_sink sink = {s, NULL, on_record, P->fields, NULL};
+    s->rd = &rd;
+    s->shift = src->shift;
+    s->count = P->chrome && ct_export_rank_on(&P->x->sel, src->rank);
+    s->ndem = 0; /* string ids are the trace's own */
+    free(s->dem);
+    s->dem = NULL;
+    while ((rc = ct_reader_next(&rd, &sink)) > 0)
+        ;
+    if (rc < 0)
+        snprintf(err, errlen, "%s", rc == -ENOMEM ? "out of memory" : rd.err);
+    ct_reader_close(&rd);
+    return rc < 0 ? rc : 0;
+}
+
+static void *scan_worker(void *arg)
+{
+    struct pool *P = arg;
+    struct scan s = {.sel = &P->x->sel, .lo = INT64_MAX, .hi = INT64_MIN};
+    uint64_t ntraces = 0;
+    char err[512];
+    for (;;) {
+        size_t i = atomic_fetch_add(&P->next, 1);
+        if (i >= P->x->nsrc || atomic_load(&P->failed))
+            break;
+        int rc = scan_trace(P, &s, i, err, sizeof(err));
+        if (rc) {
+            pthread_mutex_lock(&P->lock);
+            if (!atomic_load(&P->failed)) {
+                P->rc = rc;
+                snprintf(P->err, sizeof(P->err), "%s", err);
+            }
+            atomic_store(&P->failed, 1);
+            pthread_mutex_unlock(&P->lock);
+            break;
+        }
+        ntraces += (uint64_t)s.count;
+        atomic_fetch_add(&P->done, 1);
+    }
+    free(s.dem);
+    pthread_mutex_lock(&P->lock);
+    if (s.lo < P->sum.lo)
+        P->sum.lo = s.lo;
+    if (s.hi > P->sum.hi)
+        P->sum.hi = s.hi;
+    P->sum.events += s.events;
+    P->sum.bytes += s.bytes;
+    P->sum.records += s.records;
+    P->ntraces += ntraces;
+    pthread_mutex_unlock(&P->lock);
+    return NULL;
+}
+
 int ct_export_prescan(struct ct_export_job *x, int chrome, struct ct_export_size *est,
                       struct ct_progress *pr, char *err, size_t errlen)
 {
@@ -191,39 +278,42 @@ int ct_export_prescan(struct ct_export_job *x, int chrome, struct ct_export_size
         fields[CT_REC_NVTX_MARK] = 1u << CT_MARK_MESSAGE | 1u << CT_MARK_DOMAIN;
         fields[CT_REC_ERROR] = 1u << CT_ERROR_WHAT;
     }
-    struct scan s = {.sel = &x->sel, .lo = INT64_MAX, .hi = INT64_MIN};
-    struct ct_chunk_sink sink = {&s, NULL, on_record, fields, NULL};
-    uint64_t ntraces = 0;
-    int rc = 0;
-    for (size_t i = 0; i < x->nsrc && !rc; i++) {
-        struct ct_reader rd;
-        ct_progress_update(pr, "sizing trace", i + 1, x->nsrc, -1);
-        rc = ct_reader_open(&rd, x->src[i].path);
-        if (rc) {
-            snprintf(err, errlen, "%s", rd.err);
-            break;
-        }
-        s.rd = &rd;
-        s.shift = x->src[i].shift;
-        s.count = chrome && ct_export_rank_on(&x->sel, x->src[i].rank);
-        ntraces += (uint64_t)s.count;
-        s.ndem = 0; /* string ids are the trace's own */
-        free(s.dem);
-        s.dem = NULL;
-        while ((rc = ct_reader_next(&rd, &sink)) > 0)
-            ;
-        if (rc < 0)
-            snprintf(err, errlen, "%s", rc == -ENOMEM ? "out of memory" : rd.err);
-        else
-            rc = 0;
-        ct_reader_close(&rd);
+    /* one trace a thread at a time, as the first pass reads them
+     * (decoder/read/load.c): each keeps one reader and one string table */
+    struct pool P = {.x = x, .chrome = chrome, .fields = fields};
+    P.sum = (struct scan){.lo = INT64_MAX, .hi = INT64_MIN};
+    atomic_init(&P.next, 0);
+    atomic_init(&P.done, 0);
+    atomic_init(&P.failed, 0);
+    pthread_mutex_init(&P.lock, NULL);
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    size_t nt = ncpu > 0 ? (size_t)ncpu : 1;
+    if (nt > x->nsrc)
+        nt = x->nsrc;
+    if (nt > 64)
+        nt = 64;
+    pthread_t th[64];
+    size_t started = 0;
+    for (size_t i = 0; i < nt; i++)
+        if (pthread_create(&th[i], NULL, scan_worker, &P) == 0)
+            started++;
+    if (!started)
+        scan_worker(&P);
+    while (started && atomic_load(&P.next) < x->nsrc + started && !atomic_load(&P.failed)) {
+        ct_progress_update(pr, "sizing traces", atomic_load(&P.done), x->nsrc, -1);
+        usleep(20000);
     }
-    free(s.dem);
-    if (rc)
-        return rc;
+    for (size_t i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+    pthread_mutex_destroy(&P.lock);
+    if (atomic_load(&P.failed)) {
+        snprintf(err, errlen, "%s", P.err);
+        return P.rc;
+    }
+    const struct scan *s = &P.sum;
     /* no record at all (empty traces): the report's zero, which is then
      * the job's own start */
-    x->origin = s.lo <= s.hi ? s.lo : x->job.t0;
+    x->origin = s->lo <= s->hi ? s->lo : x->job.t0;
     if (est) {
         uint64_t cp = 0, cpb = 0;
         for (size_t i = 0; x->cp && i < x->cp->n; i++) {
@@ -236,11 +326,11 @@ int ct_export_prescan(struct ct_export_job *x, int chrome, struct ct_export_size
         }
         /* "ts":N.NNN of a time late in the run (most are of its magnitude);
          * X events' "dur" is within B_* (durations are short) */
-        uint64_t span_us = s.hi > x->origin ? (uint64_t)(s.hi - x->origin) / 1000 : 0;
+        uint64_t span_us = s->hi > x->origin ? (uint64_t)(s->hi - x->origin) / 1000 : 0;
         int tsw = digits(span_us ? span_us : 1) + 4;
-        est->records = s.records;
-        est->events = s.events + cp;
-        est->bytes = 256 + ntraces * B_TRACE + s.bytes + cpb + est->events * (uint64_t)tsw;
+        est->records = s->records;
+        est->events = s->events + cp;
+        est->bytes = 256 + P.ntraces * B_TRACE + s->bytes + cpb + est->events * (uint64_t)tsw;
     }
     return 0;
 }

@@ -646,12 +646,14 @@ int ct_export_sqlite(const char *out, struct ct_export_job *x, struct ct_progres
         sqlite3_step(st);
         sqlite3_finalize(st);
         /* what time 0 is, and where `cutrace report`'s zero lies on it */
-        char meta[256];
+        char meta[256], zero[32] = "NULL"; /* no GPU op: the report has no zero */
+        if (x->job.t0 >= x->origin)
+            snprintf(zero, sizeof(zero), "'%" PRId64 "'", x->job.t0 - x->origin);
         snprintf(meta, sizeof(meta),
                  "INSERT INTO META_DATA_EXPORT VALUES ('CUTRACE_GENERATOR','cutrace export'),"
                  "('CUTRACE_TIME_ZERO','the job''s earliest record'),"
-                 "('CUTRACE_REPORT_TIME_ZERO_NS','%" PRId64 "');",
-                 x->job.t0 - x->origin);
+                 "('CUTRACE_REPORT_TIME_ZERO_NS',%s);",
+                 zero);
         if (sqlite3_exec(w.db, meta, NULL, NULL, &msg) != SQLITE_OK)
             goto sql_error;
     }

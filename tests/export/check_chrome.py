@@ -26,7 +26,8 @@ events are in start order and nest (a slice that starts inside another
 ends inside it: Perfetto moves one that does not to an overflow track, with
 an error stat); per counter series, C events are in time order.
 otherData says where time 0 is (time_zero, time_zero_realtime_ns) and
-where the report's zero lies (report_time_zero_ts >= 0).
+where the report's zero lies (report_time_zero_ts >= 0; null for a job
+without a GPU op, which the report has no zero for).
 
 With --dump (one `cutrace dump --json` output per trace): the number of GPU
 intervals on GPU tracks equals the number of gpu records, the sum of kernel
@@ -131,8 +132,9 @@ def main():
     od = doc.get("otherData", {})
     check("time zero stated", od.get("time_zero") == "the job's earliest record" and
           isinstance(od.get("time_zero_realtime_ns"), int) and
-          isinstance(od.get("report_time_zero_ts"), (int, float)) and
-          od["report_time_zero_ts"] >= 0, od)
+          (od.get("report_time_zero_ts") is None and "report_time_zero_ts" in od or
+           isinstance(od.get("report_time_zero_ts"), (int, float)) and
+           od["report_time_zero_ts"] >= 0), od)
     evs = doc["traceEvents"]
     check("events", len(evs) > 0, "none")
     # three decimals at most on every ts/dur: exact ns

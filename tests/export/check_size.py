@@ -18,7 +18,7 @@ names it carries, and one ts width for the whole run; what it cannot know
 before writing are the numbers' widths (correlation ids, byte counts,
 durations), optional args (a root, a peer, a group) and which records
 another source supersedes. Over the test jobs those move the total by at
-most 15 %; 25 % keeps the refusal meaningful (a 6.7 GB file is not taken
+most 7 %; 25 % keeps the refusal meaningful (a 6.5 GB file is not taken
 for 1 GB) without failing on a job whose numbers run wider.
 """
 import collections
