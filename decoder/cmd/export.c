@@ -28,11 +28,10 @@
  * The largest Chrome file written without --max-size: 1 GB. chrome://tracing
  * stops at 256 MB, and Perfetto UI's trace processor runs in the browser
  * with about 2 GB of memory for the whole trace (Perfetto, "Visualising
- * large traces"), where a JSON trace's tables take memory of the order of
- * the file: past 1 GB the user is better served by a slice (--ranks,
- * --iterations, --window), or by
- * Perfetto's native trace_processor --httpd with --max-size raised: a
- * 900 MB JSON file already crashed the UI (Perfetto issue 99).
+ * large traces"), a 900 MB JSON file having already crashed it (Perfetto
+ * issue 99). Past 1 GB the user is better served by a slice (--ranks,
+ * --iterations, --window), or by Perfetto's native trace_processor --httpd
+ * with --max-size raised.
  */
 #define CT_EXPORT_MAX_BYTES 1000000000ull
 
