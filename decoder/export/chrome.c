@@ -23,9 +23,9 @@
  * tracks of its own (decoder/export/chrome_critical_path.c).
  * Times are µs with three decimals (exact ns) since the export's time zero,
  * the job's earliest record (decoder/export/export.h): none is negative,
- * which Perfetto would drop; "displayTimeUnit":"ns". Per track, X events come in
- * start order (records are sorted by start; the GPU intervals that only an
- * NCCL record carries are merged in), counters in time order.
+ * which Perfetto would drop; "displayTimeUnit":"ns". Per track, X events
+ * come in start order (records are sorted by start; the GPU intervals that
+ * only an NCCL record carries are merged in), counters in time order.
  */
 #include <errno.h>
 #include <inttypes.h>

@@ -113,9 +113,11 @@ struct ct_export_size {
  * The pass before writing (decoder/export/prescan.c): reads every trace of
  * x once, times and a few names, with x->src shifts and x->sel still on the
  * job clock. Sets x->origin to the job's earliest record of an exported
- * kind (not metadata or clock pairs; the report's zero when there is none), and with est the Chrome file's expected size for
- * x->sel and x->cp (chrome 1; chrome 0 reads times only). Returns 0, or a
- * negative errno with err naming the trace that cannot be read.
+ * kind (not metadata or clock pairs; the report's zero when there is
+ * none), and with est the Chrome file's expected size for x->sel and x->cp
+ * (chrome 1; chrome 0 reads times only). A thread per CPU, one trace each
+ * at a time. Returns 0, or a negative errno with err naming the trace that
+ * cannot be read.
  */
 int ct_export_prescan(struct ct_export_job *x, int chrome, struct ct_export_size *est,
                       struct ct_progress *pr, char *err, size_t errlen);

@@ -5,10 +5,12 @@
  * documented column by column in docs/export.md; this file must keep to it.
  *
  * Times are ns since the export's time zero, the job's earliest record
- * (decoder/export/export.h), on the job clock: none is negative. Process and thread ids are
- * serialized as Nsight Systems does, so its recipes apply: PID = globalPid / 0x1000000 % 0x1000000,
- * TID = globalTid % 0x1000000; the bits from 48 up hold the trace's index + 1 (in RANKS), which
- * keeps equal pids of different hosts apart.
+ * (decoder/export/export.h), on the job clock: none is negative. Process
+ * and thread ids are serialized as Nsight Systems does, so its recipes
+ * apply: PID = globalPid / 0x1000000 % 0x1000000, TID = globalTid %
+ * 0x1000000; the bits from 48 up hold the trace's index + 1 (in RANKS),
+ * which keeps equal pids of different hosts apart. Columns Nsight Systems
+ * has and the trace does not record are NULL, never invented.
  *
  * Rows are inserted with prepared statements in one transaction, one trace
  * at a time; indexes for the usual joins are created at the end.
