@@ -24,6 +24,7 @@
 #include "shim/io.h"
 #include "shim/nvtx.h"
 #include "src/config.h"
+#include "src/live.h"
 #include "src/ownfd.h"
 
 atomic_int ct_shim_state;
@@ -197,6 +198,7 @@ static void start_gpu_timing(int pref)
     static const char *const names[] = {"off", "cupti", "events"};
     recorder_meta_str("gpu_timing", names[mode]);
     ct_gpu_mode = mode;
+    ct_live_gpu_mode((unsigned)mode); /* a salvage: GPU times still queued there died too */
     launch_path_update();
 }
 
@@ -387,6 +389,7 @@ static int start_recording(int after_fork)
         .flight_bytes = (uint64_t)ct_cfg.flight_mb << 20,
         .hang_ns = (uint64_t)ct_cfg.hang_s * 1000000000u,
         .defer_bytes = (uint64_t)ct_cfg.host_trace_kb << 10,
+        .buffers = ct_cfg.buffers,
     };
     ct_recorder_lineage(ancestor_gpu);
     char *path = g_trace_path;

@@ -24,12 +24,44 @@ static const char *ended_by(const struct ct_trace *t, char *buf, size_t n)
     return ct_name_signal((long)sig, buf, n);
 }
 
+/* A trace completed from its process's live mapping (src/salvage.h): how
+ * the process ended and what was recovered. */
+static void print_salvage(const struct ct_reader *rd, const char *by)
+{
+    const struct ct_salvage_info *si = &rd->salvage;
+    printf("  status:     complete, salvaged: the process was killed%s%s (it ended without "
+           "finishing its trace)%s\n",
+           by ? " by " : "", by ? by : "", rd->damage_total ? ", with damage" : "");
+    printf("  salvage:    %llu records recovered from its live mapping after offset %llu%s\n",
+           (unsigned long long)si->records, (unsigned long long)si->at,
+           rd->salvage_in_memory ? " (read in memory; `cutrace salvage` writes them to the trace)"
+                                 : "");
+    if (si->half_written)
+        printf("  salvage:    %llu record%s being written at the instant of death dropped "
+               "(not committed)\n",
+               (unsigned long long)si->half_written, si->half_written == 1 ? "" : "s");
+    if (si->ring_drops)
+        printf("  salvage:    %llu records the buffers had dropped before death (full)\n",
+               (unsigned long long)si->ring_drops);
+    if (si->strings_lost)
+        printf("  salvage:    %llu string definitions did not fit the mapping: records naming "
+               "them show \"\"\n",
+               (unsigned long long)si->strings_lost);
+    if (si->flags & CT_SALVAGE_GPU_PENDING)
+        printf("  salvage:    GPU times still queued in the process died with it: ops recovered "
+               "without a GPU interval were never timed\n");
+}
+
 static void print_status(const struct ct_trace *t)
 {
     const struct ct_reader *rd = &t->rd;
     char sig[32];
     const char *by = ended_by(t, sig, sizeof(sig));
-    if (rd->has_footer && rd->damage_total == 0 && by)
+    if (rd->live_left)
+        printf("  live:       %s: its mapping was left alone\n", rd->live_note);
+    if (rd->salvaged && rd->has_footer)
+        print_salvage(rd, by);
+    else if (rd->has_footer && rd->damage_total == 0 && by)
         printf("  status:     complete, stopped by %s\n", by);
     else if (rd->has_footer && rd->damage_total == 0)
         printf("  status:     complete\n");
