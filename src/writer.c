@@ -470,11 +470,16 @@ static void passes_end(void)
 }
 #endif
 
-/* Where the rings live, once in the trace (recorder metadata "buffers"),
- * and why not in a live mapping when one was asked for. */
+/* Where the rings live, once in the trace (recorder metadata "buffers":
+ * shm, dir or private), and why not in a live mapping when one was asked
+ * for. */
 static void say_buffers(void)
 {
-    const char *where = ct_live_on() ? ct_live_where_path() : "private";
+    const char *path = ct_live_where_path(), *shm = ct_live_shm_dir();
+    size_t sl = strlen(shm);
+    const char *where = !ct_live_on()                                ? "private"
+                        : !strncmp(path, shm, sl) && path[sl] == '/' ? "shm"
+                                                                     : "dir";
     uint64_t f[CT_META_NFIELDS] = {ct_clock_now(), CT_SCOPE_RECORDER, 0, ct_intern("buffers"),
                                    ct_intern(where)};
     ct_emit(CT_REC_META, 0, f, CT_META_NFIELDS);
