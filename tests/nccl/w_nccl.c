@@ -244,16 +244,21 @@ static int rank_main(int r, int n, const char *idhex, const char *mode, const ch
 }
 
 /*
- * `w_nccl mpi DIR MODE`: one rank started by a real launcher (mpirun): rank
- * and size from Open MPI's environment; rank 0 makes the unique id and
+ * `w_nccl mpi DIR MODE`: one rank started by a real launcher (mpirun, srun):
+ * rank and size from Open MPI's environment or Slurm's; rank 0 makes the unique id and
  * publishes it as DIR/nccl-id (written aside, then renamed, so a reader
  * sees all of it or nothing); the others wait up to 30 s for it.
  */
 static int mpi_main(const char *dir, const char *mode)
 {
     const char *rs = getenv("OMPI_COMM_WORLD_RANK"), *ns = getenv("OMPI_COMM_WORLD_SIZE");
+    if (!rs || !ns) { /* srun's tasks */
+        rs = getenv("SLURM_PROCID");
+        ns = getenv("SLURM_NTASKS");
+    }
     if (!rs || !ns) {
-        fprintf(stderr, "w_nccl: mpi needs OMPI_COMM_WORLD_RANK and _SIZE (run under mpirun)\n");
+        fprintf(stderr, "w_nccl: mpi needs OMPI_COMM_WORLD_RANK and _SIZE (run under mpirun) or "
+                        "SLURM_PROCID and SLURM_NTASKS (srun)\n");
         return 2;
     }
     int r = atoi(rs), n = atoi(ns);
