@@ -47,9 +47,32 @@ static void print_salvage(const struct ct_reader *rd, const char *by)
         printf("  salvage:    %llu string definitions did not fit the mapping: records naming "
                "them show \"\"\n",
                (unsigned long long)si->strings_lost);
-    if (si->flags & CT_SALVAGE_GPU_PENDING)
-        printf("  salvage:    GPU times still queued in the process died with it: ops recovered "
-               "without a GPU interval were never timed\n");
+}
+
+/* The GPU ops whose GPU time died with the process (CUPTI's buffers):
+ * said, not counted as idle. Needs the records: the trace is read again. */
+static void print_undelivered(const struct ct_trace *t)
+{
+    if (!t->rd.salvaged || !(t->rd.salvage.flags & CT_SALVAGE_GPU_PENDING))
+        return;
+    struct ct_trace full;
+    char err[512];
+    uint64_t n = 0;
+    int64_t from = INT64_MAX;
+    if (ct_trace_load(&full, t->path, 1, err, sizeof(err)) != 0)
+        return;
+    int rc = ct_trace_undelivered(&full, &n, &from);
+    uint64_t first = full.first_ns;
+    ct_trace_free(&full);
+    if (rc)
+        return;
+    if (n)
+        printf("  salvage:    %llu GPU op%s launched from %.6f s on never had %s GPU time "
+               "delivered (it died with the process in CUPTI's buffers): untimed, not idle\n",
+               (unsigned long long)n, n == 1 ? "" : "s", (double)(from - (int64_t)first) / 1e9,
+               n == 1 ? "its" : "their");
+    else
+        printf("  salvage:    every GPU op recovered has its GPU time\n");
 }
 
 static void print_status(const struct ct_trace *t)
@@ -59,9 +82,10 @@ static void print_status(const struct ct_trace *t)
     const char *by = ended_by(t, sig, sizeof(sig));
     if (rd->live_left)
         printf("  live:       %s: its mapping was left alone\n", rd->live_note);
-    if (rd->salvaged && rd->has_footer)
+    if (rd->salvaged && rd->has_footer) {
         print_salvage(rd, by);
-    else if (rd->has_footer && rd->damage_total == 0 && by)
+        print_undelivered(t);
+    } else if (rd->has_footer && rd->damage_total == 0 && by)
         printf("  status:     complete, stopped by %s\n", by);
     else if (rd->has_footer && rd->damage_total == 0)
         printf("  status:     complete\n");
