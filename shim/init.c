@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,7 @@
 #include "src/config.h"
 #include "src/live.h"
 #include "src/ownfd.h"
+#include "src/salvage.h"
 
 atomic_int ct_shim_state;
 int ct_gpu_mode;
@@ -349,6 +351,42 @@ static void writer_hang(const char *what, const char *path)
 }
 
 /*
+ * The job's earlier processes that died without finishing their traces
+ * (a SIGKILLed attempt's ranks, before this restarted one): completed from
+ * their live mappings, on a thread of their own so that the job never
+ * waits (src/salvage.h: a live process's mapping is never touched, every
+ * descriptor is one of src/ownfd.h's). A process that ends first leaves the
+ * rest to whoever comes next (`cutrace run`, any cutrace command, the next
+ * image).
+ */
+static void *salvage_earlier(void *arg)
+{
+    (void)arg;
+    ct_tls_guard = 1; /* our I/O is not the job's */
+    ct_salvage_dir(ct_cfg.output, NULL, NULL, NULL);
+    return NULL;
+}
+
+static void start_salvage(void)
+{
+    if (ct_cfg.buffers == CT_LIVE_PRIVATE)
+        return;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_attr_t a;
+    if (pthread_attr_init(&a) != 0)
+        return;
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    pthread_t t;
+    pthread_sigmask(SIG_BLOCK, &all, &old); /* the job's signals are for the job's threads */
+    if (pthread_create(&t, &a, salvage_earlier, NULL) != 0) {
+        /* nothing to do: a later image or `cutrace` salvages them */
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&a);
+}
+
+/*
  * Creates this process's trace and starts its writer. after_fork: we are a
  * forked child of a recording process; its recorder state is reused
  * (strings) and reset (threads, file), and CUDA is not usable here.
@@ -426,6 +464,7 @@ static int start_recording(int after_fork)
     start_gpu_timing(ct_cfg.gpu_timing);
     ct_process_started();
     atexit(shim_atexit);
+    start_salvage();
     return 0;
 }
 

@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,7 @@
 
 #include "cutrace/format.h"
 #include "src/live.h"
+#include "src/ownfd.h"
 #include "src/ring.h"
 #include "src/ringrec.h"
 #include "src/strlog.h"
@@ -207,6 +209,8 @@ int ct_live_map_open(struct ct_live_map *m, const char *path, uid_t owner, char 
     m->len = (size_t)st.st_size;
     m->fd = fd;
     m->mapped = 1;
+    m->dev = (uint64_t)st.st_dev;
+    m->ino = (uint64_t)st.st_ino;
     struct hdr h;
     char why[160];
     if (read_hdr(m->p, m->len, &h, why, sizeof(why))) {
@@ -744,52 +748,82 @@ void ct_salvage_free(struct ct_salvage *s)
     ct_buf_free(&s->tail);
 }
 
-/* ---- writing the completed trace ---- */
+/* ---- writing the completed trace ----
+ *
+ * This may run inside a job's process (the shim of a later image of the
+ * job salvages its dead predecessors), so the descriptors it reads and
+ * writes are src/ownfd.h's: a job's close loop leaves them alone, and a
+ * number taken over behind its back is never written to (each write checks
+ * the file's device and inode first). The completed trace is written to a
+ * new file beside it, renamed over the trace only when whole: a salvage
+ * cut short leaves the trace as it was. */
 
-static int write_all(int fd, const uint8_t *p, size_t n)
+/* Writes p to own slot `slot`, verified before each write. */
+static int own_write(int slot, const uint8_t *p, size_t n)
 {
     while (n > 0) {
+        int fd = ct_own_use(slot);
+        if (fd < 0)
+            return -EBADF;
         ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
+        int e = errno;
+        ct_own_done(slot);
+        if (w < 0 && e == EINTR)
             continue;
         if (w <= 0)
-            return w < 0 ? -errno : -EIO;
+            return w < 0 ? -e : -EIO;
         p += w;
         n -= (size_t)w;
     }
     return 0;
 }
 
-/* The first len bytes of in to out (at their current offsets: both 0). */
+/* The first len bytes of slot in to slot out (both at offset 0 now). */
 static int copy_prefix(int in, int out, uint64_t len)
 {
     uint64_t done = 0;
-    while (done < len) {
-        ssize_t c = copy_file_range(in, NULL, out, NULL, (size_t)(len - done), 0);
+    int by_hand = 0;
+    while (done < len && !by_hand) {
+        int ifd = ct_own_use(in), ofd = ifd >= 0 ? ct_own_use(out) : -1;
+        if (ifd < 0 || ofd < 0) {
+            if (ifd >= 0)
+                ct_own_done(in);
+            return -EBADF;
+        }
+        size_t want = len - done > (1u << 26) ? (1u << 26) : (size_t)(len - done);
+        ssize_t c = copy_file_range(ifd, NULL, ofd, NULL, want, 0);
+        int e = errno;
+        ct_own_done(out);
+        ct_own_done(in);
         if (c > 0) {
             done += (uint64_t)c;
             continue;
         }
         if (c == 0)
             return -EIO; /* the file is shorter than its mapping said */
-        if (errno == EINTR)
+        if (e == EINTR)
             continue;
-        if (errno != EXDEV && errno != ENOSYS && errno != EOPNOTSUPP && errno != EINVAL)
-            return -errno;
-        /* no in-kernel copy between these: by hand */
-        uint8_t buf[1 << 16];
-        while (done < len) {
-            size_t want = len - done < sizeof(buf) ? (size_t)(len - done) : sizeof(buf);
-            ssize_t r = read(in, buf, want);
-            if (r < 0 && errno == EINTR)
-                continue;
-            if (r <= 0)
-                return r < 0 ? -errno : -EIO;
-            int rc = write_all(out, buf, (size_t)r);
-            if (rc)
-                return rc;
-            done += (uint64_t)r;
-        }
+        if (e != EXDEV && e != ENOSYS && e != EOPNOTSUPP && e != EINVAL)
+            return -e;
+        by_hand = 1; /* no in-kernel copy between these */
+    }
+    uint8_t buf[1 << 16];
+    while (done < len) {
+        size_t want = len - done < sizeof(buf) ? (size_t)(len - done) : sizeof(buf);
+        int ifd = ct_own_use(in);
+        if (ifd < 0)
+            return -EBADF;
+        ssize_t r = pread(ifd, buf, want, (off_t)done);
+        int e = errno;
+        ct_own_done(in);
+        if (r < 0 && e == EINTR)
+            continue;
+        if (r <= 0)
+            return r < 0 ? -e : -EIO;
+        int rc = own_write(out, buf, (size_t)r);
+        if (rc)
+            return rc;
+        done += (uint64_t)r;
     }
     return 0;
 }
@@ -806,6 +840,24 @@ static int has_footer_fd(int fd)
            memcmp(b + 8, CT_FOOTER_MAGIC, 8) == 0;
 }
 
+/* A new file in dir for the completed trace, named after it with this
+ * process's pid (".NAME.salvage-PID-..."; a salvage cut short by its
+ * process's death leaves it, and a later ct_salvage_dir removes it). The
+ * own slot, or a negative errno. */
+static int temp_in(const char *dir, const char *name, char *tmp, size_t tn)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int slot = -EEXIST;
+    for (unsigned i = 0; i < 64 && slot == -EEXIST; i++) {
+        snprintf(tmp, tn, "%s/.%s.salvage-%d-%lx-%u", dir, name, (int)getpid(), (long)ts.tv_nsec,
+                 i);
+        slot = ct_own_open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600,
+                           CT_OWN_HIGH);
+    }
+    return slot;
+}
+
 int ct_salvage_commit(const char *dir, const char *map_path,
                       int (*sig_for)(void *ctx, uint32_t pid), void *ctx,
                       struct ct_salvage_info *info, char *trace_out, size_t tn, char *err, size_t n)
@@ -815,8 +867,8 @@ int ct_salvage_commit(const char *dir, const char *map_path,
     int rc = ct_live_map_open(&m, map_path, geteuid(), err, n);
     if (rc)
         return rc;
-    int tfd = -1, out = -1;
-    char tmp[4300] = "";
+    int tslot = -1, oslot = -1;
+    char tmp[4400] = "";
     struct ct_salvage s;
     memset(&s, 0, sizeof(s));
     char name_buf[256];
@@ -847,30 +899,39 @@ int ct_salvage_commit(const char *dir, const char *map_path,
         rc = -EBUSY;
         goto done;
     }
-    /* one salvage at a time (cutrace run and a later image may race) */
-    if (flock(m.fd, LOCK_EX | LOCK_NB) != 0) {
+    /* one salvage at a time (cutrace run and a later image may race); the
+     * descriptor checked first: in a job's process, a number taken over
+     * behind our back is the job's file, never locked by us */
+    struct stat mst;
+    if (fstat(m.fd, &mst) != 0 || (uint64_t)mst.st_dev != m.dev || (uint64_t)mst.st_ino != m.ino ||
+        flock(m.fd, LOCK_EX | LOCK_NB) != 0) {
         snprintf(err, n, "%s: another salvage is under way", trace_out);
         rc = -EBUSY;
         goto done;
     }
     int64_t fsize = -1;
-    tfd = open(trace_out, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-    if (tfd < 0 && errno != ENOENT) {
-        rc = errno == ELOOP ? -EPERM : -errno;
+    tslot = ct_own_open(trace_out, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0, CT_OWN_HIGH);
+    if (tslot < 0 && tslot != -ENOENT) {
+        rc = tslot == -ELOOP ? -EPERM : tslot;
         snprintf(err, n, "%s: %s", trace_out,
-                 errno == ELOOP ? "a symbolic link, not a trace" : strerror(errno));
+                 tslot == -ELOOP ? "a symbolic link, not a trace" : strerror(-tslot));
         goto done;
     }
-    if (tfd >= 0) {
+    if (tslot >= 0) {
         struct stat st;
-        if (fstat(tfd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
-            st.st_uid != m.uid) {
+        int fd = ct_own_use(tslot);
+        int bad = fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
+                  st.st_uid != m.uid;
+        int footer = !bad && has_footer_fd(fd);
+        if (fd >= 0)
+            ct_own_done(tslot);
+        if (bad) {
             snprintf(err, n, "%s: not a regular file with one link of the mapping's owner",
                      trace_out);
             rc = -EPERM;
             goto done;
         }
-        if (has_footer_fd(tfd)) {
+        if (footer) {
             /* finished (or salvaged) already: the mapping is stale */
             unlink(map_path);
             rc = -EALREADY;
@@ -886,28 +947,30 @@ int ct_salvage_commit(const char *dir, const char *map_path,
     }
     if (rc)
         goto done;
-    if ((size_t)snprintf(tmp, sizeof(tmp), "%s/.%s.salvage-XXXXXX", dir, name) >= sizeof(tmp)) {
-        rc = -ENAMETOOLONG;
+    oslot = temp_in(dir, name, tmp, sizeof(tmp));
+    if (oslot < 0) {
+        rc = oslot;
+        snprintf(err, n, "%s: cannot create a file beside it: %s", trace_out, strerror(-rc));
+        oslot = -1;
         tmp[0] = 0;
         goto done;
     }
-    out = mkostemp(tmp, O_CLOEXEC);
-    if (out < 0) {
-        rc = -errno;
-        snprintf(err, n, "%s: cannot create: %s", tmp, strerror(-rc));
-        tmp[0] = 0;
-        goto done;
-    }
-    if (s.prefix_in_file && (rc = copy_prefix(tfd, out, s.prefix_len)) != 0) {
+    if (s.prefix_in_file && (rc = copy_prefix(tslot, oslot, s.prefix_len)) != 0) {
         snprintf(err, n, "%s: cannot copy: %s", trace_out, strerror(-rc));
         goto done;
     }
-    if ((rc = write_all(out, s.tail.p, s.tail.len)) != 0 || (fsync(out) != 0 && (rc = -errno))) {
-        snprintf(err, n, "%s: cannot write: %s", tmp, strerror(-rc));
+    if ((rc = own_write(oslot, s.tail.p, s.tail.len)) != 0) {
+        snprintf(err, n, "%s: cannot write its completion: %s", trace_out, strerror(-rc));
         goto done;
     }
-    close(out);
-    out = -1;
+    int ofd = ct_own_use(oslot);
+    rc = ofd < 0 ? -EBADF : fsync(ofd) != 0 ? -errno : 0;
+    if (ofd >= 0)
+        ct_own_done(oslot);
+    if (rc) {
+        snprintf(err, n, "%s: cannot write its completion: %s", trace_out, strerror(-rc));
+        goto done;
+    }
     if (rename(tmp, trace_out) != 0) {
         rc = -errno;
         snprintf(err, n, "%s: cannot rename into place: %s", trace_out, strerror(-rc));
@@ -918,12 +981,12 @@ int ct_salvage_commit(const char *dir, const char *map_path,
     if (info)
         *info = s.info;
 done:
-    if (out >= 0)
-        close(out);
+    if (oslot >= 0)
+        ct_own_close(oslot);
     if (tmp[0])
         unlink(tmp);
-    if (tfd >= 0)
-        close(tfd);
+    if (tslot >= 0)
+        ct_own_close(tslot);
     ct_salvage_free(&s);
     ct_live_map_close(&m);
     return rc;
@@ -997,10 +1060,37 @@ static int salvage_one(void *ctx, const char *map_path)
     return 0;
 }
 
+/* Removes the files of salvages cut short by their process's death
+ * (".NAME.salvage-PID-..." of a pid that is gone, untouched for 10
+ * minutes: the window pid reuse would need to mislead). */
+static void remove_stale_temps(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *de;
+    time_t now = time(NULL);
+    while ((de = readdir(d)) != NULL) {
+        const char *p = de->d_name[0] == '.' ? strstr(de->d_name, ".salvage-") : NULL;
+        int pid = p ? atoi(p + 9) : 0;
+        char path[4400];
+        struct stat st;
+        if (pid <= 0 ||
+            (size_t)snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >= sizeof(path) ||
+            lstat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+            now - st.st_mtime < 600 || (kill(pid, 0) == 0 || errno != ESRCH))
+            continue;
+        unlink(path);
+    }
+    closedir(d);
+}
+
 int ct_salvage_dir(const char *dir, int (*sig_for)(void *ctx, uint32_t pid),
                    void (*report)(void *ctx, const struct ct_salvage_result *r), void *ctx)
 {
     struct dir_walk w = {dir, sig_for, report, ctx, 0};
     int rc = ct_live_maps_of_dir(dir, salvage_one, &w);
+    if (rc >= 0)
+        remove_stale_temps(dir);
     return rc < 0 ? rc : w.done;
 }

@@ -49,6 +49,7 @@ struct ct_live_map {
     int fd;     /* -1 for memory */
     int mapped; /* p is an mmap of fd */
     uint32_t uid;
+    uint64_t dev, ino; /* of the file opened (a descriptor taken over is told by them) */
     char path[4200];
 };
 

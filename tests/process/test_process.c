@@ -496,6 +496,47 @@ START_TEST(salvage_leaves_the_mapping_of_a_live_process_alone)
 }
 END_TEST
 
+START_TEST(a_later_process_of_the_job_salvages_its_killed_predecessor)
+{
+    /* no `cutrace run` here: the next process recording into the folder
+     * (a restarted attempt's rank) finds the killed one's mapping and
+     * completes its trace, on a thread of its own */
+    struct th_run a;
+    start_ready(&a, "hold", "60000", NULL);
+    kill(a.pid, SIGKILL);
+    th_run_wait(&a);
+    const char *shm = getenv("CUTRACE_TEST_SHM_DIR");
+    ck_assert_int_eq(count_suffix(shm, ".live", NULL, 0), 1);
+    char first[TH_RUN_PATH];
+    ck_assert_int_eq(th_run_trace(&a, 0, first, sizeof(first)), 1);
+    /* the next process, in the same folder */
+    struct th_run b;
+    char out[400];
+    snprintf(out, sizeof(out), "CUTRACE_OUTPUT=%s", a.traces);
+    const char *env[] = {out, NULL};
+    start_ready(&b, "hold", "60000", env);
+    int done = 0;
+    for (int i = 0; i < 500 && !done; i++) { /* up to 5 s */
+        done = ct_trace_has_footer(first) == 1;
+        if (!done) {
+            struct timespec ts = {0, 10 * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+    }
+    ck_assert_msg(done, "the later process did not complete %s", first);
+    kill(b.pid, SIGKILL);
+    th_run_wait(&b);
+    struct th_trace t;
+    th_trace_read_file(&t, first);
+    ck_assert_int_eq(t.open_rc, 0);
+    ck_assert(t.rd.salvaged && !t.rd.salvage_in_memory && t.rd.has_footer);
+    ck_assert_uint_eq(launches(&t), 51);
+    th_trace_free(&t);
+    /* only the second one's mapping is left (it was killed too) */
+    ck_assert_int_eq(count_suffix(shm, ".live", NULL, 0), 1);
+}
+END_TEST
+
 START_TEST(sigkill_with_private_buffers_decodes_to_its_last_frame)
 {
     /* CUTRACE_BUFFERS=private (as before the live mapping): what the writer
@@ -1061,6 +1102,7 @@ Suite *process_suite(void)
     tcase_add_test(tc, forked_child_gets_its_own_trace);
     tcase_add_test(tc, sigkill_loses_nothing_recorded_the_trace_is_salvaged);
     tcase_add_test(tc, salvage_leaves_the_mapping_of_a_live_process_alone);
+    tcase_add_test(tc, a_later_process_of_the_job_salvages_its_killed_predecessor);
     tcase_add_test(tc, sigkill_with_private_buffers_decodes_to_its_last_frame);
     tcase_add_test(tc, paused_shim_records_only_inside_the_window);
     tcase_add_test(tc, paused_shim_leaves_cupti_idle);
