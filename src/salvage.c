@@ -502,9 +502,26 @@ static uint64_t ring_first_time(const struct ring_view *v, const struct hdr *h)
     return 0;
 }
 
-/* Adds a ring's records [tail, head) to the builder; stops at damage. */
+/* A record that makes a process worth a trace (src/writer_file.c's rule,
+ * short of the process's ancestry, which the mapping does not hold: any
+ * data I/O counts). */
+static int worth_a_trace(unsigned kind, const uint64_t *f)
+{
+    switch (kind) {
+    case CT_REC_API:
+    case CT_REC_GPU:
+    case CT_REC_NCCL:
+    case CT_REC_NVTX_RANGE:
+    case CT_REC_NVTX_MARK: return 1;
+    case CT_REC_IO: return (int64_t)f[CT_IO_RESULT] > 0 && f[CT_IO_BYTES] > 0;
+    default: return 0;
+    }
+}
+
+/* Adds a ring's records [tail, head) to the builder; stops at damage.
+ * *worth: one of them makes the process worth a trace. */
 static int add_ring(struct builder *b, const struct ring_view *v, const struct hdr *h,
-                    struct ct_salvage_info *info, int *damaged)
+                    struct ct_salvage_info *info, int *damaged, int *worth)
 {
     uint64_t f[CT_MAX_FIELDS], need;
     unsigned kind, nf;
@@ -528,6 +545,7 @@ static int add_ring(struct builder *b, const struct ring_view *v, const struct h
         if (rc)
             return rc;
         info->records++;
+        *worth |= worth_a_trace(kind, f);
         const struct ct_kind_desc *d = &ct_kind_table[kind];
         uint64_t end = d->nfields > 1 && d->codec[1] == CT_CODEC_END ? f[1] : f[0];
         if (end > info->last_ns && end < (1ull << 62))
@@ -648,7 +666,7 @@ int ct_salvage_build(const struct ct_live_map *m, int64_t file_size, int sig, st
     uint32_t id_signal = st.max_id + 1, id_value = st.max_id + 2;
 
     /* one chunk (or more) per ring, the strings in the first */
-    int strings_done = 0;
+    int strings_done = 0, worth = 0;
     for (uint32_t i = 0; i < h.slots_hwm && rc == 0; i++) {
         if (CT_LIVE_SLOTS_OFF + (uint64_t)(i + 1) * 4u > len ||
             rd32(map + CT_LIVE_SLOTS_OFF + i * 4u) != CT_SLOT_USED)
@@ -675,7 +693,7 @@ int ct_salvage_build(const struct ct_live_map *m, int64_t file_size, int sig, st
             if (rc)
                 break;
         }
-        rc = add_ring(&b, &v, &h, info, &damaged);
+        rc = add_ring(&b, &v, &h, info, &damaged, &worth);
         if (damaged)
             info->damaged_rings++;
     }
@@ -701,12 +719,19 @@ int ct_salvage_build(const struct ct_live_map *m, int64_t file_size, int sig, st
     }
     if (!rc)
         rc = frame_out(&b);
+    if (!rc && !s->prefix_in_file && !worth) {
+        /* never created, and nothing recovered would have made it worth a
+         * file: as at a clean end, it leaves none */
+        snprintf(err, n, "the process was not worth a trace (no CUDA, NCCL, NVTX or data I/O)");
+        rc = -ENODATA;
+    }
     ZSTD_freeCCtx(b.cctx);
     ct_chunk_enc_free(&b.enc);
     ct_buf_free(&b.payload);
     ct_buf_free(&b.frame);
     if (rc) {
-        snprintf(err, n, "%s", rc == -ENOMEM ? "out of memory" : "cannot encode the salvage");
+        if (rc != -ENODATA)
+            snprintf(err, n, "%s", rc == -ENOMEM ? "out of memory" : "cannot encode the salvage");
         ct_salvage_free(s);
         return rc;
     }

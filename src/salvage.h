@@ -104,7 +104,10 @@ struct ct_salvage {
  * caller knows it (a process's parent), else 0. Returns 0; -EALREADY when
  * the writer finished the trace (nothing to salvage); -ENOENT when the
  * mapping says the file exists and it does not; -ENODATA when the mapping
- * holds no trace header (the process died at its start); -ENOMEM, -EPROTO
+ * holds no trace header (the process died at its start) or the trace was
+ * never created and nothing recovered makes the process worth one (no
+ * CUDA, NCCL, NVTX record or data I/O: as at a clean end, it leaves none);
+ * -ENOMEM, -EPROTO
  * (err says what). Reads only.
  */
 int ct_salvage_build(const struct ct_live_map *m, int64_t file_size, int sig, struct ct_salvage *s,

@@ -262,6 +262,56 @@ START_TEST(a_trace_never_created_is_built_from_the_mapping_alone)
 }
 END_TEST
 
+START_TEST(a_process_never_worth_a_trace_leaves_none)
+{
+    /* deferred and killed before anything made it worth a file (a launcher's
+     * shell, a probe): its salvage makes none, as a clean end would not */
+    char path[512];
+    th_path(path, sizeof(path), th_tmpdir(), "t.cutrace");
+    struct ct_recorder_config cfg = {.path = path,
+                                     .ring_bytes = 1 << 16,
+                                     .zstd_level = 3,
+                                     .flush_ms = 60000,
+                                     .pid = (uint32_t)getpid(),
+                                     .max_strings = 4096,
+                                     .string_bytes = 1 << 20,
+                                     .defer_bytes = 1ull << 30};
+    struct ct_meta_kv meta[] = {{CT_SCOPE_PROCESS, 0, "host", "testhost"}};
+    ck_assert_int_eq(ct_recorder_start(&cfg, meta, 1), 0);
+    ck_assert_int_eq(ct_recorder_flush(5000), 0);
+    ct_recorder_pause_writer(1);
+    /* an open and a close: no data moved */
+    uint64_t io[CT_IO_NFIELDS] = {ct_clock_now(),
+                                  ct_clock_now(),
+                                  ct_intern("close"),
+                                  5,
+                                  CT_FD_FILE,
+                                  ct_intern("/etc/x"),
+                                  0,
+                                  0,
+                                  (uint64_t)-1};
+    ck_assert_int_eq(ct_emit(CT_REC_IO, 0, io, CT_IO_NFIELDS), 0);
+    size_t len;
+    uint8_t *map = map_copy(&len);
+    struct ct_live_map m;
+    ck_assert_int_eq(ct_live_map_mem(&m, map, len), 0);
+    struct ct_salvage s;
+    char err[256];
+    ck_assert_int_eq(ct_salvage_build(&m, -1, SIGKILL, &s, err, sizeof(err)), -ENODATA);
+    ck_assert_ptr_nonnull(strstr(err, "not worth a trace"));
+    /* one NVTX mark more, and it would have been */
+    emit_steps(0, 1);
+    free(map);
+    map = map_copy(&len);
+    ck_assert_int_eq(ct_live_map_mem(&m, map, len), 0);
+    ck_assert_int_eq(ct_salvage_build(&m, -1, SIGKILL, &s, err, sizeof(err)), 0);
+    ct_salvage_free(&s);
+    free(map);
+    ct_recorder_pause_writer(0);
+    ck_assert_int_eq(ct_recorder_stop(5000), 0);
+}
+END_TEST
+
 START_TEST(a_mapping_cut_anywhere_decodes_up_to_the_cut)
 {
     char path[512];
@@ -467,6 +517,7 @@ Suite *salvage_suite(void)
     tcase_add_test(tc, a_record_being_written_is_dropped_by_the_commit_marker);
     tcase_add_test(tc, a_frame_in_flight_at_death_counts_once);
     tcase_add_test(tc, a_trace_never_created_is_built_from_the_mapping_alone);
+    tcase_add_test(tc, a_process_never_worth_a_trace_leaves_none);
     tcase_add_test(tc, a_mapping_cut_anywhere_decodes_up_to_the_cut);
     tcase_add_test(tc, the_mapping_is_private_to_its_owner_and_goes_at_a_clean_stop);
     tcase_add_test(tc, no_room_for_the_mapping_keeps_the_buffers_private_and_says_so_once);
