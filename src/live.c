@@ -56,6 +56,7 @@ static struct {
     int fd_slot;
     char path[4200];
     _Atomic uint64_t private_seen;
+    uint32_t gen; /* counts the mappings this process made */
 } g_live = {.fd_slot = -1};
 
 const char *ct_live_shm_dir(void)
@@ -226,6 +227,7 @@ static int try_open(const struct ct_live_cfg *cfg, int where, char *why, size_t 
     memcpy(h->magic, CT_LIVE_MAGIC, 8);
     g_live.fd_slot = slot;
     g_live.map_len = head;
+    g_live.gen++;
     atomic_store(&g_live.private_seen, 0);
     atomic_store(&g_live.hdr, h);
     atomic_store(&ct_strings.log, log);
@@ -306,6 +308,7 @@ struct ct_ring *ct_live_ring_new(size_t bytes, uint32_t tid)
     r->mask = size - 1;
     r->tid = tid;
     r->slot = (int32_t)i;
+    r->live_gen = g_live.gen;
     atomic_store(&r->state, CT_RING_ACTIVE);
     uint32_t hwm = atomic_load(&h->slots_hwm);
     while (hwm < i + 1 && !atomic_compare_exchange_weak(&h->slots_hwm, &hwm, i + 1))
@@ -323,8 +326,10 @@ void ct_live_ring_free(struct ct_ring *r)
     struct ct_live_hdr *h = atomic_load(&g_live.hdr);
     uint32_t i = (uint32_t)r->slot;
     size_t len = CT_LIVE_RING_CTL + r->size;
-    if (!h || i >= h->max_slots || len != h->slot_bytes) {
-        munmap(r, len); /* the mapping is gone (closed): only our view of it */
+    if (!h || r->live_gen != g_live.gen || i >= h->max_slots || len != h->slot_bytes) {
+        /* the mapping is gone (closed), or an earlier recorder's of this
+         * process: only our view of it goes */
+        munmap(r, len);
         return;
     }
     /* nothing of it reads as records any more, then its memory goes back */

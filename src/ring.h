@@ -83,7 +83,9 @@ struct ct_ring {
     uint64_t mask;
     uint32_t tid;
     atomic_int state;
-    int32_t slot; /* its slot in the live mapping (src/live.h), -1 for private memory */
+    int32_t slot;      /* its slot in the live mapping (src/live.h), -1 for private memory */
+    uint32_t live_gen; /* which of this process's live mappings (a recorder restarted in the
+                        * same image makes a new one; its rings stay the old one's) */
 };
 
 /* Maps a ring with `bytes` of data (rounded up to a power of two, at least
