@@ -367,9 +367,13 @@ static void *salvage_earlier(void *arg)
     return NULL;
 }
 
+/* Once this image has a trace (a process worth one: a shell wrapper or a
+ * version probe never scans the folder). Any thread. */
 static void start_salvage(void)
 {
-    if (ct_cfg.buffers == CT_LIVE_PRIVATE)
+    static atomic_int started;
+    if (ct_cfg.buffers == CT_LIVE_PRIVATE || ct_shim_in_vfork_child() ||
+        atomic_exchange(&started, 1))
         return;
     sigset_t all, old;
     sigfillset(&all);
@@ -434,6 +438,10 @@ static int start_recording(int after_fork)
     int r = -1;
     ct_writer_failed = writer_failed; /* a deferred file is created on the writer thread */
     ct_writer_hang = writer_hang;
+    /* an exec'ed image (not a forked child: the image's first process
+     * scans for the family) salvages its dead predecessors once it has a
+     * trace */
+    ct_on_file_created = after_fork ? NULL : start_salvage;
     /* gen counts images of this pid (exec keeps the pid): the first name not
      * taken yet is ours. O_EXCL makes that race-free. */
     for (unsigned gen = 0; gen < 64; gen++) {
@@ -464,7 +472,6 @@ static int start_recording(int after_fork)
     start_gpu_timing(ct_cfg.gpu_timing);
     ct_process_started();
     atexit(shim_atexit);
-    start_salvage();
     return 0;
 }
 

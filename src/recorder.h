@@ -67,6 +67,13 @@ void ct_recorder_flight_request(int reason);
 extern void (*ct_writer_hang)(const char *what, const char *path);
 
 /*
+ * Called when this recorder's trace file is created (at start, or on the
+ * writer thread once a deferred process is worth a trace). NULL: nobody
+ * is told.
+ */
+extern void (*ct_on_file_created)(void);
+
+/*
  * Called once, from the writer thread, when writing the trace failed (the
  * negative errno): the file was cut back to its last complete frame and
  * later records are counted as dropped. NULL: nobody is told.

@@ -46,6 +46,8 @@
 
 static const int k_create = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
 
+void (*ct_on_file_created)(void);
+
 static int create_now(void)
 {
     int slot = ct_own_open(ct_rec.path, k_create, 0600, CT_OWN_HIGH);
@@ -55,6 +57,8 @@ static int create_now(void)
     ct_rec.file_dev = atomic_load(&ct_own_slots[slot].dev);
     ct_rec.file_ino = atomic_load(&ct_own_slots[slot].ino);
     ct_rec.file_created = 1;
+    if (ct_on_file_created)
+        ct_on_file_created();
     return 0;
 }
 
