@@ -29,6 +29,8 @@ static uint64_t le64(const uint8_t *p)
     return (uint64_t)le32(p) | (uint64_t)le32(p + 4) << 32;
 }
 
+static void build_salvage(struct ct_reader *r);
+
 /* Makes at least `want` unread bytes available if the file has them.
  * Returns the number available (may be less at EOF) or a negative errno. */
 static long long ensure(struct ct_reader *r, size_t want)
@@ -54,10 +56,14 @@ static long long ensure(struct ct_reader *r, size_t want)
         }
         size_t room = r->buf_cap - r->buf_len;
         ssize_t got;
-        if (r->salv) {
+        if (r->salv || r->lmap) {
             /* the file's valid bytes, then the salvage's */
             uint64_t done = r->buf_off + r->buf_len;
-            if (done < r->src_limit) {
+            if (done >= r->src_limit && !r->salv)
+                build_salvage(r);
+            if (done >= r->src_limit && !r->salv) {
+                got = 0; /* no salvage after all: the file ends at its valid bytes */
+            } else if (done < r->src_limit) {
                 uint64_t left = r->src_limit - done;
                 got = pread(r->fd, r->buf + r->buf_len, left < room ? (size_t)left : room,
                             (off_t)done);
@@ -188,48 +194,72 @@ static int fd_has_footer(int fd, uint64_t size)
 /* A trace its process did not finish, and that process's live mapping
  * beside it: read with what the mapping recovers, when the process is gone
  * (src/salvage.h). Anything wrong with the mapping leaves the trace as
- * it is, with a note. */
+ * it is, with a note. The salvage itself is built when the reader reaches
+ * the end of the file's valid bytes. */
 static void attach_salvage(struct ct_reader *r, const struct stat *st)
 {
     if (fd_has_footer(r->fd, r->size))
         return;
-    struct ct_live_map m;
+    struct ct_live_map *m = calloc(1, sizeof(*m));
     char err[256];
-    int rc = ct_live_map_find(&m, r->name, st->st_uid, err, sizeof(err));
-    if (rc == -ENOENT)
+    int rc = m ? ct_live_map_find(m, r->name, st->st_uid, err, sizeof(err)) : -ENOMEM;
+    if (rc == -ENOENT || rc == -ENOMEM) {
+        free(m);
         return;
+    }
     if (rc) {
         r->live_left = 3;
         snprintf(r->live_note, sizeof(r->live_note), "%s", err);
+        free(m);
         return;
     }
     uint32_t pid = 0;
-    int owner = ct_live_map_owner(&m, &pid);
+    int owner = ct_live_map_owner(m, &pid);
+    int in_file = 0;
+    uint64_t len = 0;
+    if (owner == CT_OWNER_GONE)
+        rc = ct_salvage_prefix(m, (int64_t)r->size, &in_file, &len, err, sizeof(err));
     if (owner != CT_OWNER_GONE) {
         r->live_left = owner == CT_OWNER_ALIVE ? 1 : 2;
         snprintf(r->live_note, sizeof(r->live_note),
                  owner == CT_OWNER_ALIVE ? "process %u is alive and still recording"
                                          : "process %u recorded on another machine or boot",
                  pid);
-        ct_live_map_close(&m);
+    } else if (rc && rc != -EALREADY) {
+        r->live_left = 3;
+        snprintf(r->live_note, sizeof(r->live_note), "its live mapping: %s", err);
+    }
+    if (owner != CT_OWNER_GONE || rc) {
+        ct_live_map_close(m);
+        free(m);
         return;
     }
+    r->lmap = m;
+    r->src_limit = in_file ? len : 0;
+    r->salvage_in_memory = 1;
+}
+
+/* The salvage of the mapping attach_salvage kept, now that the reader
+ * needs it; the mapping is let go either way. */
+static void build_salvage(struct ct_reader *r)
+{
+    struct ct_live_map *m = r->lmap;
+    r->lmap = NULL;
     struct ct_salvage *s = calloc(1, sizeof(*s));
-    rc = s ? ct_salvage_build(&m, (int64_t)r->size, 0, s, err, sizeof(err)) : -ENOMEM;
-    ct_live_map_close(&m);
+    char err[256];
+    int rc = s ? ct_salvage_build(m, (int64_t)r->size, 0, s, err, sizeof(err)) : -ENOMEM;
+    ct_live_map_close(m);
+    free(m);
     if (rc) {
         free(s);
-        if (rc != -EALREADY) {
-            r->live_left = 3;
-            snprintf(r->live_note, sizeof(r->live_note), "its live mapping: %s",
-                     rc == -ENOMEM ? "out of memory" : err);
-        }
+        r->salvage_in_memory = 0;
+        r->live_left = 3;
+        snprintf(r->live_note, sizeof(r->live_note), "its live mapping: %s",
+                 rc == -ENOMEM ? "out of memory" : err);
         return;
     }
     r->salv = s;
-    r->src_limit = s->prefix_in_file ? s->prefix_len : 0;
     r->size = r->src_limit + s->tail.len;
-    r->salvage_in_memory = 1;
 }
 
 int ct_reader_open(struct ct_reader *r, const char *path)
@@ -276,6 +306,11 @@ void ct_reader_release_io(struct ct_reader *r)
         ct_salvage_free(r->salv);
         free(r->salv);
         r->salv = NULL;
+    }
+    if (r->lmap) {
+        ct_live_map_close(r->lmap);
+        free(r->lmap);
+        r->lmap = NULL;
     }
 }
 

@@ -75,6 +75,9 @@ struct ct_reader {
     struct ct_salvage_info salvage;
     struct ct_salvage *salv; /* the salvage read after the file's first src_limit bytes */
     uint64_t src_limit;
+    struct ct_live_map *lmap; /* its mapping, until the salvage is built (when the reader
+                               * reaches src_limit: a reader of the first frames alone
+                               * never builds it) */
     /* a live mapping beside the trace that was left alone: its process
      * lives (1) or was on another machine or boot (2); or could not be read
      * (3); live_note says which and why */

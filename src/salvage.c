@@ -570,6 +570,57 @@ static int add_string_now(struct builder *b, uint32_t id, const char *s)
     return ct_chunk_add_string(&b->enc, id, s, (uint32_t)strlen(s));
 }
 
+/* Where the completed trace's first part comes from, and how long it is:
+ * what the process wrote whole, and whether the frame it was writing made
+ * it (*frame_done: then its ring's records up to jr_tail are in it). */
+static int plan(const struct hdr *h, size_t len, int64_t file_size, int *in_file, uint64_t *valid,
+                int *frame_done, char *err, size_t n)
+{
+    int in_flight = (h->jr_seq & 1u) != 0;
+    *frame_done = 0;
+    if (h->file_created && file_size >= 0) {
+        *valid = h->file_len < (uint64_t)file_size ? h->file_len : (uint64_t)file_size;
+        if (in_flight && h->jr_end <= h->file_len && h->jr_end <= (uint64_t)file_size)
+            *frame_done = 1; /* written and counted; only the announcement's end was missed */
+        else if (in_flight && h->jr_end > h->file_len && (uint64_t)file_size >= h->jr_end) {
+            *valid = h->jr_end; /* written whole, not yet counted */
+            *frame_done = 1;
+        }
+        *in_file = 1;
+        return 0;
+    }
+    if (h->file_created) {
+        snprintf(err, n, "the mapping says its trace %s was created, and it is not there",
+                 h->trace_name);
+        return -ENOENT;
+    }
+    /* never created (deferred): its first bytes are in the mapping */
+    *in_file = 0;
+    uint64_t avail = h->pend_off < len ? len - h->pend_off : 0;
+    *valid = h->pend_len;
+    if (*valid > h->pend_cap)
+        *valid = h->pend_cap;
+    if (*valid > avail)
+        *valid = avail;
+    *frame_done = in_flight && h->jr_end <= *valid;
+    return 0;
+}
+
+int ct_salvage_prefix(const struct ct_live_map *m, int64_t file_size, int *in_file, uint64_t *len,
+                      char *err, size_t n)
+{
+    struct hdr h;
+    int rc = read_hdr(m->p, m->len, &h, err, n);
+    if (rc)
+        return rc;
+    if (h.state == CT_LIVE_FINISHED) {
+        snprintf(err, n, "its trace was finished (footer written): nothing to salvage");
+        return -EALREADY;
+    }
+    int done;
+    return plan(&h, m->len, file_size, in_file, len, &done, err, n);
+}
+
 int ct_salvage_build(const struct ct_live_map *m, int64_t file_size, int sig, struct ct_salvage *s,
                      char *err, size_t n)
 {
@@ -584,33 +635,14 @@ int ct_salvage_build(const struct ct_live_map *m, int64_t file_size, int sig, st
     }
     const uint8_t *map = m->p;
     size_t len = m->len;
-    /* what the process wrote whole, and whether the frame it was writing
-     * made it (then its ring's records up to jr_tail are in it) */
-    int in_flight = (h.jr_seq & 1u) != 0, frame_done = 0;
+    int frame_done = 0;
     uint64_t valid;
-    if (h.file_created && file_size >= 0) {
-        valid = h.file_len < (uint64_t)file_size ? h.file_len : (uint64_t)file_size;
-        if (in_flight && h.jr_end <= h.file_len && h.jr_end <= (uint64_t)file_size)
-            frame_done = 1; /* written and counted; only the announcement's end was missed */
-        else if (in_flight && h.jr_end > h.file_len && (uint64_t)file_size >= h.jr_end) {
-            valid = h.jr_end; /* written whole, not yet counted */
-            frame_done = 1;
-        }
-        s->prefix_in_file = 1;
-    } else if (h.file_created) {
-        snprintf(err, n, "the mapping says its trace %s was created, and it is not there",
-                 h.trace_name);
-        return -ENOENT;
-    } else {
+    rc = plan(&h, m->len, file_size, &s->prefix_in_file, &valid, &frame_done, err, n);
+    if (rc)
+        return rc;
+    if (!s->prefix_in_file) {
         /* never created (deferred): the bytes it would have begun with are
          * in the mapping */
-        uint64_t avail = h.pend_off < len ? len - h.pend_off : 0;
-        valid = h.pend_len;
-        if (valid > h.pend_cap)
-            valid = h.pend_cap;
-        if (valid > avail)
-            valid = avail;
-        frame_done = in_flight && h.jr_end <= valid;
         if (valid < 8 + CT_HEADER_MIN_SIZE || rd32(map + h.pend_off) != CT_SKIP_MAGIC_HEADER) {
             snprintf(err, n, "the mapping holds no trace header (the process died as it started)");
             return -ENODATA;

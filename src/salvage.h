@@ -114,6 +114,12 @@ int ct_salvage_build(const struct ct_live_map *m, int64_t file_size, int sig, st
                      char *err, size_t n);
 void ct_salvage_free(struct ct_salvage *s);
 
+/* ct_salvage_build's first part alone, cheap (the header read): whether
+ * the completed trace begins with the file's bytes (*in_file) and how many
+ * (*len; else the mapping's). Its codes but -ENODATA. */
+int ct_salvage_prefix(const struct ct_live_map *m, int64_t file_size, int *in_file, uint64_t *len,
+                      char *err, size_t n);
+
 /*
  * Completes the trace of the mapping at map_path, whose trace is in folder
  * dir (the name its header gives), and removes the mapping (sig_for, when
