@@ -24,6 +24,8 @@ static const struct subcommand cmds[] = {
     {"dump-now", ct_cmd_dump_now,
      "write a flight recorder's window now (CUTRACE_FLIGHT): cutrace dump-now PID", 0},
     {"info", ct_cmd_info, "what traces hold: metadata, record counts, drops, span, integrity", 0},
+    {"salvage", ct_cmd_salvage,
+     "complete the traces of killed processes from their live mappings: cutrace salvage DIR", 0},
     {"dump", ct_cmd_dump, "one line per record; --json for the stable JSON-lines view", 0},
     {"report", ct_cmd_report, "job report: overlap, idle attribution, bubbles, collectives", 1},
     {"diff", ct_cmd_diff, "compare two sets of runs per metric, with confidence intervals", 1},

@@ -27,7 +27,9 @@
 #include "decoder/cmd/cli.h"
 #include "decoder/read/inputs.h"
 #include "decoder/read/run_identity.h"
+#include "decoder/util/names.h"
 #include "src/reader.h"
+#include "src/salvage.h"
 
 extern char **environ;
 
@@ -228,6 +230,35 @@ static size_t other_runs(const char *dir, const char *id, size_t *nruns)
     }
     ct_inputs_free(&in);
     return other;
+}
+
+/* The job's command, and how it ended: a mapping of its process is
+ * salvaged with the signal that killed it. */
+struct ended {
+    pid_t pid;
+    int status;
+};
+
+static int sig_of(void *ctx, uint32_t pid)
+{
+    const struct ended *e = ctx;
+    return (pid_t)pid == e->pid && WIFSIGNALED(e->status) ? WTERMSIG(e->status) : 0;
+}
+
+static void salvaged(void *ctx, const struct ct_salvage_result *r)
+{
+    (void)ctx;
+    if (r->rc == 0) {
+        char sig[32] = "";
+        if (r->info.signal)
+            ct_name_signal(r->info.signal, sig, sizeof(sig));
+        fprintf(stderr,
+                "cutrace run: %s: its process was killed%s%s; salvaged from its live mapping "
+                "(%llu records recovered)\n",
+                r->trace, sig[0] ? " by " : "", sig, (unsigned long long)r->info.records);
+    } else if (r->rc != -EALREADY && r->rc != -ESTALE && r->rc != -ENOENT) {
+        fprintf(stderr, "cutrace run: %s\n", r->err[0] ? r->err : strerror(-r->rc));
+    }
 }
 
 /*
@@ -465,6 +496,11 @@ int ct_cmd_run(int argc, char **argv)
         }
     }
     g_child = 0;
+    /* whatever died without finishing its trace (SIGKILL: the OOM killer, a
+     * time limit, a launcher killing the other ranks) is completed from its
+     * live mapping now; processes still alive are left alone */
+    struct ended e = {pid, status};
+    ct_salvage_dir(dir, sig_of, salvaged, &e);
     size_t ntraces = check_traces(dir, run_id);
     fprintf(stderr, "cutrace: %zu trace%s in %s\n", ntraces, ntraces == 1 ? "" : "s", dir);
     const char *mode = getenv("CUTRACE_MODE"), *start = getenv("CUTRACE_START");

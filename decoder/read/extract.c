@@ -105,6 +105,9 @@ static int on_gpu(struct ex *x, const uint64_t *c, size_t st, uint32_t tid)
         if (name_of(x, FLD(CT_GPU_NAME), &g->name))
             return -ENOMEM;
         ct_cov_source(&x->p->cov, FLD(CT_GPU_SOURCE));
+        if (g->type == CT_GPU_MEMCPY && FLD(CT_GPU_COPY_KIND) == CT_COPY_HTOD &&
+            ct_ivset_add(&x->p->htod, g->s, g->e))
+            return -ENOMEM;
         idx = x->ops.n++;
         /* by op index (ops made from NCCL records have none: 0) */
         while (x->gsrc.n <= idx) {
@@ -307,6 +310,8 @@ static int on_api(struct ex *x, const uint64_t *c, size_t st, uint32_t tid)
     if (!rc && fam == CT_FAM_MEMCPY && FLD(CT_API_COPY_KIND) == CT_COPY_DTOH &&
         FLD(CT_API_BYTES) >= CKPT_BYTES)
         rc = ct_ivset_add(&p->ckpt, s, e);
+    if (!rc && fam == CT_FAM_MEMCPY && FLD(CT_API_COPY_KIND) == CT_COPY_HTOD)
+        rc = ct_ivset_add(&p->htod, s, e);
     return rc;
 }
 
@@ -506,7 +511,8 @@ static const uint32_t *extract_fields(void)
                         F(CT_API_COPY_KIND) | F(CT_API_FLAGS) | F(CT_API_STREAM) |
                         F(CT_API_RESULT); /* stream and result: event edges */
         m[CT_REC_GPU] = F(CT_GPU_START) | F(CT_GPU_END) | F(CT_GPU_STREAM) | F(CT_GPU_CORR) |
-                        F(CT_GPU_TYPE) | F(CT_GPU_NAME) | F(CT_GPU_SOURCE) | F(CT_GPU_DEVICE);
+                        F(CT_GPU_TYPE) | F(CT_GPU_NAME) | F(CT_GPU_SOURCE) | F(CT_GPU_DEVICE) |
+                        F(CT_GPU_COPY_KIND);
     }
     return m;
 }
@@ -548,6 +554,7 @@ int ct_proc_extract_file(const char *path, const char *step_name, struct ct_proc
     p->pid = rd.hdr.pid;
     p->cov.processes = 1;
     p->cov.truncated = !rd.has_footer;
+    p->life.salvaged = rd.salvaged;
     p->cov.damaged = rd.damage_bytes;
     p->cov.bytes = rd.size;
     p->trunc_at = rd.truncated ? rd.truncated_at : 0;

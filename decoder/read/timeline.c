@@ -266,6 +266,7 @@ int ct_proc_extract(struct ct_trace *t, const char *step_name, struct ct_proc *p
     p->cov.processes = 1;
     p->cov.dropped = t->dropped;
     p->cov.truncated = !t->rd.has_footer;
+    p->life.salvaged = t->rd.salvaged;
     p->cov.damaged = t->rd.damage_bytes;
     p->cov.bytes = t->rd.size;
     p->trunc_at = t->rd.truncated ? t->rd.truncated_at : 0;
@@ -307,6 +308,9 @@ int ct_proc_extract(struct ct_trace *t, const char *step_name, struct ct_proc *p
             g->stream = (uint32_t)f[CT_GPU_STREAM];
             g->type = (uint8_t)f[CT_GPU_TYPE];
             g->blocking = f[CT_GPU_SOURCE] == CT_SRC_EVENTS_BLOCKING;
+            if (g->type == CT_GPU_MEMCPY && f[CT_GPU_COPY_KIND] == CT_COPY_HTOD &&
+                (rc = ct_ivset_add(&p->htod, g->s, g->e)))
+                break;
             g->nccl = -1;
             g->launch = INT64_MIN;
             const struct ct_record *call = ct_trace_call(t, f[CT_GPU_CORR]);
@@ -409,6 +413,8 @@ int ct_proc_extract(struct ct_trace *t, const char *step_name, struct ct_proc *p
             if (!rc && fam == CT_FAM_MEMCPY && f[CT_API_COPY_KIND] == CT_COPY_DTOH &&
                 f[CT_API_BYTES] >= CKPT_COPY_BYTES)
                 rc = ct_ivset_add(&p->ckpt, s, e);
+            if (!rc && fam == CT_FAM_MEMCPY && f[CT_API_COPY_KIND] == CT_COPY_HTOD)
+                rc = ct_ivset_add(&p->htod, s, e);
             break;
         }
         case CT_REC_IO: {
@@ -523,6 +529,7 @@ int ct_proc_extract(struct ct_trace *t, const char *step_name, struct ct_proc *p
     ct_ivset_normalize(&p->sync);
     ct_ivset_normalize(&p->data_wait);
     ct_ivset_normalize(&p->file_read);
+    ct_ivset_normalize(&p->htod);
     ct_ivset_normalize(&p->ckpt);
     return 0;
 }

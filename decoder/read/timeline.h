@@ -167,6 +167,10 @@ struct ct_life {
     int32_t signal;
     uint32_t flush_ms; /* CUTRACE_FLUSH_MS it recorded with, 0: the default */
     int64_t hang_ns;   /* the shim's hang detection record, INT64_MIN: none */
+    /* 1: the process died without finishing its trace (SIGKILL) and the
+     * trace was completed from its live mapping (src/salvage.h): its end is
+     * its last record, nothing lost to a flush period */
+    int32_t salvaged;
 };
 void ct_life_init(struct ct_life *l);
 /* Folds one process-scope metadata pair (raw time t) in; 0 or -ENOMEM. */
@@ -197,7 +201,10 @@ struct ct_proc {
     struct ct_ivset data_wait; /* read/recv/poll... on files, pipes, sockets */
     struct ct_ivset ckpt;      /* write/fsync on files, DtoH copies >= 16 MiB */
     struct ct_ivset file_read; /* of data_wait: reads on regular files (a checkpoint's restore) */
-    struct ct_evedge *edges;   /* by wait time; not spilled (one per wait) */
+    /* host-to-device copies: their calls' host spans and their GPU
+     * intervals (what follows a checkpoint's reading in a restore) */
+    struct ct_ivset htod;
+    struct ct_evedge *edges; /* by wait time; not spilled (one per wait) */
     size_t nedges;
     struct ct_gedge *gedges; /* by (to, from) */
     size_t ngedges;

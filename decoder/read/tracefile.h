@@ -112,4 +112,15 @@ static inline int ct_api_event(const uint64_t *f, uint64_t *id)
 /* The value of process metadata `key`, or NULL. */
 const char *ct_trace_meta(const struct ct_trace *t, const char *key);
 
+/*
+ * A trace salvaged from a dead process whose GPU times were queued in it
+ * (CUPTI's buffers, event pairs: CT_SALVAGE_GPU_PENDING): the GPU ops
+ * (launches, copies, memsets not under capture) launched after the last
+ * one whose GPU interval reached the trace, that have none. Their GPU time
+ * was never delivered: they are not idle time. *n of them, the first
+ * launched at *from (trace clock; INT64_MAX when none). Needs the records
+ * (keep_records). 0, or -ENOMEM.
+ */
+int ct_trace_undelivered(struct ct_trace *t, uint64_t *n, int64_t *from);
+
 #endif
