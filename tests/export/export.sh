@@ -238,12 +238,12 @@ expect_fail "--html writes a file" report --html "$tmp/job"
 expect_fail "allowed: --json, --html" report --bogus "$tmp/job"
 # an unwritable output: one clear error, before reading anything
 for fmt in chrome sqlite; do
-  expect_fail "-o $tmp/nodir/out: cannot create a file there: No such file or directory" \
+  expect_fail "-o $tmp/nodir/out: No such file or directory" \
     export --format $fmt \
     -o "$tmp/nodir/out" "$tmp/job"
   [ "$(wc -l < "$tmp/err")" = 1 ] || { cat "$tmp/err"; exit 1; }
 done
-expect_fail "report: -o $tmp/nodir/r.html: cannot create a file there: No such file or directory" \
+expect_fail "report: -o $tmp/nodir/r.html: No such file or directory" \
   report --html \
   -o "$tmp/nodir/r.html" "$tmp/job"
 # a missing trace: named, and no output file left behind
