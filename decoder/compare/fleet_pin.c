@@ -13,11 +13,16 @@
  * workload's jobs are one candidate, reported as confounded. The fit is
  * Huber's M-estimate (IRLS with the MAD scale), so a few jobs slowed by
  * something recorded nowhere do not make a factor of the level they ran
- * with; its standard errors are Huber's (1981) with his small-sample
- * correction. Candidates enter by forward selection, each tested in the
- * model of those already in, at alpha / m (Bonferroni over the m
- * candidates tried in every workload): a factor that only looks slow
- * because it ran with a slow one does not enter once that one is in. The
+ * with; its standard errors are the larger of Huber's (1981, with his
+ * small-sample correction) and the sandwich of each job's own residual
+ * with HC3's leverage correction, so a value seen in few jobs is judged
+ * by their own scatter. Columns are chosen per workload in two passes:
+ * forward entry at a liberal 0.05, each candidate tested in the model of
+ * those already in (several factors of similar size mask each other in the
+ * model of none), then backward elimination at alpha / m (Bonferroni over
+ * the m candidates tried in every workload) on the joint model, then
+ * entry at alpha / m again, until nothing changes: a factor that only
+ * looks slow because it ran with a slow one leaves once that one is in. The
  * final model's p-values are adjusted by Benjamini-Hochberg over all m,
  * and the intervals of the R discoveries are Benjamini-Yekutieli's
  * false-coverage-rate intervals, at level 1 - R alpha / m.
@@ -27,8 +32,9 @@
  * checkpoint, other idle: µs per step) and on the bus bandwidth of the
  * workload's main collective, so it is named with the metric that carries
  * it. Change points: binary segmentation of each workload's log step in
- * run-start order, each split tested by a permutation of the jobs'
- * order, with the factors whose value changed at the point.
+ * run-start order (outliers held to 2 robust scales), each split tested
+ * by a permutation of the jobs' order, with the factors whose value
+ * changed at the point.
  */
 #include "decoder/compare/fleet_pin.h"
 
@@ -44,6 +50,7 @@
 #define MAXP     24    /* columns of one model: the intercept and what entered */
 #define MIN_SIDE 3     /* jobs with and without a candidate value */
 #define HUBER_K  1.345 /* 95 % efficiency at the normal */
+#define LIBERAL  0.05  /* forward entry before the strict, joint test */
 
 const char *ct_fx_part_name(int k)
 {
@@ -60,6 +67,9 @@ struct fit {
     size_t n, p;
     double beta[MAXP], se[MAXP];
     double df, scale;
+    /* per 0/1 column: the jobs with it and without it whose residual the
+     * fit did not clip (what its estimate rests on) */
+    double eff1[MAXP], eff0[MAXP];
 };
 
 /* Cholesky of the p x p matrix a in place (lower); 0, or the column whose
@@ -219,12 +229,62 @@ static void huber(const double *y, const double *const *X, size_t p, size_t n, c
         w[i] = use[i] > 0 ? 1 : 0;
     if (wls(y, X, p, n, w, a, tmp)) /* X'X's factor for the covariance */
         return;
+    /* The same covariance from each job's own residual (the sandwich
+     * A^-1 B A^-1, A = sum psi'(u) x x', B = sum (psi(u) / (1 - h))^2 x x'
+     * with the leverage h: HC3): a value seen in few jobs, one of them far
+     * off, has the scatter of its own jobs, not the workload's. Each
+     * column's standard error is the larger of the two. */
+    double bread[MAXP * MAXP], meat[MAXP * MAXP] = {0};
+    int sandwich = s > 1e-12;
+    if (sandwich) {
+        for (size_t i = 0; i < n; i++)
+            w[i] = use[i] > 0 && fabs(r[i]) <= HUBER_K * s ? 1 : 0;
+        sandwich = !wls(y, X, p, n, w, bread, tmp);
+    }
+    for (size_t i = 0; sandwich && i < n; i++) {
+        if (!(use[i] > 0))
+            continue;
+        double z[MAXP], h = 0;
+        for (size_t c = 0; c < p; c++)
+            z[c] = X[c][i];
+        /* h = x' (X'X)^-1 x: L z = x, h = |z|^2 */
+        for (size_t c = 0; c < p; c++) {
+            double v = z[c];
+            for (size_t k = 0; k < c; k++)
+                v -= a[c * p + k] * z[k];
+            z[c] = v / a[c * p + c];
+            h += z[c] * z[c];
+        }
+        h = h < 0.99 ? h : 0.99;
+        double u = r[i] / s;
+        double ps = (u > HUBER_K ? HUBER_K : u < -HUBER_K ? -HUBER_K : u) / (1 - h);
+        for (size_t c = 0; c < p; c++)
+            for (size_t k = 0; k < p; k++)
+                meat[c * p + k] += ps * ps * X[c][i] * X[k][i];
+    }
     for (size_t c = 0; c < p; c++) {
         double e[MAXP] = {0};
         e[c] = 1;
         chol_solve(a, p, e);
         f->se[c] = sqrt(var * e[c]);
+        if (sandwich) {
+            double v[MAXP] = {0}, q = 0;
+            v[c] = 1;
+            chol_solve(bread, p, v);
+            for (size_t k = 0; k < p; k++)
+                for (size_t l = 0; l < p; l++)
+                    q += v[k] * meat[k * p + l] * v[l];
+            double se2 = sqrt(s * s * q);
+            f->se[c] = se2 > f->se[c] ? se2 : f->se[c];
+        }
         f->beta[c] = beta[c];
+        f->eff1[c] = f->eff0[c] = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (!(use[i] > 0))
+                continue;
+            int kept = !(s > 1e-12) || fabs(r[i]) <= HUBER_K * s;
+            *(X[c][i] > 0.5 ? &f->eff1[c] : &f->eff0[c]) += kept;
+        }
     }
     f->df = dfree;
     f->scale = sqrt(var);
@@ -502,6 +562,20 @@ static int candidates(const struct ct_fleet_jobs *js, struct wmodel *m)
     return rc;
 }
 
+/*
+ * A column's estimate can be tested when the fit is whole, it has degrees
+ * of freedom, and at least MIN_SIDE jobs on each side of the column kept
+ * their residual unclipped: a value seen in a handful of jobs, half of
+ * them slowed by something recorded nowhere, gives Huber's estimate
+ * nothing to rest on (every job of it clipped, its location anywhere
+ * between the two halves) and is not tested.
+ */
+static int robust(const struct fit *f, size_t col)
+{
+    return f->ok && f->df >= 3 && f->se[col] > 0 && f->eff1[col] >= MIN_SIDE &&
+           f->eff0[col] >= MIN_SIDE;
+}
+
 /* The model of the selected columns plus candidate extra (SIZE_MAX: none)
  * on y. */
 static void model_fit(const struct wmodel *m, const double *y, const double *use, size_t extra,
@@ -571,7 +645,7 @@ struct cpctx {
     const struct ct_fleet_jobs *js;
     size_t w;
     const double *y;
-    double *perm;
+    double *perm, *win;
     uint64_t rng;
     double thresh;
     size_t *cuts;
@@ -583,14 +657,30 @@ static void segment(struct cpctx *c, size_t lo, size_t hi, int depth)
     size_t ms = MIN_SIDE;
     if (depth > 3 || hi - lo < 2 * ms + 1 || c->ncuts >= 16)
         return;
+    /* the segment's values held to its median +- 2 robust scales (MAD x
+     * 1.4826): one job slowed by something recorded nowhere, at the edge
+     * of the series, is not a change of the workload. The clipping depends
+     * only on the values, not their order, so the permutations stay
+     * exchangeable. */
+    size_t n = hi - lo;
+    memcpy(c->perm, c->y + lo, n * sizeof(double));
+    double med = ct_median(c->perm, n);
+    for (size_t i = 0; i < n; i++)
+        c->perm[i] = fabs(c->y[lo + i] - med);
+    double sc = 2 * 1.4826 * ct_median(c->perm, n);
+    for (size_t i = 0; i < n; i++) {
+        double v = c->y[lo + i];
+        c->win[i] = sc > 0 && v > med + sc ? med + sc : sc > 0 && v < med - sc ? med - sc : v;
+    }
     size_t at = 0;
-    double t = max_t(c->y, lo, hi, ms, &at);
+    double t = max_t(c->win, 0, n, ms, &at);
     if (!(t > 0))
         return;
+    at += lo;
     /* the same statistic over random orders of the same jobs */
     unsigned B = c->x->o.perms, ge = 0;
     for (unsigned b = 0; b < B; b++) {
-        memcpy(c->perm, c->y + lo, (hi - lo) * sizeof(double));
+        memcpy(c->perm, c->win, (hi - lo) * sizeof(double));
         for (size_t i = hi - lo - 1; i > 0; i--) {
             size_t k = (size_t)(ct_rng_next(&c->rng) % (i + 1));
             double tmp = c->perm[i];
@@ -692,9 +782,11 @@ static int change_points(struct ct_fleet_explain *x, size_t w, const double *y, 
     c.rng = h;
     c.thresh = x->o.alpha / (double)(ntested ? ntested : 1);
     c.perm = malloc(W->n * sizeof(double));
+    c.win = malloc(W->n * sizeof(double));
     c.cuts = malloc(16 * sizeof(size_t));
-    if (!c.perm || !c.cuts) {
+    if (!c.perm || !c.win || !c.cuts) {
         free(c.perm);
+        free(c.win);
         free(c.cuts);
         return -ENOMEM;
     }
@@ -740,6 +832,7 @@ static int change_points(struct ct_fleet_explain *x, size_t w, const double *y, 
         rc = changed_at(x->js, W, lo, cut, hi, ch);
     }
     free(c.perm);
+    free(c.win);
     free(c.cuts);
     return rc;
 }
@@ -936,6 +1029,68 @@ static int finding(struct ct_fleet_explain *x, struct wmodel *m, size_t w, struc
     return 0;
 }
 
+/* Forward entry: while the best candidate, tested in the model of those
+ * already in, has p <= level (and the model keeps 5 degrees of freedom),
+ * it enters. */
+static void select_columns(struct wmodel *m, size_t n, double level, double *scratch,
+                           const double *use)
+{
+    for (;;) {
+        size_t pick = SIZE_MAX;
+        double bestp = 2;
+        if (m->nsel + 2 >= MAXP || n < m->nsel + 2 + 5)
+            return;
+        for (size_t k = 0; k < m->nc; k++) {
+            struct cand *c = &m->c[k];
+            if (c->selected || c->model_alias)
+                continue;
+            struct fit f;
+            model_fit(m, m->y, use, k, scratch, &f);
+            if (f.aliased) {
+                c->model_alias = 1;
+                continue;
+            }
+            if (!robust(&f, m->nsel + 1))
+                continue;
+            double p = ct_t_p2(f.beta[m->nsel + 1] / f.se[m->nsel + 1], f.df);
+            if (p < bestp) {
+                bestp = p;
+                pick = k;
+            }
+        }
+        if (pick == SIZE_MAX || bestp > level)
+            return;
+        m->c[pick].selected = 1;
+        m->sel[m->nsel++] = pick;
+    }
+}
+
+/* Backward elimination: while the column with the largest joint p has
+ * p > level, it leaves. */
+static void drop_columns(struct wmodel *m, double level, double *scratch, const double *use)
+{
+    while (m->nsel) {
+        struct fit f;
+        model_fit(m, m->y, use, SIZE_MAX, scratch, &f);
+        size_t worst = SIZE_MAX;
+        double worstp = level;
+        for (size_t s = 0; s < m->nsel; s++) {
+            double p = robust(&f, s + 1) ? ct_t_p2(f.beta[s + 1] / f.se[s + 1], f.df) : 1;
+            if (p > worstp) {
+                worstp = p;
+                worst = s;
+            }
+        }
+        if (worst == SIZE_MAX)
+            return;
+        m->c[m->sel[worst]].selected = 0;
+        memmove(&m->sel[worst], &m->sel[worst + 1], (m->nsel - worst - 1) * sizeof(m->sel[0]));
+        m->nsel--;
+        for (size_t k = 0; k < m->nc; k++)
+            m->c[k].model_alias = 0; /* the model changed */
+    }
+}
+
 int ct_fleet_explain_run(const struct ct_fleet_jobs *js, const struct ct_fleet_explain_opts *o,
                          struct ct_fleet_explain **out, char *err, size_t errlen)
 {
@@ -1005,7 +1160,7 @@ int ct_fleet_explain_run(const struct ct_fleet_jobs *js, const struct ct_fleet_e
         x->m += m->nc;
     }
     double enter = o->alpha / (double)(x->m ? x->m : 1);
-    /* forward selection, workload by workload */
+    /* the columns of each workload's model */
     for (size_t w = 0; w < x->nw; w++) {
         struct wmodel *m = &M[w];
         struct ct_fx_workload *W = &x->w[w];
@@ -1013,33 +1168,19 @@ int ct_fleet_explain_run(const struct ct_fleet_jobs *js, const struct ct_fleet_e
             continue;
         for (size_t i = 0; i < W->n; i++)
             use[i] = 1;
-        for (;;) {
-            size_t pick = SIZE_MAX;
-            double bestp = 2;
-            if (m->nsel + 2 >= MAXP)
+        /* liberal forward entry, then the strict test on the joint model:
+         * several factors of similar size mask each other in the model of
+         * none (each one's test carries the others' variance), and a column
+         * that entered early because its few jobs all had the fast values of
+         * real factors leaves once those are in */
+        select_columns(m, W->n, LIBERAL, scratch, use);
+        drop_columns(m, enter, scratch, use);
+        for (int round = 0; round < 8; round++) {
+            size_t before = m->nsel;
+            select_columns(m, W->n, enter, scratch, use);
+            if (m->nsel == before)
                 break;
-            for (size_t k = 0; k < m->nc; k++) {
-                struct cand *c = &m->c[k];
-                if (c->selected || c->model_alias)
-                    continue;
-                struct fit f;
-                model_fit(m, m->y, use, k, scratch, &f);
-                if (f.aliased) {
-                    c->model_alias = 1;
-                    continue;
-                }
-                if (!f.ok || f.df < 3 || !(f.se[m->nsel + 1] > 0))
-                    continue;
-                double p = ct_t_p2(f.beta[m->nsel + 1] / f.se[m->nsel + 1], f.df);
-                if (p < bestp) {
-                    bestp = p;
-                    pick = k;
-                }
-            }
-            if (pick == SIZE_MAX || bestp > enter)
-                break;
-            m->c[pick].selected = 1;
-            m->sel[m->nsel++] = pick;
+            drop_columns(m, enter, scratch, use);
         }
         W->nselected = m->nsel;
         /* the final model: the selected columns' joint p; the others'
@@ -1065,8 +1206,7 @@ int ct_fleet_explain_run(const struct ct_fleet_jobs *js, const struct ct_fleet_e
             struct cand *c = &m->c[m->sel[s]];
             c->fin = fin;
             c->col = s + 1;
-            c->p =
-                fin.ok && fin.se[s + 1] > 0 ? ct_t_p2(fin.beta[s + 1] / fin.se[s + 1], fin.df) : 1;
+            c->p = robust(&fin, s + 1) ? ct_t_p2(fin.beta[s + 1] / fin.se[s + 1], fin.df) : 1;
         }
         for (size_t k = 0; k < m->nc; k++) {
             struct cand *c = &m->c[k];
@@ -1076,7 +1216,7 @@ int ct_fleet_explain_run(const struct ct_fleet_jobs *js, const struct ct_fleet_e
             model_fit(m, m->y, use, k, scratch, &f);
             if (f.aliased)
                 c->model_alias = 1;
-            else if (f.ok && f.se[m->nsel + 1] > 0)
+            else if (robust(&f, m->nsel + 1))
                 c->p = ct_t_p2(f.beta[m->nsel + 1] / f.se[m->nsel + 1], f.df);
         }
     }

@@ -202,12 +202,14 @@ static void text(FILE *f, const struct ct_fleet_jobs *js, const struct totals *t
         fprintf(f, "GPU time: - (no job with a goodput)\n");
         return;
     }
-    fprintf(f, "GPU time %.2f GPU-hours; goodput (useful work) %.1f %%; lost %.1f %%:\n",
-            G / US_PER_HOUR, pct(t->all.part[CT_FP_USEFUL], G),
-            100 - pct(t->all.part[CT_FP_USEFUL], G));
+    /* GPU-hours, or GPU-seconds for a fleet of less than one */
+    double unit = G >= US_PER_HOUR ? US_PER_HOUR : 1e6;
+    const char *un = G >= US_PER_HOUR ? "GPU-h" : "GPU-s";
+    fprintf(f, "GPU time %.2f %s; goodput (useful work) %.1f %%; lost %.1f %%:\n", G / unit, un,
+            pct(t->all.part[CT_FP_USEFUL], G), 100 - pct(t->all.part[CT_FP_USEFUL], G));
     for (int k = 1; k < CT_FP_N; k++) {
-        fprintf(f, "  %-24s %6.2f %%  %10.3f GPU-h", ct_fleet_part_title(k), pct(t->all.part[k], G),
-                t->all.part[k] / US_PER_HOUR);
+        fprintf(f, "  %-24s %6.2f %%  %10.3f %s", ct_fleet_part_title(k), pct(t->all.part[k], G),
+                t->all.part[k] / unit, un);
         if (k == CT_FP_THROTTLE && t->thr_known < t->jobs - js->without_goodput)
             fprintf(f, "  (health counters in %zu of %zu jobs)", t->thr_known,
                     t->jobs - js->without_goodput);
@@ -221,14 +223,14 @@ static void text(FILE *f, const struct ct_fleet_jobs *js, const struct totals *t
         for (size_t g = 0; g < x->n; g++)
             w = strlen(x->g[g].value) > w ? strlen(x->g[g].value) : w;
         w = w > 40 ? 40 : w;
-        fprintf(f, "  %-*s %7s %10s %6s %7s", (int)w, "value", "jobs", "GPU-h", "share", "goodput");
+        fprintf(f, "  %-*s %7s %10s %6s %7s", (int)w, "value", "jobs", un, "share", "goodput");
         for (int k = 1; k < CT_FP_N; k++)
             fprintf(f, " %7s", short_title[k]);
         fputc('\n', f);
         for (size_t g = 0; g < x->n; g++) {
             const struct group *q = &x->g[g];
             fprintf(f, "  %-*.*s %7.1f %10.3f %5.1f%% ", (int)w, (int)w, q->value, q->jobs,
-                    q->gpu / US_PER_HOUR, pct(q->gpu, G));
+                    q->gpu / unit, pct(q->gpu, G));
             cell(f, "%*.1f%%", pct(q->part[CT_FP_USEFUL], q->gpu), 6);
             for (int k = 1; k < CT_FP_N; k++)
                 cell(f, " %*.2f", pct(q->part[k], G), 7);

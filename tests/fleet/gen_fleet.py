@@ -296,8 +296,9 @@ def main():
     ap.add_argument("--truth")
     args = ap.parse_args()
     rows, truth = gen(args)
-    with open(args.out, "w") as f:
-        f.write("\n".join(rows) + "\n")
+    with (sys.stdout if args.out == "-" else open(args.out, "w")) as f:
+        for r in rows:
+            f.write(r + "\n")
     if args.truth:
         with open(args.truth, "w") as f:
             json.dump(truth, f, indent=1)

@@ -340,10 +340,14 @@ static struct ct_fleet_explain *explain(const struct ct_fleet_jobs *js)
  * 20 jobs, 4 on host hX 10 % slower, 16 on hA; each group's log steps are
  * its mean +- 0.005, half each way, so least squares (and Huber's
  * estimate: every |residual| is the MAD, all inside 1.345 scales) give
- * exactly beta = log 1.1 = 0.0953102, sigma^2 = 20 * 0.005^2 / 18, se =
- * sigma * sqrt(1/4 + 1/16) = 0.0029463. hX and hA are complements: one
- * candidate (m = 1), hA confounded ("never with"); R = 1, so the interval
- * is Student's 95 % with 18 df: 0.0953102 +- 2.100922 * 0.0029463.
+ * exactly beta = log 1.1 = 0.0953102. Huber's standard error is then the
+ * classic one, sigma * sqrt(1/4 + 1/16) with sigma^2 = 20 * 0.005^2 / 18:
+ * 0.0029463. The sandwich with HC3 (each job's residual over 1 - its
+ * leverage, 1/4 in the small group, 1/16 in the other) gives
+ * 0.005 * sqrt(4 / 0.75^2 / 16 + 16 / (15/16)^2 / 256) = 0.0035901; the
+ * larger is used. hX and hA are complements: one candidate (m = 1), hA
+ * confounded ("never with"); R = 1, so the interval is Student's 95 %
+ * with 18 df: 0.0953102 +- 2.100922 * 0.0035901.
  */
 START_TEST(a_slow_host_is_pinned_with_its_interval)
 {
@@ -373,8 +377,10 @@ START_TEST(a_slow_host_is_pinned_with_its_interval)
     }
     ck_assert(policy && other);
     ck_assert_uint_eq(f->n_with, 4);
-    double se = sqrt(20 * 0.005 * 0.005 / 18) * sqrt(1.0 / 4 + 1.0 / 16);
-    ck_assert_double_eq_tol(se, 0.0029463, 1e-7);
+    double classic = sqrt(20 * 0.005 * 0.005 / 18) * sqrt(1.0 / 4 + 1.0 / 16);
+    ck_assert_double_eq_tol(classic, 0.0029463, 1e-7);
+    double se = 0.005 * sqrt(4 / (0.75 * 0.75) / 16 + 16 / (15.0 / 16 * 15.0 / 16) / 256);
+    ck_assert_double_eq_tol(se, 0.0035901, 1e-7);
     ck_assert_double_eq_tol(f->beta, log(1.1), 1e-9);
     ck_assert_double_eq_tol(f->se, se, 1e-9);
     ck_assert_double_eq_tol(f->df, 18, 1e-12);
