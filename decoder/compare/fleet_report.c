@@ -124,15 +124,36 @@ struct totals {
     size_t thr_known;
 };
 
+/* Distinct values of key over every job (with a goodput or not), "(none)"
+ * left out. */
 static int count_distinct(const struct ct_fleet_jobs *js, const char *key, size_t *out)
 {
-    struct breakdown b = {.field = key};
-    int rc = group_by(js, &b);
-    *out = b.n;
-    for (size_t i = 0; i < b.n; i++)
-        *out -= !strcmp(b.g[i].value, "(none)");
-    group_free(&b);
-    return rc;
+    const char *vals[256];
+    const char **seen = NULL;
+    size_t n = 0, cap = 0;
+    for (size_t i = 0; i < js->n; i++) {
+        size_t nv = ct_fleet_values(&js->j[i], key, vals, 256);
+        for (size_t v = 0; v < nv; v++) {
+            size_t k = 0;
+            while (k < n && strcmp(seen[k], vals[v]))
+                k++;
+            if (k < n || !strcmp(vals[v], "(none)"))
+                continue;
+            if (n == cap) {
+                cap = cap ? 2 * cap : 64;
+                const char **x = realloc(seen, cap * sizeof(*x));
+                if (!x) {
+                    free(seen);
+                    return -ENOMEM;
+                }
+                seen = x;
+            }
+            seen[n++] = vals[v];
+        }
+    }
+    free(seen);
+    *out = n;
+    return 0;
 }
 
 static int totals(const struct ct_fleet_jobs *js, struct totals *t)

@@ -12,6 +12,10 @@ effects are added in µs, so a factor's relative effect differs between the
 workload's jobs); change points at the driver's upgrade. Per null seed:
 any discovery or change point is false.
 
+Every seed's `fleet report` is checked against the generator's own ledger
+of the GPU time (docs/fleet.md "GPU time"): each part within 1 point, the
+lost share within 2 % of the truth.
+
 Test mode (default) fails unless: recall >= 0.9 over the injected seeds,
 no discovery of a factor that was not injected (nor of nccl on a
 single-node workload), overlap >= 0.9, at most 1 null seed with any false
@@ -65,13 +69,19 @@ def one(tmp, seed, jobs, null):
     run([CUTRACE, "fleet", "add", "-q", store, rows])
     x = json.loads(run([CUTRACE, "fleet", "explain", "--json", store]))
     t = json.load(open(truth_f))
+    # the GPU time split against the generator's own ledger
+    rep = json.loads(run([CUTRACE, "fleet", "report", "--json", store]))
+    ledger_err = max(abs(rep["parts"][k]["pct"] - v) for k, v in t["ledger_pct"].items())
+    lost_t = 100 - t["ledger_pct"]["useful"]
+    lost_err = abs(rep["lost_pct"] - lost_t) / lost_t
     db = sqlite3.connect(store)
     wmap = {}
     for w, cmd in db.execute("SELECT workload, workload_cmd FROM jobs GROUP BY workload"):
         wmap[w] = next(k for s, k in KIND if s in cmd)
     db.close()
     truth = {(i["factor"], i["value"], i["workload_cmd"]): i for i in t["injected"]}
-    res = dict(found=set(), false=[], cover=0, overlap=0, n=0, missed=[], cps=[], fcp=[])
+    res = dict(found=set(), false=[], cover=0, overlap=0, n=0, missed=[], cps=[], fcp=[],
+               ledger_err=ledger_err, lost_err=lost_err)
     for f in x["factors"]:
         for w in f["workloads"]:
             key = (f["factor"], f["value"], wmap[w["workload"]])
@@ -125,9 +135,11 @@ def main():
             r = one(tmp, s, args.jobs, False)
             inj.append(r)
             print("seed %d: %d of %d testable found; missed %s; false %s; intervals %d/%d hold the "
-                  "mean effect, %d/%d overlap the jobs' effects; upgrade change points in %s" %
+                  "mean effect, %d/%d overlap the jobs' effects; upgrade change points in %s; "
+                  "GPU time parts within %.3f point of the ledger, lost share within %.2f %%" %
                   (s, len(r["found"]), r["testable"], r["missed"], r["false"], r["cover"], r["n"],
-                   r["overlap"], r["n"], sorted(set(w for w, _ in r["cps"]))))
+                   r["overlap"], r["n"], sorted(set(w for w, _ in r["cps"])), r["ledger_err"],
+                   100 * r["lost_err"]))
         for s in seeds(args.null_seeds):
             r = one(tmp, s, args.jobs, True)
             nul.append(r)
@@ -153,6 +165,9 @@ def main():
                (len(inj), recall, found, testable, false_inj, cover, overlap, n, cps, len(nul), fw,
                 fw / max(len(nul), 1), wilson_hi(fw, len(nul)), fcp, fcp / max(len(nul), 1),
                 wilson_hi(fcp, len(nul))))
+    summary += "; GPU time parts within %.3f point of the ledger, lost share within %.2f %%" % (
+        max([r["ledger_err"] for r in inj + nul] or [0]),
+        100 * max([r["lost_err"] for r in inj + nul] or [0]))
     print(summary)
     if args.table:
         return 0
@@ -167,6 +182,11 @@ def main():
         bad.append("%d null seeds with a false discovery" % fw)
     if fcp > 1:
         bad.append("%d null seeds with a false change point" % fcp)
+    worst = max([r["ledger_err"] for r in inj + nul] or [0])
+    worst_lost = max([r["lost_err"] for r in inj + nul] or [0])
+    if worst > 1 or worst_lost > 0.02:
+        bad.append("GPU time: a part %.3f points, the lost share %.2f %% off the ledger" %
+                   (worst, 100 * worst_lost))
     if any(c < 3 for c in cps):
         bad.append("the upgrade's change point in fewer than 3 workloads: %s" % cps)
     if bad:
