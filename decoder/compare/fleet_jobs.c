@@ -415,7 +415,8 @@ int ct_fleet_jobs_load(struct ct_fdb *db, const struct ct_fleet_filter *flt,
         goto fail;
     /* sorted in C: the servers' collations differ */
     for (size_t i = 0; i < js->n; i++)
-        qsort(js->j[i].kernels, js->j[i].nkernels, sizeof(char *), cmp_name);
+        if (js->j[i].nkernels)
+            qsort(js->j[i].kernels, js->j[i].nkernels, sizeof(char *), cmp_name);
 
     if ((rc = query(db,
                     "SELECT run_id, op, bytes, count, p50_us, busbw_gbps FROM collectives "
@@ -460,7 +461,8 @@ int ct_fleet_jobs_load(struct ct_fdb *db, const struct ct_fleet_filter *flt,
      * both back ends must be the same */
     for (size_t i = 0; i < js->n; i++)
         sort_fv(&js->j[i]);
-    qsort(js->j, js->n, sizeof(*js->j), cmp_job);
+    if (js->n)
+        qsort(js->j, js->n, sizeof(*js->j), cmp_job);
     if ((rc = ct_fleet_workloads_split(js)))
         goto fail;
     if (flt && flt->workload) {

@@ -460,7 +460,8 @@ static int candidates(const struct ct_fleet_jobs *js, struct wmodel *m)
             keys[nk++] = j->fv[v].key;
         }
     }
-    qsort(keys, nk, sizeof(*keys), cmp_key);
+    if (nk)
+        qsort(keys, nk, sizeof(*keys), cmp_key);
     int rc = 0;
     const char **vals = malloc(4096 * sizeof(*vals));
     const char **dv = NULL;
@@ -1263,7 +1264,8 @@ int ct_fleet_explain_run(const struct ct_fleet_jobs *js, const struct ct_fleet_e
                 free(f->coll);
             }
         }
-    qsort(x->f, x->nf, sizeof(*x->f), cmp_finding);
+    if (x->nf)
+        qsort(x->f, x->nf, sizeof(*x->f), cmp_finding);
     /* change points of the workloads with a run start for every job */
     size_t ntested = 0;
     for (size_t w = 0; w < x->nw; w++) {

@@ -113,7 +113,8 @@ static int group_by(const struct ct_fleet_jobs *js, struct breakdown *b)
             add_to(g, j, w);
         }
     }
-    qsort(b->g, b->n, sizeof(*b->g), cmp_group);
+    if (b->n)
+        qsort(b->g, b->n, sizeof(*b->g), cmp_group);
     return 0;
 }
 

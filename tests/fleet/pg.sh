@@ -43,9 +43,13 @@ cat "$work/a.jsonl" "$work/c.jsonl" > "$work/b.jsonl"
 pid=$!
 seen=0
 while kill -0 $pid 2> /dev/null; do
-  if tr '\0' ' ' < /proc/$pid/cmdline > "$work/cmdline.$seen" 2> /dev/null; then
-    cat /proc/$pid/environ > "$work/environ.$seen" 2> /dev/null
+  # an exiting process (a zombie) reads as empty: only whole reads count
+  if tr '\0' ' ' < /proc/$pid/cmdline > "$work/cmdline.$seen" 2> /dev/null &&
+    [ -s "$work/cmdline.$seen" ] &&
+    cat /proc/$pid/environ > "$work/environ.$seen" 2> /dev/null && [ -s "$work/environ.$seen" ]; then
     seen=$((seen + 1))
+  else
+    rm -f "$work/cmdline.$seen" "$work/environ.$seen"
   fi
   sleep 0.01
 done
@@ -98,7 +102,7 @@ for bad in "postgresql://fleet:$pw@/fleet?host=$scratch" "postgresql:///fleet?ho
   cat "$work/bad.out" "$work/bad.err" >> "$work/all_outputs"
 done
 # a wrong password in the file: libpq's error, without either password
-printf '*:*:fleet:fleet:%s-wrong\n' "$pw" > "$scratch/pgpass.bad"
+(umask 077; printf '*:*:fleet:fleet:%s-wrong\n' "$pw" > "$scratch/pgpass.bad")
 PGPASSFILE=$scratch/pgpass.bad "$cutrace" fleet report --db "$url" > "$work/wrong.out" 2> "$work/wrong.err" &&
   fail "a wrong password was accepted"
 grep -q "password authentication failed" "$work/wrong.err" || fail "wrong password: $(cat "$work/wrong.err")"
