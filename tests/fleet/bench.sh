@@ -19,14 +19,14 @@ trap cleanup EXIT
 python3 "$src/tests/fleet/gen_fleet.py" --jobs "$jobs" --iterations 5 --seed 11 \
   --out "$work/rows.jsonl" || exit 1
 printf "  %d jobs, %d rows, %.0f MB of rows\n" "$jobs" "$(wc -l < "$work/rows.jsonl")" \
-  "$(echo "$(stat -c %s "$work/rows.jsonl") / 1000000" | bc -l)"
+  "$(awk -v b="$(stat -c %s "$work/rows.jsonl")" 'BEGIN { print b / 1e6 }')"
 measure() { # what, command...
   local what=$1
   shift
   /usr/bin/time -f "%e %M" -o "$work/t" "$@" > /dev/null 2> "$work/err" ||
     { echo "  $what: FAILED"; cat "$work/err"; return 1; }
   read -r s kb < "$work/t"
-  printf "  %-34s %8.2f s  peak RSS %6.0f MB\n" "$what" "$s" "$(echo "$kb / 1024" | bc -l)"
+  printf "  %-42s %8.2f s  peak RSS %6.0f MB\n" "$what" "$s" "$(awk -v k="$kb" 'BEGIN { print k / 1024 }')"
 }
 run_on() { # backend, store
   measure "$1: fleet add" "$cutrace" fleet add -q --db "$2" "$work/rows.jsonl"

@@ -69,6 +69,13 @@ w=$("$cutrace" fleet report --json --by workload "$work/s.db" | python3 -c "impo
 python3 -c "import json,sys; x=json.load(open(sys.argv[1])); assert [v['workload'] for v in x['workloads']] == [sys.argv[2]], x['workloads']" \
   "$work/x.json" "$w" || fail "explain --workload: another workload explained"
 
+# a tag "workload" names the workload
+python3 "$src/tests/fleet/gen_fleet.py" --jobs 3 --iterations 2 --seed 6 --out - |
+  sed 's/"labels":{/"labels":{"tag.workload":"llama-ft",/' > "$work/named.jsonl"
+expect 0 "" "$cutrace" fleet add "$work/n.db" "$work/named.jsonl"
+[ "$(sqlite3 "$work/n.db" "SELECT DISTINCT workload FROM jobs")" = llama-ft ] ||
+  fail "tag workload: $(sqlite3 "$work/n.db" "SELECT DISTINCT workload FROM jobs")"
+
 # passwords
 expect 2 "PGPASSFILE" "$cutrace" fleet report --db "postgresql://u:hunter2-cli@db.invalid/fleet"
 grep -q hunter2 "$work/err" "$work/out" && fail "the refusal repeats the password"

@@ -294,6 +294,34 @@ START_TEST(command_signature_leaves_out_what_changes_between_runs)
 }
 END_TEST
 
+/* Jobs of one fingerprint: one that shares 3 of 5 kernel names with the
+ * first (Jaccard 0.6 >= 0.5: a renamed GEMM) stays its workload, one that
+ * shares none is another ("/k2"), and a job of another fingerprint keeps
+ * its own. */
+START_TEST(kernel_mix_splits_a_fingerprint)
+{
+    static const char *const mix[4][4] = {
+        {"a", "b", "c", "d"}, {"a", "b", "c", "e"}, {"x", "y", "z", NULL}, {"x", "y", "z", NULL}};
+    struct ct_fleet_jobs js = {0};
+    js.j = calloc(4, sizeof(*js.j));
+    js.n = 4;
+    for (int i = 0; i < 4; i++) {
+        struct ct_fleet_job *j = &js.j[i];
+        j->run_id = strdup("r");
+        j->workload = strdup(i < 3 ? "w-1" : "w-2");
+        j->kernels = calloc(4, sizeof(char *));
+        for (int k = 0; k < 4 && mix[i][k]; k++)
+            j->kernels[j->nkernels++] = strdup(mix[i][k]);
+    }
+    ck_assert_int_eq(ct_fleet_workloads_split(&js), 0);
+    ck_assert_str_eq(js.j[0].workload, "w-1");
+    ck_assert_str_eq(js.j[1].workload, "w-1");
+    ck_assert_str_eq(js.j[2].workload, "w-1/k2");
+    ck_assert_str_eq(js.j[3].workload, "w-2");
+    ct_fleet_jobs_free(&js);
+}
+END_TEST
+
 /* ------------------------------------------------------------ pin */
 
 /* A job of workload w with step `step` µs and factor values k=v... */
@@ -515,6 +543,7 @@ static Suite *workload_suite(void)
     TCase *t = tcase_create("workload");
     tcase_set_timeout(t, 10);
     tcase_add_test(t, command_signature_leaves_out_what_changes_between_runs);
+    tcase_add_test(t, kernel_mix_splits_a_fingerprint);
     suite_add_tcase(s, t);
     return s;
 }
