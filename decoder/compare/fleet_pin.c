@@ -47,10 +47,11 @@
 #include "decoder/compare/stats_test.h"
 #include "decoder/util/stats.h"
 
-#define MAXP     24    /* columns of one model: the intercept and what entered */
-#define MIN_SIDE 3     /* jobs with and without a candidate value */
-#define HUBER_K  1.345 /* 95 % efficiency at the normal */
-#define LIBERAL  0.05  /* forward entry before the strict, joint test */
+#define MAXP      24    /* columns of one model: the intercept and what entered */
+#define MIN_SIDE  3     /* jobs with and without a candidate value */
+#define HUBER_K   1.345 /* 95 % efficiency at the normal */
+#define LIBERAL   0.05  /* forward entry before the strict, joint test */
+#define CP_WINDOW 200   /* jobs each side of a change point read for what changed */
 
 const char *ct_fx_part_name(int k)
 {
@@ -706,7 +707,8 @@ static int cmp_size(const void *a, const void *b)
 }
 
 /* "key: old -> new" for each factor whose values moved at the cut: a value
- * in at most a fifth of the jobs before and at least four fifths after. */
+ * in at most a fifth of the jobs of [lo, cut) and at least four fifths of
+ * [cut, hi). */
 static int changed_at(const struct ct_fleet_jobs *js, const struct ct_fx_workload *W, size_t lo,
                       size_t cut, size_t hi, struct ct_fx_change *ch)
 {
@@ -830,7 +832,12 @@ static int change_points(struct ct_fleet_explain *x, size_t w, const double *y, 
         ch->lo_pct = 100 * (exp(m2 - m1 - tq * se) - 1);
         ch->hi_pct = 100 * (exp(m2 - m1 + tq * se) - 1);
         ch->p = ct_t_p2((m2 - m1) / (se > 0 ? se : 1e-30), df);
-        rc = changed_at(x->js, W, lo, cut, hi, ch);
+        /* what changed is read from at most CP_WINDOW jobs each side: a
+         * factor that changed at the point changed there, and a workload
+         * of many thousand jobs costs no more */
+        size_t wlo = cut - lo > CP_WINDOW ? cut - CP_WINDOW : lo;
+        size_t whi = hi - cut > CP_WINDOW ? cut + CP_WINDOW : hi;
+        rc = changed_at(x->js, W, wlo, cut, whi, ch);
     }
     free(c.perm);
     free(c.win);

@@ -2,8 +2,9 @@
 # fleet-cli: `cutrace fleet`'s options and operands: bad values refused
 # with the option named and exit 2; a store never made by report or
 # explain, never replaced by an output, never a trace; rows from standard
-# input; a rows file of another version refused; --since and --workload
-# selecting jobs; a PostgreSQL URL with a password refused before any
+# input; two adds at once into one SQLite file, each job once; a rows file
+# of another version refused; --since and --workload selecting jobs; a tag
+# naming the workload; a PostgreSQL URL with a password refused before any
 # connection, without repeating it.
 # usage: cli.sh BUILD_DIR SRC_DIR
 set -uo pipefail
@@ -33,6 +34,18 @@ expect 0 "" "$cutrace" fleet add "$work/s.db" - < "$work/r.jsonl"
 grep -q "40 jobs added, 0 in the store already" "$work/out" || fail "rows from stdin: $(cat "$work/out")"
 expect 0 "" "$cutrace" fleet add "$work/s.db" "$work/r.jsonl"
 grep -q "0 jobs added, 40 in the store already" "$work/out" || fail "again: $(cat "$work/out")"
+
+# two adds at once into one SQLite file: each job once
+"$cutrace" fleet add -q "$work/c.db" "$work/r.jsonl" > "$work/c1" 2>&1 &
+p1=$!
+"$cutrace" fleet add -q "$work/c.db" "$work/r.jsonl" > "$work/c2" 2>&1 &
+p2=$!
+wait $p1 || fail "concurrent add: $(cat "$work/c1")"
+wait $p2 || fail "concurrent add: $(cat "$work/c2")"
+[ "$(cat "$work/c1" "$work/c2" | awk '{ s += $1 } END { print s }')" = 40 ] ||
+  fail "two adds at once added $(cat "$work/c1" "$work/c2")"
+[ "$(sqlite3 "$work/c.db" "SELECT count(*), count(DISTINCT run_id) FROM jobs")" = "40|40" ] ||
+  fail "two adds at once: $(sqlite3 "$work/c.db" "SELECT count(*) FROM jobs") jobs"
 
 expect 2 "--since 'yesterday': expected a UTC date" "$cutrace" fleet report "$work/s.db" --since yesterday
 expect 2 "--alpha '2'" "$cutrace" fleet explain "$work/s.db" --alpha 2
