@@ -110,6 +110,8 @@ struct ct_fleet_job {
     struct ct_fleet_kv *fv;
     size_t nfv;
     int64_t *host_ranks; /* ranks on each "host" value, in fv order */
+    double *host_thr;    /* of part[CT_FP_THROTTLE], the GPU-µs of the ranks on each host
+                          * (fv order; NULL when unknown) */
     /* the collective that took the most time: "AllReduce:BYTES", its busbw */
     char *coll;
     double coll_busbw;

@@ -52,6 +52,7 @@ static void job_free(struct ct_fleet_job *j)
     }
     free(j->fv);
     free(j->host_ranks);
+    free(j->host_thr);
     free(j->coll);
     for (size_t i = 0; i < j->nkernels; i++)
         free(j->kernels[i]);
@@ -190,7 +191,7 @@ static int throttling(struct ct_fdb *db, struct idx *ix, struct ct_fleet_jobs *j
     /* ordered by rank within a job: its sum is added in one order on
      * both back ends */
     if ((rc = query(db,
-                    "SELECT h.run_id, h.sm_clock_mhz, h.throttled_pct, r.compute_us, j.gpu "
+                    "SELECT h.run_id, h.sm_clock_mhz, h.throttled_pct, r.compute_us, j.gpu, h.host "
                     "FROM health h JOIN ranks r ON r.run_id = h.run_id AND r.rank = h.rank "
                     "JOIN jobs j ON j.run_id = h.run_id ORDER BY h.run_id, h.rank",
                     &st, err, errlen)))
@@ -211,6 +212,15 @@ static int throttling(struct ct_fdb *db, struct idx *ix, struct ct_fleet_jobs *j
         double share = 1 - m / f;
         share = share < thr / 100 ? share : thr / 100;
         lost[j - js->j] += c * share;
+        /* the host it was lost on, for report --by host */
+        const char *h = ct_fdb_col_text(st, 5);
+        if (!j->host_thr && j->nfv && !(j->host_thr = calloc(j->nfv, sizeof(double)))) {
+            rc = -ENOMEM;
+            break;
+        }
+        for (size_t k = 0; h && k < j->nfv; k++)
+            if (!strcmp(j->fv[k].key, "host") && !strcmp(j->fv[k].value, h))
+                j->host_thr[k] += c * share;
     }
     ct_fdb_finalize(st);
     if ((rc = step_err(db, rc, err, errlen)))
@@ -224,6 +234,8 @@ static int throttling(struct ct_fdb *db, struct idx *ix, struct ct_fleet_jobs *j
         th = th < u ? th : u > 0 ? u : 0;
         j->part[CT_FP_THROTTLE] = th;
         j->part[CT_FP_USEFUL] = u - th;
+        for (size_t k = 0; j->host_thr && k < j->nfv; k++)
+            j->host_thr[k] = lost[i] > 0 ? j->host_thr[k] * th / lost[i] : 0;
     }
 out:
     for (size_t k = 0; k < ng; k++)
@@ -249,6 +261,11 @@ static void sort_fv(struct ct_fleet_job *j)
             int64_t h = j->host_ranks[k - 1];
             j->host_ranks[k - 1] = j->host_ranks[k];
             j->host_ranks[k] = h;
+            if (j->host_thr) {
+                double d = j->host_thr[k - 1];
+                j->host_thr[k - 1] = j->host_thr[k];
+                j->host_thr[k] = d;
+            }
         }
 }
 

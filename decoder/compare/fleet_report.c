@@ -61,12 +61,21 @@ static struct group *group_of(struct breakdown *b, const char *v)
     return &g[b->n++];
 }
 
-static void add_to(struct group *g, const struct ct_fleet_job *j, double w)
+/* A job's share w of its GPU time to the group; thr, when not NAN, is the
+ * throttling of the group's own ranks (a host's), which replaces its share
+ * of the job's, the useful work taking the difference so that the job's
+ * parts still sum to its share. */
+static void add_to(struct group *g, const struct ct_fleet_job *j, double w, double thr)
 {
     g->jobs += w;
     g->gpu += w * j->gpu_us;
     for (int k = 0; k < CT_FP_N; k++)
         g->part[k] += w * j->part[k];
+    if (isfinite(thr)) {
+        double d = thr - w * j->part[CT_FP_THROTTLE];
+        g->part[CT_FP_THROTTLE] += d;
+        g->part[CT_FP_USEFUL] -= d;
+    }
     if (j->throttle_known)
         g->thr_known_gpu += w * j->gpu_us;
 }
@@ -80,8 +89,9 @@ static int cmp_group(const void *x, const void *y)
 }
 
 /* Groups of one key: a job's GPU time goes to each of its values, by its
- * ranks on each host for "host", in equal shares otherwise; a job without
- * the key to "(none)". */
+ * ranks on each host for "host" (its throttling to the hosts whose ranks
+ * were throttled), in equal shares otherwise; a job without the key to
+ * "(none)". */
 static int group_by(const struct ct_fleet_jobs *js, struct breakdown *b)
 {
     const char *vals[256];
@@ -94,7 +104,7 @@ static int group_by(const struct ct_fleet_jobs *js, struct breakdown *b)
             struct group *g = group_of(b, "(none)");
             if (!g)
                 return -ENOMEM;
-            add_to(g, j, 1);
+            add_to(g, j, 1, NAN);
             continue;
         }
         int64_t total = 0;
@@ -102,15 +112,17 @@ static int group_by(const struct ct_fleet_jobs *js, struct breakdown *b)
             for (size_t k = 0; k < j->nfv; k++)
                 total += !strcmp(j->fv[k].key, "host") ? j->host_ranks[k] : 0;
         for (size_t v = 0; v < nv; v++) {
-            double w = 1.0 / (double)nv;
+            double w = 1.0 / (double)nv, thr = NAN;
             if (total > 0)
                 for (size_t k = 0; k < j->nfv; k++)
-                    if (!strcmp(j->fv[k].key, "host") && j->fv[k].value == vals[v])
+                    if (!strcmp(j->fv[k].key, "host") && j->fv[k].value == vals[v]) {
                         w = (double)j->host_ranks[k] / (double)total;
+                        thr = j->host_thr ? j->host_thr[k] : NAN;
+                    }
             struct group *g = group_of(b, vals[v]);
             if (!g)
                 return -ENOMEM;
-            add_to(g, j, w);
+            add_to(g, j, w, thr);
         }
     }
     if (b->n)
@@ -170,7 +182,7 @@ static int totals(const struct ct_fleet_jobs *js, struct totals *t)
             t->last = j->start_us > t->last ? j->start_us : t->last;
         }
         if (isfinite(j->gpu_us)) {
-            add_to(&t->all, j, 1);
+            add_to(&t->all, j, 1, NAN);
             t->thr_known += j->throttle_known;
         }
     }

@@ -198,6 +198,18 @@ def check(root, jobs):
         print("  %-13s %6.2f %%  truth %6.2f %%" % (k, got, v))
     print("ok: lost %.2f %% of GPU time (truth %.2f %%); every part within 1 point" %
           (rep["lost_pct"], lost))
+    # by host: the throttling is all on the capped host's ranks
+    hosts = {g["value"]: g for g in rep["by"][0]["groups"]}
+    thr = rep["parts"]["throttling"]["pct"]
+    if abs(hosts["n5"]["parts"]["throttling"]["points_of_fleet"] - thr) > 1e-3 or any(
+            g["parts"]["throttling"]["points_of_fleet"] > 1e-6 for h, g in hosts.items()
+            if h != "n5"):
+        fail("throttling by host: %s" % {h: g["parts"]["throttling"]["points_of_fleet"]
+                                          for h, g in hosts.items()})
+    tot = sum(g["gpu_hours"] for g in hosts.values())
+    if abs(tot - rep["gpu_hours"]) > 1e-6 * max(rep["gpu_hours"], 1e-9) + 1e-6:
+        fail("by host the GPU time sums to %g of %g" % (tot, rep["gpu_hours"]))
+    print("ok: by host, the throttling (%.2f %%) all on n5's ranks" % thr)
 
     # explain
     html = os.path.join(root, "explain.html")
