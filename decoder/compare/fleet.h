@@ -184,12 +184,11 @@ int ct_fleet_report_rows(FILE *f, const struct ct_fleet_jobs *js,
 /* ------------------------------------------------------------ explain */
 
 struct ct_fleet_explain_opts {
-    double alpha;       /* 0.05: the family-wise level over every factor tried */
-    double min_effect;  /* 0.02: an effect must exceed 2 % to be "pinned" */
-    uint64_t seed;      /* change points' permutations */
-    unsigned perms;     /* 999 */
-    size_t min_jobs;    /* a workload needs this many jobs (8) */
-    const char *metric; /* "step" (default) */
+    double alpha;      /* 0.05: the family-wise level over every factor tried */
+    double min_effect; /* 0.02: an effect must exceed 2 % to be "pinned" */
+    uint64_t seed;     /* change points' permutations */
+    unsigned perms;    /* 999 */
+    size_t min_jobs;   /* a workload needs this many jobs (8) */
 };
 
 struct ct_fleet_explain;
