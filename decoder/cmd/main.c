@@ -36,6 +36,8 @@ static const struct subcommand cmds[] = {
     {"critical-path", ct_cmd_critical_path,
      "the cross-rank path that sets each step's time, by rank and category", 1},
     {"whatif", ct_cmd_whatif, "predicted step time with chosen durations scaled (--scale)", 1},
+    {"fleet", ct_cmd_fleet,
+     "many jobs in one store: GPU time by factor, regressions pinned (add, report, explain)", 0},
     {"summarize", ct_cmd_summarize,
      "per-rank summaries that report, diagnose, diff and export read in place of traces", 1},
 };
