@@ -231,6 +231,16 @@ else
   wait $crun
   n=$("$cutrace" dump --json cutrace-run1 2> /dev/null | grep -c '"name":"cuLaunchKernel"')
   [ "${n:-0}" -gt 0 ] && ok || bad "start without -o: no launch recorded in the run's folder: $(cat "$tmp/bg.err")"
+  grep -q "started a capture window" "$tmp/out" && ok || bad "start does not say the window opened"
+  # a process that records throughout does not listen: said, not "asked"
+  "$cutrace" run -- "$sim" 1500 > /dev/null 2> "$tmp/bg.err" &
+  crun=$!
+  job=""
+  for _ in $(seq 50); do job=$(pgrep -P $crun | head -1); [ -n "$job" ] && break; sleep 0.05; done
+  sleep 0.3
+  expect 1 "start of a process that does not listen" "$cutrace" start "$job"
+  grep -q "did not take the request" "$tmp/err" && ok || bad "start of a deaf process: $(cat "$tmp/err")"
+  wait $crun
   cd .. || exit 1
 
   # 12. Without cutrace run: a traced process tree shares one identity (its

@@ -371,21 +371,26 @@ static int cutrace_all(const char *cmd, const pid_t *pids)
     const char *exe = getenv("W_CUTRACE"), *dir = getenv("W_TRACES");
     if (!exe || !dir)
         return -1;
+    /* one call for every rank, as a launcher asks them all at once: their
+     * windows open (and close) together */
+    char pid[NRANKS][16];
+    const char *args[NRANKS + 5] = {exe, cmd, "-o", dir};
     for (int r = 0; r < NRANKS; r++) {
-        char pid[16];
-        snprintf(pid, sizeof(pid), "%d", (int)pids[r]);
-        pid_t c = fork();
-        if (c < 0)
-            return -1;
-        if (c == 0) {
-            unsetenv("LD_PRELOAD");
-            execl(exe, exe, cmd, "-o", dir, pid, (char *)NULL);
-            _exit(127);
-        }
-        int st;
-        if (waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
-            return -1;
+        snprintf(pid[r], sizeof(pid[r]), "%d", (int)pids[r]);
+        args[4 + r] = pid[r];
     }
+    args[4 + NRANKS] = NULL;
+    pid_t c = fork();
+    if (c < 0)
+        return -1;
+    if (c == 0) {
+        unsetenv("LD_PRELOAD");
+        execv(exe, (char *const *)args);
+        _exit(127);
+    }
+    int st;
+    if (waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        return -1;
     return 0;
 }
 
