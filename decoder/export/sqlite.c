@@ -154,8 +154,10 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_STR] = "INSERT INTO StringIds VALUES (?,?)",
     [ST_ENV] = "INSERT INTO TARGET_INFO_SYSTEM_ENV VALUES (?,?,?)",
     [ST_GPU_INFO] = "INSERT INTO TARGET_INFO_GPU VALUES (?,?,?,?,?,?,?,?,?)",
-    [ST_KERNEL] = "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES "
-                  "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    /* Parenthesised: clang's -Wstring-concatenation reads an unbracketed
+       two-literal element as a missing comma. */
+    [ST_KERNEL] = ("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES "
+                   "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"),
     [ST_MEMCPY] = "INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
     [ST_MEMSET] = "INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET VALUES (?,?,?,?,?,?,?,?,?,?)",
     [ST_SYNC] = "INSERT INTO CUPTI_ACTIVITY_KIND_SYNCHRONIZATION VALUES (?,?,?,?,?,?,?,?,?)",
