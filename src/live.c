@@ -109,11 +109,16 @@ int ct_live_path(const char *trace_path, int where, uint32_t uid, char *out, siz
     return 0;
 }
 
-/* Field 22 of /proc/self/stat (after the command's closing parenthesis). */
+/* Field 22 of the main thread's stat (after the command's closing
+ * parenthesis): the process's start time, as salvage.c's proc_alive reads
+ * it. Through task/PID/ rather than /proc/self/stat: qemu-user answers the
+ * latter itself, with the start of whichever thread asks, and a process's
+ * salvage thread then took its own live mapping for a dead one's. */
 static uint64_t own_start_ticks(void)
 {
-    char buf[1024];
-    if (ct_own_read_small("/proc/self/stat", buf, sizeof(buf)) <= 0)
+    char buf[1024], path[64];
+    snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)getpid());
+    if (ct_own_read_small(path, buf, sizeof(buf)) <= 0)
         return 0;
     const char *p = strrchr(buf, ')');
     if (!p)

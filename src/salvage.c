@@ -273,8 +273,9 @@ static int same_boot(const char *boot_id)
  * is not a zombie. */
 static int proc_alive(uint32_t pid, uint64_t start_ticks)
 {
-    char p[64], buf[1024];
-    snprintf(p, sizeof(p), "/proc/%u/stat", pid);
+    char p[80], buf[1024];
+    /* the main thread's, as live.c's own_start_ticks (why there) */
+    snprintf(p, sizeof(p), "/proc/%u/task/%u/stat", pid, pid);
     int fd = open(p, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return 0;

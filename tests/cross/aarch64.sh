@@ -43,7 +43,7 @@ fi
 ninja -C "$arm" > "$build/cross-aarch64-build.log" ||
   { tail -30 "$build/cross-aarch64-build.log"; exit 1; }
 file -L "$arm/shim/libcutrace.so" | grep -q "ARM aarch64" || { echo "not an aarch64 shim"; exit 1; }
-meson test -C "$arm" --no-rebuild --suite unit --suite report --no-suite e2e --num-processes 2 \
+CT_EMULATED=qemu-aarch64 meson test -C "$arm" --no-rebuild --suite unit --suite report --no-suite e2e --num-processes 2 \
   > "$build/cross-aarch64-test.log" 2>&1 || { grep -E "FAIL|ERROR" "$build/cross-aarch64-test.log"; exit 1; }
 grep -E "^Ok:" "$build/cross-aarch64-test.log"
 binfmt=/proc/sys/fs/binfmt_misc

@@ -222,6 +222,13 @@ START_TEST(shim_lines_never_go_into_a_job_file_that_took_descriptor_2)
                       strchr(err, '\n') == err + strlen(err) - 1,
                   "stderr: %s", err);
     free(err);
+    /* qemu-user answers a read of /proc/self/cmdline with a descriptor of
+     * its own (an unlinked copy), which src/ownfd.c cannot tell from a file
+     * of the job's that took the number and so leaves open: the job's next
+     * file then does not land on 2 (w_fds exits 4). No CUDA job runs under
+     * user-mode emulation. */
+    if (th_emulated_skip("the job's file on descriptor 2 (emulated /proc descriptors)"))
+        return;
     /* with the job's file there, the same line goes nowhere: the file holds
      * the 9 bytes the job wrote (w_fds reads them back), and only them */
     const char *swap[] = {th_env("CT_W_FDS"), "stderr", file, "100", NULL};

@@ -668,9 +668,10 @@ START_TEST(paused_shim_leaves_cupti_idle)
         timed += t.recs[i].kind == CT_REC_GPU && t.recs[i].f[CT_GPU_SOURCE] == CT_SRC_CUPTI;
     ck_assert_uint_gt(inside, 50);
     /* every launch in the window timed, give or take the one in flight at
-     * each boundary */
-    ck_assert_msg(timed + 2 >= inside && timed <= inside + 2, "%zu launches, %zu timed", inside,
-                  timed);
+     * each boundary (under emulation, 10-50x slower and uneven, a few) */
+    size_t slack = getenv("CT_EMULATED") ? 8 : 2;
+    ck_assert_msg(timed + slack >= inside && timed <= inside + slack, "%zu launches, %zu timed",
+                  inside, timed);
     /* ~1100 launches outside the window: with CUPTI left collecting, each
      * would have come back and been dropped; now at most the few in flight
      * when the window closed */

@@ -143,6 +143,10 @@ START_TEST(partial_chunks_reach_the_file_within_the_flush_interval)
     th_path(path, sizeof(path), th_tmpdir(), "t.cutrace");
     ck_assert_int_eq(th_start(path, 1 << 20, 20), 0);
     emit_marks(10);
+    if (th_emulated_skip("a chunk on disk within 10 flush intervals (real time)")) {
+        ct_recorder_stop(5000);
+        return;
+    }
     /* 20 ms flush interval; wait 10x that so a busy CI machine passes too */
     struct timespec ts = {0, 200 * 1000000L};
     nanosleep(&ts, NULL);
