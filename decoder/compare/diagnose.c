@@ -18,7 +18,7 @@
 
 #include "decoder/analysis/hang.h"
 #include "decoder/analysis/health.h"
-#include "decoder/analysis/intervals.h"
+#include "decoder/util/intervals.h"
 #include "decoder/util/names.h"
 #include "decoder/util/stats.h"
 

@@ -32,7 +32,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "decoder/analysis/intervals.h"
+#include "decoder/util/intervals.h"
 #include "decoder/read/tracefile.h"
 
 struct ct_kineto;
