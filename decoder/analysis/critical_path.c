@@ -59,6 +59,7 @@
 #include "decoder/util/array.h"
 #include "decoder/util/names.h"
 #include "decoder/util/stats.h"
+#include "decoder/read/job.h"
 
 const char *ct_cp_cat_name(int cat)
 {

@@ -15,6 +15,7 @@
 #include "decoder/analysis/analysis.h"
 #include "decoder/analysis/goodput.h"
 #include "decoder/util/intervals.h"
+#include "decoder/read/job.h"
 
 /* CUTRACE_FLUSH_MS's default: how much a SIGKILL can take from a trace */
 #define DEFAULT_FLUSH_MS 100

@@ -3,6 +3,7 @@
 #include "decoder/analysis/analysis.h"
 #include "decoder/util/search.h"
 #include "decoder/util/stats.h"
+#include "decoder/read/job.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -14,6 +14,7 @@
 #include "decoder/analysis/analysis.h"
 #include "decoder/analysis/goodput.h"
 #include "decoder/util/stats.h"
+#include "decoder/read/job.h"
 
 void ct_report_free(struct ct_report *rep)
 {

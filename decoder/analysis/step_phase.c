@@ -22,6 +22,7 @@
 #include "decoder/analysis/iterations.h"
 #include "decoder/util/keys.h"
 #include "decoder/util/search.h"
+#include "decoder/read/job.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -18,6 +18,7 @@
 #include "decoder/export/critical_path_out.h"
 #include "decoder/read/load.h"
 #include "decoder/util/outfile.h"
+#include "decoder/read/job.h"
 
 static void usage(FILE *f, const char *cmd)
 {

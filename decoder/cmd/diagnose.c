@@ -17,6 +17,7 @@
 #include "decoder/util/options.h"
 #include "decoder/util/outfile.h"
 #include "decoder/read/load.h"
+#include "decoder/read/job.h"
 
 static void usage(FILE *f)
 {

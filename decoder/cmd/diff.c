@@ -17,6 +17,7 @@
 #include "decoder/util/options.h"
 #include "decoder/util/outfile.h"
 #include "decoder/compare/runs.h"
+#include "decoder/read/job.h"
 
 /* Fewer runs per side (but not one each) give no verdict: a run-to-run
  * variance from two runs has one degree of freedom (docs/diff.md). */

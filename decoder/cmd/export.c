@@ -22,6 +22,7 @@
 #include "decoder/read/load.h"
 #include "decoder/util/options.h"
 #include "decoder/util/outfile.h"
+#include "decoder/read/job.h"
 
 static int cmp_src(const void *a, const void *b)
 {

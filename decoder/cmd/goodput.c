@@ -14,6 +14,7 @@
 #include "decoder/export/goodput_out.h"
 #include "decoder/read/load.h"
 #include "decoder/util/outfile.h"
+#include "decoder/read/job.h"
 
 static void usage(FILE *f)
 {

@@ -25,6 +25,7 @@
 #include "decoder/export/report_out.h"
 #include "decoder/compare/runs.h" /* diagnose: --rows */
 #include "decoder/util/stats.h"
+#include "decoder/read/job.h"
 
 static void usage(FILE *f)
 {

@@ -24,6 +24,7 @@
 #include "decoder/read/summary.h"
 #include "decoder/util/options.h"
 #include "decoder/util/progress.h"
+#include "decoder/read/extract.h"
 
 static void usage(FILE *f)
 {

@@ -21,6 +21,7 @@
 #include "decoder/util/intervals.h"
 #include "decoder/util/names.h"
 #include "decoder/util/stats.h"
+#include "decoder/read/job.h"
 
 #define Z_FLAG       3.5  /* robust z of a straggler (as the report) */
 #define HOST_NORMAL  1.02 /* host straggler: kernels within 2 % of peers */

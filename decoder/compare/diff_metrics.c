@@ -13,6 +13,7 @@
 #include "decoder/compare/diff.h"
 #include "decoder/util/names.h"
 #include "decoder/util/stats.h"
+#include "decoder/read/job.h"
 
 /* More samples than this (kernel instances of a long run) are thinned to an
  * evenly spaced subset: the bootstrap sorts every resample. */

@@ -19,6 +19,7 @@
 #include "decoder/read/summary.h"
 #include "decoder/util/array.h"
 #include "src/reader.h"
+#include "decoder/read/job.h"
 
 static int ends_with(const char *s, const char *suffix)
 {

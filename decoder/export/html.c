@@ -39,6 +39,7 @@
 #include "decoder/export/export.h"
 #include "decoder/export/html_int.h"
 #include "decoder/analysis/health.h"
+#include "decoder/read/job.h"
 #include "decoder/util/json.h"
 #include "decoder/util/names.h"
 #include "decoder/util/stats.h"

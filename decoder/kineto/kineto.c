@@ -17,6 +17,7 @@
 
 #include "decoder/kineto/kineto_int.h"
 #include "decoder/kineto/kineto_json.h"
+#include "decoder/read/life.h"
 
 /* ---- names ---- */
 

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "decoder/kineto/kineto_int.h"
+#include "decoder/read/host_classes.h"
 #include "decoder/util/array.h"
 #include "decoder/util/stats.h"
 

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "decoder/read/timeline.h"
+#include "decoder/read/devices.h"
 #include "decoder/util/search.h"
 
 int ct_sdev_note(struct ct_proc *p, uint32_t stream, int32_t dev)

@@ -6,9 +6,9 @@
  * times, NCCL ops, host interval sets) plus 16 bytes of join key per API
  * and GPU record, freed before returning.
  *
- * The result is exactly what ct_proc_extract() builds from a loaded trace
- * (tests/unit/test_extract.c checks it on shuffled traces), which walks the
- * records sorted by start time (stable: file order breaks ties). Here:
+ * The result is what walking the records sorted by start time (stable: file
+ * order breaks ties) would give, whatever order the file holds them in
+ * (tests/unit/test_extract.c checks it on traces shuffled two ways). Here:
  *   - times are kept raw and the clock offset is added at the end, when
  *     every CLOCK record has been seen;
  *   - joins by correlation id (GPU interval -> launching call, NCCL op ->
@@ -28,17 +28,123 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decoder/read/devices.h"
+#include "decoder/read/extract.h"
 #include "decoder/read/extract_int.h"
+#include "decoder/read/host_classes.h"
+#include "decoder/read/life.h"
+#include "decoder/util/array.h"
 #include "decoder/util/stats.h"
-#include "decoder/read/timeline.h"
 #include "src/config.h"
+
+/* ------------------------------------------------ capture windows */
+
+int ct_capture_mark(struct ct_proc *p, const char *value, int64_t t)
+{
+    p->windowed = 1;
+    if (!strcmp(value, "start")) {
+        if (p->capture_open == CT_OPEN_NONE)
+            p->capture_open = t;
+        return 0;
+    }
+    if (strcmp(value, "stop"))
+        return 0;
+    int64_t s = p->capture_open == CT_OPEN_NONE ? -CT_OPEN_END : p->capture_open;
+    p->capture_open = CT_OPEN_NONE;
+    return ct_ivset_add(&p->capture, s, t);
+}
+
+/* A schedule length in ms; 0 when not a plain decimal that fits. */
+static uint32_t ms_value(const char *s)
+{
+    char *end;
+    unsigned long v = strtoul(s, &end, 10);
+    return *s >= '0' && *s <= '9' && !*end && v <= UINT32_MAX ? (uint32_t)v : 0;
+}
+
+void ct_capture_meta(struct ct_proc *p, const char *key, const char *value)
+{
+    if (!strcmp(key, "mode")) {
+        p->light = !strcmp(value, "light");
+        p->windowed |= p->light; /* a light trace may hold no window yet */
+    } else if (!strcmp(key, "light_window_ms")) {
+        p->light_window_ms = ms_value(value);
+    } else if (!strcmp(key, "light_period_ms")) {
+        p->light_period_ms = ms_value(value);
+    }
+}
+
+int ct_capture_finish(struct ct_proc *p, int64_t off)
+{
+    if (p->capture_open != CT_OPEN_NONE &&
+        ct_ivset_add(&p->capture, p->capture_open, CT_OPEN_END - off))
+        return -ENOMEM;
+    p->capture_open = CT_OPEN_NONE;
+    for (size_t i = 0; i < p->capture.n; i++) {
+        p->capture.v[i].s += off;
+        p->capture.v[i].e += off;
+    }
+    ct_ivset_normalize(&p->capture);
+    return 0;
+}
+
+/* ------------------------------------------------ blocking calls */
+
+int ct_calls_note(struct ct_calls *c, int64_t s, int64_t e, uint32_t tid)
+{
+    if (ct_grow((void **)&c->v, &c->cap, c->n, sizeof(*c->v)))
+        return -ENOMEM;
+    c->v[c->n++] = (struct ct_call_span){s, e, tid};
+    return 0;
+}
+
+int ct_calls_launcher(struct ct_calls *c, uint32_t tid)
+{
+    /* called for every launch: the last thread noted is nearly always it */
+    if (c->ntids && c->tids[c->ntids - 1] == tid)
+        return 0;
+    for (size_t i = 0; i < c->ntids; i++)
+        if (c->tids[i] == tid) {
+            c->tids[i] = c->tids[c->ntids - 1];
+            c->tids[c->ntids - 1] = tid;
+            return 0;
+        }
+    if (ct_grow((void **)&c->tids, &c->captids, c->ntids, sizeof(*c->tids)))
+        return -ENOMEM;
+    c->tids[c->ntids++] = tid;
+    return 0;
+}
+
+int ct_calls_finish(struct ct_calls *c, struct ct_ivset *out, int64_t off)
+{
+    int rc = 0;
+    for (size_t i = 0; i < c->n && !rc; i++) {
+        size_t k = 0;
+        while (k < c->ntids && c->tids[k] != c->v[i].tid)
+            k++;
+        if (k < c->ntids)
+            rc = ct_ivset_add(out, c->v[i].s + off, c->v[i].e + off);
+    }
+    ct_ivset_normalize_unsorted(out);
+    ct_calls_free(c);
+    return rc;
+}
+
+void ct_calls_free(struct ct_calls *c)
+{
+    free(c->v);
+    free(c->tids);
+    memset(c, 0, sizeof(*c));
+}
+
+/* ------------------------------------------------ the pass */
 
 static void ex_free(struct ex *x)
 {
     ct_hcollect_free(&x->health);
-    struct ct_vec *v[] = {&x->ops,  &x->gcorr, &x->calls, &x->timed,    &x->nccl,   &x->nsynth,
-                          &x->nord, &x->steps, &x->sord,  &x->launches, &x->clock,  &x->name_sid,
-                          &x->nfb,  &x->gend,  &x->gendv, &x->nkl,      &x->graphs, &x->evr,
+    struct ct_vec *v[] = {&x->ops,  &x->gcorr, &x->calls,  &x->timed,    &x->nccl,   &x->nsynth,
+                          &x->nord, &x->steps, &x->sord,   &x->launches, &x->clock,  &x->name_sid,
+                          &x->nfb,  &x->gend,  &x->gendv,  &x->nkl,      &x->graphs, &x->evr,
                           &x->evw,  &x->evs,   &x->gedges, &x->gsrc};
     for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
         free(v[i]->p);
@@ -301,8 +407,7 @@ static int on_api(struct ex *x, const uint64_t *c, size_t st, uint32_t tid)
         rc = ct_calls_note(&x->bcalls, s, e, tid);
     if (!rc && ct_is_host_sync(fam, FLD(CT_API_FLAGS)) && !(rc = ct_ivset_add(&p->sync, s, e)))
         rc = note_sync(x, c, st, fam);
-    if (!rc && fam == CT_FAM_MEMCPY && FLD(CT_API_COPY_KIND) == CT_COPY_DTOH &&
-        FLD(CT_API_BYTES) >= CKPT_BYTES)
+    if (!rc && fam == CT_FAM_MEMCPY && ct_is_ckpt_copy(FLD(CT_API_COPY_KIND), FLD(CT_API_BYTES)))
         rc = ct_ivset_add(&p->ckpt, s, e);
     return rc;
 }
@@ -490,7 +595,7 @@ static int on_block(void *ctx, const struct ct_block *b)
  * trace (calls and GPU records): the decoder skips the others (grid and
  * block sizes, results, devices...), a third of its work. Every other kind
  * is read whole. A handler that reads a new field must add it here: it
- * would otherwise see 0 (tests/unit's extract suite compares against a
+ * would otherwise see 0 (tests/unit's extract suite checks the ops against a
  * full decode). */
 static const uint32_t *extract_fields(void)
 {

@@ -14,9 +14,37 @@
 
 struct ct_reader;
 
-#define NONE       UINT64_MAX
-#define SYNTHETIC  UINT32_MAX /* provisional name of an op made from an NCCL record */
-#define CKPT_BYTES (16ull << 20)
+/* Folds one recorder "capture" mark (value "start" or "stop", raw time t)
+ * or process metadata (mode, light_window_ms, light_period_ms) into p's
+ * windows; ct_capture_finish closes a window left open and shifts the set
+ * by the clock offset. 0 or -ENOMEM. */
+int ct_capture_mark(struct ct_proc *p, const char *value, int64_t t);
+void ct_capture_meta(struct ct_proc *p, const char *key, const char *value);
+int ct_capture_finish(struct ct_proc *p, int64_t off);
+
+/* The blocking CUDA calls of a process while its trace is read (the
+ * extraction): each with its thread, and the threads that issued GPU work
+ * (launch, copy, memset or NCCL calls). ct_calls_finish keeps the calls of
+ * those threads (the ones that feed the GPU: a pinned-memory thread's
+ * allocation does not hold the GPU back), moved by the clock offset, in
+ * out, normalised; it frees c. ct_calls_note and ct_calls_launcher: 0 or
+ * -ENOMEM. */
+struct ct_calls {
+    struct ct_call_span {
+        int64_t s, e;
+        uint32_t tid;
+    } * v;
+    size_t n, cap;
+    uint32_t *tids; /* the launching threads, unsorted, once each */
+    size_t ntids, captids;
+};
+int ct_calls_note(struct ct_calls *c, int64_t s, int64_t e, uint32_t tid);
+int ct_calls_launcher(struct ct_calls *c, uint32_t tid);
+int ct_calls_finish(struct ct_calls *c, struct ct_ivset *out, int64_t off);
+void ct_calls_free(struct ct_calls *c);
+
+#define NONE      UINT64_MAX
+#define SYNTHETIC UINT32_MAX /* provisional name of an op made from an NCCL record */
 
 /* A host span on one thread (raw times). */
 struct span {

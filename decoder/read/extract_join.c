@@ -12,6 +12,7 @@
 #include "decoder/util/search.h"
 #include "decoder/util/stats.h"
 #include "src/reader.h"
+#include "decoder/read/life.h"
 
 /* The GPU interval standing for NCCL op i when no GPU record carries its
  * own correlation id (the rules of ct_trace_nccl_gpu in tracefile.h): a

@@ -12,6 +12,9 @@
 #include "decoder/kineto/kineto.h"
 #include "decoder/read/spill.h"
 #include "decoder/read/timeline.h"
+#include "decoder/read/devices.h"
+#include "decoder/read/job.h"
+#include "decoder/read/life.h"
 
 void ct_proc_free(struct ct_proc *p)
 {
@@ -154,7 +157,7 @@ static int merge_ops(struct ct_rank *r)
         nnames += p->nnames;
         nnccl += (int32_t)p->nnccl;
     }
-    /* one process's ops arrive sorted by start (ct_proc_extract*): then
+    /* one process's ops arrive sorted by start (every reader leaves them so): then
      * skip the sort, which costs as much as all the extraction */
     size_t run = 1, ties = 0;
     for (; run < r->nops && r->ops[run - 1].s <= r->ops[run].s; run++)

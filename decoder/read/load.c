@@ -19,6 +19,9 @@
 #include "decoder/read/spill.h"
 #include "decoder/read/summary.h"
 #include "decoder/util/progress.h"
+#include "decoder/read/devices.h"
+#include "decoder/read/extract.h"
+#include "decoder/read/job.h"
 
 int ct_load_expand(struct ct_inputs *in, char *const *operands, int n, char *err, size_t errlen)
 {

@@ -16,6 +16,8 @@
 #include "decoder/read/timeline.h"
 #include "decoder/util/names.h"
 #include "tests/shim/shim_run.h"
+#include "decoder/read/devices.h"
+#include "decoder/read/extract.h"
 
 struct expect_call {
     char name[64];

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "tests/unit/timeline_builder.h"
+#include "decoder/read/job.h"
 
 /*
  * One rank (µs):

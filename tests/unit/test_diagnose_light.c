@@ -7,6 +7,7 @@
 
 #include "decoder/compare/diagnose.h"
 #include "tests/unit/timeline_builder.h"
+#include "decoder/read/job.h"
 
 #define STEPS 20
 #define STEP  4200 /* the demo's step p50, µs */

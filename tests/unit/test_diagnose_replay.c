@@ -9,6 +9,7 @@
 
 #include "decoder/compare/diagnose.h"
 #include "tests/unit/timeline_builder.h"
+#include "decoder/read/job.h"
 
 /* Iteration k's AllReduce on rank r of n (communicator 1, sequence k, 1
  * MiB) on stream, over [s, e), launched at launch. */

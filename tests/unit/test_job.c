@@ -9,6 +9,7 @@
 #include "decoder/read/spill.h"
 #include "decoder/read/timeline.h"
 #include "tests/unit/timeline_builder.h"
+#include "decoder/read/job.h"
 
 /* A process of rank `rank` running `n` steps of a kernel then an
  * all-reduce (communicator 7, sequence k), its clock `shift` ns off;

@@ -10,6 +10,7 @@
 
 #include "decoder/compare/diagnose.h"
 #include "tests/unit/timeline_builder.h"
+#include "decoder/read/job.h"
 
 /* Rank 0: four step ranges of 1000 with a kernel in each, timed by CUPTI
  * (timed records), untimed launches and damage as given; its file is

@@ -1,5 +1,8 @@
 /* Hand-built timelines for the analysis suites (timeline_builder.h). */
 #include "tests/unit/timeline_builder.h"
+#include "decoder/read/devices.h"
+#include "decoder/read/job.h"
+#include "decoder/read/life.h"
 
 #include <check.h>
 #include <stdlib.h>
