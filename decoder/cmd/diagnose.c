@@ -109,16 +109,14 @@ int ct_cmd_diagnose(int argc, char **argv)
     struct ct_report rep;
     struct ct_diagnosis *d = calloc(1, sizeof(*d));
     int status = CT_EXIT_BAD_INPUT;
-    rc = d ? ct_run_scan(&run, err, sizeof(err)) : -ENOMEM;
-    if (!rc)
-        rc = ct_run_report(&run, &io, &job, &rep, err, sizeof(err));
+    rc = d ? ct_run_report(&run, &io, &job, &rep, err, sizeof(err)) : -ENOMEM;
     if (rc) {
         fprintf(stderr, "cutrace diagnose: %s\n", rc == -ENOMEM && !err[0] ? "out of memory" : err);
         ct_out_abort(&of);
         ct_out_abort(&rf);
         goto out;
     }
-    rc = ct_diagnose(&rep, run.facts, run.n, &o, d);
+    rc = ct_diagnose(&rep, &o, d);
     if (rc) {
         fprintf(stderr, "cutrace diagnose: out of memory\n");
         ct_out_abort(&of);
@@ -134,7 +132,7 @@ int ct_cmd_diagnose(int argc, char **argv)
             status = CT_EXIT_BAD_INPUT;
         }
         if (rows_path) {
-            ct_rows_write(rf.f, &run, NULL, &rep);
+            ct_rows_write(rf.f, run.name, NULL, &rep);
             if (ct_out_commit(&rf, err, sizeof(err))) {
                 fprintf(stderr, "cutrace diagnose: %s\n", err);
                 status = CT_EXIT_BAD_INPUT;
@@ -147,9 +145,6 @@ out:
     if (d)
         ct_diagnosis_free(d);
     free(d);
-    for (size_t i = 0; run.facts && i < run.n; i++)
-        ct_facts_free(&run.facts[i]);
-    free(run.facts);
     ct_inputs_free(&in);
     return status;
 }

@@ -91,26 +91,21 @@ static int load_side(struct side *s, const char *by, const struct ct_iter_opts *
     for (size_t i = 0; i < n; i++) {
         struct ct_run *run = &s->rs.runs[i];
         char buf[512];
-        int rc = 0;
-        if (by || rows)
-            rc = ct_run_scan(run, err, errlen);
-        if (rc)
-            return rc;
-        s->value[i] = strdup(by ? ct_run_value(run, by, buf, sizeof(buf)) : "all");
-        if (!s->value[i])
-            return -ENOMEM;
-        if ((rc = ct_run_cmdlines(run, &s->cmdline[i], err, errlen)))
-            return rc;
         struct ct_job job;
         struct ct_report rep;
-        if ((rc = ct_run_report(run, io, &job, &rep, err, errlen)))
+        int rc = ct_run_report(run, io, &job, &rep, err, errlen);
+        if (rc)
             return rc;
+        /* what the traces say about themselves came with them (facts) */
+        s->value[i] = strdup(by ? ct_run_value(&job, by, buf, sizeof(buf)) : "all");
+        rc = s->value[i] ? ct_run_cmdlines(&job, &s->cmdline[i]) : -ENOMEM;
         s->nranks[i] = rep.nr;
-        rc = ct_diff_collect(&rep, 0, &s->summary[i]);
+        if (!rc)
+            rc = ct_diff_collect(&rep, 0, &s->summary[i]);
         if (!rc)
             rc = ct_diff_collect(&rep, 1, &s->samples[i]);
         if (rows && !rc)
-            ct_rows_write(rows, run, name, &rep);
+            ct_rows_write(rows, run->name, name, &rep);
         ct_report_free(&rep);
         ct_job_free(&job);
         if (rc)

@@ -62,6 +62,7 @@ static int build_job(struct ct_export_job *x, struct ct_inputs *in, const struct
             const struct ct_proc *p = R->procs[k];
             struct ct_export_src *s = &x->src[x->nsrc++];
             s->path = p->path;
+            s->health = p->health;
             s->host = p->host ? p->host : R->host;
             s->rank = R->rank;
             s->pid = p->pid;

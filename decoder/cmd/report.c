@@ -264,8 +264,8 @@ int ct_cmd_report(int argc, char **argv)
     free(obuf);
     /* diagnose: --rows FILE, the report's JSON-lines rows (decoder/compare/diff_rows.c) */
     if (rows) {
-        if (ct_report_rows(rf.f, argv[optind], &in, &rep, err, sizeof(err)) ||
-            ct_out_commit(&rf, err, sizeof(err))) {
+        ct_rows_write(rf.f, argv[optind], NULL, &rep);
+        if (ct_out_commit(&rf, err, sizeof(err))) {
             fprintf(stderr, "cutrace report: %s\n", err);
             ct_out_abort(&rf);
             werr = 1;

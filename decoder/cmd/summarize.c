@@ -18,7 +18,6 @@
 #include <unistd.h>
 
 #include "decoder/cmd/cli.h"
-#include "decoder/compare/runs.h"
 #include "decoder/kineto/kineto.h"
 #include "decoder/read/inputs.h"
 #include "decoder/read/summary.h"
@@ -59,23 +58,11 @@ static void *worker(void *arg)
             return NULL;
         char err[512];
         struct ct_proc p;
-        struct ct_trace_facts facts;
-        struct ct_sum_wbuf fb = {0};
+        /* the timeline, and what the trace says about itself (the facts
+         * diagnose and diff read), from one pass */
         int rc = ct_proc_extract_file(J->in->paths[i], J->step, &p, err, sizeof(err));
         if (!rc) {
-            /* what diagnose and diff read beside the timeline */
-            rc = ct_facts_scan(J->in->paths[i], &facts, err, sizeof(err));
-            if (!rc) {
-                ct_facts_encode(&facts, &fb);
-                ct_facts_free(&facts);
-                if (fb.oom) {
-                    snprintf(err, sizeof(err), "%s: out of memory", J->in->paths[i]);
-                    rc = -ENOMEM;
-                }
-            }
-            if (!rc)
-                rc = ct_summary_write(J->dest[i], &p, J->step, &fb, err, sizeof(err));
-            free(fb.p);
+            rc = ct_summary_write(J->dest[i], &p, J->step, err, sizeof(err));
             ct_proc_free(&p);
         }
         if (rc) {

@@ -18,6 +18,7 @@
 
 #include "decoder/analysis/hang.h"
 #include "decoder/analysis/health.h"
+#include "decoder/read/facts.h"
 #include "decoder/util/intervals.h"
 #include "decoder/util/names.h"
 #include "decoder/util/stats.h"
@@ -604,17 +605,19 @@ static void check_idle(struct ctx *c)
 
 /* ------------------------------------------------ pageable copies */
 
-static void check_pageable(struct ctx *c, const struct ct_trace_facts *facts, size_t nfacts)
+static void check_pageable(struct ctx *c)
 {
     const struct ct_report *rep = c->rep;
-    if (!facts || !rep->iterations)
+    if (!rep->iterations)
         return;
     /* per rank: host time spent in Async host<->device copies that blocked */
     struct ct_finding tmp = {0};
     double total = 0, gpu = 0, bytes = 0;
     size_t count = 0, async_copies = 0;
-    for (size_t i = 0; i < nfacts; i++) {
-        const struct ct_trace_facts *t = &facts[i];
+    for (size_t i = 0; i < rep->job->nprocs; i++) {
+        const struct ct_trace_facts *t = rep->job->procs[i].facts;
+        if (!t) /* a later part of a process split by device, or Kineto input */
+            continue;
         int hit = 0;
         for (size_t k = 0; k < t->ncopies; k++) {
             const struct ct_copy_fact *cp = &t->copies[k];
@@ -726,8 +729,7 @@ static int cmp_finding(const void *a, const void *b)
     return (x < y) - (x > y);
 }
 
-int ct_diagnose(const struct ct_report *rep, const struct ct_trace_facts *facts, size_t nfacts,
-                const struct ct_diag_opts *o, struct ct_diagnosis *d)
+int ct_diagnose(const struct ct_report *rep, const struct ct_diag_opts *o, struct ct_diagnosis *d)
 {
     memset(d, 0, sizeof(*d));
     struct ctx c = {rep, o, d, rep->step_p50};
@@ -751,7 +753,7 @@ int ct_diagnose(const struct ct_report *rep, const struct ct_trace_facts *facts,
     if (!rc)
         rc = check_pipeline(&c);
     check_idle(&c);
-    check_pageable(&c, facts, nfacts);
+    check_pageable(&c);
     if (!rc)
         rc = ct_dg_check_health(&c); /* diagnose_health.c */
     if (!rc)

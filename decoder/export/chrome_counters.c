@@ -110,7 +110,7 @@ static void throttle_track(struct cw *w, const struct ct_hseries *x)
 
 void ct_chrome_health_counters(struct cw *w)
 {
-    const struct ct_hproc *h = ct_health_of_path(w->src->path);
+    const struct ct_hproc *h = w->src->health;
     char name[96];
     for (size_t k = 0; h && k < h->ns; k++) {
         const struct ct_hseries *x = &h->s[k];

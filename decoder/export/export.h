@@ -25,6 +25,7 @@
 struct ct_export_src {
     const char *path; /* borrowed from the job */
     const char *host;
+    const struct ct_hproc *health; /* the trace's counters (borrowed from the job), or NULL */
     int rank;
     uint32_t pid;
     int64_t shift; /* ns added to the trace's monotonic ns: ns since time zero */

@@ -18,6 +18,8 @@
 #include <string.h>
 
 #include "decoder/read/devices.h"
+#include "decoder/read/counters.h"
+#include "decoder/read/facts.h"
 #include "decoder/util/search.h"
 
 int ct_sdev_note(struct ct_proc *p, uint32_t stream, int32_t dev)
@@ -181,7 +183,12 @@ static int one_device(const struct ct_proc *p, const int32_t *devs, size_t ndev,
     q->syncs = dup_mem(p->syncs, p->nsyncs * sizeof(*p->syncs));
     q->nonblock = dup_mem(p->nonblock, p->nnonblock * sizeof(*p->nonblock));
     q->sdev = dup_mem(p->sdev, p->nsdev * sizeof(*p->sdev));
-    int rc = !q->path || !q->host || (p->life.job && !q->life.job) ||
+    /* the counters are every device's (a rank reads its main process's);
+     * the facts are the file's, kept once: on the first part */
+    int oom = 0;
+    q->health = ct_hproc_copy(p->health, &oom);
+    q->facts = k == 0 ? ct_facts_copy(p->facts, &oom) : NULL;
+    int rc = oom || !q->path || !q->host || (p->life.job && !q->life.job) ||
                      (p->life.run && !q->life.run) || !q->ops || !q->nccl || !remap || !q->names ||
                      !q->launches || !q->steps || !q->sdev || !q->edges || !q->syncs || !q->gedges
                  ? -ENOMEM

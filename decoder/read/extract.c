@@ -142,6 +142,7 @@ void ct_calls_free(struct ct_calls *c)
 static void ex_free(struct ex *x)
 {
     ct_hcollect_free(&x->health);
+    ct_facts_collect_free(&x->facts);
     struct ct_vec *v[] = {&x->ops,  &x->gcorr, &x->calls,  &x->timed,    &x->nccl,   &x->nsynth,
                           &x->nord, &x->steps, &x->sord,   &x->launches, &x->clock,  &x->name_sid,
                           &x->nfb,  &x->gend,  &x->gendv,  &x->nkl,      &x->graphs, &x->evr,
@@ -198,6 +199,10 @@ static void last_gpu(struct ex *x, uint32_t tid, uint64_t op, int64_t s)
 static int on_gpu(struct ex *x, const uint64_t *c, size_t st, uint32_t tid)
 {
     uint64_t idx = NONE;
+    if (FLD(CT_GPU_TYPE) == CT_GPU_MEMCPY && /* a copy's transfer: the facts' */
+        ct_facts_gpu_copy(&x->facts, FLD(CT_GPU_CORR), (int64_t)FLD(CT_GPU_START),
+                          (int64_t)FLD(CT_GPU_END)))
+        return -ENOMEM;
     if (FLD(CT_GPU_TYPE) != CT_GPU_SYNC && FLD(CT_GPU_END) > FLD(CT_GPU_START)) {
         if (ct_vec_room(&x->ops, sizeof(struct ct_gop)))
             return -ENOMEM;
@@ -389,6 +394,14 @@ static int on_api(struct ex *x, const uint64_t *c, size_t st, uint32_t tid)
     uint64_t fam = FLD(CT_API_FAMILY);
     struct ct_proc *p = x->p;
     int rc = ct_kv_push(&x->calls, FLD(CT_API_CORR), FLD(CT_API_START));
+    if (!rc && fam == CT_FAM_MEMCPY) { /* a copy's host call: the facts' */
+        struct ct_copy_fact cf = {.host_s = (int64_t)FLD(CT_API_START),
+                                  .host_e = (int64_t)FLD(CT_API_END),
+                                  .bytes = FLD(CT_API_BYTES),
+                                  .kind = (uint8_t)FLD(CT_API_COPY_KIND),
+                                  .async = (FLD(CT_API_FLAGS) & CT_APIF_ASYNC) != 0};
+        rc = ct_facts_copy_call(&x->facts, FLD(CT_API_CORR), &cf);
+    }
     if (!rc && fam == CT_FAM_GRAPH)
         rc = ct_u64_push(&x->graphs, FLD(CT_API_CORR));
     if (!rc && (FLD(CT_API_FLAGS) & CT_APIF_EVENT))
@@ -547,6 +560,9 @@ static int on_other(struct ex *x, const struct ct_record *r)
         return 0;
     case CT_REC_META: {
         int rc = on_meta(x, f, r->tid);
+        if (!rc)
+            rc = ct_facts_meta(&x->facts, f[CT_META_SCOPE], ct_reader_string(x->rd, f[CT_META_KEY]),
+                               ct_reader_string(x->rd, f[CT_META_VALUE]));
         return rc ? rc : ct_hcollect_record(&x->health, x->rd, r);
     }
     case CT_REC_COUNTER: return ct_hcollect_record(&x->health, x->rd, r);
@@ -627,7 +643,9 @@ int ct_proc_extract_file(const char *path, const char *step_name, struct ct_proc
     struct ex x = {.p = p, .rd = &rd, .step = step_name ? step_name : "ProfilerStep"};
     ct_hcollect_init(&x.health);
     p->path = strdup(path);
-    if (!p->path) {
+    if (!p->path || ct_facts_collect_init(&x.facts)) {
+        free(p->path);
+        p->path = NULL;
         snprintf(err, errlen, "%s: out of memory", path);
         return -ENOMEM;
     }
@@ -663,7 +681,13 @@ int ct_proc_extract_file(const char *path, const char *step_name, struct ct_proc
         snprintf(err, errlen, "%s: out of memory", path);
         goto fail;
     }
-    ct_hcollect_publish(&x.health, p->path);
+    p->health = ct_hcollect_finish(&x.health);
+    p->facts = ct_facts_collect_finish(&x.facts);
+    if (!p->health || !p->facts) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        rc = -ENOMEM;
+        goto fail;
+    }
     p->gedges = x.gedges.p, p->ngedges = x.gedges.n;
     x.gedges = (struct ct_vec){0};
     if (p->ngedges > 1)

@@ -8,7 +8,8 @@
 
 #include <stdint.h>
 
-#include "decoder/analysis/health.h"
+#include "decoder/read/counters.h"
+#include "decoder/read/facts.h"
 #include "decoder/util/keys.h"
 #include "decoder/read/timeline.h"
 
@@ -107,8 +108,9 @@ struct ex {
     struct ct_vec name_sid; /* uint32 trace string id of each provisional name */
     uint64_t host_sid, ppid_sid;
     int have_host, have_ppid;
-    struct ct_hcollect health; /* counters, for decoder/analysis/health.c's cache */
-    struct ct_vec gedges;      /* struct ct_gedge of the graphs' edge records */
+    struct ct_hcollect health;     /* counters: p->health at the end */
+    struct ct_facts_collect facts; /* metadata and copies: p->facts at the end */
+    struct ct_vec gedges;          /* struct ct_gedge of the graphs' edge records */
     /* the latest GPU op of each recording thread, which a graph node record
      * right after it names (CT_SCOPE_GRAPH_NODE); a few threads write GPU
      * records (CUPTI's, a flushing one, the events poller) */

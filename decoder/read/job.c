@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "decoder/read/clock.h"
+#include "decoder/read/counters.h"
+#include "decoder/read/facts.h"
 #include "decoder/kineto/kineto.h"
 #include "decoder/read/spill.h"
 #include "decoder/read/timeline.h"
@@ -36,6 +38,8 @@ void ct_proc_free(struct ct_proc *p)
     free(p->names);
     ct_kineto_free(p->kin); /* Kineto input (decoder/kineto/kineto.h) */
     ct_life_free(&p->life);
+    ct_hproc_free(p->health);
+    ct_facts_free(p->facts);
     free(p->spill);
     free(p->edges);
     free(p->gedges);

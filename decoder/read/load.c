@@ -72,6 +72,7 @@ struct loader {
     struct ct_proc **parts;
     size_t *nparts;
     const char *step;
+    int no_kineto; /* every input is read as a cutrace trace or summary */
     atomic_size_t next, done;
     atomic_int failed;
     char err[512];
@@ -114,7 +115,7 @@ static void *load_worker(void *arg)
         char err[512];
         int rc;
         /* kineto: a PyTorch profiler trace goes to its own reader */
-        if (ct_kineto_is_path(L->in->paths[i])) {
+        if (!L->no_kineto && ct_kineto_is_path(L->in->paths[i])) {
             rc = ct_kineto_load(L->in->paths[i], &L->procs[i], err, sizeof(err));
         } else if (ct_ends_with(L->in->paths[i], CT_SUMMARY_SUFFIX)) {
             /* a per-rank summary stands for its trace (decoder/read/summary.h) */
@@ -140,13 +141,13 @@ static void *load_worker(void *arg)
 static int load_all(const struct ct_load_opts *o, const struct ct_inputs *in, struct ct_proc **out,
                     size_t *nout, char *err, size_t errlen)
 {
-    struct loader L = {.in = in, .step = o->step};
+    struct loader L = {.in = in, .step = o->step, .no_kineto = o->no_kineto};
     /* a PyTorch profiler trace is completed across all ranks after loading
      * (ct_kineto_finish): a job with one is not spilled */
     L.spill = o->spill ? ct_spill_wanted(in->n, err, errlen) : 0;
     if (L.spill < 0)
         return L.spill;
-    for (size_t i = 0; i < in->n && L.spill; i++)
+    for (size_t i = 0; i < in->n && L.spill && !L.no_kineto; i++)
         L.spill = !ct_kineto_is_path(in->paths[i]);
     pthread_mutex_init(&L.lock, NULL);
     L.procs = calloc(in->n ? in->n : 1, sizeof(*L.procs));

@@ -21,7 +21,11 @@ struct ct_load_opts {
     int progress;     /* a progress line on stderr for loads longer than a second */
     const char *job;  /* keep only the traces of this job id (metadata "job"); NULL: all */
     const char *run; /* --run: the run to read when the operands hold several; NULL: the only one */
-    int no_kineto;   /* ct_load_operands: PyTorch profiler traces are not operands here */
+    /* PyTorch profiler traces are not operands here: ct_load_operands
+     * expands them as it would any file, and ct_load_job reads every input
+     * as a cutrace trace or summary (a JSON file is then refused by the
+     * trace reader) */
+    int no_kineto;
     /* 1: the caller holds ranks open around what it reads of them, so a
      * large job may be spilled (decoder/read/spill.h) */
     int spill;

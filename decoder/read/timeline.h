@@ -35,6 +35,8 @@
 #include "decoder/read/tracefile.h"
 
 struct ct_kineto;
+struct ct_hproc;
+struct ct_trace_facts;
 
 enum ct_class {
     CT_CL_COMPUTE = 0,
@@ -225,6 +227,13 @@ struct ct_proc {
     int32_t device;        /* the device it drives (ct_split_devices), -1 unknown */
     struct ct_kineto *kin; /* Kineto input only (decoder/kineto/kineto.h), else NULL */
     struct ct_life life;
+    /* What the trace says about itself, read in the same pass as the rest
+     * (NULL for a PyTorch profiler trace): its health counters
+     * (decoder/read/counters.h; every part of a process split by device
+     * has a copy) and its metadata and copy facts (decoder/read/facts.h;
+     * the first part only: they are the file's) */
+    struct ct_hproc *health;
+    struct ct_trace_facts *facts;
     /* Bounded memory (decoder/read/spill.h): a large job's ops and launches
      * stay compressed in spill while their rank is closed (ops and launches
      * NULL; nops and nlaunches still count them), and the bounds below,

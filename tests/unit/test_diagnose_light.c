@@ -81,7 +81,7 @@ static void sim_job(struct ct_job *job, struct ct_report *rep, struct ct_diagnos
     tb_build(&b, job);
     tb_analyze(job, NULL, rep);
     struct ct_diag_opts o = {.min_saving = 0.02};
-    ck_assert_int_eq(ct_diagnose(rep, NULL, 0, &o, d), 0);
+    ck_assert_int_eq(ct_diagnose(rep, &o, d), 0);
 }
 
 static int has(const struct ct_diagnosis *d, int kind)

@@ -429,7 +429,7 @@ START_TEST(graph_node_and_edge_records_reach_the_ops)
     char sum[520];
     snprintf(sum, sizeof(sum), "%s.ctsum", path);
     struct ct_proc q;
-    ck_assert_msg(!ct_summary_write(sum, &p, NULL, NULL, err, sizeof(err)), "%s", err);
+    ck_assert_msg(!ct_summary_write(sum, &p, NULL, err, sizeof(err)), "%s", err);
     ck_assert_msg(!ct_summary_read(sum, NULL, &q, err, sizeof(err)), "%s", err);
     unlink(sum);
     ck_assert_uint_eq(q.nops, p.nops);
