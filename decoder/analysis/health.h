@@ -45,11 +45,6 @@ void ct_health_summarise(const struct ct_hproc *h, int64_t shift, int64_t s, int
 /* The shift of a rank's main process (trace time -> the report's time). */
 int64_t ct_health_shift(const struct ct_report *rep, size_t r);
 
-/* `cutrace report`: per rank `"health":{...},` or `"health":null,` (JSON),
- * and a "GPU health" text section when any rank has counters. */
-void ct_health_json(FILE *f, const struct ct_report *rep, size_t r);
-void ct_health_text(FILE *f, const struct ct_report *rep);
-
 /* For `cutrace diff --by`: the trace's "clock_policy" (what held the SM
  * clock most of the time: default, power_capped, thermal_limited,
  * hw_slowdown, application_clocks) or "power_limit" ("<W>W", the enforced

@@ -13,7 +13,7 @@
 #include "decoder/analysis/goodput.h"
 #include "decoder/export/goodput_out.h"
 #include "decoder/analysis/hang.h"
-#include "decoder/analysis/health.h"
+#include "decoder/export/health_out.h"
 #include "decoder/analysis/analysis.h"
 #include "decoder/util/json.h"
 #include "decoder/kineto/kineto.h"
@@ -418,7 +418,8 @@ void ct_report_json(FILE *f, const struct ct_report *rep, int rank_iters)
         num(f, "persistence", x->persistence, 1);
         fprintf(f, "\"flagged\":%s},", x->flagged ? "true" : "false");
         ct_kineto_hta_json(f, R);  /* kineto: "hta":{...}, for Kineto input */
-        ct_health_json(f, rep, r); /* health: "health":{...} or null (decoder/analysis/health.c) */
+        ct_health_json(f, rep,
+                       r); /* health: "health":{...} or null (decoder/export/health_out.c) */
         const struct ct_coverage *c = &R->cov;
         fprintf(f,
                 "\"coverage\":{\"gpu_cupti\":%" PRIu64 ",\"gpu_events\":%" PRIu64
@@ -858,7 +859,7 @@ void ct_report_text(FILE *f, const struct ct_report *rep)
         free(done);
     }
     ct_kineto_hta_text(f, rep); /* kineto: HTA-compatible section */
-    ct_health_text(f, rep);     /* health: GPU health section (decoder/analysis/health.c) */
+    ct_health_text(f, rep);     /* health: GPU health section (decoder/export/health_out.c) */
     fprintf(f, "\nClock alignment (skew applied after realtime, residual):\n");
     for (size_t r = 0; r < rep->nr; r++)
         /* rounded first: a skew of -30 ns is "0.0", not "-0.0" */
