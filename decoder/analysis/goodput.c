@@ -309,9 +309,10 @@ static void rank_parts_free(struct rank_part *rp)
 static int coverage(struct rank_part *rp, int64_t as, int64_t ae)
 {
     const struct ct_proc *m = rp->main;
-    if (!m || (!m->kin && !m->windowed))
+    if (!m || (m->source != CT_SOURCE_KINETO && !m->windowed))
         return ct_ivset_add(&rp->cov, as, ae);
-    if (m->kin) /* gpu_lo, gpu_hi: INT64_MAX, INT64_MIN without ops (an empty add) */
+    if (m->source ==
+        CT_SOURCE_KINETO) /* gpu_lo, gpu_hi: INT64_MAX, INT64_MIN without ops (an empty add) */
         return m->gpu_lo < m->gpu_hi ? ct_ivset_add(&rp->cov, m->gpu_lo > as ? m->gpu_lo : as,
                                                     m->gpu_hi < ae ? m->gpu_hi : ae)
                                      : 0;
@@ -866,7 +867,7 @@ int ct_goodput(const struct ct_report *rep, struct ct_goodput *g)
      * nothing was recorded, which is no down time */
     int lives = 1;
     for (size_t i = 0; i < nw; i++)
-        lives &= !w[i].p->kin;
+        lives &= w[i].p->source != CT_SOURCE_KINETO;
     for (size_t a = 0; a + 1 < natt; a++) {
         if (g->att[a].e > g->att[a + 1].s)
             g->att[a].e = g->att[a + 1].s;

@@ -113,7 +113,7 @@ int ct_cmd_goodput(int argc, char **argv)
         return ct_load_usage_error(rc) ? CT_EXIT_USAGE : CT_EXIT_BAD_INPUT;
     }
     for (size_t i = 0; i < job.nprocs; i++)
-        if (job.procs[i].kin) { /* one line, once */
+        if (job.procs[i].source == CT_SOURCE_KINETO) { /* one line, once */
             fprintf(stderr, "cutrace goodput: PyTorch profiler traces hold their capture window "
                             "only: the goodput is over their GPU window (first kernel start to "
                             "last kernel end), not the processes' lives\n");

@@ -16,7 +16,7 @@
 #include "decoder/export/health_out.h"
 #include "decoder/analysis/analysis.h"
 #include "decoder/util/json.h"
-#include "decoder/kineto/kineto.h"
+#include "decoder/export/hta_out.h"
 #include "decoder/util/names.h"
 #include "decoder/util/stats.h"
 #include "decoder/export/report_out.h"
@@ -417,7 +417,7 @@ void ct_report_json(FILE *f, const struct ct_report *rep, int rank_iters)
         num(f, "score", x->score, 1);
         num(f, "persistence", x->persistence, 1);
         fprintf(f, "\"flagged\":%s},", x->flagged ? "true" : "false");
-        ct_kineto_hta_json(f, R);  /* kineto: "hta":{...}, for Kineto input */
+        ct_hta_json(f, R); /* kineto: "hta":{...}, for Kineto input */
         ct_health_json(f, rep,
                        r); /* health: "health":{...} or null (decoder/export/health_out.c) */
         const struct ct_coverage *c = &R->cov;
@@ -858,7 +858,7 @@ void ct_report_text(FILE *f, const struct ct_report *rep)
         }
         free(done);
     }
-    ct_kineto_hta_text(f, rep); /* kineto: HTA-compatible section */
+    ct_hta_text(f, rep);        /* kineto: HTA-compatible section */
     ct_health_text(f, rep);     /* health: GPU health section (decoder/export/health_out.c) */
     fprintf(f, "\nClock alignment (skew applied after realtime, residual):\n");
     for (size_t r = 0; r < rep->nr; r++)

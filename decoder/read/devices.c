@@ -157,6 +157,7 @@ static int one_device(const struct ct_proc *p, const int32_t *devs, size_t ndev,
     q->rank = -1;
     q->pid = p->pid;
     q->ppid = p->ppid;
+    q->source = p->source;
     q->clock_offset = p->clock_offset;
     q->device = dev;
     q->windowed = p->windowed;
@@ -265,13 +266,13 @@ int ct_split_devices(struct ct_proc **procs, size_t *nprocs)
         if (p->spill)
             continue; /* split before it was spilled (decoder/read/load.c) */
         int32_t *devs;
-        size_t n = p->kin ? 0 : devices_of(p, &devs);
-        if (!p->kin && !devs)
+        size_t n = p->source == CT_SOURCE_KINETO ? 0 : devices_of(p, &devs);
+        if (p->source != CT_SOURCE_KINETO && !devs)
             return -ENOMEM;
         p->device = n ? devs[0] : -1;
         if (n > 1)
             extra += n - 1;
-        if (!p->kin)
+        if (p->source != CT_SOURCE_KINETO)
             free(devs);
     }
     if (!extra)
@@ -285,7 +286,7 @@ int ct_split_devices(struct ct_proc **procs, size_t *nprocs)
     for (size_t i = 0; i < *nprocs; i++) {
         struct ct_proc *p = &(*procs)[i];
         int32_t *devs = NULL;
-        size_t n = p->kin || p->spill || rc ? 0 : devices_of(p, &devs);
+        size_t n = p->source == CT_SOURCE_KINETO || p->spill || rc ? 0 : devices_of(p, &devs);
         if (n <= 1) {
             v[w++] = *p; /* moved as it is */
             memset(p, 0, sizeof(*p));

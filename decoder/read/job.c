@@ -11,7 +11,7 @@
 #include "decoder/read/clock.h"
 #include "decoder/read/counters.h"
 #include "decoder/read/facts.h"
-#include "decoder/kineto/kineto.h"
+#include "decoder/read/hta.h"
 #include "decoder/read/spill.h"
 #include "decoder/read/timeline.h"
 #include "decoder/read/devices.h"
@@ -36,7 +36,9 @@ void ct_proc_free(struct ct_proc *p)
     for (size_t i = 0; i < p->nnames; i++)
         free(p->names[i]);
     free(p->names);
-    ct_kineto_free(p->kin); /* Kineto input (decoder/kineto/kineto.h) */
+    if (p->reader_free)
+        p->reader_free(p->reader_data);
+    ct_hta_free(p->hta);
     ct_life_free(&p->life);
     ct_hproc_free(p->health);
     ct_facts_free(p->facts);

@@ -260,7 +260,7 @@ int ct_load_job(const struct ct_load_opts *o, const struct ct_inputs *in, struct
     size_t named = 0, cutrace = 0;
     for (size_t i = 0; i < n; i++) {
         named += procs[i].nsteps;
-        cutrace += !procs[i].kin;
+        cutrace += procs[i].source != CT_SOURCE_KINETO;
     }
     if (o->step && cutrace && !named) {
         snprintf(err, errlen,

@@ -181,7 +181,7 @@ static void encode(struct ct_sum_wbuf *b, const struct ct_proc *p, const char *s
 int ct_summary_write(const char *path, const struct ct_proc *p, const char *step, char *err,
                      size_t errlen)
 {
-    if (p->kin) {
+    if (p->source == CT_SOURCE_KINETO) {
         snprintf(err, errlen, "%s: a PyTorch profiler trace has no summary form: pass it as is",
                  p->path ? p->path : path);
         return -EINVAL;
@@ -288,6 +288,7 @@ static void get_health(struct ct_sum_rbuf *r, struct ct_hcollect *c, int *presen
 static void decode(struct ct_sum_rbuf *r, struct ct_proc *p, struct ct_hcollect *hc, int *health,
                    size_t *facts_at, size_t *facts_n, int *oom)
 {
+    p->source = CT_SOURCE_SUMMARY;
     p->path = ct_sum_get_str(r, oom);
     p->host = ct_sum_get_str(r, oom);
     p->rank = (int64_t)ct_sum_get_u64(r);

@@ -34,8 +34,15 @@
 #include "decoder/util/intervals.h"
 #include "decoder/read/tracefile.h"
 
-struct ct_kineto;
 struct ct_hproc;
+struct ct_hta;
+
+/* The kind of input a process was read from. */
+enum ct_source {
+    CT_SOURCE_TRACE = 0, /* a cutrace trace (decoder/read/extract.h) */
+    CT_SOURCE_SUMMARY,   /* a cutrace summary of one (decoder/read/summary.h) */
+    CT_SOURCE_KINETO,    /* a PyTorch profiler trace (decoder/kineto/) */
+};
 struct ct_trace_facts;
 
 enum ct_class {
@@ -225,7 +232,15 @@ struct ct_proc {
     struct ct_sdev *sdev;                      /* the device of each stream the trace names */
     size_t nsdev, capsdev;
     int32_t device;        /* the device it drives (ct_split_devices), -1 unknown */
-    struct ct_kineto *kin; /* Kineto input only (decoder/kineto/kineto.h), else NULL */
+    uint8_t source;        /* enum ct_source: which kind of input it was read from */
+    /* Kineto input in HTA-compatible mode: HTA's figures for it
+     * (decoder/read/hta.h), else NULL */
+    struct ct_hta *hta;
+    /* A reader's own data about the process until the format dispatch
+     * (decoder/load/) has completed the job and released it (reader_free,
+     * which ct_proc_free also calls); NULL after and for most inputs */
+    void *reader_data;
+    void (*reader_free)(void *);
     struct ct_life life;
     /* What the trace says about itself, read in the same pass as the rest
      * (NULL for a PyTorch profiler trace): its health counters
