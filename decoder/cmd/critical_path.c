@@ -16,7 +16,7 @@
 #include "decoder/cmd/cli.h"
 #include "decoder/util/options.h"
 #include "decoder/export/critical_path_out.h"
-#include "decoder/read/load.h"
+#include "decoder/load/load.h"
 #include "decoder/util/outfile.h"
 #include "decoder/read/job.h"
 

@@ -16,7 +16,7 @@
 #include "decoder/compare/runs.h"
 #include "decoder/util/options.h"
 #include "decoder/util/outfile.h"
-#include "decoder/read/load.h"
+#include "decoder/load/load.h"
 #include "decoder/read/job.h"
 
 static void usage(FILE *f)

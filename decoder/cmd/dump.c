@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "decoder/cmd/cli.h"
-#include "decoder/read/inputs.h"
+#include "decoder/load/load.h"
 #include "decoder/util/json.h"
 #include "decoder/util/names.h"
 #include "decoder/read/symbols.h"
@@ -345,7 +345,8 @@ int ct_cmd_dump(int argc, char **argv)
     }
     struct ct_inputs in = {0};
     char err[512];
-    int erc = ct_inputs_expand(&in, argv + optind, argc - optind, err, sizeof(err));
+    const struct ct_load_opts all = {.no_kineto = 1, .keep_all = 1};
+    int erc = ct_load_operands(&all, &in, argv + optind, argc - optind, err, sizeof(err));
     if (erc) {
         fprintf(stderr, "cutrace dump: %s\n", err);
         ct_inputs_free(&in);

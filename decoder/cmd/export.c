@@ -19,7 +19,7 @@
 #include "decoder/read/summary.h"
 #include "decoder/export/export.h"
 #include "decoder/read/inputs.h"
-#include "decoder/read/load.h"
+#include "decoder/load/load.h"
 #include "decoder/util/options.h"
 #include "decoder/util/outfile.h"
 #include "decoder/read/job.h"

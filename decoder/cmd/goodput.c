@@ -12,7 +12,7 @@
 #include "decoder/analysis/goodput.h"
 #include "decoder/cmd/cli.h"
 #include "decoder/export/goodput_out.h"
-#include "decoder/read/load.h"
+#include "decoder/load/load.h"
 #include "decoder/util/outfile.h"
 #include "decoder/read/job.h"
 

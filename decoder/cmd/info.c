@@ -6,7 +6,7 @@
 #include <time.h>
 
 #include "decoder/cmd/cli.h"
-#include "decoder/read/inputs.h"
+#include "decoder/load/load.h"
 #include "decoder/util/names.h"
 #include "decoder/read/tracefile.h"
 #include "src/config.h"
@@ -146,7 +146,8 @@ int ct_cmd_info(int argc, char **argv)
     }
     struct ct_inputs in = {0};
     char err[512];
-    int erc = ct_inputs_expand(&in, argv + optind, argc - optind, err, sizeof(err));
+    const struct ct_load_opts all = {.no_kineto = 1, .keep_all = 1};
+    int erc = ct_load_operands(&all, &in, argv + optind, argc - optind, err, sizeof(err));
     if (erc) {
         fprintf(stderr, "cutrace info: %s\n", err);
         ct_inputs_free(&in);

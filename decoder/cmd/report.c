@@ -1,5 +1,5 @@
 /*
- * `cutrace report`: loads a job (decoder/read/load.c), runs every analysis
+ * `cutrace report`: loads a job (decoder/load/load.c), runs every analysis
  * (decoder/analysis/report.c) and prints the report (text, or --json:
  * schema in docs/report.md; or --html, decoder/export/html.c).
  */
@@ -18,10 +18,9 @@
 #include "decoder/cmd/cli.h"
 #include "decoder/export/export.h" /* export: ct_report_html */
 #include "decoder/read/inputs.h"
-#include "decoder/read/load.h"
+#include "decoder/load/load.h"
 #include "decoder/util/options.h"
 #include "decoder/util/outfile.h"
-#include "decoder/kineto/kineto.h"
 #include "decoder/export/report_out.h"
 #include "decoder/compare/runs.h" /* diagnose: --rows */
 #include "decoder/util/stats.h"

@@ -25,8 +25,8 @@
 #include "src/config.h"
 
 #include "decoder/cmd/cli.h"
-#include "decoder/read/inputs.h"
-#include "decoder/read/run_identity.h"
+#include "decoder/load/load.h"
+#include "decoder/load/run_identity.h"
 #include "src/reader.h"
 
 extern char **environ;
@@ -186,10 +186,11 @@ static size_t other_runs(const char *dir, const char *id, size_t *nruns)
     struct ct_inputs in = {0};
     char err[256];
     char *dirs[] = {(char *)dir};
+    const struct ct_load_opts all = {.no_kineto = 1, .keep_all = 1};
     size_t other = 0;
     *nruns = 0;
     struct ct_run_list l;
-    if (ct_inputs_expand(&in, dirs, 1, err, sizeof(err)) == 0 &&
+    if (ct_load_operands(&all, &in, dirs, 1, err, sizeof(err)) == 0 &&
         ct_run_list_read(&in, &l, NULL) == 0) {
         for (size_t i = 0; i < l.n; i++)
             if (strcmp(l.runs[i].id, id) != 0) {
@@ -213,9 +214,10 @@ static size_t check_traces(const char *dir, const char *id)
     struct ct_inputs in = {0};
     char err[256];
     char *dirs[] = {(char *)dir};
+    const struct ct_load_opts all = {.no_kineto = 1, .keep_all = 1};
     size_t mine = 0, said = 0;
     struct ct_run_list l;
-    if (ct_inputs_expand(&in, dirs, 1, err, sizeof(err)) != 0 ||
+    if (ct_load_operands(&all, &in, dirs, 1, err, sizeof(err)) != 0 ||
         ct_run_list_read(&in, &l, NULL) != 0) {
         ct_inputs_free(&in);
         return 0;

@@ -18,12 +18,11 @@
 #include <unistd.h>
 
 #include "decoder/cmd/cli.h"
-#include "decoder/kineto/kineto.h"
+#include "decoder/load/load.h"
 #include "decoder/read/inputs.h"
 #include "decoder/read/summary.h"
 #include "decoder/util/options.h"
 #include "decoder/util/progress.h"
-#include "decoder/read/extract.h"
 
 static void usage(FILE *f)
 {
@@ -60,7 +59,8 @@ static void *worker(void *arg)
         struct ct_proc p;
         /* the timeline, and what the trace says about itself (the facts
          * diagnose and diff read), from one pass */
-        int rc = ct_proc_extract_file(J->in->paths[i], J->step, &p, err, sizeof(err));
+        const struct ct_load_opts lo = {.step = J->step, .no_kineto = 1};
+        int rc = ct_load_input(&lo, J->in->paths[i], &p, err, sizeof(err));
         if (!rc) {
             rc = ct_summary_write(J->dest[i], &p, J->step, err, sizeof(err));
             ct_proc_free(&p);
@@ -146,7 +146,7 @@ int ct_cmd_summarize(int argc, char **argv)
         return CT_EXIT_USAGE;
     }
     for (int i = optind; i < argc; i++)
-        if (ct_kineto_operand(argv[i])) {
+        if (ct_load_format(argv[i]) == CT_SOURCE_KINETO) {
             fprintf(stderr,
                     "cutrace summarize: %s: a PyTorch profiler trace has no summary form: "
                     "pass it to report as is\n",
@@ -155,7 +155,8 @@ int ct_cmd_summarize(int argc, char **argv)
         }
     struct ct_inputs in = {0};
     char err[512];
-    int erc = ct_inputs_expand(&in, argv + optind, argc - optind, err, sizeof(err));
+    struct ct_load_opts lo = {.step = step, .no_kineto = 1, .keep_all = 1};
+    int erc = ct_load_operands(&lo, &in, argv + optind, argc - optind, err, sizeof(err));
     if (erc) {
         fprintf(stderr, "cutrace summarize: %s\n", err);
         ct_inputs_free(&in);

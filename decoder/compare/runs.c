@@ -1,7 +1,7 @@
 /*
  * Runs: grouping trace files into runs, what their traces' metadata says,
  * and loading one run into a report (contracts in runs.h) with the job
- * loader every command uses (decoder/read/load.c) and ct_report_analyze.
+ * loader every command uses (decoder/load/load.c) and ct_report_analyze.
  */
 #include "decoder/compare/runs.h"
 
@@ -15,8 +15,8 @@
 #include "decoder/analysis/health.h"
 #include "decoder/read/facts.h"
 #include "decoder/read/inputs.h"
-#include "decoder/read/load.h"
-#include "decoder/read/run_identity.h"
+#include "decoder/load/load.h"
+#include "decoder/load/run_identity.h"
 #include "decoder/read/summary.h"
 #include "decoder/read/job.h"
 
@@ -74,13 +74,14 @@ static int push_run(struct ct_runset *rs, const char *name, struct ct_inputs *in
 
 /* The traces under path, one run per run identity they name (a folder
  * that two `cutrace run`s wrote into holds two runs: never one;
- * decoder/read/run_identity.h), each named "path (run ID)" then; traces
+ * decoder/load/run_identity.h), each named "path (run ID)" then; traces
  * that name no run are one more run beside them. */
 static int add_run(struct ct_runset *rs, const char *path, char *err, size_t errlen)
 {
     struct ct_inputs in = {0};
     char *const args[] = {(char *)path};
-    int rc = ct_inputs_expand(&in, args, 1, err, errlen);
+    const struct ct_load_opts all = {.no_kineto = 1, .keep_all = 1};
+    int rc = ct_load_operands(&all, &in, args, 1, err, errlen);
     struct ct_run_list l = {0};
     if (!rc)
         rc = ct_run_list_read(&in, &l, NULL);

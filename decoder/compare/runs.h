@@ -8,7 +8,7 @@
  * *.cutrace files directly (one run: every trace under it), or a folder of
  * such folders (each immediate subfolder with traces is a run, in name
  * order); traces of several runs in one folder (their run identities,
- * decoder/read/run_identity.h) are as many runs. Functions return 0 or a negative errno with err
+ * decoder/load/run_identity.h) are as many runs. Functions return 0 or a negative errno with err
  * holding one message naming the path; they never print and never exit.
  */
 #ifndef CT_RUNS_H

@@ -264,7 +264,7 @@ int ct_split_devices(struct ct_proc **procs, size_t *nprocs)
     for (size_t i = 0; i < *nprocs; i++) {
         struct ct_proc *p = &(*procs)[i];
         if (p->spill)
-            continue; /* split before it was spilled (decoder/read/load.c) */
+            continue; /* split before it was spilled (decoder/load/load.c) */
         int32_t *devs;
         size_t n = p->source == CT_SOURCE_KINETO ? 0 : devices_of(p, &devs);
         if (p->source != CT_SOURCE_KINETO && !devs)

@@ -89,7 +89,7 @@ int ct_summary_read(const char *path, const char *step, struct ct_proc *p, char 
                     size_t errlen);
 
 /* The process life (run identity, job, restart count) and host a summary
- * states, whatever step it was made with (decoder/read/run_identity.c):
+ * states, whatever step it was made with (decoder/load/run_identity.c):
  * 0, or a negative errno with err. The caller frees life (ct_life_free)
  * and *host. */
 int ct_summary_life(const char *path, struct ct_life *life, char **host, char *err, size_t errlen);

@@ -168,7 +168,7 @@ static inline void ct_cov_source(struct ct_coverage *c, uint64_t source)
  * groups attempts by and what ended each process. Times on the job clock. */
 struct ct_life {
     char *job;         /* metadata "job" (the launcher's job id), NULL: none */
-    char *run;         /* metadata "run_id" (decoder/read/run_identity.h), NULL: none */
+    char *run;         /* metadata "run_id" (decoder/load/run_identity.h), NULL: none */
     int64_t start_ns;  /* when the image started (start_mono_ns), INT64_MIN: not recorded */
     int64_t restart;   /* restart_count (torchrun, Slurm requeue), -1: not recorded */
     int64_t signal_ns; /* when a fatal signal arrived (metadata "signal"), INT64_MIN: none */
