@@ -149,6 +149,8 @@ int ct_report_analyze(struct ct_job *job, const struct ct_iter_opts *io, struct 
         rc = ct_kernels_table(rep);
     if (!rc)
         rc = ct_stragglers(rep);
+    if (!rc)
+        rc = ct_pipeline_topology(rep);
     if (!rc && !(rep->goodput = calloc(1, sizeof(*rep->goodput))))
         rc = -ENOMEM;
     if (!rc)

@@ -241,7 +241,7 @@ int ct_attribution_rank(struct ct_job *job, struct ct_rank_result *res)
     res->bubble_pct = res->expected_bubble_pct = -1;
     if (res->we <= res->ws)
         return 0;
-    int pipeline = 0;
+    int pipeline = 0; /* the bubble set, and the rank's share of it (bubbles.c) */
     if ((rc = ct_bubbles_rank(res, &bub, &pipeline)))
         goto out;
     res->at.pipeline_bubble = ct_ivset_len(&bub);
@@ -271,19 +271,6 @@ int ct_attribution_rank(struct ct_job *job, struct ct_rank_result *res)
     res->at.checkpoint_stall = res->at.ckpt_idle;
     if (!rc && res->niters >= 3)
         ckpt_excess(res, &ckpt);
-    if (!rc && pipeline && res->niters) {
-        double *pct = malloc(res->niters * sizeof(*pct));
-        if (!pct) {
-            rc = -ENOMEM;
-            goto out;
-        }
-        for (size_t k = 0; k < res->niters; k++) {
-            int64_t d = res->iters[k].e - res->iters[k].s;
-            pct[k] = d > 0 ? 100.0 * (double)res->im[k].bubble / (double)d : 0;
-        }
-        res->bubble_pct = ct_median(pct, res->niters);
-        free(pct);
-    }
 out:
     ct_ivset_free(&bub);
     ct_ivset_free(&data);
