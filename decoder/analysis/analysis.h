@@ -188,7 +188,7 @@ struct ct_match_key {
     uint64_t comm, seq;
     int32_t src, dst;
 };
-struct ct_match_key ct_nccl_match_key(const struct ct_nop *o);
+struct ct_match_key ct_nccl_match_key(const struct ct_nccl_call *o);
 /* The order ct_collectives_match sorts keys in; 0 for one operation. */
 int ct_match_key_cmp(const struct ct_match_key *a, const struct ct_match_key *b);
 /* The job's per-step figures over its ranks into rep->steps (job_steps.c).

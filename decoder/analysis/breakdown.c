@@ -89,8 +89,8 @@ static void breakdown(struct ct_rank_result *res)
 
 static int cmp_stream(const void *a, const void *b, void *ctx)
 {
-    const struct ct_gop *ops = ctx;
-    const struct ct_gop *x = &ops[*(const size_t *)a], *y = &ops[*(const size_t *)b];
+    const struct ct_gpu_op *ops = ctx;
+    const struct ct_gpu_op *x = &ops[*(const size_t *)a], *y = &ops[*(const size_t *)b];
     if (x->stream != y->stream)
         return x->stream < y->stream ? -1 : 1;
     if (x->s != y->s)
@@ -109,7 +109,7 @@ static __attribute__((noinline)) int64_t covered_gap(const struct ct_ivset *cove
 }
 
 static inline void add_gap(struct ct_rank_result *res, const struct ct_ivset *cover,
-                           const struct ct_gop *prev, const struct ct_gop *op)
+                           const struct ct_gpu_op *prev, const struct ct_gpu_op *op)
 {
     int64_t gap = op->s - prev->e;
     if (gap <= 0)
@@ -193,7 +193,7 @@ static int idle_breakdown(struct ct_rank_result *res)
         ix[i] = i;
     qsort_r(ix, r->nops, sizeof(*ix), cmp_stream, r->ops);
     for (k = 1; k < r->nops; k++) {
-        const struct ct_gop *prev = &r->ops[ix[k - 1]], *op = &r->ops[ix[k]];
+        const struct ct_gpu_op *prev = &r->ops[ix[k - 1]], *op = &r->ops[ix[k]];
         if (prev->stream == op->stream)
             add_gap(res, cover, prev, op);
     }
@@ -257,7 +257,7 @@ int ct_exposed_transfer(struct ct_rank *R, int64_t *out)
     struct ct_ivset x = {0}, d = {0};
     int rc = ct_rank_open(R);
     for (size_t i = 0; i < R->nops && !rc; i++) {
-        const struct ct_gop *g = &R->ops[i];
+        const struct ct_gpu_op *g = &R->ops[i];
         if (!CT_CL_IS_COMM(g->cls) || g->cls == CT_CL_PP)
             continue;
         int64_t from = g->s;

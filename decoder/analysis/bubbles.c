@@ -32,17 +32,17 @@ int ct_bubbles_rank(struct ct_rank_result *res, struct ct_ivset *out, int *pipel
     size_t npp = 0, j = 0;
     /* PP ops sorted by GPU start come from ops[] (sorted) */
     for (size_t i = 0; i < r->nops && !rc; i++) {
-        const struct ct_gop *g = &r->ops[i];
+        const struct ct_gpu_op *g = &r->ops[i];
         if (g->cls != CT_CL_PP)
             continue;
         npp++;
-        const struct ct_nop *o = g->nccl >= 0 ? &r->nccl[g->nccl] : NULL;
+        const struct ct_nccl_call *o = g->nccl >= 0 ? &r->nccl[g->nccl] : NULL;
         if (o && o->all_s)
             rc = ct_ivset_add(&wait, g->s, o->all_s < g->e ? o->all_s : g->e);
     }
     if (!npp || rc)
         goto out;
-    const struct ct_gop **pp = malloc(npp * sizeof(*pp));
+    const struct ct_gpu_op **pp = malloc(npp * sizeof(*pp));
     npp = 0;
     if (!pp)
         rc = -ENOMEM;
@@ -51,7 +51,7 @@ int ct_bubbles_rank(struct ct_rank_result *res, struct ct_ivset *out, int *pipel
             pp[npp++] = &r->ops[i];
     for (size_t k = 0; k < res->niters && !rc; k++) {
         int64_t a = res->iters[k].s, b = res->iters[k].e;
-        const struct ct_gop *first = NULL, *last = NULL;
+        const struct ct_gpu_op *first = NULL, *last = NULL;
         while (j < npp && pp[j]->e <= a)
             j++;
         for (size_t i = j; i < npp && pp[i]->s < b; i++) {
@@ -161,7 +161,7 @@ int ct_pipeline_topology(struct ct_report *rep)
         if (!per)
             goto out;
         for (size_t i = 0; i < R->nnccl; i++) {
-            const struct ct_nop *o = &R->nccl[i];
+            const struct ct_nccl_call *o = &R->nccl[i];
             if (o->op != CT_NCCL_OP_SEND || !o->all_s)
                 continue;
             /* micro-batches per iteration count the sends inside one: those

@@ -202,7 +202,7 @@ int ct_kernels_collect(struct ct_report *rep, size_t r)
     }
     int rc = 0;
     for (size_t i = 0; i < R->nops && !rc; i++) {
-        const struct ct_gop *g = &R->ops[i];
+        const struct ct_gpu_op *g = &R->ops[i];
         if (g->cls == CT_CL_COMPUTE)
             d[off[g->name]++] = (double)(g->e - g->s);
     }

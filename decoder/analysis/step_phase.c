@@ -109,7 +109,7 @@ static int view_build(const struct ct_rank *r, uint64_t comm, struct view *v)
         nk[k] = name_key(r->names[k]);
     nk[r->nnames] = name_key(NULL);
     for (size_t i = 0; i < r->nops; i++) {
-        const struct ct_gop *g = &r->ops[i];
+        const struct ct_gpu_op *g = &r->ops[i];
         int comm_cls = CT_CL_IS_COMM(g->cls);
         if (g->nccl >= 0 || g->launch == INT64_MIN ||
             (!comm_cls && g->cls != CT_CL_COMPUTE && g->cls != CT_CL_MEMORY))
@@ -119,7 +119,7 @@ static int view_build(const struct ct_rank *r, uint64_t comm, struct view *v)
             (struct wop){g->launch, g->e, ct_mix64(g->type, key) & ~(1ull << 63), UINT64_MAX};
     }
     for (size_t i = 0; i < r->nnccl; i++) {
-        const struct ct_nop *o = &r->nccl[i];
+        const struct ct_nccl_call *o = &r->nccl[i];
         v->w[v->n++] =
             (struct wop){o->host_s, o->e,
                          ct_mix64(ct_mix64(ct_mix64(2, o->op), o->bytes), o->comm) | (1ull << 63),

@@ -72,7 +72,7 @@ int ct_stragglers(struct ct_report *rep)
      * of address space at 1024 ranks, refused where overcommit is strict) */
     for (size_t r = 0; r < nr; r++) {
         for (size_t i = 0; i < job->ranks[r].nnccl; i++) {
-            const struct ct_nop *o = &job->ranks[r].nccl[i];
+            const struct ct_nccl_call *o = &job->ranks[r].nccl[i];
             nl[r] += o->all_s && o->op != CT_NCCL_OP_SEND && o->op != CT_NCCL_OP_RECV;
         }
         n += nl[r];
@@ -86,7 +86,7 @@ int ct_stragglers(struct ct_report *rep)
     n = 0;
     for (size_t r = 0; r < nr; r++)
         for (size_t i = 0; i < job->ranks[r].nnccl; i++) {
-            const struct ct_nop *o = &job->ranks[r].nccl[i];
+            const struct ct_nccl_call *o = &job->ranks[r].nccl[i];
             if (o->all_s && o->op != CT_NCCL_OP_SEND && o->op != CT_NCCL_OP_RECV)
                 v[n++] = (struct lat){o->comm, o->seq, o->s, (uint32_t)r};
         }

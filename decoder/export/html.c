@@ -192,7 +192,7 @@ static void rank_json(FILE *f, const struct ct_report *rep, const struct ct_rank
     if (!opened) /* out of memory: the timeline is left empty */
         nops = 0;
     for (size_t i = 0; i < nops; i++) {
-        const struct ct_gop *g = &R->ops[i];
+        const struct ct_gpu_op *g = &R->ops[i];
         fprintf(f, "%s%" PRId64 ",%" PRId64 ",%" PRIu32 ",%u,%" PRIu32, i ? "," : "", g->s - t0,
                 g->e - t0, g->stream, (unsigned)g->cls, g->name);
     }

@@ -637,7 +637,7 @@ int ct_kineto_build(struct ct_proc *p, int hta, int filter_last)
             }
             if ((rc = ct_grow((void **)&p->ops, &cap_ops, p->nops, sizeof(*p->ops))))
                 break;
-            struct ct_gop *g = &p->ops[p->nops];
+            struct ct_gpu_op *g = &p->ops[p->nops];
             memset(g, 0, sizeof(*g));
             g->s = ts[i];
             g->e = en[i];
@@ -660,7 +660,7 @@ int ct_kineto_build(struct ct_proc *p, int hta, int filter_last)
                 const struct ct_kcoll *kc = &k->colls[r->coll];
                 if ((rc = ct_grow((void **)&p->nccl, &cap_nccl, p->nnccl, sizeof(*p->nccl))))
                     break;
-                struct ct_nop *o = &p->nccl[p->nnccl];
+                struct ct_nccl_call *o = &p->nccl[p->nnccl];
                 memset(o, 0, sizeof(*o));
                 o->host_s = c ? ts[c->row] : ts[i];
                 o->host_e = c ? en[c->row] : ts[i];

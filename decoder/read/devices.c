@@ -237,13 +237,13 @@ static int one_device(const struct ct_proc *p, const int32_t *devs, size_t ndev,
         }
     }
     for (size_t i = 0; i < p->nops; i++) {
-        const struct ct_gop *g = &p->ops[i];
+        const struct ct_gpu_op *g = &p->ops[i];
         int32_t d = ct_sdev_of(p, g->stream);
         if (d < 0 && g->nccl >= 0) /* an NCCL record's own interval: its op's stream */
             d = ct_sdev_of(p, p->nccl[g->nccl].stream);
         if (d != dev && !(d < 0 && k == 0))
             continue;
-        struct ct_gop c = *g;
+        struct ct_gpu_op c = *g;
         c.nccl = g->nccl >= 0 ? remap[g->nccl] : g->nccl;
         q->ops[q->nops++] = c;
     }

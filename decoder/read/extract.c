@@ -204,9 +204,9 @@ static int on_gpu(struct ex *x, const uint64_t *c, size_t st, uint32_t tid)
                           (int64_t)FLD(CT_GPU_END)))
         return -ENOMEM;
     if (FLD(CT_GPU_TYPE) != CT_GPU_SYNC && FLD(CT_GPU_END) > FLD(CT_GPU_START)) {
-        if (ct_vec_room(&x->ops, sizeof(struct ct_gop)))
+        if (ct_vec_room(&x->ops, sizeof(struct ct_gpu_op)))
             return -ENOMEM;
-        struct ct_gop *g = (struct ct_gop *)x->ops.p + x->ops.n;
+        struct ct_gpu_op *g = (struct ct_gpu_op *)x->ops.p + x->ops.n;
         memset(g, 0, sizeof(*g));
         g->s = (int64_t)FLD(CT_GPU_START);
         g->e = (int64_t)FLD(CT_GPU_END);
@@ -241,13 +241,13 @@ static int push_launch(struct ex *x, uint64_t t)
 
 static int on_nccl(struct ex *x, const uint64_t *c, size_t st, uint32_t tid)
 {
-    if (ct_vec_room(&x->nccl, sizeof(struct ct_nop)) || ct_vec_room(&x->nsynth, sizeof(uint64_t)) ||
-        ct_vec_room(&x->nfb, sizeof(struct nccl_fb)) ||
+    if (ct_vec_room(&x->nccl, sizeof(struct ct_nccl_call)) ||
+        ct_vec_room(&x->nsynth, sizeof(uint64_t)) || ct_vec_room(&x->nfb, sizeof(struct nccl_fb)) ||
         ct_kv_push(&x->nord, FLD(CT_NCCL_START), x->ord))
         return -ENOMEM;
     ((struct nccl_fb *)x->nfb.p)[x->nfb.n++] =
         (struct nccl_fb){FLD(CT_NCCL_GROUP), (uint32_t)FLD(CT_NCCL_STREAM), tid};
-    struct ct_nop *n = (struct ct_nop *)x->nccl.p + x->nccl.n;
+    struct ct_nccl_call *n = (struct ct_nccl_call *)x->nccl.p + x->nccl.n;
     memset(n, 0, sizeof(*n));
     n->host_s = (int64_t)FLD(CT_NCCL_START);
     n->host_e = (int64_t)FLD(CT_NCCL_END);
@@ -268,9 +268,9 @@ static int on_nccl(struct ex *x, const uint64_t *c, size_t st, uint32_t tid)
         /* the op's own interval is its GPU time only if no GPU record
          * carries its correlation id, known at the end: add it in file
          * order now and drop it then if one does */
-        if (ct_vec_room(&x->ops, sizeof(struct ct_gop)))
+        if (ct_vec_room(&x->ops, sizeof(struct ct_gpu_op)))
             return -ENOMEM;
-        struct ct_gop *g = (struct ct_gop *)x->ops.p + x->ops.n;
+        struct ct_gpu_op *g = (struct ct_gpu_op *)x->ops.p + x->ops.n;
         memset(g, 0, sizeof(*g));
         g->s = n->s;
         g->e = n->e;
@@ -457,7 +457,7 @@ static void on_graph_node(struct ex *x, const uint64_t *f, uint32_t tid)
     for (unsigned i = 0; i < x->nlastg; i++)
         if (x->lastg[i].tid == tid && x->lastg[i].s == (int64_t)f[CT_META_TIME] &&
             x->lastg[i].op < x->ops.n)
-            ((struct ct_gop *)x->ops.p)[x->lastg[i].op].gnode = f[CT_META_SCOPE_ID];
+            ((struct ct_gpu_op *)x->ops.p)[x->lastg[i].op].gnode = f[CT_META_SCOPE_ID];
 }
 
 /* A graph's edges, "F>T F>T ..." in hex (F "?": not known). Text that does

@@ -77,13 +77,13 @@ struct ex {
     struct ct_reader *rd;
     const char *step;
     uint64_t ord;         /* records seen so far: file order */
-    struct ct_vec ops;    /* struct ct_gop, raw times; name = provisional index */
+    struct ct_vec ops;    /* struct ct_gpu_op, raw times; name = provisional index */
     struct ct_vec gcorr;  /* kv (corr, op index or NONE) of every GPU record */
     struct ct_vec gsrc;   /* uint8 source (enum ct_gpu_source) of each op a GPU record made */
     struct ct_vec calls;  /* kv (corr, raw host start) of every API record */
     struct ct_vec timed;  /* uint64 corr of launches/copies/memsets that want a GPU record */
     struct ct_vec graphs; /* uint64 corr of graph launches: their GPU ops are replays */
-    struct ct_vec nccl;   /* struct ct_nop, raw times; stays in file order until the end */
+    struct ct_vec nccl;   /* struct ct_nccl_call, raw times; stays in file order until the end */
     struct ct_vec nsynth; /* op index made from each NCCL op's own interval, or NONE */
     struct ct_vec nord;   /* kv (raw host start, file order) of each NCCL op */
     struct ct_vec nfb;    /* struct nccl_fb of each NCCL op: what the fallbacks need */

@@ -22,10 +22,10 @@
  * ncclGroupEnd, on the same thread. Returns an op index or NONE. */
 static uint64_t nccl_fallback(struct ex *x, size_t i)
 {
-    const struct ct_nop *n = (const struct ct_nop *)x->nccl.p + i;
+    const struct ct_nccl_call *n = (const struct ct_nccl_call *)x->nccl.p + i;
     const struct nccl_fb *fb = (const struct nccl_fb *)x->nfb.p + i;
     const struct ct_kv *gc = x->gcorr.p;
-    const struct ct_gop *ops = x->ops.p;
+    const struct ct_gpu_op *ops = x->ops.p;
     struct span sp = {n->host_s, n->host_e, fb->tid};
     if (fb->group) {
         uint64_t pick = NONE;
@@ -60,12 +60,12 @@ static uint64_t nccl_fallback(struct ex *x, size_t i)
  * is each member's GPU time). */
 static int link_nccl(struct ex *x, uint64_t o, size_t i)
 {
-    struct ct_gop *ops = x->ops.p;
+    struct ct_gpu_op *ops = x->ops.p;
     if (ops[o].nccl < 0) {
         ops[o].nccl = (int32_t)i;
         return 0;
     }
-    if (ct_vec_room(&x->ops, sizeof(struct ct_gop)))
+    if (ct_vec_room(&x->ops, sizeof(struct ct_gpu_op)))
         return -ENOMEM;
     ops = x->ops.p;
     ops[x->ops.n] = ops[o];
@@ -85,7 +85,7 @@ static int link_nested(struct ex *x)
     size_t nn = x->nccl.n, nl = x->nkl.n;
     if (!nn || !nl)
         return 0;
-    const struct ct_nop *nccl = x->nccl.p;
+    const struct ct_nccl_call *nccl = x->nccl.p;
     const struct nccl_fb *fb = x->nfb.p;
     const struct nccl_launch *kl = x->nkl.p;
     struct span *sp = malloc(nn * sizeof(*sp));
@@ -108,7 +108,7 @@ static int link_nested(struct ex *x)
     if (!rc)
         rc = ct_kv_sort(bys, nn) ? -ENOMEM : ct_kv_sort(byl, nl) ? -ENOMEM : 0;
     const struct ct_kv *gc = x->gcorr.p;
-    struct ct_gop *ops = x->ops.p;
+    struct ct_gpu_op *ops = x->ops.p;
     for (size_t k = 0, s = 0; k < nl && !rc; k++) {
         const struct nccl_launch *l = &kl[byl[k].val];
         /* the latest span of each thread that starts at or before l */
@@ -129,7 +129,7 @@ static int link_nested(struct ex *x)
             continue;
         for (long g = ct_kv_find(&x->gcorr, l->corr);
              g >= 0 && (size_t)g < x->gcorr.n && gc[g].key == l->corr; g++) {
-            struct ct_gop *o = gc[g].val == NONE ? NULL : &ops[gc[g].val];
+            struct ct_gpu_op *o = gc[g].val == NONE ? NULL : &ops[gc[g].val];
             if (o && o->type == CT_GPU_KERNEL && o->nccl < 0) {
                 o->nccl = (int32_t)last[j].span;
                 o->nested = 1;
@@ -153,7 +153,7 @@ static void link_groups(struct ex *x)
 {
     const struct nccl_fb *fb = x->nfb.p;
     const struct ct_kv *gc = x->gcorr.p;
-    struct ct_gop *ops = x->ops.p;
+    struct ct_gpu_op *ops = x->ops.p;
     uint64_t last = 0;
     for (size_t i = 0; i < x->nccl.n; i++) {
         if (!fb[i].group || fb[i].group == last)
@@ -161,7 +161,7 @@ static void link_groups(struct ex *x)
         last = fb[i].group;
         for (long k = ct_kv_find(&x->gcorr, fb[i].group);
              k >= 0 && (size_t)k < x->gcorr.n && gc[k].key == fb[i].group; k++) {
-            struct ct_gop *o = gc[k].val == NONE ? NULL : &ops[gc[k].val];
+            struct ct_gpu_op *o = gc[k].val == NONE ? NULL : &ops[gc[k].val];
             if (o && o->type == CT_GPU_NCCL && o->nccl < 0) {
                 o->nccl = (int32_t)i;
                 o->nested = 1;
@@ -180,7 +180,7 @@ static void link_groups(struct ex *x)
 static void drop_superseded(struct ex *x)
 {
     struct ct_kv *gc = x->gcorr.p;
-    struct ct_gop *ops = x->ops.p;
+    struct ct_gpu_op *ops = x->ops.p;
     const uint8_t *src = x->gsrc.p;
     for (size_t a = 0, b; a < x->gcorr.n; a = b) {
         for (b = a + 1; b < x->gcorr.n && gc[b].key == gc[a].key; b++)
@@ -224,9 +224,9 @@ static void drop_superseded(struct ex *x)
 static int join(struct ex *x, const uint8_t *name_op)
 {
     struct ct_proc *p = x->p;
-    struct ct_gop *ops = x->ops.p;
+    struct ct_gpu_op *ops = x->ops.p;
     const struct ct_kv *gc = x->gcorr.p;
-    const struct ct_nop *nccl = x->nccl.p;
+    const struct ct_nccl_call *nccl = x->nccl.p;
     struct ct_vec ncorr = {0}; /* kv (corr, NCCL op index) */
     for (size_t i = 0; i < x->nccl.n; i++)
         if (ct_kv_push(&ncorr, nccl[i].corr, i)) {
@@ -245,9 +245,9 @@ static int join(struct ex *x, const uint8_t *name_op)
     for (size_t i = 0; i < x->gcorr.n; i++) {
         if (gc[i].val == NONE)
             continue;
-        struct ct_gop *g = &ops[gc[i].val];
+        struct ct_gpu_op *g = &ops[gc[i].val];
         uint64_t corr = gc[i].key;
-        const struct ct_nop *call = NULL;
+        const struct ct_nccl_call *call = NULL;
         g->launch = INT64_MIN;
         g->nccl = -1;
         while (igr < x->graphs.n && gr[igr] < corr) /* both by corr */
@@ -336,7 +336,7 @@ static int join(struct ex *x, const uint8_t *name_op)
 
 /* An op's order key: a GPU record's GPU start, an NCCL record's host start
  * for an op made from it (compared unsigned, as the radix sort does). */
-static inline uint64_t op_key(const struct ct_gop *g)
+static inline uint64_t op_key(const struct ct_gpu_op *g)
 {
     return (uint64_t)(g->name == SYNTHETIC ? g->launch : g->s);
 }
@@ -350,14 +350,14 @@ static inline uint64_t op_key(const struct ct_gop *g)
  * by cycle, still in place (no second array of the largest kind). 0 or
  * -ENOMEM.
  */
-static int order_ops(struct ct_gop *ops, size_t no)
+static int order_ops(struct ct_gpu_op *ops, size_t no)
 {
     size_t budget = 2 * no, i = 1;
     for (; i < no && budget; i++) {
         uint64_t k = op_key(&ops[i]);
         if (op_key(&ops[i - 1]) <= k)
             continue;
-        struct ct_gop x = ops[i];
+        struct ct_gpu_op x = ops[i];
         size_t m = i;
         for (; m > 0 && op_key(&ops[m - 1]) > k && budget; m--, budget--)
             ops[m] = ops[m - 1];
@@ -378,7 +378,7 @@ static int order_ops(struct ct_gop *ops, size_t no)
     for (i = 0; i < no; i++) {
         if (perm[i].val == i)
             continue;
-        struct ct_gop first = ops[i];
+        struct ct_gpu_op first = ops[i];
         size_t j = i;
         for (;;) {
             size_t k = perm[j].val;
@@ -532,7 +532,7 @@ int ct_extract_finish(struct ex *x)
         rc = -ENOMEM;
         goto out;
     }
-    const struct ct_nop *nsrc = x->nccl.p;
+    const struct ct_nccl_call *nsrc = x->nccl.p;
     for (size_t i = 0; i < nn; i++) {
         p->nccl[i] = nsrc[nperm[i].val];
         inv[nperm[i].val] = i;
@@ -541,7 +541,7 @@ int ct_extract_finish(struct ex *x)
 
     /* ops by their record's start, in place */
     size_t no = x->ops.n;
-    struct ct_gop *ops = x->ops.p;
+    struct ct_gpu_op *ops = x->ops.p;
     if ((rc = order_ops(ops, no)))
         goto out;
     p->ops = ops; /* x->ops's array, now p's */
@@ -556,7 +556,7 @@ int ct_extract_finish(struct ex *x)
     }
     const int64_t off = p->clock_offset;
     for (size_t i = 0; i < no; i++) {
-        struct ct_gop *g = &ops[i];
+        struct ct_gpu_op *g = &ops[i];
         if (g->name == SYNTHETIC) {
             g->name = 0;
         } else {
@@ -582,7 +582,7 @@ int ct_extract_finish(struct ex *x)
         goto out;
     p->nops = no;
     for (size_t i = 0; i < nn; i++) {
-        struct ct_nop *n = &p->nccl[i];
+        struct ct_nccl_call *n = &p->nccl[i];
         n->host_s += off;
         n->host_e += off;
         if (n->e) {

@@ -124,7 +124,7 @@ static void cov_add(struct ct_coverage *a, const struct ct_coverage *b)
 
 static int cmp_gop(const void *a, const void *b)
 {
-    const struct ct_gop *x = a, *y = b;
+    const struct ct_gpu_op *x = a, *y = b;
     if (x->s != y->s)
         return x->s < y->s ? -1 : 1;
     return (x->e > y->e) - (x->e < y->e);
@@ -154,7 +154,7 @@ static int merge_ops(struct ct_rank *r)
     for (size_t k = 0; k < r->nprocs; k++) {
         const struct ct_proc *p = r->procs[k];
         for (size_t i = 0; i < p->nops; i++) {
-            struct ct_gop g = p->ops[i];
+            struct ct_gpu_op g = p->ops[i];
             g.name += (uint32_t)nnames;
             if (g.nccl >= 0)
                 g.nccl += nnccl;
@@ -182,7 +182,7 @@ static int merge_ops(struct ct_rank *r)
                 continue;
             }
             for (size_t k = i + 1; k < j; k++) {
-                struct ct_gop x = r->ops[k];
+                struct ct_gpu_op x = r->ops[k];
                 size_t m = k;
                 while (m > i && r->ops[m - 1].e > x.e) {
                     r->ops[m] = r->ops[m - 1];
@@ -301,7 +301,7 @@ static int is_dp_op(int op)
 static void class_ops(struct ct_rank *rk)
 {
     for (size_t i = 0; i < rk->nops; i++) {
-        struct ct_gop *g = &rk->ops[i];
+        struct ct_gpu_op *g = &rk->ops[i];
         if (g->nccl >= 0)
             g->cls = rk->nccl[g->nccl].cls;
         else if (g->op == CT_NCCL_OP_SEND || g->op == CT_NCCL_OP_RECV)
@@ -321,7 +321,7 @@ static int classify(struct ct_job *job)
     for (size_t r = 0; r < job->nranks && !rc; r++) {
         struct comm_info *last = NULL;
         for (size_t i = 0; i < job->ranks[r].nnccl && !rc; i++) {
-            const struct ct_nop *o = &job->ranks[r].nccl[i];
+            const struct ct_nccl_call *o = &job->ranks[r].nccl[i];
             if (!last || last->comm != o->comm)
                 last = comm_get(&cs, &nc, &capc, o->comm);
             if (!last) {
@@ -342,7 +342,7 @@ static int classify(struct ct_job *job)
                 strided = 1;
         }
         for (size_t i = 0; i < rk->nnccl; i++) {
-            struct ct_nop *o = &rk->nccl[i];
+            struct ct_nccl_call *o = &rk->nccl[i];
             const struct comm_info *c = comm_get(&cs, &nc, &capc, o->comm);
             if (o->op == CT_NCCL_OP_SEND || o->op == CT_NCCL_OP_RECV)
                 o->cls = CT_CL_PP;
@@ -365,7 +365,7 @@ static int classify(struct ct_job *job)
 /* Op g into its class set, the GPU set and, for communication, the
  * communication set: merged into their last intervals when the ops come in
  * start order. 0 or -ENOMEM. */
-static inline int add_op(struct ct_rank *r, const struct ct_gop *g, int sorted)
+static inline int add_op(struct ct_rank *r, const struct ct_gpu_op *g, int sorted)
 {
     int comm = CT_CL_IS_COMM(g->cls);
     if (sorted)
@@ -415,7 +415,7 @@ static int gpu_cover(struct ct_rank *r)
     for (size_t w = 0; w < c->n; w++)
         span[w] = (struct ct_iv){INT64_MAX, INT64_MIN};
     for (size_t i = 0; i < r->nops; i++) {
-        const struct ct_gop *g = &r->ops[i];
+        const struct ct_gpu_op *g = &r->ops[i];
         long w = ct_ivset_find(c, g->launch != INT64_MIN ? g->launch : g->s);
         if (w < 0)
             continue;

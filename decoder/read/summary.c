@@ -86,7 +86,7 @@ static void encode(struct ct_sum_wbuf *b, const struct ct_proc *p, const char *s
     ct_sum_put_ops(b, p->ops, p->nops);
     ct_sum_put_u64(b, p->nnccl);
     for (size_t i = 0; i < p->nnccl; i++) {
-        const struct ct_nop *o = &p->nccl[i];
+        const struct ct_nccl_call *o = &p->nccl[i];
         const int64_t t[] = {o->host_s, o->host_e, o->s, o->e};
         for (int k = 0; k < 4; k++)
             ct_sum_put_u64(b, (uint64_t)t[k]);
@@ -298,7 +298,7 @@ static void decode(struct ct_sum_rbuf *r, struct ct_proc *p, struct ct_hcollect 
     p->ops = ct_sum_get_ops(r, &p->nops, oom);
     p->nccl = ct_sum_get_array(r, &p->nnccl, 90, sizeof(*p->nccl), oom);
     for (size_t i = 0; i < p->nnccl; i++) {
-        struct ct_nop *o = &p->nccl[i];
+        struct ct_nccl_call *o = &p->nccl[i];
         o->host_s = (int64_t)ct_sum_get_u64(r);
         o->host_e = (int64_t)ct_sum_get_u64(r);
         o->s = (int64_t)ct_sum_get_u64(r);

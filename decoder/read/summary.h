@@ -51,9 +51,9 @@ void *ct_sum_get_array(struct ct_sum_rbuf *r, size_t *n, size_t min, size_t elem
  * differences), shared with the spill of a large job's ranks
  * (decoder/read/spill.c). A get returns NULL with *n 0 when there are none;
  * bad ops (a class out of range) set r->bad. */
-void ct_sum_put_ops(struct ct_sum_wbuf *b, const struct ct_gop *ops, size_t n);
+void ct_sum_put_ops(struct ct_sum_wbuf *b, const struct ct_gpu_op *ops, size_t n);
 void ct_sum_put_launches(struct ct_sum_wbuf *b, const int64_t *v, size_t n);
-struct ct_gop *ct_sum_get_ops(struct ct_sum_rbuf *r, size_t *n, int *oom);
+struct ct_gpu_op *ct_sum_get_ops(struct ct_sum_rbuf *r, size_t *n, int *oom);
 int64_t *ct_sum_get_launches(struct ct_sum_rbuf *r, size_t *n, int *oom);
 /* The same encodings in pieces, for a caller that streams them (the spill,
  * decoder/read/spill.c): CT_SUM_OP_BYTES an op, 8 a time, *prev the
@@ -61,8 +61,8 @@ int64_t *ct_sum_get_launches(struct ct_sum_rbuf *r, size_t *n, int *oom);
  * decode of ops returns 0, or -1 when an op's class or NCCL index is out
  * of range. */
 #define CT_SUM_OP_BYTES 48
-void ct_sum_enc_ops(unsigned char *w, const struct ct_gop *ops, size_t n, uint64_t *prev);
-int ct_sum_dec_ops(const unsigned char *q, struct ct_gop *ops, size_t n, uint64_t *prev);
+void ct_sum_enc_ops(unsigned char *w, const struct ct_gpu_op *ops, size_t n, uint64_t *prev);
+int ct_sum_dec_ops(const unsigned char *q, struct ct_gpu_op *ops, size_t n, uint64_t *prev);
 void ct_sum_enc_times(unsigned char *w, const int64_t *v, size_t n, uint64_t *prev);
 void ct_sum_dec_times(const unsigned char *q, int64_t *v, size_t n, uint64_t *prev);
 

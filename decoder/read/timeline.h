@@ -58,7 +58,7 @@ enum ct_class {
 const char *ct_class_name(int cls);
 
 /* One GPU interval. */
-struct ct_gop {
+struct ct_gpu_op {
     int64_t s, e;
     int64_t launch; /* host start of the call that enqueued it, INT64_MIN if unknown */
     uint32_t stream;
@@ -79,7 +79,7 @@ struct ct_gop {
 };
 
 /* One NCCL call with its GPU interval when known (s = e = 0 otherwise). */
-struct ct_nop {
+struct ct_nccl_call {
     int64_t host_s, host_e, s, e;
     uint64_t comm, seq, bytes, corr;
     int64_t all_s; /* latest GPU start over the matched members (self
@@ -183,9 +183,9 @@ struct ct_proc {
     int64_t rank; /* -1 when the metadata has none */
     uint32_t pid, ppid;
     int64_t clock_offset; /* ns added to monotonic trace times */
-    struct ct_gop *ops;
+    struct ct_gpu_op *ops;
     size_t nops;
-    struct ct_nop *nccl;
+    struct ct_nccl_call *nccl;
     size_t nnccl;
     int64_t *launches; /* sorted host starts of launch/copy/memset/NCCL calls */
     size_t nlaunches;
@@ -277,9 +277,9 @@ struct ct_rank {
     char *host;
     struct ct_proc **procs; /* procs[0] is the main (GPU-driving) process */
     size_t nprocs;
-    struct ct_gop *ops; /* all GPU intervals, sorted by start */
+    struct ct_gpu_op *ops; /* all GPU intervals, sorted by start */
     size_t nops;
-    struct ct_nop *nccl; /* sorted by host start */
+    struct ct_nccl_call *nccl; /* sorted by host start */
     size_t nnccl;
     char **names; /* pointers borrowed from the processes; ops[].name indexes it */
     size_t nnames;

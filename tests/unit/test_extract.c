@@ -339,7 +339,7 @@ START_TEST(extraction_follows_the_schedule_on_a_shuffled_trace)
     struct xop *x = expected_ops(&raw, &nx);
     ck_assert_uint_eq(nx, got.nops);
     for (size_t i = 0; i < nx; i++) {
-        const struct ct_gop *g = &got.ops[i];
+        const struct ct_gpu_op *g = &got.ops[i];
         ck_assert_msg(g->s == x[i].s + off && g->e == x[i].e + off && g->stream == x[i].stream &&
                           g->type == x[i].type,
                       "op %zu: [%lld, %lld) stream %u type %u, want [%lld, %lld) stream %u type %u",
