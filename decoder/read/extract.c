@@ -139,7 +139,7 @@ void ct_calls_free(struct ct_calls *c)
 
 /* ------------------------------------------------ the pass */
 
-static void ex_free(struct ex *x)
+static void extraction_free(struct ct_extraction *x)
 {
     ct_hcollect_free(&x->health);
     ct_facts_collect_free(&x->facts);
@@ -154,7 +154,7 @@ static void ex_free(struct ex *x)
     ct_calls_free(&x->bcalls);
 }
 
-static int name_of(struct ex *x, uint64_t sid, uint32_t *out)
+static int name_of(struct ct_extraction *x, uint64_t sid, uint32_t *out)
 {
     if (sid >= x->name_mapn) {
         size_t n = x->name_mapn ? x->name_mapn : 64;
@@ -182,7 +182,7 @@ static int name_of(struct ex *x, uint64_t sid, uint32_t *out)
 #define FLD(i) c[(size_t)(i)*st]
 
 /* Notes op `op` (start s) as thread tid's latest GPU op. */
-static void last_gpu(struct ex *x, uint32_t tid, uint64_t op, int64_t s)
+static void last_gpu(struct ct_extraction *x, uint32_t tid, uint64_t op, int64_t s)
 {
     unsigned i = 0;
     while (i < x->nlastg && x->lastg[i].tid != tid)
@@ -196,7 +196,7 @@ static void last_gpu(struct ex *x, uint32_t tid, uint64_t op, int64_t s)
     x->lastg[i].tid = tid, x->lastg[i].op = op, x->lastg[i].s = s;
 }
 
-static int on_gpu(struct ex *x, const uint64_t *c, size_t st, uint32_t tid)
+static int on_gpu(struct ct_extraction *x, const uint64_t *c, size_t st, uint32_t tid)
 {
     uint64_t idx = NONE;
     if (FLD(CT_GPU_TYPE) == CT_GPU_MEMCPY && /* a copy's transfer: the facts' */
@@ -231,7 +231,7 @@ static int on_gpu(struct ex *x, const uint64_t *c, size_t st, uint32_t tid)
     return ct_kv_push(&x->gcorr, FLD(CT_GPU_CORR), idx);
 }
 
-static int push_launch(struct ex *x, uint64_t t)
+static int push_launch(struct ct_extraction *x, uint64_t t)
 {
     if (ct_vec_room(&x->launches, sizeof(int64_t)))
         return -ENOMEM;
@@ -239,7 +239,7 @@ static int push_launch(struct ex *x, uint64_t t)
     return 0;
 }
 
-static int on_nccl(struct ex *x, const uint64_t *c, size_t st, uint32_t tid)
+static int on_nccl(struct ct_extraction *x, const uint64_t *c, size_t st, uint32_t tid)
 {
     if (ct_vec_room(&x->nccl, sizeof(struct ct_nccl_call)) ||
         ct_vec_room(&x->nsynth, sizeof(uint64_t)) || ct_vec_room(&x->nfb, sizeof(struct nccl_fb)) ||
@@ -290,7 +290,7 @@ static int on_nccl(struct ex *x, const uint64_t *c, size_t st, uint32_t tid)
 }
 
 /* Whether kernel string id sid names an NCCL kernel (cached per id). */
-static int is_nccl_kernel(struct ex *x, uint64_t sid, int *yes)
+static int is_nccl_kernel(struct ct_extraction *x, uint64_t sid, int *yes)
 {
     if (sid >= x->kclsn) {
         size_t n = x->kclsn ? x->kclsn : 64;
@@ -315,7 +315,7 @@ static int is_nccl_kernel(struct ex *x, uint64_t sid, int *yes)
 
 /* What the NCCL fallbacks need from API records: ncclGroupEnd spans (their
  * correlation id is the group's id) and launches of NCCL kernels. */
-static int note_nccl_calls(struct ex *x, const uint64_t *c, size_t st, uint32_t tid)
+static int note_nccl_calls(struct ct_extraction *x, const uint64_t *c, size_t st, uint32_t tid)
 {
     uint64_t fam = FLD(CT_API_FAMILY);
     struct span sp = {(int64_t)FLD(CT_API_START), (int64_t)FLD(CT_API_END), tid};
@@ -347,7 +347,7 @@ static int note_nccl_calls(struct ex *x, const uint64_t *c, size_t st, uint32_t 
 
 /* An event's record or a wait on it (CT_APIF_EVENT): which of the two by
  * the call's name, looked up once per string id. */
-static int note_event(struct ex *x, const uint64_t *c, size_t st)
+static int note_event(struct ct_extraction *x, const uint64_t *c, size_t st)
 {
     if ((uint32_t)FLD(CT_API_RESULT) != 0 || !FLD(CT_API_BYTES) ||
         !(FLD(CT_API_FLAGS) & CT_APIF_ASYNC))
@@ -364,9 +364,9 @@ static int note_event(struct ex *x, const uint64_t *c, size_t st)
         x->wait_sid[!wait] = sid + 1;
     }
     struct ct_vec *v = wait ? &x->evw : &x->evr;
-    if (ct_vec_room(v, sizeof(struct ex_event)))
+    if (ct_vec_room(v, sizeof(struct event_call)))
         return -ENOMEM;
-    ((struct ex_event *)v->p)[v->n++] = (struct ex_event){
+    ((struct event_call *)v->p)[v->n++] = (struct event_call){
         FLD(CT_API_BYTES), (int64_t)FLD(CT_API_START), (uint32_t)FLD(CT_API_STREAM)};
     return 0;
 }
@@ -375,21 +375,21 @@ static int note_event(struct ex *x, const uint64_t *c, size_t st)
  * extract_join.c): an event's sync, its event; a stream's, its stream; a
  * legacy stream's, every blocking stream; a context's or a synchronous
  * copy, every stream. */
-static int note_sync(struct ex *x, const uint64_t *c, size_t st, uint64_t fam)
+static int note_sync(struct ct_extraction *x, const uint64_t *c, size_t st, uint64_t fam)
 {
-    if (ct_vec_room(&x->evs, sizeof(struct ex_event)))
+    if (ct_vec_room(&x->evs, sizeof(struct event_call)))
         return -ENOMEM;
     uint64_t fl = FLD(CT_API_FLAGS);
-    struct ex_event v = {0, (int64_t)FLD(CT_API_START), 0};
+    struct event_call v = {0, (int64_t)FLD(CT_API_START), 0};
     if (fam == CT_FAM_SYNC && (fl & CT_APIF_EVENT))
         v.event = FLD(CT_API_BYTES);
     else if (fam == CT_FAM_SYNC)
         v.stream = fl & CT_APIF_LEGACY ? CT_SYNCON_BLOCKING : (uint32_t)FLD(CT_API_STREAM);
-    ((struct ex_event *)x->evs.p)[x->evs.n++] = v;
+    ((struct event_call *)x->evs.p)[x->evs.n++] = v;
     return 0;
 }
 
-static int on_api(struct ex *x, const uint64_t *c, size_t st, uint32_t tid)
+static int on_api(struct ct_extraction *x, const uint64_t *c, size_t st, uint32_t tid)
 {
     uint64_t fam = FLD(CT_API_FAMILY);
     struct ct_proc *p = x->p;
@@ -425,7 +425,7 @@ static int on_api(struct ex *x, const uint64_t *c, size_t st, uint32_t tid)
     return rc;
 }
 
-static int on_step(struct ex *x, const struct ct_record *r)
+static int on_step(struct ct_extraction *x, const struct ct_record *r)
 {
     int mark = r->kind == CT_REC_NVTX_MARK;
     const char *msg = ct_reader_string(x->rd, mark ? r->f[CT_MARK_MESSAGE] : r->f[CT_NVTX_MESSAGE]);
@@ -452,7 +452,7 @@ static int cmp_gedge(const void *a, const void *b)
 
 /* A graph node record: the op its thread recorded just before, at the
  * same start, ran as that node. */
-static void on_graph_node(struct ex *x, const uint64_t *f, uint32_t tid)
+static void on_graph_node(struct ct_extraction *x, const uint64_t *f, uint32_t tid)
 {
     for (unsigned i = 0; i < x->nlastg; i++)
         if (x->lastg[i].tid == tid && x->lastg[i].s == (int64_t)f[CT_META_TIME] &&
@@ -462,7 +462,7 @@ static void on_graph_node(struct ex *x, const uint64_t *f, uint32_t tid)
 
 /* A graph's edges, "F>T F>T ..." in hex (F "?": not known). Text that does
  * not parse ends the list there: the edges before it are kept. */
-static int on_graph_edges(struct ex *x, const char *s)
+static int on_graph_edges(struct ct_extraction *x, const char *s)
 {
     while (s && *s) {
         while (*s == ' ')
@@ -489,7 +489,7 @@ static int on_graph_edges(struct ex *x, const char *s)
     return 0;
 }
 
-static int on_meta(struct ex *x, const uint64_t *f, uint32_t tid)
+static int on_meta(struct ct_extraction *x, const uint64_t *f, uint32_t tid)
 {
     if (f[CT_META_SCOPE] == CT_SCOPE_GRAPH_NODE) {
         on_graph_node(x, f, tid);
@@ -532,7 +532,7 @@ static int on_meta(struct ex *x, const uint64_t *f, uint32_t tid)
 }
 
 /* The kinds that are a small part of a trace, as whole records. */
-static int on_other(struct ex *x, const struct ct_record *r)
+static int on_other(struct ct_extraction *x, const struct ct_record *r)
 {
     const uint64_t *f = r->f;
     if (r->kind != CT_REC_IO && r->kind != CT_REC_NVTX_RANGE && r->kind != CT_REC_NVTX_MARK &&
@@ -578,7 +578,7 @@ static int on_other(struct ex *x, const struct ct_record *r)
  * read straight from the decoder's columns; the rest as records. */
 static int on_block(void *ctx, const struct ct_block *b)
 {
-    struct ex *x = ctx;
+    struct ct_extraction *x = ctx;
     size_t pos[CT_REC_KIND_COUNT] = {0};
     for (size_t t = 0; t < b->n; t++) {
         unsigned k = b->kinds[t];
@@ -640,7 +640,7 @@ int ct_proc_extract_file(const char *path, const char *step_name, struct ct_proc
     p->capture_open = CT_OPEN_NONE;
     p->last_ns = INT64_MIN;
     struct ct_reader rd;
-    struct ex x = {.p = p, .rd = &rd, .step = step_name ? step_name : "ProfilerStep"};
+    struct ct_extraction x = {.p = p, .rd = &rd, .step = step_name ? step_name : "ProfilerStep"};
     ct_hcollect_init(&x.health);
     p->path = strdup(path);
     if (!p->path || ct_facts_collect_init(&x.facts)) {
@@ -692,11 +692,11 @@ int ct_proc_extract_file(const char *path, const char *step_name, struct ct_proc
     x.gedges = (struct ct_vec){0};
     if (p->ngedges > 1)
         qsort(p->gedges, p->ngedges, sizeof(*p->gedges), cmp_gedge);
-    ex_free(&x);
+    extraction_free(&x);
     ct_reader_close(&rd);
     return 0;
 fail:
-    ex_free(&x);
+    extraction_free(&x);
     ct_reader_close(&rd);
     ct_proc_free(p);
     return rc;

@@ -66,13 +66,13 @@ struct nccl_launch {
     uint64_t corr;
 };
 
-struct ex_event {
+struct event_call {
     uint64_t event;
     int64_t t; /* the call's raw host start */
     uint32_t stream;
 };
 
-struct ex {
+struct ct_extraction {
     struct ct_proc *p;
     struct ct_reader *rd;
     const char *step;
@@ -93,9 +93,9 @@ struct ex {
     uint8_t *kcls;        /* per kernel string id: 0 unknown, 1 not NCCL, 2 NCCL */
     size_t kclsn;
     uint64_t gend_sid;      /* string id of "ncclGroupEnd", 0 until seen */
-    struct ct_vec evr;      /* struct ex_event of each cuEventRecord*, raw times */
-    struct ct_vec evw;      /* struct ex_event of each cuStreamWaitEvent* */
-    struct ct_vec evs;      /* struct ex_event of each host sync: event 0 but for an event's
+    struct ct_vec evr;      /* struct event_call of each cuEventRecord*, raw times */
+    struct ct_vec evw;      /* struct event_call of each cuStreamWaitEvent* */
+    struct ct_vec evs;      /* struct event_call of each host sync: event 0 but for an event's
                              * sync, stream 0 for one that waits for every stream */
     uint64_t wait_sid[2];   /* string ids known to name a wait (1 + sid), a record */
     struct ct_vec steps;    /* struct ct_range, raw times */
@@ -124,6 +124,6 @@ struct ex {
 
 /* extract_join.c: the joins by correlation id, the NCCL GPU-time fallbacks
  * and the final ordering into x->p. 0 or -ENOMEM. */
-int ct_extract_finish(struct ex *x);
+int ct_extract_finish(struct ct_extraction *x);
 
 #endif

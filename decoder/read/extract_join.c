@@ -20,7 +20,7 @@
  * ncclGroupEnd; the one on the op's stream if there are several), else the
  * ncclDevKernel launch made inside the op's call, or inside its group's
  * ncclGroupEnd, on the same thread. Returns an op index or NONE. */
-static uint64_t nccl_fallback(struct ex *x, size_t i)
+static uint64_t nccl_fallback(struct ct_extraction *x, size_t i)
 {
     const struct ct_nccl_call *n = (const struct ct_nccl_call *)x->nccl.p + i;
     const struct nccl_fb *fb = (const struct nccl_fb *)x->nfb.p + i;
@@ -58,7 +58,7 @@ static uint64_t nccl_fallback(struct ex *x, size_t i)
 /* Links NCCL op i to GPU interval o; an interval already linked to another
  * op of the same group is copied (a fused kernel, or a group's event pair,
  * is each member's GPU time). */
-static int link_nccl(struct ex *x, uint64_t o, size_t i)
+static int link_nccl(struct ct_extraction *x, uint64_t o, size_t i)
 {
     struct ct_gpu_op *ops = x->ops.p;
     if (ops[o].nccl < 0) {
@@ -80,7 +80,7 @@ static int link_nccl(struct ex *x, uint64_t o, size_t i)
  * (nested), so one op's work is not data-parallel as a kernel and "other"
  * as an op.
  */
-static int link_nested(struct ex *x)
+static int link_nested(struct ct_extraction *x)
 {
     size_t nn = x->nccl.n, nl = x->nkl.n;
     if (!nn || !nl)
@@ -149,7 +149,7 @@ static int link_nested(struct ex *x)
  * its class (nested), so a pipeline's Send/Recv group is not "other"
  * communication beside the members' own pipeline time.
  */
-static void link_groups(struct ex *x)
+static void link_groups(struct ct_extraction *x)
 {
     const struct nccl_fb *fb = x->nfb.p;
     const struct ct_kv *gc = x->gcorr.p;
@@ -177,7 +177,7 @@ static void link_groups(struct ex *x)
  * source are dropped (at the end of join, as NCCL ops' own intervals are)
  * and counted (coverage superseded). gcorr sorted by correlation id.
  */
-static void drop_superseded(struct ex *x)
+static void drop_superseded(struct ct_extraction *x)
 {
     struct ct_kv *gc = x->gcorr.p;
     struct ct_gpu_op *ops = x->ops.p;
@@ -221,7 +221,7 @@ static void drop_superseded(struct ex *x)
  * drops NCCL ops' own intervals where a GPU record exists. All key arrays
  * sorted by correlation id.
  */
-static int join(struct ex *x, const uint8_t *name_op)
+static int join(struct ct_extraction *x, const uint8_t *name_op)
 {
     struct ct_proc *p = x->p;
     struct ct_gpu_op *ops = x->ops.p;
@@ -399,12 +399,12 @@ static int order_ops(struct ct_gpu_op *ops, size_t no)
  * in file order, so a stable sort by key. perm[new] = old. */
 static uint64_t ev_event(const void *e)
 {
-    return ((const struct ex_event *)e)->event;
+    return ((const struct event_call *)e)->event;
 }
 
 static uint64_t ev_time(const void *e)
 {
-    return (uint64_t)((const struct ex_event *)e)->t ^ (1ull << 63);
+    return (uint64_t)((const struct event_call *)e)->t ^ (1ull << 63);
 }
 
 static uint64_t edge_wait(const void *e)
@@ -421,7 +421,7 @@ static uint64_t edge_rec(const void *e)
  * time) of `event` at or before t, or 0 (never recorded by then: nothing
  * to wait for, as in CUDA). */
 struct rec_key {
-    const struct ex_event *r;
+    const struct event_call *r;
     uint64_t event;
     int64_t t;
 };
@@ -431,7 +431,7 @@ static int rec_before(size_t i, const void *ctx)
     return k->r[i].event < k->event || (k->r[i].event == k->event && k->r[i].t <= k->t);
 }
 
-static size_t latest_record(const struct ex_event *r, size_t n, uint64_t event, int64_t t)
+static size_t latest_record(const struct event_call *r, size_t n, uint64_t event, int64_t t)
 {
     const struct rec_key k = {r, event, t};
     size_t lo = ct_partition(n, rec_before, &k); /* the first record after (event, t) */
@@ -443,13 +443,13 @@ static size_t latest_record(const struct ex_event *r, size_t n, uint64_t event, 
  * trace, or recorded only after, has nothing to wait for, as in CUDA) into
  * x->p->edges, by wait time; x->evr is sorted by (event, time). 0 or
  * -ENOMEM. */
-static int event_edges(struct ex *x, int64_t off)
+static int event_edges(struct ct_extraction *x, int64_t off)
 {
     static const ct_key_fn edge_order[] = {edge_wait, edge_rec};
     struct ct_proc *p = x->p;
     if (!x->evw.n || !x->evr.n)
         return 0;
-    const struct ex_event *r = x->evr.p, *w = x->evw.p;
+    const struct event_call *r = x->evr.p, *w = x->evw.p;
     p->edges = malloc(x->evw.n * sizeof(*p->edges));
     if (!p->edges)
         return -ENOMEM;
@@ -472,11 +472,11 @@ static uint64_t sync_time(const void *e)
  * as a wait does (its stream, and the work launched there before the
  * record); one whose event has no record in the trace (recorded before
  * the capture began) is taken to wait for every stream. 0 or -ENOMEM. */
-static int sync_waits(struct ex *x, int64_t off)
+static int sync_waits(struct ct_extraction *x, int64_t off)
 {
     static const ct_key_fn order[] = {sync_time};
     struct ct_proc *p = x->p;
-    const struct ex_event *v = x->evs.p, *r = x->evr.p;
+    const struct event_call *v = x->evs.p, *r = x->evr.p;
     if (!x->evs.n)
         return 0;
     p->syncs = malloc(x->evs.n * sizeof(*p->syncs));
@@ -494,7 +494,7 @@ static int sync_waits(struct ex *x, int64_t off)
     return ct_sort_by(p->syncs, p->nsyncs, sizeof(*p->syncs), order, 1);
 }
 
-int ct_extract_finish(struct ex *x)
+int ct_extract_finish(struct ct_extraction *x)
 {
     struct ct_proc *p = x->p;
     int rc = 0;
@@ -634,7 +634,7 @@ int ct_extract_finish(struct ex *x)
     if ((rc = ct_calls_finish(&x->bcalls, &p->cuda_call, off)))
         goto out;
     static const ct_key_fn rec_order[] = {ev_event, ev_time};
-    if ((rc = ct_sort_by(x->evr.p, x->evr.n, sizeof(struct ex_event), rec_order, 2)) ||
+    if ((rc = ct_sort_by(x->evr.p, x->evr.n, sizeof(struct event_call), rec_order, 2)) ||
         (rc = event_edges(x, off)) || (rc = sync_waits(x, off)))
         goto out;
     rc = ct_capture_finish(p, off);

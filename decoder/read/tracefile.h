@@ -112,4 +112,10 @@ static inline int ct_api_event(const uint64_t *f, uint64_t *id)
 /* The value of process metadata `key`, or NULL. */
 const char *ct_trace_meta(const struct ct_trace *t, const char *key);
 
+/* The text of string id `id` of t's string table (ct_reader_string). */
+static inline const char *ct_trace_str(const struct ct_trace *t, uint64_t id)
+{
+    return ct_reader_string(&t->rd, id);
+}
+
 #endif
