@@ -16,9 +16,7 @@
 #include "decoder/analysis/goodput.h"
 #include "decoder/util/intervals.h"
 #include "decoder/read/job.h"
-
-/* CUTRACE_FLUSH_MS's default: how much a SIGKILL can take from a trace */
-#define DEFAULT_FLUSH_MS 100
+#include "src/config.h" /* CT_FLUSH_MS_DEFAULT: how much a SIGKILL can take from a trace */
 
 const char *ct_gp_part_name(int part)
 {
@@ -717,7 +715,7 @@ static void attempt_end(struct ct_attempt *A, const struct wp *w, size_t n, size
             sig = l->signal;
         if (w[i].p->cov.truncated && !l->signal) {
             trunc = 1;
-            uint32_t f = l->flush_ms ? l->flush_ms : DEFAULT_FLUSH_MS;
+            uint32_t f = l->flush_ms ? l->flush_ms : CT_FLUSH_MS_DEFAULT;
             flush = f > flush ? f : flush;
         }
     }
