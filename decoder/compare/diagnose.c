@@ -24,7 +24,6 @@
 #include "decoder/util/stats.h"
 #include "decoder/read/job.h"
 
-#define Z_FLAG       3.5  /* robust z of a straggler (as the report) */
 #define HOST_NORMAL  1.02 /* host straggler: kernels within 2 % of peers */
 #define SI_FLAG      1.10 /* stage imbalance: slowest stage >= 10 % above the mean */
 #define BUBBLE_PTS   10.0 /* excess bubble: >= 10 % of the step (noise: docs/diff.md) */
