@@ -1,4 +1,5 @@
-/* JSON string escaping with UTF-8 validation (U+FFFD for bad sequences). */
+/* The one JSON writer (json.h): strings escaped with UTF-8 validation (U+FFFD
+ * for bad sequences), numbers as printf writes them, null for non-finite. */
 #include "decoder/util/json.h"
 
 #include <math.h>
@@ -65,12 +66,51 @@ void ct_json_str(FILE *f, const char *str)
     fputc('"', f);
 }
 
+/*
+ * "%.*f" of v, the way printf writes it, without printf where the answer
+ * is an integer m of units of 10^-decimals: x = v * 10^decimals is then
+ * within 0.25 of m and below 10^15 in size, where the product's rounding
+ * error is at most 1/16, so the exact v * 10^decimals is within 5/16 of m
+ * and printf's correctly rounded result is m as well. Most figures are
+ * times in whole ns written as µs with 3 decimals: their digits are
+ * written directly (a long report spends a fifth of its time in printf).
+ * A negative value that rounds to 0 ("-0.000") goes to printf.
+ */
+static int fixed_fast(FILE *f, double v, int decimals)
+{
+    static const double scale[] = {1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6};
+    static const unsigned long long iscale[] = {1, 10, 100, 1000, 10000, 100000, 1000000};
+    if (decimals < 0 || decimals > 6)
+        return 0;
+    double x = v * scale[decimals];
+    if (!(fabs(x) < 1e15))
+        return 0;
+    double r = nearbyint(x);
+    if (!(fabs(x - r) < 0.25) || (r == 0 && signbit(v)))
+        return 0;
+    unsigned long long m = (unsigned long long)fabs(r), ip = m / iscale[decimals];
+    unsigned long long fp = m % iscale[decimals];
+    char buf[48], *e = buf + sizeof(buf), *p = e;
+    for (int d = 0; d < decimals; d++, fp /= 10)
+        *--p = (char)('0' + fp % 10);
+    if (decimals)
+        *--p = '.';
+    do {
+        *--p = (char)('0' + ip % 10);
+        ip /= 10;
+    } while (ip);
+    if (r < 0)
+        *--p = '-';
+    fwrite(p, 1, (size_t)(e - p), f);
+    return 1;
+}
+
 void ct_json_num(FILE *f, double v, int decimals)
 {
-    if (isfinite(v))
-        fprintf(f, "%.*f", decimals, v);
-    else
+    if (!isfinite(v))
         fputs("null", f);
+    else if (!fixed_fast(f, v, decimals))
+        fprintf(f, "%.*f", decimals, v);
 }
 
 void ct_json_num_g(FILE *f, double v)
@@ -83,6 +123,8 @@ void ct_json_num_g(FILE *f, double v)
 
 void ct_json_member(FILE *f, const char *key, double v, int decimals)
 {
-    fprintf(f, "\"%s\":", key);
+    fputc('"', f);
+    fputs(key, f);
+    fputs("\":", f);
     ct_json_num(f, v, decimals);
 }

@@ -147,27 +147,144 @@ int ct_kv_order(struct ct_kv *keys, size_t n)
     return ct_kv_sort(keys, n);
 }
 
+/* The order of elements a and b by keys[from..nkeys): < 0, 0 or > 0. */
+static int keys_cmp(const void *a, const void *b, const ct_key_fn *keys, int from, int nkeys)
+{
+    for (int k = from; k < nkeys; k++) {
+        uint64_t x = keys[k](a), y = keys[k](b);
+        if (x != y)
+            return x < y ? -1 : 1;
+    }
+    return 0;
+}
+
+/* Stable insertion sort of v by keys[from..nkeys), its moves within
+ * *budget (SIZE_MAX: none); 1 when it finished. An element moves only
+ * past greater ones: what it leaves unfinished keeps equal elements in
+ * their first order. */
+static int insertion_by(unsigned char *v, size_t n, size_t size, const ct_key_fn *keys, int from,
+                        int nkeys, size_t *budget, unsigned char *x)
+{
+    for (size_t i = 1; i < n; i++) {
+        if (keys_cmp(v + (i - 1) * size, v + i * size, keys, from, nkeys) <= 0)
+            continue;
+        memcpy(x, v + i * size, size);
+        size_t m = i;
+        for (; m > 0 && *budget && keys_cmp(v + (m - 1) * size, x, keys, from, nkeys) > 0;
+             m--, (*budget)--)
+            memcpy(v + m * size, v + (m - 1) * size, size);
+        memcpy(v + m * size, x, size);
+        if (!*budget)
+            return 0;
+    }
+    return 1;
+}
+
+/* Stable sort by keys[from..nkeys) of v, with tmp room for n elements and
+ * x for one: a radix sort of the elements' order by the first key, then
+ * each run of equal first keys by the rest (insertion when short: equal
+ * times are rare). The result is the LSD order (keys, then first order). */
+static int sort_from(unsigned char *v, size_t n, size_t size, const ct_key_fn *keys, int from,
+                     int nkeys, unsigned char *tmp, unsigned char *x)
+{
+    if (n < 2 || from >= nkeys)
+        return 0;
+    struct ct_kv *perm = malloc(n * sizeof(*perm));
+    if (!perm)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        perm[i] = (struct ct_kv){keys[from](v + i * size), i};
+    int rc = ct_kv_sort(perm, n);
+    if (!rc) {
+        for (size_t i = 0; i < n; i++)
+            memcpy(tmp + i * size, v + perm[i].val * size, size);
+        memcpy(v, tmp, n * size);
+    }
+    for (size_t a = 0, b; a < n && !rc && from + 1 < nkeys; a = b) {
+        for (b = a + 1; b < n && perm[b].key == perm[a].key; b++)
+            ;
+        size_t budget = SIZE_MAX;
+        if (b - a <= 32)
+            insertion_by(v + a * size, b - a, size, keys, from + 1, nkeys, &budget, x);
+        else
+            rc = sort_from(v + a * size, b - a, size, keys, from + 1, nkeys, tmp, x);
+    }
+    free(perm);
+    return rc;
+}
+
+/* Stable merge of the sorted runs a[0, na) and a[na, n) into out: on
+ * equal keys the first run's element goes first. */
+static void merge_runs(const unsigned char *a, size_t na, size_t n, size_t size,
+                       const ct_key_fn *keys, int nkeys, unsigned char *out)
+{
+    size_t i = 0, j = na, k = 0;
+    while (i < na && j < n) {
+        if (keys_cmp(a + j * size, a + i * size, keys, 0, nkeys) < 0)
+            memcpy(out + k++ * size, a + j++ * size, size);
+        else
+            memcpy(out + k++ * size, a + i++ * size, size);
+    }
+    memcpy(out + k * size, a + i * size, (na - i) * size);
+    k += na - i;
+    memcpy(out + k * size, a + j * size, (n - j) * size);
+}
+
+/* Runs (maximal sorted stretches) beyond which the radix path wins. */
+#define SORT_MERGE_RUNS 64
+
 int ct_sort_by(void *v, size_t n, size_t size, const ct_key_fn *keys, int nkeys)
 {
     if (n < 2)
         return 0;
-    struct ct_kv *perm = malloc(n * sizeof(*perm));
-    unsigned char *tmp = malloc(n * size);
-    int rc = perm && tmp ? 0 : -ENOMEM;
-    for (size_t i = 0; i < n && !rc; i++)
-        perm[i].val = i;
-    for (int k = nkeys - 1; k >= 0 && !rc; k--) {
-        for (size_t i = 0; i < n; i++)
-            perm[i].key = keys[k]((const unsigned char *)v + perm[i].val * size);
-        rc = ct_kv_sort(perm, n);
+    unsigned char *a = v;
+    /* Input made of a few sorted runs (ops by launch then NCCL calls by
+     * host start, records of a few threads by time) is merged run by run:
+     * O(n log runs) moves, no key array. */
+    size_t starts[SORT_MERGE_RUNS + 1], nruns = 1;
+    starts[0] = 0;
+    for (size_t i = 1; i < n && nruns <= SORT_MERGE_RUNS; i++)
+        if (keys_cmp(a + (i - 1) * size, a + i * size, keys, 0, nkeys) > 0) {
+            if (nruns < SORT_MERGE_RUNS)
+                starts[nruns] = i;
+            nruns++;
+        }
+    if (nruns == 1)
+        return 0;
+    unsigned char *tmp = malloc(n * size), *x = NULL;
+    if (!tmp)
+        return -ENOMEM;
+    int rc = 0;
+    if (nruns <= SORT_MERGE_RUNS) {
+        /* merge neighbouring runs pairwise until one is left (stable: a
+         * run is only ever merged with its neighbour) */
+        starts[nruns] = n;
+        unsigned char *src = a, *dst = tmp;
+        while (nruns > 1) {
+            size_t w = 0;
+            for (size_t r = 0; r < nruns; r += 2) {
+                size_t s0 = starts[r];
+                if (r + 1 < nruns) /* starts[nruns] is n */
+                    merge_runs(src + s0 * size, starts[r + 1] - s0, starts[r + 2] - s0, size, keys,
+                               nkeys, dst + s0 * size);
+                else
+                    memcpy(dst + s0 * size, src + s0 * size, (n - s0) * size);
+                starts[w++] = s0;
+            }
+            starts[w] = n;
+            nruns = w;
+            unsigned char *t = src;
+            src = dst;
+            dst = t;
+        }
+        if (src != a)
+            memcpy(a, src, n * size);
+    } else {
+        x = malloc(size);
+        rc = x ? sort_from(a, n, size, keys, 0, nkeys, tmp, x) : -ENOMEM;
     }
-    if (!rc) {
-        for (size_t i = 0; i < n; i++)
-            memcpy(tmp + i * size, (const unsigned char *)v + perm[i].val * size, size);
-        memcpy(v, tmp, n * size);
-    }
-    free(perm);
     free(tmp);
+    free(x);
     return rc;
 }
 

@@ -22,6 +22,7 @@ Suite *critical_path_suite(void);
 Suite *diagnose_replay_suite(void);
 Suite *diagnose_light_suite(void);
 Suite *provenance_suite(void);
+Suite *json_suite(void);
 
 static const struct th_suite suites[] = {
     {"intervals", intervals_suite},
@@ -43,6 +44,7 @@ static const struct th_suite suites[] = {
     {"diagnose_replay", diagnose_replay_suite},
     {"diagnose_light", diagnose_light_suite},
     {"provenance", provenance_suite},
+    {"json", json_suite},
     {NULL, NULL},
 };
 
