@@ -36,9 +36,9 @@ struct wop {
     uint64_t seq; /* sequence number on the main communicator, else UINT64_MAX */
 };
 
-struct coll {
+struct coll { /* the layout of struct ct_kv (util/keys.h): sorted by seq with ct_kv_sort */
     uint64_t seq;
-    size_t at; /* its position in the ops */
+    uint64_t at; /* its position in the ops */
 };
 
 struct view {
@@ -79,12 +79,6 @@ static uint64_t wop_key(const void *a)
 /* by launch, then what it is; stable (a rank's half million ops made
  * qsort's comparisons a fifth of a spilled job's report) */
 static const ct_key_fn wop_order[] = {wop_t, wop_key};
-
-static int cmp_seq(const void *a, const void *b)
-{
-    const struct coll *x = a, *y = b;
-    return (x->seq > y->seq) - (x->seq < y->seq);
-}
 
 static void view_free(struct view *v)
 {
@@ -142,7 +136,11 @@ static int view_build(const struct ct_rank *r, uint64_t comm, struct view *v)
         if (v->w[i].seq != UINT64_MAX)
             v->by_at[k++] = (struct coll){v->w[i].seq, i};
     memcpy(v->by_seq, v->by_at, v->nc * sizeof(*v->by_at));
-    qsort(v->by_seq, v->nc, sizeof(*v->by_seq), cmp_seq);
+    /* by sequence number, stably: a radix sort on the first 8 bytes */
+    if (ct_kv_sort((struct ct_kv *)(void *)v->by_seq, v->nc)) {
+        view_free(v);
+        return -ENOMEM;
+    }
     return 0;
 }
 
@@ -357,6 +355,11 @@ int ct_iterations_align(struct ct_rank_result *rr, size_t n, uint64_t comm)
         return -ENOMEM;
     int rc = 0;
     size_t np = 0, nann = 0;
+    /* the first rank with a phase keeps its view: the reference is
+     * usually it (the lowest rank of the phase most ranks share), whose
+     * view is then not built twice */
+    struct view kept = {0};
+    size_t kept_rank = SIZE_MAX;
     for (size_t i = 0; i < n && !rc; i++) {
         if (rr[i].iter_src == CT_ITER_NONE)
             continue;
@@ -369,7 +372,12 @@ int ct_iterations_align(struct ct_rank_result *rr, size_t n, uint64_t comm)
             break;
         struct phase p;
         rc = phase_of(&rr[i], &v, &p);
-        view_free(&v);
+        if (!rc && p.ok && kept_rank == SIZE_MAX) {
+            kept = v;
+            kept_rank = i;
+        } else {
+            view_free(&v);
+        }
         if (!rc && p.ok) {
             p.rank = i;
             p.annotated = rr[i].iter_src != CT_ITER_PERIOD;
@@ -378,6 +386,7 @@ int ct_iterations_align(struct ct_rank_result *rr, size_t n, uint64_t comm)
         }
     }
     if (rc || np < 2) {
+        view_free(&kept);
         free(ph);
         return rc;
     }
@@ -407,9 +416,14 @@ int ct_iterations_align(struct ct_rank_result *rr, size_t n, uint64_t comm)
             break;
         }
     struct view rv;
-    if (!(rc = ct_rank_open(rr[ref].rank))) {
-        rc = view_build(rr[ref].rank, comm, &rv);
-        ct_rank_close(rr[ref].rank);
+    if (ref == kept_rank) {
+        rv = kept;
+    } else {
+        view_free(&kept);
+        if (!(rc = ct_rank_open(rr[ref].rank))) {
+            rc = view_build(rr[ref].rank, comm, &rv);
+            ct_rank_close(rr[ref].rank);
+        }
     }
     if (rc) {
         free(ph);

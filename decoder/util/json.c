@@ -39,31 +39,31 @@ static int utf8_len(const unsigned char *s)
 void ct_json_str(FILE *f, const char *str)
 {
     const unsigned char *s = (const unsigned char *)(str ? str : "");
-    fputc('"', f);
+    fputc_unlocked('"', f);
     while (*s) {
         unsigned c = *s;
         if (c == '"' || c == '\\') {
-            fputc('\\', f);
-            fputc((int)c, f);
+            fputc_unlocked('\\', f);
+            fputc_unlocked((int)c, f);
             s++;
         } else if (c < 0x20) {
             fprintf(f, "\\u%04x", c);
             s++;
         } else if (c < 0x80) {
-            fputc((int)c, f);
+            fputc_unlocked((int)c, f);
             s++;
         } else {
             int n = utf8_len(s);
             if (n == 0) {
-                fputs("\\ufffd", f);
+                fputs_unlocked("\\ufffd", f);
                 s++;
             } else {
-                fwrite(s, 1, (size_t)n, f);
+                fwrite_unlocked(s, 1, (size_t)n, f);
                 s += n;
             }
         }
     }
-    fputc('"', f);
+    fputc_unlocked('"', f);
 }
 
 /*
@@ -101,14 +101,14 @@ static int fixed_fast(FILE *f, double v, int decimals)
     } while (ip);
     if (r < 0)
         *--p = '-';
-    fwrite(p, 1, (size_t)(e - p), f);
+    fwrite_unlocked(p, 1, (size_t)(e - p), f);
     return 1;
 }
 
 void ct_json_num(FILE *f, double v, int decimals)
 {
     if (!isfinite(v))
-        fputs("null", f);
+        fputs_unlocked("null", f);
     else if (!fixed_fast(f, v, decimals))
         fprintf(f, "%.*f", decimals, v);
 }
@@ -123,8 +123,8 @@ void ct_json_num_g(FILE *f, double v)
 
 void ct_json_member(FILE *f, const char *key, double v, int decimals)
 {
-    fputc('"', f);
-    fputs(key, f);
-    fputs("\":", f);
+    fputc_unlocked('"', f);
+    fputs_unlocked(key, f);
+    fputs_unlocked("\":", f);
     ct_json_num(f, v, decimals);
 }

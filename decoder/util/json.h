@@ -12,6 +12,9 @@
  * denominator is 0, a sentinel -1) is passed as NAN by its writer, so the
  * same rule makes it null. (The HTML page's embedded data are the one
  * exception: its script draws numbers only, decoder/export/html.c.)
+ *
+ * The writes skip stdio's stream lock (a long report writes millions of
+ * pieces): one thread writes a stream at a time.
  */
 #ifndef CT_JSON_H
 #define CT_JSON_H
