@@ -151,6 +151,7 @@ static void extraction_free(struct ct_extraction *x)
         free(v[i]->p);
     free(x->name_map);
     free(x->kcls);
+    free(x->iocls);
     ct_calls_free(&x->bcalls);
 }
 
@@ -531,6 +532,27 @@ static int on_meta(struct ct_extraction *x, const uint64_t *f, uint32_t tid)
     return 0;
 }
 
+/* The class of I/O op string id sid (host_classes.h), worked out once per
+ * id: a trace names a few ops many times. 0 or -ENOMEM. */
+static int io_class(struct ct_extraction *x, uint64_t sid, unsigned *cls)
+{
+    if (sid >= x->iocln) {
+        size_t n = x->iocln ? x->iocln : 64;
+        while (n <= sid)
+            n *= 2;
+        uint8_t *k = realloc(x->iocls, n);
+        if (!k)
+            return -ENOMEM;
+        memset(k + x->iocln, 0, n - x->iocln);
+        x->iocls = k;
+        x->iocln = n;
+    }
+    if (!x->iocls[sid])
+        x->iocls[sid] = (uint8_t)(16 | ct_io_op_class(ct_reader_string(x->rd, sid)));
+    *cls = x->iocls[sid] & 15u;
+    return 0;
+}
+
 /* The kinds that are a small part of a trace, as whole records. */
 static int on_other(struct ct_extraction *x, const struct ct_record *r)
 {
@@ -540,15 +562,17 @@ static int on_other(struct ct_extraction *x, const struct ct_record *r)
         x->p->last_ns = (int64_t)f[0];
     switch (r->kind) {
     case CT_REC_IO: {
-        const char *op = ct_reader_string(x->rd, f[CT_IO_OP]);
-        int64_t s = (int64_t)f[CT_IO_START], e = (int64_t)f[CT_IO_END];
-        if (ct_is_data_wait(op, f[CT_IO_FD_TYPE]) && f[CT_IO_FD_TYPE] == CT_FD_FILE &&
-            ct_ivset_add(&x->p->file_read, s, e))
+        unsigned cls;
+        if (io_class(x, f[CT_IO_OP], &cls))
             return -ENOMEM;
-        if (ct_is_data_wait(op, f[CT_IO_FD_TYPE]))
+        int64_t s = (int64_t)f[CT_IO_START], e = (int64_t)f[CT_IO_END];
+        int wait = ct_io_is_data_wait(cls, f[CT_IO_FD_TYPE]);
+        if (wait && f[CT_IO_FD_TYPE] == CT_FD_FILE && ct_ivset_add(&x->p->file_read, s, e))
+            return -ENOMEM;
+        if (wait)
             return ct_ivset_add(&x->p->data_wait, s, e);
-        if (ct_is_ckpt_io(op, f[CT_IO_FD_TYPE]))
-            return ct_ivset_add(&x->p->ckpt, (int64_t)f[CT_IO_START], (int64_t)f[CT_IO_END]);
+        if (ct_io_is_ckpt(cls, f[CT_IO_FD_TYPE]))
+            return ct_ivset_add(&x->p->ckpt, s, e);
         return 0;
     }
     case CT_REC_NVTX_RANGE:

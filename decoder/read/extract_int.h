@@ -92,6 +92,8 @@ struct ct_extraction {
     struct ct_vec nkl;    /* struct nccl_launch: launches of ncclDevKernel_* kernels */
     uint8_t *kcls;        /* per kernel string id: 0 unknown, 1 not NCCL, 2 NCCL */
     size_t kclsn;
+    uint8_t *iocls; /* per I/O op string id: 0 unknown, else 16 | ct_io_op_class */
+    size_t iocln;
     uint64_t gend_sid;      /* string id of "ncclGroupEnd", 0 until seen */
     struct ct_vec evr;      /* struct event_call of each cuEventRecord*, raw times */
     struct ct_vec evw;      /* struct event_call of each cuStreamWaitEvent* */

@@ -29,10 +29,31 @@
 /* A CUDA call this long (ns) blocked the host: see ct_is_blocking_call. */
 #define CT_BLOCKING_CALL_NS 100000
 
-/* 1 when the I/O op (its libc name) on a descriptor of fd_type (enum
- * ct_fd_type) is a data wait. */
+/* What an I/O op's name says (bits), worked out once per name: a read or
+ * receive of the data-wait list, a wait for any descriptor (poll, select,
+ * epoll), a write of the checkpoint list, a sync (fsync, fdatasync). */
+#define CT_IO_OP_READ  1u
+#define CT_IO_OP_WAIT  2u
+#define CT_IO_OP_WRITE 4u
+#define CT_IO_OP_SYNC  8u
+unsigned ct_io_op_class(const char *op);
+
+/* 1 when an op of class cls (ct_io_op_class) on a descriptor of fd_type
+ * (enum ct_fd_type) is a data wait: a wait, or a read on a file, pipe or
+ * socket. */
+static inline int ct_io_is_data_wait(unsigned cls, uint64_t fd_type)
+{
+    return (cls & CT_IO_OP_READ) && ((cls & CT_IO_OP_WAIT) || fd_type == CT_FD_FILE ||
+                                     fd_type == CT_FD_PIPE || fd_type == CT_FD_SOCKET);
+}
+/* 1 when an op of class cls on a descriptor of fd_type is checkpoint I/O:
+ * a write on a file, or a sync of any descriptor. */
+static inline int ct_io_is_ckpt(unsigned cls, uint64_t fd_type)
+{
+    return (cls & CT_IO_OP_WRITE) && (fd_type == CT_FD_FILE || (cls & CT_IO_OP_SYNC));
+}
+/* The same from the op's name. */
 int ct_is_data_wait(const char *op, uint64_t fd_type);
-/* 1 when the I/O op on a descriptor of fd_type is checkpoint I/O. */
 int ct_is_ckpt_io(const char *op, uint64_t fd_type);
 /* 1 when a copy (enum ct_copy_kind) of that many bytes is a checkpoint's. */
 static inline int ct_is_ckpt_copy(uint64_t copy_kind, uint64_t bytes)

@@ -147,6 +147,20 @@ int ct_kv_order(struct ct_kv *keys, size_t n)
     return ct_kv_sort(keys, n);
 }
 
+/* Copies one element of `size` bytes: the common sizes as fixed-size
+ * copies (plain moves, no call per element). */
+static inline void copy_elem(unsigned char *dst, const unsigned char *src, size_t size)
+{
+    switch (size) {
+    case 16: memcpy(dst, src, 16); break;
+    case 24: memcpy(dst, src, 24); break;
+    case 32: memcpy(dst, src, 32); break;
+    case 40: memcpy(dst, src, 40); break;
+    case 48: memcpy(dst, src, 48); break;
+    default: memcpy(dst, src, size); break;
+    }
+}
+
 /* The order of elements a and b by keys[from..nkeys): < 0, 0 or > 0. */
 static int keys_cmp(const void *a, const void *b, const ct_key_fn *keys, int from, int nkeys)
 {
@@ -197,7 +211,7 @@ static int sort_from(unsigned char *v, size_t n, size_t size, const ct_key_fn *k
     int rc = ct_kv_sort(perm, n);
     if (!rc) {
         for (size_t i = 0; i < n; i++)
-            memcpy(tmp + i * size, v + perm[i].val * size, size);
+            copy_elem(tmp + i * size, v + perm[i].val * size, size);
         memcpy(v, tmp, n * size);
     }
     for (size_t a = 0, b; a < n && !rc && from + 1 < nkeys; a = b) {
@@ -213,21 +227,34 @@ static int sort_from(unsigned char *v, size_t n, size_t size, const ct_key_fn *k
     return rc;
 }
 
-/* Stable merge of the sorted runs a[0, na) and a[na, n) into out: on
- * equal keys the first run's element goes first. */
-static void merge_runs(const unsigned char *a, size_t na, size_t n, size_t size,
-                       const ct_key_fn *keys, int nkeys, unsigned char *out)
+/* The order of elements i and j of a (first keys k0[i], k0[j]) by keys:
+ * the first keys compared in place, the others only on a tie. */
+static inline int order_at(const unsigned char *a, const uint64_t *k0, size_t i, size_t j,
+                           size_t size, const ct_key_fn *keys, int nkeys)
 {
-    size_t i = 0, j = na, k = 0;
-    while (i < na && j < n) {
-        if (keys_cmp(a + j * size, a + i * size, keys, 0, nkeys) < 0)
-            memcpy(out + k++ * size, a + j++ * size, size);
-        else
-            memcpy(out + k++ * size, a + i++ * size, size);
+    if (k0[i] != k0[j])
+        return k0[i] < k0[j] ? -1 : 1;
+    return nkeys > 1 ? keys_cmp(a + i * size, a + j * size, keys, 1, nkeys) : 0;
+}
+
+/* Stable merge of the sorted runs [s, m) and [m, e) of a (first keys k)
+ * into the same places of out (first keys ko): on equal keys the first
+ * run's element goes first. */
+static void merge_runs(const unsigned char *a, const uint64_t *k, size_t s, size_t m, size_t e,
+                       size_t size, const ct_key_fn *keys, int nkeys, unsigned char *out,
+                       uint64_t *ko)
+{
+    size_t i = s, j = m, w = s;
+    while (i < m && j < e) {
+        size_t t = order_at(a, k, j, i, size, keys, nkeys) < 0 ? j++ : i++;
+        copy_elem(out + w * size, a + t * size, size);
+        ko[w++] = k[t];
     }
-    memcpy(out + k * size, a + i * size, (na - i) * size);
-    k += na - i;
-    memcpy(out + k * size, a + j * size, (n - j) * size);
+    memcpy(out + w * size, a + i * size, (m - i) * size);
+    memcpy(ko + w, k + i, (m - i) * sizeof(*k));
+    w += m - i;
+    memcpy(out + w * size, a + j * size, (e - j) * size);
+    memcpy(ko + w, k + j, (e - j) * sizeof(*k));
 }
 
 /* Runs (maximal sorted stretches) beyond which the radix path wins. */
@@ -238,37 +265,48 @@ int ct_sort_by(void *v, size_t n, size_t size, const ct_key_fn *keys, int nkeys)
     if (n < 2)
         return 0;
     unsigned char *a = v;
+    uint64_t *k0 = malloc(n * sizeof(*k0)); /* the first key of each element */
+    if (!k0)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        k0[i] = keys[0](a + i * size);
     /* Input made of a few sorted runs (ops by launch then NCCL calls by
      * host start, records of a few threads by time) is merged run by run:
-     * O(n log runs) moves, no key array. */
+     * O(n log runs) moves. */
     size_t starts[SORT_MERGE_RUNS + 1], nruns = 1;
     starts[0] = 0;
     for (size_t i = 1; i < n && nruns <= SORT_MERGE_RUNS; i++)
-        if (keys_cmp(a + (i - 1) * size, a + i * size, keys, 0, nkeys) > 0) {
+        if (order_at(a, k0, i - 1, i, size, keys, nkeys) > 0) {
             if (nruns < SORT_MERGE_RUNS)
                 starts[nruns] = i;
             nruns++;
         }
-    if (nruns == 1)
+    if (nruns == 1) {
+        free(k0);
         return 0;
+    }
     unsigned char *tmp = malloc(n * size), *x = NULL;
-    if (!tmp)
-        return -ENOMEM;
+    uint64_t *kt = nruns <= SORT_MERGE_RUNS ? malloc(n * sizeof(*kt)) : NULL;
     int rc = 0;
-    if (nruns <= SORT_MERGE_RUNS) {
+    if (!tmp || (nruns <= SORT_MERGE_RUNS && !kt)) {
+        rc = -ENOMEM;
+    } else if (nruns <= SORT_MERGE_RUNS) {
         /* merge neighbouring runs pairwise until one is left (stable: a
          * run is only ever merged with its neighbour) */
         starts[nruns] = n;
         unsigned char *src = a, *dst = tmp;
+        uint64_t *ks = k0, *kd = kt;
         while (nruns > 1) {
             size_t w = 0;
             for (size_t r = 0; r < nruns; r += 2) {
                 size_t s0 = starts[r];
                 if (r + 1 < nruns) /* starts[nruns] is n */
-                    merge_runs(src + s0 * size, starts[r + 1] - s0, starts[r + 2] - s0, size, keys,
-                               nkeys, dst + s0 * size);
-                else
+                    merge_runs(src, ks, s0, starts[r + 1], starts[r + 2], size, keys, nkeys, dst,
+                               kd);
+                else {
                     memcpy(dst + s0 * size, src + s0 * size, (n - s0) * size);
+                    memcpy(kd + s0, ks + s0, (n - s0) * sizeof(*ks));
+                }
                 starts[w++] = s0;
             }
             starts[w] = n;
@@ -276,6 +314,9 @@ int ct_sort_by(void *v, size_t n, size_t size, const ct_key_fn *keys, int nkeys)
             unsigned char *t = src;
             src = dst;
             dst = t;
+            uint64_t *tk = ks;
+            ks = kd;
+            kd = tk;
         }
         if (src != a)
             memcpy(a, src, n * size);
@@ -285,6 +326,8 @@ int ct_sort_by(void *v, size_t n, size_t size, const ct_key_fn *keys, int nkeys)
     }
     free(tmp);
     free(x);
+    free(k0);
+    free(kt);
     return rc;
 }
 
