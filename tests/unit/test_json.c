@@ -1,7 +1,7 @@
 /*
- * Suite "json": the one JSON writer (decoder/util/json.c). Numbers are
- * written exactly as printf's "%.*f" writes them, whichever path writes
- * them (the digits of a whole count of 10^-decimals units, or printf):
+ * Suite "json": the one JSON writer (decoder/util/json.c). Numbers, alone
+ * and as members, are written exactly as printf's "%.*f" writes them,
+ * whichever path writes them (the digits of a whole count of 10^-decimals units, or printf):
  * times in whole ns as µs, values that are no such count, halfway cases,
  * negative values that round to 0, large values; non-finite ones as null.
  */
@@ -24,6 +24,15 @@ static void same_as_printf(double v, int d)
     fclose(f);
     snprintf(want, sizeof(want), "%.*f", d, v);
     ck_assert_msg(!strcmp(got, want), "%.17g with %d decimals: got %s, printf %s", v, d, got,
+                  want);
+    free(got);
+    /* and as a member, its key before it */
+    f = open_memstream(&got, &n);
+    ck_assert_ptr_nonnull(f);
+    ct_json_member(f, "exposed_comm_us", v, d);
+    fclose(f);
+    snprintf(want, sizeof(want), "\"exposed_comm_us\":%.*f", d, v);
+    ck_assert_msg(!strcmp(got, want), "member %.17g, %d decimals: got %s, printf %s", v, d, got,
                   want);
     free(got);
 }
