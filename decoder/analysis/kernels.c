@@ -202,6 +202,17 @@ int ct_kernels_collect(struct ct_report *rep, size_t r)
         rc = ct_u64_sort(keys + s, n);
         if (!rc)
             rc = add_durations(kn, keys + s, n);
+        /* the median from the sorted keys when they are the durations
+         * themselves (all from 0 to 2^40 ns), as ct_median_select gives it */
+        double med;
+        if (keys[s + n - 1] >> DUR_BITS) {
+            med = ct_median_select(d + s, n);
+        } else {
+            double pos = 0.5 * (double)(n - 1);
+            size_t i = (size_t)pos;
+            double lo = (double)keys[s + i];
+            med = i + 1 >= n ? lo : lo + ((double)keys[s + i + 1] - lo) * (pos - (double)i);
+        }
         if (a->nent == a->ecap) {
             size_t cap = a->ecap ? a->ecap * 2 : 256;
             struct kentry *q = realloc(a->ent, cap * sizeof(*q));
@@ -212,7 +223,7 @@ int ct_kernels_collect(struct ct_report *rep, size_t r)
             a->ent = q;
             a->ecap = cap;
         }
-        a->ent[a->nent++] = (struct kentry){(uint32_t)gid, (uint32_t)r, ct_median_select(d + s, n)};
+        a->ent[a->nent++] = (struct kentry){(uint32_t)gid, (uint32_t)r, med};
     }
     free(d);
     free(keys);
