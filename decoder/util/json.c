@@ -67,6 +67,57 @@ void ct_json_str(FILE *f, const char *str)
     fputc_unlocked('"', f);
 }
 
+size_t ct_json_u64_fmt(char *p, uint64_t a)
+{
+    static const char pair[] =
+        "00010203040506070809101112131415161718192021222324252627282930313233"
+        "34353637383940414243444546474849505152535455565758596061626364656667"
+        "6869707172737475767778798081828384858687888990919293949596979899";
+    char d[20];
+    size_t i = sizeof(d);
+    while (a >= 100) {
+        unsigned r = (unsigned)(a % 100);
+        a /= 100;
+        d[--i] = pair[2 * r + 1];
+        d[--i] = pair[2 * r];
+    }
+    if (a >= 10) {
+        d[--i] = pair[2 * a + 1];
+        d[--i] = pair[2 * a];
+    } else {
+        d[--i] = (char)('0' + a);
+    }
+    memcpy(p, d + i, sizeof(d) - i);
+    return sizeof(d) - i;
+}
+
+size_t ct_json_us_fmt(char *b, const char *k, size_t kl, int64_t ns, int comma)
+{
+    /* below 2^50 ns the double nearest ns / 1000 lies within a quarter of
+     * the last printed digit of that exact 3-decimal value: printf would
+     * write these digits */
+    if (!(ns > -(INT64_C(1) << 50) && ns < INT64_C(1) << 50))
+        return 0;
+    size_t n = 0;
+    uint64_t a = ns < 0 ? (uint64_t)-ns : (uint64_t)ns;
+    b[n++] = '"';
+    memcpy(b + n, k, kl);
+    n += kl;
+    b[n++] = '"';
+    b[n++] = ':';
+    if (ns < 0)
+        b[n++] = '-';
+    n += ct_json_u64_fmt(b + n, a / 1000);
+    unsigned m = (unsigned)(a % 1000);
+    b[n++] = '.';
+    b[n++] = (char)('0' + m / 100);
+    b[n++] = (char)('0' + m / 10 % 10);
+    b[n++] = (char)('0' + m % 10);
+    if (comma)
+        b[n++] = ',';
+    return n;
+}
+
 /*
  * "%.*f" of v, the way printf writes it, without printf where the answer
  * is an integer m of units of 10^-decimals: x = v * 10^decimals is then

@@ -51,6 +51,11 @@ START_TEST(numbers_are_written_as_printf_writes_them)
     for (int k = 0; k < 50000; k++) {
         long long ns = ((long long)rand() << 20 | rand()) % 4000000000000ll - 100000000000ll;
         same_as_printf((double)ns / 1e3, 3); /* whole ns as µs: the common case */
+        char b[64], want[64];
+        size_t n = ct_json_us_fmt(b, "t_us", 4, ns, k % 2);
+        snprintf(want, sizeof(want), "\"t_us\":%.3f%s", (double)ns / 1000.0, k % 2 ? "," : "");
+        ck_assert_msg(n == strlen(want) && !memcmp(b, want, n), "ns %lld: %.*s, printf %s", ns,
+                      (int)n, b, want);
         same_as_printf((double)ns / 1e3, 1);
         double r = (double)rand() / RAND_MAX * pow(10, rand() % 16 - 6) * (rand() % 2 ? 1 : -1);
         same_as_printf(r, rand() % 7);
