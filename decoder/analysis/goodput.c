@@ -15,6 +15,7 @@
 #include "decoder/analysis/analysis.h"
 #include "decoder/analysis/goodput.h"
 #include "decoder/util/intervals.h"
+#include "decoder/util/keys.h"
 #include "decoder/read/job.h"
 #include "src/config.h" /* CT_FLUSH_MS_DEFAULT: how much a SIGKILL can take from a trace */
 
@@ -496,7 +497,8 @@ static int partition(struct rank_part *rp, size_t nkept, int64_t as, int64_t cut
             if (!ivlen_in(&ckin, it[i].s, e))
                 plain[np++] = e - it[i].s;
         }
-        qsort(plain, np, sizeof(*plain), cmp_i64);
+        if (ct_i64_sort(plain, np)) /* ints: the radix sort */
+            qsort(plain, np, sizeof(*plain), cmp_i64);
         int64_t med = np ? plain[np / 2] : -1;
         int64_t ckl = 0, dwl = ct_ivset_len(&dwin);
         for (size_t i = 0; i < nk; i++) {
