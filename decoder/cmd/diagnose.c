@@ -31,26 +31,20 @@ static void usage(FILE *f)
 
 int ct_cmd_diagnose(int argc, char **argv)
 {
-    static const struct option opts[] = {CT_SHARED_OPTIONS,
-                                         {"min-saving", required_argument, NULL, 'm'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {"run", required_argument, NULL, 'U'},
-                                         {NULL, 0, NULL, 0}};
+    const struct option *opts = ct_options_of(CT_CMD_DIAGNOSE);
     int c;
-    const char *runid = NULL;
     struct ct_shared_opts so = {0};
     struct ct_diag_opts o = {.min_saving = 0.02};
     struct ct_iter_opts io = {0, 0, -1, 0};
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "jo:h", opts, NULL)) != -1) {
-        int shared = ct_shared_opt("cutrace diagnose", c, optarg, &so);
+        int shared = ct_shared_opt(CT_CMD_DIAGNOSE, "cutrace diagnose", c, optarg, &so);
         if (shared < 0)
             return CT_EXIT_USAGE;
         if (shared)
             continue;
         switch (c) {
-        case 'U': runid = optarg; break;
         case 'm': {
             double v;
             if (ct_parse_pct(optarg, 0, 100, &v)) {
@@ -82,7 +76,7 @@ int ct_cmd_diagnose(int argc, char **argv)
     }
     char err[512] = "";
     struct ct_inputs in = {0};
-    struct ct_load_opts lo = {.cmd = "cutrace diagnose", .run = runid, .no_kineto = 1};
+    struct ct_load_opts lo = {.cmd = "cutrace diagnose", .run = so.run, .no_kineto = 1};
     int rc = ct_load_operands(&lo, &in, argv + optind, argc - optind, err, sizeof(err));
     if (rc) {
         fprintf(stderr, "cutrace diagnose: %s\n", err);

@@ -151,15 +151,7 @@ static void print_rows_text(FILE *f, const struct ct_diff_row *r, size_t n)
 
 int ct_cmd_diff(int argc, char **argv)
 {
-    static const struct option opts[] = {CT_SHARED_OPTIONS,
-                                         {"by", required_argument, NULL, 'b'},
-                                         {"min-effect", required_argument, NULL, 'm'},
-                                         {"seed", required_argument, NULL, 's'},
-                                         {"reps", required_argument, NULL, 'r'},
-                                         {"alpha", required_argument, NULL, 'a'},
-                                         {"primary", required_argument, NULL, 'P'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
+    const struct option *opts = ct_options_of(CT_CMD_DIFF);
     int c;
     struct ct_shared_opts so = {0};
     const char *by = NULL, *primary = NULL;
@@ -170,7 +162,7 @@ int ct_cmd_diff(int argc, char **argv)
     opterr = 0;
     while ((c = getopt_long(argc, argv, "jo:h", opts, NULL)) != -1) {
         char *end;
-        int shared = ct_shared_opt("cutrace diff", c, optarg, &so);
+        int shared = ct_shared_opt(CT_CMD_DIFF, "cutrace diff", c, optarg, &so);
         if (shared < 0)
             return CT_EXIT_USAGE;
         if (shared)

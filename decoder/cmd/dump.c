@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "decoder/cmd/cli.h"
+#include "decoder/util/options.h"
 #include "decoder/load/load.h"
 #include "decoder/util/json.h"
 #include "decoder/util/names.h"
@@ -322,8 +323,7 @@ static size_t print_record(struct out *o, struct ct_trace *t, size_t i)
 
 int ct_cmd_dump(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    const struct option *opts = ct_options_of(CT_CMD_DUMP);
     struct out o = {stdout, 0, 1};
     int c;
     optind = 1;

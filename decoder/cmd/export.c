@@ -178,13 +178,9 @@ static void usage(FILE *f)
 
 int ct_cmd_export(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"format", required_argument, NULL, 'f'},     {"output", required_argument, NULL, 'o'},
-        {"step", required_argument, NULL, 's'},       {"ranks", required_argument, NULL, 'r'},
-        {"iterations", required_argument, NULL, 'i'}, {"window", required_argument, NULL, 'w'},
-        {"critical-path", no_argument, NULL, 'c'},    {"help", no_argument, NULL, 'h'},
-        {"run", required_argument, NULL, 'U'},        {NULL, 0, NULL, 0}};
-    const char *format = NULL, *out = NULL, *step = NULL, *ranks = NULL, *run = NULL;
+    const struct option *opts = ct_options_of(CT_CMD_EXPORT);
+    struct ct_shared_opts so = {0};
+    const char *format = NULL, *ranks = NULL;
     int64_t it_first = 0, it_last = -1;
     double w0 = 0, w1 = 0;
     int have_iters = 0, have_window = 0, cpath = 0;
@@ -192,17 +188,13 @@ int ct_cmd_export(int argc, char **argv)
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "f:o:h", opts, NULL)) != -1) {
+        int shared = ct_shared_opt(CT_CMD_EXPORT, "cutrace export", c, optarg, &so);
+        if (shared < 0)
+            return CT_EXIT_USAGE;
+        if (shared)
+            continue;
         switch (c) {
         case 'f': format = optarg; break;
-        case 'o': out = optarg; break;
-        case 's':
-            if (!*optarg) {
-                fprintf(stderr, "cutrace export: --step: expected a range or mark name, e.g. "
-                                "--step ProfilerStep\n");
-                return CT_EXIT_USAGE;
-            }
-            step = optarg;
-            break;
         case 'r': ranks = optarg; break;
         case 'i':
             if (ct_parse_index_range(optarg, &it_first, &it_last)) {
@@ -225,7 +217,6 @@ int ct_cmd_export(int argc, char **argv)
             have_window = 1;
             break;
         case 'c': cpath = 1; break;
-        case 'U': run = optarg; break;
         case 'h': usage(stdout); return 0;
         default:
             fprintf(stderr,
@@ -236,6 +227,7 @@ int ct_cmd_export(int argc, char **argv)
             return CT_EXIT_USAGE;
         }
     }
+    const char *out = so.out, *step = so.step, *run = so.run;
     if (have_iters && have_window) {
         fprintf(stderr, "cutrace export: --iterations and --window both select a time span: "
                         "give one\n");

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "decoder/cmd/cli.h"
+#include "decoder/util/options.h"
 #include "decoder/load/load.h"
 #include "decoder/util/names.h"
 #include "decoder/read/tracefile.h"
@@ -130,7 +131,7 @@ static void print_one(const struct ct_trace *t)
 
 int ct_cmd_info(int argc, char **argv)
 {
-    static const struct option opts[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    const struct option *opts = ct_options_of(CT_CMD_INFO);
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {

@@ -91,40 +91,21 @@ static void html_critical_path(const struct ct_job *job, const struct ct_report 
 
 int ct_cmd_report(int argc, char **argv)
 {
-    static const struct option opts[] = {CT_SHARED_OPTIONS,
-                                         {"step", required_argument, NULL, 's'},
-                                         {"steps", required_argument, NULL, 'S'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {"hta", no_argument, NULL, 'H'},
-                                         {"no-hta", no_argument, NULL, 'N'},
-                                         {"html", no_argument, NULL, 'T'}, /* export: HTML */
-                                         {"rank-iterations", no_argument, NULL, 'I'},
-                                         {"no-critical-path", no_argument, NULL, 'P'},
-                                         {"run", required_argument, NULL, 'U'},
-                                         {NULL, 0, NULL, 0}};
+    const struct option *opts = ct_options_of(CT_CMD_REPORT);
     int html = 0, c, hta = 1; /* kineto: HTA-compatible mode for Kineto input */
     int rank_iters = 0, no_cp = 0;
-    const char *step = NULL, *run = NULL;
     char sel_what[160] = "";
     struct ct_shared_opts so = {0};
     struct ct_iter_opts io = {0, 0, -1, 0};
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "jo:h", opts, NULL)) != -1) {
-        int shared = ct_shared_opt("cutrace report", c, optarg, &so);
+        int shared = ct_shared_opt(CT_CMD_REPORT, "cutrace report", c, optarg, &so);
         if (shared < 0)
             return CT_EXIT_USAGE;
         if (shared)
             continue;
         switch (c) {
-        case 's':
-            if (!*optarg) {
-                fprintf(stderr, "cutrace report: --step: expected a range or mark name, e.g. "
-                                "--step ProfilerStep\n");
-                return CT_EXIT_USAGE;
-            }
-            step = optarg;
-            break;
         case 'S':
             snprintf(sel_what, sizeof(sel_what), "--steps %s", optarg);
             if (ct_parse_index_range(optarg, &io.first, &io.last)) {
@@ -141,7 +122,6 @@ int ct_cmd_report(int argc, char **argv)
         case 'T': html = 1; break;
         case 'I': rank_iters = 1; break;
         case 'P': no_cp = 1; break;
-        case 'U': run = optarg; break;
         default:
             fprintf(stderr,
                     "cutrace report: unknown or incomplete option '%s'; allowed: "
@@ -153,6 +133,7 @@ int ct_cmd_report(int argc, char **argv)
     }
     int json = so.json;
     const char *out = so.out, *rows = so.rows; /* diagnose: --rows FILE */
+    const char *step = so.step, *run = so.run;
     io.skip = so.skip;
     if (!sel_what[0] && so.skip > 0)
         snprintf(sel_what, sizeof(sel_what), "--skip %ld", so.skip);

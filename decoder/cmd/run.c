@@ -25,6 +25,7 @@
 #include "src/config.h"
 
 #include "decoder/cmd/cli.h"
+#include "decoder/util/options.h"
 #include "decoder/load/load.h"
 #include "decoder/load/run_identity.h"
 #include "src/reader.h"
@@ -282,14 +283,7 @@ static void usage(FILE *f)
 
 int ct_cmd_run(int argc, char **argv)
 {
-    static const struct option opts[] = {{"output", required_argument, NULL, 'o'},
-                                         {"buffer-kb", required_argument, NULL, 'b'},
-                                         {"flush-ms", required_argument, NULL, 'f'},
-                                         {"zstd-level", required_argument, NULL, 'z'},
-                                         {"gpu-timing", required_argument, NULL, 'g'},
-                                         {"tag", required_argument, NULL, 't'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
+    const struct option *opts = ct_options_of(CT_CMD_RUN);
     const char *out = NULL;
     int c, opt_set[sizeof(var_opts) / sizeof(var_opts[0])] = {0};
     optind = 1;

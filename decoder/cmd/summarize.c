@@ -101,25 +101,19 @@ static int cmp_str(const void *a, const void *b)
 
 int ct_cmd_summarize(int argc, char **argv)
 {
-    static const struct option opts[] = {{"step", required_argument, NULL, 's'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
-    const char *out = NULL, *step = NULL;
+    const struct option *opts = ct_options_of(CT_CMD_SUMMARIZE);
+    struct ct_shared_opts so = {0};
     long threads = sysconf(_SC_NPROCESSORS_ONLN);
     int c;
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "o:j:h", opts, NULL)) != -1) {
+        int shared = ct_shared_opt(CT_CMD_SUMMARIZE, "cutrace summarize", c, optarg, &so);
+        if (shared < 0)
+            return CT_EXIT_USAGE;
+        if (shared)
+            continue;
         switch (c) {
-        case 'o': out = optarg; break;
-        case 's':
-            if (!*optarg) {
-                fprintf(stderr, "cutrace summarize: --step: expected a range or mark name, e.g. "
-                                "--step ProfilerStep\n");
-                return CT_EXIT_USAGE;
-            }
-            step = optarg;
-            break;
         case 'j': {
             char *end;
             threads = strtol(optarg, &end, 10);
@@ -139,6 +133,7 @@ int ct_cmd_summarize(int argc, char **argv)
             return CT_EXIT_USAGE;
         }
     }
+    const char *out = so.out, *step = so.step;
     if (!out || optind >= argc) {
         fprintf(stderr, "cutrace summarize: expected -o OUT and at least one trace file or "
                         "directory\n");
