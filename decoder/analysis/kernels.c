@@ -150,6 +150,45 @@ void ct_kernels_acc_free(struct ct_kernels_acc *a)
     free(a);
 }
 
+/* One name's durations of a rank, keys[0, n) sorted (durations as
+ * dur_key gives them; d: the same as doubles when some key is not a plain
+ * duration, else NULL), into the accumulator and an entry of (name, rank). */
+static int collect_group(struct ct_kernels_acc *a, size_t r, const char *mangled, uint64_t *keys,
+                         double *d, size_t n)
+{
+    char buf[512];
+    long gid = name_id(a, ct_demangle(mangled, buf, sizeof(buf)));
+    if (gid < 0)
+        return (int)gid;
+    struct kname *kn = &a->names[gid];
+    kn->count += n;
+    for (size_t i = 0; i < n; i++)
+        kn->total += keys[i] >> DUR_BITS ? (int64_t)(keys[i] ^ SIGN) : (int64_t)keys[i];
+    int rc = add_durations(kn, keys, n);
+    /* the median from the sorted keys when they are the durations
+     * themselves (all from 0 to 2^40 ns), as ct_median_select gives it */
+    double med;
+    if (keys[n - 1] >> DUR_BITS) {
+        med = ct_median_select(d, n);
+    } else {
+        double pos = 0.5 * (double)(n - 1);
+        size_t i = (size_t)pos;
+        double lo = (double)keys[i];
+        med = i + 1 >= n ? lo : lo + ((double)keys[i + 1] - lo) * (pos - (double)i);
+    }
+    if (!rc && a->nent == a->ecap) {
+        size_t cap = a->ecap ? a->ecap * 2 : 256;
+        struct kentry *q = realloc(a->ent, cap * sizeof(*q));
+        if (!q)
+            return -ENOMEM;
+        a->ent = q;
+        a->ecap = cap;
+    }
+    if (!rc)
+        a->ent[a->nent++] = (struct kentry){(uint32_t)gid, (uint32_t)r, med};
+    return rc;
+}
+
 int ct_kernels_collect(struct ct_report *rep, size_t r)
 {
     if (!rep->kacc && !(rep->kacc = calloc(1, sizeof(*rep->kacc))))
@@ -157,73 +196,43 @@ int ct_kernels_collect(struct ct_report *rep, size_t r)
     struct ct_kernels_acc *a = rep->kacc;
     struct ct_rank *R = rep->rr[r].rank;
     size_t nn = R->nnames ? R->nnames : 1, nc = 0;
-    size_t *off = calloc(nn + 1, sizeof(*off));
-    if (!off)
-        return -ENOMEM;
     for (size_t i = 0; i < R->nops; i++)
-        if (R->ops[i].cls == CT_CL_COMPUTE) {
-            off[R->ops[i].name + 1]++;
-            nc++;
-        }
-    for (size_t k = 0; k < nn; k++)
-        off[k + 1] += off[k];
-    /* the rank's durations grouped by name (off[k] moves to the end of
-     * group k while filling, then back by the group's count) */
-    double *d = malloc((nc ? nc : 1) * sizeof(*d));
+        nc += R->ops[i].cls == CT_CL_COMPUTE;
     uint64_t *keys = malloc((nc ? nc : 1) * sizeof(*keys));
-    if (!d || !keys) {
+    if (!keys)
+        return -ENOMEM;
+    int rc = 0;
+    /* the rank's durations grouped by name (off[k] moves to the end of
+     * group k while filling, then back by the group's count), each group
+     * sorted by its keys (a kernel's durations often come in order, or are
+     * few distinct values: the sort then only checks) */
+    size_t *off = calloc(nn + 1, sizeof(*off));
+    double *d = malloc((nc ? nc : 1) * sizeof(*d));
+    if (!off || !d) {
+        free(off);
         free(d);
         free(keys);
-        free(off);
         return -ENOMEM;
     }
-    int rc = 0;
-    for (size_t i = 0; i < R->nops && !rc; i++) {
+    for (size_t i = 0; i < R->nops; i++)
+        if (R->ops[i].cls == CT_CL_COMPUTE)
+            off[R->ops[i].name + 1]++;
+    for (size_t k = 0; k < nn; k++)
+        off[k + 1] += off[k];
+    for (size_t i = 0; i < R->nops; i++) {
         const struct ct_gpu_op *g = &R->ops[i];
         if (g->cls == CT_CL_COMPUTE)
             d[off[g->name]++] = (double)(g->e - g->s);
     }
-    char buf[512];
     for (size_t k = 0, s = 0; k < R->nnames && !rc; s = off[k], k++) {
         size_t n = off[k] - s;
         if (!n)
             continue;
-        long gid = name_id(a, ct_demangle(R->names[k], buf, sizeof(buf)));
-        if (gid < 0) {
-            rc = (int)gid;
-            break;
-        }
-        struct kname *kn = &a->names[gid];
-        for (size_t i = s; i < off[k]; i++) {
-            kn->count++;
-            kn->total += (int64_t)d[i];
+        for (size_t i = s; i < off[k]; i++)
             keys[i] = dur_key((int64_t)d[i]);
-        }
         rc = ct_u64_sort(keys + s, n);
         if (!rc)
-            rc = add_durations(kn, keys + s, n);
-        /* the median from the sorted keys when they are the durations
-         * themselves (all from 0 to 2^40 ns), as ct_median_select gives it */
-        double med;
-        if (keys[s + n - 1] >> DUR_BITS) {
-            med = ct_median_select(d + s, n);
-        } else {
-            double pos = 0.5 * (double)(n - 1);
-            size_t i = (size_t)pos;
-            double lo = (double)keys[s + i];
-            med = i + 1 >= n ? lo : lo + ((double)keys[s + i + 1] - lo) * (pos - (double)i);
-        }
-        if (a->nent == a->ecap) {
-            size_t cap = a->ecap ? a->ecap * 2 : 256;
-            struct kentry *q = realloc(a->ent, cap * sizeof(*q));
-            if (!q) {
-                rc = -ENOMEM;
-                break;
-            }
-            a->ent = q;
-            a->ecap = cap;
-        }
-        a->ent[a->nent++] = (struct kentry){(uint32_t)gid, (uint32_t)r, med};
+            rc = collect_group(a, r, R->names[k], keys + s, d + s, n);
     }
     free(d);
     free(keys);
