@@ -19,6 +19,7 @@
 #include <stdlib.h>
 
 #include "decoder/analysis/analysis.h"
+#include "decoder/util/search.h"
 #include "decoder/util/stats.h"
 
 /* The bubble set of the rank, and per-iteration lengths into res->im.
@@ -264,6 +265,18 @@ out:
 /* What the excess-bubble check of `diagnose` weighs a stage's waits with
  * (analysis.h): each iteration's compute extent, and the stage's own work. */
 
+struct ends_by {
+    const struct ct_ivset *set;
+    int64_t t;
+};
+
+/* Interval i of the set ends at or before t. */
+static int ends_by(size_t i, const void *ctx)
+{
+    const struct ends_by *q = ctx;
+    return q->set->v[i].e <= q->t;
+}
+
 struct ct_iter_extent *ct_compute_extents(const struct ct_rank_result *x)
 {
     const struct ct_ivset *cs = &x->rank->cls[CT_CL_COMPUTE];
@@ -272,14 +285,8 @@ struct ct_iter_extent *ct_compute_extents(const struct ct_rank_result *x)
         return NULL;
     for (size_t k = 0; k < x->niters; k++) {
         int64_t a = x->iters[k].s, b = x->iters[k].e;
-        size_t lo = 0, hi = cs->n;
-        while (lo < hi) { /* first compute interval ending after a */
-            size_t mid = lo + (hi - lo) / 2;
-            if (cs->v[mid].e <= a)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
+        struct ends_by q = {cs, a};
+        size_t lo = ct_partition(cs->n, ends_by, &q); /* first compute interval ending after a */
         v[k].index = x->iters[k].index;
         if (lo < cs->n && cs->v[lo].s < b) {
             v[k].cs = cs->v[lo].s > a ? cs->v[lo].s : a;
@@ -292,17 +299,22 @@ struct ct_iter_extent *ct_compute_extents(const struct ct_rank_result *x)
     return v;
 }
 
+struct extent_key {
+    const struct ct_iter_extent *v;
+    int64_t index;
+};
+
+static int index_before(size_t i, const void *ctx)
+{
+    const struct extent_key *q = ctx;
+    return q->v[i].index < q->index;
+}
+
 const struct ct_iter_extent *ct_iter_extent_find(const struct ct_iter_extent *v, size_t n,
                                                  int64_t index)
 {
-    size_t lo = 0, hi = n; /* iterations come in index order */
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (v[mid].index < index)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    struct extent_key q = {v, index}; /* iterations come in index order */
+    size_t lo = ct_partition(n, index_before, &q);
     return lo < n && v[lo].index == index ? &v[lo] : NULL;
 }
 
