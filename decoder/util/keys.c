@@ -49,7 +49,11 @@ __attribute__((always_inline)) static inline int radix(void *base, size_t n, siz
      * sort, while its moves stay within a budget of 2 per element; beyond
      * that the radix passes below sort what it left (insertion moves an
      * element only past greater keys, so the whole stays stable). */
-    size_t budget = 2 * n;
+    size_t budget = 2 * n, descents = 0;
+    for (size_t j = i; j < n && descents <= n / 16; j++) /* far from sorted: no insertion */
+        descents += key_at(v + j * size) < key_at(v + (j - 1) * size);
+    if (descents > n / 16)
+        budget = 0;
     for (; i < n && budget; i++) {
         uint64_t k = key_at(v + i * size);
         if (key_at(v + (i - 1) * size) <= k)
