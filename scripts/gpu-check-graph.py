@@ -22,6 +22,7 @@ usage: gpu-check-graph.py CUTRACE GRAPH_FORK OUT_DIR [RUNS]
 Prints what it measured; exit status 0 when every check holds.
 """
 import json
+import shutil
 import os
 import subprocess
 import sys
@@ -39,6 +40,9 @@ def run(cmd, **kw):
 
 
 def record(cutrace, example, d, branch_us):
+    # a folder of its own: an earlier run's traces there would be another
+    # run, which cutrace refuses to merge with this one
+    shutil.rmtree(d, ignore_errors=True)
     run([cutrace, "run", "-o", d, "--", example, str(ITER), str(branch_us)])
     return d
 

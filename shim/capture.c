@@ -148,10 +148,26 @@ int ct_capture_contains(uint64_t ns)
 static void poll_control(uint64_t now_ns)
 {
     char cmd[16] = "";
-    long n = ct_own_read_small(g_control, cmd, sizeof(cmd));
-    if (n < 0)
+    const char *why;
+    long n = ct_own_read_trusted(g_control, cmd, sizeof(cmd), &why);
+    if (n == -1)
         return;
+    /* removed when ours to remove (the folder lets us), obeyed only when
+     * it is ours: in a shared folder another user could plant one (a start
+     * in a paused job, a stop in a recording one) */
     unlink(g_control);
+    if (n == -2) {
+        static int said;
+        if (!said++) {
+            char what[400];
+            snprintf(what, sizeof(what),
+                     "cutrace: ignored %.160s: %s (a control file is obeyed only when it is a "
+                     "regular file of this process's user, writable by no one else)",
+                     g_control, why);
+            ct_emit_error(what, -EPERM);
+        }
+        return;
+    }
     if (n <= 0)
         return;
     int active = atomic_load(&g_active) == 1;

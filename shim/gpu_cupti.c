@@ -473,8 +473,18 @@ int ct_cupti_start(char *why, size_t whylen)
         c.unsubscribe(g_sub);
         return -1;
     }
-    if (c.period)
-        c.period(100);
+    /* CUPTI keeps completed intervals in its buffers until a flush; they
+     * die with a killed process (the host records survive in the live
+     * mapping). A CUTRACE_FLUSH_MS below CUPTI's 100 ms asks for less to
+     * be lost that way: CUPTI flushes as often. */
+    uint32_t period = ct_cfg.flush_ms && ct_cfg.flush_ms < 100 ? ct_cfg.flush_ms : 100;
+    if (c.period && c.period(period) == CUPTI_SUCCESS) {
+        char v[16];
+        snprintf(v, sizeof(v), "%u", period);
+        uint64_t f[CT_META_NFIELDS] = {ct_clock_now(), CT_SCOPE_RECORDER, 0,
+                                       ct_intern("cupti_flush_ms"), ct_intern(v)};
+        ct_emit(CT_REC_META, 0, f, CT_META_NFIELDS);
+    }
     /* graph edges in replayed nodes' ids (shim/cuda_graph.c); without the
      * callback a graph's ops fall back to their stream's order */
     if (c.enable_cb && c.node_id &&

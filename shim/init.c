@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +28,9 @@
 #include "shim/io.h"
 #include "shim/nvtx.h"
 #include "src/config.h"
+#include "src/live.h"
 #include "src/ownfd.h"
+#include "src/salvage.h"
 
 atomic_int ct_shim_state;
 int ct_gpu_mode;
@@ -200,6 +203,7 @@ static void start_gpu_timing(int pref)
     static const char *const names[] = {"off", "cupti", "events"};
     recorder_meta_str("gpu_timing", names[mode]);
     ct_gpu_mode = mode;
+    ct_live_gpu_mode((unsigned)mode); /* a salvage: GPU times still queued there died too */
     launch_path_update();
 }
 
@@ -350,6 +354,46 @@ static void writer_hang(const char *what, const char *path)
 }
 
 /*
+ * The job's earlier processes that died without finishing their traces
+ * (a SIGKILLed attempt's ranks, before this restarted one): completed from
+ * their live mappings, on a thread of their own so that the job never
+ * waits (src/salvage.h: a live process's mapping is never touched, every
+ * descriptor is one of src/ownfd.h's). A process that ends first leaves the
+ * rest to whoever comes next (`cutrace run`, any cutrace command, the next
+ * image).
+ */
+static void *salvage_earlier(void *arg)
+{
+    (void)arg;
+    ct_tls_guard = 1; /* our I/O is not the job's */
+    ct_salvage_dir(ct_cfg.output, NULL, NULL, NULL);
+    return NULL;
+}
+
+/* Once this image has a trace (a process worth one: a shell wrapper or a
+ * version probe never scans the folder). Any thread. */
+static void start_salvage(void)
+{
+    static atomic_int started;
+    if (ct_cfg.buffers == CT_LIVE_PRIVATE || ct_shim_in_vfork_child() ||
+        atomic_exchange(&started, 1))
+        return;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_attr_t a;
+    if (pthread_attr_init(&a) != 0)
+        return;
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    pthread_t t;
+    pthread_sigmask(SIG_BLOCK, &all, &old); /* the job's signals are for the job's threads */
+    if (pthread_create(&t, &a, salvage_earlier, NULL) != 0) {
+        /* nothing to do: a later image or `cutrace` salvages them */
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&a);
+}
+
+/*
  * Creates this process's trace and starts its writer. after_fork: we are a
  * forked child of a recording process; its recorder state is reused
  * (strings) and reset (threads, file), and CUDA is not usable here.
@@ -390,12 +434,17 @@ static int start_recording(int after_fork)
         .flight_bytes = (uint64_t)ct_cfg.flight_mb << 20,
         .hang_ns = (uint64_t)ct_cfg.hang_s * 1000000000u,
         .defer_bytes = (uint64_t)ct_cfg.host_trace_kb << 10,
+        .buffers = ct_cfg.buffers,
     };
     ct_recorder_lineage(ancestor_gpu);
     char *path = g_trace_path;
     int r = -1;
     ct_writer_failed = writer_failed; /* a deferred file is created on the writer thread */
     ct_writer_hang = writer_hang;
+    /* an exec'ed image (not a forked child: the image's first process
+     * scans for the family) salvages its dead predecessors once it has a
+     * trace */
+    ct_on_file_created = after_fork ? NULL : start_salvage;
     /* gen counts images of this pid (exec keeps the pid): the first name not
      * taken yet is ours. O_EXCL makes that race-free. */
     for (unsigned gen = 0; gen < 64; gen++) {

@@ -248,7 +248,7 @@ size_t ct_meta_process(struct ct_meta_kv *kv, size_t max, char *strbuf, size_t s
         buf[n] = 0;
         add(&b, "exe", buf);
     }
-    add(&b, "cutrace_version", "0.1.0");
+    add(&b, "cutrace_version", CT_VERSION);
     if (ct_cfg.light) {
         /* the decoder reads the windows from the capture marks; these say
          * what schedule made them */

@@ -99,6 +99,7 @@ int ct_run_id_check(const char *id)
  * CUTRACE_CP_MAX_MIB, CUTRACE_SHIM) and the launcher-facing ones
  * (CUTRACE_JOB, CUTRACE_RESTART_COUNT, CUTRACE_RUN_ID). */
 static const char *const known_vars[] = {"CUTRACE_BUFFER_KB",
+                                         "CUTRACE_BUFFERS",
                                          "CUTRACE_CLOCK",
                                          "CUTRACE_CP_MAX_MIB",
                                          "CUTRACE_CUPTI_LIB",
@@ -132,6 +133,7 @@ static const char *const known_vars[] = {"CUTRACE_BUFFER_KB",
                                          "CUTRACE_START",
                                          "CUTRACE_TAGS",
                                          "CUTRACE_TEST_CLOCK_OFFSET_NS",
+                                         "CUTRACE_TEST_SHM_DIR",
                                          "CUTRACE_ZSTD_LEVEL",
                                          NULL};
 
@@ -314,6 +316,10 @@ int ct_config_from_env(struct ct_config *c, const char *(*getenv_fn)(const char 
         return rc;
     if (rc == 0)
         c->hang_s = (unsigned)v;
+    static const char *const buffers[] = {"shm", "dir", "private", NULL};
+    if ((rc = get_word(getenv_fn, "CUTRACE_BUFFERS", buffers, c->buffers, err, errlen)) < 0)
+        return rc;
+    c->buffers = rc;
     static const char *const modes[] = {"full", "light", NULL};
     if ((rc = get_word(getenv_fn, "CUTRACE_MODE", modes, c->light, err, errlen)) < 0)
         return rc;

@@ -44,6 +44,10 @@ struct ct_config {
     /* CUTRACE_HOST_TRACE_KB: a process without CUDA, NCCL or NVTX work gets a
      * trace once its I/O moved this much (default 1024); 0: every process */
     unsigned host_trace_kb;
+    /* CUTRACE_BUFFERS: where the per-thread buffers live, shm (default: a
+     * live mapping in /dev/shm), dir (beside the trace) or private (process
+     * memory: a SIGKILL loses what was not written); enum ct_live_where */
+    int buffers;
 };
 
 void ct_config_defaults(struct ct_config *c);

@@ -128,6 +128,17 @@ void ct_own_release(int oldfd, int slot);
  */
 long ct_own_read_small(const char *path, char *buf, unsigned long n);
 
+/*
+ * The same for a file of the output folder the shim obeys (a control
+ * file, which another user could plant in a shared folder): read only when
+ * it is a regular file, not a link (O_NOFOLLOW), owned by this process's
+ * effective user and not writable by group or others; a FIFO or device is
+ * never waited on (O_NONBLOCK). Bytes read; -1 when there is no such file;
+ * -2 when there is one that fails the rule (*why says how: "a link", "a
+ * FIFO", "owned by uid N", "writable by others").
+ */
+long ct_own_read_trusted(const char *path, char *buf, unsigned long n, const char **why);
+
 /* In a forked child (pthread_atfork child handler): the thread that was
  * opening, moving or writing through a descriptor of ours is not there, so
  * nothing is in progress any more. Async-signal-safe. */

@@ -29,6 +29,8 @@ static uint64_t le64(const uint8_t *p)
     return (uint64_t)le32(p) | (uint64_t)le32(p + 4) << 32;
 }
 
+static void build_salvage(struct ct_reader *r);
+
 /* Makes at least `want` unread bytes available if the file has them.
  * Returns the number available (may be less at EOF) or a negative errno. */
 static long long ensure(struct ct_reader *r, size_t want)
@@ -54,7 +56,32 @@ static long long ensure(struct ct_reader *r, size_t want)
         }
         size_t room = r->buf_cap - r->buf_len;
         ssize_t got;
-        if (r->mem) {
+        if (r->salv || r->lmap) {
+            /* the file's valid bytes, then the salvage's */
+            uint64_t done = r->buf_off + r->buf_len;
+            if (done >= r->src_limit && !r->salv)
+                build_salvage(r);
+            if (done >= r->src_limit && !r->salv) {
+                got = 0; /* no salvage after all: the file ends at its valid bytes */
+            } else if (done < r->src_limit) {
+                uint64_t left = r->src_limit - done;
+                got = pread(r->fd, r->buf + r->buf_len, left < room ? (size_t)left : room,
+                            (off_t)done);
+                if (got < 0) {
+                    if (errno == EINTR)
+                        continue;
+                    int e = errno;
+                    snprintf(r->err, sizeof(r->err), "%s: read error at offset %llu: %s", r->name,
+                             (unsigned long long)done, strerror(e));
+                    return -e;
+                }
+            } else {
+                uint64_t t = done - r->src_limit;
+                size_t left = t < r->salv->tail.len ? r->salv->tail.len - (size_t)t : 0;
+                got = (ssize_t)(left < room ? left : room);
+                memcpy(r->buf + r->buf_len, r->salv->tail.p + t, (size_t)got);
+            }
+        } else if (r->mem) {
             uint64_t done = r->buf_off + r->buf_len;
             size_t left = done < r->mem_len ? r->mem_len - (size_t)done : 0;
             got = (ssize_t)(left < room ? left : room);
@@ -154,6 +181,87 @@ static int open_common(struct ct_reader *r)
     return rc;
 }
 
+static int fd_has_footer(int fd, uint64_t size)
+{
+    uint8_t b[8 + CT_FOOTER_SIZE];
+    if (size < sizeof(b) ||
+        pread(fd, b, sizeof(b), (off_t)(size - sizeof(b))) != (ssize_t)sizeof(b))
+        return 0;
+    return le32(b) == CT_SKIP_MAGIC_FOOTER && le32(b + 4) == CT_FOOTER_SIZE &&
+           memcmp(b + 8, CT_FOOTER_MAGIC, 8) == 0;
+}
+
+/* A trace its process did not finish, and that process's live mapping
+ * beside it: read with what the mapping recovers, when the process is gone
+ * (src/salvage.h). Anything wrong with the mapping leaves the trace as
+ * it is, with a note. The salvage itself is built when the reader reaches
+ * the end of the file's valid bytes. */
+static void attach_salvage(struct ct_reader *r, const struct stat *st)
+{
+    if (fd_has_footer(r->fd, r->size))
+        return;
+    struct ct_live_map *m = calloc(1, sizeof(*m));
+    char err[256];
+    int rc = m ? ct_live_map_find(m, r->name, st->st_uid, err, sizeof(err)) : -ENOMEM;
+    if (rc == -ENOENT || rc == -ENOMEM) {
+        free(m);
+        return;
+    }
+    if (rc) {
+        r->live_left = 3;
+        snprintf(r->live_note, sizeof(r->live_note), "%s", err);
+        free(m);
+        return;
+    }
+    uint32_t pid = 0;
+    int owner = ct_live_map_owner(m, &pid);
+    int in_file = 0;
+    uint64_t len = 0;
+    if (owner == CT_OWNER_GONE)
+        rc = ct_salvage_prefix(m, (int64_t)r->size, &in_file, &len, err, sizeof(err));
+    if (owner != CT_OWNER_GONE) {
+        r->live_left = owner == CT_OWNER_ALIVE ? 1 : 2;
+        snprintf(r->live_note, sizeof(r->live_note),
+                 owner == CT_OWNER_ALIVE ? "process %u is alive and still recording"
+                                         : "process %u recorded on another machine or boot",
+                 pid);
+    } else if (rc && rc != -EALREADY) {
+        r->live_left = 3;
+        snprintf(r->live_note, sizeof(r->live_note), "its live mapping: %s", err);
+    }
+    if (owner != CT_OWNER_GONE || rc) {
+        ct_live_map_close(m);
+        free(m);
+        return;
+    }
+    r->lmap = m;
+    r->src_limit = in_file ? len : 0;
+    r->salvage_in_memory = 1;
+}
+
+/* The salvage of the mapping attach_salvage kept, now that the reader
+ * needs it; the mapping is let go either way. */
+static void build_salvage(struct ct_reader *r)
+{
+    struct ct_live_map *m = r->lmap;
+    r->lmap = NULL;
+    struct ct_salvage *s = calloc(1, sizeof(*s));
+    char err[256];
+    int rc = s ? ct_salvage_build(m, (int64_t)r->size, 0, s, err, sizeof(err)) : -ENOMEM;
+    ct_live_map_close(m);
+    free(m);
+    if (rc) {
+        free(s);
+        r->salvage_in_memory = 0;
+        r->live_left = 3;
+        snprintf(r->live_note, sizeof(r->live_note), "its live mapping: %s",
+                 rc == -ENOMEM ? "out of memory" : err);
+        return;
+    }
+    r->salv = s;
+    r->size = r->src_limit + s->tail.len;
+}
+
 int ct_reader_open(struct ct_reader *r, const char *path)
 {
     memset(r, 0, sizeof(*r));
@@ -167,6 +275,8 @@ int ct_reader_open(struct ct_reader *r, const char *path)
     struct stat st;
     if (fstat(r->fd, &st) == 0 && st.st_size > 0)
         r->size = (uint64_t)st.st_size;
+    if (fstat(r->fd, &st) == 0 && S_ISREG(st.st_mode))
+        attach_salvage(r, &st);
     return open_common(r);
 }
 
@@ -192,6 +302,16 @@ void ct_reader_release_io(struct ct_reader *r)
     ZSTD_freeDCtx(r->dctx);
     r->dctx = NULL;
     ct_buf_free(&r->out);
+    if (r->salv) {
+        ct_salvage_free(r->salv);
+        free(r->salv);
+        r->salv = NULL;
+    }
+    if (r->lmap) {
+        ct_live_map_close(r->lmap);
+        free(r->lmap);
+        r->lmap = NULL;
+    }
 }
 
 /* String bytes are carved from 64 KiB blocks rather than malloc'ed one by
@@ -527,6 +647,19 @@ int ct_reader_next(struct ct_reader *r, const struct ct_chunk_sink *sink)
                 r->has_footer = 1;
             } else if (magic == CT_SKIP_MAGIC_DROPPED) {
                 r->dropped_bytes += 8 + (uint64_t)size;
+            } else if (magic == CT_SKIP_MAGIC_SALVAGE && size >= CT_SALVAGE_SIZE &&
+                       memcmp(p + 8, CT_SALVAGE_MAGIC, 8) == 0) {
+                struct ct_salvage_info *si = &r->salvage;
+                r->salvaged = 1;
+                si->at = le64(p + 16);
+                si->records = le64(p + 24);
+                si->half_written = le64(p + 32);
+                si->strings_lost = le64(p + 40);
+                si->ring_drops = le64(p + 48);
+                si->last_ns = le64(p + 56);
+                si->signal = (int32_t)le32(p + 64);
+                si->flags = le32(p + 68);
+                si->real_ns = le64(p + 72);
             } else if (magic == CT_SKIP_MAGIC_HEADER) {
                 note_damage(r, off, "%s", "unexpected second file header (files concatenated?)");
                 skipped(r, off, 8 + (uint64_t)size);

@@ -4,6 +4,12 @@
  * N"); corrupt bytes are reported with their offset and what was expected,
  * and reading resumes at the next frame that decodes. Used by the decoder
  * and fuzzed (ct_reader_open_mem).
+ *
+ * A trace without footer whose process left its live mapping and is gone
+ * (SIGKILL) reads as its salvage would write it (src/salvage.h): the bytes
+ * the process wrote whole, then the records recovered from the mapping, the
+ * salvage frame and a footer. Nothing is written: `cutrace salvage` does
+ * that. The mapping of a process that lives is left alone.
  */
 #ifndef CT_READER_H
 #define CT_READER_H
@@ -12,6 +18,7 @@
 #include <stdint.h>
 
 #include "src/chunk.h"
+#include "src/salvage.h"
 
 struct ct_trace_header {
     uint32_t version;
@@ -61,6 +68,21 @@ struct ct_reader {
     uint64_t damage_bytes; /* bytes skipped at all of them */
     uint64_t size;         /* the file's length when opened */
     struct ct_damage damage[CT_READER_MAX_DAMAGE];
+
+    /* a salvage frame was read: the trace was completed from a live mapping
+     * (in the file, or just now in memory: salvage_in_memory) */
+    int salvaged, salvage_in_memory;
+    struct ct_salvage_info salvage;
+    struct ct_salvage *salv; /* the salvage read after the file's first src_limit bytes */
+    uint64_t src_limit;
+    struct ct_live_map *lmap; /* its mapping, until the salvage is built (when the reader
+                               * reaches src_limit: a reader of the first frames alone
+                               * never builds it) */
+    /* a live mapping beside the trace that was left alone: its process
+     * lives (1) or was on another machine or boot (2); or could not be read
+     * (3); live_note says which and why */
+    int live_left;
+    char live_note[300];
 
     char **strs; /* by id; the bytes live in pool blocks */
     uint32_t *str_lens;

@@ -5,6 +5,8 @@
  */
 #include "src/recorder_int.h"
 
+#include "src/live.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
@@ -54,9 +56,12 @@ struct ct_ring *ct_thread_ring_register(void)
 {
     if ((uintptr_t)ct_tls_ring > 1)
         return ct_tls_ring;
-    /* First record of this thread: map its ring and publish it. */
+    /* First record of this thread: map its ring (in the live mapping when
+     * there is one, so that its records outlive a SIGKILL) and publish it. */
     uint32_t tid = (uint32_t)syscall(SYS_gettid);
-    struct ct_ring *r = ct_ring_create(ct_rec.ring_bytes, tid);
+    struct ct_ring *r = ct_live_ring_new(ct_rec.ring_bytes, tid);
+    if (!r)
+        r = ct_ring_create(ct_rec.ring_bytes, tid);
     if (!r) {
         ct_tls_ring = CT_RING_DEAD;
         count_no_buffer();
@@ -290,6 +295,14 @@ void ct_recorder_lineage(int (*ancestor_gpu)(void))
 void ct_recorder_drop_inherited(void)
 {
     ct_file_drop_inherited();
+    /* the forking thread's ring, when it is in the parent's live mapping, is
+     * the parent's: this child must neither write it nor mark it exited */
+    struct ct_ring *r = ct_tls_ring;
+    if ((uintptr_t)r > 1 && r->slot >= 0) {
+        ct_tls_ring = NULL;
+        pthread_setspecific(ct_rec.exit_key, NULL);
+    }
+    ct_live_drop_inherited();
 }
 
 int ct_recorder_restart_after_fork(const struct ct_recorder_config *cfg,
@@ -306,11 +319,20 @@ int ct_recorder_restart_after_fork(const struct ct_recorder_config *cfg,
     pthread_cond_init(&ct_rec.done_cv, &ca);
     pthread_condattr_destroy(&ca);
     struct ct_ring *mine = (uintptr_t)ct_tls_ring > 1 ? ct_tls_ring : NULL;
+    if (mine && mine->slot >= 0) {
+        /* in the parent's live mapping: the parent's, not reused here */
+        mine = NULL;
+        ct_tls_ring = NULL;
+        pthread_setspecific(ct_rec.exit_key, NULL);
+    }
     for (unsigned i = 0; i < CT_MAX_RINGS; i++) {
         struct ct_ring *r = atomic_exchange(&ct_rec.rings[i], NULL);
-        if (r && r != mine)
+        if (r && r != mine && r->slot >= 0)
+            ct_live_ring_forget(r); /* the parent's, shared: only our view of it goes */
+        else if (r && r != mine)
             ct_ring_destroy(r); /* threads that do not exist in the child */
     }
+    ct_live_drop_inherited();
     atomic_store(&ct_rec.nrings_hwm, 0);
     if (mine) {
         /* The parent's records in it belong to the parent's trace. */

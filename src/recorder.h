@@ -43,6 +43,10 @@ struct ct_recorder_config {
      * pass 4 MiB), and a process that ends before leaves none
      * (ct_recorder_stats: file_created 0); see ct_recorder_lineage */
     uint64_t defer_bytes;
+    /* CUTRACE_BUFFERS (enum ct_live_where in src/live.h): where the rings
+     * live; 0, the default, is a live mapping in /dev/shm, so that a SIGKILL
+     * loses no record a thread finished (a salvage completes the trace) */
+    int buffers;
 };
 
 /* Why a flight-recorder window is written (ct_recorder_flight_request). */
@@ -61,6 +65,13 @@ void ct_recorder_flight_request(int reason);
  * (path) for a suspected hang (what says why). NULL: nobody is told.
  */
 extern void (*ct_writer_hang)(const char *what, const char *path);
+
+/*
+ * Called when this recorder's trace file is created (at start, or on the
+ * writer thread once a deferred process is worth a trace). NULL: nobody
+ * is told.
+ */
+extern void (*ct_on_file_created)(void);
 
 /*
  * Called once, from the writer thread, when writing the trace failed (the

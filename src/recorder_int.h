@@ -62,6 +62,8 @@ struct ct_rec_state {
     pid_t writer_tid;
     pid_t
         writer_pid; /* the process whose writer it is (a forked child has none until it records) */
+    char live_why[600]; /* why there is no live mapping (src/live.h), "" when there is */
+    int private_said;   /* the trace says some thread's ring is in private memory */
     /* CUTRACE_MAX_MB (writer_cap.c) */
     uint64_t cap_max; /* bytes, 0 = unbounded */
     int cap_stop;     /* policy: stop at the bound instead of dropping the oldest */

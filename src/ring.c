@@ -1,5 +1,8 @@
-/* Ring creation: one anonymous mapping holding the control block and data. */
+/* Ring creation: one mapping holding the control block and data (private
+ * here; src/live.c carves them from the live mapping). */
 #include "src/ring.h"
+
+#include "src/live.h"
 
 #include <string.h>
 #include <sys/mman.h>
@@ -21,13 +24,16 @@ struct ct_ring *ct_ring_create(size_t bytes, uint32_t tid)
     r->size = size;
     r->mask = size - 1;
     r->tid = tid;
+    r->slot = -1;
     atomic_store(&r->state, CT_RING_ACTIVE);
     return r;
 }
 
 void ct_ring_destroy(struct ct_ring *r)
 {
-    if (r)
+    if (r && r->slot >= 0)
+        ct_live_ring_free(r);
+    else if (r)
         munmap(r, CT_RING_CTL + r->size);
 }
 

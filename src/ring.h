@@ -83,11 +83,17 @@ struct ct_ring {
     uint64_t mask;
     uint32_t tid;
     atomic_int state;
+    int32_t slot;      /* its slot in the live mapping (src/live.h), -1 for private memory */
+    uint32_t live_gen; /* which of this process's live mappings (a recorder restarted in the
+                        * same image makes a new one; its rings stay the old one's) */
 };
 
 /* Maps a ring with `bytes` of data (rounded up to a power of two, at least
- * 4 KiB). Returns NULL on failure. One mmap: safe in any context. */
+ * 4 KiB) in private memory. Returns NULL on failure. One mmap: safe in any
+ * context. */
 struct ct_ring *ct_ring_create(size_t bytes, uint32_t tid);
+/* Unmaps a ring; one in the live mapping gives its slot back
+ * (ct_live_ring_free). */
 void ct_ring_destroy(struct ct_ring *r);
 
 /* Writes a record's header at byte pos of the data, makes next the head

@@ -5,6 +5,8 @@
  */
 #include "src/strtab.h"
 
+#include "src/strlog.h"
+
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -89,6 +91,9 @@ static uint32_t define_string(struct ct_strtab *t, const char *s, size_t len)
     memcpy(t->arena + off, s, len);
     e->off = off;
     e->len = (uint32_t)len;
+    /* logged before anyone can have the id: a record that names it is
+     * always made after its definition is in the log */
+    ct_strlog_append(atomic_load_explicit(&t->log, memory_order_acquire), id, s, len);
     atomic_store_explicit(&e->ready, 1, memory_order_release);
     return id;
 }

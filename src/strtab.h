@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct ct_strlog;
+
 struct ct_str_entry {
     atomic_uint ready; /* 1 once off/len are valid; release-published */
     uint32_t len;
@@ -27,6 +29,9 @@ struct ct_strtab {
     atomic_uint next_id; /* ids handed out so far + 1 */
     _Atomic uint64_t arena_used;
     _Atomic uint64_t failures; /* interning that returned 0 for lack of room */
+    /* where new definitions are logged as well (src/strlog.h: the live
+     * mapping's, for a salvage), NULL when nowhere */
+    struct ct_strlog *_Atomic log;
 };
 
 /*

@@ -4,8 +4,18 @@
  * frame and appends it with write(). It is the only thread that touches the
  * file. It may allocate and block (it is not the job's thread); it must never
  * make the job wait: producers that outrun it lose records, counted.
+ *
+ * With a live mapping (src/live.h) nothing it has taken is lost to a
+ * SIGKILL: a ring's space is given back only once the frame holding its
+ * records is written (the records stay in the mapping until then), the frame
+ * in flight is announced in the mapping's header, and so are the clock
+ * conversion and what the file holds so far.
  */
 #include "src/recorder_int.h"
+
+#include "src/live.h"
+#include "src/ringrec.h"
+#include "src/strlog.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -55,7 +65,22 @@ static int emit_bytes(const uint8_t *p, size_t n)
         return rc;
     }
     atomic_fetch_add(&ct_rec.bytes_written, n);
+    ct_live_progress(atomic_load(&ct_rec.bytes_written), ct_rec.next_seq,
+                     atomic_load(&ct_rec.chunks), atomic_load(&ct_rec.records),
+                     atomic_load(&ct_rec.dropped));
     return 0;
+}
+
+/* The ring whose records the chunk being built holds, and up to where:
+ * its tail moves there once the chunk is written (or given up), not
+ * before, so that a SIGKILL in between finds them in the live mapping. */
+static struct ct_ring *g_src;
+static uint64_t g_src_pos;
+
+static void release_src(void)
+{
+    if (g_src && atomic_load_explicit(&g_src->tail, memory_order_relaxed) < g_src_pos)
+        atomic_store_explicit(&g_src->tail, g_src_pos, memory_order_release);
 }
 
 /* Defines, in the chunk being built, every ready string not yet in the file. */
@@ -114,7 +139,7 @@ static void stopped_note(uint32_t lost)
 }
 
 /* Finishes the chunk being built and writes it as one zstd frame. */
-static int flush_chunk(void)
+static int write_chunk(void)
 {
     if (ct_rec.enc.nrecords == 0 && ct_rec.enc.nstrings == 0)
         return 0;
@@ -152,15 +177,29 @@ static int flush_chunk(void)
         return 0;
     }
     uint64_t at = atomic_load(&ct_rec.bytes_written);
+    if (g_src)
+        ct_live_frame_begin(g_src->slot, g_src_pos, at + z);
     rc = emit_bytes(ct_rec.frame.p, z);
     if (rc) {
+        ct_live_frame_end();
         atomic_fetch_add(&ct_rec.dropped, nrec);
         return rc;
     }
     ct_cap_wrote(at, z);
     atomic_fetch_add(&ct_rec.chunks, 1);
     atomic_fetch_add(&ct_rec.records, nrec);
+    ct_live_progress(atomic_load(&ct_rec.bytes_written), ct_rec.next_seq,
+                     atomic_load(&ct_rec.chunks), atomic_load(&ct_rec.records),
+                     atomic_load(&ct_rec.dropped));
+    ct_live_frame_end();
     return 0;
+}
+
+static int flush_chunk(void)
+{
+    int rc = write_chunk();
+    release_src();
+    return rc;
 }
 
 static uint64_t to_ns(uint64_t v, unsigned flags)
@@ -168,60 +207,13 @@ static uint64_t to_ns(uint64_t v, unsigned flags)
     return (flags & CT_RF_NS) ? v : ct_clock_conv_ns(&ct_rec.conv, v);
 }
 
-/* The format's fields of a packed API record (see ring.h). */
-static void unpack_api(const uint64_t *w, unsigned flags, uint64_t *f)
-{
-    f[CT_API_START] = w[CT_PA_START];
-    f[CT_API_END] = w[CT_PA_END];
-    f[CT_API_CORR] = w[CT_PA_CORR];
-    f[CT_API_STREAM] = w[CT_PA_STREAM];
-    f[CT_API_NAME] = (uint32_t)w[CT_PA_NAME_FAMILY];
-    f[CT_API_FAMILY] = (w[CT_PA_NAME_FAMILY] >> 32) & 0xff;
-    f[CT_API_FLAGS] = (w[CT_PA_NAME_FAMILY] >> 40) & 0xff;
-    f[CT_API_COPY_KIND] = (w[CT_PA_NAME_FAMILY] >> 48) & 0xff;
-    f[CT_API_RESULT] = (uint64_t)(int64_t)(int32_t)(uint32_t)w[CT_PA_RESULT_DEV];
-    f[CT_API_DEVICE] = (uint64_t)(int64_t)(int32_t)(uint32_t)(w[CT_PA_RESULT_DEV] >> 32);
-    if (flags & CT_RF_SDEV) {
-        f[CT_API_STREAM] = w[CT_PA_STREAM] & ((1ull << 48) - 1);
-        f[CT_API_DEVICE] = (uint64_t)(int64_t)((int)(w[CT_PA_STREAM] >> 48) - 1);
-    }
-    f[CT_API_KERNEL] = (uint32_t)w[CT_PA_KERNEL_SHMEM];
-    f[CT_API_SHMEM] = w[CT_PA_KERNEL_SHMEM] >> 32;
-    f[CT_API_GRID_X] = (uint32_t)w[CT_PA_GRID_XY];
-    f[CT_API_GRID_Y] = w[CT_PA_GRID_XY] >> 32;
-    f[CT_API_GRID_Z] = (uint32_t)w[CT_PA_GRID_Z_BLK_X];
-    f[CT_API_BLOCK_X] = w[CT_PA_GRID_Z_BLK_X] >> 32;
-    f[CT_API_BLOCK_Y] = (uint32_t)w[CT_PA_BLK_YZ];
-    f[CT_API_BLOCK_Z] = w[CT_PA_BLK_YZ] >> 32;
-    f[CT_API_BYTES] = w[CT_PA_BYTES];
-}
-
 /* Adds one in-memory record to the chunk, converting its time fields. */
 static void add_record(unsigned kind, unsigned flags, const uint64_t *w, unsigned nwords)
 {
-    uint64_t unpacked[CT_API_NFIELDS];
-    if (kind == CT_REC_API && (flags & CT_RF_PACKED)) {
-        if (nwords != CT_PA_NWORDS)
-            return;
-        unpack_api(w, flags, unpacked);
-        w = unpacked;
-        nwords = CT_API_NFIELDS;
-    }
-    if (kind == 0 || kind >= CT_REC_KIND_COUNT || nwords != ct_kind_table[kind].nfields)
-        return; /* cannot happen with our own emitters; never trust it anyway */
     uint64_t f[CT_MAX_FIELDS];
-    const uint8_t *codec = ct_kind_table[kind].codec;
-    for (unsigned i = 0; i < nwords; i++) {
-        uint64_t v = w[i];
-        switch (codec[i]) {
-        case CT_CODEC_TIME:
-        case CT_CODEC_END: v = to_ns(v, flags); break;
-        case CT_CODEC_OTIME:
-        case CT_CODEC_OEND: v = v ? to_ns(v, flags) : 0; break;
-        default: break;
-        }
-        f[i] = v;
-    }
+    nwords = ct_ringrec_fields(kind, flags, w, nwords, &ct_rec.conv, ct_clock_tsc, f);
+    if (!nwords)
+        return; /* cannot happen with our own emitters; never trust it anyway */
     ct_flight_saw(kind, f);
     ct_file_saw(kind, f);
     if (ct_rec.enc.nrecords >= CT_CHUNK_MAX_RECORDS) {
@@ -266,21 +258,30 @@ static void drain_ring(unsigned slot, uint64_t now_ns, int force)
               (avail > 0 && now_ns - r->last_drain_ns >= (uint64_t)ct_rec.flush_ms * 1000000u);
     if (due && (avail > 0 || dropped != r->dropped_reported)) {
         ct_chunk_begin(&ct_rec.enc, r->tid, ct_rec.next_seq, first_time(r, tail, head, now_ns));
+        g_src = r;
+        g_src_pos = tail;
         uint64_t pos = tail;
         while (pos < head) {
             const struct ct_rec_hdr *h = (const void *)(r->data + (pos & r->mask));
+            if (h->kind != 0 && ct_rec.enc.nrecords >= CT_CHUNK_MAX_RECORDS) {
+                /* a full chunk holds the records before pos */
+                flush_chunk();
+                ct_chunk_begin(&ct_rec.enc, r->tid, ct_rec.next_seq,
+                               first_time(r, pos, head, now_ns));
+            }
             if (h->kind != 0)
                 add_record(h->kind, h->flags, (const uint64_t *)(h + 1), h->nwords);
             pos += 8u + (uint64_t)h->nwords * 8u;
+            g_src_pos = pos;
         }
-        /* The records are copied into the encoder: give the space back first,
-         * compression and I/O happen after. */
-        atomic_store_explicit(&r->tail, head, memory_order_release);
+        /* The ring's space goes back once the chunk is written (flush_chunk):
+         * until then a SIGKILL leaves the records in the live mapping. */
         if (dropped != r->dropped_reported) {
             add_drop(dropped - r->dropped_reported, CT_DROP_RING_FULL, now_ns);
             r->dropped_reported = dropped;
         }
         flush_chunk();
+        g_src = NULL;
         r->last_drain_ns = now_ns;
     }
     if (due && exited) {
@@ -301,12 +302,21 @@ static void emit_clock_record(void)
     ct_rec.last_sync_ns = p.mono_ns;
 }
 
+/* For the string log's trim: the id is defined in a chunk already written. */
+static int str_in_file(void *ctx, uint32_t id)
+{
+    (void)ctx;
+    return id / 8 < (size_t)ct_strings.max_ids / 8 + 1 &&
+           (ct_rec.str_emitted[id / 8] & (1u << (id % 8)));
+}
+
 static void writer_pass(int force)
 {
     struct ct_clock_pair p;
     ct_clock_pair_take(&p);
     ct_clock_conv_update(&ct_rec.conv, &p);
     ct_clock_publish(&ct_rec.conv);
+    ct_live_conv_set(&ct_rec.conv);
     if (p.mono_ns - ct_rec.last_sync_ns >= CT_SYNC_PERIOD_NS)
         emit_clock_record();
     uint64_t nb = atomic_load(&ct_rec.no_buffer_drops);
@@ -318,9 +328,12 @@ static void writer_pass(int force)
             ct_rec.no_buffer_reported = nb;
         }
     }
+    ct_live_beat(p.mono_ns, ct_strtab_limit(&ct_strings));
     unsigned hwm = atomic_load(&ct_rec.nrings_hwm);
     for (unsigned i = 0; i < hwm; i++)
         drain_ring(i, p.mono_ns, force);
+    /* every chunk built is written now: the log lets go of what they define */
+    ct_strlog_trim(atomic_load(&ct_strings.log), str_in_file, NULL);
 }
 
 static void write_footer(void)
@@ -457,6 +470,47 @@ static void passes_end(void)
 }
 #endif
 
+/* Where the rings live, once in the trace (recorder metadata "buffers":
+ * shm, dir or private), and why not in a live mapping when one was asked
+ * for. */
+static void say_buffers(void)
+{
+    const char *path = ct_live_where_path(), *shm = ct_live_shm_dir();
+    size_t sl = strlen(shm);
+    const char *where = !ct_live_on()                                ? "private"
+                        : !strncmp(path, shm, sl) && path[sl] == '/' ? "shm"
+                                                                     : "dir";
+    uint64_t f[CT_META_NFIELDS] = {ct_clock_now(), CT_SCOPE_RECORDER, 0, ct_intern("buffers"),
+                                   ct_intern(where)};
+    ct_emit(CT_REC_META, 0, f, CT_META_NFIELDS);
+    if (!ct_live_on() && ct_rec.live_why[0]) {
+        char what[900];
+        snprintf(what, sizeof(what),
+                 "cutrace: no live mapping (%s): the buffers are in private memory, and a "
+                 "SIGKILL loses the records not yet written",
+                 ct_rec.live_why);
+        ct_emit_error(what, -ENOSPC);
+    }
+}
+
+/* Threads whose ring could not be in the live mapping: said once. */
+static void say_private_rings(void)
+{
+    if (ct_rec.private_said || !ct_live_on())
+        return;
+    uint64_t n = ct_live_private_rings();
+    if (!n)
+        return;
+    ct_rec.private_said = 1;
+    char what[300];
+    snprintf(what, sizeof(what),
+             "cutrace: a thread's buffer could not be in the live mapping (its folder is full, or "
+             "it has no free slot): that thread's buffer is in private memory, and a SIGKILL "
+             "loses its records not yet written (%llu thread%s so far)",
+             (unsigned long long)n, n == 1 ? "" : "s");
+    ct_emit_error(what, -ENOSPC);
+}
+
 /* The fatal signal a handler asked a flush for (ct_recorder_flush_fatal),
  * as process metadata at the time it arrived. */
 static void emit_fatal_signal(void)
@@ -482,6 +536,7 @@ static void *writer_main(void *arg)
     ct_rec.writer_tid = (pid_t)syscall(SYS_gettid);
     ct_thread_ring_register();
     emit_clock_record();
+    say_buffers();
     passes_end(); /* begun by ct_writer_spawn: the thread's start allocates too */
     for (;;) {
         struct timespec dl;
@@ -519,6 +574,7 @@ static void *writer_main(void *arg)
             break;
         }
         flight_work(0);
+        say_private_rings();
         run_ticks();
         if (flush != ct_rec.flush_done) {
             /* A second pass picks up what the first one's own records added. */
@@ -594,9 +650,21 @@ int ct_writer_open(const struct ct_recorder_config *cfg, const struct ct_meta_kv
                    size_t nmeta)
 {
     ct_flight_init(cfg);
+    /* a forked child's copy of its parent's drain in progress means nothing */
+    g_src = NULL;
     int frc = ct_file_open(cfg);
     if (frc)
         return frc;
+    /* the trace's name is ours now: its live mapping (not for the flight
+     * recorder, whose window lives in the writer's memory) */
+    ct_rec.live_why[0] = 0;
+    if (!ct_flight_on()) {
+        struct ct_live_cfg lc = {cfg->path, cfg->buffers, ct_rec.ring_bytes, cfg->pid, cfg->gen};
+        ct_live_open(&lc, ct_rec.live_why, sizeof(ct_rec.live_why));
+        if (ct_rec.file_created)
+            ct_live_file_created();
+    }
+    ct_rec.private_said = 0;
     atomic_store(&ct_rec.write_error, 0);
     ZSTD_CCtx *cctx = ZSTD_createCCtx();
     if (!cctx) {
@@ -610,6 +678,7 @@ int ct_writer_open(const struct ct_recorder_config *cfg, const struct ct_meta_kv
     struct ct_clock_pair p;
     ct_clock_pair_take(&p);
     ct_clock_conv_init(&ct_rec.conv, &p);
+    ct_live_conv_set(&ct_rec.conv);
     ct_rec.last_sync_ns = p.mono_ns;
     ct_cap_init(0, 0);
     int rc = write_header(cfg, &p);
@@ -629,6 +698,7 @@ int ct_writer_open(const struct ct_recorder_config *cfg, const struct ct_meta_kv
 void ct_writer_close(void)
 {
     ct_file_close();
+    ct_live_close(); /* the footer is written, or there is no trace to finish */
     ZSTD_freeCCtx(ct_rec.cctx);
     ct_rec.cctx = NULL;
     ct_chunk_enc_free(&ct_rec.enc);

@@ -39,11 +39,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "src/live.h"
 #include "src/ownfd.h"
 
 #define CT_DEFER_MAX ((size_t)4 << 20) /* a process this busy gets its trace anyway */
 
 static const int k_create = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+
+void (*ct_on_file_created)(void);
 
 static int create_now(void)
 {
@@ -54,6 +57,8 @@ static int create_now(void)
     ct_rec.file_dev = atomic_load(&ct_own_slots[slot].dev);
     ct_rec.file_ino = atomic_load(&ct_own_slots[slot].ino);
     ct_rec.file_created = 1;
+    if (ct_on_file_created)
+        ct_on_file_created();
     return 0;
 }
 
@@ -229,6 +234,8 @@ static int promote(void)
     int rc = create_now();
     if (!rc && ct_rec.pending.len)
         rc = file_append(ct_rec.pending.p, ct_rec.pending.len);
+    if (!rc)
+        ct_live_file_created();
     ct_buf_free(&ct_rec.pending);
     return rc;
 }
@@ -240,6 +247,10 @@ int ct_file_write(const uint8_t *p, size_t n)
             if (ct_buf_reserve(&ct_rec.pending, n))
                 return -ENOMEM;
             memcpy(ct_rec.pending.p + ct_rec.pending.len, p, n);
+            /* and in the live mapping, where a salvage finds them if the
+             * process dies before it is worth a file; a failure there
+             * costs only that */
+            ct_live_pend_write(ct_rec.pending.len, p, n);
             ct_rec.pending.len += n;
             return 0;
         }

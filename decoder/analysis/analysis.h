@@ -90,6 +90,7 @@ struct ct_coll_row {
     uint64_t count;
     double p50, p90, max;                    /* GPU duration, ns */
     double skew_p50, wait_p50, transfer_p50; /* over matched instances, ns */
+    double wait_sum;                         /* the matched instances' waits, summed (ns) */
     double algbw, busbw;                     /* GB/s from p50 */
     uint64_t matched;
 };

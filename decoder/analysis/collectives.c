@@ -272,6 +272,9 @@ int ct_collectives_table(struct ct_report *rep)
         row->p90 = ct_percentile(d, j - i, 90);
         row->max = d[j - i - 1];
         row->p50 = ct_percentile(d, j - i, 50);
+        row->wait_sum = 0;
+        for (size_t k = 0; k < nm; k++)
+            row->wait_sum += w[k];
         row->wait_p50 = ct_median(w, nm);
         row->transfer_p50 = ct_median(t, nm);
         row->algbw = row->p50 > 0 ? (double)row->bytes / row->p50 : 0; /* bytes/ns = GB/s */

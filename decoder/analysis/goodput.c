@@ -29,8 +29,8 @@ const char *ct_gp_part_name(int part)
 
 const char *ct_ended_name(int ended)
 {
-    static const char *const n[] = {"exit", "signal", "truncated", "hang"};
-    return ended >= 0 && ended <= CT_END_HANG ? n[ended] : "?";
+    static const char *const n[] = {"exit", "signal", "truncated", "hang", "killed"};
+    return ended >= 0 && ended <= CT_END_KILLED ? n[ended] : "?";
 }
 
 const char *ct_lost_rule_name(int rule)
@@ -225,6 +225,7 @@ struct rank_part {
     struct ct_ivset ckpt_main; /* ... of the main process */
     struct ct_ivset data;      /* the main process's data waits */
     struct ct_ivset fread;     /* reads of regular files, any process */
+    struct ct_ivset htod;      /* host-to-device copies, any process */
     int64_t end;               /* its last record */
     int clean;                 /* every process of it finished its trace, no fatal signal */
     int64_t last_launch;       /* the latest host start of a launch/copy/NCCL call */
@@ -269,9 +270,11 @@ static int rank_sets(const struct wp *w, size_t n, size_t a, size_t rank, struct
         rc = set_union_into(&rp->ckpt, &p->ckpt);
         if (!rc)
             rc = set_union_into(&rp->fread, &p->file_read);
+        if (!rc)
+            rc = set_union_into(&rp->htod, &p->htod);
         if (w[i].e > rp->end)
             rp->end = w[i].e;
-        if (p->cov.truncated || p->life.signal)
+        if (p->cov.truncated || p->life.signal || p->life.salvaged)
             rp->clean = 0;
         if (p->nlaunches && p->launch_hi > rp->last_launch)
             rp->last_launch = p->launch_hi;
@@ -290,6 +293,7 @@ static void rank_parts_free(struct rank_part *rp)
     ct_ivset_free(&rp->ckpt_main);
     ct_ivset_free(&rp->data);
     ct_ivset_free(&rp->fread);
+    ct_ivset_free(&rp->htod);
     ct_ivset_free(&rp->cov);
     free(rp->own);
 }
@@ -375,6 +379,36 @@ static void iters_in(const struct ct_rank_result *rr, int64_t as, int64_t ae,
 static int64_t ivlen_in(const struct ct_ivset *a, int64_t lo, int64_t hi)
 {
     return hi > lo ? ct_ivset_len_in(a, lo, hi) : 0;
+}
+
+/*
+ * A restore in [as, fs) (the start-up of an attempt after the first): the
+ * checkpoint's reading (regular files read) and the copies of that state to
+ * the GPU that follow it (host-to-device copies after the first read: the
+ * calls and the GPU intervals), before the first step. Their union's
+ * length; 0 or -ENOMEM (*len then the reads alone).
+ */
+static int restore_len(const struct rank_part *rp, int64_t as, int64_t fs, int64_t *len)
+{
+    *len = ivlen_in(&rp->fread, as, fs);
+    size_t i = 0;
+    while (i < rp->fread.n && rp->fread.v[i].e <= as)
+        i++;
+    if (!*len || i == rp->fread.n || !rp->htod.n)
+        return 0;
+    int64_t r0 = rp->fread.v[i].s > as ? rp->fread.v[i].s : as; /* the reading's start */
+    struct ct_ivset a = {0}, b = {0}, u = {0};
+    int rc = ct_ivset_clip(&rp->fread, as, fs, &a);
+    if (!rc)
+        rc = ct_ivset_clip(&rp->htod, r0, fs, &b);
+    if (!rc)
+        rc = ct_ivset_union(&a, &b, &u);
+    if (!rc)
+        *len = ct_ivset_len(&u);
+    ct_ivset_free(&a);
+    ct_ivset_free(&b);
+    ct_ivset_free(&u);
+    return rc;
 }
 
 /* The end of the last checkpoint I/O that overlaps [lo, hi), clipped to
@@ -473,7 +507,9 @@ static int partition(struct rank_part *rp, size_t nkept, int64_t as, int64_t cut
     double su[CT_GP_NPARTS] = {0};
     gap_c(rp, as, fs, CT_GP_STARTUP, 1, su);
     int64_t sul = (int64_t)(su[CT_GP_STARTUP] + su[CT_GP_CHECKPOINT] + su[CT_GP_DATA]);
-    int64_t r = restore && sul ? ivlen_in(&rp->fread, as, as + sul) : 0;
+    int64_t r = 0;
+    if (restore && sul && restore_len(rp, as, as + sul, &r))
+        return -ENOMEM;
     part[CT_GP_RESTORE] += (double)r;
     part[CT_GP_STARTUP] += (double)(sul - r);
     if (!nk)
@@ -560,6 +596,24 @@ static int64_t first_index(const struct ct_report *rep, const struct wp *w, size
     return first == INT64_MAX ? -1 : first;
 }
 
+/* 1 when every step range or mark of the processes w[0..n) has a number in
+ * its name ("ProfilerStep#12"), and there is one: their iterations'
+ * indexes are then the job's own step numbers, the same in every attempt.
+ * Names without numbers are numbered by their order, which starts again
+ * with a restarted process: no step of one attempt is "run again" by
+ * number in the next. */
+static int names_numbered(const struct wp *w, size_t n)
+{
+    int any = 0;
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < w[i].p->nsteps; k++) {
+            if (w[i].p->steps[k].num == CT_STEP_NONE)
+                return 0;
+            any = 1;
+        }
+    return any;
+}
+
 /* The parts of attempt a (spans in att[]; w: its processes, by rank; wn,
  * nn: the next attempt's). */
 static int attempt_parts(const struct ct_report *rep, struct wp *w, size_t n, const struct wp *wn,
@@ -579,6 +633,9 @@ static int attempt_parts(const struct ct_report *rep, struct wp *w, size_t n, co
     int numbered = 1;
     for (size_t r = 0; r < rep->nr; r++)
         numbered &= rep->rr[r].iter_src == CT_ITER_RANGES || rep->rr[r].iter_src == CT_ITER_MARKS;
+    /* steps run again are the numbers the next attempt repeats, when the
+     * steps' names carry numbers in both */
+    int by_name = numbered && names_numbered(w, n) && a + 1 < natt && names_numbered(wn, nn);
     int rc = 0;
     size_t ranks = 0;
     int64_t first_kept = INT64_MAX, last_kept = INT64_MIN;
@@ -637,7 +694,7 @@ static int attempt_parts(const struct ct_report *rep, struct wp *w, size_t n, co
                     break;
                 }
             int64_t maxidx = rp.it[rp.nit - 1].index;
-            if (numbered && n0 >= 0 && n0 <= maxidx + 1) {
+            if (by_name && n0 >= 0 && n0 <= maxidx + 1) {
                 A->lost_rule = CT_LOST_RESTEP;
                 while (nkept && rp.it[nkept - 1].index >= n0)
                     nkept--;
@@ -702,11 +759,13 @@ static int attempt_parts(const struct ct_report *rep, struct wp *w, size_t n, co
     return rc;
 }
 
-/* How attempt a ended: a hang the shim detected, a fatal signal, a trace
- * cut short (SIGKILL, a crash the handlers could not see), else exit. */
+/* How attempt a ended: a hang the shim detected, a fatal signal, a process
+ * killed (SIGKILL: its trace completed from its live mapping), a trace cut
+ * short (SIGKILL with buffers in private memory, a crash the handlers could
+ * not see), else exit. Only a cut trace leaves its end uncertain. */
 static void attempt_end(struct ct_attempt *A, const struct wp *w, size_t n, size_t a)
 {
-    int hang = 0, sig = 0, trunc = 0;
+    int hang = 0, sig = 0, trunc = 0, killed = 0;
     uint32_t flush = 0;
     for (size_t i = 0; i < n; i++) {
         if (w[i].att != a)
@@ -715,6 +774,7 @@ static void attempt_end(struct ct_attempt *A, const struct wp *w, size_t n, size
         hang |= l->hang_ns != INT64_MIN;
         if (l->signal && !sig)
             sig = l->signal;
+        killed |= l->salvaged && !l->signal;
         if (w[i].p->cov.truncated && !l->signal) {
             trunc = 1;
             uint32_t f = l->flush_ms ? l->flush_ms : CT_FLUSH_MS_DEFAULT;
@@ -722,7 +782,11 @@ static void attempt_end(struct ct_attempt *A, const struct wp *w, size_t n, size
         }
     }
     A->signal = sig;
-    A->ended = hang ? CT_END_HANG : sig ? CT_END_SIGNAL : trunc ? CT_END_TRUNCATED : CT_END_EXIT;
+    A->ended = hang     ? CT_END_HANG
+               : sig    ? CT_END_SIGNAL
+               : killed ? CT_END_KILLED
+               : trunc  ? CT_END_TRUNCATED
+                        : CT_END_EXIT;
     A->end_uncertainty = trunc ? (int64_t)flush * 1000000 : 0;
 }
 

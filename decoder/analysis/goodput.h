@@ -42,7 +42,10 @@ enum ct_part {
 /* "startup", "productive", ... as JSON keys take them (with "_us") */
 const char *ct_gp_part_name(int part);
 
-enum ct_ended { CT_END_EXIT = 0, CT_END_SIGNAL, CT_END_TRUNCATED, CT_END_HANG };
+/* killed: a process died without finishing its trace, by a signal no handler saw (SIGKILL),
+ * and its trace was completed from its live mapping: nothing was lost, the signal is not
+ * known (a known one is CT_END_SIGNAL) */
+enum ct_ended { CT_END_EXIT = 0, CT_END_SIGNAL, CT_END_TRUNCATED, CT_END_HANG, CT_END_KILLED };
 const char *ct_ended_name(int ended);
 
 /* How an attempt's lost steps were found. */
@@ -69,7 +72,8 @@ struct ct_attempt {
     int64_t first_step, last_step; /* indexes of its productive steps, -1 none */
     int64_t hang_since;            /* the hang's onset, INT64_MIN none */
     int64_t end_uncertainty;       /* ns its end may lie after the last record: a truncated
-                                    * trace loses what was not flushed (CUTRACE_FLUSH_MS) */
+                                    * trace loses what was not flushed (CUTRACE_FLUSH_MS);
+                                    * 0 for one completed from its live mapping */
     /* ns of its span the parts are of (mean over its ranks): what the
      * traces recorded, less window edges; part[] sums to it. The rest of
      * the span is uncovered: no part, and not in the goodput. */

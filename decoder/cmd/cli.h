@@ -20,6 +20,8 @@ int ct_cmd_summarize(int argc, char **argv);     /* decoder/cmd/summarize.c */
 int ct_cmd_goodput(int argc, char **argv);       /* decoder/cmd/goodput.c */
 int ct_cmd_critical_path(int argc, char **argv); /* decoder/cmd/critical_path.c */
 int ct_cmd_whatif(int argc, char **argv);        /* decoder/cmd/whatif.c */
+int ct_cmd_salvage(int argc, char **argv);       /* decoder/cmd/salvage.c */
+int ct_cmd_fleet(int argc, char **argv);         /* decoder/cmd/fleet.c */
 /* critical-path and whatif share options and loading (critical_path.c) */
 int ct_cmd_cp_main(int argc, char **argv, int whatif);
 

@@ -7,6 +7,7 @@
  * CUTRACE_OUTPUT), as `cutrace run` makes a new folder per run.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
@@ -48,14 +49,32 @@ static int proc_output(long long pid, char *out, size_t n)
     return -1;
 }
 
-/* 0 when the process maps libcutrace.so (or its maps cannot be read: the
- * control file is then written anyway), -1 when it does not. */
+/* 1 when the process is gone or a zombie (ended, not reaped yet). */
+static int proc_ended(long long pid)
+{
+    char stat[512];
+    if (kill((pid_t)pid, 0) != 0 && errno == ESRCH)
+        return 1;
+    ssize_t n = proc_read(pid, "stat", stat, sizeof(stat));
+    const char *p = n > 0 ? strrchr(stat, ')') : NULL; /* the name may hold spaces */
+    return n <= 0 || (p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X'));
+}
+
+/* 0 when the process maps libcutrace.so (or its maps cannot be read or
+ * are empty: the control file is then written anyway), -1 when it does
+ * not. */
 static int proc_has_shim(long long pid)
 {
     static char maps[1 << 20];
     ssize_t len = proc_read(pid, "maps", maps, sizeof(maps));
-    return len < 0 || strstr(maps, "libcutrace") ? 0 : -1;
+    /* empty: a process that has exited and not been reaped yet (its
+     * mappings are gone): nothing to tell, as before it ended */
+    return len <= 0 || strstr(maps, "libcutrace") ? 0 : -1;
 }
+
+/* How long a request waits for the process's writer to take it: its poll
+ * is every 50 ms (shim/capture.c), a loaded machine may delay it. */
+#define CONTROL_WAIT_MS 3000
 
 /* cmd: the command's name; word: what goes in the control file. */
 static int control(const char *cmd, const char *word, int argc, char **argv)
@@ -86,44 +105,110 @@ static int control(const char *cmd, const char *word, int argc, char **argv)
         return CT_EXIT_USAGE;
     }
     int status = 0;
-    for (int i = optind; i < argc; i++) {
+    /* every request written first, then every one waited for: a launcher
+     * asking all its ranks opens their windows together, not one poll
+     * period (50 ms) apart per rank */
+    size_t n = (size_t)(argc - optind);
+    struct request {
         long long pid;
-        if (ct_parse_int(argv[i], 1, INT32_MAX, &pid) != 0) {
-            fprintf(stderr, "cutrace %s: %s: expected a process id\n", cmd, argv[i]);
+        char path[PATH_MAX + 64];
+        char dir[PATH_MAX - 64];
+        int state; /* 0 waiting, 1 done */
+    } *req = calloc(n ? n : 1, sizeof(*req));
+    if (!req) {
+        fprintf(stderr, "cutrace %s: out of memory\n", cmd);
+        return CT_EXIT_BAD_INPUT;
+    }
+    for (size_t k = 0; k < n; k++) {
+        struct request *q = &req[k];
+        q->state = 1;
+        const char *arg = argv[optind + (int)k];
+        if (ct_parse_int(arg, 1, INT32_MAX, &q->pid) != 0) {
+            fprintf(stderr, "cutrace %s: %s: expected a process id\n", cmd, arg);
             status = CT_EXIT_USAGE;
             continue;
         }
-        if (kill((pid_t)pid, 0) != 0 && errno == ESRCH) {
-            fprintf(stderr, "cutrace %s: no process %lld\n", cmd, pid);
+        if (kill((pid_t)q->pid, 0) != 0 && errno == ESRCH) {
+            fprintf(stderr, "cutrace %s: no process %lld\n", cmd, q->pid);
             status = CT_EXIT_BAD_INPUT;
             continue;
         }
-        if (proc_has_shim(pid) != 0) {
+        if (proc_has_shim(q->pid) != 0) {
             fprintf(stderr,
                     "cutrace %s: process %lld has no libcutrace.so loaded (run it under "
                     "cutrace run or with LD_PRELOAD)\n",
-                    cmd, pid);
+                    cmd, q->pid);
             status = CT_EXIT_BAD_INPUT;
             continue;
         }
-        char own[PATH_MAX - 64];
-        const char *d = dir;
-        if (!d) { /* where the process records: its CUTRACE_OUTPUT, else the shim's "." */
+        if (dir) {
+            snprintf(q->dir, sizeof(q->dir), "%s", dir);
+        } else if (proc_output(q->pid, q->dir, sizeof(q->dir)) != 0) {
+            /* where the process records: its CUTRACE_OUTPUT, else the shim's "." */
             const char *env = getenv("CUTRACE_OUTPUT");
-            d = proc_output(pid, own, sizeof(own)) == 0 ? own : env && *env ? env : ".";
+            snprintf(q->dir, sizeof(q->dir), "%s", env && *env ? env : ".");
         }
-        char tmp[PATH_MAX + 64], path[PATH_MAX + 64];
-        snprintf(tmp, sizeof(tmp), "%s/.cutrace-control-%lld.tmp%d", d, pid, (int)getpid());
-        snprintf(path, sizeof(path), "%s/.cutrace-control-%lld", d, pid);
-        FILE *f = fopen(tmp, "w");
-        if (!f || fprintf(f, "%s\n", word) < 0 || fclose(f) != 0 || rename(tmp, path) != 0) {
-            fprintf(stderr, "cutrace %s: cannot write %s: %s\n", cmd, path, strerror(errno));
+        char tmp[PATH_MAX + 64];
+        snprintf(tmp, sizeof(tmp), "%s/.cutrace-control-%lld.tmp%d", q->dir, q->pid, (int)getpid());
+        snprintf(q->path, sizeof(q->path), "%s/.cutrace-control-%lld", q->dir, q->pid);
+        /* 0600 whatever the umask: the shim obeys only a control file of
+         * its user's that no one else may write (shim/capture.c) */
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+        if (!f && fd >= 0)
+            close(fd);
+        if (!f || fprintf(f, "%s\n", word) < 0 || fclose(f) != 0 || rename(tmp, q->path) != 0) {
+            fprintf(stderr, "cutrace %s: cannot write %s: %s\n", cmd, q->path, strerror(errno));
             unlink(tmp);
             status = CT_EXIT_BAD_INPUT;
             continue;
         }
-        printf("cutrace: asked %lld to %s\n", pid, cmd);
+        q->state = 0;
     }
+    /* the writer takes the file (it removes it) at its next poll, about
+     * every 50 ms: waiting for that makes the command's return the moment
+     * the windows opened or closed, and says when nobody listens */
+    for (int t = 0; t <= CONTROL_WAIT_MS / 5; t++) {
+        size_t waiting = 0;
+        for (size_t k = 0; k < n; k++) {
+            struct request *q = &req[k];
+            if (q->state)
+                continue;
+            if (access(q->path, F_OK) != 0 && errno == ENOENT) {
+                q->state = 1;
+                printf("cutrace: %lld %s\n", q->pid,
+                       !strcmp(word, "start")  ? "started a capture window"
+                       : !strcmp(word, "stop") ? "closed its capture window"
+                                               : "wrote its flight recorder's window");
+            } else if (proc_ended(q->pid)) {
+                q->state = 1;
+                unlink(q->path);
+                /* its window closed with it: what a stop asked for */
+                if (!strcmp(word, "stop")) {
+                    printf("cutrace: %lld ended: its capture window closed with it\n", q->pid);
+                } else {
+                    fprintf(stderr, "cutrace %s: process %lld ended before it took the request\n",
+                            cmd, q->pid);
+                    status = CT_EXIT_BAD_INPUT;
+                }
+            } else if (t == CONTROL_WAIT_MS / 5) {
+                q->state = 1;
+                unlink(q->path);
+                fprintf(stderr,
+                        "cutrace %s: process %lld did not take the request within %d ms: its "
+                        "shim listens only when it records in windows (CUTRACE_START=paused, "
+                        "CUTRACE_DURATION, light mode) or with the flight recorder, into %s\n",
+                        cmd, q->pid, CONTROL_WAIT_MS, q->dir);
+                status = CT_EXIT_BAD_INPUT;
+            } else {
+                waiting++;
+            }
+        }
+        if (!waiting)
+            break;
+        usleep(5000);
+    }
+    free(req);
     return status;
 }
 

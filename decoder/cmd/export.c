@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,60 @@
 #include "decoder/util/options.h"
 #include "decoder/util/outfile.h"
 #include "decoder/read/job.h"
+
+/*
+ * The largest Chrome file written without --max-size: 1 GB. chrome://tracing
+ * stops at 256 MB, and Perfetto UI's trace processor runs in the browser
+ * with about 2 GB of memory for the whole trace (Perfetto, "Visualising
+ * large traces"), a 900 MB JSON file having already crashed it (Perfetto
+ * issue 99). Past 1 GB the user is better served by a slice (--ranks,
+ * --iterations, --window), or by Perfetto's native trace_processor --httpd
+ * with --max-size raised.
+ */
+#define CT_EXPORT_MAX_BYTES 1000000000ull
+
+/* SIZE: bytes, or a number with k, M, G, T (powers of 1000, as the size
+ * is reported), e.g. 500M, 2.5G; "none": no limit (UINT64_MAX). 0 or -1. */
+static int parse_size(const char *s, uint64_t *out)
+{
+    if (!strcmp(s, "none")) {
+        *out = UINT64_MAX;
+        return 0;
+    }
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || errno || !(v > 0) || v > 1e18)
+        return -1;
+    double mul = 1;
+    if (*end) {
+        const char *u = strchr("kMGT", *end);
+        if (!u || end[1])
+            return -1;
+        for (const char *q = "kMGT"; q <= u; q++)
+            mul *= 1000;
+    }
+    if (v * mul > 1.8e19)
+        return -1;
+    *out = (uint64_t)(v * mul);
+    return *out ? 0 : -1;
+}
+
+/* "6.7 GB" */
+static void human_bytes(uint64_t b, char *buf, size_t n)
+{
+    static const char *const unit[] = {"bytes", "kB", "MB", "GB", "TB"};
+    double v = (double)b;
+    int u = 0;
+    while (v >= 1000 && u < 4) {
+        v /= 1000;
+        u++;
+    }
+    if (u)
+        snprintf(buf, n, "%.1f %s", v, unit[u]);
+    else
+        snprintf(buf, n, "%" PRIu64 " bytes", b);
+}
 
 static int cmp_src(const void *a, const void *b)
 {
@@ -66,11 +121,10 @@ static int build_job(struct ct_export_job *x, struct ct_inputs *in, const struct
             s->host = p->host ? p->host : R->host;
             s->rank = R->rank;
             s->pid = p->pid;
-            s->shift = p->clock_offset + R->skew_ns - x->job.t0;
+            s->shift = p->clock_offset + R->skew_ns; /* to the job clock */
         }
     }
     qsort(x->src, x->nsrc, sizeof(*x->src), cmp_src);
-    x->origin_realtime_ns = x->job.t0;
     return 0;
 }
 
@@ -85,7 +139,7 @@ static void free_job(struct ct_export_job *x)
 /* The selection against the job: ranks it does not have are an error (a
  * typo would export nothing), and --iterations A-B becomes the window from
  * the earliest start to the latest end of those iterations over the
- * selected ranks. Returns 0 or -EINVAL with err set. */
+ * selected ranks, on the job clock. Returns 0 or -EINVAL with err set. */
 static int select_job(struct ct_export_job *x, int iters, int64_t first, int64_t last, char *err,
                       size_t errlen)
 {
@@ -122,8 +176,8 @@ static int select_job(struct ct_export_job *x, int iters, int64_t first, int64_t
         snprintf(err, errlen, "--iterations: no iteration in that range on the selected ranks");
         return -EINVAL;
     }
-    s->lo = lo - x->job.t0;
-    s->hi = hi - x->job.t0;
+    s->lo = lo;
+    s->hi = hi;
     return 0;
 }
 
@@ -161,7 +215,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: cutrace export --format chrome|sqlite -o FILE [--step NAME] [--ranks LIST]\n"
             "                      [--iterations A-B | --window START-END] [--critical-path]\n"
-            "                      TRACE|DIR...\n"
+            "                      [--max-size SIZE] TRACE|DIR...\n"
             "  --format chrome  Chrome trace-event JSON (ui.perfetto.dev, chrome://tracing)\n"
             "  --format sqlite  SQLite database shaped like Nsight Systems' export\n"
             "  -o FILE          the file to write (replaced once complete; never an input or\n"
@@ -172,6 +226,8 @@ static void usage(FILE *f)
             "  --window S-E     only what overlaps S..E us on the job clock (report's start_us)\n"
             "  --critical-path  chrome: also each step's critical path, a slice per edge on a\n"
             "                   \"critical path\" track per rank, chained by flow arrows\n"
+            "  --max-size SIZE  chrome: refuse (exit 2) when the file would be larger than\n"
+            "                   SIZE (default 1G; k/M/G/T: powers of 1000; none: no limit)\n"
             "  --run ID         the run to export when the operands hold several\n"
             "Formats and schema: docs/export.md.\n");
 }
@@ -183,7 +239,8 @@ int ct_cmd_export(int argc, char **argv)
     const char *format = NULL, *ranks = NULL;
     int64_t it_first = 0, it_last = -1;
     double w0 = 0, w1 = 0;
-    int have_iters = 0, have_window = 0, cpath = 0;
+    int have_iters = 0, have_window = 0, cpath = 0, have_max = 0;
+    uint64_t max_size = CT_EXPORT_MAX_BYTES;
     int c;
     optind = 1;
     opterr = 0;
@@ -217,12 +274,23 @@ int ct_cmd_export(int argc, char **argv)
             have_window = 1;
             break;
         case 'c': cpath = 1; break;
+        case 'M':
+            if (parse_size(optarg, &max_size)) {
+                fprintf(stderr,
+                        "cutrace export: --max-size '%s': expected a size in bytes > 0, with "
+                        "k, M, G or T (powers of 1000), e.g. 2G, or none\n",
+                        optarg);
+                return CT_EXIT_USAGE;
+            }
+            have_max = 1;
+            break;
         case 'h': usage(stdout); return 0;
         default:
             fprintf(stderr,
                     "cutrace export: unknown or incomplete option '%s'; allowed: "
                     "--format chrome|sqlite, -o FILE, --step NAME, --ranks LIST, "
-                    "--iterations A-B, --window START-END, --critical-path, --run ID\n",
+                    "--iterations A-B, --window START-END, --critical-path, --max-size SIZE, "
+                    "--run ID\n",
                     argv[optind - 1]);
             return CT_EXIT_USAGE;
         }
@@ -259,6 +327,12 @@ int ct_cmd_export(int argc, char **argv)
         sqlite = 1;
     } else if (strcmp(format, "chrome") != 0) {
         fprintf(stderr, "cutrace export: --format '%s': allowed: chrome, sqlite\n", format);
+        return CT_EXIT_USAGE;
+    }
+    if (have_max && sqlite) {
+        fprintf(stderr, "cutrace export: --max-size limits the Chrome JSON file (what a viewer "
+                        "opens): use it with --format chrome\n");
+        free(sel.ranks);
         return CT_EXIT_USAGE;
     }
     if (cpath && sqlite) {
@@ -322,6 +396,10 @@ int ct_cmd_export(int argc, char **argv)
     ct_inputs_free(&in);
     if (!rc) {
         x.sel = sel;
+        if (have_window) { /* µs on the report's clock: its zero is the job's t0 */
+            x.sel.lo += x.job.t0;
+            x.sel.hi += x.job.t0;
+        }
         rc = select_job(&x, have_iters, it_first, it_last, err, sizeof(err));
     } else {
         free(sel.ranks);
@@ -350,6 +428,32 @@ int ct_cmd_export(int argc, char **argv)
         x.cp_first = have_iters ? it_first : 0;
         x.cp_last = have_iters ? it_last : -1;
     }
+    /* the time zero (the job's earliest record) and the Chrome file's size
+     * before anything is written: a file no viewer opens is refused */
+    struct ct_export_size est = {0};
+    rc = ct_export_prescan(&x, !sqlite, &est, &pr, err, sizeof(err));
+    if (!rc && !sqlite && est.bytes > max_size) {
+        char eb[32], lb[32];
+        human_bytes(est.bytes, eb, sizeof(eb));
+        human_bytes(max_size, lb, sizeof(lb));
+        snprintf(err, sizeof(err),
+                 "the Chrome file would be about %s (%" PRIu64 " bytes, %" PRIu64
+                 " events), over the limit of "
+                 "%s%s: export a part with --ranks LIST, --iterations A-B or --window "
+                 "START-END, or raise the limit with --max-size SIZE (docs/export.md, \"Size\")",
+                 eb, est.bytes, est.events, lb,
+                 have_max ? " (--max-size)" : ", about what Perfetto UI opens in a browser");
+        rc = -E2BIG;
+    }
+    if (rc) {
+        ct_progress_end(&pr);
+        fprintf(stderr, "cutrace export: %s\n", err);
+        ct_cp_path_free(&path);
+        free_job(&x);
+        ct_out_abort(&of);
+        return rc == -E2BIG ? CT_EXIT_USAGE : CT_EXIT_BAD_INPUT;
+    }
+    ct_export_rebase(&x);
     if (sqlite)
         rc = ct_export_sqlite(of.tmp, &x, &pr, err, sizeof(err));
     else

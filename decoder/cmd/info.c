@@ -25,12 +25,68 @@ static const char *ended_by(const struct ct_trace *t, char *buf, size_t n)
     return ct_name_signal((long)sig, buf, n);
 }
 
+/* A trace completed from its process's live mapping (src/salvage.h): how
+ * the process ended and what was recovered. */
+static void print_salvage(const struct ct_reader *rd, const char *by)
+{
+    const struct ct_salvage_info *si = &rd->salvage;
+    printf("  status:     complete, salvaged: the process was killed%s%s (it ended without "
+           "finishing its trace)%s\n",
+           by ? " by " : "", by ? by : "", rd->damage_total ? ", with damage" : "");
+    printf("  salvage:    %llu records recovered from its live mapping after offset %llu%s\n",
+           (unsigned long long)si->records, (unsigned long long)si->at,
+           rd->salvage_in_memory ? " (read in memory; `cutrace salvage` writes them to the trace)"
+                                 : "");
+    if (si->half_written)
+        printf("  salvage:    %llu record%s being written at the instant of death dropped "
+               "(not committed)\n",
+               (unsigned long long)si->half_written, si->half_written == 1 ? "" : "s");
+    if (si->ring_drops)
+        printf("  salvage:    %llu records the buffers had dropped before death (full)\n",
+               (unsigned long long)si->ring_drops);
+    if (si->strings_lost)
+        printf("  salvage:    %llu string definitions did not fit the mapping: records naming "
+               "them show \"\"\n",
+               (unsigned long long)si->strings_lost);
+}
+
+/* The GPU ops whose GPU time died with the process (CUPTI's buffers):
+ * said, not counted as idle. Needs the records: the trace is read again. */
+static void print_undelivered(const struct ct_trace *t)
+{
+    if (!t->rd.salvaged || !(t->rd.salvage.flags & CT_SALVAGE_GPU_PENDING))
+        return;
+    struct ct_trace full;
+    char err[512];
+    uint64_t n = 0;
+    int64_t from = INT64_MAX;
+    if (ct_trace_load(&full, t->path, 1, err, sizeof(err)) != 0)
+        return;
+    int rc = ct_trace_undelivered(&full, &n, &from);
+    uint64_t first = full.first_ns;
+    ct_trace_free(&full);
+    if (rc)
+        return;
+    if (n)
+        printf("  salvage:    %llu GPU op%s launched from %.6f s on never had %s GPU time "
+               "delivered (it died with the process in CUPTI's buffers): untimed, not idle\n",
+               (unsigned long long)n, n == 1 ? "" : "s", (double)(from - (int64_t)first) / 1e9,
+               n == 1 ? "its" : "their");
+    else
+        printf("  salvage:    every GPU op recovered has its GPU time\n");
+}
+
 static void print_status(const struct ct_trace *t)
 {
     const struct ct_reader *rd = &t->rd;
     char sig[32];
     const char *by = ended_by(t, sig, sizeof(sig));
-    if (rd->has_footer && rd->damage_total == 0 && by)
+    if (rd->live_left)
+        printf("  live:       %s: its mapping was left alone\n", rd->live_note);
+    if (rd->salvaged && rd->has_footer) {
+        print_salvage(rd, by);
+        print_undelivered(t);
+    } else if (rd->has_footer && rd->damage_total == 0 && by)
         printf("  status:     complete, stopped by %s\n", by);
     else if (rd->has_footer && rd->damage_total == 0)
         printf("  status:     complete\n");

@@ -24,6 +24,8 @@ static const struct subcommand cmds[] = {
     {"dump-now", ct_cmd_dump_now,
      "write a flight recorder's window now (CUTRACE_FLIGHT): cutrace dump-now PID", 0},
     {"info", ct_cmd_info, "what traces hold: metadata, record counts, drops, span, integrity", 0},
+    {"salvage", ct_cmd_salvage,
+     "complete the traces of killed processes from their live mappings: cutrace salvage DIR", 0},
     {"dump", ct_cmd_dump, "one line per record; --json for the stable JSON-lines view", 0},
     {"report", ct_cmd_report, "job report: overlap, idle attribution, bubbles, collectives", 1},
     {"diff", ct_cmd_diff, "compare two sets of runs per metric, with confidence intervals", 1},
@@ -34,6 +36,8 @@ static const struct subcommand cmds[] = {
     {"critical-path", ct_cmd_critical_path,
      "the cross-rank path that sets each step's time, by rank and category", 1},
     {"whatif", ct_cmd_whatif, "predicted step time with chosen durations scaled (--scale)", 1},
+    {"fleet", ct_cmd_fleet,
+     "many jobs in one store: GPU time by factor, regressions pinned (add, report, explain)", 0},
     {"summarize", ct_cmd_summarize,
      "per-rank summaries that report, diagnose, diff and export read in place of traces", 1},
 };

@@ -22,7 +22,8 @@
 #include "decoder/util/options.h"
 #include "decoder/util/outfile.h"
 #include "decoder/export/report_out.h"
-#include "decoder/compare/runs.h" /* diagnose: --rows */
+#include "decoder/compare/runs.h"     /* diagnose: --rows; the page's identity */
+#include "decoder/compare/diagnose.h" /* the page's findings */
 #include "decoder/util/stats.h"
 #include "decoder/read/job.h"
 
@@ -87,6 +88,63 @@ static void html_critical_path(const struct ct_job *job, const struct ct_report 
         cp->res = res;
         cp->path = path;
     }
+}
+
+/* What the HTML page shows of the layers above export: `cutrace
+ * diagnose`'s findings on this very report (its --json document, with
+ * diagnose's default --min-saving 2), and the traces' command lines, GPU
+ * names and recorder versions (compare/runs.h, from the facts each trace's
+ * extraction gathered). PyTorch profiler traces have neither: the page says
+ * why. Everything set here is freed by html_in_free. */
+struct html_extra {
+    char *diag, *cmdlines;
+    char gpus[512], recorder[128], why[600];
+};
+
+static void html_in(const struct ct_report *rep, struct html_extra *x, struct ct_html_in *hi)
+{
+    const struct ct_job *job = rep->job;
+    struct ct_diagnosis *d = NULL;
+    size_t len = 0, ntraces = 0;
+    for (size_t i = 0; i < job->nprocs; i++)
+        ntraces += job->procs[i].source != CT_SOURCE_KINETO;
+    if (!ntraces) {
+        snprintf(x->why, sizeof(x->why),
+                 "cutrace diagnose reads cutrace traces only; these are PyTorch profiler traces.");
+        goto out;
+    }
+    hi->gpus = ct_run_value(job, "device.name", x->gpus, sizeof(x->gpus));
+    hi->recorder = ct_run_value(job, "cutrace_version", x->recorder, sizeof(x->recorder));
+    if (!ct_run_cmdlines(job, &x->cmdlines))
+        hi->cmdlines = x->cmdlines;
+    struct ct_diag_opts o = {.min_saving = 0.02};
+    FILE *m = (d = calloc(1, sizeof(*d))) ? open_memstream(&x->diag, &len) : NULL;
+    if (!m || ct_diagnose(rep, &o, d)) {
+        snprintf(x->why, sizeof(x->why), "out of memory");
+        if (m)
+            fclose(m);
+        free(x->diag);
+        x->diag = NULL;
+        goto out;
+    }
+    ct_diagnosis_json(m, d, o.min_saving);
+    if (fclose(m)) {
+        snprintf(x->why, sizeof(x->why), "out of memory");
+        free(x->diag);
+        x->diag = NULL;
+    }
+out:
+    hi->diagnose = x->diag;
+    hi->diagnose_why = x->why;
+    if (d)
+        ct_diagnosis_free(d);
+    free(d);
+}
+
+static void html_in_free(struct html_extra *x)
+{
+    free(x->diag);
+    free(x->cmdlines);
 }
 
 int ct_cmd_report(int argc, char **argv)
@@ -228,8 +286,12 @@ int ct_cmd_report(int argc, char **argv)
         struct ct_cp_result cres = {0};
         struct ct_cp_path cpath = {0};
         struct ct_html_cp cp = {0};
+        struct html_extra hx = {0};
+        struct ct_html_in hi = {.cp = &cp};
         html_critical_path(&job, &rep, no_cp, &cres, &cpath, &cp);
-        ct_report_html(f, &rep, &cp);
+        html_in(&rep, &hx, &hi);
+        ct_report_html(f, &rep, &hi);
+        html_in_free(&hx);
         ct_cp_path_free(&cpath);
         ct_cp_result_free(&cres);
     } else if (json)

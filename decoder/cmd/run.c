@@ -28,7 +28,9 @@
 #include "decoder/util/options.h"
 #include "decoder/load/load.h"
 #include "decoder/load/run_identity.h"
+#include "decoder/util/names.h"
 #include "src/reader.h"
+#include "src/salvage.h"
 
 extern char **environ;
 
@@ -54,7 +56,8 @@ static int make_dirs(const char *path)
             return -errno;
         *p = '/';
     }
-    if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+    /* the traces' own folder: this user's alone (the umask may narrow it) */
+    if (mkdir(buf, 0700) != 0 && errno != EEXIST)
         return -errno;
     struct stat st;
     if (stat(buf, &st) != 0)
@@ -83,7 +86,7 @@ static int new_run_dir(char *out, size_t n)
     }
     for (int tries = 0; tries < 1000; tries++, next++) {
         snprintf(out, n, "cutrace-run%ld", next);
-        if (mkdir(out, 0755) == 0)
+        if (mkdir(out, 0700) == 0)
             return 0;
         if (errno != EEXIST)
             return -errno;
@@ -164,6 +167,33 @@ static int check_config(const int *opt_set)
     return 0;
 }
 
+/* A folder another user could tamper with: owned by someone else, or
+ * writable by others without the sticky bit (which lets anyone remove or
+ * replace what is in it). 0, or -1 after one message. A shared /tmp-like
+ * folder (sticky) is fine: traces are created 0600 with O_EXCL. */
+static int check_dir_owner(const char *dir)
+{
+    struct stat st;
+    if (stat(dir, &st) != 0)
+        return 0; /* probe_dir says what is wrong */
+    if (st.st_uid != geteuid()) {
+        fprintf(stderr,
+                "cutrace run: -o %s: the folder belongs to uid %u, not to you (uid %u): its "
+                "owner could read, replace or remove the traces; give a folder of your own\n",
+                dir, (unsigned)st.st_uid, (unsigned)geteuid());
+        return -1;
+    }
+    if ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX)) {
+        fprintf(stderr,
+                "cutrace run: -o %s: the folder is writable by every user without the sticky "
+                "bit: anyone could replace the traces or plant control files; chmod o-w (or "
+                "+t) it, or give another folder\n",
+                dir);
+        return -1;
+    }
+    return 0;
+}
+
 /* Whether the job will be able to create its traces in dir: a file made
  * and removed there (access() answers for root as if anything were
  * writable). 0, or a negative errno. */
@@ -202,6 +232,35 @@ static size_t other_runs(const char *dir, const char *id, size_t *nruns)
     }
     ct_inputs_free(&in);
     return other;
+}
+
+/* The job's command, and how it ended: a mapping of its process is
+ * salvaged with the signal that killed it. */
+struct ended {
+    pid_t pid;
+    int status;
+};
+
+static int sig_of(void *ctx, uint32_t pid)
+{
+    const struct ended *e = ctx;
+    return (pid_t)pid == e->pid && WIFSIGNALED(e->status) ? WTERMSIG(e->status) : 0;
+}
+
+static void salvaged(void *ctx, const struct ct_salvage_result *r)
+{
+    (void)ctx;
+    if (r->rc == 0) {
+        char sig[32] = "";
+        if (r->info.signal)
+            ct_name_signal(r->info.signal, sig, sizeof(sig));
+        fprintf(stderr,
+                "cutrace run: %s: its process was killed%s%s; salvaged from its live mapping "
+                "(%llu records recovered)\n",
+                r->trace, sig[0] ? " by " : "", sig, (unsigned long long)r->info.records);
+    } else if (r->rc != -EALREADY && r->rc != -ESTALE && r->rc != -ENOENT) {
+        fprintf(stderr, "cutrace run: %s\n", r->err[0] ? r->err : strerror(-r->rc));
+    }
 }
 
 /*
@@ -364,6 +423,8 @@ int ct_cmd_run(int argc, char **argv)
         fprintf(stderr, "cutrace run: %s: %s\n", out, strerror(errno));
         return CT_EXIT_USAGE;
     }
+    if (check_dir_owner(dir) != 0)
+        return CT_EXIT_USAGE;
     if ((rc = probe_dir(dir)) != 0) {
         fprintf(stderr,
                 "cutrace run: -o %s: the job could not create its traces there (%s); give a "
@@ -431,6 +492,11 @@ int ct_cmd_run(int argc, char **argv)
         }
     }
     g_child = 0;
+    /* whatever died without finishing its trace (SIGKILL: the OOM killer, a
+     * time limit, a launcher killing the other ranks) is completed from its
+     * live mapping now; processes still alive are left alone */
+    struct ended e = {pid, status};
+    ct_salvage_dir(dir, sig_of, salvaged, &e);
     size_t ntraces = check_traces(dir, run_id);
     fprintf(stderr, "cutrace: %zu trace%s in %s\n", ntraces, ntraces == 1 ? "" : "s", dir);
     const char *mode = getenv("CUTRACE_MODE"), *start = getenv("CUTRACE_START");

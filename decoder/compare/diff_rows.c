@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "decoder/analysis/goodput.h"
+#include "decoder/analysis/health.h"
 #include "decoder/compare/diff.h"
 #include "decoder/read/facts.h"
 #include "decoder/util/json.h"
@@ -108,6 +109,48 @@ static const char *op_name(int op)
     return op == CT_NCCL_OP_COUNT ? "other" : ct_name_nccl_op((uint64_t)op);
 }
 
+/* A rank's health counters over its window (docs/health.md), one row when
+ * its trace has device counters: the time-weighted means, the highest SM
+ * clock seen (what the fleet takes as the unthrottled clock) and what held
+ * the clock most of the time. */
+static void health_row(FILE *f, const char *name, const char *side, const struct ct_report *rep,
+                       size_t r)
+{
+    const struct ct_rank_result *x = &rep->rr[r];
+    const struct ct_hproc *h = x->rank->nprocs ? x->rank->procs[0]->health : NULL;
+    if (!h || !h->ns)
+        return;
+    struct ct_health_sum s;
+    ct_health_summarise(h, ct_health_shift(rep, r), x->ws, x->we, &s);
+    if (s.device < 0)
+        return;
+    const struct ct_hseries *clk = ct_hproc_find(h, s.device, "sm_clock");
+    double mx = NAN;
+    for (size_t i = 0; clk && i < clk->n; i++)
+        mx = isnan(mx) || (double)clk->v[i] > mx ? (double)clk->v[i] : mx;
+    common(f, "health", name, side, rep, x);
+    fprintf(f, ",\"iteration\":null,\"device\":%d,\"samples\":%zu", s.device, s.samples);
+    fputc(',', f);
+    ct_json_member(f, "sm_clock_mhz", s.sm_clock, 1);
+    fputc(',', f);
+    ct_json_member(f, "sm_clock_max_mhz", mx, 1);
+    fputc(',', f);
+    ct_json_member(f, "power_w", s.power_w, 1);
+    fputc(',', f);
+    ct_json_member(f, "power_limit_w", s.power_limit_w, 1);
+    fputc(',', f);
+    ct_json_member(f, "temperature_c", s.temperature, 1);
+    fputc(',', f);
+    ct_json_member(f, "throttled_pct", 100 * s.throttled_share, 2);
+    const char *pol = ct_health_label(h, "clock_policy");
+    fprintf(f, ",\"clock_policy\":");
+    if (pol)
+        ct_json_str(f, pol);
+    else
+        fputs("null", f);
+    fputs("}\n", f);
+}
+
 /* The job row, then per rank its iterations and the rank row, then the
  * kernel and collective tables. */
 void ct_rows_write(FILE *f, const char *name, const char *side, const struct ct_report *rep)
@@ -136,6 +179,24 @@ void ct_rows_write(FILE *f, const char *name, const char *side, const struct ct_
     col(f, "wall_us", gp ? (double)(g->e - g->s) : NAN);
     col(f, "downtime_us", gp ? g->downtime : NAN);
     fprintf(f, ",\"attempts\":%zu", gp ? g->natt : 0);
+    /* what a fleet store keys and fingerprints a job by (docs/fleet.md) */
+    char buf[1024];
+    const char *id = ct_run_value(rep->job, "run_id", buf, sizeof(buf));
+    fprintf(f, ",\"run_id\":");
+    if (strcmp(id, "(none)"))
+        ct_json_str(f, id);
+    else
+        fputs("null", f);
+    fprintf(f, ",\"cutrace_version\":");
+    ct_json_str(f, ct_run_value(rep->job, "cutrace_version", buf, sizeof(buf)));
+    const char *cmd = NULL; /* the first trace's that has one */
+    for (size_t i = 0; i < rep->job->nprocs && !cmd; i++)
+        cmd = ct_facts_value(rep->job->procs[i].facts, "cmdline");
+    fprintf(f, ",\"cmdline\":");
+    if (cmd)
+        ct_json_str(f, cmd);
+    else
+        fputs("null", f);
     fputs("}\n", f);
     /* the job's attempts: where its wall time went (docs/goodput.md) */
     for (size_t a = 0; gp && a < g->natt; a++) {
@@ -195,6 +256,8 @@ void ct_rows_write(FILE *f, const char *name, const char *side, const struct ct_
         ct_json_member(f, "slowness", x->slowness, 4);
         fputs("}\n", f);
     }
+    for (size_t r = 0; r < rep->nr; r++)
+        health_row(f, name, side, rep, r);
     for (size_t i = 0; i < rep->nkern; i++) {
         const struct ct_kernel_row *k = &rep->kern[i];
         common(f, "kernel", name, side, rep, NULL);
@@ -214,6 +277,11 @@ void ct_rows_write(FILE *f, const char *name, const char *side, const struct ct_
                 op_name(c->op), c->bytes, c->nranks, c->count, c->matched);
         col(f, "p50_us", c->p50);
         col(f, "transfer_p50_us", c->transfer_p50);
+        col(f, "wait_p50_us", c->wait_p50);
+        /* every rank's wait for the last member, all instances (the fleet's
+         * stragglers): the matched instances' sum, scaled to them all */
+        col(f, "wait_total_us",
+            c->matched ? c->wait_sum * (double)c->count / (double)c->matched : NAN);
         col(f, "arrival_skew_p50_us", c->skew_p50);
         fputc(',', f);
         ct_json_member(f, "algbw_gbps", c->algbw, 3);

@@ -61,8 +61,19 @@ struct ct_finding *ct_dg_add(struct ctx *c, int kind, double saving_ns, double q
     struct ct_finding *f = &c->d->f[c->d->nf++];
     memset(f, 0, sizeof(*f));
     f->kind = kind;
+    /* no fix saves more than the whole step (a hang's "saving" is the time
+     * lost so far, not a share of a step): a formula past it rests on
+     * something the trace does not hold (work outside the iterations, a
+     * run cut short), so the saving is the step at most, said, and its
+     * confidence halved */
+    int capped = kind != CT_FK_HANG && c->step > 0 && saving_ns > c->step;
+    double estimate = saving_ns;
+    if (capped)
+        saving_ns = c->step;
     f->saving_us = saving_ns / 1e3;
-    f->confidence = confidence(c, saving_ns, quality);
+    f->confidence = confidence(c, saving_ns, quality) * (capped ? 0.5 : 1);
+    if (capped)
+        ct_dg_ev(f, "formula_estimate_beyond_the_step_us", estimate / 1e3);
     return f;
 }
 

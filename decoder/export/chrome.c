@@ -21,10 +21,11 @@
  *        "host CPU use" {"%"}, "host CPU pressure", "host major faults".
  * With `export --critical-path`, each step's critical path follows on
  * tracks of its own (decoder/export/chrome_critical_path.c).
- * Times are µs with three decimals (exact ns) since the job's time zero
- * (decoder/export/export.h); "displayTimeUnit":"ns". Per track, X events come in
- * start order (records are sorted by start; the GPU intervals that only an
- * NCCL record carries are merged in), counters in time order.
+ * Times are µs with three decimals (exact ns) since the export's time zero,
+ * the job's earliest record (decoder/export/export.h): none is negative,
+ * which Perfetto would drop; "displayTimeUnit":"ns". Per track, X events
+ * come in start order (records are sorted by start; the GPU intervals that
+ * only an NCCL record carries are merged in), counters in time order.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -315,7 +316,9 @@ oom:
     return -ENOMEM;
 }
 
-static void nccl_args(struct args *a, struct ct_trace *t, const struct ct_record *r)
+/* An NCCL op's fields; on_gpu: on its GPU interval, whose own args have
+ * the stream and correlation id already (a key appears once). */
+static void nccl_args(struct args *a, struct ct_trace *t, const struct ct_record *r, int on_gpu)
 {
     const uint64_t *f = r->f;
     char hex[24];
@@ -333,10 +336,12 @@ static void nccl_args(struct args *a, struct ct_trace *t, const struct ct_record
         a_i(a, "peer", (int64_t)f[CT_NCCL_PEER]);
     a_i(a, "comm_rank", (int64_t)f[CT_NCCL_RANK]);
     a_u(a, "nranks", f[CT_NCCL_NRANKS]);
-    a_u(a, "stream", f[CT_NCCL_STREAM]);
+    if (!on_gpu)
+        a_u(a, "stream", f[CT_NCCL_STREAM]);
     if (f[CT_NCCL_GROUP])
         a_u(a, "group", f[CT_NCCL_GROUP]);
-    a_u(a, "correlation_id", f[CT_NCCL_CORR]);
+    if (!on_gpu)
+        a_u(a, "correlation_id", f[CT_NCCL_CORR]);
     uint64_t gs, ge;
     unsigned src = ct_trace_nccl_gpu(t, r, &gs, &ge);
     if (src)
@@ -441,15 +446,16 @@ static void gpu_event(struct ct_chrome_writer *w, size_t i)
     a_u(&a, "correlation_id", f[CT_GPU_CORR]);
     a_i(&a, "device", dev);
     a_u(&a, "stream", key & ~CT_NCCL_TRACK);
-    if (f[CT_GPU_BYTES])
+    int nccl = call && call->kind == CT_REC_NCCL; /* its fields below, bytes included */
+    if (f[CT_GPU_BYTES] && !nccl)
         a_u(&a, "bytes", f[CT_GPU_BYTES]);
     if (f[CT_GPU_TYPE] == CT_GPU_MEMCPY)
         a_s(&a, "copy_kind", ct_name_copy_kind(f[CT_GPU_COPY_KIND]));
     if (f[CT_GPU_TYPE] == CT_GPU_KERNEL)
         a_s(&a, "mangled", ct_trace_str(t, f[CT_GPU_NAME]));
     a_s(&a, "source", ct_name_gpu_source(f[CT_GPU_SOURCE]));
-    if (call && call->kind == CT_REC_NCCL)
-        nccl_args(&a, t, call);
+    if (nccl)
+        nccl_args(&a, t, call, 1);
     a_end(&a);
     size_t n;
     const size_t *ix = ct_trace_gpu(t, f[CT_GPU_CORR], &n);
@@ -477,7 +483,7 @@ static void synth_event(struct ct_chrome_writer *w, const struct synth *s)
     dur(w, (uint64_t)s->s, (uint64_t)s->e);
     struct args a = {w->f, 0};
     a_s(&a, "source", "nccl_record");
-    nccl_args(&a, t, r);
+    nccl_args(&a, t, r, 0);
     a_end(&a);
     if (!ct_chrome_in(w, (int64_t)f[CT_NCCL_START], (int64_t)f[CT_NCCL_END]))
         return; /* its call is outside the window: no flow to end */
@@ -497,7 +503,7 @@ static int nccl_event(struct ct_chrome_writer *w, size_t i)
     cat(w, "nccl");
     dur(w, f[CT_NCCL_START], f[CT_NCCL_END]);
     struct args a = {w->f, 0};
-    nccl_args(&a, t, r);
+    nccl_args(&a, t, r, 0);
     a_end(&a);
     size_t n;
     const size_t *gx = ct_trace_gpu(t, f[CT_NCCL_CORR], &n);
@@ -694,12 +700,22 @@ static int write_trace(struct ct_chrome_writer *w, struct ct_progress *pr, size_
 int ct_export_chrome(FILE *f, struct ct_export_job *x, struct ct_progress *pr, char *err,
                      size_t errlen)
 {
+    /* displayTimeUnit first: Perfetto reads the keys before traceEvents
+     * from the file's first chunk (and ignores this one now; chrome://tracing
+     * shows ns with it) */
     fprintf(f,
             "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"cutrace export\","
-            "\"time_zero\":\"first GPU start of the job, as cutrace report\","
-            "\"time_zero_realtime_ns\":%" PRId64 ",\"ranks\":%zu,\"traces\":%zu},\n"
+            "\"time_zero\":\"the job's earliest record\","
+            "\"time_zero_realtime_ns\":%" PRId64 ",\"report_time_zero_ts\":",
+            x->origin_realtime_ns);
+    if (x->job.t0 >= x->origin)
+        ct_chrome_ts(f, x->job.t0 - x->origin);
+    else /* no GPU op: the report has no zero of its own (its times are from the epoch) */
+        fputs("null", f);
+    fprintf(f,
+            ",\"ranks\":%zu,\"traces\":%zu},\n"
             "\"traceEvents\":[\n",
-            x->origin_realtime_ns, x->job.nranks, x->nsrc);
+            x->job.nranks, x->nsrc);
     int rc = 0, last_rank = INT32_MIN, first = 1;
     for (size_t i = 0; i < x->nsrc && !rc; i++) {
         const struct ct_export_src *s = &x->src[i];

@@ -49,7 +49,7 @@ static long rank_pos(const struct ct_job *job, int rank)
 
 static int kept(const struct ct_export_job *x, const struct ct_cp_pedge *p)
 {
-    int64_t t0 = x->job.t0;
+    int64_t t0 = x->origin;
     if (p->index < x->cp_first || (x->cp_last >= 0 && p->index > x->cp_last))
         return 0;
     return ct_export_rank_on(&x->sel, p->rank) && ct_export_in(&x->sel, p->s - t0, p->e - t0);
@@ -92,7 +92,7 @@ static void slice(FILE *f, int *first, const struct ct_export_job *x, const stru
         snprintf(name, sizeof(name), "%s", cat);
     sep(f, first);
     fprintf(f, "{\"ph\":\"X\",\"pid\":%d,\"tid\":%u,\"ts\":", p->rank, CT_CP_TID + (unsigned)lane);
-    ct_chrome_ts(f, p->s - x->job.t0);
+    ct_chrome_ts(f, p->s - x->origin);
     fputs(",\"dur\":", f);
     ct_chrome_ts(f, p->e - p->s);
     fputs(",\"name\":", f);

@@ -6,9 +6,12 @@
  * it yields the rank of every trace, the clock alignment and the report's
  * figures. The second pass decodes one trace at a time (ct_trace_load) and
  * streams its records to the writer, so memory is the compact job plus one
- * decoded trace. Every exported time is on the job clock, rebased to the
- * job's time zero: the first GPU start of the job, the zero of `cutrace
- * report`'s `start_us` (host activity before it has negative times).
+ * decoded trace. Between the two, a pass over the traces' times
+ * (decoder/export/prescan.c) finds the exports' time zero and the Chrome
+ * file's expected size. Every exported time is on the job clock, rebased
+ * to that zero: the job's earliest record, so that no time is negative
+ * (Perfetto drops events of negative time). `cutrace report`'s zero (the
+ * job's first GPU start, its `start_us`) is job.t0 - origin after it.
  */
 #ifndef CT_EXPORT_H
 #define CT_EXPORT_H
@@ -28,7 +31,8 @@ struct ct_export_src {
     const struct ct_hproc *health; /* the trace's counters (borrowed from the job), or NULL */
     int rank;
     uint32_t pid;
-    int64_t shift; /* ns added to the trace's monotonic ns: ns since time zero */
+    int64_t shift; /* ns added to the trace's monotonic ns: on the job clock until
+                    * ct_export_rebase, then ns since the export's time zero */
 };
 
 /* The part of the job to write (`export --ranks`, `--iterations`,
@@ -36,7 +40,7 @@ struct ct_export_src {
 struct ct_export_sel {
     int *ranks; /* sorted; NULL: every rank */
     size_t nranks;
-    int64_t lo, hi; /* ns since time zero: records that overlap [lo, hi]; INT64_MIN/MAX: all */
+    int64_t lo, hi; /* records that overlap [lo, hi] (clock as src.shift); INT64_MIN/MAX: all */
 };
 
 struct ct_export_job {
@@ -44,7 +48,8 @@ struct ct_export_job {
     struct ct_report rep;
     struct ct_export_src *src; /* sorted by rank, then path */
     size_t nsrc;
-    int64_t origin_realtime_ns; /* time zero as CLOCK_REALTIME ns (job->t0) */
+    int64_t origin;             /* the export's time zero on the job clock: its earliest record */
+    int64_t origin_realtime_ns; /* the same as CLOCK_REALTIME ns (the job clock is realtime) */
     struct ct_export_sel sel;
     /* `export --critical-path` (Chrome only): the path's edges after an
      * unscaled replay, or NULL; the steps of index cp_first..cp_last drawn
@@ -98,6 +103,28 @@ static inline int ct_export_rec_in(const struct ct_export_sel *s, const struct c
            ct_export_in(s, (int64_t)r->f[0] + shift, (int64_t)ct_export_rec_end(r) + shift);
 }
 
+/* The Chrome file's expected size (ct_export_prescan). */
+struct ct_export_size {
+    uint64_t records; /* records of the selection that become events */
+    uint64_t events;  /* the events they make */
+    uint64_t bytes;   /* the file's expected length */
+};
+
+/*
+ * The pass before writing (decoder/export/prescan.c): reads every trace of
+ * x once, times and a few names, with x->src shifts and x->sel still on the
+ * job clock. Sets x->origin to the job's earliest record of an exported
+ * kind (not metadata or clock pairs; the report's zero when there is
+ * none), and with est the Chrome file's expected size for x->sel and x->cp
+ * (chrome 1; chrome 0 reads times only). A thread per CPU, one trace each
+ * at a time. Returns 0, or a negative errno with err naming the trace that
+ * cannot be read.
+ */
+int ct_export_prescan(struct ct_export_job *x, int chrome, struct ct_export_size *est,
+                      struct ct_progress *pr, char *err, size_t errlen);
+/* Moves the src shifts and the selection to ns since x->origin. */
+void ct_export_rebase(struct ct_export_job *x);
+
 /*
  * Writers. Each returns 0, or a negative errno with err holding one message
  * (naming the file for a trace that cannot be read, "out of memory", or the
@@ -117,10 +144,24 @@ struct ct_html_cp {
     const char *why;
 };
 
-/* The self-contained HTML report (decoder/export/html.c): summary,
- * per-rank timelines, charts and tables of a finished report, and cp's
- * section (NULL: not built, without a reason). Returns 0 or -EIO (write
- * errors on f). */
-int ct_report_html(FILE *f, const struct ct_report *rep, const struct ct_html_cp *cp);
+/* What the HTML page shows besides rep's figures, each gathered by the
+ * command (decoder/cmd/report.c) from the layers above this one. */
+struct ct_html_in {
+    const struct ct_html_cp *cp; /* the critical path; NULL: not built, no reason */
+    /* `cutrace diagnose --json`'s document for rep (compare/diagnose.h),
+     * shown as the page's findings; NULL: diagnose_why says why not */
+    const char *diagnose, *diagnose_why;
+    /* the traces' metadata, as compare/runs.h's ct_run_value and
+     * ct_run_cmdlines give them; NULL: not read */
+    const char *cmdlines; /* distinct command lines, '\n'-separated */
+    const char *gpus;     /* distinct device names, '+'-joined; "(none)" */
+    const char *recorder; /* distinct cutrace_version values, '+'-joined */
+};
+
+/* The self-contained HTML report (decoder/export/html.c): the job's
+ * identity, diagnose's findings, summary, timelines, charts and tables of
+ * a finished report. in may be NULL (nothing beyond rep). Returns 0 or
+ * -EIO (write errors on f). */
+int ct_report_html(FILE *f, const struct ct_report *rep, const struct ct_html_in *in);
 
 #endif

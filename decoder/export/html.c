@@ -1,39 +1,47 @@
 /*
  * `cutrace report --html`: one self-contained HTML file (inline CSS, JS and
- * SVG; nothing is fetched) with the report's summary and findings, a
- * zoomable timeline per rank (GPU streams and host waits as rows, coloured
- * by class), the breakdown, overlap and attribution charts, per-iteration
- * charts, health counter charts (SM clock and power over time, throttled
- * share per rank), the critical path (decoder/export/html_critical_path.c)
- * and the collective and kernel tables.
+ * SVG; nothing is fetched). Its header names the job (command line, start,
+ * hosts, GPUs, run and job ids, the cutrace version); then `cutrace
+ * diagnose`'s findings as diagnose itself makes them (the command passes
+ * its --json document in: struct ct_html_in), other per-rank observations
+ * under their own heading, the summary, the step-time line over the run,
+ * heat maps of step time, compute and waiting per rank and iteration, a
+ * zoomable timeline per rank (decoder/export/html_timeline.c), the
+ * breakdown, overlap and attribution charts, per-stream utilisation, each
+ * kernel's share of compute time, per-iteration charts, health counters,
+ * the critical path (decoder/export/html_critical_path.c) and the
+ * collective and kernel tables.
  *
  * The C side writes the figures as one JSON object inside
  * <script type="application/json"> (strings escaped so that no "<" can
  * close the element) and the page's script draws everything from it. The
- * script marks its own success: #selfcheck gets "ok ..." once the timeline
- * and every chart drew without an exception, "error: ..." otherwise, which
- * is what the headless-browser test reads.
+ * script marks its own success on <body data-selfcheck="ok|error"> (an
+ * error is also shown to the reader) and keeps what it drew in
+ * window.ctDrawn, which is what the headless-browser test reads
+ * (tests/export/check_html.py).
  *
- * Timelines carry at most CT_HTML_MAX_OPS GPU intervals per rank (the
- * earliest; the page says how many were left out): the file stays small
- * enough for a browser whatever the trace size. Times are ns since the
- * job's time zero, as in the JSON report.
+ * The timeline never leaves part of the run out: a rank with more than
+ * the per-rank limit of intervals (CT_HTML_RAW_TOTAL over the ranks drawn,
+ * at least CT_HTML_RAW_MIN each) is written as bins with their exact busy
+ * time, and its slowest step again in detail for the zoom. Times are ns
+ * since the job's time zero, as in the JSON report.
  *
  * Beyond CT_HTML_DETAIL_RANKS ranks the page aggregates: every rank keeps
  * its figures (one bar each would be a 20000-pixel chart; they feed the
  * summary), but timelines, per-iteration charts and per-rank bars are drawn
  * for the detail ranks only (the CT_HTML_DETAIL_TOP highest straggler
- * scores and the lowest rank, a reference), findings are one line per kind
- * with their ranks compacted, and a rank x iteration heat map of step time
- * and idle share shows every rank in at most CT_HTML_HEAT_COLS columns (each
- * the mean over a run of steps). A 1024-rank, 300-step job's page measured
- * 124 MB before (a timeline per rank); docs/export.md gives the size now.
+ * scores and the lowest rank, a reference), observations are one line per
+ * kind with their ranks compacted, and the rank x iteration heat maps show
+ * every rank in at most CT_HTML_HEAT_COLS columns (each the mean over a run
+ * of steps). A 1024-rank, 300-step job's page measured 124 MB before (a
+ * timeline per rank); docs/export.md gives the size now.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "decoder/util/demangle.h"
 #include "decoder/export/export.h"
@@ -44,12 +52,15 @@
 #include "decoder/util/names.h"
 #include "decoder/util/stats.h"
 
-#define CT_HTML_MAX_OPS      60000
-#define CT_HTML_MAX_HOST     20000
+/* raw timeline intervals over the ranks drawn (about 30 bytes each in the
+ * file: 6 MB), and at least this many per rank */
+#define CT_HTML_RAW_TOTAL    200000
+#define CT_HTML_RAW_MIN      5000
 #define CT_HTML_MAX_PTS      2000 /* points per health series (every k-th sample) */
 #define CT_HTML_DETAIL_RANKS 32   /* up to this many ranks, all in detail */
 #define CT_HTML_DETAIL_TOP   8    /* beyond, the top stragglers in detail */
 #define CT_HTML_HEAT_COLS    200
+#define CT_HTML_STEP_COLS    1000 /* points of the step-time line (runs of steps beyond) */
 
 /* A JSON string that is also safe inside <script>: <, >, & as \u escapes;
  * bytes outside ASCII become '?' (names are ASCII in practice). */
@@ -75,15 +86,6 @@ void ct_html_str(FILE *f, const char *s)
 static double fin(double v)
 {
     return isfinite(v) ? v : 0;
-}
-
-static void ivset(FILE *f, const char *k, const struct ct_ivset *v, int64_t t0)
-{
-    fprintf(f, "\"%s\":[", k);
-    size_t n = v->n < CT_HTML_MAX_HOST ? v->n : CT_HTML_MAX_HOST;
-    for (size_t i = 0; i < n; i++)
-        fprintf(f, "%s%" PRId64 ",%" PRId64, i ? "," : "", v->v[i].s - t0, v->v[i].e - t0);
-    fputs("]", f);
 }
 
 /* "KEY":[t, v, ...] of one series, t in ns since time zero, v x scale
@@ -127,8 +129,10 @@ static void health_json(FILE *f, const struct ct_report *rep, size_t r)
     fputs("}}", f);
 }
 
+/* One rank's figures; for a detail rank also its iterations, timeline rows
+ * (limit: raw intervals at most; [zlo, zhi] the slowest step) and health. */
 static void rank_json(FILE *f, const struct ct_report *rep, const struct ct_rank_result *x,
-                      int detail)
+                      int detail, size_t limit, int64_t zlo, int64_t zhi)
 {
     struct ct_rank *R = x->rank;
     const int64_t t0 = rep->job->t0;
@@ -137,9 +141,9 @@ static void rank_json(FILE *f, const struct ct_report *rep, const struct ct_rank
     fprintf(f,
             ",\"window\":%" PRId64 ",\"compute\":%" PRId64 ",\"comm\":%" PRId64
             ",\"memory\":%" PRId64 ",\"idle\":%" PRId64 ",\"exposed\":%" PRId64
-            ",\"overlap\":%" PRId64 ",\"ws\":%" PRId64 ",\"we\":%" PRId64,
+            ",\"overlap\":%" PRId64 ",\"ws\":%" PRId64 ",\"we\":%" PRId64 ",\"windowed\":%d",
             x->covered, x->compute, x->comm, x->memory, x->idle, x->exposed_comm, x->overlap,
-            x->ws - t0, x->we - t0);
+            x->ws - t0, x->we - t0, R->cover != NULL);
     fputs(",\"kinds\":{", f);
     for (int c = CT_CL_DP; c < CT_CL_COUNT; c++)
         fprintf(f, "%s\"%s\":[%" PRId64 ",%" PRId64 ",%" PRId64 "]", c > CT_CL_DP ? "," : "",
@@ -164,9 +168,7 @@ static void rank_json(FILE *f, const struct ct_report *rep, const struct ct_rank
     ct_json_member(f, "slowness", x->slowness, 4);
     fprintf(f, ",\"detail\":%d", detail);
     if (!detail) { /* figures only: no timeline, iterations or health series */
-        fputs(",\"iters\":[],\"nops\":0,\"names\":[],\"ops\":[],\"nccl\":[],"
-              "\"waits\":{\"sync\":[],\"data\":[],\"ckpt\":[]}}",
-              f);
+        fputs(",\"iters\":[],\"names\":[],\"rows\":[],\"zoom\":null}", f);
         return;
     }
     fputs(",\"iters\":[", f);
@@ -179,46 +181,22 @@ static void rank_json(FILE *f, const struct ct_report *rep, const struct ct_rank
                 i ? "," : "", it->index, it->s - t0, it->e - t0, m->compute, m->comm, m->memory,
                 m->idle, m->exposed_comm, m->bubble);
     }
-    /* timeline: names used, then ops [s, e, stream, class, name] */
-    size_t nops = R->nops < CT_HTML_MAX_OPS ? R->nops : CT_HTML_MAX_OPS;
-    fprintf(f, "],\"nops\":%zu,\"names\":[", R->nops);
+    /* the kernel names the timeline's intervals index */
+    fputs("],\"names\":[", f);
     for (size_t i = 0; i < R->nnames; i++) {
         char buf[512];
         fputs(i ? "," : "", f);
         ct_html_str(f, ct_demangle(R->names[i] ? R->names[i] : "", buf, sizeof(buf)));
     }
-    fputs("],\"ops\":[", f);
-    int opened = !ct_rank_open(R);
-    if (!opened) /* out of memory: the timeline is left empty */
-        nops = 0;
-    for (size_t i = 0; i < nops; i++) {
-        const struct ct_gpu_op *g = &R->ops[i];
-        fprintf(f, "%s%" PRId64 ",%" PRId64 ",%" PRIu32 ",%u,%" PRIu32, i ? "," : "", g->s - t0,
-                g->e - t0, g->stream, (unsigned)g->cls, g->name);
-    }
-    if (opened)
-        ct_rank_close(R);
-    fputs("],\"nccl\":[", f);
-    size_t nn = R->nnccl < CT_HTML_MAX_HOST ? R->nnccl : CT_HTML_MAX_HOST;
-    for (size_t i = 0; i < nn; i++)
-        fprintf(f, "%s%" PRId64 ",%" PRId64 ",%u", i ? "," : "", R->nccl[i].host_s - t0,
-                R->nccl[i].host_e - t0, (unsigned)R->nccl[i].op);
-    fputs("],\"waits\":{", f);
-    /* host waits of the main (GPU-driving) process */
-    const struct ct_proc *p = R->nprocs ? R->procs[0] : NULL;
-    static const struct ct_ivset empty;
-    ivset(f, "sync", p ? &p->sync : &empty, t0);
-    fputc(',', f);
-    ivset(f, "data", p ? &p->data_wait : &empty, t0);
-    fputc(',', f);
-    ivset(f, "ckpt", p ? &p->ckpt : &empty, t0);
-    fputc('}', f);
+    fputs("],", f);
+    ct_html_timeline(f, rep, (size_t)(x - rep->rr), limit, zlo, zhi);
     health_json(f, rep, (size_t)(x - rep->rr));
     fputc('}', f);
 }
 
-/* The page's findings, per rank: a straggler, a pipeline bubble, and each
- * stall or exposed communication of 2 % of the window or more. */
+/* The page's other observations (diagnose's findings are its own
+ * section), per rank: a flagged straggler score, a pipeline bubble, and
+ * each stall or exposed communication of 2 % of the window or more. */
 enum {
     F_STRAGGLER,
     F_BUBBLE,
@@ -253,9 +231,9 @@ static int finding(const struct ct_rank_result *x, int k, double *v)
     return *v >= 0.02 * w;
 }
 
-static void findings_json(FILE *f, const struct ct_report *rep)
+static void facts_json(FILE *f, const struct ct_report *rep)
 {
-    fputs("\"findings\":[", f);
+    fputs("\"facts\":[", f);
     int n = 0;
     char buf[400];
 #define FIND(...)                                                                                  \
@@ -363,11 +341,13 @@ static char *detail_ranks(const struct ct_report *rep)
 }
 
 /* "heat":{"cols":[[first,last]...],"ranks":[...],"step":[[...]...],
- * "idle":[[...]...]}: per rank and column (a run of the job's steps), the
- * mean duration (µs) and idle share (per mille) of its iterations there,
- * null where it has none. */
+ * "compute":[[...]...],"wait":[[...]...]}: per rank and column (a run of
+ * the job's steps), the mean over its iterations there of the step's
+ * duration, its GPU compute time and its GPU waiting time (idle or
+ * exposed communication), in us, null where it has none. */
 static void heat_json(FILE *f, const struct ct_report *rep)
 {
+    static const char *const key[3] = {"step", "compute", "wait"};
     size_t ns = rep->nsteps, nc = ns < CT_HTML_HEAT_COLS ? ns : CT_HTML_HEAT_COLS;
     fputs("\"heat\":{\"cols\":[", f);
     for (size_t c = 0; c < nc; c++)
@@ -376,14 +356,14 @@ static void heat_json(FILE *f, const struct ct_report *rep)
     fputs("],\"ranks\":[", f);
     for (size_t r = 0; r < rep->nr; r++)
         fprintf(f, "%s%d", r ? "," : "", rep->rr[r].rank->rank);
-    double *sum = calloc(2 * (nc ? nc : 1), sizeof(*sum));
+    double *sum = calloc(nc ? nc : 1, sizeof(*sum));
     size_t *cnt = calloc(nc ? nc : 1, sizeof(*cnt));
-    for (int what = 0; what < 2; what++) {
-        fprintf(f, "],\"%s\":[", what ? "idle" : "step");
+    for (int what = 0; what < 3; what++) {
+        fprintf(f, "],\"%s\":[", key[what]);
         for (size_t r = 0; r < rep->nr; r++) {
             const struct ct_rank_result *x = &rep->rr[r];
             if (sum && cnt) {
-                memset(sum, 0, 2 * nc * sizeof(*sum));
+                memset(sum, 0, nc * sizeof(*sum));
                 memset(cnt, 0, nc * sizeof(*cnt));
                 for (size_t i = 0; x->im && i < x->niters; i++) {
                     /* the column of the step with this index (steps are sorted) */
@@ -395,11 +375,13 @@ static void heat_json(FILE *f, const struct ct_report *rep)
                         else
                             hi = mid;
                     }
-                    if (lo >= ns)
+                    if (lo >= ns || rep->steps[lo].index != x->iters[i].index)
                         continue;
                     size_t c = lo * nc / ns;
-                    double dur = (double)(x->iters[i].e - x->iters[i].s);
-                    sum[c] += what ? (dur > 0 ? (double)x->im[i].idle / dur : 0) : dur;
+                    const struct ct_iter_metrics *m = &x->im[i];
+                    sum[c] += what == 0   ? (double)(x->iters[i].e - x->iters[i].s)
+                              : what == 1 ? (double)m->compute
+                                          : (double)(m->idle + m->exposed_comm);
                     cnt[c]++;
                 }
             }
@@ -408,10 +390,11 @@ static void heat_json(FILE *f, const struct ct_report *rep)
                 fputs(c ? "," : "", f);
                 if (!sum || !cnt || !cnt[c])
                     fputs("null", f);
-                else if (what)
-                    fprintf(f, "%.0f", 1000 * sum[c] / (double)cnt[c]);
-                else
-                    fprintf(f, "%.0f", sum[c] / (double)cnt[c] / 1e3);
+                else /* to 0.1 us below 100 us, else 1 us: at most 0.5 % of a
+                      * cell of 10 us or more, under a fourth of the scale's
+                      * step (2 % of the job's step) */
+                    fprintf(f, sum[c] / (double)cnt[c] < 1e5 ? "%.1f" : "%.0f",
+                            sum[c] / (double)cnt[c] / 1e3);
             }
             fputc(']', f);
         }
@@ -421,7 +404,155 @@ static void heat_json(FILE *f, const struct ct_report *rep)
     free(cnt);
 }
 
-static void data_json(FILE *f, const struct ct_report *rep, const struct ct_html_cp *cp)
+/* The slowest step of the job (longest duration on any rank; the first of
+ * equals), or SIZE_MAX without steps. */
+static size_t slowest_step(const struct ct_report *rep)
+{
+    size_t best = SIZE_MAX;
+    for (size_t i = 0; i < rep->nsteps; i++)
+        if (best == SIZE_MAX || rep->steps[i].dur_max > rep->steps[best].dur_max)
+            best = i;
+    return best;
+}
+
+/* "steps":{"cols":[[first,last,p50,max,slowest_rank]...],"slowest":{...}|null}:
+ * the step time over the run, in at most CT_HTML_STEP_COLS points (each a
+ * run of steps: the mean of their medians over ranks, the longest of them
+ * and its rank), and the slowest step (index, window, duration), the
+ * timeline's zoom. ns. */
+static void steps_json(FILE *f, const struct ct_report *rep)
+{
+    size_t ns = rep->nsteps, nc = ns < CT_HTML_STEP_COLS ? ns : CT_HTML_STEP_COLS;
+    const int64_t t0 = rep->job->t0;
+    fputs("\"steps\":{\"cols\":[", f);
+    for (size_t c = 0; c < nc; c++) {
+        size_t lo = c * ns / nc, hi = (c + 1) * ns / nc, worst = lo;
+        double p50 = 0;
+        for (size_t i = lo; i < hi; i++) {
+            p50 += rep->steps[i].dur_p50;
+            if (rep->steps[i].dur_max > rep->steps[worst].dur_max)
+                worst = i;
+        }
+        fprintf(f, "%s[%" PRId64 ",%" PRId64 ",%.0f,%.0f,%d]", c ? "," : "", rep->steps[lo].index,
+                rep->steps[hi - 1].index, fin(p50 / (double)(hi - lo)),
+                fin(rep->steps[worst].dur_max), rep->steps[worst].slowest);
+    }
+    size_t m = slowest_step(rep);
+    if (m == SIZE_MAX) {
+        fputs("],\"slowest\":null}", f);
+        return;
+    }
+    const struct ct_job_step *st = &rep->steps[m];
+    fprintf(f,
+            "],\"slowest\":{\"index\":%" PRId64 ",\"start\":%" PRId64 ",\"end\":%" PRId64
+            ",\"dur\":%.0f,\"rank\":%d}}",
+            st->index, st->start - t0, st->end - t0, fin(st->dur_max), st->slowest);
+}
+
+/* The distinct values seen so far, in order of first sight. */
+struct distinct {
+    const char **v;
+    size_t n, cap;
+};
+
+/* Adds s (borrowed) unless empty or already there. 0 or -ENOMEM. */
+static int distinct_add(struct distinct *d, const char *s)
+{
+    if (!s || !*s || !strcmp(s, "(none)"))
+        return 0;
+    for (size_t i = 0; i < d->n; i++)
+        if (!strcmp(d->v[i], s))
+            return 0;
+    if (d->n == d->cap) {
+        size_t cap = d->cap ? 2 * d->cap : 16;
+        const char **v = realloc(d->v, cap * sizeof(*v));
+        if (!v)
+            return -ENOMEM;
+        d->v = v;
+        d->cap = cap;
+    }
+    d->v[d->n++] = s;
+    return 0;
+}
+
+/* ,"name":["value",...],"name_count":N: the first eight distinct values
+ * and how many there are; then empties d. */
+static void values_json(FILE *f, const char *name, struct distinct *d)
+{
+    fprintf(f, ",\"%s\":[", name);
+    for (size_t i = 0; i < d->n && i < 8; i++) {
+        fputs(i ? "," : "", f);
+        ct_html_str(f, d->v[i]);
+    }
+    fprintf(f, "],\"%s_count\":%zu", name, d->n);
+    d->n = 0;
+}
+
+/* "ident":{...}: what the header and the title say of the job. Hosts,
+ * run and job ids from the loaded job; the start is its time zero (the
+ * first GPU start, on the realtime clock: decoder/read/clock.c); command
+ * lines, GPUs and the recorder's version from the traces' metadata. */
+static void ident_json(FILE *f, const struct ct_report *rep, const struct ct_html_in *in)
+{
+    const struct ct_job *job = rep->job;
+    struct distinct d = {0};
+    char when[64] = "";
+    time_t sec = (time_t)(job->t0 / 1000000000);
+    struct tm tm;
+    if (job->t0 > 0 && gmtime_r(&sec, &tm))
+        strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
+    fprintf(f, "\"ident\":{\"version\":\"%s\",\"start\":", CT_VERSION);
+    if (when[0])
+        ct_html_str(f, when);
+    else
+        fputs("null", f);
+    /* out of memory: the values found so far (a shorter list, never a
+     * wrong one) */
+    for (size_t r = 0; r < job->nranks; r++)
+        distinct_add(&d, job->ranks[r].host);
+    values_json(f, "hosts", &d);
+    for (int k = 0; k < 2; k++) {
+        for (size_t p = 0; p < job->nprocs; p++)
+            distinct_add(&d, k ? job->procs[p].life.job : job->procs[p].life.run);
+        values_json(f, k ? "jobs" : "runs", &d);
+    }
+    static const char *const name[3] = {"cmdlines", "gpus", "recorded_with"};
+    const char *src[3] = {in ? in->cmdlines : NULL, in ? in->gpus : NULL, in ? in->recorder : NULL};
+    for (int k = 0; k < 3; k++) {
+        char *copy = src[k] ? strdup(src[k]) : NULL;
+        for (char *p = copy, *q; p && *p; p = q) {
+            q = p + strcspn(p, k ? "+" : "\n");
+            if (*q)
+                *q++ = 0;
+            distinct_add(&d, p);
+        }
+        values_json(f, name[k], &d);
+        free(copy);
+    }
+    free(d.v);
+    fputc('}', f);
+}
+
+/* The diagnose document as a JSON value inside <script>: "<", ">" and "&"
+ * only occur in its strings, where \u escapes mean the same. */
+static void diagnose_json(FILE *f, const struct ct_html_in *in)
+{
+    fputs("\"diagnose\":", f);
+    if (!in || !in->diagnose) {
+        fputs("null,\"diagnose_why\":", f);
+        ct_html_str(f, in && in->diagnose_why ? in->diagnose_why : "diagnose was not run");
+        return;
+    }
+    for (const char *p = in->diagnose; *p; p++) {
+        if (*p == '<' || *p == '>' || *p == '&')
+            fprintf(f, "\\u%04x", (unsigned)*p);
+        else if (*p != '\n')
+            fputc(*p, f);
+    }
+    fputs(",\"diagnose_why\":null", f);
+}
+
+static void data_json(FILE *f, const struct ct_report *rep, const struct ct_html_in *in)
 {
     /* no iteration on any rank: no step time (null, as in the JSON report) */
     fprintf(f, "{\"nranks\":%zu,\"iterations\":%zu,\"step_p50\":", rep->nr, rep->iterations);
@@ -429,15 +560,18 @@ static void data_json(FILE *f, const struct ct_report *rep, const struct ct_html
         fprintf(f, "%.1f", rep->step_p50);
     else
         fprintf(f, "null");
-    fprintf(f, ",\"max_ops\":%d,", CT_HTML_MAX_OPS);
-    fputs("\"classes\":[", f);
+    fputs(",", f);
+    ident_json(f, rep, in);
+    fputs(",\"classes\":[", f);
     for (int c = 0; c < CT_CL_COUNT; c++)
         fprintf(f, "%s\"%s\"", c ? "," : "", ct_class_name(c));
     fputs("],\"ops_names\":[\"\"", f);
     for (int o = 1; o <= CT_NCCL_OP_COUNT; o++)
         fprintf(f, ",\"%s\"", op_name(o));
     fputs("],", f);
-    findings_json(f, rep);
+    diagnose_json(f, in);
+    fputc(',', f);
+    facts_json(f, rep);
     fputs(",\"coll\":[", f);
     for (size_t i = 0; i < rep->ncoll; i++) {
         const struct ct_coll_row *c = &rep->coll[i];
@@ -446,8 +580,11 @@ static void data_json(FILE *f, const struct ct_report *rep, const struct ct_html
                 fin(c->p90), fin(c->max), fin(c->skew_p50), fin(c->wait_p50), fin(c->transfer_p50),
                 fin(c->algbw), fin(c->busbw));
     }
-    fputs("],\"kern\":[", f);
-    /* the 50 kernels with the most total time */
+    /* every kernel's total, for the shares; then the 50 with the most */
+    int64_t ktotal = 0;
+    for (size_t i = 0; i < rep->nkern; i++)
+        ktotal += rep->kern[i].total;
+    fprintf(f, "],\"kern_total\":%" PRId64 ",\"nkern\":%zu,\"kern\":[", ktotal, rep->nkern);
     char *done = calloc(rep->nkern ? rep->nkern : 1, 1);
     for (int k = 0; k < 50 && done; k++) {
         size_t best = SIZE_MAX;
@@ -464,30 +601,94 @@ static void data_json(FILE *f, const struct ct_report *rep, const struct ct_html
     }
     free(done);
     char *detail = detail_ranks(rep);
-    fprintf(f, "],\"aggregated\":%d,", rep->nr > CT_HTML_DETAIL_RANKS);
+    size_t ndetail = 0;
+    for (size_t r = 0; r < rep->nr; r++)
+        ndetail += !detail || detail[r];
+    size_t limit = CT_HTML_RAW_TOTAL / (ndetail ? ndetail : 1);
+    if (limit < CT_HTML_RAW_MIN)
+        limit = CT_HTML_RAW_MIN;
+    size_t m = slowest_step(rep);
+    int64_t zlo = 1, zhi = 0; /* none */
+    if (m != SIZE_MAX) {
+        zlo = rep->steps[m].start - rep->job->t0;
+        zhi = rep->steps[m].end - rep->job->t0;
+    }
+    fprintf(f, "],\"aggregated\":%d,\"raw_limit\":%zu,", rep->nr > CT_HTML_DETAIL_RANKS, limit);
     heat_json(f, rep);
+    fputc(',', f);
+    steps_json(f, rep);
     fputs(",\"ranks\":[", f);
     for (size_t r = 0; r < rep->nr; r++) {
         fputs(r ? ",\n" : "", f);
-        rank_json(f, rep, &rep->rr[r], !detail || detail[r]);
+        rank_json(f, rep, &rep->rr[r], !detail || detail[r], limit, zlo, zhi);
     }
     free(detail);
     fputs("],", f);
-    ct_html_cp_json(f, rep, cp);
+    ct_html_cp_json(f, rep, in ? in->cp : NULL);
     fputs("}", f);
 }
 
+/* Text for HTML outside <script>: &, <, > and " as entities. */
+static void html_text(FILE *f, const char *s, size_t max)
+{
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p && n < max; p++, n++) {
+        if (*p == '&')
+            fputs("&amp;", f);
+        else if (*p == '<')
+            fputs("&lt;", f);
+        else if (*p == '>')
+            fputs("&gt;", f);
+        else if (*p == '"')
+            fputs("&quot;", f);
+        else if (*p < 0x20 || *p >= 0x80)
+            fputc(*p == '\n' ? ' ' : '?', f);
+        else
+            fputc(*p, f);
+    }
+    if (*s && strlen(s) > max)
+        fputs("...", f);
+}
+
+/* <title>: the command (its first line, shortened), the ranks, the first
+ * host and the start; the page's header has them in full. */
+static void title(FILE *f, const struct ct_report *rep, const struct ct_html_in *in)
+{
+    const struct ct_job *job = rep->job;
+    char cmd[80] = "", when[40] = "";
+    if (in && in->cmdlines && *in->cmdlines) {
+        snprintf(cmd, sizeof(cmd), "%s", in->cmdlines);
+        cmd[strcspn(cmd, "\n")] = 0;
+    }
+    time_t sec = (time_t)(job->t0 / 1000000000);
+    struct tm tm;
+    if (job->t0 > 0 && gmtime_r(&sec, &tm))
+        strftime(when, sizeof(when), "%Y-%m-%d %H:%M UTC", &tm);
+    fputs("<title>cutrace: ", f);
+    html_text(f, cmd[0] ? cmd : "report", 60);
+    fprintf(f, " - %zu rank%s", job->nranks, job->nranks == 1 ? "" : "s");
+    if (job->nranks && job->ranks[0].host) {
+        fputs(" on ", f);
+        html_text(f, job->ranks[0].host, 40);
+    }
+    if (when[0])
+        fprintf(f, ", %s", when);
+    fputs("</title>\n", f);
+}
+
 /* The page (decoder/export/html_page.html, one string per line); the line
- * "@DATA@" stands for the figures. */
+ * "@DATA@" stands for the figures, "@TITLE@" for the title. */
 static const char *const page[] = {
 #include "decoder/html_page.inc" /* generated from export/html_page.html */
 };
 
-int ct_report_html(FILE *f, const struct ct_report *rep, const struct ct_html_cp *cp)
+int ct_report_html(FILE *f, const struct ct_report *rep, const struct ct_html_in *in)
 {
     for (size_t i = 0; i < sizeof(page) / sizeof(page[0]); i++) {
         if (!strcmp(page[i], "@DATA@\n"))
-            data_json(f, rep, cp);
+            data_json(f, rep, in);
+        else if (!strcmp(page[i], "@TITLE@\n"))
+            title(f, rep, in);
         else
             fputs(page[i], f);
     }

@@ -426,6 +426,10 @@ void ct_report_json(FILE *f, const struct ct_report *rep, int rank_iters)
         fputc('}', f);
     }
     fprintf(f, "],\"job\":{\"ranks\":%zu,\"iterations\":%zu,", rep->nr, rep->iterations);
+    /* where the output's times start, on the job clock (realtime ns for
+     * cutrace traces, the trace's own ts for Kineto): what two reports of
+     * one trace compare their times through */
+    fprintf(f, "\"time_zero_ns\":%" PRId64 ",", rep->job->t0);
     /* no iteration on any rank: no step time (null, not 0) */
     num(f, "step_p50_us", rep->step_p50 > 0 ? json_us(rep->step_p50) : NAN, 1);
     num(f, "step_p90_us", rep->step_p50 > 0 ? json_us(rep->step_p90) : NAN, 1);

@@ -4,11 +4,13 @@
  * serialized process/thread ids), plus cutrace's own tables. The schema is
  * documented column by column in docs/export.md; this file must keep to it.
  *
- * Times are ns since the job's time zero (decoder/export/export.h), on the job
- * clock. Process and thread ids are serialized as Nsight Systems does, so
- * its recipes apply: PID = globalPid / 0x1000000 % 0x1000000, TID =
- * globalTid % 0x1000000; the bits from 48 up hold the trace's index + 1 (in
- * RANKS), which keeps equal pids of different hosts apart.
+ * Times are ns since the export's time zero, the job's earliest record
+ * (decoder/export/export.h), on the job clock: none is negative. Process
+ * and thread ids are serialized as Nsight Systems does, so its recipes
+ * apply: PID = globalPid / 0x1000000 % 0x1000000, TID = globalTid %
+ * 0x1000000; the bits from 48 up hold the trace's index + 1 (in RANKS),
+ * which keeps equal pids of different hosts apart. Columns Nsight Systems
+ * has and the trace does not record are NULL, never invented.
  *
  * Rows are inserted with prepared statements in one transaction, one trace
  * at a time; indexes for the usual joins are created at the end.
@@ -28,6 +30,7 @@
 static const char schema[] =
     "PRAGMA journal_mode=OFF;PRAGMA synchronous=OFF;PRAGMA locking_mode=EXCLUSIVE;"
     "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);"
+    "CREATE TABLE META_DATA_EXPORT (name TEXT NOT NULL, value TEXT);"
     "CREATE TABLE TARGET_INFO_SESSION_START_TIME (utcEpochNs INTEGER NOT NULL);"
     "CREATE TABLE TARGET_INFO_SYSTEM_ENV (globalPid INTEGER NOT NULL, name TEXT NOT NULL,"
     " value TEXT NOT NULL);"
@@ -35,17 +38,25 @@ static const char schema[] =
     " totalMemory INTEGER NOT NULL, smCount INTEGER NOT NULL, cuDevice INTEGER NOT NULL,"
     " globalPid INTEGER NOT NULL, rank INTEGER NOT NULL, host TEXT NOT NULL);"
     "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER NOT NULL, end INTEGER NOT NULL,"
-    " deviceId INTEGER NOT NULL, streamId INTEGER NOT NULL, correlationId INTEGER NOT NULL,"
-    " globalPid INTEGER NOT NULL, demangledName INTEGER NOT NULL, shortName INTEGER NOT NULL,"
-    " mangledName INTEGER NOT NULL, gridX INTEGER NOT NULL, gridY INTEGER NOT NULL,"
+    " deviceId INTEGER NOT NULL, contextId INTEGER, streamId INTEGER NOT NULL,"
+    " correlationId INTEGER NOT NULL, globalPid INTEGER NOT NULL, demangledName INTEGER NOT NULL,"
+    " shortName INTEGER NOT NULL, mangledName INTEGER NOT NULL, launchType INTEGER,"
+    " registersPerThread INTEGER, gridX INTEGER NOT NULL, gridY INTEGER NOT NULL,"
     " gridZ INTEGER NOT NULL, blockX INTEGER NOT NULL, blockY INTEGER NOT NULL,"
-    " blockZ INTEGER NOT NULL, dynamicSharedMemory INTEGER NOT NULL, source TEXT NOT NULL);"
+    " blockZ INTEGER NOT NULL, staticSharedMemory INTEGER, dynamicSharedMemory INTEGER NOT NULL,"
+    " graphNodeId INTEGER, source TEXT NOT NULL);"
     "CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY (start INTEGER NOT NULL, end INTEGER NOT NULL,"
-    " deviceId INTEGER NOT NULL, streamId INTEGER NOT NULL, correlationId INTEGER NOT NULL,"
-    " globalPid INTEGER NOT NULL, bytes INTEGER NOT NULL, copyKind INTEGER NOT NULL);"
+    " deviceId INTEGER NOT NULL, contextId INTEGER, streamId INTEGER NOT NULL,"
+    " correlationId INTEGER NOT NULL, globalPid INTEGER NOT NULL, bytes INTEGER NOT NULL,"
+    " copyKind INTEGER NOT NULL, srcKind INTEGER, dstKind INTEGER, graphNodeId INTEGER);"
     "CREATE TABLE CUPTI_ACTIVITY_KIND_MEMSET (start INTEGER NOT NULL, end INTEGER NOT NULL,"
-    " deviceId INTEGER NOT NULL, streamId INTEGER NOT NULL, correlationId INTEGER NOT NULL,"
-    " globalPid INTEGER NOT NULL, bytes INTEGER NOT NULL);"
+    " deviceId INTEGER NOT NULL, contextId INTEGER, streamId INTEGER NOT NULL,"
+    " correlationId INTEGER NOT NULL, globalPid INTEGER NOT NULL, bytes INTEGER NOT NULL,"
+    " memKind INTEGER, graphNodeId INTEGER);"
+    "CREATE TABLE CUPTI_ACTIVITY_KIND_SYNCHRONIZATION (start INTEGER NOT NULL,"
+    " end INTEGER NOT NULL, deviceId INTEGER, contextId INTEGER, streamId INTEGER NOT NULL,"
+    " correlationId INTEGER NOT NULL, globalPid INTEGER NOT NULL, syncType INTEGER NOT NULL,"
+    " eventId INTEGER);"
     "CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER NOT NULL, end INTEGER NOT NULL,"
     " globalTid INTEGER NOT NULL, correlationId INTEGER NOT NULL, nameId INTEGER NOT NULL,"
     " returnValue INTEGER NOT NULL, streamId INTEGER NOT NULL);"
@@ -68,7 +79,44 @@ static const char schema[] =
     "CREATE TABLE ITERATION_METRICS (rank INTEGER NOT NULL, iteration INTEGER NOT NULL,"
     " duration INTEGER NOT NULL, compute INTEGER NOT NULL, comm INTEGER NOT NULL,"
     " memory INTEGER NOT NULL, idle INTEGER NOT NULL, exposedComm INTEGER NOT NULL,"
-    " bubble INTEGER NOT NULL);"
+    " bubble INTEGER NOT NULL);";
+
+/* Nsight Systems' enumerations with its ids, names and labels: id = the
+ * value in the columns that reference them (CUPTI's numbering for copy
+ * kinds and sync types). Then the rows' transaction begins. */
+static const char enums[] =
+    "CREATE TABLE ENUM_CUDA_MEMCPY_OPER (id INTEGER NOT NULL PRIMARY KEY, name TEXT, label TEXT);"
+    "INSERT INTO ENUM_CUDA_MEMCPY_OPER VALUES"
+    " (0,'CUDA_MEMCPY_KIND_UNKNOWN','Unknown'),(1,'CUDA_MEMCPY_KIND_HTOD','Host-to-Device'),"
+    " (2,'CUDA_MEMCPY_KIND_DTOH','Device-to-Host'),(3,'CUDA_MEMCPY_KIND_HTOA','Host-to-Array'),"
+    " (4,'CUDA_MEMCPY_KIND_ATOH','Array-to-Host'),(5,'CUDA_MEMCPY_KIND_ATOA','Array-to-Array'),"
+    " (6,'CUDA_MEMCPY_KIND_ATOD','Array-to-Device'),(7,'CUDA_MEMCPY_KIND_DTOA','Device-to-Array'),"
+    " (8,'CUDA_MEMCPY_KIND_DTOD','Device-to-Device'),(9,'CUDA_MEMCPY_KIND_HTOH','Host-to-Host'),"
+    " (10,'CUDA_MEMCPY_KIND_PTOP','Peer-to-Peer'),"
+    " (11,'CUDA_MEMCPY_KIND_UVM_HTOD','Unified Host-to-Device'),"
+    " (12,'CUDA_MEMCPY_KIND_UVM_DTOH','Unified Device-to-Host'),"
+    " (13,'CUDA_MEMCPY_KIND_UVM_DTOD','Unified Device-to-Device');"
+    "CREATE TABLE ENUM_CUDA_MEM_KIND (id INTEGER NOT NULL PRIMARY KEY, name TEXT, label TEXT);"
+    "INSERT INTO ENUM_CUDA_MEM_KIND VALUES"
+    " (0,'CUDA_MEMOPR_MEMORY_KIND_PAGEABLE','Pageable'),"
+    " (1,'CUDA_MEMOPR_MEMORY_KIND_PINNED','Pinned'),(2,'CUDA_MEMOPR_MEMORY_KIND_DEVICE','Device'),"
+    " (3,'CUDA_MEMOPR_MEMORY_KIND_ARRAY','Array'),(4,'CUDA_MEMOPR_MEMORY_KIND_MANAGED','Managed'),"
+    " (5,'CUDA_MEMOPR_MEMORY_KIND_DEVICE_STATIC','Device Static'),"
+    " (6,'CUDA_MEMOPR_MEMORY_KIND_MANAGED_STATIC','Managed Static'),"
+    " (7,'CUDA_MEMOPR_MEMORY_KIND_UNKNOWN','Unknown');"
+    "CREATE TABLE ENUM_CUPTI_SYNC_TYPE (id INTEGER NOT NULL PRIMARY KEY, name TEXT, label TEXT);"
+    "INSERT INTO ENUM_CUPTI_SYNC_TYPE VALUES"
+    " (0,'CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_UNKNOWN','Unknown'),"
+    " (1,'CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE','Event sync'),"
+    " (2,'CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT','Stream wait sync'),"
+    " (3,'CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE','Stream sync'),"
+    " (4,'CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE','Context sync');"
+    "CREATE TABLE ENUM_CUDA_KERNEL_LAUNCH_TYPE (id INTEGER NOT NULL PRIMARY KEY, name TEXT,"
+    " label TEXT);"
+    "INSERT INTO ENUM_CUDA_KERNEL_LAUNCH_TYPE VALUES"
+    " (0,'CUDA_KERNEL_LAUNCH_TYPE_UNKNOWN','Unknown'),(1,'CUDA_KERNEL_LAUNCH_TYPE_REGULAR','"
+    "Regular'),"
+    " (2,'CUDA_KERNEL_LAUNCH_TYPE_COOPERATIVE_SINGLE_DEVICE','Coop Single Device');"
     "BEGIN;";
 
 static const char indexes[] =
@@ -76,6 +124,7 @@ static const char indexes[] =
     "CREATE INDEX kernel_start ON CUPTI_ACTIVITY_KIND_KERNEL (start);"
     "CREATE INDEX memcpy_corr ON CUPTI_ACTIVITY_KIND_MEMCPY (globalPid, correlationId);"
     "CREATE INDEX memset_corr ON CUPTI_ACTIVITY_KIND_MEMSET (globalPid, correlationId);"
+    "CREATE INDEX sync_corr ON CUPTI_ACTIVITY_KIND_SYNCHRONIZATION (globalPid, correlationId);"
     "CREATE INDEX runtime_corr ON CUPTI_ACTIVITY_KIND_RUNTIME (correlationId);"
     "CREATE INDEX runtime_start ON CUPTI_ACTIVITY_KIND_RUNTIME (start);"
     "CREATE INDEX nvtx_start ON NVTX_EVENTS (start);"
@@ -90,6 +139,7 @@ enum stmt {
     ST_KERNEL,
     ST_MEMCPY,
     ST_MEMSET,
+    ST_SYNC,
     ST_RUNTIME,
     ST_NVTX,
     ST_NCCL,
@@ -104,10 +154,13 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_STR] = "INSERT INTO StringIds VALUES (?,?)",
     [ST_ENV] = "INSERT INTO TARGET_INFO_SYSTEM_ENV VALUES (?,?,?)",
     [ST_GPU_INFO] = "INSERT INTO TARGET_INFO_GPU VALUES (?,?,?,?,?,?,?,?,?)",
-    [ST_KERNEL] =
-        "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-    [ST_MEMCPY] = "INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY VALUES (?,?,?,?,?,?,?,?)",
-    [ST_MEMSET] = "INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET VALUES (?,?,?,?,?,?,?)",
+    /* Parenthesised: clang's -Wstring-concatenation reads an unbracketed
+       two-literal element as a missing comma. */
+    [ST_KERNEL] = ("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES "
+                   "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"),
+    [ST_MEMCPY] = "INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+    [ST_MEMSET] = "INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET VALUES (?,?,?,?,?,?,?,?,?,?)",
+    [ST_SYNC] = "INSERT INTO CUPTI_ACTIVITY_KIND_SYNCHRONIZATION VALUES (?,?,?,?,?,?,?,?,?)",
     [ST_RUNTIME] = "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?,?,?,?,?,?,?)",
     [ST_NVTX] = "INSERT INTO NVTX_EVENTS VALUES (?,?,?,?,?,?)",
     [ST_NCCL] = "INSERT INTO NCCL_OPS VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
@@ -133,7 +186,8 @@ struct sqlite_writer {
     int64_t shift, gpid;
     int64_t *raw_ids; /* per trace: trace string id -> StringIds id (0: not yet) */
     int64_t *dem_ids, *short_ids;
-    int rc; /* first SQLite error */
+    uint64_t *gnode; /* per record of t: its graph node id (graph_nodes), or NULL */
+    int rc;          /* first SQLite error */
 };
 
 static uint64_t fnv(const char *s)
@@ -262,9 +316,44 @@ static int cupti_copy_kind(uint64_t k)
     }
 }
 
-static void gpu_row(struct sqlite_writer *w, const struct ct_record *r)
+/* Nsight Systems' launchType (ENUM_CUDA_KERNEL_LAUNCH_TYPE) from the entry
+ * point that launched a kernel, where that alone tells: cuLaunchKernelEx's
+ * attributes (cooperative or not) and a graph's nodes are not recorded. */
+static int launch_type(const char *call, int64_t *type)
+{
+    if (!strcmp(call, "cuLaunchKernel") || !strcmp(call, "cuLaunchKernel_ptsz"))
+        *type = 1; /* regular */
+    else if (!strcmp(call, "cuLaunchCooperativeKernel") ||
+             !strcmp(call, "cuLaunchCooperativeKernel_ptsz"))
+        *type = 2; /* cooperative, single device */
+    else
+        return 0;
+    return 1;
+}
+
+/* CUPTI's synchronization type (ENUM_CUPTI_SYNC_TYPE) of the call that
+ * waited, by its entry point; 0 (unknown) for any other. */
+static int64_t sync_type(const char *call)
+{
+    static const struct {
+        const char *prefix;
+        int64_t type;
+    } t[] = {{"cuEventSynchronize", 1},
+             {"cuStreamWaitEvent", 2},
+             {"cuStreamSynchronize", 3},
+             {"cuCtxSynchronize", 4}};
+    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+        if (!strncmp(call, t[i].prefix, strlen(t[i].prefix)))
+            return t[i].type;
+    return 0;
+}
+
+/* A GPU record's row; i its index in the trace (its graph node). */
+static void gpu_row(struct sqlite_writer *w, const struct ct_record *r, size_t i)
 {
     const uint64_t *f = r->f;
+    const struct ct_record *call = ct_trace_call(w->t, f[CT_GPU_CORR]);
+    int api = call && call->kind == CT_REC_API;
     enum stmt k;
     if (f[CT_GPU_TYPE] == CT_GPU_KERNEL)
         k = ST_KERNEL;
@@ -272,31 +361,79 @@ static void gpu_row(struct sqlite_writer *w, const struct ct_record *r)
         k = ST_MEMCPY;
     else if (f[CT_GPU_TYPE] == CT_GPU_MEMSET)
         k = ST_MEMSET;
+    else if (f[CT_GPU_TYPE] == CT_GPU_SYNC)
+        k = ST_SYNC;
     else
         return; /* NCCL intervals: NCCL_OPS.gpuStart/gpuEnd */
+    /* columns 1-7 are the same in the four tables; contextId (4) is not
+     * recorded: NULL */
     b_i(w, k, 1, T(w, f[CT_GPU_START]));
     b_i(w, k, 2, T(w, f[CT_GPU_END]));
-    b_i(w, k, 3, (int64_t)f[CT_GPU_DEVICE]);
-    b_i(w, k, 4, (int64_t)f[CT_GPU_STREAM]);
-    b_i(w, k, 5, (int64_t)f[CT_GPU_CORR]);
-    b_i(w, k, 6, w->gpid);
+    if (k != ST_SYNC)
+        b_i(w, k, 3, (int64_t)f[CT_GPU_DEVICE]);
+    else if (api && (int64_t)call->f[CT_API_DEVICE] >= 0) /* CUPTI's has none */
+        b_i(w, k, 3, (int64_t)call->f[CT_API_DEVICE]);
+    b_i(w, k, 5, (int64_t)f[CT_GPU_STREAM]);
+    b_i(w, k, 6, (int64_t)f[CT_GPU_CORR]);
+    b_i(w, k, 7, w->gpid);
+    int node = w->gnode && w->gnode[i];
     if (k == ST_KERNEL) {
-        int64_t dem, shrt;
+        int64_t dem, shrt, lt;
         kernel_ids(w, f[CT_GPU_NAME], &dem, &shrt);
-        b_i(w, k, 7, dem);
-        b_i(w, k, 8, shrt);
-        b_i(w, k, 9, raw_id(w, f[CT_GPU_NAME]));
-        const struct ct_record *call = ct_trace_call(w->t, f[CT_GPU_CORR]);
-        int launch = call && call->kind == CT_REC_API && call->f[CT_API_FAMILY] == CT_FAM_LAUNCH;
-        for (int d = 0; d < 7; d++)
-            b_i(w, k, 10 + d, launch ? (int64_t)call->f[CT_API_GRID_X + d] : 0);
-        b_t(w, k, 17, ct_name_gpu_source(f[CT_GPU_SOURCE]));
+        b_i(w, k, 8, dem);
+        b_i(w, k, 9, shrt);
+        b_i(w, k, 10, raw_id(w, f[CT_GPU_NAME]));
+        if (api && launch_type(ct_trace_str(w->t, call->f[CT_API_NAME]), &lt))
+            b_i(w, k, 11, lt);
+        /* registersPerThread (12) and staticSharedMemory (19): not recorded */
+        int launch = api && call->f[CT_API_FAMILY] == CT_FAM_LAUNCH;
+        for (int d = 0; d < 6; d++) /* grid and block */
+            b_i(w, k, 13 + d, launch ? (int64_t)call->f[CT_API_GRID_X + d] : 0);
+        b_i(w, k, 20, launch ? (int64_t)call->f[CT_API_SHMEM] : 0);
+        if (node)
+            b_i(w, k, 21, (int64_t)w->gnode[i]);
+        b_t(w, k, 22, ct_name_gpu_source(f[CT_GPU_SOURCE]));
+    } else if (k == ST_SYNC) {
+        uint64_t ev;
+        b_i(w, k, 8, api ? sync_type(ct_trace_str(w->t, call->f[CT_API_NAME])) : 0);
+        if (api && ct_api_event(call->f, &ev))
+            b_i(w, k, 9, (int64_t)ev);
     } else {
-        b_i(w, k, 7, (int64_t)f[CT_GPU_BYTES]);
+        b_i(w, k, 8, (int64_t)f[CT_GPU_BYTES]);
+        /* srcKind/dstKind (10, 11) and memKind (9): not recorded */
         if (k == ST_MEMCPY)
-            b_i(w, k, 8, cupti_copy_kind(f[CT_GPU_COPY_KIND]));
+            b_i(w, k, 9, cupti_copy_kind(f[CT_GPU_COPY_KIND]));
+        if (node)
+            b_i(w, k, k == ST_MEMCPY ? 12 : 10, (int64_t)w->gnode[i]);
     }
     step(w, k);
+}
+
+/*
+ * The executable graph node each GPU record of t ran as, from the graph
+ * node metadata that follows it (cutrace/format.h CT_SCOPE_GRAPH_NODE: the
+ * same thread's GPU record just before it, of the same time). NULL, with
+ * *rc 0, when the trace has none; *rc -ENOMEM when out of memory.
+ */
+static uint64_t *graph_nodes(const struct ct_trace *t, int *rc)
+{
+    uint64_t *node = NULL;
+    *rc = 0;
+    for (size_t k = 0; k < t->n; k++) {
+        const struct ct_record *m = &t->recs[k];
+        if (m->kind != CT_REC_META || m->f[CT_META_SCOPE] != CT_SCOPE_GRAPH_NODE)
+            continue;
+        if (!node && !(node = calloc(t->n, sizeof(*node)))) {
+            *rc = -ENOMEM;
+            return NULL;
+        }
+        for (size_t j = k; j-- > 0 && t->recs[j].f[0] == m->f[0];)
+            if (t->recs[j].kind == CT_REC_GPU && t->recs[j].tid == m->tid) {
+                node[j] = m->f[CT_META_SCOPE_ID];
+                break;
+            }
+    }
+    return node;
 }
 
 static void nccl_row(struct sqlite_writer *w, const struct ct_record *r)
@@ -335,7 +472,7 @@ static void nccl_row(struct sqlite_writer *w, const struct ct_record *r)
     step(w, k);
 }
 
-static void record_row(struct sqlite_writer *w, const struct ct_record *r)
+static void record_row(struct sqlite_writer *w, const struct ct_record *r, size_t i)
 {
     const uint64_t *f = r->f;
     enum stmt k;
@@ -353,7 +490,7 @@ static void record_row(struct sqlite_writer *w, const struct ct_record *r)
         break;
     case CT_REC_GPU:
         if (!ct_trace_gpu_superseded(w->t, r)) /* one row per op, from its best source */
-            gpu_row(w, r);
+            gpu_row(w, r, i);
         break;
     case CT_REC_NCCL: nccl_row(w, r); break;
     case CT_REC_IO:
@@ -466,12 +603,12 @@ static void iteration_rows(struct sqlite_writer *w, const struct ct_export_job *
         for (size_t i = 0; i < rr->niters; i++) {
             const struct ct_iter *it = &rr->iters[i];
             const struct ct_iter_metrics *m = &rr->im[i];
-            if (!ct_export_in(&x->sel, it->s - x->job.t0, it->e - x->job.t0))
+            if (!ct_export_in(&x->sel, it->s - x->origin, it->e - x->origin))
                 continue;
             b_i(w, ST_ITER, 1, rr->rank->rank);
             b_i(w, ST_ITER, 2, it->index);
-            b_i(w, ST_ITER, 3, it->s - x->job.t0);
-            b_i(w, ST_ITER, 4, it->e - x->job.t0);
+            b_i(w, ST_ITER, 3, it->s - x->origin);
+            b_i(w, ST_ITER, 4, it->e - x->origin);
             b_t(w, ST_ITER, 5, ct_iter_source_name(rr->iter_src));
             step(w, ST_ITER);
             int64_t v[9] = {rr->rank->rank, it->index, it->e - it->s,   m->compute, m->comm,
@@ -496,7 +633,8 @@ int ct_export_sqlite(const char *out, struct ct_export_job *x, struct ct_progres
         return -EIO;
     }
     char *msg = NULL;
-    if (sqlite3_exec(w.db, schema, NULL, NULL, &msg) != SQLITE_OK)
+    if (sqlite3_exec(w.db, schema, NULL, NULL, &msg) != SQLITE_OK ||
+        sqlite3_exec(w.db, enums, NULL, NULL, &msg) != SQLITE_OK)
         goto sql_error;
     for (int k = 0; k < ST_COUNT; k++)
         if (sqlite3_prepare_v2(w.db, stmt_sql[k], -1, &w.st[k], NULL) != SQLITE_OK)
@@ -509,6 +647,17 @@ int ct_export_sqlite(const char *out, struct ct_export_job *x, struct ct_progres
         sqlite3_bind_int64(st, 1, x->origin_realtime_ns);
         sqlite3_step(st);
         sqlite3_finalize(st);
+        /* what time 0 is, and where `cutrace report`'s zero lies on it */
+        char meta[256], zero[32] = "NULL"; /* no GPU op: the report has no zero */
+        if (x->job.t0 >= x->origin)
+            snprintf(zero, sizeof(zero), "'%" PRId64 "'", x->job.t0 - x->origin);
+        snprintf(meta, sizeof(meta),
+                 "INSERT INTO META_DATA_EXPORT VALUES ('CUTRACE_GENERATOR','cutrace export'),"
+                 "('CUTRACE_TIME_ZERO','the job''s earliest record'),"
+                 "('CUTRACE_REPORT_TIME_ZERO_NS',%s);",
+                 zero);
+        if (sqlite3_exec(w.db, meta, NULL, NULL, &msg) != SQLITE_OK)
+            goto sql_error;
     }
     for (size_t i = 0; i < x->nsrc && !rc && !w.rc; i++) {
         if (!ct_export_rank_on(&x->sel, x->src[i].rank))
@@ -527,7 +676,9 @@ int ct_export_sqlite(const char *out, struct ct_export_job *x, struct ct_progres
         w.raw_ids = calloc(ns, sizeof(int64_t));
         w.dem_ids = calloc(ns, sizeof(int64_t));
         w.short_ids = calloc(ns, sizeof(int64_t));
-        if (!w.raw_ids || !w.dem_ids || !w.short_ids) {
+        int grc = 0;
+        w.gnode = graph_nodes(&t, &grc);
+        if (!w.raw_ids || !w.dem_ids || !w.short_ids || grc) {
             snprintf(err, errlen, "out of memory");
             rc = -ENOMEM;
         } else {
@@ -538,12 +689,14 @@ int ct_export_sqlite(const char *out, struct ct_export_job *x, struct ct_progres
                                        100.0 * (double)k / (double)t.n);
                 const struct ct_record *r = &t.recs[k];
                 if (ct_export_rec_in(&x->sel, r, w.shift))
-                    record_row(&w, r); /* else outside --window / --iterations */
+                    record_row(&w, r, k); /* else outside --window / --iterations */
             }
         }
         free(w.raw_ids);
         free(w.dem_ids);
         free(w.short_ids);
+        free(w.gnode);
+        w.gnode = NULL;
         ct_trace_free(&t);
     }
     if (!rc && !w.rc)

@@ -86,6 +86,7 @@ static void shift_rank(struct ct_rank *r, int64_t d)
         shift_set(&p->cuda_call, d);
         shift_set(&p->data_wait, d);
         shift_set(&p->file_read, d);
+        shift_set(&p->htod, d);
         int64_t *lt[] = {&p->life.start_ns, &p->life.signal_ns, &p->life.hang_ns,
                          &p->last_ns,       &p->gpu_lo,         &p->gpu_hi,
                          &p->busy_lo,       &p->launch_lo,      &p->launch_hi};

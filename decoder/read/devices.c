@@ -203,6 +203,8 @@ static int one_device(const struct ct_proc *p, const int32_t *devs, size_t ndev,
     if (!rc)
         rc = copy_set(&p->file_read, &q->file_read);
     if (!rc)
+        rc = copy_set(&p->htod, &q->htod);
+    if (!rc)
         rc = copy_set(&p->ckpt, &q->ckpt);
     if (!rc)
         rc = copy_set(&p->capture, &q->capture);

@@ -90,11 +90,32 @@ int ct_capture_finish(struct ct_proc *p, int64_t off)
 
 /* ------------------------------------------------ blocking calls */
 
-int ct_calls_note(struct ct_calls *c, int64_t s, int64_t e, uint32_t tid)
+int ct_calls_note(struct ct_calls *c, int64_t s, int64_t e, uint32_t tid, int64_t key)
 {
     if (ct_grow((void **)&c->v, &c->cap, c->n, sizeof(*c->v)))
         return -ENOMEM;
-    c->v[c->n++] = (struct ct_call_span){s, e, tid};
+    c->v[c->n++] = (struct ct_call_span){s, e, tid, key};
+    return 0;
+}
+
+int ct_calls_launch(struct ct_calls *c, int64_t key, int64_t s)
+{
+    if (key < 0)
+        return 0;
+    if ((size_t)key >= c->nfirst) {
+        size_t n = c->nfirst ? c->nfirst : 64;
+        while (n <= (size_t)key)
+            n *= 2;
+        int64_t *v = realloc(c->first, n * sizeof(*v));
+        if (!v)
+            return -ENOMEM;
+        for (size_t i = c->nfirst; i < n; i++)
+            v[i] = INT64_MAX;
+        c->first = v;
+        c->nfirst = n;
+    }
+    if (s < c->first[key])
+        c->first[key] = s;
     return 0;
 }
 
@@ -122,7 +143,10 @@ int ct_calls_finish(struct ct_calls *c, struct ct_ivset *out, int64_t off)
         size_t k = 0;
         while (k < c->ntids && c->tids[k] != c->v[i].tid)
             k++;
-        if (k < c->ntids)
+        /* a launch only as the first of its kernel (host_classes.h) */
+        int64_t key = c->v[i].key;
+        int first = key < 0 || ((size_t)key < c->nfirst && c->first[key] == c->v[i].s);
+        if (k < c->ntids && first)
             rc = ct_ivset_add(out, c->v[i].s + off, c->v[i].e + off);
     }
     ct_ivset_normalize_unsorted(out);
@@ -134,6 +158,7 @@ void ct_calls_free(struct ct_calls *c)
 {
     free(c->v);
     free(c->tids);
+    free(c->first);
     memset(c, 0, sizeof(*c));
 }
 
@@ -217,6 +242,9 @@ static int on_gpu(struct ct_extraction *x, const uint64_t *c, size_t st, uint32_
         if (name_of(x, FLD(CT_GPU_NAME), &g->name))
             return -ENOMEM;
         ct_cov_source(&x->p->cov, FLD(CT_GPU_SOURCE));
+        if (g->type == CT_GPU_MEMCPY && FLD(CT_GPU_COPY_KIND) == CT_COPY_HTOD &&
+            ct_ivset_add(&x->p->htod, g->s, g->e))
+            return -ENOMEM;
         idx = x->ops.n++;
         /* by op index (ops made from NCCL records have none: 0) */
         while (x->gsrc.n <= idx) {
@@ -417,12 +445,17 @@ static int on_api(struct ct_extraction *x, const uint64_t *c, size_t st, uint32_
             rc = ct_calls_launcher(&x->bcalls, tid);
     }
     int64_t s = (int64_t)FLD(CT_API_START), e = (int64_t)FLD(CT_API_END);
+    int64_t key = fam == CT_FAM_LAUNCH ? (int64_t)FLD(CT_API_KERNEL) : fam == CT_FAM_GRAPH ? 0 : -1;
+    if (!rc)
+        rc = ct_calls_launch(&x->bcalls, key, s);
     if (!rc && ct_is_blocking_call(fam, FLD(CT_API_FLAGS), e - s))
-        rc = ct_calls_note(&x->bcalls, s, e, tid);
+        rc = ct_calls_note(&x->bcalls, s, e, tid, key);
     if (!rc && ct_is_host_sync(fam, FLD(CT_API_FLAGS)) && !(rc = ct_ivset_add(&p->sync, s, e)))
         rc = note_sync(x, c, st, fam);
     if (!rc && fam == CT_FAM_MEMCPY && ct_is_ckpt_copy(FLD(CT_API_COPY_KIND), FLD(CT_API_BYTES)))
         rc = ct_ivset_add(&p->ckpt, s, e);
+    if (!rc && fam == CT_FAM_MEMCPY && FLD(CT_API_COPY_KIND) == CT_COPY_HTOD)
+        rc = ct_ivset_add(&p->htod, s, e);
     return rc;
 }
 
@@ -648,7 +681,8 @@ static const uint32_t *extract_fields(void)
                         F(CT_API_COPY_KIND) | F(CT_API_FLAGS) | F(CT_API_STREAM) |
                         F(CT_API_RESULT); /* stream and result: event edges */
         m[CT_REC_GPU] = F(CT_GPU_START) | F(CT_GPU_END) | F(CT_GPU_STREAM) | F(CT_GPU_CORR) |
-                        F(CT_GPU_TYPE) | F(CT_GPU_NAME) | F(CT_GPU_SOURCE) | F(CT_GPU_DEVICE);
+                        F(CT_GPU_TYPE) | F(CT_GPU_NAME) | F(CT_GPU_SOURCE) | F(CT_GPU_DEVICE) |
+                        F(CT_GPU_COPY_KIND);
     }
     return m;
 }
@@ -692,6 +726,7 @@ int ct_proc_extract_file(const char *path, const char *step_name, struct ct_proc
     p->pid = rd.hdr.pid;
     p->cov.processes = 1;
     p->cov.truncated = !rd.has_footer;
+    p->life.salvaged = rd.salvaged;
     p->cov.damaged = rd.damage_bytes;
     p->cov.bytes = rd.size;
     p->trunc_at = rd.truncated ? rd.truncated_at : 0;

@@ -34,13 +34,20 @@ struct ct_calls {
     struct ct_call_span {
         int64_t s, e;
         uint32_t tid;
+        int64_t key; /* a launch's kernel (string id; 0 a graph launch), -1 any other call */
     } * v;
     size_t n, cap;
     uint32_t *tids; /* the launching threads, unsorted, once each */
     size_t ntids, captids;
+    int64_t *first; /* by key: the earliest start of a launch of it (INT64_MAX none) */
+    size_t nfirst;
 };
-int ct_calls_note(struct ct_calls *c, int64_t s, int64_t e, uint32_t tid);
+/* key: as ct_call_span's. */
+int ct_calls_note(struct ct_calls *c, int64_t s, int64_t e, uint32_t tid, int64_t key);
 int ct_calls_launcher(struct ct_calls *c, uint32_t tid);
+/* Every launch of kernel key (>= 0) starting at s, for ct_calls_finish's
+ * first-launch rule; in any order. */
+int ct_calls_launch(struct ct_calls *c, int64_t key, int64_t s);
 int ct_calls_finish(struct ct_calls *c, struct ct_ivset *out, int64_t off);
 void ct_calls_free(struct ct_calls *c);
 

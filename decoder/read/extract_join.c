@@ -623,8 +623,8 @@ int ct_extract_finish(struct ct_extraction *x)
         p->launches[i] += off;
     if ((rc = ct_i64_sort(p->launches, p->nlaunches)))
         goto out;
-    struct ct_ivset *sets[] = {&p->sync, &p->data_wait, &p->ckpt, &p->file_read};
-    for (size_t k = 0; k < 4; k++) {
+    struct ct_ivset *sets[] = {&p->sync, &p->data_wait, &p->ckpt, &p->file_read, &p->htod};
+    for (size_t k = 0; k < sizeof(sets) / sizeof(sets[0]); k++) {
         for (size_t i = 0; i < sets[k]->n; i++) {
             sets[k]->v[i].s += off;
             sets[k]->v[i].e += off;

@@ -1,7 +1,8 @@
 /*
  * What a host record counts as, decided once while a trace is extracted
  * (decoder/read/extract.c) and read by the analyses as the host interval
- * sets of struct ct_proc (data_wait, ckpt, file_read, sync, cuda_call):
+ * sets of struct ct_proc (data_wait, ckpt, file_read, sync, cuda_call,
+ * htod):
  *   - a data wait: the host blocked in read/recv/poll... on a file, pipe
  *     or socket (a loader's wait for its next batch);
  *   - checkpoint I/O: write/fsync... on a file, or a device-to-host copy
@@ -10,7 +11,9 @@
  *     synchronize, a synchronous copy; not cuStreamWaitEvent, which makes
  *     a stream wait and returns at once);
  *   - a blocking CUDA call: one that is not a wait for the GPU and lasted
- *     at least CT_BLOCKING_CALL_NS.
+ *     at least CT_BLOCKING_CALL_NS (a launch only as its kernel's first);
+ *   - a host-to-device copy (htod: the call and its GPU interval), what
+ *     follows a checkpoint's reading in a restore.
  * The stalls analysis (decoder/analysis/stalls.c) splits GPU-idle time by
  * these sets; docs/report.md states the rules for users. Pure functions:
  * no state, thread-safe.
@@ -79,7 +82,12 @@ static inline int ct_is_host_sync(uint64_t fam, uint64_t flags)
  * Shorter calls are the host issuing work: the GPU's wait in them is launch
  * overhead. A synchronize is a wait for the GPU: while it lasts the GPU is
  * busy, and when it is idle then the wait is for work elsewhere, which the
- * trace does not explain. Inline: every API record of a trace passes here.
+ * trace does not explain. A launch (or graph launch) that long counts only
+ * as the first of its kernel (ct_calls_note's key, extract_int.h): that one
+ * loads the kernel's module (lazy loading); a later one was held by the
+ * host itself (a thread preempted on a busy machine), which the GPU-idle
+ * split calls launch overhead, not a call that blocked. Inline: every API
+ * record of a trace passes here.
  */
 static inline int ct_is_blocking_call(uint64_t fam, uint64_t flags, int64_t dur)
 {

@@ -29,6 +29,7 @@ void ct_proc_free(struct ct_proc *p)
     ct_ivset_free(&p->cuda_call);
     ct_ivset_free(&p->data_wait);
     ct_ivset_free(&p->file_read);
+    ct_ivset_free(&p->htod);
     ct_ivset_free(&p->ckpt);
     ct_ivset_free(&p->capture);
     free(p->sdev);

@@ -149,6 +149,7 @@ int ct_proc_spill(struct ct_proc *p)
     ct_ivset_shrink(&p->data_wait);
     ct_ivset_shrink(&p->ckpt);
     ct_ivset_shrink(&p->file_read);
+    ct_ivset_shrink(&p->htod);
     ct_ivset_shrink(&p->capture);
     return 0;
 }

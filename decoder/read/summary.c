@@ -43,10 +43,10 @@ static void put_ivset(struct ct_sum_wbuf *b, const struct ct_ivset *a)
 
 static void put_cov(struct ct_sum_wbuf *b, const struct ct_coverage *c)
 {
-    const uint64_t v[] = {c->gpu_cupti,           c->gpu_events, c->gpu_plugin, c->gpu_nccl_record,
-                          c->gpu_events_blocking, c->dropped,    c->untimed,    c->unmatched_p2p,
-                          c->processes,           c->truncated,  c->damaged,    c->superseded,
-                          c->bytes};
+    const uint64_t v[] = {
+        c->gpu_cupti, c->gpu_events, c->gpu_plugin,    c->gpu_nccl_record, c->gpu_events_blocking,
+        c->dropped,   c->untimed,    c->unmatched_p2p, c->processes,       c->truncated,
+        c->damaged,   c->superseded, c->bytes};
     for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
         ct_sum_put_u64(b, v[i]);
 }
@@ -107,6 +107,7 @@ static void encode(struct ct_sum_wbuf *b, const struct ct_proc *p, const char *s
     put_ivset(b, &p->cuda_call);
     put_ivset(b, &p->data_wait);
     put_ivset(b, &p->file_read);
+    put_ivset(b, &p->htod);
     put_ivset(b, &p->ckpt);
     put_ivset(b, &p->capture);
     ct_sum_put_u64(b, p->nsteps);
@@ -163,6 +164,7 @@ static void encode(struct ct_sum_wbuf *b, const struct ct_proc *p, const char *s
     ct_sum_put_u64(b, (uint64_t)l->signal_ns);
     ct_sum_put_u32(b, (uint32_t)l->signal);
     ct_sum_put_u32(b, l->flush_ms);
+    ct_sum_put_u32(b, (uint32_t)l->salvaged);
     ct_sum_put_u64(b, (uint64_t)l->hang_ns);
     put_health(b, p->health);
     /* the facts as a section of their own, its length first: a reader that
@@ -237,9 +239,18 @@ static void get_ivset(struct ct_sum_rbuf *r, struct ct_ivset *a, int *oom)
 
 static void get_cov(struct ct_sum_rbuf *r, struct ct_coverage *c)
 {
-    uint64_t *v[] = {&c->gpu_cupti,           &c->gpu_events, &c->gpu_plugin, &c->gpu_nccl_record,
-                     &c->gpu_events_blocking, &c->dropped,    &c->untimed,    &c->unmatched_p2p,
-                     &c->processes,           &c->truncated,  &c->damaged,    &c->superseded,
+    uint64_t *v[] = {&c->gpu_cupti,
+                     &c->gpu_events,
+                     &c->gpu_plugin,
+                     &c->gpu_nccl_record,
+                     &c->gpu_events_blocking,
+                     &c->dropped,
+                     &c->untimed,
+                     &c->unmatched_p2p,
+                     &c->processes,
+                     &c->truncated,
+                     &c->damaged,
+                     &c->superseded,
                      &c->bytes};
     for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
         *v[i] = ct_sum_get_u64(r);
@@ -325,6 +336,7 @@ static void decode(struct ct_sum_rbuf *r, struct ct_proc *p, struct ct_hcollect 
     get_ivset(r, &p->cuda_call, oom);
     get_ivset(r, &p->data_wait, oom);
     get_ivset(r, &p->file_read, oom);
+    get_ivset(r, &p->htod, oom);
     get_ivset(r, &p->ckpt, oom);
     get_ivset(r, &p->capture, oom);
     p->steps = ct_sum_get_array(r, &p->nsteps, 24, sizeof(*p->steps), oom);
@@ -401,6 +413,7 @@ static void decode(struct ct_sum_rbuf *r, struct ct_proc *p, struct ct_hcollect 
     l->signal_ns = (int64_t)ct_sum_get_u64(r);
     l->signal = (int32_t)ct_sum_get_u32(r);
     l->flush_ms = ct_sum_get_u32(r);
+    l->salvaged = (int32_t)ct_sum_get_u32(r);
     l->hang_ns = (int64_t)ct_sum_get_u64(r);
     get_health(r, hc, health, oom);
     uint64_t fn = ct_sum_get_u64(r);

@@ -175,6 +175,10 @@ struct ct_life {
     int32_t signal;
     uint32_t flush_ms; /* CUTRACE_FLUSH_MS it recorded with, 0: the default */
     int64_t hang_ns;   /* the shim's hang detection record, INT64_MIN: none */
+    /* 1: the process died without finishing its trace (SIGKILL) and the
+     * trace was completed from its live mapping (src/salvage.h): its end is
+     * its last record, nothing lost to a flush period */
+    int32_t salvaged;
 };
 
 /* What one process contributes; filled by a reader (above). */
@@ -196,7 +200,10 @@ struct ct_proc {
     struct ct_ivset data_wait; /* read/recv/poll... on files, pipes, sockets */
     struct ct_ivset ckpt;      /* write/fsync on files, DtoH copies >= 16 MiB */
     struct ct_ivset file_read; /* of data_wait: reads on regular files (a checkpoint's restore) */
-    struct ct_evedge *edges;   /* by wait time; not spilled (one per wait) */
+    /* host-to-device copies: their calls' host spans and their GPU
+     * intervals (what follows a checkpoint's reading in a restore) */
+    struct ct_ivset htod;
+    struct ct_evedge *edges; /* by wait time; not spilled (one per wait) */
     size_t nedges;
     struct ct_gedge *gedges; /* by (to, from) */
     size_t ngedges;
@@ -231,8 +238,8 @@ struct ct_proc {
     uint32_t light_window_ms, light_period_ms; /* light mode's schedule, 0 unknown */
     struct ct_sdev *sdev;                      /* the device of each stream the trace names */
     size_t nsdev, capsdev;
-    int32_t device;        /* the device it drives (ct_split_devices), -1 unknown */
-    uint8_t source;        /* enum ct_source: which kind of input it was read from */
+    int32_t device; /* the device it drives (ct_split_devices), -1 unknown */
+    uint8_t source; /* enum ct_source: which kind of input it was read from */
     /* Kineto input in HTA-compatible mode: HTA's figures for it
      * (decoder/read/hta.h), else NULL */
     struct ct_hta *hta;

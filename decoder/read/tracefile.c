@@ -224,8 +224,8 @@ static int member_better(struct ct_trace *t, uint64_t group, int mine)
 {
     if (!t->nccl_by_group) {
         size_t m = 0;
-        t->nccl_by_group = malloc((t->count[CT_REC_NCCL] ? t->count[CT_REC_NCCL] : 1) *
-                                  sizeof(size_t));
+        t->nccl_by_group =
+            malloc((t->count[CT_REC_NCCL] ? t->count[CT_REC_NCCL] : 1) * sizeof(size_t));
         if (!t->nccl_by_group)
             return 0; /* no memory: drawn twice rather than not at all */
         for (size_t i = 0; i < t->n; i++)
@@ -409,4 +409,42 @@ const char *ct_trace_meta(const struct ct_trace *t, const char *key)
             return ct_reader_string(&t->rd, r->f[CT_META_VALUE]);
     }
     return NULL;
+}
+
+int ct_trace_undelivered(struct ct_trace *t, uint64_t *n, int64_t *from)
+{
+    *n = 0;
+    *from = INT64_MAX;
+    if (!t->rd.salvaged || !(t->rd.salvage.flags & CT_SALVAGE_GPU_PENDING))
+        return 0;
+    /* the latest launch whose GPU interval arrived... */
+    int64_t last = INT64_MIN;
+    for (size_t i = 0; i < t->n; i++) {
+        const struct ct_record *r = &t->recs[i];
+        uint64_t fam = r->f[CT_API_FAMILY];
+        if (r->kind != CT_REC_API || (r->f[CT_API_FLAGS] & CT_APIF_CAPTURED) ||
+            (fam != CT_FAM_LAUNCH && fam != CT_FAM_MEMCPY && fam != CT_FAM_MEMSET))
+            continue;
+        size_t k;
+        if (ct_trace_gpu(t, r->f[CT_API_CORR], &k) && (int64_t)r->f[CT_API_START] > last)
+            last = (int64_t)r->f[CT_API_START];
+        else if (!t->gpu_by_corr && t->count[CT_REC_GPU])
+            return -ENOMEM;
+    }
+    /* ...and the ops launched after it without one */
+    for (size_t i = 0; i < t->n; i++) {
+        const struct ct_record *r = &t->recs[i];
+        uint64_t fam = r->f[CT_API_FAMILY];
+        if (r->kind != CT_REC_API || (r->f[CT_API_FLAGS] & CT_APIF_CAPTURED) ||
+            (fam != CT_FAM_LAUNCH && fam != CT_FAM_MEMCPY && fam != CT_FAM_MEMSET) ||
+            (int64_t)r->f[CT_API_START] <= last)
+            continue;
+        size_t k;
+        if (ct_trace_gpu(t, r->f[CT_API_CORR], &k))
+            continue;
+        (*n)++;
+        if ((int64_t)r->f[CT_API_START] < *from)
+            *from = (int64_t)r->f[CT_API_START];
+    }
+    return 0;
 }

@@ -118,4 +118,15 @@ static inline const char *ct_trace_str(const struct ct_trace *t, uint64_t id)
     return ct_reader_string(&t->rd, id);
 }
 
+/*
+ * A trace salvaged from a dead process whose GPU times were queued in it
+ * (CUPTI's buffers, event pairs: CT_SALVAGE_GPU_PENDING): the GPU ops
+ * (launches, copies, memsets not under capture) launched after the last
+ * one whose GPU interval reached the trace, that have none. Their GPU time
+ * was never delivered: they are not idle time. *n of them, the first
+ * launched at *from (trace clock; INT64_MAX when none). Needs the records
+ * (keep_records). 0, or -ENOMEM.
+ */
+int ct_trace_undelivered(struct ct_trace *t, uint64_t *n, int64_t *from);
+
 #endif

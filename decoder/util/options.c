@@ -21,12 +21,14 @@ static const struct {
     int shared; /* parsed by ct_shared_opt */
 } defs[] = {
     {"json", no_argument, 'j',
-     CMD(DUMP) | CMD(REPORT) | CMD(DIFF) | CMD(DIAGNOSE) | CMD(GOODPUT) | CMD(CRITICAL_PATH), 1},
+     CMD(DUMP) | CMD(REPORT) | CMD(DIFF) | CMD(DIAGNOSE) | CMD(GOODPUT) | CMD(CRITICAL_PATH) |
+         CMD(FLEET),
+     1},
     {"output", required_argument, 'o',
      CMD(REPORT) | CMD(EXPORT) | CMD(DIFF) | CMD(DIAGNOSE) | CMD(SUMMARIZE) | CMD(GOODPUT) |
-         CMD(CRITICAL_PATH) | CMD(RUN) | CMD(CONTROL),
+         CMD(CRITICAL_PATH) | CMD(RUN) | CMD(CONTROL) | CMD(FLEET),
      1},
-    {"rows", required_argument, 'R', CMD(REPORT) | CMD(DIFF) | CMD(DIAGNOSE), 1},
+    {"rows", required_argument, 'R', CMD(REPORT) | CMD(DIFF) | CMD(DIAGNOSE) | CMD(FLEET), 1},
     {"skip", required_argument, 'k', CMD(REPORT) | CMD(DIFF) | CMD(DIAGNOSE) | CMD(CRITICAL_PATH),
      1},
     {"step", required_argument, 's',
@@ -39,15 +41,15 @@ static const struct {
     {"steps", required_argument, 'S', CMD(REPORT), 0},
     {"hta", no_argument, 'H', CMD(REPORT), 0},
     {"no-hta", no_argument, 'N', CMD(REPORT), 0},
-    {"html", no_argument, 'T', CMD(REPORT), 0},
+    {"html", no_argument, 'T', CMD(REPORT) | CMD(FLEET), 0},
     {"rank-iterations", no_argument, 'I', CMD(REPORT), 0},
     {"no-critical-path", no_argument, 'P', CMD(REPORT), 0},
-    /* diff */
-    {"by", required_argument, 'b', CMD(DIFF), 0},
-    {"min-effect", required_argument, 'm', CMD(DIFF), 0},
-    {"seed", required_argument, 's', CMD(DIFF), 0},
+    /* diff, fleet */
+    {"by", required_argument, 'b', CMD(DIFF) | CMD(FLEET), 0},
+    {"min-effect", required_argument, 'm', CMD(DIFF) | CMD(FLEET), 0},
+    {"seed", required_argument, 's', CMD(DIFF) | CMD(FLEET), 0},
     {"reps", required_argument, 'r', CMD(DIFF), 0},
-    {"alpha", required_argument, 'a', CMD(DIFF), 0},
+    {"alpha", required_argument, 'a', CMD(DIFF) | CMD(FLEET), 0},
     {"primary", required_argument, 'P', CMD(DIFF), 0},
     /* diagnose */
     {"min-saving", required_argument, 'm', CMD(DIAGNOSE), 0},
@@ -59,12 +61,20 @@ static const struct {
     {"ranks", required_argument, 'r', CMD(EXPORT), 0},
     {"window", required_argument, 'w', CMD(EXPORT), 0},
     {"critical-path", no_argument, 'c', CMD(EXPORT), 0},
+    {"max-size", required_argument, 'M', CMD(EXPORT), 0},
     /* run */
     {"buffer-kb", required_argument, 'b', CMD(RUN), 0},
     {"flush-ms", required_argument, 'f', CMD(RUN), 0},
     {"zstd-level", required_argument, 'z', CMD(RUN), 0},
     {"gpu-timing", required_argument, 'g', CMD(RUN), 0},
     {"tag", required_argument, 't', CMD(RUN), 0},
+    /* fleet */
+    {"db", required_argument, 'D', CMD(FLEET) | CMD(FLEET_ADD), 0},
+    {"since", required_argument, 'S', CMD(FLEET), 0},
+    {"until", required_argument, 'U', CMD(FLEET), 0},
+    {"workload", required_argument, 'W', CMD(FLEET), 0},
+    {"min-jobs", required_argument, 'n', CMD(FLEET), 0},
+    {"quiet", no_argument, 'q', CMD(FLEET_ADD), 0},
 };
 #define NDEFS (sizeof(defs) / sizeof(defs[0]))
 

@@ -34,6 +34,9 @@ enum ct_cmd_id {
     CT_CMD_CRITICAL_PATH, /* and whatif: one leaf's two faces */
     CT_CMD_RUN,
     CT_CMD_CONTROL, /* start, stop, dump-now */
+    CT_CMD_SALVAGE,
+    CT_CMD_FLEET,     /* fleet report and fleet explain */
+    CT_CMD_FLEET_ADD, /* fleet add */
     CT_NCMDS
 };
 

@@ -166,7 +166,7 @@ static int open_tmp(struct ct_outfile *o, const char *given, const char *opt, ch
     int fd = mkostemp(o->tmp, O_CLOEXEC);
     if (fd < 0) {
         int e = errno;
-        snprintf(err, errlen, "%s %s: cannot create a file there: %s", opt, path, strerror(e));
+        snprintf(err, errlen, "%s %s: %s", opt, given, strerror(e));
         return -e;
     }
     (void)fchmod(fd, mode); /* when it fails the file stays 0600: safe, and still written */

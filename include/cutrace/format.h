@@ -1,13 +1,15 @@
 /*
- * cutrace trace file format, version 2 — the only contract between the
+ * cutrace trace file format, version 3 — the only contract between the
  * recorder (libcutrace.so) and the decoder (`cutrace`).
  *
  * Every format change bumps CT_FORMAT_VERSION and adds a golden file under
  * tests/golden that must decode forever. All integers are little-endian.
  *
  * Versions: 1 (kinds META..ERROR); 2 adds CT_REC_COUNTER (health counters
- * sampled beside the timeline). Nothing else changed: a version 1 file is a
- * version 2 file without counter records, and readers accept both.
+ * sampled beside the timeline); 3 adds the salvage frame (a trace completed
+ * from the live mapping of a process that died, below) and the live mapping
+ * itself. Nothing else changed: a version 1 or 2 file is a version 3 file
+ * without those, and readers accept all three.
  *
  * ## File layout
  *
@@ -17,8 +19,10 @@
  *   [file header]   zstd skippable frame, magic CT_SKIP_MAGIC_HEADER
  *   [chunk]*        ordinary zstd frames (magic 0xFD2FB528), one per chunk,
  *                   written with the content size and the XXH64 checksum flag
+ *   [salvaged]      after a salvage only (version 3): the chunks recovered
+ *                   from the process's live mapping, then the salvage frame
  *   [footer]        optional zstd skippable frame, magic CT_SKIP_MAGIC_FOOTER,
- *                   written only by a clean shutdown
+ *                   written by a clean shutdown or by a salvage
  *
  * A file cut anywhere (the job was SIGKILLed, the disk filled up) decodes up
  * to its last complete frame; the reader reports "truncated at offset N".
@@ -116,14 +120,85 @@
  *    16     8  number of chunks written
  *    24     8  number of records written
  *    32     8  records dropped (all reasons)
- *    40     8  CLOCK_MONOTONIC ns at shutdown
+ *    40     8  CLOCK_MONOTONIC ns at shutdown (after a salvage: the time of the
+ *              last record recovered)
+ *
+ * ## Salvage frame (skippable, version 3)
+ *
+ * A process killed by SIGKILL (or dead any other way that runs no handler)
+ * leaves a trace without footer and, beside it, its live mapping (below).
+ * A salvage (`cutrace salvage`, `cutrace run` after its job, the shim of a
+ * later process of the job) completes the trace: the bytes the process
+ * wrote whole, then one chunk per ring of the records recovered from the
+ * mapping (sequence numbers going on; string definitions the file lacked
+ * in the first), then this frame, then a footer. Commands that only read
+ * do the same in memory, leaving the files as they are.
+ *
+ *   off  size  field
+ *     0     4  CT_SKIP_MAGIC_SALVAGE (0x184D2A5E)
+ *     4     4  payload length (>= CT_SALVAGE_SIZE, 72)
+ *     8     8  magic "CTSALVAG"
+ *    16     8  offset of the first recovered chunk: where the process's own
+ *              writing ended
+ *    24     8  records recovered from the mapping
+ *    32     8  records that were being written at the instant of death: their
+ *              ring's commit marker (the head) did not cover them, so they
+ *              were dropped, never decoded
+ *    40     8  string definitions the mapping's log could not hold (records
+ *              naming them show "")
+ *    48     8  records the rings had counted as dropped and the writer had not
+ *              reported yet (also in a drop record of the recovered chunks)
+ *    56     8  time of the last record recovered (trace clock)
+ *    64     4  the signal that ended the process, 0 when not known (the
+ *              salvage found the process gone)
+ *    68     4  flags: CT_SALVAGE_GPU_PENDING when GPU times were still queued
+ *              in the process (CUPTI's buffers, event pairs) and died with it:
+ *              ops recovered without a GPU interval were never timed, not idle
+ *    72     8  CLOCK_REALTIME ns of the salvage
+ *
+ * ## Live mapping (version 3)
+ *
+ * While a process records, its per-thread rings live in a file mapping made
+ * at start, 0600 with O_EXCL|O_NOFOLLOW|O_CLOEXEC: in /dev/shm as
+ * "cutrace-<uid>-<folder dev>-<folder inode>-<FNV-1a 64 of the trace's
+ * name, hex>.live", or beside the trace as "<name>.cutrace-live"
+ * (CUTRACE_BUFFERS). A clean end (footer written) removes it. Host byte
+ * order: only the machine that wrote it reads it (src/live.h is its C form).
+ *
+ *   off            what
+ *   0              header: magic "CTLIVE1\0", version 1, pid, exec generation,
+ *                  the process's start time (field 22 of /proc/PID/stat) and
+ *                  boot id (a salvage never touches the mapping of a process
+ *                  that lives), uid, clock (TSC or monotonic), ring size,
+ *                  where the regions below are, the trace's folder (dev,
+ *                  inode) and name, the writer's latest tick conversion, the
+ *                  frame it is writing (ring slot, that ring's tail once the
+ *                  frame is written, the trace's length then), the trace's
+ *                  length written whole, the next chunk sequence number, the
+ *                  footer's counts so far, the GPU timing mode
+ *   4096           slot table: one u32 per ring slot (0 free, 1 being set up,
+ *                  2 a ring is there)
+ *   65536          string log: the definitions the file does not have yet
+ *                  (src/strlog.h): a 64-byte header (head, tail, lost, size),
+ *                  then entries (u32 id, 0 until committed; u32 length;
+ *                  bytes, padded to 8) from tail to head
+ *   +1 MiB         the deferred trace's first bytes, while its file is not
+ *                  created (CUTRACE_HOST_TRACE_KB), up to 4 MiB
+ *   +4 MiB         ring slots: slot i at rings_off + i * (4096 + ring bytes):
+ *                  the ring's control block (head at 0: bytes committed, the
+ *                  commit marker; pending at 16: the head after the record
+ *                  being written; dropped at 24; tail at 64: bytes the writer
+ *                  let go, once their frame was written; dropped_reported at
+ *                  72; size at 136; tid at 152; state at 156), then its data:
+ *                  records as the writer reads them (src/ring.h), times in
+ *                  ticks of the header's clock
  */
 #ifndef CUTRACE_FORMAT_H
 #define CUTRACE_FORMAT_H
 
 #include <stdint.h>
 
-#define CT_FORMAT_VERSION     2u
+#define CT_FORMAT_VERSION     3u
 #define CT_FORMAT_VERSION_MIN 1u         /* oldest version readers still accept */
 #define CT_FILE_MAGIC         "CUTRACE"  /* 8 bytes with its NUL */
 #define CT_FOOTER_MAGIC       "CTFOOTER" /* 8 bytes, no NUL */
@@ -133,14 +208,20 @@
  * skippable frame (its interior punched out of the file) where the oldest
  * chunks were. Readers skip it; `info` reports the bytes dropped. */
 #define CT_SKIP_MAGIC_DROPPED 0x184D2A5Du
-#define CT_SKIP_MAGIC_MIN     0x184D2A50u
-#define CT_SKIP_MAGIC_MAX     0x184D2A5Fu
-#define CT_ZSTD_MAGIC         0xFD2FB528u
-#define CT_HEADER_MIN_SIZE    64u         /* payload bytes of a v1 header */
-#define CT_FOOTER_SIZE        40u         /* payload bytes of a v1 footer */
-#define CT_CHUNK_MAGIC        0x4354u     /* "CT" */
-#define CT_MAX_FIELDS         20          /* most fields any kind has */
-#define CT_MAX_CHUNK_BYTES    (64u << 20) /* readers refuse larger chunks */
+/* The salvage frame (version 3): the chunks before it, back to its offset,
+ * were recovered from a dead process's live mapping. */
+#define CT_SKIP_MAGIC_SALVAGE  0x184D2A5Eu
+#define CT_SALVAGE_MAGIC       "CTSALVAG" /* 8 bytes, no NUL */
+#define CT_SALVAGE_SIZE        72u        /* payload bytes of a v3 salvage frame */
+#define CT_SALVAGE_GPU_PENDING 1u
+#define CT_SKIP_MAGIC_MIN      0x184D2A50u
+#define CT_SKIP_MAGIC_MAX      0x184D2A5Fu
+#define CT_ZSTD_MAGIC          0xFD2FB528u
+#define CT_HEADER_MIN_SIZE     64u         /* payload bytes of a v1 header */
+#define CT_FOOTER_SIZE         40u         /* payload bytes of a v1 footer */
+#define CT_CHUNK_MAGIC         0x4354u     /* "CT" */
+#define CT_MAX_FIELDS          20          /* most fields any kind has */
+#define CT_MAX_CHUNK_BYTES     (64u << 20) /* readers refuse larger chunks */
 
 /* Feature bits in the header: what this recorder could capture. */
 enum ct_feature {

@@ -18,8 +18,8 @@ For each output:
     productive / covered;
   - every iteration has positive duration and ends after it starts, and a
     step that holds no work (no compute, no communication) is an error;
-  - every Chrome trace event has a duration >= 0, and the SQLite export no
-    row ending before it starts.
+  - every Chrome trace event has a time and a duration >= 0, and the SQLite
+    export no row of negative time or ending before it starts.
 
 usage: check_bounds.py BUILD_DIR SOURCE_DIR [sanitized]
 """
@@ -185,6 +185,11 @@ def job_checks(name, path, kineto=False):
                 bad = [e for e in d.get("traceEvents", []) if e.get("dur", 0) < 0]
                 if bad:
                     fail(name, f"export: {len(bad)} events of negative duration, e.g. {bad[0]}")
+                # Perfetto drops events of negative time: time 0 is the
+                # job's earliest record
+                bad = [e for e in d.get("traceEvents", []) if e.get("ts", 0) < 0]
+                if bad:
+                    fail(name, f"export: {len(bad)} events of negative time, e.g. {bad[0]}")
             except ValueError as e:
                 fail(name, f"export: {e}")
         db = os.path.join(tmp, "x.sqlite")
@@ -197,6 +202,10 @@ def job_checks(name, path, kineto=False):
                     n = con.execute(f'select count(*) from "{t}" where "end" < "start"').fetchone()[0]
                     if n:
                         fail(name, f"sqlite {t}: {n} rows end before they start")
+                if "start" in cols:
+                    n = con.execute(f'select count(*) from "{t}" where "start" < 0').fetchone()[0]
+                    if n:
+                        fail(name, f"sqlite {t}: {n} rows of negative time")
             con.close()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

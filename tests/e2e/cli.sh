@@ -31,6 +31,17 @@ if "$cutrace" dump --json tests/golden/v2.cutrace > "$tmp/v2.jsonl" &&
 if "$cutrace" info tests/golden/v2.cutrace > "$tmp/v2.info" && cmp -s "$tmp/v2.info" tests/golden/v2.info; then ok; else
     bad "golden v2 info differs:"; diff "$tmp/v2.info" tests/golden/v2.info | head -5; fi
 if python3 tests/e2e/check_dump_json.py < "$tmp/v2.jsonl" > /dev/null; then ok; else bad "golden v2 JSON contract"; fi
+# ... and the golden trace of format v3: a salvaged trace (its process
+# "killed" in step 1, completed from its live mapping: ct_synth --salvaged)
+if "$cutrace" dump --json tests/golden/v3.cutrace > "$tmp/v3.jsonl" &&
+    cmp -s "$tmp/v3.jsonl" tests/golden/v3.jsonl; then ok; else
+    bad "golden v3 dump --json differs:"; diff "$tmp/v3.jsonl" tests/golden/v3.jsonl | head -5; fi
+if "$cutrace" info tests/golden/v3.cutrace > "$tmp/v3.info" && cmp -s "$tmp/v3.info" tests/golden/v3.info; then ok; else
+    bad "golden v3 info differs:"; diff "$tmp/v3.info" tests/golden/v3.info | head -5; fi
+if python3 tests/e2e/check_dump_json.py < "$tmp/v3.jsonl" > /dev/null; then ok; else bad "golden v3 JSON contract"; fi
+grep -q '"message":"killed in step 2"' "$tmp/v3.jsonl" && grep -q '"signal":"9"' "$tmp/v3.jsonl" &&
+    grep -q 'status:     complete, salvaged: the process was killed by SIGKILL' "$tmp/v3.info" &&
+    ok || bad "golden v3: the salvaged marks, the signal and the status"
 n=$(grep -c '"kind":"counter"' "$tmp/v2.jsonl")
 [ "$n" = 8 ] && grep -q '"kind":"counter",.*"device":-1,"name":"cpu_time","value":120,"unit":"ms"' "$tmp/v2.jsonl" &&
     ok || bad "golden v2: expected 8 counter records, found $n"
@@ -97,9 +108,9 @@ check_error 2 "unknown command 'frobnicate'" frobnicate
 check_error 2 "expected at least one trace" dump
 cp tests/golden/v1.cutrace "$tmp/v9.cutrace"
 printf '\x09' | dd of="$tmp/v9.cutrace" bs=1 seek=16 conv=notrunc 2> /dev/null
-check_error 1 "v9.cutrace: trace format version 9 is newer than this cutrace supports (2)" info "$tmp/v9.cutrace"
-printf '\x03' | dd of="$tmp/v9.cutrace" bs=1 seek=16 conv=notrunc 2> /dev/null
-check_error 1 "v9.cutrace: trace format version 3 is newer than this cutrace supports (2)" info "$tmp/v9.cutrace"
+check_error 1 "v9.cutrace: trace format version 9 is newer than this cutrace supports (3)" info "$tmp/v9.cutrace"
+printf '\x04' | dd of="$tmp/v9.cutrace" bs=1 seek=16 conv=notrunc 2> /dev/null
+check_error 1 "v9.cutrace: trace format version 4 is newer than this cutrace supports (3)" info "$tmp/v9.cutrace"
 
 # 5. Run tags: --tag (repeatable) and CUTRACE_TAGS end up in every trace's metadata.
 # (A sanitizer build's shim needs its runtime preloaded first, which `cutrace run`

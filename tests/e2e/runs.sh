@@ -203,10 +203,18 @@ else
   # a variable of the user's own that only looks like ours is left alone
   expect 0 "an unrelated CUTRACE_ variable" env CUTRACE_EXTRA_PASSWD=x "$cutrace" run -o r -- true
 
-  # 10. A job killed by a signal: cutrace run says its trace has no footer.
+  # 10. A job killed by a signal: cutrace run completes the killed process's
+  # trace from its live mapping and says so (docs/salvage.md); with the
+  # buffers in private memory it names the trace that has no footer.
   expect 137 "a killed job" "$cutrace" run -o killed -- sh -c "$sim 2 && kill -9 \$\$"
   expect 137 "a killed rank" "$cutrace" run -o killed2 -- sh -c "$sim 3000 & sleep 0.5; kill -9 \$!; wait \$!"
-  grep -q "has no footer" "$tmp/err" && ok || bad "killed rank: $(cat "$tmp/err")"
+  grep -q "its process was killed; salvaged from its live mapping" "$tmp/err" && ok ||
+    bad "killed rank: $(cat "$tmp/err")"
+  "$cutrace" info killed2 | grep -q "status:     complete, salvaged: the process was killed" && ok ||
+    bad "killed rank's trace: $("$cutrace" info killed2 | grep -E 'status|salvage')"
+  expect 137 "a killed rank, private buffers" env CUTRACE_BUFFERS=private "$cutrace" run \
+    -o killed3 -- sh -c "$sim 3000 & sleep 0.5; kill -9 \$!; wait \$!"
+  grep -q "has no footer" "$tmp/err" && ok || bad "killed rank, private buffers: $(cat "$tmp/err")"
 
   # 11. cutrace start finds the folder a process records into (its own
   #     CUTRACE_OUTPUT: each run has its own folder), and refuses a process
@@ -223,6 +231,16 @@ else
   wait $crun
   n=$("$cutrace" dump --json cutrace-run1 2> /dev/null | grep -c '"name":"cuLaunchKernel"')
   [ "${n:-0}" -gt 0 ] && ok || bad "start without -o: no launch recorded in the run's folder: $(cat "$tmp/bg.err")"
+  grep -q "started a capture window" "$tmp/out" && ok || bad "start does not say the window opened"
+  # a process that records throughout does not listen: said, not "asked"
+  "$cutrace" run -- "$sim" 1500 > /dev/null 2> "$tmp/bg.err" &
+  crun=$!
+  job=""
+  for _ in $(seq 50); do job=$(pgrep -P $crun | head -1); [ -n "$job" ] && break; sleep 0.05; done
+  sleep 0.3
+  expect 1 "start of a process that does not listen" "$cutrace" start "$job"
+  grep -q "did not take the request" "$tmp/err" && ok || bad "start of a deaf process: $(cat "$tmp/err")"
+  wait $crun
   cd .. || exit 1
 
   # 12. Without cutrace run: a traced process tree shares one identity (its

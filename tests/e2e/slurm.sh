@@ -9,7 +9,9 @@
 #   2. a job array over the trace folders (one folder per host), sbatch
 #      --wait, each array task summarizing its folder;
 # and the merged `report --json` (and diagnose --json) of either set of
-# summaries must equal the one-machine report of the traces, byte for byte.
+# summaries must equal the one-machine report of the traces, byte for byte;
+#   3. `srun -n 4 cutrace run -- JOB` with one rank SIGKILLed: every rank's
+#      trace complete after the job (the killed one salvaged).
 # Daemons need root (slurmd starts jobs as their user); without root, or
 # without the packages, the test says so and is skipped (exit 77).
 # usage: slurm.sh BUILD_ROOT SOURCE_ROOT
@@ -120,5 +122,42 @@ ls -d "$tmp"/by-host/* > "$tmp/folders"
 [ "$(ls "$tmp/sums-array" | wc -l)" = 8 ] || fail "array: $(ls "$tmp/sums-array" | wc -l) summaries, want 8"
 "$cutrace" report --json -o "$tmp/array.json" "$tmp/sums-array"
 cmp "$tmp/one-machine.json" "$tmp/array.json" || fail "the job array's report differs"
+# 3. `srun -n 4 cutrace run -- JOB` (each task under its own `cutrace run`,
+# one run id for the job), one rank SIGKILLed mid-job, the others ended by
+# Slurm (--kill-on-bad-exit): after the job every rank's trace is complete,
+# the killed one salvaged by its `cutrace run` ("killed by SIGKILL"), and
+# each holds every step its side file names (w_nccl mpi steps: a line
+# written after the step's AllReduce returned).
+w_nccl=$build/tests/nccl/w_nccl
+if [ -x "$w_nccl" ] && [ -f "$build/shim/libcutrace.so" ]; then
+  mkdir -p "$tmp/kill/id"
+  ( cd "$tmp/kill" && LD_LIBRARY_PATH="$build/tests/fakegpu" CUTRACE_RUN_ID=slurm-kill \
+      CUTRACE_GPU_TIMING=off timeout 120 srun -N 1 -n 4 --overcommit --kill-on-bad-exit=1 --job-name=ct-kill \
+      "$cutrace" run -o "$tmp/kill/traces" -- "$w_nccl" mpi "$tmp/kill/id" steps \
+      > "$tmp/log/kill.out" 2> "$tmp/log/kill.err" ) &
+  job=$!
+  for _ in $(seq 3000); do [ -s "$tmp/kill/id/pid-1" ] && break; sleep 0.01; done
+  [ -s "$tmp/kill/id/pid-1" ] || fail "rank 1 of the srun job made no step"
+  sleep 0.3
+  kill -KILL "$(cat "$tmp/kill/id/pid-1")"
+  wait $job && fail "an srun job with a SIGKILLed rank exited 0" || true
+  n=$(ls "$tmp/kill/traces" | grep -c '\.cutrace$' || true)
+  [ "$n" = 4 ] || fail "$n traces after a rank's SIGKILL under srun, want 4: $(ls "$tmp/kill/traces")"
+  for r in 0 1 2 3; do
+    t=$(ls "$tmp/kill/traces"/*-r$r-p*.cutrace)
+    "$cutrace" info "$t" > "$tmp/kill/info-$r"
+    grep -q "status:     complete" "$tmp/kill/info-$r" || fail "srun rank $r: $(cat "$tmp/kill/info-$r")"
+    steps=$("$cutrace" dump --json "$t" | grep -c '"kind":"nccl".*"op":"AllReduce"' || true)
+    side=$(wc -l < "$tmp/kill/id/side-$r")
+    [ "$steps" -ge "$side" ] || fail "srun rank $r: $side steps in its side file, $steps in its trace"
+  done
+  grep -q "salvaged: the process was killed by SIGKILL" "$tmp/kill/info-1" ||
+    fail "srun rank 1 not salvaged: $(cat "$tmp/kill/info-1")"
+  ls "$tmp/kill/traces" | grep -q -- '-live$' && fail "a mapping left: $(ls "$tmp/kill/traces")"
+  killed="; a SIGKILLed rank's trace salvaged, every rank's complete"
+else
+  killed="; (the SIGKILL case needs $w_nccl and the shim)"
+fi
+
 echo "slurm: 8 ranks summarized by srun tasks and by a job array on slurm $(sinfo -V | awk '{ print $2 }');" \
-  "merged reports equal the one-machine report"
+  "merged reports equal the one-machine report$killed"

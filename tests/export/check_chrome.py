@@ -6,13 +6,28 @@ and against the traces it came from.
 usage: check_chrome.py FILE.json [--ranks N] [--dump DUMP.jsonl ...]
                        [--health] [--throttled RANK]
 
-Format rules checked on every event: ph, ts, pid, tid, name present and
-typed; X has dur >= 0; s/f have an id and pair up one to one (s before or at
-f); f binds to the enclosing slice ("bp":"e"); b/e pair by id; C has
-numeric args; M names a process or thread. Timestamps have at most three
-decimals (exact ns). Per track (pid, tid), X events are in start order and
-nest (a slice that starts inside another ends inside it: Perfetto drops
-slices that do not); per counter series, C events are in time order.
+Format rules checked on every event, as Perfetto's trace processor reads
+the JSON (its JSON importer and its stats' descriptions, google/perfetto;
+there is no trace processor to run here, none in Debian or npm): the file
+starts with "{" and its displayTimeUnit comes before traceEvents (the
+importer reads the keys before the events from the first chunk; it ignores
+the value now, chrome://tracing shows ns with it); every event has ph, ts,
+pid, tid, name, typed; ts >= 0 on every event (the trace processor drops
+events of negative time, trace_sorter_negative_timestamp_dropped) and below
+2^53 ns (exact as a double); pid and tid integers in [0, 2^32) (others
+become 0); no key twice in an event or its args; X has dur >= 0 (a slice of
+negative duration is dropped); s/f have an id and pair up one to one (s
+before or at f); f binds to the enclosing slice ("bp":"e"); a v2 flow
+(bind_id) has flow_in or flow_out; b/e pair by id; C has args, all numbers;
+M is process_name, thread_name (args.name a non-empty string),
+process_sort_index or thread_sort_index (args.sort_index an integer);
+timestamps have at most three decimals (exact ns). Per track (pid, tid), X
+events are in start order and nest (a slice that starts inside another
+ends inside it: Perfetto moves one that does not to an overflow track, with
+an error stat); per counter series, C events are in time order.
+otherData says where time 0 is (time_zero, time_zero_realtime_ns) and
+where the report's zero lies (report_time_zero_ts >= 0; null for a job
+without a GPU op, which the report has no zero for).
 
 With --dump (one `cutrace dump --json` output per trace): the number of GPU
 intervals on GPU tracks equals the number of gpu records, the sum of kernel
@@ -99,8 +114,27 @@ def main():
             while args and not args[0].startswith("--"):
                 dumps.append(args.pop(0))
     raw = open(path).read()
-    doc = json.loads(raw)  # a real JSON parser: the whole file must parse
+    dups = []
+
+    def no_dup(pairs):
+        keys = [k for k, _ in pairs]
+        if len(keys) != len(set(keys)):
+            dups.append(keys)
+        return dict(pairs)
+
+    # a real JSON parser: the whole file must parse
+    doc = json.loads(raw, object_pairs_hook=no_dup)
+    check("no key twice in an object", not dups, dups[:3])
+    check("starts with {", raw.lstrip().startswith("{"), raw[:20])
     check("displayTimeUnit", doc.get("displayTimeUnit") == "ns", doc.get("displayTimeUnit"))
+    check("displayTimeUnit before traceEvents",
+          0 <= raw.find('"displayTimeUnit"') < raw.find('"traceEvents"'), "")
+    od = doc.get("otherData", {})
+    check("time zero stated", od.get("time_zero") == "the job's earliest record" and
+          isinstance(od.get("time_zero_realtime_ns"), int) and
+          (od.get("report_time_zero_ts") is None and "report_time_zero_ts" in od or
+           isinstance(od.get("report_time_zero_ts"), (int, float)) and
+           od["report_time_zero_ts"] >= 0), od)
     evs = doc["traceEvents"]
     check("events", len(evs) > 0, "none")
     # three decimals at most on every ts/dur: exact ns
@@ -117,10 +151,17 @@ def main():
         for k in ("ph", "ts", "pid", "tid", "name"):
             check(f"field {k}", k in e, e)
         ph = e.get("ph")
-        check("ts number", isinstance(e.get("ts"), (int, float)), e)
-        check("pid int", isinstance(e.get("pid"), int), e)
-        check("tid int", isinstance(e.get("tid"), int), e)
+        ts = e.get("ts")
+        check("ts number", isinstance(ts, (int, float)), e)
+        if isinstance(ts, (int, float)):
+            check("ts >= 0", ts >= 0, e)
+            check("ts exact as a double", ts * 1000 < 2 ** 53, e)
+        for k in ("pid", "tid"):
+            v = e.get(k)
+            check(f"{k} int in [0, 2^32)", isinstance(v, int) and 0 <= v < 2 ** 32, e)
         check("name string", isinstance(e.get("name"), str), e)
+        if "bind_id" in e:
+            check("v2 flow direction", e.get("flow_in") is True or e.get("flow_out") is True, e)
         if ph == "X":
             check("X dur", isinstance(e.get("dur"), (int, float)) and e["dur"] >= 0, e)
             tracks[(e["pid"], e["tid"])].append((ns(e["ts"]), ns(e["dur"]), e["name"]))
@@ -140,7 +181,8 @@ def main():
         elif ph == "C":
             a = e.get("args")
             check("C args", isinstance(a, dict) and a and
-                  all(isinstance(v, (int, float)) for v in a.values()), e)
+                  all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                      for v in a.values()), e)
             counters[(e["pid"], e["name"])].append(ns(e["ts"]))
             hs = health_series(e)
             if hs:
@@ -148,6 +190,11 @@ def main():
         elif ph == "M":
             check("M name", e["name"] in ("process_name", "thread_name", "process_sort_index",
                                           "thread_sort_index"), e)
+            a = e.get("args", {})
+            if e["name"] in ("process_name", "thread_name"):
+                check("M args.name", isinstance(a.get("name"), str) and a["name"], e)
+            else:
+                check("M args.sort_index", isinstance(a.get("sort_index"), int), e)
             if e["name"] == "process_name":
                 proc_names[e["pid"]] = e["args"]["name"]
             if e["name"] == "thread_name":

@@ -12,7 +12,8 @@ same job and `cutrace critical-path --json`:
   event is on a path slice; in time order each slice ends where the next
   begins (the path tiles the step), and some chain crosses ranks;
 - per category the slices sum to the JSON's categories and per step to its
-  length, exactly (ns);
+  length, exactly (ns), and each step starts at the JSON's start_us (on the
+  report's clock, whose zero is at the file's otherData.report_time_zero_ts);
 - a compute or memory slice lies inside a GPU slice of its rank with its
   kernel's name, a comm slice inside the GPU slices of its rank (their union:
   one NCCL op's kernel and plugin interval come from two timers).
@@ -128,9 +129,10 @@ def main():
         assert cat[c] == ns(v), (c, cat[c], ns(v))
     its = {i["index"]: i for i in cp["iterations"]}
     assert sorted(steps) == sorted(its), (sorted(steps), sorted(its))
+    zero = ns(doc["otherData"]["report_time_zero_ts"])
     for st, v in steps.items():
         it = its[st]
-        assert ns(v[0]["ts"]) == ns(it["start_us"]), (st, v[0]["ts"], it["start_us"])
+        assert ns(v[0]["ts"]) == zero + ns(it["start_us"]), (st, v[0]["ts"], it["start_us"])
         for x, y in zip(v, v[1:]):
             assert ns(x["ts"]) + ns(x["dur"]) == ns(y["ts"]), ("gap or overlap", st, x, y)
         assert sum(ns(e["dur"]) for e in v) == ns(it["length_us"]), st

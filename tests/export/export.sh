@@ -22,7 +22,18 @@ for d in job one; do
   "$cutrace" export --format sqlite -o "$tmp/$d.sqlite" "$tmp/$d"
   python3 "$src/tests/export/check_sqlite.py" "$tmp/$d.sqlite" "$tmp/$d.report.json" \
     "$tmp/$d"/*.jsonl
+  python3 "$src/tests/export/check_nsys_stats.py" "$tmp/$d.sqlite" "$tmp/$d.report.json" \
+    "$tmp/$d"/*.jsonl
 done
+# nsys's summary reports on kernels whose durations vary (medians, spreads)
+mkdir "$tmp/jitter"
+"$build/tests/tools/ct_synth_job" -d "$tmp/jitter" --ranks 4 --iterations 10 --jitter-pct 20 \
+  --seed 3 --skew-us 250 > /dev/null
+for f in "$tmp/jitter"/*.cutrace; do "$cutrace" dump --json "$f" > "$f.jsonl"; done
+"$cutrace" report --json -o "$tmp/jitter.report.json" "$tmp/jitter"
+"$cutrace" export --format sqlite -o "$tmp/jitter.sqlite" "$tmp/jitter"
+python3 "$src/tests/export/check_nsys_stats.py" "$tmp/jitter.sqlite" "$tmp/jitter.report.json" \
+  "$tmp/jitter"/*.jsonl
 python3 "$src/tests/export/check_chrome.py" "$tmp/job.json" --ranks 4 --dump "$tmp"/job/*.jsonl
 python3 "$src/tests/export/check_chrome.py" "$tmp/one.json" --ranks 1 --dump "$tmp"/one/*.jsonl
 # health counters as counter tracks: every rank has them, rank 1's SM clock drops
@@ -42,6 +53,30 @@ if command -v sqlite3 > /dev/null; then
   n=$(sqlite3 "$tmp/job.sqlite" "SELECT COUNT(*) FROM NCCL_OPS WHERE op = 'AllReduce'")
   [ "$n" = 40 ] || { echo "sqlite3 CLI: $n AllReduce rows, want 40"; exit 1; }
 fi
+# the size estimate made before writing against the files written
+mkdir "$tmp/size"
+python3 "$src/tests/export/check_size.py" "$cutrace" "$tmp/size" -- "$tmp/job" -- "$tmp/one" \
+  -- "$tmp/health" -- --critical-path "$tmp/job" -- --ranks 1,3 --iterations 3-5 "$tmp/job"
+# ... and both sides of the limit: one byte under the estimate is refused
+# (exit 2, the slicing options named, no file), the estimate itself is not
+est=$( ("$cutrace" export --format chrome --max-size 1 -o "$tmp/x.json" "$tmp/job" 2>&1 || true) |
+  sed -n 's/.*would be about [0-9.]* [a-zA-Z]* (\([0-9]*\) bytes.*/\1/p')
+[ -n "$est" ] || { echo "no estimate stated"; exit 1; }
+rc=0
+"$cutrace" export --format chrome --max-size $((est - 1)) -o "$tmp/x.json" "$tmp/job" \
+  2> "$tmp/err" || rc=$?
+[ $rc = 2 ] || { echo "over --max-size: exit $rc, want 2"; cat "$tmp/err"; exit 1; }
+grep -q "over the limit of .* (--max-size): export a part with --ranks LIST, --iterations A-B or --window START-END, or raise the limit with --max-size SIZE" "$tmp/err" || {
+  cat "$tmp/err"; exit 1
+}
+[ "$(wc -l < "$tmp/err")" = 1 ] || { cat "$tmp/err"; exit 1; }
+[ ! -e "$tmp/x.json" ] || { echo "a refused export left a file"; exit 1; }
+"$cutrace" export --format chrome --max-size "$est" -o "$tmp/x.json" "$tmp/job"
+"$cutrace" export --format chrome --max-size none -o "$tmp/x.json" "$tmp/job"
+"$cutrace" export --format chrome --max-size 0.5M -o "$tmp/x.json" "$tmp/job"
+# a limit changes nothing in what is written: the bytes of the default's export
+cmp "$tmp/x.json" "$tmp/job.json"
+
 # a database is replaced, not appended to
 "$cutrace" export --format sqlite -o "$tmp/job.sqlite" "$tmp/job"
 python3 "$src/tests/export/check_sqlite.py" "$tmp/job.sqlite" "$tmp/job.report.json" \
@@ -59,14 +94,20 @@ import json, sqlite3, sys
 full, sl, win = (json.load(open(p)) for p in sys.argv[1:4])
 rep = json.load(open(sys.argv[4]))
 its = [i for k in rep["ranks"] if k["rank"] in (1, 3) for i in k["iterations"] if 3 <= i["index"] <= 5]
-lo, hi = min(i["start_us"] for i in its), max(i["end_us"] for i in its)
+# in integer ns (the file's µs have three decimals): the report's times
+# (and --window) count from its zero, the file's from the job's earliest
+# record, and the report's zero is at otherData.report_time_zero_ts
+ns = lambda us: round(us * 1000)
+z = ns(full["otherData"]["report_time_zero_ts"])
+assert z > 0 and ns(sl["otherData"]["report_time_zero_ts"]) == z, z
+lo, hi = z + min(ns(i["start_us"]) for i in its), z + max(ns(i["end_us"]) for i in its)
 pid = {e["pid"]: int(e["args"]["name"].split()[1]) for e in full["traceEvents"]
        if e["ph"] == "M" and e["name"] == "process_name"}
 def kept(doc, lo, hi):
     return sorted((e["pid"], e["tid"], e["ts"], e["name"]) for e in doc["traceEvents"]
                   if e["ph"] == "X" and pid.get(e["pid"]) in (1, 3)
-                  and e["ts"] + e.get("dur", 0) >= lo and e["ts"] <= hi)
-for doc, a, b in ((sl, lo, hi), (win, 4000.0, 7500.0)):
+                  and ns(e["ts"]) + ns(e.get("dur", 0)) >= lo and ns(e["ts"]) <= hi)
+for doc, a, b in ((sl, lo, hi), (win, z + 4000000, z + 7500000)):
     got = sorted((e["pid"], e["tid"], e["ts"], e["name"]) for e in doc["traceEvents"] if e["ph"] == "X")
     want = kept(full, a, b)
     assert got == want, (len(got), len(want))
@@ -79,7 +120,7 @@ for doc, a, b in ((sl, lo, hi), (win, 4000.0, 7500.0)):
     assert s == f and s, (len(s), len(f))
 q = "SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN RANKS t ON t.globalPid = k.globalPid WHERE t.rank IN (1, 3) AND k.end >= ? AND k.start <= ?"
 fdb, sdb = sqlite3.connect(sys.argv[5]), sqlite3.connect(sys.argv[6])
-want = fdb.execute(q, (int(lo * 1000), int(hi * 1000))).fetchone()[0]
+want = fdb.execute(q, (lo, hi)).fetchone()[0]
 got = sdb.execute("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0]
 assert got == want and got > 0, (got, want)
 ranks = {r for (r,) in sdb.execute("SELECT rank FROM ITERATIONS")}
@@ -187,15 +228,23 @@ expect_fail "--critical-path draws into the Chrome JSON timeline: use it with --
   export --format sqlite --critical-path -o "$tmp/x" "$tmp/job"
 expect_fail "allowed: --format chrome|sqlite, -o FILE, --step NAME, --ranks LIST, --iterations A-B, --window START-END, --critical-path" \
   export --critical-pat=x "$tmp/job"
+for v in x 0 -5 5X 2GB 1e30; do
+  expect_fail "--max-size '$v': expected a size in bytes > 0, with k, M, G or T (powers of 1000), e.g. 2G, or none" \
+    export --format chrome --max-size "$v" -o "$tmp/x" "$tmp/job"
+done
+expect_fail "--max-size limits the Chrome JSON file (what a viewer opens): use it with --format chrome" \
+  export --format sqlite --max-size 1G -o "$tmp/x" "$tmp/job"
 expect_fail "--html writes a file" report --html "$tmp/job"
 expect_fail "allowed: --json, --html" report --bogus "$tmp/job"
 # an unwritable output: one clear error, before reading anything
 for fmt in chrome sqlite; do
-  expect_fail "-o $tmp/nodir/out: No such file or directory" export --format $fmt \
+  expect_fail "-o $tmp/nodir/out: No such file or directory" \
+    export --format $fmt \
     -o "$tmp/nodir/out" "$tmp/job"
   [ "$(wc -l < "$tmp/err")" = 1 ] || { cat "$tmp/err"; exit 1; }
 done
-expect_fail "report: -o $tmp/nodir/r.html: No such file or directory" report --html \
+expect_fail "report: -o $tmp/nodir/r.html: No such file or directory" \
+  report --html \
   -o "$tmp/nodir/r.html" "$tmp/job"
 # a missing trace: named, and no output file left behind
 expect_fail "$tmp/missing" export --format chrome -o "$tmp/gone.json" "$tmp/missing"

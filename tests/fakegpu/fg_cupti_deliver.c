@@ -247,7 +247,12 @@ static void *fgc_thread_main(void *arg)
     pthread_mutex_lock(&fgc.lock);
     while (!fgc.exiting) {
         struct timespec ts;
-        int64_t t = fgc_mono_now() + FGC_PERIOD_NS;
+        /* a flush period shorter than the background one is honoured */
+        int64_t period =
+            fgc.flush_period_ms && (int64_t)fgc.flush_period_ms * 1000000 < FGC_PERIOD_NS
+                ? (int64_t)fgc.flush_period_ms * 1000000
+                : FGC_PERIOD_NS;
+        int64_t t = fgc_mono_now() + period;
         ts.tv_sec = (time_t)(t / 1000000000);
         ts.tv_nsec = (long)(t % 1000000000);
         pthread_cond_timedwait(&fgc.wake, &fgc.lock, &ts);

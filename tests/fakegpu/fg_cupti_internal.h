@@ -77,7 +77,7 @@ struct fgc_global {
     size_t dropped;
     int inflight; /* delivery passes between taking the ready list and finishing */
     bool thread_started, exiting, atfork_set;
-    uint32_t flush_period_ms; /* accepted, not used */
+    uint32_t flush_period_ms; /* cuptiActivityFlushPeriod: used when below FGC_PERIOD_NS */
 };
 extern struct fgc_global fgc;
 

@@ -83,7 +83,10 @@ MODES = ([], ["--no-hta"])
 def report(cutrace, path, *opts):
     out = subprocess.run([cutrace, "report", "--json", "--rank-iterations", *opts, path], check=True,
                          capture_output=True, text=True).stdout
-    return json.loads(out)["ranks"][0]
+    d = json.loads(out)
+    r = d["ranks"][0]
+    r["time_zero_ns"] = d["job"]["time_zero_ns"]
+    return r
 
 
 def text(cutrace, path, *opts):
@@ -129,6 +132,17 @@ def main():
                 wi, gi = want["iterations"], got["iterations"]
                 if not mode and hta_keeps_last(src):
                     wi = wi[:-1]  # HTA's cut past the last step: see above
+                # the two reports' times from their own zero (HTA's mode
+                # keeps every row of the stripped trace, fewer than 2 step
+                # names, and drops those launched before the annotated
+                # capture: two origins), compared on the trace's clock
+                zw, zg = want["time_zero_ns"] / 1e3, got["time_zero_ns"] / 1e3
+                for i in wi:
+                    i["start_us"] += zw
+                    i["end_us"] += zw
+                for i in gi:
+                    i["start_us"] += zg
+                    i["end_us"] += zg
                 med = statistics.median(i["duration_us"] for i in wi)
                 err = [abs(g["start_us"] - w["start_us"]) / med * 100 for w, g in zip(wi, gi)]
                 if wi and gi:

@@ -21,9 +21,10 @@
  * step) copies 4 MiB device-to-host (cuMemcpyDtoH), writes it and the step
  * number to $W_JOB_DIR/ckpt-r<R>.bin (W_JOB_DIR defaults to "."), fsyncs
  * and closes it. A restore (attempts after the first, after the NCCL init)
- * opens that file, reads all of it (RESTORE), closes it and copies the 4 MiB
- * host-to-device (cuMemcpyHtoD); the next step is the one after the step
- * number it read.
+ * opens that file, reads all of it, closes it and copies the 4 MiB
+ * host-to-device in 4 pieces of 1 MiB (cuMemcpyHtoD, as a state dict is
+ * loaded tensor by tensor): that is the RESTORE; the next step is the one
+ * after the step number it read.
  *
  * Ranks tell the launcher about a moment with a byte written to a pipe
  * whose write end's number is in W_RESTART_FD (kept open across exec).
@@ -68,8 +69,8 @@
  *   STEP a r k s e         step k's range: push (s) and pop (e)
  *   CKPT a r k s e         checkpoint after step k: before the D2H copy (s),
  *                          after close (e)
- *   RESTORE a r s e        the checkpoint's reading: before the first read()
- *                          (s), after the last (e)
+ *   RESTORE a r s e        the restore: before the checkpoint's first read()
+ *                          (s), after its last copy to the GPU (e)
  *   HANG a r t             rank 0: just before issuing the all-reduce that
  *                          never completes; rank 1: when it stops
  *   RANK_END a r t         just before returning from main
@@ -160,16 +161,20 @@ static int restore(struct rank *k)
     if (fd < 0)
         exit(2);
     size_t bytes = CKPT_BYTES + sizeof(int64_t), got = 0;
-    long long s = rt_ns(); /* what goodput's restore is: the reading (docs/goodput.md) */
+    /* what goodput's restore is: the reading and the copies of the state it
+     * read to the GPU (docs/goodput.md) */
+    long long s = rt_ns();
     while (got < bytes) {
         ssize_t n = read(fd, k->host + got, bytes - got);
         if (n <= 0)
             exit(2);
         got += (size_t)n;
     }
-    long long e = rt_ns();
     close(fd);
-    CHECK(cuMemcpyHtoD(k->a, k->host, CKPT_BYTES));
+    /* tensor by tensor, as a state dict is loaded: 4 copies of 1 MiB */
+    for (size_t off = 0; off < CKPT_BYTES; off += CKPT_BYTES / 4)
+        CHECK(cuMemcpyHtoD(k->a + off, k->host + off, CKPT_BYTES / 4));
+    long long e = rt_ns();
     int64_t st;
     memcpy(&st, k->host + CKPT_BYTES, sizeof(st));
     printf("RESTORE %d %d %lld %lld\n", k->attempt, k->r, s, e);
@@ -366,21 +371,26 @@ static int cutrace_all(const char *cmd, const pid_t *pids)
     const char *exe = getenv("W_CUTRACE"), *dir = getenv("W_TRACES");
     if (!exe || !dir)
         return -1;
+    /* one call for every rank, as a launcher asks them all at once: their
+     * windows open (and close) together */
+    char pid[NRANKS][16];
+    const char *args[NRANKS + 5] = {exe, cmd, "-o", dir};
     for (int r = 0; r < NRANKS; r++) {
-        char pid[16];
-        snprintf(pid, sizeof(pid), "%d", (int)pids[r]);
-        pid_t c = fork();
-        if (c < 0)
-            return -1;
-        if (c == 0) {
-            unsetenv("LD_PRELOAD");
-            execl(exe, exe, cmd, "-o", dir, pid, (char *)NULL);
-            _exit(127);
-        }
-        int st;
-        if (waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
-            return -1;
+        snprintf(pid[r], sizeof(pid[r]), "%d", (int)pids[r]);
+        args[4 + r] = pid[r];
     }
+    args[4 + NRANKS] = NULL;
+    pid_t c = fork();
+    if (c < 0)
+        return -1;
+    if (c == 0) {
+        unsetenv("LD_PRELOAD");
+        execv(exe, (char *const *)args);
+        _exit(127);
+    }
+    int st;
+    if (waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        return -1;
     return 0;
 }
 

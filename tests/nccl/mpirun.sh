@@ -5,7 +5,8 @@
 # cutrace's on stderr but `cutrace run`'s closing line; a report of 4 ranks.
 # Then the same with every process traced (CUTRACE_HOST_TRACE_KB=0): mpirun
 # and its pre-exec children leave traces, and the report lists them as host
-# processes, still 4 ranks.
+# processes, still 4 ranks. Last, one rank SIGKILLed mid-job: every rank's
+# trace complete after the job (the killed one salvaged).
 # usage: mpirun.sh CUTRACE W_NCCL FAKEGPU_DIR SHIM
 set -u
 cutrace=$1 w_nccl=$2 fakegpu=$3 shim=$4
@@ -76,6 +77,38 @@ grep -q "^cutrace report: 4 rank(s)" "$tmp/b/report.txt" && ok || bad "text repo
 grep -q "^Host processes (no GPU work; not ranks): $((n - 4))" "$tmp/b/report.txt" && ok ||
   bad "text report lists no host processes: $(grep -i host "$tmp/b/report.txt")"
 
+# SIGKILL to one rank (the OOM killer's way): mpirun then ends the others.
+# After the job every rank's trace is complete, the killed rank's salvaged
+# from its live mapping ("killed by SIGKILL" when `cutrace run` knows it,
+# "killed" when mpirun was its parent), and each holds every step its side
+# file names (a line written after the step's AllReduce returned).
+mkdir -p "$tmp/c/id"
+( LD_LIBRARY_PATH="$fakegpu" OMPI_MCA_plm_rsh_agent=false \
+    "$cutrace" run -o "$tmp/c/traces" -- "$mpirun" --allow-run-as-root --oversubscribe -np 4 \
+    "$w_nccl" mpi "$tmp/c/id" steps > "$tmp/c/out" 2> "$tmp/c/err" ) &
+job=$!
+for i in $(seq 3000); do [ -s "$tmp/c/id/pid-1" ] && break; sleep 0.01; done
+sleep 0.3
+if [ -s "$tmp/c/id/pid-1" ]; then kill -KILL "$(cat "$tmp/c/id/pid-1")" && ok || bad "kill"; else
+  bad "rank 1 made no step: $(cat "$tmp/c/err")"; fi
+wait $job
+[ $? != 0 ] && ok || bad "a job with a killed rank exited 0"
+n=$(ls "$tmp/c/traces" | grep -c '\.cutrace$')
+[ "$n" = 4 ] && ok || bad "$n traces after a rank's SIGKILL, want 4: $(ls "$tmp/c/traces")"
+ls "$tmp/c/traces" | grep -q -- '-live$' && bad "a mapping left: $(ls "$tmp/c/traces")" || ok
+grep -q "salvaged from its live mapping" "$tmp/c/err" && ok || bad "cutrace run salvaged nothing: $(cat "$tmp/c/err")"
+for r in 0 1 2 3; do
+  t=$(ls "$tmp/c/traces"/*-r$r-p*.cutrace)
+  "$cutrace" info "$t" > "$tmp/c/info-$r"
+  grep -q "status:     complete" "$tmp/c/info-$r" && ok || bad "rank $r: $(grep status "$tmp/c/info-$r")"
+  steps=$("$cutrace" dump --json "$t" | grep -c '"kind":"nccl".*"op":"AllReduce"')
+  side=$(wc -l < "$tmp/c/id/side-$r")
+  [ "$steps" -ge "$side" ] && ok || bad "rank $r: $side steps in its side file, $steps in its trace"
+done
+grep -q "salvaged: the process was killed" "$tmp/c/info-1" && ok ||
+  bad "rank 1 not salvaged: $(grep -E 'status|salvage' "$tmp/c/info-1")"
+
+[ $fail = 0 ] || cat "$tmp/c/err" "$tmp"/c/info-*
 [ $fail = 0 ] && rm -rf "$tmp" || echo "kept $tmp"
 echo "$pass passed, $fail failed"
 [ $fail = 0 ]

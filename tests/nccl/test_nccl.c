@@ -335,8 +335,7 @@ START_TEST(an_op_two_sources_time_is_one_interval_from_the_better)
         const char *nl = strchr(l, '\n');
         size_t len = nl ? (size_t)(nl - l) : strlen(l);
         char line[4096];
-        snprintf(line, sizeof(line), "%.*s", (int)(len < sizeof(line) ? len : sizeof(line) - 1),
-                 l);
+        snprintf(line, sizeof(line), "%.*s", (int)(len < sizeof(line) ? len : sizeof(line) - 1), l);
         ck_assert_msg(!(strstr(line, "\"cat\":\"nccl\"") && strstr(line, "\"source\":\"events\"")),
                       "an NCCL op drawn from its event pair too: %s", line);
         ck_assert_msg(!strstr(line, "overlapping, lane 1)\"") || strstr(line, "NCCL ops"),

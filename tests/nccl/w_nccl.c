@@ -25,6 +25,10 @@
  *   split  ncclCommSplit(color = rank % 2), one AllReduce of 1024 x float32
  *          on the new communicator
  * `w_nccl mpi DIR MODE` is one rank of the same job started by mpirun.
+ *   steps  (mpi only) steps until the job is killed: step k is an AllReduce
+ *          of 1024 x float32 and a synchronize, then the line "k" appended
+ *          to DIR/side-R (so a step in the side file was recorded before);
+ *          after its first step the rank writes its pid to DIR/pid-R
  *
  *   hang   an AllReduce of 1024 x float32 on every rank, then rank 1 sleeps
  *          3 s before the second one, which the others wait in (a hang, for
@@ -34,6 +38,7 @@
  *          pending, writes no window (the culprit is absent from the inputs)
  */
 #include <cuda.h>
+#include <fcntl.h>
 #include <nccl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -167,7 +172,8 @@ static void mix(ncclComm_t comm, cudaStream_t s, int r, int n, char *a, char *b)
     CHECK(NCCL(ncclGroupEnd, void_fn)());
 }
 
-static int rank_main(int r, int n, const char *idhex, const char *mode)
+/* side: the folder of mpi's "steps" mode (NULL otherwise) */
+static int rank_main(int r, int n, const char *idhex, const char *mode, const char *side)
 {
     ncclUniqueId id;
     unhex(idhex, &id);
@@ -203,6 +209,23 @@ static int rank_main(int r, int n, const char *idhex, const char *mode)
                 ;
         }
         CHECK(NCCL(ncclAllReduce, coll_fn)(pa, pb, 1024, ncclFloat32, ncclSum, comm, cs));
+    } else if (!strcmp(mode, "steps") && side) {
+        char path[4200], line[32];
+        snprintf(path, sizeof(path), "%s/side-%d", side, r);
+        int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_TRUNC, 0600);
+        for (long k = 0; fd >= 0 && k < 1000000; k++) {
+            CHECK(NCCL(ncclAllReduce, coll_fn)(pa, pb, 1024, ncclFloat32, ncclSum, comm, cs));
+            CHECK(cuStreamSynchronize(s));
+            int len = snprintf(line, sizeof(line), "%ld\n", k);
+            if (write(fd, line, (size_t)len) != len)
+                return 3;
+            if (k == 0) {
+                snprintf(path, sizeof(path), "%s/pid-%d", side, r);
+                FILE *f = fopen(path, "w");
+                if (!f || fprintf(f, "%d\n", (int)getpid()) < 0 || fclose(f) != 0)
+                    return 3;
+            }
+        }
     } else if (!strcmp(mode, "split")) {
         ncclComm_t sub;
         CHECK(NCCL(ncclCommSplit, split_fn)(comm, r % 2, r, &sub, NULL));
@@ -221,16 +244,21 @@ static int rank_main(int r, int n, const char *idhex, const char *mode)
 }
 
 /*
- * `w_nccl mpi DIR MODE`: one rank started by a real launcher (mpirun): rank
- * and size from Open MPI's environment; rank 0 makes the unique id and
+ * `w_nccl mpi DIR MODE`: one rank started by a real launcher (mpirun, srun):
+ * rank and size from Open MPI's environment or Slurm's; rank 0 makes the unique id and
  * publishes it as DIR/nccl-id (written aside, then renamed, so a reader
  * sees all of it or nothing); the others wait up to 30 s for it.
  */
 static int mpi_main(const char *dir, const char *mode)
 {
     const char *rs = getenv("OMPI_COMM_WORLD_RANK"), *ns = getenv("OMPI_COMM_WORLD_SIZE");
+    if (!rs || !ns) { /* srun's tasks */
+        rs = getenv("SLURM_PROCID");
+        ns = getenv("SLURM_NTASKS");
+    }
     if (!rs || !ns) {
-        fprintf(stderr, "w_nccl: mpi needs OMPI_COMM_WORLD_RANK and _SIZE (run under mpirun)\n");
+        fprintf(stderr, "w_nccl: mpi needs OMPI_COMM_WORLD_RANK and _SIZE (run under mpirun) or "
+                        "SLURM_PROCID and SLURM_NTASKS (srun)\n");
         return 2;
     }
     int r = atoi(rs), n = atoi(ns);
@@ -254,7 +282,7 @@ static int mpi_main(const char *dir, const char *mode)
             return 3;
         fclose(f);
     }
-    return rank_main(r, n, idhex, mode);
+    return rank_main(r, n, idhex, mode, dir);
 }
 
 int main(int argc, char **argv)
@@ -264,7 +292,7 @@ int main(int argc, char **argv)
     if (argc == 4 && !strcmp(argv[1], "launch"))
         return launch(argv[0], atoi(argv[2]), argv[3]);
     if (argc == 6 && !strcmp(argv[1], "rank"))
-        return rank_main(atoi(argv[2]), atoi(argv[3]), argv[4], argv[5]);
+        return rank_main(atoi(argv[2]), atoi(argv[3]), argv[4], argv[5], NULL);
     fprintf(stderr, "usage: w_nccl launch N MODE | rank R N IDHEX MODE | mpi DIR MODE\n");
     return 2;
 }

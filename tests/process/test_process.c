@@ -5,6 +5,7 @@
  * any record on disk got there through the path under test.
  */
 #include <check.h>
+#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -392,16 +393,159 @@ START_TEST(forked_child_gets_its_own_trace)
 }
 END_TEST
 
-START_TEST(sigkill_leaves_a_trace_that_decodes_to_its_last_frame)
+/* Starts w_life in mode (N = 50) and waits for its READY. */
+static void start_ready(struct th_run *l, const char *mode, const char *flush_ms,
+                        const char *const *env)
 {
-    struct th_run l;
     int fds[2];
     ck_assert_int_eq(pipe(fds), 0);
-    spawn(&l, "sleep", "20", fds[1]); /* flushed every 20 ms */
+    spawn_env(l, mode, "50", flush_ms, fds[1], env);
     close(fds[1]);
     char buf[16];
     ck_assert_int_gt(read(fds[0], buf, sizeof(buf)), 0); /* READY */
     close(fds[0]);
+}
+
+/* The files in dir whose names end in suffix: how many, and the first's
+ * path in first (when not NULL). */
+static int count_suffix(const char *dir, const char *suffix, char *first, size_t n)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    int k = 0;
+    size_t sl = strlen(suffix);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t len = strlen(e->d_name);
+        if (len < sl || strcmp(e->d_name + len - sl, suffix) != 0)
+            continue;
+        if (!k++ && first)
+            snprintf(first, n, "%s/%s", dir, e->d_name);
+    }
+    closedir(d);
+    return k;
+}
+
+START_TEST(sigkill_loses_nothing_recorded_the_trace_is_salvaged)
+{
+    /* w_life hold under CUTRACE_FLUSH_MS=60000: 1 launch the writer took
+     * at its first pass, then 50 in the process's ring alone when it is
+     * killed; only its live mapping keeps them */
+    struct th_run l;
+    start_ready(&l, "hold", "60000", NULL);
+    const char *shm = getenv("CUTRACE_TEST_SHM_DIR");
+    ck_assert_ptr_nonnull(shm);
+    char map[600], aside[700];
+    ck_assert_int_eq(count_suffix(shm, ".live", map, sizeof(map)), 1); /* made at start */
+    kill(l.pid, SIGKILL);
+    th_run_wait(&l);
+    ck_assert(WIFSIGNALED(l.status) && WTERMSIG(l.status) == SIGKILL);
+    struct th_trace t;
+    /* the file alone (its mapping moved aside): the launches are not in it */
+    snprintf(aside, sizeof(aside), "%s.aside", l.dir);
+    ck_assert_int_eq(rename(map, aside), 0);
+    one_trace(&l, &t);
+    ck_assert(!t.rd.has_footer && !t.rd.salvaged);
+    ck_assert_uint_le(launches(&t), 1);
+    th_trace_free(&t);
+    ck_assert_int_eq(rename(aside, map), 0);
+    /* read-only: the reader decodes the file and the mapping together */
+    one_trace(&l, &t);
+    ck_assert(t.rd.salvaged && t.rd.salvage_in_memory && t.rd.has_footer);
+    ck_assert_uint_eq(launches(&t), 51);
+    ck_assert_uint_ge(t.rd.salvage.records, 50);
+    ck_assert_uint_eq(t.rd.salvage.half_written, 0);
+    th_trace_free(&t);
+    ck_assert_int_eq(count_suffix(shm, ".live", NULL, 0), 1); /* reading touched nothing */
+    /* `cutrace salvage` writes it: the same records, from the file now */
+    char *out = th_cutrace("salvage %s", l.traces);
+    ck_assert_msg(strstr(out, "salvaged: ") && strstr(out, "(killed)"), "%s", out);
+    free(out);
+    ck_assert_int_eq(count_suffix(shm, ".live", NULL, 0), 0);
+    one_trace(&l, &t);
+    ck_assert(t.rd.salvaged && !t.rd.salvage_in_memory && t.rd.has_footer);
+    ck_assert_uint_eq(launches(&t), 51);
+    th_trace_free(&t);
+    out = th_cutrace("info %s", l.traces);
+    ck_assert_msg(strstr(out, "status:     complete, salvaged: the process was killed"), "%s", out);
+    free(out);
+}
+END_TEST
+
+START_TEST(salvage_leaves_the_mapping_of_a_live_process_alone)
+{
+    struct th_run l;
+    start_ready(&l, "hold", "60000", NULL);
+    const char *shm = getenv("CUTRACE_TEST_SHM_DIR");
+    char *out = th_cutrace("salvage %s", l.traces);
+    ck_assert_msg(strstr(out, "is alive: its mapping is not touched"), "%s", out);
+    free(out);
+    ck_assert_int_eq(count_suffix(shm, ".live", NULL, 0), 1);
+    struct th_trace t;
+    one_trace(&l, &t); /* the file alone, read while it is being written */
+    ck_assert(!t.rd.salvaged && !t.rd.has_footer && t.rd.live_left == 1);
+    ck_assert_uint_le(launches(&t), 1); /* the rest is in the live process's ring */
+    th_trace_free(&t);
+    kill(l.pid, SIGKILL);
+    th_run_wait(&l);
+    one_trace(&l, &t);
+    ck_assert(t.rd.salvaged);
+    ck_assert_uint_eq(launches(&t), 51);
+    th_trace_free(&t);
+}
+END_TEST
+
+START_TEST(a_later_process_of_the_job_salvages_its_killed_predecessor)
+{
+    /* no `cutrace run` here: the next process recording into the folder
+     * (a restarted attempt's rank) finds the killed one's mapping and
+     * completes its trace, on a thread of its own */
+    struct th_run a;
+    start_ready(&a, "hold", "60000", NULL);
+    kill(a.pid, SIGKILL);
+    th_run_wait(&a);
+    const char *shm = getenv("CUTRACE_TEST_SHM_DIR");
+    ck_assert_int_eq(count_suffix(shm, ".live", NULL, 0), 1);
+    char first[TH_RUN_PATH];
+    ck_assert_int_eq(th_run_trace(&a, 0, first, sizeof(first)), 1);
+    /* the next process, in the same folder */
+    struct th_run b;
+    char out[400];
+    snprintf(out, sizeof(out), "CUTRACE_OUTPUT=%s", a.traces);
+    const char *env[] = {out, NULL};
+    start_ready(&b, "hold", "60000", env);
+    int done = 0;
+    for (int i = 0; i < 500 && !done; i++) { /* up to 5 s */
+        done = ct_trace_has_footer(first) == 1;
+        if (!done) {
+            struct timespec ts = {0, 10 * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+    }
+    ck_assert_msg(done, "the later process did not complete %s", first);
+    kill(b.pid, SIGKILL);
+    th_run_wait(&b);
+    struct th_trace t;
+    th_trace_read_file(&t, first);
+    ck_assert_int_eq(t.open_rc, 0);
+    ck_assert(t.rd.salvaged && !t.rd.salvage_in_memory && t.rd.has_footer);
+    ck_assert_uint_eq(launches(&t), 51);
+    th_trace_free(&t);
+    /* only the second one's mapping is left (it was killed too) */
+    ck_assert_int_eq(count_suffix(shm, ".live", NULL, 0), 1);
+}
+END_TEST
+
+START_TEST(sigkill_with_private_buffers_decodes_to_its_last_frame)
+{
+    /* CUTRACE_BUFFERS=private (as before the live mapping): what the writer
+     * wrote decodes, cut at its last frame; flushed every 20 ms */
+    struct th_run l;
+    const char *env[] = {"CUTRACE_BUFFERS=private", NULL};
+    start_ready(&l, "sleep", "20", env);
+    ck_assert_int_eq(count_suffix(getenv("CUTRACE_TEST_SHM_DIR"), ".live", NULL, 0), 0);
+    ck_assert_int_eq(count_suffix(l.traces, "-live", NULL, 0), 0);
     struct timespec ts = {0, 300 * 1000000L}; /* 15 flush intervals */
     nanosleep(&ts, NULL);
     kill(l.pid, SIGKILL);
@@ -410,7 +554,7 @@ START_TEST(sigkill_leaves_a_trace_that_decodes_to_its_last_frame)
     struct th_trace t;
     one_trace(&l, &t);
     ck_assert(t.rd.truncated);
-    ck_assert(!t.rd.has_footer);
+    ck_assert(!t.rd.has_footer && !t.rd.salvaged);
     ck_assert_uint_eq(launches(&t), 50);
     th_trace_free(&t);
 }
@@ -956,7 +1100,10 @@ Suite *process_suite(void)
     tcase_add_test(tc, underscore_exit_finishes_the_trace);
     tcase_add_test(tc, exec_finishes_one_trace_and_the_new_image_starts_the_next);
     tcase_add_test(tc, forked_child_gets_its_own_trace);
-    tcase_add_test(tc, sigkill_leaves_a_trace_that_decodes_to_its_last_frame);
+    tcase_add_test(tc, sigkill_loses_nothing_recorded_the_trace_is_salvaged);
+    tcase_add_test(tc, salvage_leaves_the_mapping_of_a_live_process_alone);
+    tcase_add_test(tc, a_later_process_of_the_job_salvages_its_killed_predecessor);
+    tcase_add_test(tc, sigkill_with_private_buffers_decodes_to_its_last_frame);
     tcase_add_test(tc, paused_shim_records_only_inside_the_window);
     tcase_add_test(tc, paused_shim_leaves_cupti_idle);
     tcase_add_test(tc, duration_closes_the_window);

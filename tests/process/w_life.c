@@ -6,6 +6,7 @@
  *   child  5 launches, normal exit    fork  forks a child that synchronises
  *   sleep  sleeps until killed        normal  returns from main
  *   loop   one launch per millisecond for N tenths of a second, then exits
+ *   hold   one launch, 100 ms, N launches, then sleeps until killed
  *   stack  synchronises a stream from the function sync_from_here(), then
  *          reads a pipe from read_slowly_here() (the data arrives after
  *          30 ms) and from read_quickly_here() (the data is there)
@@ -152,6 +153,20 @@ int main(int argc, char **argv)
     if (!strcmp(mode, "child")) {
         launches(5);
         return 0;
+    }
+    if (!strcmp(mode, "hold")) {
+        /* one launch, then 100 ms in which the writer's first pass over the
+         * thread's ring takes what it holds, then N launches and READY: under
+         * a long CUTRACE_FLUSH_MS those N are in the ring alone (the next
+         * drain is a flush period away) until the process is killed */
+        launches(1);
+        struct timespec t = {0, 100 * 1000000L};
+        nanosleep(&t, NULL);
+        launches(n);
+        printf("READY\n");
+        fflush(stdout);
+        for (;;)
+            pause();
     }
     if (!strcmp(mode, "loop")) {
         CUdevice d;

@@ -21,7 +21,7 @@ struct gpu_run {
     unsigned long long sid, pt, legacy;
     struct expect_op exp[16];
     int nexp;
-    char timing[32], fallback[256];
+    char timing[32], fallback[256], cupti_flush[16];
 };
 
 static void gpu_run(struct gpu_run *g, const char *const *env)
@@ -54,6 +54,8 @@ static void gpu_run(struct gpu_run *g, const char *const *env)
             snprintf(g->timing, sizeof(g->timing), "%s", S(&g->t, m->f[CT_META_VALUE]));
         if (!strcmp(k, "gpu_timing_fallback"))
             snprintf(g->fallback, sizeof(g->fallback), "%s", S(&g->t, m->f[CT_META_VALUE]));
+        if (!strcmp(k, "cupti_flush_ms"))
+            snprintf(g->cupti_flush, sizeof(g->cupti_flush), "%s", S(&g->t, m->f[CT_META_VALUE]));
     }
     free(out);
     free(err);
@@ -296,6 +298,26 @@ START_TEST(cupti_timing_matches_the_simulated_schedule)
     ck_assert_uint_gt(syncs, 0);
     ck_assert_msg(joined == syncs, "%zu of %zu synchronization records join their call", joined,
                   syncs);
+    ck_assert_str_eq(g.cupti_flush, "100"); /* CUPTI's buffers flushed every 100 ms */
+    th_trace_free(&g.t);
+}
+END_TEST
+
+START_TEST(a_short_flush_period_shortens_cuptis)
+{
+    /* what a SIGKILL takes with CUPTI's buffers is what they hold: at most a
+     * flush period's GPU intervals, CUTRACE_FLUSH_MS when it is shorter */
+    const char *fake = getenv("CT_FAKE_CUPTI");
+    if (!fake || !*fake)
+        return;
+    char lib[600];
+    snprintf(lib, sizeof(lib), "CUTRACE_CUPTI_LIB=%s", fake);
+    const char *env[] = {lib, "CUTRACE_FLUSH_MS=2", NULL};
+    struct gpu_run g;
+    gpu_run(&g, env);
+    ck_assert_str_eq(g.timing, "cupti");
+    ck_assert_str_eq(g.cupti_flush, "2");
+    check_schedule(&g, 1000, 1); /* the same intervals, delivered more often */
     th_trace_free(&g.t);
 }
 END_TEST
@@ -401,6 +423,7 @@ void shim_gpu_tests(TCase *tc)
     tcase_add_test(tc, event_pairs_are_read_before_their_context_is_destroyed);
     tcase_add_test(tc, real_cupti_on_the_simulated_driver_falls_back_to_events);
     tcase_add_test(tc, cupti_timing_matches_the_simulated_schedule);
+    tcase_add_test(tc, a_short_flush_period_shortens_cuptis);
     tcase_add_test(tc, busy_cupti_falls_back_to_events_visibly);
     tcase_add_test(tc, cupti_12_is_read_and_other_versions_fall_back_visibly);
     tcase_add_test(tc, injection_path_alone_records_gpu_intervals);

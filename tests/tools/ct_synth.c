@@ -10,18 +10,25 @@
  * cuStreamSynchronize; 1 NVTX ProfilerStep#N range. Timestamps are ns with
  * uniform jitter of a few hundred ns, as real host clocks show.
  *
- * usage: ct_synth -o FILE [--iterations N] [--zstd-level L] [--golden]
+ * usage: ct_synth -o FILE [--iterations N] [--zstd-level L] [--golden [--salvaged]]
  *   --golden writes a small fixed trace whose record contents (not pid/tid
  *   or clock pairs) are the same on every run (with a few counter records
  *   since format v2).
+ *   --salvaged (format v3): then the process "dies" in step 1: three marks
+ *   and an I/O span reach its ring but not the file, and the trace is
+ *   completed from its live mapping by the salvage, as after a SIGKILL
+ *   (signal 9 known).
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "src/live.h"
 #include "src/recorder.h"
+#include "src/salvage.h"
 
 static uint64_t g_rng = 88172645463325252ull;
 static uint64_t rnd(uint64_t n)
@@ -166,25 +173,88 @@ static void iteration(struct synth *s, int it)
     emit(CT_REC_NVTX_RANGE, r, CT_NVTX_NFIELDS);
 }
 
+/* The golden salvaged trace: what is written stays, the writer stops
+ * (as a killed process's), records reach the ring only, and the salvage
+ * completes the file in place (the recorder's later footer goes to the
+ * replaced file, unlinked). */
+static int die_and_salvage(struct synth *s, const char *out)
+{
+    ct_recorder_flush(30000);
+    ct_recorder_pause_writer(1);
+    for (int i = 0; i < 3; i++) {
+        char msg[32];
+        snprintf(msg, sizeof(msg), "killed in step %d", i);
+        uint64_t mark[CT_MARK_NFIELDS] = {s->now + 1000u * (uint64_t)i, s->domain, ct_intern(msg)};
+        emit(CT_REC_NVTX_MARK, mark, CT_MARK_NFIELDS);
+    }
+    uint64_t io[CT_IO_NFIELDS] = {s->now + 5000, s->now + 9000, s->pread, 9,   CT_FD_FILE,
+                                  s->path,       4096,          4096,     8192};
+    emit(CT_REC_IO, io, CT_IO_NFIELDS);
+    size_t flen = 0, mlen = 0;
+    FILE *f = fopen(ct_live_where_path(), "rb");
+    uint8_t *map = NULL, *file = NULL;
+    if (f && fseek(f, 0, SEEK_END) == 0 && (mlen = (size_t)ftell(f)) > 0 && (map = malloc(mlen)) &&
+        fseek(f, 0, SEEK_SET) == 0)
+        mlen = fread(map, 1, mlen, f);
+    if (f)
+        fclose(f);
+    f = fopen(out, "rb");
+    if (f && fseek(f, 0, SEEK_END) == 0 && (flen = (size_t)ftell(f)) > 0 && (file = malloc(flen)) &&
+        fseek(f, 0, SEEK_SET) == 0)
+        flen = fread(file, 1, flen, f);
+    if (f)
+        fclose(f);
+    struct ct_live_map m;
+    struct ct_salvage sv;
+    char err[256] = "";
+    int rc = map && file ? ct_live_map_mem(&m, map, mlen) : -EIO;
+    if (!rc)
+        rc = ct_salvage_build(&m, (int64_t)flen, 9, &sv, err, sizeof(err));
+    if (rc) {
+        fprintf(stderr, "ct_synth: salvage failed: %s\n", err);
+        return 1;
+    }
+    char tmp[4096];
+    snprintf(tmp, sizeof(tmp), "%s.tmp", out);
+    f = fopen(tmp, "wb");
+    int ok = f && fwrite(file, 1, (size_t)sv.prefix_len, f) == sv.prefix_len &&
+             fwrite(sv.tail.p, 1, sv.tail.len, f) == sv.tail.len;
+    if (f)
+        ok &= fclose(f) == 0;
+    ok = ok && rename(tmp, out) == 0;
+    ct_salvage_free(&sv);
+    free(map);
+    free(file);
+    ct_recorder_pause_writer(0);
+    if (!ok) {
+        fprintf(stderr, "ct_synth: cannot write %s\n", out);
+        return 1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {{"iterations", required_argument, NULL, 'n'},
                                          {"zstd-level", required_argument, NULL, 'z'},
                                          {"golden", no_argument, NULL, 'g'},
+                                         {"salvaged", no_argument, NULL, 's'},
                                          {NULL, 0, NULL, 0}};
     const char *out = NULL;
-    int iterations = 100, level = 3, golden = 0, c;
-    while ((c = getopt_long(argc, argv, "o:n:z:g", opts, NULL)) != -1) {
+    int iterations = 100, level = 3, golden = 0, salvaged = 0, c;
+    while ((c = getopt_long(argc, argv, "o:n:z:gs", opts, NULL)) != -1) {
         switch (c) {
         case 'o': out = optarg; break;
         case 'n': iterations = atoi(optarg); break;
         case 'z': level = atoi(optarg); break;
         case 'g': golden = 1; break;
+        case 's': salvaged = 1; break;
         default: return 2;
         }
     }
     if (!out || iterations < 1) {
-        fprintf(stderr, "usage: ct_synth -o FILE [--iterations N] [--zstd-level L] [--golden]\n");
+        fprintf(stderr, "usage: ct_synth -o FILE [--iterations N] [--zstd-level L] [--golden "
+                        "[--salvaged]]\n");
         return 2;
     }
     struct ct_recorder_config cfg = {.path = out,
@@ -193,7 +263,8 @@ int main(int argc, char **argv)
                                      .flush_ms = 100,
                                      .features = CT_FEAT_CUDA | CT_FEAT_NCCL | CT_FEAT_IO |
                                                  CT_FEAT_NVTX | CT_FEAT_GPU_TIMING,
-                                     .pid = (uint32_t)getpid()};
+                                     .pid = (uint32_t)getpid(),
+                                     .buffers = salvaged ? CT_LIVE_DIR : CT_LIVE_SHM};
     struct ct_meta_kv meta[] = {
         {CT_SCOPE_PROCESS, 0, "host", golden ? "golden-host" : "synth-host"},
         {CT_SCOPE_PROCESS, 0, "job", "synth"},
@@ -253,6 +324,8 @@ int main(int argc, char **argv)
         if (it % 32 == 31) /* keep the 8 MiB ring from filling: no drops here */
             ct_recorder_flush(30000);
     }
+    if (salvaged && (rc = die_and_salvage(&s, out)) != 0)
+        return rc;
     rc = ct_recorder_stop(30000);
     if (rc) {
         fprintf(stderr, "ct_synth: writing %s failed: %s\n", out, strerror(-rc));

@@ -48,6 +48,16 @@
  *   --host NAME --gpu NAME --tag K=V (repeatable) --cmdline LINE   metadata
  *                        (LINE: the process's command line, as the shim
  *                        records it)
+ *   --hosts H0,H1,...    rank r runs on host H[r * n / ranks] (contiguous blocks;
+ *                        default node<r/2>); --host NAME puts every rank on one
+ *   --host-scale H=F     the kernels of the ranks on host H x F (a slow host)
+ *   --driver V --nccl V  device driver_version and process nccl_version metadata
+ *   --start-s S          the first step starts at S s on the monotonic clock
+ *                        (default 2000): its run start is that much later; the
+ *                        processes then record that as their start
+ *                        (start_mono_ns), so a job whose steps lie after the
+ *                        recorder's own records (S past the machine's uptime)
+ *                        has the life of its steps (goodput)
  *   --run-id ID --job ID --restart-count N   the run identity, the launcher's
  *                        job id (default synthjob) and restart count, as
  *                        the shim records them (none of the first and last
@@ -63,6 +73,8 @@
  *                        power-capped: sm_clock 1410 MHz, power at the limit,
  *                        throttle_reasons 0x4 (SW power cap), its kernels
  *                        x 1980/1410 longer
+ *   --throttle-host H    every rank on host H power-capped from the first step
+ *   --throttle-mhz M     the capped clock (default 1410; kernels x 1980/M)
  *   --contention-rank R --contention-every K --contention-us X
  *   --contention-pct P   every K-th step (it % K == K-1), rank R's host starts
  *                        its launches X us later and its cpu_pressure reads
@@ -125,6 +137,10 @@ struct opts {
     double scale, jitter, run_jitter;
     uint64_t seed;
     const char *host, *gpu, *cmdline, *run_id, *job, *restart;
+    const char *hosts, *scale_host, *thr_host, *driver, *nccl;
+    double host_scale, thr_mhz;
+    uint64_t start_s;
+    int start_given;
     const char *tags[16];
     int ntags;
 };
@@ -154,9 +170,36 @@ static int contended(const struct opts *o, int rank, int it)
     return rank == o->cont_rank && o->cont_every > 0 && it % o->cont_every == o->cont_every - 1;
 }
 
+/* Rank r's host name into buf (--host, --hosts, or node<r/2>). */
+static const char *host_of(const struct opts *o, int rank, char *buf, size_t n)
+{
+    if (o->host)
+        return o->host;
+    if (o->hosts) {
+        int nh = 1;
+        for (const char *p = o->hosts; *p; p++)
+            nh += *p == ',';
+        int k = (int)((long)rank * nh / o->nranks);
+        const char *p = o->hosts;
+        for (int i = 0; i < k; i++)
+            p = strchr(p, ',') + 1;
+        size_t len = strcspn(p, ",");
+        snprintf(buf, n, "%.*s", (int)len, p);
+        return buf;
+    }
+    snprintf(buf, n, "node%d", rank / 2);
+    return buf;
+}
+
+static int on_host(const struct opts *o, int rank, const char *h)
+{
+    char b[64];
+    return h && !strcmp(host_of(o, rank, b, sizeof(b)), h);
+}
+
 static int throttled(const struct opts *o, int rank, int it)
 {
-    return rank == o->thr_rank && it >= o->thr_from;
+    return (rank == o->thr_rank && it >= o->thr_from) || on_host(o, rank, o->thr_host);
 }
 
 static void schedule(const struct opts *o, int rank, int it, struct step *st)
@@ -172,7 +215,8 @@ static void schedule(const struct opts *o, int rank, int it, struct step *st)
                (contended(o, rank, it) ? o->cont_us * US : 0);
     uint64_t prev = o->pageable || o->pinned ? st->copy_e : 0;
     double d = (double)o->kernel * (rank == o->slow ? 1.2 : 1.0) * o->scale * run_f *
-               (throttled(o, rank, it) ? 1980.0 / 1410.0 : 1.0);
+               (throttled(o, rank, it) ? 1980.0 / o->thr_mhz : 1.0) *
+               (on_host(o, rank, o->scale_host) ? o->host_scale : 1.0);
     for (int k = 0; k < o->kernels; k++) {
         uint64_t launch = st->base + (uint64_t)k * o->launch_gap * US + 10 * US;
         uint64_t s = prev > launch ? prev : launch;
@@ -204,7 +248,7 @@ static void counters(const struct opts *o, int rank, int it, uint64_t next, uint
     uint64_t p = o->counters * US;
     int thr = throttled(o, rank, it), cont = contended(o, rank, it);
     for (; *t < next; *t += p) {
-        counter(*t, 0, "sm_clock", thr ? 1410 : 1980, "MHz");
+        counter(*t, 0, "sm_clock", thr ? (int64_t)(o->thr_mhz + 0.5) : 1980, "MHz");
         counter(*t, 0, "mem_clock", 2619, "MHz");
         counter(*t, 0, "power", thr ? 700000 : 450000, "mW");
         counter(*t, 0, "power_limit", 700000, "mW");
@@ -255,7 +299,7 @@ static int run_rank(const char *dir, int rank, const struct opts *o)
     snprintf(rs, sizeof(rs), "%d", rank);
     snprintf(ws, sizeof(ws), "%d", nranks);
     char host[64];
-    snprintf(host, sizeof(host), "node%d", rank / 2);
+    host_of(o, rank, host, sizeof(host));
     struct ct_recorder_config cfg = {.path = path,
                                      .ring_bytes = 8u << 20,
                                      .zstd_level = 3,
@@ -263,8 +307,8 @@ static int run_rank(const char *dir, int rank, const struct opts *o)
                                      .features = CT_FEAT_CUDA | CT_FEAT_NCCL | CT_FEAT_IO |
                                                  CT_FEAT_NVTX | CT_FEAT_GPU_TIMING,
                                      .pid = (uint32_t)getpid()};
-    struct ct_meta_kv meta[24] = {
-        {CT_SCOPE_PROCESS, 0, "host", o->host ? o->host : host},
+    struct ct_meta_kv meta[32] = {
+        {CT_SCOPE_PROCESS, 0, "host", host},
         {CT_SCOPE_PROCESS, 0, "job", o->job ? o->job : "synthjob"},
         {CT_SCOPE_PROCESS, 0, "rank", rs},
         {CT_SCOPE_PROCESS, 0, "world_size", ws},
@@ -279,6 +323,15 @@ static int run_rank(const char *dir, int rank, const struct opts *o)
         meta[nmeta++] = (struct ct_meta_kv){CT_SCOPE_DEVICE, 0, "name", o->gpu};
     if (o->cmdline)
         meta[nmeta++] = (struct ct_meta_kv){CT_SCOPE_PROCESS, 0, "cmdline", o->cmdline};
+    if (o->driver)
+        meta[nmeta++] = (struct ct_meta_kv){CT_SCOPE_DEVICE, 0, "driver_version", o->driver};
+    if (o->nccl)
+        meta[nmeta++] = (struct ct_meta_kv){CT_SCOPE_PROCESS, 0, "nccl_version", o->nccl};
+    char start[32];
+    snprintf(start, sizeof(start), "%llu",
+             (unsigned long long)(o->start_s * 1000000000ull + o->skew * (uint64_t)rank));
+    if (o->start_given)
+        meta[nmeta++] = (struct ct_meta_kv){CT_SCOPE_PROCESS, 0, "start_mono_ns", start};
     for (int i = 0; i < o->ntags; i++) {
         const char *eq = strchr(o->tags[i], '=');
         snprintf(tagk[i], sizeof(tagk[i]), "tag.%.*s", (int)(eq - o->tags[i]), o->tags[i]);
@@ -299,7 +352,7 @@ static int run_rank(const char *dir, int rank, const struct opts *o)
         kn[k] = ct_intern(n);
     }
     static struct step mine;
-    uint64_t T = 2000000000000ull + o->skew * (uint64_t)rank;
+    uint64_t T = o->start_s * 1000000000ull + o->skew * (uint64_t)rank;
     uint64_t sample_t = T, cpu_us = 0;
     for (int it = 0; it < o->iters; it++) {
         /* every rank's schedule: collectives end together */
@@ -446,6 +499,13 @@ int main(int argc, char **argv)
                                          {"run-id", required_argument, NULL, 'I'},
                                          {"job", required_argument, NULL, 'o'},
                                          {"restart-count", required_argument, NULL, 'y'},
+                                         {"hosts", required_argument, NULL, 1001},
+                                         {"host-scale", required_argument, NULL, 1002},
+                                         {"throttle-host", required_argument, NULL, 1003},
+                                         {"throttle-mhz", required_argument, NULL, 1004},
+                                         {"driver", required_argument, NULL, 1005},
+                                         {"nccl", required_argument, NULL, 1006},
+                                         {"start-s", required_argument, NULL, 1007},
                                          {NULL, 0, NULL, 0}};
     const char *dir = NULL;
     struct opts o = {.nranks = 4,
@@ -461,7 +521,10 @@ int main(int argc, char **argv)
                      .scale = 1.0,
                      .thr_rank = -1,
                      .cont_rank = -1,
-                     .cont_pct = 60};
+                     .cont_pct = 60,
+                     .host_scale = 1.0,
+                     .thr_mhz = 1410,
+                     .start_s = 2000};
     int c, bad = 0;
     long skew = 0;
     while ((c = getopt_long(argc, argv, "d:", opts, NULL)) != -1) {
@@ -502,6 +565,31 @@ int main(int argc, char **argv)
         case 'I': o.run_id = optarg; break;
         case 'o': o.job = optarg; break;
         case 'y': o.restart = optarg; break;
+        case 1001: o.hosts = optarg; break;
+        case 1002: {
+            const char *eq = strchr(optarg, '=');
+            static char h[64];
+            if (!eq || eq == optarg || (size_t)(eq - optarg) >= sizeof(h)) {
+                bad = 1;
+                break;
+            }
+            snprintf(h, sizeof(h), "%.*s", (int)(eq - optarg), optarg);
+            o.scale_host = h;
+            o.host_scale = atof(eq + 1);
+            bad |= o.host_scale <= 0;
+            break;
+        }
+        case 1003: o.thr_host = optarg; break;
+        case 1004:
+            o.thr_mhz = atof(optarg);
+            bad |= o.thr_mhz <= 0;
+            break;
+        case 1005: o.driver = optarg; break;
+        case 1006: o.nccl = optarg; break;
+        case 1007:
+            o.start_s = strtoull(optarg, NULL, 10);
+            o.start_given = 1;
+            break;
         case 't':
             if (o.ntags < 16 && strchr(optarg, '='))
                 o.tags[o.ntags++] = optarg;

@@ -5,6 +5,7 @@
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -32,6 +33,7 @@ static void remove_made(void)
 const char *th_tmpdir(void)
 {
     static char dir[256];
+    static int shm_set;
     const char *base = getenv("TMPDIR");
     snprintf(dir, sizeof(dir), "%s/cutrace-test-XXXXXX", base && *base ? base : "/tmp");
     if (!mkdtemp(dir))
@@ -40,6 +42,17 @@ const char *th_tmpdir(void)
         if (nmade == 0)
             atexit(remove_made);
         snprintf(made[nmade++], sizeof(made[0]), "%s", dir);
+    }
+    if (!shm_set++ && !getenv("CUTRACE_TEST_SHM_DIR")) {
+        /* The live mappings (src/live.h) of what this test records, its own
+         * recorders and the programs it starts, go to a folder of the
+         * test's (and are removed with it) instead of /dev/shm: a process a
+         * test kills leaves its mapping there. Readers in this process and
+         * the cutrace commands it runs look there too. */
+        char shm[300];
+        snprintf(shm, sizeof(shm), "%s/shm", dir);
+        if (mkdir(shm, 0700) == 0)
+            setenv("CUTRACE_TEST_SHM_DIR", shm, 1);
     }
     return dir;
 }

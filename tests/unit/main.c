@@ -10,11 +10,14 @@ Suite *reader_suite(void);
 Suite *config_suite(void);
 Suite *ownfd_suite(void);
 Suite *redact_suite(void);
+Suite *salvage_suite(void);
 
 static const struct th_suite suites[] = {
-    {"codec", codec_suite},   {"strtab", strtab_suite}, {"ring", ring_suite},
-    {"writer", writer_suite}, {"reader", reader_suite}, {"config", config_suite},
-    {"ownfd", ownfd_suite},   {"redact", redact_suite}, {NULL, NULL},
+    {"codec", codec_suite},     {"strtab", strtab_suite},
+    {"ring", ring_suite},       {"writer", writer_suite},
+    {"reader", reader_suite},   {"config", config_suite},
+    {"ownfd", ownfd_suite},     {"redact", redact_suite},
+    {"salvage", salvage_suite}, {NULL, NULL},
 };
 
 int main(int argc, char **argv)

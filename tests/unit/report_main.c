@@ -23,6 +23,8 @@ Suite *diagnose_replay_suite(void);
 Suite *diagnose_light_suite(void);
 Suite *provenance_suite(void);
 Suite *json_suite(void);
+Suite *html_suite(void);
+Suite *salvaged_suite(void);
 
 static const struct th_suite suites[] = {
     {"intervals", intervals_suite},
@@ -43,8 +45,10 @@ static const struct th_suite suites[] = {
     {"critical_path", critical_path_suite},
     {"diagnose_replay", diagnose_replay_suite},
     {"diagnose_light", diagnose_light_suite},
+    {"salvaged", salvaged_suite},
     {"provenance", provenance_suite},
     {"json", json_suite},
+    {"html", html_suite},
     {NULL, NULL},
 };
 

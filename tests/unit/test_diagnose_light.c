@@ -4,9 +4,12 @@
  * examples/sim_train's, hand-built in µs from what its traces hold. */
 #include <check.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "decoder/compare/diagnose.h"
+#include "decoder/compare/runs.h"
 #include "tests/unit/timeline_builder.h"
+#include "decoder/read/facts.h"
 #include "decoder/read/job.h"
 
 #define STEPS 20
@@ -151,12 +154,68 @@ START_TEST(light_mode_finds_what_full_mode_finds)
 }
 END_TEST
 
+/*
+ * A fix never saves more than the whole step. The full-mode job with 50
+ * Async copies that each held the host 10 ms for a 10 ms transfer (a
+ * pageable buffer) on its one rank: pageable_memcpy's formula (host time
+ * of the blocking copies per iteration: 500 ms / 20) gives 25 ms, six times
+ * the 4.2 ms step (copies the trace holds outside its iterations, a run
+ * cut short). The saving is the step, 100 %, its confidence halved, and
+ * the formula's figure is in the evidence.
+ */
+START_TEST(a_saving_is_never_more_than_the_step)
+{
+    struct ct_job j;
+    struct ct_report r;
+    struct ct_diagnosis *d = calloc(1, sizeof(*d));
+    ck_assert(d);
+    sim_job(&j, &r, d, NULL, 0);
+    ct_diagnosis_free(d);
+    memset(d, 0, sizeof(*d));
+    /* the copies as the rank's trace's facts (read/facts.h), freed with the job */
+    struct ct_trace_facts *facts = calloc(1, sizeof(*facts));
+    struct ct_copy_fact *cp = calloc(50, sizeof(*cp));
+    ck_assert(facts && cp);
+    for (int i = 0; i < 50; i++)
+        cp[i] = (struct ct_copy_fact){.host_s = TB_US(100000) + i * TB_US(20000),
+                                      .host_e = TB_US(110000) + i * TB_US(20000),
+                                      .gpu_s = TB_US(100000) + i * TB_US(20000),
+                                      .gpu_e = TB_US(110000) + i * TB_US(20000),
+                                      .bytes = 1 << 26,
+                                      .kind = CT_COPY_HTOD,
+                                      .async = 1};
+    *facts = (struct ct_trace_facts){.rank = 0, .copies = cp, .ncopies = 50};
+    ck_assert_uint_eq(j.nprocs, 1);
+    j.procs[0].facts = facts;
+    struct ct_diag_opts o = {.min_saving = 0.02};
+    ck_assert_int_eq(ct_diagnose(&r, &o, d), 0);
+    const struct ct_finding *f = NULL;
+    for (size_t i = 0; i < d->nf; i++)
+        if (d->f[i].kind == CT_FK_PAGEABLE_MEMCPY)
+            f = &d->f[i];
+    ck_assert_ptr_nonnull(f);
+    ck_assert_double_eq_tol(f->saving_us, r.step_p50 / 1e3, 1e-6);
+    int said = 0;
+    for (size_t i = 0; i < f->nev; i++)
+        if (!strcmp(f->ev[i].key, "formula_estimate_beyond_the_step_us")) {
+            ck_assert_double_eq_tol(f->ev[i].num, 500000.0 / STEPS, 1e-6);
+            said = 1;
+        }
+    ck_assert(said);
+    ct_diagnosis_free(d);
+    free(d);
+    ct_report_free(&r);
+    ct_job_free(&j);
+}
+END_TEST
+
 Suite *diagnose_light_suite(void)
 {
     Suite *s = suite_create("diagnose_light");
     TCase *tc = tcase_create("diagnose_light");
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, light_mode_finds_what_full_mode_finds);
+    tcase_add_test(tc, a_saving_is_never_more_than_the_step);
     suite_add_tcase(s, tc);
     return s;
 }

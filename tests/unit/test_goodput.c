@@ -117,6 +117,118 @@ START_TEST(restart_splits_into_attempts_and_names_lost_steps)
 END_TEST
 
 /*
+ * The job of restart_splits_into_attempts_and_names_lost_steps, with what
+ * the live mapping changes: attempt 0's rank was SIGKILLed and its trace
+ * completed from its mapping (salvaged, no signal known): it ended
+ * "killed", its end is its last record (no flush period lost). Attempt 1
+ * copies the model to the GPU at its start [1020,1030) (not a restore:
+ * before the checkpoint's reading), reads the checkpoint [1050,1080), then
+ * copies what it read to the GPU [1085,1090) and [1088,1095) (overlapping
+ * pieces): the restore is the reading and those copies, 30 + 10 = 40;
+ * start-up the other 60 of [1000,1100).
+ */
+START_TEST(a_killed_attempt_ends_at_its_last_record_and_a_restore_holds_its_copies)
+{
+    struct tb_job b;
+    tb_init(&b);
+    struct ct_proc *l = tb_proc(&b, -1);
+    l->life.start_ns = 0;
+    l->last_ns = TB_US(1500);
+    struct ct_proc *a0 = tb_proc(&b, 0);
+    a0->life.start_ns = 0;
+    a0->life.restart = 0;
+    a0->life.salvaged = 1;
+    step(a0, 100, 200, 1);
+    step(a0, 200, 300, 2);
+    tb_ckpt(a0, 300, 350);
+    step(a0, 350, 450, 3);
+    step(a0, 450, 550, 4);
+    tb_launch(a0, 600);
+    tb_launch(a0, 620);
+    struct ct_proc *a1 = tb_proc(&b, 0);
+    a1->life.start_ns = TB_US(1000);
+    a1->life.restart = 1;
+    tb_htod(a1, 1020, 1030);
+    tb_file_read(a1, 1050, 1080);
+    tb_htod(a1, 1085, 1090);
+    tb_htod(a1, 1088, 1095);
+    step(a1, 1100, 1200, 3);
+    step(a1, 1200, 1300, 4);
+    step(a1, 1300, 1400, 5);
+    tb_htod(a1, 1310, 1320); /* a step's input: not a restore */
+    tb_sync(a1, 1400, 1450);
+    struct ct_job job;
+    struct ct_report rep;
+    tb_build(&b, &job);
+    tb_analyze(&job, NULL, &rep);
+    const struct ct_goodput *g = rep.goodput;
+    ck_assert_uint_eq(g->natt, 2);
+    const struct ct_attempt *A = &g->att[0], *B = &g->att[1];
+    ck_assert_int_eq(A->ended, CT_END_KILLED);
+    ck_assert_str_eq(ct_ended_name(A->ended), "killed");
+    ck_assert_int_eq(A->signal, 0);
+    ck_assert_int_eq(A->end_uncertainty, 0);
+    near_us((double)(A->e - A->s), 620);
+    near_us(A->part[CT_GP_LOST], 270);
+    ck_assert_uint_eq(A->nlost, 3); /* #3 #4 run again, #5 in progress */
+    ck_assert_int_eq(A->lost_steps[0], 3);
+    ck_assert_int_eq(A->lost_steps[2], 5);
+    near_us(B->part[CT_GP_RESTORE], 40);
+    near_us(B->part[CT_GP_STARTUP], 60);
+    near_us(B->part[CT_GP_PRODUCTIVE], 300);
+    ct_report_free(&rep);
+    ct_job_free(&job);
+}
+END_TEST
+
+/*
+ * Steps whose names carry no number ("train_step"): their indexes are the
+ * order they come in, which means nothing across a restart. Attempt 0:
+ * steps [100,200) [200,300), a save [300,350), steps [350,450) [450,550),
+ * work launched at 600 (a step in progress), killed (salvaged). Attempt 1
+ * runs three steps from 1100. The steps run again are not told by number:
+ * the steps after the last save are lost (the 3rd and 4th, and the one in
+ * progress), from 350: lost 620 - 350 = 270; productive the first two, 200.
+ */
+START_TEST(steps_without_numbers_in_their_names_are_lost_after_the_last_save)
+{
+    struct tb_job b;
+    tb_init(&b);
+    struct ct_proc *a0 = tb_proc(&b, 0);
+    a0->life.start_ns = 0;
+    a0->life.restart = 0;
+    a0->life.salvaged = 1;
+    step(a0, 100, 200, CT_STEP_NONE);
+    step(a0, 200, 300, CT_STEP_NONE);
+    tb_ckpt(a0, 300, 350);
+    step(a0, 350, 450, CT_STEP_NONE);
+    step(a0, 450, 550, CT_STEP_NONE);
+    tb_launch(a0, 600);
+    tb_launch(a0, 620);
+    struct ct_proc *a1 = tb_proc(&b, 0);
+    a1->life.start_ns = TB_US(1000);
+    a1->life.restart = 1;
+    step(a1, 1100, 1200, CT_STEP_NONE);
+    step(a1, 1200, 1300, CT_STEP_NONE);
+    step(a1, 1300, 1400, CT_STEP_NONE);
+    struct ct_job job;
+    struct ct_report rep;
+    tb_build(&b, &job);
+    tb_analyze(&job, NULL, &rep);
+    const struct ct_goodput *g = rep.goodput;
+    ck_assert_uint_eq(g->natt, 2);
+    const struct ct_attempt *A = &g->att[0];
+    ck_assert_int_eq(A->lost_rule, CT_LOST_CHECKPOINT);
+    near_us(A->part[CT_GP_PRODUCTIVE], 200);
+    near_us(A->part[CT_GP_CHECKPOINT], 50);
+    near_us(A->part[CT_GP_LOST], 270);
+    ck_assert_uint_eq(A->nlost, 3);
+    ct_report_free(&rep);
+    ct_job_free(&job);
+}
+END_TEST
+
+/*
  * No restart count (a launcher that sets none): two ranks start at 0, run
  * steps #0 [100,200) #1 [200,300) and sync [300,310); two new processes
  * start at 500 and run #0 [600,700), sync [700,710). The lifetimes do not
@@ -473,6 +585,8 @@ Suite *goodput_suite(void)
     TCase *tc = tcase_create("goodput");
     tcase_set_timeout(tc, 10);
     tcase_add_test(tc, restart_splits_into_attempts_and_names_lost_steps);
+    tcase_add_test(tc, a_killed_attempt_ends_at_its_last_record_and_a_restore_holds_its_copies);
+    tcase_add_test(tc, steps_without_numbers_in_their_names_are_lost_after_the_last_save);
     tcase_add_test(tc, attempts_without_a_restart_count_come_from_lifetimes);
     tcase_add_test(tc, a_hang_runs_from_the_first_pending_collective_on_every_rank);
     tcase_add_test(tc, a_save_stalls_by_its_step_excess_and_a_gap_to_its_last_io);

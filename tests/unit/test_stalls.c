@@ -6,6 +6,7 @@
 #include <check.h>
 #include <stdlib.h>
 
+#include "decoder/read/extract_int.h"
 #include "decoder/read/host_classes.h"
 #include "tests/unit/timeline_builder.h"
 #include "decoder/read/job.h"
@@ -320,6 +321,33 @@ START_TEST(a_blocking_call_lasts_100us_and_is_no_synchronize)
 }
 END_TEST
 
+/* Long launches (200 us each) of kernel 7 at 1000 and 5000 and of kernel 9
+ * at 3000, noted out of order, a 300 us allocation at 8000, all on a
+ * launching thread: the first launch of each kernel loaded its module and
+ * blocked; the second of kernel 7 was held by the host itself (preempted),
+ * which is no blocking call. */
+START_TEST(only_a_kernels_first_launch_blocks)
+{
+    struct ct_calls c = {0};
+    ck_assert_int_eq(ct_calls_launcher(&c, 1), 0);
+    ck_assert_int_eq(ct_calls_launch(&c, 7, 5000), 0);
+    ck_assert_int_eq(ct_calls_note(&c, 5000, 5200, 1, 7), 0);
+    ck_assert_int_eq(ct_calls_launch(&c, 9, 3000), 0);
+    ck_assert_int_eq(ct_calls_note(&c, 3000, 3200, 1, 9), 0);
+    ck_assert_int_eq(ct_calls_launch(&c, 7, 1000), 0);
+    ck_assert_int_eq(ct_calls_note(&c, 1000, 1200, 1, 7), 0);
+    ck_assert_int_eq(ct_calls_launch(&c, -1, 8000), 0);
+    ck_assert_int_eq(ct_calls_note(&c, 8000, 8300, 1, -1), 0);
+    struct ct_ivset out = {0};
+    ck_assert_int_eq(ct_calls_finish(&c, &out, 0), 0);
+    ck_assert_uint_eq(out.n, 3);
+    ck_assert_int_eq(out.v[0].s, 1000);
+    ck_assert_int_eq(out.v[1].s, 3000);
+    ck_assert_int_eq(out.v[2].s, 8000);
+    ct_ivset_free(&out);
+}
+END_TEST
+
 /* A [100,200), launch calls at 400 and 500, B [2000,2100) launched at
  * 1500: its previous call (500) began exactly 1 ms earlier, so launch
  * overhead runs from 500 ([500,2000) = 1500; only that one call: the one
@@ -451,6 +479,7 @@ Suite *stalls_suite(void)
     tcase_add_test(tc, blocking_call_comes_after_data_and_checkpoint_before_drain_and_launch);
     tcase_add_test(tc, another_process_blocking_call_explains_nothing);
     tcase_add_test(tc, a_blocking_call_lasts_100us_and_is_no_synchronize);
+    tcase_add_test(tc, only_a_kernels_first_launch_blocks);
     suite_add_tcase(s, tc);
     return s;
 }

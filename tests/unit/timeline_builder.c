@@ -193,6 +193,11 @@ void tb_file_read(struct ct_proc *p, int64_t s, int64_t e)
     add_iv(&p->file_read, s, e);
 }
 
+void tb_htod(struct ct_proc *p, int64_t s, int64_t e)
+{
+    add_iv(&p->htod, s, e);
+}
+
 void tb_ckpt(struct ct_proc *p, int64_t s, int64_t e)
 {
     add_iv(&p->ckpt, s, e);
@@ -286,6 +291,7 @@ static void finish(struct ct_proc *p)
     ct_ivset_normalize(&p->cuda_call);
     ct_ivset_normalize(&p->data_wait);
     ct_ivset_normalize(&p->file_read);
+    ct_ivset_normalize(&p->htod);
     ct_ivset_normalize(&p->ckpt);
     ct_ivset_normalize(&p->capture);
 }

@@ -88,6 +88,8 @@ void tb_ckpt(struct ct_proc *p, int64_t s, int64_t e);
 void tb_cuda_call(struct ct_proc *p, int64_t s, int64_t e);
 /* A read of a regular file: a data wait and one of file_read (a restore). */
 void tb_file_read(struct ct_proc *p, int64_t s, int64_t e);
+/* A host-to-device copy [s, e): its call and its GPU interval (htod). */
+void tb_htod(struct ct_proc *p, int64_t s, int64_t e);
 /* An iteration range (num: its "#N", CT_STEP_NONE for none) and a mark. */
 void tb_range(struct ct_proc *p, int64_t s, int64_t e, int64_t num);
 void tb_mark(struct ct_proc *p, int64_t t, int64_t num);
