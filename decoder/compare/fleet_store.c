@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include <sqlite3.h>
 #ifdef CT_HAVE_LIBPQ
@@ -266,7 +267,18 @@ int ct_fdb_open(const char *spec, int flags, struct ct_fdb **out, char *err, siz
         }
         /* many `fleet add` at once on one file: wait for the writer */
         sqlite3_busy_timeout(db->lite, 600000);
-        int rc = lite_exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL", err, errlen);
+        /* The switch to WAL takes the file's exclusive lock, and SQLite
+           answers BUSY at once, without the busy handler, where waiting
+           could deadlock (two `fleet add` creating one store): wait here,
+           as long as the busy timeout, for the other to finish. */
+        int rc;
+        for (int tries = 0;; tries++) {
+            rc = lite_exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL", err, errlen);
+            int ec = sqlite3_errcode(db->lite) & 0xff;
+            if (!rc || (ec != SQLITE_BUSY && ec != SQLITE_LOCKED) || tries >= 30000)
+                break;
+            nanosleep(&(struct timespec){0, 20 * 1000 * 1000}, NULL);
+        }
         if (rc) {
             char m[400];
             snprintf(m, sizeof(m), "%s", err);

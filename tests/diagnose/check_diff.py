@@ -265,7 +265,8 @@ def main():
     job = kinds[(sorted(runs)[0], "job")][0]
     check("rows: job columns", set(job) == common | {"ranks", "iterations", "step_p50_us",
           "step_p90_us", "step_p99_us", "window_us", "compute_us", "comm_us", "idle_us",
-          "exposed_comm_us", "goodput_pct", "wall_us", "downtime_us", "attempts"} and
+          "exposed_comm_us", "goodput_pct", "wall_us", "downtime_us", "attempts", "run_id",
+          "cutrace_version", "cmdline"} and
           job["rank"] is None and job["ranks"] == 2, str(job))
     check("rows: run start in UTC", re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z",
                                                   job["run_start_utc"] or "") is not None,

@@ -298,8 +298,8 @@ static int run_rank(const char *dir, int rank, const struct opts *o)
              (int)getpid());
     snprintf(rs, sizeof(rs), "%d", rank);
     snprintf(ws, sizeof(ws), "%d", nranks);
-    char host[64];
-    host_of(o, rank, host, sizeof(host));
+    char hostbuf[64];
+    const char *host = host_of(o, rank, hostbuf, sizeof(hostbuf));
     struct ct_recorder_config cfg = {.path = path,
                                      .ring_bytes = 8u << 20,
                                      .zstd_level = 3,
