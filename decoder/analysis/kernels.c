@@ -121,8 +121,8 @@ static int add_durations(struct kname *kn, const uint64_t *keys, size_t n)
         return -ENOMEM;
     size_t a = 0, b = 0, w = 0;
     while (a < kn->ndurs || b < n) {
-        uint64_t k = b < n && (a == kn->ndurs || keys[b] < kn->durs[a].key) ? keys[b]
-                                                                           : kn->durs[a].key;
+        uint64_t k =
+            b < n && (a == kn->ndurs || keys[b] < kn->durs[a].key) ? keys[b] : kn->durs[a].key;
         uint64_t c = 0;
         if (a < kn->ndurs && kn->durs[a].key == k)
             c += kn->durs[a++].val;

@@ -62,11 +62,11 @@ struct ct_diff_segment_result {
     struct ct_diff_row *rows; /* malloc'd */
     size_t nrows;
     struct ct_metric_set a, b; /* the samples compared, below run level */
-    int per_iteration;    /* one run per side: samples are iterations */
-    int run_level;        /* runs with their iterations (2 or more per side) */
-    int primary_change;   /* the primary metric's change at run level, else 0 */
-    char explained[1024]; /* the diagnostics that changed with the primary, ", "-separated */
-    char warn[512];       /* "" or one warning */
+    int per_iteration;         /* one run per side: samples are iterations */
+    int run_level;             /* runs with their iterations (2 or more per side) */
+    int primary_change;        /* the primary metric's change at run level, else 0 */
+    char explained[1024];      /* the diagnostics that changed with the primary, ", "-separated */
+    char warn[512];            /* "" or one warning */
 };
 /* Compares segment g: per_iteration samples reload each of its runs. */
 int ct_diff_segment_compare(struct ct_diff_side s[2], const struct ct_diff_segment *g,

@@ -826,8 +826,8 @@ void ct_report_text(FILE *f, const struct ct_report *rep)
         }
         free(done);
     }
-    ct_hta_text(f, rep);        /* kineto: HTA-compatible section */
-    ct_health_text(f, rep);     /* health: GPU health section (decoder/export/health_out.c) */
+    ct_hta_text(f, rep);    /* kineto: HTA-compatible section */
+    ct_health_text(f, rep); /* health: GPU health section (decoder/export/health_out.c) */
     fprintf(f, "\nClock alignment (skew applied after realtime, residual):\n");
     for (size_t r = 0; r < rep->nr; r++)
         /* rounded first: a skew of -30 ns is "0.0", not "-0.0" */

@@ -5,11 +5,10 @@
 
 unsigned ct_io_op_class(const char *op)
 {
-    static const char *const reads[] = {"read",   "pread",       "pread64",     "readv",
-                                        "preadv", "preadv2",     "recv",        "recvfrom",
-                                        "recvmsg", "poll",       "ppoll",       "select",
-                                        "pselect", "pselect6",   "epoll_wait",  "epoll_pwait",
-                                        "fread"};
+    static const char *const reads[] = {
+        "read",    "pread",    "pread64",    "readv",       "preadv", "preadv2",
+        "recv",    "recvfrom", "recvmsg",    "poll",        "ppoll",  "select",
+        "pselect", "pselect6", "epoll_wait", "epoll_pwait", "fread"};
     static const char *const writes[] = {"write",    "pwrite", "pwrite64", "writev",   "pwritev",
                                          "pwritev2", "fwrite", "fsync",    "fdatasync"};
     unsigned c = 0;

@@ -23,8 +23,7 @@ static void same_as_printf(double v, int d)
     ct_json_num(f, v, d);
     fclose(f);
     snprintf(want, sizeof(want), "%.*f", d, v);
-    ck_assert_msg(!strcmp(got, want), "%.17g with %d decimals: got %s, printf %s", v, d, got,
-                  want);
+    ck_assert_msg(!strcmp(got, want), "%.17g with %d decimals: got %s, printf %s", v, d, got, want);
     free(got);
     /* and as a member, its key before it */
     f = open_memstream(&got, &n);
@@ -39,11 +38,10 @@ static void same_as_printf(double v, int d)
 
 START_TEST(numbers_are_written_as_printf_writes_them)
 {
-    static const double fixed[] = {0,       -0.0,     1,          -1,         0.5,
-                                   1.5,     2.5,      -2.5,       0.0005,     0.0015,
-                                   -0.0004, -0.0005,  123.4565,   1e14,       -1e14,
-                                   9e14,    1e15,     2.5e15,     9.1e15,     1e300,
-                                   1e-300,  5e-324,   0.1 + 0.2,  1234567.0005, 999.9995};
+    static const double fixed[] = {
+        0,      -0.0,    1,       -1,       0.5,       1.5,          2.5,     -2.5, 0.0005,
+        0.0015, -0.0004, -0.0005, 123.4565, 1e14,      -1e14,        9e14,    1e15, 2.5e15,
+        9.1e15, 1e300,   1e-300,  5e-324,   0.1 + 0.2, 1234567.0005, 999.9995};
     for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
         for (int d = 0; d <= 8; d++)
             same_as_printf(fixed[i], d);
