@@ -17,6 +17,8 @@
  * a job open and close within one writer poll (5 ms) and its clock error of
  * each other, so all ranks capture the same iterations.
  */
+#include "shim/capture.h"
+
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "shim/cuda_table.h"
+#include "shim/capture.h"
 #include "shim/gpu.h"
 
 #define CT_CUPTI_BUFFER    (1u << 20)

@@ -6,6 +6,9 @@
  * turns recording off; the job itself is never touched.
  */
 #include "shim/shim.h"
+#include "shim/capture.h"
+#include "shim/meta.h"
+#include "shim/process.h"
 
 #include <limits.h>
 #include <pthread.h>

@@ -4,6 +4,8 @@
  * tags are scrubbed of secrets first (src/redact.h). Runs once, at init,
  * under the guard.
  */
+#include "shim/meta.h"
+
 #include <ctype.h>
 #include <fcntl.h>
 #include <stdio.h>

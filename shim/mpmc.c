@@ -1,3 +1,8 @@
+/*
+ * The MPMC queue's set-up (shim/mpmc.h holds the lock-free push and pop,
+ * inline): its cells mapped once, never grown, so push and pop never
+ * allocate on the wrappers' path.
+ */
 #include "shim/mpmc.h"
 
 #include <errno.h>

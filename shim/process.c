@@ -10,6 +10,8 @@
  * here may fail the job's call: when our part fails, the real call still
  * runs.
  */
+#include "shim/process.h"
+
 #include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>

@@ -1,3 +1,9 @@
+/*
+ * The lock-free handle map (shim/ptrmap.h; lookups are inline there): its
+ * set-up, slots mapped once and published with one release store, and the
+ * insert by CAS. Never allocates after the set-up and never blocks: a full
+ * table refuses the insert.
+ */
 #include "shim/ptrmap.h"
 
 #include <errno.h>

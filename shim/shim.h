@@ -1,6 +1,9 @@
 /*
- * Internal interface of libcutrace.so. Everything here is hidden; the only
- * exported names are the interposed entry points (CT_EXPORT).
+ * Internal interface of libcutrace.so: the shim's state and the shape of
+ * every wrapper (init.c). Everything here is hidden; the only exported
+ * names are the interposed entry points (CT_EXPORT). The other parts have
+ * their own headers: capture.h (windows), meta.h (a process's metadata and
+ * run identity), process.h (fatal signals), and one per API family.
  *
  * Every wrapper follows one shape: if recording is off or this thread is
  * already inside cutrace (ct_tls_guard), call the real function and return;
@@ -81,9 +84,6 @@ static inline int ct_shim_recording(void)
  * written (exit, _exit, exec). Idempotent. */
 void ct_shim_finish(void);
 
-/* process.c: installs the fatal-signal handlers once recording is on. */
-void ct_process_started(void);
-
 /*
  * The environment variable an exec'ed image learns its lineage from: the
  * pid of its nearest ancestor that made a CUDA or NCCL call. The exec and
@@ -96,18 +96,6 @@ void ct_process_started(void);
  * of its nearest ancestor that did, else 0. Reads shared memory only:
  * callable in a vfork child. */
 pid_t ct_shim_gpu_lineage(void);
-
-/* capture.c: on-demand capture windows (CUTRACE_START, CUTRACE_DURATION,
- * `cutrace start|stop PID`). The state recording starts in (ON/PAUSED). */
-int ct_capture_initial_state(void);
-/* Called after recording started (after fork too); polls the control file
- * from the writer thread. */
-void ct_capture_started(int after_fork);
-/* 1 when a GPU timestamp lies in a capture window (CUPTI delivers activity
- * of the whole process; records outside the windows are dropped). */
-int ct_capture_contains(uint64_t ns);
-/* 1 when recording goes by windows (a paused start or CUTRACE_DURATION). */
-int ct_capture_windowed(void);
 
 /*
  * 1 when a call must simply go through (inside cutrace, paused, off) -- the
@@ -160,34 +148,5 @@ static inline __attribute__((always_inline)) uint64_t ct_next_corr(void)
     ct_tls_corr = c + 1;
     return c;
 }
-
-/* meta.c: the process metadata written first in every trace. */
-struct ct_meta_kv;
-size_t ct_meta_process(struct ct_meta_kv *kv, size_t max, char *strbuf, size_t strbuf_len);
-/* Launcher identity for the file name. */
-struct ct_launcher {
-    char job[64];
-    char host[64];
-    long rank, local_rank, world_size; /* -1 when unknown */
-};
-void ct_launcher_detect(struct ct_launcher *l);
-
-/*
- * The run this process belongs to (metadata run_id and run_id_source;
- * README "Runs"), first that applies:
- *   1. CUTRACE_RUN_ID as `cutrace run` or the user set it ("cutrace");
- *   2. the launch's own identity, shared by every rank of one launch and
- *      new for the next: Slurm's job and step ("slurm-JOB.STEP"), PMIx's
- *      namespace (Open MPI 5, "pmix-NS"), Open MPI 4's job ("ompi-ID");
- *   3. the "auto-..." identity a traced ancestor exported ("inherited");
- *   4. a new one ("auto"), which ct_run_id_export puts in the environment
- *      so that the processes this one starts (torchrun's ranks, a
- *      launcher's children) share it.
- * Writes at most CT_RUN_ID_MAX bytes to out.
- */
-void ct_run_identity(char *out, size_t n, const char **source);
-/* At load (our constructor, before main): exports a new "auto-..."
- * CUTRACE_RUN_ID when rule 4 applies. */
-void ct_run_id_export(void);
 
 #endif

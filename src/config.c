@@ -12,7 +12,7 @@ void ct_config_defaults(struct ct_config *c)
     strcpy(c->output, ".");
     c->buffer_kb = 1024;
     c->zstd_level = 3;
-    c->flush_ms = 100;
+    c->flush_ms = CT_FLUSH_MS_DEFAULT;
     c->clock = CT_CLOCK_PREF_AUTO;
     c->gpu_timing = 1;
     c->stacks = 1;

@@ -11,11 +11,16 @@
 
 #include "src/clock.h"
 
+/* CUTRACE_FLUSH_MS when it is not set: partial chunks are written at least
+ * this often (ms). A trace records the value only when it was set: the
+ * decoder reads 0 as this (decoder/analysis/goodput.c). */
+#define CT_FLUSH_MS_DEFAULT 100
+
 struct ct_config {
     char output[4096];        /* CUTRACE_OUTPUT: directory for traces (default ".") */
     size_t buffer_kb;         /* CUTRACE_BUFFER_KB: per-thread ring, 64..1048576, default 1024 */
     int zstd_level;           /* CUTRACE_ZSTD_LEVEL: -7..19, default 3 */
-    unsigned flush_ms;        /* CUTRACE_FLUSH_MS: 1..60000, default 100 */
+    unsigned flush_ms;        /* CUTRACE_FLUSH_MS: 1..60000, default CT_FLUSH_MS_DEFAULT */
     enum ct_clock_pref clock; /* CUTRACE_CLOCK: auto|tsc|monotonic */
     int gpu_timing;           /* CUTRACE_GPU_TIMING: 0 off, 1 cupti (default), 2 events */
     uint64_t io_min_ns;       /* CUTRACE_IO_MIN_NS: shorter I/O spans are counted, not recorded */

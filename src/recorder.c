@@ -14,6 +14,8 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include "src/config.h"
+
 #define CT_RING_DEAD ((struct ct_ring *)1) /* thread exiting: stop recording */
 
 struct ct_rec_state ct_rec = {.file_slot = -1};
@@ -98,7 +100,7 @@ int ct_recorder_start(const struct ct_recorder_config *cfg, const struct ct_meta
         return -EALREADY;
     ct_clock_init(cfg->clock);
     ct_rec.ring_bytes = cfg->ring_bytes ? cfg->ring_bytes : (size_t)1 << 20;
-    ct_rec.flush_ms = cfg->flush_ms ? cfg->flush_ms : 100;
+    ct_rec.flush_ms = cfg->flush_ms ? cfg->flush_ms : CT_FLUSH_MS_DEFAULT;
     ct_rec.zstd_level = cfg->zstd_level;
     uint32_t max_strings = cfg->max_strings ? cfg->max_strings : 1u << 20;
     /* A restart after stop (tests, on-demand capture) starts a new file with

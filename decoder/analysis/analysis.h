@@ -3,13 +3,12 @@
  * on the job clock (outputs convert to µs). Definitions are in
  * docs/report.md; each module states the ones it computes.
  *
- *   breakdown.c    temporal breakdown, overlap, exposed communication, HTA
- *                  idle breakdown, per-iteration figures
- *   bubbles.c      pipeline bubbles
+ *   breakdown.c    temporal breakdown, overlap, exposed communication and
+ *                  transfer, HTA idle breakdown, per-iteration figures
+ *   bubbles.c      pipeline bubbles, their share, the pipelines and their
+ *                  expected bubble
  *   stalls.c       the split of GPU-idle time (data, checkpoint, blocking
- *                  CUDA call, sync drain, launch overhead, unexplained) and
- *                  what counts as a data or checkpoint wait or a blocking
- *                  call
+ *                  CUDA call, sync drain, launch overhead, unexplained)
  *   collectives.c  cross-rank matching, the collective table
  *   stragglers.c   per-rank lateness and kernel slowness
  *   kernels.c      per-kernel-name statistics
@@ -154,10 +153,33 @@ int ct_step_kinds(const struct ct_rank_result *res, struct ct_step_kind *regular
  * 0 or -ENOMEM. */
 int ct_cover_iterations(struct ct_rank_result *res);
 int ct_attribution_rank(struct ct_job *job, struct ct_rank_result *res);
+/* breakdown.c: the rank's exposed transfer (ns): of its collectives but
+ * pipeline send/recv, the transfer part (from the latest start over the
+ * matched members to the end) not under compute; exposed communication
+ * with every peer on time. Opens and closes the rank. 0 or -ENOMEM. */
+int ct_exposed_transfer(struct ct_rank *R, int64_t *out);
 /* bubbles.c: the rank's bubble set into out (empty without pipeline ops),
- * per-iteration lengths into res->im; *pipeline set when some iteration has
- * pipeline ops. 0 or -ENOMEM. */
+ * per-iteration lengths into res->im and the rank's share into
+ * res->bubble_pct; *pipeline set when some iteration has pipeline ops. 0 or
+ * -ENOMEM. */
 int ct_bubbles_rank(struct ct_rank_result *res, struct ct_ivset *out, int *pipeline);
+/* bubbles.c: per iteration of a rank (rank open), its first compute start
+ * and last compute end inside it (cs >= ce: no compute), in iteration
+ * order; NULL on allocation failure. ct_iter_extent_find: the extent of
+ * iteration `index`, or NULL. */
+struct ct_iter_extent {
+    int64_t index, cs, ce;
+};
+struct ct_iter_extent *ct_compute_extents(const struct ct_rank_result *x);
+const struct ct_iter_extent *ct_iter_extent_find(const struct ct_iter_extent *v, size_t n,
+                                                 int64_t index);
+/* bubbles.c: a stage's own GPU work (rank open): every class but pipeline
+ * send/recv, into out. 0 or -ENOMEM. */
+int ct_own_work(const struct ct_rank *R, struct ct_ivset *out);
+/* bubbles.c: the pipelines of the job (ranks joined by matched Send/Recv):
+ * each rank's stages, micro-batches and expected bubble (rules in
+ * bubbles.c). 0 or -ENOMEM. */
+int ct_pipeline_topology(struct ct_report *rep);
 int ct_collectives_match(struct ct_job *job);
 /* The key that matches an NCCL op across ranks (collectives.c, the rule of
  * docs/report.md): a collective by (comm, seq), a Send by (comm, its comm
@@ -167,7 +189,7 @@ struct ct_match_key {
     uint64_t comm, seq;
     int32_t src, dst;
 };
-struct ct_match_key ct_nccl_match_key(const struct ct_nop *o);
+struct ct_match_key ct_nccl_match_key(const struct ct_nccl_call *o);
 /* The order ct_collectives_match sorts keys in; 0 for one operation. */
 int ct_match_key_cmp(const struct ct_match_key *a, const struct ct_match_key *b);
 /* The job's per-step figures over its ranks into rep->steps (job_steps.c).

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "decoder/analysis/analysis.h"
+#include "decoder/read/job.h"
 
 /* |a|, or of a rank with capture windows |a ∩ cover| */
 static int64_t len_c(const struct ct_ivset *a, const struct ct_ivset *cover)
@@ -88,8 +89,8 @@ static void breakdown(struct ct_rank_result *res)
 
 static int cmp_stream(const void *a, const void *b, void *ctx)
 {
-    const struct ct_gop *ops = ctx;
-    const struct ct_gop *x = &ops[*(const size_t *)a], *y = &ops[*(const size_t *)b];
+    const struct ct_gpu_op *ops = ctx;
+    const struct ct_gpu_op *x = &ops[*(const size_t *)a], *y = &ops[*(const size_t *)b];
     if (x->stream != y->stream)
         return x->stream < y->stream ? -1 : 1;
     if (x->s != y->s)
@@ -108,7 +109,7 @@ static __attribute__((noinline)) int64_t covered_gap(const struct ct_ivset *cove
 }
 
 static inline void add_gap(struct ct_rank_result *res, const struct ct_ivset *cover,
-                           const struct ct_gop *prev, const struct ct_gop *op)
+                           const struct ct_gpu_op *prev, const struct ct_gpu_op *op)
 {
     int64_t gap = op->s - prev->e;
     if (gap <= 0)
@@ -192,7 +193,7 @@ static int idle_breakdown(struct ct_rank_result *res)
         ix[i] = i;
     qsort_r(ix, r->nops, sizeof(*ix), cmp_stream, r->ops);
     for (k = 1; k < r->nops; k++) {
-        const struct ct_gop *prev = &r->ops[ix[k - 1]], *op = &r->ops[ix[k]];
+        const struct ct_gpu_op *prev = &r->ops[ix[k - 1]], *op = &r->ops[ix[k]];
         if (prev->stream == op->stream)
             add_gap(res, cover, prev, op);
     }
@@ -245,4 +246,33 @@ int ct_metrics_rank(struct ct_rank_result *res)
             res->memory_blocking += r->ops[i].e - r->ops[i].s;
     int rc = graph_share(res);
     return rc ? rc : idle_breakdown(res);
+}
+
+/* Exposed transfer (ct_exposed_transfer, analysis.h): each collective's
+ * transfer part, from the latest start over its matched members (all_s) to
+ * its end, placed at the op's start, over the collectives but pipeline
+ * send/recv; their union less compute. */
+int ct_exposed_transfer(struct ct_rank *R, int64_t *out)
+{
+    struct ct_ivset x = {0}, d = {0};
+    int rc = ct_rank_open(R);
+    for (size_t i = 0; i < R->nops && !rc; i++) {
+        const struct ct_gpu_op *g = &R->ops[i];
+        if (!CT_CL_IS_COMM(g->cls) || g->cls == CT_CL_PP)
+            continue;
+        int64_t from = g->s;
+        if (g->nccl >= 0 && (size_t)g->nccl < R->nnccl && R->nccl[g->nccl].all_s > g->s)
+            from = R->nccl[g->nccl].all_s;
+        if (from < g->e)
+            rc = ct_ivset_add(&x, g->s, g->s + (g->e - from));
+    }
+    if (!rc) {
+        ct_ivset_normalize(&x);
+        rc = ct_ivset_subtract(&x, &R->cls[CT_CL_COMPUTE], &d);
+    }
+    *out = rc ? 0 : ct_ivset_len(&d);
+    ct_ivset_free(&x);
+    ct_ivset_free(&d);
+    ct_rank_close(R);
+    return rc;
 }

@@ -16,7 +16,7 @@
 #include "decoder/util/keys.h"
 #include "decoder/util/stats.h"
 
-struct ct_match_key ct_nccl_match_key(const struct ct_nop *o)
+struct ct_match_key ct_nccl_match_key(const struct ct_nccl_call *o)
 {
     struct ct_match_key k = {o->comm, o->seq, -1, -1};
     if (o->op == CT_NCCL_OP_SEND)
@@ -98,7 +98,7 @@ static int build_keys(struct ct_job *job, struct match *m)
     m->n = 0;
     for (size_t r = 0; r < job->nranks; r++)
         for (size_t i = 0; i < job->ranks[r].nnccl; i++) {
-            const struct ct_nop *o = &job->ranks[r].nccl[i];
+            const struct ct_nccl_call *o = &job->ranks[r].nccl[i];
             if (!o->e)
                 continue;
             m->k[m->n++] = (struct key){ct_nccl_match_key(o), (uint32_t)r, (uint32_t)i};
@@ -157,7 +157,7 @@ static double bus_factor(int op, int n)
 struct ref {
     int op, nranks;
     uint64_t bytes;
-    const struct ct_nop *o;
+    const struct ct_nccl_call *o;
 };
 
 static int cmp_ref(const void *a, const void *b)
@@ -193,9 +193,9 @@ static size_t row_skews(const struct ct_job *job, const struct match *m,
     for (size_t i = 0; i < m->n;) {
         size_t j = i;
         int64_t mn = INT64_MAX, mx = INT64_MIN;
-        const struct ct_nop *o0 = OP(job, &m->k[i]);
+        const struct ct_nccl_call *o0 = OP(job, &m->k[i]);
         while (j < m->n && same(&m->k[j], &m->k[i])) {
-            const struct ct_nop *o = OP(job, &m->k[j]);
+            const struct ct_nccl_call *o = OP(job, &m->k[j]);
             mn = o->s < mn ? o->s : mn;
             mx = o->s > mx ? o->s : mx;
             j++;
@@ -229,7 +229,7 @@ int ct_collectives_table(struct ct_report *rep)
     n = 0;
     for (size_t r = 0; r < job->nranks; r++)
         for (size_t i = 0; i < job->ranks[r].nnccl; i++) {
-            const struct ct_nop *o = &job->ranks[r].nccl[i];
+            const struct ct_nccl_call *o = &job->ranks[r].nccl[i];
             if (o->e)
                 v[n++] = (struct ref){o->op, is_p2p(o->op) ? 2 : o->nranks, o->bytes, o};
         }
@@ -255,7 +255,7 @@ int ct_collectives_table(struct ct_report *rep)
     for (size_t i = 0; i < n;) {
         size_t j = i, nm = 0;
         while (j < n && !cmp_ref(&v[i], &v[j])) {
-            const struct ct_nop *o = v[j].o;
+            const struct ct_nccl_call *o = v[j].o;
             d[j - i] = (double)(o->e - o->s);
             if (o->all_s) {
                 w[nm] = (double)(o->all_s > o->s ? o->all_s - o->s : 0);

@@ -59,6 +59,7 @@
 #include "decoder/util/array.h"
 #include "decoder/util/names.h"
 #include "decoder/util/stats.h"
+#include "decoder/read/job.h"
 
 const char *ct_cp_cat_name(int cat)
 {
@@ -291,7 +292,7 @@ struct groot {
     uint32_t stream, src;
     int64_t launch;
 };
-static int root_source(struct groot **v, size_t *n, size_t *cap, const struct ct_gop *o,
+static int root_source(struct groot **v, size_t *n, size_t *cap, const struct ct_gpu_op *o,
                        uint32_t *from)
 {
     for (size_t k = 0; k < *n; k++) {
@@ -368,7 +369,7 @@ static int build_rank(struct ct_cp_graph *g, const struct ct_rank_result *x, int
     walked_span(g, x, &wlo, &whi);
     size_t j = 0;
     for (size_t i = 0; i < w->nops; i++) {
-        const struct ct_gop *o = &w->ops[i];
+        const struct ct_gpu_op *o = &w->ops[i];
         if (o->type == CT_GPU_SYNC)
             continue; /* the GPU's view of a host wait, not work: the sync is a host event */
         int64_t known = INT64_MIN; /* the latest source the trace names */
@@ -422,7 +423,7 @@ static int build_rank(struct ct_cp_graph *g, const struct ct_rank_result *x, int
         /* every GPU interval of one NCCL op (its kernel, the plugin's or
          * the record's interval) is one member: it arrives with the first
          * to start, each ends after the transfer */
-        const struct ct_nop *n =
+        const struct ct_nccl_call *n =
             o->nccl >= 0 && (size_t)o->nccl < rk->nnccl ? &rk->nccl[o->nccl] : NULL;
         if (n && n->e) {
             if (ct_grow((void **)&g->keys, &g->capkeys, g->nkeys, sizeof(*g->keys)))

@@ -3,7 +3,7 @@
  * docs/critical-path.md). A graph's nodes run on the launch stream as CUPTI
  * reports them, but in the order of the graph's own dependencies: parallel
  * branches overlap, and a node may start while an unrelated branch still
- * runs. Where the trace names each op's executable node (ct_gop.gnode) and
+ * runs. Where the trace names each op's executable node (ct_gpu_op.gnode) and
  * the graph's edges (ct_proc.gedges), an op of the graph waits for the ops
  * of its predecessor nodes in the same launch, and for nothing else on its
  * stream; a root node waits for what its stream ran before the launch (the
@@ -83,7 +83,7 @@ static uint32_t op_of(const struct cp_gix *ix, size_t n, int64_t launch, uint32_
                : UINT32_MAX;
 }
 
-int ct_cp_graph_root(const struct ct_rank *rk, const struct ct_gop *o)
+int ct_cp_graph_root(const struct ct_rank *rk, const struct ct_gpu_op *o)
 {
     const struct ct_proc *p0 = rk->procs[0];
     if (!o->gnode || !p0->ngedges)
@@ -96,7 +96,7 @@ int ct_cp_graph_edges(struct ct_cp_graph *g, const struct ct_rank *rk, const str
                       const struct opx *ox, const struct cp_gix *ix, size_t nix, size_t i,
                       int32_t ri, int *root)
 {
-    const struct ct_gop *o = &w->ops[i];
+    const struct ct_gpu_op *o = &w->ops[i];
     const struct ct_proc *p0 = rk->procs[0];
     *root = 0;
     if (!o->gnode || !nix || o->launch == INT64_MIN)

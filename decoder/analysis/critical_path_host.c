@@ -20,6 +20,7 @@
 #include "decoder/analysis/critical_path_int.h"
 #include "decoder/util/array.h"
 #include "decoder/util/search.h"
+#include "decoder/read/devices.h"
 
 static int cmp_hev(const void *a, const void *b)
 {

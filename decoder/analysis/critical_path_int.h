@@ -103,7 +103,7 @@ int ct_cp_slast_set(struct slast **v, size_t *n, size_t *cap, uint32_t stream, u
  * steps: the graph's memory is the steps' (critical-path --iterations
  * bounds it further). */
 struct cp_win {
-    const struct ct_gop *ops;
+    const struct ct_gpu_op *ops;
     size_t nops;
     int64_t s, e;
 };
@@ -126,7 +126,7 @@ int ct_cp_graph_index(const struct ct_rank *rk, const struct cp_win *w, struct c
                       size_t *nout);
 /* 1 when o ran as a node that its graph's recorded edges give no
  * predecessor: a root, which waits for what its launch stream waited for. */
-int ct_cp_graph_root(const struct ct_rank *rk, const struct ct_gop *o);
+int ct_cp_graph_root(const struct ct_rank *rk, const struct ct_gpu_op *o);
 /* The edges into op i from its graph predecessors' ops in its launch: 1
  * when added (its sources are those), 0 when the stream rule applies
  * (*root set: a root node, whose source is what its stream ran before the

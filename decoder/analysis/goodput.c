@@ -14,10 +14,10 @@
 
 #include "decoder/analysis/analysis.h"
 #include "decoder/analysis/goodput.h"
-#include "decoder/analysis/intervals.h"
-
-/* CUTRACE_FLUSH_MS's default: how much a SIGKILL can take from a trace */
-#define DEFAULT_FLUSH_MS 100
+#include "decoder/util/intervals.h"
+#include "decoder/util/keys.h"
+#include "decoder/read/job.h"
+#include "src/config.h" /* CT_FLUSH_MS_DEFAULT: how much a SIGKILL can take from a trace */
 
 const char *ct_gp_part_name(int part)
 {
@@ -312,9 +312,10 @@ static void rank_parts_free(struct rank_part *rp)
 static int coverage(struct rank_part *rp, int64_t as, int64_t ae)
 {
     const struct ct_proc *m = rp->main;
-    if (!m || (!m->kin && !m->windowed))
+    if (!m || (m->source != CT_SOURCE_KINETO && !m->windowed))
         return ct_ivset_add(&rp->cov, as, ae);
-    if (m->kin) /* gpu_lo, gpu_hi: INT64_MAX, INT64_MIN without ops (an empty add) */
+    if (m->source ==
+        CT_SOURCE_KINETO) /* gpu_lo, gpu_hi: INT64_MAX, INT64_MIN without ops (an empty add) */
         return m->gpu_lo < m->gpu_hi ? ct_ivset_add(&rp->cov, m->gpu_lo > as ? m->gpu_lo : as,
                                                     m->gpu_hi < ae ? m->gpu_hi : ae)
                                      : 0;
@@ -532,7 +533,8 @@ static int partition(struct rank_part *rp, size_t nkept, int64_t as, int64_t cut
             if (!ivlen_in(&ckin, it[i].s, e))
                 plain[np++] = e - it[i].s;
         }
-        qsort(plain, np, sizeof(*plain), cmp_i64);
+        if (ct_i64_sort(plain, np)) /* ints: the radix sort */
+            qsort(plain, np, sizeof(*plain), cmp_i64);
         int64_t med = np ? plain[np / 2] : -1;
         int64_t ckl = 0, dwl = ct_ivset_len(&dwin);
         for (size_t i = 0; i < nk; i++) {
@@ -775,7 +777,7 @@ static void attempt_end(struct ct_attempt *A, const struct wp *w, size_t n, size
         killed |= l->salvaged && !l->signal;
         if (w[i].p->cov.truncated && !l->signal) {
             trunc = 1;
-            uint32_t f = l->flush_ms ? l->flush_ms : DEFAULT_FLUSH_MS;
+            uint32_t f = l->flush_ms ? l->flush_ms : CT_FLUSH_MS_DEFAULT;
             flush = f > flush ? f : flush;
         }
     }
@@ -929,7 +931,7 @@ int ct_goodput(const struct ct_report *rep, struct ct_goodput *g)
      * nothing was recorded, which is no down time */
     int lives = 1;
     for (size_t i = 0; i < nw; i++)
-        lives &= !w[i].p->kin;
+        lives &= w[i].p->source != CT_SOURCE_KINETO;
     for (size_t a = 0; a + 1 < natt; a++) {
         if (g->att[a].e > g->att[a + 1].s)
             g->att[a].e = g->att[a + 1].s;

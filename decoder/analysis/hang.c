@@ -78,7 +78,7 @@ static void has_op(const struct ct_rank *r, uint64_t comm, uint64_t seq, int *me
     *member = *issued = 0;
     *comm_rank = -1;
     for (size_t i = 0; i < r->nnccl; i++) {
-        const struct ct_nop *o = &r->nccl[i];
+        const struct ct_nccl_call *o = &r->nccl[i];
         if (o->comm != comm)
             continue;
         *member = 1;
@@ -126,7 +126,7 @@ int ct_hang_waits(const struct ct_report *rep, void (*fn)(void *ctx, const struc
         size_t fp;
         last_done(r, &fp);
         for (size_t i = fp; i < r->nnccl && !rc; i++) {
-            const struct ct_nop *o = &r->nccl[i];
+            const struct ct_nccl_call *o = &r->nccl[i];
             if (o->e != 0 || !is_coll(o->op))
                 continue;
             /* each (comm, seq) once: at its first rank that issued it */
@@ -258,7 +258,7 @@ void ct_hang_text(FILE *f, const struct ct_report *rep)
     ct_hang_waits(rep, wait_text, ctx);
 }
 
-static void op_json(FILE *f, const struct ct_report *rep, const struct ct_nop *o, int done)
+static void op_json(FILE *f, const struct ct_report *rep, const struct ct_nccl_call *o, int done)
 {
     fprintf(f, "{\"op\":\"%s\",\"comm_hash\":\"%016" PRIx64 "\",\"seq\":%" PRIu64 ",",
             ct_name_nccl_op((uint64_t)o->op), o->comm, o->seq);

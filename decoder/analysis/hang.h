@@ -7,13 +7,13 @@
 #include <stdio.h>
 
 struct ct_report;
-struct ct_nop;
+struct ct_nccl_call;
 
 /* One pending collective (communicator, sequence) that some members have
  * not issued: who waits in it since when, and who it waits for. */
 struct ct_hang_wait {
-    const struct ct_nop *op; /* as the first waiting rank issued it */
-    const int *waiting;      /* global ranks that issued it, pending */
+    const struct ct_nccl_call *op; /* as the first waiting rank issued it */
+    const int *waiting;            /* global ranks that issued it, pending */
     size_t nwaiting;
     /* members it waits for: ranks in the traces that never issued it, and
      * (comm size known, their comm ranks never seen) the ranks that left

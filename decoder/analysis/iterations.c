@@ -3,6 +3,7 @@
 #include "decoder/analysis/analysis.h"
 #include "decoder/util/search.h"
 #include "decoder/util/stats.h"
+#include "decoder/read/job.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -468,7 +469,7 @@ int ct_iterations_gpu_side(struct ct_rank_result *x)
     for (size_t i = 0; i < r->nops; i++)
         known += r->ops[i].launch != INT64_MIN;
     for (size_t i = 0; i < r->nops; i++) {
-        const struct ct_gop *g = &r->ops[i];
+        const struct ct_gpu_op *g = &r->ops[i];
         if (g->launch == INT64_MIN && 2 * known > r->nops)
             continue;
         int64_t l = g->launch != INT64_MIN ? g->launch : g->s;

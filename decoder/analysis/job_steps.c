@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decoder/util/keys.h"
 #include "decoder/util/stats.h"
 
 struct at {
@@ -27,13 +28,17 @@ struct at {
     uint32_t r, k; /* rank result, iteration */
 };
 
-static int cmp_at(const void *a, const void *b)
+/* by step index, then rank result: each rank's come in index order, so
+ * ct_sort_by merges them */
+static uint64_t at_index(const void *a)
 {
-    const struct at *x = a, *y = b;
-    if (x->index != y->index)
-        return (x->index > y->index) - (x->index < y->index);
-    return (x->r > y->r) - (x->r < y->r);
+    return (uint64_t)((const struct at *)a)->index ^ (UINT64_C(1) << 63);
 }
+static uint64_t at_rank(const void *a)
+{
+    return ((const struct at *)a)->r;
+}
+static const ct_key_fn at_order[] = {at_index, at_rank};
 
 int ct_job_steps(struct ct_report *rep)
 {
@@ -56,7 +61,11 @@ int ct_job_steps(struct ct_report *rep)
     for (size_t r = 0; r < rep->nr; r++)
         for (size_t i = 0; rep->rr[r].im && i < rep->rr[r].niters; i++)
             v[k++] = (struct at){rep->rr[r].iters[i].index, (uint32_t)r, (uint32_t)i};
-    qsort(v, n, sizeof(*v), cmp_at);
+    if (ct_sort_by(v, n, sizeof(*v), at_order, 2)) {
+        free(v);
+        free(d);
+        return -ENOMEM;
+    }
     size_t groups = 0;
     for (size_t i = 0; i < n; i++)
         groups += i == 0 || v[i].index != v[i - 1].index;

@@ -7,11 +7,14 @@
  * Two steps, so that no rank's samples outlive its open (a spilled job,
  * decoder/read/spill.h): ct_kernels_collect reduces an open rank to one
  * entry per (rank, mangled name) (count, total, its own median) and adds
- * its durations to a table of (name, duration) -> count; ct_kernels_table
- * then takes each name's exact median from those counts. The table grows
- * with the distinct durations of each name (a kernel's durations spread
- * over a range of some thousand ns), not with ranks or records: at 1024
- * ranks of 500 k kernels each the samples alone were 4 GB.
+ * its durations to each name's sorted list of (duration, count);
+ * ct_kernels_table then takes each name's exact median from those counts.
+ * A list grows with the distinct durations of its name (a kernel's
+ * durations spread over a range of some thousand ns), not with ranks or
+ * records: at 1024 ranks of 500 k kernels each the samples alone were 4 GB.
+ * A rank's durations of a name are sorted and merged into the list in one
+ * sequential pass (a hash table of (name, duration) missed the cache on
+ * every kernel: a sixth of a 1 M-record report).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -22,16 +25,19 @@
 #include "decoder/util/keys.h"
 #include "decoder/util/stats.h"
 
-/* durations from 2^40 ns (18 minutes) on go to the overflow list */
+/* A duration's key in a name's list (struct ct_kv key; val: its count):
+ * the duration itself below 2^40 ns (18 minutes), else the duration with
+ * SIGN flipped (also a negative one, of a damaged trace): keys sort the
+ * list, those after every duration below 2^40. */
 #define DUR_BITS 40
-#define EMPTY    UINT64_MAX
-/* flipped on the overflow list's durations: unsigned order is signed order */
-#define SIGN (1ULL << 63)
+#define SIGN     (1ULL << 63)
 
 struct kname {
     char *name; /* demangled, owned */
-    uint64_t count, distinct;
+    uint64_t count;
     int64_t total;
+    struct ct_kv *durs; /* (key, count) by key */
+    size_t ndurs;
 };
 
 struct kentry { /* one (rank, mangled name) */
@@ -44,22 +50,9 @@ struct ct_kernels_acc {
     size_t nnames, ncap;
     uint64_t *nslot; /* gid + 1 by string hash (0: empty); cap nhash */
     size_t nhash;
-    uint64_t *key; /* gid << DUR_BITS | duration, EMPTY when free */
-    uint64_t *cnt;
-    size_t nkeys, kcap;
-    struct ct_vec big; /* kv (gid, duration) of the longest kernels */
     struct kentry *ent;
     size_t nent, ecap;
 };
-
-static uint64_t mix(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    return x ^ (x >> 33);
-}
 
 static uint64_t str_hash(const char *s)
 {
@@ -112,52 +105,34 @@ static long name_id(struct ct_kernels_acc *a, const char *name)
     return (long)(a->nnames - 1);
 }
 
-static int grow_keys(struct ct_kernels_acc *a)
+static uint64_t dur_key(int64_t d)
 {
-    size_t cap = a->kcap ? a->kcap * 2 : 4096;
-    uint64_t *k = malloc(cap * sizeof(*k)), *c = malloc(cap * sizeof(*c));
-    if (!k || !c) {
-        free(k);
-        free(c);
-        return -ENOMEM;
-    }
-    memset(k, 0xff, cap * sizeof(*k));
-    for (size_t j = 0; j < a->kcap; j++) {
-        if (a->key[j] == EMPTY)
-            continue;
-        size_t i = mix(a->key[j]) & (cap - 1);
-        while (k[i] != EMPTY)
-            i = (i + 1) & (cap - 1);
-        k[i] = a->key[j];
-        c[i] = a->cnt[j];
-    }
-    free(a->key);
-    free(a->cnt);
-    a->key = k;
-    a->cnt = c;
-    a->kcap = cap;
-    return 0;
+    return (uint64_t)d >> DUR_BITS ? (uint64_t)d ^ SIGN : (uint64_t)d;
 }
 
-static int add_dur(struct ct_kernels_acc *a, uint32_t gid, int64_t d)
+/* Merges a rank's durations of name kn, keys[0, n) sorted, into its list. */
+static int add_durations(struct kname *kn, const uint64_t *keys, size_t n)
 {
-    if ((uint64_t)d >> DUR_BITS) { /* also a negative one (a damaged trace) */
-        a->names[gid].distinct++;  /* each counted alone, sorted later */
-        return ct_kv_push(&a->big, gid, (uint64_t)d ^ SIGN);
-    }
-    if (2 * (a->nkeys + 1) > a->kcap && grow_keys(a))
+    size_t runs = 0;
+    for (size_t i = 0; i < n; i++)
+        runs += !i || keys[i] != keys[i - 1];
+    struct ct_kv *m = malloc((kn->ndurs + runs + 1) * sizeof(*m));
+    if (!m)
         return -ENOMEM;
-    uint64_t key = (uint64_t)gid << DUR_BITS | (uint64_t)d;
-    size_t i = mix(key) & (a->kcap - 1);
-    for (; a->key[i] != EMPTY; i = (i + 1) & (a->kcap - 1))
-        if (a->key[i] == key) {
-            a->cnt[i]++;
-            return 0;
-        }
-    a->key[i] = key;
-    a->cnt[i] = 1;
-    a->nkeys++;
-    a->names[gid].distinct++;
+    size_t a = 0, b = 0, w = 0;
+    while (a < kn->ndurs || b < n) {
+        uint64_t k =
+            b < n && (a == kn->ndurs || keys[b] < kn->durs[a].key) ? keys[b] : kn->durs[a].key;
+        uint64_t c = 0;
+        if (a < kn->ndurs && kn->durs[a].key == k)
+            c += kn->durs[a++].val;
+        for (; b < n && keys[b] == k; b++)
+            c++;
+        m[w++] = (struct ct_kv){k, c};
+    }
+    free(kn->durs);
+    kn->durs = m;
+    kn->ndurs = w;
     return 0;
 }
 
@@ -165,15 +140,53 @@ void ct_kernels_acc_free(struct ct_kernels_acc *a)
 {
     if (!a)
         return;
-    for (size_t g = 0; g < a->nnames; g++)
+    for (size_t g = 0; g < a->nnames; g++) {
         free(a->names[g].name);
+        free(a->names[g].durs);
+    }
     free(a->names);
     free(a->nslot);
-    free(a->key);
-    free(a->cnt);
-    free(a->big.p);
     free(a->ent);
     free(a);
+}
+
+/* One name's durations of a rank, keys[0, n) sorted (durations as
+ * dur_key gives them; d: the same as doubles when some key is not a plain
+ * duration, else NULL), into the accumulator and an entry of (name, rank). */
+static int collect_group(struct ct_kernels_acc *a, size_t r, const char *mangled, uint64_t *keys,
+                         double *d, size_t n)
+{
+    char buf[512];
+    long gid = name_id(a, ct_demangle(mangled, buf, sizeof(buf)));
+    if (gid < 0)
+        return (int)gid;
+    struct kname *kn = &a->names[gid];
+    kn->count += n;
+    for (size_t i = 0; i < n; i++)
+        kn->total += keys[i] >> DUR_BITS ? (int64_t)(keys[i] ^ SIGN) : (int64_t)keys[i];
+    int rc = add_durations(kn, keys, n);
+    /* the median from the sorted keys when they are the durations
+     * themselves (all from 0 to 2^40 ns), as ct_median_select gives it */
+    double med;
+    if (keys[n - 1] >> DUR_BITS) {
+        med = ct_median_select(d, n);
+    } else {
+        double pos = 0.5 * (double)(n - 1);
+        size_t i = (size_t)pos;
+        double lo = (double)keys[i];
+        med = i + 1 >= n ? lo : lo + ((double)keys[i + 1] - lo) * (pos - (double)i);
+    }
+    if (!rc && a->nent == a->ecap) {
+        size_t cap = a->ecap ? a->ecap * 2 : 256;
+        struct kentry *q = realloc(a->ent, cap * sizeof(*q));
+        if (!q)
+            return -ENOMEM;
+        a->ent = q;
+        a->ecap = cap;
+    }
+    if (!rc)
+        a->ent[a->nent++] = (struct kentry){(uint32_t)gid, (uint32_t)r, med};
+    return rc;
 }
 
 int ct_kernels_collect(struct ct_report *rep, size_t r)
@@ -183,58 +196,46 @@ int ct_kernels_collect(struct ct_report *rep, size_t r)
     struct ct_kernels_acc *a = rep->kacc;
     struct ct_rank *R = rep->rr[r].rank;
     size_t nn = R->nnames ? R->nnames : 1, nc = 0;
-    size_t *off = calloc(nn + 1, sizeof(*off));
-    if (!off)
-        return -ENOMEM;
     for (size_t i = 0; i < R->nops; i++)
-        if (R->ops[i].cls == CT_CL_COMPUTE) {
-            off[R->ops[i].name + 1]++;
-            nc++;
-        }
-    for (size_t k = 0; k < nn; k++)
-        off[k + 1] += off[k];
+        nc += R->ops[i].cls == CT_CL_COMPUTE;
+    uint64_t *keys = malloc((nc ? nc : 1) * sizeof(*keys));
+    if (!keys)
+        return -ENOMEM;
+    int rc = 0;
     /* the rank's durations grouped by name (off[k] moves to the end of
-     * group k while filling, then back by the group's count) */
+     * group k while filling, then back by the group's count), each group
+     * sorted by its keys (a kernel's durations often come in order, or are
+     * few distinct values: the sort then only checks) */
+    size_t *off = calloc(nn + 1, sizeof(*off));
     double *d = malloc((nc ? nc : 1) * sizeof(*d));
-    if (!d) {
+    if (!off || !d) {
         free(off);
+        free(d);
+        free(keys);
         return -ENOMEM;
     }
-    int rc = 0;
-    for (size_t i = 0; i < R->nops && !rc; i++) {
-        const struct ct_gop *g = &R->ops[i];
+    for (size_t i = 0; i < R->nops; i++)
+        if (R->ops[i].cls == CT_CL_COMPUTE)
+            off[R->ops[i].name + 1]++;
+    for (size_t k = 0; k < nn; k++)
+        off[k + 1] += off[k];
+    for (size_t i = 0; i < R->nops; i++) {
+        const struct ct_gpu_op *g = &R->ops[i];
         if (g->cls == CT_CL_COMPUTE)
             d[off[g->name]++] = (double)(g->e - g->s);
     }
-    char buf[512];
     for (size_t k = 0, s = 0; k < R->nnames && !rc; s = off[k], k++) {
         size_t n = off[k] - s;
         if (!n)
             continue;
-        long gid = name_id(a, ct_demangle(R->names[k], buf, sizeof(buf)));
-        if (gid < 0) {
-            rc = (int)gid;
-            break;
-        }
-        struct kname *kn = &a->names[gid];
-        for (size_t i = s; i < off[k] && !rc; i++) {
-            kn->count++;
-            kn->total += (int64_t)d[i];
-            rc = add_dur(a, (uint32_t)gid, (int64_t)d[i]);
-        }
-        if (a->nent == a->ecap) {
-            size_t cap = a->ecap ? a->ecap * 2 : 256;
-            struct kentry *q = realloc(a->ent, cap * sizeof(*q));
-            if (!q) {
-                rc = -ENOMEM;
-                break;
-            }
-            a->ent = q;
-            a->ecap = cap;
-        }
-        a->ent[a->nent++] = (struct kentry){(uint32_t)gid, (uint32_t)r, ct_median_select(d + s, n)};
+        for (size_t i = s; i < off[k]; i++)
+            keys[i] = dur_key((int64_t)d[i]);
+        rc = ct_u64_sort(keys + s, n);
+        if (!rc)
+            rc = collect_group(a, r, R->names[k], keys + s, d + s, n);
     }
     free(d);
+    free(keys);
     free(off);
     return rc;
 }
@@ -277,42 +278,17 @@ static int cmp_ent(const void *a, const void *b)
 }
 
 /* Each name's p50 into rep->kern (sorted by name), from the counts. */
-static int medians(struct ct_report *rep, struct ct_kernels_acc *a, uint32_t *order)
+static void medians(struct ct_report *rep, struct ct_kernels_acc *a, const uint32_t *order)
 {
-    size_t ng = a->nnames;
-    size_t *at = calloc(ng + 1, sizeof(*at));
-    struct ct_kv *pairs = malloc((a->nkeys + a->big.n + 1) * sizeof(*pairs));
-    if (!at || !pairs) {
-        free(at);
-        free(pairs);
-        return -ENOMEM;
-    }
-    for (size_t g = 0; g < ng; g++)
-        at[g + 1] = at[g] + a->names[g].distinct;
-    for (size_t j = 0; j < a->kcap; j++)
-        if (a->key[j] != EMPTY)
-            pairs[at[a->key[j] >> DUR_BITS]++] =
-                (struct ct_kv){a->key[j] & ((1ULL << DUR_BITS) - 1), a->cnt[j]};
-    const struct ct_kv *big = a->big.p;
-    for (size_t j = 0; j < a->big.n; j++)
-        pairs[at[big[j].key]++] = (struct ct_kv){big[j].val, 1};
-    /* a pair's key is its duration: from 2^40 on, with SIGN flipped */
-    int rc = 0;
-    for (size_t o = 0; o < ng && !rc; o++) {
-        uint32_t g = order[o];
-        struct kname *kn = &a->names[g];
-        size_t s = at[g] - kn->distinct;
-        rc = ct_kv_sort(pairs + s, kn->distinct);
+    for (size_t o = 0; o < a->nnames; o++) {
+        struct kname *kn = &a->names[order[o]];
         struct ct_kernel_row *row = &rep->kern[rep->nkern++];
         row->name = kn->name;
         kn->name = NULL;
         row->count = kn->count;
         row->total = kn->total;
-        row->p50 = counted_median(pairs + s, kn->count);
+        row->p50 = counted_median(kn->durs, kn->count);
     }
-    free(pairs);
-    free(at);
-    return rc;
 }
 
 int ct_kernels_table(struct ct_report *rep)
@@ -363,7 +339,8 @@ int ct_kernels_table(struct ct_report *rep)
         rep->rr[r].slowness = n ? ct_median_select(ratio + per[r], n) : 1.0;
     }
     free(fill);
-    rc = medians(rep, a, order);
+    medians(rep, a, order);
+    rc = 0;
 out:
     free(order);
     free(per);

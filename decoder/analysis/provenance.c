@@ -6,7 +6,7 @@
  * these, so a figure is withheld in one place for all of them.
  */
 #include "decoder/analysis/analysis.h"
-#include "decoder/kineto/kineto.h"
+#include "decoder/read/hta.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -59,7 +59,7 @@ int ct_unavailable(const struct ct_rank_result *x, size_t i, const char **figure
                    "one";
     }
     if (i >= n) /* then the HTA-compatible figures of Kineto input */
-        return r->nprocs && ct_kineto_unavailable(r->procs[0], i - n, figure, reason);
+        return r->nprocs && ct_hta_unavailable(r->procs[0]->hta, i - n, figure, reason);
     *figure = fig[i];
     *reason = why[i];
     return 1;

@@ -162,7 +162,7 @@ static int events(const struct ct_rank *r, int64_t lo, int64_t hi, int with_sync
         if (sync->v[i].e >= lo && sync->v[i].e < hi)
             v[k++] = (struct ev){.t = sync->v[i].e, .key = SYNC_KEY, .mark = MK_SYNC};
     for (size_t i = 0; i < r->nops; i++) {
-        const struct ct_gop *g = &r->ops[i];
+        const struct ct_gpu_op *g = &r->ops[i];
         if (g->nccl >= 0)
             continue; /* its NCCL op stands for it */
         int comm = CT_CL_IS_COMM(g->cls);
@@ -182,7 +182,7 @@ static int events(const struct ct_rank *r, int64_t lo, int64_t hi, int with_sync
                              .mark = mark};
     }
     for (size_t i = 0; i < r->nnccl; i++) {
-        const struct ct_nop *o = &r->nccl[i];
+        const struct ct_nccl_call *o = &r->nccl[i];
         if (o->host_s < lo || o->host_s >= hi)
             continue;
         v[k++] = (struct ev){.t = o->host_s,

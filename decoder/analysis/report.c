@@ -14,6 +14,7 @@
 #include "decoder/analysis/analysis.h"
 #include "decoder/analysis/goodput.h"
 #include "decoder/util/stats.h"
+#include "decoder/read/job.h"
 
 void ct_report_free(struct ct_report *rep)
 {
@@ -148,6 +149,8 @@ int ct_report_analyze(struct ct_job *job, const struct ct_iter_opts *io, struct 
         rc = ct_kernels_table(rep);
     if (!rc)
         rc = ct_stragglers(rep);
+    if (!rc)
+        rc = ct_pipeline_topology(rep);
     if (!rc && !(rep->goodput = calloc(1, sizeof(*rep->goodput))))
         rc = -ENOMEM;
     if (!rc)

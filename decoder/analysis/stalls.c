@@ -1,7 +1,8 @@
 /*
- * The split of each rank's GPU-idle time (definitions: docs/report.md), and
- * what counts as a data wait or a checkpoint write (ct_is_data_wait,
- * ct_is_ckpt_io: the extraction classifies host I/O with them).
+ * The split of each rank's GPU-idle time (definitions: docs/report.md). What
+ * counts as a data wait, checkpoint I/O, a host sync or a blocking call is
+ * decided during extraction (decoder/read/host_classes.h); this file splits
+ * the GPU's idle time by those host sets.
  *
  * GPU-idle time of the window is split, each instant to the first class
  * whose host evidence covers it: the idle part of the pipeline bubble
@@ -240,7 +241,7 @@ int ct_attribution_rank(struct ct_job *job, struct ct_rank_result *res)
     res->bubble_pct = res->expected_bubble_pct = -1;
     if (res->we <= res->ws)
         return 0;
-    int pipeline = 0;
+    int pipeline = 0; /* the bubble set, and the rank's share of it (bubbles.c) */
     if ((rc = ct_bubbles_rank(res, &bub, &pipeline)))
         goto out;
     res->at.pipeline_bubble = ct_ivset_len(&bub);
@@ -270,19 +271,6 @@ int ct_attribution_rank(struct ct_job *job, struct ct_rank_result *res)
     res->at.checkpoint_stall = res->at.ckpt_idle;
     if (!rc && res->niters >= 3)
         ckpt_excess(res, &ckpt);
-    if (!rc && pipeline && res->niters) {
-        double *pct = malloc(res->niters * sizeof(*pct));
-        if (!pct) {
-            rc = -ENOMEM;
-            goto out;
-        }
-        for (size_t k = 0; k < res->niters; k++) {
-            int64_t d = res->iters[k].e - res->iters[k].s;
-            pct[k] = d > 0 ? 100.0 * (double)res->im[k].bubble / (double)d : 0;
-        }
-        res->bubble_pct = ct_median(pct, res->niters);
-        free(pct);
-    }
 out:
     ct_ivset_free(&bub);
     ct_ivset_free(&data);
@@ -290,50 +278,4 @@ out:
     ct_ivset_free(&drain);
     ct_ivset_free(&launch);
     return rc;
-}
-
-int ct_is_data_wait(const char *op, uint64_t fd_type)
-{
-    static const char *const ops[] = {"read",        "pread",  "pread64",  "readv",    "preadv",
-                                      "preadv2",     "recv",   "recvfrom", "recvmsg",  "poll",
-                                      "ppoll",       "select", "pselect",  "pselect6", "epoll_wait",
-                                      "epoll_pwait", "fread"};
-    int waits = !strncmp(op, "poll", 4) || !strncmp(op, "ppoll", 5) || strstr(op, "select") ||
-                strstr(op, "epoll");
-    if (!waits && fd_type != CT_FD_FILE && fd_type != CT_FD_PIPE && fd_type != CT_FD_SOCKET)
-        return 0;
-    for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
-        if (!strcmp(op, ops[i]))
-            return 1;
-    return 0;
-}
-
-int ct_is_host_sync(uint64_t fam, uint64_t flags)
-{
-    return (fam == CT_FAM_SYNC || fam == CT_FAM_MEMCPY) && !(flags & CT_APIF_ASYNC);
-}
-
-/* CT_BLOCKING_CALL_NS (100 us): an enqueue (launch, async copy or memset)
- * costs the host 2-10 us on current drivers, a few tens with CUPTI
- * recording; a call ten times that long waited on something (the device,
- * staging pageable memory through pinned buffers, an allocator, a module
- * load, a lock). Shorter calls are the host issuing work: the GPU's wait
- * in them is launch overhead. A synchronize is a wait for the GPU: while
- * it lasts the GPU is busy, and when it is idle then the wait is for work
- * elsewhere, which the trace does not explain. */
-int ct_is_blocking_call(uint64_t fam, uint64_t flags, int64_t dur)
-{
-    return dur >= CT_BLOCKING_CALL_NS && !(fam == CT_FAM_SYNC && !(flags & CT_APIF_ASYNC));
-}
-
-int ct_is_ckpt_io(const char *op, uint64_t fd_type)
-{
-    static const char *const ops[] = {"write",    "pwrite", "pwrite64", "writev",   "pwritev",
-                                      "pwritev2", "fwrite", "fsync",    "fdatasync"};
-    if (fd_type != CT_FD_FILE && strcmp(op, "fsync") && strcmp(op, "fdatasync"))
-        return 0;
-    for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
-        if (!strcmp(op, ops[i]))
-            return 1;
-    return 0;
 }

@@ -22,6 +22,7 @@
 #include "decoder/analysis/iterations.h"
 #include "decoder/util/keys.h"
 #include "decoder/util/search.h"
+#include "decoder/read/job.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -35,9 +36,9 @@ struct wop {
     uint64_t seq; /* sequence number on the main communicator, else UINT64_MAX */
 };
 
-struct coll {
+struct coll { /* the layout of struct ct_kv (util/keys.h): sorted by seq with ct_kv_sort */
     uint64_t seq;
-    size_t at; /* its position in the ops */
+    uint64_t at; /* its position in the ops */
 };
 
 struct view {
@@ -79,12 +80,6 @@ static uint64_t wop_key(const void *a)
  * qsort's comparisons a fifth of a spilled job's report) */
 static const ct_key_fn wop_order[] = {wop_t, wop_key};
 
-static int cmp_seq(const void *a, const void *b)
-{
-    const struct coll *x = a, *y = b;
-    return (x->seq > y->seq) - (x->seq < y->seq);
-}
-
 static void view_free(struct view *v)
 {
     free(v->w);
@@ -108,7 +103,7 @@ static int view_build(const struct ct_rank *r, uint64_t comm, struct view *v)
         nk[k] = name_key(r->names[k]);
     nk[r->nnames] = name_key(NULL);
     for (size_t i = 0; i < r->nops; i++) {
-        const struct ct_gop *g = &r->ops[i];
+        const struct ct_gpu_op *g = &r->ops[i];
         int comm_cls = CT_CL_IS_COMM(g->cls);
         if (g->nccl >= 0 || g->launch == INT64_MIN ||
             (!comm_cls && g->cls != CT_CL_COMPUTE && g->cls != CT_CL_MEMORY))
@@ -118,7 +113,7 @@ static int view_build(const struct ct_rank *r, uint64_t comm, struct view *v)
             (struct wop){g->launch, g->e, ct_mix64(g->type, key) & ~(1ull << 63), UINT64_MAX};
     }
     for (size_t i = 0; i < r->nnccl; i++) {
-        const struct ct_nop *o = &r->nccl[i];
+        const struct ct_nccl_call *o = &r->nccl[i];
         v->w[v->n++] =
             (struct wop){o->host_s, o->e,
                          ct_mix64(ct_mix64(ct_mix64(2, o->op), o->bytes), o->comm) | (1ull << 63),
@@ -141,7 +136,11 @@ static int view_build(const struct ct_rank *r, uint64_t comm, struct view *v)
         if (v->w[i].seq != UINT64_MAX)
             v->by_at[k++] = (struct coll){v->w[i].seq, i};
     memcpy(v->by_seq, v->by_at, v->nc * sizeof(*v->by_at));
-    qsort(v->by_seq, v->nc, sizeof(*v->by_seq), cmp_seq);
+    /* by sequence number, stably: a radix sort on the first 8 bytes */
+    if (ct_kv_sort((struct ct_kv *)(void *)v->by_seq, v->nc)) {
+        view_free(v);
+        return -ENOMEM;
+    }
     return 0;
 }
 
@@ -351,11 +350,24 @@ int ct_iterations_align(struct ct_rank_result *rr, size_t n, uint64_t comm)
 {
     if (!comm || n < 2)
         return 0;
+    /* only iterations found from the work that repeats are recut below:
+     * a job whose ranks all name their steps has nothing to align (and
+     * no rank's views to build: a fifth of a 2-rank report) */
+    size_t found = 0;
+    for (size_t i = 0; i < n; i++)
+        found += rr[i].iter_src == CT_ITER_PERIOD;
+    if (!found)
+        return 0;
     struct phase *ph = calloc(n, sizeof(*ph));
     if (!ph)
         return -ENOMEM;
     int rc = 0;
     size_t np = 0, nann = 0;
+    /* the first rank with a phase keeps its view: the reference is
+     * usually it (the lowest rank of the phase most ranks share), whose
+     * view is then not built twice */
+    struct view kept = {0};
+    size_t kept_rank = SIZE_MAX;
     for (size_t i = 0; i < n && !rc; i++) {
         if (rr[i].iter_src == CT_ITER_NONE)
             continue;
@@ -368,7 +380,12 @@ int ct_iterations_align(struct ct_rank_result *rr, size_t n, uint64_t comm)
             break;
         struct phase p;
         rc = phase_of(&rr[i], &v, &p);
-        view_free(&v);
+        if (!rc && p.ok && kept_rank == SIZE_MAX) {
+            kept = v;
+            kept_rank = i;
+        } else {
+            view_free(&v);
+        }
         if (!rc && p.ok) {
             p.rank = i;
             p.annotated = rr[i].iter_src != CT_ITER_PERIOD;
@@ -377,6 +394,7 @@ int ct_iterations_align(struct ct_rank_result *rr, size_t n, uint64_t comm)
         }
     }
     if (rc || np < 2) {
+        view_free(&kept);
         free(ph);
         return rc;
     }
@@ -406,9 +424,14 @@ int ct_iterations_align(struct ct_rank_result *rr, size_t n, uint64_t comm)
             break;
         }
     struct view rv;
-    if (!(rc = ct_rank_open(rr[ref].rank))) {
-        rc = view_build(rr[ref].rank, comm, &rv);
-        ct_rank_close(rr[ref].rank);
+    if (ref == kept_rank) {
+        rv = kept;
+    } else {
+        view_free(&kept);
+        if (!(rc = ct_rank_open(rr[ref].rank))) {
+            rc = view_build(rr[ref].rank, comm, &rv);
+            ct_rank_close(rr[ref].rank);
+        }
     }
     if (rc) {
         free(ph);

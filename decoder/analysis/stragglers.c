@@ -1,5 +1,5 @@
 /*
- * Stragglers and pipeline topology.
+ * Stragglers.
  *
  * Lateness of rank r on a matched collective j: s_{j,r} - median_r' s_{j,r'};
  * its lateness is the median over its collectives. Robust scores, over the
@@ -9,11 +9,7 @@
  * score >= 3.5 and the lateness is persistent: it was late by more than
  * 3.5 scales on at least half of its collectives (slowness needs no
  * persistence test: it is already a median over kernels and iterations).
- *
- * Pipeline topology: ranks joined by matched Send/Recv form pipelines. When
- * one is a chain of p ranks and every link carries the same number m of
- * sends per iteration in each direction, expected bubble = 100 (p-1)/(m+p-1)
- * (1F1B/GPipe, relative to the iteration); otherwise it is null.
+ * (The pipeline topology and the expected bubble are in bubbles.c.)
  */
 #include <errno.h>
 #include <math.h>
@@ -59,8 +55,6 @@ static double robust_z(double x, double med, double mad, double floor)
     return scale > 0 ? (x - med) / scale : 0;
 }
 
-static int pipeline_topology(struct ct_report *rep);
-
 int ct_stragglers(struct ct_report *rep)
 {
     struct ct_job *job = rep->job;
@@ -78,7 +72,7 @@ int ct_stragglers(struct ct_report *rep)
      * of address space at 1024 ranks, refused where overcommit is strict) */
     for (size_t r = 0; r < nr; r++) {
         for (size_t i = 0; i < job->ranks[r].nnccl; i++) {
-            const struct ct_nop *o = &job->ranks[r].nccl[i];
+            const struct ct_nccl_call *o = &job->ranks[r].nccl[i];
             nl[r] += o->all_s && o->op != CT_NCCL_OP_SEND && o->op != CT_NCCL_OP_RECV;
         }
         n += nl[r];
@@ -92,7 +86,7 @@ int ct_stragglers(struct ct_report *rep)
     n = 0;
     for (size_t r = 0; r < nr; r++)
         for (size_t i = 0; i < job->ranks[r].nnccl; i++) {
-            const struct ct_nop *o = &job->ranks[r].nccl[i];
+            const struct ct_nccl_call *o = &job->ranks[r].nccl[i];
             if (o->all_s && o->op != CT_NCCL_OP_SEND && o->op != CT_NCCL_OP_RECV)
                 v[n++] = (struct lat){o->comm, o->seq, o->s, (uint32_t)r};
         }
@@ -163,7 +157,7 @@ int ct_stragglers(struct ct_report *rep)
         if (zs >= Z_FLAG && zl < Z_FLAG)
             rr->persistence = 1;
     }
-    rc = pipeline_topology(rep);
+    rc = 0;
 out:
     if (late)
         for (size_t r = 0; r < nr; r++)
@@ -173,145 +167,5 @@ out:
     free(tmp);
     free(x);
     free(v);
-    return rc;
-}
-
-/* Global rank of comm rank `cr` in communicator `comm`, -1 if unknown. */
-static int global_rank(const struct ct_job *job, uint64_t comm, int32_t cr)
-{
-    for (size_t r = 0; r < job->nranks; r++)
-        for (size_t i = 0; i < job->ranks[r].nnccl; i++)
-            if (job->ranks[r].nccl[i].comm == comm) {
-                if (job->ranks[r].nccl[i].comm_rank == cr)
-                    return (int)r;
-                break;
-            }
-    return -1;
-}
-
-static int pipeline_topology(struct ct_report *rep)
-{
-    struct ct_job *job = rep->job;
-    size_t nr = rep->nr;
-    /* sends[r][peer] per iteration: counted from matched sends */
-    int *peer_a = malloc((nr ? nr : 1) * sizeof(int)),
-        *peer_b = malloc((nr ? nr : 1) * sizeof(int));
-    double *m_a = calloc(nr ? nr : 1, sizeof(double)), *m_b = calloc(nr ? nr : 1, sizeof(double));
-    int *deg = calloc(nr ? nr : 1, sizeof(int)), *bad = calloc(nr ? nr : 1, sizeof(int));
-    int rc = -ENOMEM;
-    if (!peer_a || !peer_b || !m_a || !m_b || !deg || !bad)
-        goto out;
-    for (size_t r = 0; r < nr; r++) {
-        peer_a[r] = peer_b[r] = -1;
-        struct ct_rank *R = &job->ranks[r];
-        uint64_t last_comm = 0;
-        int last_peer = -2, last_g = -1;
-        uint64_t cnt[2] = {0, 0};
-        const struct ct_rank_result *x = &rep->rr[r];
-        size_t at = 0; /* NCCL ops come by host start, as the iterations do */
-        /* per iteration, so that the median (what every whole step has)
-         * is the micro-batch count: a step whose peer's capture window
-         * closed first has sends that match nothing */
-        double *per = calloc(2 * (x->niters ? x->niters : 1), sizeof(*per));
-        if (!per)
-            goto out;
-        for (size_t i = 0; i < R->nnccl; i++) {
-            const struct ct_nop *o = &R->nccl[i];
-            if (o->op != CT_NCCL_OP_SEND || !o->all_s)
-                continue;
-            /* micro-batches per iteration count the sends inside one: those
-             * of a step a capture window cut, or before the first step,
-             * would make the count no whole number */
-            while (at < x->niters && x->iters[at].e <= o->host_s)
-                at++;
-            if (x->niters && (at == x->niters || o->host_s < x->iters[at].s))
-                continue;
-            int g;
-            if (o->comm == last_comm && o->peer == last_peer)
-                g = last_g;
-            else
-                g = global_rank(job, o->comm, o->peer);
-            last_comm = o->comm, last_peer = o->peer, last_g = g;
-            if (g < 0)
-                continue;
-            size_t slot = x->niters ? at : 0;
-            if (peer_a[r] < 0 || peer_a[r] == g)
-                peer_a[r] = g, cnt[0]++, per[2 * slot]++;
-            else if (peer_b[r] < 0 || peer_b[r] == g)
-                peer_b[r] = g, cnt[1]++, per[2 * slot + 1]++;
-            else
-                bad[r] = 1; /* more than two neighbours: not a chain */
-        }
-        if (x->niters) {
-            double *va = malloc(2 * x->niters * sizeof(*va));
-            if (!va) {
-                free(per);
-                goto out;
-            }
-            for (size_t k = 0; k < x->niters; k++)
-                va[k] = per[2 * k], va[x->niters + k] = per[2 * k + 1];
-            m_a[r] = ct_median(va, x->niters);
-            m_b[r] = ct_median(va + x->niters, x->niters);
-            free(va);
-        } else {
-            m_a[r] = (double)cnt[0];
-            m_b[r] = (double)cnt[1];
-        }
-        free(per);
-        deg[r] = (peer_a[r] >= 0) + (peer_b[r] >= 0);
-    }
-    /* components by walking neighbours */
-    for (size_t r = 0; r < nr; r++) {
-        if (!deg[r] || rep->rr[r].pp_stages)
-            continue;
-        int *comp = malloc(nr * sizeof(*comp)); /* a component: at most every rank */
-        if (!comp)
-            goto out;
-        size_t nc = 0, head = 0;
-        comp[nc++] = (int)r;
-        rep->rr[r].pp_stages = -1;
-        int chain = 1;
-        double m = m_a[r];
-        while (head < nc) {
-            int x = comp[head++];
-            if (bad[x] || deg[x] > 2)
-                chain = 0;
-            if (fabs(m_a[x] - m) > 1e-9 || (peer_b[x] >= 0 && fabs(m_b[x] - m) > 1e-9))
-                chain = 0;
-            int nb[2] = {peer_a[x], peer_b[x]};
-            for (int k = 0; k < 2; k++)
-                if (nb[k] >= 0 && rep->rr[nb[k]].pp_stages == 0) {
-                    rep->rr[nb[k]].pp_stages = -1;
-                    comp[nc++] = nb[k];
-                }
-        }
-        size_t ends = 0;
-        for (size_t k = 0; k < nc; k++)
-            ends += deg[comp[k]] == 1;
-        if (nc < 2 || (nc > 2 && ends != 2))
-            chain = 0;
-        int mi = (int)(m + 0.5);
-        if (fabs(m - mi) > 1e-9 || mi < 1)
-            chain = 0;
-        for (size_t k = 0; k < nc; k++) {
-            struct ct_rank_result *rr = &rep->rr[comp[k]];
-            rr->pp_stages = (int)nc;
-            rr->pp_microbatches = chain ? mi : 0;
-            rr->expected_bubble_pct =
-                chain ? 100.0 * (double)(nc - 1) / (double)(mi + (int)nc - 1) : -1;
-        }
-        free(comp);
-    }
-    for (size_t r = 0; r < nr; r++)
-        if (rep->rr[r].pp_stages < 0)
-            rep->rr[r].pp_stages = 0;
-    rc = 0;
-out:
-    free(peer_a);
-    free(peer_b);
-    free(m_a);
-    free(m_b);
-    free(deg);
-    free(bad);
     return rc;
 }

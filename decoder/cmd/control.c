@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "decoder/cmd/cli.h"
+#include "decoder/util/options.h"
 #include "src/config.h"
 
 /* What /proc/PID/FILE holds (NUL-terminated, at most n - 1 bytes), or -1. */
@@ -78,9 +79,7 @@ static int proc_has_shim(long long pid)
 /* cmd: the command's name; word: what goes in the control file. */
 static int control(const char *cmd, const char *word, int argc, char **argv)
 {
-    static const struct option opts[] = {{"output", required_argument, NULL, 'o'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
+    const struct option *opts = ct_options_of(CT_CMD_CONTROL);
     const char *dir = NULL;
     int c;
     optind = 1;

@@ -16,8 +16,9 @@
 #include "decoder/cmd/cli.h"
 #include "decoder/util/options.h"
 #include "decoder/export/critical_path_out.h"
-#include "decoder/read/load.h"
+#include "decoder/load/load.h"
 #include "decoder/util/outfile.h"
+#include "decoder/read/job.h"
 
 static void usage(FILE *f, const char *cmd)
 {
@@ -46,20 +47,13 @@ static void usage(FILE *f, const char *cmd)
 int ct_cmd_cp_main(int argc, char **argv, int whatif)
 {
     const char *cmd = whatif ? "whatif" : "critical-path";
-    static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
-                                         {"output", required_argument, NULL, 'o'},
-                                         {"step", required_argument, NULL, 's'},
-                                         {"skip", required_argument, NULL, 'k'},
-                                         {"top", required_argument, NULL, 't'},
-                                         {"scale", required_argument, NULL, 'x'},
-                                         {"iterations", required_argument, NULL, 'i'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {"run", required_argument, NULL, 'U'},
-                                         {NULL, 0, NULL, 0}};
-    int c, json = 0;
-    long skip = 0, top = 10;
+    const struct option *opts = ct_options_of(CT_CMD_CRITICAL_PATH);
+    struct ct_shared_opts so = {0};
+    char name[32];
+    snprintf(name, sizeof(name), "cutrace %s", cmd);
+    int c;
+    long top = 10;
     int64_t it_first = 0, it_last = -1;
-    const char *out = NULL, *step = NULL, *run = NULL;
     char sel_what[160] = "";
     char err[512], *end;
     struct ct_cp_scale *sc = calloc((size_t)argc + 1, sizeof(*sc));
@@ -73,20 +67,19 @@ int ct_cmd_cp_main(int argc, char **argv, int whatif)
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "jo:h", opts, NULL)) != -1) {
+        int shared = ct_shared_opt(CT_CMD_CRITICAL_PATH, name, c, optarg, &so);
+        if (shared < 0)
+            goto done;
+        if (shared)
+            continue;
         switch (c) {
-        case 'j': json = 1; break;
-        case 'o': out = optarg; break;
-        case 's': step = optarg; break;
-        case 'U': run = optarg; break;
-        case 'k':
         case 't': {
             long v = strtol(optarg, &end, 10);
             if (*end || !*optarg || v < 0) {
-                fprintf(stderr, "cutrace %s: --%s %s: expected an integer >= 0\n", cmd,
-                        c == 'k' ? "skip" : "top", optarg);
+                fprintf(stderr, "cutrace %s: --top %s: expected an integer >= 0\n", cmd, optarg);
                 goto done;
             }
-            *(c == 'k' ? &skip : &top) = v;
+            top = v;
             break;
         }
         case 'i':
@@ -119,6 +112,9 @@ int ct_cmd_cp_main(int argc, char **argv, int whatif)
             goto done;
         }
     }
+    int json = so.json;
+    long skip = so.skip;
+    const char *out = so.out, *step = so.step, *run = so.run;
     if (whatif && !nsc) {
         fprintf(stderr, "cutrace whatif: expected at least one --scale SELECTOR=FACTOR (see "
                         "--help)\n");

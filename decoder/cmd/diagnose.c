@@ -16,7 +16,8 @@
 #include "decoder/compare/runs.h"
 #include "decoder/util/options.h"
 #include "decoder/util/outfile.h"
-#include "decoder/read/load.h"
+#include "decoder/load/load.h"
+#include "decoder/read/job.h"
 
 static void usage(FILE *f)
 {
@@ -30,26 +31,20 @@ static void usage(FILE *f)
 
 int ct_cmd_diagnose(int argc, char **argv)
 {
-    static const struct option opts[] = {CT_SHARED_OPTIONS,
-                                         {"min-saving", required_argument, NULL, 'm'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {"run", required_argument, NULL, 'U'},
-                                         {NULL, 0, NULL, 0}};
+    const struct option *opts = ct_options_of(CT_CMD_DIAGNOSE);
     int c;
-    const char *runid = NULL;
     struct ct_shared_opts so = {0};
     struct ct_diag_opts o = {.min_saving = 0.02};
     struct ct_iter_opts io = {0, 0, -1, 0};
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "jo:h", opts, NULL)) != -1) {
-        int shared = ct_shared_opt("cutrace diagnose", c, optarg, &so);
+        int shared = ct_shared_opt(CT_CMD_DIAGNOSE, "cutrace diagnose", c, optarg, &so);
         if (shared < 0)
             return CT_EXIT_USAGE;
         if (shared)
             continue;
         switch (c) {
-        case 'U': runid = optarg; break;
         case 'm': {
             double v;
             if (ct_parse_pct(optarg, 0, 100, &v)) {
@@ -81,7 +76,7 @@ int ct_cmd_diagnose(int argc, char **argv)
     }
     char err[512] = "";
     struct ct_inputs in = {0};
-    struct ct_load_opts lo = {.cmd = "cutrace diagnose", .run = runid, .no_kineto = 1};
+    struct ct_load_opts lo = {.cmd = "cutrace diagnose", .run = so.run, .no_kineto = 1};
     int rc = ct_load_operands(&lo, &in, argv + optind, argc - optind, err, sizeof(err));
     if (rc) {
         fprintf(stderr, "cutrace diagnose: %s\n", err);
@@ -108,16 +103,14 @@ int ct_cmd_diagnose(int argc, char **argv)
     struct ct_report rep;
     struct ct_diagnosis *d = calloc(1, sizeof(*d));
     int status = CT_EXIT_BAD_INPUT;
-    rc = d ? ct_run_scan(&run, err, sizeof(err)) : -ENOMEM;
-    if (!rc)
-        rc = ct_run_report(&run, &io, &job, &rep, err, sizeof(err));
+    rc = d ? ct_run_report(&run, &io, &job, &rep, err, sizeof(err)) : -ENOMEM;
     if (rc) {
         fprintf(stderr, "cutrace diagnose: %s\n", rc == -ENOMEM && !err[0] ? "out of memory" : err);
         ct_out_abort(&of);
         ct_out_abort(&rf);
         goto out;
     }
-    rc = ct_diagnose(&rep, run.facts, run.n, &o, d);
+    rc = ct_diagnose(&rep, &o, d);
     if (rc) {
         fprintf(stderr, "cutrace diagnose: out of memory\n");
         ct_out_abort(&of);
@@ -133,7 +126,7 @@ int ct_cmd_diagnose(int argc, char **argv)
             status = CT_EXIT_BAD_INPUT;
         }
         if (rows_path) {
-            ct_rows_write(rf.f, &run, NULL, &rep);
+            ct_rows_write(rf.f, run.name, NULL, &rep);
             if (ct_out_commit(&rf, err, sizeof(err))) {
                 fprintf(stderr, "cutrace diagnose: %s\n", err);
                 status = CT_EXIT_BAD_INPUT;
@@ -146,9 +139,6 @@ out:
     if (d)
         ct_diagnosis_free(d);
     free(d);
-    for (size_t i = 0; run.facts && i < run.n; i++)
-        ct_facts_free(&run.facts[i]);
-    free(run.facts);
     ct_inputs_free(&in);
     return status;
 }

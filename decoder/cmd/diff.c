@@ -1,7 +1,9 @@
 /*
  * `cutrace diff A B`: compares two sets of runs metric by metric (docs/
  * diff.md), optionally per segment of a metadata key (--by). Text or
- * --json; --rows FILE also writes every run's JSON-lines rows.
+ * --json; --rows FILE also writes every run's JSON-lines rows. The runs,
+ * segments and their comparison are decoder/compare/diff_segments.c; this
+ * file parses the options and prints.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -13,28 +15,12 @@
 
 #include "decoder/cmd/cli.h"
 #include "decoder/compare/diff.h"
+#include "decoder/compare/diff_segments.h"
 #include "decoder/util/json.h"
 #include "decoder/util/options.h"
 #include "decoder/util/outfile.h"
 #include "decoder/compare/runs.h"
-
-/* Fewer runs per side (but not one each) give no verdict: a run-to-run
- * variance from two runs has one degree of freedom (docs/diff.md). */
-#define MIN_RUNS 3
-
-struct side {
-    struct ct_runset rs;
-    char **value;                  /* per run: its --by value */
-    struct ct_metric_set *summary; /* per run: one value per metric */
-    struct ct_metric_set *samples; /* per run: its within-run samples */
-    size_t *nranks;                /* per run: its ranks */
-    char **cmdline;                /* per run: its command lines (ct_run_cmdlines) */
-};
-
-struct seg {
-    char *value;
-    size_t na, nb;
-};
+#include "decoder/read/job.h"
 
 static void usage(FILE *f)
 {
@@ -52,152 +38,6 @@ static void usage(FILE *f)
                "  --alpha Q       false-discovery rate across metrics (default 0.05)\n"
                "  --skip N        drop the first N iterations of every rank (warm-up)\n"
                "  --rows FILE     also write per-run/rank/iteration JSON-lines rows\n");
-}
-
-static void side_free(struct side *s)
-{
-    for (size_t i = 0; i < s->rs.n; i++) {
-        if (s->value)
-            free(s->value[i]);
-        if (s->summary)
-            ct_metric_set_free(&s->summary[i]);
-        if (s->samples)
-            ct_metric_set_free(&s->samples[i]);
-        if (s->cmdline)
-            free(s->cmdline[i]);
-    }
-    free(s->nranks);
-    free(s->cmdline);
-    free(s->value);
-    free(s->summary);
-    free(s->samples);
-    ct_runs_free(&s->rs);
-}
-
-/* Loads every run of a side: its --by value, its summary metrics, its
- * within-run samples (the run-level model's floor), and its rows. */
-static int load_side(struct side *s, const char *by, const struct ct_iter_opts *io, FILE *rows,
-                     const char *name, char *err, size_t errlen)
-{
-    size_t n = s->rs.n;
-    s->value = calloc(n, sizeof(char *));
-    s->summary = calloc(n, sizeof(*s->summary));
-    s->samples = calloc(n, sizeof(*s->samples));
-    s->nranks = calloc(n, sizeof(*s->nranks));
-    s->cmdline = calloc(n, sizeof(*s->cmdline));
-    if (!s->value || !s->summary || !s->samples || !s->nranks || !s->cmdline)
-        return -ENOMEM;
-    for (size_t i = 0; i < n; i++) {
-        struct ct_run *run = &s->rs.runs[i];
-        char buf[512];
-        int rc = 0;
-        if (by || rows)
-            rc = ct_run_scan(run, err, errlen);
-        if (rc)
-            return rc;
-        s->value[i] = strdup(by ? ct_run_value(run, by, buf, sizeof(buf)) : "all");
-        if (!s->value[i])
-            return -ENOMEM;
-        if ((rc = ct_run_cmdlines(run, &s->cmdline[i], err, errlen)))
-            return rc;
-        struct ct_job job;
-        struct ct_report rep;
-        if ((rc = ct_run_report(run, io, &job, &rep, err, errlen)))
-            return rc;
-        s->nranks[i] = rep.nr;
-        rc = ct_diff_collect(&rep, 0, &s->summary[i]);
-        if (!rc)
-            rc = ct_diff_collect(&rep, 1, &s->samples[i]);
-        if (rows && !rc)
-            ct_rows_write(rows, run, name, &rep);
-        ct_report_free(&rep);
-        ct_job_free(&job);
-        if (rc)
-            return rc;
-    }
-    return 0;
-}
-
-static int add_seg(struct seg **v, size_t *n, const char *value, int side)
-{
-    for (size_t i = 0; i < *n; i++)
-        if (!strcmp((*v)[i].value, value)) {
-            if (side)
-                (*v)[i].nb++;
-            else
-                (*v)[i].na++;
-            return 0;
-        }
-    struct seg *q = realloc(*v, (*n + 1) * sizeof(*q));
-    if (!q)
-        return -ENOMEM;
-    *v = q;
-    q[*n] = (struct seg){strdup(value), side == 0, side == 1};
-    if (!q[*n].value)
-        return -ENOMEM;
-    (*n)++;
-    return 0;
-}
-
-/* The samples of one side of a segment. */
-static int side_samples(struct side *s, const char *value, int per_iteration,
-                        const struct ct_iter_opts *io, struct ct_metric_set *out, char *err,
-                        size_t errlen)
-{
-    for (size_t i = 0; i < s->rs.n; i++) {
-        if (strcmp(s->value[i], value))
-            continue;
-        int rc = 0;
-        if (per_iteration) {
-            struct ct_job job;
-            struct ct_report rep;
-            if ((rc = ct_run_report(&s->rs.runs[i], io, &job, &rep, err, errlen)))
-                return rc;
-            rc = ct_diff_collect(&rep, 1, out);
-            ct_report_free(&rep);
-            ct_job_free(&job);
-        } else {
-            const struct ct_metric_set *m = &s->summary[i];
-            for (size_t k = 0; k < m->n && !rc; k++)
-                for (size_t j = 0; j < m->m[k].n && !rc; j++)
-                    rc = ct_metric_add(out, m->m[k].name, m->m[k].v[j]);
-        }
-        if (rc)
-            return rc;
-    }
-    return 0;
-}
-
-/* Whether A and B are one workload (all their runs, whatever --by):
- * ct_diff_workload's lines. */
-static int workload_warnings(const struct side *s, char ***w, size_t *nw)
-{
-    struct ct_workload *v[2] = {calloc(s[0].rs.n + 1, sizeof(*v[0])),
-                                calloc(s[1].rs.n + 1, sizeof(*v[1]))};
-    int rc = v[0] && v[1] ? 0 : -ENOMEM;
-    for (int k = 0; k < 2 && !rc; k++)
-        for (size_t i = 0; i < s[k].rs.n; i++)
-            v[k][i] = (struct ct_workload){s[k].nranks[i], &s[k].summary[i], s[k].cmdline[i]};
-    if (!rc)
-        rc = ct_diff_workload(v[0], s[0].rs.n, v[1], s[1].rs.n, w, nw);
-    free(v[0]);
-    free(v[1]);
-    return rc;
-}
-
-/* The runs of side s with --by value `value`, for ct_diff_compare_runs. */
-static size_t seg_runs(const struct side *s, const char *value, struct ct_diff_run *out)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < s->rs.n; i++)
-        if (!strcmp(s->value[i], value))
-            out[n++] = (struct ct_diff_run){&s->summary[i], &s->samples[i]};
-    return n;
-}
-
-static int same_sign(int x, int y)
-{
-    return (x > 0 && y > 0) || (x < 0 && y < 0);
 }
 
 /* A p- or q-value; negative means "not tested" (null). */
@@ -311,15 +151,7 @@ static void print_rows_text(FILE *f, const struct ct_diff_row *r, size_t n)
 
 int ct_cmd_diff(int argc, char **argv)
 {
-    static const struct option opts[] = {CT_SHARED_OPTIONS,
-                                         {"by", required_argument, NULL, 'b'},
-                                         {"min-effect", required_argument, NULL, 'm'},
-                                         {"seed", required_argument, NULL, 's'},
-                                         {"reps", required_argument, NULL, 'r'},
-                                         {"alpha", required_argument, NULL, 'a'},
-                                         {"primary", required_argument, NULL, 'P'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
+    const struct option *opts = ct_options_of(CT_CMD_DIFF);
     int c;
     struct ct_shared_opts so = {0};
     const char *by = NULL, *primary = NULL;
@@ -330,7 +162,7 @@ int ct_cmd_diff(int argc, char **argv)
     opterr = 0;
     while ((c = getopt_long(argc, argv, "jo:h", opts, NULL)) != -1) {
         char *end;
-        int shared = ct_shared_opt("cutrace diff", c, optarg, &so);
+        int shared = ct_shared_opt(CT_CMD_DIFF, "cutrace diff", c, optarg, &so);
         if (shared < 0)
             return CT_EXIT_USAGE;
         if (shared)
@@ -404,8 +236,8 @@ int ct_cmd_diff(int argc, char **argv)
         return CT_EXIT_USAGE;
     }
     char err[512] = "";
-    struct side s[2] = {0};
-    struct seg *segs = NULL;
+    struct ct_diff_side s[2] = {0};
+    struct ct_diff_segment *segs = NULL;
     size_t nseg = 0, nwl = 0;
     char **wl = NULL;
     FILE *rows = NULL, *f = NULL;
@@ -440,12 +272,11 @@ int ct_cmd_diff(int argc, char **argv)
         !(rc = ct_out_open(&rf, rows_path, "--rows", err, sizeof(err))))
         rows = rf.f;
     for (int k = 0; k < 2 && !rc; k++)
-        rc = load_side(&s[k], by, &io, rows, k ? "B" : "A", err, sizeof(err));
-    for (int k = 0; k < 2 && !rc; k++)
-        for (size_t i = 0; i < s[k].rs.n && !rc; i++)
-            rc = add_seg(&segs, &nseg, s[k].value[i], k);
+        rc = ct_diff_side_load(&s[k], by, &io, rows, k ? "B" : "A", err, sizeof(err));
     if (!rc)
-        rc = workload_warnings(s, &wl, &nwl);
+        rc = ct_diff_segments(s, &segs, &nseg);
+    if (!rc)
+        rc = ct_diff_side_warnings(s, &wl, &nwl);
     if (rc) {
         fprintf(stderr, "cutrace diff: %s\n", rc == -ENOMEM && !err[0] ? "out of memory" : err);
         goto out;
@@ -483,62 +314,17 @@ int ct_cmd_diff(int argc, char **argv)
         fprintf(f, "],\"segments\":[");
     }
     for (size_t g = 0; g < nseg && !rc; g++) {
-        struct seg *sg = &segs[g];
-        int per_it = sg->na == 1 && sg->nb == 1;
-        /* runs with their iterations: both sides have a run-to-run spread */
-        int run_level = sg->na >= 2 && sg->nb >= 2;
-        char warn[512] = "";
-        struct ct_metric_set ma = {0}, mb = {0};
-        struct ct_diff_row *r = NULL;
-        size_t nr = 0;
-        if (!sg->na || !sg->nb)
-            snprintf(warn, sizeof(warn),
-                     "only side %s has runs with this value: nothing to compare",
-                     sg->na ? "A" : "B");
-        else if (!per_it && (sg->na < MIN_RUNS || sg->nb < MIN_RUNS))
-            snprintf(warn, sizeof(warn),
-                     "too few runs to conclude (%zu vs %zu; at least %d per side are needed: "
-                     "no verdict)",
-                     sg->na, sg->nb, MIN_RUNS);
-        else if (per_it)
-            snprintf(warn, sizeof(warn),
-                     "one run per side: samples are iterations (and instances) within the runs, "
-                     "collectives compared on their transfer part; this shows a difference "
-                     "between these two runs, not between configurations");
+        struct ct_diff_segment *sg = &segs[g];
+        struct ct_diff_segment_result res;
+        rc = ct_diff_segment_compare(s, sg, &o, primary, &io, &res, err, sizeof(err));
+        int per_it = res.per_iteration, run_level = res.run_level, pchange = res.primary_change;
+        struct ct_diff_row *r = res.rows;
+        size_t nr = res.nrows;
+        const char *warn = res.warn, *explained = res.explained;
         if (run_level) {
-            struct ct_diff_run *ra = malloc(sg->na * sizeof(*ra)),
-                               *rb = malloc(sg->nb * sizeof(*rb));
-            rc = ra && rb ? 0 : -ENOMEM;
-            if (!rc)
-                rc = ct_diff_compare_runs(ra, seg_runs(&s[0], sg->value, ra), rb,
-                                          seg_runs(&s[1], sg->value, rb), &o, primary, &r, &nr);
-            free(ra);
-            free(rb);
-            if (!rc && primary && (!nr || !r[0].primary) && !warn[0])
-                snprintf(warn, sizeof(warn), "primary metric %s is not on both sides", primary);
             run_levels++;
             primary_seen |= !rc && nr && r[0].primary;
-        } else if (sg->na && sg->nb) {
-            rc = side_samples(&s[0], sg->value, per_it, &io, &ma, err, sizeof(err));
-            if (!rc)
-                rc = side_samples(&s[1], sg->value, per_it, &io, &mb, err, sizeof(err));
-            if (!rc)
-                rc = ct_diff_compare(&ma, &mb, &o, &r, &nr);
         }
-        if (!per_it && (sg->na < MIN_RUNS || sg->nb < MIN_RUNS))
-            for (size_t i = 0; i < nr; i++)
-                r[i].verdict = r[i].change = 0;
-        /* what explains a change of the primary: diagnostics that changed
-         * in the same direction (beyond the minimum effect or not) */
-        char explained[1024] = "";
-        int pchange = run_level && nr && r[0].primary ? r[0].change : 0;
-        if (pchange)
-            for (size_t i = 1, at = 0; i < nr && at < sizeof(explained) - 1; i++)
-                if (same_sign(r[i].change, pchange)) {
-                    int w = snprintf(explained + at, sizeof(explained) - at, "%s%s", at ? ", " : "",
-                                     r[i].name);
-                    at += w > 0 ? (size_t)w : 0;
-                }
         if (json) {
             fprintf(f, "%s{\"value\":", g ? "," : "");
             ct_json_str(f, sg->value);
@@ -555,7 +341,7 @@ int ct_cmd_diff(int argc, char **argv)
                         ct_diff_change_name(pchange));
                 int first = 1;
                 for (size_t i = 1; pchange && i < nr; i++)
-                    if (same_sign(r[i].change, pchange)) {
+                    if (ct_diff_same_sign(r[i].change, pchange)) {
                         if (!first)
                             fputc(',', f);
                         ct_json_str(f, r[i].name);
@@ -591,9 +377,7 @@ int ct_cmd_diff(int argc, char **argv)
             if (nr)
                 print_rows_text(f, r, nr);
         }
-        free(r);
-        ct_metric_set_free(&ma);
-        ct_metric_set_free(&mb);
+        ct_diff_segment_result_free(&res);
     }
     if (json)
         fprintf(f, "]}\n");
@@ -619,13 +403,11 @@ int ct_cmd_diff(int argc, char **argv)
 out:
     ct_out_abort(&of); /* after a commit: nothing left to remove */
     ct_out_abort(&rf);
-    for (size_t g = 0; g < nseg; g++)
-        free(segs[g].value);
-    free(segs);
+    ct_diff_segments_free(segs, nseg);
     for (size_t i = 0; i < nwl; i++)
         free(wl[i]);
     free(wl);
-    side_free(&s[0]);
-    side_free(&s[1]);
+    ct_diff_side_free(&s[0]);
+    ct_diff_side_free(&s[1]);
     return status;
 }

@@ -11,7 +11,8 @@
 #include <string.h>
 
 #include "decoder/cmd/cli.h"
-#include "decoder/read/inputs.h"
+#include "decoder/util/options.h"
+#include "decoder/load/load.h"
 #include "decoder/util/json.h"
 #include "decoder/util/names.h"
 #include "decoder/read/symbols.h"
@@ -88,8 +89,6 @@ static void span(struct out *o, const uint64_t *f)
     f_u(o, "end_ns", f[1]);
 }
 
-#define S(id) ct_reader_string(&t->rd, (id))
-
 /* The symbolised call stack recorded for a call, if any. */
 static void stack_field(struct out *o, struct ct_trace *t, const char *frames)
 {
@@ -121,7 +120,7 @@ static void stack_field(struct out *o, struct ct_trace *t, const char *frames)
 static void api_fields(struct out *o, struct ct_trace *t, const uint64_t *f)
 {
     span(o, f);
-    f_s(o, "name", S(f[CT_API_NAME]));
+    f_s(o, "name", ct_trace_str(t, f[CT_API_NAME]));
     f_u(o, "correlation_id", f[CT_API_CORR]);
     f_u(o, "stream", f[CT_API_STREAM]);
     f_s(o, "family", ct_name_family(f[CT_API_FAMILY]));
@@ -130,7 +129,7 @@ static void api_fields(struct out *o, struct ct_trace *t, const uint64_t *f)
     f_u(o, "flags", f[CT_API_FLAGS]);
     switch (f[CT_API_FAMILY]) {
     case CT_FAM_LAUNCH:
-        f_s(o, "kernel", S(f[CT_API_KERNEL]));
+        f_s(o, "kernel", ct_trace_str(t, f[CT_API_KERNEL]));
         f_dim3(o, "grid", f[CT_API_GRID_X], f[CT_API_GRID_Y], f[CT_API_GRID_Z]);
         f_dim3(o, "block", f[CT_API_BLOCK_X], f[CT_API_BLOCK_Y], f[CT_API_BLOCK_Z]);
         f_u(o, "shmem", f[CT_API_SHMEM]);
@@ -158,7 +157,7 @@ static void gpu_fields(struct out *o, struct ct_trace *t, const uint64_t *f)
     f_u(o, "stream", f[CT_GPU_STREAM]);
     f_u(o, "correlation_id", f[CT_GPU_CORR]);
     f_s(o, "type", ct_name_gpu_type(f[CT_GPU_TYPE]));
-    f_s(o, "name", S(f[CT_GPU_NAME]));
+    f_s(o, "name", ct_trace_str(t, f[CT_GPU_NAME]));
     f_u(o, "bytes", f[CT_GPU_BYTES]);
     if (f[CT_GPU_TYPE] == CT_GPU_MEMCPY)
         f_s(o, "copy_kind", ct_name_copy_kind(f[CT_GPU_COPY_KIND]));
@@ -166,7 +165,7 @@ static void gpu_fields(struct out *o, struct ct_trace *t, const uint64_t *f)
     /* joined to the call that put the work on the stream */
     const struct ct_record *call = ct_trace_call(t, f[CT_GPU_CORR]);
     if (call && call->kind == CT_REC_API) {
-        f_s(o, "api", S(call->f[CT_API_NAME]));
+        f_s(o, "api", ct_trace_str(t, call->f[CT_API_NAME]));
         f_u(o, "api_start_ns", call->f[CT_API_START]);
         f_u(o, "api_end_ns", call->f[CT_API_END]);
         f_u(o, "api_tid", call->tid);
@@ -210,10 +209,10 @@ static void io_fields(struct out *o, struct ct_trace *t, const struct ct_record 
 {
     const uint64_t *f = r->f;
     span(o, f);
-    f_s(o, "op", S(f[CT_IO_OP]));
+    f_s(o, "op", ct_trace_str(t, f[CT_IO_OP]));
     f_i(o, "fd", (int64_t)f[CT_IO_FD]);
     f_s(o, "fd_type", ct_name_fd_type(f[CT_IO_FD_TYPE]));
-    f_s(o, "path", S(f[CT_IO_PATH]));
+    f_s(o, "path", ct_trace_str(t, f[CT_IO_PATH]));
     f_u(o, "bytes", f[CT_IO_BYTES]);
     f_i(o, "result", (int64_t)f[CT_IO_RESULT]);
     f_i(o, "offset", (int64_t)f[CT_IO_OFFSET]);
@@ -258,16 +257,16 @@ static size_t print_record(struct out *o, struct ct_trace *t, size_t i)
                 m->f[CT_META_SCOPE] != f[CT_META_SCOPE] ||
                 m->f[CT_META_SCOPE_ID] != f[CT_META_SCOPE_ID])
                 break;
-            const char *k = S(m->f[CT_META_KEY]);
+            const char *k = ct_trace_str(t, m->f[CT_META_KEY]);
             if (!*k || !strcmp(k, "kind") || !strcmp(k, "pid") || !strcmp(k, "tid") ||
                 !strcmp(k, "rank") || !strcmp(k, "scope") || !strcmp(k, "time_ns")) {
                 /* Reserved names keep their record meaning; the metadata
                  * value of the same name is prefixed. */
                 char buf[80];
                 snprintf(buf, sizeof(buf), "meta_%s", k);
-                f_s(o, buf, S(m->f[CT_META_VALUE]));
+                f_s(o, buf, ct_trace_str(t, m->f[CT_META_VALUE]));
             } else {
-                f_s(o, k, S(m->f[CT_META_VALUE]));
+                f_s(o, k, ct_trace_str(t, m->f[CT_META_VALUE]));
             }
         }
         if (next == i)
@@ -289,15 +288,15 @@ static size_t print_record(struct out *o, struct ct_trace *t, size_t i)
     case CT_REC_NVTX_RANGE:
         f_s(o, "type", "range");
         span(o, f);
-        f_s(o, "domain", S(f[CT_NVTX_DOMAIN]));
-        f_s(o, "message", S(f[CT_NVTX_MESSAGE]));
+        f_s(o, "domain", ct_trace_str(t, f[CT_NVTX_DOMAIN]));
+        f_s(o, "message", ct_trace_str(t, f[CT_NVTX_MESSAGE]));
         f_u(o, "depth", f[CT_NVTX_DEPTH]);
         break;
     case CT_REC_NVTX_MARK:
         f_s(o, "type", "mark");
         f_u(o, "time_ns", f[CT_MARK_TIME]);
-        f_s(o, "domain", S(f[CT_MARK_DOMAIN]));
-        f_s(o, "message", S(f[CT_MARK_MESSAGE]));
+        f_s(o, "domain", ct_trace_str(t, f[CT_MARK_DOMAIN]));
+        f_s(o, "message", ct_trace_str(t, f[CT_MARK_MESSAGE]));
         break;
     case CT_REC_DROP:
         f_u(o, "time_ns", f[CT_DROP_TIME]);
@@ -306,15 +305,15 @@ static size_t print_record(struct out *o, struct ct_trace *t, size_t i)
         break;
     case CT_REC_ERROR:
         f_u(o, "time_ns", f[CT_ERROR_TIME]);
-        f_s(o, "what", S(f[CT_ERROR_WHAT]));
+        f_s(o, "what", ct_trace_str(t, f[CT_ERROR_WHAT]));
         f_i(o, "code", (int64_t)f[CT_ERROR_CODE]);
         break;
     case CT_REC_COUNTER: /* format v2: a sample, instantaneous like a mark */
         f_u(o, "start_ns", f[CT_COUNTER_TIME]);
         f_i(o, "device", (int64_t)f[CT_COUNTER_DEVICE]);
-        f_s(o, "name", S(f[CT_COUNTER_NAME]));
+        f_s(o, "name", ct_trace_str(t, f[CT_COUNTER_NAME]));
         f_i(o, "value", (int64_t)f[CT_COUNTER_VALUE]);
-        f_s(o, "unit", S(f[CT_COUNTER_UNIT]));
+        f_s(o, "unit", ct_trace_str(t, f[CT_COUNTER_UNIT]));
         break;
     default: break;
     }
@@ -324,8 +323,7 @@ static size_t print_record(struct out *o, struct ct_trace *t, size_t i)
 
 int ct_cmd_dump(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    const struct option *opts = ct_options_of(CT_CMD_DUMP);
     struct out o = {stdout, 0, 1};
     int c;
     optind = 1;
@@ -345,7 +343,8 @@ int ct_cmd_dump(int argc, char **argv)
     }
     struct ct_inputs in = {0};
     char err[512];
-    int erc = ct_inputs_expand(&in, argv + optind, argc - optind, err, sizeof(err));
+    const struct ct_load_opts all = {.no_kineto = 1, .keep_all = 1};
+    int erc = ct_load_operands(&all, &in, argv + optind, argc - optind, err, sizeof(err));
     if (erc) {
         fprintf(stderr, "cutrace dump: %s\n", err);
         ct_inputs_free(&in);

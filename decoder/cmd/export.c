@@ -20,9 +20,10 @@
 #include "decoder/read/summary.h"
 #include "decoder/export/export.h"
 #include "decoder/read/inputs.h"
-#include "decoder/read/load.h"
+#include "decoder/load/load.h"
 #include "decoder/util/options.h"
 #include "decoder/util/outfile.h"
+#include "decoder/read/job.h"
 
 /*
  * The largest Chrome file written without --max-size: 1 GB. chrome://tracing
@@ -116,6 +117,7 @@ static int build_job(struct ct_export_job *x, struct ct_inputs *in, const struct
             const struct ct_proc *p = R->procs[k];
             struct ct_export_src *s = &x->src[x->nsrc++];
             s->path = p->path;
+            s->health = p->health;
             s->host = p->host ? p->host : R->host;
             s->rank = R->rank;
             s->pid = p->pid;
@@ -232,18 +234,9 @@ static void usage(FILE *f)
 
 int ct_cmd_export(int argc, char **argv)
 {
-    static const struct option opts[] = {{"format", required_argument, NULL, 'f'},
-                                         {"output", required_argument, NULL, 'o'},
-                                         {"step", required_argument, NULL, 's'},
-                                         {"ranks", required_argument, NULL, 'r'},
-                                         {"iterations", required_argument, NULL, 'i'},
-                                         {"window", required_argument, NULL, 'w'},
-                                         {"critical-path", no_argument, NULL, 'c'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {"run", required_argument, NULL, 'U'},
-                                         {"max-size", required_argument, NULL, 'M'},
-                                         {NULL, 0, NULL, 0}};
-    const char *format = NULL, *out = NULL, *step = NULL, *ranks = NULL, *run = NULL;
+    const struct option *opts = ct_options_of(CT_CMD_EXPORT);
+    struct ct_shared_opts so = {0};
+    const char *format = NULL, *ranks = NULL;
     int64_t it_first = 0, it_last = -1;
     double w0 = 0, w1 = 0;
     int have_iters = 0, have_window = 0, cpath = 0, have_max = 0;
@@ -252,17 +245,13 @@ int ct_cmd_export(int argc, char **argv)
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "f:o:h", opts, NULL)) != -1) {
+        int shared = ct_shared_opt(CT_CMD_EXPORT, "cutrace export", c, optarg, &so);
+        if (shared < 0)
+            return CT_EXIT_USAGE;
+        if (shared)
+            continue;
         switch (c) {
         case 'f': format = optarg; break;
-        case 'o': out = optarg; break;
-        case 's':
-            if (!*optarg) {
-                fprintf(stderr, "cutrace export: --step: expected a range or mark name, e.g. "
-                                "--step ProfilerStep\n");
-                return CT_EXIT_USAGE;
-            }
-            step = optarg;
-            break;
         case 'r': ranks = optarg; break;
         case 'i':
             if (ct_parse_index_range(optarg, &it_first, &it_last)) {
@@ -285,7 +274,6 @@ int ct_cmd_export(int argc, char **argv)
             have_window = 1;
             break;
         case 'c': cpath = 1; break;
-        case 'U': run = optarg; break;
         case 'M':
             if (parse_size(optarg, &max_size)) {
                 fprintf(stderr,
@@ -307,6 +295,7 @@ int ct_cmd_export(int argc, char **argv)
             return CT_EXIT_USAGE;
         }
     }
+    const char *out = so.out, *step = so.step, *run = so.run;
     if (have_iters && have_window) {
         fprintf(stderr, "cutrace export: --iterations and --window both select a time span: "
                         "give one\n");

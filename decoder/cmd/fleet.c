@@ -102,21 +102,7 @@ struct common {
 /* Options of report and explain; -1 after a message, else optind's next. */
 static int parse(const char *sub, int argc, char **argv, struct common *c, int explain)
 {
-    static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
-                                         {"output", required_argument, NULL, 'o'},
-                                         {"rows", required_argument, NULL, 'R'},
-                                         {"db", required_argument, NULL, 'D'},
-                                         {"since", required_argument, NULL, 'S'},
-                                         {"until", required_argument, NULL, 'U'},
-                                         {"workload", required_argument, NULL, 'W'},
-                                         {"by", required_argument, NULL, 'B'},
-                                         {"alpha", required_argument, NULL, 'a'},
-                                         {"min-effect", required_argument, NULL, 'm'},
-                                         {"min-jobs", required_argument, NULL, 'n'},
-                                         {"seed", required_argument, NULL, 's'},
-                                         {"html", no_argument, NULL, 'T'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
+    const struct option *opts = ct_options_of(CT_CMD_FLEET);
     int ch;
     char msg[512];
     c->flt.since_us = INT64_MIN;
@@ -126,10 +112,11 @@ static int parse(const char *sub, int argc, char **argv, struct common *c, int e
     optind = 1;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, "jo:h", opts, NULL)) != -1) {
-        if (ch == 'j' || ch == 'o' || ch == 'R') {
-            ct_shared_opt("cutrace fleet", ch, optarg, &c->so);
-            continue;
-        }
+        int shared = ct_shared_opt(CT_CMD_FLEET, "cutrace fleet", ch, optarg, &c->so);
+        if (shared < 0)
+            return -1;
+        if (shared)
+            continue; /* --json, -o, --rows */
         char *end;
         switch (ch) {
         case 'D': c->db = optarg; break;
@@ -144,7 +131,7 @@ static int parse(const char *sub, int argc, char **argv, struct common *c, int e
             }
             break;
         case 'W': c->flt.workload = optarg; break;
-        case 'B':
+        case 'b':
             if (explain)
                 return bad(sub, "--by is an option of fleet report (explain tries every "
                                 "factor itself)"),
@@ -245,10 +232,7 @@ static int open_store(const char *sub, const char *spec, int flags, struct ct_fd
 
 static int cmd_add(int argc, char **argv)
 {
-    static const struct option opts[] = {{"db", required_argument, NULL, 'D'},
-                                         {"quiet", no_argument, NULL, 'q'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
+    const struct option *opts = ct_options_of(CT_CMD_FLEET_ADD);
     const char *db = NULL;
     int ch, quiet = 0;
     optind = 1;

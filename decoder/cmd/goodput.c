@@ -11,9 +11,11 @@
 #include "decoder/analysis/analysis.h"
 #include "decoder/analysis/goodput.h"
 #include "decoder/cmd/cli.h"
+#include "decoder/util/options.h"
 #include "decoder/export/goodput_out.h"
-#include "decoder/read/load.h"
+#include "decoder/load/load.h"
 #include "decoder/util/outfile.h"
+#include "decoder/read/job.h"
 
 static void usage(FILE *f)
 {
@@ -47,24 +49,18 @@ static size_t job_ids(const struct ct_job *job, char *buf, size_t n)
 
 int ct_cmd_goodput(int argc, char **argv)
 {
-    static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
-                                         {"output", required_argument, NULL, 'o'},
-                                         {"job", required_argument, NULL, 'J'},
-                                         {"step", required_argument, NULL, 's'},
-                                         {"run", required_argument, NULL, 'U'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
-    int c, json = 0;
-    const char *out = NULL, *jobid = NULL, *step = NULL, *run = NULL;
+    const struct option *opts = ct_options_of(CT_CMD_GOODPUT);
+    struct ct_shared_opts so = {0};
+    int c;
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "jo:h", opts, NULL)) != -1) {
+        int shared = ct_shared_opt(CT_CMD_GOODPUT, "cutrace goodput", c, optarg, &so);
+        if (shared < 0)
+            return CT_EXIT_USAGE;
+        if (shared)
+            continue;
         switch (c) {
-        case 'j': json = 1; break;
-        case 'o': out = optarg; break;
-        case 'J': jobid = optarg; break;
-        case 'U': run = optarg; break;
-        case 's': step = optarg; break;
         case 'h': usage(stdout); return 0;
         default:
             fprintf(stderr,
@@ -74,6 +70,8 @@ int ct_cmd_goodput(int argc, char **argv)
             return CT_EXIT_USAGE;
         }
     }
+    int json = so.json;
+    const char *out = so.out, *jobid = so.job, *step = so.step, *run = so.run;
     if (optind >= argc) {
         fprintf(stderr, "cutrace goodput: expected at least one trace file or directory (see "
                         "--help)\n");
@@ -112,7 +110,7 @@ int ct_cmd_goodput(int argc, char **argv)
         return ct_load_usage_error(rc) ? CT_EXIT_USAGE : CT_EXIT_BAD_INPUT;
     }
     for (size_t i = 0; i < job.nprocs; i++)
-        if (job.procs[i].kin) { /* one line, once */
+        if (job.procs[i].source == CT_SOURCE_KINETO) { /* one line, once */
             fprintf(stderr, "cutrace goodput: PyTorch profiler traces hold their capture window "
                             "only: the goodput is over their GPU window (first kernel start to "
                             "last kernel end), not the processes' lives\n");

@@ -6,7 +6,8 @@
 #include <time.h>
 
 #include "decoder/cmd/cli.h"
-#include "decoder/read/inputs.h"
+#include "decoder/util/options.h"
+#include "decoder/load/load.h"
 #include "decoder/util/names.h"
 #include "decoder/read/tracefile.h"
 #include "src/config.h"
@@ -186,7 +187,7 @@ static void print_one(const struct ct_trace *t)
 
 int ct_cmd_info(int argc, char **argv)
 {
-    static const struct option opts[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    const struct option *opts = ct_options_of(CT_CMD_INFO);
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -202,7 +203,8 @@ int ct_cmd_info(int argc, char **argv)
     }
     struct ct_inputs in = {0};
     char err[512];
-    int erc = ct_inputs_expand(&in, argv + optind, argc - optind, err, sizeof(err));
+    const struct ct_load_opts all = {.no_kineto = 1, .keep_all = 1};
+    int erc = ct_load_operands(&all, &in, argv + optind, argc - optind, err, sizeof(err));
     if (erc) {
         fprintf(stderr, "cutrace info: %s\n", err);
         ct_inputs_free(&in);

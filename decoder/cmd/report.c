@@ -1,5 +1,5 @@
 /*
- * `cutrace report`: loads a job (decoder/read/load.c), runs every analysis
+ * `cutrace report`: loads a job (decoder/load/load.c), runs every analysis
  * (decoder/analysis/report.c) and prints the report (text, or --json:
  * schema in docs/report.md; or --html, decoder/export/html.c).
  */
@@ -18,14 +18,14 @@
 #include "decoder/cmd/cli.h"
 #include "decoder/export/export.h" /* export: ct_report_html */
 #include "decoder/read/inputs.h"
-#include "decoder/read/load.h"
+#include "decoder/load/load.h"
 #include "decoder/util/options.h"
 #include "decoder/util/outfile.h"
-#include "decoder/kineto/kineto.h"
 #include "decoder/export/report_out.h"
 #include "decoder/compare/runs.h"     /* diagnose: --rows; the page's identity */
 #include "decoder/compare/diagnose.h" /* the page's findings */
 #include "decoder/util/stats.h"
+#include "decoder/read/job.h"
 
 static void usage(FILE *f)
 {
@@ -93,46 +93,33 @@ static void html_critical_path(const struct ct_job *job, const struct ct_report 
 /* What the HTML page shows of the layers above export: `cutrace
  * diagnose`'s findings on this very report (its --json document, with
  * diagnose's default --min-saving 2), and the traces' command lines, GPU
- * names and recorder versions (compare/runs.h). PyTorch profiler traces
- * have neither: the page says why. Everything set here is freed by
- * html_in_free. */
+ * names and recorder versions (compare/runs.h, from the facts each trace's
+ * extraction gathered). PyTorch profiler traces have neither: the page says
+ * why. Everything set here is freed by html_in_free. */
 struct html_extra {
-    struct ct_run run;
     char *diag, *cmdlines;
     char gpus[512], recorder[128], why[600];
 };
 
-static void html_in(const struct ct_inputs *in, const char *name, const struct ct_report *rep,
-                    struct html_extra *x, struct ct_html_in *hi)
+static void html_in(const struct ct_report *rep, struct html_extra *x, struct ct_html_in *hi)
 {
-    char err[512] = "";
+    const struct ct_job *job = rep->job;
     struct ct_diagnosis *d = NULL;
-    size_t len = 0;
-    x->run.name = (char *)name;
-    x->run.paths = malloc((in->n ? in->n : 1) * sizeof(*x->run.paths));
-    if (!x->run.paths) {
-        snprintf(x->why, sizeof(x->why), "out of memory");
-        goto out;
-    }
-    for (size_t i = 0; i < in->n; i++)
-        if (!ct_kineto_is_path(in->paths[i]))
-            x->run.paths[x->run.n++] = in->paths[i];
-    if (!x->run.n) {
+    size_t len = 0, ntraces = 0;
+    for (size_t i = 0; i < job->nprocs; i++)
+        ntraces += job->procs[i].source != CT_SOURCE_KINETO;
+    if (!ntraces) {
         snprintf(x->why, sizeof(x->why),
                  "cutrace diagnose reads cutrace traces only; these are PyTorch profiler traces.");
         goto out;
     }
-    if (ct_run_scan(&x->run, err, sizeof(err))) {
-        snprintf(x->why, sizeof(x->why), "%s", err[0] ? err : "out of memory");
-        goto out;
-    }
-    hi->gpus = ct_run_value(&x->run, "device.name", x->gpus, sizeof(x->gpus));
-    hi->recorder = ct_run_value(&x->run, "cutrace_version", x->recorder, sizeof(x->recorder));
-    if (!ct_run_cmdlines(&x->run, &x->cmdlines, err, sizeof(err)))
+    hi->gpus = ct_run_value(job, "device.name", x->gpus, sizeof(x->gpus));
+    hi->recorder = ct_run_value(job, "cutrace_version", x->recorder, sizeof(x->recorder));
+    if (!ct_run_cmdlines(job, &x->cmdlines))
         hi->cmdlines = x->cmdlines;
     struct ct_diag_opts o = {.min_saving = 0.02};
     FILE *m = (d = calloc(1, sizeof(*d))) ? open_memstream(&x->diag, &len) : NULL;
-    if (!m || ct_diagnose(rep, x->run.facts, x->run.n, &o, d)) {
+    if (!m || ct_diagnose(rep, &o, d)) {
         snprintf(x->why, sizeof(x->why), "out of memory");
         if (m)
             fclose(m);
@@ -156,50 +143,27 @@ out:
 
 static void html_in_free(struct html_extra *x)
 {
-    for (size_t i = 0; x->run.facts && i < x->run.n; i++)
-        ct_facts_free(&x->run.facts[i]);
-    free(x->run.facts);
-    free(x->run.paths);
     free(x->diag);
     free(x->cmdlines);
 }
 
 int ct_cmd_report(int argc, char **argv)
 {
-    static const struct option opts[] = {CT_SHARED_OPTIONS,
-                                         {"step", required_argument, NULL, 's'},
-                                         {"steps", required_argument, NULL, 'S'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {"hta", no_argument, NULL, 'H'},
-                                         {"no-hta", no_argument, NULL, 'N'},
-                                         {"html", no_argument, NULL, 'T'}, /* export: HTML */
-                                         {"rank-iterations", no_argument, NULL, 'I'},
-                                         {"no-critical-path", no_argument, NULL, 'P'},
-                                         {"run", required_argument, NULL, 'U'},
-                                         {NULL, 0, NULL, 0}};
+    const struct option *opts = ct_options_of(CT_CMD_REPORT);
     int html = 0, c, hta = 1; /* kineto: HTA-compatible mode for Kineto input */
     int rank_iters = 0, no_cp = 0;
-    const char *step = NULL, *run = NULL;
     char sel_what[160] = "";
     struct ct_shared_opts so = {0};
     struct ct_iter_opts io = {0, 0, -1, 0};
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "jo:h", opts, NULL)) != -1) {
-        int shared = ct_shared_opt("cutrace report", c, optarg, &so);
+        int shared = ct_shared_opt(CT_CMD_REPORT, "cutrace report", c, optarg, &so);
         if (shared < 0)
             return CT_EXIT_USAGE;
         if (shared)
             continue;
         switch (c) {
-        case 's':
-            if (!*optarg) {
-                fprintf(stderr, "cutrace report: --step: expected a range or mark name, e.g. "
-                                "--step ProfilerStep\n");
-                return CT_EXIT_USAGE;
-            }
-            step = optarg;
-            break;
         case 'S':
             snprintf(sel_what, sizeof(sel_what), "--steps %s", optarg);
             if (ct_parse_index_range(optarg, &io.first, &io.last)) {
@@ -216,7 +180,6 @@ int ct_cmd_report(int argc, char **argv)
         case 'T': html = 1; break;
         case 'I': rank_iters = 1; break;
         case 'P': no_cp = 1; break;
-        case 'U': run = optarg; break;
         default:
             fprintf(stderr,
                     "cutrace report: unknown or incomplete option '%s'; allowed: "
@@ -228,6 +191,7 @@ int ct_cmd_report(int argc, char **argv)
     }
     int json = so.json;
     const char *out = so.out, *rows = so.rows; /* diagnose: --rows FILE */
+    const char *step = so.step, *run = so.run;
     io.skip = so.skip;
     if (!sel_what[0] && so.skip > 0)
         snprintf(sel_what, sizeof(sel_what), "--skip %ld", so.skip);
@@ -325,7 +289,7 @@ int ct_cmd_report(int argc, char **argv)
         struct html_extra hx = {0};
         struct ct_html_in hi = {.cp = &cp};
         html_critical_path(&job, &rep, no_cp, &cres, &cpath, &cp);
-        html_in(&in, argv[optind], &rep, &hx, &hi);
+        html_in(&rep, &hx, &hi);
         ct_report_html(f, &rep, &hi);
         html_in_free(&hx);
         ct_cp_path_free(&cpath);
@@ -342,8 +306,8 @@ int ct_cmd_report(int argc, char **argv)
     free(obuf);
     /* diagnose: --rows FILE, the report's JSON-lines rows (decoder/compare/diff_rows.c) */
     if (rows) {
-        if (ct_report_rows(rf.f, argv[optind], &in, &rep, err, sizeof(err)) ||
-            ct_out_commit(&rf, err, sizeof(err))) {
+        ct_rows_write(rf.f, argv[optind], NULL, &rep);
+        if (ct_out_commit(&rf, err, sizeof(err))) {
             fprintf(stderr, "cutrace report: %s\n", err);
             ct_out_abort(&rf);
             werr = 1;

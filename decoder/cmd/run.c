@@ -25,8 +25,9 @@
 #include "src/config.h"
 
 #include "decoder/cmd/cli.h"
-#include "decoder/read/inputs.h"
-#include "decoder/read/run_identity.h"
+#include "decoder/util/options.h"
+#include "decoder/load/load.h"
+#include "decoder/load/run_identity.h"
 #include "decoder/util/names.h"
 #include "src/reader.h"
 #include "src/salvage.h"
@@ -216,10 +217,11 @@ static size_t other_runs(const char *dir, const char *id, size_t *nruns)
     struct ct_inputs in = {0};
     char err[256];
     char *dirs[] = {(char *)dir};
+    const struct ct_load_opts all = {.no_kineto = 1, .keep_all = 1};
     size_t other = 0;
     *nruns = 0;
     struct ct_run_list l;
-    if (ct_inputs_expand(&in, dirs, 1, err, sizeof(err)) == 0 &&
+    if (ct_load_operands(&all, &in, dirs, 1, err, sizeof(err)) == 0 &&
         ct_run_list_read(&in, &l, NULL) == 0) {
         for (size_t i = 0; i < l.n; i++)
             if (strcmp(l.runs[i].id, id) != 0) {
@@ -272,9 +274,10 @@ static size_t check_traces(const char *dir, const char *id)
     struct ct_inputs in = {0};
     char err[256];
     char *dirs[] = {(char *)dir};
+    const struct ct_load_opts all = {.no_kineto = 1, .keep_all = 1};
     size_t mine = 0, said = 0;
     struct ct_run_list l;
-    if (ct_inputs_expand(&in, dirs, 1, err, sizeof(err)) != 0 ||
+    if (ct_load_operands(&all, &in, dirs, 1, err, sizeof(err)) != 0 ||
         ct_run_list_read(&in, &l, NULL) != 0) {
         ct_inputs_free(&in);
         return 0;
@@ -339,14 +342,7 @@ static void usage(FILE *f)
 
 int ct_cmd_run(int argc, char **argv)
 {
-    static const struct option opts[] = {{"output", required_argument, NULL, 'o'},
-                                         {"buffer-kb", required_argument, NULL, 'b'},
-                                         {"flush-ms", required_argument, NULL, 'f'},
-                                         {"zstd-level", required_argument, NULL, 'z'},
-                                         {"gpu-timing", required_argument, NULL, 'g'},
-                                         {"tag", required_argument, NULL, 't'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
+    const struct option *opts = ct_options_of(CT_CMD_RUN);
     const char *out = NULL;
     int c, opt_set[sizeof(var_opts) / sizeof(var_opts[0])] = {0};
     optind = 1;

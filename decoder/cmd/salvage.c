@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "decoder/cmd/cli.h"
+#include "decoder/util/options.h"
 #include "decoder/util/names.h"
 #include "src/salvage.h"
 
@@ -83,7 +84,7 @@ static int salvage_trace(const char *path, struct tally *t)
 
 int ct_cmd_salvage(int argc, char **argv)
 {
-    static const struct option opts[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    const struct option *opts = ct_options_of(CT_CMD_SALVAGE);
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {

@@ -18,8 +18,7 @@
 #include <unistd.h>
 
 #include "decoder/cmd/cli.h"
-#include "decoder/compare/runs.h"
-#include "decoder/kineto/kineto.h"
+#include "decoder/load/load.h"
 #include "decoder/read/inputs.h"
 #include "decoder/read/summary.h"
 #include "decoder/util/options.h"
@@ -58,23 +57,12 @@ static void *worker(void *arg)
             return NULL;
         char err[512];
         struct ct_proc p;
-        struct ct_trace_facts facts;
-        struct ct_sum_wbuf fb = {0};
-        int rc = ct_proc_extract_file(J->in->paths[i], J->step, &p, err, sizeof(err));
+        /* the timeline, and what the trace says about itself (the facts
+         * diagnose and diff read), from one pass */
+        const struct ct_load_opts lo = {.step = J->step, .no_kineto = 1};
+        int rc = ct_load_input(&lo, J->in->paths[i], &p, err, sizeof(err));
         if (!rc) {
-            /* what diagnose and diff read beside the timeline */
-            rc = ct_facts_scan(J->in->paths[i], &facts, err, sizeof(err));
-            if (!rc) {
-                ct_facts_encode(&facts, &fb);
-                ct_facts_free(&facts);
-                if (fb.oom) {
-                    snprintf(err, sizeof(err), "%s: out of memory", J->in->paths[i]);
-                    rc = -ENOMEM;
-                }
-            }
-            if (!rc)
-                rc = ct_summary_write(J->dest[i], &p, J->step, &fb, err, sizeof(err));
-            free(fb.p);
+            rc = ct_summary_write(J->dest[i], &p, J->step, err, sizeof(err));
             ct_proc_free(&p);
         }
         if (rc) {
@@ -113,25 +101,19 @@ static int cmp_str(const void *a, const void *b)
 
 int ct_cmd_summarize(int argc, char **argv)
 {
-    static const struct option opts[] = {{"step", required_argument, NULL, 's'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
-    const char *out = NULL, *step = NULL;
+    const struct option *opts = ct_options_of(CT_CMD_SUMMARIZE);
+    struct ct_shared_opts so = {0};
     long threads = sysconf(_SC_NPROCESSORS_ONLN);
     int c;
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "o:j:h", opts, NULL)) != -1) {
+        int shared = ct_shared_opt(CT_CMD_SUMMARIZE, "cutrace summarize", c, optarg, &so);
+        if (shared < 0)
+            return CT_EXIT_USAGE;
+        if (shared)
+            continue;
         switch (c) {
-        case 'o': out = optarg; break;
-        case 's':
-            if (!*optarg) {
-                fprintf(stderr, "cutrace summarize: --step: expected a range or mark name, e.g. "
-                                "--step ProfilerStep\n");
-                return CT_EXIT_USAGE;
-            }
-            step = optarg;
-            break;
         case 'j': {
             char *end;
             threads = strtol(optarg, &end, 10);
@@ -151,6 +133,7 @@ int ct_cmd_summarize(int argc, char **argv)
             return CT_EXIT_USAGE;
         }
     }
+    const char *out = so.out, *step = so.step;
     if (!out || optind >= argc) {
         fprintf(stderr, "cutrace summarize: expected -o OUT and at least one trace file or "
                         "directory\n");
@@ -158,7 +141,7 @@ int ct_cmd_summarize(int argc, char **argv)
         return CT_EXIT_USAGE;
     }
     for (int i = optind; i < argc; i++)
-        if (ct_kineto_operand(argv[i])) {
+        if (ct_load_format(argv[i]) == CT_SOURCE_KINETO) {
             fprintf(stderr,
                     "cutrace summarize: %s: a PyTorch profiler trace has no summary form: "
                     "pass it to report as is\n",
@@ -167,7 +150,8 @@ int ct_cmd_summarize(int argc, char **argv)
         }
     struct ct_inputs in = {0};
     char err[512];
-    int erc = ct_inputs_expand(&in, argv + optind, argc - optind, err, sizeof(err));
+    struct ct_load_opts lo = {.step = step, .no_kineto = 1, .keep_all = 1};
+    int erc = ct_load_operands(&lo, &in, argv + optind, argc - optind, err, sizeof(err));
     if (erc) {
         fprintf(stderr, "cutrace summarize: %s\n", err);
         ct_inputs_free(&in);

@@ -18,11 +18,12 @@
 
 #include "decoder/analysis/hang.h"
 #include "decoder/analysis/health.h"
-#include "decoder/analysis/intervals.h"
+#include "decoder/read/facts.h"
+#include "decoder/util/intervals.h"
 #include "decoder/util/names.h"
 #include "decoder/util/stats.h"
+#include "decoder/read/job.h"
 
-#define Z_FLAG       3.5  /* robust z of a straggler (as the report) */
 #define HOST_NORMAL  1.02 /* host straggler: kernels within 2 % of peers */
 #define SI_FLAG      1.10 /* stage imbalance: slowest stage >= 10 % above the mean */
 #define BUBBLE_PTS   10.0 /* excess bubble: >= 10 % of the step (noise: docs/diff.md) */
@@ -30,61 +31,38 @@
 #define PAGEABLE_R   0.8  /* an Async copy whose host call lasted >= 80 % of its transfer */
 #define PAGEABLE_MIN 5000 /* ... of at least 5 us (ns) */
 
-static int exposed_transfer(struct ct_rank *R, int64_t *out)
-{
-    struct ct_ivset x = {0}, d = {0};
-    int rc = ct_rank_open(R);
-    for (size_t i = 0; i < R->nops && !rc; i++) {
-        const struct ct_gop *g = &R->ops[i];
-        if (!CT_CL_IS_COMM(g->cls) || g->cls == CT_CL_PP)
-            continue;
-        int64_t from = g->s;
-        if (g->nccl >= 0 && (size_t)g->nccl < R->nnccl && R->nccl[g->nccl].all_s > g->s)
-            from = R->nccl[g->nccl].all_s;
-        if (from < g->e)
-            rc = ct_ivset_add(&x, g->s, g->s + (g->e - from));
-    }
-    if (!rc) {
-        ct_ivset_normalize(&x);
-        rc = ct_ivset_subtract(&x, &R->cls[CT_CL_COMPUTE], &d);
-    }
-    *out = rc ? 0 : ct_ivset_len(&d);
-    ct_ivset_free(&x);
-    ct_ivset_free(&d);
-    ct_rank_close(R);
-    return rc;
-}
-
 static int check_exposed(struct ctx *c)
 {
     const struct ct_report *rep = c->rep;
     double *v = calloc(rep->nr ? rep->nr : 1, sizeof(double));
     if (!v)
         return -ENOMEM;
+    int64_t *et = calloc(rep->nr ? rep->nr : 1, sizeof(*et)); /* each rank's, once */
+    if (!et) {
+        free(v);
+        return -ENOMEM;
+    }
     double measured = 0, comm = 0;
     size_t n = 0;
     for (size_t r = 0; r < rep->nr; r++) {
         const struct ct_rank_result *x = &rep->rr[r];
-        int64_t e;
-        if (exposed_transfer(x->rank, &e)) {
+        if (ct_exposed_transfer(x->rank, &et[r])) {
             free(v);
+            free(et);
             return -ENOMEM;
         }
         if (!x->niters)
             continue;
-        v[n++] = ct_dg_per_iter(x, e);
+        v[n++] = ct_dg_per_iter(x, et[r]);
         measured += ct_dg_per_iter(x, x->exposed_comm - x->cls_exposed[CT_CL_PP]);
         comm += ct_dg_per_iter(x, x->comm - x->cls_len[CT_CL_PP]);
     }
     double saving = n ? ct_median(v, n) : 0;
     struct ct_finding *f = ct_dg_add(c, CT_FK_EXPOSED_COMM, saving, 1);
     if (f) {
-        for (size_t r = 0; r < rep->nr; r++) {
-            int64_t e = 0;
-            exposed_transfer(rep->rr[r].rank, &e);
-            if (ct_dg_per_iter(&rep->rr[r], e) >= c->o->min_saving * c->step)
+        for (size_t r = 0; r < rep->nr; r++)
+            if (ct_dg_per_iter(&rep->rr[r], et[r]) >= c->o->min_saving * c->step)
                 ct_dg_rank_add(f, rep->rr[r].rank->rank);
-        }
         ct_dg_ev(f, "exposed_comm_us_per_iteration", measured / (double)n / 1e3);
         ct_dg_ev(f, "exposed_transfer_us_per_iteration", saving / 1e3);
         ct_dg_ev(f, "comm_us_per_iteration", comm / (double)n / 1e3);
@@ -106,6 +84,7 @@ static int check_exposed(struct ctx *c)
                  saving / 1e3, 100 * saving / c->step);
     }
     free(v);
+    free(et);
     return 0;
 }
 
@@ -262,76 +241,11 @@ static int check_stragglers(struct ctx *c)
  * iteration, a host preempted for a while (an overloaded machine) holds up
  * only some.
  */
-struct pp_iter {
-    int64_t index, cs, ce; /* first compute start, last compute end; cs >= ce: none */
-};
-
-/* The rank's iterations with their compute extent (NULL: out of memory). */
-static struct pp_iter *pp_iters(const struct ct_rank_result *x)
-{
-    const struct ct_ivset *cs = &x->rank->cls[CT_CL_COMPUTE];
-    struct pp_iter *v = calloc(x->niters ? x->niters : 1, sizeof(*v));
-    if (!v)
-        return NULL;
-    for (size_t k = 0; k < x->niters; k++) {
-        int64_t a = x->iters[k].s, b = x->iters[k].e;
-        size_t lo = 0, hi = cs->n;
-        while (lo < hi) { /* first compute interval ending after a */
-            size_t mid = lo + (hi - lo) / 2;
-            if (cs->v[mid].e <= a)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        v[k].index = x->iters[k].index;
-        if (lo < cs->n && cs->v[lo].s < b) {
-            v[k].cs = cs->v[lo].s > a ? cs->v[lo].s : a;
-            size_t j = lo;
-            while (j + 1 < cs->n && cs->v[j + 1].s < b)
-                j++;
-            v[k].ce = cs->v[j].e < b ? cs->v[j].e : b;
-        }
-    }
-    return v;
-}
-
-static const struct pp_iter *pp_find(const struct pp_iter *v, size_t n, int64_t index)
-{
-    size_t lo = 0, hi = n; /* iterations come in index order */
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (v[mid].index < index)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < n && v[lo].index == index ? &v[lo] : NULL;
-}
-
-/* The rank's own GPU work: every class but pipeline send/recv. */
-static int own_work(const struct ct_rank *R, struct ct_ivset *out)
-{
-    struct ct_ivset t = {0};
-    int rc = ct_ivset_copy(&R->cls[CT_CL_COMPUTE], out);
-    for (int c = 0; c < CT_CL_COUNT && !rc; c++) {
-        if (c == CT_CL_COMPUTE || c == CT_CL_PP)
-            continue;
-        rc = ct_ivset_union(out, &R->cls[c], &t);
-        if (!rc) {
-            struct ct_ivset x = *out;
-            *out = t;
-            t = x;
-        }
-    }
-    ct_ivset_free(&t);
-    return rc;
-}
-
 static int check_excess_bubble(struct ctx *c, double max)
 {
     const struct ct_report *rep = c->rep;
     size_t nr = rep->nr, unknown = 0, np = 0;
-    struct pp_iter **it = calloc(nr ? nr : 1, sizeof(*it));
+    struct ct_iter_extent **it = calloc(nr ? nr : 1, sizeof(*it));
     double *res = calloc(nr ? nr : 1, sizeof(double)), *spn = calloc(nr ? nr : 1, sizeof(double));
     double *srt = calloc(nr ? nr : 1, sizeof(double)), *v = NULL;
     int *rid = calloc(nr ? nr : 1, sizeof(int));
@@ -347,7 +261,7 @@ static int check_excess_bubble(struct ctx *c, double max)
         }
         if ((rc = ct_rank_open(x->rank)))
             break;
-        if (!(it[r] = pp_iters(x)))
+        if (!(it[r] = ct_compute_extents(x)))
             rc = -ENOMEM;
         ct_rank_close(x->rank);
         vmax = x->niters > vmax ? x->niters : vmax;
@@ -363,7 +277,7 @@ static int check_excess_bubble(struct ctx *c, double max)
         struct ct_ivset own = {0};
         if ((rc = ct_rank_open(x->rank)))
             break;
-        if ((rc = own_work(x->rank, &own))) {
+        if ((rc = ct_own_work(x->rank, &own))) {
             ct_rank_close(x->rank);
             break;
         }
@@ -373,8 +287,8 @@ static int check_excess_bubble(struct ctx *c, double max)
         for (size_t k = x->niters >= 3 ? 1 : 0; k < x->niters; k++) {
             int64_t ss = INT64_MAX, se = INT64_MIN;
             for (size_t o = 0; o < nr; o++) {
-                const struct pp_iter *w =
-                    it[o] ? pp_find(it[o], rep->rr[o].niters, it[r][k].index) : NULL;
+                const struct ct_iter_extent *w =
+                    it[o] ? ct_iter_extent_find(it[o], rep->rr[o].niters, it[r][k].index) : NULL;
                 if (w && w->cs < w->ce) {
                     ss = w->cs < ss ? w->cs : ss;
                     se = w->ce > se ? w->ce : se;
@@ -603,17 +517,19 @@ static void check_idle(struct ctx *c)
 
 /* ------------------------------------------------ pageable copies */
 
-static void check_pageable(struct ctx *c, const struct ct_trace_facts *facts, size_t nfacts)
+static void check_pageable(struct ctx *c)
 {
     const struct ct_report *rep = c->rep;
-    if (!facts || !rep->iterations)
+    if (!rep->iterations)
         return;
     /* per rank: host time spent in Async host<->device copies that blocked */
     struct ct_finding tmp = {0};
     double total = 0, gpu = 0, bytes = 0;
     size_t count = 0, async_copies = 0;
-    for (size_t i = 0; i < nfacts; i++) {
-        const struct ct_trace_facts *t = &facts[i];
+    for (size_t i = 0; i < rep->job->nprocs; i++) {
+        const struct ct_trace_facts *t = rep->job->procs[i].facts;
+        if (!t) /* a later part of a process split by device, or Kineto input */
+            continue;
         int hit = 0;
         for (size_t k = 0; k < t->ncopies; k++) {
             const struct ct_copy_fact *cp = &t->copies[k];
@@ -725,8 +641,7 @@ static int cmp_finding(const void *a, const void *b)
     return (x < y) - (x > y);
 }
 
-int ct_diagnose(const struct ct_report *rep, const struct ct_trace_facts *facts, size_t nfacts,
-                const struct ct_diag_opts *o, struct ct_diagnosis *d)
+int ct_diagnose(const struct ct_report *rep, const struct ct_diag_opts *o, struct ct_diagnosis *d)
 {
     memset(d, 0, sizeof(*d));
     struct ctx c = {rep, o, d, rep->step_p50};
@@ -750,7 +665,7 @@ int ct_diagnose(const struct ct_report *rep, const struct ct_trace_facts *facts,
     if (!rc)
         rc = check_pipeline(&c);
     check_idle(&c);
-    check_pageable(&c, facts, nfacts);
+    check_pageable(&c);
     if (!rc)
         rc = ct_dg_check_health(&c); /* diagnose_health.c */
     if (!rc)

@@ -101,10 +101,10 @@ struct ct_diag_opts {
     size_t graph_bytes; /* the largest replay graph; 0: CT_CP_SIDE_BYTES */
 };
 
-/* Runs every check on rep (facts: the traces' copy facts, may be NULL).
- * Findings are sorted by saving, largest first. 0 or -ENOMEM. */
-int ct_diagnose(const struct ct_report *rep, const struct ct_trace_facts *facts, size_t nfacts,
-                const struct ct_diag_opts *o, struct ct_diagnosis *d);
+/* Runs every check on rep (the pageable-copy check reads the copy facts of
+ * its job's traces, decoder/read/facts.h). Findings are sorted by saving,
+ * largest first. 0 or -ENOMEM. */
+int ct_diagnose(const struct ct_report *rep, const struct ct_diag_opts *o, struct ct_diagnosis *d);
 
 void ct_diagnosis_json(FILE *f, const struct ct_diagnosis *d, double min_saving);
 void ct_diagnosis_text(FILE *f, const struct ct_diagnosis *d, double min_saving);

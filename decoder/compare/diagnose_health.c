@@ -63,7 +63,7 @@ static void check_health_rank(struct ctx *c, size_t r, double ref_compute, int *
 {
     const struct ct_report *rep = c->rep;
     const struct ct_rank_result *x = &rep->rr[r];
-    const struct ct_hproc *h = x->rank->nprocs ? ct_health_of(x->rank->procs[0]) : NULL;
+    const struct ct_hproc *h = x->rank->nprocs ? x->rank->procs[0]->health : NULL;
     if (!h || !h->ns || !x->niters)
         return;
     int64_t shift = ct_health_shift(rep, r);
@@ -230,7 +230,7 @@ int ct_dg_check_health(struct ctx *c)
     for (size_t r = 0; r < rep->nr; r++) {
         check_health_rank(c, r, ref, &any_dev, &any_host);
         const struct ct_rank *R = rep->rr[r].rank;
-        const struct ct_hproc *h = R->nprocs ? ct_health_of(R->procs[0]) : NULL;
+        const struct ct_hproc *h = R->nprocs ? R->procs[0]->health : NULL;
         if (h && !strncmp(h->status, "unavailable: ", 13) && !why[0])
             snprintf(why, sizeof(why), "%s", h->status + 13);
     }

@@ -13,6 +13,7 @@
 #include "decoder/compare/diff.h"
 #include "decoder/util/names.h"
 #include "decoder/util/stats.h"
+#include "decoder/read/job.h"
 
 /* More samples than this (kernel instances of a long run) are thinned to an
  * evenly spaced subset: the bootstrap sorts every resample. */
@@ -166,7 +167,7 @@ int ct_diff_collect(const struct ct_report *rep, int per_iteration, struct ct_me
         struct ct_rank *R = rep->rr[r].rank;
         rc = ct_rank_open(R);
         for (size_t i = 0; i < R->nops && !rc; i++) {
-            const struct ct_gop *g = &R->ops[i];
+            const struct ct_gpu_op *g = &R->ops[i];
             if (g->cls != CT_CL_COMPUTE || g->name >= R->nnames)
                 continue;
             snprintf(name, sizeof(name), "kernel:%s", R->names[g->name]);
@@ -174,7 +175,7 @@ int ct_diff_collect(const struct ct_report *rep, int per_iteration, struct ct_me
         }
         ct_rank_close(R);
         for (size_t i = 0; i < R->nnccl && !rc; i++) {
-            const struct ct_nop *o = &R->nccl[i];
+            const struct ct_nccl_call *o = &R->nccl[i];
             if (o->e <= o->s)
                 continue;
             snprintf(name, sizeof(name), "collective:%s:%" PRIu64, op_name(o->op), o->bytes);

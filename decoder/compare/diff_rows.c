@@ -19,9 +19,8 @@
 #include "decoder/analysis/goodput.h"
 #include "decoder/analysis/health.h"
 #include "decoder/compare/diff.h"
-#include "decoder/read/inputs.h"
+#include "decoder/read/facts.h"
 #include "decoder/util/json.h"
-#include "decoder/kineto/kineto.h"
 #include "decoder/compare/runs.h"
 #include "decoder/util/names.h"
 
@@ -47,21 +46,21 @@ static void run_start(FILE *f, const struct ct_report *rep)
 
 /* The columns every row has; rank rows and iteration rows name their rank
  * (x), job, kernel and collective rows have rank and host null. */
-static void common(FILE *f, const char *kind, const struct ct_run *run, const char *side,
+static void common(FILE *f, const char *kind, const char *name, const char *side,
                    const struct ct_report *rep, const struct ct_rank_result *x)
 {
     char buf[512];
     fprintf(f,
             "{\"schema\":\"cutrace.rows\",\"version\":%d,\"row\":\"%s\",\"run\":", CT_ROWS_VERSION,
             kind);
-    ct_json_str(f, run->name);
+    ct_json_str(f, name);
     fprintf(f, ",\"side\":");
     if (side)
         ct_json_str(f, side);
     else
         fprintf(f, "null");
     fprintf(f, ",\"job\":");
-    ct_json_str(f, ct_run_value(run, "job", buf, sizeof(buf)));
+    ct_json_str(f, ct_run_value(rep->job, "job", buf, sizeof(buf)));
     fprintf(f, ",\"run_start_utc\":");
     run_start(f, rep);
     if (x) {
@@ -71,9 +70,9 @@ static void common(FILE *f, const char *kind, const struct ct_run *run, const ch
         fprintf(f, ",\"rank\":null,\"host\":null");
     }
     fprintf(f, ",\"gpu\":");
-    ct_json_str(f, ct_run_value(run, "device.name", buf, sizeof(buf)));
+    ct_json_str(f, ct_run_value(rep->job, "device.name", buf, sizeof(buf)));
     /* the driver's CUDA version (cuDriverGetVersion: 13000), also as 13.0 */
-    const char *drv = ct_run_value(run, "device.driver_version", buf, sizeof(buf));
+    const char *drv = ct_run_value(rep->job, "device.driver_version", buf, sizeof(buf));
     fprintf(f, ",\"driver\":");
     ct_json_str(f, drv);
     char *end;
@@ -83,12 +82,14 @@ static void common(FILE *f, const char *kind, const struct ct_run *run, const ch
     else
         fprintf(f, ",\"cuda_version\":null");
     fprintf(f, ",\"nccl_version\":");
-    ct_json_str(f, ct_run_value(run, "nccl_version", buf, sizeof(buf)));
+    ct_json_str(f, ct_run_value(rep->job, "nccl_version", buf, sizeof(buf)));
     /* tags and NCCL_* settings as one object: {"tag.K":"V","env.NCCL_X":"V"} */
     fprintf(f, ",\"labels\":{");
     int first = 1;
-    if (run->facts && run->n) {
-        const struct ct_trace_facts *t = &run->facts[0];
+    const struct ct_trace_facts *t = NULL; /* the first trace's */
+    for (size_t i = 0; i < rep->job->nprocs && !t; i++)
+        t = rep->job->procs[i].facts;
+    if (t) {
         for (size_t i = 0; i < t->nmeta; i++) {
             const char *k = t->meta[i].key;
             if (strncmp(k, "tag.", 4) && strncmp(k, "env.NCCL_", 9))
@@ -112,11 +113,11 @@ static const char *op_name(int op)
  * its trace has device counters: the time-weighted means, the highest SM
  * clock seen (what the fleet takes as the unthrottled clock) and what held
  * the clock most of the time. */
-static void health_row(FILE *f, const struct ct_run *run, const char *side,
-                       const struct ct_report *rep, size_t r)
+static void health_row(FILE *f, const char *name, const char *side, const struct ct_report *rep,
+                       size_t r)
 {
     const struct ct_rank_result *x = &rep->rr[r];
-    const struct ct_hproc *h = x->rank->nprocs ? ct_health_of(x->rank->procs[0]) : NULL;
+    const struct ct_hproc *h = x->rank->nprocs ? x->rank->procs[0]->health : NULL;
     if (!h || !h->ns)
         return;
     struct ct_health_sum s;
@@ -127,7 +128,7 @@ static void health_row(FILE *f, const struct ct_run *run, const char *side,
     double mx = NAN;
     for (size_t i = 0; clk && i < clk->n; i++)
         mx = isnan(mx) || (double)clk->v[i] > mx ? (double)clk->v[i] : mx;
-    common(f, "health", run, side, rep, x);
+    common(f, "health", name, side, rep, x);
     fprintf(f, ",\"iteration\":null,\"device\":%d,\"samples\":%zu", s.device, s.samples);
     fputc(',', f);
     ct_json_member(f, "sm_clock_mhz", s.sm_clock, 1);
@@ -141,9 +142,7 @@ static void health_row(FILE *f, const struct ct_run *run, const char *side,
     ct_json_member(f, "temperature_c", s.temperature, 1);
     fputc(',', f);
     ct_json_member(f, "throttled_pct", 100 * s.throttled_share, 2);
-    const char *pol = x->rank->procs[0]->path
-                          ? ct_health_label(x->rank->procs[0]->path, "clock_policy", NULL, 0)
-                          : NULL;
+    const char *pol = ct_health_label(h, "clock_policy");
     fprintf(f, ",\"clock_policy\":");
     if (pol)
         ct_json_str(f, pol);
@@ -154,7 +153,7 @@ static void health_row(FILE *f, const struct ct_run *run, const char *side,
 
 /* The job row, then per rank its iterations and the rank row, then the
  * kernel and collective tables. */
-void ct_rows_write(FILE *f, const struct ct_run *run, const char *side, const struct ct_report *rep)
+void ct_rows_write(FILE *f, const char *name, const char *side, const struct ct_report *rep)
 {
     int64_t win = 0, comp = 0, comm = 0, idle = 0, expo = 0;
     for (size_t r = 0; r < rep->nr; r++) {
@@ -162,7 +161,7 @@ void ct_rows_write(FILE *f, const struct ct_run *run, const char *side, const st
         win += x->covered, comp += x->compute, comm += x->comm, idle += x->idle;
         expo += x->exposed_comm;
     }
-    common(f, "job", run, side, rep, NULL);
+    common(f, "job", name, side, rep, NULL);
     fprintf(f, ",\"iteration\":null,\"ranks\":%zu,\"iterations\":%zu", rep->nr, rep->iterations);
     double no = rep->step_p50 > 0 ? 0 : NAN; /* no iteration on any rank: null step figures */
     col(f, "step_p50_us", rep->step_p50 + no);
@@ -182,19 +181,17 @@ void ct_rows_write(FILE *f, const struct ct_run *run, const char *side, const st
     fprintf(f, ",\"attempts\":%zu", gp ? g->natt : 0);
     /* what a fleet store keys and fingerprints a job by (docs/fleet.md) */
     char buf[1024];
-    const char *id = ct_run_value(run, "run_id", buf, sizeof(buf));
+    const char *id = ct_run_value(rep->job, "run_id", buf, sizeof(buf));
     fprintf(f, ",\"run_id\":");
     if (strcmp(id, "(none)"))
         ct_json_str(f, id);
     else
         fputs("null", f);
     fprintf(f, ",\"cutrace_version\":");
-    ct_json_str(f, ct_run_value(run, "cutrace_version", buf, sizeof(buf)));
-    const char *cmd = NULL;
-    for (size_t i = 0; run->facts && i < run->n && !cmd; i++)
-        for (size_t k = 0; k < run->facts[i].nmeta && !cmd; k++)
-            if (!strcmp(run->facts[i].meta[k].key, "cmdline"))
-                cmd = run->facts[i].meta[k].value;
+    ct_json_str(f, ct_run_value(rep->job, "cutrace_version", buf, sizeof(buf)));
+    const char *cmd = NULL; /* the first trace's that has one */
+    for (size_t i = 0; i < rep->job->nprocs && !cmd; i++)
+        cmd = ct_facts_value(rep->job->procs[i].facts, "cmdline");
     fprintf(f, ",\"cmdline\":");
     if (cmd)
         ct_json_str(f, cmd);
@@ -204,7 +201,7 @@ void ct_rows_write(FILE *f, const struct ct_run *run, const char *side, const st
     /* the job's attempts: where its wall time went (docs/goodput.md) */
     for (size_t a = 0; gp && a < g->natt; a++) {
         const struct ct_attempt *A = &g->att[a];
-        common(f, "attempt", run, side, rep, NULL);
+        common(f, "attempt", name, side, rep, NULL);
         fprintf(f, ",\"iteration\":null,\"attempt\":%zu,\"restart_count\":", a);
         if (A->restart >= 0)
             fprintf(f, "%" PRId64, A->restart);
@@ -226,7 +223,7 @@ void ct_rows_write(FILE *f, const struct ct_run *run, const char *side, const st
         for (size_t i = 0; i < x->niters; i++) {
             const struct ct_iter *it = &x->iters[i];
             const struct ct_iter_metrics *m = &x->im[i];
-            common(f, "iteration", run, side, rep, x);
+            common(f, "iteration", name, side, rep, x);
             fprintf(f, ",\"iteration\":%" PRId64, it->index);
             col(f, "start_us", (double)(it->s - rep->job->t0));
             col(f, "duration_us", (double)(it->e - it->s));
@@ -239,7 +236,7 @@ void ct_rows_write(FILE *f, const struct ct_run *run, const char *side, const st
             fprintf(f, "}\n");
         }
         const struct ct_attribution *a = &x->at;
-        common(f, "rank", run, side, rep, x);
+        common(f, "rank", name, side, rep, x);
         fprintf(f, ",\"iteration\":null,\"iterations\":%zu", x->niters);
         col(f, "window_us", (double)x->covered);
         col(f, "compute_us", (double)x->compute);
@@ -260,10 +257,10 @@ void ct_rows_write(FILE *f, const struct ct_run *run, const char *side, const st
         fputs("}\n", f);
     }
     for (size_t r = 0; r < rep->nr; r++)
-        health_row(f, run, side, rep, r);
+        health_row(f, name, side, rep, r);
     for (size_t i = 0; i < rep->nkern; i++) {
         const struct ct_kernel_row *k = &rep->kern[i];
-        common(f, "kernel", run, side, rep, NULL);
+        common(f, "kernel", name, side, rep, NULL);
         fprintf(f, ",\"iteration\":null,\"name\":");
         ct_json_str(f, k->name);
         fprintf(f, ",\"count\":%" PRIu64, k->count);
@@ -273,7 +270,7 @@ void ct_rows_write(FILE *f, const struct ct_run *run, const char *side, const st
     }
     for (size_t i = 0; i < rep->ncoll; i++) {
         const struct ct_coll_row *c = &rep->coll[i];
-        common(f, "collective", run, side, rep, NULL);
+        common(f, "collective", name, side, rep, NULL);
         fprintf(f,
                 ",\"iteration\":null,\"op\":\"%s\",\"bytes\":%" PRIu64
                 ",\"nranks\":%d,\"count\":%" PRIu64 ",\"matched\":%" PRIu64,
@@ -292,30 +289,4 @@ void ct_rows_write(FILE *f, const struct ct_run *run, const char *side, const st
         ct_json_member(f, "busbw_gbps", c->busbw, 3);
         fputs("}\n", f);
     }
-}
-
-int ct_report_rows(FILE *f, const char *name, const struct ct_inputs *in,
-                   const struct ct_report *rep, char *err, size_t errlen)
-{
-    err[0] = 0;
-    char **paths = malloc((in->n ? in->n : 1) * sizeof(*paths));
-    if (!paths) {
-        snprintf(err, errlen, "out of memory");
-        return -ENOMEM;
-    }
-    size_t n = 0;
-    for (size_t i = 0; i < in->n; i++)
-        if (!ct_kineto_is_path(in->paths[i]))
-            paths[n++] = in->paths[i];
-    struct ct_run run = {.name = (char *)name, .paths = paths, .n = n};
-    int rc = ct_run_scan(&run, err, errlen);
-    if (rc == -ENOMEM && !err[0])
-        snprintf(err, errlen, "out of memory");
-    if (!rc)
-        ct_rows_write(f, &run, NULL, rep);
-    for (size_t i = 0; run.facts && i < run.n; i++)
-        ct_facts_free(&run.facts[i]);
-    free(run.facts);
-    free(paths);
-    return rc;
 }

@@ -58,7 +58,7 @@ int ct_fleet_is_rows(const char *path);
 
 /*
  * Traces and summaries (files, folders of them) into the store, run by
- * run (decoder/read/run_identity.h: every run among the operands is a
+ * run (decoder/load/run_identity.h: every run among the operands is a
  * job; traces that name no run are one job together): each run is loaded
  * and analysed as `cutrace report` does, its rows handed to the adder.
  * progress: one line per run on stderr. Returns 0, or a negative errno

@@ -1,6 +1,6 @@
 /*
  * Traces and summaries into the fleet store, run by run: each run among
- * the operands (decoder/read/run_identity.h) is loaded and analysed as
+ * the operands (decoder/load/run_identity.h) is loaded and analysed as
  * `cutrace report` would, and its rows (docs/diff.md "Rows") go straight
  * into the adder (fleet_add.c), a line at a time, without a file between.
  * A run the store has already is not loaded at all. Summaries
@@ -18,10 +18,10 @@
 #include "decoder/analysis/analysis.h"
 #include "decoder/compare/fleet_store.h"
 #include "decoder/compare/runs.h"
-#include "decoder/kineto/kineto.h"
+#include "decoder/load/load.h"
+#include "decoder/load/run_identity.h"
 #include "decoder/read/inputs.h"
-#include "decoder/read/load.h"
-#include "decoder/read/run_identity.h"
+#include "decoder/read/job.h"
 #include "decoder/read/summary.h"
 
 /* A FILE whose lines go to the adder as they are written. */
@@ -128,7 +128,10 @@ static int one_run(struct ct_fleet_adder *a, const struct ct_inputs *in, char *e
         snprintf(err, errlen, "out of memory");
     } else {
         char *dir = strdup(in->paths[0]);
-        rc = dir ? ct_report_rows(f, dirname(dir), in, &rep, err, errlen) : -ENOMEM;
+        if (dir)
+            ct_rows_write(f, dirname(dir), NULL, &rep);
+        else
+            rc = -ENOMEM;
         free(dir);
         if (fclose(f) && !rc)
             rc = s.rc ? s.rc : -EIO;
@@ -149,7 +152,7 @@ int ct_fleet_add_traces(struct ct_fdb *db, char *const *operands, int n, int pro
                         struct ct_fleet_add_stats *st, char *err, size_t errlen)
 {
     for (int i = 0; i < n; i++)
-        if (ct_kineto_operand(operands[i])) {
+        if (ct_load_format(operands[i]) == CT_SOURCE_KINETO) {
             snprintf(err, errlen,
                      "%s: a PyTorch profiler trace: write its rows with cutrace report --rows "
                      "FILE and add those",
@@ -157,7 +160,9 @@ int ct_fleet_add_traces(struct ct_fdb *db, char *const *operands, int n, int pro
             return -EMEDIUMTYPE;
         }
     struct ct_inputs in = {0};
-    int rc = ct_inputs_expand(&in, operands, n, err, errlen);
+    /* every input as it is (runs are taken apart below), as traces */
+    struct ct_load_opts lo = {.cmd = "cutrace fleet add", .no_kineto = 1, .keep_all = 1};
+    int rc = ct_load_operands(&lo, &in, operands, n, err, errlen);
     if (rc) {
         ct_inputs_free(&in);
         return rc;

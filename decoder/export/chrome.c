@@ -40,7 +40,7 @@
 #include "decoder/util/names.h"
 #include "decoder/read/tracefile.h"
 
-static void sep(struct cw *w)
+static void sep(struct ct_chrome_writer *w)
 {
     fputs(*w->first ? "" : ",\n", w->f);
     *w->first = 0;
@@ -48,7 +48,7 @@ static void sep(struct cw *w)
 
 /* Unique in the file: the trace's index above bit 40, the correlation id
  * (unique per process) below. */
-static uint64_t flow_id(const struct cw *w, uint64_t corr)
+static uint64_t flow_id(const struct ct_chrome_writer *w, uint64_t corr)
 {
     return w->flow_base | (corr & (((uint64_t)1 << 40) - 1));
 }
@@ -63,7 +63,8 @@ void ct_chrome_ts(FILE *f, int64_t ns)
 }
 
 /* Starts an event: {"ph":..,"pid":..,"tid":..,"ts":..,"name":.. */
-void ct_chrome_ev(struct cw *w, const char *ph, uint32_t tid, int64_t ts_trace, const char *name)
+void ct_chrome_ev(struct ct_chrome_writer *w, const char *ph, uint32_t tid, int64_t ts_trace,
+                  const char *name)
 {
     FILE *f = w->f;
     sep(w);
@@ -73,13 +74,13 @@ void ct_chrome_ev(struct cw *w, const char *ph, uint32_t tid, int64_t ts_trace, 
     ct_json_str(f, name);
 }
 
-static void dur(struct cw *w, uint64_t s, uint64_t e)
+static void dur(struct ct_chrome_writer *w, uint64_t s, uint64_t e)
 {
     fputs(",\"dur\":", w->f);
     ct_chrome_ts(w->f, e > s ? (int64_t)(e - s) : 0);
 }
 
-static void cat(struct cw *w, const char *c)
+static void cat(struct ct_chrome_writer *w, const char *c)
 {
     fprintf(w->f, ",\"cat\":\"%s\"", c);
 }
@@ -121,7 +122,7 @@ static void a_end(struct args *a)
     fputc('}', a->f);
 }
 
-static uint32_t track_of(struct cw *w, int64_t dev, uint64_t stream)
+static uint32_t track_of(struct ct_chrome_writer *w, int64_t dev, uint64_t stream)
 {
     for (size_t i = 0; i < w->ntracks; i++)
         if (w->tracks[i].dev == dev && w->tracks[i].stream == stream)
@@ -140,11 +141,13 @@ static uint32_t track_of(struct cw *w, int64_t dev, uint64_t stream)
     return (uint32_t)w->ntracks++;
 }
 
-static void meta_ev(struct cw *w, uint32_t tid, const char *what, const char *name, long sort);
+static void meta_ev(struct ct_chrome_writer *w, uint32_t tid, const char *what, const char *name,
+                    long sort);
 
 /* The track id for a GPU interval [s, e) of (dev, stream): the first lane
  * whose previous interval has ended. */
-static uint32_t gpu_tid(struct cw *w, int64_t dev, uint64_t stream, int64_t s, int64_t e)
+static uint32_t gpu_tid(struct ct_chrome_writer *w, int64_t dev, uint64_t stream, int64_t s,
+                        int64_t e)
 {
     uint32_t tr = track_of(w, dev, stream);
     uint32_t base = CT_TRACK_TID(dev, stream);
@@ -172,7 +175,7 @@ static uint32_t gpu_tid(struct cw *w, int64_t dev, uint64_t stream, int64_t s, i
     return tid;
 }
 
-static int add_delta(struct cw *w, int64_t ts, uint32_t series, int32_t dq, double bw)
+static int add_delta(struct ct_chrome_writer *w, int64_t ts, uint32_t series, int32_t dq, double bw)
 {
     if (w->ncd == w->cdcap) {
         size_t cap = w->cdcap ? w->cdcap * 2 : 1024;
@@ -192,8 +195,8 @@ static int64_t stream_device(struct ct_trace *t, uint64_t stream)
     for (size_t i = 0; i < t->nmeta; i++) {
         const uint64_t *f = t->meta[i].f;
         if (f[CT_META_SCOPE] == CT_SCOPE_STREAM && f[CT_META_SCOPE_ID] == stream &&
-            !strcmp(S(f[CT_META_KEY]), "device"))
-            return strtoll(S(f[CT_META_VALUE]), NULL, 10);
+            !strcmp(ct_trace_str(t, f[CT_META_KEY]), "device"))
+            return strtoll(ct_trace_str(t, f[CT_META_VALUE]), NULL, 10);
     }
     return 0;
 }
@@ -221,8 +224,8 @@ static const char *thread_name(struct ct_trace *t, uint32_t tid)
     for (size_t i = t->nmeta; i-- > 0;) {
         const uint64_t *f = t->meta[i].f;
         if (f[CT_META_SCOPE] == CT_SCOPE_THREAD && f[CT_META_SCOPE_ID] == tid &&
-            !strcmp(S(f[CT_META_KEY]), "name"))
-            return S(f[CT_META_VALUE]);
+            !strcmp(ct_trace_str(t, f[CT_META_KEY]), "name"))
+            return ct_trace_str(t, f[CT_META_VALUE]);
     }
     return NULL;
 }
@@ -239,7 +242,8 @@ static int cmp_synth(const void *a, const void *b)
     return x->s < y->s ? -1 : x->s > y->s;
 }
 
-static void meta_ev(struct cw *w, uint32_t tid, const char *what, const char *name, long sort)
+static void meta_ev(struct ct_chrome_writer *w, uint32_t tid, const char *what, const char *name,
+                    long sort)
 {
     sep(w);
     fprintf(w->f, "{\"ph\":\"M\",\"pid\":%d,\"tid\":%" PRIu32 ",\"ts\":0,\"name\":\"%s\"",
@@ -254,7 +258,7 @@ static void meta_ev(struct cw *w, uint32_t tid, const char *what, const char *na
 }
 
 /* thread_name / sort metadata for the host threads and GPU streams of t. */
-static int thread_meta(struct cw *w)
+static int thread_meta(struct ct_chrome_writer *w)
 {
     struct ct_trace *t = w->t;
     uint32_t *tids = malloc((t->n ? t->n : 1) * sizeof(*tids));
@@ -350,12 +354,12 @@ static const char *nccl_call_name(uint64_t op, char *buf, size_t n)
     return buf;
 }
 
-static int api_event(struct cw *w, size_t i)
+static int api_event(struct ct_chrome_writer *w, size_t i)
 {
     struct ct_trace *t = w->t;
     const struct ct_record *r = &t->recs[i];
     const uint64_t *f = r->f;
-    ct_chrome_ev(w, "X", r->tid, (int64_t)f[CT_API_START], S(f[CT_API_NAME]));
+    ct_chrome_ev(w, "X", r->tid, (int64_t)f[CT_API_START], ct_trace_str(t, f[CT_API_NAME]));
     cat(w, "cuda_api");
     dur(w, f[CT_API_START], f[CT_API_END]);
     struct args a = {w->f, 0};
@@ -365,7 +369,7 @@ static int api_event(struct cw *w, size_t i)
     if (f[CT_API_STREAM])
         a_u(&a, "stream", f[CT_API_STREAM]);
     if (f[CT_API_FAMILY] == CT_FAM_LAUNCH) {
-        a_s(&a, "kernel", S(f[CT_API_KERNEL]));
+        a_s(&a, "kernel", ct_trace_str(t, f[CT_API_KERNEL]));
         akey(&a, "grid");
         fprintf(w->f, "[%" PRIu64 ",%" PRIu64 ",%" PRIu64 "]", f[CT_API_GRID_X], f[CT_API_GRID_Y],
                 f[CT_API_GRID_Z]);
@@ -405,14 +409,14 @@ static int api_event(struct cw *w, size_t i)
 
 /* A GPU interval on its stream's track; its call's flow ends here when it is
  * the call's first interval. */
-static void gpu_event(struct cw *w, size_t i)
+static void gpu_event(struct ct_chrome_writer *w, size_t i)
 {
     struct ct_trace *t = w->t;
     const struct ct_record *r = &t->recs[i];
     const uint64_t *f = r->f;
     const struct ct_record *call = ct_trace_call(t, f[CT_GPU_CORR]);
     char name[512], buf[64];
-    const char *nm = S(f[CT_GPU_NAME]);
+    const char *nm = ct_trace_str(t, f[CT_GPU_NAME]);
     switch (f[CT_GPU_TYPE]) {
     case CT_GPU_KERNEL: nm = ct_demangle(nm, name, sizeof(name)); break;
     case CT_GPU_MEMCPY:
@@ -448,7 +452,7 @@ static void gpu_event(struct cw *w, size_t i)
     if (f[CT_GPU_TYPE] == CT_GPU_MEMCPY)
         a_s(&a, "copy_kind", ct_name_copy_kind(f[CT_GPU_COPY_KIND]));
     if (f[CT_GPU_TYPE] == CT_GPU_KERNEL)
-        a_s(&a, "mangled", S(f[CT_GPU_NAME]));
+        a_s(&a, "mangled", ct_trace_str(t, f[CT_GPU_NAME]));
     a_s(&a, "source", ct_name_gpu_source(f[CT_GPU_SOURCE]));
     if (nccl)
         nccl_args(&a, t, call, 1);
@@ -464,7 +468,7 @@ static void gpu_event(struct cw *w, size_t i)
 }
 
 /* The GPU interval that only an NCCL record carries (no GPU record). */
-static void synth_event(struct cw *w, const struct synth *s)
+static void synth_event(struct ct_chrome_writer *w, const struct synth *s)
 {
     struct ct_trace *t = w->t;
     const struct ct_record *r = &t->recs[s->rec];
@@ -488,7 +492,7 @@ static void synth_event(struct cw *w, const struct synth *s)
     fprintf(w->f, ",\"bp\":\"e\",\"id\":%" PRIu64 "}", flow_id(w, f[CT_NCCL_CORR]));
 }
 
-static int nccl_event(struct cw *w, size_t i)
+static int nccl_event(struct ct_chrome_writer *w, size_t i)
 {
     struct ct_trace *t = w->t;
     const struct ct_record *r = &t->recs[i];
@@ -526,17 +530,17 @@ static int nccl_event(struct cw *w, size_t i)
     return 0;
 }
 
-static void io_event(struct cw *w, const struct ct_record *r)
+static void io_event(struct ct_chrome_writer *w, const struct ct_record *r)
 {
     struct ct_trace *t = w->t;
     const uint64_t *f = r->f;
-    ct_chrome_ev(w, "X", r->tid, (int64_t)f[CT_IO_START], S(f[CT_IO_OP]));
+    ct_chrome_ev(w, "X", r->tid, (int64_t)f[CT_IO_START], ct_trace_str(t, f[CT_IO_OP]));
     cat(w, "io");
     dur(w, f[CT_IO_START], f[CT_IO_END]);
     struct args a = {w->f, 0};
     a_i(&a, "fd", (int64_t)f[CT_IO_FD]);
     a_s(&a, "fd_type", ct_name_fd_type(f[CT_IO_FD_TYPE]));
-    a_s(&a, "path", S(f[CT_IO_PATH]));
+    a_s(&a, "path", ct_trace_str(t, f[CT_IO_PATH]));
     a_u(&a, "bytes", f[CT_IO_BYTES]);
     a_i(&a, "result", (int64_t)f[CT_IO_RESULT]);
     if ((int64_t)f[CT_IO_OFFSET] >= 0)
@@ -544,11 +548,11 @@ static void io_event(struct cw *w, const struct ct_record *r)
     a_end(&a);
 }
 
-static void nvtx_event(struct cw *w, const struct ct_record *r, size_t i)
+static void nvtx_event(struct ct_chrome_writer *w, const struct ct_record *r, size_t i)
 {
     struct ct_trace *t = w->t;
     const uint64_t *f = r->f;
-    const char *msg = S(f[CT_NVTX_MESSAGE]);
+    const char *msg = ct_trace_str(t, f[CT_NVTX_MESSAGE]);
     struct args a = {w->f, 0};
     if (f[CT_NVTX_DEPTH]) { /* push/pop: nests with the thread's calls */
         ct_chrome_ev(w, "X", r->tid, (int64_t)f[CT_NVTX_START], msg);
@@ -559,7 +563,7 @@ static void nvtx_event(struct cw *w, const struct ct_record *r, size_t i)
         cat(w, "nvtx");
         fprintf(w->f, ",\"id\":%" PRIu64, w->flow_base | i);
     }
-    a_s(&a, "domain", S(f[CT_NVTX_DOMAIN]));
+    a_s(&a, "domain", ct_trace_str(t, f[CT_NVTX_DOMAIN]));
     a_u(&a, "depth", f[CT_NVTX_DEPTH]);
     a_end(&a);
     if (!f[CT_NVTX_DEPTH]) {
@@ -569,17 +573,17 @@ static void nvtx_event(struct cw *w, const struct ct_record *r, size_t i)
     }
 }
 
-static void instant(struct cw *w, const struct ct_record *r)
+static void instant(struct ct_chrome_writer *w, const struct ct_record *r)
 {
     struct ct_trace *t = w->t;
     const uint64_t *f = r->f;
     char buf[160];
     if (r->kind == CT_REC_NVTX_MARK) {
-        ct_chrome_ev(w, "i", r->tid, (int64_t)f[CT_MARK_TIME], S(f[CT_MARK_MESSAGE]));
+        ct_chrome_ev(w, "i", r->tid, (int64_t)f[CT_MARK_TIME], ct_trace_str(t, f[CT_MARK_MESSAGE]));
         cat(w, "nvtx");
         fputs(",\"s\":\"t\"", w->f);
         struct args a = {w->f, 0};
-        a_s(&a, "domain", S(f[CT_MARK_DOMAIN]));
+        a_s(&a, "domain", ct_trace_str(t, f[CT_MARK_DOMAIN]));
         a_end(&a);
     } else if (r->kind == CT_REC_DROP) {
         snprintf(buf, sizeof(buf), "dropped %" PRIu64 " records (%s)", f[CT_DROP_COUNT],
@@ -588,7 +592,7 @@ static void instant(struct cw *w, const struct ct_record *r)
         cat(w, "cutrace");
         fputs(",\"s\":\"p\"}", w->f);
     } else {
-        ct_chrome_ev(w, "i", r->tid, (int64_t)f[CT_ERROR_TIME], S(f[CT_ERROR_WHAT]));
+        ct_chrome_ev(w, "i", r->tid, (int64_t)f[CT_ERROR_TIME], ct_trace_str(t, f[CT_ERROR_WHAT]));
         cat(w, "cutrace");
         fputs(",\"s\":\"p\"", w->f);
         struct args a = {w->f, 0};
@@ -620,7 +624,7 @@ static size_t *write_order(const struct ct_trace *t)
     return o;
 }
 
-static int write_trace(struct cw *w, struct ct_progress *pr, size_t idx, size_t ntr)
+static int write_trace(struct ct_chrome_writer *w, struct ct_progress *pr, size_t idx, size_t ntr)
 {
     struct ct_trace *t = w->t;
     int rc = thread_meta(w);
@@ -717,13 +721,13 @@ int ct_export_chrome(FILE *f, struct ct_export_job *x, struct ct_progress *pr, c
         const struct ct_export_src *s = &x->src[i];
         if (!ct_export_rank_on(&x->sel, s->rank))
             continue; /* --ranks */
-        struct cw w = {.f = f,
-                       .src = s,
-                       .sel = &x->sel,
-                       .shift = s->shift,
-                       .flow_base = (uint64_t)(i + 1) << 40,
-                       .first = &first,
-                       .later_proc = s->rank == last_rank};
+        struct ct_chrome_writer w = {.f = f,
+                                     .src = s,
+                                     .sel = &x->sel,
+                                     .shift = s->shift,
+                                     .flow_base = (uint64_t)(i + 1) << 40,
+                                     .first = &first,
+                                     .later_proc = s->rank == last_rank};
         if (s->rank != last_rank) {
             char buf[300];
             snprintf(buf, sizeof(buf), "rank %d (%s)", s->rank, s->host ? s->host : "?");

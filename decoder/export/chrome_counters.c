@@ -20,7 +20,7 @@ static int cmp_delta(const void *a, const void *b)
     return x->ts < y->ts ? -1 : x->ts > y->ts;
 }
 
-void ct_chrome_counters(struct cw *w)
+void ct_chrome_counters(struct ct_chrome_writer *w)
 {
     if (w->ncd)
         qsort(w->cd, w->ncd, sizeof(*w->cd), cmp_delta);
@@ -77,8 +77,8 @@ static const struct hcounter {
     {"major_faults", "major faults", "faults/s", 1e9, 1, 1, 1},
 };
 
-static void counter_name(struct cw *w, const struct ct_hseries *x, const char *label, char *buf,
-                         size_t n)
+static void counter_name(struct ct_chrome_writer *w, const struct ct_hseries *x, const char *label,
+                         char *buf, size_t n)
 {
     int k = x->dev >= 0 ? snprintf(buf, n, "GPU %d %s", x->dev, label)
                         : snprintf(buf, n, "host %s", label);
@@ -88,7 +88,7 @@ static void counter_name(struct cw *w, const struct ct_hseries *x, const char *l
 
 /* "GPU d throttled": {"slowing": any CT_THROTTLE_SLOWING bit, then each
  * reason bit that the series ever shows}, 0 or 1. */
-static void throttle_track(struct cw *w, const struct ct_hseries *x)
+static void throttle_track(struct ct_chrome_writer *w, const struct ct_hseries *x)
 {
     uint64_t seen = 0;
     for (size_t i = 0; i < x->n; i++)
@@ -108,9 +108,9 @@ static void throttle_track(struct cw *w, const struct ct_hseries *x)
     }
 }
 
-void ct_chrome_health_counters(struct cw *w)
+void ct_chrome_health_counters(struct ct_chrome_writer *w)
 {
-    const struct ct_hproc *h = ct_health_of_path(w->src->path);
+    const struct ct_hproc *h = w->src->health;
     char name[96];
     for (size_t k = 0; h && k < h->ns; k++) {
         const struct ct_hseries *x = &h->s[k];

@@ -19,7 +19,6 @@
  * Track key: the stream with this bit; tid: the stream's with bit 31. */
 #define CT_NCCL_TRACK          (1ull << 40)
 #define CT_TRACK_TID(dev, key) (CT_GPU_TID(dev, key) | ((key)&CT_NCCL_TRACK ? 0x80000000u : 0))
-#define S(id)                  ct_reader_string(&t->rd, (id))
 
 /* GPU intervals of one stream can overlap (a receive waiting for its peer
  * beside a kernel on the simulated device, graph replays, clock error);
@@ -46,7 +45,7 @@ struct synth {
     size_t rec; /* the NCCL record */
 };
 
-struct cw {
+struct ct_chrome_writer {
     FILE *f;
     struct ct_trace *t;
     const struct ct_export_src *src;
@@ -62,13 +61,14 @@ struct cw {
 };
 
 /* Whether the span [s, e] of trace ns lies in the selected window. */
-static inline int ct_chrome_in(const struct cw *w, int64_t s, int64_t e)
+static inline int ct_chrome_in(const struct ct_chrome_writer *w, int64_t s, int64_t e)
 {
     return ct_export_in(w->sel, s + w->shift, e + w->shift);
 }
 
 /* Starts an event: {"ph":..,"pid":..,"tid":..,"ts":..,"name":.. */
-void ct_chrome_ev(struct cw *w, const char *ph, uint32_t tid, int64_t ts_trace, const char *name);
+void ct_chrome_ev(struct ct_chrome_writer *w, const char *ph, uint32_t tid, int64_t ts_trace,
+                  const char *name);
 
 /* ns since time zero as the file's µs with three decimals (exact ns). */
 void ct_chrome_ts(FILE *f, int64_t ns);
@@ -80,7 +80,7 @@ int ct_chrome_critical_path(FILE *f, const struct ct_export_job *x, int *first);
 /* chrome_counters.c: the trace's counter tracks, written after its
  * other events: NCCL bandwidth and queue depths from w->cd, then the
  * health counters. */
-void ct_chrome_counters(struct cw *w);
-void ct_chrome_health_counters(struct cw *w);
+void ct_chrome_counters(struct ct_chrome_writer *w);
+void ct_chrome_health_counters(struct ct_chrome_writer *w);
 
 #endif

@@ -2,7 +2,7 @@
  * `cutrace export` and `cutrace report --html`: what the writers share.
  *
  * An export reads a job twice. The first pass builds the job as `cutrace
- * report` does (ct_proc_extract_file + ct_job_build + ct_report_analyze):
+ * report` does (ct_load_job + ct_report_analyze, decoder/load/load.h):
  * it yields the rank of every trace, the clock alignment and the report's
  * figures. The second pass decodes one trace at a time (ct_trace_load) and
  * streams its records to the writer, so memory is the compact job plus one
@@ -28,6 +28,7 @@
 struct ct_export_src {
     const char *path; /* borrowed from the job */
     const char *host;
+    const struct ct_hproc *health; /* the trace's counters (borrowed from the job), or NULL */
     int rank;
     uint32_t pid;
     int64_t shift; /* ns added to the trace's monotonic ns: on the job clock until

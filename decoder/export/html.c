@@ -47,6 +47,7 @@
 #include "decoder/export/export.h"
 #include "decoder/export/html_int.h"
 #include "decoder/analysis/health.h"
+#include "decoder/read/job.h"
 #include "decoder/util/json.h"
 #include "decoder/util/names.h"
 #include "decoder/util/stats.h"
@@ -107,7 +108,7 @@ static void hseries(FILE *f, const char *k, const struct ct_hseries *x, int64_t 
 static void health_json(FILE *f, const struct ct_report *rep, size_t r)
 {
     const struct ct_rank_result *x = &rep->rr[r];
-    const struct ct_hproc *h = x->rank->nprocs ? ct_health_of(x->rank->procs[0]) : NULL;
+    const struct ct_hproc *h = x->rank->nprocs ? x->rank->procs[0]->health : NULL;
     struct ct_health_sum sum;
     int64_t shift = ct_health_shift(rep, r);
     ct_health_summarise(h, shift, x->ws, x->we, &sum);

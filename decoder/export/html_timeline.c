@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "decoder/export/html_int.h"
+#include "decoder/read/job.h"
 
 /* About two bins per pixel of a full-width timeline: the whole run drawn
  * without a gap, and a zoom of 2x before a bin is wider than a pixel. */
@@ -218,13 +219,13 @@ int ct_html_timeline(FILE *f, const struct ct_report *rep, size_t r, size_t limi
     if (!ops || !nc)
         goto out;
     for (size_t i = 0; i < R->nops; i++) {
-        const struct ct_gop *g = &R->ops[i];
+        const struct ct_gpu_op *g = &R->ops[i];
         ops[i] = (struct tl_item){g->s - t0, (g->e > g->s ? g->e : g->s) - t0, g->stream, g->name,
                                   g->cls};
     }
     qsort(ops, R->nops, sizeof(*ops), cmp_item);
     for (size_t i = 0; i < R->nnccl; i++) {
-        const struct ct_nop *o = &R->nccl[i];
+        const struct ct_nccl_call *o = &R->nccl[i];
         nc[i] = (struct tl_item){
             o->host_s - t0, (o->host_e > o->host_s ? o->host_e : o->host_s) - t0, 0, o->op, -1};
     }

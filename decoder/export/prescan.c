@@ -279,7 +279,7 @@ int ct_export_prescan(struct ct_export_job *x, int chrome, struct ct_export_size
         fields[CT_REC_ERROR] = 1u << CT_ERROR_WHAT;
     }
     /* one trace a thread at a time, as the first pass reads them
-     * (decoder/read/load.c): each keeps one reader and one string table */
+     * (decoder/load/load.c): each keeps one reader and one string table */
     struct pool P = {.x = x, .chrome = chrome, .fields = fields};
     P.sum = (struct scan){.lo = INT64_MAX, .hi = INT64_MIN};
     atomic_init(&P.next, 0);

@@ -13,10 +13,10 @@
 #include "decoder/analysis/goodput.h"
 #include "decoder/export/goodput_out.h"
 #include "decoder/analysis/hang.h"
-#include "decoder/analysis/health.h"
+#include "decoder/export/health_out.h"
 #include "decoder/analysis/analysis.h"
 #include "decoder/util/json.h"
-#include "decoder/kineto/kineto.h"
+#include "decoder/export/hta_out.h"
 #include "decoder/util/names.h"
 #include "decoder/util/stats.h"
 #include "decoder/export/report_out.h"
@@ -40,74 +40,16 @@ static void num(FILE *f, const char *k, double v, int comma)
         fputc(',', f);
 }
 
-/* num(f, k, ns / 1000.0, comma) without the float formatting (2 000
- * instructions a number in glibc, a tenth of a report's time): the same
- * text, since below 2^50 ns the double nearest ns / 1000 lies within a
- * quarter of the last printed digit of that exact 3-decimal value. */
-/* Decimal digits of a, most significant first, into p; their count. Two
- * digits a division (a long job's JSON is millions of numbers). */
-static size_t put_u64(char *p, uint64_t a)
-{
-    static const char pair[] =
-        "00010203040506070809101112131415161718192021222324252627282930313233"
-        "34353637383940414243444546474849505152535455565758596061626364656667"
-        "6869707172737475767778798081828384858687888990919293949596979899";
-    char d[20];
-    size_t i = sizeof(d);
-    while (a >= 100) {
-        unsigned r = (unsigned)(a % 100);
-        a /= 100;
-        d[--i] = pair[2 * r + 1];
-        d[--i] = pair[2 * r];
-    }
-    if (a >= 10) {
-        d[--i] = pair[2 * a + 1];
-        d[--i] = pair[2 * a];
-    } else {
-        d[--i] = (char)('0' + a);
-    }
-    memcpy(p, d + i, sizeof(d) - i);
-    return sizeof(d) - i;
-}
-
-/* "k":ns/1000 with three decimals (and a comma if asked) into b, whose
- * length it returns; ns within +-2^50 and k a literal key. */
-static size_t fmt_ns(char *b, const char *k, size_t kl, int64_t ns, int comma)
-{
-    size_t n = 0;
-    uint64_t a = ns < 0 ? (uint64_t)-ns : (uint64_t)ns;
-    b[n++] = '"';
-    memcpy(b + n, k, kl);
-    n += kl;
-    b[n++] = '"';
-    b[n++] = ':';
-    if (ns < 0)
-        b[n++] = '-';
-    n += put_u64(b + n, a / 1000);
-    unsigned m = (unsigned)(a % 1000);
-    b[n++] = '.';
-    b[n++] = (char)('0' + m / 100);
-    b[n++] = (char)('0' + m / 10 % 10);
-    b[n++] = (char)('0' + m % 10);
-    if (comma)
-        b[n++] = ',';
-    return n;
-}
-
-static int ns_fits(int64_t ns)
-{
-    return ns > -(INT64_C(1) << 50) && ns < INT64_C(1) << 50;
-}
-
 /* One write of the whole member: a report writes millions of them, and
  * stdio's per-call locking cost more than the formatting. */
 static void num_ns(FILE *f, const char *k, int64_t ns, int comma)
 {
     char b[96];
-    if (!ns_fits(ns) || strlen(k) > 64)
-        num(f, k, (double)ns / 1000.0, comma);
+    size_t kl = strlen(k), n = kl <= 64 ? ct_json_us_fmt(b, k, kl, ns, comma) : 0;
+    if (n)
+        fwrite_unlocked(b, 1, n, f);
     else
-        fwrite(b, 1, fmt_ns(b, k, strlen(k), ns, comma), f);
+        num(f, k, (double)ns / 1000.0, comma);
 }
 
 /* One element of a rank's iterations[], written at once (most of a long
@@ -136,19 +78,20 @@ static void iteration_json(FILE *f, const struct ct_iter *it, const struct ct_it
     n += 9;
     if (it->index < 0)
         b[n++] = '-';
-    n += put_u64(b + n, it->index < 0 ? -(uint64_t)it->index : (uint64_t)it->index);
+    n += ct_json_u64_fmt(b + n, it->index < 0 ? -(uint64_t)it->index : (uint64_t)it->index);
     b[n++] = ',';
     for (int i = 0; i < NV; i++) {
-        if (!ns_fits(v[i])) { /* out of the fast path's range: member by member */
-            fwrite(b, 1, n, f);
+        size_t w = ct_json_us_fmt(b + n, key[i].s, key[i].n, v[i], i + 1 < NV);
+        if (!w) { /* out of the fast path's range: member by member */
+            fwrite_unlocked(b, 1, n, f);
             n = 0;
             num(f, key[i].s, (double)v[i] / 1000.0, i + 1 < NV);
             continue;
         }
-        n += fmt_ns(b + n, key[i].s, key[i].n, v[i], i + 1 < NV);
+        n += w;
     }
     b[n++] = '}';
-    fwrite(b, 1, n, f);
+    fwrite_unlocked(b, 1, n, f);
 }
 
 /* The temporal breakdown of a rank's window or of one iteration. */
@@ -299,12 +242,33 @@ static void steps_json(FILE *f, const struct ct_report *rep)
     fprintf(f, "\"steps\":[");
     for (size_t i = 0; i < rep->nsteps; i++) {
         const struct ct_job_step *s = &rep->steps[i];
-        fprintf(f, "%s{\"index\":%" PRId64 ",\"ranks\":%zu,", i ? "," : "", s->index, s->ranks);
+        char b[80]; /* {"index":N,"ranks":N, in one write */
+        size_t n = 0;
+        if (i)
+            b[n++] = ',';
+        memcpy(b + n, "{\"index\":", 9);
+        n += 9;
+        if (s->index < 0)
+            b[n++] = '-';
+        n += ct_json_u64_fmt(b + n, s->index < 0 ? -(uint64_t)s->index : (uint64_t)s->index);
+        memcpy(b + n, ",\"ranks\":", 9);
+        n += 9;
+        n += ct_json_u64_fmt(b + n, s->ranks);
+        b[n++] = ',';
+        fwrite_unlocked(b, 1, n, f);
         num_ns(f, "start_us", s->start - rep->job->t0, 1);
         num_ns(f, "end_us", s->end - rep->job->t0, 1);
         num(f, "duration_p50_us", json_us(s->dur_p50), 1);
         num(f, "duration_max_us", json_us(s->dur_max), 1);
-        fprintf(f, "\"slowest_rank\":%d,", s->slowest);
+        fputs_unlocked("\"slowest_rank\":", f);
+        if (s->slowest < 0)
+            fputc_unlocked('-', f);
+        char d[24];
+        fwrite_unlocked(d, 1,
+                        ct_json_u64_fmt(d, s->slowest < 0 ? -(uint64_t)(int64_t)s->slowest
+                                                          : (uint64_t)s->slowest),
+                        f);
+        fputc_unlocked(',', f);
         num(f, "compute_p50_us", json_us(s->compute), 1);
         num(f, "comm_p50_us", json_us(s->comm), 1);
         num(f, "exposed_comm_p50_us", json_us(s->exposed), 1);
@@ -417,8 +381,9 @@ void ct_report_json(FILE *f, const struct ct_report *rep, int rank_iters)
         num(f, "score", x->score, 1);
         num(f, "persistence", x->persistence, 1);
         fprintf(f, "\"flagged\":%s},", x->flagged ? "true" : "false");
-        ct_kineto_hta_json(f, R);  /* kineto: "hta":{...}, for Kineto input */
-        ct_health_json(f, rep, r); /* health: "health":{...} or null (decoder/analysis/health.c) */
+        ct_hta_json(f, R); /* kineto: "hta":{...}, for Kineto input */
+        ct_health_json(f, rep,
+                       r); /* health: "health":{...} or null (decoder/export/health_out.c) */
         const struct ct_coverage *c = &R->cov;
         fprintf(f,
                 "\"coverage\":{\"gpu_cupti\":%" PRIu64 ",\"gpu_events\":%" PRIu64
@@ -861,8 +826,8 @@ void ct_report_text(FILE *f, const struct ct_report *rep)
         }
         free(done);
     }
-    ct_kineto_hta_text(f, rep); /* kineto: HTA-compatible section */
-    ct_health_text(f, rep);     /* health: GPU health section (decoder/analysis/health.c) */
+    ct_hta_text(f, rep);    /* kineto: HTA-compatible section */
+    ct_health_text(f, rep); /* health: GPU health section (decoder/export/health_out.c) */
     fprintf(f, "\nClock alignment (skew applied after realtime, residual):\n");
     for (size_t r = 0; r < rep->nr; r++)
         /* rounded first: a skew of -30 ns is "0.0", not "-0.0" */

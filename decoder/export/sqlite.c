@@ -177,7 +177,7 @@ struct strtab {
     size_t cap, n;
 };
 
-struct sw {
+struct sqlite_writer {
     sqlite3 *db;
     sqlite3_stmt *st[ST_COUNT];
     struct strtab strs;
@@ -198,7 +198,7 @@ static uint64_t fnv(const char *s)
     return h;
 }
 
-static int step(struct sw *w, enum stmt k)
+static int step(struct sqlite_writer *w, enum stmt k)
 {
     sqlite3_stmt *s = w->st[k];
     int rc = sqlite3_step(s);
@@ -210,7 +210,7 @@ static int step(struct sw *w, enum stmt k)
 }
 
 /* The StringIds id of s (inserted on first use); 0 on failure. */
-static int64_t str_id(struct sw *w, const char *s)
+static int64_t str_id(struct sqlite_writer *w, const char *s)
 {
     struct strtab *T = &w->strs;
     if (2 * (T->n + 1) > T->cap) {
@@ -254,20 +254,18 @@ static int64_t str_id(struct sw *w, const char *s)
     return T->id[j];
 }
 
-#define S(id) ct_reader_string(&w->t->rd, (id))
-
-static int64_t raw_id(struct sw *w, uint64_t sid)
+static int64_t raw_id(struct sqlite_writer *w, uint64_t sid)
 {
     if (sid >= w->t->rd.nstrs)
-        return str_id(w, S(sid));
+        return str_id(w, ct_trace_str(w->t, sid));
     if (!w->raw_ids[sid])
-        w->raw_ids[sid] = str_id(w, S(sid));
+        w->raw_ids[sid] = str_id(w, ct_trace_str(w->t, sid));
     return w->raw_ids[sid];
 }
 
 /* The readable name of a kernel, and its last component without template
  * arguments or namespaces (Nsight Systems' shortName). */
-static void kernel_ids(struct sw *w, uint64_t sid, int64_t *dem, int64_t *shrt)
+static void kernel_ids(struct sqlite_writer *w, uint64_t sid, int64_t *dem, int64_t *shrt)
 {
     int cache = sid < w->t->rd.nstrs;
     if (cache && w->dem_ids[sid]) {
@@ -276,7 +274,7 @@ static void kernel_ids(struct sw *w, uint64_t sid, int64_t *dem, int64_t *shrt)
         return;
     }
     char buf[1024];
-    ct_demangle(S(sid), buf, sizeof(buf));
+    ct_demangle(ct_trace_str(w->t, sid), buf, sizeof(buf));
     *dem = str_id(w, buf);
     char *lt = strchr(buf, '<');
     if (lt)
@@ -291,17 +289,17 @@ static void kernel_ids(struct sw *w, uint64_t sid, int64_t *dem, int64_t *shrt)
     }
 }
 
-static void b_i(struct sw *w, enum stmt k, int col, int64_t v)
+static void b_i(struct sqlite_writer *w, enum stmt k, int col, int64_t v)
 {
     sqlite3_bind_int64(w->st[k], col, v);
 }
 
-static void b_t(struct sw *w, enum stmt k, int col, const char *v)
+static void b_t(struct sqlite_writer *w, enum stmt k, int col, const char *v)
 {
     sqlite3_bind_text(w->st[k], col, v, -1, SQLITE_TRANSIENT);
 }
 
-static int64_t T(struct sw *w, uint64_t trace_ns)
+static int64_t T(struct sqlite_writer *w, uint64_t trace_ns)
 {
     return (int64_t)trace_ns + w->shift;
 }
@@ -351,7 +349,7 @@ static int64_t sync_type(const char *call)
 }
 
 /* A GPU record's row; i its index in the trace (its graph node). */
-static void gpu_row(struct sw *w, const struct ct_record *r, size_t i)
+static void gpu_row(struct sqlite_writer *w, const struct ct_record *r, size_t i)
 {
     const uint64_t *f = r->f;
     const struct ct_record *call = ct_trace_call(w->t, f[CT_GPU_CORR]);
@@ -385,7 +383,7 @@ static void gpu_row(struct sw *w, const struct ct_record *r, size_t i)
         b_i(w, k, 8, dem);
         b_i(w, k, 9, shrt);
         b_i(w, k, 10, raw_id(w, f[CT_GPU_NAME]));
-        if (api && launch_type(S(call->f[CT_API_NAME]), &lt))
+        if (api && launch_type(ct_trace_str(w->t, call->f[CT_API_NAME]), &lt))
             b_i(w, k, 11, lt);
         /* registersPerThread (12) and staticSharedMemory (19): not recorded */
         int launch = api && call->f[CT_API_FAMILY] == CT_FAM_LAUNCH;
@@ -397,7 +395,7 @@ static void gpu_row(struct sw *w, const struct ct_record *r, size_t i)
         b_t(w, k, 22, ct_name_gpu_source(f[CT_GPU_SOURCE]));
     } else if (k == ST_SYNC) {
         uint64_t ev;
-        b_i(w, k, 8, api ? sync_type(S(call->f[CT_API_NAME])) : 0);
+        b_i(w, k, 8, api ? sync_type(ct_trace_str(w->t, call->f[CT_API_NAME])) : 0);
         if (api && ct_api_event(call->f, &ev))
             b_i(w, k, 9, (int64_t)ev);
     } else {
@@ -438,7 +436,7 @@ static uint64_t *graph_nodes(const struct ct_trace *t, int *rc)
     return node;
 }
 
-static void nccl_row(struct sw *w, const struct ct_record *r)
+static void nccl_row(struct sqlite_writer *w, const struct ct_record *r)
 {
     const uint64_t *f = r->f;
     enum stmt k = ST_NCCL;
@@ -474,7 +472,7 @@ static void nccl_row(struct sw *w, const struct ct_record *r)
     step(w, k);
 }
 
-static void record_row(struct sw *w, const struct ct_record *r, size_t i)
+static void record_row(struct sqlite_writer *w, const struct ct_record *r, size_t i)
 {
     const uint64_t *f = r->f;
     enum stmt k;
@@ -501,10 +499,10 @@ static void record_row(struct sw *w, const struct ct_record *r, size_t i)
         b_i(w, k, 2, T(w, f[CT_IO_END]));
         b_i(w, k, 3, w->gpid | r->tid);
         b_i(w, k, 4, w->src->rank);
-        b_t(w, k, 5, S(f[CT_IO_OP]));
+        b_t(w, k, 5, ct_trace_str(w->t, f[CT_IO_OP]));
         b_i(w, k, 6, (int64_t)f[CT_IO_FD]);
         b_t(w, k, 7, ct_name_fd_type(f[CT_IO_FD_TYPE]));
-        b_t(w, k, 8, S(f[CT_IO_PATH]));
+        b_t(w, k, 8, ct_trace_str(w->t, f[CT_IO_PATH]));
         b_i(w, k, 9, (int64_t)f[CT_IO_BYTES]);
         b_i(w, k, 10, (int64_t)f[CT_IO_RESULT]);
         if ((int64_t)f[CT_IO_OFFSET] >= 0)
@@ -520,7 +518,7 @@ static void record_row(struct sw *w, const struct ct_record *r, size_t i)
         if (!mark)
             b_i(w, k, 2, T(w, f[CT_NVTX_END]));
         b_i(w, k, 3, mark ? 34 : f[CT_NVTX_DEPTH] ? 59 : 60);
-        b_t(w, k, 4, S(f[mark ? CT_MARK_MESSAGE : CT_NVTX_MESSAGE]));
+        b_t(w, k, 4, ct_trace_str(w->t, f[mark ? CT_MARK_MESSAGE : CT_NVTX_MESSAGE]));
         b_i(w, k, 5, w->gpid | r->tid);
         uint64_t dom = f[mark ? CT_MARK_DOMAIN : CT_NVTX_DOMAIN];
         b_i(w, k, 6, dom ? raw_id(w, dom) : 0);
@@ -543,7 +541,7 @@ static const char *meta_of(struct ct_trace *t, uint64_t scope, uint64_t id, cons
 }
 
 /* RANKS, TARGET_INFO_SYSTEM_ENV and TARGET_INFO_GPU rows of one trace. */
-static void trace_info(struct sw *w, const struct ct_export_job *x, size_t idx)
+static void trace_info(struct sqlite_writer *w, const struct ct_export_job *x, size_t idx)
 {
     struct ct_trace *t = w->t;
     const struct ct_export_src *s = w->src;
@@ -566,8 +564,8 @@ static void trace_info(struct sw *w, const struct ct_export_job *x, size_t idx)
         const uint64_t *f = t->meta[i].f;
         if (f[CT_META_SCOPE] == CT_SCOPE_PROCESS) {
             b_i(w, ST_ENV, 1, w->gpid);
-            b_t(w, ST_ENV, 2, S(f[CT_META_KEY]));
-            b_t(w, ST_ENV, 3, S(f[CT_META_VALUE]));
+            b_t(w, ST_ENV, 2, ct_trace_str(w->t, f[CT_META_KEY]));
+            b_t(w, ST_ENV, 3, ct_trace_str(w->t, f[CT_META_VALUE]));
             step(w, ST_ENV);
         } else if (f[CT_META_SCOPE] == CT_SCOPE_DEVICE) {
             uint64_t d = f[CT_META_SCOPE_ID];
@@ -595,7 +593,7 @@ static void trace_info(struct sw *w, const struct ct_export_job *x, size_t idx)
 }
 
 /* ITERATIONS and ITERATION_METRICS: the report's per-iteration figures. */
-static void iteration_rows(struct sw *w, const struct ct_export_job *x)
+static void iteration_rows(struct sqlite_writer *w, const struct ct_export_job *x)
 {
     const struct ct_report *rep = &x->rep;
     for (size_t r = 0; r < rep->nr; r++) {
@@ -625,7 +623,7 @@ static void iteration_rows(struct sw *w, const struct ct_export_job *x)
 int ct_export_sqlite(const char *out, struct ct_export_job *x, struct ct_progress *pr, char *err,
                      size_t errlen)
 {
-    struct sw w = {0};
+    struct sqlite_writer w = {0};
     int rc = 0;
     unlink(out); /* a new database, not an addition to an old one */
     if (sqlite3_open_v2(out, &w.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=

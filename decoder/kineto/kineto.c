@@ -17,6 +17,7 @@
 
 #include "decoder/kineto/kineto_int.h"
 #include "decoder/kineto/kineto_json.h"
+#include "decoder/read/life.h"
 
 /* ---- names ---- */
 
@@ -568,6 +569,11 @@ static int parse_top(struct parse *P, int *saw_events)
 static int load(const char *path, struct src *S, int gz, struct ct_proc *p, char *err,
                 size_t errlen);
 
+static void free_state(void *k)
+{
+    ct_kineto_free(k);
+}
+
 static int proc_init(const char *path, struct ct_proc *p, char *err, size_t errlen)
 {
     memset(p, 0, sizeof(*p));
@@ -577,8 +583,10 @@ static int proc_init(const char *path, struct ct_proc *p, char *err, size_t errl
     p->ppid = UINT32_MAX; /* no parent: a Kineto file is a rank of its own */
     p->path = strdup(path);
     p->host = strdup("");
-    p->kin = calloc(1, sizeof(*p->kin));
-    if (!p->path || !p->host || !p->kin) {
+    p->source = CT_SOURCE_KINETO;
+    p->reader_data = calloc(1, sizeof(struct ct_kineto));
+    p->reader_free = free_state;
+    if (!p->path || !p->host || !p->reader_data) {
         snprintf(err, errlen, "%s: out of memory", path);
         return -ENOMEM;
     }
@@ -644,7 +652,7 @@ int ct_kineto_load(const char *path, struct ct_proc *p, char *err, size_t errlen
 static int load(const char *path, struct src *S, int gz, struct ct_proc *p, char *err,
                 size_t errlen)
 {
-    struct parse P = {.k = p->kin, .p = p};
+    struct parse P = {.k = ct_kin(p), .p = p};
     int rc = S->mem ? ct_jlex_init_mem(&P.lx, S->mem, S->mlen) : ct_jlex_init(&P.lx, src_read, S);
     int saw = 0;
     if (!rc && parse_top(&P, &saw) == 0 && !saw) {
@@ -664,15 +672,15 @@ static int load(const char *path, struct src *S, int gz, struct ct_proc *p, char
         if (S->gz)
             gzerr = gzerror(S->gz, &zerr);
         const char *what = P.lx.io_err && gzerr && zerr ? gzerr : P.lx.err;
-        if (!saw || (p->kin->events == 0 && p->kin->nrows == 0 && !p->kin->cpu_unstored)) {
+        if (!saw || (P.k->events == 0 && P.k->nrows == 0 && !P.k->cpu_unstored)) {
             snprintf(err, errlen, "%s: byte %llu%s: %s", path, (unsigned long long)P.lx.off,
                      gz ? " of the decompressed JSON" : "", what);
             rc = -EINVAL;
         } else {
-            snprintf(p->kin->warn, sizeof(p->kin->warn),
+            snprintf(P.k->warn, sizeof(P.k->warn),
                      "%s: damaged at byte %llu%s: %s; decoded the %llu events before it", path,
                      (unsigned long long)P.lx.off, gz ? " of the decompressed JSON" : "", what,
-                     (unsigned long long)p->kin->events);
+                     (unsigned long long)P.k->events);
             p->cov.truncated = 1;
         }
     } else if (rc == -EINVAL) {
@@ -687,12 +695,14 @@ static int load(const char *path, struct src *S, int gz, struct ct_proc *p, char
 
 const char *ct_kineto_warning(const struct ct_proc *p)
 {
-    return p->kin && p->kin->warn[0] ? p->kin->warn : NULL;
+    const struct ct_kineto *k = ct_kin(p);
+    return k && k->warn[0] ? k->warn : NULL;
 }
 
 const char *ct_kineto_note(const struct ct_proc *p)
 {
-    return p->kin && p->kin->note[0] ? p->kin->note : NULL;
+    const struct ct_kineto *k = ct_kin(p);
+    return k && k->note[0] ? k->note : NULL;
 }
 
 void ct_kineto_free(struct ct_kineto *k)

@@ -4,12 +4,14 @@
  * for users is docs/kineto.md (what is read, HTA-compatible mode, every
  * difference from HTA).
  *
- * Loading has two steps, like .cutrace input: ct_kineto_load() parses one
- * file into a struct ct_proc whose `kin` field holds the file's compact rows
- * (may run on several threads, one file each); ct_kineto_finish() then sees
- * every loaded process at once (HTA's last-step filter depends on the step
- * names of all ranks) and fills each Kineto process's GPU intervals, NCCL
- * ops, host spans and steps, plus the HTA-compatible results.
+ * Loading has two steps: ct_kineto_load() parses one file into a struct
+ * ct_proc whose reader_data holds the file's compact rows (may run on
+ * several threads, one file each); ct_kineto_finish() then sees every
+ * loaded process at once (HTA's last-step filter depends on the step names
+ * of all ranks) and fills each Kineto process's GPU intervals, NCCL ops,
+ * host spans and steps, plus the HTA-compatible results (p->hta,
+ * decoder/read/hta.h). The format dispatch (decoder/load/) is the only
+ * caller in the decoder.
  */
 #ifndef CT_KINETO_H
 #define CT_KINETO_H
@@ -19,8 +21,6 @@
 
 #include "decoder/read/inputs.h"
 #include "decoder/read/timeline.h"
-
-struct ct_report;
 
 /* 1 when path names a Kineto trace file (*.json, *.json.gz). */
 int ct_kineto_is_path(const char *path);
@@ -34,8 +34,8 @@ int ct_kineto_operand(const char *operand);
 int ct_kineto_expand(struct ct_inputs *in, const char *operand, char *err, size_t errlen);
 
 /*
- * Parses one trace into p (p->kin holds its rows until ct_kineto_finish).
- * A truncated or corrupt file decodes up to the damage: the return is 0,
+ * Parses one trace into p (p->reader_data holds its rows until
+ * ct_kineto_finish). A truncated or corrupt file decodes up to the damage: the return is 0,
  * p->cov.truncated is 1 and ct_kineto_warning(p) says where. Returns 0, or a
  * negative errno with err naming the file (and the byte offset) when nothing
  * usable could be read. Safe to call concurrently on different procs.
@@ -65,22 +65,8 @@ const char *ct_kineto_warning(const struct ct_proc *p);
  * hold), or NULL when none did. */
 const char *ct_kineto_note(const struct ct_proc *p);
 
-/* The i-th figure of p's HTA-compatible results ("hta.temporal.non_compute_us",
- * ...) given as null, with the reason: HTA would fail its assertion on it,
- * it would be negative time or a share outside [0, 100] %, or it has no
- * data (no GPU event, no communication). 0 past the last (or for a process
- * that is not Kineto input in HTA-compatible mode). */
-int ct_kineto_unavailable(const struct ct_proc *p, size_t i, const char **figure,
-                          const char **reason);
-
-/* Frees what p->kin holds (ct_proc_free calls it). */
+/* Frees the reader's data of a process (its reader_free). */
+struct ct_kineto;
 void ct_kineto_free(struct ct_kineto *k);
-
-/* Writes `"hta":{...},` for the rank's Kineto process (nothing when the
- * rank is not Kineto input in HTA-compatible mode). Schema: docs/kineto.md. */
-void ct_kineto_hta_json(FILE *f, const struct ct_rank *r);
-
-/* The text report's HTA-compatible section (nothing without Kineto input). */
-void ct_kineto_hta_text(FILE *f, const struct ct_report *rep);
 
 #endif

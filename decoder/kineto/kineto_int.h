@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "decoder/kineto/kineto.h"
+#include "decoder/read/hta.h"
 
 enum ct_kcat {
     CT_KC_NONE = 0, /* no cat: HTA drops the row */
@@ -60,53 +61,6 @@ struct ct_kcoll {
     uint64_t pg; /* hash of Process Group Name, 0 */
 };
 
-struct ct_hta_stream {
-    int64_t stream;
-    int64_t wait[3]; /* host_wait, kernel_wait, other (trace units x 1000) */
-    int present[3];  /* the category occurs (HTA prints only those) */
-    /* HTA sums overlapping events' negative gaps: a category whose sum is
-     * negative is no idle time (null), and the stream's ratios then are no
-     * shares (null) */
-    int negative;
-};
-
-/* The figures of struct ct_hta that are null (bits of ct_hta.bad): HTA
- * would fail an assertion on them, or they would be negative time or a
- * share outside [0, 100] % (HTA's µs rounding can make a row's length
- * negative). The rank's `unavailable` list says why (ct_kineto_unavailable). */
-enum {
-    CT_HB_KERNEL_TIME = 1u << 0,
-    CT_HB_IDLE = 1u << 1,
-    CT_HB_COMPUTE = 1u << 2,
-    CT_HB_NON_COMPUTE = 1u << 3,
-    CT_HB_UNION_ALL = 1u << 4,
-    CT_HB_COMM = 1u << 5,
-    CT_HB_MEMORY = 1u << 6,
-    CT_HB_OVERLAP = 1u << 7,
-    CT_HB_IDLE_BREAKDOWN = 1u << 8,
-};
-#define CT_HB_N 9
-
-/* HTA's numbers for one rank, in ns (HTA's µs x 1000). */
-struct ct_hta {
-    int valid;           /* 0: no GPU event (HTA raises) */
-    int64_t gpu_events;  /* rows in G after the filter */
-    int64_t kernel_time; /* max end - min ts over G */
-    int64_t idle, compute, non_compute;
-    int64_t union_all, union_comm, union_mem, comp_comm;
-    int rounded;       /* µs rounding applied */
-    int filtered;      /* last step dropped (>= 2 step names in the job) */
-    int64_t step_last; /* N of the step the filter cut at, -1 */
-    /* GPU rows (HTA's split) and those the last-step filter dropped: their
-     * launch starts at or after the last step's, or is not in the trace */
-    int64_t gpu_rows, drop_last_step, drop_no_launch;
-    unsigned bad;           /* CT_HB_* figures given as null */
-    int64_t negative_rows;  /* rows of G that HTA's rounding left with end < start */
-    char why[CT_HB_N][320]; /* the reason for each bit of bad */
-    struct ct_hta_stream *streams;
-    size_t nstreams;
-};
-
 struct ct_kineto {
     struct ct_krow *rows;
     size_t nrows, cap;
@@ -134,6 +88,13 @@ struct ct_kineto {
     struct ct_hta hta;
     int hta_mode;
 };
+
+/* The Kineto reader's state of p (held in p->reader_data until the format
+ * dispatch releases it), or NULL for any other input. */
+static inline struct ct_kineto *ct_kin(const struct ct_proc *p)
+{
+    return p && p->source == CT_SOURCE_KINETO ? (struct ct_kineto *)p->reader_data : NULL;
+}
 
 int ct_kineto_intern(struct ct_kineto *k, const char *s, size_t n, uint32_t *out);
 int ct_kineto_build(struct ct_proc *p, int hta, int filter_last);

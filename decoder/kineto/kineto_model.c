@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "decoder/kineto/kineto_int.h"
+#include "decoder/read/host_classes.h"
 #include "decoder/util/array.h"
 #include "decoder/util/stats.h"
 
@@ -501,7 +502,7 @@ static int stream_wait_edges(struct ct_proc *p, const struct ct_kineto *k, const
 
 int ct_kineto_build(struct ct_proc *p, int hta, int filter_last)
 {
-    struct ct_kineto *k = p->kin;
+    struct ct_kineto *k = ct_kin(p);
     size_t n = k->nrows, hint = 0; /* corr_find's */
     int rnd = hta && k->ts_float;
     k->hta_mode = hta;
@@ -636,7 +637,7 @@ int ct_kineto_build(struct ct_proc *p, int hta, int filter_last)
             }
             if ((rc = ct_grow((void **)&p->ops, &cap_ops, p->nops, sizeof(*p->ops))))
                 break;
-            struct ct_gop *g = &p->ops[p->nops];
+            struct ct_gpu_op *g = &p->ops[p->nops];
             memset(g, 0, sizeof(*g));
             g->s = ts[i];
             g->e = en[i];
@@ -659,7 +660,7 @@ int ct_kineto_build(struct ct_proc *p, int hta, int filter_last)
                 const struct ct_kcoll *kc = &k->colls[r->coll];
                 if ((rc = ct_grow((void **)&p->nccl, &cap_nccl, p->nnccl, sizeof(*p->nccl))))
                     break;
-                struct ct_nop *o = &p->nccl[p->nnccl];
+                struct ct_nccl_call *o = &p->nccl[p->nnccl];
                 memset(o, 0, sizeof(*o));
                 o->host_s = c ? ts[c->row] : ts[i];
                 o->host_e = c ? en[c->row] : ts[i];
@@ -754,6 +755,16 @@ out:
     free(inG);
     free(cx);
     free(kt);
+    /* HTA's figures are the process's (decoder/read/hta.h) */
+    if (!rc && hta) {
+        if ((p->hta = malloc(sizeof(*p->hta)))) {
+            *p->hta = k->hta;
+            k->hta.streams = NULL;
+            k->hta.nstreams = 0;
+        } else {
+            rc = -ENOMEM;
+        }
+    }
     /* rows are no longer needed */
     free(k->rows);
     k->rows = NULL;
@@ -768,37 +779,6 @@ out:
     return rc;
 }
 
-int ct_kineto_unavailable(const struct ct_proc *p, size_t i, const char **figure,
-                          const char **reason)
-{
-    static const char *const fig[CT_HB_N] = {"hta.temporal.kernel_time_us",
-                                             "hta.temporal.idle_us",
-                                             "hta.temporal.compute_us",
-                                             "hta.temporal.non_compute_us",
-                                             "hta.union_all_us",
-                                             "hta.comm_us",
-                                             "hta.memory_us",
-                                             "hta.overlap_pct",
-                                             "hta.idle_breakdown"};
-    const struct ct_kineto *k = p ? p->kin : NULL;
-    if (!k || !k->hta_mode)
-        return 0;
-    if (!k->hta.valid) {
-        if (i)
-            return 0;
-        *figure = "hta.temporal";
-        *reason = "no GPU event after HTA's preprocessing (HTA raises IndexError)";
-        return 1;
-    }
-    for (int b = 0; b < CT_HB_N; b++)
-        if ((k->hta.bad & (1u << b)) && i-- == 0) {
-            *figure = fig[b];
-            *reason = k->hta.why[b];
-            return 1;
-        }
-    return 0;
-}
-
 static int cmp_strp(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
@@ -810,7 +790,7 @@ int ct_kineto_finish(struct ct_proc *procs, size_t n, int hta)
     size_t cap = 0, ns = 0;
     const char **steps = NULL;
     for (size_t i = 0; i < n; i++) {
-        struct ct_kineto *k = procs[i].kin;
+        struct ct_kineto *k = ct_kin(&procs[i]);
         if (!k)
             continue;
         for (size_t j = 0; j < k->nrows; j++)
@@ -836,12 +816,13 @@ int ct_kineto_finish(struct ct_proc *procs, size_t n, int hta)
         if (procs[i].rank > maxrank)
             maxrank = procs[i].rank;
     for (size_t i = 0; i < n; i++) {
-        if (!procs[i].kin || procs[i].rank < 0)
+        struct ct_kineto *k = ct_kin(&procs[i]);
+        if (!k || procs[i].rank < 0)
             continue;
         for (size_t j = 0; j < i; j++)
             if (procs[j].rank == procs[i].rank) {
-                if (!procs[i].kin->warn[0])
-                    snprintf(procs[i].kin->warn, sizeof(procs[i].kin->warn),
+                if (!k->warn[0])
+                    snprintf(k->warn, sizeof(k->warn),
                              "%s: rank %lld already taken by %s: reported as rank %lld",
                              procs[i].path, (long long)procs[i].rank, procs[j].path,
                              (long long)(maxrank + 1));
@@ -850,7 +831,7 @@ int ct_kineto_finish(struct ct_proc *procs, size_t n, int hta)
             }
     }
     for (size_t i = 0; i < n; i++) {
-        if (!procs[i].kin)
+        if (!ct_kin(&procs[i]))
             continue;
         int rc = ct_kineto_build(&procs[i], hta, distinct >= 2);
         if (rc)

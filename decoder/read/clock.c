@@ -143,7 +143,7 @@ static int collect_ends(const struct ct_job *job, struct end **v, size_t *n)
     *n = 0;
     for (size_t r = 0; r < job->nranks; r++)
         for (size_t i = 0; i < job->ranks[r].nnccl; i++) {
-            const struct ct_nop *o = &job->ranks[r].nccl[i];
+            const struct ct_nccl_call *o = &job->ranks[r].nccl[i];
             if (o->e && is_collective(o->op))
                 (*v)[(*n)++] = (struct end){o->comm, o->seq, o->e, (uint32_t)r};
         }

@@ -17,7 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "decoder/read/timeline.h"
+#include "decoder/read/devices.h"
+#include "decoder/read/counters.h"
+#include "decoder/read/facts.h"
 #include "decoder/util/search.h"
 
 int ct_sdev_note(struct ct_proc *p, uint32_t stream, int32_t dev)
@@ -155,6 +157,7 @@ static int one_device(const struct ct_proc *p, const int32_t *devs, size_t ndev,
     q->rank = -1;
     q->pid = p->pid;
     q->ppid = p->ppid;
+    q->source = p->source;
     q->clock_offset = p->clock_offset;
     q->device = dev;
     q->windowed = p->windowed;
@@ -181,7 +184,12 @@ static int one_device(const struct ct_proc *p, const int32_t *devs, size_t ndev,
     q->syncs = dup_mem(p->syncs, p->nsyncs * sizeof(*p->syncs));
     q->nonblock = dup_mem(p->nonblock, p->nnonblock * sizeof(*p->nonblock));
     q->sdev = dup_mem(p->sdev, p->nsdev * sizeof(*p->sdev));
-    int rc = !q->path || !q->host || (p->life.job && !q->life.job) ||
+    /* the counters are every device's (a rank reads its main process's);
+     * the facts are the file's, kept once: on the first part */
+    int oom = 0;
+    q->health = ct_hproc_copy(p->health, &oom);
+    q->facts = k == 0 ? ct_facts_copy(p->facts, &oom) : NULL;
+    int rc = oom || !q->path || !q->host || (p->life.job && !q->life.job) ||
                      (p->life.run && !q->life.run) || !q->ops || !q->nccl || !remap || !q->names ||
                      !q->launches || !q->steps || !q->sdev || !q->edges || !q->syncs || !q->gedges
                  ? -ENOMEM
@@ -231,13 +239,13 @@ static int one_device(const struct ct_proc *p, const int32_t *devs, size_t ndev,
         }
     }
     for (size_t i = 0; i < p->nops; i++) {
-        const struct ct_gop *g = &p->ops[i];
+        const struct ct_gpu_op *g = &p->ops[i];
         int32_t d = ct_sdev_of(p, g->stream);
         if (d < 0 && g->nccl >= 0) /* an NCCL record's own interval: its op's stream */
             d = ct_sdev_of(p, p->nccl[g->nccl].stream);
         if (d != dev && !(d < 0 && k == 0))
             continue;
-        struct ct_gop c = *g;
+        struct ct_gpu_op c = *g;
         c.nccl = g->nccl >= 0 ? remap[g->nccl] : g->nccl;
         q->ops[q->nops++] = c;
     }
@@ -258,15 +266,15 @@ int ct_split_devices(struct ct_proc **procs, size_t *nprocs)
     for (size_t i = 0; i < *nprocs; i++) {
         struct ct_proc *p = &(*procs)[i];
         if (p->spill)
-            continue; /* split before it was spilled (decoder/read/load.c) */
+            continue; /* split before it was spilled (decoder/load/load.c) */
         int32_t *devs;
-        size_t n = p->kin ? 0 : devices_of(p, &devs);
-        if (!p->kin && !devs)
+        size_t n = p->source == CT_SOURCE_KINETO ? 0 : devices_of(p, &devs);
+        if (p->source != CT_SOURCE_KINETO && !devs)
             return -ENOMEM;
         p->device = n ? devs[0] : -1;
         if (n > 1)
             extra += n - 1;
-        if (!p->kin)
+        if (p->source != CT_SOURCE_KINETO)
             free(devs);
     }
     if (!extra)
@@ -280,7 +288,7 @@ int ct_split_devices(struct ct_proc **procs, size_t *nprocs)
     for (size_t i = 0; i < *nprocs; i++) {
         struct ct_proc *p = &(*procs)[i];
         int32_t *devs = NULL;
-        size_t n = p->kin || p->spill || rc ? 0 : devices_of(p, &devs);
+        size_t n = p->source == CT_SOURCE_KINETO || p->spill || rc ? 0 : devices_of(p, &devs);
         if (n <= 1) {
             v[w++] = *p; /* moved as it is */
             memset(p, 0, sizeof(*p));

@@ -6,9 +6,9 @@
  * times, NCCL ops, host interval sets) plus 16 bytes of join key per API
  * and GPU record, freed before returning.
  *
- * The result is exactly what ct_proc_extract() builds from a loaded trace
- * (tests/unit/test_extract.c checks it on shuffled traces), which walks the
- * records sorted by start time (stable: file order breaks ties). Here:
+ * The result is what walking the records sorted by start time (stable: file
+ * order breaks ties) would give, whatever order the file holds them in
+ * (tests/unit/test_extract.c checks it on traces shuffled two ways). Here:
  *   - times are kept raw and the clock offset is added at the end, when
  *     every CLOCK record has been seen;
  *   - joins by correlation id (GPU interval -> launching call, NCCL op ->
@@ -28,14 +28,146 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decoder/read/devices.h"
+#include "decoder/read/extract.h"
 #include "decoder/read/extract_int.h"
+#include "decoder/read/host_classes.h"
+#include "decoder/read/life.h"
+#include "decoder/util/array.h"
 #include "decoder/util/stats.h"
-#include "decoder/read/timeline.h"
 #include "src/config.h"
 
-static void ex_free(struct ex *x)
+/* ------------------------------------------------ capture windows */
+
+int ct_capture_mark(struct ct_proc *p, const char *value, int64_t t)
+{
+    p->windowed = 1;
+    if (!strcmp(value, "start")) {
+        if (p->capture_open == CT_OPEN_NONE)
+            p->capture_open = t;
+        return 0;
+    }
+    if (strcmp(value, "stop"))
+        return 0;
+    int64_t s = p->capture_open == CT_OPEN_NONE ? -CT_OPEN_END : p->capture_open;
+    p->capture_open = CT_OPEN_NONE;
+    return ct_ivset_add(&p->capture, s, t);
+}
+
+/* A schedule length in ms; 0 when not a plain decimal that fits. */
+static uint32_t ms_value(const char *s)
+{
+    char *end;
+    unsigned long v = strtoul(s, &end, 10);
+    return *s >= '0' && *s <= '9' && !*end && v <= UINT32_MAX ? (uint32_t)v : 0;
+}
+
+void ct_capture_meta(struct ct_proc *p, const char *key, const char *value)
+{
+    if (!strcmp(key, "mode")) {
+        p->light = !strcmp(value, "light");
+        p->windowed |= p->light; /* a light trace may hold no window yet */
+    } else if (!strcmp(key, "light_window_ms")) {
+        p->light_window_ms = ms_value(value);
+    } else if (!strcmp(key, "light_period_ms")) {
+        p->light_period_ms = ms_value(value);
+    }
+}
+
+int ct_capture_finish(struct ct_proc *p, int64_t off)
+{
+    if (p->capture_open != CT_OPEN_NONE &&
+        ct_ivset_add(&p->capture, p->capture_open, CT_OPEN_END - off))
+        return -ENOMEM;
+    p->capture_open = CT_OPEN_NONE;
+    for (size_t i = 0; i < p->capture.n; i++) {
+        p->capture.v[i].s += off;
+        p->capture.v[i].e += off;
+    }
+    ct_ivset_normalize(&p->capture);
+    return 0;
+}
+
+/* ------------------------------------------------ blocking calls */
+
+int ct_calls_note(struct ct_calls *c, int64_t s, int64_t e, uint32_t tid, int64_t key)
+{
+    if (ct_grow((void **)&c->v, &c->cap, c->n, sizeof(*c->v)))
+        return -ENOMEM;
+    c->v[c->n++] = (struct ct_call_span){s, e, tid, key};
+    return 0;
+}
+
+int ct_calls_launch(struct ct_calls *c, int64_t key, int64_t s)
+{
+    if (key < 0)
+        return 0;
+    if ((size_t)key >= c->nfirst) {
+        size_t n = c->nfirst ? c->nfirst : 64;
+        while (n <= (size_t)key)
+            n *= 2;
+        int64_t *v = realloc(c->first, n * sizeof(*v));
+        if (!v)
+            return -ENOMEM;
+        for (size_t i = c->nfirst; i < n; i++)
+            v[i] = INT64_MAX;
+        c->first = v;
+        c->nfirst = n;
+    }
+    if (s < c->first[key])
+        c->first[key] = s;
+    return 0;
+}
+
+int ct_calls_launcher(struct ct_calls *c, uint32_t tid)
+{
+    /* called for every launch: the last thread noted is nearly always it */
+    if (c->ntids && c->tids[c->ntids - 1] == tid)
+        return 0;
+    for (size_t i = 0; i < c->ntids; i++)
+        if (c->tids[i] == tid) {
+            c->tids[i] = c->tids[c->ntids - 1];
+            c->tids[c->ntids - 1] = tid;
+            return 0;
+        }
+    if (ct_grow((void **)&c->tids, &c->captids, c->ntids, sizeof(*c->tids)))
+        return -ENOMEM;
+    c->tids[c->ntids++] = tid;
+    return 0;
+}
+
+int ct_calls_finish(struct ct_calls *c, struct ct_ivset *out, int64_t off)
+{
+    int rc = 0;
+    for (size_t i = 0; i < c->n && !rc; i++) {
+        size_t k = 0;
+        while (k < c->ntids && c->tids[k] != c->v[i].tid)
+            k++;
+        /* a launch only as the first of its kernel (host_classes.h) */
+        int64_t key = c->v[i].key;
+        int first = key < 0 || ((size_t)key < c->nfirst && c->first[key] == c->v[i].s);
+        if (k < c->ntids && first)
+            rc = ct_ivset_add(out, c->v[i].s + off, c->v[i].e + off);
+    }
+    ct_ivset_normalize_unsorted(out);
+    ct_calls_free(c);
+    return rc;
+}
+
+void ct_calls_free(struct ct_calls *c)
+{
+    free(c->v);
+    free(c->tids);
+    free(c->first);
+    memset(c, 0, sizeof(*c));
+}
+
+/* ------------------------------------------------ the pass */
+
+static void extraction_free(struct ct_extraction *x)
 {
     ct_hcollect_free(&x->health);
+    ct_facts_collect_free(&x->facts);
     struct ct_vec *v[] = {&x->ops,  &x->gcorr, &x->calls,  &x->timed,    &x->nccl,   &x->nsynth,
                           &x->nord, &x->steps, &x->sord,   &x->launches, &x->clock,  &x->name_sid,
                           &x->nfb,  &x->gend,  &x->gendv,  &x->nkl,      &x->graphs, &x->evr,
@@ -44,10 +176,11 @@ static void ex_free(struct ex *x)
         free(v[i]->p);
     free(x->name_map);
     free(x->kcls);
+    free(x->iocls);
     ct_calls_free(&x->bcalls);
 }
 
-static int name_of(struct ex *x, uint64_t sid, uint32_t *out)
+static int name_of(struct ct_extraction *x, uint64_t sid, uint32_t *out)
 {
     if (sid >= x->name_mapn) {
         size_t n = x->name_mapn ? x->name_mapn : 64;
@@ -75,7 +208,7 @@ static int name_of(struct ex *x, uint64_t sid, uint32_t *out)
 #define FLD(i) c[(size_t)(i)*st]
 
 /* Notes op `op` (start s) as thread tid's latest GPU op. */
-static void last_gpu(struct ex *x, uint32_t tid, uint64_t op, int64_t s)
+static void last_gpu(struct ct_extraction *x, uint32_t tid, uint64_t op, int64_t s)
 {
     unsigned i = 0;
     while (i < x->nlastg && x->lastg[i].tid != tid)
@@ -89,13 +222,17 @@ static void last_gpu(struct ex *x, uint32_t tid, uint64_t op, int64_t s)
     x->lastg[i].tid = tid, x->lastg[i].op = op, x->lastg[i].s = s;
 }
 
-static int on_gpu(struct ex *x, const uint64_t *c, size_t st, uint32_t tid)
+static int on_gpu(struct ct_extraction *x, const uint64_t *c, size_t st, uint32_t tid)
 {
     uint64_t idx = NONE;
+    if (FLD(CT_GPU_TYPE) == CT_GPU_MEMCPY && /* a copy's transfer: the facts' */
+        ct_facts_gpu_copy(&x->facts, FLD(CT_GPU_CORR), (int64_t)FLD(CT_GPU_START),
+                          (int64_t)FLD(CT_GPU_END)))
+        return -ENOMEM;
     if (FLD(CT_GPU_TYPE) != CT_GPU_SYNC && FLD(CT_GPU_END) > FLD(CT_GPU_START)) {
-        if (ct_vec_room(&x->ops, sizeof(struct ct_gop)))
+        if (ct_vec_room(&x->ops, sizeof(struct ct_gpu_op)))
             return -ENOMEM;
-        struct ct_gop *g = (struct ct_gop *)x->ops.p + x->ops.n;
+        struct ct_gpu_op *g = (struct ct_gpu_op *)x->ops.p + x->ops.n;
         memset(g, 0, sizeof(*g));
         g->s = (int64_t)FLD(CT_GPU_START);
         g->e = (int64_t)FLD(CT_GPU_END);
@@ -123,7 +260,7 @@ static int on_gpu(struct ex *x, const uint64_t *c, size_t st, uint32_t tid)
     return ct_kv_push(&x->gcorr, FLD(CT_GPU_CORR), idx);
 }
 
-static int push_launch(struct ex *x, uint64_t t)
+static int push_launch(struct ct_extraction *x, uint64_t t)
 {
     if (ct_vec_room(&x->launches, sizeof(int64_t)))
         return -ENOMEM;
@@ -131,15 +268,15 @@ static int push_launch(struct ex *x, uint64_t t)
     return 0;
 }
 
-static int on_nccl(struct ex *x, const uint64_t *c, size_t st, uint32_t tid)
+static int on_nccl(struct ct_extraction *x, const uint64_t *c, size_t st, uint32_t tid)
 {
-    if (ct_vec_room(&x->nccl, sizeof(struct ct_nop)) || ct_vec_room(&x->nsynth, sizeof(uint64_t)) ||
-        ct_vec_room(&x->nfb, sizeof(struct nccl_fb)) ||
+    if (ct_vec_room(&x->nccl, sizeof(struct ct_nccl_call)) ||
+        ct_vec_room(&x->nsynth, sizeof(uint64_t)) || ct_vec_room(&x->nfb, sizeof(struct nccl_fb)) ||
         ct_kv_push(&x->nord, FLD(CT_NCCL_START), x->ord))
         return -ENOMEM;
     ((struct nccl_fb *)x->nfb.p)[x->nfb.n++] =
         (struct nccl_fb){FLD(CT_NCCL_GROUP), (uint32_t)FLD(CT_NCCL_STREAM), tid};
-    struct ct_nop *n = (struct ct_nop *)x->nccl.p + x->nccl.n;
+    struct ct_nccl_call *n = (struct ct_nccl_call *)x->nccl.p + x->nccl.n;
     memset(n, 0, sizeof(*n));
     n->host_s = (int64_t)FLD(CT_NCCL_START);
     n->host_e = (int64_t)FLD(CT_NCCL_END);
@@ -160,9 +297,9 @@ static int on_nccl(struct ex *x, const uint64_t *c, size_t st, uint32_t tid)
         /* the op's own interval is its GPU time only if no GPU record
          * carries its correlation id, known at the end: add it in file
          * order now and drop it then if one does */
-        if (ct_vec_room(&x->ops, sizeof(struct ct_gop)))
+        if (ct_vec_room(&x->ops, sizeof(struct ct_gpu_op)))
             return -ENOMEM;
-        struct ct_gop *g = (struct ct_gop *)x->ops.p + x->ops.n;
+        struct ct_gpu_op *g = (struct ct_gpu_op *)x->ops.p + x->ops.n;
         memset(g, 0, sizeof(*g));
         g->s = n->s;
         g->e = n->e;
@@ -182,7 +319,7 @@ static int on_nccl(struct ex *x, const uint64_t *c, size_t st, uint32_t tid)
 }
 
 /* Whether kernel string id sid names an NCCL kernel (cached per id). */
-static int is_nccl_kernel(struct ex *x, uint64_t sid, int *yes)
+static int is_nccl_kernel(struct ct_extraction *x, uint64_t sid, int *yes)
 {
     if (sid >= x->kclsn) {
         size_t n = x->kclsn ? x->kclsn : 64;
@@ -207,7 +344,7 @@ static int is_nccl_kernel(struct ex *x, uint64_t sid, int *yes)
 
 /* What the NCCL fallbacks need from API records: ncclGroupEnd spans (their
  * correlation id is the group's id) and launches of NCCL kernels. */
-static int note_nccl_calls(struct ex *x, const uint64_t *c, size_t st, uint32_t tid)
+static int note_nccl_calls(struct ct_extraction *x, const uint64_t *c, size_t st, uint32_t tid)
 {
     uint64_t fam = FLD(CT_API_FAMILY);
     struct span sp = {(int64_t)FLD(CT_API_START), (int64_t)FLD(CT_API_END), tid};
@@ -239,7 +376,7 @@ static int note_nccl_calls(struct ex *x, const uint64_t *c, size_t st, uint32_t 
 
 /* An event's record or a wait on it (CT_APIF_EVENT): which of the two by
  * the call's name, looked up once per string id. */
-static int note_event(struct ex *x, const uint64_t *c, size_t st)
+static int note_event(struct ct_extraction *x, const uint64_t *c, size_t st)
 {
     if ((uint32_t)FLD(CT_API_RESULT) != 0 || !FLD(CT_API_BYTES) ||
         !(FLD(CT_API_FLAGS) & CT_APIF_ASYNC))
@@ -256,9 +393,9 @@ static int note_event(struct ex *x, const uint64_t *c, size_t st)
         x->wait_sid[!wait] = sid + 1;
     }
     struct ct_vec *v = wait ? &x->evw : &x->evr;
-    if (ct_vec_room(v, sizeof(struct ex_event)))
+    if (ct_vec_room(v, sizeof(struct event_call)))
         return -ENOMEM;
-    ((struct ex_event *)v->p)[v->n++] = (struct ex_event){
+    ((struct event_call *)v->p)[v->n++] = (struct event_call){
         FLD(CT_API_BYTES), (int64_t)FLD(CT_API_START), (uint32_t)FLD(CT_API_STREAM)};
     return 0;
 }
@@ -267,25 +404,33 @@ static int note_event(struct ex *x, const uint64_t *c, size_t st)
  * extract_join.c): an event's sync, its event; a stream's, its stream; a
  * legacy stream's, every blocking stream; a context's or a synchronous
  * copy, every stream. */
-static int note_sync(struct ex *x, const uint64_t *c, size_t st, uint64_t fam)
+static int note_sync(struct ct_extraction *x, const uint64_t *c, size_t st, uint64_t fam)
 {
-    if (ct_vec_room(&x->evs, sizeof(struct ex_event)))
+    if (ct_vec_room(&x->evs, sizeof(struct event_call)))
         return -ENOMEM;
     uint64_t fl = FLD(CT_API_FLAGS);
-    struct ex_event v = {0, (int64_t)FLD(CT_API_START), 0};
+    struct event_call v = {0, (int64_t)FLD(CT_API_START), 0};
     if (fam == CT_FAM_SYNC && (fl & CT_APIF_EVENT))
         v.event = FLD(CT_API_BYTES);
     else if (fam == CT_FAM_SYNC)
         v.stream = fl & CT_APIF_LEGACY ? CT_SYNCON_BLOCKING : (uint32_t)FLD(CT_API_STREAM);
-    ((struct ex_event *)x->evs.p)[x->evs.n++] = v;
+    ((struct event_call *)x->evs.p)[x->evs.n++] = v;
     return 0;
 }
 
-static int on_api(struct ex *x, const uint64_t *c, size_t st, uint32_t tid)
+static int on_api(struct ct_extraction *x, const uint64_t *c, size_t st, uint32_t tid)
 {
     uint64_t fam = FLD(CT_API_FAMILY);
     struct ct_proc *p = x->p;
     int rc = ct_kv_push(&x->calls, FLD(CT_API_CORR), FLD(CT_API_START));
+    if (!rc && fam == CT_FAM_MEMCPY) { /* a copy's host call: the facts' */
+        struct ct_copy_fact cf = {.host_s = (int64_t)FLD(CT_API_START),
+                                  .host_e = (int64_t)FLD(CT_API_END),
+                                  .bytes = FLD(CT_API_BYTES),
+                                  .kind = (uint8_t)FLD(CT_API_COPY_KIND),
+                                  .async = (FLD(CT_API_FLAGS) & CT_APIF_ASYNC) != 0};
+        rc = ct_facts_copy_call(&x->facts, FLD(CT_API_CORR), &cf);
+    }
     if (!rc && fam == CT_FAM_GRAPH)
         rc = ct_u64_push(&x->graphs, FLD(CT_API_CORR));
     if (!rc && (FLD(CT_API_FLAGS) & CT_APIF_EVENT))
@@ -307,15 +452,14 @@ static int on_api(struct ex *x, const uint64_t *c, size_t st, uint32_t tid)
         rc = ct_calls_note(&x->bcalls, s, e, tid, key);
     if (!rc && ct_is_host_sync(fam, FLD(CT_API_FLAGS)) && !(rc = ct_ivset_add(&p->sync, s, e)))
         rc = note_sync(x, c, st, fam);
-    if (!rc && fam == CT_FAM_MEMCPY && FLD(CT_API_COPY_KIND) == CT_COPY_DTOH &&
-        FLD(CT_API_BYTES) >= CKPT_BYTES)
+    if (!rc && fam == CT_FAM_MEMCPY && ct_is_ckpt_copy(FLD(CT_API_COPY_KIND), FLD(CT_API_BYTES)))
         rc = ct_ivset_add(&p->ckpt, s, e);
     if (!rc && fam == CT_FAM_MEMCPY && FLD(CT_API_COPY_KIND) == CT_COPY_HTOD)
         rc = ct_ivset_add(&p->htod, s, e);
     return rc;
 }
 
-static int on_step(struct ex *x, const struct ct_record *r)
+static int on_step(struct ct_extraction *x, const struct ct_record *r)
 {
     int mark = r->kind == CT_REC_NVTX_MARK;
     const char *msg = ct_reader_string(x->rd, mark ? r->f[CT_MARK_MESSAGE] : r->f[CT_NVTX_MESSAGE]);
@@ -342,17 +486,17 @@ static int cmp_gedge(const void *a, const void *b)
 
 /* A graph node record: the op its thread recorded just before, at the
  * same start, ran as that node. */
-static void on_graph_node(struct ex *x, const uint64_t *f, uint32_t tid)
+static void on_graph_node(struct ct_extraction *x, const uint64_t *f, uint32_t tid)
 {
     for (unsigned i = 0; i < x->nlastg; i++)
         if (x->lastg[i].tid == tid && x->lastg[i].s == (int64_t)f[CT_META_TIME] &&
             x->lastg[i].op < x->ops.n)
-            ((struct ct_gop *)x->ops.p)[x->lastg[i].op].gnode = f[CT_META_SCOPE_ID];
+            ((struct ct_gpu_op *)x->ops.p)[x->lastg[i].op].gnode = f[CT_META_SCOPE_ID];
 }
 
 /* A graph's edges, "F>T F>T ..." in hex (F "?": not known). Text that does
  * not parse ends the list there: the edges before it are kept. */
-static int on_graph_edges(struct ex *x, const char *s)
+static int on_graph_edges(struct ct_extraction *x, const char *s)
 {
     while (s && *s) {
         while (*s == ' ')
@@ -379,7 +523,7 @@ static int on_graph_edges(struct ex *x, const char *s)
     return 0;
 }
 
-static int on_meta(struct ex *x, const uint64_t *f, uint32_t tid)
+static int on_meta(struct ct_extraction *x, const uint64_t *f, uint32_t tid)
 {
     if (f[CT_META_SCOPE] == CT_SCOPE_GRAPH_NODE) {
         on_graph_node(x, f, tid);
@@ -421,8 +565,29 @@ static int on_meta(struct ex *x, const uint64_t *f, uint32_t tid)
     return 0;
 }
 
+/* The class of I/O op string id sid (host_classes.h), worked out once per
+ * id: a trace names a few ops many times. 0 or -ENOMEM. */
+static int io_class(struct ct_extraction *x, uint64_t sid, unsigned *cls)
+{
+    if (sid >= x->iocln) {
+        size_t n = x->iocln ? x->iocln : 64;
+        while (n <= sid)
+            n *= 2;
+        uint8_t *k = realloc(x->iocls, n);
+        if (!k)
+            return -ENOMEM;
+        memset(k + x->iocln, 0, n - x->iocln);
+        x->iocls = k;
+        x->iocln = n;
+    }
+    if (!x->iocls[sid])
+        x->iocls[sid] = (uint8_t)(16 | ct_io_op_class(ct_reader_string(x->rd, sid)));
+    *cls = x->iocls[sid] & 15u;
+    return 0;
+}
+
 /* The kinds that are a small part of a trace, as whole records. */
-static int on_other(struct ex *x, const struct ct_record *r)
+static int on_other(struct ct_extraction *x, const struct ct_record *r)
 {
     const uint64_t *f = r->f;
     if (r->kind != CT_REC_IO && r->kind != CT_REC_NVTX_RANGE && r->kind != CT_REC_NVTX_MARK &&
@@ -430,15 +595,17 @@ static int on_other(struct ex *x, const struct ct_record *r)
         x->p->last_ns = (int64_t)f[0];
     switch (r->kind) {
     case CT_REC_IO: {
-        const char *op = ct_reader_string(x->rd, f[CT_IO_OP]);
-        int64_t s = (int64_t)f[CT_IO_START], e = (int64_t)f[CT_IO_END];
-        if (ct_is_data_wait(op, f[CT_IO_FD_TYPE]) && f[CT_IO_FD_TYPE] == CT_FD_FILE &&
-            ct_ivset_add(&x->p->file_read, s, e))
+        unsigned cls;
+        if (io_class(x, f[CT_IO_OP], &cls))
             return -ENOMEM;
-        if (ct_is_data_wait(op, f[CT_IO_FD_TYPE]))
+        int64_t s = (int64_t)f[CT_IO_START], e = (int64_t)f[CT_IO_END];
+        int wait = ct_io_is_data_wait(cls, f[CT_IO_FD_TYPE]);
+        if (wait && f[CT_IO_FD_TYPE] == CT_FD_FILE && ct_ivset_add(&x->p->file_read, s, e))
+            return -ENOMEM;
+        if (wait)
             return ct_ivset_add(&x->p->data_wait, s, e);
-        if (ct_is_ckpt_io(op, f[CT_IO_FD_TYPE]))
-            return ct_ivset_add(&x->p->ckpt, (int64_t)f[CT_IO_START], (int64_t)f[CT_IO_END]);
+        if (ct_io_is_ckpt(cls, f[CT_IO_FD_TYPE]))
+            return ct_ivset_add(&x->p->ckpt, s, e);
         return 0;
     }
     case CT_REC_NVTX_RANGE:
@@ -450,6 +617,9 @@ static int on_other(struct ex *x, const struct ct_record *r)
         return 0;
     case CT_REC_META: {
         int rc = on_meta(x, f, r->tid);
+        if (!rc)
+            rc = ct_facts_meta(&x->facts, f[CT_META_SCOPE], ct_reader_string(x->rd, f[CT_META_KEY]),
+                               ct_reader_string(x->rd, f[CT_META_VALUE]));
         return rc ? rc : ct_hcollect_record(&x->health, x->rd, r);
     }
     case CT_REC_COUNTER: return ct_hcollect_record(&x->health, x->rd, r);
@@ -465,7 +635,7 @@ static int on_other(struct ex *x, const struct ct_record *r)
  * read straight from the decoder's columns; the rest as records. */
 static int on_block(void *ctx, const struct ct_block *b)
 {
-    struct ex *x = ctx;
+    struct ct_extraction *x = ctx;
     size_t pos[CT_REC_KIND_COUNT] = {0};
     for (size_t t = 0; t < b->n; t++) {
         unsigned k = b->kinds[t];
@@ -498,7 +668,7 @@ static int on_block(void *ctx, const struct ct_block *b)
  * trace (calls and GPU records): the decoder skips the others (grid and
  * block sizes, results, devices...), a third of its work. Every other kind
  * is read whole. A handler that reads a new field must add it here: it
- * would otherwise see 0 (tests/unit's extract suite compares against a
+ * would otherwise see 0 (tests/unit's extract suite checks the ops against a
  * full decode). */
 static const uint32_t *extract_fields(void)
 {
@@ -528,10 +698,12 @@ int ct_proc_extract_file(const char *path, const char *step_name, struct ct_proc
     p->capture_open = CT_OPEN_NONE;
     p->last_ns = INT64_MIN;
     struct ct_reader rd;
-    struct ex x = {.p = p, .rd = &rd, .step = step_name ? step_name : "ProfilerStep"};
+    struct ct_extraction x = {.p = p, .rd = &rd, .step = step_name ? step_name : "ProfilerStep"};
     ct_hcollect_init(&x.health);
     p->path = strdup(path);
-    if (!p->path) {
+    if (!p->path || ct_facts_collect_init(&x.facts)) {
+        free(p->path);
+        p->path = NULL;
         snprintf(err, errlen, "%s: out of memory", path);
         return -ENOMEM;
     }
@@ -568,16 +740,22 @@ int ct_proc_extract_file(const char *path, const char *step_name, struct ct_proc
         snprintf(err, errlen, "%s: out of memory", path);
         goto fail;
     }
-    ct_hcollect_publish(&x.health, p->path);
+    p->health = ct_hcollect_finish(&x.health);
+    p->facts = ct_facts_collect_finish(&x.facts);
+    if (!p->health || !p->facts) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        rc = -ENOMEM;
+        goto fail;
+    }
     p->gedges = x.gedges.p, p->ngedges = x.gedges.n;
     x.gedges = (struct ct_vec){0};
     if (p->ngedges > 1)
         qsort(p->gedges, p->ngedges, sizeof(*p->gedges), cmp_gedge);
-    ex_free(&x);
+    extraction_free(&x);
     ct_reader_close(&rd);
     return 0;
 fail:
-    ex_free(&x);
+    extraction_free(&x);
     ct_reader_close(&rd);
     ct_proc_free(p);
     return rc;

@@ -8,15 +8,51 @@
 
 #include <stdint.h>
 
-#include "decoder/analysis/health.h"
+#include "decoder/read/counters.h"
+#include "decoder/read/facts.h"
 #include "decoder/util/keys.h"
 #include "decoder/read/timeline.h"
 
 struct ct_reader;
 
-#define NONE       UINT64_MAX
-#define SYNTHETIC  UINT32_MAX /* provisional name of an op made from an NCCL record */
-#define CKPT_BYTES (16ull << 20)
+/* Folds one recorder "capture" mark (value "start" or "stop", raw time t)
+ * or process metadata (mode, light_window_ms, light_period_ms) into p's
+ * windows; ct_capture_finish closes a window left open and shifts the set
+ * by the clock offset. 0 or -ENOMEM. */
+int ct_capture_mark(struct ct_proc *p, const char *value, int64_t t);
+void ct_capture_meta(struct ct_proc *p, const char *key, const char *value);
+int ct_capture_finish(struct ct_proc *p, int64_t off);
+
+/* The blocking CUDA calls of a process while its trace is read (the
+ * extraction): each with its thread, and the threads that issued GPU work
+ * (launch, copy, memset or NCCL calls). ct_calls_finish keeps the calls of
+ * those threads (the ones that feed the GPU: a pinned-memory thread's
+ * allocation does not hold the GPU back), moved by the clock offset, in
+ * out, normalised; it frees c. ct_calls_note and ct_calls_launcher: 0 or
+ * -ENOMEM. */
+struct ct_calls {
+    struct ct_call_span {
+        int64_t s, e;
+        uint32_t tid;
+        int64_t key; /* a launch's kernel (string id; 0 a graph launch), -1 any other call */
+    } * v;
+    size_t n, cap;
+    uint32_t *tids; /* the launching threads, unsorted, once each */
+    size_t ntids, captids;
+    int64_t *first; /* by key: the earliest start of a launch of it (INT64_MAX none) */
+    size_t nfirst;
+};
+/* key: as ct_call_span's. */
+int ct_calls_note(struct ct_calls *c, int64_t s, int64_t e, uint32_t tid, int64_t key);
+int ct_calls_launcher(struct ct_calls *c, uint32_t tid);
+/* Every launch of kernel key (>= 0) starting at s, for ct_calls_finish's
+ * first-launch rule; in any order. */
+int ct_calls_launch(struct ct_calls *c, int64_t key, int64_t s);
+int ct_calls_finish(struct ct_calls *c, struct ct_ivset *out, int64_t off);
+void ct_calls_free(struct ct_calls *c);
+
+#define NONE      UINT64_MAX
+#define SYNTHETIC UINT32_MAX /* provisional name of an op made from an NCCL record */
 
 /* A host span on one thread (raw times). */
 struct span {
@@ -37,24 +73,24 @@ struct nccl_launch {
     uint64_t corr;
 };
 
-struct ex_event {
+struct event_call {
     uint64_t event;
     int64_t t; /* the call's raw host start */
     uint32_t stream;
 };
 
-struct ex {
+struct ct_extraction {
     struct ct_proc *p;
     struct ct_reader *rd;
     const char *step;
     uint64_t ord;         /* records seen so far: file order */
-    struct ct_vec ops;    /* struct ct_gop, raw times; name = provisional index */
+    struct ct_vec ops;    /* struct ct_gpu_op, raw times; name = provisional index */
     struct ct_vec gcorr;  /* kv (corr, op index or NONE) of every GPU record */
     struct ct_vec gsrc;   /* uint8 source (enum ct_gpu_source) of each op a GPU record made */
     struct ct_vec calls;  /* kv (corr, raw host start) of every API record */
     struct ct_vec timed;  /* uint64 corr of launches/copies/memsets that want a GPU record */
     struct ct_vec graphs; /* uint64 corr of graph launches: their GPU ops are replays */
-    struct ct_vec nccl;   /* struct ct_nop, raw times; stays in file order until the end */
+    struct ct_vec nccl;   /* struct ct_nccl_call, raw times; stays in file order until the end */
     struct ct_vec nsynth; /* op index made from each NCCL op's own interval, or NONE */
     struct ct_vec nord;   /* kv (raw host start, file order) of each NCCL op */
     struct ct_vec nfb;    /* struct nccl_fb of each NCCL op: what the fallbacks need */
@@ -63,10 +99,12 @@ struct ex {
     struct ct_vec nkl;    /* struct nccl_launch: launches of ncclDevKernel_* kernels */
     uint8_t *kcls;        /* per kernel string id: 0 unknown, 1 not NCCL, 2 NCCL */
     size_t kclsn;
+    uint8_t *iocls; /* per I/O op string id: 0 unknown, else 16 | ct_io_op_class */
+    size_t iocln;
     uint64_t gend_sid;      /* string id of "ncclGroupEnd", 0 until seen */
-    struct ct_vec evr;      /* struct ex_event of each cuEventRecord*, raw times */
-    struct ct_vec evw;      /* struct ex_event of each cuStreamWaitEvent* */
-    struct ct_vec evs;      /* struct ex_event of each host sync: event 0 but for an event's
+    struct ct_vec evr;      /* struct event_call of each cuEventRecord*, raw times */
+    struct ct_vec evw;      /* struct event_call of each cuStreamWaitEvent* */
+    struct ct_vec evs;      /* struct event_call of each host sync: event 0 but for an event's
                              * sync, stream 0 for one that waits for every stream */
     uint64_t wait_sid[2];   /* string ids known to name a wait (1 + sid), a record */
     struct ct_vec steps;    /* struct ct_range, raw times */
@@ -79,8 +117,9 @@ struct ex {
     struct ct_vec name_sid; /* uint32 trace string id of each provisional name */
     uint64_t host_sid, ppid_sid;
     int have_host, have_ppid;
-    struct ct_hcollect health; /* counters, for decoder/analysis/health.c's cache */
-    struct ct_vec gedges;      /* struct ct_gedge of the graphs' edge records */
+    struct ct_hcollect health;     /* counters: p->health at the end */
+    struct ct_facts_collect facts; /* metadata and copies: p->facts at the end */
+    struct ct_vec gedges;          /* struct ct_gedge of the graphs' edge records */
     /* the latest GPU op of each recording thread, which a graph node record
      * right after it names (CT_SCOPE_GRAPH_NODE); a few threads write GPU
      * records (CUPTI's, a flushing one, the events poller) */
@@ -94,6 +133,6 @@ struct ex {
 
 /* extract_join.c: the joins by correlation id, the NCCL GPU-time fallbacks
  * and the final ordering into x->p. 0 or -ENOMEM. */
-int ct_extract_finish(struct ex *x);
+int ct_extract_finish(struct ct_extraction *x);
 
 #endif

@@ -12,6 +12,7 @@
 #include "decoder/util/search.h"
 #include "decoder/util/stats.h"
 #include "src/reader.h"
+#include "decoder/read/life.h"
 
 /* The GPU interval standing for NCCL op i when no GPU record carries its
  * own correlation id (the rules of ct_trace_nccl_gpu in tracefile.h): a
@@ -19,12 +20,12 @@
  * ncclGroupEnd; the one on the op's stream if there are several), else the
  * ncclDevKernel launch made inside the op's call, or inside its group's
  * ncclGroupEnd, on the same thread. Returns an op index or NONE. */
-static uint64_t nccl_fallback(struct ex *x, size_t i)
+static uint64_t nccl_fallback(struct ct_extraction *x, size_t i)
 {
-    const struct ct_nop *n = (const struct ct_nop *)x->nccl.p + i;
+    const struct ct_nccl_call *n = (const struct ct_nccl_call *)x->nccl.p + i;
     const struct nccl_fb *fb = (const struct nccl_fb *)x->nfb.p + i;
     const struct ct_kv *gc = x->gcorr.p;
-    const struct ct_gop *ops = x->ops.p;
+    const struct ct_gpu_op *ops = x->ops.p;
     struct span sp = {n->host_s, n->host_e, fb->tid};
     if (fb->group) {
         uint64_t pick = NONE;
@@ -57,14 +58,14 @@ static uint64_t nccl_fallback(struct ex *x, size_t i)
 /* Links NCCL op i to GPU interval o; an interval already linked to another
  * op of the same group is copied (a fused kernel, or a group's event pair,
  * is each member's GPU time). */
-static int link_nccl(struct ex *x, uint64_t o, size_t i)
+static int link_nccl(struct ct_extraction *x, uint64_t o, size_t i)
 {
-    struct ct_gop *ops = x->ops.p;
+    struct ct_gpu_op *ops = x->ops.p;
     if (ops[o].nccl < 0) {
         ops[o].nccl = (int32_t)i;
         return 0;
     }
-    if (ct_vec_room(&x->ops, sizeof(struct ct_gop)))
+    if (ct_vec_room(&x->ops, sizeof(struct ct_gpu_op)))
         return -ENOMEM;
     ops = x->ops.p;
     ops[x->ops.n] = ops[o];
@@ -79,12 +80,12 @@ static int link_nccl(struct ex *x, uint64_t o, size_t i)
  * (nested), so one op's work is not data-parallel as a kernel and "other"
  * as an op.
  */
-static int link_nested(struct ex *x)
+static int link_nested(struct ct_extraction *x)
 {
     size_t nn = x->nccl.n, nl = x->nkl.n;
     if (!nn || !nl)
         return 0;
-    const struct ct_nop *nccl = x->nccl.p;
+    const struct ct_nccl_call *nccl = x->nccl.p;
     const struct nccl_fb *fb = x->nfb.p;
     const struct nccl_launch *kl = x->nkl.p;
     struct span *sp = malloc(nn * sizeof(*sp));
@@ -107,7 +108,7 @@ static int link_nested(struct ex *x)
     if (!rc)
         rc = ct_kv_sort(bys, nn) ? -ENOMEM : ct_kv_sort(byl, nl) ? -ENOMEM : 0;
     const struct ct_kv *gc = x->gcorr.p;
-    struct ct_gop *ops = x->ops.p;
+    struct ct_gpu_op *ops = x->ops.p;
     for (size_t k = 0, s = 0; k < nl && !rc; k++) {
         const struct nccl_launch *l = &kl[byl[k].val];
         /* the latest span of each thread that starts at or before l */
@@ -128,7 +129,7 @@ static int link_nested(struct ex *x)
             continue;
         for (long g = ct_kv_find(&x->gcorr, l->corr);
              g >= 0 && (size_t)g < x->gcorr.n && gc[g].key == l->corr; g++) {
-            struct ct_gop *o = gc[g].val == NONE ? NULL : &ops[gc[g].val];
+            struct ct_gpu_op *o = gc[g].val == NONE ? NULL : &ops[gc[g].val];
             if (o && o->type == CT_GPU_KERNEL && o->nccl < 0) {
                 o->nccl = (int32_t)last[j].span;
                 o->nested = 1;
@@ -148,11 +149,11 @@ static int link_nested(struct ex *x)
  * its class (nested), so a pipeline's Send/Recv group is not "other"
  * communication beside the members' own pipeline time.
  */
-static void link_groups(struct ex *x)
+static void link_groups(struct ct_extraction *x)
 {
     const struct nccl_fb *fb = x->nfb.p;
     const struct ct_kv *gc = x->gcorr.p;
-    struct ct_gop *ops = x->ops.p;
+    struct ct_gpu_op *ops = x->ops.p;
     uint64_t last = 0;
     for (size_t i = 0; i < x->nccl.n; i++) {
         if (!fb[i].group || fb[i].group == last)
@@ -160,7 +161,7 @@ static void link_groups(struct ex *x)
         last = fb[i].group;
         for (long k = ct_kv_find(&x->gcorr, fb[i].group);
              k >= 0 && (size_t)k < x->gcorr.n && gc[k].key == fb[i].group; k++) {
-            struct ct_gop *o = gc[k].val == NONE ? NULL : &ops[gc[k].val];
+            struct ct_gpu_op *o = gc[k].val == NONE ? NULL : &ops[gc[k].val];
             if (o && o->type == CT_GPU_NCCL && o->nccl < 0) {
                 o->nccl = (int32_t)i;
                 o->nested = 1;
@@ -176,10 +177,10 @@ static void link_groups(struct ex *x)
  * source are dropped (at the end of join, as NCCL ops' own intervals are)
  * and counted (coverage superseded). gcorr sorted by correlation id.
  */
-static void drop_superseded(struct ex *x)
+static void drop_superseded(struct ct_extraction *x)
 {
     struct ct_kv *gc = x->gcorr.p;
-    struct ct_gop *ops = x->ops.p;
+    struct ct_gpu_op *ops = x->ops.p;
     const uint8_t *src = x->gsrc.p;
     for (size_t a = 0, b; a < x->gcorr.n; a = b) {
         for (b = a + 1; b < x->gcorr.n && gc[b].key == gc[a].key; b++)
@@ -220,12 +221,12 @@ static void drop_superseded(struct ex *x)
  * drops NCCL ops' own intervals where a GPU record exists. All key arrays
  * sorted by correlation id.
  */
-static int join(struct ex *x, const uint8_t *name_op)
+static int join(struct ct_extraction *x, const uint8_t *name_op)
 {
     struct ct_proc *p = x->p;
-    struct ct_gop *ops = x->ops.p;
+    struct ct_gpu_op *ops = x->ops.p;
     const struct ct_kv *gc = x->gcorr.p;
-    const struct ct_nop *nccl = x->nccl.p;
+    const struct ct_nccl_call *nccl = x->nccl.p;
     struct ct_vec ncorr = {0}; /* kv (corr, NCCL op index) */
     for (size_t i = 0; i < x->nccl.n; i++)
         if (ct_kv_push(&ncorr, nccl[i].corr, i)) {
@@ -244,9 +245,9 @@ static int join(struct ex *x, const uint8_t *name_op)
     for (size_t i = 0; i < x->gcorr.n; i++) {
         if (gc[i].val == NONE)
             continue;
-        struct ct_gop *g = &ops[gc[i].val];
+        struct ct_gpu_op *g = &ops[gc[i].val];
         uint64_t corr = gc[i].key;
-        const struct ct_nop *call = NULL;
+        const struct ct_nccl_call *call = NULL;
         g->launch = INT64_MIN;
         g->nccl = -1;
         while (igr < x->graphs.n && gr[igr] < corr) /* both by corr */
@@ -335,7 +336,7 @@ static int join(struct ex *x, const uint8_t *name_op)
 
 /* An op's order key: a GPU record's GPU start, an NCCL record's host start
  * for an op made from it (compared unsigned, as the radix sort does). */
-static inline uint64_t op_key(const struct ct_gop *g)
+static inline uint64_t op_key(const struct ct_gpu_op *g)
 {
     return (uint64_t)(g->name == SYNTHETIC ? g->launch : g->s);
 }
@@ -349,14 +350,14 @@ static inline uint64_t op_key(const struct ct_gop *g)
  * by cycle, still in place (no second array of the largest kind). 0 or
  * -ENOMEM.
  */
-static int order_ops(struct ct_gop *ops, size_t no)
+static int order_ops(struct ct_gpu_op *ops, size_t no)
 {
     size_t budget = 2 * no, i = 1;
     for (; i < no && budget; i++) {
         uint64_t k = op_key(&ops[i]);
         if (op_key(&ops[i - 1]) <= k)
             continue;
-        struct ct_gop x = ops[i];
+        struct ct_gpu_op x = ops[i];
         size_t m = i;
         for (; m > 0 && op_key(&ops[m - 1]) > k && budget; m--, budget--)
             ops[m] = ops[m - 1];
@@ -377,7 +378,7 @@ static int order_ops(struct ct_gop *ops, size_t no)
     for (i = 0; i < no; i++) {
         if (perm[i].val == i)
             continue;
-        struct ct_gop first = ops[i];
+        struct ct_gpu_op first = ops[i];
         size_t j = i;
         for (;;) {
             size_t k = perm[j].val;
@@ -398,12 +399,12 @@ static int order_ops(struct ct_gop *ops, size_t no)
  * in file order, so a stable sort by key. perm[new] = old. */
 static uint64_t ev_event(const void *e)
 {
-    return ((const struct ex_event *)e)->event;
+    return ((const struct event_call *)e)->event;
 }
 
 static uint64_t ev_time(const void *e)
 {
-    return (uint64_t)((const struct ex_event *)e)->t ^ (1ull << 63);
+    return (uint64_t)((const struct event_call *)e)->t ^ (1ull << 63);
 }
 
 static uint64_t edge_wait(const void *e)
@@ -420,7 +421,7 @@ static uint64_t edge_rec(const void *e)
  * time) of `event` at or before t, or 0 (never recorded by then: nothing
  * to wait for, as in CUDA). */
 struct rec_key {
-    const struct ex_event *r;
+    const struct event_call *r;
     uint64_t event;
     int64_t t;
 };
@@ -430,7 +431,7 @@ static int rec_before(size_t i, const void *ctx)
     return k->r[i].event < k->event || (k->r[i].event == k->event && k->r[i].t <= k->t);
 }
 
-static size_t latest_record(const struct ex_event *r, size_t n, uint64_t event, int64_t t)
+static size_t latest_record(const struct event_call *r, size_t n, uint64_t event, int64_t t)
 {
     const struct rec_key k = {r, event, t};
     size_t lo = ct_partition(n, rec_before, &k); /* the first record after (event, t) */
@@ -442,13 +443,13 @@ static size_t latest_record(const struct ex_event *r, size_t n, uint64_t event, 
  * trace, or recorded only after, has nothing to wait for, as in CUDA) into
  * x->p->edges, by wait time; x->evr is sorted by (event, time). 0 or
  * -ENOMEM. */
-static int event_edges(struct ex *x, int64_t off)
+static int event_edges(struct ct_extraction *x, int64_t off)
 {
     static const ct_key_fn edge_order[] = {edge_wait, edge_rec};
     struct ct_proc *p = x->p;
     if (!x->evw.n || !x->evr.n)
         return 0;
-    const struct ex_event *r = x->evr.p, *w = x->evw.p;
+    const struct event_call *r = x->evr.p, *w = x->evw.p;
     p->edges = malloc(x->evw.n * sizeof(*p->edges));
     if (!p->edges)
         return -ENOMEM;
@@ -471,11 +472,11 @@ static uint64_t sync_time(const void *e)
  * as a wait does (its stream, and the work launched there before the
  * record); one whose event has no record in the trace (recorded before
  * the capture began) is taken to wait for every stream. 0 or -ENOMEM. */
-static int sync_waits(struct ex *x, int64_t off)
+static int sync_waits(struct ct_extraction *x, int64_t off)
 {
     static const ct_key_fn order[] = {sync_time};
     struct ct_proc *p = x->p;
-    const struct ex_event *v = x->evs.p, *r = x->evr.p;
+    const struct event_call *v = x->evs.p, *r = x->evr.p;
     if (!x->evs.n)
         return 0;
     p->syncs = malloc(x->evs.n * sizeof(*p->syncs));
@@ -493,7 +494,7 @@ static int sync_waits(struct ex *x, int64_t off)
     return ct_sort_by(p->syncs, p->nsyncs, sizeof(*p->syncs), order, 1);
 }
 
-int ct_extract_finish(struct ex *x)
+int ct_extract_finish(struct ct_extraction *x)
 {
     struct ct_proc *p = x->p;
     int rc = 0;
@@ -531,7 +532,7 @@ int ct_extract_finish(struct ex *x)
         rc = -ENOMEM;
         goto out;
     }
-    const struct ct_nop *nsrc = x->nccl.p;
+    const struct ct_nccl_call *nsrc = x->nccl.p;
     for (size_t i = 0; i < nn; i++) {
         p->nccl[i] = nsrc[nperm[i].val];
         inv[nperm[i].val] = i;
@@ -540,7 +541,7 @@ int ct_extract_finish(struct ex *x)
 
     /* ops by their record's start, in place */
     size_t no = x->ops.n;
-    struct ct_gop *ops = x->ops.p;
+    struct ct_gpu_op *ops = x->ops.p;
     if ((rc = order_ops(ops, no)))
         goto out;
     p->ops = ops; /* x->ops's array, now p's */
@@ -555,7 +556,7 @@ int ct_extract_finish(struct ex *x)
     }
     const int64_t off = p->clock_offset;
     for (size_t i = 0; i < no; i++) {
-        struct ct_gop *g = &ops[i];
+        struct ct_gpu_op *g = &ops[i];
         if (g->name == SYNTHETIC) {
             g->name = 0;
         } else {
@@ -581,7 +582,7 @@ int ct_extract_finish(struct ex *x)
         goto out;
     p->nops = no;
     for (size_t i = 0; i < nn; i++) {
-        struct ct_nop *n = &p->nccl[i];
+        struct ct_nccl_call *n = &p->nccl[i];
         n->host_s += off;
         n->host_e += off;
         if (n->e) {
@@ -633,7 +634,7 @@ int ct_extract_finish(struct ex *x)
     if ((rc = ct_calls_finish(&x->bcalls, &p->cuda_call, off)))
         goto out;
     static const ct_key_fn rec_order[] = {ev_event, ev_time};
-    if ((rc = ct_sort_by(x->evr.p, x->evr.n, sizeof(struct ex_event), rec_order, 2)) ||
+    if ((rc = ct_sort_by(x->evr.p, x->evr.n, sizeof(struct event_call), rec_order, 2)) ||
         (rc = event_edges(x, off)) || (rc = sync_waits(x, off)))
         goto out;
     rc = ct_capture_finish(p, off);

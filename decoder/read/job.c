@@ -9,9 +9,14 @@
 #include <string.h>
 
 #include "decoder/read/clock.h"
-#include "decoder/kineto/kineto.h"
+#include "decoder/read/counters.h"
+#include "decoder/read/facts.h"
+#include "decoder/read/hta.h"
 #include "decoder/read/spill.h"
 #include "decoder/read/timeline.h"
+#include "decoder/read/devices.h"
+#include "decoder/read/job.h"
+#include "decoder/read/life.h"
 
 void ct_proc_free(struct ct_proc *p)
 {
@@ -32,8 +37,12 @@ void ct_proc_free(struct ct_proc *p)
     for (size_t i = 0; i < p->nnames; i++)
         free(p->names[i]);
     free(p->names);
-    ct_kineto_free(p->kin); /* Kineto input (decoder/kineto/kineto.h) */
+    if (p->reader_free)
+        p->reader_free(p->reader_data);
+    ct_hta_free(p->hta);
     ct_life_free(&p->life);
+    ct_hproc_free(p->health);
+    ct_facts_free(p->facts);
     free(p->spill);
     free(p->edges);
     free(p->gedges);
@@ -116,7 +125,7 @@ static void cov_add(struct ct_coverage *a, const struct ct_coverage *b)
 
 static int cmp_gop(const void *a, const void *b)
 {
-    const struct ct_gop *x = a, *y = b;
+    const struct ct_gpu_op *x = a, *y = b;
     if (x->s != y->s)
         return x->s < y->s ? -1 : 1;
     return (x->e > y->e) - (x->e < y->e);
@@ -146,7 +155,7 @@ static int merge_ops(struct ct_rank *r)
     for (size_t k = 0; k < r->nprocs; k++) {
         const struct ct_proc *p = r->procs[k];
         for (size_t i = 0; i < p->nops; i++) {
-            struct ct_gop g = p->ops[i];
+            struct ct_gpu_op g = p->ops[i];
             g.name += (uint32_t)nnames;
             if (g.nccl >= 0)
                 g.nccl += nnccl;
@@ -155,7 +164,7 @@ static int merge_ops(struct ct_rank *r)
         nnames += p->nnames;
         nnccl += (int32_t)p->nnccl;
     }
-    /* one process's ops arrive sorted by start (ct_proc_extract*): then
+    /* one process's ops arrive sorted by start (every reader leaves them so): then
      * skip the sort, which costs as much as all the extraction */
     size_t run = 1, ties = 0;
     for (; run < r->nops && r->ops[run - 1].s <= r->ops[run].s; run++)
@@ -174,7 +183,7 @@ static int merge_ops(struct ct_rank *r)
                 continue;
             }
             for (size_t k = i + 1; k < j; k++) {
-                struct ct_gop x = r->ops[k];
+                struct ct_gpu_op x = r->ops[k];
                 size_t m = k;
                 while (m > i && r->ops[m - 1].e > x.e) {
                     r->ops[m] = r->ops[m - 1];
@@ -293,7 +302,7 @@ static int is_dp_op(int op)
 static void class_ops(struct ct_rank *rk)
 {
     for (size_t i = 0; i < rk->nops; i++) {
-        struct ct_gop *g = &rk->ops[i];
+        struct ct_gpu_op *g = &rk->ops[i];
         if (g->nccl >= 0)
             g->cls = rk->nccl[g->nccl].cls;
         else if (g->op == CT_NCCL_OP_SEND || g->op == CT_NCCL_OP_RECV)
@@ -313,7 +322,7 @@ static int classify(struct ct_job *job)
     for (size_t r = 0; r < job->nranks && !rc; r++) {
         struct comm_info *last = NULL;
         for (size_t i = 0; i < job->ranks[r].nnccl && !rc; i++) {
-            const struct ct_nop *o = &job->ranks[r].nccl[i];
+            const struct ct_nccl_call *o = &job->ranks[r].nccl[i];
             if (!last || last->comm != o->comm)
                 last = comm_get(&cs, &nc, &capc, o->comm);
             if (!last) {
@@ -334,7 +343,7 @@ static int classify(struct ct_job *job)
                 strided = 1;
         }
         for (size_t i = 0; i < rk->nnccl; i++) {
-            struct ct_nop *o = &rk->nccl[i];
+            struct ct_nccl_call *o = &rk->nccl[i];
             const struct comm_info *c = comm_get(&cs, &nc, &capc, o->comm);
             if (o->op == CT_NCCL_OP_SEND || o->op == CT_NCCL_OP_RECV)
                 o->cls = CT_CL_PP;
@@ -357,7 +366,7 @@ static int classify(struct ct_job *job)
 /* Op g into its class set, the GPU set and, for communication, the
  * communication set: merged into their last intervals when the ops come in
  * start order. 0 or -ENOMEM. */
-static inline int add_op(struct ct_rank *r, const struct ct_gop *g, int sorted)
+static inline int add_op(struct ct_rank *r, const struct ct_gpu_op *g, int sorted)
 {
     int comm = CT_CL_IS_COMM(g->cls);
     if (sorted)
@@ -407,7 +416,7 @@ static int gpu_cover(struct ct_rank *r)
     for (size_t w = 0; w < c->n; w++)
         span[w] = (struct ct_iv){INT64_MAX, INT64_MIN};
     for (size_t i = 0; i < r->nops; i++) {
-        const struct ct_gop *g = &r->ops[i];
+        const struct ct_gpu_op *g = &r->ops[i];
         long w = ct_ivset_find(c, g->launch != INT64_MIN ? g->launch : g->s);
         if (w < 0)
             continue;

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "decoder/read/timeline.h"
+#include "decoder/read/life.h"
 #include "src/config.h"
 
 void ct_life_init(struct ct_life *l)

@@ -26,7 +26,7 @@ void ct_proc_settle(struct ct_proc *p)
     p->gpu_lo = p->busy_lo = p->launch_lo = INT64_MAX;
     p->gpu_hi = p->launch_hi = INT64_MIN;
     for (size_t i = 0; i < p->nops; i++) {
-        const struct ct_gop *g = &p->ops[i];
+        const struct ct_gpu_op *g = &p->ops[i];
         if (g->s < p->gpu_lo)
             p->gpu_lo = g->s;
         if (g->e > p->gpu_hi)
@@ -38,7 +38,7 @@ void ct_proc_settle(struct ct_proc *p)
         /* the latest op in (start, end) order wins, as it did when the
          * rank's sorted ops were walked: ops of one NCCL op are all of one
          * process, and ops alike in both give the same interval */
-        struct ct_nop *o = &p->nccl[g->nccl];
+        struct ct_nccl_call *o = &p->nccl[g->nccl];
         if (!o->from_op || g->s > o->s || (g->s == o->s && g->e >= o->e)) {
             o->s = g->s;
             o->e = g->e;
@@ -189,7 +189,7 @@ static int zget_count(struct zin *z, unsigned long long raw, size_t min, size_t 
     return 0;
 }
 
-static int unspill(const struct ct_proc *p, struct zin *z, struct ct_gop **ops, size_t *nops,
+static int unspill(const struct ct_proc *p, struct zin *z, struct ct_gpu_op **ops, size_t *nops,
                    int64_t **launches, size_t *nlaunches)
 {
     unsigned long long raw = ZSTD_getFrameContentSize(p->spill, p->nspill);
@@ -224,8 +224,8 @@ static int unspill(const struct ct_proc *p, struct zin *z, struct ct_gop **ops, 
     return z->last == 0 && z->in.pos == z->in.size ? 0 : -EIO;
 }
 
-int ct_proc_unspill(const struct ct_proc *p, struct ct_gop **ops, size_t *nops, int64_t **launches,
-                    size_t *nlaunches)
+int ct_proc_unspill(const struct ct_proc *p, struct ct_gpu_op **ops, size_t *nops,
+                    int64_t **launches, size_t *nlaunches)
 {
     *ops = NULL;
     *launches = NULL;

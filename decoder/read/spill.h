@@ -37,7 +37,7 @@ int ct_proc_spill(struct ct_proc *p);
 /* p's spilled ops and launches into new arrays (NULL with a count of 0
  * when there are none). 0, -ENOMEM, or -EIO when the spill does not
  * decode. */
-int ct_proc_unspill(const struct ct_proc *p, struct ct_gop **ops, size_t *nops, int64_t **launches,
-                    size_t *nlaunches);
+int ct_proc_unspill(const struct ct_proc *p, struct ct_gpu_op **ops, size_t *nops,
+                    int64_t **launches, size_t *nlaunches);
 
 #endif

@@ -18,7 +18,9 @@
 #include <string.h>
 #include <zstd.h>
 
-#include "decoder/analysis/health.h"
+#include "decoder/read/counters.h"
+#include "decoder/read/facts.h"
+#include "decoder/read/life.h"
 
 static const char magic[8] = {'C', 'T', 'S', 'U', 'M', 0, 0, 0};
 static const char end_magic[8] = {'C', 'T', 'S', 'U', 'M', 'E', 'N', 'D'};
@@ -69,8 +71,7 @@ static void put_health(struct ct_sum_wbuf *b, const struct ct_hproc *h)
     }
 }
 
-static void encode(struct ct_sum_wbuf *b, const struct ct_proc *p, const char *step,
-                   const struct ct_hproc *health, const struct ct_sum_wbuf *facts)
+static void encode(struct ct_sum_wbuf *b, const struct ct_proc *p, const char *step)
 {
     ct_sum_put(b, magic, sizeof(magic));
     ct_sum_put_u32(b, CT_SUMMARY_VERSION);
@@ -85,7 +86,7 @@ static void encode(struct ct_sum_wbuf *b, const struct ct_proc *p, const char *s
     ct_sum_put_ops(b, p->ops, p->nops);
     ct_sum_put_u64(b, p->nnccl);
     for (size_t i = 0; i < p->nnccl; i++) {
-        const struct ct_nop *o = &p->nccl[i];
+        const struct ct_nccl_call *o = &p->nccl[i];
         const int64_t t[] = {o->host_s, o->host_e, o->s, o->e};
         for (int k = 0; k < 4; k++)
             ct_sum_put_u64(b, (uint64_t)t[k]);
@@ -165,23 +166,30 @@ static void encode(struct ct_sum_wbuf *b, const struct ct_proc *p, const char *s
     ct_sum_put_u32(b, l->flush_ms);
     ct_sum_put_u32(b, (uint32_t)l->salvaged);
     ct_sum_put_u64(b, (uint64_t)l->hang_ns);
-    put_health(b, health);
-    ct_sum_put_u64(b, facts ? facts->n : 0);
-    if (facts)
-        ct_sum_put(b, facts->p, facts->n);
+    put_health(b, p->health);
+    /* the facts as a section of their own, its length first: a reader that
+     * wants only the timeline (or only the facts) steps over the rest */
+    struct ct_sum_wbuf facts = {0};
+    if (p->facts)
+        ct_facts_encode(p->facts, &facts);
+    b->oom |= facts.oom;
+    ct_sum_put_u64(b, facts.n);
+    if (facts.n)
+        ct_sum_put(b, facts.p, facts.n);
+    free(facts.p);
     ct_sum_put(b, end_magic, sizeof(end_magic));
 }
 
-int ct_summary_write(const char *path, const struct ct_proc *p, const char *step,
-                     const struct ct_sum_wbuf *facts, char *err, size_t errlen)
+int ct_summary_write(const char *path, const struct ct_proc *p, const char *step, char *err,
+                     size_t errlen)
 {
-    if (p->kin) {
+    if (p->source == CT_SOURCE_KINETO) {
         snprintf(err, errlen, "%s: a PyTorch profiler trace has no summary form: pass it as is",
                  p->path ? p->path : path);
         return -EINVAL;
     }
     struct ct_sum_wbuf b = {0};
-    encode(&b, p, step, ct_health_of(p), facts);
+    encode(&b, p, step);
     if (b.oom) {
         free(b.p);
         snprintf(err, errlen, "%s: out of memory", path);
@@ -248,7 +256,7 @@ static void get_cov(struct ct_sum_rbuf *r, struct ct_coverage *c)
         *v[i] = ct_sum_get_u64(r);
 }
 
-/* The health series into c (published under the trace's path by the caller). */
+/* The health series into c (*present: the summary has them). */
 static void get_health(struct ct_sum_rbuf *r, struct ct_hcollect *c, int *present, int *oom)
 {
     *present = ct_sum_get_u8(r) != 0;
@@ -291,6 +299,7 @@ static void get_health(struct ct_sum_rbuf *r, struct ct_hcollect *c, int *presen
 static void decode(struct ct_sum_rbuf *r, struct ct_proc *p, struct ct_hcollect *hc, int *health,
                    size_t *facts_at, size_t *facts_n, int *oom)
 {
+    p->source = CT_SOURCE_SUMMARY;
     p->path = ct_sum_get_str(r, oom);
     p->host = ct_sum_get_str(r, oom);
     p->rank = (int64_t)ct_sum_get_u64(r);
@@ -300,7 +309,7 @@ static void decode(struct ct_sum_rbuf *r, struct ct_proc *p, struct ct_hcollect 
     p->ops = ct_sum_get_ops(r, &p->nops, oom);
     p->nccl = ct_sum_get_array(r, &p->nnccl, 90, sizeof(*p->nccl), oom);
     for (size_t i = 0; i < p->nnccl; i++) {
-        struct ct_nop *o = &p->nccl[i];
+        struct ct_nccl_call *o = &p->nccl[i];
         o->host_s = (int64_t)ct_sum_get_u64(r);
         o->host_e = (int64_t)ct_sum_get_u64(r);
         o->s = (int64_t)ct_sum_get_u64(r);
@@ -426,16 +435,15 @@ static void decode(struct ct_sum_rbuf *r, struct ct_proc *p, struct ct_hcollect 
         r->bad = 1;
 }
 
-/* Decompresses, checks and decodes a summary: p, its health series into
- * hc (*health set when it has some), a copy of its facts section when
- * facts is not NULL. The --step check only when check_step. */
+/* Decompresses, checks and decodes a summary into p, with its health
+ * series and facts. The --step check only when check_step. */
 static int parse(const void *buf, size_t len, const char *what, int check_step, const char *step,
-                 struct ct_proc *p, struct ct_hcollect *hc, int *health, unsigned char **facts,
-                 size_t *nfacts, char *err, size_t errlen)
+                 struct ct_proc *p, char *err, size_t errlen)
 {
     memset(p, 0, sizeof(*p));
+    struct ct_hcollect hcv, *hc = &hcv;
+    int present = 0, *health = &present;
     ct_hcollect_init(hc);
-    *health = 0;
     unsigned long long size = ZSTD_getFrameContentSize(buf, len);
     if (size == ZSTD_CONTENTSIZE_ERROR) {
         snprintf(err, errlen, "%s: not a cutrace summary (no zstd frame)", what);
@@ -498,17 +506,18 @@ static int parse(const void *buf, size_t len, const char *what, int check_step, 
     free(made_with);
     size_t facts_at = 0, facts_n = 0;
     decode(&r, p, hc, health, &facts_at, &facts_n, &oom);
-    if (!r.bad && !oom && facts) {
-        *facts = malloc(facts_n ? facts_n : 1);
-        if (*facts) {
-            memcpy(*facts, raw + facts_at, facts_n);
-            *nfacts = facts_n;
-        } else {
-            oom = 1;
-        }
-    }
     size_t at = r.at;
     int bad = r.bad;
+    if (!bad && !oom && facts_n) {
+        int frc = ct_facts_decode(raw + facts_at, facts_n, &p->facts);
+        oom |= frc == -ENOMEM;
+        if (frc && !oom) {
+            bad = 1;
+            at = facts_at; /* the section that does not decode */
+        }
+    }
+    if (!bad && !oom && present && !(p->health = ct_hcollect_finish(hc)))
+        oom = 1;
     free(raw);
     if (oom || bad) {
         ct_proc_free(p);
@@ -525,18 +534,7 @@ static int parse(const void *buf, size_t len, const char *what, int check_step, 
 int ct_summary_read_mem(const void *buf, size_t len, const char *what, const char *step,
                         struct ct_proc *p, char *err, size_t errlen)
 {
-    struct ct_hcollect hc;
-    int health;
-    int rc = parse(buf, len, what, 1, step, p, &hc, &health, NULL, NULL, err, errlen);
-    if (rc)
-        return rc;
-    /* the counters, where the analyses look for them: under the trace's
-     * own path (ct_health_of), as extraction leaves them */
-    if (health)
-        ct_hcollect_publish(&hc, p->path);
-    else
-        ct_hcollect_free(&hc);
-    return 0;
+    return parse(buf, len, what, 1, step, p, err, errlen);
 }
 
 /* The whole file into *buf. */
@@ -591,39 +589,14 @@ int ct_summary_life(const char *path, struct ct_life *life, char **host, char *e
     if (rc)
         return rc;
     struct ct_proc p;
-    struct ct_hcollect hc;
-    int health;
-    rc = parse(buf, len, path, 0, NULL, &p, &hc, &health, NULL, NULL, err, errlen);
+    rc = parse(buf, len, path, 0, NULL, &p, err, errlen);
     free(buf);
     if (rc)
         return rc == -ENOMEM ? rc : -EIO;
-    ct_hcollect_free(&hc);
     *life = p.life;
     *host = p.host;
     memset(&p.life, 0, sizeof(p.life));
     p.host = NULL;
-    ct_proc_free(&p);
-    return 0;
-}
-
-int ct_summary_facts(const char *path, char **trace_path, unsigned char **facts, size_t *n,
-                     char *err, size_t errlen)
-{
-    unsigned char *buf;
-    size_t len;
-    int rc = read_file(path, &buf, &len, err, errlen);
-    if (rc)
-        return rc;
-    struct ct_proc p;
-    struct ct_hcollect hc;
-    int health;
-    rc = parse(buf, len, path, 0, NULL, &p, &hc, &health, facts, n, err, errlen);
-    free(buf);
-    if (rc)
-        return rc == -ENOMEM ? rc : -EIO;
-    ct_hcollect_free(&hc);
-    *trace_path = p.path;
-    p.path = NULL;
     ct_proc_free(&p);
     return 0;
 }

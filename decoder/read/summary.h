@@ -51,9 +51,9 @@ void *ct_sum_get_array(struct ct_sum_rbuf *r, size_t *n, size_t min, size_t elem
  * differences), shared with the spill of a large job's ranks
  * (decoder/read/spill.c). A get returns NULL with *n 0 when there are none;
  * bad ops (a class out of range) set r->bad. */
-void ct_sum_put_ops(struct ct_sum_wbuf *b, const struct ct_gop *ops, size_t n);
+void ct_sum_put_ops(struct ct_sum_wbuf *b, const struct ct_gpu_op *ops, size_t n);
 void ct_sum_put_launches(struct ct_sum_wbuf *b, const int64_t *v, size_t n);
-struct ct_gop *ct_sum_get_ops(struct ct_sum_rbuf *r, size_t *n, int *oom);
+struct ct_gpu_op *ct_sum_get_ops(struct ct_sum_rbuf *r, size_t *n, int *oom);
 int64_t *ct_sum_get_launches(struct ct_sum_rbuf *r, size_t *n, int *oom);
 /* The same encodings in pieces, for a caller that streams them (the spill,
  * decoder/read/spill.c): CT_SUM_OP_BYTES an op, 8 a time, *prev the
@@ -61,25 +61,26 @@ int64_t *ct_sum_get_launches(struct ct_sum_rbuf *r, size_t *n, int *oom);
  * decode of ops returns 0, or -1 when an op's class or NCCL index is out
  * of range. */
 #define CT_SUM_OP_BYTES 48
-void ct_sum_enc_ops(unsigned char *w, const struct ct_gop *ops, size_t n, uint64_t *prev);
-int ct_sum_dec_ops(const unsigned char *q, struct ct_gop *ops, size_t n, uint64_t *prev);
+void ct_sum_enc_ops(unsigned char *w, const struct ct_gpu_op *ops, size_t n, uint64_t *prev);
+int ct_sum_dec_ops(const unsigned char *q, struct ct_gpu_op *ops, size_t n, uint64_t *prev);
 void ct_sum_enc_times(unsigned char *w, const int64_t *v, size_t n, uint64_t *prev);
 void ct_sum_dec_times(const unsigned char *q, int64_t *v, size_t n, uint64_t *prev);
 
 /*
- * Writes p (as extracted with step name `step`, NULL for the default), its
- * health counters (ct_health_of) and the facts section (NULL: empty) to
+ * Writes p (as extracted with step name `step`, NULL for the default) with
+ * its health counters and facts (decoder/read/counters.h, facts.h) to
  * path, zstd-compressed. Returns 0, or a negative errno with err naming
  * path and the reason (-EINVAL: p is a PyTorch profiler trace's, which
  * has no summary form).
  */
-int ct_summary_write(const char *path, const struct ct_proc *p, const char *step,
-                     const struct ct_sum_wbuf *facts, char *err, size_t errlen);
+int ct_summary_write(const char *path, const struct ct_proc *p, const char *step, char *err,
+                     size_t errlen);
 
 /*
- * Reads a summary into p. `step` is the step name the caller would extract
- * with (NULL: the default): a summary made with another one is refused, as
- * its iterations were found by that name. Returns 0, or a negative errno
+ * Reads a summary into p, its health counters and facts included. `step`
+ * is the step name the caller would extract with (NULL: the default): a
+ * summary made with another one is refused, as its iterations were found
+ * by that name. Returns 0, or a negative errno
  * with err naming the file and what is wrong with it (not a summary, a
  * version this build does not read, truncated or corrupt at byte N); p is
  * then empty.
@@ -87,20 +88,13 @@ int ct_summary_write(const char *path, const struct ct_proc *p, const char *step
 int ct_summary_read(const char *path, const char *step, struct ct_proc *p, char *err,
                     size_t errlen);
 
-/* The facts section of a summary (malloc'd, *n bytes) and the path of the
- * trace it was made from (malloc'd): what stands for the trace's path in
- * outputs. 0 or a negative errno with err. */
-int ct_summary_facts(const char *path, char **trace_path, unsigned char **facts, size_t *n,
-                     char *err, size_t errlen);
-
 /* The process life (run identity, job, restart count) and host a summary
- * states, whatever step it was made with (decoder/read/run_identity.c):
+ * states, whatever step it was made with (decoder/load/run_identity.c):
  * 0, or a negative errno with err. The caller frees life (ct_life_free)
  * and *host. */
 int ct_summary_life(const char *path, struct ct_life *life, char **host, char *err, size_t errlen);
 
-/* The same from memory (the fuzzer's entry); the health counters are
- * published under the trace's path (decoder/analysis/health.h). */
+/* The same from memory (the fuzzer's entry). */
 int ct_summary_read_mem(const void *buf, size_t len, const char *what, const char *step,
                         struct ct_proc *p, char *err, size_t errlen);
 

@@ -102,11 +102,11 @@ void ct_sum_put_str(struct ct_sum_wbuf *b, const char *s)
  * reallocs a fifth of the decode. Times as differences (from the previous
  * op's start; the end and the launch from the op's own start), which zstd
  * packs far tighter than absolute ns; wrapping arithmetic, exact both ways. */
-void ct_sum_enc_ops(unsigned char *w, const struct ct_gop *ops, size_t n, uint64_t *prev)
+void ct_sum_enc_ops(unsigned char *w, const struct ct_gpu_op *ops, size_t n, uint64_t *prev)
 {
     uint64_t pv = *prev;
     for (size_t i = 0; i < n; i++, w += CT_SUM_OP_BYTES) {
-        const struct ct_gop *g = &ops[i];
+        const struct ct_gpu_op *g = &ops[i];
         st64(w, (uint64_t)g->s - pv);
         st64(w + 8, (uint64_t)g->e - (uint64_t)g->s);
         st64(w + 16, (uint64_t)g->launch - (uint64_t)g->s);
@@ -123,7 +123,7 @@ void ct_sum_enc_ops(unsigned char *w, const struct ct_gop *ops, size_t n, uint64
     *prev = pv;
 }
 
-void ct_sum_put_ops(struct ct_sum_wbuf *b, const struct ct_gop *ops, size_t n)
+void ct_sum_put_ops(struct ct_sum_wbuf *b, const struct ct_gpu_op *ops, size_t n)
 {
     ct_sum_put_u64(b, n);
     if (!reserve(b, n * CT_SUM_OP_BYTES))
@@ -230,12 +230,12 @@ void *ct_sum_get_array(struct ct_sum_rbuf *r, size_t *n, size_t min, size_t elem
     return a;
 }
 
-int ct_sum_dec_ops(const unsigned char *q, struct ct_gop *ops, size_t n, uint64_t *prev)
+int ct_sum_dec_ops(const unsigned char *q, struct ct_gpu_op *ops, size_t n, uint64_t *prev)
 {
     uint64_t pv = *prev;
     int bad = 0;
     for (size_t i = 0; i < n; i++, q += CT_SUM_OP_BYTES) {
-        struct ct_gop *g = &ops[i];
+        struct ct_gpu_op *g = &ops[i];
         g->s = (int64_t)(pv + ld64(q));
         g->e = (int64_t)((uint64_t)g->s + ld64(q + 8));
         g->launch = (int64_t)((uint64_t)g->s + ld64(q + 16));
@@ -257,10 +257,10 @@ int ct_sum_dec_ops(const unsigned char *q, struct ct_gop *ops, size_t n, uint64_
     return bad ? -1 : 0;
 }
 
-struct ct_gop *ct_sum_get_ops(struct ct_sum_rbuf *r, size_t *n, int *oom)
+struct ct_gpu_op *ct_sum_get_ops(struct ct_sum_rbuf *r, size_t *n, int *oom)
 {
     /* ct_sum_get_array has checked that n * CT_SUM_OP_BYTES bytes are there */
-    struct ct_gop *ops = ct_sum_get_array(r, n, CT_SUM_OP_BYTES, sizeof(*ops), oom);
+    struct ct_gpu_op *ops = ct_sum_get_array(r, n, CT_SUM_OP_BYTES, sizeof(*ops), oom);
     uint64_t prev = 0;
     if (ct_sum_dec_ops(r->p + r->at, ops, *n, &prev))
         r->bad = 1;

@@ -1,14 +1,13 @@
 /*
- * Per-rank timelines for `cutrace report`: what each rank's GPU did (per
- * stream and per class) and what its host threads were doing, on one job
- * clock (int64 ns of CLOCK_REALTIME, from each trace's CLOCK sync records,
- * refined across ranks by matching collective ends).
- *
- * Building happens in two steps. ct_proc_extract() turns one decoded trace
- * (one process) into compact arrays and may run on several threads at once,
- * one trace each; the raw records can then be freed. ct_job_build() folds
- * processes into ranks (loader workers join the rank they serve), classifies
- * communication, builds the interval sets and aligns clocks.
+ * The job model: what each process of a job contributes (struct ct_proc:
+ * its GPU intervals, NCCL calls, launches and host interval sets, on one job
+ * clock: int64 ns of CLOCK_REALTIME, from each trace's CLOCK sync records,
+ * refined across ranks by matching collective ends), and the ranks and job
+ * they are folded into (struct ct_rank, struct ct_job). Every reader fills
+ * a struct ct_proc (decoder/read/extract.h for a cutrace trace,
+ * decoder/read/summary.h for a summary, decoder/kineto/ for a PyTorch
+ * profiler trace, chosen by decoder/load/); decoder/read/job.h builds the
+ * job; the analyses read it. The model never names a reader.
  *
  * Communication classes (the rule, applied per NCCL op, first that holds):
  *   1. Send/Recv (and SendRecv kernels)            -> pp   (pipeline)
@@ -32,10 +31,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "decoder/analysis/intervals.h"
+#include "decoder/util/intervals.h"
 #include "decoder/read/tracefile.h"
 
-struct ct_kineto;
+struct ct_hproc;
+struct ct_hta;
+
+/* The kind of input a process was read from. */
+enum ct_source {
+    CT_SOURCE_TRACE = 0, /* a cutrace trace (decoder/read/extract.h) */
+    CT_SOURCE_SUMMARY,   /* a cutrace summary of one (decoder/read/summary.h) */
+    CT_SOURCE_KINETO,    /* a PyTorch profiler trace (decoder/kineto/) */
+};
+struct ct_trace_facts;
 
 enum ct_class {
     CT_CL_COMPUTE = 0,
@@ -50,7 +58,7 @@ enum ct_class {
 const char *ct_class_name(int cls);
 
 /* One GPU interval. */
-struct ct_gop {
+struct ct_gpu_op {
     int64_t s, e;
     int64_t launch; /* host start of the call that enqueued it, INT64_MIN if unknown */
     uint32_t stream;
@@ -71,7 +79,7 @@ struct ct_gop {
 };
 
 /* One NCCL call with its GPU interval when known (s = e = 0 otherwise). */
-struct ct_nop {
+struct ct_nccl_call {
     int64_t host_s, host_e, s, e;
     uint64_t comm, seq, bytes, corr;
     int64_t all_s; /* latest GPU start over the matched members (self
@@ -160,7 +168,7 @@ static inline void ct_cov_source(struct ct_coverage *c, uint64_t source)
  * groups attempts by and what ended each process. Times on the job clock. */
 struct ct_life {
     char *job;         /* metadata "job" (the launcher's job id), NULL: none */
-    char *run;         /* metadata "run_id" (decoder/read/run_identity.h), NULL: none */
+    char *run;         /* metadata "run_id" (decoder/load/run_identity.h), NULL: none */
     int64_t start_ns;  /* when the image started (start_mono_ns), INT64_MIN: not recorded */
     int64_t restart;   /* restart_count (torchrun, Slurm requeue), -1: not recorded */
     int64_t signal_ns; /* when a fatal signal arrived (metadata "signal"), INT64_MIN: none */
@@ -172,25 +180,16 @@ struct ct_life {
      * its last record, nothing lost to a flush period */
     int32_t salvaged;
 };
-void ct_life_init(struct ct_life *l);
-/* Folds one process-scope metadata pair (raw time t) in; 0 or -ENOMEM. */
-int ct_life_meta(struct ct_life *l, const char *key, const char *value, int64_t t);
-/* Folds one of the recorder's error records in. */
-void ct_life_error(struct ct_life *l, const char *what, int64_t t);
-/* Frees what l holds. */
-void ct_life_free(struct ct_life *l);
-/* Moves the times by the trace's clock offset. */
-void ct_life_finish(struct ct_life *l, int64_t off);
 
-/* What one process contributes; produced by ct_proc_extract. */
+/* What one process contributes; filled by a reader (above). */
 struct ct_proc {
     char *path, *host;
     int64_t rank; /* -1 when the metadata has none */
     uint32_t pid, ppid;
     int64_t clock_offset; /* ns added to monotonic trace times */
-    struct ct_gop *ops;
+    struct ct_gpu_op *ops;
     size_t nops;
-    struct ct_nop *nccl;
+    struct ct_nccl_call *nccl;
     size_t nnccl;
     int64_t *launches; /* sorted host starts of launch/copy/memset/NCCL calls */
     size_t nlaunches;
@@ -239,9 +238,24 @@ struct ct_proc {
     uint32_t light_window_ms, light_period_ms; /* light mode's schedule, 0 unknown */
     struct ct_sdev *sdev;                      /* the device of each stream the trace names */
     size_t nsdev, capsdev;
-    int32_t device;        /* the device it drives (ct_split_devices), -1 unknown */
-    struct ct_kineto *kin; /* Kineto input only (decoder/kineto/kineto.h), else NULL */
+    int32_t device; /* the device it drives (ct_split_devices), -1 unknown */
+    uint8_t source; /* enum ct_source: which kind of input it was read from */
+    /* Kineto input in HTA-compatible mode: HTA's figures for it
+     * (decoder/read/hta.h), else NULL */
+    struct ct_hta *hta;
+    /* A reader's own data about the process until the format dispatch
+     * (decoder/load/) has completed the job and released it (reader_free,
+     * which ct_proc_free also calls); NULL after and for most inputs */
+    void *reader_data;
+    void (*reader_free)(void *);
     struct ct_life life;
+    /* What the trace says about itself, read in the same pass as the rest
+     * (NULL for a PyTorch profiler trace): its health counters
+     * (decoder/read/counters.h; every part of a process split by device
+     * has a copy) and its metadata and copy facts (decoder/read/facts.h;
+     * the first part only: they are the file's) */
+    struct ct_hproc *health;
+    struct ct_trace_facts *facts;
     /* Bounded memory (decoder/read/spill.h): a large job's ops and launches
      * stay compressed in spill while their rank is closed (ops and launches
      * NULL; nops and nlaunches still count them), and the bounds below,
@@ -256,119 +270,23 @@ struct ct_proc {
 #define CT_OPEN_END  (INT64_MAX / 4)
 #define CT_OPEN_NONE INT64_MIN
 
-/*
- * Extracts one loaded trace (loaded with keep_records). step_name: the NVTX
- * range or mark message that names iterations ("ProfilerStep" matches
- * "ProfilerStep#N"); NULL for the default. Returns 0 or -ENOMEM. Safe to
- * call concurrently on different traces.
- */
-int ct_proc_extract(struct ct_trace *t, const char *step_name, struct ct_proc *p);
-
-/*
- * The same from a trace file in one streaming pass (decoder/read/extract.c),
- * without keeping records: memory is about the result plus 16 bytes per API
- * and GPU record while it runs. The result equals ct_trace_load() followed
- * by ct_proc_extract(). Returns 0 (the file may be truncated or damaged:
- * p->cov says so), or a negative errno with err holding one message naming
- * the file (the reader's message, or "PATH: out of memory"); p is then
- * empty. Safe to call concurrently on different files.
- */
-int ct_proc_extract_file(const char *path, const char *step_name, struct ct_proc *p, char *err,
-                         size_t errlen);
 void ct_proc_free(struct ct_proc *p);
 
-/* Extraction rules shared by both extractors (timeline.c): an I/O op that
- * is a data wait (read/recv/poll... on a file, pipe or socket), one that is
- * checkpoint I/O (write/fsync... on a file), a call (API family and flags)
- * the host blocks in until the GPU is done (a synchronize, a synchronous
- * copy; not cuStreamWaitEvent, which makes a stream wait and returns at
- * once), a range or mark message that names an iteration ("ProfilerStep"
- * matches "ProfilerStep#N"). */
-int ct_is_data_wait(const char *op, uint64_t fd_type);
-int ct_is_host_sync(uint64_t fam, uint64_t flags);
-int ct_is_ckpt_io(const char *op, uint64_t fd_type);
-/* A CUDA driver call that blocked the host: one that is not a wait for the
- * GPU (a synchronize: CT_FAM_SYNC without CT_APIF_ASYNC) and lasted at
- * least CT_BLOCKING_CALL_NS (an allocation, a module load, a pageable or
- * synchronous copy, a memset that synchronises, a launch that loaded its
- * module). dur in ns. A launch (or graph launch) that long counts only as
- * the first of its kernel (ct_calls_note's key): that one loads the
- * kernel's module (lazy loading); a later one was held by the host itself
- * (a thread preempted on a busy machine), which the GPU-idle split calls
- * launch overhead, not a call that blocked. */
-#define CT_BLOCKING_CALL_NS 100000
-int ct_is_blocking_call(uint64_t fam, uint64_t flags, int64_t dur);
+/* A range or mark message that names an iteration ("ProfilerStep" matches
+ * "ProfilerStep#N"). */
 int ct_step_matches(const char *msg, const char *step);
 /* The number after the last '#' of a step's message (all of the rest a
  * decimal integer), or CT_STEP_NONE: what names an iteration in reports.
  * Only the number is kept (a long job has a message per step). */
 int64_t ct_step_number(const char *msg);
-/* Folds one recorder "capture" mark (value "start" or "stop", raw time t)
- * or process metadata (mode, light_window_ms, light_period_ms) into p's
- * windows; ct_capture_finish closes a window left open and shifts the set
- * by the clock offset. 0 or -ENOMEM. */
-int ct_capture_mark(struct ct_proc *p, const char *value, int64_t t);
-void ct_capture_meta(struct ct_proc *p, const char *key, const char *value);
-int ct_capture_finish(struct ct_proc *p, int64_t off);
-
-/* The blocking CUDA calls of a process while its trace is read (both
- * extractors): each with its thread, and the threads that issued GPU work
- * (launch, copy, memset or NCCL calls). ct_calls_finish keeps the calls of
- * those threads (the ones that feed the GPU: a pinned-memory thread's
- * allocation does not hold the GPU back), moved by the clock offset, in
- * out, normalised; it frees c. ct_calls_note and ct_calls_launcher: 0 or
- * -ENOMEM. */
-struct ct_calls {
-    struct ct_call_span {
-        int64_t s, e;
-        uint32_t tid;
-        int64_t key; /* a launch's kernel (string id; 0 a graph launch), -1 any other call */
-    } * v;
-    size_t n, cap;
-    uint32_t *tids; /* the launching threads, unsorted, once each */
-    size_t ntids, captids;
-    int64_t *first; /* by key: the earliest start of a launch of it (INT64_MAX none) */
-    size_t nfirst;
-};
-/* key: as ct_call_span's. */
-int ct_calls_note(struct ct_calls *c, int64_t s, int64_t e, uint32_t tid, int64_t key);
-int ct_calls_launcher(struct ct_calls *c, uint32_t tid);
-/* Every launch of kernel key (>= 0) starting at s, for ct_calls_finish's
- * first-launch rule; in any order. */
-int ct_calls_launch(struct ct_calls *c, int64_t key, int64_t s);
-int ct_calls_finish(struct ct_calls *c, struct ct_ivset *out, int64_t off);
-void ct_calls_free(struct ct_calls *c);
-
-/* devices.c: notes that stream id `stream` belongs to device dev (dev < 0:
- * nothing to note), 0 or -ENOMEM; the device of a stream, -1 unknown; and
- * the split of every process that drives several devices into one process
- * per device (procs reallocated, *nprocs grown; rules in devices.c), 0 or
- * -ENOMEM. */
-int ct_sdev_note(struct ct_proc *p, uint32_t stream, int32_t dev);
-/* Notes that `stream` is non-blocking (kept sorted, once). 0 or -ENOMEM. */
-int ct_nonblocking_note(struct ct_proc *p, uint32_t stream);
-/* 1 when `stream` of p was created non-blocking. */
-int ct_is_nonblocking(const struct ct_proc *p, uint32_t stream);
-/* The same, inline for the common case (every GPU record passes here): the
- * stream last noted, with the same device. */
-static inline int ct_sdev_seen(struct ct_proc *p, uint32_t stream, int32_t dev)
-{
-    if (dev < 0 ||
-        (p->nsdev && p->sdev[p->nsdev - 1].stream == stream && p->sdev[p->nsdev - 1].dev == dev))
-        return 0;
-    return ct_sdev_note(p, stream, dev);
-}
-int32_t ct_sdev_of(const struct ct_proc *p, uint32_t stream);
-int ct_split_devices(struct ct_proc **procs, size_t *nprocs);
-
 struct ct_rank {
     int rank;
     char *host;
     struct ct_proc **procs; /* procs[0] is the main (GPU-driving) process */
     size_t nprocs;
-    struct ct_gop *ops; /* all GPU intervals, sorted by start */
+    struct ct_gpu_op *ops; /* all GPU intervals, sorted by start */
     size_t nops;
-    struct ct_nop *nccl; /* sorted by host start */
+    struct ct_nccl_call *nccl; /* sorted by host start */
     size_t nnccl;
     char **names; /* pointers borrowed from the processes; ops[].name indexes it */
     size_t nnames;
@@ -407,24 +325,6 @@ struct ct_job {
     size_t nhosts;
     int64_t t0; /* earliest GPU start of the job: output times are relative to it */
 };
-
-/*
- * Takes ownership of procs (an array from malloc) and builds the job:
- * ranks, classes, interval sets, clock alignment. Returns 0 or -ENOMEM.
- */
-int ct_job_build(struct ct_job *job, struct ct_proc *procs, size_t nprocs);
-void ct_job_free(struct ct_job *job);
-
-/*
- * A spilled rank's GPU ops, launches and interval sets, rebuilt from its
- * processes' spills exactly as ct_job_build made them (classes, clock
- * refinement); ct_rank_close frees them again. Every reader of those
- * fields of a rank holds it open; on a rank that is not spilled both do
- * nothing. Opens nest (a count is kept). ct_rank_open returns 0, -ENOMEM
- * or -EIO (a spill that does not decode: memory corrupted).
- */
-int ct_rank_open(struct ct_rank *r);
-void ct_rank_close(struct ct_rank *r);
 
 /* The op of an NCCL kernel name (ncclDevKernel_AllReduce_...), 0 if none. */
 int ct_nccl_op_from_kernel(const char *name);

@@ -112,6 +112,12 @@ static inline int ct_api_event(const uint64_t *f, uint64_t *id)
 /* The value of process metadata `key`, or NULL. */
 const char *ct_trace_meta(const struct ct_trace *t, const char *key);
 
+/* The text of string id `id` of t's string table (ct_reader_string). */
+static inline const char *ct_trace_str(const struct ct_trace *t, uint64_t id)
+{
+    return ct_reader_string(&t->rd, id);
+}
+
 /*
  * A trace salvaged from a dead process whose GPU times were queued in it
  * (CUPTI's buffers, event pairs: CT_SALVAGE_GPU_PENDING): the GPU ops

@@ -76,10 +76,12 @@ static inline int ct_kv_seek(const struct ct_vec *v, size_t *pos, uint64_t key)
 typedef uint64_t (*ct_key_fn)(const void *elem);
 
 /* Stable sort of n elements of `size` bytes by keys[0], then keys[1]...
- * (most significant first): one radix sort per key, least significant
- * first, then the elements moved once. For arrays whose order has several
- * fields (collectives by communicator, peers, sequence), where qsort's
- * comparison calls cost a tenth of a report. 0 or -ENOMEM (v unchanged). */
+ * (most significant first): nearly sorted input by a bounded insertion
+ * sort, the rest by a radix sort on keys[0] and each run of equal keys[0]
+ * by the others. For arrays whose order has several fields (collectives by
+ * communicator, peers, sequence; ops by launch and kind), where qsort's
+ * comparison calls cost a tenth of a report. 0 or -ENOMEM (on -ENOMEM v
+ * holds the same elements, partly ordered). */
 int ct_sort_by(void *v, size_t n, size_t size, const ct_key_fn *keys, int nkeys);
 
 /* Index of the first entry of sorted v with key k, or -1. */

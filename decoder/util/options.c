@@ -1,4 +1,5 @@
-/* The options report, diff and diagnose share (decoder/util/options.h). */
+/* Every command's options in one table, the shared ones parsed once
+ * (decoder/util/options.h); and the values options take. */
 #include "decoder/util/options.h"
 
 #include <errno.h>
@@ -7,17 +8,124 @@
 #include <stdlib.h>
 #include <string.h>
 
-int ct_shared_opt(const char *cmd, int c, const char *arg, struct ct_shared_opts *o)
+#define CMD(x) (1u << CT_CMD_##x)
+#define ALL    ((1u << CT_NCMDS) - 1)
+
+/* Every command's options, once: the shared ones first. Codes may repeat
+ * across commands that never take both (diff's --seed and the others'
+ * --step are 's'; summarize's -j is not --json). */
+static const struct {
+    const char *name;
+    int has_arg, code;
+    unsigned cmds;
+    int shared; /* parsed by ct_shared_opt */
+} defs[] = {
+    {"json", no_argument, 'j',
+     CMD(DUMP) | CMD(REPORT) | CMD(DIFF) | CMD(DIAGNOSE) | CMD(GOODPUT) | CMD(CRITICAL_PATH) |
+         CMD(FLEET),
+     1},
+    {"output", required_argument, 'o',
+     CMD(REPORT) | CMD(EXPORT) | CMD(DIFF) | CMD(DIAGNOSE) | CMD(SUMMARIZE) | CMD(GOODPUT) |
+         CMD(CRITICAL_PATH) | CMD(RUN) | CMD(CONTROL) | CMD(FLEET),
+     1},
+    {"rows", required_argument, 'R', CMD(REPORT) | CMD(DIFF) | CMD(DIAGNOSE) | CMD(FLEET), 1},
+    {"skip", required_argument, 'k', CMD(REPORT) | CMD(DIFF) | CMD(DIAGNOSE) | CMD(CRITICAL_PATH),
+     1},
+    {"step", required_argument, 's',
+     CMD(REPORT) | CMD(EXPORT) | CMD(SUMMARIZE) | CMD(GOODPUT) | CMD(CRITICAL_PATH), 1},
+    {"run", required_argument, 'U',
+     CMD(REPORT) | CMD(EXPORT) | CMD(DIAGNOSE) | CMD(GOODPUT) | CMD(CRITICAL_PATH), 1},
+    {"job", required_argument, 'J', CMD(GOODPUT), 1},
+    {"help", no_argument, 'h', ALL, 0},
+    /* report */
+    {"steps", required_argument, 'S', CMD(REPORT), 0},
+    {"hta", no_argument, 'H', CMD(REPORT), 0},
+    {"no-hta", no_argument, 'N', CMD(REPORT), 0},
+    {"html", no_argument, 'T', CMD(REPORT) | CMD(FLEET), 0},
+    {"rank-iterations", no_argument, 'I', CMD(REPORT), 0},
+    {"no-critical-path", no_argument, 'P', CMD(REPORT), 0},
+    /* diff, fleet */
+    {"by", required_argument, 'b', CMD(DIFF) | CMD(FLEET), 0},
+    {"min-effect", required_argument, 'm', CMD(DIFF) | CMD(FLEET), 0},
+    {"seed", required_argument, 's', CMD(DIFF) | CMD(FLEET), 0},
+    {"reps", required_argument, 'r', CMD(DIFF), 0},
+    {"alpha", required_argument, 'a', CMD(DIFF) | CMD(FLEET), 0},
+    {"primary", required_argument, 'P', CMD(DIFF), 0},
+    /* diagnose */
+    {"min-saving", required_argument, 'm', CMD(DIAGNOSE), 0},
+    /* critical-path, whatif, export */
+    {"top", required_argument, 't', CMD(CRITICAL_PATH), 0},
+    {"scale", required_argument, 'x', CMD(CRITICAL_PATH), 0},
+    {"iterations", required_argument, 'i', CMD(CRITICAL_PATH) | CMD(EXPORT), 0},
+    {"format", required_argument, 'f', CMD(EXPORT), 0},
+    {"ranks", required_argument, 'r', CMD(EXPORT), 0},
+    {"window", required_argument, 'w', CMD(EXPORT), 0},
+    {"critical-path", no_argument, 'c', CMD(EXPORT), 0},
+    {"max-size", required_argument, 'M', CMD(EXPORT), 0},
+    /* run */
+    {"buffer-kb", required_argument, 'b', CMD(RUN), 0},
+    {"flush-ms", required_argument, 'f', CMD(RUN), 0},
+    {"zstd-level", required_argument, 'z', CMD(RUN), 0},
+    {"gpu-timing", required_argument, 'g', CMD(RUN), 0},
+    {"tag", required_argument, 't', CMD(RUN), 0},
+    /* fleet */
+    {"db", required_argument, 'D', CMD(FLEET) | CMD(FLEET_ADD), 0},
+    {"since", required_argument, 'S', CMD(FLEET), 0},
+    {"until", required_argument, 'U', CMD(FLEET), 0},
+    {"workload", required_argument, 'W', CMD(FLEET), 0},
+    {"min-jobs", required_argument, 'n', CMD(FLEET), 0},
+    {"quiet", no_argument, 'q', CMD(FLEET_ADD), 0},
+};
+#define NDEFS (sizeof(defs) / sizeof(defs[0]))
+
+const struct option *ct_options_of(enum ct_cmd_id cmd)
 {
+    static struct option tab[CT_NCMDS][NDEFS + 1];
+    static int built[CT_NCMDS];
+    if (!built[cmd]) {
+        size_t n = 0;
+        for (size_t i = 0; i < NDEFS; i++)
+            if (defs[i].cmds & (1u << cmd))
+                tab[cmd][n++] = (struct option){defs[i].name, defs[i].has_arg, NULL, defs[i].code};
+        tab[cmd][n] = (struct option){NULL, 0, NULL, 0};
+        built[cmd] = 1;
+    }
+    return tab[cmd];
+}
+
+/* Whether command cmd takes the shared option of code c. */
+static int takes(enum ct_cmd_id cmd, int c)
+{
+    for (size_t i = 0; i < NDEFS; i++)
+        if (defs[i].shared && defs[i].code == c && ((defs[i].cmds >> cmd) & 1))
+            return 1;
+    return 0;
+}
+
+int ct_shared_opt(enum ct_cmd_id cmd, const char *name, int c, const char *arg,
+                  struct ct_shared_opts *o)
+{
+    if (!takes(cmd, c))
+        return 0; /* the command's own option (--help too) */
     char *end;
     switch (c) {
     case 'j': o->json = 1; return 1;
     case 'o': o->out = arg; return 1;
     case 'R': o->rows = arg; return 1;
+    case 'U': o->run = arg; return 1;
+    case 'J': o->job = arg; return 1;
+    case 's':
+        if (!*arg) {
+            fprintf(stderr, "%s: --step: expected a range or mark name, e.g. --step ProfilerStep\n",
+                    name);
+            return -1;
+        }
+        o->step = arg;
+        return 1;
     case 'k':
         o->skip = strtol(arg, &end, 10);
         if (*end || !*arg || o->skip < 0) {
-            fprintf(stderr, "%s: --skip '%s': expected an integer >= 0\n", cmd, arg);
+            fprintf(stderr, "%s: --skip '%s': expected an integer >= 0\n", name, arg);
             return -1;
         }
         return 1;

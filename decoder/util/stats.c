@@ -115,7 +115,13 @@ double ct_percentile(double *v, size_t n, double q)
 {
     if (!n)
         return 0;
-    sort_d(v, n);
+    if (n == 2 && !isnan(v[0]) && !isnan(v[1]) && v[1] < v[0]) {
+        double t = v[0]; /* what sort_d's insertion does to two values */
+        v[0] = v[1];
+        v[1] = t;
+    }
+    if (n > 2 || (n == 2 && (isnan(v[0]) || isnan(v[1])))) /* one or two: in order now */
+        sort_d(v, n);
     double pos = q / 100.0 * (double)(n - 1);
     size_t i = (size_t)pos;
     if (i + 1 >= n)

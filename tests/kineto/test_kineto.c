@@ -115,8 +115,8 @@ START_TEST(hta_mode_rounds_and_drops_the_last_step)
     /* ts = ceil(120.4) = 121, end = floor(130.7) = 130 */
     ck_assert_int_eq(p.ops[0].s, 121000);
     ck_assert_int_eq(p.ops[0].e, 130000);
-    ck_assert_int_eq(p.kin->hta.kernel_time, 9000);
-    ck_assert_int_eq(p.kin->hta.compute, 9000);
+    ck_assert_int_eq(p.hta->kernel_time, 9000);
+    ck_assert_int_eq(p.hta->compute, 9000);
     ck_assert_int_eq(p.nsteps, 1);
     ct_proc_free(&p);
 }
@@ -253,7 +253,7 @@ START_TEST(one_step_name_keeps_every_row_as_hta_does)
     ck_assert_int_eq(ct_kineto_load_mem(one_step, strlen(one_step), "o.json", &p, err, sizeof(err)),
                      0);
     ck_assert_int_eq(ct_kineto_finish(&p, 1, 1), 0);
-    const struct ct_hta *h = &p.kin->hta;
+    const struct ct_hta *h = p.hta;
     ck_assert_int_eq(h->filtered, 0);
     ck_assert_int_eq(h->gpu_events, 3);
     ck_assert_int_eq(h->gpu_rows, 3);
@@ -295,7 +295,7 @@ START_TEST(the_last_step_filter_says_what_it_dropped)
     ck_assert_int_eq(
         ct_kineto_load_mem(two_steps, strlen(two_steps), "t.json", &p, err, sizeof(err)), 0);
     ck_assert_int_eq(ct_kineto_finish(&p, 1, 1), 0);
-    const struct ct_hta *h = &p.kin->hta;
+    const struct ct_hta *h = p.hta;
     ck_assert_int_eq(h->filtered, 1);
     ck_assert_int_eq(h->gpu_events, 1);
     ck_assert_int_eq(h->gpu_rows, 3);
@@ -341,7 +341,7 @@ START_TEST(negative_non_compute_from_rounding_is_null_with_the_reason)
     ck_assert_int_eq(ct_kineto_load_mem(memsets, strlen(memsets), "m.json", &p, err, sizeof(err)),
                      0);
     ck_assert_int_eq(ct_kineto_finish(&p, 1, 1), 0);
-    const struct ct_hta *h = &p.kin->hta;
+    const struct ct_hta *h = p.hta;
     ck_assert_int_eq(h->rounded, 1);
     ck_assert_int_eq(h->gpu_events, 18);
     ck_assert_int_eq(h->negative_rows, 16);
@@ -354,7 +354,7 @@ START_TEST(negative_non_compute_from_rounding_is_null_with_the_reason)
     ck_assert_int_eq(h->union_mem, -16000);
     ck_assert_uint_eq(h->bad & ~(unsigned)CT_HB_OVERLAP, CT_HB_NON_COMPUTE | CT_HB_MEMORY);
     const char *fig = NULL, *why = NULL;
-    ck_assert_int_eq(ct_kineto_unavailable(&p, 0, &fig, &why), 1);
+    ck_assert_int_eq(ct_hta_unavailable(p.hta, 0, &fig, &why), 1);
     ck_assert_str_eq(fig, "hta.temporal.non_compute_us");
     ck_assert_ptr_nonnull(strstr(why, "would be -16 µs"));
     ck_assert_ptr_nonnull(strstr(why, "16 sub-µs GPU rows"));

@@ -16,6 +16,8 @@
 #include "decoder/read/timeline.h"
 #include "decoder/util/names.h"
 #include "tests/shim/shim_run.h"
+#include "decoder/read/devices.h"
+#include "decoder/read/extract.h"
 
 struct expect_call {
     char name[64];
@@ -194,7 +196,7 @@ static void check_decoded_edges(const struct events_run *e)
     char sum[TH_RUN_PATH + 8];
     snprintf(sum, sizeof(sum), "%s.ctsum", e->path);
     struct ct_proc q;
-    ck_assert_msg(!ct_summary_write(sum, &p, NULL, NULL, err, sizeof(err)), "%s", err);
+    ck_assert_msg(!ct_summary_write(sum, &p, NULL, err, sizeof(err)), "%s", err);
     ck_assert_msg(!ct_summary_read(sum, NULL, &q, err, sizeof(err)), "%s", err);
     unlink(sum);
     ck_assert_uint_eq(q.nedges, p.nedges);

@@ -22,6 +22,7 @@ Suite *critical_path_suite(void);
 Suite *diagnose_replay_suite(void);
 Suite *diagnose_light_suite(void);
 Suite *provenance_suite(void);
+Suite *json_suite(void);
 Suite *html_suite(void);
 Suite *salvaged_suite(void);
 
@@ -46,6 +47,7 @@ static const struct th_suite suites[] = {
     {"diagnose_light", diagnose_light_suite},
     {"salvaged", salvaged_suite},
     {"provenance", provenance_suite},
+    {"json", json_suite},
     {"html", html_suite},
     {NULL, NULL},
 };

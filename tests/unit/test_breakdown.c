@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "tests/unit/timeline_builder.h"
+#include "decoder/read/job.h"
 
 /*
  * One rank (µs):
@@ -379,7 +380,7 @@ START_TEST(idle_breakdown_does_not_depend_on_op_order)
     tb_build(&b, &job);
     struct ct_rank *r = tb_rank(&job, 0);
     for (size_t i = 0; i < r->nops / 2; i++) {
-        struct ct_gop t = r->ops[i];
+        struct ct_gpu_op t = r->ops[i];
         r->ops[i] = r->ops[r->nops - 1 - i];
         r->ops[r->nops - 1 - i] = t;
     }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "tests/unit/timeline_builder.h"
+#include "decoder/read/job.h"
 
 #define PP_COMM 5 /* the pipeline communicator: comm rank = global rank */
 

@@ -8,6 +8,7 @@
 
 #include "decoder/read/clock.h"
 #include "tests/unit/timeline_builder.h"
+#include "decoder/read/job.h"
 
 #define NOPS 5
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "tests/unit/timeline_builder.h"
+#include "decoder/read/job.h"
 
 static const struct ct_coll_row *row_of(const struct ct_report *rep, int op, uint64_t bytes,
                                         int nranks)

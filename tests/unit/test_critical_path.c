@@ -8,6 +8,8 @@
 
 #include "decoder/analysis/critical_path.h"
 #include "tests/unit/timeline_builder.h"
+#include "decoder/read/devices.h"
+#include "decoder/read/job.h"
 
 /*
  * Two ranks, two iterations k of 1000 ([a, a + 1000), a = 1000 + 1000k).

@@ -9,6 +9,8 @@
 #include "decoder/compare/diagnose.h"
 #include "decoder/compare/runs.h"
 #include "tests/unit/timeline_builder.h"
+#include "decoder/read/facts.h"
+#include "decoder/read/job.h"
 
 #define STEPS 20
 #define STEP  4200 /* the demo's step p50, µs */
@@ -82,7 +84,7 @@ static void sim_job(struct ct_job *job, struct ct_report *rep, struct ct_diagnos
     tb_build(&b, job);
     tb_analyze(job, NULL, rep);
     struct ct_diag_opts o = {.min_saving = 0.02};
-    ck_assert_int_eq(ct_diagnose(rep, NULL, 0, &o, d), 0);
+    ck_assert_int_eq(ct_diagnose(rep, &o, d), 0);
 }
 
 static int has(const struct ct_diagnosis *d, int kind)
@@ -170,7 +172,10 @@ START_TEST(a_saving_is_never_more_than_the_step)
     sim_job(&j, &r, d, NULL, 0);
     ct_diagnosis_free(d);
     memset(d, 0, sizeof(*d));
-    struct ct_copy_fact cp[50];
+    /* the copies as the rank's trace's facts (read/facts.h), freed with the job */
+    struct ct_trace_facts *facts = calloc(1, sizeof(*facts));
+    struct ct_copy_fact *cp = calloc(50, sizeof(*cp));
+    ck_assert(facts && cp);
     for (int i = 0; i < 50; i++)
         cp[i] = (struct ct_copy_fact){.host_s = TB_US(100000) + i * TB_US(20000),
                                       .host_e = TB_US(110000) + i * TB_US(20000),
@@ -179,9 +184,11 @@ START_TEST(a_saving_is_never_more_than_the_step)
                                       .bytes = 1 << 26,
                                       .kind = CT_COPY_HTOD,
                                       .async = 1};
-    struct ct_trace_facts facts = {.path = "t", .rank = 0, .copies = cp, .ncopies = 50};
+    *facts = (struct ct_trace_facts){.rank = 0, .copies = cp, .ncopies = 50};
+    ck_assert_uint_eq(j.nprocs, 1);
+    j.procs[0].facts = facts;
     struct ct_diag_opts o = {.min_saving = 0.02};
-    ck_assert_int_eq(ct_diagnose(&r, &facts, 1, &o, d), 0);
+    ck_assert_int_eq(ct_diagnose(&r, &o, d), 0);
     const struct ct_finding *f = NULL;
     for (size_t i = 0; i < d->nf; i++)
         if (d->f[i].kind == CT_FK_PAGEABLE_MEMCPY)

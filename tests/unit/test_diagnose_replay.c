@@ -9,6 +9,7 @@
 
 #include "decoder/compare/diagnose.h"
 #include "tests/unit/timeline_builder.h"
+#include "decoder/read/job.h"
 
 /* Iteration k's AllReduce on rank r of n (communicator 1, sequence k, 1
  * MiB) on stream, over [s, e), launched at launch. */
@@ -89,7 +90,7 @@ START_TEST(savings_come_from_the_replay_where_the_graph_is_complete)
     straggler_job(&job, &rep);
     struct ct_diag_opts o = {.min_saving = 0.02};
     struct ct_diagnosis *d = calloc(1, sizeof(*d));
-    ck_assert_int_eq(ct_diagnose(&rep, NULL, 0, &o, d), 0);
+    ck_assert_int_eq(ct_diagnose(&rep, &o, d), 0);
     ck_assert_int_eq(d->replayed, 1);
     ck_assert_str_eq(d->replay_note, "");
     const struct ct_finding *s = find(d, CT_FK_COMPUTE_STRAGGLER);
@@ -119,7 +120,7 @@ START_TEST(a_graph_over_the_limit_leaves_the_formulas_and_says_so)
     straggler_job(&job, &rep);
     struct ct_diag_opts o = {.min_saving = 0.02, .graph_bytes = 1};
     struct ct_diagnosis *d = calloc(1, sizeof(*d));
-    ck_assert_int_eq(ct_diagnose(&rep, NULL, 0, &o, d), 0);
+    ck_assert_int_eq(ct_diagnose(&rep, &o, d), 0);
     ck_assert_int_eq(d->replayed, 0);
     ck_assert_ptr_nonnull(strstr(d->replay_note, "formula"));
     const struct ct_finding *s = find(d, CT_FK_COMPUTE_STRAGGLER);
@@ -148,7 +149,7 @@ START_TEST(a_graph_over_the_limit_is_replayed_in_chunks_with_the_same_savings)
     for (size_t lim = 1 << 10; lim <= (1 << 22); lim *= 2) {
         struct ct_diag_opts o = {.min_saving = 0.02, .graph_bytes = lim};
         d = calloc(1, sizeof(*d));
-        ck_assert_int_eq(ct_diagnose(&rep, NULL, 0, &o, d), 0);
+        ck_assert_int_eq(ct_diagnose(&rep, &o, d), 0);
         if (d->replayed)
             break;
         ck_assert_ptr_nonnull(strstr(d->replay_note, "chunks of steps"));
@@ -205,7 +206,7 @@ START_TEST(a_sync_keeps_its_wake_up_after_whichever_op_ends_last)
     tb_analyze(&job, NULL, &rep);
     struct ct_diag_opts o = {.min_saving = 0.02};
     struct ct_diagnosis *d = calloc(1, sizeof(*d));
-    ck_assert_int_eq(ct_diagnose(&rep, NULL, 0, &o, d), 0);
+    ck_assert_int_eq(ct_diagnose(&rep, &o, d), 0);
     const struct ct_finding *x = find(d, CT_FK_EXPOSED_COMM);
     ck_assert_ptr_nonnull(x);
     ck_assert_int_eq(x->from_replay, 1);
@@ -252,7 +253,7 @@ START_TEST(a_straggler_off_the_path_is_dismissed_by_the_replay)
     tb_analyze(&job, NULL, &rep);
     struct ct_diag_opts o = {.min_saving = 0.02};
     struct ct_diagnosis *d = calloc(1, sizeof(*d));
-    ck_assert_int_eq(ct_diagnose(&rep, NULL, 0, &o, d), 0);
+    ck_assert_int_eq(ct_diagnose(&rep, &o, d), 0);
     ck_assert_ptr_null(find(d, CT_FK_COMPUTE_STRAGGLER));
     ck_assert_uint_eq(d->ndis, 1);
     ck_assert_int_eq(d->dis[0].kind, CT_FK_COMPUTE_STRAGGLER);

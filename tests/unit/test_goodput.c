@@ -10,6 +10,7 @@
 #include "decoder/analysis/goodput.h"
 #include "decoder/kineto/kineto.h"
 #include "tests/unit/timeline_builder.h"
+#include "decoder/read/job.h"
 
 static void near_us(double got_ns, double want_us)
 {

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "decoder/export/html_int.h"
+#include "decoder/read/job.h"
 #include "tests/unit/timeline_builder.h"
 
 /*

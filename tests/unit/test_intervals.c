@@ -2,7 +2,7 @@
 #include <check.h>
 #include <stdlib.h>
 
-#include "decoder/analysis/intervals.h"
+#include "decoder/util/intervals.h"
 #include "decoder/util/search.h"
 
 /* Builds a normalised set from pairs s0,e0,s1,e1,... */

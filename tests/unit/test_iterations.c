@@ -8,6 +8,7 @@
 
 #include "decoder/export/report_out.h"
 #include "tests/unit/timeline_builder.h"
+#include "decoder/read/job.h"
 
 struct found {
     struct ct_job job;

@@ -9,6 +9,7 @@
 #include "decoder/read/spill.h"
 #include "decoder/read/timeline.h"
 #include "tests/unit/timeline_builder.h"
+#include "decoder/read/job.h"
 
 /* A process of rank `rank` running `n` steps of a kernel then an
  * all-reduce (communicator 7, sequence k), its clock `shift` ns off;
@@ -31,7 +32,7 @@ static void make_proc(struct ct_proc *p, int rank, int n, int64_t shift, int dup
     for (int k = 0; k < n + dups; k++) {
         int step = k < n ? k : 1;
         int64_t t0 = 1000000 + (int64_t)step * 100000 + shift + (k >= n ? 10 * (k - n + 1) : 0);
-        struct ct_nop *o = &p->nccl[p->nnccl];
+        struct ct_nccl_call *o = &p->nccl[p->nnccl];
         o->host_s = t0 + 40000;
         o->host_e = t0 + 41000;
         o->s = t0 + 50000;
@@ -43,27 +44,27 @@ static void make_proc(struct ct_proc *p, int rank, int n, int64_t shift, int dup
         o->comm_rank = rank;
         o->op = CT_NCCL_OP_ALLREDUCE;
         if (k < n)
-            p->ops[p->nops++] = (struct ct_gop){.s = t0,
-                                                .e = t0 + 45000,
-                                                .launch = t0 - 100,
-                                                .stream = 1,
-                                                .nccl = -1,
-                                                .cls = CT_CL_COMPUTE,
-                                                .type = CT_GPU_KERNEL};
-        p->ops[p->nops++] = (struct ct_gop){.s = o->s,
-                                            .e = o->e,
-                                            .launch = o->host_s,
-                                            .stream = 2,
-                                            .nccl = (int32_t)p->nnccl,
-                                            .cls = CT_CL_OTHER,
-                                            .type = CT_GPU_KERNEL,
-                                            .op = CT_NCCL_OP_ALLREDUCE};
+            p->ops[p->nops++] = (struct ct_gpu_op){.s = t0,
+                                                   .e = t0 + 45000,
+                                                   .launch = t0 - 100,
+                                                   .stream = 1,
+                                                   .nccl = -1,
+                                                   .cls = CT_CL_COMPUTE,
+                                                   .type = CT_GPU_KERNEL};
+        p->ops[p->nops++] = (struct ct_gpu_op){.s = o->s,
+                                               .e = o->e,
+                                               .launch = o->host_s,
+                                               .stream = 2,
+                                               .nccl = (int32_t)p->nnccl,
+                                               .cls = CT_CL_OTHER,
+                                               .type = CT_GPU_KERNEL,
+                                               .op = CT_NCCL_OP_ALLREDUCE};
         p->nnccl++;
     }
     /* ops in start order, as extraction leaves them */
     for (size_t i = 1; i < p->nops; i++)
         for (size_t j = i; j > 0 && p->ops[j - 1].s > p->ops[j].s; j--) {
-            struct ct_gop t = p->ops[j];
+            struct ct_gpu_op t = p->ops[j];
             p->ops[j] = p->ops[j - 1];
             p->ops[j - 1] = t;
         }
@@ -174,23 +175,23 @@ START_TEST(a_spill_gives_back_every_op_and_launch)
         size_t n = counts[c];
         struct ct_proc p;
         memset(&p, 0, sizeof(p));
-        struct ct_gop *want = calloc(n ? n : 1, sizeof(*want));
+        struct ct_gpu_op *want = calloc(n ? n : 1, sizeof(*want));
         int64_t *wl = calloc(n ? n : 1, sizeof(*wl));
         p.ops = calloc(n ? n : 1, sizeof(*p.ops));
         p.launches = calloc(n ? n : 1, sizeof(*p.launches));
         for (size_t i = 0; i < n; i++) {
             /* times that go back as well as forth: differences wrap */
             int64_t s = (int64_t)(i * 1000003 % 7919) * 1000 - 5000;
-            want[i] = (struct ct_gop){.s = s,
-                                      .e = s + (int64_t)i,
-                                      .launch = i % 5 ? s - 40 : INT64_MIN,
-                                      .stream = (uint32_t)(i % 3),
-                                      .name = (uint32_t)i,
-                                      .nccl = -1,
-                                      .cls = (uint8_t)(i % CT_CL_COUNT),
-                                      .type = (uint8_t)(i % 4),
-                                      .graph = i % 2,
-                                      .gnode = i % 2 ? 0x700000001ull + i : 0};
+            want[i] = (struct ct_gpu_op){.s = s,
+                                         .e = s + (int64_t)i,
+                                         .launch = i % 5 ? s - 40 : INT64_MIN,
+                                         .stream = (uint32_t)(i % 3),
+                                         .name = (uint32_t)i,
+                                         .nccl = -1,
+                                         .cls = (uint8_t)(i % CT_CL_COUNT),
+                                         .type = (uint8_t)(i % 4),
+                                         .graph = i % 2,
+                                         .gnode = i % 2 ? 0x700000001ull + i : 0};
             wl[i] = s - 40;
         }
         memcpy(p.ops, want, n * sizeof(*want));
@@ -198,7 +199,7 @@ START_TEST(a_spill_gives_back_every_op_and_launch)
         p.nops = p.nlaunches = n;
         ck_assert_int_eq(ct_proc_spill(&p), 0);
         ck_assert_ptr_null(p.ops);
-        struct ct_gop *ops;
+        struct ct_gpu_op *ops;
         int64_t *l;
         size_t no, nl;
         ck_assert_int_eq(ct_proc_unspill(&p, &ops, &no, &l, &nl), 0);

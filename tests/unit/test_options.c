@@ -1,11 +1,15 @@
 /*
- * The option values report, export, diff and diagnose parse
- * (decoder/util/options.c): rank lists, iteration ranges, time windows.
- * Each bad value must be refused (the command then names the option and
- * what it expects), each good one read exactly.
+ * The options every command parses (decoder/util/options.c): the one
+ * table, whose shared options mean the same for each command that takes
+ * them; and the values report, export, diff and diagnose parse (rank
+ * lists, iteration ranges, time windows). Each bad value must be refused
+ * (the command then names the option and what it expects), each good one
+ * read exactly.
  */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "decoder/util/options.h"
 
@@ -68,6 +72,59 @@ START_TEST(windows_may_start_before_time_zero)
 }
 END_TEST
 
+/* The long options of command cmd include name (its code in *code). */
+static int has_option(enum ct_cmd_id cmd, const char *name, int *code)
+{
+    for (const struct option *o = ct_options_of(cmd); o->name; o++)
+        if (!strcmp(o->name, name)) {
+            *code = o->val;
+            return 1;
+        }
+    return 0;
+}
+
+/* --step, --skip, --json, -o/--output are one option wherever they are
+ * taken: the same code, the same checks (an empty --step and a --skip
+ * that is no count refused by each, a good value stored); a command's own
+ * option with the same code (diff's --seed, summarize's -j) is left to it. */
+START_TEST(shared_options_mean_the_same_for_every_command)
+{
+    static const enum ct_cmd_id step_cmds[] = {CT_CMD_REPORT, CT_CMD_EXPORT, CT_CMD_SUMMARIZE,
+                                               CT_CMD_GOODPUT, CT_CMD_CRITICAL_PATH};
+    for (size_t i = 0; i < sizeof(step_cmds) / sizeof(step_cmds[0]); i++) {
+        int code;
+        ck_assert(has_option(step_cmds[i], "step", &code) && code == 's');
+        ck_assert(has_option(step_cmds[i], "output", &code) && code == 'o');
+        struct ct_shared_opts o = {0};
+        ck_assert_int_eq(ct_shared_opt(step_cmds[i], "cutrace x", 's', "", &o), -1);
+        ck_assert_int_eq(ct_shared_opt(step_cmds[i], "cutrace x", 's', "Fwd", &o), 1);
+        ck_assert_str_eq(o.step, "Fwd");
+    }
+    static const enum ct_cmd_id skip_cmds[] = {CT_CMD_REPORT, CT_CMD_DIFF, CT_CMD_DIAGNOSE,
+                                               CT_CMD_CRITICAL_PATH};
+    for (size_t i = 0; i < sizeof(skip_cmds) / sizeof(skip_cmds[0]); i++) {
+        struct ct_shared_opts o = {0};
+        ck_assert_int_eq(ct_shared_opt(skip_cmds[i], "cutrace x", 'k', "x", &o), -1);
+        ck_assert_int_eq(ct_shared_opt(skip_cmds[i], "cutrace x", 'k', "-1", &o), -1);
+        ck_assert_int_eq(ct_shared_opt(skip_cmds[i], "cutrace x", 'k', "3", &o), 1);
+        ck_assert_int_eq(o.skip, 3);
+        ck_assert_int_eq(ct_shared_opt(skip_cmds[i], "cutrace x", 'j', NULL, &o), 1);
+        ck_assert(o.json);
+    }
+    int code;
+    struct ct_shared_opts o = {0};
+    ck_assert(has_option(CT_CMD_DIFF, "seed", &code) && !has_option(CT_CMD_DIFF, "step", &code));
+    ck_assert_int_eq(ct_shared_opt(CT_CMD_DIFF, "cutrace diff", 's', "7", &o), 0);
+    ck_assert(!has_option(CT_CMD_SUMMARIZE, "json", &code));
+    ck_assert_int_eq(ct_shared_opt(CT_CMD_SUMMARIZE, "cutrace summarize", 'j', "4", &o), 0);
+    ck_assert(!o.json);
+    /* every command has --help; info none of the others */
+    for (int c = 0; c < CT_NCMDS; c++)
+        ck_assert(has_option((enum ct_cmd_id)c, "help", &code) && code == 'h');
+    ck_assert(ct_options_of(CT_CMD_INFO)[1].name == NULL);
+}
+END_TEST
+
 Suite *options_suite(void)
 {
     Suite *s = suite_create("options");
@@ -76,6 +133,7 @@ Suite *options_suite(void)
     tcase_add_test(tc, bad_rank_lists_are_refused);
     tcase_add_test(tc, iteration_ranges_may_leave_a_side_open);
     tcase_add_test(tc, windows_may_start_before_time_zero);
+    tcase_add_test(tc, shared_options_mean_the_same_for_every_command);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -10,6 +10,7 @@
 
 #include "decoder/compare/diagnose.h"
 #include "tests/unit/timeline_builder.h"
+#include "decoder/read/job.h"
 
 /* Rank 0: four step ranges of 1000 with a kernel in each, timed by CUPTI
  * (timed records), untimed launches and damage as given; its file is
@@ -150,8 +151,8 @@ START_TEST(a_finding_on_a_damaged_rank_has_lower_confidence_and_says_why)
     two_ranks(&j0, &r0, 0);
     two_ranks(&j1, &r1, 300);
     struct ct_diag_opts o = {.min_saving = 0.02};
-    ck_assert_int_eq(ct_diagnose(&r0, NULL, 0, &o, d0), 0);
-    ck_assert_int_eq(ct_diagnose(&r1, NULL, 0, &o, d1), 0);
+    ck_assert_int_eq(ct_diagnose(&r0, &o, d0), 0);
+    ck_assert_int_eq(ct_diagnose(&r1, &o, d1), 0);
     const struct ct_finding *a = NULL, *b = NULL;
     for (size_t i = 0; i < d0->nf; i++)
         if (d0->f[i].kind == CT_FK_SYNC_DRAIN)

@@ -173,6 +173,40 @@ START_TEST(sort_by_several_keys_is_lexicographic_and_stable)
 }
 END_TEST
 
+/* Input made of a few sorted runs (ops by launch time, then NCCL calls by
+ * host start) takes ct_sort_by's merge path, up to 64 runs, the radix path
+ * beyond: both give the comparator's order with input order last, equal
+ * keys across runs included. */
+START_TEST(sort_by_merges_a_few_sorted_runs_stably)
+{
+    srand(11);
+    enum { N = 4000 };
+    static struct rec3 v[N], want[N];
+    const ct_key_fn keys[] = {rec_a, rec_b, rec_c};
+    const size_t runs[] = {2, 3, 7, 63, 64, 65, 200};
+    for (size_t t = 0; t < sizeof(runs) / sizeof(runs[0]); t++) {
+        for (int round = 0; round < 10; round++) {
+            size_t n = 1000 + (size_t)(rand() % (N - 1000)), per = n / runs[t];
+            for (size_t i = 0; i < n; i++)
+                v[i] = (struct rec3){(uint64_t)(rand() % 50), rand() % 3, (uint32_t)i,
+                                     (uint64_t)(rand() % 2)};
+            for (size_t r = 0; r < runs[t]; r++) { /* each run sorted by the keys */
+                size_t a = r * per, b = r + 1 == runs[t] ? n : a + per;
+                qsort(v + a, b - a, sizeof(*v), cmp_rec3);
+            }
+            for (size_t i = 0; i < n; i++)
+                v[i].idx = (uint32_t)i; /* input order, after the runs were made */
+            memcpy(want, v, n * sizeof(*v));
+            qsort(want, n, sizeof(*want), cmp_rec3);
+            ck_assert_int_eq(ct_sort_by(v, n, sizeof(*v), keys, 3), 0);
+            for (size_t i = 0; i < n; i++)
+                ck_assert_msg(!memcmp(&v[i], &want[i], sizeof(v[i])), "%zu runs, n %zu: at %zu",
+                              runs[t], n, i);
+        }
+    }
+}
+END_TEST
+
 /* Percentiles and medians equal those of a qsort'ed copy (numpy's linear
  * interpolation) for short arrays (insertion path) and long ones (radix
  * path), with negative values, duplicates and zeros of both signs, and
@@ -273,6 +307,7 @@ Suite *sorting_suite(void)
     tcase_add_test(tc, kv_sort_is_stable_sort_by_key);
     tcase_add_test(tc, i64_sort_orders_negative_values_first);
     tcase_add_test(tc, sort_by_several_keys_is_lexicographic_and_stable);
+    tcase_add_test(tc, sort_by_merges_a_few_sorted_runs_stably);
     tcase_add_test(tc, percentiles_match_sorted_reference);
     tcase_add_test(tc, percentile_with_nan_does_not_crash);
     tcase_add_test(tc, percentile_of_infinite_values_is_their_limit_not_nan);

@@ -6,7 +6,10 @@
 #include <check.h>
 #include <stdlib.h>
 
+#include "decoder/read/extract_int.h"
+#include "decoder/read/host_classes.h"
 #include "tests/unit/timeline_builder.h"
+#include "decoder/read/job.h"
 
 /*
  * Rank 0: a main process and a checkpoint writer (a child process without

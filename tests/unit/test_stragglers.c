@@ -6,6 +6,7 @@
 
 #include "decoder/util/stats.h"
 #include "tests/unit/timeline_builder.h"
+#include "decoder/read/job.h"
 
 #define NRANKS 5
 #define NCOLL  4

@@ -1,5 +1,8 @@
 /* Hand-built timelines for the analysis suites (timeline_builder.h). */
 #include "tests/unit/timeline_builder.h"
+#include "decoder/read/devices.h"
+#include "decoder/read/job.h"
+#include "decoder/read/life.h"
 
 #include <check.h>
 #include <stdlib.h>
@@ -63,11 +66,11 @@ static void add_launch(struct ct_proc *p, int64_t t_ns)
     p->launches[p->nlaunches++] = t_ns;
 }
 
-static struct ct_gop *add_op(struct ct_proc *p, uint32_t stream, int64_t s, int64_t e,
-                             int64_t launch)
+static struct ct_gpu_op *add_op(struct ct_proc *p, uint32_t stream, int64_t s, int64_t e,
+                                int64_t launch)
 {
     p->ops = grow(p->ops, p->nops, sizeof(*p->ops));
-    struct ct_gop *g = &p->ops[p->nops++];
+    struct ct_gpu_op *g = &p->ops[p->nops++];
     g->s = TB_US(s);
     g->e = TB_US(e);
     g->launch = launch == TB_NOLAUNCH ? INT64_MIN : TB_US(launch);
@@ -82,7 +85,7 @@ void tb_kernel(struct ct_proc *p, const char *name, uint32_t stream, int64_t s, 
                int64_t launch)
 {
     uint32_t id = name_id(p, name);
-    struct ct_gop *g = add_op(p, stream, s, e, launch);
+    struct ct_gpu_op *g = add_op(p, stream, s, e, launch);
     g->name = id;
     g->cls = CT_CL_COMPUTE;
     g->type = CT_GPU_KERNEL;
@@ -92,7 +95,7 @@ void tb_graph_kernel(struct ct_proc *p, const char *name, uint32_t stream, int64
                      int64_t launch, uint64_t node)
 {
     uint32_t id = name_id(p, name);
-    struct ct_gop *g = add_op(p, stream, s, e, TB_NOLAUNCH);
+    struct ct_gpu_op *g = add_op(p, stream, s, e, TB_NOLAUNCH);
     g->launch = TB_US(launch);
     g->name = id;
     g->cls = CT_CL_COMPUTE;
@@ -122,7 +125,7 @@ void tb_copy_named(struct ct_proc *p, const char *name, uint32_t stream, int64_t
                    int64_t launch)
 {
     uint32_t id = name_id(p, name);
-    struct ct_gop *g = add_op(p, stream, s, e, launch);
+    struct ct_gpu_op *g = add_op(p, stream, s, e, launch);
     g->name = id;
     g->cls = CT_CL_MEMORY;
     g->type = CT_GPU_MEMCPY;
@@ -131,7 +134,7 @@ void tb_copy_named(struct ct_proc *p, const char *name, uint32_t stream, int64_t
 void tb_nccl(struct ct_proc *p, struct tb_coll o)
 {
     p->nccl = grow(p->nccl, p->nnccl, sizeof(*p->nccl));
-    struct ct_nop *n = &p->nccl[p->nnccl++];
+    struct ct_nccl_call *n = &p->nccl[p->nnccl++];
     n->op = (uint8_t)o.op;
     n->comm = o.comm;
     n->seq = o.seq;
@@ -147,7 +150,7 @@ void tb_nccl(struct ct_proc *p, struct tb_coll o)
     n->s = TB_US(o.s);
     n->e = TB_US(o.e);
     uint32_t id = name_id(p, "ncclDevKernel");
-    struct ct_gop *g = add_op(p, o.stream, o.s, o.e, o.launch ? o.launch : TB_NOLAUNCH);
+    struct ct_gpu_op *g = add_op(p, o.stream, o.s, o.e, o.launch ? o.launch : TB_NOLAUNCH);
     g->name = id;
     g->nccl = (int32_t)(p->nnccl - 1);
     g->cls = CT_CL_OTHER; /* ct_job_build classifies it */
@@ -278,7 +281,7 @@ static void finish(struct ct_proc *p)
 {
     for (size_t i = 1; i < p->nops; i++)
         for (size_t j = i; j > 0 && p->ops[j - 1].s > p->ops[j].s; j--) {
-            struct ct_gop t = p->ops[j];
+            struct ct_gpu_op t = p->ops[j];
             p->ops[j] = p->ops[j - 1];
             p->ops[j - 1] = t;
         }

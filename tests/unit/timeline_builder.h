@@ -1,8 +1,8 @@
 /*
  * Hand-built timelines for the analysis suites (breakdown, bubbles, stalls,
  * stragglers, collectives, iterations, clock): processes written op by op,
- * as ct_proc_extract would leave them, then folded into a job by the real
- * ct_job_build and analysed by the real analyses. The truth of every
+ * as a reader (decoder/read/extract.h) would leave them, then folded into
+ * a job by the real ct_job_build and analysed by the real analyses. The truth of every
  * figure is then known exactly and computed by hand in each test.
  *
  * Times are given in µs (the unit the report prints) and stored in ns; an

@@ -133,7 +133,7 @@ static int decode(const char *path)
             fprintf(stderr, "%s\n", err);
             return 1;
         }
-        events = p.kin->events;
+        events = ct_kin(&p)->events;
         if (ct_kineto_finish(&p, 1, 1))
             return 1;
         double dt = now() - t0;

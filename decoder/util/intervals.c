@@ -1,6 +1,6 @@
 /* Interval-set algebra: normalisation by sort + merge, set operations by one
  * two-pointer sweep over normalised inputs. */
-#include "decoder/analysis/intervals.h"
+#include "decoder/util/intervals.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,10 +1,11 @@
 /*
- * Loading a job (decoder/read/load.h). Traces are decoded on several
- * threads, one file each, straight into their compact timelines
- * (ct_proc_extract_file: no record is kept), so memory is about the
- * compact timelines plus, per thread, one file's join keys.
+ * The format dispatch (decoder/load/load.h). Inputs are decoded on several
+ * threads, one file each, by their reader straight into their compact
+ * timelines (a cutrace trace by ct_proc_extract_file: no record is kept),
+ * so memory is about the compact timelines plus, per thread, one file's
+ * join keys.
  */
-#include "decoder/read/load.h"
+#include "decoder/load/load.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -15,12 +16,25 @@
 #include <unistd.h>
 
 #include "decoder/kineto/kineto.h"
-#include "decoder/read/run_identity.h"
+#include "decoder/load/run_identity.h"
+#include "decoder/read/extract.h"
 #include "decoder/read/spill.h"
 #include "decoder/read/summary.h"
 #include "decoder/util/progress.h"
+#include "decoder/read/devices.h"
+#include "decoder/read/extract.h"
+#include "decoder/read/job.h"
 
-int ct_load_expand(struct ct_inputs *in, char *const *operands, int n, char *err, size_t errlen)
+int ct_load_format(const char *operand)
+{
+    if (ct_kineto_operand(operand))
+        return CT_SOURCE_KINETO;
+    return ct_ends_with(operand, CT_SUMMARY_SUFFIX) ? CT_SOURCE_SUMMARY : CT_SOURCE_TRACE;
+}
+
+/* Each operand into in: Kineto operands (files, folders of them) by the
+ * Kineto reader's rules, the others as cutrace traces and summaries. */
+static int expand(struct ct_inputs *in, char *const *operands, int n, char *err, size_t errlen)
 {
     int rc = 0, kineto = -1;
     for (int i = 0; i < n && !rc; i++) {
@@ -46,8 +60,8 @@ int ct_load_operands(const struct ct_load_opts *o, struct ct_inputs *in, char *c
                      int n, char *err, size_t errlen)
 {
     int rc = o->no_kineto ? ct_inputs_expand(in, operands, n, err, errlen)
-                          : ct_load_expand(in, operands, n, err, errlen);
-    if (rc)
+                          : expand(in, operands, n, err, errlen);
+    if (rc || o->keep_all)
         return rc;
     if (in->ndup)
         fprintf(stderr, "%s: note: %s: counted once%s\n", o->cmd, in->dup_note,
@@ -68,12 +82,24 @@ struct loader {
     int spill;
     struct ct_proc **parts;
     size_t *nparts;
-    const char *step;
+    const struct ct_load_opts *o;
     atomic_size_t next, done;
     atomic_int failed;
     char err[512];
     pthread_mutex_t lock;
 };
+
+int ct_load_input(const struct ct_load_opts *o, const char *path, struct ct_proc *p, char *err,
+                  size_t errlen)
+{
+    /* kineto: a PyTorch profiler trace goes to its own reader */
+    if (!o->no_kineto && ct_kineto_is_path(path))
+        return ct_kineto_load(path, p, err, errlen);
+    /* a per-rank summary stands for its trace (decoder/read/summary.h) */
+    if (ct_ends_with(path, CT_SUMMARY_SUFFIX))
+        return ct_summary_read(path, o->step, p, err, errlen);
+    return ct_proc_extract_file(path, o->step, p, err, errlen);
+}
 
 /* Input i's process split by device (as ct_job_build would) and each part
  * spilled, while this thread has it: what is left of it is small. */
@@ -109,16 +135,7 @@ static void *load_worker(void *arg)
         if (i >= L->in->n || atomic_load(&L->failed))
             return NULL;
         char err[512];
-        int rc;
-        /* kineto: a PyTorch profiler trace goes to its own reader */
-        if (ct_kineto_is_path(L->in->paths[i])) {
-            rc = ct_kineto_load(L->in->paths[i], &L->procs[i], err, sizeof(err));
-        } else if (ct_ends_with(L->in->paths[i], CT_SUMMARY_SUFFIX)) {
-            /* a per-rank summary stands for its trace (decoder/read/summary.h) */
-            rc = ct_summary_read(L->in->paths[i], L->step, &L->procs[i], err, sizeof(err));
-        } else {
-            rc = ct_proc_extract_file(L->in->paths[i], L->step, &L->procs[i], err, sizeof(err));
-        }
+        int rc = ct_load_input(L->o, L->in->paths[i], &L->procs[i], err, sizeof(err));
         if (!rc && L->spill)
             rc = spill_one(L, i, err, sizeof(err));
         if (rc) {
@@ -137,13 +154,13 @@ static void *load_worker(void *arg)
 static int load_all(const struct ct_load_opts *o, const struct ct_inputs *in, struct ct_proc **out,
                     size_t *nout, char *err, size_t errlen)
 {
-    struct loader L = {.in = in, .step = o->step};
+    struct loader L = {.in = in, .o = o};
     /* a PyTorch profiler trace is completed across all ranks after loading
      * (ct_kineto_finish): a job with one is not spilled */
     L.spill = o->spill ? ct_spill_wanted(in->n, err, errlen) : 0;
     if (L.spill < 0)
         return L.spill;
-    for (size_t i = 0; i < in->n && L.spill; i++)
+    for (size_t i = 0; i < in->n && L.spill && !o->no_kineto; i++)
         L.spill = !ct_kineto_is_path(in->paths[i]);
     pthread_mutex_init(&L.lock, NULL);
     L.procs = calloc(in->n ? in->n : 1, sizeof(*L.procs));
@@ -249,6 +266,11 @@ int ct_load_job(const struct ct_load_opts *o, const struct ct_inputs *in, struct
             fprintf(stderr, "%s: %s\n", o->cmd, ct_kineto_warning(&procs[i]));
         if (ct_kineto_note(&procs[i])) /* rows a rule dropped, said once per file */
             fprintf(stderr, "%s: %s\n", o->cmd, ct_kineto_note(&procs[i]));
+        /* the readers are done with their processes */
+        if (procs[i].reader_free)
+            procs[i].reader_free(procs[i].reader_data);
+        procs[i].reader_data = NULL;
+        procs[i].reader_free = NULL;
     }
     /* --step NAME that names nothing would fall back to the detector's
      * iterations, as if the user had not asked: refused instead (PyTorch
@@ -256,7 +278,7 @@ int ct_load_job(const struct ct_load_opts *o, const struct ct_inputs *in, struct
     size_t named = 0, cutrace = 0;
     for (size_t i = 0; i < n; i++) {
         named += procs[i].nsteps;
-        cutrace += !procs[i].kin;
+        cutrace += procs[i].source != CT_SOURCE_KINETO;
     }
     if (o->step && cutrace && !named) {
         snprintf(err, errlen,

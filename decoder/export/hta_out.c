@@ -1,27 +1,30 @@
 /*
- * HTA-compatible results of Kineto input in the report: the per-rank "hta"
- * JSON object and the text section. Values are µs (HTA's trace units);
- * percentages and ratios are rounded to 2 decimals as HTA rounds them
- * (printf's correctly rounded %.2f equals Python's round(x, 2)).
+ * HTA-compatible results of Kineto input in the report (decoder/read/hta.h
+ * holds them): the per-rank "hta" JSON object and the text section. Values
+ * are µs (HTA's trace units); percentages and ratios are rounded to 2
+ * decimals as HTA rounds them (printf's correctly rounded %.2f equals
+ * Python's round(x, 2)).
  */
+#include "decoder/export/hta_out.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "decoder/analysis/analysis.h"
-#include "decoder/kineto/kineto_int.h"
+#include "decoder/read/hta.h"
 
 static const char *const cat_name[3] = {"host_wait", "kernel_wait", "other"};
 
-static const struct ct_kineto *kin_of(const struct ct_rank *r)
+/* The rank's HTA-compatible figures: its Kineto process's, read in
+ * HTA-compatible mode; else NULL. */
+static const struct ct_hta *hta_of(const struct ct_rank *r)
 {
-    if (!r->nprocs || !r->procs[0]->kin || !r->procs[0]->kin->hta_mode)
-        return NULL;
-    return r->procs[0]->kin;
+    return r->nprocs ? r->procs[0]->hta : NULL;
 }
 
 /* "key":v with v µs from ns, or null when the figure is given as null
- * (ct_kineto_unavailable says why) */
+ * (ct_hta_unavailable says why) */
 static void us_or_null(FILE *f, const char *key, int64_t ns, int ok, const char *sep)
 {
     if (ok)
@@ -38,12 +41,11 @@ static void pct2(FILE *f, const char *key, double num, double den, int ok, const
         fprintf(f, "\"%s\":null%s", key, sep);
 }
 
-void ct_kineto_hta_json(FILE *f, const struct ct_rank *r)
+void ct_hta_json(FILE *f, const struct ct_rank *r)
 {
-    const struct ct_kineto *k = kin_of(r);
-    if (!k)
+    const struct ct_hta *h = hta_of(r);
+    if (!h)
         return;
-    const struct ct_hta *h = &k->hta;
     /* nothing to measure (HTA raises): every figure null */
     unsigned ok = h->valid ? ~h->bad : 0;
     fprintf(f,
@@ -99,14 +101,13 @@ static const char *fmt_or_dash(char *buf, size_t n, int prec, double v, int ok)
     return buf;
 }
 
-void ct_kineto_hta_text(FILE *f, const struct ct_report *rep)
+void ct_hta_text(FILE *f, const struct ct_report *rep)
 {
     int any = 0;
     for (size_t i = 0; i < rep->nr; i++) {
-        const struct ct_kineto *k = kin_of(rep->rr[i].rank);
-        if (!k)
+        const struct ct_hta *h = hta_of(rep->rr[i].rank);
+        if (!h)
             continue;
-        const struct ct_hta *h = &k->hta;
         if (!any)
             fprintf(f, "\nHTA-compatible (Kineto input; us, %% of kernel time):\n"
                        "  rank   kernel_time      idle%%   compute%%  non-comp%%  overlap%%\n");
@@ -140,7 +141,7 @@ void ct_kineto_hta_text(FILE *f, const struct ct_report *rep)
         }
         /* what a "-" stands for: the JSON's unavailable list has it too */
         const char *fig, *why;
-        for (size_t u = 0; ct_kineto_unavailable(rep->rr[i].rank->procs[0], u, &fig, &why); u++)
+        for (size_t u = 0; ct_hta_unavailable(h, u, &fig, &why); u++)
             if (strcmp(fig, "hta.overlap_pct") || h->union_comm)
                 fprintf(f, "         %s: %s\n", fig, why);
     }

@@ -1,10 +1,10 @@
 /*
- * Runs among the inputs (decoder/read/run_identity.h): each trace's
+ * Runs among the inputs (decoder/load/run_identity.h): each trace's
  * identity from its first metadata frame, without decoding the rest, so
  * that a folder of two runs is refused (or the run asked for is picked)
  * before the long part of loading starts.
  */
-#include "decoder/read/run_identity.h"
+#include "decoder/load/run_identity.h"
 
 #include <errno.h>
 #include <stdint.h>

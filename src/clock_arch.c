@@ -1,9 +1,9 @@
 /*
- * x86-64: the TSC is usable as the record clock only when CPUID says it is
- * invariant (leaf 0x80000007, EDX bit 8); otherwise its rate changes with
- * frequency scaling and the recorder falls back to CLOCK_MONOTONIC.
- * aarch64: the generic timer always is (one file for both: the answer is
- * one line on aarch64).
+ * Whether the architecture's cycle counter (src/clock_arch.h) can be the
+ * record clock, one block per architecture. x86-64: the TSC only when
+ * CPUID says it is invariant (leaf 0x80000007, EDX bit 8); otherwise its
+ * rate changes with frequency scaling and the recorder falls back to
+ * CLOCK_MONOTONIC. aarch64: the generic timer always is. Others: never.
  */
 #include "clock_arch.h"
 
