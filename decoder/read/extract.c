@@ -704,12 +704,14 @@ int ct_proc_extract_file(const char *path, const char *step_name, struct ct_proc
     if (!p->path || ct_facts_collect_init(&x.facts)) {
         free(p->path);
         p->path = NULL;
+        extraction_free(&x);
         snprintf(err, errlen, "%s: out of memory", path);
         return -ENOMEM;
     }
     int rc = ct_reader_open(&rd, p->path);
     if (rc) {
         snprintf(err, errlen, "%s", rd.err);
+        extraction_free(&x); /* the counters and facts begun above */
         ct_proc_free(p);
         return rc;
     }

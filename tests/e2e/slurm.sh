@@ -129,7 +129,10 @@ cmp "$tmp/one-machine.json" "$tmp/array.json" || fail "the job array's report di
 # each holds every step its side file names (w_nccl mpi steps: a line
 # written after the step's AllReduce returned).
 w_nccl=$build/tests/nccl/w_nccl
-if [ -x "$w_nccl" ] && [ -f "$build/shim/libcutrace.so" ]; then
+# A sanitizer build's shim needs its runtime preloaded first, which `cutrace
+# run` (preloading the shim alone) does not do: the case is left out there.
+if [ -x "$w_nccl" ] && [ -f "$build/shim/libcutrace.so" ] &&
+   ! readelf -d "$build/shim/libcutrace.so" | grep -q 'lib[at]san'; then
   mkdir -p "$tmp/kill/id"
   ( cd "$tmp/kill" && LD_LIBRARY_PATH="$build/tests/fakegpu" CUTRACE_RUN_ID=slurm-kill \
       CUTRACE_GPU_TIMING=off timeout 120 srun -N 1 -n 4 --overcommit --kill-on-bad-exit=1 --job-name=ct-kill \
@@ -156,7 +159,7 @@ if [ -x "$w_nccl" ] && [ -f "$build/shim/libcutrace.so" ]; then
   ls "$tmp/kill/traces" | grep -q -- '-live$' && fail "a mapping left: $(ls "$tmp/kill/traces")"
   killed="; a SIGKILLed rank's trace salvaged, every rank's complete"
 else
-  killed="; (the SIGKILL case needs $w_nccl and the shim)"
+  killed="; (the SIGKILL case needs $w_nccl and a shim built without sanitizers)"
 fi
 
 echo "slurm: 8 ranks summarized by srun tasks and by a job array on slurm $(sinfo -V | awk '{ print $2 }');" \

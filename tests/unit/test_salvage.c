@@ -64,7 +64,8 @@ static void read_salvaged(const char *path, const struct ct_salvage *s, struct t
     ck_assert(!s->prefix_in_file || (file && flen >= s->prefix_len));
     size_t pre = s->prefix_in_file ? (size_t)s->prefix_len : 0, n = pre + s->tail.len;
     uint8_t *all = malloc(n);
-    memcpy(all, file, pre);
+    if (pre) /* file is NULL when there is no prefix: memcpy's NULL is undefined even for 0 */
+        memcpy(all, file, pre);
     memcpy(all + pre, s->tail.p, s->tail.len);
     th_trace_read_mem(t, all, n);
     free(all);
