@@ -215,6 +215,94 @@ static void drop_superseded(struct ct_extraction *x)
     }
 }
 
+/* A stream and the host start of an op launched on it. */
+struct pend {
+    uint64_t stream;
+    int64_t launch;
+};
+
+static int cmp_pend(const void *a, const void *b)
+{
+    const struct pend *x = a, *y = b;
+    return (x->stream > y->stream) - (x->stream < y->stream);
+}
+
+/*
+ * A trace salvaged from a process that died with GPU times still queued in
+ * it (CUPTI's buffers, event pairs not yet read: CT_SALVAGE_GPU_PENDING):
+ * the ops launched after the last one whose GPU interval arrived, that have
+ * none (the rule of ct_trace_undelivered), ran on the GPU but their time
+ * was never delivered. Counts them (p->undelivered) and says from when the
+ * process's record is incomplete: on the host, the earliest one's launch
+ * (p->host_cut: every op launched before it has its GPU time); on the GPU,
+ * the earliest time one of them can have started (p->gpu_cut): its
+ * launch, or the end of the last delivered op on its stream when that is
+ * later (a stream runs its ops in launch order). An op whose stream no
+ * delivered op names gets its launch: the cut is never late. Raw times;
+ * timed, calls and gcorr sorted by correlation id.
+ */
+static int undelivered(struct ct_extraction *x)
+{
+    struct ct_proc *p = x->p;
+    const struct ct_kv *tm = x->timed.p, *ca = x->calls.p;
+    int64_t last = INT64_MIN;
+    size_t ic = 0, ig = 0, n = 0;
+    for (size_t i = 0; i < x->timed.n; i++)
+        if (ct_kv_seek(&x->calls, &ic, tm[i].key) && ct_kv_seek(&x->gcorr, &ig, tm[i].key) &&
+            (int64_t)ca[ic].val > last)
+            last = (int64_t)ca[ic].val;
+    ic = ig = 0;
+    for (size_t i = 0; i < x->timed.n; i++)
+        n += ct_kv_seek(&x->calls, &ic, tm[i].key) && (int64_t)ca[ic].val > last &&
+             !ct_kv_seek(&x->gcorr, &ig, tm[i].key);
+    if (!n)
+        return 0;
+    struct pend *u = malloc(n * sizeof(*u));
+    if (!u)
+        return -ENOMEM;
+    ic = ig = 0;
+    n = 0;
+    for (size_t i = 0; i < x->timed.n; i++)
+        if (ct_kv_seek(&x->calls, &ic, tm[i].key) && (int64_t)ca[ic].val > last &&
+            !ct_kv_seek(&x->gcorr, &ig, tm[i].key))
+            u[n++] = (struct pend){tm[i].val, (int64_t)ca[ic].val};
+    qsort(u, n, sizeof(*u), cmp_pend);
+    /* the latest end of a delivered op on each of their streams */
+    int64_t *end = malloc(n * sizeof(*end));
+    if (!end) {
+        free(u);
+        return -ENOMEM;
+    }
+    for (size_t k = 0; k < n; k++)
+        end[k] = INT64_MIN;
+    const struct ct_gpu_op *ops = x->ops.p;
+    for (size_t i = 0; i < x->ops.n; i++) {
+        struct pend key = {ops[i].stream, 0};
+        const struct pend *f = bsearch(&key, u, n, sizeof(*u), cmp_pend);
+        if (!f)
+            continue;
+        while (f > u && f[-1].stream == key.stream) /* the first of its stream */
+            f--;
+        size_t k = (size_t)(f - u);
+        if (ops[i].e > end[k])
+            end[k] = ops[i].e;
+    }
+    p->undelivered = n;
+    p->host_cut = p->gpu_cut = INT64_MAX;
+    for (size_t k = 0, first = 0; k < n; k++) {
+        if (k && u[k].stream != u[k - 1].stream)
+            first = k;
+        int64_t gpu = end[first] > u[k].launch ? end[first] : u[k].launch;
+        if (u[k].launch < p->host_cut)
+            p->host_cut = u[k].launch;
+        if (gpu < p->gpu_cut)
+            p->gpu_cut = gpu;
+    }
+    free(end);
+    free(u);
+    return 0;
+}
+
 /*
  * Joins every GPU interval to the call that enqueued it (an NCCL op's or an
  * API record's correlation id) and classifies it; counts untimed launches;
@@ -235,7 +323,7 @@ static int join(struct ct_extraction *x, const uint8_t *name_op)
         }
     if (ct_kv_sort(ncorr.p, ncorr.n) || ct_kv_sort(x->gcorr.p, x->gcorr.n) ||
         ct_kv_sort(x->gend.p, x->gend.n) || ct_kv_sort(x->calls.p, x->calls.n) ||
-        ct_u64_sort(x->timed.p, x->timed.n) || ct_u64_sort(x->graphs.p, x->graphs.n)) {
+        ct_kv_sort(x->timed.p, x->timed.n) || ct_u64_sort(x->graphs.p, x->graphs.n)) {
         free(ncorr.p);
         return -ENOMEM;
     }
@@ -276,10 +364,14 @@ static int join(struct ct_extraction *x, const uint8_t *name_op)
     }
     /* launches and copies without any GPU record (of any type) */
     size_t ig = 0;
-    const uint64_t *tm = x->timed.p;
+    const struct ct_kv *tm = x->timed.p;
     for (size_t i = 0; i < x->timed.n; i++)
-        if (!ct_kv_seek(&x->gcorr, &ig, tm[i]))
+        if (!ct_kv_seek(&x->gcorr, &ig, tm[i].key))
             p->cov.untimed++;
+    if (x->rd->salvaged && (x->rd->salvage.flags & CT_SALVAGE_GPU_PENDING) && undelivered(x) != 0) {
+        free(ncorr.p);
+        return -ENOMEM;
+    }
     /* NCCL ops without a GPU record of their own: their group's, or the
      * kernel launched inside their call (kept in nccl_fb) */
     uint8_t *fell = calloc(x->nccl.n ? x->nccl.n : 1, 1);
@@ -576,6 +668,10 @@ int ct_extract_finish(struct ct_extraction *x)
         g->e += off;
         if (g->launch != INT64_MIN)
             g->launch += off;
+    }
+    if (p->undelivered) {
+        p->host_cut += off;
+        p->gpu_cut += off;
     }
     free(renum);
     if (rc)
