@@ -215,91 +215,92 @@ static void drop_superseded(struct ct_extraction *x)
     }
 }
 
-/* A stream and the host start of an op launched on it. */
+/* A launch that wants a GPU record: its stream (the call's), host start,
+ * and its GPU interval's end (INT64_MIN: none arrived). */
 struct pend {
     uint64_t stream;
-    int64_t launch;
+    int64_t launch, end;
 };
 
 static int cmp_pend(const void *a, const void *b)
 {
     const struct pend *x = a, *y = b;
-    return (x->stream > y->stream) - (x->stream < y->stream);
+    if (x->stream != y->stream)
+        return x->stream < y->stream ? -1 : 1;
+    return (x->launch > y->launch) - (x->launch < y->launch);
 }
 
 /*
  * A trace salvaged from a process that died with GPU times still queued in
  * it (CUPTI's buffers, event pairs not yet read: CT_SALVAGE_GPU_PENDING):
- * the ops launched after the last one whose GPU interval arrived, that have
- * none (the rule of ct_trace_undelivered), ran on the GPU but their time
- * was never delivered. Counts them (p->undelivered) and says from when the
- * process's record is incomplete: on the host, the earliest one's launch
- * (p->host_cut: every op launched before it has its GPU time); on the GPU,
- * the earliest time one of them can have started (p->gpu_cut): its
- * launch, or the end of the last delivered op on its stream when that is
- * later (a stream runs its ops in launch order). An op whose stream no
- * delivered op names gets its launch: the cut is never late. Raw times;
- * timed, calls and gcorr sorted by correlation id.
+ * on each stream, the ops launched after the last one whose GPU interval
+ * arrived, that have none (the rule of ct_trace_undelivered), ran, or were
+ * running, but their time was never delivered (a stream runs its ops in
+ * order: an untimed op before a delivered one on its stream was not timed
+ * for another reason; on a stream none of whose ops was timed, those
+ * launched after the last delivered launch of any stream). Counts them (p->undelivered) and says
+ * from when the process's record is incomplete: on the host, the earliest one's launch
+ * (p->host_cut: every op launched before it has its GPU time, or never
+ * had one); on the GPU, the earliest time one of them can have started
+ * (p->gpu_cut): its launch, or the end of the last delivered op on its
+ * stream when that is later. Streams are the calls' (a GPU record's stream
+ * id may name the legacy stream differently). Raw times; timed, calls and
+ * gcorr sorted by correlation id.
  */
 static int undelivered(struct ct_extraction *x)
 {
     struct ct_proc *p = x->p;
-    const struct ct_kv *tm = x->timed.p, *ca = x->calls.p;
-    int64_t last = INT64_MIN;
-    size_t ic = 0, ig = 0, n = 0;
-    for (size_t i = 0; i < x->timed.n; i++)
-        if (ct_kv_seek(&x->calls, &ic, tm[i].key) && ct_kv_seek(&x->gcorr, &ig, tm[i].key) &&
-            (int64_t)ca[ic].val > last)
-            last = (int64_t)ca[ic].val;
-    ic = ig = 0;
-    for (size_t i = 0; i < x->timed.n; i++)
-        n += ct_kv_seek(&x->calls, &ic, tm[i].key) && (int64_t)ca[ic].val > last &&
-             !ct_kv_seek(&x->gcorr, &ig, tm[i].key);
-    if (!n)
-        return 0;
-    struct pend *u = malloc(n * sizeof(*u));
+    const struct ct_kv *tm = x->timed.p, *ca = x->calls.p, *gc = x->gcorr.p;
+    const struct ct_gpu_op *ops = x->ops.p;
+    struct pend *u = malloc((x->timed.n ? x->timed.n : 1) * sizeof(*u));
     if (!u)
         return -ENOMEM;
-    ic = ig = 0;
-    n = 0;
-    for (size_t i = 0; i < x->timed.n; i++)
-        if (ct_kv_seek(&x->calls, &ic, tm[i].key) && (int64_t)ca[ic].val > last &&
-            !ct_kv_seek(&x->gcorr, &ig, tm[i].key))
-            u[n++] = (struct pend){tm[i].val, (int64_t)ca[ic].val};
-    qsort(u, n, sizeof(*u), cmp_pend);
-    /* the latest end of a delivered op on each of their streams */
-    int64_t *end = malloc(n * sizeof(*end));
-    if (!end) {
-        free(u);
-        return -ENOMEM;
-    }
-    for (size_t k = 0; k < n; k++)
-        end[k] = INT64_MIN;
-    const struct ct_gpu_op *ops = x->ops.p;
-    for (size_t i = 0; i < x->ops.n; i++) {
-        struct pend key = {ops[i].stream, 0};
-        const struct pend *f = bsearch(&key, u, n, sizeof(*u), cmp_pend);
-        if (!f)
+    size_t ic = 0, ig = 0, n = 0;
+    for (size_t i = 0; i < x->timed.n; i++) {
+        if (!ct_kv_seek(&x->calls, &ic, tm[i].key))
             continue;
-        while (f > u && f[-1].stream == key.stream) /* the first of its stream */
-            f--;
-        size_t k = (size_t)(f - u);
-        if (ops[i].e > end[k])
-            end[k] = ops[i].e;
+        struct pend e = {tm[i].val, (int64_t)ca[ic].val, INT64_MIN};
+        if (ct_kv_seek(&x->gcorr, &ig, tm[i].key)) {
+            e.end = e.launch; /* delivered; its latest op's end when kept */
+            for (size_t g = ig; g < x->gcorr.n && gc[g].key == tm[i].key; g++)
+                if (gc[g].val != NONE && ops[gc[g].val].e > e.end)
+                    e.end = ops[gc[g].val].e;
+        }
+        u[n++] = e;
     }
-    p->undelivered = n;
-    p->host_cut = p->gpu_cut = INT64_MAX;
-    for (size_t k = 0, first = 0; k < n; k++) {
-        if (k && u[k].stream != u[k - 1].stream)
-            first = k;
-        int64_t gpu = end[first] > u[k].launch ? end[first] : u[k].launch;
-        if (u[k].launch < p->host_cut)
-            p->host_cut = u[k].launch;
-        if (gpu < p->gpu_cut)
-            p->gpu_cut = gpu;
+    int64_t any = INT64_MIN; /* the last delivered launch on any stream */
+    for (size_t k = 0; k < n; k++)
+        if (u[k].end != INT64_MIN && u[k].launch > any)
+            any = u[k].launch;
+    qsort(u, n, sizeof(*u), cmp_pend);
+    uint64_t count = 0;
+    int64_t host = INT64_MAX, gpu = INT64_MAX;
+    for (size_t a = 0, b; a < n; a = b) {
+        size_t last = SIZE_MAX; /* the stream's last delivered launch */
+        int64_t end = INT64_MIN;
+        for (b = a; b < n && u[b].stream == u[a].stream; b++)
+            if (u[b].end != INT64_MIN) {
+                last = b;
+                if (u[b].end > end)
+                    end = u[b].end;
+            }
+        for (size_t k = last == SIZE_MAX ? a : last + 1; k < b; k++) {
+            if (last == SIZE_MAX && u[k].launch <= any)
+                continue; /* a stream nothing timed: only what followed the last delivery */
+            count++;
+            if (u[k].launch < host)
+                host = u[k].launch;
+            int64_t g = end > u[k].launch ? end : u[k].launch;
+            if (g < gpu)
+                gpu = g;
+        }
     }
-    free(end);
     free(u);
+    if (count) {
+        p->undelivered = count;
+        p->host_cut = host;
+        p->gpu_cut = gpu;
+    }
     return 0;
 }
 

@@ -155,12 +155,18 @@ START_TEST(without_gpu_times_queued_in_the_process_nothing_is_undelivered)
 END_TEST
 
 /*
- * Where the GPU record of a salvaged process ends, from its trace: ops 3
- * (stream 7, launched at 300 us) and 4 (stream 9, at 400 us) were launched
- * after op 2 (the last delivered launch) and have no GPU record. Op 3
- * cannot start before op 1, on its stream, ended (1150 us); op 4 not
- * before its launch (400 us; op 2 on stream 9 ended at 260 us). So the
- * record is whole on the host until 300 us and on the GPU until 400 us.
+ * Where the GPU record of a salvaged process ends, from its trace. Each
+ * stream runs in order, so an op with no GPU record launched after the
+ * last delivered one of its stream never had its time delivered: op 3
+ * (stream 7, launched at 300 us, after op 1), op 4 (stream 9, at 400 us,
+ * after op 2) and op 6 (stream 11, at 180 us, after op 5: a kernel still
+ * running at the kill, though op 2 on another stream was launched and
+ * delivered after it). Op 7 (stream 13, at 110 us) was never timed on a
+ * stream nothing timed, before the last delivery: an ordinary untimed op.
+ * The earliest each can have run: op 3 after op 1 ended (1150 us), op 4
+ * at its launch (400; op 2 ended at 260), op 6 at its launch (180; op 5
+ * ended at 140). So the record is whole on the host until 180 us and on
+ * the GPU until 180 us.
  */
 START_TEST(the_gpu_record_ends_where_an_undelivered_op_could_first_run)
 {
@@ -173,19 +179,32 @@ START_TEST(the_gpu_record_ends_where_an_undelivered_op_could_first_run)
     launch_on(2, t0 + 200 * us, 9);
     launch_on(3, t0 + 300 * us, 7);
     launch_on(4, t0 + 400 * us, 9);
+    launch_on(5, t0 + 120 * us, 11);
+    launch_on(6, t0 + 180 * us, 11);
+    launch_on(7, t0 + 110 * us, 13);
     gpu_on(1, t0 + 150 * us, t0 + 1150 * us, 7);
     gpu_on(2, t0 + 250 * us, t0 + 260 * us, 9);
+    gpu_on(5, t0 + 130 * us, t0 + 140 * us, 11);
     ck_assert_int_eq(ct_recorder_flush(5000), 0);
     ct_recorder_pause_writer(1);
     salvage_into(path);
     struct ct_proc p;
     char err[512];
     ck_assert_msg(ct_proc_extract_file(path, NULL, &p, err, sizeof(err)) == 0, "%s", err);
-    ck_assert_uint_eq(p.undelivered, 2);
-    ck_assert_uint_eq(p.cov.untimed, 2);
-    ck_assert_int_eq(p.host_cut - p.clock_offset, (int64_t)(t0 + 300 * us));
-    ck_assert_int_eq(p.gpu_cut - p.clock_offset, (int64_t)(t0 + 400 * us));
+    ck_assert_uint_eq(p.undelivered, 3);
+    ck_assert_uint_eq(p.cov.untimed, 4);
+    ck_assert_int_eq(p.host_cut - p.clock_offset, (int64_t)(t0 + 180 * us));
+    ck_assert_int_eq(p.gpu_cut - p.clock_offset, (int64_t)(t0 + 180 * us));
     ct_proc_free(&p);
+    /* what `cutrace info` says: the same ops */
+    struct ct_trace t;
+    ck_assert_int_eq(ct_trace_load(&t, path, 1, err, sizeof(err)), 0);
+    uint64_t n;
+    int64_t from;
+    ck_assert_int_eq(ct_trace_undelivered(&t, &n, &from), 0);
+    ck_assert_uint_eq(n, 3);
+    ck_assert_int_eq(from, (int64_t)(t0 + 180 * us));
+    ct_trace_free(&t);
     ct_recorder_pause_writer(0);
     ct_recorder_stop(5000);
 }
