@@ -4,10 +4,11 @@
  *
  * Warm-up: WARM steps `ProfilerStep#k` (k = 1..WARM, at most 64), each 5
  * kernels of 4 ms back to back on stream A (`train__4000us`) and one of
- * 1 ms on stream B (`comm__1000us`, launched after A's first, so it runs
- * inside it), then cuCtxSynchronize and the range's end: compute 20 ms a
- * step; the GPU idles only between a step's end and the next one's first
- * launch (the sync's wake-up and the host's gap).
+ * 1 ms on stream B (an all-reduce's kernel, `ncclDevKernel_..__1000us`:
+ * communication, launched after A's first, so it runs inside it), then
+ * cuCtxSynchronize and the range's end: compute 20 ms a step; the GPU
+ * idles only between a step's end and the next one's first launch (the
+ * sync's wake-up and the host's gap).
  *
  * Then stream B starts a collective that does not end (`hang__5000000us`,
  * 5 s: a peer that never comes), and stream A goes on with short kernels
@@ -19,8 +20,11 @@
  * It writes to SIDE, once B's kernel is launched: "hang_launch_ns T0 T1"
  * (CLOCK_REALTIME around the launch call), "idle_ns LO HI" (bounds of the
  * GPU's idle time from the first step's start to B's launch, from the
- * times around each step's first launch: below), "warm WARM"; and its pid
- * to PIDFILE (the driver kills that pid).
+ * times around each step's first launch: below), "launch_span_ns S" (the
+ * longest a step's launches took, first call's entry to last call's return:
+ * over 3 ms the host was preempted among them, and a step's kernels may
+ * not have run back to back), "warm WARM"; and its pid to PIDFILE (the
+ * driver kills that pid).
  * usage: w_undelivered WARM SIDE PIDFILE
  */
 #define _POSIX_C_SOURCE 200809L
@@ -59,13 +63,13 @@ int main(int argc, char **argv)
     if (warm < 1 || warm > 64 || cuInit(0) || cuDeviceGet(&d, 0) ||
         cuDevicePrimaryCtxRetain(&c, d) || cuCtxSetCurrent(c) || cuModuleLoadData(&m, "x") ||
         cuModuleGetFunction(&train, m, "train__4000us") ||
-        cuModuleGetFunction(&comm, m, "comm__1000us") ||
+        cuModuleGetFunction(&comm, m, "ncclDevKernel_AllReduce_Sum_f32_RING_LL__1000us") ||
         cuModuleGetFunction(&hang, m, "hang__5000000us") ||
         cuModuleGetFunction(&k, m, "k__1000us") || cuStreamCreate(&a, CU_STREAM_NON_BLOCKING) ||
         cuStreamCreate(&b, CU_STREAM_NON_BLOCKING))
         return 2;
     /* each step's first launch call: entry and return */
-    long long in[64], out[64];
+    long long in[64], out[64], span = 0;
     char msg[64];
     for (int s = 0; s < warm; s++) {
         snprintf(msg, sizeof(msg), "ProfilerStep#%d", s + 1);
@@ -76,6 +80,8 @@ int main(int argc, char **argv)
         launch(comm, b);
         for (int i = 1; i < 5; i++)
             launch(train, a);
+        if (now_ns() - in[s] > span)
+            span = now_ns() - in[s];
         if (cuCtxSynchronize())
             return 2;
         nvtxRangePop();
@@ -95,8 +101,8 @@ int main(int argc, char **argv)
     }
     FILE *f = fopen(argv[2], "w");
     if (!f ||
-        fprintf(f, "hang_launch_ns %lld %lld\nidle_ns %lld %lld\nwarm %d\n", t0, t1, lo, hi, warm) <
-            0 ||
+        fprintf(f, "hang_launch_ns %lld %lld\nidle_ns %lld %lld\nlaunch_span_ns %lld\nwarm %d\n",
+                t0, t1, lo, hi, span, warm) < 0 ||
         fclose(f))
         return 2;
     f = fopen(argv[3], "w");
