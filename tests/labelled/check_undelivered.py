@@ -32,6 +32,8 @@ the time after B's launch, are not idle: B was running). Checked on
   idle (A's gaps while B's kernel ran). A run where the host was preempted
   among a step's launches (over 3 ms) is disturbed, its kernels maybe not
   back to back: it is run again, up to 3 times;
+* the rows (`--rows`) say the same: the rank row's window, idle and
+  iterations;
 * said: coverage.material undelivered_ops (count >= 1: B's kernel),
   unavailable gpu_after_salvage_cut, and `cutrace info`'s line;
 * the summary of the trace (`cutrace summarize`, docs/summary.md) stands
@@ -98,7 +100,9 @@ def one(tmp, delay_ms, attempt):
         print(f"{where}: the host was preempted while launching a step "
               f"({side_v['launch_span_ns'][0] / 1e6:.1f} ms): running again")
         return False
-    rep = subprocess.run([cutrace, "report", "--json", traces], capture_output=True, text=True)
+    rows = os.path.join(d, "rows.jsonl")
+    rep = subprocess.run([cutrace, "report", "--json", "--rows", rows, traces],
+                         capture_output=True, text=True)
     if not check(where, rep.returncode == 0, rep.stderr):
         return
     doc = json.loads(rep.stdout)
@@ -119,6 +123,11 @@ def one(tmp, delay_ms, attempt):
           f"compute {r['compute_us']} us, want {WARM * 20000}")
     check(where, idle_lo - 50 <= r["idle_us"] <= idle_hi + 50,
           f"idle {r['idle_us']} us, the program's clock says [{idle_lo:.1f}, {idle_hi:.1f}]")
+    with open(rows) as f:
+        rrow = [json.loads(l) for l in f if '"row":"rank"' in l]
+    check(where, len(rrow) == 1 and abs(rrow[0]["idle_us"] - r["idle_us"]) < 0.01 and
+          abs(rrow[0]["window_us"] - r["window_us"]) < 0.01 and
+          rrow[0]["iterations"] == WARM, f"rows: {rrow}")
     mat = [m for m in r["coverage"]["material"] if m["fact"] == "undelivered_ops"]
     check(where, len(mat) == 1 and mat[0]["count"] >= 1, f"material: {r['coverage']['material']}")
     check(where, any(u["figure"] == "gpu_after_salvage_cut" for u in r["unavailable"]),

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "decoder/read/extract.h"
+#include "decoder/export/report_out.h"
 #include "decoder/read/job.h"
 #include "decoder/read/tracefile.h"
 #include "src/live.h"
@@ -325,6 +326,47 @@ START_TEST(the_cut_ends_where_the_next_attempt_begins)
 }
 END_TEST
 
+/*
+ * A process killed before any of its GPU work was delivered past its first
+ * op's start: the cut (100) is the first GPU start, nothing is covered.
+ * Every share has no denominator: "-" in text, the time figures 0 of 0
+ * (never a negative idle), and the report says why.
+ */
+START_TEST(a_rank_cut_at_its_first_gpu_op_has_no_covered_time)
+{
+    struct tb_job b;
+    struct ct_job job;
+    struct ct_report rep;
+    tb_init(&b);
+    struct ct_proc *p = tb_proc(&b, 0);
+    tb_kernel(p, "k", 2, 100, 200, 50);
+    tb_launch(p, 60);
+    p->undelivered = 1;
+    p->host_cut = TB_US(60);
+    p->gpu_cut = TB_US(100); /* stream 1's op, launched at 60, could run from 100 on */
+    p->life.salvaged = 1;
+    tb_build(&b, &job);
+    tb_analyze(&job, NULL, &rep);
+    const struct ct_rank_result *x = tb_result(&rep, 0);
+    ck_assert_int_eq(x->covered, 0);
+    ck_assert_int_eq(x->idle, 0);
+    ck_assert_int_eq(x->compute, 0);
+    char *out = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&out, &n);
+    ct_report_text(f, &rep);
+    fclose(f);
+    /* the rank's row: window 0, every share "-" */
+    const char *row = strstr(out, "\n  0     h");
+    ck_assert_msg(row != NULL, "%s", out);
+    ck_assert_msg(strstr(row, "0.000       -       -       -       -") != NULL, "%s", row);
+    ck_assert_msg(strstr(out, "its GPU figures end at") != NULL, "%s", out);
+    free(out);
+    ct_report_free(&rep);
+    ct_job_free(&job);
+}
+END_TEST
+
 Suite *salvaged_suite(void)
 {
     Suite *s = suite_create("salvaged");
@@ -335,6 +377,7 @@ Suite *salvaged_suite(void)
     tcase_add_test(tc, the_gpu_record_ends_where_an_undelivered_op_could_first_run);
     tcase_add_test(tc, time_after_the_salvage_cut_is_not_covered_never_idle);
     tcase_add_test(tc, the_cut_ends_where_the_next_attempt_begins);
+    tcase_add_test(tc, a_rank_cut_at_its_first_gpu_op_has_no_covered_time);
     suite_add_tcase(s, tc);
     return s;
 }
