@@ -66,6 +66,11 @@ struct ct_rank_result {
     int64_t host_wait, kernel_wait, other_wait;
     struct ct_iter *iters;
     size_t niters;
+    /* a salvaged rank's steps whose GPU work is not all in the trace
+     * (ct_iterations_cut) are not in iters: iters_cut of them; all_iters
+     * holds every step (goodput's), NULL when none was cut */
+    struct ct_iter *all_iters;
+    size_t nall_iters, iters_cut;
     enum ct_iter_source iter_src;
     /* 1 for ranges/marks, the detector's 0..1 for the period; times
      * ct_coverage_factor where a coverage fact is material (iter_conf_found
@@ -233,11 +238,14 @@ int ct_figure_unavailable(const struct ct_rank_result *x, const char *figure);
  * CT_UNTIMED_MATERIAL of its ops, and every file of its processes that was
  * damaged or cut. */
 #define CT_UNTIMED_MATERIAL 0.01
-enum { CT_COVF_UNTIMED, CT_COVF_DAMAGED, CT_COVF_TRUNCATED };
+enum { CT_COVF_UNTIMED, CT_COVF_DAMAGED, CT_COVF_TRUNCATED, CT_COVF_UNDELIVERED };
 struct ct_cov_fact {
     int kind;
-    uint64_t count;   /* untimed ops, damaged bytes; 0 for a file only cut */
-    uint64_t of;      /* the rank's GPU ops, the file's bytes (0 unknown) */
+    uint64_t count; /* untimed or undelivered ops, damaged bytes; 0 for a file only cut */
+    uint64_t of;    /* the rank's GPU ops, the file's bytes (0 unknown) */
+    /* undelivered: the first launch of one, and where the rank's GPU
+     * figures end (the first cut of each, struct ct_rank hcut, gcut) */
+    int64_t host_from, gpu_from;
     int truncated;    /* the file has no footer: decoded up to offset */
     uint64_t offset;  /* where its decoded part ends */
     const char *path; /* the file; NULL for untimed ops */
@@ -246,9 +254,14 @@ struct ct_cov_fact {
  * GPU records) without a GPU interval, and of its trace bytes skipped as
  * damaged; 0 without either. */
 double ct_untimed_share(const struct ct_coverage *c);
+/* The same for rank r, less the ops a salvage left without their GPU time
+ * (struct ct_rank undelivered): they are past the rank's covered time and
+ * change no figure */
+double ct_rank_untimed_share(const struct ct_rank *r);
 double ct_damaged_share(const struct ct_coverage *c);
-/* The i-th material fact of rank r (untimed ops first, then one per file:
- * damaged, with its cut if it has one, or cut): 1, or 0 past the last. */
+/* The i-th material fact of rank r (GPU ops whose time never came from a
+ * killed process first, then untimed ops, then one per file: damaged, with
+ * its cut if it has one, or cut): 1, or 0 past the last. */
 int ct_coverage_fact(const struct ct_rank *r, size_t i, struct ct_cov_fact *f);
 /* What a confidence resting on rank r's records is multiplied by:
  * (1 - damaged share) when bytes were damaged (records there are lost),

@@ -42,7 +42,7 @@ static int64_t overlap_c(const struct ct_ivset *a, const struct ct_ivset *b,
 static int graph_share(struct ct_rank_result *res)
 {
     const struct ct_rank *r = res->rank;
-    const struct ct_ivset *cover = r->cover ? &r->gcover : NULL;
+    const struct ct_ivset *cover = ct_rank_gcover(r);
     struct ct_ivset g = {0};
     for (size_t i = 0; i < r->nops; i++)
         if (r->ops[i].graph && ct_ivset_add(&g, r->ops[i].s, r->ops[i].e)) {
@@ -62,7 +62,7 @@ static void breakdown(struct ct_rank_result *res)
     const struct ct_ivset *compute = &r->cls[CT_CL_COMPUTE];
     /* over the covered time only: work running past a window's whole
      * iterations is beside work the pause left unrecorded */
-    const struct ct_ivset *cv = r->cover ? &r->gcover : NULL;
+    const struct ct_ivset *cv = ct_rank_gcover(r);
     res->compute = len_c(compute, cv);
     res->memory = len_c(&r->cls[CT_CL_MEMORY], cv);
     res->comm = len_c(&r->comm, cv);
@@ -131,7 +131,7 @@ static inline void add_gap(struct ct_rank_result *res, const struct ct_ivset *co
 static int idle_sorted(struct ct_rank_result *res)
 {
     struct ct_rank *r = res->rank;
-    const struct ct_ivset *cover = r->cover ? &r->gcover : NULL;
+    const struct ct_ivset *cover = ct_rank_gcover(r);
     size_t cap = 64, used = 0;
     struct slot {
         uint32_t stream;
@@ -178,7 +178,7 @@ static int idle_sorted(struct ct_rank_result *res)
 static int idle_breakdown(struct ct_rank_result *res)
 {
     struct ct_rank *r = res->rank;
-    const struct ct_ivset *cover = r->cover ? &r->gcover : NULL;
+    const struct ct_ivset *cover = ct_rank_gcover(r);
     if (r->nops < 2)
         return 0;
     size_t k = 1;
@@ -234,6 +234,8 @@ int ct_metrics_rank(struct ct_rank_result *res)
     if (r->cover) { /* the windows as the GPU saw them */
         res->covered = ct_ivset_len_in(&r->gcover, res->ws, res->we);
         res->windows = r->gcover.n;
+    } else if (r->gcut.n) { /* less the time salvage left without GPU times */
+        res->covered = ct_ivset_len_in(&r->gcover, res->ws, res->we);
     }
     if (res->niters) {
         res->im = calloc(res->niters, sizeof(*res->im));

@@ -84,8 +84,17 @@ int ct_bubbles_rank(struct ct_rank_result *res, struct ct_ivset *out, int *pipel
     if (!r->cover && res->niters && res->iters[res->niters - 1].e > we)
         we = res->iters[res->niters - 1].e;
     if ((rc = r->cover ? ct_ivset_clip(&r->gcover, res->ws, res->we, &win)
-                       : ct_ivset_add(&win, res->ws, we)) ||
-        (rc = ct_ivset_subtract(&win, &r->gpu, &idle)))
+                       : ct_ivset_add(&win, res->ws, we)))
+        goto out;
+    if (!r->cover && r->gcut.n) { /* less the time salvage left without GPU times */
+        struct ct_ivset all = win;
+        win = (struct ct_ivset){0};
+        rc = ct_ivset_subtract(&all, &r->gcut, &win);
+        ct_ivset_free(&all);
+        if (rc)
+            goto out;
+    }
+    if ((rc = ct_ivset_subtract(&win, &r->gpu, &idle)))
         goto out;
     /* without pipeline ops (most jobs) both parts are empty: none of the
      * rank-sized sets below is built */

@@ -67,6 +67,8 @@ static int view_of(const struct ct_report *rep, int64_t lo, int64_t hi, struct c
     for (size_t r = 0; r < rep->nr; r++) {
         const struct ct_rank_result *x = &rep->rr[r];
         v->rr[r] = *x;
+        v->rr[r].all_iters = NULL; /* the report's (goodput's), not the view's */
+        v->rr[r].nall_iters = 0;
         v->rr[r].iters = malloc((x->niters ? x->niters : 1) * sizeof(*x->iters));
         if (!v->rr[r].iters) {
             for (size_t q = 0; q < r; q++)

@@ -354,7 +354,7 @@ static int clip_iters(struct rank_part *rp)
         int64_t s = x->s > rp->cov.v[w].s ? x->s : rp->cov.v[w].s;
         int64_t e = x->e < rp->cov.v[w].e ? x->e : rp->cov.v[w].e;
         if (e > s)
-            v[k++] = (struct ct_iter){s, e, x->index};
+            v[k++] = (struct ct_iter){s, e, x->index, x->partial};
     }
     free(rp->own);
     rp->own = v;
@@ -367,12 +367,16 @@ static int clip_iters(struct rank_part *rp)
 static void iters_in(const struct ct_rank_result *rr, int64_t as, int64_t ae,
                      const struct ct_iter **it, size_t *n)
 {
+    /* every step, those whose GPU work salvage could not give included:
+     * the job's life is the host's (ct_iterations_cut) */
+    const struct ct_iter *v = rr->all_iters ? rr->all_iters : rr->iters;
+    size_t nv = rr->all_iters ? rr->nall_iters : rr->niters;
     size_t i = 0, k;
-    while (i < rr->niters && rr->iters[i].s < as)
+    while (i < nv && v[i].s < as)
         i++;
-    for (k = i; k < rr->niters && rr->iters[k].s < ae; k++)
+    for (k = i; k < nv && v[k].s < ae; k++)
         ;
-    *it = rr->iters + i;
+    *it = v + i;
     *n = k - i;
 }
 

@@ -41,6 +41,14 @@ static int captured(const struct ct_rank *r, int64_t s, int64_t e)
     return w >= 0 && e <= r->cover->v[w].e;
 }
 
+/* 1 when host time [s, e] reaches into where a salvaged process of r
+ * launched ops whose GPU time never came (timeline.h hcut): the step's GPU
+ * work is not all in the trace. */
+static int undelivered_in(const struct ct_rank *r, int64_t s, int64_t e)
+{
+    return r->hcut.n && ct_ivset_len_in(&r->hcut, s, e > s ? e : s + 1) > 0;
+}
+
 /* The processes of r whose step ranges count: the main one, and every
  * other that drives the GPU (the rank's process in each attempt of a
  * restarted job, decoder/analysis/goodput.h); a loader worker's own ranges
@@ -96,14 +104,16 @@ static int from_ranges(const struct ct_rank *r, struct ct_iter **out, size_t *n,
     if (marks) {
         for (size_t i = 0; i + 1 < k; i++)
             if (captured(r, v[i].s, v[i + 1].s))
-                it[m++] = (struct ct_iter){v[i].s, v[i + 1].s, step_number(&v[i], (int64_t)i)};
+                it[m++] = (struct ct_iter){v[i].s, v[i + 1].s, step_number(&v[i], (int64_t)i),
+                                           undelivered_in(r, v[i].s, v[i + 1].s)};
     } else {
         size_t w = 0; /* the ranges a pause cuts are not steps */
         for (size_t i = 0; i < k; i++)
             if (captured(r, v[i].s, v[i].e))
                 v[w++] = v[i];
         for (size_t i = 0; i < w; i++)
-            it[m++] = (struct ct_iter){v[i].s, v[i].e, step_number(&v[i], (int64_t)i)};
+            it[m++] = (struct ct_iter){v[i].s, v[i].e, step_number(&v[i], (int64_t)i),
+                                       undelivered_in(r, v[i].s, v[i].e)};
         /* the step lasts until the GPU work launched inside it is done */
         int64_t *starts = malloc(m * sizeof(*starts));
         if (!starts) {
@@ -164,7 +174,7 @@ static int from_repeats(const struct ct_rank *r, int64_t period, struct ct_iter 
         wwhy |= y;
         all = grown;
         for (size_t i = 0; i < k; i++)
-            all[nall + i] = (struct ct_iter){it[i].s, it[i].e, (int64_t)(nall + i)};
+            all[nall + i] = (struct ct_iter){it[i].s, it[i].e, (int64_t)(nall + i), 0};
         free(it);
         nall += k;
         wsum += c * (double)k;
@@ -209,6 +219,8 @@ int ct_iterations_find(const struct ct_rank *r, const struct ct_iter_opts *o, st
     if (rc)
         return rc;
     size_t w = 0;
+    for (size_t i = 0; i < *n && r->gcut.n; i++) /* beside ops whose GPU time never came */
+        (*out)[i].partial |= ct_ivset_len_in(&r->gcut, (*out)[i].s, (*out)[i].e) > 0;
     for (size_t i = 0; i < *n; i++) {
         if ((long)i < o->skip)
             continue;
@@ -497,5 +509,32 @@ int ct_iterations_gpu_side(struct ct_rank_result *x)
     free(hs);
     free(gs);
     free(ge);
+    return 0;
+}
+
+int ct_iterations_cut(struct ct_rank_result *x)
+{
+    const struct ct_rank *r = x->rank;
+    if (!r->gcut.n && !r->hcut.n)
+        return 0;
+    size_t np = 0;
+    for (size_t k = 0; k < x->niters; k++) {
+        struct ct_iter *it = &x->iters[k];
+        it->partial |= r->gcut.n && ct_ivset_len_in(&r->gcut, it->s, it->e) > 0;
+        np += it->partial != 0;
+    }
+    if (!np)
+        return 0;
+    x->all_iters = malloc(x->niters * sizeof(*x->all_iters));
+    if (!x->all_iters)
+        return -ENOMEM;
+    memcpy(x->all_iters, x->iters, x->niters * sizeof(*x->iters));
+    x->nall_iters = x->niters;
+    size_t w = 0;
+    for (size_t k = 0; k < x->niters; k++)
+        if (!x->iters[k].partial)
+            x->iters[w++] = x->iters[k];
+    x->niters = w;
+    x->iters_cut = np;
     return 0;
 }

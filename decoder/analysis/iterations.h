@@ -58,6 +58,11 @@ enum {
 struct ct_iter {
     int64_t s, e;
     int64_t index; /* N of ProfilerStep#N, else the ordinal from 0 */
+    /* 1: a step of a salvaged process whose GPU work is not all in the
+     * trace (it launched ops whose GPU time died with the process, or ran
+     * beside them: struct ct_rank gcut, hcut); ct_iterations_cut takes it
+     * out of the GPU figures */
+    int32_t partial;
 };
 
 struct ct_iter_opts {
@@ -73,6 +78,13 @@ struct ct_iter_opts {
  * *conf (when conf is not NULL): 1 for ranges and marks, the detector's
  * confidence (0..1) for the period, 0 when none; *why (when not NULL): the
  * CT_ITER_WHY_* bits. Returns 0 or -ENOMEM. */
+/* Moves the partial iterations of x (above; marked by ct_iterations_find,
+ * checked again on their final bounds) out of x->iters, which the GPU
+ * figures are over, keeping every step in x->all_iters (what goodput counts
+ * the job's life by). Nothing when none is. 0 or -ENOMEM. */
+struct ct_rank_result;
+int ct_iterations_cut(struct ct_rank_result *x);
+
 int ct_iterations_find(const struct ct_rank *r, const struct ct_iter_opts *o, struct ct_iter **out,
                        size_t *n, enum ct_iter_source *src, double *conf, unsigned *why);
 

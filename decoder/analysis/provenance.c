@@ -51,6 +51,15 @@ int ct_unavailable(const struct ct_rank_result *x, size_t i, const char **figure
                        : "no step ranges or marks, and no repeating work that agrees across "
                          "cycles";
     }
+    if (r->gcut.n) {
+        /* a SIGKILLed process's GPU ops whose time died in CUPTI's buffers
+         * ran after its GPU record ends: that time is not covered */
+        fig[n] = "gpu_after_salvage_cut";
+        why[n++] = "the process was killed with GPU times still in CUPTI's buffers (salvaged "
+                   "trace): its GPU record ends before its last ops ran, so every GPU figure "
+                   "of the rank stops there (coverage.material undelivered_ops); the time after "
+                   "is not covered, not idle, and its steps are not iterations";
+    }
     if (r->cover && !x->at.ckpt_steps && !x->at.ckpt_idle) {
         /* a checkpoint every few hundred steps mostly falls between windows:
          * 0 would say the job has no checkpoint stall, which nothing shows */
@@ -80,6 +89,13 @@ double ct_untimed_share(const struct ct_coverage *v)
     return v->untimed ? (double)v->untimed / ((double)v->untimed + timed) : 0;
 }
 
+double ct_rank_untimed_share(const struct ct_rank *r)
+{
+    struct ct_coverage v = r->cov;
+    v.untimed -= r->undelivered < v.untimed ? r->undelivered : v.untimed;
+    return ct_untimed_share(&v);
+}
+
 double ct_damaged_share(const struct ct_coverage *c)
 {
     return c->damaged && c->bytes ? (double)c->damaged / (double)c->bytes : 0;
@@ -99,12 +115,24 @@ static int first_with_path(const struct ct_rank *r, size_t k)
 int ct_coverage_fact(const struct ct_rank *r, size_t i, struct ct_cov_fact *f)
 {
     memset(f, 0, sizeof(*f));
-    if (ct_untimed_share(&r->cov) > CT_UNTIMED_MATERIAL) {
+    const struct ct_coverage *v = &r->cov;
+    uint64_t ops = v->untimed + v->gpu_cupti + v->gpu_events + v->gpu_plugin + v->gpu_nccl_record;
+    if (r->undelivered && r->gcut.n) { /* always material: the figures end there */
         if (i == 0) {
-            const struct ct_coverage *v = &r->cov;
+            f->kind = CT_COVF_UNDELIVERED;
+            f->count = r->undelivered;
+            f->of = ops;
+            f->host_from = r->hcut.n ? r->hcut.v[0].s : r->gcut.v[0].s;
+            f->gpu_from = r->gcut.v[0].s;
+            return 1;
+        }
+        i--;
+    }
+    if (ct_rank_untimed_share(r) > CT_UNTIMED_MATERIAL) {
+        if (i == 0) {
             f->kind = CT_COVF_UNTIMED;
-            f->count = v->untimed;
-            f->of = v->untimed + v->gpu_cupti + v->gpu_events + v->gpu_plugin + v->gpu_nccl_record;
+            f->count = v->untimed - (r->undelivered < v->untimed ? r->undelivered : v->untimed);
+            f->of = ops;
             return 1;
         }
         i--;
@@ -128,7 +156,7 @@ int ct_coverage_fact(const struct ct_rank *r, size_t i, struct ct_cov_fact *f)
 
 double ct_coverage_factor(const struct ct_rank *r, int on_ops, char *why, size_t n)
 {
-    double k = 1, d = ct_damaged_share(&r->cov), u = ct_untimed_share(&r->cov);
+    double k = 1, d = ct_damaged_share(&r->cov), u = ct_rank_untimed_share(r);
     size_t at = 0;
     if (n)
         why[0] = 0;
@@ -146,7 +174,10 @@ double ct_coverage_factor(const struct ct_rank *r, int on_ops, char *why, size_t
             snprintf(why + at, n - at,
                      "%s%.1f%% of the GPU ops untimed (%llu: their GPU time "
                      "is missing)",
-                     at ? "; " : "", 100 * u, (unsigned long long)r->cov.untimed);
+                     at ? "; " : "", 100 * u,
+                     (unsigned long long)(r->cov.untimed - (r->undelivered < r->cov.untimed
+                                                                ? r->undelivered
+                                                                : r->cov.untimed)));
     }
     return k;
 }

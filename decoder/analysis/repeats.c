@@ -959,7 +959,7 @@ int ct_iterations_from_repeats(const struct ct_rank *r, int64_t lo, int64_t hi, 
                 int64_t s0 = step_start(&w, r, b[k]);
                 if (k == 0 && r->procs[0]->first_host < s0)
                     s0 = r->procs[0]->first_host; /* the capture began with it */
-                it[k] = (struct ct_iter){s0, end, (int64_t)k};
+                it[k] = (struct ct_iter){s0, end, (int64_t)k, 0};
             }
             free(b);
             *out = it;
@@ -973,7 +973,7 @@ int ct_iterations_from_repeats(const struct ct_rank *r, int64_t lo, int64_t hi, 
                 for (size_t i = a; i < e; i++) /* its GPU work is part of it */
                     if (v[i].e > end)
                         end = v[i].e;
-                it[k] = (struct ct_iter){step_start(&w, r, a), end, (int64_t)k};
+                it[k] = (struct ct_iter){step_start(&w, r, a), end, (int64_t)k, 0};
             }
             *out = it;
             *n = best.f.ncyc;

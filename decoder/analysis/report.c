@@ -20,6 +20,7 @@ void ct_report_free(struct ct_report *rep)
 {
     for (size_t r = 0; r < rep->nr; r++) {
         free(rep->rr[r].iters);
+        free(rep->rr[r].all_iters);
         free(rep->rr[r].im);
     }
     free(rep->rr);
@@ -113,6 +114,8 @@ int ct_report_analyze(struct ct_job *job, const struct ct_iter_opts *io, struct 
         if ((rc = ct_rank_open(x->rank)))
             break;
         rc = ct_iterations_gpu_side(x);
+        if (!rc)
+            rc = ct_iterations_cut(x);
         if (!rc)
             rc = ct_cover_iterations(x);
         if (!rc)

@@ -260,7 +260,7 @@ int ct_attribution_rank(struct ct_job *job, struct ct_rank_result *res)
     int64_t len[7];
     if (rc)
         goto out;
-    take_all(&r->gpu, r->cover ? &r->gcover : NULL, res->ws, res->we, by, 6, len);
+    take_all(&r->gpu, ct_rank_gcover(r), res->ws, res->we, by, 6, len);
     res->at.bubble_idle = len[0];
     res->at.data_stall = len[1];
     res->at.ckpt_idle = len[2];

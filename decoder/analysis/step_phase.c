@@ -332,7 +332,7 @@ static int recut(const struct ct_rank_result *ref, const struct view *rv, struct
         long w = cov ? ct_ivset_find(cov, s) : 0;
         if (e <= s || (cov && (w < 0 || e > cov->v[w].e)))
             continue;
-        it[m++] = (struct ct_iter){s, e, ref->iters[k].index};
+        it[m++] = (struct ct_iter){s, e, ref->iters[k].index, 0};
     }
     free(at);
     /* it replaces x's own only when it keeps most of them */

@@ -420,7 +420,7 @@ static int64_t idle_class(const struct ct_attribution *a, int kind)
  * 5 % they lower its findings' confidence: ct_dg_coverage). */
 static double untimed_share(const struct ct_rank *r)
 {
-    return ct_untimed_share(&r->cov);
+    return ct_rank_untimed_share(r);
 }
 
 static void check_idle(struct ctx *c)

@@ -31,7 +31,7 @@ double ct_dg_per_iter(const struct ct_rank_result *x, int64_t total)
 {
     if (!x->niters)
         return 0;
-    if (!x->rank->cover || x->covered <= 0)
+    if (!ct_rank_gcover(x->rank) || x->covered <= 0)
         return (double)total / (double)x->niters;
     /* Capture windows hold the iterations and, at each window's ends, the
      * parts of steps a pause cut: the window total is per covered ns, and

@@ -176,6 +176,23 @@ static void provenance_json(FILE *f, const struct ct_rank_result *x, int64_t t0)
     }
     num_ns(f, "covered_us", x->covered, 1);
     num_ns(f, "span_us", x->we - x->ws, 1);
+    if (R->gcut.n) {
+        /* a salvaged process's GPU ops whose time never came: where the
+         * GPU figures end ([start_us, end_us] of each uncovered span, the
+         * open end null) and the steps left out of the iterations */
+        fprintf(f, "\"undelivered\":{\"ops\":%" PRIu64 ",\"iterations_cut\":%zu,\"spans\":[",
+                R->undelivered, x->iters_cut);
+        for (size_t i = 0; i < R->gcut.n; i++) {
+            fprintf(f, "%s[%.3f,", i ? "," : "", (double)(R->gcut.v[i].s - t0) / 1e3);
+            if (R->gcut.v[i].e >= CT_OPEN_END)
+                fputs("null]", f);
+            else
+                fprintf(f, "%.3f]", (double)(R->gcut.v[i].e - t0) / 1e3);
+        }
+        fprintf(f, "]},");
+    } else {
+        fprintf(f, "\"undelivered\":null,");
+    }
     if (p && p->light && p->light_period_ms)
         fprintf(f, "\"light_window_ms\":%" PRIu32 ",\"light_period_ms\":%" PRIu32 "},",
                 p->light_window_ms, p->light_period_ms);
@@ -198,6 +215,10 @@ static const char *fact_reason(const struct ct_cov_fact *c)
     case CT_COVF_UNTIMED:
         return "no GPU time for these ops: busy figures are lower bounds, idle and its split "
                "too high; confidences resting on the ops' times are lowered";
+    case CT_COVF_UNDELIVERED:
+        return "the process was killed with these ops' GPU times in CUPTI's buffers (salvaged "
+               "trace): they ran, untimed; the rank's GPU figures end where they could have "
+               "begun (capture.undelivered), the time after is not covered, never idle";
     case CT_COVF_DAMAGED:
         return "the records in the damaged bytes are lost: figures over them miss their ops, "
                "confidences are lowered by the damaged share";
@@ -210,7 +231,8 @@ static const char *fact_reason(const struct ct_cov_fact *c)
 /* "material":[...]: the rank's coverage facts that change the answer. */
 static void coverage_material_json(FILE *f, const struct ct_rank *R)
 {
-    static const char *const kind[] = {"untimed_ops", "damaged_bytes", "truncated_file"};
+    static const char *const kind[] = {"untimed_ops", "damaged_bytes", "truncated_file",
+                                       "undelivered_ops"};
     struct ct_cov_fact c;
     fputs("\"material\":[", f);
     for (size_t i = 0; ct_coverage_fact(R, i, &c); i++) {
@@ -680,7 +702,15 @@ static void coverage_text(FILE *f, const struct ct_report *rep)
                 continue;
             }
             shown++;
-            if (c.kind == CT_COVF_UNTIMED) {
+            if (c.kind == CT_COVF_UNDELIVERED) {
+                fprintf(f,
+                        "Coverage: rank %d: %" PRIu64 " GPU ops launched from %.6f s never had "
+                        "their GPU time delivered (the process was killed; salvaged trace): its "
+                        "GPU figures end at %.6f s, the time after is not covered (not idle)%s\n",
+                        R->rank, c.count, (double)(c.host_from - rep->job->t0) / 1e9,
+                        (double)(c.gpu_from - rep->job->t0) / 1e9,
+                        rep->rr[r].iters_cut ? "; the steps it holds are not iterations" : "");
+            } else if (c.kind == CT_COVF_UNTIMED) {
                 fprintf(f,
                         "Coverage: rank %d: %" PRIu64 " GPU ops untimed (%.1f%% of %" PRIu64
                         "): no GPU time for them, so busy figures are lower bounds and idle "

@@ -87,9 +87,9 @@ static void shift_rank(struct ct_rank *r, int64_t d)
         shift_set(&p->data_wait, d);
         shift_set(&p->file_read, d);
         shift_set(&p->htod, d);
-        int64_t *lt[] = {&p->life.start_ns, &p->life.signal_ns, &p->life.hang_ns,
-                         &p->last_ns,       &p->gpu_lo,         &p->gpu_hi,
-                         &p->busy_lo,       &p->launch_lo,      &p->launch_hi};
+        int64_t *lt[] = {&p->life.start_ns, &p->life.signal_ns, &p->life.hang_ns, &p->last_ns,
+                         &p->gpu_lo,        &p->gpu_hi,         &p->busy_lo,      &p->launch_lo,
+                         &p->launch_hi,     &p->host_cut,       &p->gpu_cut};
         for (size_t j = 0; j < sizeof(lt) / sizeof(lt[0]); j++)
             if (*lt[j] != INT64_MIN && *lt[j] != INT64_MAX)
                 *lt[j] += d;

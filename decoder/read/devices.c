@@ -166,6 +166,11 @@ static int one_device(const struct ct_proc *p, const int32_t *devs, size_t ndev,
     q->light_period_ms = p->light_period_ms;
     q->capture_open = CT_OPEN_NONE;
     q->last_ns = p->last_ns;
+    /* which device the undelivered ops were on is not known: each part's
+     * record ends at the process's cut */
+    q->undelivered = p->undelivered;
+    q->host_cut = p->host_cut;
+    q->gpu_cut = p->gpu_cut;
     q->life = p->life;
     q->life.job = p->life.job ? strdup(p->life.job) : NULL;
     q->life.run = p->life.run ? strdup(p->life.run) : NULL;

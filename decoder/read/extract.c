@@ -440,7 +440,7 @@ static int on_api(struct ct_extraction *x, const uint64_t *c, size_t st, uint32_
     if (!rc && (fam == CT_FAM_LAUNCH || fam == CT_FAM_MEMCPY || fam == CT_FAM_MEMSET)) {
         rc = push_launch(x, FLD(CT_API_START));
         if (!rc && !(FLD(CT_API_FLAGS) & CT_APIF_CAPTURED))
-            rc = ct_u64_push(&x->timed, FLD(CT_API_CORR));
+            rc = ct_kv_push(&x->timed, FLD(CT_API_CORR), (uint32_t)FLD(CT_API_STREAM));
         if (!rc)
             rc = ct_calls_launcher(&x->bcalls, tid);
     }

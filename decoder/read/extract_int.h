@@ -88,7 +88,7 @@ struct ct_extraction {
     struct ct_vec gcorr;  /* kv (corr, op index or NONE) of every GPU record */
     struct ct_vec gsrc;   /* uint8 source (enum ct_gpu_source) of each op a GPU record made */
     struct ct_vec calls;  /* kv (corr, raw host start) of every API record */
-    struct ct_vec timed;  /* uint64 corr of launches/copies/memsets that want a GPU record */
+    struct ct_vec timed;  /* kv (corr, stream) of launches/copies/memsets that want a GPU record */
     struct ct_vec graphs; /* uint64 corr of graph launches: their GPU ops are replays */
     struct ct_vec nccl;   /* struct ct_nccl_call, raw times; stays in file order until the end */
     struct ct_vec nsynth; /* op index made from each NCCL op's own interval, or NONE */

@@ -215,6 +215,95 @@ static void drop_superseded(struct ct_extraction *x)
     }
 }
 
+/* A launch that wants a GPU record: its stream (the call's), host start,
+ * and its GPU interval's end (INT64_MIN: none arrived). */
+struct pend {
+    uint64_t stream;
+    int64_t launch, end;
+};
+
+static int cmp_pend(const void *a, const void *b)
+{
+    const struct pend *x = a, *y = b;
+    if (x->stream != y->stream)
+        return x->stream < y->stream ? -1 : 1;
+    return (x->launch > y->launch) - (x->launch < y->launch);
+}
+
+/*
+ * A trace salvaged from a process that died with GPU times still queued in
+ * it (CUPTI's buffers, event pairs not yet read: CT_SALVAGE_GPU_PENDING):
+ * on each stream, the ops launched after the last one whose GPU interval
+ * arrived, that have none (the rule of ct_trace_undelivered), ran, or were
+ * running, but their time was never delivered (a stream runs its ops in
+ * order: an untimed op before a delivered one on its stream was not timed
+ * for another reason; on a stream none of whose ops was timed, those
+ * launched after the last delivered launch of any stream). Counts them (p->undelivered) and says
+ * from when the process's record is incomplete: on the host, the earliest one's launch
+ * (p->host_cut: every op launched before it has its GPU time, or never
+ * had one); on the GPU, the earliest time one of them can have started
+ * (p->gpu_cut): its launch, or the end of the last delivered op on its
+ * stream when that is later. Streams are the calls' (a GPU record's stream
+ * id may name the legacy stream differently). Raw times; timed, calls and
+ * gcorr sorted by correlation id.
+ */
+static int undelivered(struct ct_extraction *x)
+{
+    struct ct_proc *p = x->p;
+    const struct ct_kv *tm = x->timed.p, *ca = x->calls.p, *gc = x->gcorr.p;
+    const struct ct_gpu_op *ops = x->ops.p;
+    struct pend *u = malloc((x->timed.n ? x->timed.n : 1) * sizeof(*u));
+    if (!u)
+        return -ENOMEM;
+    size_t ic = 0, ig = 0, n = 0;
+    for (size_t i = 0; i < x->timed.n; i++) {
+        if (!ct_kv_seek(&x->calls, &ic, tm[i].key))
+            continue;
+        struct pend e = {tm[i].val, (int64_t)ca[ic].val, INT64_MIN};
+        if (ct_kv_seek(&x->gcorr, &ig, tm[i].key)) {
+            e.end = e.launch; /* delivered; its latest op's end when kept */
+            for (size_t g = ig; g < x->gcorr.n && gc[g].key == tm[i].key; g++)
+                if (gc[g].val != NONE && ops[gc[g].val].e > e.end)
+                    e.end = ops[gc[g].val].e;
+        }
+        u[n++] = e;
+    }
+    int64_t any = INT64_MIN; /* the last delivered launch on any stream */
+    for (size_t k = 0; k < n; k++)
+        if (u[k].end != INT64_MIN && u[k].launch > any)
+            any = u[k].launch;
+    qsort(u, n, sizeof(*u), cmp_pend);
+    uint64_t count = 0;
+    int64_t host = INT64_MAX, gpu = INT64_MAX;
+    for (size_t a = 0, b; a < n; a = b) {
+        size_t last = SIZE_MAX; /* the stream's last delivered launch */
+        int64_t end = INT64_MIN;
+        for (b = a; b < n && u[b].stream == u[a].stream; b++)
+            if (u[b].end != INT64_MIN) {
+                last = b;
+                if (u[b].end > end)
+                    end = u[b].end;
+            }
+        for (size_t k = last == SIZE_MAX ? a : last + 1; k < b; k++) {
+            if (last == SIZE_MAX && u[k].launch <= any)
+                continue; /* a stream nothing timed: only what followed the last delivery */
+            count++;
+            if (u[k].launch < host)
+                host = u[k].launch;
+            int64_t g = end > u[k].launch ? end : u[k].launch;
+            if (g < gpu)
+                gpu = g;
+        }
+    }
+    free(u);
+    if (count) {
+        p->undelivered = count;
+        p->host_cut = host;
+        p->gpu_cut = gpu;
+    }
+    return 0;
+}
+
 /*
  * Joins every GPU interval to the call that enqueued it (an NCCL op's or an
  * API record's correlation id) and classifies it; counts untimed launches;
@@ -235,7 +324,7 @@ static int join(struct ct_extraction *x, const uint8_t *name_op)
         }
     if (ct_kv_sort(ncorr.p, ncorr.n) || ct_kv_sort(x->gcorr.p, x->gcorr.n) ||
         ct_kv_sort(x->gend.p, x->gend.n) || ct_kv_sort(x->calls.p, x->calls.n) ||
-        ct_u64_sort(x->timed.p, x->timed.n) || ct_u64_sort(x->graphs.p, x->graphs.n)) {
+        ct_kv_sort(x->timed.p, x->timed.n) || ct_u64_sort(x->graphs.p, x->graphs.n)) {
         free(ncorr.p);
         return -ENOMEM;
     }
@@ -276,10 +365,14 @@ static int join(struct ct_extraction *x, const uint8_t *name_op)
     }
     /* launches and copies without any GPU record (of any type) */
     size_t ig = 0;
-    const uint64_t *tm = x->timed.p;
+    const struct ct_kv *tm = x->timed.p;
     for (size_t i = 0; i < x->timed.n; i++)
-        if (!ct_kv_seek(&x->gcorr, &ig, tm[i]))
+        if (!ct_kv_seek(&x->gcorr, &ig, tm[i].key))
             p->cov.untimed++;
+    if (x->rd->salvaged && (x->rd->salvage.flags & CT_SALVAGE_GPU_PENDING) && undelivered(x) != 0) {
+        free(ncorr.p);
+        return -ENOMEM;
+    }
     /* NCCL ops without a GPU record of their own: their group's, or the
      * kernel launched inside their call (kept in nccl_fb) */
     uint8_t *fell = calloc(x->nccl.n ? x->nccl.n : 1, 1);
@@ -576,6 +669,10 @@ int ct_extract_finish(struct ct_extraction *x)
         g->e += off;
         if (g->launch != INT64_MIN)
             g->launch += off;
+    }
+    if (p->undelivered) {
+        p->host_cut += off;
+        p->gpu_cut += off;
     }
     free(renum);
     if (rc)

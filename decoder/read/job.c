@@ -408,6 +408,14 @@ static int build_sets(struct ct_rank *r)
 static int gpu_cover(struct ct_rank *r)
 {
     const struct ct_ivset *c = r->cover;
+    if (r->gcut.n && (!c || !c->n)) { /* recorded throughout: its span, less the cuts */
+        struct ct_ivset all = {0};
+        int rc = r->gpu.n ? ct_ivset_add(&all, r->gpu.v[0].s, r->gpu.v[r->gpu.n - 1].e) : 0;
+        if (!rc)
+            rc = ct_ivset_subtract(&all, &r->gcut, &r->gcover);
+        ct_ivset_free(&all);
+        return rc;
+    }
     if (!c || !c->n)
         return 0;
     struct ct_iv *span = malloc(c->n * sizeof(*span));
@@ -431,6 +439,42 @@ static int gpu_cover(struct ct_rank *r)
         rc = ct_ivset_add(&r->gcover, span[w].s, span[w].e);
     free(span);
     ct_ivset_normalize(&r->gcover);
+    if (!rc && r->gcut.n) {
+        struct ct_ivset out = {0};
+        rc = ct_ivset_subtract(&r->gcover, &r->gcut, &out);
+        ct_ivset_free(&r->gcover);
+        r->gcover = out;
+    }
+    return rc;
+}
+
+/* r->gcut and r->hcut from its salvaged processes' cuts (timeline.h): each
+ * runs to the first GPU start (launch) of another process of the rank
+ * after it, else to the open end. */
+static int undelivered_cuts(struct ct_rank *r)
+{
+    int rc = 0;
+    for (size_t k = 0; k < r->nprocs && !rc; k++) {
+        const struct ct_proc *p = r->procs[k];
+        if (!p->undelivered)
+            continue;
+        int64_t ge = CT_OPEN_END, he = CT_OPEN_END;
+        for (size_t j = 0; j < r->nprocs; j++) {
+            const struct ct_proc *q = r->procs[j];
+            if (j == k)
+                continue;
+            if (q->gpu_lo != INT64_MAX && q->gpu_lo > p->gpu_cut && q->gpu_lo < ge)
+                ge = q->gpu_lo;
+            if (q->launch_lo != INT64_MAX && q->launch_lo > p->host_cut && q->launch_lo < he)
+                he = q->launch_lo;
+        }
+        r->undelivered += p->undelivered;
+        rc = ct_ivset_add(&r->gcut, p->gpu_cut, ge);
+        if (!rc)
+            rc = ct_ivset_add(&r->hcut, p->host_cut, he);
+    }
+    ct_ivset_normalize(&r->gcut);
+    ct_ivset_normalize(&r->hcut);
     return rc;
 }
 
@@ -554,6 +598,9 @@ int ct_job_build(struct ct_job *job, struct ct_proc *procs, size_t nprocs)
     job->t0 = INT64_MAX;
     for (size_t r = 0; r < job->nranks && !rc; r++) {
         struct ct_rank *R = &job->ranks[r];
+        rc = undelivered_cuts(R);
+        if (rc)
+            break;
         if (R->spilled) { /* the GPU set's first start is its earliest busy op's */
             for (size_t k = 0; k < R->nprocs; k++)
                 if (R->procs[k]->busy_lo < job->t0)
@@ -633,6 +680,8 @@ void ct_job_free(struct ct_job *job)
         ct_ivset_free(&R->comm);
         ct_ivset_free(&R->gpu);
         ct_ivset_free(&R->gcover);
+        ct_ivset_free(&R->gcut);
+        ct_ivset_free(&R->hcut);
     }
     free(job->ranks);
     free(job->hosts);

@@ -166,6 +166,9 @@ static void encode(struct ct_sum_wbuf *b, const struct ct_proc *p, const char *s
     ct_sum_put_u32(b, l->flush_ms);
     ct_sum_put_u32(b, (uint32_t)l->salvaged);
     ct_sum_put_u64(b, (uint64_t)l->hang_ns);
+    ct_sum_put_u64(b, p->undelivered);
+    ct_sum_put_u64(b, (uint64_t)p->host_cut);
+    ct_sum_put_u64(b, (uint64_t)p->gpu_cut);
     put_health(b, p->health);
     /* the facts as a section of their own, its length first: a reader that
      * wants only the timeline (or only the facts) steps over the rest */
@@ -415,6 +418,9 @@ static void decode(struct ct_sum_rbuf *r, struct ct_proc *p, struct ct_hcollect 
     l->flush_ms = ct_sum_get_u32(r);
     l->salvaged = (int32_t)ct_sum_get_u32(r);
     l->hang_ns = (int64_t)ct_sum_get_u64(r);
+    p->undelivered = ct_sum_get_u64(r);
+    p->host_cut = (int64_t)ct_sum_get_u64(r);
+    p->gpu_cut = (int64_t)ct_sum_get_u64(r);
     get_health(r, hc, health, oom);
     uint64_t fn = ct_sum_get_u64(r);
     if (!r->bad && fn <= r->n - r->at) {

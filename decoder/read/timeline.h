@@ -266,6 +266,15 @@ struct ct_proc {
     int64_t gpu_lo, gpu_hi; /* earliest op start, latest op end */
     int64_t busy_lo;        /* earliest start of an op of positive length */
     int64_t launch_lo, launch_hi;
+    /* A salvaged process that died with GPU times still queued in it
+     * (CUPTI's buffers, docs/salvage.md): its `undelivered` GPU ops, the
+     * ones launched after the last whose GPU time arrived, ran without
+     * their time reaching the trace. Its record is complete on the host
+     * until host_cut (the earliest one's launch) and on the GPU until
+     * gpu_cut (the earliest GPU time one of them can have started); both
+     * unset (undelivered 0) otherwise. */
+    uint64_t undelivered;
+    int64_t host_cut, gpu_cut;
 };
 #define CT_OPEN_END  (INT64_MAX / 4)
 #define CT_OPEN_NONE INT64_MIN
@@ -302,7 +311,17 @@ struct ct_rank {
      * opens (not recorded) runs into it, and work launched before it
      * closes runs after. GPU figures are over these. */
     struct ct_ivset gcover;
-    int64_t skew_ns; /* refinement added after realtime alignment */
+    /* Where a salvaged process of the rank ran GPU ops whose GPU time never
+     * reached its trace (struct ct_proc undelivered, docs/salvage.md):
+     * from its gpu_cut to the first GPU start of the rank's next process
+     * (a restarted attempt), else open. That time is not covered: the
+     * GPU figures are over gcover less it, and gcover then exists without
+     * capture windows too (ct_rank_gcover). hcut: the same from host_cut,
+     * over host time: a step reaching into it is not an iteration (its GPU
+     * work is not all there). Empty (n 0) for every other rank. */
+    struct ct_ivset gcut, hcut;
+    uint64_t undelivered; /* the ops, over the rank's processes */
+    int64_t skew_ns;      /* refinement added after realtime alignment */
     /* spilled: its processes' ops and launches are held compressed; ops,
      * the class sets, comm and gpu exist only while it is open (opens: how
      * many ct_rank_open calls hold it); gcover is kept once built */
@@ -311,6 +330,14 @@ struct ct_rank {
     int64_t residual_ns; /* median |collective end - peers' median end| after it */
     struct ct_coverage cov;
 };
+
+/* The covered time of rank r's GPU figures (its capture windows as the
+ * GPU saw them, less what salvage left without GPU time), or NULL when it
+ * is all of its span. */
+static inline const struct ct_ivset *ct_rank_gcover(const struct ct_rank *r)
+{
+    return r->cover || r->gcut.n ? &r->gcover : NULL;
+}
 
 struct ct_job {
     struct ct_proc *procs;

@@ -411,14 +411,33 @@ const char *ct_trace_meta(const struct ct_trace *t, const char *key)
     return NULL;
 }
 
+/* A launch that wants a GPU record: its stream, host start, and whether
+ * its GPU interval arrived. */
+struct pend {
+    uint64_t stream;
+    int64_t launch;
+    int timed;
+};
+
+static int cmp_pend(const void *a, const void *b)
+{
+    const struct pend *x = a, *y = b;
+    if (x->stream != y->stream)
+        return x->stream < y->stream ? -1 : 1;
+    return (x->launch > y->launch) - (x->launch < y->launch);
+}
+
 int ct_trace_undelivered(struct ct_trace *t, uint64_t *n, int64_t *from)
 {
     *n = 0;
     *from = INT64_MAX;
     if (!t->rd.salvaged || !(t->rd.salvage.flags & CT_SALVAGE_GPU_PENDING))
         return 0;
-    /* the latest launch whose GPU interval arrived... */
-    int64_t last = INT64_MIN;
+    struct pend *u = malloc((t->n ? t->n : 1) * sizeof(*u));
+    if (!u)
+        return -ENOMEM;
+    size_t m = 0;
+    int64_t any = INT64_MIN; /* the last delivered launch on any stream */
     for (size_t i = 0; i < t->n; i++) {
         const struct ct_record *r = &t->recs[i];
         uint64_t fam = r->f[CT_API_FAMILY];
@@ -426,25 +445,33 @@ int ct_trace_undelivered(struct ct_trace *t, uint64_t *n, int64_t *from)
             (fam != CT_FAM_LAUNCH && fam != CT_FAM_MEMCPY && fam != CT_FAM_MEMSET))
             continue;
         size_t k;
-        if (ct_trace_gpu(t, r->f[CT_API_CORR], &k) && (int64_t)r->f[CT_API_START] > last)
-            last = (int64_t)r->f[CT_API_START];
-        else if (!t->gpu_by_corr && t->count[CT_REC_GPU])
-            return -ENOMEM;
+        struct pend e = {(uint32_t)r->f[CT_API_STREAM], (int64_t)r->f[CT_API_START],
+                         ct_trace_gpu(t, r->f[CT_API_CORR], &k) != 0};
+        if (e.timed && e.launch > any)
+            any = e.launch;
+        u[m++] = e;
     }
-    /* ...and the ops launched after it without one */
-    for (size_t i = 0; i < t->n; i++) {
-        const struct ct_record *r = &t->recs[i];
-        uint64_t fam = r->f[CT_API_FAMILY];
-        if (r->kind != CT_REC_API || (r->f[CT_API_FLAGS] & CT_APIF_CAPTURED) ||
-            (fam != CT_FAM_LAUNCH && fam != CT_FAM_MEMCPY && fam != CT_FAM_MEMSET) ||
-            (int64_t)r->f[CT_API_START] <= last)
-            continue;
-        size_t k;
-        if (ct_trace_gpu(t, r->f[CT_API_CORR], &k))
-            continue;
-        (*n)++;
-        if ((int64_t)r->f[CT_API_START] < *from)
-            *from = (int64_t)r->f[CT_API_START];
+    if (m && !t->gpu_by_corr && t->count[CT_REC_GPU]) { /* its index could not be made */
+        free(u);
+        return -ENOMEM;
     }
+    qsort(u, m, sizeof(*u), cmp_pend);
+    /* on each stream, the ops after its last delivered one (a stream runs
+     * in order); on a stream nothing timed, those after the last delivered
+     * launch of any: the rule of extract_join.c `undelivered` */
+    for (size_t a = 0, b; a < m; a = b) {
+        size_t last = SIZE_MAX;
+        for (b = a; b < m && u[b].stream == u[a].stream; b++)
+            if (u[b].timed)
+                last = b;
+        for (size_t k = last == SIZE_MAX ? a : last + 1; k < b; k++) {
+            if (last == SIZE_MAX && u[k].launch <= any)
+                continue;
+            (*n)++;
+            if (u[k].launch < *from)
+                *from = u[k].launch;
+        }
+    }
+    free(u);
     return 0;
 }

@@ -121,8 +121,10 @@ static inline const char *ct_trace_str(const struct ct_trace *t, uint64_t id)
 /*
  * A trace salvaged from a dead process whose GPU times were queued in it
  * (CUPTI's buffers, event pairs: CT_SALVAGE_GPU_PENDING): the GPU ops
- * (launches, copies, memsets not under capture) launched after the last
- * one whose GPU interval reached the trace, that have none. Their GPU time
+ * (launches, copies, memsets not under capture) launched on a stream after
+ * the last one of that stream whose GPU interval reached the trace (on a
+ * stream none of whose ops has one: after the last of any stream), that
+ * have none. Their GPU time
  * was never delivered: they are not idle time. *n of them, the first
  * launched at *from (trace clock; INT64_MAX when none). Needs the records
  * (keep_records). 0, or -ENOMEM.

@@ -117,7 +117,7 @@ START_TEST(iteration_figures_are_restricted_to_the_iteration)
     struct ct_job job;
     struct ct_rank_result res;
     one_rank(&job);
-    struct ct_iter it[2] = {{TB_US(50), TB_US(300), 0}, {TB_US(300), TB_US(560), 1}};
+    struct ct_iter it[2] = {{TB_US(50), TB_US(300), 0, 0}, {TB_US(300), TB_US(560), 1, 0}};
     tb_metrics(&job, 0, it, 2, &res);
     ck_assert_uint_eq(res.niters, 2);
     const struct ct_iter_metrics *a = &res.im[0], *c = &res.im[1];
@@ -523,7 +523,7 @@ START_TEST(graph_share_and_heavy_steps)
     tb_build(&b, &job);
     struct ct_iter it[4];
     for (int k = 0; k < 4; k++)
-        it[k] = (struct ct_iter){TB_US(100 * k), TB_US(100 * k + 100), k};
+        it[k] = (struct ct_iter){TB_US(100 * k), TB_US(100 * k + 100), k, 0};
     struct ct_rank_result res;
     tb_metrics(&job, 0, it, 4, &res);
     ck_assert_int_eq(res.busy, TB_US(280));
