@@ -2,6 +2,8 @@
 #ifndef CT_CLI_H
 #define CT_CLI_H
 
+#include <stdio.h>
+
 #define CT_EXIT_OK        0
 #define CT_EXIT_BAD_INPUT 1 /* a trace could not be read, or is damaged */
 #define CT_EXIT_USAGE     2 /* bad options or operands */
@@ -24,5 +26,16 @@ int ct_cmd_salvage(int argc, char **argv);       /* decoder/cmd/salvage.c */
 int ct_cmd_fleet(int argc, char **argv);         /* decoder/cmd/fleet.c */
 /* critical-path and whatif share options and loading (critical_path.c) */
 int ct_cmd_cp_main(int argc, char **argv, int whatif);
+
+/* The end of every command's help page: the default operand where there
+ * is one, the exit statuses, an example, the reference page (help.c). */
+void ct_help_tail(FILE *f, const char *cmd);
+/* "cutrace VERSION (trace format vN ...)" */
+void ct_help_version(FILE *f);
+
+/* The operands from argv[first] on; with none, the newest cutrace-runN
+ * folder here, said on stderr (operands.c). *ops points at them; returns
+ * their count, 0 (after the message) when there are none at all. */
+int ct_cli_operands(const char *cmd, int argc, char **argv, int first, char ***ops);
 
 #endif

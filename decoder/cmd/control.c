@@ -83,13 +83,26 @@ static int control(const char *cmd, const char *word, int argc, char **argv)
     const char *dir = NULL;
     int c;
     optind = 1;
+    opterr = 0; /* our message, not getopt's */
     while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
         if (c == 'o') {
             dir = optarg;
         } else if (c == 'h') {
-            printf("usage: cutrace %s [-o DIR] PID...\n", cmd);
+            printf("usage: cutrace %s [-o DIR] PID...\n"
+                   "  start: open a capture window in each running process (recorded with\n"
+                   "         CUTRACE_START=paused); stop: close it; dump-now: write the\n"
+                   "         flight recorder's window now (CUTRACE_FLIGHT)\n"
+                   "  -o, --output DIR  the trace folder the process writes to (default: the\n"
+                   "                    process's own CUTRACE_OUTPUT, read from its\n"
+                   "                    environment, else this one's, else .)\n"
+                   "  returns once each process's writer took the request (up to 3 s each)\n",
+                   cmd);
+            ct_help_tail(stdout, cmd);
             return 0;
         } else {
+            char name[32];
+            snprintf(name, sizeof(name), "cutrace %s", cmd);
+            ct_bad_option(CT_CMD_CONTROL, name, argv[optind - 1]);
             return CT_EXIT_USAGE;
         }
     }

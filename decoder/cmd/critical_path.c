@@ -15,6 +15,7 @@
 #include "decoder/analysis/critical_path.h"
 #include "decoder/cmd/cli.h"
 #include "decoder/util/options.h"
+#include "decoder/util/progress.h"
 #include "decoder/export/critical_path_out.h"
 #include "decoder/load/load.h"
 #include "decoder/util/outfile.h"
@@ -101,6 +102,7 @@ int ct_cmd_cp_main(int argc, char **argv, int whatif)
             break;
         case 'h':
             usage(stdout, cmd);
+            ct_help_tail(stdout, cmd);
             status = CT_EXIT_OK;
             goto done;
         default:
@@ -120,17 +122,16 @@ int ct_cmd_cp_main(int argc, char **argv, int whatif)
                         "--help)\n");
         goto done;
     }
-    if (optind >= argc) {
-        fprintf(stderr, "cutrace %s: expected at least one trace file or directory (see --help)\n",
-                cmd);
+    char **ops;
+    int nops = ct_cli_operands(cmd, argc, argv, optind, &ops);
+    if (!nops)
         goto done;
-    }
     status = CT_EXIT_BAD_INPUT;
     struct ct_inputs in = {0};
     char what[64];
     snprintf(what, sizeof(what), "cutrace %s", cmd);
     struct ct_load_opts lo = {.cmd = what, .step = step, .progress = 1, .spill = 1, .run = run};
-    int rc = ct_load_operands(&lo, &in, argv + optind, argc - optind, err, sizeof(err));
+    int rc = ct_load_operands(&lo, &in, ops, nops, err, sizeof(err));
     if (rc) {
         fprintf(stderr, "cutrace %s: %s\n", cmd, err);
         ct_inputs_free(&in);
@@ -163,6 +164,7 @@ int ct_cmd_cp_main(int argc, char **argv, int whatif)
         snprintf(sel_what, sizeof(sel_what), "--skip %ld", skip);
     struct ct_cp_result base = {0}, pred = {0};
     size_t limit = ct_cp_memory_limit();
+    ct_progress_phase(what, "analysing the job");
     rc = ct_report_analyze(&job, &io, &rep);
     if (!rc &&
         ct_report_selected_none(&rep, &io, sel_what[0] ? sel_what : "--skip", err, sizeof(err))) {
@@ -179,8 +181,10 @@ int ct_cmd_cp_main(int argc, char **argv, int whatif)
             status = CT_EXIT_USAGE;
             goto free_all;
         }
-    if (!rc)
+    if (!rc) {
+        ct_progress_phase(what, nsc ? "replaying the steps' graphs" : "the steps' critical paths");
         rc = ct_cp_run(&rep, limit, sc, nsc, &base, &pred);
+    }
     if (rc == -E2BIG) {
         fprintf(stderr,
                 "cutrace %s: the dependency graph of a single step, with the step before it, "
@@ -220,6 +224,7 @@ free_all:
     ct_cp_result_free(&pred);
     ct_report_free(&rep);
     ct_job_free(&job);
+    ct_progress_finish(what);
 done:
     free(sc);
     free(specs);

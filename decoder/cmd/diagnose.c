@@ -57,7 +57,10 @@ int ct_cmd_diagnose(int argc, char **argv)
             o.min_saving = v / 100;
             break;
         }
-        case 'h': usage(stdout); return 0;
+        case 'h':
+            usage(stdout);
+            ct_help_tail(stdout, "diagnose");
+            return 0;
         default:
             fprintf(stderr,
                     "cutrace diagnose: unknown or incomplete option '%s'; allowed: --json, "
@@ -69,15 +72,14 @@ int ct_cmd_diagnose(int argc, char **argv)
     int json = so.json;
     const char *out = so.out, *rows_path = so.rows;
     io.skip = so.skip;
-    if (optind >= argc) {
-        fprintf(stderr, "cutrace diagnose: expected at least one trace file or directory\n");
-        usage(stderr);
+    char **ops;
+    int nops = ct_cli_operands("diagnose", argc, argv, optind, &ops);
+    if (!nops)
         return CT_EXIT_USAGE;
-    }
     char err[512] = "";
     struct ct_inputs in = {0};
     struct ct_load_opts lo = {.cmd = "cutrace diagnose", .run = so.run, .no_kineto = 1};
-    int rc = ct_load_operands(&lo, &in, argv + optind, argc - optind, err, sizeof(err));
+    int rc = ct_load_operands(&lo, &in, ops, nops, err, sizeof(err));
     if (rc) {
         fprintf(stderr, "cutrace diagnose: %s\n", err);
         ct_inputs_free(&in);
@@ -98,7 +100,7 @@ int ct_cmd_diagnose(int argc, char **argv)
         return CT_EXIT_BAD_INPUT;
     }
     /* the operands form one run */
-    struct ct_run run = {.name = argv[optind], .paths = in.paths, .n = in.n};
+    struct ct_run run = {.name = ops[0], .paths = in.paths, .n = in.n};
     struct ct_job job;
     struct ct_report rep;
     struct ct_diagnosis *d = calloc(1, sizeof(*d));

@@ -217,7 +217,10 @@ int ct_cmd_diff(int argc, char **argv)
             o.reps = (unsigned)r;
             break;
         }
-        case 'h': usage(stdout); return 0;
+        case 'h':
+            usage(stdout);
+            ct_help_tail(stdout, "diff");
+            return 0;
         default:
             fprintf(stderr,
                     "cutrace diff: unknown or incomplete option '%s'; allowed: --json, -o FILE, "
@@ -287,9 +290,9 @@ int ct_cmd_diff(int argc, char **argv)
     f = of.f;
     if (json)
         fprintf(f,
-                "{\"schema\":\"cutrace.diff\",\"version\":1,\"seed\":%" PRIu64
-                ",\"reps\":%u,\"min_effect_pct\":%.6g,\"alpha\":%.6g,\"by\":",
-                o.seed, o.reps, o.min_effect * 100, o.alpha);
+                "{\"schema\":\"cutrace.diff\",\"version\":1,\"cutrace_version\":\"%s\",\"seed\":"
+                "%" PRIu64 ",\"reps\":%u,\"min_effect_pct\":%.6g,\"alpha\":%.6g,\"by\":",
+                CT_VERSION, o.seed, o.reps, o.min_effect * 100, o.alpha);
     else
         fprintf(f,
                 "cutrace diff: A %zu run(s), B %zu run(s); min effect %.3g%%, alpha %.3g\n"

@@ -327,13 +327,19 @@ int ct_cmd_dump(int argc, char **argv)
     struct out o = {stdout, 0, 1};
     int c;
     optind = 1;
+    opterr = 0; /* our message, not getopt's "dump: unrecognized option" */
     while ((c = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
         if (c == 'j') {
             o.json = 1;
         } else if (c == 'h') {
-            printf("usage: cutrace dump [--json] TRACE|DIR...\n");
+            printf("usage: cutrace dump [--json] TRACE|DIR...\n"
+                   "  every record, one line each, in the order of the file\n"
+                   "  --json   the stable JSON-lines view, one object per record (default:\n"
+                   "           key=value text, for reading)\n");
+            ct_help_tail(stdout, "dump");
             return 0;
         } else {
+            ct_bad_option(CT_CMD_DUMP, "cutrace dump", argv[optind - 1]);
             return CT_EXIT_USAGE;
         }
     }

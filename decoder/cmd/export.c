@@ -284,7 +284,10 @@ int ct_cmd_export(int argc, char **argv)
             }
             have_max = 1;
             break;
-        case 'h': usage(stdout); return 0;
+        case 'h':
+            usage(stdout);
+            ct_help_tail(stdout, "export");
+            return 0;
         default:
             fprintf(stderr,
                     "cutrace export: unknown or incomplete option '%s'; allowed: "
@@ -349,15 +352,14 @@ int ct_cmd_export(int argc, char **argv)
         fprintf(stderr, "cutrace export: -o -: an SQLite database is a file: give its name\n");
         return CT_EXIT_USAGE;
     }
-    if (optind >= argc) {
-        fprintf(stderr, "cutrace export: expected at least one trace file or directory\n");
-        usage(stderr);
+    char **ops;
+    int nops = ct_cli_operands("export", argc, argv, optind, &ops);
+    if (!nops)
         return CT_EXIT_USAGE;
-    }
     struct ct_inputs in = {0};
     char err[512];
     struct ct_load_opts lo = {.cmd = "cutrace export", .step = step, .run = run, .no_kineto = 1};
-    int rc = ct_load_operands(&lo, &in, argv + optind, argc - optind, err, sizeof(err));
+    int rc = ct_load_operands(&lo, &in, ops, nops, err, sizeof(err));
     if (rc) {
         fprintf(stderr, "cutrace export: %s\n", err);
         ct_inputs_free(&in);
@@ -469,5 +471,6 @@ int ct_cmd_export(int argc, char **argv)
         fprintf(stderr, "cutrace export: %s\n", err);
         return CT_EXIT_BAD_INPUT;
     }
+    ct_progress_finish("cutrace export");
     return 0;
 }

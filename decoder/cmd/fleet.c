@@ -185,7 +185,10 @@ static int parse(const char *sub, int argc, char **argv, struct common *c, int e
             break;
         }
         case 'T': c->html = 1; break;
-        case 'h': usage(stdout); return -2;
+        case 'h':
+            usage(stdout);
+            ct_help_tail(stdout, "fleet");
+            return -2;
         default:
             snprintf(msg, sizeof(msg),
                      "unknown or incomplete option '%s'; allowed: --db DB, --since T, "
@@ -241,7 +244,10 @@ static int cmd_add(int argc, char **argv)
         switch (ch) {
         case 'D': db = optarg; break;
         case 'q': quiet = 1; break;
-        case 'h': usage(stdout); return 0;
+        case 'h':
+            usage(stdout);
+            ct_help_tail(stdout, "fleet");
+            return 0;
         default:
             fprintf(stderr,
                     "cutrace fleet add: unknown or incomplete option '%s'; allowed: --db DB, "
@@ -450,6 +456,7 @@ int ct_cmd_fleet(int argc, char **argv)
     }
     if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
         usage(stdout);
+        ct_help_tail(stdout, "fleet");
         return 0;
     }
     if (!strcmp(argv[1], "add"))

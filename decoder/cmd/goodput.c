@@ -12,6 +12,7 @@
 #include "decoder/analysis/goodput.h"
 #include "decoder/cmd/cli.h"
 #include "decoder/util/options.h"
+#include "decoder/util/progress.h"
 #include "decoder/export/goodput_out.h"
 #include "decoder/load/load.h"
 #include "decoder/util/outfile.h"
@@ -61,7 +62,10 @@ int ct_cmd_goodput(int argc, char **argv)
         if (shared)
             continue;
         switch (c) {
-        case 'h': usage(stdout); return 0;
+        case 'h':
+            usage(stdout);
+            ct_help_tail(stdout, "goodput");
+            return 0;
         default:
             fprintf(stderr,
                     "cutrace goodput: unknown or incomplete option '%s'; allowed: --json, "
@@ -72,11 +76,10 @@ int ct_cmd_goodput(int argc, char **argv)
     }
     int json = so.json;
     const char *out = so.out, *jobid = so.job, *step = so.step, *run = so.run;
-    if (optind >= argc) {
-        fprintf(stderr, "cutrace goodput: expected at least one trace file or directory (see "
-                        "--help)\n");
+    char **ops;
+    int nops = ct_cli_operands("goodput", argc, argv, optind, &ops);
+    if (!nops)
         return CT_EXIT_USAGE;
-    }
     struct ct_inputs in = {0};
     char err[512];
     struct ct_load_opts lo = {.cmd = "cutrace goodput",
@@ -85,7 +88,7 @@ int ct_cmd_goodput(int argc, char **argv)
                               .job = jobid,
                               .spill = 1,
                               .run = run};
-    int rc = ct_load_operands(&lo, &in, argv + optind, argc - optind, err, sizeof(err));
+    int rc = ct_load_operands(&lo, &in, ops, nops, err, sizeof(err));
     if (rc) {
         fprintf(stderr, "cutrace goodput: %s\n", err);
         ct_inputs_free(&in);
@@ -135,6 +138,7 @@ int ct_cmd_goodput(int argc, char **argv)
         return CT_EXIT_USAGE;
     }
     struct ct_iter_opts io = {0, 0, -1, 0};
+    ct_progress_phase("cutrace goodput", "analysing the job");
     rc = ct_report_analyze(&job, &io, &rep); /* the goodput is one of its analyses */
     if (rc) {
         fprintf(stderr, "cutrace goodput: out of memory\n");
@@ -157,5 +161,6 @@ int ct_cmd_goodput(int argc, char **argv)
     }
     ct_report_free(&rep);
     ct_job_free(&job);
+    ct_progress_finish("cutrace goodput");
     return status;
 }

@@ -190,11 +190,18 @@ int ct_cmd_info(int argc, char **argv)
     const struct option *opts = ct_options_of(CT_CMD_INFO);
     int c;
     optind = 1;
+    opterr = 0; /* our message, not getopt's */
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         if (c == 'h') {
-            printf("usage: cutrace info TRACE|DIR...\n");
+            printf("usage: cutrace info TRACE|DIR...\n"
+                   "  what each trace holds: its format version, clock, process, host, job,\n"
+                   "  rank, span, record counts by kind, chunks, drops, and whether it is\n"
+                   "  complete, truncated (and where), damaged or salvaged; a folder's\n"
+                   "  traces in turn (no options)\n");
+            ct_help_tail(stdout, "info");
             return 0;
         }
+        ct_bad_option(CT_CMD_INFO, "cutrace info", argv[optind - 1]);
         return CT_EXIT_USAGE;
     }
     if (optind >= argc) {

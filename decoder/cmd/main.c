@@ -47,7 +47,26 @@ static void usage(FILE *f)
     fprintf(f, "usage: cutrace COMMAND [options] [args]\n\ncommands:\n");
     for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
         fprintf(f, "  %-13s %s\n", cmds[i].name, cmds[i].summary);
-    fprintf(f, "\n'cutrace COMMAND --help' describes a command.\n");
+    fprintf(f, "\n'cutrace help COMMAND' (or 'cutrace COMMAND --help') describes a command;\n"
+               "'cutrace --version' names this build. Exit status: 0 done, 1 an input could\n"
+               "not be read or is damaged, 2 bad usage (run: the job's own). docs/cli.md\n");
+}
+
+static const struct subcommand *find(const char *name)
+{
+    for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+        if (!strcmp(name, cmds[i].name))
+            return &cmds[i];
+    return NULL;
+}
+
+static int unknown(const char *name)
+{
+    fprintf(stderr, "cutrace: unknown command '%s'; expected one of:", name);
+    for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+        fprintf(stderr, " %s", cmds[i].name);
+    fprintf(stderr, " (see 'cutrace help')\n");
+    return CT_EXIT_USAGE;
 }
 
 int main(int argc, char **argv)
@@ -55,6 +74,18 @@ int main(int argc, char **argv)
     if (argc < 2) {
         usage(stderr);
         return CT_EXIT_USAGE;
+    }
+    if (!strcmp(argv[1], "-V") || !strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+        ct_help_version(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "help") && argc > 2) {
+        /* `cutrace help report` is `cutrace report --help` (as git's) */
+        const struct subcommand *c = find(argv[2]);
+        if (!c)
+            return unknown(argv[2]);
+        char *hargv[] = {argv[2], "--help", NULL};
+        return c->fn(2, hargv);
     }
     if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
         usage(stdout);
@@ -73,9 +104,5 @@ int main(int argc, char **argv)
             }
             return cmds[i].fn(argc - 1, argv + 1);
         }
-    fprintf(stderr, "cutrace: unknown command '%s'; expected one of:", argv[1]);
-    for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
-        fprintf(stderr, " %s", cmds[i].name);
-    fprintf(stderr, "\n");
-    return CT_EXIT_USAGE;
+    return unknown(argv[1]);
 }

@@ -20,6 +20,7 @@
 #include "decoder/read/inputs.h"
 #include "decoder/load/load.h"
 #include "decoder/util/options.h"
+#include "decoder/util/progress.h"
 #include "decoder/util/outfile.h"
 #include "decoder/export/report_out.h"
 #include "decoder/compare/runs.h"     /* diagnose: --rows; the page's identity */
@@ -174,7 +175,10 @@ int ct_cmd_report(int argc, char **argv)
                 return CT_EXIT_USAGE;
             }
             break;
-        case 'h': usage(stdout); return 0;
+        case 'h':
+            usage(stdout);
+            ct_help_tail(stdout, "report");
+            return 0;
         case 'H': hta = 1; break;
         case 'N': hta = 0; break;
         case 'T': html = 1; break;
@@ -210,18 +214,17 @@ int ct_cmd_report(int argc, char **argv)
                         "it with --html -o FILE\n");
         return CT_EXIT_USAGE;
     }
-    if (optind >= argc) {
-        fprintf(stderr, "cutrace report: expected at least one trace file or directory\n");
-        usage(stderr);
+    char **ops;
+    int nops = ct_cli_operands("report", argc, argv, optind, &ops);
+    if (!nops)
         return CT_EXIT_USAGE;
-    }
     struct ct_inputs in = {0};
     char err[512];
     struct ct_job job;
     struct ct_report rep = {0};
     struct ct_load_opts lo = {
         .cmd = "cutrace report", .step = step, .hta = hta, .progress = 1, .spill = 1, .run = run};
-    int rc = ct_load_operands(&lo, &in, argv + optind, argc - optind, err, sizeof(err));
+    int rc = ct_load_operands(&lo, &in, ops, nops, err, sizeof(err));
     if (rc) {
         fprintf(stderr, "cutrace report: %s\n", err);
         ct_inputs_free(&in);
@@ -256,6 +259,7 @@ int ct_cmd_report(int argc, char **argv)
         ct_inputs_free(&in);
         return ct_load_usage_error(rc) ? CT_EXIT_USAGE : CT_EXIT_BAD_INPUT;
     }
+    ct_progress_phase("cutrace report", "analysing the job");
     rc = ct_report_analyze(&job, &io, &rep);
     if (rc) {
         fprintf(stderr, "cutrace report: out of memory\n");
@@ -276,6 +280,7 @@ int ct_cmd_report(int argc, char **argv)
         ct_job_free(&job);
         return CT_EXIT_USAGE;
     }
+    ct_progress_phase("cutrace report", html ? "writing the page" : "writing the report");
     FILE *f = of.f;
     /* a long job's JSON is tens of MB: 1 MiB writes to the file, not 4 KiB
      * ones (freed after the commit; stdout keeps its own buffer) */
@@ -306,7 +311,7 @@ int ct_cmd_report(int argc, char **argv)
     free(obuf);
     /* diagnose: --rows FILE, the report's JSON-lines rows (decoder/compare/diff_rows.c) */
     if (rows) {
-        ct_rows_write(rf.f, argv[optind], NULL, &rep);
+        ct_rows_write(rf.f, ops[0], NULL, &rep);
         if (ct_out_commit(&rf, err, sizeof(err))) {
             fprintf(stderr, "cutrace report: %s\n", err);
             ct_out_abort(&rf);
@@ -324,5 +329,6 @@ int ct_cmd_report(int argc, char **argv)
     }
     ct_report_free(&rep);
     ct_job_free(&job);
+    ct_progress_finish("cutrace report");
     return werr ? CT_EXIT_BAD_INPUT : 0;
 }

@@ -7,7 +7,6 @@
  * refused before CMD starts; every run gets an identity of its own
  * (CUTRACE_RUN_ID) and, unless -o names one, a new folder (cutrace-runN).
  */
-#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdint.h>
@@ -70,20 +69,7 @@ static int make_dirs(const char *path)
  * with mkdir so that two runs started at once never share one. */
 static int new_run_dir(char *out, size_t n)
 {
-    long next = 1;
-    DIR *d = opendir(".");
-    if (d) {
-        struct dirent *de;
-        while ((de = readdir(d)) != NULL) {
-            char *end;
-            if (strncmp(de->d_name, "cutrace-run", 11) != 0)
-                continue;
-            long k = strtol(de->d_name + 11, &end, 10);
-            if (end != de->d_name + 11 && !*end && k >= next)
-                next = k + 1;
-        }
-        closedir(d);
-    }
+    long next = ct_newest_run_dir(out, n) + 1;
     for (int tries = 0; tries < 1000; tries++, next++) {
         snprintf(out, n, "cutrace-run%ld", next);
         if (mkdir(out, 0700) == 0)
@@ -347,6 +333,7 @@ int ct_cmd_run(int argc, char **argv)
     int c, opt_set[sizeof(var_opts) / sizeof(var_opts[0])] = {0};
     optind = 1;
     /* '+': stop at the first operand, CMD's own options are not ours */
+    opterr = 0; /* our message, not getopt's */
     while ((c = getopt_long(argc, argv, "+o:h", opts, NULL)) != -1) {
         switch (c) {
         case 'o': out = optarg; break;
@@ -390,8 +377,11 @@ int ct_cmd_run(int argc, char **argv)
             opt_set[4] = 1;
             break;
         }
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return CT_EXIT_USAGE;
+        case 'h':
+            usage(stdout);
+            ct_help_tail(stdout, "run");
+            return 0;
+        default: ct_bad_option(CT_CMD_RUN, "cutrace run", argv[optind - 1]); return CT_EXIT_USAGE;
         }
     }
     if (optind >= argc) {

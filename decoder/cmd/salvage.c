@@ -87,13 +87,18 @@ int ct_cmd_salvage(int argc, char **argv)
     const struct option *opts = ct_options_of(CT_CMD_SALVAGE);
     int c;
     optind = 1;
+    opterr = 0; /* our message, not getopt's */
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         if (c == 'h') {
             printf("usage: cutrace salvage DIR|TRACE...\n"
                    "  completes the traces of processes that died without finishing them\n"
-                   "  (SIGKILL) from their live mappings, and removes the mappings\n");
+                   "  (SIGKILL) from their live mappings, and removes the mappings; a live\n"
+                   "  process's mapping, or one of another machine or boot, is never touched\n"
+                   "  (no options)\n");
+            ct_help_tail(stdout, "salvage");
             return 0;
         }
+        ct_bad_option(CT_CMD_SALVAGE, "cutrace salvage", argv[optind - 1]);
         return CT_EXIT_USAGE;
     }
     if (optind >= argc) {
@@ -105,7 +110,7 @@ int ct_cmd_salvage(int argc, char **argv)
         struct stat st;
         if (stat(argv[i], &st) != 0) {
             fprintf(stderr, "cutrace salvage: %s: %s\n", argv[i], strerror(errno));
-            return CT_EXIT_USAGE;
+            return CT_EXIT_BAD_INPUT; /* as every command's operand that cannot be read */
         }
         if (S_ISDIR(st.st_mode)) {
             int rc = ct_salvage_dir(argv[i], NULL, report, &t);

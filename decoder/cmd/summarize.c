@@ -124,7 +124,10 @@ int ct_cmd_summarize(int argc, char **argv)
             }
             break;
         }
-        case 'h': usage(stdout); return 0;
+        case 'h':
+            usage(stdout);
+            ct_help_tail(stdout, "summarize");
+            return 0;
         default:
             fprintf(stderr,
                     "cutrace summarize: unknown or incomplete option '%s'; allowed: -o OUT, "

@@ -19,7 +19,8 @@ static double fin(double v)
 
 void ct_diagnosis_json(FILE *f, const struct ct_diagnosis *d, double min_saving)
 {
-    fprintf(f, "{\"schema\":\"cutrace.diagnose\",\"version\":1,");
+    fprintf(f, "{\"schema\":\"cutrace.diagnose\",\"version\":1,\"cutrace_version\":\"%s\",",
+            CT_VERSION);
     ct_json_member(f, "step_us", d->step_us, 3);
     fprintf(f, ",\"iterations\":%zu,\"min_saving_pct\":", d->iterations);
     ct_json_num_g(f, 100 * min_saving);

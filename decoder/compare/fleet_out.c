@@ -260,7 +260,8 @@ static void finding_json(FILE *f, const struct ct_fleet_explain *x, const struct
 
 void ct_fleet_explain_json(FILE *f, const struct ct_fleet_explain *x)
 {
-    fprintf(f, "{\"schema\":\"cutrace.fleet.explain\",\"version\":1");
+    fprintf(f, "{\"schema\":\"cutrace.fleet.explain\",\"version\":1,\"cutrace_version\":\"%s\"",
+            CT_VERSION);
     num(f, "alpha", x->o.alpha, 4);
     num(f, "min_effect_pct", 100 * x->o.min_effect, 4);
     fprintf(f, ",\"candidates\":%zu", x->m);

@@ -298,10 +298,10 @@ static void json(FILE *f, const struct ct_fleet_jobs *js, const struct totals *t
     utc(a, sizeof(a), t->first);
     utc(b, sizeof(b), t->last);
     fprintf(f,
-            "{\"schema\":\"cutrace.fleet.report\",\"version\":1,\"jobs\":%zu,"
-            "\"jobs_without_goodput\":%zu,\"jobs_with_health\":%zu,\"workloads\":%zu,"
-            "\"hosts\":%zu,\"first_start_utc\":",
-            t->jobs, js->without_goodput, t->thr_known, t->workloads, t->hosts);
+            "{\"schema\":\"cutrace.fleet.report\",\"version\":1,\"cutrace_version\":\"%s\","
+            "\"jobs\":%zu,\"jobs_without_goodput\":%zu,\"jobs_with_health\":%zu,"
+            "\"workloads\":%zu,\"hosts\":%zu,\"first_start_utc\":",
+            CT_VERSION, t->jobs, js->without_goodput, t->thr_known, t->workloads, t->hosts);
     if (t->first != INT64_MAX)
         ct_json_str(f, a);
     else

@@ -23,7 +23,10 @@ static const char *seg_name(const struct ct_cp_seg *s, char *buf, size_t n)
 void ct_cp_json(FILE *f, const struct ct_cp_result *r, int64_t t0)
 {
     char buf[512];
-    fprintf(f, "{\"steps\":%zu,", r->nsteps);
+    fprintf(f,
+            "{\"schema\":\"cutrace.critical_path\",\"version\":1,\"cutrace_version\":\"%s\","
+            "\"steps\":%zu,",
+            CT_VERSION, r->nsteps);
     ct_json_member(f, "path_us", us(r->total), 3);
     fputs(",\"step_p50_us\":", f);
     ct_json_num(f, r->step_p50 / 1000.0, 3);
@@ -147,7 +150,8 @@ static void specs_json(FILE *f, char **specs, size_t n)
 void ct_whatif_json(FILE *f, double measured, const struct ct_cp_result *base,
                     const struct ct_cp_result *pred, char **specs, size_t nspecs, int64_t t0)
 {
-    fputc('{', f);
+    fprintf(f, "{\"schema\":\"cutrace.whatif\",\"version\":1,\"cutrace_version\":\"%s\",",
+            CT_VERSION);
     specs_json(f, specs, nspecs);
     fputc(',', f);
     ct_json_member(f, "measured_step_us", measured / 1000.0, 3);

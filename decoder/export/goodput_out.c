@@ -93,8 +93,8 @@ static void attempt_json(FILE *f, const struct ct_goodput *g, size_t a)
 void ct_goodput_json(FILE *f, const struct ct_goodput *g)
 {
     double total = (double)(g->e - g->s);
-    fprintf(f,
-            "{\"schema\":\"cutrace.goodput\",\"version\":%d,\"job\":", CT_GOODPUT_SCHEMA_VERSION);
+    fprintf(f, "{\"schema\":\"cutrace.goodput\",\"version\":%d,\"cutrace_version\":\"%s\",\"job\":",
+            CT_GOODPUT_SCHEMA_VERSION, CT_VERSION);
     if (g->job)
         ct_json_str(f, g->job);
     else

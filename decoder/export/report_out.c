@@ -280,7 +280,8 @@ static void steps_json(FILE *f, const struct ct_report *rep)
 
 void ct_report_json(FILE *f, const struct ct_report *rep, int rank_iters)
 {
-    fprintf(f, "{\"schema\":\"cutrace.report\",\"version\":%d,", CT_REPORT_SCHEMA_VERSION);
+    fprintf(f, "{\"schema\":\"cutrace.report\",\"version\":%d,\"cutrace_version\":\"%s\",",
+            CT_REPORT_SCHEMA_VERSION, CT_VERSION);
     fprintf(f, "\"ranks\":[");
     for (size_t r = 0; r < rep->nr; r++) {
         const struct ct_rank_result *x = &rep->rr[r];
@@ -789,19 +790,22 @@ void ct_report_text(FILE *f, const struct ct_report *rep)
                 (double)w / 1e6, pct_s(x->compute, w).s, pct_s(x->comm, w).s, pct_s(x->memory, w).s,
                 pct_s(x->idle, w).s, ov, bb);
     }
-    fprintf(f, "\nGPU-idle attribution (ms): bubble-idle data ckpt(step excess) cuda-call "
-               "sync-drain launch unexplained\n");
+    /* the labels over their columns (ckpt: a checkpoint step's excess
+       over the median step, docs/report.md) */
+    fprintf(f, "\nGPU-idle attribution (ms):\n  %-9s %11s %11s %11s %11s %11s %11s %11s\n", "rank",
+            "bubble", "data", "ckpt", "cuda-call", "sync-drain", "launch", "unexplained");
     for (size_t r = 0; r < rep->nr; r++) {
         const struct ct_attribution *a = &rep->rr[r].at;
-        fprintf(f, "  rank %-4d %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f\n", rep->rr[r].rank->rank,
-                (double)a->bubble_idle / 1e6, (double)a->data_stall / 1e6,
+        fprintf(f, "  %-9d %11.3f %11.3f %11.3f %11.3f %11.3f %11.3f %11.3f\n",
+                rep->rr[r].rank->rank, (double)a->bubble_idle / 1e6, (double)a->data_stall / 1e6,
                 (double)a->checkpoint_stall / 1e6, (double)a->cuda_call / 1e6,
                 (double)a->sync_drain / 1e6, (double)a->launch_overhead / 1e6,
                 (double)a->unexplained / 1e6);
     }
     if (rep->ncoll) {
-        fprintf(f, "\nCollectives:\n  %-14s %12s %6s %8s %10s %10s %9s %9s\n", "op", "bytes",
-                "ranks", "count", "p50 us", "skew us", "algbw", "busbw");
+        fprintf(f,
+                "\nCollectives (algbw, busbw in GB/s):\n  %-14s %12s %6s %8s %10s %10s %9s %9s\n",
+                "op", "bytes", "ranks", "count", "p50 us", "skew us", "algbw", "busbw");
         for (size_t i = 0; i < rep->ncoll; i++) {
             const struct ct_coll_row *c = &rep->coll[i];
             fprintf(f, "  %-14s %12" PRIu64 " %6d %8" PRIu64 " %10.1f %10.1f %9.2f %9.2f\n",
@@ -810,7 +814,8 @@ void ct_report_text(FILE *f, const struct ct_report *rep)
         }
     }
     if (rep->nkern) {
-        fprintf(f, "\nTop kernels by total time:\n");
+        fprintf(f, "\nTop kernels by total time:\n  %10s    %8s    %13s  %s\n", "total ms", "count",
+                "p50 us", "kernel");
         char *done = calloc(rep->nkern, 1);
         for (int k = 0; k < 10 && done; k++) {
             size_t best = SIZE_MAX;
@@ -820,7 +825,7 @@ void ct_report_text(FILE *f, const struct ct_report *rep)
             if (best == SIZE_MAX)
                 break;
             done[best] = 1;
-            fprintf(f, "  %10.3f ms %8" PRIu64 " x  p50 %9.1f us  %s\n",
+            fprintf(f, "  %10.3f    %8" PRIu64 "    %13.1f  %s\n",
                     (double)rep->kern[best].total / 1e6, rep->kern[best].count,
                     us(rep->kern[best].p50), rep->kern[best].name);
         }

@@ -705,6 +705,10 @@ int ct_export_sqlite(const char *out, struct ct_export_job *x, struct ct_progres
         snprintf(err, errlen, "-o %s: %s", out, sqlite3_errstr(w.rc));
         rc = -EIO;
     }
+    if (!rc) {
+        ct_progress_end(pr);
+        ct_progress_phase("cutrace export", "building the indexes");
+    }
     if (!rc && (sqlite3_exec(w.db, indexes, NULL, NULL, &msg) != SQLITE_OK ||
                 sqlite3_exec(w.db, "COMMIT;", NULL, NULL, &msg) != SQLITE_OK))
         goto sql_error;

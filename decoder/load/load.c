@@ -197,6 +197,8 @@ static int load_all(const struct ct_load_opts *o, const struct ct_inputs *in, st
     for (size_t i = 0; i < started; i++)
         pthread_join(th[i], NULL);
     ct_progress_end(&pr);
+    if (o->progress)
+        ct_progress_phase(o->cmd, "building the job (clocks, ranks)");
     pthread_mutex_destroy(&L.lock);
     int rc = atomic_load(&L.failed) ? -EIO : 0;
     size_t total = 0;

@@ -6,10 +6,12 @@
  */
 #include "decoder/load/run_identity.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "decoder/kineto/kineto.h"
@@ -350,4 +352,28 @@ int ct_inputs_pick_run(struct ct_inputs *in, const char *sel, const char *job, c
     }
     ct_run_list_free(&l);
     return rc;
+}
+
+long ct_newest_run_dir(char *out, size_t n)
+{
+    long best = 0;
+    DIR *d = opendir(".");
+    if (!d)
+        return 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        char *end;
+        if (strncmp(de->d_name, "cutrace-run", 11) != 0)
+            continue;
+        long k = strtol(de->d_name + 11, &end, 10);
+        struct stat st;
+        if (end == de->d_name + 11 || *end || k <= best || stat(de->d_name, &st) != 0 ||
+            !S_ISDIR(st.st_mode))
+            continue;
+        best = k;
+    }
+    closedir(d);
+    if (best)
+        snprintf(out, n, "cutrace-run%ld", best);
+    return best;
 }

@@ -71,4 +71,10 @@ void ct_run_list_print(FILE *f, const struct ct_run_list *l, const char *indent,
 int ct_inputs_pick_run(struct ct_inputs *in, const char *sel, const char *job, const char *cmd,
                        char *err, size_t errlen);
 
+/* The highest N among the cutrace-runN folders of the current folder
+ * (`cutrace run` makes its folder one more than the highest there, so this
+ * is the newest run's), its name into out: N, or 0 when there is none. A
+ * command given no operand reads it (docs/cli.md). */
+long ct_newest_run_dir(char *out, size_t n);
+
 #endif

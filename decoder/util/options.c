@@ -93,6 +93,19 @@ const struct option *ct_options_of(enum ct_cmd_id cmd)
     return tab[cmd];
 }
 
+void ct_bad_option(enum ct_cmd_id cmd, const char *name, const char *arg)
+{
+    fprintf(stderr, "%s: unknown or incomplete option '%s'; allowed:", name, arg);
+    const char *sep = " ";
+    for (size_t i = 0; i < NDEFS; i++)
+        if (((defs[i].cmds >> cmd) & 1) && strcmp(defs[i].name, "help") != 0) {
+            fprintf(stderr, "%s--%s%s", sep, defs[i].name,
+                    defs[i].has_arg == required_argument ? " VALUE" : "");
+            sep = ", ";
+        }
+    fprintf(stderr, "%s(see '%s --help')\n", *sep == ',' ? " " : " none ", name);
+}
+
 /* Whether command cmd takes the shared option of code c. */
 static int takes(enum ct_cmd_id cmd, int c)
 {

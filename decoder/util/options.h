@@ -65,6 +65,11 @@ struct ct_shared_opts {
 int ct_shared_opt(enum ct_cmd_id cmd, const char *name, int c, const char *arg,
                   struct ct_shared_opts *o);
 
+/* The one message for an option command cmd (named name: "cutrace info")
+ * does not take, or one missing its value (arg: as given): the options it
+ * takes, from the table, on stderr. The caller exits 2. */
+void ct_bad_option(enum ct_cmd_id cmd, const char *name, const char *arg);
+
 /* A number in [lo, hi], optionally followed by '%': 0 (in *out), or -1. */
 int ct_parse_pct(const char *s, double lo, double hi, double *out);
 

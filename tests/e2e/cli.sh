@@ -126,7 +126,7 @@ check_error 2 "cutrace run: --tag =x: tag '=x': expected KEY=VALUE" run --tag =x
 
 # 6. goodput: one job's; several job ids need --job, which must match one.
 check_error 2 "cutrace goodput: unknown or incomplete option '--frob'" goodput --frob x
-check_error 2 "cutrace goodput: expected at least one trace" goodput
+check_error 2 "cutrace goodput: expected a trace file or directory (there is no cutrace-runN" goodput
 if readelf -d "$build/shim/libcutrace.so" | grep -q 'lib[at]san'; then ok
 else
     for j in jobA jobB; do
