@@ -31,7 +31,7 @@ if [ -n "$sanitized" ]; then
   echo "sanitizer build: the installed cutrace run is checked in the normal build"
 elif [ -x "$root/bin/cutrace" ]; then
   # a process with data I/O and no GPU work leaves a trace with
-  # CUTRACE_HOST_TRACE_KB=0 (README "Which processes leave a trace")
+  # CUTRACE_HOST_TRACE_KB=0 (docs/recording.md "Which processes leave a trace")
   if env -u CUTRACE_SHIM CUTRACE_HOST_TRACE_KB=0 "$root/bin/cutrace" run -o "$tmp/traces" -- \
        cat /etc/hostname > /dev/null 2> "$tmp/err"; then ok
   else bad "installed cutrace run failed: $(cat "$tmp/err")"; fi
