@@ -21,7 +21,7 @@ void ct_launcher_detect(struct ct_launcher *l);
 
 /*
  * The run this process belongs to (metadata run_id and run_id_source;
- * README "Runs"), first that applies:
+ * docs/runs.md), first that applies:
  *   1. CUTRACE_RUN_ID as `cutrace run` or the user set it ("cutrace");
  *   2. the launch's own identity, shared by every rank of one launch and
  *      new for the next: Slurm's job and step ("slurm-JOB.STEP"), PMIx's

@@ -127,7 +127,7 @@ CT_EXPORT int pthread_setname_np(pthread_t th, const char *name)
         uint32_t tid = pthread_equal(th, pthread_self()) ? (uint32_t)gettid() : tid_of(th);
         if (tid)
             ct_thread_named(tid, "name", name, len, 0);
-        else /* not resolvable: the pthread_t as a hint (README) */
+        else /* not resolvable: the pthread_t as a hint (docs/recording.md, NVTX) */
             ct_thread_named((uint64_t)th, "pthread_name", name, len, 0);
         CT_ERRNO_RESTORE;
     }

@@ -1,7 +1,7 @@
 /*
  * Secrets kept out of traces: command lines, environment copies and run
- * tags are scrubbed before the shim writes them (README, "What a trace
- * holds"). The rules:
+ * tags are scrubbed before the shim writes them (docs/recording.md, "Secrets
+ * stay out of traces"). The rules:
  *   - a name (an option's, a variable's, a tag's) is secret when it holds
  *     token, key, secret, password, passwd, credential or auth in any
  *     case, or one of the extra patterns (CUTRACE_REDACT: comma-separated,

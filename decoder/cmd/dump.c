@@ -1,6 +1,6 @@
 /*
  * `cutrace dump`: one line per record, in time order per file. `--json`
- * prints the stable JSON-lines view documented in README ("dump --json"):
+ * prints the stable JSON-lines view documented in docs/cutrace-dump.md:
  * field names and value types there are a contract.
  */
 #include <errno.h>

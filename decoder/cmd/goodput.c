@@ -24,7 +24,7 @@ static void usage(FILE *f)
                "  --json       the JSON document (docs/goodput.md)\n"
                "  -o FILE      write it to FILE\n"
                "  --job ID     the job to measure when the traces hold several\n"
-               "  --run ID     the run to read when the operands hold several (README \"Runs\")\n"
+               "  --run ID     the run to read when the operands hold several (see docs/runs.md)\n"
                "  --step NAME  the NVTX range or mark naming iterations (default ProfilerStep)\n");
 }
 

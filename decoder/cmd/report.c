@@ -50,7 +50,7 @@ static void usage(FILE *f)
             "                numbers (the default; docs/kineto.md)\n"
             "  --no-hta      Kineto input: exact ns times, every step, cutrace's rules\n"
             "  --rows FILE   also write per-rank/iteration JSON-lines rows (docs/diff.md)\n"
-            "  --run ID      the run to read when the operands hold several (README \"Runs\")\n");
+            "  --run ID      the run to read when the operands hold several (see docs/runs.md)\n");
 }
 
 /* The HTML page's critical path (export: decoder/export/html_critical_path.c),

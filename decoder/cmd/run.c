@@ -389,7 +389,7 @@ int ct_cmd_run(int argc, char **argv)
         return CT_EXIT_USAGE;
     }
     /* this run's identity, in every trace it makes; one the user set for
-     * several launches (CUTRACE_RUN_ID, README "Runs") is kept */
+     * several launches (CUTRACE_RUN_ID, docs/runs.md) is kept */
     char run_id[CT_RUN_ID_MAX];
     const char *given = getenv("CUTRACE_RUN_ID");
     if (given && *given && strncmp(given, "auto-", 5) != 0)

@@ -1,6 +1,6 @@
 /*
  * Which run each input belongs to, read before a job is loaded, so that the
- * traces of separate runs are never merged into one job (README "Runs").
+ * traces of separate runs are never merged into one job (docs/runs.md, "Runs").
  *
  * Every trace the shim writes names its run (process metadata run_id:
  * shim/meta.c ct_run_identity, one per `cutrace run`, per launch of a

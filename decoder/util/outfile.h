@@ -1,6 +1,6 @@
 /*
  * The commands' output files, written so that nothing the user has is lost
- * (README "Outputs"):
+ * (docs/runs.md, "Outputs"):
  *   - an output that is one of the command's inputs, a directory, or an
  *     existing cutrace trace or summary is refused before any work starts;
  *   - the output is written to a temporary file beside it (same folder,

@@ -85,7 +85,7 @@
  *
  * Columns and byte planes keep random low bytes apart from near-constant
  * high bytes and constant fields, which is what lets zstd approach the
- * entropy of the timestamps (see README, "Bytes per record").
+ * entropy of the timestamps (docs/performance.md, bench (c): bytes per record).
  *
  * ## Field codecs (enum ct_codec)
  *

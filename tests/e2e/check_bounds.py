@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Bounds that always hold (README "Right, absent or refused"), checked by
+"""Bounds that always hold (docs/runs.md "Right, absent or refused"), checked by
 running every command that reads a job over every input the tests have:
 synthetic jobs of many shapes (ct_synth_job), the golden traces, a cut and a
 corrupted trace, per-rank summaries, every PyTorch profiler sample in

@@ -133,7 +133,7 @@ else
         CUTRACE_HOST_TRACE_KB=0 CUTRACE_JOB=$j "$cutrace" run -o "$tmp/two" -- cat /etc/hostname \
             > /dev/null 2>&1 || bad "cutrace run for $j"
     done
-    # two cutrace runs: refused as two runs, listed (README "Runs"); --job picks one
+    # two cutrace runs: refused as two runs, listed (docs/runs.md "Runs"); --job picks one
     err=$("$cutrace" goodput "$tmp/two" 2>&1 > /dev/null); rc=$?
     [ $rc = 2 ] && grep -q "cutrace goodput: the operands hold 2 separate runs" <<< "$err" && ok ||
         bad "goodput of two runs: rc=$rc $err"

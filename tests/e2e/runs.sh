@@ -1,5 +1,5 @@
 #!/bin/bash
-# Nothing of the user's is lost, merged or overwritten (README "Runs" and
+# Nothing of the user's is lost, merged or overwritten (docs/runs.md "Runs" and
 # "Outputs"): runs never merge, operands are checked, outputs never replace
 # an input or a trace and are replaced only when complete, and `cutrace
 # run` refuses before the job starts what would leave it untraced.

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Shared folders are no way in (README "Shared folders"): another user who
+# Shared folders are no way in (docs/runs.md "Shared folders"): another user who
 # can write into the output folder (a team's scratch space, /tmp) cannot
 # steer a job's recording through control files, and `cutrace run` refuses
 # a folder another user owns or everyone may write without the sticky bit.

@@ -19,7 +19,7 @@ What must hold, and why to that tolerance:
     stream may hold): its untimed ops are counted, diagnose lists the
     idle-split findings under insufficient evidence, and its other findings
     are CUPTI's; its compute median is not compared (an event pair on an
-    idle stream times the launch call: README, "GPU-side timing").
+    idle stream times the launch call: docs/recording.md, "GPU-side timing").
 """
 import os
 import statistics

@@ -1,6 +1,6 @@
 /* Suite "diagnose_light": `cutrace diagnose` on one job recorded throughout
  * (full mode) and in capture windows (light mode) finds the same things
- * (docs/report.md, "Capture windows"; README "Light mode"). The job is
+ * (docs/report.md, "Capture windows"; docs/recording.md "Light mode"). The job is
  * examples/sim_train's, hand-built in µs from what its traces hold. */
 #include <check.h>
 #include <stdlib.h>
