@@ -49,6 +49,21 @@ static int proc_output(long long pid, char *out, size_t n)
     return -1;
 }
 
+/* 1 when the process started with a flight recorder (CUTRACE_FLIGHT set,
+ * not "0": src/config.c), 0 when not, -1 when its environment cannot be
+ * read. */
+static int proc_has_flight(long long pid)
+{
+    static char env[1 << 17];
+    ssize_t len = proc_read(pid, "environ", env, sizeof(env));
+    if (len <= 0)
+        return -1;
+    for (ssize_t i = 0; i < len; i += (ssize_t)strlen(env + i) + 1)
+        if (!strncmp(env + i, "CUTRACE_FLIGHT=", 15))
+            return env[i + 15] && strcmp(env + i + 15, "0") != 0;
+    return 0;
+}
+
 /* 1 when the process is gone or a zombie (ended, not reaped yet). */
 static int proc_ended(long long pid)
 {
@@ -189,6 +204,15 @@ static int control(const char *cmd, const char *word, int argc, char **argv)
                 continue;
             if (access(q->path, F_OK) != 0 && errno == ENOENT) {
                 q->state = 1;
+                if (!strcmp(word, "dump") && proc_has_flight(q->pid) == 0) {
+                    /* it took the request, and has nothing to write */
+                    fprintf(stderr,
+                            "cutrace %s: process %lld has no flight recorder (it started "
+                            "without CUTRACE_FLIGHT): nothing written\n",
+                            cmd, q->pid);
+                    status = CT_EXIT_BAD_INPUT;
+                    continue;
+                }
                 printf("cutrace: %lld %s\n", q->pid,
                        !strcmp(word, "start")  ? "started a capture window"
                        : !strcmp(word, "stop") ? "closed its capture window"

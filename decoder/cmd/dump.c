@@ -333,7 +333,7 @@ int ct_cmd_dump(int argc, char **argv)
             o.json = 1;
         } else if (c == 'h') {
             printf("usage: cutrace dump [--json] TRACE|DIR...\n"
-                   "  every record, one line each, in the order of the file\n"
+                   "  every record, one line each, each file's in time order\n"
                    "  --json   the stable JSON-lines view, one object per record (default:\n"
                    "           key=value text, for reading)\n");
             ct_help_tail(stdout, "dump");

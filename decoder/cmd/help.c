@@ -12,6 +12,12 @@
 #include "decoder/cmd/cli.h"
 #include "decoder/read/summary.h"
 
+/* start, stop, dump-now (control.c) */
+#define CONTROL_STATUS                                                                             \
+    "  0 every process took the request (a stop: or had ended); 1 a process\n"                     \
+    "  did not take it (no shim loaded, not listening, ended) or, for dump-now,\n"                 \
+    "  has no flight recorder: the message says which; 2 bad usage\n"
+
 static const struct {
     const char *cmd;
     const char *status; /* lines after "exit status:"; NULL: the common rule */
@@ -23,14 +29,11 @@ static const struct {
      "  says); 2 when a check before the start failed (an option, a CUTRACE_\n"
      "  setting, the output folder): the job is then not started\n",
      "cutrace run -- torchrun --nproc-per-node 8 train.py", "docs/cutrace-run.md"},
-    {"start",
-     "  0 every process took the request (or had ended); 1 a process did not\n"
-     "  take it (no shim loaded, not listening: the message says which); 2 bad\n"
-     "  usage\n",
+    {"start", CONTROL_STATUS,
      "CUTRACE_START=paused cutrace run -- python train.py &  cutrace start PID",
      "docs/cutrace-start.md"},
-    {"stop", NULL, "cutrace stop PID", "docs/cutrace-start.md"},
-    {"dump-now", NULL, "cutrace dump-now PID", "docs/cutrace-start.md"},
+    {"stop", CONTROL_STATUS, "cutrace stop PID", "docs/cutrace-start.md"},
+    {"dump-now", CONTROL_STATUS, "cutrace dump-now PID", "docs/cutrace-start.md"},
     {"info", NULL, "cutrace info cutrace-run1", "docs/cutrace-info.md"},
     {"salvage", NULL, "cutrace salvage cutrace-run1", "docs/salvage.md"},
     {"dump", NULL, "cutrace dump --json cutrace-run1/job-host-r0-p1234-0.cutrace | head",

@@ -823,6 +823,37 @@ static size_t window_calls(const struct th_trace *t, uint64_t *first, uint64_t *
     return n;
 }
 
+/* `cutrace dump-now` of a process that listens (a paused shim) but has no
+ * flight recorder: the request is taken, nothing can be written, and the
+ * command says so and exits 1 rather than "wrote its window". */
+START_TEST(dump_now_without_a_flight_recorder_says_nothing_was_written)
+{
+    struct th_run l;
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    const char *env[] = {"CUTRACE_START=paused", NULL};
+    spawn_env(&l, "loop", "15", "20", fds[1], env); /* 1.5 s of launches */
+    close(fds[1]);
+    char buf[16];
+    ck_assert_int_gt(read(fds[0], buf, sizeof(buf)), 0); /* READY */
+    close(fds[0]);
+    char err[600], line[2048];
+    snprintf(err, sizeof(err), "%s/dump-now.err", th_tmpdir());
+    snprintf(line, sizeof(line), "%s dump-now -o %s %d > /dev/null 2> %s", getenv("CT_CUTRACE"),
+             l.traces, (int)l.pid, err);
+    int st = system(line);
+    th_run_wait(&l);
+    char *msg = th_slurp(err);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 1, "status %d: %s", st, msg);
+    ck_assert_msg(strstr(msg, "has no flight recorder (it started without CUTRACE_FLIGHT): "
+                              "nothing written"),
+                  "%s", msg);
+    free(msg);
+    char paths[2][TH_RUN_PATH];
+    ck_assert_int_eq(th_run_traces(&l, 0, paths, 2), 0); /* paused throughout: no trace */
+}
+END_TEST
+
 START_TEST(flight_recorder_writes_its_window_on_request)
 {
     struct th_run l;
@@ -1113,6 +1144,7 @@ Suite *process_suite(void)
     tcase_add_test(tc, no_file_descriptor_left_leaves_the_job_alone);
     tcase_add_test(tc, no_writer_thread_leaves_the_job_alone);
     tcase_add_test(tc, flight_recorder_writes_its_window_on_request);
+    tcase_add_test(tc, dump_now_without_a_flight_recorder_says_nothing_was_written);
     tcase_add_test(tc, flight_recorder_writes_its_window_on_a_fatal_signal);
     tcase_add_test(tc, light_mode_records_complete_windows_on_a_realtime_duty_cycle);
     tcase_add_test(tc, older_drivers_resolve_helpers_once_and_record_every_launch);
