@@ -96,9 +96,6 @@ void ct_fleet_explain_text(FILE *f, const struct ct_fleet_explain *x)
     size_t jobs = 0;
     for (size_t w = 0; w < x->nw; w++)
         jobs += x->w[w].n;
-    size_t R = 0;
-    for (size_t i = 0; i < x->nf; i++)
-        R += x->f[i].change != 0;
     fprintf(f,
             "fleet explain: %zu jobs with a step time in %zu workloads; %zu candidate factor "
             "values tried; alpha %.3g over all of them; intervals at %.3f %% (corrected for the "
