@@ -15,10 +15,15 @@ static inline uint64_t ct_arch_ticks(void)
     __asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
     return ((uint64_t)hi << 32) | lo;
 }
-/* The same stored at *p as its two halves: no shift and or to join them. */
+/* The same stored at *p as its two halves: no shift and or to join them.
+ * Addressed through p's register, not as "4+%0": clang's assembler cannot
+ * offset a memory operand (the shim did not build with clang). */
 static inline void ct_arch_ticks_store(uint64_t *p)
 {
-    __asm__ __volatile__("rdtsc\n\tmovl %%eax, %0\n\tmovl %%edx, 4+%0" : "=m"(*p) : : "eax", "edx");
+    __asm__ __volatile__("rdtsc\n\tmovl %%eax, (%1)\n\tmovl %%edx, 4(%1)"
+                         : "=m"(*p)
+                         : "r"(p)
+                         : "eax", "edx");
 }
 #define CT_ARCH_HAS_TICKS 1
 #elif defined(__aarch64__)
