@@ -22,7 +22,7 @@ What must hold, and why to that tolerance:
     rest as shares of their step to 15 points (two full-mode runs of
     loader, whose step is a forked worker's wake-up, differed by 14). The
     old light mode was off by 50 points of the step in idle. When only
-    these host-paced checks fail, the pair runs once more (a disturbed run
+    these host-paced checks fail, the pair runs again, up to 4 times (a disturbed run
     does not repeat; a light-mode error does);
   - whole-window figures are over the windows, pauses left out: each one's
     share of the covered time equals its share of light mode's own
@@ -217,14 +217,21 @@ def main():
         before = len(cc.failures)
         one(case)
         new = cc.failures[before:]
-        if new and all("(host)" in f for f in new):
-            # only what the host paces differs: a disturbed run (another
-            # process took the CPUs). Once more; a light-mode error repeats.
+        # only what the host paces differs: a disturbed run (another process
+        # took the CPUs, or the loader's worker woke a timer tick late: its
+        # step was 2.1 ms in one full run and 3.7 ms in the next, on a quiet
+        # machine). Again, up to 4 more pairs: a light-mode error repeats in
+        # every pair, and a disturbance that hits one run of a pair in 4 of
+        # 10 pairs fails all 5 about once in 100.
+        for _ in range(4):
+            if not new or not all("(host)" in f for f in new):
+                break
             print(f"{case}: host-paced figures differ, running the pair again:")
             for f in new:
                 print("  " + f)
             del cc.failures[before:]
             one(case)
+            new = cc.failures[before:]
     cc.finish("light")
 
 
