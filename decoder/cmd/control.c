@@ -35,18 +35,21 @@ static ssize_t proc_read(long long pid, const char *file, char *buf, size_t n)
     return (ssize_t)got;
 }
 
-/* The process's own CUTRACE_OUTPUT (its environment as it started), into
- * out: 0, or -1 when it cannot be read or has none. */
-static int proc_output(long long pid, char *out, size_t n)
+/* The value of variable name in the process's environment as it started,
+ * into out: 1 when set, 0 when not set, -1 when it cannot be read. */
+static int proc_env(long long pid, const char *name, char *out, size_t n)
 {
     static char env[1 << 17];
     ssize_t len = proc_read(pid, "environ", env, sizeof(env));
+    if (len <= 0)
+        return -1;
+    size_t k = strlen(name);
     for (ssize_t i = 0; i < len; i += (ssize_t)strlen(env + i) + 1)
-        if (!strncmp(env + i, "CUTRACE_OUTPUT=", 15) && env[i + 15]) {
-            snprintf(out, n, "%s", env + i + 15);
-            return 0;
+        if (!strncmp(env + i, name, k) && env[i + (ssize_t)k] == '=') {
+            snprintf(out, n, "%s", env + i + k + 1);
+            return 1;
         }
-    return -1;
+    return 0;
 }
 
 /* 1 when the process started with a flight recorder (CUTRACE_FLIGHT set,
@@ -54,14 +57,9 @@ static int proc_output(long long pid, char *out, size_t n)
  * read. */
 static int proc_has_flight(long long pid)
 {
-    static char env[1 << 17];
-    ssize_t len = proc_read(pid, "environ", env, sizeof(env));
-    if (len <= 0)
-        return -1;
-    for (ssize_t i = 0; i < len; i += (ssize_t)strlen(env + i) + 1)
-        if (!strncmp(env + i, "CUTRACE_FLIGHT=", 15))
-            return env[i + 15] && strcmp(env + i + 15, "0") != 0;
-    return 0;
+    char v[64];
+    int rc = proc_env(pid, "CUTRACE_FLIGHT", v, sizeof(v));
+    return rc <= 0 ? rc : v[0] && strcmp(v, "0") != 0;
 }
 
 /* 1 when the process is gone or a zombie (ended, not reaped yet). */
@@ -171,7 +169,7 @@ static int control(const char *cmd, const char *word, int argc, char **argv)
         }
         if (dir) {
             snprintf(q->dir, sizeof(q->dir), "%s", dir);
-        } else if (proc_output(q->pid, q->dir, sizeof(q->dir)) != 0) {
+        } else if (proc_env(q->pid, "CUTRACE_OUTPUT", q->dir, sizeof(q->dir)) != 1 || !q->dir[0]) {
             /* where the process records: its CUTRACE_OUTPUT, else the shim's "." */
             const char *env = getenv("CUTRACE_OUTPUT");
             snprintf(q->dir, sizeof(q->dir), "%s", env && *env ? env : ".");
