@@ -1,8 +1,8 @@
 /*
  * The fleet store's two back ends behind one interface (fleet_store.h):
- * SQLite through its C API, PostgreSQL through libpq (when meson found it:
- * CT_HAVE_LIBPQ), the schema's DDL per version and the migrations between
- * them. What the tables hold is documented in docs/fleet.md ("Store").
+ * SQLite through its C API, PostgreSQL through libpq (when meson found its
+ * headers: CT_HAVE_LIBPQ; loaded on first use, fleet_libpq.h), the schema's DDL per version and the
+ * migrations between them. What the tables hold is documented in docs/fleet.md ("Store").
  *
  * This file must never print, never record where a store was opened from,
  * and never put a connection string (or anything libpq was given) in a
@@ -22,7 +22,7 @@
 
 #include <sqlite3.h>
 #ifdef CT_HAVE_LIBPQ
-#include <libpq-fe.h>
+#include "decoder/compare/fleet_libpq.h"
 #endif
 
 #define MAXP 64 /* parameters of one statement, columns of one bulk table */
@@ -173,14 +173,14 @@ static void notice_quiet(void *arg, const char *message)
 
 static int pg_exec(struct ct_fdb *db, const char *sql, char *err, size_t errlen)
 {
-    PGresult *r = PQexec(db->conn, sql);
-    ExecStatusType s = PQresultStatus(r);
+    PGresult *r = ct_pq.exec(db->conn, sql);
+    ExecStatusType s = ct_pq.resultStatus(r);
     int rc = 0;
     if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK) {
-        pg_msg(PQresultErrorMessage(r), err, errlen);
+        pg_msg(ct_pq.resultErrorMessage(r), err, errlen);
         rc = -EIO;
     }
-    PQclear(r);
+    ct_pq.clear(r);
     return rc;
 }
 #endif
@@ -227,15 +227,19 @@ int ct_fdb_open(const char *spec, int flags, struct ct_fdb **out, char *err, siz
             return rc;
         }
 #ifdef CT_HAVE_LIBPQ
+        if ((rc = ct_libpq_load(err, errlen))) {
+            free(db);
+            return rc;
+        }
         db->pg = 1;
-        db->conn = PQconnectdb(spec);
-        if (!db->conn || PQstatus(db->conn) != CONNECTION_OK) {
-            pg_msg(db->conn ? PQerrorMessage(db->conn) : "out of memory", err, errlen);
-            PQfinish(db->conn);
+        db->conn = ct_pq.connectdb(spec);
+        if (!db->conn || ct_pq.status(db->conn) != CONNECTION_OK) {
+            pg_msg(db->conn ? ct_pq.errorMessage(db->conn) : "out of memory", err, errlen);
+            ct_pq.finish(db->conn);
             free(db);
             return -ECONNREFUSED;
         }
-        PQsetNoticeProcessor(db->conn, notice_quiet, NULL);
+        ct_pq.setNoticeProcessor(db->conn, notice_quiet, NULL);
         /* doubles out in their shortest exact form (the default from
          * PostgreSQL 12 on; older servers need it said) */
         if ((rc = pg_exec(db, "SET extra_float_digits = 3", err, errlen))) {
@@ -304,7 +308,7 @@ void ct_fdb_close(struct ct_fdb *db)
         return;
 #ifdef CT_HAVE_LIBPQ
     if (db->pg)
-        PQfinish(db->conn);
+        ct_pq.finish(db->conn);
 #endif
     if (db->lite)
         sqlite3_close(db->lite);
@@ -427,16 +431,16 @@ int ct_fdb_step(struct ct_fdb_stmt *st)
 #ifdef CT_HAVE_LIBPQ
     if (st->db->pg) {
         if (!st->res) {
-            st->res = PQexecParams(st->db->conn, st->sql, st->nparams, NULL,
-                                   (const char *const *)st->val, NULL, NULL, 0);
-            ExecStatusType s = PQresultStatus(st->res);
+            st->res = ct_pq.execParams(st->db->conn, st->sql, st->nparams, NULL,
+                                       (const char *const *)st->val, NULL, NULL, 0);
+            ExecStatusType s = ct_pq.resultStatus(st->res);
             if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK) {
-                pg_msg(PQresultErrorMessage(st->res), st->db->msg, sizeof(st->db->msg));
-                PQclear(st->res);
+                pg_msg(ct_pq.resultErrorMessage(st->res), st->db->msg, sizeof(st->db->msg));
+                ct_pq.clear(st->res);
                 st->res = NULL;
                 return -EIO;
             }
-            st->nrows = PQntuples(st->res);
+            st->nrows = ct_pq.ntuples(st->res);
             st->row = -1;
         }
         return ++st->row < st->nrows ? 1 : 0;
@@ -455,7 +459,7 @@ const char *ct_fdb_col_text(struct ct_fdb_stmt *st, int i)
 {
 #ifdef CT_HAVE_LIBPQ
     if (st->db->pg)
-        return PQgetisnull(st->res, st->row, i) ? NULL : PQgetvalue(st->res, st->row, i);
+        return ct_pq.getisnull(st->res, st->row, i) ? NULL : ct_pq.getvalue(st->res, st->row, i);
 #endif
     return (const char *)sqlite3_column_text(st->lite, i);
 }
@@ -490,7 +494,7 @@ void ct_fdb_reset(struct ct_fdb_stmt *st)
 {
 #ifdef CT_HAVE_LIBPQ
     if (st->db->pg) {
-        PQclear(st->res);
+        ct_pq.clear(st->res);
         st->res = NULL;
         for (int i = 0; i < MAXP; i++) {
             free(st->val[i]);
@@ -537,11 +541,11 @@ int ct_fdb_bulk_begin(struct ct_fdb *db, const char *table, const char *const *c
         for (int i = 0; i < ncols; i++)
             o += (size_t)snprintf(sql + o, sizeof(sql) - o, "%s%s", i ? "," : "", cols[i]);
         snprintf(sql + o, sizeof(sql) - o, ") FROM STDIN");
-        PGresult *r = PQexec(db->conn, sql);
-        int ok = PQresultStatus(r) == PGRES_COPY_IN;
+        PGresult *r = ct_pq.exec(db->conn, sql);
+        int ok = ct_pq.resultStatus(r) == PGRES_COPY_IN;
         if (!ok)
-            pg_msg(PQresultErrorMessage(r), err, errlen);
-        PQclear(r);
+            pg_msg(ct_pq.resultErrorMessage(r), err, errlen);
+        ct_pq.clear(r);
         db->len = 0;
         return ok ? 0 : -EIO;
     }
@@ -576,8 +580,8 @@ static int put(struct ct_fdb *db, const char *s, size_t n)
 
 static int flush_copy(struct ct_fdb *db)
 {
-    if (db->len && PQputCopyData(db->conn, db->buf, (int)db->len) != 1) {
-        pg_msg(PQerrorMessage(db->conn), db->msg, sizeof(db->msg));
+    if (db->len && ct_pq.putCopyData(db->conn, db->buf, (int)db->len) != 1) {
+        pg_msg(ct_pq.errorMessage(db->conn), db->msg, sizeof(db->msg));
         return -EIO;
     }
     db->len = 0;
@@ -629,17 +633,18 @@ int ct_fdb_bulk_end(struct ct_fdb *db, char *err, size_t errlen)
 #ifdef CT_HAVE_LIBPQ
     if (db->pg) {
         int rc = flush_copy(db);
-        if (PQputCopyEnd(db->conn, rc ? "cutrace: a row could not be sent" : NULL) != 1 && !rc) {
-            pg_msg(PQerrorMessage(db->conn), err, errlen);
+        if (ct_pq.putCopyEnd(db->conn, rc ? "cutrace: a row could not be sent" : NULL) != 1 &&
+            !rc) {
+            pg_msg(ct_pq.errorMessage(db->conn), err, errlen);
             rc = -EIO;
         }
         PGresult *r;
-        while ((r = PQgetResult(db->conn))) {
-            if (PQresultStatus(r) != PGRES_COMMAND_OK && !rc) {
-                pg_msg(PQresultErrorMessage(r), err, errlen);
+        while ((r = ct_pq.getResult(db->conn))) {
+            if (ct_pq.resultStatus(r) != PGRES_COMMAND_OK && !rc) {
+                pg_msg(ct_pq.resultErrorMessage(r), err, errlen);
                 rc = -EIO;
             }
-            PQclear(r);
+            ct_pq.clear(r);
         }
         if (rc && !*err)
             snprintf(err, errlen, "%s", db->msg);

@@ -10,7 +10,9 @@
 #   5. `cutrace --version` names the version every JSON document carries;
 #   6. with no operand, report, diagnose, goodput, critical-path, whatif and
 #      export read the newest cutrace-runN folder here and say so, and give
-#      what they give with it named.
+#      what they give with it named;
+#   7. no command but a fleet one with a PostgreSQL store loads libpq (its
+#      twenty libraries cost every run ~10 ms of CPU at start).
 # usage: cli_conventions.sh BUILD_ROOT SOURCE_ROOT
 set -uo pipefail
 build=$1
@@ -124,5 +126,11 @@ for args in "report" "diagnose" "goodput" "critical-path" "whatif --scale data=0
 done
 cd / || exit 1
 
-if [ $fails = 0 ]; then echo "ok: help, errors, exit statuses, --output, version, default operand"; fi
+# 7. libpq only where a PostgreSQL store is opened (the loader's own log)
+LD_DEBUG=files "$cutrace" report "$tmp/job" > /dev/null 2> "$tmp/ld" ||
+  bad "report under LD_DEBUG: exit $?"
+grep -q "file=libzstd" "$tmp/ld" || bad "LD_DEBUG=files logged no library: cannot check libpq"
+if grep -q "file=libpq" "$tmp/ld"; then bad "cutrace report loaded libpq"; fi
+
+if [ $fails = 0 ]; then echo "ok: help, errors, exit statuses, --output, version, default operand, no libpq"; fi
 [ $fails = 0 ]
