@@ -50,6 +50,7 @@ struct ct_reader {
     size_t mem_len;
     uint8_t *buf;                     /* window of the file: [buf_off, buf_off + buf_len) */
     size_t buf_len, buf_cap, buf_pos; /* buf_pos: next unread byte in buf */
+    size_t read_next;                 /* bytes the next read asks for (ensure) */
     uint64_t buf_off;
     int eof;
     void *dctx; /* ZSTD_DCtx */
