@@ -37,7 +37,7 @@ static void num(FILE *f, const char *k, double v, int comma)
 {
     ct_json_member(f, k, v, 3);
     if (comma)
-        fputc(',', f);
+        fputc_unlocked(',', f);
 }
 
 /* One write of the whole member: a report writes millions of them, and
@@ -132,9 +132,9 @@ static void host_processes_json(FILE *f, const struct ct_job *job)
         ct_json_str(f, p->host ? p->host : "");
         fprintf(f, ",\"path\":");
         ct_json_str(f, p->path ? p->path : "");
-        fputc('}', f);
+        fputc_unlocked('}', f);
     }
-    fputc(']', f);
+    fputc_unlocked(']', f);
 }
 
 static void host_processes_text(FILE *f, const struct ct_job *job)
@@ -203,7 +203,7 @@ static void provenance_json(FILE *f, const struct ct_rank_result *x, int64_t t0)
     for (size_t i = 0; ct_unavailable(x, i, &fig, &why); i++) {
         fprintf(f, "%s{\"figure\":\"%s\",\"reason\":", i ? "," : "", fig);
         ct_json_str(f, why);
-        fputc('}', f);
+        fputc_unlocked('}', f);
     }
     fprintf(f, "],");
 }
@@ -253,9 +253,9 @@ static void coverage_material_json(FILE *f, const struct ct_rank *R)
             fputs(",\"truncated_at\":null", f);
         fputs(",\"reason\":", f);
         ct_json_str(f, fact_reason(&c));
-        fputc('}', f);
+        fputc_unlocked('}', f);
     }
-    fputc(']', f);
+    fputc_unlocked(']', f);
 }
 
 /* The job's steps (ct_job_steps): "steps":[...], */
@@ -295,7 +295,7 @@ static void steps_json(FILE *f, const struct ct_report *rep)
         num(f, "comm_p50_us", json_us(s->comm), 1);
         num(f, "exposed_comm_p50_us", json_us(s->exposed), 1);
         num(f, "idle_p50_us", json_us(s->idle), 0);
-        fputc('}', f);
+        fputc_unlocked('}', f);
     }
     fprintf(f, "],");
 }
@@ -329,7 +329,7 @@ void ct_report_json(FILE *f, const struct ct_report *rep, int rank_iters)
                         k->steps);
                 num(f, "p50_us", k->steps ? json_us(k->p50) : NAN, 1);
                 num_ns(f, "compute_us", k->compute, 0);
-                fputc('}', f);
+                fputc_unlocked('}', f);
             }
             fprintf(f, "},");
         }
@@ -375,14 +375,14 @@ void ct_report_json(FILE *f, const struct ct_report *rep, int rank_iters)
             snprintf(note, sizeof(note), "lowered from %.3f: %s", x->iter_conf_found, why);
             fprintf(f, "\"iteration_confidence_note\":");
             ct_json_str(f, note);
-            fputc(',', f);
+            fputc_unlocked(',', f);
         } else {
             fprintf(f, "\"iteration_confidence_note\":null,");
         }
         if (note[0]) { /* why none, or why the confidence is lower */
             fprintf(f, "\"iteration_note\":");
             ct_json_str(f, note);
-            fputc(',', f);
+            fputc_unlocked(',', f);
         }
         fprintf(f, "\"iteration_count\":%zu,", x->niters);
         if (rank_iters) { /* per-(rank, iteration) detail: on request */
@@ -436,7 +436,7 @@ void ct_report_json(FILE *f, const struct ct_report *rep, int rank_iters)
         num(f, "transfer_p50_us", json_us(c->transfer_p50), 1);
         num(f, "algbw_gbps", c->algbw, 1);
         num(f, "busbw_gbps", c->busbw, 0);
-        fputc('}', f);
+        fputc_unlocked('}', f);
     }
     fprintf(f, "],\"kernels\":[");
     for (size_t i = 0; i < rep->nkern; i++) {
@@ -446,7 +446,7 @@ void ct_report_json(FILE *f, const struct ct_report *rep, int rank_iters)
         fprintf(f, ",\"count\":%" PRIu64 ",", k->count);
         num_ns(f, "total_us", k->total, 1);
         num(f, "p50_us", json_us(k->p50), 0);
-        fputc('}', f);
+        fputc_unlocked('}', f);
     }
     fprintf(f, "],\"job\":{\"ranks\":%zu,\"iterations\":%zu,", rep->nr, rep->iterations);
     /* where the output's times start, on the job clock (realtime ns for
@@ -476,13 +476,13 @@ void ct_report_json(FILE *f, const struct ct_report *rep, int rank_iters)
         num_ns(f, "lateness_us", rep->rr[best].lateness, 1);
         num(f, "slowness", rep->rr[best].slowness, 1);
         num(f, "persistence", rep->rr[best].persistence, 0);
-        fputc('}', f);
+        fputc_unlocked('}', f);
         first = 0;
     }
     free(done);
     fprintf(f, "]},");
     ct_hang_json(f, rep); /* collectives in flight of a flight-recorder window */
-    fputc(',', f);
+    fputc_unlocked(',', f);
     host_processes_json(f, rep->job);
     if (rep->goodput) { /* the job's wall time over its attempts (docs/goodput.md) */
         fputs(",\"goodput\":", f);

@@ -631,11 +631,53 @@ static int on_other(struct ct_extraction *x, const struct ct_record *r)
     }
 }
 
+/* Room in v for what the whole file will hold, from what the part read so
+ * far (done of size bytes) gave it, when that is 1 MiB or more. Growing by
+ * doubling touched twice the final size in fresh memory and copied it once:
+ * the kernel zeroing fresh pages was a sixth of a report's CPU time. A file
+ * whose mix changes over time is sized too small (the doubling goes on from
+ * there) or too large (pages never written are never faulted in). */
+static int presize(struct ct_vec *v, size_t elem, uint64_t done, uint64_t size)
+{
+    double want = (double)v->n * (double)size / (double)done * 1.125 + 1024;
+    if (want * (double)elem < (double)(1 << 20) || want <= (double)v->cap ||
+        want * (double)elem > (double)SIZE_MAX / 2)
+        return 0;
+    void *q = realloc(v->p, (size_t)want * elem);
+    if (!q)
+        return -ENOMEM;
+    v->p = q;
+    v->cap = (size_t)want;
+    return 0;
+}
+
+/* Once a thirty-second of the file (and 4096 records) is read: the large
+ * arrays sized for the whole file. */
+static int presize_all(struct ct_extraction *x)
+{
+    uint64_t done = x->rd->buf_off + x->rd->buf_pos, size = x->rd->size;
+    if (x->presized || x->ord < 4096 || !done || done < size / 32)
+        return 0;
+    x->presized = 1;
+    if (done >= size)
+        return 0;
+    return presize(&x->ops, sizeof(struct ct_gpu_op), done, size) ||
+                   presize(&x->gcorr, sizeof(struct ct_kv), done, size) ||
+                   presize(&x->gsrc, 1, done, size) ||
+                   presize(&x->calls, sizeof(struct ct_kv), done, size) ||
+                   presize(&x->timed, sizeof(struct ct_kv), done, size) ||
+                   presize(&x->launches, sizeof(int64_t), done, size)
+               ? -ENOMEM
+               : 0;
+}
+
 /* A block of decoded rows in file order: calls, GPU records and NCCL ops
  * read straight from the decoder's columns; the rest as records. */
 static int on_block(void *ctx, const struct ct_block *b)
 {
     struct ct_extraction *x = ctx;
+    if (!x->presized && presize_all(x))
+        return -ENOMEM;
     size_t pos[CT_REC_KIND_COUNT] = {0};
     for (size_t t = 0; t < b->n; t++) {
         unsigned k = b->kinds[t];

@@ -84,6 +84,7 @@ struct ct_extraction {
     struct ct_reader *rd;
     const char *step;
     uint64_t ord;         /* records seen so far: file order */
+    int presized;         /* the large arrays were sized for the whole file */
     struct ct_vec ops;    /* struct ct_gpu_op, raw times; name = provisional index */
     struct ct_vec gcorr;  /* kv (corr, op index or NONE) of every GPU record */
     struct ct_vec gsrc;   /* uint8 source (enum ct_gpu_source) of each op a GPU record made */
