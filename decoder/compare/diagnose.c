@@ -522,36 +522,51 @@ static void check_pageable(struct ctx *c)
     const struct ct_report *rep = c->rep;
     if (!rep->iterations)
         return;
-    /* per rank: host time spent in Async host<->device copies that blocked */
+    /* per rank: host time spent in Async host<->device copies that blocked,
+     * the part of it inside the rank's iterations (copies before the first
+     * step, a model loaded at start, cost no step) over its iterations */
     struct ct_finding tmp = {0};
-    double total = 0, gpu = 0, bytes = 0;
+    double total = 0, gpu = 0, bytes = 0, per_iter = 0;
     size_t count = 0, async_copies = 0;
-    for (size_t i = 0; i < rep->job->nprocs; i++) {
-        const struct ct_trace_facts *t = rep->job->procs[i].facts;
-        if (!t) /* a later part of a process split by device, or Kineto input */
+    for (size_t r = 0; r < rep->nr; r++) {
+        const struct ct_rank_result *x = &rep->rr[r];
+        const struct ct_rank *R = x->rank;
+        if (!x->niters)
             continue;
-        int hit = 0;
-        for (size_t k = 0; k < t->ncopies; k++) {
-            const struct ct_copy_fact *cp = &t->copies[k];
-            if (!cp->async || (cp->kind != CT_COPY_HTOD && cp->kind != CT_COPY_DTOH))
+        int64_t w0 = x->iters[0].s, w1 = x->iters[x->niters - 1].e;
+        double blocked = 0;
+        for (size_t p = 0; p < R->nprocs; p++) {
+            const struct ct_trace_facts *t = R->procs[p]->facts;
+            if (!t) /* a later part of a process split by device, or Kineto input */
                 continue;
-            async_copies++;
-            int64_t h = cp->host_e - cp->host_s, g = cp->gpu_e - cp->gpu_s;
-            if (g < PAGEABLE_MIN || (double)h < PAGEABLE_R * (double)g)
-                continue;
-            total += (double)h;
-            gpu += (double)g;
-            bytes += (double)cp->bytes;
-            count++;
-            hit = 1;
+            /* facts keep the trace's own clock: the rank's times are offset */
+            int64_t off = R->procs[p]->clock_offset + R->skew_ns;
+            for (size_t k = 0; k < t->ncopies; k++) {
+                const struct ct_copy_fact *cp = &t->copies[k];
+                if (!cp->async || (cp->kind != CT_COPY_HTOD && cp->kind != CT_COPY_DTOH))
+                    continue;
+                async_copies++;
+                int64_t h = cp->host_e - cp->host_s, g = cp->gpu_e - cp->gpu_s;
+                int64_t s = cp->host_s + off, e = cp->host_e + off;
+                s = s > w0 ? s : w0;
+                e = e < w1 ? e : w1;
+                if (g < PAGEABLE_MIN || (double)h < PAGEABLE_R * (double)g || e <= s)
+                    continue;
+                blocked += (double)(e - s);
+                gpu += (double)g;
+                bytes += (double)cp->bytes;
+                count++;
+            }
         }
-        if (hit && t->rank >= 0)
-            ct_dg_rank_add(&tmp, (int)t->rank);
+        if (blocked > 0) {
+            total += blocked;
+            per_iter += blocked / (double)x->niters;
+            ct_dg_rank_add(&tmp, R->rank);
+        }
     }
     if (!count)
         return;
-    double ranks = tmp.nranks ? (double)tmp.nranks : 1;
-    double saving = total / ranks / (double)rep->iterations;
+    double saving = per_iter / (double)(tmp.nranks ? tmp.nranks : 1);
     struct ct_finding *f = ct_dg_add(c, CT_FK_PAGEABLE_MEMCPY, saving, 0.7);
     if (!f) {
         free(tmp.ranks);
