@@ -201,6 +201,41 @@ static int is_launch(const char *n)
     return 0;
 }
 
+/* A launch of a kernel or a graph (not a copy or memset): a long one is
+ * blocking only as the first of its kernel (first_launches). */
+static int is_kernel_launch(const char *n)
+{
+    return is_launch(n) && !strstr(n, "Memcpy") && !strstr(n, "Memset");
+}
+
+/* For each kernel-launch row that launched a GPU row in the model, the key
+ * of what it launched + 1 in lk[row] (a kernel's name; one key for every
+ * graph, as ct_calls_launch has), and in first[key] the earliest such
+ * launch: a long launch blocked the host as the first of its kernel (its
+ * module loads then, host_classes.h) and not otherwise (the host itself
+ * was held, or a full launch queue waited for the GPU). */
+static void first_launches(const struct ct_kineto *k, const unsigned char *keep,
+                           const unsigned char *inG, const struct corr_ix *cx, size_t ncx,
+                           const int64_t *ts, uint32_t *lk, int64_t *first)
+{
+    size_t hint = 0, graph = k->nnames;
+    for (size_t key = 0; key <= graph; key++)
+        first[key] = INT64_MAX;
+    for (size_t i = 0; i < k->nrows; i++) {
+        const struct ct_krow *r = &k->rows[i];
+        if (!keep[i] || !inG[i] || r->corr < 0)
+            continue;
+        const struct corr_ix *c = corr_find(cx, ncx, r->corr, &hint);
+        const char *ln = c ? k->names[k->rows[c->row].name] : NULL;
+        if (!ln || !is_kernel_launch(ln))
+            continue;
+        size_t key = strstr(ln, "GraphLaunch") ? graph : r->name;
+        lk[c->row] = (uint32_t)key + 1;
+        if (ts[c->row] < first[key])
+            first[key] = ts[c->row];
+    }
+}
+
 static int is_sync_call(const char *n)
 {
     static const char *const t[] = {"cudaDeviceSynchronize",
@@ -514,6 +549,8 @@ int ct_kineto_build(struct ct_proc *p, int hta, int filter_last)
     unsigned char *inG = calloc(n ? n : 1, 1);
     struct corr_ix *cx = malloc((n ? n : 1) * sizeof(*cx));
     signed char *kt = malloc(k->nnames ? k->nnames : 1);
+    uint32_t *lk = NULL; /* first_launches' */
+    int64_t *first = NULL;
     int rc = 0;
     if (kt)
         memset(kt, -1, k->nnames ? k->nnames : 1);
@@ -617,6 +654,14 @@ int ct_kineto_build(struct ct_proc *p, int hta, int filter_last)
         sort_rows(cx, ncx, sizeof(*cx), cmp_corr);
     }
 
+    lk = calloc(n ? n : 1, sizeof(*lk));
+    first = malloc((k->nnames + 1) * sizeof(*first));
+    if (!lk || !first) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    first_launches(k, keep, inG, cx, ncx, ts, lk, first);
+
     /* GPU intervals, NCCL ops, host spans, steps */
     size_t cap_ops = 0, cap_nccl = 0, cap_l = 0, cap_s = 0, cap_q = 0;
     struct seqc *seqs = NULL;
@@ -695,8 +740,10 @@ int ct_kineto_build(struct ct_proc *p, int hta, int filter_last)
              * synchronous cudaMemcpy, a module load): not a synchronize,
              * which waits for the GPU (ct_is_blocking_call's rule; Kineto
              * rows keep no thread, so every thread's calls count) */
-            if (en[i] - ts[i] >= CT_BLOCKING_CALL_NS && !strstr(nm, "Synchronize") &&
-                (rc = ct_ivset_add(&p->cuda_call, ts[i], en[i])))
+            int blocked = en[i] - ts[i] >= CT_BLOCKING_CALL_NS && !strstr(nm, "Synchronize");
+            if (blocked && lk[i] && ts[i] != first[lk[i] - 1])
+                blocked = 0; /* a kernel's later launch (first_launches) */
+            if (blocked && (rc = ct_ivset_add(&p->cuda_call, ts[i], en[i])))
                 break;
             if (is_launch(nm)) {
                 if ((rc = ct_grow((void **)&p->launches, &cap_l, p->nlaunches, sizeof(int64_t))))
@@ -755,6 +802,8 @@ out:
     free(inG);
     free(cx);
     free(kt);
+    free(lk);
+    free(first);
     /* HTA's figures are the process's (decoder/read/hta.h) */
     if (!rc && hta) {
         if ((p->hta = malloc(sizeof(*p->hta)))) {

@@ -367,6 +367,59 @@ START_TEST(negative_non_compute_from_rounding_is_null_with_the_reason)
 }
 END_TEST
 
+/* A runtime row named `name` at ts lasting dur us, of correlation corr. */
+#define CALL(name, ts, dur, corr)                                                                  \
+    "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"" name "\",\"ts\":" #ts ",\"dur\":" #dur    \
+    ",\"args\":{\"correlation\":" #corr "}},"
+
+/*
+ * Which long calls blocked (cutrace traces' rule, host_classes.h): kernel
+ * "gemm" launched three times by calls of 300 us each, the first its module
+ * load; a graph launched twice (400 us each: its upload, then a launch held
+ * back); a 200 us cudaMalloc; a 250 us cudaMemcpyAsync (a pageable copy);
+ * a 500 us cudaDeviceSynchronize (waits for the GPU). Blocking: the first
+ * gemm launch [0, 300), the first graph launch [2000, 2400), the malloc
+ * [3000, 3200) and the copy [3500, 3750); not the later launches [1000,
+ * 1300) and [1500, 1800) (the host was held, or a full launch queue waited
+ * for the GPU) nor the second graph launch [2500, 2900) nor the sync.
+ */
+static const char *long_calls =
+    "{\"traceEvents\": ["
+    "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#1\",\"ts\":0,\"dur\":6000}"
+    "," CALL("cudaLaunchKernel", 0, 300, 1) KERNEL("gemm", 310, 50, 1)
+        CALL("cudaLaunchKernel", 1000, 300, 2) KERNEL("gemm", 1310, 50, 2)
+            CALL("cudaLaunchKernel", 1500, 300, 3) KERNEL("gemm", 1810, 50, 3) CALL(
+                "cudaGraphLaunch", 2000, 400, 4) KERNEL("g1", 2410, 20, 4) KERNEL("g2", 2440, 20, 4)
+                CALL("cudaGraphLaunch", 2500, 400, 5) KERNEL("g1", 2910, 20, 5)
+                    KERNEL("g2", 2940, 20, 5) CALL("cudaMalloc", 3000, 200, 6)
+                        CALL("cudaMemcpyAsync", 3500, 250,
+                             7) "{\"ph\":\"X\",\"cat\":\"gpu_memcpy\",\"name\":\"Memcpy HtoD "
+                                "(Pageable -> Device)\",\"ts\":3510,"
+                                "\"dur\":200,\"args\":{\"stream\":7,\"correlation\":7}}," CALL(
+                                    "cudaDeviceSynchronize", 4000, 500,
+                                    8) "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::mm\","
+                                       "\"ts\":1,\"dur\":5}"
+                                       "]}";
+
+START_TEST(a_long_launch_blocks_only_as_the_first_of_its_kernel)
+{
+    for (int hta = 0; hta <= 1; hta++) {
+        struct ct_proc p;
+        char err[256];
+        ck_assert_int_eq(
+            ct_kineto_load_mem(long_calls, strlen(long_calls), "l.json", &p, err, sizeof(err)), 0);
+        ck_assert_int_eq(ct_kineto_finish(&p, 1, hta), 0);
+        const int64_t want[][2] = {{0, 300}, {2000, 2400}, {3000, 3200}, {3500, 3750}};
+        ck_assert_uint_eq(p.cuda_call.n, 4);
+        for (size_t i = 0; i < 4; i++) {
+            ck_assert_int_eq(p.cuda_call.v[i].s, want[i][0] * 1000);
+            ck_assert_int_eq(p.cuda_call.v[i].e, want[i][1] * 1000);
+        }
+        ct_proc_free(&p);
+    }
+}
+END_TEST
+
 static Suite *kineto_suite(void)
 {
     Suite *s = suite_create("kineto");
@@ -384,6 +437,7 @@ static Suite *kineto_suite(void)
     tcase_add_test(tc, one_step_name_keeps_every_row_as_hta_does);
     tcase_add_test(tc, the_last_step_filter_says_what_it_dropped);
     tcase_add_test(tc, negative_non_compute_from_rounding_is_null_with_the_reason);
+    tcase_add_test(tc, a_long_launch_blocks_only_as_the_first_of_its_kernel);
     suite_add_tcase(s, tc);
     return s;
 }
