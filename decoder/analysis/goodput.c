@@ -236,6 +236,7 @@ struct rank_part {
     int64_t main_s;      /* its main process's first moment (start, else first record) */
     struct ct_ivset cov; /* the time its records cover in [as, ae) (coverage) */
     int64_t edges;       /* of cov: window edges no part takes (gap_c) */
+    size_t data_at;      /* where the last gap's search of data ended (ct_ivset_len_in_at) */
 };
 
 static int set_union_into(struct ct_ivset *acc, const struct ct_ivset *add)
@@ -440,12 +441,13 @@ static int64_t ckpt_end_in(const struct ct_ivset *ck, int64_t lo, int64_t hi)
  * the main process's data waits, and the rest is `rest` (idle between
  * steps, shutdown after the last).
  */
-static void gap(const struct rank_part *rp, int64_t g0, int64_t g1, int rest, double *part)
+static void gap(struct rank_part *rp, int64_t g0, int64_t g1, int rest, double *part)
 {
     if (g1 <= g0)
         return;
     int64_t ck = ckpt_end_in(&rp->ckpt, g0, g1);
-    int64_t dw = ivlen_in(&rp->data, ck, g1);
+    /* gaps come in time order: each search goes on from the last */
+    int64_t dw = g1 > ck ? ct_ivset_len_in_at(&rp->data, ck, g1, &rp->data_at) : 0;
     part[CT_GP_CHECKPOINT] += (double)(ck - g0);
     part[CT_GP_DATA] += (double)dw;
     part[rest] += (double)(g1 - ck - dw);
@@ -531,22 +533,24 @@ static int partition(struct rank_part *rp, size_t nkept, int64_t as, int64_t cut
     if (!rc)
         rc = ct_ivset_subtract(&dw0, &ckin, &dwin);
     if (!rc) {
-        size_t np = 0;
+        size_t np = 0, ck_at = 0, dw_at = 0; /* the steps are in time order */
         for (size_t i = 0; i < nk; i++) {
             int64_t e = it[i].e < cut ? it[i].e : cut;
-            if (!ivlen_in(&ckin, it[i].s, e))
+            if (e <= it[i].s || !ct_ivset_len_in_at(&ckin, it[i].s, e, &ck_at))
                 plain[np++] = e - it[i].s;
         }
+        ck_at = 0;
         if (ct_i64_sort(plain, np)) /* ints: the radix sort */
             qsort(plain, np, sizeof(*plain), cmp_i64);
         int64_t med = np ? plain[np / 2] : -1;
         int64_t ckl = 0, dwl = ct_ivset_len(&dwin);
         for (size_t i = 0; i < nk; i++) {
             int64_t e = it[i].e < cut ? it[i].e : cut, d = e - it[i].s;
-            int64_t io = ivlen_in(&ckin, it[i].s, e);
+            int64_t io = e > it[i].s ? ct_ivset_len_in_at(&ckin, it[i].s, e, &ck_at) : 0;
             if (!io)
                 continue;
-            int64_t x = med >= 0 ? d - med : io, hi = d - ivlen_in(&dwin, it[i].s, e);
+            int64_t x = med >= 0 ? d - med : io,
+                    hi = d - ct_ivset_len_in_at(&dwin, it[i].s, e, &dw_at);
             ckl += x < io ? io : x > hi ? (hi > io ? hi : io) : x;
         }
         part[CT_GP_PRODUCTIVE] += (double)(ct_ivset_len(&steps) - ckl - dwl);

@@ -55,16 +55,10 @@ static int add_set(struct ct_ivset *dst, const struct ct_ivset *src)
 /* [sync return, next launch) for every blocking sync of the main process. */
 static int drain_set(const struct ct_proc *p, struct ct_ivset *out)
 {
+    size_t at = 0; /* the syncs are in time order: each search goes on from the last */
     for (size_t i = 0; i < p->sync.n; i++) {
         int64_t e = p->sync.v[i].e;
-        size_t lo = 0, hi = p->nlaunches;
-        while (lo < hi) {
-            size_t mid = lo + (hi - lo) / 2;
-            if (p->launches[mid] < e)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
+        size_t lo = ct_gallop(p->launches, p->nlaunches, e, 0, &at);
         int64_t next = lo < p->nlaunches ? p->launches[lo] : INT64_MAX;
         if (next != INT64_MAX && ct_ivset_add(out, e, next))
             return -ENOMEM;
