@@ -154,6 +154,18 @@ START_TEST(light_mode_finds_what_full_mode_finds)
 }
 END_TEST
 
+/* The full-mode job built and analysed, and an empty diagnosis to fill
+ * (its own findings dropped: each test adds the facts it is about). */
+static struct ct_diagnosis *full_job(struct ct_job *j, struct ct_report *r)
+{
+    struct ct_diagnosis *d = calloc(1, sizeof(*d));
+    ck_assert(d);
+    sim_job(j, r, d, NULL, 0);
+    ct_diagnosis_free(d);
+    memset(d, 0, sizeof(*d));
+    return d;
+}
+
 /*
  * A fix never saves more than the whole step. The full-mode job with 50
  * Async copies on as many threads, each holding the host 10 ms for a 10 ms
@@ -168,11 +180,7 @@ START_TEST(a_saving_is_never_more_than_the_step)
 {
     struct ct_job j;
     struct ct_report r;
-    struct ct_diagnosis *d = calloc(1, sizeof(*d));
-    ck_assert(d);
-    sim_job(&j, &r, d, NULL, 0);
-    ct_diagnosis_free(d);
-    memset(d, 0, sizeof(*d));
+    struct ct_diagnosis *d = full_job(&j, &r);
     /* the copies as the rank's trace's facts (read/facts.h), freed with the job */
     struct ct_trace_facts *facts = calloc(1, sizeof(*facts));
     struct ct_copy_fact *cp = calloc(50, sizeof(*cp));
@@ -226,11 +234,7 @@ START_TEST(copies_before_the_first_step_cost_no_step)
 {
     struct ct_job j;
     struct ct_report r;
-    struct ct_diagnosis *d = calloc(1, sizeof(*d));
-    ck_assert(d);
-    sim_job(&j, &r, d, NULL, 0);
-    ct_diagnosis_free(d);
-    memset(d, 0, sizeof(*d));
+    struct ct_diagnosis *d = full_job(&j, &r);
     int64_t w0 = tb_result(&r, 0)->iters[0].s;
     struct ct_trace_facts *facts = calloc(1, sizeof(*facts));
     struct ct_copy_fact *cp = calloc(41, sizeof(*cp));
