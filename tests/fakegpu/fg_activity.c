@@ -103,9 +103,10 @@ static const float *profile_of(const char *name)
     for (int i = 0; i < act.nrules; i++)
         if (strstr(name, act.rule[i].pat))
             return act.rule[i].p;
-    static const char *const gemm[] = {"gemm", "mma", "matmul", "cutlass", NULL};
-    static const char *const mem[] = {"elementwise", "vectorized", "reduce", "softmax",
-                                      "norm",        "copy",       NULL};
+    static const char *const gemm[] = {"gemm", "mma", "matmul", "cutlass", "linear", "conv", NULL};
+    static const char *const mem[] = {"elementwise", "vectorized", "reduce",  "softmax",
+                                      "norm",        "copy",       "gelu",    "relu",
+                                      "adam",        "optimizer",  "dropout", NULL};
     if (!strncmp(name, "ncclDevKernel_", 14) || !strncmp(name, "ncclKernel", 10))
         return prof_nccl;
     if (has(name, gemm))
