@@ -1,0 +1,303 @@
+/* Suite "efficiency": GPM sample intervals attributed onto a rank's
+ * window, iterations and kernel families (decoder/analysis/efficiency.c,
+ * docs/efficiency.md), on hand-built ranks whose counter series are built
+ * here as the shim records them (`gpm_interval` and the metrics stamped at
+ * each interval's start, percentages in 0.01 %); the classification rule;
+ * the reasons of a rank without figures. Times in µs; every expected value
+ * is worked by hand in the comment beside it. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decoder/analysis/analysis.h"
+#include "decoder/analysis/efficiency.h"
+#include "decoder/read/counters.h"
+#include "decoder/read/job.h"
+#include "tests/unit/timeline_builder.h"
+
+/* ------------------------------------------------ counter series by hand */
+
+static struct ct_hproc *hp_new(void)
+{
+    struct ct_hproc *h = calloc(1, sizeof(*h));
+    ck_assert_ptr_nonnull(h);
+    h->power_limit = -1;
+    return h;
+}
+
+static void hp_add(struct ct_hproc *h, int dev, const char *name, const char *unit, int64_t t_ns,
+                   int64_t v)
+{
+    struct ct_hseries *s = NULL;
+    for (size_t i = 0; i < h->ns; i++)
+        if (h->s[i].dev == dev && !strcmp(h->s[i].name, name))
+            s = &h->s[i];
+    if (!s) {
+        h->s = realloc(h->s, (h->ns + 1) * sizeof(*h->s));
+        ck_assert_ptr_nonnull(h->s);
+        s = &h->s[h->ns++];
+        memset(s, 0, sizeof(*s));
+        s->dev = dev;
+        strcpy(s->name, name);
+        strcpy(s->unit, unit);
+    }
+    s->t = realloc(s->t, (s->n + 1) * sizeof(*s->t));
+    s->v = realloc(s->v, (s->n + 1) * sizeof(*s->v));
+    ck_assert(s->t && s->v);
+    s->t[s->n] = t_ns;
+    s->v[s->n] = v;
+    s->n++;
+}
+
+/* One GPM interval [s, s + len) µs with SM, tensor and DRAM activity (%). */
+static void interval(struct ct_hproc *h, int64_t s, int64_t len, double sm, double tc, double dram)
+{
+    hp_add(h, 0, "gpm_interval", "ns", TB_US(s), TB_US(len));
+    hp_add(h, 0, "gpm_sm_util", "0.01%", TB_US(s), (int64_t)llround(sm * 100));
+    hp_add(h, 0, "gpm_tensor_util", "0.01%", TB_US(s), (int64_t)llround(tc * 100));
+    hp_add(h, 0, "gpm_dram_bw_util", "0.01%", TB_US(s), (int64_t)llround(dram * 100));
+}
+
+static const struct ct_eff_family *family(const struct ct_eff *e, const char *name)
+{
+    for (size_t k = 0; k < e->nfam; k++)
+        if (!strcmp(e->fam[k].name, name))
+            return &e->fam[k];
+    ck_abort_msg("no family %s", name);
+    return NULL;
+}
+
+#define NEAR(a, b) ck_assert_double_eq_tol((a), (b), 1e-6)
+
+/*
+ * Two steps [0,1000) [1000,2000) on stream 1: gemm [0,600) and ew
+ * [600,1000), then gemm [1000,1600), ew [1600,1900), idle [1900,2000).
+ * The device is sampled in four intervals of 500; their values are the
+ * time-weighted truth of gemm (SM 90, tensor 60, DRAM 20) and ew (SM 50,
+ * tensor 0, DRAM 80):
+ *   I0 [0,500)     gemm 500:                tensor 60, DRAM 20, SM 90
+ *   I1 [500,1000)  gemm 100, ew 400:        tensor 12, DRAM 68, SM 58
+ *   I2 [1000,1500) gemm 500:                tensor 60, DRAM 20, SM 90
+ *   I3 [1500,2000) gemm 100, ew 300, idle:  tensor 12, DRAM 52, SM 48
+ * Busy fractions 1, 1, 1, 0.8 (I3: 400 of 500).
+ */
+static void two_phases(struct ct_job *job, struct ct_report *rep)
+{
+    struct tb_job b;
+    tb_init(&b);
+    struct ct_proc *m = tb_proc(&b, 0);
+    tb_range(m, 0, 1000, 0);
+    tb_range(m, 1000, 2000, 1);
+    tb_kernel(m, "gemm", 1, 0, 600, 0);
+    tb_kernel(m, "ew", 1, 600, 1000, 1);
+    tb_kernel(m, "gemm", 1, 1000, 1600, 1000);
+    tb_kernel(m, "ew", 1, 1600, 1900, 1001);
+    struct ct_hproc *h = hp_new();
+    hp_add(h, 0, "gpm_supported", "flag", 0, 1);
+    interval(h, 0, 500, 90, 60, 20);
+    interval(h, 500, 500, 58, 12, 68);
+    interval(h, 1000, 500, 90, 60, 20);
+    interval(h, 1500, 500, 48, 12, 52);
+    m->health = h;
+    tb_build(&b, job);
+    tb_analyze(job, NULL, rep);
+}
+
+START_TEST(families_take_each_interval_by_busy_share_while_busy)
+{
+    struct ct_job job;
+    struct ct_report rep;
+    two_phases(&job, &rep);
+    const struct ct_eff *e = rep.rr[0].eff;
+    ck_assert_ptr_nonnull(e);
+    ck_assert_ptr_null(e->why);
+    ck_assert_int_eq(e->device, 0);
+    ck_assert_uint_eq(e->intervals, 4);
+    NEAR(e->period_ns, 500e3);
+    ck_assert_uint_eq(e->nfam, 2);
+    /* gemm: pure in I0 and I2 (500 each), mixed in I1 and I3 (100 each):
+     * attributed 1200, mixed 200. While busy: I3's 12 / 0.8 = 15, so
+     * tensor (500*60 + 100*12 + 500*60 + 100*15) / 1200 = 52.25,
+     * DRAM (500*20 + 100*68 + 500*20 + 100*65) / 1200 = 27.75,
+     * SM (500*90 + 100*58 + 500*90 + 100*60) / 1200 = 84.8333... */
+    const struct ct_eff_family *g = family(e, "gemm");
+    ck_assert_str_eq(e->fam[0].name, "gemm"); /* by attributed time: 1200 before 700 */
+    ck_assert_int_eq(g->busy, TB_US(1200));
+    NEAR(g->attributed, 1200e3);
+    NEAR(g->mixed, 200e3);
+    NEAR(g->v[CT_EFF_TENSOR], 52.25);
+    NEAR(g->v[CT_EFF_DRAM], 27.75);
+    NEAR(g->v[CT_EFF_SM], 101800.0 / 1200);
+    ck_assert_int_eq(g->cls, CT_EFF_TENSOR_BOUND);
+    /* ew: only in the mixed I1 (400) and I3 (300): all 700 mixed, so its
+     * figures are blends: tensor (400*12 + 300*15) / 700 = 13.2857..,
+     * DRAM (400*68 + 300*65) / 700 = 66.714..: memory-bound */
+    const struct ct_eff_family *w = family(e, "ew");
+    NEAR(w->attributed, 700e3);
+    NEAR(w->mixed, 700e3);
+    NEAR(w->v[CT_EFF_TENSOR], 9300.0 / 700);
+    NEAR(w->v[CT_EFF_DRAM], 46700.0 / 700);
+    ck_assert_int_eq(w->cls, CT_EFF_MEMORY_BOUND);
+    /* metrics never recorded are null, and said so */
+    ck_assert(isnan(g->v[CT_EFF_OCC]));
+    ck_assert_int_eq(e->metric_missing[CT_EFF_OCC], 1);
+    ck_assert_int_eq(e->metric_missing[CT_EFF_TENSOR], 0);
+    ct_report_free(&rep);
+    ct_job_free(&job);
+}
+END_TEST
+
+START_TEST(window_and_iterations_are_time_weighted_means)
+{
+    struct ct_job job;
+    struct ct_report rep;
+    two_phases(&job, &rep);
+    const struct ct_rank_result *x = &rep.rr[0];
+    const struct ct_eff *e = x->eff;
+    /* window [0,1900): I3 counts for 400. Tensor
+     * (500*60 + 500*12 + 500*60 + 400*12) / 1900 = 70800 / 1900; per busy
+     * time the same over 500 + 500 + 500 + 400*0.8 = 1820 */
+    ck_assert_int_eq(x->ws, TB_US(0));
+    ck_assert_int_eq(x->we, TB_US(1900));
+    NEAR(e->covered, 1900e3);
+    NEAR(e->window[CT_EFF_TENSOR], 70800.0 / 1900);
+    NEAR(e->busy[CT_EFF_TENSOR], 70800.0 / 1820);
+    /* iterations: [0,1000) holds I0, I1: tensor (60 + 12) / 2 = 36, DRAM
+     * (20 + 68) / 2 = 44; the second, to 2000, holds I2, I3: DRAM 36 */
+    ck_assert_uint_eq(e->nit, 2);
+    ck_assert_int_eq(e->it[0].s, TB_US(0));
+    ck_assert_int_eq(e->it[0].e, TB_US(1000));
+    NEAR(e->it[0].covered, 1000e3);
+    NEAR(e->it[0].v[CT_EFF_TENSOR], 36);
+    NEAR(e->it[0].v[CT_EFF_DRAM], 44);
+    ck_assert_int_eq(e->it[1].index, 1);
+    double len = (double)(e->it[1].e - e->it[1].s);
+    ck_assert(len >= 900e3);
+    /* over [1000, e): I2 (500 at 20) and I3's part up to e (at 52) */
+    NEAR(e->it[1].v[CT_EFF_DRAM], (500e3 * 20 + (len - 500e3) * 52) / len);
+    ct_report_free(&rep);
+    ct_job_free(&job);
+}
+END_TEST
+
+START_TEST(concurrent_families_share_the_busy_time)
+{
+    /* a [0,400) on stream 1 and b [200,500) on stream 2 in one interval
+     * [0,500) of tensor 40: busy 500, raw 400 + 300 = 700, so a gets
+     * 400 * 500 / 700 and b 300 * 500 / 700, both mixed, both at 40 */
+    struct tb_job b;
+    tb_init(&b);
+    struct ct_proc *m = tb_proc(&b, 0);
+    tb_kernel(m, "a", 1, 0, 400, 0);
+    tb_kernel(m, "b", 2, 200, 500, 1);
+    struct ct_hproc *h = hp_new();
+    interval(h, 0, 500, 80, 40, 30);
+    m->health = h;
+    struct ct_job job;
+    struct ct_report rep;
+    tb_build(&b, &job);
+    tb_analyze(&job, NULL, &rep);
+    const struct ct_eff *e = rep.rr[0].eff;
+    const struct ct_eff_family *fa = family(e, "a"), *fb = family(e, "b");
+    NEAR(fa->attributed, 400e3 * 500 / 700);
+    NEAR(fb->attributed, 300e3 * 500 / 700);
+    NEAR(fa->mixed, fa->attributed);
+    NEAR(fa->v[CT_EFF_TENSOR], 40);
+    NEAR(fb->v[CT_EFF_TENSOR], 40);
+    /* tensor 40, DRAM 30: no unit at half its time */
+    ck_assert_int_eq(fa->cls, CT_EFF_LATENCY_BOUND);
+    ct_report_free(&rep);
+    ct_job_free(&job);
+}
+END_TEST
+
+/* A rank with kernels and the given counters (NULL: none). */
+static const char *why_of(struct ct_hproc *h, const char *status, int *listed)
+{
+    static char buf[256];
+    struct tb_job b;
+    tb_init(&b);
+    struct ct_proc *m = tb_proc(&b, 0);
+    tb_kernel(m, "k", 1, 0, 100, 0);
+    if (h && status)
+        snprintf(h->status, sizeof(h->status), "%s", status);
+    m->health = h;
+    struct ct_job job;
+    struct ct_report rep;
+    tb_build(&b, &job);
+    tb_analyze(&job, NULL, &rep);
+    const struct ct_eff *e = rep.rr[0].eff;
+    ck_assert_ptr_nonnull(e);
+    ck_assert_ptr_nonnull(e->why);
+    ck_assert_uint_eq(e->nfam, 0);
+    ck_assert(isnan(e->window[CT_EFF_SM]));
+    snprintf(buf, sizeof(buf), "%s", e->why);
+    *listed = ct_figure_unavailable(&rep.rr[0], "efficiency");
+    ct_report_free(&rep);
+    ct_job_free(&job);
+    return buf;
+}
+
+START_TEST(no_figures_without_gpm_and_the_reason_says_why)
+{
+    int listed = 0;
+    ck_assert_ptr_nonnull(strstr(why_of(NULL, NULL, &listed), "the trace has no counters"));
+    ck_assert_int_eq(listed, 1);
+    struct ct_hproc *h = hp_new();
+    hp_add(h, 0, "gpm_supported", "flag", 0, 0); /* an older GPU */
+    ck_assert_ptr_nonnull(strstr(why_of(h, NULL, &listed), "does not support GPM"));
+    ck_assert_int_eq(listed, 1);
+    h = hp_new();
+    hp_add(h, 0, "gpm_supported", "flag", 0, -1); /* an older driver */
+    ck_assert_ptr_nonnull(strstr(why_of(h, NULL, &listed), "NVML has no GPM functions"));
+    h = hp_new();
+    hp_add(h, -1, "cpu_time", "ms", 0, 1); /* host counters only: NVML missing */
+    ck_assert_ptr_nonnull(
+        strstr(why_of(h, "unavailable: NVML not loadable (x)", &listed), "NVML was not loadable"));
+    h = hp_new();
+    hp_add(h, 0, "sm_clock", "MHz", 0, 1980); /* health counters, GPM off */
+    ck_assert_ptr_nonnull(strstr(why_of(h, "nvml", &listed), "CUTRACE_GPM_MS=0"));
+    h = hp_new();
+    hp_add(h, 0, "gpm_supported", "flag", 0, 1); /* supported, the run ended first */
+    ck_assert_ptr_nonnull(strstr(why_of(h, "nvml", &listed), "no GPM sample interval"));
+}
+END_TEST
+
+START_TEST(the_busiest_unit_at_half_its_time_or_more_bounds_the_work)
+{
+    double v[CT_EFF_N];
+    for (int m = 0; m < CT_EFF_N; m++)
+        v[m] = NAN;
+    ck_assert_int_eq(ct_eff_classify(v), CT_EFF_UNCLASSIFIED);
+    v[CT_EFF_TENSOR] = 49.99;
+    v[CT_EFF_DRAM] = 49.99;
+    ck_assert_int_eq(ct_eff_classify(v), CT_EFF_LATENCY_BOUND);
+    v[CT_EFF_TENSOR] = 50; /* at the threshold, and a tie goes to tensor */
+    v[CT_EFF_DRAM] = 50;
+    ck_assert_int_eq(ct_eff_classify(v), CT_EFF_TENSOR_BOUND);
+    v[CT_EFF_DRAM] = 50.01;
+    ck_assert_int_eq(ct_eff_classify(v), CT_EFF_MEMORY_BOUND);
+    v[CT_EFF_TENSOR] = 10;
+    v[CT_EFF_DRAM] = 20;
+    v[CT_EFF_FP32] = 60; /* the CUDA cores: FP32 busy 60 % */
+    ck_assert_int_eq(ct_eff_classify(v), CT_EFF_COMPUTE_BOUND);
+    v[CT_EFF_DRAM] = NAN;
+    ck_assert_int_eq(ct_eff_classify(v), CT_EFF_UNCLASSIFIED);
+}
+END_TEST
+
+Suite *efficiency_suite(void)
+{
+    Suite *s = suite_create("efficiency");
+    TCase *t = tcase_create("efficiency");
+    tcase_set_timeout(t, 10);
+    tcase_add_test(t, families_take_each_interval_by_busy_share_while_busy);
+    tcase_add_test(t, window_and_iterations_are_time_weighted_means);
+    tcase_add_test(t, concurrent_families_share_the_busy_time);
+    tcase_add_test(t, no_figures_without_gpm_and_the_reason_says_why);
+    tcase_add_test(t, the_busiest_unit_at_half_its_time_or_more_bounds_the_work);
+    suite_add_tcase(s, t);
+    return s;
+}
