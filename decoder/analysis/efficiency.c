@@ -54,9 +54,9 @@ const char *ct_eff_json_name(int m)
 
 const char *ct_eff_class_name(int c)
 {
-    static const char *const n[] = {"unclassified", "tensor_bound", "memory_bound", "compute_bound",
-                                    "latency_bound"};
-    return c >= 0 && c <= CT_EFF_LATENCY_BOUND ? n[c] : "?";
+    static const char *const n[] = {"unclassified",  "tensor_bound",  "memory_bound",
+                                    "compute_bound", "latency_bound", "blend"};
+    return c >= 0 && c <= CT_EFF_BLEND ? n[c] : "?";
 }
 
 /*
@@ -86,6 +86,20 @@ int ct_eff_classify(const double v[CT_EFF_N])
     if (top < CT_EFF_BOUND_PCT)
         return CT_EFF_LATENCY_BOUND;
     return top == t ? CT_EFF_TENSOR_BOUND : top == d ? CT_EFF_MEMORY_BOUND : CT_EFF_COMPUTE_BOUND;
+}
+
+/* A family's figure that comes mostly from intervals it shared is the
+ * blend of the families there: past half, the others' values can move it
+ * by more than half the difference between them, enough to cross any
+ * threshold, so no class is claimed (the period is too long for its
+ * phases; docs/efficiency.md). */
+int ct_eff_family_class(const struct ct_eff_family *f)
+{
+    if (!(f->attributed > 0))
+        return CT_EFF_UNCLASSIFIED;
+    if (f->mixed > CT_EFF_MIXED_MAX * f->attributed)
+        return CT_EFF_BLEND;
+    return ct_eff_classify(f->v);
 }
 
 /* ------------------------------------------------ samples */
@@ -307,7 +321,7 @@ static int attribute_families(const struct ct_rank *R, int64_t ws, int64_t we, s
             double d = den[f * CT_EFF_N + m];
             e->fam[f].v[m] = d > 0 ? num[f * CT_EFF_N + m] / d : NAN;
         }
-        e->fam[f].cls = ct_eff_classify(e->fam[f].v);
+        e->fam[f].cls = ct_eff_family_class(&e->fam[f]);
     }
     rc = 0;
 out:

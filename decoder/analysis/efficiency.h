@@ -16,6 +16,7 @@
 
 struct ct_rank_result;
 struct ct_hproc;
+struct ct_eff_family;
 
 /* The metrics, in the order of the tables below. Percentages (0..100) of
  * the device, and rates in MiB/s. */
@@ -46,13 +47,20 @@ enum ct_eff_class {
     CT_EFF_MEMORY_BOUND,
     CT_EFF_COMPUTE_BOUND, /* non-tensor FP pipes */
     CT_EFF_LATENCY_BOUND, /* latency/occupancy-limited: no unit near its ceiling */
+    CT_EFF_BLEND,         /* over CT_EFF_MIXED_MAX of its time in mixed intervals: not judged */
 };
 const char *ct_eff_class_name(int c);
 /* The rule (efficiency.c): a unit is the limiter when it is busy at least
  * this share of the time the work runs. */
 #define CT_EFF_BOUND_PCT 50.0
+/* A family whose figure comes more than this share from intervals shared
+ * with other families is a blend: not classified (efficiency.c). */
+#define CT_EFF_MIXED_MAX 0.5
 /* Classifies while-busy values v (NaN: absent). */
 int ct_eff_classify(const double v[CT_EFF_N]);
+/* The class of family f: CT_EFF_BLEND past CT_EFF_MIXED_MAX, else by its
+ * values; CT_EFF_UNCLASSIFIED without attributed time. */
+int ct_eff_family_class(const struct ct_eff_family *f);
 
 /* One kernel family of a rank. Values are while the family runs (NaN
  * when no sample interval saw it, or the metric was not sampled). */

@@ -146,7 +146,7 @@ static size_t job_families(const struct ct_report *rep, struct ct_eff_family **o
     for (size_t j = 0; j < n; j++) {
         for (int m = 0; m < CT_EFF_N; m++)
             v[j].v[m] = w[j * CT_EFF_N + m] > 0 ? v[j].v[m] / w[j * CT_EFF_N + m] : NAN;
-        v[j].cls = ct_eff_classify(v[j].v);
+        v[j].cls = ct_eff_family_class(&v[j]);
     }
     free(w);
     /* by attributed time (few families: insertion sort) */

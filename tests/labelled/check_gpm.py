@@ -83,6 +83,15 @@ def run_job(extra_env, expect_rc=0):
         return r.stdout
     rep = json.loads(cli("report", "--json", "--rank-iterations"))
     text = cli("report")
+    # the same figures from a summary (the counter series travel in it)
+    sums = traces + ".sum"
+    subprocess.run([cutrace, "summarize", "-o", sums, traces], check=True, capture_output=True,
+                   timeout=120)
+    r = subprocess.run([cutrace, "report", "--json", "--rank-iterations", sums],
+                       capture_output=True, text=True, timeout=120)
+    from_sum = json.loads(r.stdout)["ranks"][0]["efficiency"] if r.returncode == 0 else None
+    check("the same efficiency from a summary", from_sum == rep["ranks"][0]["efficiency"],
+          f"{r.stderr} {from_sum}")
     dump = [json.loads(line) for line in cli("dump", "--json").splitlines()]
     return rep, text, dump, p.stderr
 
