@@ -204,30 +204,55 @@ static int sm_work(const struct ct_gpu_op *o)
     return o->type == CT_GPU_KERNEL || o->type == CT_GPU_NCCL;
 }
 
-/* Family ids of the rank's names (demangled names equal: one family);
- * fam[] gets the names. -ENOMEM or the count. */
+struct dname {
+    char *name; /* demangled, owned until handed to a family */
+    size_t k;   /* the rank's name index */
+};
+
+static int dname_cmp(const void *a, const void *b)
+{
+    const struct dname *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    return c ? c : (x->k > y->k) - (x->k < y->k);
+}
+
+/* Family ids of the rank's names (demangled names equal: one family, by
+ * sorting: a rank can have thousands of names); fam[] gets the names.
+ * -ENOMEM or the count. */
 static long families(const struct ct_rank *R, uint32_t *of, struct ct_eff_family **fam)
 {
-    size_t n = 0;
-    struct ct_eff_family *f = calloc(R->nnames ? R->nnames : 1, sizeof(*f));
-    if (!f)
-        return -ENOMEM;
+    size_t n = 0, nn = R->nnames;
+    struct ct_eff_family *f = calloc(nn ? nn : 1, sizeof(*f));
+    struct dname *d = calloc(nn ? nn : 1, sizeof(*d));
+    long rc = -ENOMEM;
     char buf[512];
-    for (size_t k = 0; k < R->nnames; k++) {
+    if (!f || !d)
+        goto out;
+    for (size_t k = 0; k < nn; k++) {
         ct_demangle(R->names[k] ? R->names[k] : "?", buf, sizeof(buf));
-        size_t j = 0;
-        while (j < n && strcmp(f[j].name, buf)) /* few distinct names per rank */
-            j++;
-        if (j == n && !(f[n++].name = strdup(buf))) {
-            for (size_t q = 0; q + 1 < n; q++)
-                free(f[q].name);
-            free(f);
-            return -ENOMEM;
+        d[k].k = k;
+        if (!(d[k].name = strdup(buf)))
+            goto out;
+    }
+    qsort(d, nn, sizeof(*d), dname_cmp);
+    for (size_t i = 0; i < nn; i++) {
+        if (!n || strcmp(f[n - 1].name, d[i].name)) {
+            f[n++].name = d[i].name; /* the family owns it now */
+            d[i].name = NULL;
         }
-        of[k] = (uint32_t)j;
+        of[d[i].k] = (uint32_t)(n - 1);
     }
     *fam = f;
-    return (long)n;
+    f = NULL;
+    rc = (long)n;
+out:
+    for (size_t k = 0; d && k < nn; k++)
+        free(d[k].name);
+    free(d);
+    for (size_t k = 0; f && k < n; k++)
+        free(f[k].name);
+    free(f);
+    return rc;
 }
 
 /* The first interval ending after t (intervals sorted, disjoint). */

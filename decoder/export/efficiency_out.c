@@ -97,65 +97,65 @@ void ct_efficiency_json(FILE *f, const struct ct_report *rep, size_t r)
 
 /* ------------------------------------------------ the job's families */
 
-/* Families of every rank merged by name: times summed, values weighted by
- * attributed time. Returns the count (0 on allocation failure), *out owned
- * by the caller (names borrowed from rep). */
+static int fam_ptr_cmp(const void *a, const void *b)
+{
+    const struct ct_eff_family *const *x = a, *const *y = b;
+    return strcmp((*x)->name, (*y)->name);
+}
+
+static int by_attributed(const void *a, const void *b)
+{
+    const struct ct_eff_family *x = a, *y = b;
+    if (x->attributed != y->attributed)
+        return x->attributed > y->attributed ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+/* Families of every rank merged by name (by sorting: a job of many ranks
+ * and names): times summed, values weighted by attributed time. Returns
+ * the count (0 on allocation failure), *out owned by the caller (names
+ * borrowed from rep). */
 static size_t job_families(const struct ct_report *rep, struct ct_eff_family **out)
 {
-    size_t n = 0, cap = 0;
-    struct ct_eff_family *v = NULL;
-    double *w = NULL; /* per family and metric: the weight of its values */
-    for (size_t r = 0; r < rep->nr; r++) {
-        const struct ct_eff *e = rep->rr[r].eff;
-        for (size_t k = 0; e && k < e->nfam; k++) {
-            const struct ct_eff_family *F = &e->fam[k];
-            size_t j = 0;
-            while (j < n && strcmp(v[j].name, F->name))
-                j++;
-            if (j == n) {
-                if (n == cap) {
-                    size_t c = cap ? cap * 2 : 16;
-                    void *q = realloc(v, c * sizeof(*v)), *p = NULL;
-                    if (q)
-                        v = q;
-                    if (q)
-                        p = realloc(w, c * CT_EFF_N * sizeof(*w));
-                    if (!q || !p) {
-                        free(v);
-                        free(p ? p : w);
-                        return 0;
-                    }
-                    w = p;
-                    cap = c;
-                }
-                memset(&v[n], 0, sizeof(v[n]));
-                v[n].name = F->name;
-                memset(&w[n * CT_EFF_N], 0, CT_EFF_N * sizeof(*w));
-                n++;
+    size_t total = 0, n = 0;
+    for (size_t r = 0; r < rep->nr; r++)
+        total += rep->rr[r].eff ? rep->rr[r].eff->nfam : 0;
+    const struct ct_eff_family **all = malloc((total ? total : 1) * sizeof(*all));
+    struct ct_eff_family *v = calloc(total ? total : 1, sizeof(*v));
+    double *w = calloc((total ? total : 1) * CT_EFF_N, sizeof(*w)); /* each value's weight */
+    if (!all || !v || !w) {
+        free(all);
+        free(v);
+        free(w);
+        return 0;
+    }
+    size_t k = 0;
+    for (size_t r = 0; r < rep->nr; r++)
+        for (size_t i = 0; rep->rr[r].eff && i < rep->rr[r].eff->nfam; i++)
+            all[k++] = &rep->rr[r].eff->fam[i];
+    qsort(all, total, sizeof(*all), fam_ptr_cmp);
+    for (size_t i = 0; i < total; i++) {
+        const struct ct_eff_family *F = all[i];
+        if (!n || strcmp(v[n - 1].name, F->name))
+            v[n++].name = F->name;
+        struct ct_eff_family *J = &v[n - 1];
+        J->busy += F->busy;
+        J->attributed += F->attributed;
+        J->mixed += F->mixed;
+        for (int m = 0; m < CT_EFF_N; m++)
+            if (isfinite(F->v[m]) && F->attributed > 0) {
+                J->v[m] += F->v[m] * F->attributed;
+                w[(n - 1) * CT_EFF_N + m] += F->attributed;
             }
-            v[j].busy += F->busy;
-            v[j].attributed += F->attributed;
-            v[j].mixed += F->mixed;
-            for (int m = 0; m < CT_EFF_N; m++)
-                if (isfinite(F->v[m]) && F->attributed > 0) {
-                    v[j].v[m] += F->v[m] * F->attributed;
-                    w[j * CT_EFF_N + m] += F->attributed;
-                }
-        }
     }
     for (size_t j = 0; j < n; j++) {
         for (int m = 0; m < CT_EFF_N; m++)
             v[j].v[m] = w[j * CT_EFF_N + m] > 0 ? v[j].v[m] / w[j * CT_EFF_N + m] : NAN;
         v[j].cls = ct_eff_family_class(&v[j]);
     }
+    qsort(v, n, sizeof(*v), by_attributed);
+    free(all);
     free(w);
-    /* by attributed time (few families: insertion sort) */
-    for (size_t i = 1; i < n; i++)
-        for (size_t j = i; j > 0 && v[j].attributed > v[j - 1].attributed; j--) {
-            struct ct_eff_family t = v[j];
-            v[j] = v[j - 1];
-            v[j - 1] = t;
-        }
     *out = v;
     return n;
 }

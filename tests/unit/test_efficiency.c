@@ -13,6 +13,7 @@
 
 #include "decoder/analysis/analysis.h"
 #include "decoder/analysis/efficiency.h"
+#include "decoder/export/efficiency_out.h"
 #include "decoder/read/counters.h"
 #include "decoder/read/job.h"
 #include "tests/unit/timeline_builder.h"
@@ -83,11 +84,9 @@ static const struct ct_eff_family *family(const struct ct_eff *e, const char *na
  *   I3 [1500,2000) gemm 100, ew 300, idle:  tensor 12, DRAM 52, SM 48
  * Busy fractions 1, 1, 1, 0.8 (I3: 400 of 500).
  */
-static void two_phases(struct ct_job *job, struct ct_report *rep)
+static struct ct_proc *two_phases_rank(struct tb_job *bp, int rank)
 {
-    struct tb_job b;
-    tb_init(&b);
-    struct ct_proc *m = tb_proc(&b, 0);
+    struct ct_proc *m = tb_proc(bp, rank);
     tb_range(m, 0, 1000, 0);
     tb_range(m, 1000, 2000, 1);
     tb_kernel(m, "gemm", 1, 0, 600, 0);
@@ -101,6 +100,14 @@ static void two_phases(struct ct_job *job, struct ct_report *rep)
     interval(h, 1000, 500, 90, 60, 20);
     interval(h, 1500, 500, 48, 12, 52);
     m->health = h;
+    return m;
+}
+
+static void two_phases(struct ct_job *job, struct ct_report *rep)
+{
+    struct tb_job b;
+    tb_init(&b);
+    two_phases_rank(&b, 0);
     tb_build(&b, job);
     tb_analyze(job, NULL, rep);
 }
@@ -216,6 +223,46 @@ START_TEST(concurrent_families_share_the_busy_time)
 }
 END_TEST
 
+START_TEST(the_job_merges_families_over_ranks_by_attributed_time)
+{
+    /* rank 0 as above (gemm: 1200 attributed, 200 mixed, tensor 52.25,
+     * DRAM 27.75); rank 1 runs gemm alone in one interval [0,500) at
+     * tensor 40, DRAM 20. The job's gemm: attributed 1700, mixed
+     * 200/1700 = 11.76 %, tensor (52.25*1200 + 40*500) / 1700 = 48.65,
+     * DRAM (27.75*1200 + 20*500) / 1700 = 25.47: no unit at half its
+     * time, latency-bound, though rank 0's own gemm is tensor-bound */
+    struct tb_job b;
+    tb_init(&b);
+    two_phases_rank(&b, 0);
+    struct ct_proc *p1 = tb_proc(&b, 1);
+    tb_kernel(p1, "gemm", 1, 0, 500, 0);
+    struct ct_hproc *h = hp_new();
+    interval(h, 0, 500, 90, 40, 20);
+    p1->health = h;
+    struct ct_job job;
+    struct ct_report rep;
+    tb_build(&b, &job);
+    tb_analyze(&job, NULL, &rep);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ck_assert_ptr_nonnull(f);
+    ct_efficiency_job_json(f, &rep);
+    fclose(f);
+    ck_assert_ptr_nonnull(strstr(buf, "{\"name\":\"gemm\",\"busy_us\":1700.000,\"attributed_us\":"
+                                      "1700.000,\"mixed_pct\":11.76,\"sm_active_pct\":"));
+    const char *g = strstr(buf, "\"name\":\"gemm\"");
+    ck_assert_ptr_nonnull(strstr(g, "\"tensor_active_pct\":48.65,\"dram_bw_pct\":25.47,"));
+    ck_assert_ptr_nonnull(strstr(g, "\"class\":\"latency_bound\"}"));
+    /* gemm (1700) before ew (700) */
+    const char *ew = strstr(buf, "\"name\":\"ew\"");
+    ck_assert(ew && g < ew);
+    free(buf);
+    ct_report_free(&rep);
+    ct_job_free(&job);
+}
+END_TEST
+
 /* A rank with kernels and the given counters (NULL: none). */
 static const char *why_of(struct ct_hproc *h, const char *status, int *listed)
 {
@@ -308,6 +355,7 @@ Suite *efficiency_suite(void)
     tcase_add_test(t, families_take_each_interval_by_busy_share_while_busy);
     tcase_add_test(t, window_and_iterations_are_time_weighted_means);
     tcase_add_test(t, concurrent_families_share_the_busy_time);
+    tcase_add_test(t, the_job_merges_families_over_ranks_by_attributed_time);
     tcase_add_test(t, no_figures_without_gpm_and_the_reason_says_why);
     tcase_add_test(t,
                    the_busiest_unit_at_half_its_time_or_more_bounds_the_work_unless_mostly_mixed);
