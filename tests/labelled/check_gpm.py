@@ -38,8 +38,9 @@ import tempfile
 
 failures = []
 scratch = []
-# the last run's Perfetto counter tracks: name -> [args]
+# the last run's Perfetto counter tracks: name -> [args], and its diagnosis
 tracks = {}
+diag = {}
 
 GEMM = {"sm": 92, "occ": 40, "tc": 64, "dram": 22, "fp64": 0, "fp32": 0, "fp16": 8}
 EW = {"sm": 58, "occ": 75, "tc": 0, "dram": 81, "fp64": 0, "fp32": 18, "fp16": 0}
@@ -86,6 +87,8 @@ def run_job(extra_env, expect_rc=0):
         return r.stdout
     rep = json.loads(cli("report", "--json", "--rank-iterations"))
     text = cli("report")
+    global diag
+    diag = json.loads(cli("diagnose", "--json"))
     chrome = os.path.join(d, "trace.json")
     subprocess.run([cutrace, "export", "--format", "chrome", "-o", chrome, traces], check=True,
                    capture_output=True, timeout=120)
@@ -179,6 +182,16 @@ def case_gpm():
                  "GPU 0 FP32 active", "GPU 0 PCIe tx (GPM)"):
         check(f"Perfetto track {name}", name in tracks, str(sorted(tracks)))
     check("no NVLink track (not sampled)", "GPU 0 NVLink tx" not in tracks, "")
+    # diagnose: the elementwise phase (half the kernel time, DRAM ~81 %) is a
+    # memory-bound phase; the GEMM (tensor ~64 %) is not short of tensor work
+    mem = [f for f in diag["findings"] if f["kind"] == "memory_bound_phase"]
+    check("diagnose: memory_bound_phase on the elementwise family",
+          [(f["evidence"]["family"], f["ranks"]) for f in mem] ==
+          [("vectorized_elementwise_add__5000us", [0])], str(mem))
+    check("diagnose: its saving unquantified", mem and mem[0]["saving_us"] is None and
+          mem[0]["saving_from"] == "unquantified", str(mem))
+    check("diagnose: no low_tensor_activity",
+          not [f for f in diag["findings"] if f["kind"] == "low_tensor_activity"], str(diag))
     cost = [x for x in dump if x["kind"] == "meta" and "gpm_ns_per_sample" in x]
     check("the sampler's cost recorded", len(cost) == 1, str(cost))
 
@@ -202,6 +215,9 @@ def case_gpm_older():
     check("older device: no GPM metric recorded",
           not [x for x in dump if x["kind"] == "counter" and x["name"].startswith("gpm_") and
                x["name"] != "gpm_supported"], "")
+    ins = {i["kind"]: i["reason"] for i in diag["insufficient_evidence"]}
+    check("older device: diagnose says why it cannot judge tensor activity",
+          "does not support GPM" in ins.get("low_tensor_activity", ""), str(ins))
     check("older device: health counters still sampled",
           [x for x in dump if x["kind"] == "counter" and x["name"] == "sm_clock"] != [], "")
 

@@ -13,6 +13,7 @@
 
 #include "decoder/analysis/analysis.h"
 #include "decoder/analysis/efficiency.h"
+#include "decoder/compare/diagnose.h"
 #include "decoder/export/efficiency_out.h"
 #include "decoder/read/counters.h"
 #include "decoder/read/job.h"
@@ -263,6 +264,83 @@ START_TEST(the_job_merges_families_over_ranks_by_attributed_time)
 }
 END_TEST
 
+static const struct ct_finding *find_kind(const struct ct_diagnosis *d, int kind, size_t *n)
+{
+    const struct ct_finding *f = NULL;
+    *n = 0;
+    for (size_t i = 0; i < d->nf; i++)
+        if (d->f[i].kind == kind && (*n)++ == 0)
+            f = &d->f[i];
+    return f;
+}
+
+static double ev(const struct ct_finding *f, const char *key)
+{
+    for (size_t k = 0; k < f->nev; k++)
+        if (!strcmp(f->ev[k].key, key))
+            return f->ev[k].num;
+    ck_abort_msg("no evidence %s", key);
+    return NAN;
+}
+
+START_TEST(diagnose_names_a_gemm_without_tensor_activity_and_a_memory_bound_phase)
+{
+    /* One interval per family, none shared: gemm [0,1000) in [0,1000) at
+     * tensor 20, DRAM 30: a GEMM at a fifth of its tensor time, 51 % of
+     * the kernel time (1000 of 1000 + 900 + 50): low_tensor_activity.
+     * ew [1000,1900) in [1000,2000) at DRAM 85 over the interval, 85 / 0.9
+     * = 94.4 while busy: memory-bound, 46 %: memory_bound_phase. small
+     * [2000,2050) in [2000,2100), memory-bound too, but 2.6 % of the
+     * kernel time: nothing. Savings unquantified (null), confidence the
+     * seen share (1) times the unmixed share (1), at most 0.95. */
+    struct tb_job b;
+    tb_init(&b);
+    struct ct_proc *m = tb_proc(&b, 0);
+    tb_kernel(m, "gemm", 1, 0, 1000, 0);
+    tb_kernel(m, "ew", 1, 1000, 1900, 1);
+    tb_kernel(m, "small", 1, 2000, 2050, 2);
+    struct ct_hproc *h = hp_new();
+    interval(h, 0, 1000, 80, 20, 30);
+    interval(h, 1000, 1000, 50, 0, 85);
+    interval(h, 2000, 100, 5, 0, 4.5);
+    m->health = h;
+    struct ct_job job;
+    struct ct_report rep;
+    tb_build(&b, &job);
+    tb_analyze(&job, NULL, &rep);
+    struct ct_diag_opts o = {.min_saving = 0.02};
+    struct ct_diagnosis *d = calloc(1, sizeof(*d));
+    ck_assert_ptr_nonnull(d);
+    ck_assert_int_eq(ct_diagnose(&rep, &o, d), 0);
+    size_t n;
+    const struct ct_finding *t = find_kind(d, CT_FK_LOW_TENSOR, &n);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_uint_eq(t->nranks, 1);
+    ck_assert_int_eq(t->ranks[0], 0);
+    ck_assert(isnan(t->saving_us));
+    NEAR(t->confidence, 0.95);
+    NEAR(ev(t, "tensor_active_pct"), 20);
+    NEAR(ev(t, "kernel_time_share_pct"), 100.0 * 1000 / 1950);
+    const struct ct_finding *w = find_kind(d, CT_FK_MEMORY_PHASE, &n);
+    ck_assert_uint_eq(n, 1); /* ew, not small */
+    NEAR(ev(w, "dram_bw_pct"), 85 / 0.9);
+    ck_assert_ptr_nonnull(strstr(w->summary, "ew (46% of the kernel time) is memory-bound"));
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ct_diagnosis_json(f, d, o.min_saving);
+    fclose(f);
+    ck_assert_ptr_nonnull(strstr(buf, "\"kind\":\"low_tensor_activity\",\"ranks\":[0],"
+                                      "\"saving_us\":null,\"saving_pct\":null,"
+                                      "\"saving_from\":\"unquantified\""));
+    free(buf);
+    ct_diagnosis_free(d);
+    free(d);
+    ct_report_free(&rep);
+    ct_job_free(&job);
+}
+END_TEST
+
 /* A rank with kernels and the given counters (NULL: none). */
 static const char *why_of(struct ct_hproc *h, const char *status, int *listed)
 {
@@ -356,6 +434,7 @@ Suite *efficiency_suite(void)
     tcase_add_test(t, window_and_iterations_are_time_weighted_means);
     tcase_add_test(t, concurrent_families_share_the_busy_time);
     tcase_add_test(t, the_job_merges_families_over_ranks_by_attributed_time);
+    tcase_add_test(t, diagnose_names_a_gemm_without_tensor_activity_and_a_memory_bound_phase);
     tcase_add_test(t, no_figures_without_gpm_and_the_reason_says_why);
     tcase_add_test(t,
                    the_busiest_unit_at_half_its_time_or_more_bounds_the_work_unless_mostly_mixed);
