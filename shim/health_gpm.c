@@ -11,8 +11,9 @@
  *
  * The support query's answer is recorded once per device: the counter
  * `gpm_supported` (1 yes; 0 the device says no: an older GPU; -1 this
- * NVML has no GPM functions: an older driver; -2 the query or a sample
- * failed) and the recorder metadata `gpm` with the reason.
+ * NVML has no GPM functions: an older driver; -2 the query, the buffers or
+ * the first sample failed, recorded after a 1 in that case) and the
+ * recorder metadata `gpm` with the reason.
  *
  * Runs on the writer thread only (health.c's tick); never on a job
  * thread, never fails the job, prints nothing. A metric NVML answers
@@ -83,6 +84,7 @@ struct gpm_dev {
     nvml_gpm_sample s[2];
     int cur;       /* s[cur] is the next to fill; s[!cur] holds the previous */
     int have_prev; /* s[!cur] is filled */
+    int sampled;   /* a sample succeeded once */
     uint64_t prev_ns, next_ns;
     uint32_t off; /* bit per metric: not supported */
 };
@@ -261,7 +263,16 @@ void ct_gpm_device(uint64_t now, int d, void *h)
     /* the sample's own time: taken right before NVML reads the counters,
      * after whatever else this writer pass did */
     uint64_t t = ct_clock_mono_ns();
-    if (g.get(h, x->s[x->cur]) != NVML_SUCCESS_) {
+    nvml_ret rc = g.get(h, x->s[x->cur]);
+    if (rc != NVML_SUCCESS_ && !x->sampled) {
+        /* never sampled (no permission, a MIG instance): say why, once,
+         * rather than ask again every period */
+        char why[96];
+        snprintf(why, sizeof(why), "nvmlGpmSampleGet failed (%d)", rc);
+        refuse(now, d, -2, why);
+        goto out;
+    }
+    if (rc != NVML_SUCCESS_) {
         x->have_prev = 0; /* no rate across a failed sample */
         x->next_ns = now + (uint64_t)g.period_ms * 1000000u;
         goto out;
@@ -270,6 +281,7 @@ void ct_gpm_device(uint64_t now, int d, void *h)
         record_interval(d, x->prev_ns, t);
     x->prev_ns = t;
     x->have_prev = 1;
+    x->sampled = 1;
     x->cur = !x->cur;
     x->next_ns = now + (uint64_t)g.period_ms * 1000000u;
     g.samples++;

@@ -139,7 +139,8 @@ static const char *no_gpm_reason(const struct ct_hproc *h, int *device)
         if (v == -1)
             return "NVML has no GPM functions (a driver older than R520)";
         if (v < 0)
-            return "the GPM support query or sample buffers failed";
+            return "the GPM support query, its sample buffers or its first sample failed (the "
+                   "recorder metadata `gpm` says which)";
         return "no GPM sample interval in the window (shorter than one CUTRACE_GPM_MS period)";
     }
     if (!strncmp(h->status, "unavailable: NVML", 17))

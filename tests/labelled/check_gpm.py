@@ -166,11 +166,12 @@ def case_gpm():
     sup = [x for x in dump if x["kind"] == "counter" and x["name"] == "gpm_supported"]
     check("support answered once", [x["value"] for x in sup] == [1], str(sup))
     # sampling starts at the device's first use (its first launch describes
-    # it; the writer's next pass, <= 20 ms on a loaded CPU), not a period later
+    # it; the writer's next pass: ~5 ms, seen 26 ms on a loaded CPU), not a
+    # period (100 ms) later: under half a period
     first_launch = min((x["start_ns"] for x in dump if x["kind"] == "api" and
                         x.get("family") == "launch"), default=None)
     check("first GPM sample at the first launch", sup and first_launch is not None and
-          sup[0]["start_ns"] - first_launch < 20e6, f"{sup} {first_launch}")
+          sup[0]["start_ns"] - first_launch < 50e6, f"{sup} {first_launch}")
     check("NVLink, not supported, dropped after the first try: no record",
           not [x for x in dump if x["kind"] == "counter" and x["name"].startswith("gpm_nvlink")],
           "")
@@ -218,6 +219,18 @@ def case_gpm_older():
     ins = {i["kind"]: i["reason"] for i in diag["insufficient_evidence"]}
     check("older device: diagnose says why it cannot judge tensor activity",
           "does not support GPM" in ins.get("low_tensor_activity", ""), str(ins))
+    # supported, but every sample refused (no permission): said once, the
+    # device no longer asked
+    rep, _, dump, _ = run_job({"FAKEGPU_GPM": "denied", "W_GPM_STEPS": "1", "W_GPM_GEMM": "20",
+                               "W_GPM_EW": "40"})
+    e = rep["ranks"][0]["efficiency"]
+    check("samples refused: the reason", e and "first sample failed" in (e["unavailable"] or ""),
+          str(e))
+    sup = [x["value"] for x in dump if x["kind"] == "counter" and x["name"] == "gpm_supported"]
+    check("samples refused: supported, then -2, once", sup == [1, -2], str(sup))
+    meta = [x["gpm"] for x in dump if x["kind"] == "meta" and "gpm" in x]
+    check("samples refused: the metadata says which call", meta ==
+          ["supported", "unavailable: device 0: nvmlGpmSampleGet failed (4)"], str(meta))
     check("older device: health counters still sampled",
           [x for x in dump if x["kind"] == "counter" and x["name"] == "sm_clock"] != [], "")
 

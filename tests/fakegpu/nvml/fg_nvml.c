@@ -299,7 +299,8 @@ API nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t dev, int type, int cou
  * simulated driver's integrals, fakegpu_gpm_integrals), and two samples
  * make one rate per metric, the time-weighted truth of the schedule over
  * their interval. FAKEGPU_GPM=0 makes every device an older part without
- * GPM (the support query says so, samples are refused). The simulated
+ * GPM (the support query says so, samples are refused); FAKEGPU_GPM=denied
+ * answers the query yes and refuses every sample (no permission). The simulated
  * part has no NVLink: those metrics answer "not supported". */
 #define NVML_ERROR_ARGUMENT_VERSION_MISMATCH 25
 #define NVML_GPM_SUPPORT_VERSION             1
@@ -346,6 +347,14 @@ static int gpm_supported(void)
 {
     const char *v = getenv("FAKEGPU_GPM");
     return !(v && !strcmp(v, "0"));
+}
+
+/* FAKEGPU_GPM=denied: supported, but samples refused (a process without
+ * the permission NVML asks for). */
+static int gpm_denied(void)
+{
+    const char *v = getenv("FAKEGPU_GPM");
+    return v && !strcmp(v, "denied");
 }
 
 API nvmlReturn_t nvmlGpmQueryDeviceSupport(nvmlDevice_t dev, nvmlGpmSupport_t *s)
@@ -405,6 +414,8 @@ API nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t dev, nvmlGpmSample_t s)
         return NVML_ERROR_INVALID_ARGUMENT;
     if (!gpm_supported())
         return NVML_ERROR_NOT_SUPPORTED;
+    if (gpm_denied())
+        return 4; /* NVML_ERROR_NO_PERMISSION */
     integrals(dev->ordinal, &s->in);
     s->dev = dev->ordinal;
     return NVML_SUCCESS;
