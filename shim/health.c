@@ -10,7 +10,8 @@
  * dlopen'ed (RTLD_LOCAL) once the job has initialised CUDA (its first
  * described device), never linked: a machine without it records "health =
  * unavailable: REASON" once as recorder metadata and goes on with the host
- * counters. Nothing here may fail the job or print.
+ * counters. Nothing here may fail the job or print. The same pass drives
+ * GPM sampling (shim/health_gpm.c, CUTRACE_GPM_MS) on the matched devices.
  */
 #include "shim/health.h"
 
@@ -23,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "shim/health_gpm.h"
 #include "shim/health_proc.h"
 #include "shim/shim.h"
 #include "src/ownfd.h"
@@ -283,6 +285,7 @@ static void nvml_open(void)
         return;
     }
     recorder_meta("health", "nvml");
+    ct_gpm_bind(h.lib);
 }
 
 /* The NVML handle of described device d (once). */
@@ -396,17 +399,23 @@ static void sample_device(uint64_t now, int d)
     }
 }
 
-/* Writer thread, every pass: a sample when the period is up. */
+/* Writer thread, every pass: health counters when their period is up, and
+ * GPM (health_gpm.c), which keeps its own period per device. */
 static void tick(uint64_t now)
 {
+    if (!ct_shim_live())
+        return;
     int fresh = atomic_load_explicit(&g_new_device, memory_order_acquire);
-    if ((now < h.next_ns && !fresh) || !ct_shim_live())
+    int due = h.period_ms && (now >= h.next_ns || fresh);
+    if (!due && !ct_cfg.gpm_ms)
         return;
     if (fresh)
         atomic_store_explicit(&g_new_device, 0, memory_order_relaxed);
-    h.next_ns = now + (uint64_t)h.period_ms * 1000000u;
-    uint64_t c0 = thread_cpu_ns();
-    sample_host(now);
+    uint64_t c0 = due ? thread_cpu_ns() : 0;
+    if (due) {
+        h.next_ns = now + (uint64_t)h.period_ms * 1000000u;
+        sample_host(now);
+    }
     for (int d = 0; d < CT_HEALTH_MAX_DEV; d++) {
         if (!atomic_load_explicit(&g_ident[d].ready, memory_order_acquire))
             continue;
@@ -416,9 +425,15 @@ static void tick(uint64_t now)
             break;
         if (!h.dev[d].tried)
             match_device(d);
-        if (h.dev[d].h)
+        if (!h.dev[d].h)
+            continue;
+        if (due)
             sample_device(now, d);
+        if (d < CT_GPM_MAX_DEV)
+            ct_gpm_device(now, d, h.dev[d].h);
     }
+    if (!due)
+        return;
     uint64_t c1 = thread_cpu_ns();
     h.samples++;
     h.cost_ns += c1 - c0;
@@ -427,8 +442,9 @@ static void tick(uint64_t now)
 
 int ct_health_start(int after_fork)
 {
-    if (!ct_cfg.health_ms)
+    if (!ct_cfg.health_ms && !ct_cfg.gpm_ms)
         return 0;
+    ct_gpm_start(after_fork);
     if (after_fork) {
         /* CUDA (and NVML's handles) belong to the parent: host counters
          * only, until this image describes devices of its own (it cannot) */
@@ -461,6 +477,7 @@ int ct_health_start(int after_fork)
 
 void ct_health_finish(void)
 {
+    ct_gpm_finish();
     if (!ct_cfg.health_ms || !h.samples)
         return;
     /* what sampling cost the writer thread (scripts/bench reads these) */

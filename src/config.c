@@ -21,6 +21,7 @@ void ct_config_defaults(struct ct_config *c)
     c->light_window_ms = 3000;
     c->light_period_ms = 60000;
     c->health_ms = 100;
+    c->gpm_ms = CT_GPM_MS_DEFAULT;
     c->host_trace_kb = 1024;
 }
 
@@ -108,6 +109,7 @@ static const char *const known_vars[] = {"CUTRACE_BUFFER_KB",
                                          "CUTRACE_FLIGHT_MB",
                                          "CUTRACE_GPU_ANCESTOR",
                                          "CUTRACE_FLUSH_MS",
+                                         "CUTRACE_GPM_MS",
                                          "CUTRACE_GPU_TIMING",
                                          "CUTRACE_HANG_S",
                                          "CUTRACE_HEALTH_MS",
@@ -365,6 +367,19 @@ int ct_config_from_env(struct ct_config *c, const char *(*getenv_fn)(const char 
             return -EINVAL;
         }
         c->health_ms = (unsigned)v;
+    }
+    /* NVML refreshes GPM counters about every 100 ms: two samples closer
+     * than that do not make a rate (nvmlGpmMetricsGet's documentation) */
+    const char *gs = getenv_fn("CUTRACE_GPM_MS");
+    if (gs) {
+        if (ct_parse_int(gs, 0, 60000, &v) != 0 || (v > 0 && v < 100)) {
+            snprintf(err, errlen,
+                     "CUTRACE_GPM_MS=%s: expected 0 (off) or a GPM sampling period from 100 to "
+                     "60000 ms",
+                     gs);
+            return -EINVAL;
+        }
+        c->gpm_ms = (unsigned)v;
     }
     static const char *const policy[] = {"oldest", "stop", NULL};
     if ((rc = get_word(getenv_fn, "CUTRACE_MAX_POLICY", policy, c->max_stop, err, errlen)) < 0)

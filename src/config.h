@@ -16,6 +16,9 @@
  * decoder reads 0 as this (decoder/analysis/goodput.c). */
 #define CT_FLUSH_MS_DEFAULT 100
 
+/* docs/efficiency.md, "Cost": the default GPM period */
+#define CT_GPM_MS_DEFAULT 100
+
 struct ct_config {
     char output[4096];        /* CUTRACE_OUTPUT: directory for traces (default ".") */
     size_t buffer_kb;         /* CUTRACE_BUFFER_KB: per-thread ring, 64..1048576, default 1024 */
@@ -41,6 +44,8 @@ struct ct_config {
     unsigned light_window_ms; /* CUTRACE_LIGHT_WINDOW_MS: 10..3600000, default 3000 */
     unsigned light_period_ms; /* CUTRACE_LIGHT_PERIOD_MS: 20..86400000, default 60000 */
     unsigned health_ms;       /* CUTRACE_HEALTH_MS: health counter period, 0 = off (default 100) */
+    unsigned
+        gpm_ms; /* CUTRACE_GPM_MS: NVML GPM sampling period, 0 = off (default CT_GPM_MS_DEFAULT) */
     /* CUTRACE_HOST_TRACE_KB: a process without CUDA, NCCL or NVTX work gets a
      * trace once its I/O moved this much (default 1024); 0: every process */
     unsigned host_trace_kb;

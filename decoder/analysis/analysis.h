@@ -16,6 +16,7 @@
  *   job_steps.c    the job's per-step figures over its ranks
  *   hang.c         collectives in flight of a flight-recorder window
  *   health.c       GPU and host health counters
+ *   efficiency.c   GPM activity per window, iteration and kernel family
  *   provenance.c   where a rank's figures come from, which ones are null
  *   report.c       all of the above, in order (ct_report_analyze)
  */
@@ -47,6 +48,7 @@ struct ct_attribution {
 };
 
 struct ct_goodput;
+struct ct_eff;
 
 struct ct_rank_result {
     struct ct_rank *rank;
@@ -86,6 +88,9 @@ struct ct_rank_result {
     double slowness;  /* median over kernels of duration / peers' median */
     double score, persistence;
     int flagged;
+    /* GPU efficiency from GPM samples (efficiency.h); NULL before the
+     * analysis ran */
+    struct ct_eff *eff;
 };
 
 struct ct_coll_row {

@@ -6,6 +6,7 @@
  * these, so a figure is withheld in one place for all of them.
  */
 #include "decoder/analysis/analysis.h"
+#include "decoder/analysis/efficiency.h"
 #include "decoder/read/hta.h"
 
 #include <stdio.h>
@@ -37,7 +38,7 @@ const char *ct_gpu_timing_name(const struct ct_coverage *c)
 int ct_unavailable(const struct ct_rank_result *x, size_t i, const char **figure,
                    const char **reason)
 {
-    const char *fig[4], *why[4];
+    const char *fig[5], *why[5];
     size_t n = 0;
     const struct ct_rank *r = x->rank;
     if (x->iter_src == CT_ITER_NONE) {
@@ -66,6 +67,11 @@ int ct_unavailable(const struct ct_rank_result *x, size_t i, const char **figure
         fig[n] = "checkpoint_stall_us";
         why[n++] = "checkpoints between capture windows are not recorded, and no window held "
                    "one";
+    }
+    if (x->eff && x->eff->why) {
+        /* GPU efficiency figures (efficiency.c): null, with why */
+        fig[n] = "efficiency";
+        why[n++] = x->eff->why;
     }
     if (i >= n) /* then the HTA-compatible figures of Kineto input */
         return r->nprocs && ct_hta_unavailable(r->procs[0]->hta, i - n, figure, reason);

@@ -12,7 +12,9 @@
 #include <string.h>
 
 #include "decoder/analysis/analysis.h"
+#include "decoder/analysis/efficiency.h"
 #include "decoder/analysis/goodput.h"
+#include "decoder/analysis/health.h"
 #include "decoder/util/stats.h"
 #include "decoder/read/job.h"
 
@@ -22,6 +24,7 @@ void ct_report_free(struct ct_report *rep)
         free(rep->rr[r].iters);
         free(rep->rr[r].all_iters);
         free(rep->rr[r].im);
+        ct_efficiency_free(rep->rr[r].eff);
     }
     free(rep->rr);
     free(rep->coll);
@@ -124,6 +127,8 @@ int ct_report_analyze(struct ct_job *job, const struct ct_iter_opts *io, struct 
             rc = ct_attribution_rank(job, x);
         if (!rc)
             rc = ct_kernels_collect(rep, r);
+        if (!rc)
+            rc = ct_efficiency_rank(x, ct_health_shift(rep, r));
         ct_rank_close(x->rank);
         total_it += x->niters;
         if (x->niters < rep->iterations)

@@ -653,6 +653,13 @@ static int cmp_finding(const void *a, const void *b)
         return hy - hx;
     double x = ((const struct ct_finding *)a)->saving_us;
     double y = ((const struct ct_finding *)b)->saving_us;
+    /* unquantified findings after every quantified one, by confidence */
+    if (isnan(x) != isnan(y))
+        return isnan(x) - isnan(y);
+    if (isnan(x)) {
+        x = ((const struct ct_finding *)a)->confidence;
+        y = ((const struct ct_finding *)b)->confidence;
+    }
     return (x < y) - (x > y);
 }
 
@@ -663,14 +670,17 @@ int ct_diagnose(const struct ct_report *rep, const struct ct_diag_opts *o, struc
     d->step_us = rep->step_p50 / 1e3;
     d->iterations = rep->iterations;
     int hrc = check_hang(&c); /* needs no iterations */
+    if (!hrc)                 /* nor do the GPM checks: their savings are not quantified */
+        hrc = ct_dg_check_efficiency(&c); /* diagnose_efficiency.c */
     if (hrc)
         return hrc;
     if (!rep->iterations || rep->step_p50 <= 0) {
         for (int k = 0; k < CT_FK_COUNT; k++)
-            if (k != CT_FK_HANG)
+            if (k != CT_FK_HANG && k != CT_FK_LOW_TENSOR && k != CT_FK_MEMORY_PHASE)
                 ct_dg_insufficient(&c, k,
                                    "no iterations found (no ProfilerStep ranges, marks or "
                                    "repeating kernel pattern): no step time to weigh savings by");
+        qsort(d->f, d->nf, sizeof(d->f[0]), cmp_finding); /* a hang first */
         return 0;
     }
     int rc = check_exposed(&c);

@@ -28,6 +28,8 @@ enum ct_finding_kind {
     CT_FK_THROTTLED_GPU,   /* health counters: slow kernels under clock throttling */
     CT_FK_HOST_CONTENTION, /* health counters: slow iterations under CPU run-queue pressure */
     CT_FK_HANG,            /* flight-recorder windows: a collective some members never issued */
+    CT_FK_LOW_TENSOR,      /* GPM: a GEMM family with its tensor pipes idle most of its time */
+    CT_FK_MEMORY_PHASE,    /* GPM: a memory-bound family: a fusion candidate */
     CT_FK_COUNT
 };
 
@@ -50,7 +52,7 @@ struct ct_finding {
     int kind;
     int *ranks; /* every rank it concerns (malloc'ed; ct_diagnosis_free) */
     size_t nranks, capranks;
-    double saving_us; /* per iteration */
+    double saving_us; /* per iteration; NaN: not quantified (ct_dg_add_unquantified) */
     double confidence;
     /* the fix as `cutrace whatif` selectors, space-separated ("" where a
      * fix is no scaling of recorded work); where the job's graph was

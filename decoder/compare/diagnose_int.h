@@ -23,6 +23,10 @@ double ct_dg_per_iter(const struct ct_rank_result *x, int64_t total);
  * it clears the threshold times `quality` (1: measured, < 1: inferred);
  * NULL when below the threshold or out of room. */
 struct ct_finding *ct_dg_add(struct ctx *c, int kind, double saving_ns, double quality);
+/* A finding whose saving nothing in the trace can quantify (saving_us NaN,
+ * written null), at the confidence given; listed after every quantified
+ * one, whatever the threshold. NULL when out of room. */
+struct ct_finding *ct_dg_add_unquantified(struct ctx *c, int kind, double confidence);
 /* Evidence: a number, or a formatted string. */
 void ct_dg_ev(struct ct_finding *f, const char *key, double v);
 void ct_dg_evs(struct ct_finding *f, const char *key, const char *fmt, ...)
@@ -46,5 +50,9 @@ int ct_dg_replay_savings(struct ctx *c);
 /* diagnose_health.c: throttled_gpu and host_contention, and the links from
  * straggler findings to them. 0 or -ENOMEM. */
 int ct_dg_check_health(struct ctx *c);
+
+/* diagnose_efficiency.c: low_tensor_activity and memory_bound_phase from
+ * the ranks' GPM figures. 0 or -ENOMEM. */
+int ct_dg_check_efficiency(struct ctx *c);
 
 #endif

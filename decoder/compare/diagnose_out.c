@@ -45,7 +45,9 @@ void ct_diagnosis_json(FILE *f, const struct ct_diagnosis *d, double min_saving)
             f, "saving_pct",
             d->step_us > 0 && x->kind != CT_FK_HANG ? 100 * x->saving_us / d->step_us : NAN, 3);
         fputs(",\"saving_from\":", f);
-        ct_json_str(f, x->from_replay ? "replay" : "formula");
+        ct_json_str(f, x->from_replay           ? "replay"
+                       : isfinite(x->saving_us) ? "formula"
+                                                : "unquantified");
         fputs(",\"formula_saving_us\":", f);
         ct_json_num(f, x->from_replay ? x->formula_saving_us : x->saving_us, 3);
         fputs(",\"whatif\":", f);
@@ -107,6 +109,9 @@ void ct_diagnosis_text(FILE *f, const struct ct_diagnosis *d, double min_saving)
         if (x->kind == CT_FK_HANG) /* time lost so far, not a saving per step */
             fprintf(f, "\n%zu. hang  waited %.1f ms so far, confidence %.2f, ranks", i + 1,
                     x->saving_us / 1e3, x->confidence);
+        else if (!isfinite(x->saving_us))
+            fprintf(f, "\n%zu. %s  saving not quantified, confidence %.2f, ranks", i + 1,
+                    ct_finding_kind_name(x->kind), x->confidence);
         else
             fprintf(f, "\n%zu. %s  saves ~%.1f us/iteration (%.1f%%), confidence %.2f, ranks",
                     i + 1, ct_finding_kind_name(x->kind), x->saving_us,

@@ -20,6 +20,7 @@ static const char *const kind_names[CT_FK_COUNT] = {
     "launch_bound",          "sync_drain",
     "pageable_memcpy",       "throttled_gpu",
     "host_contention",       "hang",
+    "low_tensor_activity",   "memory_bound_phase",
 };
 
 const char *ct_finding_kind_name(int kind)
@@ -74,6 +75,19 @@ struct ct_finding *ct_dg_add(struct ctx *c, int kind, double saving_ns, double q
     f->confidence = confidence(c, saving_ns, quality) * (capped ? 0.5 : 1);
     if (capped)
         ct_dg_ev(f, "formula_estimate_beyond_the_step_us", estimate / 1e3);
+    return f;
+}
+
+struct ct_finding *ct_dg_add_unquantified(struct ctx *c, int kind, double confidence)
+{
+    if (c->d->nf >= sizeof(c->d->f) / sizeof(c->d->f[0]))
+        return NULL;
+    struct ct_finding *f = &c->d->f[c->d->nf++];
+    memset(f, 0, sizeof(*f));
+    f->kind = kind;
+    f->saving_us = NAN;
+    f->formula_saving_us = NAN;
+    f->confidence = confidence;
     return f;
 }
 

@@ -75,6 +75,19 @@ static const struct hcounter {
     {"cpu_pressure", "CPU pressure", "%", 0.01, 2, 0, 1}, /* PSI some avg10 */
     {"run_queue", "run queue", "tasks/CPU", 0.01, 2, 0, 1},
     {"major_faults", "major faults", "faults/s", 1e9, 1, 1, 1},
+    /* GPM (docs/efficiency.md): stamped at the start of the interval each
+     * value is the mean of, so it holds over that interval */
+    {"gpm_sm_util", "SM active", "%", 0.01, 2, 0, 0},
+    {"gpm_sm_occupancy", "SM occupancy", "%", 0.01, 2, 0, 0},
+    {"gpm_tensor_util", "tensor active", "%", 0.01, 2, 0, 0},
+    {"gpm_dram_bw_util", "DRAM bandwidth", "%", 0.01, 2, 0, 0},
+    {"gpm_fp64_util", "FP64 active", "%", 0.01, 2, 0, 0},
+    {"gpm_fp32_util", "FP32 active", "%", 0.01, 2, 0, 0},
+    {"gpm_fp16_util", "FP16 active", "%", 0.01, 2, 0, 0},
+    {"gpm_pcie_tx", "PCIe tx (GPM)", "MiB/s", 1.0 / 1024, 1, 0, 0},
+    {"gpm_pcie_rx", "PCIe rx (GPM)", "MiB/s", 1.0 / 1024, 1, 0, 0},
+    {"gpm_nvlink_tx", "NVLink tx", "MiB/s", 1.0 / 1024, 1, 0, 0},
+    {"gpm_nvlink_rx", "NVLink rx", "MiB/s", 1.0 / 1024, 1, 0, 0},
 };
 
 static void counter_name(struct ct_chrome_writer *w, const struct ct_hseries *x, const char *label,

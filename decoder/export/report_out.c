@@ -13,6 +13,7 @@
 #include "decoder/analysis/goodput.h"
 #include "decoder/export/goodput_out.h"
 #include "decoder/analysis/hang.h"
+#include "decoder/export/efficiency_out.h"
 #include "decoder/export/health_out.h"
 #include "decoder/analysis/analysis.h"
 #include "decoder/util/json.h"
@@ -407,6 +408,7 @@ void ct_report_json(FILE *f, const struct ct_report *rep, int rank_iters)
         ct_hta_json(f, R); /* kineto: "hta":{...}, for Kineto input */
         ct_health_json(f, rep,
                        r); /* health: "health":{...} or null (decoder/export/health_out.c) */
+        ct_efficiency_json(f, rep, r); /* "efficiency":{...} (decoder/export/efficiency_out.c) */
         const struct ct_coverage *c = &R->cov;
         fprintf(f,
                 "\"coverage\":{\"gpu_cupti\":%" PRIu64 ",\"gpu_events\":%" PRIu64
@@ -458,6 +460,7 @@ void ct_report_json(FILE *f, const struct ct_report *rep, int rank_iters)
     num(f, "step_p90_us", rep->step_p50 > 0 ? json_us(rep->step_p90) : NAN, 1);
     num(f, "step_p99_us", rep->step_p50 > 0 ? json_us(rep->step_p99) : NAN, 1);
     steps_json(f, rep);
+    ct_efficiency_job_json(f, rep);
     fprintf(f, "\"stragglers\":[");
     /* flagged ranks, highest score first */
     int first = 1;
@@ -861,8 +864,9 @@ void ct_report_text(FILE *f, const struct ct_report *rep)
         }
         free(done);
     }
-    ct_hta_text(f, rep);    /* kineto: HTA-compatible section */
-    ct_health_text(f, rep); /* health: GPU health section (decoder/export/health_out.c) */
+    ct_hta_text(f, rep);        /* kineto: HTA-compatible section */
+    ct_health_text(f, rep);     /* health: GPU health section (decoder/export/health_out.c) */
+    ct_efficiency_text(f, rep); /* GPM: GPU efficiency section (efficiency_out.c) */
     fprintf(f, "\nClock alignment (skew applied after realtime, residual):\n");
     for (size_t r = 0; r < rep->nr; r++)
         /* rounded first: a skew of -30 ns is "0.0", not "-0.0" */

@@ -337,6 +337,9 @@ int64_t fg_kernel_duration_ns(const char *name);
 void fg_throttle_init_locked(void);
 void fg_throttle_launch_locked(void); /* arms a cap counted from the first launch */
 int64_t fg_cap_ns(int device);
+/* Locked. A kernel's or copy's timing was settled: its activity for GPM
+ * (fg_activity.c, fg_gpm.h). */
+void fg_activity_op_locked(const fg_op *op);
 const char *fg_func_name(CUfunction f); /* NULL unless a function or kernel handle */
 int64_t fg_bytes_ns(size_t bytes, double gbps);
 /* Record d into the capture of s (fg_capture.c): a node depending on s's

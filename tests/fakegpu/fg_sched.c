@@ -180,6 +180,7 @@ static bool fg_op_advance(fg_op *op)
             op->end_ns = fg_max64(end, op->start_ns);
             op->resolved = true;
             changed = true;
+            fg_activity_op_locked(op); /* GPM's activity integrals (fg_activity.c) */
         }
     }
     if (!op->executed && !op->deps_executed) {

@@ -25,6 +25,7 @@ Suite *provenance_suite(void);
 Suite *json_suite(void);
 Suite *html_suite(void);
 Suite *salvaged_suite(void);
+Suite *efficiency_suite(void);
 
 static const struct th_suite suites[] = {
     {"intervals", intervals_suite},
@@ -49,6 +50,7 @@ static const struct th_suite suites[] = {
     {"provenance", provenance_suite},
     {"json", json_suite},
     {"html", html_suite},
+    {"efficiency", efficiency_suite},
     {NULL, NULL},
 };
 

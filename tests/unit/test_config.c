@@ -29,6 +29,7 @@ START_TEST(defaults_when_unset)
     ck_assert_int_eq(c.gpu_timing, 1); /* cupti */
     ck_assert_uint_eq(c.io_stack_ns, 1000000);
     ck_assert_uint_eq(c.health_ms, 100);
+    ck_assert_uint_eq(c.gpm_ms, CT_GPM_MS_DEFAULT);
 }
 END_TEST
 
@@ -50,6 +51,8 @@ START_TEST(valid_values_are_taken)
                                       "host_class=a,exp.id=7,empty=,note=x y",
                                       "CUTRACE_HEALTH_MS",
                                       "0",
+                                      "CUTRACE_GPM_MS",
+                                      "250",
                                       NULL};
     struct ct_config c;
     char err[256] = "";
@@ -63,6 +66,7 @@ START_TEST(valid_values_are_taken)
     ck_assert_int_eq(c.clock, CT_CLOCK_PREF_MONOTONIC);
     ck_assert_uint_eq(c.io_stack_ns, 0);
     ck_assert_uint_eq(c.health_ms, 0);
+    ck_assert_uint_eq(c.gpm_ms, 250);
 }
 END_TEST
 
@@ -84,6 +88,10 @@ START_TEST(bad_values_name_the_variable_and_the_allowed_values)
         {"CUTRACE_HEALTH_MS", "5",
          "CUTRACE_HEALTH_MS=5: expected 0 (off) or a sampling period from 10 to 60000 ms"},
         {"CUTRACE_HEALTH_MS", "fast", "CUTRACE_HEALTH_MS=fast: expected 0 (off) or a sampling"},
+        {"CUTRACE_GPM_MS", "50",
+         "CUTRACE_GPM_MS=50: expected 0 (off) or a GPM sampling period from 100 to 60000 ms"},
+        {"CUTRACE_GPM_MS", "1e3", "CUTRACE_GPM_MS=1e3: expected 0 (off) or a GPM sampling"},
+        {"CUTRACE_GPM_MS", "60001", "CUTRACE_GPM_MS=60001: expected 0 (off) or a GPM sampling"},
         {"CUTRACE_MODE", "sampled", "CUTRACE_MODE=sampled: expected full or light"},
         {"CUTRACE_LIGHT_WINDOW_MS", "5", "CUTRACE_LIGHT_WINDOW_MS=5: expected an integer from 10"},
         /* the per-kernel sampling of old is refused, not silently ignored */

@@ -6,7 +6,8 @@
  * NVML's public ABI (nvml.h is not in the CUDA toolkit); only what the
  * sampler uses exists. Identity matches the simulated driver: the UUID
  * cuDeviceGetUuid gives, formatted "GPU-xxxxxxxx-xxxx-...", and bus
- * 0x18 + 0x10 * ordinal.
+ * 0x18 + 0x10 * ordinal. GPM (nvmlGpm*) from the simulated driver's
+ * activity integrals (fg_gpm.h), at the end of the file.
  */
 #include <dlfcn.h>
 #include <stdint.h>
@@ -16,6 +17,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "fg_gpm.h"
 #include "fg_throttle.h"
 
 #define API __attribute__((visibility("default")))
@@ -288,4 +290,202 @@ API nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t dev, int type, int cou
     (void)type;
     (void)counter;
     return NVML_ERROR_NOT_SUPPORTED;
+}
+
+/* ------------------------------------------------ GPM (fg_gpm.h) */
+
+/* GPU performance monitoring as nvml.h defines it (values from NVML's
+ * public ABI): a sample snapshots the device's cumulative activity (the
+ * simulated driver's integrals, fakegpu_gpm_integrals), and two samples
+ * make one rate per metric, the time-weighted truth of the schedule over
+ * their interval. FAKEGPU_GPM=0 makes every device an older part without
+ * GPM (the support query says so, samples are refused); FAKEGPU_GPM=denied
+ * answers the query yes and refuses every sample (no permission). The simulated
+ * part has no NVLink: those metrics answer "not supported". */
+#define NVML_ERROR_ARGUMENT_VERSION_MISMATCH 25
+#define NVML_GPM_SUPPORT_VERSION             1
+#define NVML_GPM_METRICS_GET_VERSION         1
+#define FG_GPM_METRIC_MAX                    98 /* nvml.h's NVML_GPM_METRIC_MAX of R525 */
+#define NVML_GPM_METRIC_SM_UTIL              2
+#define NVML_GPM_METRIC_SM_OCCUPANCY         3
+#define NVML_GPM_METRIC_ANY_TENSOR_UTIL      5
+#define NVML_GPM_METRIC_DRAM_BW_UTIL         10
+#define NVML_GPM_METRIC_FP64_UTIL            11
+#define NVML_GPM_METRIC_FP32_UTIL            12
+#define NVML_GPM_METRIC_FP16_UTIL            13
+#define NVML_GPM_METRIC_PCIE_TX_PER_SEC      20
+#define NVML_GPM_METRIC_PCIE_RX_PER_SEC      21
+
+typedef struct {
+    unsigned version, isSupportedDevice;
+} nvmlGpmSupport_t;
+
+struct fg_gpm_sample {
+    unsigned magic;
+    int dev; /* -1 until filled */
+    struct fg_gpm_integrals in;
+};
+#define FG_GPM_MAGIC 0x67706d31u
+typedef struct fg_gpm_sample *nvmlGpmSample_t;
+
+typedef struct {
+    unsigned metricId;
+    nvmlReturn_t nvmlReturn;
+    double value;
+    struct {
+        char *shortName, *longName, *unit;
+    } metricInfo;
+} nvmlGpmMetric_t;
+
+typedef struct {
+    unsigned version, numMetrics;
+    nvmlGpmSample_t sample1, sample2;
+    nvmlGpmMetric_t metrics[FG_GPM_METRIC_MAX];
+} nvmlGpmMetricsGet_t;
+
+static int gpm_supported(void)
+{
+    const char *v = getenv("FAKEGPU_GPM");
+    return !(v && !strcmp(v, "0"));
+}
+
+/* FAKEGPU_GPM=denied: supported, but samples refused (a process without
+ * the permission NVML asks for). */
+static int gpm_denied(void)
+{
+    const char *v = getenv("FAKEGPU_GPM");
+    return v && !strcmp(v, "denied");
+}
+
+API nvmlReturn_t nvmlGpmQueryDeviceSupport(nvmlDevice_t dev, nvmlGpmSupport_t *s)
+{
+    DEV_CHECK(s);
+    if (s->version != NVML_GPM_SUPPORT_VERSION)
+        return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+    s->isSupportedDevice = (unsigned)gpm_supported();
+    return NVML_SUCCESS;
+}
+
+API nvmlReturn_t nvmlGpmSampleAlloc(nvmlGpmSample_t *out)
+{
+    if (!out)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    struct fg_gpm_sample *s = calloc(1, sizeof(*s));
+    if (!s)
+        return NVML_ERROR_INVALID_ARGUMENT; /* NVML says MEMORY; nothing here tests it */
+    s->magic = FG_GPM_MAGIC;
+    s->dev = -1;
+    *out = s;
+    return NVML_SUCCESS;
+}
+
+API nvmlReturn_t nvmlGpmSampleFree(nvmlGpmSample_t s)
+{
+    if (!s || s->magic != FG_GPM_MAGIC)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    s->magic = 0;
+    free(s);
+    return NVML_SUCCESS;
+}
+
+/* The simulated driver's integrals of device d at now (zeros without a
+ * loaded, initialised driver: nothing ran). */
+static void integrals(int d, struct fg_gpm_integrals *in)
+{
+    fg_gpm_integrals_fn fn = NULL;
+    void *p = dlsym(RTLD_DEFAULT, "fakegpu_gpm_integrals");
+    if (!p) {
+        void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+        if (lib)
+            p = dlsym(lib, "fakegpu_gpm_integrals");
+    }
+    memcpy(&fn, &p, sizeof(p));
+    int64_t now = now_ns();
+    if (!fn || fn(d, now, in) != 0) {
+        memset(in, 0, sizeof(*in));
+        in->t_ns = now;
+    }
+}
+
+API nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t dev, nvmlGpmSample_t s)
+{
+    DEV_CHECK(s);
+    if (s->magic != FG_GPM_MAGIC)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (!gpm_supported())
+        return NVML_ERROR_NOT_SUPPORTED;
+    if (gpm_denied())
+        return 4; /* NVML_ERROR_NO_PERMISSION */
+    integrals(dev->ordinal, &s->in);
+    s->dev = dev->ordinal;
+    return NVML_SUCCESS;
+}
+
+static void info(nvmlGpmMetric_t *m, const char *sn, const char *ln, const char *unit)
+{
+    /* nvml.h's char * members; NVML hands out its own constant strings */
+    m->metricInfo.shortName = (char *)(uintptr_t)sn;
+    m->metricInfo.longName = (char *)(uintptr_t)ln;
+    m->metricInfo.unit = (char *)(uintptr_t)unit;
+}
+
+API nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *g)
+{
+    if (!g_init)
+        return NVML_ERROR_UNINITIALIZED;
+    if (!g)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (g->version != NVML_GPM_METRICS_GET_VERSION)
+        return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+    const struct fg_gpm_sample *a = g->sample1, *b = g->sample2;
+    if (!a || !b || a->magic != FG_GPM_MAGIC || b->magic != FG_GPM_MAGIC || a->dev < 0 ||
+        a->dev != b->dev || g->numMetrics > FG_GPM_METRIC_MAX)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    double dt = (double)(b->in.t_ns - a->in.t_ns);
+    if (dt <= 0)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    for (unsigned i = 0; i < g->numMetrics; i++) {
+        nvmlGpmMetric_t *m = &g->metrics[i];
+        int f = -1;
+        m->nvmlReturn = NVML_SUCCESS;
+        m->value = 0;
+        info(m, "", "", "");
+        switch (m->metricId) {
+        case NVML_GPM_METRIC_SM_UTIL:
+            f = FG_GPM_SM, info(m, "sm_util", "SM utilization", "%");
+            break;
+        case NVML_GPM_METRIC_SM_OCCUPANCY:
+            f = FG_GPM_OCC, info(m, "sm_occupancy", "SM occupancy", "%");
+            break;
+        case NVML_GPM_METRIC_ANY_TENSOR_UTIL:
+            f = FG_GPM_TENSOR, info(m, "any_tensor_util", "Any tensor utilization", "%");
+            break;
+        case NVML_GPM_METRIC_DRAM_BW_UTIL:
+            f = FG_GPM_DRAM, info(m, "dram_bw_util", "DRAM bandwidth utilization", "%");
+            break;
+        case NVML_GPM_METRIC_FP64_UTIL:
+            f = FG_GPM_FP64, info(m, "fp64_util", "FP64 utilization", "%");
+            break;
+        case NVML_GPM_METRIC_FP32_UTIL:
+            f = FG_GPM_FP32, info(m, "fp32_util", "FP32 utilization", "%");
+            break;
+        case NVML_GPM_METRIC_FP16_UTIL:
+            f = FG_GPM_FP16, info(m, "fp16_util", "FP16 utilization", "%");
+            break;
+        case NVML_GPM_METRIC_PCIE_TX_PER_SEC:
+            m->value = (b->in.pcie_tx_bytes - a->in.pcie_tx_bytes) / (dt / 1e9) / 1048576.0;
+            info(m, "pcie_tx", "PCIe transmit", "MiB/sec");
+            continue;
+        case NVML_GPM_METRIC_PCIE_RX_PER_SEC:
+            m->value = (b->in.pcie_rx_bytes - a->in.pcie_rx_bytes) / (dt / 1e9) / 1048576.0;
+            info(m, "pcie_rx", "PCIe receive", "MiB/sec");
+            continue;
+        default: /* NVLink, media engines, per-precision tensor pipes: not on this part */
+            m->nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
+            continue;
+        }
+        double v = (b->in.share[f] - a->in.share[f]) / dt;
+        m->value = v < 0 ? 0 : v > 100 ? 100 : v; /* concurrent kernels add up: capped */
+    }
+    return NVML_SUCCESS;
 }

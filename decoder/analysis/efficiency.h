@@ -1,0 +1,106 @@
+/*
+ * How well a rank's GPU worked while busy (docs/efficiency.md): NVML GPM
+ * samples (the `gpm_*` counter series of its trace, shim/health_gpm.c)
+ * time-weighted onto what ran in each sample's interval: the rank's
+ * window, each iteration, and each kernel family (kernels grouped by
+ * demangled name, as the kernel table groups them), with each family
+ * classified as tensor-bound, memory-bound, compute-bound (CUDA cores) or
+ * latency/occupancy-limited. Computed by ct_efficiency_rank while the
+ * rank is open (report.c), written by decoder/export/efficiency_out.c.
+ */
+#ifndef CT_EFFICIENCY_H
+#define CT_EFFICIENCY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct ct_rank_result;
+struct ct_hproc;
+struct ct_eff_family;
+
+/* The metrics, in the order of the tables below. Percentages (0..100) of
+ * the device, and rates in MiB/s. */
+enum ct_eff_metric {
+    CT_EFF_SM,
+    CT_EFF_OCC,
+    CT_EFF_TENSOR,
+    CT_EFF_DRAM,
+    CT_EFF_FP64,
+    CT_EFF_FP32,
+    CT_EFF_FP16,
+    CT_EFF_PCIE_TX,
+    CT_EFF_PCIE_RX,
+    CT_EFF_NVLINK_TX,
+    CT_EFF_NVLINK_RX,
+    CT_EFF_N
+};
+#define CT_EFF_NPCT CT_EFF_PCIE_TX /* the first CT_EFF_NPCT are percentages */
+
+/* The counter series of metric m ("gpm_sm_util"), and its JSON name
+ * ("sm_active_pct"). */
+const char *ct_eff_series(int m);
+const char *ct_eff_json_name(int m);
+
+enum ct_eff_class {
+    CT_EFF_UNCLASSIFIED = 0, /* a metric the rule needs is missing */
+    CT_EFF_TENSOR_BOUND,
+    CT_EFF_MEMORY_BOUND,
+    CT_EFF_COMPUTE_BOUND, /* non-tensor FP pipes */
+    CT_EFF_LATENCY_BOUND, /* latency/occupancy-limited: no unit near its ceiling */
+    CT_EFF_BLEND,         /* over CT_EFF_MIXED_MAX of its time in mixed intervals: not judged */
+};
+const char *ct_eff_class_name(int c);
+/* The rule (efficiency.c): a unit is the limiter when it is busy at least
+ * this share of the time the work runs. */
+#define CT_EFF_BOUND_PCT 50.0
+/* A family whose figure comes more than this share from intervals shared
+ * with other families is a blend: not classified (efficiency.c). */
+#define CT_EFF_MIXED_MAX 0.5
+/* Classifies while-busy values v (NaN: absent). */
+int ct_eff_classify(const double v[CT_EFF_N]);
+/* The class of family f: CT_EFF_BLEND past CT_EFF_MIXED_MAX, else by its
+ * values; CT_EFF_UNCLASSIFIED without attributed time. */
+int ct_eff_family_class(const struct ct_eff_family *f);
+
+/* One kernel family of a rank. Values are while the family runs (NaN
+ * when no sample interval saw it, or the metric was not sampled). */
+struct ct_eff_family {
+    char *name;         /* demangled kernel name, owned */
+    int64_t busy;       /* its GPU-busy time in the window, ns */
+    double attributed;  /* of it, inside sample intervals (ns, split by share) */
+    double mixed;       /* of attributed, in intervals it shared with other families */
+    double v[CT_EFF_N]; /* while-busy values */
+    int cls;            /* enum ct_eff_class */
+};
+
+/* One iteration: the device's values over its span (NaN: not covered). */
+struct ct_eff_iter {
+    int64_t index, s, e;
+    double covered; /* ns of [s, e) inside sample intervals */
+    double v[CT_EFF_N];
+};
+
+struct ct_eff {
+    int device;                   /* the device sampled, -1 none */
+    const char *why;              /* NULL, or why there are no figures (static string) */
+    size_t intervals;             /* sample intervals overlapping the window */
+    double period_ns;             /* their median length */
+    double covered;               /* ns of the window inside them */
+    double window[CT_EFF_N];      /* time-weighted over the window's covered part */
+    double busy[CT_EFF_N];        /* the same per busy time (percentages only) */
+    int metric_missing[CT_EFF_N]; /* 1: the device did not give it (not supported) */
+    struct ct_eff_family *fam;    /* by attributed time, descending */
+    size_t nfam;
+    struct ct_eff_iter *it; /* one per iteration of the rank */
+    size_t nit;
+};
+
+/*
+ * Rank x (open, iterations found): its efficiency into a new x->eff from
+ * its main process's counters shifted by `shift` onto the job clock.
+ * Returns 0 or -ENOMEM. x->eff is NULL only on failure.
+ */
+int ct_efficiency_rank(struct ct_rank_result *x, int64_t shift);
+void ct_efficiency_free(struct ct_eff *e);
+
+#endif

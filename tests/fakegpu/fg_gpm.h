@@ -1,0 +1,45 @@
+/*
+ * fg_gpm.h - what the simulated driver and the fake NVML agree on for GPU
+ * performance monitoring (GPM; README.md, "Fake NVML: GPM"): each kernel's
+ * activity profile and the cumulative activity integrals a GPM sample
+ * snapshots. The driver (fg_activity.c) integrates the profile of every
+ * kernel over the time it runs, and the bytes of every copy with a host
+ * end over its transfer; the fake NVML reads those integrals at
+ * nvmlGpmSampleGet through fakegpu_gpm_integrals() and turns two of them
+ * into rates (nvmlGpmMetricsGet). Header-only: both libraries use it.
+ */
+#ifndef FG_GPM_H
+#define FG_GPM_H
+
+#include <stdint.h>
+
+/* What a kernel keeps busy while it runs, each 0..100 (% of the device):
+ * SM activity, warp occupancy, any tensor pipe, DRAM bandwidth, and the
+ * non-tensor FP64/FP32/FP16 pipes. */
+enum fg_gpm_field {
+    FG_GPM_SM,
+    FG_GPM_OCC,
+    FG_GPM_TENSOR,
+    FG_GPM_DRAM,
+    FG_GPM_FP64,
+    FG_GPM_FP32,
+    FG_GPM_FP16,
+    FG_GPM_NFIELDS
+};
+
+/* Cumulative integrals of one device up to t_ns (CLOCK_MONOTONIC):
+ * share[f] in percent x ns (a kernel of profile p running d ns adds
+ * p[f] * d), PCIe bytes sent (device to host) and received (host to
+ * device). */
+struct fg_gpm_integrals {
+    int64_t t_ns;
+    double share[FG_GPM_NFIELDS];
+    double pcie_tx_bytes, pcie_rx_bytes;
+};
+
+/* The driver's entry point the fake NVML looks up (dlsym): the integrals
+ * of device dev up to now (a time earlier than one asked before is taken
+ * as that one). 0, or -1 for a bad device or before the first cuInit. */
+typedef int (*fg_gpm_integrals_fn)(int dev, int64_t now, struct fg_gpm_integrals *out);
+
+#endif
