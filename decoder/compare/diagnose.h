@@ -28,6 +28,7 @@ enum ct_finding_kind {
     CT_FK_THROTTLED_GPU,   /* health counters: slow kernels under clock throttling */
     CT_FK_HOST_CONTENTION, /* health counters: slow iterations under CPU run-queue pressure */
     CT_FK_HANG,            /* flight-recorder windows: a collective some members never issued */
+    CT_FK_SLOW_LINK,       /* NCCL proxy steps: a link slower than its communicator's others */
     CT_FK_COUNT
 };
 

@@ -47,4 +47,7 @@ int ct_dg_replay_savings(struct ctx *c);
  * straggler findings to them. 0 or -ENOMEM. */
 int ct_dg_check_health(struct ctx *c);
 
+/* diagnose_links.c: slow_link, from NCCL's proxy steps (docs/nccl.md). */
+void ct_dg_check_links(struct ctx *c);
+
 #endif

@@ -20,6 +20,7 @@ static const char *const kind_names[CT_FK_COUNT] = {
     "launch_bound",          "sync_drain",
     "pageable_memcpy",       "throttled_gpu",
     "host_contention",       "hang",
+    "slow_link",
 };
 
 const char *ct_finding_kind_name(int kind)
