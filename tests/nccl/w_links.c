@@ -6,9 +6,8 @@
  *
  * Schedule (W_LINKS_STEPS steps, default 4): each step is a 2 ms compute
  * kernel, then one AllReduce per size of W_LINKS_COUNTS (float32 element
- * counts, comma-separated, default 4194304), then a synchronize, inside an
- * NVTX-free step marked by cutrace's own marks is not needed: the decoder
- * finds the repeats. Links come from FAKEGPU_NCCL_LINKS /
+ * counts, comma-separated, default 4194304), then a synchronize; no NVTX
+ * (the decoder finds the repeating steps). Links come from FAKEGPU_NCCL_LINKS /
  * FAKEGPU_NET_GBPS (tests/fakegpu/README.md, "Links and the ring"): the
  * test states each link's truth from them.
  */
