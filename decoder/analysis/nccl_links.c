@@ -312,8 +312,8 @@ int ct_nccl_links(const struct ct_job *job, struct ct_nlinks *out)
     size_t nmap = 0, nobs = 0, nsv = 0;
     for (size_t r = 0; r < job->nranks && !rc; r++)
         for (size_t i = 0; i < job->ranks[r].nnccl; i++)
-            map[nmap++] = (struct rmap){job->ranks[r].nccl[i].comm,
-                                        job->ranks[r].nccl[i].comm_rank, job->ranks[r].rank};
+            map[nmap++] = (struct rmap){job->ranks[r].nccl[i].comm, job->ranks[r].nccl[i].comm_rank,
+                                        job->ranks[r].rank};
     if (!rc)
         qsort(map, nmap, sizeof(*map), cmp_rmap);
     for (size_t r = 0; r < job->nranks && !rc; r++) {
@@ -331,8 +331,8 @@ int ct_nccl_links(const struct ct_job *job, struct ct_nlinks *out)
                     continue;
                 out->info_ops += info != NULL;
                 int64_t op_ns = c->e > c->s ? c->e - c->s : -1;
-                int64_t xfer = op_ns >= 0 && c->all_s ? c->e - (c->all_s > c->s ? c->all_s : c->s)
-                                                      : -1;
+                int64_t xfer =
+                    op_ns >= 0 && c->all_s ? c->e - (c->all_s > c->s ? c->all_s : c->s) : -1;
                 double busy = 0;
                 int any = 0;
                 for (; k < a->npx && a->px[k].corr == c->corr; k++) {
@@ -341,21 +341,21 @@ int ct_nccl_links(const struct ct_job *job, struct ct_nlinks *out)
                         continue;
                     any = 1;
                     busy = fmax(busy, (double)x->busy);
-                    obs[nobs++] = (struct ct_nlink_obs){
-                        .comm = c->comm,
-                        .op_key = ((uint64_t)r << 40) ^ i,
-                        .src = c->comm_rank,
-                        .dst = x->peer,
-                        .src_rank = R->rank,
-                        .dst_rank = job_rank(map, nmap, c->comm, x->peer),
-                        .op = c->op,
-                        .op_bytes = c->bytes,
-                        .op_ns = op_ns,
-                        .op_transfer_ns = xfer,
-                        .bytes = x->bytes,
-                        .busy = x->busy,
-                        .gpu_wait = x->gpu_wait,
-                        .peer_wait = x->peer_wait};
+                    obs[nobs++] =
+                        (struct ct_nlink_obs){.comm = c->comm,
+                                              .op_key = ((uint64_t)r << 40) ^ i,
+                                              .src = c->comm_rank,
+                                              .dst = x->peer,
+                                              .src_rank = R->rank,
+                                              .dst_rank = job_rank(map, nmap, c->comm, x->peer),
+                                              .op = c->op,
+                                              .op_bytes = c->bytes,
+                                              .op_ns = op_ns,
+                                              .op_transfer_ns = xfer,
+                                              .bytes = x->bytes,
+                                              .busy = x->busy,
+                                              .gpu_wait = x->gpu_wait,
+                                              .peer_wait = x->peer_wait};
                 }
                 size_t row = split_row(out, c, info);
                 if (row == SIZE_MAX) {

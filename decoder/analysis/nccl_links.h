@@ -21,13 +21,13 @@ struct ct_job;
  * analysis reads (built from a job, or by hand in the tests). */
 struct ct_nlink_obs {
     uint64_t comm;
-    uint64_t op_key;          /* one op instance on its sender (same for its channels) */
-    int32_t src, dst;         /* communicator ranks: src sends to dst */
+    uint64_t op_key;            /* one op instance on its sender (same for its channels) */
+    int32_t src, dst;           /* communicator ranks: src sends to dst */
     int32_t src_rank, dst_rank; /* job ranks, -1 unknown */
-    uint8_t op;               /* enum ct_nccl_op */
-    uint64_t op_bytes;        /* the op's size (its NCCL record's bytes) */
-    int64_t op_ns;            /* the op's GPU duration on src, -1 unknown */
-    int64_t op_transfer_ns;   /* of it, from the latest member's start to its end, -1 unknown */
+    uint8_t op;                 /* enum ct_nccl_op */
+    uint64_t op_bytes;          /* the op's size (its NCCL record's bytes) */
+    int64_t op_ns;              /* the op's GPU duration on src, -1 unknown */
+    int64_t op_transfer_ns;     /* of it, from the latest member's start to its end, -1 unknown */
     uint64_t bytes, busy, gpu_wait, peer_wait;
 };
 
@@ -36,12 +36,12 @@ struct ct_nlink {
     uint64_t comm;
     int32_t src, dst, src_rank, dst_rank;
     uint64_t ops, bytes;
-    double busy_ns;       /* per op the longest channel's network time, summed */
-    double gbps;          /* bytes / busy_ns (GB/s = bytes per ns) */
-    double p10, p50, p90; /* per-op GB/s */
+    double busy_ns;                   /* per op the longest channel's network time, summed */
+    double gbps;                      /* bytes / busy_ns (GB/s = bytes per ns) */
+    double p10, p50, p90;             /* per-op GB/s */
     double gpu_wait_ns, peer_wait_ns; /* summed over its steps */
-    double op_ns;         /* GPU time of the ops it carried, on its sender */
-    double saving_ns;     /* slow links: op time at the peers' bandwidth, saved; else 0 */
+    double op_ns;                     /* GPU time of the ops it carried, on its sender */
+    double saving_ns; /* slow links: op time at the peers' bandwidth, saved; else 0 */
 };
 
 /* A slow link (struct ct_nlink index) and its evidence. */
@@ -62,8 +62,8 @@ struct ct_nsplit {
     uint64_t comm, bytes;
     uint8_t op;
     int32_t nranks;
-    uint64_t count;      /* op instances over every rank */
-    double wait_p50_ns;  /* NAN: no proxy steps */
+    uint64_t count;     /* op instances over every rank */
+    double wait_p50_ns; /* NAN: no proxy steps */
     double transfer_p50_ns;
     char algo[16], proto[16]; /* "" unknown */
     uint32_t channels, warps;

@@ -18,10 +18,10 @@
 
 #define NO_PROXY                                                                                   \
     "no NCCL proxy-step records: they need NCCL's profiler plugin at ABI v4 or newer (NCCL >= "    \
-    "2.25) with the job run under `cutrace run`, and network (proxy) transports; summaries do "   \
+    "2.25) with the job run under `cutrace run`, and network (proxy) transports; summaries do "    \
     "not carry them"
 #define NO_INFO                                                                                    \
-    "no NCCL profiler-plugin descriptors: they need NCCL >= 2.23 with the job run under "        \
+    "no NCCL profiler-plugin descriptors: they need NCCL >= 2.23 with the job run under "          \
     "`cutrace run`; summaries do not carry them"
 
 static void member(FILE *f, const char *k, double v, int decimals, int comma)
@@ -78,8 +78,7 @@ void ct_nccl_json(FILE *f, const struct ct_report *rep)
         fputc('[', f);
         for (size_t i = 0; i < L->nl; i++) {
             const struct ct_nlink *l = &L->l[i];
-            fprintf(f,
-                    "%s{\"comm_hash\":\"0x%016" PRIx64 "\",\"src\":%d,\"dst\":%d,\"src_rank\":",
+            fprintf(f, "%s{\"comm_hash\":\"0x%016" PRIx64 "\",\"src\":%d,\"dst\":%d,\"src_rank\":",
                     i ? "," : "", l->comm, l->src, l->dst);
             l->src_rank >= 0 ? fprintf(f, "%d", l->src_rank) : fputs("null", f);
             fputs(",\"dst_rank\":", f);
@@ -100,8 +99,8 @@ void ct_nccl_json(FILE *f, const struct ct_report *rep)
             const struct ct_nlink *l = &L->l[s->link];
             char ev[256];
             ct_nccl_slow_evidence(ev, sizeof(ev), rep, k);
-            fprintf(f, "%s{\"link\":%zu,\"comm_hash\":\"0x%016" PRIx64 "\",", k ? "," : "",
-                    s->link, l->comm);
+            fprintf(f, "%s{\"link\":%zu,\"comm_hash\":\"0x%016" PRIx64 "\",", k ? "," : "", s->link,
+                    l->comm);
             member(f, "gbps", l->gbps, 3, 1);
             member(f, "peers_lo_gbps", s->peers_lo, 3, 1);
             member(f, "peers_hi_gbps", s->peers_hi, 3, 1);
@@ -145,8 +144,8 @@ void ct_nccl_text(FILE *f, const struct ct_report *rep)
         return;
     fprintf(f, "\nNCCL (profiler plugin):\n");
     if (L->nsplit) {
-        fprintf(f, "  %-14s %12s %6s %-6s %-6s %4s %5s %11s %11s\n", "op", "bytes", "ranks",
-                "algo", "proto", "ch", "warps", "wait us", "transfer us");
+        fprintf(f, "  %-14s %12s %6s %-6s %-6s %4s %5s %11s %11s\n", "op", "bytes", "ranks", "algo",
+                "proto", "ch", "warps", "wait us", "transfer us");
         for (size_t i = 0; i < L->nsplit; i++) {
             const struct ct_nsplit *s = &L->split[i];
             char w[24] = "-", t[24] = "-";
