@@ -210,6 +210,25 @@ int ct_nlinks_from_obs(const struct ct_nlink_obs *obs, size_t n, struct ct_nlink
     return rc;
 }
 
+static const char *who(char *b, size_t n, int32_t job_rank, int32_t comm_rank)
+{
+    if (job_rank >= 0)
+        snprintf(b, n, "rank %d", job_rank);
+    else
+        snprintf(b, n, "comm rank %d", comm_rank);
+    return b;
+}
+
+void ct_nlinks_evidence(char *buf, size_t n, const struct ct_nlinks *L, size_t k)
+{
+    const struct ct_nslow *s = &L->slow[k];
+    const struct ct_nlink *l = &L->l[s->link];
+    char a[32], b[32];
+    snprintf(buf, n, "link %s -> %s: %.3g GB/s, peers %.3g-%.3g GB/s, %.1f %% of its ops' time",
+             who(a, sizeof(a), l->src_rank, l->src), who(b, sizeof(b), l->dst_rank, l->dst),
+             l->gbps, s->peers_lo, s->peers_hi, isfinite(s->share_pct) ? s->share_pct : 0);
+}
+
 /* ------------------------------------------------------------- from a job */
 
 struct rmap {

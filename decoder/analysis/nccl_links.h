@@ -84,5 +84,8 @@ int ct_nlinks_from_obs(const struct ct_nlink_obs *obs, size_t n, struct ct_nlink
 /* Everything above for a built job (its collectives matched). 0 or -ENOMEM. */
 int ct_nccl_links(const struct ct_job *job, struct ct_nlinks *out);
 void ct_nlinks_free(struct ct_nlinks *l);
+/* The one-line evidence of slow link k of L ("link rank 5 -> rank 6:
+ * 1 GB/s, peers 4.04-4.18 GB/s, 74.1 % of its ops' time"). */
+void ct_nlinks_evidence(char *buf, size_t n, const struct ct_nlinks *L, size_t k);
 
 #endif

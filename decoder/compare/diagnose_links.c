@@ -11,7 +11,6 @@
 
 #include "decoder/analysis/nccl_links.h"
 #include "decoder/compare/diagnose_int.h"
-#include "decoder/export/nccl_out.h"
 
 void ct_dg_check_links(struct ctx *c)
 {
@@ -39,7 +38,7 @@ void ct_dg_check_links(struct ctx *c)
         if (l->dst_rank >= 0)
             ct_dg_rank_add(f, l->dst_rank);
         char ev[256];
-        ct_nccl_slow_evidence(ev, sizeof(ev), rep, k);
+        ct_nlinks_evidence(ev, sizeof(ev), L, k);
         ct_dg_evs(f, "link", "%d -> %d", l->src_rank, l->dst_rank);
         ct_dg_ev(f, "gbps", l->gbps);
         ct_dg_ev(f, "peers_lo_gbps", s->peers_lo);

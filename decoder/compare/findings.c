@@ -13,13 +13,20 @@
 #include <string.h>
 
 static const char *const kind_names[CT_FK_COUNT] = {
-    "exposed_communication", "slow_collective",
-    "compute_straggler",     "host_straggler",
-    "stage_imbalance",       "excess_bubble",
-    "data_loading_stall",    "checkpoint_stall",
-    "launch_bound",          "sync_drain",
-    "pageable_memcpy",       "throttled_gpu",
-    "host_contention",       "hang",
+    "exposed_communication",
+    "slow_collective",
+    "compute_straggler",
+    "host_straggler",
+    "stage_imbalance",
+    "excess_bubble",
+    "data_loading_stall",
+    "checkpoint_stall",
+    "launch_bound",
+    "sync_drain",
+    "pageable_memcpy",
+    "throttled_gpu",
+    "host_contention",
+    "hang",
     "slow_link",
 };
 

@@ -40,17 +40,6 @@ static const char *rank_or(char *b, size_t n, int32_t job_rank, int32_t comm_ran
     return b;
 }
 
-void ct_nccl_slow_evidence(char *buf, size_t n, const struct ct_report *rep, size_t k)
-{
-    const struct ct_nlinks *L = rep->nlinks;
-    const struct ct_nslow *s = &L->slow[k];
-    const struct ct_nlink *l = &L->l[s->link];
-    char a[32], b[32];
-    snprintf(buf, n, "link %s -> %s: %.3g GB/s, peers %.3g-%.3g GB/s, %.1f %% of its ops' time",
-             rank_or(a, sizeof(a), l->src_rank, l->src), rank_or(b, sizeof(b), l->dst_rank, l->dst),
-             l->gbps, s->peers_lo, s->peers_hi, isfinite(s->share_pct) ? s->share_pct : 0);
-}
-
 void ct_nccl_json(FILE *f, const struct ct_report *rep)
 {
     const struct ct_nlinks *L = rep->nlinks;
@@ -98,7 +87,7 @@ void ct_nccl_json(FILE *f, const struct ct_report *rep)
             const struct ct_nslow *s = &L->slow[k];
             const struct ct_nlink *l = &L->l[s->link];
             char ev[256];
-            ct_nccl_slow_evidence(ev, sizeof(ev), rep, k);
+            ct_nlinks_evidence(ev, sizeof(ev), rep->nlinks, k);
             fprintf(f, "%s{\"link\":%zu,\"comm_hash\":\"0x%016" PRIx64 "\",", k ? "," : "", s->link,
                     l->comm);
             member(f, "gbps", l->gbps, 3, 1);
@@ -174,7 +163,7 @@ void ct_nccl_text(FILE *f, const struct ct_report *rep)
     }
     for (size_t k = 0; k < L->nslow; k++) {
         char ev[256];
-        ct_nccl_slow_evidence(ev, sizeof(ev), rep, k);
+        ct_nlinks_evidence(ev, sizeof(ev), rep->nlinks, k);
         fprintf(f, "  slow %s\n", ev);
     }
 }

@@ -13,7 +13,5 @@ struct ct_report;
 void ct_nccl_json(FILE *f, const struct ct_report *rep);
 /* The text section; nothing when the job has no NCCL op. */
 void ct_nccl_text(FILE *f, const struct ct_report *rep);
-/* The one-line evidence of slow link k ("link rank 5 -> rank 6: ..."). */
-void ct_nccl_slow_evidence(char *buf, size_t n, const struct ct_report *rep, size_t k);
 
 #endif
