@@ -1,10 +1,24 @@
 /*
- * NCCL profiler plugin: libcutrace.so exports ncclProfiler_v5, _v4 and _v3,
- * and `cutrace run` points NCCL_PROFILER_PLUGIN at it, so NCCL (>= 2.23 for
- * v3, 2.25 v4, 2.26 v5) reports each collective and point-to-point op with
- * per-channel kernel events. An op's GPU interval is the earliest channel
- * start to the latest channel stop; it becomes a CT_REC_GPU record of type
- * nccl and source nccl_plugin, correlated with the op's NCCL record.
+ * NCCL profiler plugin: libcutrace.so exports ncclProfiler_v6, _v5, _v4 and
+ * _v3, and `cutrace run` points NCCL_PROFILER_PLUGIN at it, so NCCL (>= 2.23
+ * for v3, 2.25 v4, 2.26 v5, 2.28 v6) reports each collective and
+ * point-to-point op with per-channel kernel events. An op's GPU interval is
+ * the earliest channel start to the latest channel stop; it becomes a
+ * CT_REC_GPU record of type nccl and source nccl_plugin, correlated with
+ * the op's NCCL record. A v6 copy-engine collective (CeColl) has no kernel:
+ * its interval is its event's start to stop on the host clock.
+ *
+ * NCCL's own account of each op (docs/nccl.md): its descriptor's
+ * algorithm, protocol, channels and warps become a CT_REC_NCCL_INFO record
+ * at its start; from v4 on, its ProxyOp events (one per channel, peer and
+ * direction) and their ProxyStep events are aggregated in place: each
+ * step's time in each state, read on our clock when NCCL records the
+ * state, is summed into its ProxyOp, and the ProxyOp becomes one
+ * CT_REC_NCCL_PROXY record when it and its steps have stopped. Proxy steps
+ * can be millions a second: a step costs a clock read and a few atomic
+ * adds, and writes nothing of its own (tests/bench/bench_nccl_proxy.c).
+ * A ProxyOp of another process (PXN: NCCL's descriptor names its pid) is
+ * not ours to read and is skipped.
  *
  * Tying an event to our record: NCCL starts Coll and P2p events on the
  * thread that called the outermost ncclGroupEnd (or the op itself, for its
@@ -32,16 +46,40 @@
 
 #define CT_NPROF_POOL 8192
 
-enum ev_kind { EV_FREE = 0, EV_OP = 1, EV_CHANNEL = 2 };
+enum ev_kind { EV_FREE = 0, EV_OP = 1, EV_CHANNEL = 2, EV_PROXY = 3, EV_STEP = 4 };
+
+/* A ProxyOp's sums (CT_NPROXY_* fields). Its steps run on one proxy
+ * thread, in order (NCCL's proxy progresses a ProxyOp's steps in
+ * sequence), so busy_end needs no compare-and-swap; the sums are atomic
+ * all the same, being cheap. */
+struct proxy_acc {
+    uint32_t channel, nsteps, chunk;
+    int32_t peer;
+    uint8_t send;
+    _Atomic uint64_t first, last; /* first step start, last step stop */
+    _Atomic uint64_t steps, bytes, gpu_wait, peer_wait, net, flush, busy;
+    uint64_t busy_end; /* end of the union of net-state time so far */
+};
+
+/* A step in progress: its current state and since when. */
+struct step_state {
+    int state; /* NCCL's state id, 0: none yet */
+    uint64_t since, start, bytes;
+};
 
 struct ev {
     _Atomic int kind;
-    _Atomic int refs; /* op: itself + open channels */
+    _Atomic int refs; /* op: itself + open channels and proxy ops; proxy op: itself + steps */
     struct ev *parent;
     uint64_t corr;
     uint32_t name;
+    uint8_t ce;             /* op: a copy-engine collective, timed by its own start and stop */
     _Atomic uint64_t start; /* op: earliest channel start, UINT64_MAX none */
     _Atomic uint64_t end;   /* op: latest channel stop */
+    union {
+        struct proxy_acc px;
+        struct step_state st;
+    };
 };
 
 static struct ev g_pool[CT_NPROF_POOL];
@@ -117,23 +155,187 @@ static void op_release(struct ev *op)
     atomic_store(&op->kind, EV_FREE);
 }
 
-static void op_start(void **handle, const char *func, uint64_t count, int peer)
+/* What the descriptor says of an op (CT_REC_NCCL_INFO). */
+struct op_info {
+    const char *algo, *proto;
+    unsigned channels, warps, flags;
+};
+
+static struct ev *op_start(void **handle, const char *func, uint64_t count, int peer,
+                           const struct op_info *info)
 {
     struct ev *e = ev_alloc(EV_OP);
     *handle = e;
     if (!e)
-        return;
+        return NULL;
     e->parent = NULL;
+    e->ce = 0;
     e->corr = ct_nccl_take_pending(func, count, peer);
     char name[48];
     snprintf(name, sizeof(name), "nccl%s", func ? func : "?");
     int guard = ct_tls_guard;
     ct_tls_guard = 1;
-    e->name = ct_shim_live() ? ct_intern(name) : 0;
+    int live = ct_shim_live();
+    e->name = live ? ct_intern(name) : 0;
+    if (live && e->corr && info) {
+        uint64_t f[CT_NINFO_NFIELDS] = {0};
+        f[CT_NINFO_TIME] = ct_clock_mono_ns();
+        f[CT_NINFO_CORR] = e->corr;
+        f[CT_NINFO_ALGO] = ct_intern(info->algo ? info->algo : "");
+        f[CT_NINFO_PROTO] = ct_intern(info->proto ? info->proto : "");
+        f[CT_NINFO_CHANNELS] = info->channels;
+        f[CT_NINFO_WARPS] = info->warps;
+        f[CT_NINFO_FLAGS] = info->flags;
+        ct_emit(CT_REC_NCCL_INFO, CT_RF_NS, f, CT_NINFO_NFIELDS);
+    }
     ct_tls_guard = guard;
     atomic_store(&e->start, UINT64_MAX);
     atomic_store(&e->end, 0);
     atomic_store(&e->refs, 1);
+    return e;
+}
+
+/* ------------------------------------------------------------ proxy steps */
+
+static void proxy_emit(struct ev *p)
+{
+    struct proxy_acc *a = &p->px;
+    struct ev *op = p->parent;
+    if (!op->corr || !ct_shim_live() || !atomic_load(&a->steps))
+        return;
+    uint64_t f[CT_NPROXY_NFIELDS] = {0};
+    f[CT_NPROXY_START] = atomic_load(&a->first);
+    f[CT_NPROXY_END] = atomic_load(&a->last);
+    if (f[CT_NPROXY_END] < f[CT_NPROXY_START])
+        f[CT_NPROXY_END] = f[CT_NPROXY_START];
+    f[CT_NPROXY_CORR] = op->corr;
+    f[CT_NPROXY_CHANNEL] = a->channel;
+    f[CT_NPROXY_PEER] = (uint64_t)(int64_t)a->peer;
+    f[CT_NPROXY_SEND] = a->send;
+    f[CT_NPROXY_STEPS] = atomic_load(&a->steps);
+    f[CT_NPROXY_BYTES] = atomic_load(&a->bytes);
+    f[CT_NPROXY_GPU_WAIT] = atomic_load(&a->gpu_wait);
+    f[CT_NPROXY_PEER_WAIT] = atomic_load(&a->peer_wait);
+    f[CT_NPROXY_NET] = atomic_load(&a->net);
+    f[CT_NPROXY_FLUSH] = atomic_load(&a->flush);
+    f[CT_NPROXY_NET_BUSY] = atomic_load(&a->busy);
+    f[CT_NPROXY_NSTEPS] = a->nsteps;
+    f[CT_NPROXY_CHUNK] = a->chunk;
+    int guard = ct_tls_guard;
+    ct_tls_guard = 1;
+    ct_emit(CT_REC_NCCL_PROXY, CT_RF_NS, f, CT_NPROXY_NFIELDS);
+    ct_tls_guard = guard;
+}
+
+static void op_release(struct ev *op);
+
+static void proxy_release(struct ev *p)
+{
+    if (atomic_fetch_sub(&p->refs, 1) != 1)
+        return;
+    proxy_emit(p);
+    struct ev *op = p->parent;
+    atomic_store(&p->kind, EV_FREE);
+    op_release(op);
+}
+
+static void proxy_start(void **handle, void *parent, const struct ct_nprof_proxy_op *d)
+{
+    *handle = NULL;
+    if (d->pid != ct_shim_pid || !ours(parent) ||
+        atomic_load(&((struct ev *)parent)->kind) != EV_OP)
+        return;
+    struct ev *e = ev_alloc(EV_PROXY);
+    if (!e)
+        return;
+    struct ev *op = parent;
+    atomic_fetch_add(&op->refs, 1);
+    e->parent = op;
+    struct proxy_acc *a = &e->px;
+    a->channel = d->channel;
+    a->peer = d->peer;
+    a->send = d->is_send != 0;
+    a->nsteps = d->nsteps > 0 ? (uint32_t)d->nsteps : 0;
+    a->chunk = d->chunk_size > 0 ? (uint32_t)d->chunk_size : 0;
+    atomic_store(&a->first, UINT64_MAX);
+    atomic_store(&a->last, 0);
+    atomic_store(&a->steps, 0);
+    atomic_store(&a->bytes, 0);
+    atomic_store(&a->gpu_wait, 0);
+    atomic_store(&a->peer_wait, 0);
+    atomic_store(&a->net, 0);
+    atomic_store(&a->flush, 0);
+    atomic_store(&a->busy, 0);
+    a->busy_end = 0;
+    atomic_store(&e->refs, 1);
+    *handle = e;
+}
+
+static void step_start(void **handle, void *parent)
+{
+    *handle = NULL;
+    if (!ours(parent) || atomic_load(&((struct ev *)parent)->kind) != EV_PROXY)
+        return;
+    struct ev *e = ev_alloc(EV_STEP);
+    if (!e)
+        return;
+    struct ev *p = parent;
+    atomic_fetch_add(&p->refs, 1);
+    e->parent = p;
+    e->st.state = 0;
+    e->st.start = e->st.since = ct_clock_mono_ns();
+    e->st.bytes = 0;
+    *handle = e;
+}
+
+/* The time since the step entered its current state, to that state's sum. */
+static void step_close_state(struct ev *e, uint64_t now)
+{
+    struct proxy_acc *a = &e->parent->px;
+    uint64_t s = e->st.since, d = now > s ? now - s : 0;
+    switch (e->st.state) {
+    case CT_NPROF_STEP_SEND_GPU_WAIT:
+    case CT_NPROF_STEP_RECV_GPU_WAIT: atomic_fetch_add(&a->gpu_wait, d); break;
+    case CT_NPROF_STEP_SEND_PEER_WAIT: atomic_fetch_add(&a->peer_wait, d); break;
+    case CT_NPROF_STEP_RECV_FLUSH_WAIT: atomic_fetch_add(&a->flush, d); break;
+    case CT_NPROF_STEP_SEND_WAIT:
+    case CT_NPROF_STEP_RECV_WAIT:
+        atomic_fetch_add(e->st.state == CT_NPROF_STEP_SEND_WAIT ? &a->net : &a->peer_wait, d);
+        if (now > a->busy_end) {
+            atomic_fetch_add(&a->busy, now - (s > a->busy_end ? s : a->busy_end));
+            a->busy_end = now;
+        }
+        break;
+    default: break;
+    }
+}
+
+static void step_state(struct ev *e, int state, size_t trans_size)
+{
+    uint64_t now = ct_clock_mono_ns();
+    step_close_state(e, now);
+    e->st.state = state;
+    e->st.since = now;
+    if (trans_size > e->st.bytes)
+        e->st.bytes = trans_size;
+}
+
+static void step_stop(struct ev *e)
+{
+    uint64_t now = ct_clock_mono_ns();
+    step_close_state(e, now);
+    struct ev *p = e->parent;
+    struct proxy_acc *a = &p->px;
+    uint64_t cur = atomic_load(&a->first);
+    while (e->st.start < cur && !atomic_compare_exchange_weak(&a->first, &cur, e->st.start))
+        ;
+    cur = atomic_load(&a->last);
+    while (now > cur && !atomic_compare_exchange_weak(&a->last, &cur, now))
+        ;
+    atomic_fetch_add(&a->bytes, e->st.bytes);
+    atomic_fetch_add(&a->steps, 1);
+    atomic_store(&e->kind, EV_FREE);
+    proxy_release(p);
 }
 
 static void channel_start(void **handle, void *parent, int has_timer, uint64_t ptimer)
@@ -175,19 +377,30 @@ static ncclResult_t stop_event(void *handle)
         return ncclSuccess;
     struct ev *e = handle;
     int kind = atomic_load(&e->kind);
-    if (kind == EV_CHANNEL)
+    if (kind == EV_STEP) {
+        step_stop(e);
+    } else if (kind == EV_PROXY) {
+        proxy_release(e);
+    } else if (kind == EV_CHANNEL) {
         channel_stop(e);
-    else if (kind == EV_OP)
+    } else if (kind == EV_OP) {
+        if (e->ce) /* a copy-engine collective: its own start to stop */
+            atomic_store(&e->end, ct_clock_mono_ns());
         op_release(e);
+    }
     return ncclSuccess;
 }
 
 static ncclResult_t record_state_v4(void *handle, int state, union ct_nprof_state_args_v4 *a)
 {
-    if (!ours(handle) || state != CT_NPROF_STATE_KERNEL_CH_STOP || !a)
+    if (!ours(handle))
         return ncclSuccess;
     struct ev *e = handle;
-    if (atomic_load(&e->kind) == EV_CHANNEL && a->kernel_ch.ptimer)
+    int kind = atomic_load(&e->kind);
+    if (kind == EV_STEP)
+        step_state(e, state, a ? a->proxy_step.trans_size : 0);
+    else if (kind == EV_CHANNEL && state == CT_NPROF_STATE_KERNEL_CH_STOP && a &&
+             a->kernel_ch.ptimer)
         atomic_store(&e->end, gpu_to_mono(a->kernel_ch.ptimer));
     return ncclSuccess;
 }
@@ -200,7 +413,7 @@ static ncclResult_t record_state_v3(void *handle, int state, void *a)
 
 /* Common init: what we want to hear about, and the link between NCCL's
  * own communicator id and ours (a "nccl_comm_hash" metadata entry). */
-static ncclResult_t init_common(void **ctx, int *mask, uint64_t nccl_hash)
+static ncclResult_t init_common(void **ctx, int *mask, uint64_t nccl_hash, int version)
 {
     *ctx = &g_ctx;
     if (!ct_shim_live()) {
@@ -208,6 +421,11 @@ static ncclResult_t init_common(void **ctx, int *mask, uint64_t nccl_hash)
         return ncclSuccess;
     }
     *mask = CT_NPROF_GROUP | CT_NPROF_COLL | CT_NPROF_P2P | CT_NPROF_KERNEL_CH;
+    /* v3's steps carry no transSize and lack the peer-wait state */
+    if (version >= 4)
+        *mask |= CT_NPROF_PROXY_OP | CT_NPROF_PROXY_STEP;
+    if (version >= 6)
+        *mask |= CT_NPROF_CE_COLL;
     uint64_t ours_hash = ct_nccl_tls()->init_hash;
     if (ours_hash && nccl_hash) {
         int guard = ct_tls_guard;
@@ -242,11 +460,19 @@ static ncclResult_t init_v5(void **ctx, uint64_t comm_id, int *mask, const char 
                             int nnodes, int nranks, int rank, ct_nprof_logger log)
 {
     (void)comm_name, (void)nnodes, (void)nranks, (void)rank, (void)log;
-    return init_common(ctx, mask, comm_id);
+    return init_common(ctx, mask, comm_id, 5);
 }
 
-/* v4 and v5 name the fields alike; only the type field's width differs. */
-#define CT_NPROF_START_V45(fn, descr)                                                              \
+static ncclResult_t init_v6(void **ctx, uint64_t comm_id, int *mask, const char *comm_name,
+                            int nnodes, int nranks, int rank, ct_nprof_logger log)
+{
+    (void)comm_name, (void)nnodes, (void)nranks, (void)rank, (void)log;
+    return init_common(ctx, mask, comm_id, 6);
+}
+
+/* v4 to v6 name the fields alike; only the type field's width differs, and
+ * v6 adds the copy-engine collective. */
+#define CT_NPROF_START_V456(fn, descr)                                                             \
     static ncclResult_t fn(void *ctx, void **handle, descr *d)                                     \
     {                                                                                              \
         (void)ctx;                                                                                 \
@@ -256,15 +482,37 @@ static ncclResult_t init_v5(void **ctx, uint64_t comm_id, int *mask, const char 
         if (d->type == CT_NPROF_GROUP)                                                             \
             *handle = &g_group_handle;                                                             \
         else if (d->type == CT_NPROF_COLL)                                                         \
-            op_start(handle, d->coll.func, d->coll.count, -1);                                     \
+            op_start(handle, d->coll.func, d->coll.count, -1,                                      \
+                     &(struct op_info){d->coll.algo, d->coll.proto, d->coll.nchannels,             \
+                                       d->coll.nwarps, 0});                                        \
         else if (d->type == CT_NPROF_P2P)                                                          \
-            op_start(handle, d->p2p.func, d->p2p.count, d->p2p.peer);                              \
+            op_start(handle, d->p2p.func, d->p2p.count, d->p2p.peer,                               \
+                     &(struct op_info){NULL, NULL, d->p2p.nchannels, 0, CT_NINFO_F_P2P});          \
         else if (d->type == CT_NPROF_KERNEL_CH)                                                    \
             channel_start(handle, d->parent, 1, d->kernel_ch.ptimer);                              \
+        else if (d->type == CT_NPROF_PROXY_OP)                                                     \
+            proxy_start(handle, d->parent, &d->proxy_op);                                          \
+        else if (d->type == CT_NPROF_PROXY_STEP)                                                   \
+            step_start(handle, d->parent);                                                         \
         return ncclSuccess;                                                                        \
     }
-CT_NPROF_START_V45(start_v5, struct ct_nprof_descr_v5)
-CT_NPROF_START_V45(start_v4, struct ct_nprof_descr_v4)
+CT_NPROF_START_V456(start_v5, struct ct_nprof_descr_v5)
+CT_NPROF_START_V456(start_v4, struct ct_nprof_descr_v4)
+
+/* v6: v5's events and the copy-engine collective, an op without kernel
+ * channels, timed on the host from its start to its stop. */
+static ncclResult_t start_v6(void *ctx, void **handle, struct ct_nprof_descr_v5 *d)
+{
+    if (!d || d->type != CT_NPROF_CE_COLL)
+        return start_v5(ctx, handle, d);
+    struct ev *e = op_start(handle, d->ce_coll.func, d->ce_coll.count, -1,
+                            &(struct op_info){"CE", NULL, 0, 0, CT_NINFO_F_CE});
+    if (e) {
+        e->ce = 1;
+        atomic_store(&e->start, ct_clock_mono_ns());
+    }
+    return ncclSuccess;
+}
 
 /* ------------------------------------------------------------------ v4 */
 
@@ -272,14 +520,14 @@ static ncclResult_t init_v4(void **ctx, int *mask, const char *comm_name, uint64
                             int nnodes, int nranks, int rank, ct_nprof_logger log)
 {
     (void)comm_name, (void)nnodes, (void)nranks, (void)rank, (void)log;
-    return init_common(ctx, mask, comm_hash);
+    return init_common(ctx, mask, comm_hash, 4);
 }
 
 /* ------------------------------------------------------------------ v3 */
 
 static ncclResult_t init_v3(void **ctx, int *mask)
 {
-    return init_common(ctx, mask, 0);
+    return init_common(ctx, mask, 0, 3);
 }
 
 static ncclResult_t start_v3(void *ctx, void **handle, struct ct_nprof_descr_v3 *d)
@@ -291,14 +539,31 @@ static ncclResult_t start_v3(void *ctx, void **handle, struct ct_nprof_descr_v3 
     if (d->type == CT_NPROF_GROUP)
         *handle = &g_group_handle;
     else if (d->type == CT_NPROF_COLL)
-        op_start(handle, d->coll.func, d->coll.count, -1);
+        op_start(
+            handle, d->coll.func, d->coll.count, -1,
+            &(struct op_info){d->coll.algo, d->coll.proto, d->coll.nchannels, d->coll.nwarps, 0});
     else if (d->type == CT_NPROF_P2P)
-        op_start(handle, d->p2p.func, d->p2p.count, d->p2p.peer);
+        op_start(handle, d->p2p.func, d->p2p.count, d->p2p.peer,
+                 &(struct op_info){NULL, NULL, 0, 0, CT_NINFO_F_P2P});
     else if (d->type == CT_NPROF_KERNEL_CH)
         channel_start(handle, d->parent, 0, 0);
     return ncclSuccess;
 }
 
+/* v6's functions are v5's but for the descriptor's extra members. */
+struct ct_nprof_v6 {
+    const char *name;
+    ncclResult_t (*init)(void **ctx, uint64_t comm_id, int *mask, const char *comm_name, int nnodes,
+                         int nranks, int rank, ct_nprof_logger log);
+    ncclResult_t (*start_event)(void *ctx, void **handle, struct ct_nprof_descr_v5 *d);
+    ncclResult_t (*stop_event)(void *handle);
+    ncclResult_t (*record_event_state)(void *handle, int state, union ct_nprof_state_args_v4 *a);
+    ncclResult_t (*finalize)(void *ctx);
+};
+
+CT_EXPORT struct ct_nprof_v6 ncclProfiler_v6 = {
+    "cutrace", init_v6, start_v6, stop_event, record_state_v4, finalize,
+};
 CT_EXPORT struct ct_nprof_v5 ncclProfiler_v5 = {
     "cutrace", init_v5, start_v5, stop_event, record_state_v4, finalize,
 };

@@ -1,11 +1,15 @@
 /*
- * The NCCL profiler-plugin ABI, versions 3 to 5, as far as cutrace reads it.
+ * The NCCL profiler-plugin ABI, versions 3 to 6, as far as cutrace reads it.
  * NCCL does not install these headers; the layouts below are transcribed
  * from the interface NCCL documents for plugins (plugins/profiler in the
  * NCCL sources): an event descriptor is {type, parentObj, rank, union},
  * where type is a uint8_t before v5 and a uint64_t from v5 on, and the union
  * holds one struct per event type. Only the members cutrace reads are named;
  * each struct keeps every member before them so the offsets are NCCL's.
+ * v6 adds copy-engine collective members to v5's union and changes nothing
+ * else (its init, state arguments and functions are v5's), so one
+ * descriptor type serves both; ceColl is read only from v6 events.
+ * (No public header defines a v7 yet.)
  */
 #ifndef CT_NCCL_PROFILER_ABI_H
 #define CT_NCCL_PROFILER_ABI_H
@@ -17,9 +21,21 @@ enum {
     CT_NPROF_GROUP = 1 << 0,
     CT_NPROF_COLL = 1 << 1,
     CT_NPROF_P2P = 1 << 2,
+    CT_NPROF_PROXY_OP = 1 << 3,
+    CT_NPROF_PROXY_STEP = 1 << 4,
     CT_NPROF_KERNEL_CH = 1 << 6,
+    CT_NPROF_CE_COLL = 1 << 12, /* v6 */
 };
-enum { CT_NPROF_STATE_KERNEL_CH_STOP = 22 };
+/* recordEventState ids (NCCL's ncclProfilerEventState_t) */
+enum {
+    CT_NPROF_STEP_SEND_GPU_WAIT = 8,
+    CT_NPROF_STEP_SEND_WAIT = 9,
+    CT_NPROF_STEP_RECV_WAIT = 10,
+    CT_NPROF_STEP_RECV_FLUSH_WAIT = 11,
+    CT_NPROF_STEP_RECV_GPU_WAIT = 12,
+    CT_NPROF_STEP_SEND_PEER_WAIT = 20, /* v4 */
+    CT_NPROF_STATE_KERNEL_CH_STOP = 22,
+};
 
 typedef void (*ct_nprof_logger)(void);
 
@@ -48,7 +64,25 @@ struct ct_nprof_kernel_ch_v4 {
     uint8_t channel;
     uint64_t ptimer; /* GPU globaltimer at the channel's start */
 };
+/* ProxyOp: the same in v3..v6 */
+struct ct_nprof_proxy_op {
+    int pid; /* pid_t of the process whose op it is (PXN: maybe not ours) */
+    uint8_t channel;
+    int peer;
+    int nsteps;
+    int chunk_size;
+    int is_send;
+};
+/* v6 copy-engine collective, up to what we read */
+struct ct_nprof_ce_coll_v6 {
+    uint64_t seq;
+    const char *func;
+    const void *sendbuff;
+    void *recvbuff;
+    size_t count;
+};
 
+/* v5 and v6 (v6's union only adds ceColl and its siblings) */
 struct ct_nprof_descr_v5 {
     uint64_t type;
     void *parent;
@@ -56,7 +90,9 @@ struct ct_nprof_descr_v5 {
     union {
         struct ct_nprof_coll_v4 coll;
         struct ct_nprof_p2p_v4 p2p;
+        struct ct_nprof_proxy_op proxy_op;
         struct ct_nprof_kernel_ch_v4 kernel_ch;
+        struct ct_nprof_ce_coll_v6 ce_coll;
         uint64_t align_;
     };
 };
@@ -68,6 +104,7 @@ struct ct_nprof_descr_v4 {
     union {
         struct ct_nprof_coll_v4 coll;
         struct ct_nprof_p2p_v4 p2p;
+        struct ct_nprof_proxy_op proxy_op;
         struct ct_nprof_kernel_ch_v4 kernel_ch;
         uint64_t align_;
     };
@@ -86,6 +123,10 @@ struct ct_nprof_descr_v3 {
             const void *sendbuff;
             void *recvbuff;
             size_t count;
+            int root;
+            const char *datatype;
+            uint8_t nchannels, nwarps; /* nMaxChannels, nWarps */
+            const char *algo, *proto;
         } coll;
         struct {
             const char *name;
@@ -103,12 +144,15 @@ struct ct_nprof_descr_v3 {
     };
 };
 
-/* State arguments: in v4 and v5 the KernelCh stop timer is the union's
- * first word. */
+/* State arguments: in v4 to v6 the KernelCh stop timer and a ProxyStep's
+ * transSize are the union's first word. */
 union ct_nprof_state_args_v4 {
     struct {
         uint64_t ptimer;
     } kernel_ch;
+    struct {
+        size_t trans_size;
+    } proxy_step;
     void *align_;
 };
 

@@ -140,6 +140,7 @@ struct ct_report {
     size_t nsteps;
     struct ct_goodput *goodput;  /* over the job's attempts (goodput.h), from these iterations */
     struct ct_kernels_acc *kacc; /* kernels.c, between collect and table */
+    struct ct_nlinks *nlinks;    /* NCCL links and splits (nccl_links.h), NULL on no memory */
 };
 
 int ct_metrics_rank(struct ct_rank_result *res);

@@ -15,6 +15,7 @@
 #include "decoder/analysis/efficiency.h"
 #include "decoder/analysis/goodput.h"
 #include "decoder/analysis/health.h"
+#include "decoder/analysis/nccl_links.h"
 #include "decoder/util/stats.h"
 #include "decoder/read/job.h"
 
@@ -33,6 +34,9 @@ void ct_report_free(struct ct_report *rep)
         free(rep->kern[i].name);
     free(rep->kern);
     ct_kernels_acc_free(rep->kacc);
+    if (rep->nlinks)
+        ct_nlinks_free(rep->nlinks);
+    free(rep->nlinks);
     if (rep->goodput)
         ct_goodput_free(rep->goodput);
     free(rep->goodput);
@@ -155,6 +159,10 @@ int ct_report_analyze(struct ct_job *job, const struct ct_iter_opts *io, struct 
         rc = ct_collectives_table(rep);
     if (!rc)
         rc = ct_kernels_table(rep);
+    if (!rc && !(rep->nlinks = calloc(1, sizeof(*rep->nlinks))))
+        rc = -ENOMEM;
+    if (!rc)
+        rc = ct_nccl_links(rep->job, rep->nlinks); /* nccl_links.c */
     if (!rc)
         rc = ct_stragglers(rep);
     if (!rc)

@@ -315,6 +315,31 @@ static size_t print_record(struct out *o, struct ct_trace *t, size_t i)
         f_i(o, "value", (int64_t)f[CT_COUNTER_VALUE]);
         f_s(o, "unit", ct_trace_str(t, f[CT_COUNTER_UNIT]));
         break;
+    case CT_REC_NCCL_INFO: /* format v4 (docs/nccl.md) */
+        f_u(o, "time_ns", f[CT_NINFO_TIME]);
+        f_u(o, "correlation_id", f[CT_NINFO_CORR]);
+        f_s(o, "algo", ct_trace_str(t, f[CT_NINFO_ALGO]));
+        f_s(o, "proto", ct_trace_str(t, f[CT_NINFO_PROTO]));
+        f_u(o, "channels", f[CT_NINFO_CHANNELS]);
+        f_u(o, "warps", f[CT_NINFO_WARPS]);
+        f_u(o, "flags", f[CT_NINFO_FLAGS]);
+        break;
+    case CT_REC_NCCL_PROXY: /* format v4 (docs/nccl.md) */
+        span(o, f);
+        f_u(o, "correlation_id", f[CT_NPROXY_CORR]);
+        f_u(o, "channel", f[CT_NPROXY_CHANNEL]);
+        f_i(o, "peer", (int64_t)f[CT_NPROXY_PEER]);
+        f_s(o, "direction", f[CT_NPROXY_SEND] ? "send" : "recv");
+        f_u(o, "steps", f[CT_NPROXY_STEPS]);
+        f_u(o, "bytes", f[CT_NPROXY_BYTES]);
+        f_u(o, "gpu_wait_ns", f[CT_NPROXY_GPU_WAIT]);
+        f_u(o, "peer_wait_ns", f[CT_NPROXY_PEER_WAIT]);
+        f_u(o, "net_ns", f[CT_NPROXY_NET]);
+        f_u(o, "flush_ns", f[CT_NPROXY_FLUSH]);
+        f_u(o, "net_busy_ns", f[CT_NPROXY_NET_BUSY]);
+        f_u(o, "nsteps", f[CT_NPROXY_NSTEPS]);
+        f_u(o, "chunk_size", f[CT_NPROXY_CHUNK]);
+        break;
     default: break;
     }
     fputs(o->json ? "}\n" : "\n", o->f);

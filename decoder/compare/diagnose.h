@@ -30,6 +30,7 @@ enum ct_finding_kind {
     CT_FK_HANG,            /* flight-recorder windows: a collective some members never issued */
     CT_FK_LOW_TENSOR,      /* GPM: a GEMM family with its tensor pipes idle most of its time */
     CT_FK_MEMORY_PHASE,    /* GPM: a memory-bound family: a fusion candidate */
+    CT_FK_SLOW_LINK,       /* NCCL proxy steps: a link slower than its communicator's others */
     CT_FK_COUNT
 };
 

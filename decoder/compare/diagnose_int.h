@@ -54,5 +54,7 @@ int ct_dg_check_health(struct ctx *c);
 /* diagnose_efficiency.c: low_tensor_activity and memory_bound_phase from
  * the ranks' GPM figures. 0 or -ENOMEM. */
 int ct_dg_check_efficiency(struct ctx *c);
+/* diagnose_links.c: slow_link, from NCCL's proxy steps (docs/nccl.md). */
+void ct_dg_check_links(struct ctx *c);
 
 #endif

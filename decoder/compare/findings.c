@@ -13,14 +13,23 @@
 #include <string.h>
 
 static const char *const kind_names[CT_FK_COUNT] = {
-    "exposed_communication", "slow_collective",
-    "compute_straggler",     "host_straggler",
-    "stage_imbalance",       "excess_bubble",
-    "data_loading_stall",    "checkpoint_stall",
-    "launch_bound",          "sync_drain",
-    "pageable_memcpy",       "throttled_gpu",
-    "host_contention",       "hang",
-    "low_tensor_activity",   "memory_bound_phase",
+    "exposed_communication",
+    "slow_collective",
+    "compute_straggler",
+    "host_straggler",
+    "stage_imbalance",
+    "excess_bubble",
+    "data_loading_stall",
+    "checkpoint_stall",
+    "launch_bound",
+    "sync_drain",
+    "pageable_memcpy",
+    "throttled_gpu",
+    "host_contention",
+    "hang",
+    "low_tensor_activity",
+    "memory_bound_phase",
+    "slow_link",
 };
 
 const char *ct_finding_kind_name(int kind)

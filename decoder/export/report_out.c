@@ -15,6 +15,7 @@
 #include "decoder/analysis/hang.h"
 #include "decoder/export/efficiency_out.h"
 #include "decoder/export/health_out.h"
+#include "decoder/export/nccl_out.h"
 #include "decoder/analysis/analysis.h"
 #include "decoder/util/json.h"
 #include "decoder/export/hta_out.h"
@@ -486,6 +487,8 @@ void ct_report_json(FILE *f, const struct ct_report *rep, int rank_iters)
     fprintf(f, "]},");
     ct_hang_json(f, rep); /* collectives in flight of a flight-recorder window */
     fputc_unlocked(',', f);
+    ct_nccl_json(f, rep); /* nccl: links, slow links, splits (decoder/export/nccl_out.c) */
+    fputc_unlocked(',', f);
     host_processes_json(f, rep->job);
     if (rep->goodput) { /* the job's wall time over its attempts (docs/goodput.md) */
         fputs(",\"goodput\":", f);
@@ -867,6 +870,7 @@ void ct_report_text(FILE *f, const struct ct_report *rep)
     ct_hta_text(f, rep);        /* kineto: HTA-compatible section */
     ct_health_text(f, rep);     /* health: GPU health section (decoder/export/health_out.c) */
     ct_efficiency_text(f, rep); /* GPM: GPU efficiency section (efficiency_out.c) */
+    ct_nccl_text(f, rep);       /* nccl: links and splits (decoder/export/nccl_out.c) */
     fprintf(f, "\nClock alignment (skew applied after realtime, residual):\n");
     for (size_t r = 0; r < rep->nr; r++)
         /* rounded first: a skew of -30 ns is "0.0", not "-0.0" */

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "decoder/read/devices.h"
+#include "decoder/read/nccl_acct.h"
 #include "decoder/read/counters.h"
 #include "decoder/read/facts.h"
 #include "decoder/util/search.h"
@@ -194,6 +195,7 @@ static int one_device(const struct ct_proc *p, const int32_t *devs, size_t ndev,
     int oom = 0;
     q->health = ct_hproc_copy(p->health, &oom);
     q->facts = k == 0 ? ct_facts_copy(p->facts, &oom) : NULL;
+    q->nacct = ct_nacct_copy(p->nacct, &oom);
     int rc = oom || !q->path || !q->host || (p->life.job && !q->life.job) ||
                      (p->life.run && !q->life.run) || !q->ops || !q->nccl || !remap || !q->names ||
                      !q->launches || !q->steps || !q->sdev || !q->edges || !q->syncs || !q->gedges

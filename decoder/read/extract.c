@@ -167,6 +167,7 @@ void ct_calls_free(struct ct_calls *c)
 static void extraction_free(struct ct_extraction *x)
 {
     ct_hcollect_free(&x->health);
+    ct_nacct_collect_free(&x->nacct);
     ct_facts_collect_free(&x->facts);
     struct ct_vec *v[] = {&x->ops,  &x->gcorr, &x->calls,  &x->timed,    &x->nccl,   &x->nsynth,
                           &x->nord, &x->steps, &x->sord,   &x->launches, &x->clock,  &x->name_sid,
@@ -623,6 +624,8 @@ static int on_other(struct ct_extraction *x, const struct ct_record *r)
         return rc ? rc : ct_hcollect_record(&x->health, x->rd, r);
     }
     case CT_REC_COUNTER: return ct_hcollect_record(&x->health, x->rd, r);
+    case CT_REC_NCCL_INFO:
+    case CT_REC_NCCL_PROXY: return ct_nacct_record(&x->nacct, x->rd, r);
     case CT_REC_DROP: x->p->cov.dropped += f[CT_DROP_COUNT]; return 0;
     case CT_REC_ERROR:
         ct_life_error(&x->p->life, ct_reader_string(x->rd, f[CT_ERROR_WHAT]), (int64_t)f[0]);
@@ -786,7 +789,9 @@ int ct_proc_extract_file(const char *path, const char *step_name, struct ct_proc
     }
     p->health = ct_hcollect_finish(&x.health);
     p->facts = ct_facts_collect_finish(&x.facts);
-    if (!p->health || !p->facts) {
+    int oom = 0;
+    p->nacct = ct_nacct_finish(&x.nacct, &oom);
+    if (!p->health || !p->facts || oom) {
         snprintf(err, errlen, "%s: out of memory", path);
         rc = -ENOMEM;
         goto fail;

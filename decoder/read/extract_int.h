@@ -10,6 +10,7 @@
 
 #include "decoder/read/counters.h"
 #include "decoder/read/facts.h"
+#include "decoder/read/nccl_acct.h"
 #include "decoder/util/keys.h"
 #include "decoder/read/timeline.h"
 
@@ -119,6 +120,7 @@ struct ct_extraction {
     uint64_t host_sid, ppid_sid;
     int have_host, have_ppid;
     struct ct_hcollect health;     /* counters: p->health at the end */
+    struct ct_nacct_collect nacct; /* NCCL plugin records (format v4): p->nacct at the end */
     struct ct_facts_collect facts; /* metadata and copies: p->facts at the end */
     struct ct_vec gedges;          /* struct ct_gedge of the graphs' edge records */
     /* the latest GPU op of each recording thread, which a graph node record

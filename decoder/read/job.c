@@ -12,6 +12,7 @@
 #include "decoder/read/counters.h"
 #include "decoder/read/facts.h"
 #include "decoder/read/hta.h"
+#include "decoder/read/nccl_acct.h"
 #include "decoder/read/spill.h"
 #include "decoder/read/timeline.h"
 #include "decoder/read/devices.h"
@@ -42,6 +43,7 @@ void ct_proc_free(struct ct_proc *p)
     ct_hta_free(p->hta);
     ct_life_free(&p->life);
     ct_hproc_free(p->health);
+    ct_nacct_free(p->nacct);
     ct_facts_free(p->facts);
     free(p->spill);
     free(p->edges);

@@ -35,6 +35,7 @@
 #include "decoder/read/tracefile.h"
 
 struct ct_hproc;
+struct ct_nacct;
 struct ct_hta;
 
 /* The kind of input a process was read from. */
@@ -256,6 +257,10 @@ struct ct_proc {
      * the first part only: they are the file's) */
     struct ct_hproc *health;
     struct ct_trace_facts *facts;
+    /* NCCL's own account of its ops (decoder/read/nccl_acct.h, format v4
+     * plugin records), NULL when the trace has none; every part of a
+     * process split by device has a copy (joined by correlation id) */
+    struct ct_nacct *nacct;
     /* Bounded memory (decoder/read/spill.h): a large job's ops and launches
      * stay compressed in spill while their rank is closed (ops and launches
      * NULL; nops and nlaunches still count them), and the bounds below,

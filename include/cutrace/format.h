@@ -1,5 +1,5 @@
 /*
- * cutrace trace file format, version 3 — the only contract between the
+ * cutrace trace file format, version 4 — the only contract between the
  * recorder (libcutrace.so) and the decoder (`cutrace`).
  *
  * Every format change bumps CT_FORMAT_VERSION and adds a golden file under
@@ -8,8 +8,11 @@
  * Versions: 1 (kinds META..ERROR); 2 adds CT_REC_COUNTER (health counters
  * sampled beside the timeline); 3 adds the salvage frame (a trace completed
  * from the live mapping of a process that died, below) and the live mapping
- * itself. Nothing else changed: a version 1 or 2 file is a version 3 file
- * without those, and readers accept all three.
+ * itself; 4 adds CT_REC_NCCL_INFO and CT_REC_NCCL_PROXY (NCCL's own
+ * account of an op from its profiler plugin: algorithm, protocol and
+ * channels; proxy steps per channel, peer and direction). Nothing else
+ * changed: a version 1, 2 or 3 file is a version 4 file without those, and
+ * readers accept all four.
  *
  * ## File layout
  *
@@ -198,7 +201,7 @@
 
 #include <stdint.h>
 
-#define CT_FORMAT_VERSION     3u
+#define CT_FORMAT_VERSION     4u
 #define CT_FORMAT_VERSION_MIN 1u         /* oldest version readers still accept */
 #define CT_FILE_MAGIC         "CUTRACE"  /* 8 bytes with its NUL */
 #define CT_FOOTER_MAGIC       "CTFOOTER" /* 8 bytes, no NUL */
@@ -262,6 +265,8 @@ enum ct_record_kind {
     CT_REC_DROP,       /* records lost, with why */
     CT_REC_ERROR,      /* something of the recorder's own failed */
     CT_REC_COUNTER,    /* a sampled health counter (format version 2) */
+    CT_REC_NCCL_INFO,  /* NCCL's algorithm, protocol, channels of an op (version 4) */
+    CT_REC_NCCL_PROXY, /* an op's proxy steps on one channel to or from one peer (version 4) */
     CT_REC_KIND_COUNT
 };
 
@@ -527,6 +532,56 @@ enum ct_counter_field {
     CT_COUNTER_NFIELDS
 };
 
+/* CT_REC_NCCL_INFO (version 4): what NCCL's profiler plugin descriptor
+ * says of one collective or point-to-point op (its Coll/P2p event, or a v6
+ * copy-engine collective), joined to the op's CT_REC_NCCL record by the
+ * correlation id. Strings are NCCL's own ("RING", "TREE", "NVLS", ...;
+ * "LL", "LL128", "SIMPLE"), "" when NCCL gave none. */
+enum ct_nccl_info_field {
+    CT_NINFO_TIME,     /* TIME  when the event started */
+    CT_NINFO_CORR,     /* SEQ   correlation id of the NCCL record */
+    CT_NINFO_ALGO,     /* STR   algorithm */
+    CT_NINFO_PROTO,    /* STR   protocol */
+    CT_NINFO_CHANNELS, /* U     channels (nChannels; p2p: its channels), 0 unknown */
+    CT_NINFO_WARPS,    /* U     warps per channel's block, 0 unknown */
+    CT_NINFO_FLAGS,    /* U     CT_NINFO_F_* */
+    CT_NINFO_NFIELDS
+};
+enum ct_nccl_info_flags {
+    CT_NINFO_F_P2P = 1u << 0, /* a point-to-point op */
+    CT_NINFO_F_CE = 1u << 1,  /* a copy-engine collective (v6 CeColl) */
+};
+
+/* CT_REC_NCCL_PROXY (version 4): one NCCL ProxyOp, i.e. the proxy steps of
+ * one op on one channel to (send) or from (receive) one peer, aggregated
+ * by the recorder: each step's time in each state is summed. States
+ * (NCCL's ProxyStep states): send: GPU wait (SendGPUWait: the chunk not
+ * yet produced by the kernel), peer wait (SendPeerWait: no credit from the
+ * receiver), network (SendWait: posted to the network until it completes);
+ * receive: peer wait (RecvWait: posted until the data arrived: includes
+ * the sender's lateness and the wire), flush (RecvFlushWait), GPU wait
+ * (RecvGPUWait: until the kernel consumed it). net_busy is the union of
+ * the steps' time in SendWait (send) or RecvWait (receive): steps overlap
+ * when several are in flight, so the plain sum can exceed the wall time. */
+enum ct_nccl_proxy_field {
+    CT_NPROXY_START,     /* TIME  first step's start */
+    CT_NPROXY_END,       /* END   last step's stop */
+    CT_NPROXY_CORR,      /* SEQ   correlation id of the NCCL record */
+    CT_NPROXY_CHANNEL,   /* U     channel id */
+    CT_NPROXY_PEER,      /* I     peer rank in the communicator */
+    CT_NPROXY_SEND,      /* U     1 send, 0 receive */
+    CT_NPROXY_STEPS,     /* U     steps stopped */
+    CT_NPROXY_BYTES,     /* U     bytes of those steps (their transSize) */
+    CT_NPROXY_GPU_WAIT,  /* U     ns in the GPU-wait state, summed over steps */
+    CT_NPROXY_PEER_WAIT, /* U     ns waiting for the peer */
+    CT_NPROXY_NET,       /* U     ns in SendWait (send), 0 (receive) */
+    CT_NPROXY_FLUSH,     /* U     ns in RecvFlushWait (receive), 0 (send) */
+    CT_NPROXY_NET_BUSY,  /* U     ns of the union, above */
+    CT_NPROXY_NSTEPS,    /* U     nSteps NCCL announced for it */
+    CT_NPROXY_CHUNK,     /* U     chunkSize NCCL announced */
+    CT_NPROXY_NFIELDS
+};
+
 struct ct_kind_desc {
     const char *name;
     uint8_t nfields;
@@ -570,6 +625,15 @@ static const struct ct_kind_desc ct_kind_table[CT_REC_KIND_COUNT] = {
     [CT_REC_COUNTER] = {"counter",
                         CT_COUNTER_NFIELDS,
                         {CT_CODEC_TIME, CT_CODEC_I, CT_CODEC_STR, CT_CODEC_I, CT_CODEC_STR}},
+    [CT_REC_NCCL_INFO] = {"nccl_info",
+                          CT_NINFO_NFIELDS,
+                          {CT_CODEC_TIME, CT_CODEC_SEQ, CT_CODEC_STR, CT_CODEC_STR, CT_CODEC_U,
+                           CT_CODEC_U, CT_CODEC_U}},
+    [CT_REC_NCCL_PROXY] = {"nccl_proxy",
+                           CT_NPROXY_NFIELDS,
+                           {CT_CODEC_TIME, CT_CODEC_END, CT_CODEC_SEQ, CT_CODEC_U, CT_CODEC_I,
+                            CT_CODEC_U, CT_CODEC_U, CT_CODEC_U, CT_CODEC_U, CT_CODEC_U, CT_CODEC_U,
+                            CT_CODEC_U, CT_CODEC_U, CT_CODEC_U, CT_CODEC_U}},
 };
 
 #endif /* CUTRACE_FORMAT_H */

@@ -292,7 +292,7 @@ static ncclResult_t fn_comm_attach(const unsigned char *key, int nranks, int ran
 /* Second half: wait for every rank, then register and start profiling. */
 static ncclResult_t fn_comm_complete(struct ncclComm *c)
 {
-    ncclResult_t rc = fn_shm_wait_all(c->shm, c->key);
+    ncclResult_t rc = fn_links_load() ? fn_shm_wait_all(c->shm, c->key) : ncclInvalidArgument;
     if (rc != ncclSuccess) {
         fn_shm_detach(c->shm, c->shm_size, c->key, c->rank);
         fn_comm_free(c);

@@ -13,13 +13,12 @@
  * Timing (README.md, "Fake NCCL"): the driver calls fn_resolve with the
  * kernel's start once it is known.  Each op's start is published in the
  * communicator's shared segment; an op ends at the latest start among its
- * participants plus its transfer time; the kernel ends when its last op
- * has.  fn_resolve runs under the driver's lock: it only reads and writes
+ * participants plus its latency and transfer time (fn_links.c); the kernel
+ * ends when its last op has.  fn_resolve runs under the driver's lock: it only reads and writes
  * memory and never waits.
  */
 #include "fn_internal.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +78,11 @@ const char *fn_dtype_name(ncclDataType_t t)
     return fn_dtypes[t].nccl;
 }
 
+unsigned fn_dtype_bytes(ncclDataType_t t)
+{
+    return fn_dtypes[t].size;
+}
+
 static bool fn_has_redop(fn_func f)
 {
     return f == FN_ALLREDUCE || f == FN_REDUCE || f == FN_REDUCESCATTER;
@@ -102,26 +106,6 @@ static void fn_kernel_name(const struct fn_op *op, char *buf, size_t n)
         snprintf(buf, n, "ncclDevKernel_%s_RING_LL", fn_funcs[op->func]);
     else
         snprintf(buf, n, "ncclDevKernel_SendRecv");
-}
-
-/* nccl-tests' size S and bus factor F; transfer = S x F / GBPS. */
-static int64_t fn_xfer_ns(const struct fn_op *op, double gbps)
-{
-    double n = op->comm->nranks, bytes = (double)op->count * fn_dtypes[op->dtype].size;
-    double s = bytes, f = 1;
-    switch (op->func) {
-    case FN_ALLREDUCE: f = 2 * (n - 1) / n; break;
-    case FN_ALLGATHER:
-    case FN_REDUCESCATTER:
-    case FN_ALLTOALL:
-    case FN_GATHER:
-    case FN_SCATTER:
-        s = bytes * n;
-        f = (n - 1) / n;
-        break;
-    default: break; /* Broadcast, Reduce, Send, Recv: S = count x size, F = 1 */
-    }
-    return (int64_t)llround(s * f / gbps); /* bytes / (GBPS x 1e9 B/s), in ns */
 }
 
 /* ----------------------------------------------------------- token table */
@@ -345,6 +329,7 @@ static ncclResult_t fn_launch(struct fn_launch *l)
     for (size_t i = 0; i < l->nops; i++) {
         l->ops[i].end_ns = l->start_ns;
         l->ops[i].end_known = true;
+        l->ops[i].plan.ksteps = 0; /* no transfer: no proxy steps */
     }
     l->start_known = l->resolved = true;
     if (l->profiled)
@@ -467,18 +452,13 @@ static ncclResult_t fn_call(struct fn_op op)
     if (implicit && (rc = ncclGroupStart()) != ncclSuccess) /* through the PLT, on purpose */
         return rc;
     struct ncclComm *c = op.comm;
-    if (op.func == FN_SEND) {
+    if (op.func == FN_SEND)
         op.seq = c->send_seq[op.peer]++;
-        op.xfer_ns =
-            fn_xfer_ns(&op, fmin(fn_shm_gbps(c->shm, c->rank), fn_shm_gbps(c->shm, op.peer)));
-    } else if (op.func == FN_RECV) {
+    else if (op.func == FN_RECV)
         op.seq = c->recv_seq[op.peer]++;
-        op.xfer_ns =
-            fn_xfer_ns(&op, fmin(fn_shm_gbps(c->shm, c->rank), fn_shm_gbps(c->shm, op.peer)));
-    } else {
+    else
         op.seq = c->coll_seq++;
-        op.xfer_ns = fn_xfer_ns(&op, c->gbps_all);
-    }
+    fn_plan_op(&op);
     fn_prof_api_call_begin(&op, fn_grp.depth);
     if (fn_grp.n == fn_grp.cap) {
         size_t cap = fn_grp.cap ? 2 * fn_grp.cap : 8;

@@ -4,8 +4,10 @@
  * Files: fn_api.c (versions, errors, communicators), fn_shm.c (the
  * cross-process rendezvous in POSIX shared memory), fn_coll.c (collective
  * and p2p calls, groups, kernel launches and the resolver the simulated
- * driver polls), fn_profiler.c (profiler plugin loading, events, the proxy
- * thread).  README.md, "Fake NCCL", is the contract.
+ * driver polls), fn_links.c (per-peer links and the ring schedule of each
+ * op), fn_profiler.c (profiler plugin loading, events, the proxy thread),
+ * fn_proxy_steps.c (ProxyOp/ProxyStep events from the ring schedule).  README.md, "Fake NCCL", is
+ * the contract.
  *
  * Locking: one mutex, fn_lock, protects the communicator registry, the
  * launch table and everything the resolver touches.  The resolver runs
@@ -75,6 +77,19 @@ struct ncclComm {
     int prof_mask;  /* eActivationMask the plugin returned */
 };
 
+/* The transfer schedule of one op (fn_links.c, README "Links and the
+ * ring"): an op takes lat_ns, then ksteps ring steps of step_ns each; in
+ * every step this rank's link to its next rank carries chunk bytes per
+ * channel for send_ns (the rest of the step it waits for its GPU), and
+ * its link from the previous rank delivers at the step's end. ksteps 0:
+ * not a ring op (no proxy events). */
+struct fn_plan {
+    int ksteps;
+    int next, prev; /* ring neighbours of this rank */
+    double lat_ns, step_ns, send_ns;
+    uint64_t chunk; /* bytes per step per channel */
+};
+
 /* One collective or p2p call, a member of a launch. */
 struct fn_op {
     struct ncclComm *comm;
@@ -87,9 +102,10 @@ struct fn_op {
     int root, peer;
     uint64_t seq; /* collectives: comm->coll_seq; p2p: per-peer index */
     CUstream stream;
-    int64_t xfer_ns; /* S x F / GBPS */
-    int64_t end_ns;  /* fn_lock */
-    bool end_known;  /* fn_lock */
+    int64_t xfer_ns; /* fn_plan_op: latency + transfer */
+    struct fn_plan plan;
+    int64_t end_ns; /* fn_lock */
+    bool end_known; /* fn_lock */
     /* profiler state, owned by the flushing thread, then the proxy */
     void *h_api; /* v5 CollApi/P2pApi event of the call */
     void *h_op;
@@ -98,6 +114,9 @@ struct fn_op {
     bool stopped;
     bool p_end_known; /* proxy's copy of end_known/end_ns */
     int64_t p_end_ns;
+    int p_phase;                     /* proxy: next phase of the step schedule */
+    void *h_pop[FN_MAX_CHANNELS][2]; /* ProxyOp events [channel][0 send, 1 recv] */
+    void *h_pst[FN_MAX_CHANNELS][2]; /* the ProxyStep event in progress */
 };
 
 /* One kernel launch: the ops of one stream in one outermost group. */
@@ -166,6 +185,14 @@ bool fn_shm_p2p_start(const struct fn_shm *s, int src, int dst, bool send, uint6
 ncclResult_t fn_shm_split_exchange(struct fn_shm *s, int rank, uint64_t seq, int color, int key,
                                    int *colors, int *keys);
 
+/* ----------------------------------------------------------- fn_links.c */
+
+/* Parses FAKEGPU_NCCL_LINKS once per process; false (with the error set)
+ * when it is malformed. */
+bool fn_links_load(void);
+/* Fills op->plan and op->xfer_ns from the links of op's communicator. */
+void fn_plan_op(struct fn_op *op);
+
 /* ------------------------------------------------------------ fn_coll.c */
 
 extern const struct fg_nccl_hooks fn_hooks;
@@ -173,12 +200,13 @@ extern const struct fg_nccl_hooks fn_hooks;
 bool fn_comm_drain(struct ncclComm *c);
 const char *fn_func_name(fn_func f);
 const char *fn_dtype_name(ncclDataType_t t);
+unsigned fn_dtype_bytes(ncclDataType_t t);
 /* Locked.  Called by the proxy when a profiled launch is finished. */
 void fn_launch_free_locked(struct fn_launch *l);
 
 /* -------------------------------------------------------- fn_profiler.c */
 
-extern int fn_prof_version; /* 0 (no plugin), 3, 4 or 5; set by fn_prof_load */
+extern int fn_prof_version; /* 0 (no plugin), 3 to 6; set by fn_prof_load */
 extern int fn_prof_channels;
 void fn_prof_load(void); /* once per process */
 void fn_prof_comm_init(struct ncclComm *c);
@@ -196,5 +224,29 @@ void fn_prof_group_end_done(void);
 void fn_prof_track(struct fn_launch *l);
 /* Locked: the resolver learnt something about a tracked launch. */
 void fn_prof_wake_locked(void);
+/* One event of the plugin (NULL when none or not in its mask). */
+struct fn_ev {
+    int type;
+    void *parent;
+    const struct fn_op *op;                 /* Coll, P2p, CollApi, P2pApi */
+    void *parent_group;                     /* v5 Coll/P2p */
+    uint8_t channel;                        /* KernelCh, ProxyOp */
+    uint64_t ptimer;                        /* KernelCh (v4/v5) */
+    int depth;                              /* GroupApi */
+    void *stream;                           /* KernelLaunch */
+    int peer, nsteps, chunk, is_send, step; /* ProxyOp, ProxyStep */
+};
+void *fn_prof_start(const struct ncclComm *c, const struct fn_ev *e);
+void fn_prof_stop(void *h);
+/* recordEventState (v4 on) with the argument union's first word = arg
+ * (KernelCh pTimer, ProxyStep transSize). */
+void fn_prof_record(void *h, fn_prof_state st, uint64_t arg);
+
+/* ---------------------------------------------------- fn_proxy_steps.c */
+
+/* Proxy thread: the ProxyOp/ProxyStep events of op due by now; returns
+ * the instant the next is due, INT64_MAX when all are done (or the op has
+ * none). Needs op->p_end_known. */
+int64_t fn_steps_advance(struct fn_op *op, int64_t now);
 
 #endif

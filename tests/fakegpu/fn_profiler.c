@@ -4,8 +4,8 @@
  * Loading (once per process, at the first communicator): NCCL_PROFILER_PLUGIN
  * names a library (dlopen'ed; a bare name that fails is retried as
  * libnccl-profiler-<name>.so) or is STATIC_PLUGIN (symbols looked up in the
- * global scope).  The newest of ncclProfiler_v5, _v4, _v3 found is used,
- * capped by FAKEGPU_NCCL_PROFILER_VERSION (3..5).
+ * global scope).  The newest of ncclProfiler_v6, _v5, _v4, _v3 found is
+ * used, capped by FAKEGPU_NCCL_PROFILER_VERSION (3..6).
  *
  * Events: the v5 API events on the calling thread around each call; at the
  * outermost ncclGroupEnd, on the calling thread and before the launch, one
@@ -16,7 +16,8 @@
  * and stopped, after recordEventState(KernelChStop, pTimer = globaltimer at
  * the op's end) in v4/v5, once the op has resolved and its virtual end has
  * passed; then the Coll/P2p event stops, and the Group event after its last
- * member.
+ * member.  From v4 on, ring ops also get ProxyOp and ProxyStep events from
+ * their schedule (fn_proxy_steps.c), before their KernelCh events stop.
  *
  * The simulated GPU globaltimer is virtual CLOCK_MONOTONIC time plus the
  * offset CLOCK_REALTIME - CLOCK_MONOTONIC sampled when the plugin loads.
@@ -31,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define FN_NWARPS 16 /* 512 threads per block */
 
@@ -41,6 +43,7 @@ static union {
     const fn_profiler_v3 *v3;
     const fn_profiler_v4 *v4;
     const fn_profiler_v5 *v5;
+    const fn_profiler_v6 *v6;
 } fn_plugin;
 static int64_t fn_gtimer_offset; /* CLOCK_REALTIME - CLOCK_MONOTONIC */
 
@@ -101,14 +104,16 @@ void fn_prof_load(void)
             return;
         }
     }
-    int cap = (int)fn_env_double("FAKEGPU_NCCL_PROFILER_VERSION", 5, 3, 5);
+    int cap = (int)fn_env_double("FAKEGPU_NCCL_PROFILER_VERSION", 6, 3, 6);
     for (int v = cap; v >= 3; v--) {
         char sym[32];
         snprintf(sym, sizeof sym, "ncclProfiler_v%d", v);
         void *p = dlsym(h, sym);
         if (!p)
             continue;
-        if (v == 5)
+        if (v == 6)
+            fn_plugin.v6 = p;
+        else if (v == 5)
             fn_plugin.v5 = p;
         else if (v == 4)
             fn_plugin.v4 = p;
@@ -131,6 +136,7 @@ void fn_prof_comm_init(struct ncclComm *c)
         rc = fn_plugin.v4->init(&ctx, &mask, name, c->hash, 1, c->nranks, c->rank, fn_log);
         break;
     case 5:
+    case 6: /* v6's init is v5's */
         rc = fn_plugin.v5->init(&ctx, c->hash, &mask, name, 1, c->nranks, c->rank, fn_log);
         break;
     default: return;
@@ -150,27 +156,17 @@ void fn_prof_comm_finalize(struct ncclComm *c)
     switch (fn_prof_version) {
     case 3: fn_plugin.v3->finalize(ctx); break;
     case 4: fn_plugin.v4->finalize(ctx); break;
-    case 5: fn_plugin.v5->finalize(ctx); break;
+    case 5:
+    case 6: fn_plugin.v5->finalize(ctx); break;
     default: break;
     }
 }
 
 /* -------------------------------------------------------------- events */
 
-/* What one event is about; fn_prof_start turns it into the plugin's
- * version of the descriptor. */
-struct fn_ev {
-    int type;
-    void *parent;
-    const struct fn_op *op; /* Coll, P2p, CollApi, P2pApi */
-    void *parent_group;     /* v5 Coll/P2p */
-    uint8_t channel;        /* KernelCh */
-    uint64_t ptimer;        /* KernelCh (v4/v5) */
-    int depth;              /* GroupApi */
-    void *stream;           /* KernelLaunch */
-};
-
-static void fn_fill_v5(fn_prof_descr_v5 *d, const struct fn_ev *e)
+/* fn_prof_start turns a struct fn_ev (fn_internal.h) into the plugin's
+ * version of the descriptor; the v6 form holds every field. */
+static void fn_fill(fn_prof_descr_v6 *d, const struct fn_ev *e)
 {
     const struct fn_op *op = e->op;
     switch (e->type) {
@@ -216,29 +212,42 @@ static void fn_fill_v5(fn_prof_descr_v5 *d, const struct fn_ev *e)
         d->p2pApi.stream = (void *)op->stream;
         break;
     case fnProfileKernelLaunch: d->kernelLaunch.stream = e->stream; break;
+    case fnProfileProxyOp:
+        d->proxyOp.pid = getpid();
+        d->proxyOp.channelId = e->channel;
+        d->proxyOp.peer = e->peer;
+        d->proxyOp.nSteps = e->nsteps;
+        d->proxyOp.chunkSize = e->chunk;
+        d->proxyOp.isSend = e->is_send;
+        break;
+    case fnProfileProxyStep: d->proxyStep.step = e->step; break;
     default: break;
     }
 }
 
-static void *fn_prof_start(const struct ncclComm *c, const struct fn_ev *e)
+void *fn_prof_start(const struct ncclComm *c, const struct fn_ev *e)
 {
     if (!c->prof_ctx || !(c->prof_mask & e->type))
         return NULL;
     void *h = NULL;
-    if (fn_prof_version == 5) {
-        fn_prof_descr_v5 d;
+    if (fn_prof_version >= 5) {
+        /* v5's members sit where v6's do: a v5 plugin reads its prefix */
+        fn_prof_descr_v6 d;
         memset(&d, 0, sizeof d);
         d.type = (uint64_t)e->type;
         d.parentObj = e->parent;
         d.rank = c->rank;
-        fn_fill_v5(&d, e);
-        fn_plugin.v5->startEvent(c->prof_ctx, &h, &d);
+        fn_fill(&d, e);
+        if (fn_prof_version == 6)
+            fn_plugin.v6->startEvent(c->prof_ctx, &h, &d);
+        else
+            fn_plugin.v5->startEvent(c->prof_ctx, &h, (fn_prof_descr_v5 *)(void *)&d);
         return h;
     }
-    /* v3/v4: translate from the v5 form, which holds every field. */
-    fn_prof_descr_v5 f;
+    /* v3/v4: translate from the v6 form, which holds every field. */
+    fn_prof_descr_v6 f;
     memset(&f, 0, sizeof f);
-    fn_fill_v5(&f, e);
+    fn_fill(&f, e);
     if (fn_prof_version == 4) {
         fn_prof_descr_v4 d;
         memset(&d, 0, sizeof d);
@@ -267,6 +276,10 @@ static void *fn_prof_start(const struct ncclComm *c, const struct fn_ev *e)
         } else if (e->type == fnProfileKernelCh) {
             d.kernelCh.channelId = f.kernelCh.channelId;
             d.kernelCh.pTimer = f.kernelCh.pTimer;
+        } else if (e->type == fnProfileProxyOp) {
+            d.proxyOp = f.proxyOp;
+        } else if (e->type == fnProfileProxyStep) {
+            d.proxyStep.step = f.proxyStep.step;
         } else if (e->type != fnProfileGroup) {
             return NULL; /* API events are v5 only */
         }
@@ -309,29 +322,33 @@ static void *fn_prof_start(const struct ncclComm *c, const struct fn_ev *e)
     return h;
 }
 
-static void fn_prof_stop(void *h)
+void fn_prof_stop(void *h)
 {
     if (!h)
         return;
     switch (fn_prof_version) {
     case 3: fn_plugin.v3->stopEvent(h); break;
     case 4: fn_plugin.v4->stopEvent(h); break;
-    case 5: fn_plugin.v5->stopEvent(h); break;
+    case 5:
+    case 6: fn_plugin.v5->stopEvent(h); break;
     default: break;
     }
 }
 
-/* v4/v5 only (v3 has no KernelCh or API states). */
-static void fn_prof_record(void *h, fn_prof_state st, uint64_t ptimer)
+/* v4 on only (v3 has no KernelCh or API states, and other step states). */
+void fn_prof_record(void *h, fn_prof_state st, uint64_t arg)
 {
     if (!h)
         return;
     fn_prof_args_v5 a;
     memset(&a, 0, sizeof a);
-    a.kernelCh.pTimer = ptimer;
+    if (st == fnProfilerKernelChStop)
+        a.kernelCh.pTimer = arg;
+    else
+        a.proxyStep.transSize = (size_t)arg;
     if (fn_prof_version == 4)
         fn_plugin.v4->recordEventState(h, st, &a);
-    else if (fn_prof_version == 5)
+    else if (fn_prof_version >= 5)
         fn_plugin.v5->recordEventState(h, st, &a);
 }
 
@@ -340,7 +357,7 @@ static void fn_prof_record(void *h, fn_prof_state st, uint64_t ptimer)
 void fn_prof_api_call_begin(struct fn_op *op, int depth)
 {
     const struct ncclComm *c = op->comm;
-    if (fn_prof_version != 5 || !c->prof_ctx)
+    if (fn_prof_version < 5 || !c->prof_ctx)
         return;
     if (!fn_api.active) {
         struct fn_ev g = {.type = fnProfileGroupApi, .depth = depth};
@@ -378,7 +395,7 @@ void fn_prof_group_ops(struct fn_op *ops, size_t n)
         if (!ops[i].pg && (c->prof_mask & fnProfileGroup)) {
             /* First op of this communicator: its Group event. */
             struct fn_ev g = {.type = fnProfileGroup,
-                              .parent = fn_prof_version == 5 ? fn_api.group_api : NULL};
+                              .parent = fn_prof_version >= 5 ? fn_api.group_api : NULL};
             void *h = fn_prof_start(c, &g);
             struct fn_pgroup *pg = h ? calloc(1, sizeof *pg) : NULL;
             if (pg) {
@@ -396,7 +413,7 @@ void fn_prof_group_ops(struct fn_op *ops, size_t n)
         bool p2p = ops[i].func == FN_SEND || ops[i].func == FN_RECV;
         void *group = ops[i].pg ? ops[i].pg->handle : NULL;
         struct fn_ev e = {.type = p2p ? fnProfileP2p : fnProfileColl,
-                          .parent = fn_prof_version == 5 ? ops[i].h_api : group,
+                          .parent = fn_prof_version >= 5 ? ops[i].h_api : group,
                           .parent_group = group,
                           .op = &ops[i]};
         ops[i].h_op = fn_prof_start(c, &e);
@@ -405,7 +422,7 @@ void fn_prof_group_ops(struct fn_op *ops, size_t n)
 
 void *fn_prof_launch_begin(struct ncclComm *c, CUstream s)
 {
-    if (fn_prof_version != 5)
+    if (fn_prof_version < 5)
         return NULL;
     struct fn_ev e = {.type = fnProfileKernelLaunch, .parent = fn_api.group_api, .stream = s};
     return fn_prof_start(c, &e);
@@ -477,7 +494,10 @@ static int64_t fn_proxy_pass(struct fn_launch *const *ls, size_t n)
             struct fn_op *op = &l->ops[i];
             if (op->stopped)
                 continue;
-            if (op->p_end_known && now >= op->p_end_ns) {
+            int64_t due = op->p_end_known ? fn_steps_advance(op, now) : INT64_MAX;
+            if (due < wake)
+                wake = due;
+            if (op->p_end_known && now >= op->p_end_ns && due == INT64_MAX) {
                 fn_proxy_stop_op(op);
                 continue;
             }

@@ -1,5 +1,5 @@
 /*
- * fn_profiler_abi.h - the NCCL profiler plugin ABI, versions 3, 4 and 5,
+ * fn_profiler_abi.h - the NCCL profiler plugin ABI, versions 3 to 6,
  * as the fake NCCL (and the test plugin) see it.  Written from NCCL's
  * documented layouts (plugins/profiler in the NCCL tree); only the field
  * order and types matter, and they must match NCCL's exactly: a real
@@ -13,7 +13,10 @@
  *    event (the hierarchy changed in v5);
  *  - init's arguments: v3 (ctx, mask); v4 (ctx, mask, commName, commHash,
  *    nNodes, nranks, rank, logfn); v5 (ctx, commId, mask, commName,
- *    nNodes, nranks, rank, logfn).
+ *    nNodes, nranks, rank, logfn);
+ *  - v6 is v5 with three copy-engine members added to the descriptor's
+ *    union (ceColl, ceCollSync, ceCollBatch): the v5 members keep their
+ *    offsets, so a v6 descriptor is read correctly by a v5 plugin.
  */
 #ifndef FN_PROFILER_ABI_H
 #define FN_PROFILER_ABI_H
@@ -38,10 +41,19 @@ enum {
     fnProfileCollApi = 1 << 9,
     fnProfileP2pApi = 1 << 10,
     fnProfileKernelLaunch = 1 << 11,
+    fnProfileCeColl = 1 << 12, /* v6 */
+    fnProfileCeSync = 1 << 13,
+    fnProfileCeBatch = 1 << 14,
 };
 
 /* Event states used by the fake (values of ncclProfilerEventState_t). */
 typedef enum fn_prof_state {
+    fnProfilerProxyStepSendGPUWait = 8,
+    fnProfilerProxyStepSendWait = 9,
+    fnProfilerProxyStepRecvWait = 10,
+    fnProfilerProxyStepRecvFlushWait = 11,
+    fnProfilerProxyStepRecvGPUWait = 12,
+    fnProfilerProxyStepSendPeerWait_v4 = 20,
     fnProfilerKernelChStop = 22,
     fnProfilerGroupStartApiStop = 23,
     fnProfilerGroupEndApiStart = 24,
@@ -58,7 +70,7 @@ typedef enum {
 typedef void (*fn_logger_t)(fn_log_level level, unsigned long flags, const char *file, int line,
                             const char *fmt, ...);
 
-/* Union members common to v3..v5 that the fake never fills. */
+/* Union members common to v3..v6 (ProxyOp is filled from v4 on). */
 struct fn_prof_proxy_op {
     pid_t pid;
     uint8_t channelId;
@@ -276,5 +288,105 @@ typedef struct {
                                      fn_prof_args_v5 *eStateArgs);
     ncclResult_t (*finalize)(void *context);
 } fn_profiler_v5;
+
+/* ------------------------------------------------------------------ v6 */
+
+typedef struct {
+    uint64_t type;
+    void *parentObj;
+    int rank;
+    union {
+        struct {
+            bool graphCaptured;
+            int groupDepth;
+        } groupApi;
+        struct {
+            const char *func;
+            size_t count;
+            const char *datatype;
+            int root;
+            void *stream;
+            bool graphCaptured;
+        } collApi;
+        struct {
+            const char *func;
+            size_t count;
+            const char *datatype;
+            void *stream;
+            bool graphCaptured;
+        } p2pApi;
+        struct {
+            void *stream;
+        } kernelLaunch;
+        struct {
+            uint64_t seqNumber;
+            const char *func;
+            void const *sendBuff;
+            void *recvBuff;
+            size_t count;
+            int root;
+            const char *datatype;
+            uint8_t nChannels;
+            uint8_t nWarps;
+            const char *algo;
+            const char *proto;
+            void *parentGroup;
+        } coll;
+        struct {
+            const char *func;
+            void *buff;
+            const char *datatype;
+            size_t count;
+            int peer;
+            uint8_t nChannels;
+            void *parentGroup;
+        } p2p;
+        struct fn_prof_proxy_op proxyOp;
+        struct {
+            int step;
+        } proxyStep;
+        struct {
+            uint8_t channelId;
+            uint64_t pTimer;
+        } kernelCh;
+        struct fn_prof_net_plugin netPlugin;
+        struct {
+            uint64_t seqNumber;
+            const char *func;
+            void const *sendBuff;
+            void *recvBuff;
+            size_t count;
+            int root;
+            const char *datatype;
+            const char *syncStrategy;
+            bool intraBatchSync;
+            uint32_t batchSize;
+            uint32_t numBatches;
+            uint32_t ceSeqNum;
+            void *stream;
+        } ceColl;
+        struct {
+            bool isComplete;
+            int nRanks;
+        } ceCollSync;
+        struct {
+            int numOps;
+            size_t totalBytes;
+            bool useIntraSync;
+        } ceCollBatch;
+    };
+} fn_prof_descr_v6;
+typedef fn_prof_args_v5 fn_prof_args_v6;
+
+typedef struct {
+    const char *name;
+    ncclResult_t (*init)(void **context, uint64_t commId, int *eActivationMask,
+                         const char *commName, int nNodes, int nranks, int rank, fn_logger_t logfn);
+    ncclResult_t (*startEvent)(void *context, void **eHandle, fn_prof_descr_v6 *eDescr);
+    ncclResult_t (*stopEvent)(void *eHandle);
+    ncclResult_t (*recordEventState)(void *eHandle, fn_prof_state eState,
+                                     fn_prof_args_v6 *eStateArgs);
+    ncclResult_t (*finalize)(void *context);
+} fn_profiler_v6;
 
 #endif

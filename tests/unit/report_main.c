@@ -26,6 +26,7 @@ Suite *json_suite(void);
 Suite *html_suite(void);
 Suite *salvaged_suite(void);
 Suite *efficiency_suite(void);
+Suite *nccl_links_suite(void);
 
 static const struct th_suite suites[] = {
     {"intervals", intervals_suite},
@@ -47,6 +48,7 @@ static const struct th_suite suites[] = {
     {"diagnose_replay", diagnose_replay_suite},
     {"diagnose_light", diagnose_light_suite},
     {"salvaged", salvaged_suite},
+    {"nccl_links", nccl_links_suite},
     {"provenance", provenance_suite},
     {"json", json_suite},
     {"html", html_suite},

@@ -1,0 +1,417 @@
+/*
+ * What NCCL's proxy steps say about the network (decoder/analysis/
+ * nccl_links.h, docs/nccl.md): each directed link's achieved bandwidth,
+ * the link that is slow against its communicator's others, and each
+ * collective's time split into its own link's transfer and waiting.
+ *
+ * A link's bandwidth is measured on its sender: the bytes of its send
+ * ProxyOps over the time their steps spent on the network (SendWait, the
+ * union over steps in flight). A link's channels share it and run at
+ * once, so an op's time on the link is its longest channel's, and the
+ * op's bandwidth is its bytes over that. Time the sender spent waiting
+ * for its GPU or for credits is not the link's: in a ring paced by one
+ * slow link every other link waits in those states and keeps its own
+ * bandwidth, which is what lets the slow one stand out.
+ */
+#include "decoder/analysis/nccl_links.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cutrace/format.h"
+#include "decoder/read/nccl_acct.h"
+#include "decoder/read/timeline.h"
+#include "decoder/util/names.h"
+#include "decoder/util/stats.h"
+
+/* One op on one link: its channels folded. */
+struct per_op {
+    size_t link;
+    uint64_t op_key, op_bytes, bytes;
+    uint8_t op;
+    double busy, gpu_wait, peer_wait, op_ns, transfer;
+};
+
+static int cmp_obs(const void *a, const void *b)
+{
+    const struct ct_nlink_obs *x = a, *y = b;
+    if (x->comm != y->comm)
+        return (x->comm > y->comm) - (x->comm < y->comm);
+    if (x->src != y->src)
+        return (x->src > y->src) - (x->src < y->src);
+    if (x->dst != y->dst)
+        return (x->dst > y->dst) - (x->dst < y->dst);
+    return (x->op_key > y->op_key) - (x->op_key < y->op_key);
+}
+
+void ct_nlinks_free(struct ct_nlinks *l)
+{
+    free(l->l);
+    free(l->slow);
+    free(l->split);
+    memset(l, 0, sizeof(*l));
+}
+
+/* Slow links of links [a, b) (one communicator) from their ops. */
+static int find_slow(struct ct_nlinks *out, size_t a, size_t b, const struct per_op *per,
+                     size_t nper)
+{
+    size_t n = 0;
+    double *peers = malloc((b - a + 1) * sizeof(*peers));
+    if (!peers)
+        return -ENOMEM;
+    for (size_t i = a; i < b; i++)
+        n += isfinite(out->l[i].gbps);
+    /* a slow link needs at least two others to be slow against */
+    for (size_t i = a; i < b && n >= 3; i++) {
+        struct ct_nlink *L = &out->l[i];
+        if (!isfinite(L->gbps))
+            continue;
+        size_t k = 0;
+        double lo = INFINITY, hi = 0;
+        for (size_t j = a; j < b; j++) {
+            if (j == i || !isfinite(out->l[j].gbps))
+                continue;
+            peers[k++] = out->l[j].gbps;
+            lo = fmin(lo, out->l[j].gbps);
+            hi = fmax(hi, out->l[j].gbps);
+        }
+        double med = ct_median(peers, k);
+        if (!(L->gbps < (1 - CT_SLOW_LINK_TOL) * med))
+            continue;
+        struct ct_nslow *s = realloc(out->slow, (out->nslow + 1) * sizeof(*s));
+        if (!s) {
+            free(peers);
+            return -ENOMEM;
+        }
+        out->slow = s;
+        s = &s[out->nslow++];
+        memset(s, 0, sizeof(*s));
+        s->link = i;
+        s->peers_lo = lo;
+        s->peers_hi = hi;
+        s->peers_med = med;
+        /* at the peers' bandwidth each op's time on the link shrinks by
+         * busy x (1 - gbps / med); a ring op is paced by its slowest link,
+         * so its transfer shrinks by as much (what the selectors say) */
+        double keep = L->gbps / med;
+        size_t used = 0;
+        for (size_t p = 0; p < nper; p++) {
+            if (per[p].link != i)
+                continue;
+            L->saving_ns += per[p].busy * (1 - keep);
+            int seen = 0; /* one selector per (op, size) */
+            for (size_t q = 0; q < p && !seen; q++)
+                seen = per[q].link == i && per[q].op == per[p].op &&
+                       per[q].op_bytes == per[p].op_bytes;
+            if (seen)
+                continue;
+            double saved = 0, xfer = 0;
+            for (size_t q = p; q < nper; q++) {
+                if (per[q].link != i || per[q].op != per[p].op ||
+                    per[q].op_bytes != per[p].op_bytes)
+                    continue;
+                saved += per[q].busy * (1 - keep);
+                xfer += per[q].transfer;
+            }
+            if (xfer <= 0)
+                continue;
+            double f = 1 - saved / xfer;
+            f = f < 0 ? 0 : f > 1 ? 1 : f;
+            char sel[64];
+            int w = snprintf(sel, sizeof(sel), "%sop=%s:%llu=%.6f", used ? " " : "",
+                             ct_name_nccl_op(per[p].op), (unsigned long long)per[p].op_bytes, f);
+            if (w > 0 && used + (size_t)w < sizeof(s->whatif)) {
+                memcpy(s->whatif + used, sel, (size_t)w + 1);
+                used += (size_t)w;
+            }
+        }
+        s->share_pct = L->op_ns > 0 ? 100 * L->saving_ns / L->op_ns : NAN;
+    }
+    free(peers);
+    return 0;
+}
+
+int ct_nlinks_from_obs(const struct ct_nlink_obs *obs, size_t n, struct ct_nlinks *out)
+{
+    struct ct_nlink_obs *o = malloc((n ? n : 1) * sizeof(*o));
+    struct per_op *per = malloc((n ? n : 1) * sizeof(*per));
+    double *v = malloc((n ? n : 1) * sizeof(*v));
+    int rc = o && per && v ? 0 : -ENOMEM;
+    size_t nper = 0;
+    if (!rc) {
+        memcpy(o, obs, n * sizeof(*o));
+        qsort(o, n, sizeof(*o), cmp_obs);
+    }
+    for (size_t i = 0; i < n && !rc;) {
+        size_t j = i;
+        while (j < n && o[j].comm == o[i].comm && o[j].src == o[i].src && o[j].dst == o[i].dst)
+            j++;
+        struct ct_nlink *l = realloc(out->l, (out->nl + 1) * sizeof(*l));
+        if (!l) {
+            rc = -ENOMEM;
+            break;
+        }
+        out->l = l;
+        l = &l[out->nl];
+        memset(l, 0, sizeof(*l));
+        l->comm = o[i].comm;
+        l->src = o[i].src, l->dst = o[i].dst;
+        l->src_rank = o[i].src_rank, l->dst_rank = o[i].dst_rank;
+        size_t nv = 0;
+        for (size_t k = i; k < j;) {
+            size_t m = k;
+            struct per_op p = {.link = out->nl,
+                               .op_key = o[k].op_key,
+                               .op = o[k].op,
+                               .op_bytes = o[k].op_bytes,
+                               .op_ns = o[k].op_ns >= 0 ? (double)o[k].op_ns : 0,
+                               .transfer = o[k].op_transfer_ns >= 0 ? (double)o[k].op_transfer_ns
+                                           : o[k].op_ns >= 0        ? (double)o[k].op_ns
+                                                                    : 0};
+            for (; m < j && o[m].op_key == o[k].op_key; m++) {
+                p.bytes += o[m].bytes;
+                p.busy = fmax(p.busy, (double)o[m].busy);
+                p.gpu_wait += (double)o[m].gpu_wait;
+                p.peer_wait += (double)o[m].peer_wait;
+            }
+            k = m;
+            l->ops++;
+            l->gpu_wait_ns += p.gpu_wait;
+            l->peer_wait_ns += p.peer_wait;
+            l->op_ns += p.op_ns;
+            if (p.busy > 0 && p.bytes) {
+                l->bytes += p.bytes;
+                l->busy_ns += p.busy;
+                v[nv++] = (double)p.bytes / p.busy;
+                per[nper++] = p;
+            }
+        }
+        l->gbps = l->busy_ns > 0 ? (double)l->bytes / l->busy_ns : NAN;
+        l->p10 = nv ? ct_percentile(v, nv, 10) : NAN;
+        l->p90 = nv ? ct_percentile(v, nv, 90) : NAN;
+        l->p50 = nv ? ct_median(v, nv) : NAN;
+        out->nl++;
+        i = j;
+    }
+    for (size_t a = 0; a < out->nl && !rc;) {
+        size_t b = a;
+        while (b < out->nl && out->l[b].comm == out->l[a].comm)
+            b++;
+        rc = find_slow(out, a, b, per, nper);
+        a = b;
+    }
+    free(o);
+    free(per);
+    free(v);
+    return rc;
+}
+
+static const char *who(char *b, size_t n, int32_t job_rank, int32_t comm_rank)
+{
+    if (job_rank >= 0)
+        snprintf(b, n, "rank %d", job_rank);
+    else
+        snprintf(b, n, "comm rank %d", comm_rank);
+    return b;
+}
+
+void ct_nlinks_evidence(char *buf, size_t n, const struct ct_nlinks *L, size_t k)
+{
+    const struct ct_nslow *s = &L->slow[k];
+    const struct ct_nlink *l = &L->l[s->link];
+    char a[32], b[32];
+    snprintf(buf, n, "link %s -> %s: %.3g GB/s, peers %.3g-%.3g GB/s, %.1f %% of its ops' time",
+             who(a, sizeof(a), l->src_rank, l->src), who(b, sizeof(b), l->dst_rank, l->dst),
+             l->gbps, s->peers_lo, s->peers_hi, isfinite(s->share_pct) ? s->share_pct : 0);
+}
+
+/* ------------------------------------------------------------- from a job */
+
+struct rmap {
+    uint64_t comm;
+    int32_t comm_rank, rank;
+};
+
+static int cmp_rmap(const void *a, const void *b)
+{
+    const struct rmap *x = a, *y = b;
+    if (x->comm != y->comm)
+        return (x->comm > y->comm) - (x->comm < y->comm);
+    return (x->comm_rank > y->comm_rank) - (x->comm_rank < y->comm_rank);
+}
+
+static int32_t job_rank(const struct rmap *m, size_t n, uint64_t comm, int32_t comm_rank)
+{
+    size_t lo = 0, hi = n;
+    struct rmap k = {comm, comm_rank, 0};
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (cmp_rmap(&m[mid], &k) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && !cmp_rmap(&m[lo], &k) ? m[lo].rank : -1;
+}
+
+/* The first proxy record of corr in a, or a->npx. */
+static size_t px_first(const struct ct_nacct *a, uint64_t corr)
+{
+    size_t lo = 0, hi = a->npx;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (a->px[mid].corr < corr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+struct split_val {
+    size_t row;
+    double wait, xfer;
+};
+
+static int cmp_split_val(const void *a, const void *b)
+{
+    size_t x = ((const struct split_val *)a)->row, y = ((const struct split_val *)b)->row;
+    return (x > y) - (x < y);
+}
+
+/* The split row of (comm, op, bytes), added when new; SIZE_MAX on -ENOMEM. */
+static size_t split_row(struct ct_nlinks *out, const struct ct_nccl_call *c,
+                        const struct ct_ninfo *info)
+{
+    for (size_t i = 0; i < out->nsplit; i++) {
+        struct ct_nsplit *s = &out->split[i];
+        if (s->comm == c->comm && s->op == c->op && s->bytes == c->bytes) {
+            if (info && !s->algo[0] && !s->channels) {
+                memcpy(s->algo, info->algo, sizeof(s->algo));
+                memcpy(s->proto, info->proto, sizeof(s->proto));
+                s->channels = info->channels, s->warps = info->warps;
+            }
+            return i;
+        }
+    }
+    struct ct_nsplit *s = realloc(out->split, (out->nsplit + 1) * sizeof(*s));
+    if (!s)
+        return SIZE_MAX;
+    out->split = s;
+    s = &s[out->nsplit];
+    memset(s, 0, sizeof(*s));
+    s->comm = c->comm, s->op = c->op, s->bytes = c->bytes, s->nranks = c->nranks;
+    s->wait_p50_ns = s->transfer_p50_ns = NAN;
+    if (info) {
+        memcpy(s->algo, info->algo, sizeof(s->algo));
+        memcpy(s->proto, info->proto, sizeof(s->proto));
+        s->channels = info->channels, s->warps = info->warps;
+    }
+    return out->nsplit++;
+}
+
+int ct_nccl_links(const struct ct_job *job, struct ct_nlinks *out)
+{
+    memset(out, 0, sizeof(*out));
+    size_t ncalls = 0, npx = 0;
+    for (size_t r = 0; r < job->nranks; r++) {
+        ncalls += job->ranks[r].nnccl;
+        for (size_t p = 0; p < job->ranks[r].nprocs; p++)
+            if (job->ranks[r].procs[p]->nacct)
+                npx += job->ranks[r].procs[p]->nacct->npx;
+    }
+    struct rmap *map = malloc((ncalls ? ncalls : 1) * sizeof(*map));
+    struct ct_nlink_obs *obs = malloc((npx ? npx : 1) * sizeof(*obs));
+    struct split_val *sv = malloc((ncalls ? ncalls : 1) * sizeof(*sv));
+    int rc = map && obs && sv ? 0 : -ENOMEM;
+    size_t nmap = 0, nobs = 0, nsv = 0;
+    for (size_t r = 0; r < job->nranks && !rc; r++)
+        for (size_t i = 0; i < job->ranks[r].nnccl; i++)
+            map[nmap++] = (struct rmap){job->ranks[r].nccl[i].comm, job->ranks[r].nccl[i].comm_rank,
+                                        job->ranks[r].rank};
+    if (!rc)
+        qsort(map, nmap, sizeof(*map), cmp_rmap);
+    for (size_t r = 0; r < job->nranks && !rc; r++) {
+        const struct ct_rank *R = &job->ranks[r];
+        for (size_t p = 0; p < R->nprocs && !rc; p++) {
+            const struct ct_nacct *a = R->procs[p]->nacct;
+            if (!a)
+                continue;
+            out->proxy_records += a->npx;
+            for (size_t i = 0; i < R->nnccl && !rc; i++) {
+                const struct ct_nccl_call *c = &R->nccl[i];
+                const struct ct_ninfo *info = ct_nacct_info(a, c->corr);
+                size_t k = px_first(a, c->corr);
+                if (!info && (k == a->npx || a->px[k].corr != c->corr))
+                    continue;
+                out->info_ops += info != NULL;
+                int64_t op_ns = c->e > c->s ? c->e - c->s : -1;
+                int64_t xfer =
+                    op_ns >= 0 && c->all_s ? c->e - (c->all_s > c->s ? c->all_s : c->s) : -1;
+                double busy = 0;
+                int any = 0;
+                for (; k < a->npx && a->px[k].corr == c->corr; k++) {
+                    const struct ct_nproxy *x = &a->px[k];
+                    if (!x->send || nobs == npx) /* npx: a corr two processes share */
+                        continue;
+                    any = 1;
+                    busy = fmax(busy, (double)x->busy);
+                    obs[nobs++] =
+                        (struct ct_nlink_obs){.comm = c->comm,
+                                              .op_key = ((uint64_t)r << 40) ^ i,
+                                              .src = c->comm_rank,
+                                              .dst = x->peer,
+                                              .src_rank = R->rank,
+                                              .dst_rank = job_rank(map, nmap, c->comm, x->peer),
+                                              .op = c->op,
+                                              .op_bytes = c->bytes,
+                                              .op_ns = op_ns,
+                                              .op_transfer_ns = xfer,
+                                              .bytes = x->bytes,
+                                              .busy = x->busy,
+                                              .gpu_wait = x->gpu_wait,
+                                              .peer_wait = x->peer_wait};
+                }
+                size_t row = split_row(out, c, info);
+                if (row == SIZE_MAX) {
+                    rc = -ENOMEM;
+                    break;
+                }
+                out->split[row].count++;
+                if (any && op_ns >= 0)
+                    sv[nsv++] = (struct split_val){row, fmax(0, (double)op_ns - busy), busy};
+            }
+        }
+    }
+    if (!rc)
+        rc = ct_nlinks_from_obs(obs, nobs, out);
+    if (!rc) {
+        qsort(sv, nsv, sizeof(*sv), cmp_split_val);
+        for (size_t i = 0; i < nsv;) {
+            size_t j = i;
+            while (j < nsv && sv[j].row == sv[i].row)
+                j++;
+            double *w = malloc((j - i) * 2 * sizeof(*w));
+            if (!w) {
+                rc = -ENOMEM;
+                break;
+            }
+            for (size_t k = i; k < j; k++)
+                w[k - i] = sv[k].wait, w[j - i + k - i] = sv[k].xfer;
+            out->split[sv[i].row].wait_p50_ns = ct_median(w, j - i);
+            out->split[sv[i].row].transfer_p50_ns = ct_median(w + (j - i), j - i);
+            free(w);
+            i = j;
+        }
+    }
+    free(map);
+    free(obs);
+    free(sv);
+    if (rc)
+        ct_nlinks_free(out);
+    return rc;
+}

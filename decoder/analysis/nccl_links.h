@@ -1,0 +1,91 @@
+/*
+ * Per-link bandwidth, slow-link localisation and the per-collective split
+ * into waiting and transfer, from NCCL's own account of its ops (the
+ * profiler plugin's descriptors and proxy steps, decoder/read/nccl_acct.h;
+ * docs/nccl.md states every rule). Never prints.
+ */
+#ifndef CT_NCCL_LINKS_H
+#define CT_NCCL_LINKS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct ct_job;
+
+/* A link is slow when its bandwidth is below (1 - CT_SLOW_LINK_TOL) of
+ * the median of its communicator's other links (docs/nccl.md argues the
+ * figure). */
+#define CT_SLOW_LINK_TOL 0.2
+
+/* One send ProxyOp of one op on one channel, joined to its op: what the
+ * analysis reads (built from a job, or by hand in the tests). */
+struct ct_nlink_obs {
+    uint64_t comm;
+    uint64_t op_key;            /* one op instance on its sender (same for its channels) */
+    int32_t src, dst;           /* communicator ranks: src sends to dst */
+    int32_t src_rank, dst_rank; /* job ranks, -1 unknown */
+    uint8_t op;                 /* enum ct_nccl_op */
+    uint64_t op_bytes;          /* the op's size (its NCCL record's bytes) */
+    int64_t op_ns;              /* the op's GPU duration on src, -1 unknown */
+    int64_t op_transfer_ns;     /* of it, from the latest member's start to its end, -1 unknown */
+    uint64_t bytes, busy, gpu_wait, peer_wait;
+};
+
+/* One directed link of one communicator over the job. */
+struct ct_nlink {
+    uint64_t comm;
+    int32_t src, dst, src_rank, dst_rank;
+    uint64_t ops, bytes;
+    double busy_ns;                   /* per op the longest channel's network time, summed */
+    double gbps;                      /* bytes / busy_ns (GB/s = bytes per ns) */
+    double p10, p50, p90;             /* per-op GB/s */
+    double gpu_wait_ns, peer_wait_ns; /* summed over its steps */
+    double op_ns;                     /* GPU time of the ops it carried, on its sender */
+    double saving_ns; /* slow links: op time at the peers' bandwidth, saved; else 0 */
+};
+
+/* A slow link (struct ct_nlink index) and its evidence. */
+struct ct_nslow {
+    size_t link;
+    double peers_lo, peers_hi, peers_med; /* the communicator's other links, GB/s */
+    double share_pct;                     /* saving_ns / op_ns of the link's ops */
+    /* the fix as whatif selectors: each (op, size) the link carried scaled
+     * by its transfer at the peers' bandwidth over its recorded transfer */
+    char whatif[160];
+};
+
+/* Per collective (communicator, op, size): NCCL's choices and the split of
+ * the op's time on each rank into its own link's transfer (the longest
+ * channel's network time) and the rest (waiting for peers, upstream links
+ * or the GPU). */
+struct ct_nsplit {
+    uint64_t comm, bytes;
+    uint8_t op;
+    int32_t nranks;
+    uint64_t count;     /* op instances over every rank */
+    double wait_p50_ns; /* NAN: no proxy steps */
+    double transfer_p50_ns;
+    char algo[16], proto[16]; /* "" unknown */
+    uint32_t channels, warps;
+};
+
+struct ct_nlinks {
+    struct ct_nlink *l;
+    size_t nl;
+    struct ct_nslow *slow;
+    size_t nslow;
+    struct ct_nsplit *split;
+    size_t nsplit;
+    uint64_t info_ops, proxy_records;
+};
+
+/* Links and slow links from observations (any order). 0 or -ENOMEM. */
+int ct_nlinks_from_obs(const struct ct_nlink_obs *obs, size_t n, struct ct_nlinks *out);
+/* Everything above for a built job (its collectives matched). 0 or -ENOMEM. */
+int ct_nccl_links(const struct ct_job *job, struct ct_nlinks *out);
+void ct_nlinks_free(struct ct_nlinks *l);
+/* The one-line evidence of slow link k of L ("link rank 5 -> rank 6:
+ * 1 GB/s, peers 4.04-4.18 GB/s, 74.1 % of its ops' time"). */
+void ct_nlinks_evidence(char *buf, size_t n, const struct ct_nlinks *L, size_t k);
+
+#endif

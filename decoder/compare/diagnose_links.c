@@ -1,0 +1,52 @@
+/*
+ * `cutrace diagnose`'s slow_link check (docs/nccl.md): a network link whose
+ * achieved bandwidth, from NCCL's proxy steps, is below its communicator's
+ * other links' (decoder/analysis/nccl_links.h states the rule). The fix is
+ * the link at its peers' bandwidth: each (op, size) it carried has its
+ * transfer scaled by what that leaves of it, which the replay turns into
+ * the step's drop; the formula is the link's saved op time per iteration.
+ */
+#include <math.h>
+#include <stdio.h>
+
+#include "decoder/analysis/nccl_links.h"
+#include "decoder/compare/diagnose_int.h"
+
+void ct_dg_check_links(struct ctx *c)
+{
+    const struct ct_report *rep = c->rep;
+    const struct ct_nlinks *L = rep->nlinks;
+    if (!L || !L->nl) {
+        int coll = 0;
+        for (size_t i = 0; i < rep->ncoll; i++)
+            coll |= rep->coll[i].op != CT_NCCL_OP_SEND && rep->coll[i].op != CT_NCCL_OP_RECV;
+        if (coll)
+            ct_dg_insufficient(c, CT_FK_SLOW_LINK,
+                               "no NCCL proxy-step records (NCCL >= 2.25 under `cutrace run`, "
+                               "network transports; summaries do not carry them)");
+        return;
+    }
+    for (size_t k = 0; k < L->nslow; k++) {
+        const struct ct_nslow *s = &L->slow[k];
+        const struct ct_nlink *l = &L->l[s->link];
+        double per_it = rep->iterations ? l->saving_ns / (double)rep->iterations : 0;
+        struct ct_finding *f = ct_dg_add(c, CT_FK_SLOW_LINK, per_it, 0.9);
+        if (!f)
+            continue;
+        if (l->src_rank >= 0)
+            ct_dg_rank_add(f, l->src_rank);
+        if (l->dst_rank >= 0)
+            ct_dg_rank_add(f, l->dst_rank);
+        char ev[256];
+        ct_nlinks_evidence(ev, sizeof(ev), L, k);
+        ct_dg_evs(f, "link", "%d -> %d", l->src_rank, l->dst_rank);
+        ct_dg_ev(f, "gbps", l->gbps);
+        ct_dg_ev(f, "peers_lo_gbps", s->peers_lo);
+        ct_dg_ev(f, "peers_hi_gbps", s->peers_hi);
+        ct_dg_ev(f, "peers_median_gbps", s->peers_med);
+        ct_dg_ev(f, "share_pct", isfinite(s->share_pct) ? s->share_pct : 0);
+        ct_dg_ev(f, "ops", (double)l->ops);
+        snprintf(f->whatif, sizeof(f->whatif), "%s", s->whatif);
+        snprintf(f->summary, sizeof(f->summary), "%s", ev);
+    }
+}

@@ -1,0 +1,169 @@
+/*
+ * The report's NCCL section (decoder/export/nccl_out.h): per link the
+ * achieved bandwidth and its distribution, the slow links with their
+ * evidence, per collective NCCL's choices and the wait/transfer split.
+ * Figures the traces cannot give are null with the reason in the
+ * section's "unavailable" list.
+ */
+#include "decoder/export/nccl_out.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+
+#include "decoder/analysis/analysis.h"
+#include "decoder/analysis/nccl_links.h"
+#include "decoder/util/json.h"
+#include "decoder/util/names.h"
+
+#define NO_PROXY                                                                                   \
+    "no NCCL proxy-step records: they need NCCL's profiler plugin at ABI v4 or newer (NCCL >= "    \
+    "2.25) with the job run under `cutrace run`, and network (proxy) transports; summaries do "    \
+    "not carry them"
+#define NO_INFO                                                                                    \
+    "no NCCL profiler-plugin descriptors: they need NCCL >= 2.23 with the job run under "          \
+    "`cutrace run`; summaries do not carry them"
+
+static void member(FILE *f, const char *k, double v, int decimals, int comma)
+{
+    ct_json_member(f, k, v, decimals);
+    if (comma)
+        fputc(',', f);
+}
+
+static const char *rank_or(char *b, size_t n, int32_t job_rank, int32_t comm_rank)
+{
+    if (job_rank >= 0)
+        snprintf(b, n, "rank %d", job_rank);
+    else
+        snprintf(b, n, "comm rank %d", comm_rank);
+    return b;
+}
+
+void ct_nccl_json(FILE *f, const struct ct_report *rep)
+{
+    const struct ct_nlinks *L = rep->nlinks;
+    fputs("\"nccl\":", f);
+    if (!L) {
+        fputs("null", f);
+        return;
+    }
+    fprintf(f, "{\"plugin_ops\":%" PRIu64 ",\"proxy_records\":%" PRIu64 ",", L->info_ops,
+            L->proxy_records);
+    fputs("\"unavailable\":[", f);
+    int first = 1;
+    if (!L->nl) {
+        ct_json_str(f, NO_PROXY);
+        first = 0;
+    }
+    if (!L->info_ops) {
+        fputs(first ? "" : ",", f);
+        ct_json_str(f, NO_INFO);
+    }
+    fputs("],\"links\":", f);
+    if (!L->nl) {
+        fputs("null,\"slow_links\":null,", f);
+    } else {
+        fputc('[', f);
+        for (size_t i = 0; i < L->nl; i++) {
+            const struct ct_nlink *l = &L->l[i];
+            fprintf(f, "%s{\"comm_hash\":\"0x%016" PRIx64 "\",\"src\":%d,\"dst\":%d,\"src_rank\":",
+                    i ? "," : "", l->comm, l->src, l->dst);
+            l->src_rank >= 0 ? fprintf(f, "%d", l->src_rank) : fputs("null", f);
+            fputs(",\"dst_rank\":", f);
+            l->dst_rank >= 0 ? fprintf(f, "%d", l->dst_rank) : fputs("null", f);
+            fprintf(f, ",\"ops\":%" PRIu64 ",\"bytes\":%" PRIu64 ",", l->ops, l->bytes);
+            member(f, "gbps", l->gbps, 3, 1);
+            member(f, "p10_gbps", l->p10, 3, 1);
+            member(f, "p50_gbps", l->p50, 3, 1);
+            member(f, "p90_gbps", l->p90, 3, 1);
+            member(f, "net_us", l->busy_ns / 1e3, 3, 1);
+            member(f, "gpu_wait_us", l->gpu_wait_ns / 1e3, 3, 1);
+            member(f, "peer_wait_us", l->peer_wait_ns / 1e3, 3, 0);
+            fputc('}', f);
+        }
+        fputs("],\"slow_links\":[", f);
+        for (size_t k = 0; k < L->nslow; k++) {
+            const struct ct_nslow *s = &L->slow[k];
+            const struct ct_nlink *l = &L->l[s->link];
+            char ev[256];
+            ct_nlinks_evidence(ev, sizeof(ev), rep->nlinks, k);
+            fprintf(f, "%s{\"link\":%zu,\"comm_hash\":\"0x%016" PRIx64 "\",", k ? "," : "", s->link,
+                    l->comm);
+            member(f, "gbps", l->gbps, 3, 1);
+            member(f, "peers_lo_gbps", s->peers_lo, 3, 1);
+            member(f, "peers_hi_gbps", s->peers_hi, 3, 1);
+            member(f, "peers_median_gbps", s->peers_med, 3, 1);
+            member(f, "saving_us", l->saving_ns / 1e3, 3, 1);
+            member(f, "share_pct", s->share_pct, 2, 1);
+            fputs("\"whatif\":", f);
+            ct_json_str(f, s->whatif);
+            fputs(",\"evidence\":", f);
+            ct_json_str(f, ev);
+            fputc('}', f);
+        }
+        fputs("],", f);
+    }
+    fputs("\"collectives\":[", f);
+    for (size_t i = 0; i < L->nsplit; i++) {
+        const struct ct_nsplit *s = &L->split[i];
+        fprintf(f,
+                "%s{\"comm_hash\":\"0x%016" PRIx64 "\",\"op\":\"%s\",\"bytes\":%" PRIu64
+                ",\"nranks\":%d,\"count\":%" PRIu64 ",\"algo\":",
+                i ? "," : "", s->comm, ct_name_nccl_op(s->op), s->bytes, s->nranks, s->count);
+        s->algo[0] ? ct_json_str(f, s->algo) : (void)fputs("null", f);
+        fputs(",\"proto\":", f);
+        s->proto[0] ? ct_json_str(f, s->proto) : (void)fputs("null", f);
+        fputs(",\"channels\":", f);
+        s->channels ? fprintf(f, "%u", s->channels) : fputs("null", f);
+        fputs(",\"warps\":", f);
+        s->warps ? fprintf(f, "%u", s->warps) : fputs("null", f);
+        fputc(',', f);
+        member(f, "wait_p50_us", s->wait_p50_ns / 1e3, 3, 1);
+        member(f, "transfer_p50_us", s->transfer_p50_ns / 1e3, 3, 0);
+        fputc('}', f);
+    }
+    fputs("]}", f);
+}
+
+void ct_nccl_text(FILE *f, const struct ct_report *rep)
+{
+    const struct ct_nlinks *L = rep->nlinks;
+    if (!L || (!L->nsplit && !L->nl))
+        return;
+    fprintf(f, "\nNCCL (profiler plugin):\n");
+    if (L->nsplit) {
+        fprintf(f, "  %-14s %12s %6s %-6s %-6s %4s %5s %11s %11s\n", "op", "bytes", "ranks", "algo",
+                "proto", "ch", "warps", "wait us", "transfer us");
+        for (size_t i = 0; i < L->nsplit; i++) {
+            const struct ct_nsplit *s = &L->split[i];
+            char w[24] = "-", t[24] = "-";
+            if (isfinite(s->wait_p50_ns))
+                snprintf(w, sizeof(w), "%.1f", s->wait_p50_ns / 1e3);
+            if (isfinite(s->transfer_p50_ns))
+                snprintf(t, sizeof(t), "%.1f", s->transfer_p50_ns / 1e3);
+            fprintf(f, "  %-14s %12" PRIu64 " %6d %-6s %-6s %4u %5u %11s %11s\n",
+                    ct_name_nccl_op(s->op), s->bytes, s->nranks, s->algo[0] ? s->algo : "-",
+                    s->proto[0] ? s->proto : "-", s->channels, s->warps, w, t);
+        }
+    }
+    if (!L->nl) {
+        fprintf(f, "  links: - (%s)\n", NO_PROXY);
+        return;
+    }
+    fprintf(f, "  %-24s %6s %10s %10s %10s %10s\n", "link (sender -> receiver)", "ops", "GB/s",
+            "p10", "p50", "p90");
+    for (size_t i = 0; i < L->nl; i++) {
+        const struct ct_nlink *l = &L->l[i];
+        char a[32], b[32], name[80];
+        snprintf(name, sizeof(name), "%s -> %s", rank_or(a, sizeof(a), l->src_rank, l->src),
+                 rank_or(b, sizeof(b), l->dst_rank, l->dst));
+        fprintf(f, "  %-24s %6" PRIu64 " %10.3f %10.3f %10.3f %10.3f\n", name, l->ops, l->gbps,
+                l->p10, l->p50, l->p90);
+    }
+    for (size_t k = 0; k < L->nslow; k++) {
+        char ev[256];
+        ct_nlinks_evidence(ev, sizeof(ev), rep->nlinks, k);
+        fprintf(f, "  slow %s\n", ev);
+    }
+}

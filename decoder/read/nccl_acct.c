@@ -1,0 +1,150 @@
+/*
+ * NCCL profiler-plugin records of one trace (decoder/read/nccl_acct.h):
+ * gathered in file order, sorted once at the end.
+ */
+#include "decoder/read/nccl_acct.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cutrace/format.h"
+#include "src/reader.h"
+
+static int grow(void **p, size_t *cap, size_t n, size_t elem)
+{
+    if (n < *cap)
+        return 0;
+    size_t c = *cap ? 2 * *cap : 64;
+    void *q = realloc(*p, c * elem);
+    if (!q)
+        return -ENOMEM;
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
+int ct_nacct_record(struct ct_nacct_collect *c, struct ct_reader *rd, const struct ct_record *r)
+{
+    const uint64_t *f = r->f;
+    if (r->kind == CT_REC_NCCL_INFO) {
+        if (grow((void **)&c->a.info, &c->capi, c->a.ninfo, sizeof(*c->a.info)))
+            return -ENOMEM;
+        struct ct_ninfo *i = &c->a.info[c->a.ninfo++];
+        memset(i, 0, sizeof(*i));
+        i->corr = f[CT_NINFO_CORR];
+        const char *a = ct_reader_string(rd, f[CT_NINFO_ALGO]);
+        const char *p = ct_reader_string(rd, f[CT_NINFO_PROTO]);
+        snprintf(i->algo, sizeof(i->algo), "%s", a ? a : "");
+        snprintf(i->proto, sizeof(i->proto), "%s", p ? p : "");
+        i->channels = (uint32_t)f[CT_NINFO_CHANNELS];
+        i->warps = (uint32_t)f[CT_NINFO_WARPS];
+        i->flags = (uint32_t)f[CT_NINFO_FLAGS];
+    } else if (r->kind == CT_REC_NCCL_PROXY) {
+        if (grow((void **)&c->a.px, &c->capp, c->a.npx, sizeof(*c->a.px)))
+            return -ENOMEM;
+        struct ct_nproxy *x = &c->a.px[c->a.npx++];
+        memset(x, 0, sizeof(*x));
+        x->corr = f[CT_NPROXY_CORR];
+        x->s = (int64_t)f[CT_NPROXY_START];
+        x->e = (int64_t)f[CT_NPROXY_END];
+        x->channel = (uint32_t)f[CT_NPROXY_CHANNEL];
+        x->peer = (int32_t)(int64_t)f[CT_NPROXY_PEER];
+        x->send = f[CT_NPROXY_SEND] != 0;
+        x->steps = (uint32_t)f[CT_NPROXY_STEPS];
+        x->bytes = f[CT_NPROXY_BYTES];
+        x->gpu_wait = f[CT_NPROXY_GPU_WAIT];
+        x->peer_wait = f[CT_NPROXY_PEER_WAIT];
+        x->net = f[CT_NPROXY_NET];
+        x->flush = f[CT_NPROXY_FLUSH];
+        x->busy = f[CT_NPROXY_NET_BUSY];
+    }
+    return 0;
+}
+
+static int cmp_info(const void *a, const void *b)
+{
+    uint64_t x = ((const struct ct_ninfo *)a)->corr, y = ((const struct ct_ninfo *)b)->corr;
+    return (x > y) - (x < y);
+}
+
+static int cmp_px(const void *a, const void *b)
+{
+    const struct ct_nproxy *x = a, *y = b;
+    if (x->corr != y->corr)
+        return (x->corr > y->corr) - (x->corr < y->corr);
+    if (x->send != y->send)
+        return (int)y->send - (int)x->send;
+    if (x->peer != y->peer)
+        return (x->peer > y->peer) - (x->peer < y->peer);
+    return (x->channel > y->channel) - (x->channel < y->channel);
+}
+
+struct ct_nacct *ct_nacct_finish(struct ct_nacct_collect *c, int *oom)
+{
+    struct ct_nacct *a = NULL;
+    if (c->a.ninfo || c->a.npx) {
+        a = malloc(sizeof(*a));
+        if (!a) {
+            *oom = 1;
+        } else {
+            *a = c->a;
+            c->a = (struct ct_nacct){0};
+            qsort(a->info, a->ninfo, sizeof(*a->info), cmp_info);
+            qsort(a->px, a->npx, sizeof(*a->px), cmp_px);
+        }
+    }
+    ct_nacct_collect_free(c);
+    return a;
+}
+
+void ct_nacct_collect_free(struct ct_nacct_collect *c)
+{
+    free(c->a.info);
+    free(c->a.px);
+    memset(c, 0, sizeof(*c));
+}
+
+struct ct_nacct *ct_nacct_copy(const struct ct_nacct *a, int *oom)
+{
+    if (!a)
+        return NULL;
+    struct ct_nacct *b = calloc(1, sizeof(*b));
+    if (b) {
+        b->info = malloc((a->ninfo ? a->ninfo : 1) * sizeof(*b->info));
+        b->px = malloc((a->npx ? a->npx : 1) * sizeof(*b->px));
+    }
+    if (!b || !b->info || !b->px) {
+        ct_nacct_free(b);
+        *oom = 1;
+        return NULL;
+    }
+    memcpy(b->info, a->info, a->ninfo * sizeof(*b->info));
+    memcpy(b->px, a->px, a->npx * sizeof(*b->px));
+    b->ninfo = a->ninfo;
+    b->npx = a->npx;
+    return b;
+}
+
+void ct_nacct_free(struct ct_nacct *a)
+{
+    if (!a)
+        return;
+    free(a->info);
+    free(a->px);
+    free(a);
+}
+
+const struct ct_ninfo *ct_nacct_info(const struct ct_nacct *a, uint64_t corr)
+{
+    size_t lo = 0, hi = a ? a->ninfo : 0;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (a->info[mid].corr < corr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return a && lo < a->ninfo && a->info[lo].corr == corr ? &a->info[lo] : NULL;
+}

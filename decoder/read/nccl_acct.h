@@ -1,0 +1,60 @@
+/*
+ * NCCL's own account of a process's ops as its trace holds them (format v4
+ * CT_REC_NCCL_INFO and CT_REC_NCCL_PROXY records, docs/nccl.md): each op's
+ * algorithm, protocol and channels, and its proxy steps aggregated per
+ * channel, peer and direction. Gathered while the trace is extracted
+ * (decoder/read/extract.c) and kept on its process (struct ct_proc.nacct),
+ * joined to the process's NCCL calls by correlation id. What the report
+ * derives from them is decoder/analysis/nccl_links.h. Nothing here prints;
+ * not thread-safe per object.
+ */
+#ifndef CT_NCCL_ACCT_H
+#define CT_NCCL_ACCT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct ct_ninfo {
+    uint64_t corr;
+    char algo[16], proto[16];
+    uint32_t channels, warps, flags; /* CT_NINFO_F_* */
+};
+
+/* One ProxyOp (CT_NPROXY_* fields), times on the trace's clock. */
+struct ct_nproxy {
+    uint64_t corr;
+    int64_t s, e;
+    uint32_t channel, steps;
+    int32_t peer;
+    uint8_t send;
+    uint64_t bytes, gpu_wait, peer_wait, net, flush, busy;
+};
+
+struct ct_nacct {
+    struct ct_ninfo *info; /* by corr */
+    size_t ninfo;
+    struct ct_nproxy *px; /* by (corr, send, peer, channel) */
+    size_t npx;
+};
+
+struct ct_nacct_collect {
+    struct ct_nacct a;
+    size_t capi, capp;
+};
+struct ct_reader;
+struct ct_record;
+/* Feed every record; kinds other than NCCL_INFO/NCCL_PROXY are ignored.
+ * 0 or -ENOMEM. */
+int ct_nacct_record(struct ct_nacct_collect *c, struct ct_reader *rd, const struct ct_record *r);
+/* The records gathered, sorted, in one object the caller owns
+ * (ct_nacct_free); NULL when there were none or on allocation failure
+ * (*oom set). c is emptied. */
+struct ct_nacct *ct_nacct_finish(struct ct_nacct_collect *c, int *oom);
+void ct_nacct_collect_free(struct ct_nacct_collect *c);
+/* A copy (NULL for NULL; NULL with *oom set on failure). */
+struct ct_nacct *ct_nacct_copy(const struct ct_nacct *a, int *oom);
+void ct_nacct_free(struct ct_nacct *a);
+/* The info record of corr, or NULL. */
+const struct ct_ninfo *ct_nacct_info(const struct ct_nacct *a, uint64_t corr);
+
+#endif

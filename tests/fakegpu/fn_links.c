@@ -1,0 +1,155 @@
+/*
+ * fn_links.c - the fake NCCL's network: per-peer links with their own
+ * bandwidth and latency, and the ring schedule that turns an op's size
+ * into its transfer time and its proxy steps (README.md, "Links and the
+ * ring", is the contract; the tests compare against it).
+ *
+ * A link is directed (rank A sends to rank B). Its bandwidth defaults to
+ * the smaller FAKEGPU_NET_GBPS of its two ends and its latency to
+ * FAKEGPU_NCCL_LINK_LAT_US; FAKEGPU_NCCL_LINKS="A-B=GBPS[/LAT_US],..."
+ * overrides single links (communicator ranks, every communicator).
+ * AllReduce, AllGather and ReduceScatter run as a ring over ranks
+ * 0 -> 1 -> ... -> n-1 -> 0 in lock step: a step lasts as long as its
+ * slowest link takes to carry one chunk (latency + chunk / bandwidth), so
+ * one slow link paces every rank. Other ops keep the bus-bandwidth rule
+ * over the smallest FAKEGPU_NET_GBPS (Send/Recv: over their link, with its
+ * latency). Every op adds FAKEGPU_NCCL_LAT_US.
+ *
+ * Nothing here locks or calls the driver: plans are made on the calling
+ * thread from the communicator's published figures.
+ */
+#include "fn_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FN_MAX_LINKS 256
+
+static struct {
+    int src, dst;
+    double gbps, lat_ns;
+} fn_links[FN_MAX_LINKS];
+static int fn_nlinks;
+static int fn_links_state; /* 0 not read, 1 good, -1 malformed */
+static pthread_mutex_t fn_links_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static bool fn_links_parse(const char *v)
+{
+    char *copy = strdup(v), *save = NULL;
+    if (!copy)
+        return false;
+    bool ok = true;
+    for (char *tok = strtok_r(copy, ",", &save); tok && ok; tok = strtok_r(NULL, ",", &save)) {
+        int src, dst, used = 0;
+        double gbps, lat_us = -1;
+        int n = sscanf(tok, "%d-%d=%lf%n", &src, &dst, &gbps, &used);
+        if (n == 3 && tok[used] == '/') {
+            int more = 0;
+            if (sscanf(tok + used + 1, "%lf%n", &lat_us, &more) != 1)
+                ok = false;
+            used += 1 + more;
+        }
+        ok = ok && n == 3 && !tok[used] && src >= 0 && dst >= 0 && src < FN_MAX_RANKS &&
+             dst < FN_MAX_RANKS && src != dst && gbps > 0 && gbps <= 1e9 &&
+             (lat_us == -1 || (lat_us >= 0 && lat_us <= 1e9)) && fn_nlinks < FN_MAX_LINKS;
+        if (!ok) {
+            fn_set_error("fake NCCL: FAKEGPU_NCCL_LINKS: bad entry '%s' (want "
+                         "SRC-DST=GBPS[/LAT_US], ranks 0..%d, at most %d entries)",
+                         tok, FN_MAX_RANKS - 1, FN_MAX_LINKS);
+            break;
+        }
+        fn_links[fn_nlinks].src = src;
+        fn_links[fn_nlinks].dst = dst;
+        fn_links[fn_nlinks].gbps = gbps;
+        fn_links[fn_nlinks].lat_ns = lat_us < 0 ? -1 : lat_us * 1e3;
+        fn_nlinks++;
+    }
+    free(copy);
+    return ok;
+}
+
+bool fn_links_load(void)
+{
+    pthread_mutex_lock(&fn_links_lock);
+    if (!fn_links_state) {
+        const char *v = getenv("FAKEGPU_NCCL_LINKS");
+        fn_links_state = !v || !*v || fn_links_parse(v) ? 1 : -1;
+    } else if (fn_links_state < 0) {
+        fn_set_error("fake NCCL: FAKEGPU_NCCL_LINKS is malformed");
+    }
+    bool ok = fn_links_state > 0;
+    pthread_mutex_unlock(&fn_links_lock);
+    return ok;
+}
+
+/* Bandwidth (GB/s = bytes per ns) and latency (ns) of link src -> dst. */
+static void fn_link(const struct ncclComm *c, int src, int dst, double *gbps, double *lat_ns)
+{
+    *gbps = fmin(fn_shm_gbps(c->shm, src), fn_shm_gbps(c->shm, dst));
+    *lat_ns = fn_env_double("FAKEGPU_NCCL_LINK_LAT_US", 0, 0, 1e9) * 1e3;
+    for (int i = fn_links_state > 0 ? 0 : fn_nlinks; i < fn_nlinks; i++) {
+        if (fn_links[i].src == src && fn_links[i].dst == dst) {
+            *gbps = fn_links[i].gbps;
+            if (fn_links[i].lat_ns >= 0)
+                *lat_ns = fn_links[i].lat_ns;
+        }
+    }
+}
+
+void fn_plan_op(struct fn_op *op)
+{
+    const struct ncclComm *c = op->comm;
+    double n = c->nranks, bytes = (double)op->count * fn_dtype_bytes(op->dtype);
+    double op_lat = fn_env_double("FAKEGPU_NCCL_LAT_US", 0, 0, 1e9) * 1e3;
+    struct fn_plan *p = &op->plan;
+    memset(p, 0, sizeof *p);
+    p->lat_ns = op_lat;
+    double chunk = 0; /* bytes per ring step over all channels */
+    switch (op->func) {
+    case FN_ALLREDUCE:
+        p->ksteps = 2 * (c->nranks - 1);
+        chunk = bytes / n;
+        break;
+    case FN_ALLGATHER:
+    case FN_REDUCESCATTER:
+        p->ksteps = c->nranks - 1;
+        chunk = bytes; /* count is per rank */
+        break;
+    default: break;
+    }
+    if (p->ksteps > 0) {
+        p->next = (c->rank + 1) % c->nranks;
+        p->prev = (c->rank + c->nranks - 1) % c->nranks;
+        for (int r = 0; r < c->nranks; r++) {
+            double g, l;
+            fn_link(c, r, (r + 1) % c->nranks, &g, &l);
+            double x = l + chunk / g;
+            if (x > p->step_ns)
+                p->step_ns = x;
+            if (r == c->rank)
+                p->send_ns = x;
+        }
+        p->chunk = (uint64_t)llround(chunk / fn_prof_channels);
+        op->xfer_ns = llround(op_lat + p->ksteps * p->step_ns);
+        return;
+    }
+    /* nccl-tests' size S and bus factor F over one bandwidth */
+    double s = bytes, f = 1, g = c->gbps_all, l = 0;
+    switch (op->func) {
+    case FN_ALLTOALL:
+    case FN_GATHER:
+    case FN_SCATTER:
+        s = bytes * n;
+        f = (n - 1) / n;
+        break;
+    case FN_ALLREDUCE:
+    case FN_ALLGATHER:
+    case FN_REDUCESCATTER: f = 0; break; /* one rank: nothing to move */
+    case FN_SEND: fn_link(c, c->rank, op->peer, &g, &l); break;
+    case FN_RECV: fn_link(c, op->peer, c->rank, &g, &l); break;
+    default: break; /* Broadcast, Reduce: S = count x size, F = 1 */
+    }
+    op->xfer_ns = llround(op_lat + l + s * f / g);
+}

@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""NCCL's links on the simulated device (docs/nccl.md): an 8-rank all-reduce
+job (tests/nccl/w_links.c) under `cutrace run`, with one slow link and
+without, against the links the simulated NCCL was given
+(tests/fakegpu/README.md, "Links and the ring").
+
+usage: check_links.py   (environment: CT_CUTRACE, CT_W_LINKS, CT_FAKEGPU_DIR,
+                         CT_FAKE_CUPTI)
+
+Schedule: every link 4 GB/s (FAKEGPU_NET_GBPS=4), rank 5 -> rank 6 at
+1 GB/s in the slow case; 4 steps of a 2 ms kernel and one AllReduce of
+64 Mi float32 (256 MiB) over 8 ranks and 2 channels: a ring of 14 steps of
+32 MiB each, 8.39 ms on a 4 GB/s link, 33.6 ms on the slow one, which
+paces every step (the op lasts 14 x 33.6 = 470 ms, 117 ms without it).
+
+Tolerances. The proxy thread of each simulated rank makes each step's state
+calls when their virtual time comes, and the plugin reads its own clock
+then, as with NCCL's proxy: each state change is observed late by the
+thread's wake-up latency. With 8 processes on the 2-CPU test machine that
+is up to ~1 ms (measured: per-op bandwidths within 10 % on a fast link), so
+a fast link's 8.39 ms transfer per step is read within ~12 % and, over its
+56 steps, its bandwidth within 15 %. The slow link transfers throughout
+each step: its state changes at step boundaries, where the next step's
+start is made in the same wake-up as the last one's stop, so only the first
+and the last call's latency count (1 ms of 470 ms): within 2 %. The saving
+diagnose predicts is checked against a real rerun without the slow link
+(the step p50 of both runs, each of which carries the wake-up latencies of
+synchronising 8 processes, a few ms of ~490): within 10 %.
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+failures = []
+scratch = []
+
+
+def check(what, ok, detail=""):
+    if not ok:
+        failures.append(f"{what}: {detail}")
+
+
+def near(what, got, want, rel):
+    check(what, got is not None and abs(got - want) <= abs(want) * rel,
+          f"got {got}, want {want} +- {rel * 100:.0f} %")
+
+
+def run(name, ranks, extra):
+    d = tempfile.mkdtemp(prefix=f"links-{name}-")
+    scratch.append(d)
+    env = dict(os.environ)
+    env.update({"LD_LIBRARY_PATH": os.environ["CT_FAKEGPU_DIR"],
+                "CUTRACE_CUPTI_LIB": os.environ["CT_FAKE_CUPTI"],
+                "FAKEGPU_NET_GBPS": "4", "W_LINKS_STEPS": "4", "W_LINKS_COUNTS": "67108864"})
+    env.pop("FAKEGPU_NCCL_LINKS", None)
+    env.update(extra)
+    cutrace = os.environ["CT_CUTRACE"]
+    traces = os.path.join(d, "traces")
+    p = subprocess.run([cutrace, "run", "-o", traces, "--", os.environ["CT_W_LINKS"], "launch",
+                        str(ranks)], env=env, capture_output=True, text=True, timeout=300)
+    if p.returncode:
+        sys.exit(f"{name}: job failed ({p.returncode}): {p.stderr}")
+    out = {}
+    for cmd in ("report", "diagnose"):
+        r = subprocess.run([cutrace, cmd, "--json", traces], capture_output=True, text=True,
+                           timeout=300)
+        if r.returncode:
+            sys.exit(f"{name}: {cmd} failed: {r.stderr}")
+        out[cmd] = json.loads(r.stdout)
+    return out["report"], out["diagnose"]
+
+
+def slow_findings(diag):
+    return [f for f in diag["findings"] if f["kind"] == "slow_link"]
+
+
+# 1. One slow link: every link's bandwidth, the slow one named, its saving.
+rep, diag = run("slow", 8, {"FAKEGPU_NCCL_LINKS": "5-6=1"})
+n = rep["nccl"]
+check("unavailable", n["unavailable"] == [], str(n["unavailable"]))
+links = {(l["src_rank"], l["dst_rank"]): l for l in n["links"] or []}
+check("links", sorted(links) == [(r, (r + 1) % 8) for r in range(8)], str(sorted(links)))
+for (s, d), l in links.items():
+    near(f"link {s}->{d} GB/s", l["gbps"], 1.0 if s == 5 else 4.0, 0.02 if s == 5 else 0.15)
+    # 4 ops x 2 channels x 14 steps x a channel's 16 MiB chunk
+    check(f"link {s}->{d} ops", l["ops"] == 4 and l["bytes"] == 4 * 2 * 14 * (16 << 20), str(l))
+slow = n["slow_links"]
+check("one slow link, 5 -> 6", len(slow) == 1 and
+      (n["links"][slow[0]["link"]]["src_rank"], n["links"][slow[0]["link"]]["dst_rank"]) == (5, 6),
+      str(slow))
+if slow:
+    check("evidence", re.fullmatch(r"link rank 5 -> rank 6: [0-9.]+ GB/s, peers [0-9.]+-[0-9.]+ "
+                                   r"GB/s, [0-9.]+ % of its ops' time", slow[0]["evidence"]),
+          slow[0]["evidence"])
+coll = n["collectives"]
+check("collective row", len(coll) == 1 and coll[0]["op"] == "AllReduce" and
+      coll[0]["bytes"] == 268435456 and coll[0]["algo"] == "RING" and coll[0]["proto"] == "LL" and
+      coll[0]["channels"] == 2 and coll[0]["warps"] == 16 and coll[0]["count"] == 32, str(coll))
+# the transfer of a rank's own link: 14 steps of 8.39 ms (33.6 ms on rank 5),
+# the median over ranks a fast one's; the rest of the 470 ms op is waiting
+if coll:
+    near("transfer p50 us", coll[0]["transfer_p50_us"], 14 * 8388.608, 0.15)
+    near("wait p50 us", coll[0]["wait_p50_us"], 14 * (33554.432 - 8388.608), 0.10)
+sf = slow_findings(diag)
+check("diagnose names the slow link", len(sf) == 1 and sf[0]["ranks"] == [5, 6], str(sf))
+
+# 2. The same job without the slow link: no slow link, and the saving.
+rep2, diag2 = run("even", 8, {})
+check("no slow link without one", rep2["nccl"]["slow_links"] == [], str(rep2["nccl"]["slow_links"]))
+check("no slow_link finding without one", slow_findings(diag2) == [], str(slow_findings(diag2)))
+for l in rep2["nccl"]["links"] or []:
+    near(f"even link {l['src_rank']}->{l['dst_rank']} GB/s", l["gbps"], 4.0, 0.15)
+if sf:
+    real = rep["job"]["step_p50_us"] - rep2["job"]["step_p50_us"]
+    near("slow_link saving vs the rerun", sf[0]["saving_us"], real, 0.10)
+
+# 3. Plugin ABI v3 (no proxy steps): links null with the reason, choices kept;
+#    v4 and v6 (the newest) record the links as v5 does.
+for v, proxy in (("3", False), ("4", True), ("6", True)):
+    r3, _ = run(f"v{v}", 4, {"FAKEGPU_NCCL_PROFILER_VERSION": v, "W_LINKS_STEPS": "1",
+                             "W_LINKS_COUNTS": "1048576"})
+    m = r3["nccl"]
+    if proxy:
+        check(f"v{v} links", m["links"] and len(m["links"]) == 4, str(m))
+    else:
+        check("v3 links null", m["links"] is None and m["slow_links"] is None and
+              any("proxy-step" in u for u in m["unavailable"]), str(m))
+    check(f"v{v} choices", m["collectives"] and m["collectives"][0]["algo"] == "RING", str(m))
+
+if failures:
+    print("\n".join(failures))
+    print(f"kept for inspection: {' '.join(scratch)}")
+    sys.exit(1)
+for d in scratch:
+    shutil.rmtree(d, ignore_errors=True)
+print("ok")

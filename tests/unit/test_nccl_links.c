@@ -1,0 +1,154 @@
+/* Suite "nccl_links": per-link bandwidth and slow-link localisation
+ * (decoder/analysis/nccl_links.c, docs/nccl.md) on hand-built proxy
+ * observations with exact values. Times in ns, bytes per ns = GB/s. */
+#include <check.h>
+#include <math.h>
+#include <string.h>
+
+#include "cutrace/format.h"
+#include "decoder/analysis/nccl_links.h"
+
+/* One channel of op k (0, 1) on link src -> src+1 of a 4-rank ring of
+ * communicator 1: 1000 bytes in `busy` ns; the op lasts 500 ns, 450 of
+ * them after its last member arrived. */
+static struct ct_nlink_obs ob(uint64_t comm, int src, int n, int k, uint64_t busy)
+{
+    return (struct ct_nlink_obs){.comm = comm,
+                                 .op_key = (uint64_t)(src * 10 + k),
+                                 .src = src,
+                                 .dst = (src + 1) % n,
+                                 .src_rank = src,
+                                 .dst_rank = (src + 1) % n,
+                                 .op = CT_NCCL_OP_ALLREDUCE,
+                                 .op_bytes = 4096,
+                                 .op_ns = 500,
+                                 .op_transfer_ns = 450,
+                                 .bytes = 1000,
+                                 .busy = busy,
+                                 .gpu_wait = 7,
+                                 .peer_wait = 3};
+}
+
+/* Links 0->1 and 2->3 carry 2000 bytes per op in 100 ns (their longer
+ * channel: 20 GB/s), 1->2 in 400 ns (5 GB/s), 3->0 in 100 then 125 ns
+ * (20 and 16 GB/s, 4000 / 225 overall). */
+static size_t ring(struct ct_nlink_obs *o)
+{
+    size_t n = 0;
+    const uint64_t busy[4][2][2] = {{{100, 80}, {100, 90}},
+                                    {{400, 300}, {400, 400}},
+                                    {{100, 100}, {50, 100}},
+                                    {{100, 60}, {125, 10}}};
+    for (int s = 0; s < 4; s++)
+        for (int k = 0; k < 2; k++)
+            for (int ch = 0; ch < 2; ch++)
+                o[n++] = ob(1, s, 4, k, busy[s][k][ch]);
+    return n;
+}
+
+START_TEST(link_bandwidth_is_bytes_over_the_longest_channel_per_op)
+{
+    struct ct_nlink_obs o[16];
+    size_t n = ring(o);
+    struct ct_nlinks L = {0};
+    ck_assert_int_eq(ct_nlinks_from_obs(o, n, &L), 0);
+    ck_assert_uint_eq(L.nl, 4);
+    const double want[4] = {20, 5, 20, 4000.0 / 225};
+    for (int i = 0; i < 4; i++) {
+        ck_assert_int_eq(L.l[i].src, i);
+        ck_assert_int_eq(L.l[i].dst_rank, (i + 1) % 4);
+        ck_assert_uint_eq(L.l[i].ops, 2);
+        ck_assert_uint_eq(L.l[i].bytes, 4000);
+        ck_assert_double_eq_tol(L.l[i].gbps, want[i], 1e-12);
+        ck_assert_double_eq_tol(L.l[i].gpu_wait_ns, 28, 1e-12);
+        ck_assert_double_eq_tol(L.l[i].peer_wait_ns, 12, 1e-12);
+    }
+    /* per-op bandwidths 20 and 16: p50 18, p10 16.4, p90 19.6 (linear) */
+    ck_assert_double_eq_tol(L.l[3].p50, 18, 1e-12);
+    ck_assert_double_eq_tol(L.l[3].p10, 16.4, 1e-12);
+    ck_assert_double_eq_tol(L.l[3].p90, 19.6, 1e-12);
+    ct_nlinks_free(&L);
+}
+END_TEST
+
+START_TEST(the_slow_link_is_named_with_its_peers_and_saving)
+{
+    struct ct_nlink_obs o[16];
+    size_t n = ring(o);
+    struct ct_nlinks L = {0};
+    ck_assert_int_eq(ct_nlinks_from_obs(o, n, &L), 0);
+    ck_assert_uint_eq(L.nslow, 1);
+    const struct ct_nslow *s = &L.slow[0];
+    ck_assert_uint_eq(s->link, 1);
+    ck_assert_double_eq_tol(s->peers_lo, 4000.0 / 225, 1e-12);
+    ck_assert_double_eq_tol(s->peers_hi, 20, 1e-12);
+    ck_assert_double_eq_tol(s->peers_med, 20, 1e-12);
+    /* at 20 GB/s each op's 400 ns on the link takes 100: 300 saved per
+     * op, 600 of the two ops' 1000 ns */
+    ck_assert_double_eq_tol(L.l[1].saving_ns, 600, 1e-9);
+    ck_assert_double_eq_tol(s->share_pct, 60, 1e-9);
+    /* the transfer (2 x 450) scaled to what remains: 1 - 600 / 900 */
+    ck_assert_str_eq(s->whatif, "op=AllReduce:4096=0.333333");
+    ct_nlinks_free(&L);
+}
+END_TEST
+
+/* The rule's boundary: slow below 80 % of the peers' median (16 GB/s of
+ * 20), not at 16.5; and never with fewer than two peers. */
+START_TEST(a_link_within_the_tolerance_or_without_two_peers_is_not_slow)
+{
+    struct ct_nlink_obs o[8];
+    for (int s = 0; s < 4; s++)
+        o[s] = ob(2, s, 4, 0, 50); /* 1000 bytes in 50 ns: 20 GB/s */
+    o[1].busy = 61;                /* 16.39 GB/s: within */
+    struct ct_nlinks L = {0};
+    ck_assert_int_eq(ct_nlinks_from_obs(o, 4, &L), 0);
+    ck_assert_uint_eq(L.nslow, 0);
+    ct_nlinks_free(&L);
+    o[1].busy = 63; /* 15.87 GB/s: slow */
+    ck_assert_int_eq(ct_nlinks_from_obs(o, 4, &L), 0);
+    ck_assert_uint_eq(L.nslow, 1);
+    ck_assert_uint_eq(L.slow[0].link, 1);
+    ct_nlinks_free(&L);
+    /* two links only (a 2-rank ring): one is 4x slower, but has a single
+     * peer to be slow against */
+    o[4] = ob(3, 0, 2, 0, 50);
+    o[5] = ob(3, 1, 2, 0, 200);
+    ck_assert_int_eq(ct_nlinks_from_obs(o + 4, 2, &L), 0);
+    ck_assert_uint_eq(L.nl, 2);
+    ck_assert_uint_eq(L.nslow, 0);
+    ct_nlinks_free(&L);
+}
+END_TEST
+
+/* A link whose steps spent no time on the network has no bandwidth (NAN,
+ * null in the report), not an infinite one, and is nobody's peer. */
+START_TEST(a_link_without_network_time_has_no_bandwidth)
+{
+    struct ct_nlink_obs o[4];
+    for (int s = 0; s < 4; s++)
+        o[s] = ob(4, s, 4, 0, 50);
+    o[2].busy = 0;
+    struct ct_nlinks L = {0};
+    ck_assert_int_eq(ct_nlinks_from_obs(o, 4, &L), 0);
+    ck_assert_uint_eq(L.nl, 4);
+    ck_assert(isnan(L.l[2].gbps));
+    ck_assert(isnan(L.l[2].p50));
+    ck_assert_uint_eq(L.l[2].ops, 1);
+    ck_assert_uint_eq(L.nslow, 0);
+    ct_nlinks_free(&L);
+}
+END_TEST
+
+Suite *nccl_links_suite(void)
+{
+    Suite *s = suite_create("nccl_links");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 10);
+    tcase_add_test(tc, link_bandwidth_is_bytes_over_the_longest_channel_per_op);
+    tcase_add_test(tc, the_slow_link_is_named_with_its_peers_and_saving);
+    tcase_add_test(tc, a_link_within_the_tolerance_or_without_two_peers_is_not_slow);
+    tcase_add_test(tc, a_link_without_network_time_has_no_bandwidth);
+    suite_add_tcase(s, tc);
+    return s;
+}
