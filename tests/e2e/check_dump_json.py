@@ -21,6 +21,14 @@ REQUIRED = {
     "nvtx": {"domain": str, "message": str},
     # format v2: a health counter sample (device -1: a host counter)
     "counter": {"start_ns": int, "device": int, "name": str, "value": int, "unit": str},
+    # format v4: NCCL's profiler-plugin descriptor of an op, and one ProxyOp's
+    # steps on a channel to or from a peer (docs/format.md)
+    "nccl_info": {"time_ns": int, "correlation_id": int, "algo": str, "proto": str,
+                  "channels": int, "warps": int, "flags": int},
+    "nccl_proxy": {"start_ns": int, "end_ns": int, "correlation_id": int, "channel": int,
+                   "peer": int, "direction": str, "steps": int, "bytes": int,
+                   "gpu_wait_ns": int, "peer_wait_ns": int, "net_ns": int, "flush_ns": int,
+                   "net_busy_ns": int, "nsteps": int, "chunk_size": int},
 }
 n = 0
 for lineno, line in enumerate(sys.stdin, 1):
@@ -41,7 +49,7 @@ for lineno, line in enumerate(sys.stdin, 1):
     for key, typ in REQUIRED[kind].items():
         if not isinstance(obj.get(key), typ) or isinstance(obj.get(key), bool):
             sys.exit(f"line {lineno}: {kind}.{key} missing or not {typ.__name__}")
-    if kind in ("api", "gpu", "io", "nccl") and obj["end_ns"] < obj["start_ns"]:
+    if kind in ("api", "gpu", "io", "nccl", "nccl_proxy") and obj["end_ns"] < obj["start_ns"]:
         sys.exit(f"line {lineno}: end_ns before start_ns")
     if kind == "api" and obj.get("family") == "launch":
         for key in ("grid", "block"):
@@ -58,6 +66,8 @@ for lineno, line in enumerate(sys.stdin, 1):
             sys.exit(f"line {lineno}: api.event on {obj['name']}, which carries no event")
         if eventful and not obj["name"].startswith(("cuEventRecord", "cuStreamWaitEvent", "cuEventSynchronize")):
             sys.exit(f"line {lineno}: api.event on {obj['name']}")
+    if kind == "nccl_proxy" and obj["direction"] not in ("send", "recv"):
+        sys.exit(f"line {lineno}: nccl_proxy.direction must be send or recv")
     if kind == "counter" and obj["device"] < -1:
         sys.exit(f"line {lineno}: counter.device must be an ordinal or -1 (host)")
     n += 1

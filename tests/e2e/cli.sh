@@ -39,6 +39,19 @@ if "$cutrace" dump --json tests/golden/v3.cutrace > "$tmp/v3.jsonl" &&
 if "$cutrace" info tests/golden/v3.cutrace > "$tmp/v3.info" && cmp -s "$tmp/v3.info" tests/golden/v3.info; then ok; else
     bad "golden v3 info differs:"; diff "$tmp/v3.info" tests/golden/v3.info | head -5; fi
 if python3 tests/e2e/check_dump_json.py < "$tmp/v3.jsonl" > /dev/null; then ok; else bad "golden v3 JSON contract"; fi
+# ... and the golden trace of format v4: v3's salvaged trace with NCCL's own
+# account of its last all-reduce (profiler-plugin descriptor, ProxyOps)
+if "$cutrace" dump --json tests/golden/v4.cutrace > "$tmp/v4.jsonl" &&
+    cmp -s "$tmp/v4.jsonl" tests/golden/v4.jsonl; then ok; else
+    bad "golden v4 dump --json differs:"; diff "$tmp/v4.jsonl" tests/golden/v4.jsonl | head -5; fi
+if "$cutrace" info tests/golden/v4.cutrace > "$tmp/v4.info" && cmp -s "$tmp/v4.info" tests/golden/v4.info; then ok; else
+    bad "golden v4 info differs:"; diff "$tmp/v4.info" tests/golden/v4.info | head -5; fi
+if python3 tests/e2e/check_dump_json.py < "$tmp/v4.jsonl" > /dev/null; then ok; else bad "golden v4 JSON contract"; fi
+grep -q '"kind":"nccl_info",.*"algo":"RING","proto":"SIMPLE","channels":2,"warps":16' "$tmp/v4.jsonl" &&
+    [ "$(grep -c '"kind":"nccl_proxy"' "$tmp/v4.jsonl")" = 4 ] &&
+    grep -q '"kind":"nccl_proxy",.*"channel":1,"peer":1,"direction":"send","steps":28' "$tmp/v4.jsonl" &&
+    grep -q 'nccl_info 1, nccl_proxy 4' "$tmp/v4.info" &&
+    ok || bad "golden v4: the NCCL descriptor and ProxyOps"
 grep -q '"message":"killed in step 2"' "$tmp/v3.jsonl" && grep -q '"signal":"9"' "$tmp/v3.jsonl" &&
     grep -q 'status:     complete, salvaged: the process was killed by SIGKILL' "$tmp/v3.info" &&
     ok || bad "golden v3: the salvaged marks, the signal and the status"

@@ -47,6 +47,8 @@ struct synth {
     uint32_t launch, sync, htod, allreduce, pread, domain;
     uint32_t kernels[120];
     uint32_t path;
+    /* the last all-reduce: its corr and GPU interval (golden format v4) */
+    uint64_t ar_corr, ar_s, ar_e;
 };
 
 static void emit(unsigned kind, const uint64_t *f, unsigned n)
@@ -145,6 +147,9 @@ static void iteration(struct synth *s, int it)
             n[CT_NCCL_GPU_START] = s->gpu + rnd(2000);
             n[CT_NCCL_GPU_END] = n[CT_NCCL_GPU_START] + jitter(900000);
             emit(CT_REC_NCCL, n, CT_NCCL_NFIELDS);
+            s->ar_corr = s->corr;
+            s->ar_s = n[CT_NCCL_GPU_START];
+            s->ar_e = n[CT_NCCL_GPU_END];
             uint64_t g[CT_GPU_NFIELDS] = {0};
             g[CT_GPU_START] = n[CT_NCCL_GPU_START];
             g[CT_GPU_END] = n[CT_NCCL_GPU_END];
@@ -171,6 +176,37 @@ static void iteration(struct synth *s, int it)
     snprintf(msg, sizeof(msg), "ProfilerStep#%d", it);
     uint64_t r[CT_NVTX_NFIELDS] = {step_start, s->now, s->domain, ct_intern(msg), 0};
     emit(CT_REC_NVTX_RANGE, r, CT_NVTX_NFIELDS);
+}
+
+/* Format v4: NCCL's own account of the last all-reduce (its profiler
+ * plugin's descriptor, and a ProxyOp per channel: a send to ring peer 1
+ * and a receive from peer 7, two channels). */
+static void nccl_internals(struct synth *s)
+{
+    uint64_t info[CT_NINFO_NFIELDS] = {
+        s->ar_s, s->ar_corr, ct_intern("RING"), ct_intern("SIMPLE"), 2, 16, 0};
+    emit(CT_REC_NCCL_INFO, info, CT_NINFO_NFIELDS);
+    uint64_t len = s->ar_e - s->ar_s;
+    for (unsigned ch = 0; ch < 2; ch++)
+        for (unsigned send = 0; send < 2; send++) {
+            uint64_t p[CT_NPROXY_NFIELDS] = {0};
+            p[CT_NPROXY_START] = s->ar_s + 1000 * ch;
+            p[CT_NPROXY_END] = s->ar_e - 500 * send;
+            p[CT_NPROXY_CORR] = s->ar_corr;
+            p[CT_NPROXY_CHANNEL] = ch;
+            p[CT_NPROXY_PEER] = send ? 1 : 7;
+            p[CT_NPROXY_SEND] = send;
+            p[CT_NPROXY_STEPS] = 28;
+            p[CT_NPROXY_BYTES] = 100u << 19; /* half the op's bytes a channel */
+            p[CT_NPROXY_GPU_WAIT] = len / 10;
+            p[CT_NPROXY_PEER_WAIT] = len / 5;
+            p[CT_NPROXY_NET] = send ? len / 2 : 0;
+            p[CT_NPROXY_FLUSH] = send ? 0 : len / 100;
+            p[CT_NPROXY_NET_BUSY] = len / 2;
+            p[CT_NPROXY_NSTEPS] = 28;
+            p[CT_NPROXY_CHUNK] = 1u << 19;
+            emit(CT_REC_NCCL_PROXY, p, CT_NPROXY_NFIELDS);
+        }
 }
 
 /* The golden salvaged trace: what is written stays, the writer stops
@@ -324,6 +360,8 @@ int main(int argc, char **argv)
         if (it % 32 == 31) /* keep the 8 MiB ring from filling: no drops here */
             ct_recorder_flush(30000);
     }
+    if (golden)
+        nccl_internals(&s);
     if (salvaged && (rc = die_and_salvage(&s, out)) != 0)
         return rc;
     rc = ct_recorder_stop(30000);
