@@ -317,16 +317,21 @@ static size_t split_row(struct ct_nlinks *out, const struct ct_nccl_call *c,
 int ct_nccl_links(const struct ct_job *job, struct ct_nlinks *out)
 {
     memset(out, 0, sizeof(*out));
-    size_t ncalls = 0, npx = 0;
+    /* nsplit: every (process with NCCL's account, call of its rank) pair the
+     * loop below visits: a rank of several such processes (a flight
+     * recorder's windows, a restart) visits its calls once for each */
+    size_t ncalls = 0, npx = 0, nsplit = 0;
     for (size_t r = 0; r < job->nranks; r++) {
         ncalls += job->ranks[r].nnccl;
         for (size_t p = 0; p < job->ranks[r].nprocs; p++)
-            if (job->ranks[r].procs[p]->nacct)
+            if (job->ranks[r].procs[p]->nacct) {
                 npx += job->ranks[r].procs[p]->nacct->npx;
+                nsplit += job->ranks[r].nnccl;
+            }
     }
     struct rmap *map = malloc((ncalls ? ncalls : 1) * sizeof(*map));
     struct ct_nlink_obs *obs = malloc((npx ? npx : 1) * sizeof(*obs));
-    struct split_val *sv = malloc((ncalls ? ncalls : 1) * sizeof(*sv));
+    struct split_val *sv = malloc((nsplit ? nsplit : 1) * sizeof(*sv));
     int rc = map && obs && sv ? 0 : -ENOMEM;
     size_t nmap = 0, nobs = 0, nsv = 0;
     for (size_t r = 0; r < job->nranks && !rc; r++)
@@ -382,7 +387,7 @@ int ct_nccl_links(const struct ct_job *job, struct ct_nlinks *out)
                     break;
                 }
                 out->split[row].count++;
-                if (any && op_ns >= 0)
+                if (any && op_ns >= 0 && nsv < nsplit)
                     sv[nsv++] = (struct split_val){row, fmax(0, (double)op_ns - busy), busy};
             }
         }

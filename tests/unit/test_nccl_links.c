@@ -3,10 +3,14 @@
  * observations with exact values. Times in ns, bytes per ns = GB/s. */
 #include <check.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cutrace/format.h"
 #include "decoder/analysis/nccl_links.h"
+#include "decoder/read/job.h"
+#include "decoder/read/nccl_acct.h"
+#include "tests/unit/timeline_builder.h"
 
 /* One channel of op k (0, 1) on link src -> src+1 of a 4-rank ring of
  * communicator 1: 1000 bytes in `busy` ns; the op lasts 500 ns, 450 of
@@ -140,6 +144,75 @@ START_TEST(a_link_without_network_time_has_no_bandwidth)
 }
 END_TEST
 
+/* NCCL's account of process p: one send ProxyOp to peer 1 of every call's
+ * correlation id (the builder's calls all have id 0), 1000 bytes, 400 ns
+ * of network time. */
+static void proxy_account(struct ct_proc *p)
+{
+    struct ct_nacct *a = calloc(1, sizeof(*a));
+    struct ct_nproxy *x = calloc(1, sizeof(*x));
+    ck_assert(a && x);
+    *x = (struct ct_nproxy){.corr = 0,
+                            .s = 0,
+                            .e = 500,
+                            .channel = 0,
+                            .steps = 4,
+                            .peer = 1,
+                            .send = 1,
+                            .bytes = 1000,
+                            .net = 400,
+                            .busy = 400};
+    a->px = x;
+    a->npx = 1;
+    p->nacct = a;
+}
+
+/*
+ * A rank of two processes that both carry NCCL's account (a flight
+ * recorder's two windows, a restart): each process's account is read
+ * against every call of the rank, twice as many visits as the rank has
+ * calls; the per-collective split must hold them all (it was sized by the
+ * calls: a heap overflow on `cutrace goodput` of a hung job's windows).
+ * Three all-reduces of 1 MB in each process, 1 ms each: one row, its
+ * transfer the 400 ns of network time, its wait the rest.
+ */
+START_TEST(a_rank_of_two_accounted_processes_is_read_whole)
+{
+    struct tb_job b;
+    struct ct_job job;
+    tb_init(&b);
+    struct ct_proc *p0 = tb_proc(&b, 0);
+    struct ct_proc *p1 = tb_child(&b, p0);
+    for (int i = 0; i < 3; i++) {
+        struct tb_coll o = {.op = CT_NCCL_OP_ALLREDUCE,
+                            .comm = 7,
+                            .seq = (uint64_t)i,
+                            .bytes = 1 << 20,
+                            .comm_rank = 0,
+                            .peer = -1,
+                            .nranks = 2,
+                            .stream = 3,
+                            .s = 1000 * (i + 1),
+                            .e = 1000 * (i + 1) + 1,
+                            .launch = 1000 * (i + 1)};
+        tb_nccl(p0, o);
+        o.seq += 10, o.s += 5000, o.e += 5000, o.launch += 5000;
+        tb_nccl(p1, o);
+    }
+    proxy_account(p0);
+    proxy_account(p1);
+    tb_build(&b, &job);
+    struct ct_nlinks L;
+    ck_assert_int_eq(ct_nccl_links(&job, &L), 0);
+    ck_assert_uint_eq(L.proxy_records, 2);
+    ck_assert_uint_eq(L.nsplit, 1);
+    ck_assert_double_eq_tol(L.split[0].transfer_p50_ns, 400, 1e-9);
+    ck_assert_double_eq_tol(L.split[0].wait_p50_ns, 1000 - 400, 1e-9);
+    ct_nlinks_free(&L);
+    ct_job_free(&job);
+}
+END_TEST
+
 Suite *nccl_links_suite(void)
 {
     Suite *s = suite_create("nccl_links");
@@ -149,6 +222,7 @@ Suite *nccl_links_suite(void)
     tcase_add_test(tc, the_slow_link_is_named_with_its_peers_and_saving);
     tcase_add_test(tc, a_link_within_the_tolerance_or_without_two_peers_is_not_slow);
     tcase_add_test(tc, a_link_without_network_time_has_no_bandwidth);
+    tcase_add_test(tc, a_rank_of_two_accounted_processes_is_read_whole);
     suite_add_tcase(s, tc);
     return s;
 }
