@@ -30,7 +30,7 @@
 /* One op on one link: its channels folded. */
 struct per_op {
     size_t link;
-    uint64_t op_key, op_bytes, bytes;
+    uint64_t op_key, seq, op_bytes, bytes;
     uint8_t op;
     double busy, gpu_wait, peer_wait, op_ns, transfer;
 };
@@ -55,9 +55,59 @@ void ct_nlinks_free(struct ct_nlinks *l)
     memset(l, 0, sizeof(*l));
 }
 
-/* Slow links of links [a, b) (one communicator) from their ops. */
-static int find_slow(struct ct_nlinks *out, size_t a, size_t b, const struct per_op *per,
-                     size_t nper)
+static const struct per_op *g_per; /* cmp_inst's array (qsort has no context) */
+
+static int cmp_inst(const void *a, const void *b)
+{
+    const struct per_op *x = &g_per[*(const size_t *)a], *y = &g_per[*(const size_t *)b];
+    if (x->seq != y->seq)
+        return (x->seq > y->seq) - (x->seq < y->seq);
+    return (x->link > y->link) - (x->link < y->link);
+}
+
+/*
+ * Whether link i is slow in most of the collective instances it shares
+ * with at least two other links (CT_SLOW_LINK_MOST): ord holds the ops of
+ * its communicator sorted by (sequence, link). 1 yes, or when too few
+ * instances are shared to tell (CT_SLOW_LINK_MIN_OPS: the overall rule
+ * alone decides then); 0 no; -ENOMEM.
+ */
+static int consistently_slow(size_t i, const struct per_op *per, const size_t *ord, size_t nord)
+{
+    double *others = malloc((nord ? nord : 1) * sizeof(*others));
+    if (!others)
+        return -ENOMEM;
+    size_t shared = 0, slow = 0;
+    for (size_t x = 0; x < nord;) {
+        size_t y = x;
+        while (y < nord && per[ord[y]].seq == per[ord[x]].seq)
+            y++;
+        double mine = NAN;
+        size_t k = 0;
+        for (size_t z = x; z < y; z++) {
+            const struct per_op *p = &per[ord[z]];
+            double bw = (double)p->bytes / p->busy;
+            if (p->link == i)
+                mine = isnan(mine) ? bw : fmin(mine, bw);
+            else
+                others[k++] = bw;
+        }
+        if (!isnan(mine) && k >= 2) {
+            shared++;
+            slow += mine < (1 - CT_SLOW_LINK_TOL) * ct_median(others, k);
+        }
+        x = y;
+    }
+    free(others);
+    if (shared < CT_SLOW_LINK_MIN_OPS)
+        return 1;
+    return (double)slow >= CT_SLOW_LINK_MOST * (double)shared;
+}
+
+/* Slow links of links [a, b) (one communicator) from their ops; ord: the
+ * communicator's ops by (sequence, link). */
+static int find_slow_in(struct ct_nlinks *out, size_t a, size_t b, const struct per_op *per,
+                        size_t nper, const size_t *ord, size_t nord)
 {
     size_t n = 0;
     double *peers = malloc((b - a + 1) * sizeof(*peers));
@@ -81,6 +131,13 @@ static int find_slow(struct ct_nlinks *out, size_t a, size_t b, const struct per
         }
         double med = ct_median(peers, k);
         if (!(L->gbps < (1 - CT_SLOW_LINK_TOL) * med))
+            continue;
+        int most = consistently_slow(i, per, ord, nord);
+        if (most < 0) {
+            free(peers);
+            return most;
+        }
+        if (!most)
             continue;
         struct ct_nslow *s = realloc(out->slow, (out->nslow + 1) * sizeof(*s));
         if (!s) {
@@ -135,6 +192,24 @@ static int find_slow(struct ct_nlinks *out, size_t a, size_t b, const struct per
     return 0;
 }
 
+/* Slow links of links [a, b) (one communicator) from their ops. */
+static int find_slow(struct ct_nlinks *out, size_t a, size_t b, const struct per_op *per,
+                     size_t nper)
+{
+    size_t nord = 0;
+    size_t *ord = malloc((nper ? nper : 1) * sizeof(*ord));
+    if (!ord)
+        return -ENOMEM;
+    for (size_t p = 0; p < nper; p++)
+        if (per[p].link >= a && per[p].link < b)
+            ord[nord++] = p;
+    g_per = per;
+    qsort(ord, nord, sizeof(*ord), cmp_inst);
+    int rc = find_slow_in(out, a, b, per, nper, ord, nord);
+    free(ord);
+    return rc;
+}
+
 int ct_nlinks_from_obs(const struct ct_nlink_obs *obs, size_t n, struct ct_nlinks *out)
 {
     struct ct_nlink_obs *o = malloc((n ? n : 1) * sizeof(*o));
@@ -166,6 +241,7 @@ int ct_nlinks_from_obs(const struct ct_nlink_obs *obs, size_t n, struct ct_nlink
             size_t m = k;
             struct per_op p = {.link = out->nl,
                                .op_key = o[k].op_key,
+                               .seq = o[k].seq,
                                .op = o[k].op,
                                .op_bytes = o[k].op_bytes,
                                .op_ns = o[k].op_ns >= 0 ? (double)o[k].op_ns : 0,
@@ -368,6 +444,7 @@ int ct_nccl_links(const struct ct_job *job, struct ct_nlinks *out)
                     obs[nobs++] =
                         (struct ct_nlink_obs){.comm = c->comm,
                                               .op_key = ((uint64_t)r << 40) ^ i,
+                                              .seq = c->seq,
                                               .src = c->comm_rank,
                                               .dst = x->peer,
                                               .src_rank = R->rank,

@@ -16,12 +16,22 @@ struct ct_job;
  * the median of its communicator's other links (docs/nccl.md argues the
  * figure). */
 #define CT_SLOW_LINK_TOL 0.2
+/* ... and, where the same collective instances (communicator, sequence)
+ * are seen on at least two other links, when it is slow so in at least
+ * CT_SLOW_LINK_MOST of at least CT_SLOW_LINK_MIN_OPS of them: per-op noise
+ * (a proxy thread woken late, a step's latency in a small op) makes some
+ * link the slowest of some ops, but a link slow in itself is slow in
+ * nearly every op it carries (docs/nccl.md). */
+#define CT_SLOW_LINK_MOST    0.75
+#define CT_SLOW_LINK_MIN_OPS 8
 
 /* One send ProxyOp of one op on one channel, joined to its op: what the
  * analysis reads (built from a job, or by hand in the tests). */
 struct ct_nlink_obs {
     uint64_t comm;
     uint64_t op_key;            /* one op instance on its sender (same for its channels) */
+    uint64_t seq;               /* the collective's sequence number in comm: the same
+                                 * instance on every member */
     int32_t src, dst;           /* communicator ranks: src sends to dst */
     int32_t src_rank, dst_rank; /* job ranks, -1 unknown */
     uint8_t op;                 /* enum ct_nccl_op */
