@@ -393,16 +393,15 @@ static size_t split_row(struct ct_nlinks *out, const struct ct_nccl_call *c,
 int ct_nccl_links(const struct ct_job *job, struct ct_nlinks *out)
 {
     memset(out, 0, sizeof(*out));
-    /* nsplit: every (process with NCCL's account, call of its rank) pair the
-     * loop below visits: a rank of several such processes (a flight
-     * recorder's windows, a restart) visits its calls once for each */
+    /* nsplit: the calls of the processes with NCCL's account, which the
+     * loop below visits once each */
     size_t ncalls = 0, npx = 0, nsplit = 0;
     for (size_t r = 0; r < job->nranks; r++) {
         ncalls += job->ranks[r].nnccl;
         for (size_t p = 0; p < job->ranks[r].nprocs; p++)
             if (job->ranks[r].procs[p]->nacct) {
                 npx += job->ranks[r].procs[p]->nacct->npx;
-                nsplit += job->ranks[r].nnccl;
+                nsplit += job->ranks[r].procs[p]->nnccl;
             }
     }
     struct rmap *map = malloc((ncalls ? ncalls : 1) * sizeof(*map));
@@ -418,12 +417,16 @@ int ct_nccl_links(const struct ct_job *job, struct ct_nlinks *out)
         qsort(map, nmap, sizeof(*map), cmp_rmap);
     for (size_t r = 0; r < job->nranks && !rc; r++) {
         const struct ct_rank *R = &job->ranks[r];
-        for (size_t p = 0; p < R->nprocs && !rc; p++) {
+        /* the rank's calls are its processes' in process order (merge_rank,
+         * decoder/read/job.c): a process's account is read against its own
+         * calls only, correlation ids being per process */
+        for (size_t p = 0, off = 0; p < R->nprocs && !rc; off += R->procs[p++]->nnccl) {
             const struct ct_nacct *a = R->procs[p]->nacct;
             if (!a)
                 continue;
             out->proxy_records += a->npx;
-            for (size_t i = 0; i < R->nnccl && !rc; i++) {
+            size_t end = off + R->procs[p]->nnccl < R->nnccl ? off + R->procs[p]->nnccl : R->nnccl;
+            for (size_t i = off; i < end && !rc; i++) {
                 const struct ct_nccl_call *c = &R->nccl[i];
                 const struct ct_ninfo *info = ct_nacct_info(a, c->corr);
                 size_t k = px_first(a, c->corr);

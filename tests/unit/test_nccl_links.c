@@ -209,10 +209,10 @@ static void proxy_account(struct ct_proc *p)
 /*
  * A rank of two processes that both carry NCCL's account (a flight
  * recorder's two windows, a restart): each process's account is read
- * against every call of the rank, twice as many visits as the rank has
- * calls; the per-collective split must hold them all (it was sized by the
- * calls: a heap overflow on `cutrace goodput` of a hung job's windows).
- * Three all-reduces of 1 MB in each process, 1 ms each: one row, its
+ * against its own calls only (correlation ids are per process; reading it
+ * against every call of the rank overflowed the per-collective split: a
+ * heap overflow on `cutrace goodput` of a hung job's windows). Three
+ * all-reduces of 1 MB in each process, 1 us each: one row of six, its
  * transfer the 400 ns of network time, its wait the rest.
  */
 START_TEST(a_rank_of_two_accounted_processes_is_read_whole)
@@ -245,6 +245,7 @@ START_TEST(a_rank_of_two_accounted_processes_is_read_whole)
     ck_assert_int_eq(ct_nccl_links(&job, &L), 0);
     ck_assert_uint_eq(L.proxy_records, 2);
     ck_assert_uint_eq(L.nsplit, 1);
+    ck_assert_uint_eq(L.split[0].count, 6);
     ck_assert_double_eq_tol(L.split[0].transfer_p50_ns, 400, 1e-9);
     ck_assert_double_eq_tol(L.split[0].wait_p50_ns, 1000 - 400, 1e-9);
     ct_nlinks_free(&L);
