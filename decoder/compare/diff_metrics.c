@@ -1,6 +1,7 @@
 /*
  * The metrics `cutrace diff` compares, taken from a run's report (names and
- * definitions in docs/diff.md). All values are µs. Never prints.
+ * definitions in docs/diff.md). Values are µs but for the percentages
+ * (goodput_pct, gpm_*_pct). Never prints.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -9,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decoder/analysis/efficiency.h"
 #include "decoder/analysis/goodput.h"
 #include "decoder/compare/diff.h"
 #include "decoder/util/names.h"
@@ -35,12 +37,30 @@ static const char *const fixed_metrics[] = {"step_us",
                                             "startup_us",
                                             "lost_us",
                                             "downtime_us",
+                                            "gpm_sm_pct",
+                                            "gpm_tensor_pct",
+                                            "gpm_dram_pct",
                                             NULL};
+
+/* GPM activity compared by diff, while the GPU (or a family) is busy:
+ * "gpm_tensor_pct" for the rank, "gpm_tensor_pct:FAMILY" per kernel family
+ * (docs/diff.md). */
+static const struct {
+    int m;
+    const char *name;
+} gpm_metrics[] = {
+    {CT_EFF_SM, "gpm_sm_pct"}, {CT_EFF_TENSOR, "gpm_tensor_pct"}, {CT_EFF_DRAM, "gpm_dram_pct"}};
+#define N_GPM (sizeof(gpm_metrics) / sizeof(gpm_metrics[0]))
 
 int ct_diff_metric_name_ok(const char *name, char *list, size_t len)
 {
     if (!strncmp(name, "kernel:", 7) || !strncmp(name, "collective:", 11))
         return 1;
+    for (size_t i = 0; i < N_GPM; i++) {
+        size_t k = strlen(gpm_metrics[i].name);
+        if (!strncmp(name, gpm_metrics[i].name, k) && name[k] == ':' && name[k + 1])
+            return 1;
+    }
     size_t at = 0;
     if (len)
         list[0] = 0;
@@ -184,6 +204,28 @@ int ct_diff_collect(const struct ct_report *rep, int per_iteration, struct ct_me
             int64_t from = per_iteration && o->all_s > o->s ? o->all_s : o->s;
             if (from < o->e)
                 rc = ct_metric_add(&t, name, (double)(o->e - from) / 1e3);
+        }
+    }
+    /* per rank: GPM activity while busy, the rank's and each kernel
+     * family's that is not a blend of others (efficiency.h), one sample
+     * each */
+    for (size_t r = 0; r < rep->nr && !rc; r++) {
+        const struct ct_eff *e = rep->rr[r].eff;
+        if (!e || e->why)
+            continue;
+        for (size_t k = 0; k < N_GPM && !rc; k++)
+            if (isfinite(e->busy[gpm_metrics[k].m]))
+                rc = ct_metric_add(&t, gpm_metrics[k].name, e->busy[gpm_metrics[k].m]);
+        for (size_t i = 0; i < e->nfam && !rc; i++) {
+            const struct ct_eff_family *f = &e->fam[i];
+            if (!(f->attributed > 0) || ct_eff_family_class(f) == CT_EFF_BLEND)
+                continue;
+            for (size_t k = 0; k < N_GPM && !rc; k++) {
+                if (!isfinite(f->v[gpm_metrics[k].m]))
+                    continue;
+                snprintf(name, sizeof(name), "%s:%s", gpm_metrics[k].name, f->name);
+                rc = ct_metric_add(&t, name, f->v[gpm_metrics[k].m]);
+            }
         }
     }
     /* per run: where its wall time went (one sample each; docs/goodput.md) */

@@ -235,6 +235,54 @@ def case_gpm_older():
           [x for x in dump if x["kind"] == "counter" and x["name"] == "sm_clock"] != [], "")
 
 
+def case_gpm_diff():
+    """A regression explained by GPM: three runs with the GEMM's tensor
+    activity at 64 %, three at 40 % (its kernels no faster: the simulated
+    kernels last what their names say), one 600 ms phase of each family a
+    run. `cutrace diff` of the two sets gives the family's tensor row:
+    medians within 3 points of 64 and 40 (the bound of case gpm with one
+    shared boundary per family and 600 ms a family: 150/4 * 64 / 600 =
+    4.0 at 150 ms; 2.7 at the 100 ms period; checked against 3 plus the
+    measured period's excess), and the verdict "regressed" (higher is
+    better for activity); the elementwise family's DRAM row: no evidence
+    of a change."""
+    slow = dict(GEMM, tc=40)
+    slow_profile = ("gemm_bf16_tn=" + ",".join(f"{k}:{v}" for k, v in slow.items()) +
+                    ";vectorized_elementwise_add=" + ",".join(f"{k}:{v}" for k, v in EW.items()))
+    sides = []
+    for prof in (PROFILE, slow_profile):
+        side = tempfile.mkdtemp(prefix="labelled-gpm-side-")
+        scratch.append(side)
+        for k in range(3):  # diff concludes from 3 runs a side
+            env = dict(os.environ)
+            env.update({"LD_LIBRARY_PATH": os.environ["CT_FAKEGPU_DIR"] + ":" +
+                        os.environ["CT_FAKEGPU_NVML_DIR"],
+                        "CUTRACE_CUPTI_LIB": os.environ["CT_FAKE_CUPTI"],
+                        "FAKEGPU_GPM_PROFILE": prof, "W_GPM_STEPS": "1", "W_GPM_GEMM": "60",
+                        "W_GPM_EW": "120"})
+            p = subprocess.run([os.environ["CT_CUTRACE"], "run", "-o", os.path.join(side, f"run{k}"),
+                                "--", os.environ["CT_W_GPM"]], env=env, capture_output=True,
+                               text=True, timeout=120)
+            check(f"run {k}", p.returncode == 0, p.stderr)
+        sides.append(side)
+    r = subprocess.run([os.environ["CT_CUTRACE"], "diff", "--json", *sides], capture_output=True,
+                       text=True, timeout=120)
+    check("diff runs", r.returncode == 0, r.stderr)
+    if r.returncode:
+        return
+    rows = {m["metric"]: m for m in json.loads(r.stdout)["segments"][0]["metrics"]}
+    t = rows.get("gpm_tensor_pct:gemm_bf16_tn__10000us")
+    check("the GEMM family's tensor row", t is not None, str(sorted(rows)))
+    if t:
+        check("tensor before ~64", abs(t["median_a"] - 64) <= 3, str(t))
+        check("tensor after ~40", abs(t["median_b"] - 40) <= 3, str(t))
+        check("tensor regressed", t["verdict"] == "regressed", str(t))
+    d = rows.get("gpm_dram_pct:vectorized_elementwise_add__5000us")
+    check("the elementwise family's DRAM row", d is not None, str(sorted(rows)))
+    if d:
+        check("DRAM unchanged", d["verdict"] == "no evidence", str(d))
+
+
 def case_gpm_options():
     for bad in ("50", "fast", "60001"):
         _, _, _, err = run_job({"CUTRACE_GPM_MS": bad}, expect_rc=2)
@@ -252,7 +300,8 @@ def case_gpm_options():
 
 def main():
     case = sys.argv[1]
-    {"gpm": case_gpm, "gpm_older": case_gpm_older, "gpm_options": case_gpm_options}[case]()
+    {"gpm": case_gpm, "gpm_older": case_gpm_older, "gpm_options": case_gpm_options,
+     "gpm_diff": case_gpm_diff}[case]()
     if failures:
         print(f"{case}: {len(failures)} check(s) failed (traces kept in {', '.join(scratch)}):")
         for f in failures:
