@@ -26,6 +26,10 @@ and the last call's latency count (1 ms of 470 ms): within 2 %. The saving
 diagnose predicts is checked against a real rerun without the slow link
 (the step p50 of both runs, each of which carries the wake-up latencies of
 synchronising 8 processes, a few ms of ~490): within 10 %.
+
+Under emulation (CT_EMULATED: qemu-user runs the aarch64 build several times
+slower than the host) a wake-up comes up to ~10 ms late: the slow link's two
+counted latencies are then up to 20 ms of 470, within 5 % (measured: 2.0 %).
 """
 import json
 import os
@@ -85,7 +89,8 @@ check("unavailable", n["unavailable"] == [], str(n["unavailable"]))
 links = {(l["src_rank"], l["dst_rank"]): l for l in n["links"] or []}
 check("links", sorted(links) == [(r, (r + 1) % 8) for r in range(8)], str(sorted(links)))
 for (s, d), l in links.items():
-    near(f"link {s}->{d} GB/s", l["gbps"], 1.0 if s == 5 else 4.0, 0.02 if s == 5 else 0.15)
+    near(f"link {s}->{d} GB/s", l["gbps"], 1.0 if s == 5 else 4.0,
+         (0.05 if os.environ.get("CT_EMULATED") else 0.02) if s == 5 else 0.15)
     # 4 ops x 2 channels x 14 steps x a channel's 16 MiB chunk
     check(f"link {s}->{d} ops", l["ops"] == 4 and l["bytes"] == 4 * 2 * 14 * (16 << 20), str(l))
 slow = n["slow_links"]
