@@ -12,7 +12,8 @@
 #      export read the newest cutrace-runN folder here and say so, and give
 #      what they give with it named;
 #   7. no command but a fleet one with a PostgreSQL store loads libpq (its
-#      twenty libraries cost every run ~10 ms of CPU at start).
+#      twenty libraries cost every run ~10 ms of CPU at start);
+#   8. report asks for huge pages without re-executing itself.
 # usage: cli_conventions.sh BUILD_ROOT SOURCE_ROOT
 set -uo pipefail
 build=$1
@@ -131,6 +132,14 @@ LD_DEBUG=files "$cutrace" report "$tmp/job" > /dev/null 2> "$tmp/ld" ||
   bad "report under LD_DEBUG: exit $?"
 grep -q "file=libzstd" "$tmp/ld" || bad "LD_DEBUG=files logged no library: cannot check libpq"
 if grep -q "file=libpq" "$tmp/ld"; then bad "cutrace report loaded libpq"; fi
+# 8. huge pages from a heap reserve, not a second start-up (decoder/util/heap.c), where the
+#    kernel gives them on request
+if grep -q '\[madvise\]' /sys/kernel/mm/transparent_hugepage/enabled 2> /dev/null; then
+  n=$(grep -c "file=libzstd.*needed by" "$tmp/ld")
+  [ "$n" = 1 ] || bad "cutrace report started $n times (re-executed itself for huge pages)"
+else
+  echo "skipped: huge pages (transparent huge pages are not 'madvise' on this machine)"
+fi
 
 if [ $fails = 0 ]; then echo "ok: help, errors, exit statuses, --output, version, default operand, no libpq"; fi
 [ $fails = 0 ]
