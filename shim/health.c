@@ -179,14 +179,14 @@ static struct {
     int matched, unmatched;
 } h;
 
-static void recorder_meta(const char *key, const char *value)
+void ct_health_meta(const char *key, const char *value)
 {
     uint64_t f[CT_META_NFIELDS] = {ct_clock_mono_ns(), CT_SCOPE_RECORDER, 0, ct_intern(key),
                                    ct_intern(value)};
     ct_emit(CT_REC_META, CT_RF_NS, f, CT_META_NFIELDS);
 }
 
-static void counter(uint64_t now, int dev, uint32_t name, int64_t value, uint32_t unit)
+void ct_health_counter(uint64_t now, int dev, uint32_t name, int64_t value, uint32_t unit)
 {
     uint64_t f[CT_COUNTER_NFIELDS] = {now, (uint64_t)(int64_t)dev, name, (uint64_t)value, unit};
     ct_emit(CT_REC_COUNTER, CT_RF_NS, f, CT_COUNTER_NFIELDS);
@@ -212,16 +212,18 @@ static void sample_host(uint64_t now)
     uint64_t ut, st, mf;
     if (read_small("/proc/self/stat", buf, sizeof(buf)) > 0 &&
         ct_proc_parse_stat(buf, &ut, &st, &mf) == 0) {
-        counter(now, -1, h.host_name[HC_CPU_TIME], (int64_t)((ut + st) * 1000u / (uint64_t)h.hz),
-                h.host_unit[HC_CPU_TIME]);
-        counter(now, -1, h.host_name[HC_MAJOR_FAULTS], (int64_t)mf, h.host_unit[HC_MAJOR_FAULTS]);
+        ct_health_counter(now, -1, h.host_name[HC_CPU_TIME],
+                          (int64_t)((ut + st) * 1000u / (uint64_t)h.hz), h.host_unit[HC_CPU_TIME]);
+        ct_health_counter(now, -1, h.host_name[HC_MAJOR_FAULTS], (int64_t)mf,
+                          h.host_unit[HC_MAJOR_FAULTS]);
     }
     int64_t v;
     if (h.psi != 0) {
         if (read_small("/proc/pressure/cpu", buf, sizeof(buf)) > 0 &&
             ct_proc_parse_psi_some_avg10(buf, &v) == 0) {
             h.psi = 1;
-            counter(now, -1, h.host_name[HC_CPU_PRESSURE], v, h.host_unit[HC_CPU_PRESSURE]);
+            ct_health_counter(now, -1, h.host_name[HC_CPU_PRESSURE], v,
+                              h.host_unit[HC_CPU_PRESSURE]);
             return;
         }
         h.psi = 0; /* no PSI here (old kernel, disabled): the run queue instead */
@@ -230,8 +232,8 @@ static void sample_host(uint64_t now)
         ct_proc_parse_loadavg_running(buf, &v) == 0) {
         /* the running count includes this reader */
         int64_t others = v > 0 ? v - 1 : 0;
-        counter(now, -1, h.host_name[HC_RUN_QUEUE], others * 100 / h.ncpu,
-                h.host_unit[HC_RUN_QUEUE]);
+        ct_health_counter(now, -1, h.host_name[HC_RUN_QUEUE], others * 100 / h.ncpu,
+                          h.host_unit[HC_RUN_QUEUE]);
     }
 }
 
@@ -252,7 +254,7 @@ static void nvml_open(void)
         const char *e = dlerror();
         snprintf(why, sizeof(why), "unavailable: NVML not loadable (%.240s)",
                  e ? e : "libnvidia-ml.so.1");
-        recorder_meta("health", why);
+        ct_health_meta("health", why);
         return;
     }
 #define NV(field, a, b)                                                                            \
@@ -279,12 +281,12 @@ static void nvml_open(void)
     nvml_ret rc = h.fn.init ? h.fn.init() : -1;
     if (rc != NVML_SUCCESS_) {
         snprintf(why, sizeof(why), "unavailable: nvmlInit failed (%d)", rc);
-        recorder_meta("health", why);
+        ct_health_meta("health", why);
         dlclose(h.lib);
         h.lib = NULL;
         return;
     }
-    recorder_meta("health", "nvml");
+    ct_health_meta("health", "nvml");
     ct_gpm_bind(h.lib);
 }
 
@@ -305,7 +307,7 @@ static void match_device(int d)
         char why[200];
         snprintf(why, sizeof(why), "unavailable: device %d (%.100s) not found by NVML", d,
                  id->uuid[0] ? id->uuid : id->pci);
-        recorder_meta("health", why);
+        ct_health_meta("health", why);
         h.unmatched++;
     }
 }
@@ -317,7 +319,7 @@ static void dc(uint64_t now, int d, enum dev_counter c, nvml_ret rc, int64_t v)
 {
     struct dev_state *s = &h.dev[d];
     if (rc == NVML_SUCCESS_)
-        counter(now, d, h.dev_name[c], v, h.dev_unit[c]);
+        ct_health_counter(now, d, h.dev_name[c], v, h.dev_unit[c]);
     else
         s->off |= 1u << c;
 }
@@ -483,11 +485,11 @@ void ct_health_finish(void)
     /* what sampling cost the writer thread (scripts/bench reads these) */
     char buf[64];
     snprintf(buf, sizeof(buf), "%llu", (unsigned long long)h.samples);
-    recorder_meta("health_samples", buf);
+    ct_health_meta("health_samples", buf);
     snprintf(buf, sizeof(buf), "%llu", (unsigned long long)(h.cost_ns / h.samples));
-    recorder_meta("health_ns_per_sample", buf);
+    ct_health_meta("health_ns_per_sample", buf);
     snprintf(buf, sizeof(buf), "%llu", (unsigned long long)h.cost_ns);
-    recorder_meta("health_cpu_ns", buf);
+    ct_health_meta("health_cpu_ns", buf);
     snprintf(buf, sizeof(buf), "%llu", (unsigned long long)h.writer_cpu_ns);
-    recorder_meta("writer_cpu_ns", buf);
+    ct_health_meta("writer_cpu_ns", buf);
 }

@@ -5,6 +5,8 @@
 #ifndef CT_SHIM_HEALTH_H
 #define CT_SHIM_HEALTH_H
 
+#include <stdint.h>
+
 /* A device the job uses, as cuda_cache.c describes it (any thread, once per
  * device; copies the strings; never blocks). uuid "GPU-..." or "", pci bus
  * id or "". */
@@ -16,5 +18,11 @@ int ct_health_start(int after_fork);
 
 /* Before the trace closes: the sampler's cost as recorder metadata. */
 void ct_health_finish(void);
+
+/* Records recorder metadata KEY=VALUE now, and one counter sample (device
+ * -1: the host) at `now` (ns): the writer thread's samplers' (health.c,
+ * health_gpm.c) one way to write them. */
+void ct_health_meta(const char *key, const char *value);
+void ct_health_counter(uint64_t now, int dev, uint32_t name, int64_t value, uint32_t unit);
 
 #endif

@@ -27,6 +27,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "shim/health.h"
 #include "shim/shim.h"
 
 /* ------------------------------------------------ NVML GPM ABI (nvml.h) */
@@ -114,19 +115,6 @@ static uint64_t thread_cpu_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static void meta(const char *key, const char *value)
-{
-    uint64_t f[CT_META_NFIELDS] = {ct_clock_mono_ns(), CT_SCOPE_RECORDER, 0, ct_intern(key),
-                                   ct_intern(value)};
-    ct_emit(CT_REC_META, CT_RF_NS, f, CT_META_NFIELDS);
-}
-
-static void counter(uint64_t t, int dev, uint32_t name, int64_t value, uint32_t unit)
-{
-    uint64_t f[CT_COUNTER_NFIELDS] = {t, (uint64_t)(int64_t)dev, name, (uint64_t)value, unit};
-    ct_emit(CT_REC_COUNTER, CT_RF_NS, f, CT_COUNTER_NFIELDS);
-}
-
 static void *sym(const char *name)
 {
     return g.lib ? dlsym(g.lib, name) : NULL;
@@ -172,10 +160,10 @@ static void refuse(uint64_t now, int d, int64_t code, const char *why)
 {
     struct gpm_dev *x = &g.dev[d];
     x->state = -1;
-    counter(now, d, g.n_supported, code, g.u_flag);
+    ct_health_counter(now, d, g.n_supported, code, g.u_flag);
     char buf[200];
     snprintf(buf, sizeof(buf), "unavailable: device %d: %s", d, why);
-    meta("gpm", buf);
+    ct_health_meta("gpm", buf);
 }
 
 /* The support query and two sample buffers; 1 when d can be sampled. */
@@ -206,9 +194,9 @@ static int open_device(uint64_t now, int d, void *h)
         return 0;
     }
     x->state = 1;
-    counter(now, d, g.n_supported, 1, g.u_flag);
+    ct_health_counter(now, d, g.n_supported, 1, g.u_flag);
     if (!g.said_ok) {
-        meta("gpm", "supported");
+        ct_health_meta("gpm", "supported");
         g.said_ok = 1;
     }
     return 1;
@@ -235,7 +223,7 @@ static void record_interval(int d, uint64_t start, uint64_t end)
     g_mg.num = n;
     if (g.metrics(&g_mg) != NVML_SUCCESS_)
         return; /* this interval is lost; the next may work */
-    counter(start, d, g.n_interval, (int64_t)(end - start), g.u_ns);
+    ct_health_counter(start, d, g.n_interval, (int64_t)(end - start), g.u_ns);
     for (unsigned k = 0; k < n; k++) {
         const struct nvml_gpm_metric *m = &g_mg.m[k];
         size_t i = idx[k];
@@ -246,7 +234,7 @@ static void record_interval(int d, uint64_t start, uint64_t end)
         if (m->ret != NVML_SUCCESS_ || !(m->value >= 0)) /* NaN too */
             continue;
         double v = m->value * metric[i].scale + 0.5;
-        counter(start, d, g.name[i], v < 9.2e18 ? (int64_t)v : INT64_MAX, g.unit[i]);
+        ct_health_counter(start, d, g.name[i], v < 9.2e18 ? (int64_t)v : INT64_MAX, g.unit[i]);
     }
 }
 
@@ -295,7 +283,7 @@ void ct_gpm_finish(void)
         return;
     char buf[64];
     snprintf(buf, sizeof(buf), "%llu", (unsigned long long)g.samples);
-    meta("gpm_samples", buf);
+    ct_health_meta("gpm_samples", buf);
     snprintf(buf, sizeof(buf), "%llu", (unsigned long long)(g.cost_ns / g.samples));
-    meta("gpm_ns_per_sample", buf);
+    ct_health_meta("gpm_ns_per_sample", buf);
 }
