@@ -29,7 +29,10 @@ synchronising 8 processes, a few ms of ~490): within 10 %.
 
 Under emulation (CT_EMULATED: qemu-user runs the aarch64 build several times
 slower than the host) a wake-up comes up to ~10 ms late: the slow link's two
-counted latencies are then up to 20 ms of 470, within 5 % (measured: 2.0 %).
+counted latencies are then up to 20 ms of 470, within 5 % (measured: 2.0 %),
+and a fast link's step, whose both ends are read late by different amounts,
+is read within the lateness's spread over 8.39 ms: measured up to 2.5 ms
+(a fast link at 4.6 GB/s), so 30 % for the fast links and the transfer.
 """
 import json
 import os
@@ -41,6 +44,8 @@ import tempfile
 
 failures = []
 scratch = []
+EMULATED = bool(os.environ.get("CT_EMULATED"))
+FAST_TOL = 0.30 if EMULATED else 0.15  # the docstring's tolerances
 
 
 def check(what, ok, detail=""):
@@ -90,7 +95,7 @@ links = {(l["src_rank"], l["dst_rank"]): l for l in n["links"] or []}
 check("links", sorted(links) == [(r, (r + 1) % 8) for r in range(8)], str(sorted(links)))
 for (s, d), l in links.items():
     near(f"link {s}->{d} GB/s", l["gbps"], 1.0 if s == 5 else 4.0,
-         (0.05 if os.environ.get("CT_EMULATED") else 0.02) if s == 5 else 0.15)
+         (0.05 if EMULATED else 0.02) if s == 5 else FAST_TOL)
     # 4 ops x 2 channels x 14 steps x a channel's 16 MiB chunk
     check(f"link {s}->{d} ops", l["ops"] == 4 and l["bytes"] == 4 * 2 * 14 * (16 << 20), str(l))
 slow = n["slow_links"]
@@ -108,7 +113,7 @@ check("collective row", len(coll) == 1 and coll[0]["op"] == "AllReduce" and
 # the transfer of a rank's own link: 14 steps of 8.39 ms (33.6 ms on rank 5),
 # the median over ranks a fast one's; the rest of the 470 ms op is waiting
 if coll:
-    near("transfer p50 us", coll[0]["transfer_p50_us"], 14 * 8388.608, 0.15)
+    near("transfer p50 us", coll[0]["transfer_p50_us"], 14 * 8388.608, FAST_TOL)
     near("wait p50 us", coll[0]["wait_p50_us"], 14 * (33554.432 - 8388.608), 0.10)
 sf = slow_findings(diag)
 check("diagnose names the slow link", len(sf) == 1 and sf[0]["ranks"] == [5, 6], str(sf))
@@ -118,7 +123,7 @@ rep2, diag2 = run("even", 8, {})
 check("no slow link without one", rep2["nccl"]["slow_links"] == [], str(rep2["nccl"]["slow_links"]))
 check("no slow_link finding without one", slow_findings(diag2) == [], str(slow_findings(diag2)))
 for l in rep2["nccl"]["links"] or []:
-    near(f"even link {l['src_rank']}->{l['dst_rank']} GB/s", l["gbps"], 4.0, 0.15)
+    near(f"even link {l['src_rank']}->{l['dst_rank']} GB/s", l["gbps"], 4.0, FAST_TOL)
 if sf:
     real = rep["job"]["step_p50_us"] - rep2["job"]["step_p50_us"]
     near("slow_link saving vs the rerun", sf[0]["saving_us"], real, 0.10)
