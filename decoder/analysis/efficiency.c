@@ -200,9 +200,12 @@ static int share_cmp(const void *a, const void *b)
     return x->f < y->f ? -1 : x->f > y->f;
 }
 
+/* Work on the SMs, each piece once: a kernel NCCL launched inside a call
+ * whose GPU time came from elsewhere (the profiler plugin, an event pair;
+ * `nested`) is that op's time again, counted with the op. */
 static int sm_work(const struct ct_gpu_op *o)
 {
-    return o->type == CT_GPU_KERNEL || o->type == CT_GPU_NCCL;
+    return (o->type == CT_GPU_KERNEL && !o->nested) || o->type == CT_GPU_NCCL;
 }
 
 struct dname {

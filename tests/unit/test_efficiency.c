@@ -224,6 +224,45 @@ START_TEST(concurrent_families_share_the_busy_time)
 }
 END_TEST
 
+/* An all-reduce timed by NCCL's profiler plugin [400,500) and the kernel
+ * NCCL launched for it, seen by CUPTI too ([400,500), nested: the same
+ * work), beside a [0,400), in one interval [0,500): the work is a's 400
+ * and the all-reduce's 100, not 100 twice (which gave a 400 * 500 / 600
+ * and listed the kernel as a family of its own). */
+START_TEST(a_collective_timed_twice_is_one_family)
+{
+    struct tb_job b;
+    tb_init(&b);
+    struct ct_proc *m = tb_proc(&b, 0);
+    tb_kernel(m, "a", 1, 0, 400, 0);
+    tb_nccl(m, (struct tb_coll){.op = CT_NCCL_OP_ALLREDUCE,
+                                .comm = 1,
+                                .bytes = 1 << 20,
+                                .comm_rank = 0,
+                                .peer = -1,
+                                .nranks = 1,
+                                .stream = 2,
+                                .s = 400,
+                                .e = 500,
+                                .launch = 390});
+    tb_kernel(m, "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 2, 400, 500, 391);
+    m->ops[m->nops - 1].nested = 1;
+    struct ct_hproc *h = hp_new();
+    interval(h, 0, 500, 80, 40, 30);
+    m->health = h;
+    struct ct_job job;
+    struct ct_report rep;
+    tb_build(&b, &job);
+    tb_analyze(&job, NULL, &rep);
+    const struct ct_eff *e = rep.rr[0].eff;
+    NEAR(family(e, "a")->attributed, 400e3);
+    for (size_t k = 0; k < e->nfam; k++) /* the kernel is no family of its own */
+        ck_assert_str_ne(e->fam[k].name, "ncclDevKernel_AllReduce_Sum_f32_RING_LL");
+    ct_report_free(&rep);
+    ct_job_free(&job);
+}
+END_TEST
+
 START_TEST(the_job_merges_families_over_ranks_by_attributed_time)
 {
     /* rank 0 as above (gemm: 1200 attributed, 200 mixed, tensor 52.25,
@@ -433,6 +472,7 @@ Suite *efficiency_suite(void)
     tcase_add_test(t, families_take_each_interval_by_busy_share_while_busy);
     tcase_add_test(t, window_and_iterations_are_time_weighted_means);
     tcase_add_test(t, concurrent_families_share_the_busy_time);
+    tcase_add_test(t, a_collective_timed_twice_is_one_family);
     tcase_add_test(t, the_job_merges_families_over_ranks_by_attributed_time);
     tcase_add_test(t, diagnose_names_a_gemm_without_tensor_activity_and_a_memory_bound_phase);
     tcase_add_test(t, no_figures_without_gpm_and_the_reason_says_why);
