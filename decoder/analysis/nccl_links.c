@@ -65,12 +65,26 @@ static int cmp_inst(const void *a, const void *b)
     return (x->link > y->link) - (x->link < y->link);
 }
 
+/* Whether s or more of n tosses of a fair coin come up with a chance above
+ * CT_SLOW_LINK_CHANCE (P(X >= s), X ~ Binomial(n, 1/2); the margin keeps
+ * the exact boundaries, 4 of 4 = 1 in 16, from rounding). */
+static int likely_by_chance(size_t n, size_t s)
+{
+    double p = 0;
+    for (size_t k = s; k <= n; k++)
+        p += exp(lgamma((double)n + 1) - lgamma((double)k + 1) - lgamma((double)(n - k) + 1) -
+                 (double)n * M_LN2);
+    return p > CT_SLOW_LINK_CHANCE * (1 + 1e-9);
+}
+
 /*
  * Whether link i is slow in most of the collective instances it shares
- * with at least two other links (CT_SLOW_LINK_MOST): ord holds the ops of
- * its communicator sorted by (sequence, link). 1 yes, or when too few
- * instances are shared to tell (CT_SLOW_LINK_MIN_OPS: the overall rule
- * alone decides then); 0 no; -ENOMEM.
+ * with at least two other links: ord holds the ops of its communicator
+ * sorted by (sequence, link). 1 yes; 0 no; 2 when too few instances are
+ * shared to tell (even all of them slow would be CT_SLOW_LINK_CHANCE or
+ * likelier by chance): the job-wide figure of a link seen in a few ops can
+ * be one late proxy wake-up, so the link is not named then (docs/nccl.md,
+ * "Consistency"); -ENOMEM.
  */
 static int consistently_slow(size_t i, const struct per_op *per, const size_t *ord, size_t nord)
 {
@@ -99,9 +113,9 @@ static int consistently_slow(size_t i, const struct per_op *per, const size_t *o
         x = y;
     }
     free(others);
-    if (shared < CT_SLOW_LINK_MIN_OPS)
-        return 1;
-    return (double)slow >= CT_SLOW_LINK_MOST * (double)shared;
+    if (likely_by_chance(shared, shared))
+        return 2;
+    return (double)slow >= CT_SLOW_LINK_MOST * (double)shared && !likely_by_chance(shared, slow);
 }
 
 /* Slow links of links [a, b) (one communicator) from their ops; ord: the
@@ -137,7 +151,9 @@ static int find_slow_in(struct ct_nlinks *out, size_t a, size_t b, const struct 
             free(peers);
             return most;
         }
-        if (!most)
+        if (most == 2)
+            out->undecided++;
+        if (most != 1)
             continue;
         struct ct_nslow *s = realloc(out->slow, (out->nslow + 1) * sizeof(*s));
         if (!s) {

@@ -16,14 +16,16 @@ struct ct_job;
  * the median of its communicator's other links (docs/nccl.md argues the
  * figure). */
 #define CT_SLOW_LINK_TOL 0.2
-/* ... and, where the same collective instances (communicator, sequence)
- * are seen on at least two other links, when it is slow so in at least
- * CT_SLOW_LINK_MOST of at least CT_SLOW_LINK_MIN_OPS of them: per-op noise
- * (a proxy thread woken late, a step's latency in a small op) makes some
- * link the slowest of some ops, but a link slow in itself is slow in
- * nearly every op it carries (docs/nccl.md). */
-#define CT_SLOW_LINK_MOST    0.75
-#define CT_SLOW_LINK_MIN_OPS 8
+/* ... and when it is slow so in at least CT_SLOW_LINK_MOST of the
+ * collective instances (communicator, sequence) it shares with at least
+ * two other links, a count that a link slow or not at the toss of a coin
+ * in each reaches with a chance of at most CT_SLOW_LINK_CHANCE: per-op
+ * noise (a proxy thread woken late, a step's latency in a small op) makes
+ * some link the slowest of some ops, but a link slow in itself is slow in
+ * nearly every op it carries (docs/nccl.md). At least 4 instances: 4 of 4
+ * is 1 in 16. */
+#define CT_SLOW_LINK_MOST   0.75
+#define CT_SLOW_LINK_CHANCE (1.0 / 16)
 
 /* One send ProxyOp of one op on one channel, joined to its op: what the
  * analysis reads (built from a job, or by hand in the tests). */
@@ -87,6 +89,9 @@ struct ct_nlinks {
     struct ct_nsplit *split;
     size_t nsplit;
     uint64_t info_ops, proxy_records;
+    /* links below their peers over the job but sharing too few instances
+     * with them to be named (fewer than 4: CT_SLOW_LINK_CHANCE) */
+    size_t undecided;
 };
 
 /* Links and slow links from observations (any order). 0 or -ENOMEM. */

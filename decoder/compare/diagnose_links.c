@@ -26,6 +26,12 @@ void ct_dg_check_links(struct ctx *c)
                                "network transports; summaries do not carry them)");
         return;
     }
+    if (L->undecided && !L->nslow)
+        ct_dg_insufficient(c, CT_FK_SLOW_LINK,
+                           "%zu link(s) below their peers over the job, but in fewer than 4 "
+                           "collective instances shared with them: too few to tell a slow link "
+                           "from proxy timing noise",
+                           L->undecided);
     for (size_t k = 0; k < L->nslow; k++) {
         const struct ct_nslow *s = &L->slow[k];
         const struct ct_nlink *l = &L->l[s->link];

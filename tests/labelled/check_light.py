@@ -43,7 +43,9 @@ What must hold, and why to that tolerance:
   - `diagnose` finds nothing the full run does not also find (at half the
     threshold, 1 % of the step: a saving near the threshold moves with the
     host, so one run reports it and another does not; measured, a sync
-    drain of 1.95 % in full mode and 2.1 % in light mode on tiny);
+    drain of 1.95 % in full mode and 2.1 % in light mode on tiny); a
+    difference in launch_bound or sync_drain alone is host-paced (they
+    split the idle by what the host was doing);
   - every null figure of light mode is null in full mode too, or is listed
     in the rank's `unavailable` with a reason (health figures: their
     object says why, with no sample in the span or no counters).
@@ -208,8 +210,15 @@ def one(case):
     # run (health counters): the two recordings are two runs on one machine
     extra = [x["kind"] for x in light_diag["findings"]
              if x["kind"] not in kinds and x["kind"] != "host_contention"]
-    cc.check(f"{case} light mode finds nothing the full run does not", not extra,
-             f"light {extra}, full {sorted(kinds)}")
+    # launch_bound and sync_drain split the GPU's idle by what the host was
+    # doing: a full run whose launching thread lost its CPU to the writer or
+    # the simulated device (three busy threads on two CPUs) has that time
+    # unexplained, and launch_bound asks for half the idle (tiny: 45 % in a
+    # CI full run, 82 % in its light run), so a difference in them alone is
+    # host-paced and the pair runs again; any other kind is light mode's
+    paced = all(x in ("launch_bound", "sync_drain") for x in extra)
+    cc.check(f"{case} light mode finds nothing the full run does not"
+             + (" (host)" if paced else ""), not extra, f"light {extra}, full {sorted(kinds)}")
 
 
 def main():
