@@ -141,6 +141,8 @@ struct ct_report {
     struct ct_goodput *goodput;  /* over the job's attempts (goodput.h), from these iterations */
     struct ct_kernels_acc *kacc; /* kernels.c, between collect and table */
     struct ct_nlinks *nlinks;    /* NCCL links and splits (nccl_links.h), NULL on no memory */
+    struct ct_xfer_model *xfer;  /* per collective kind, latency + size / bandwidth (xfer_model.h) */
+    size_t nxfer;
 };
 
 int ct_metrics_rank(struct ct_rank_result *res);

@@ -433,6 +433,9 @@ static int build_rank(struct ct_cp_graph *g, const struct ct_rank_result *x, int
                                  .ps = ox[i].ps,
                                  .pe = ox[i].pe,
                                  .rank = ri,
+                                 .nranks = n->op == CT_NCCL_OP_SEND || n->op == CT_NCCL_OP_RECV
+                                               ? 2
+                                               : n->nranks,
                                  .op = n->op,
                                  .bytes = n->bytes,
                                  .stream = o->stream,
@@ -546,6 +549,8 @@ static int collectives(struct ct_cp_graph *g)
             e->xfer = 1;
             e->op = m->op;
             e->bytes = m->bytes;
+            e->nranks = m->nranks;
+            e->comm = m->m.comm;
             e->stream = m->stream;
             e->name = ct_name_nccl_op(m->op);
         }

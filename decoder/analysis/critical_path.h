@@ -40,18 +40,28 @@ const char *ct_cp_cat_name(int cat);
 int ct_cp_cat_gpu(int cat);
 
 /* A --scale selector of `cutrace whatif`. */
-enum ct_cp_sel { CT_SEL_KERNEL = 0, CT_SEL_RANK, CT_SEL_OP, CT_SEL_HOST, CT_SEL_DATA, CT_SEL_CKPT };
+enum ct_cp_sel {
+    CT_SEL_KERNEL = 0,
+    CT_SEL_RANK,
+    CT_SEL_OP,
+    CT_SEL_HOST,
+    CT_SEL_DATA,
+    CT_SEL_CKPT,
+    CT_SEL_NET,  /* every transfer's bandwidth term (xfer_model.h) */
+    CT_SEL_LINK, /* one network link's: the transfers of its communicators */
+};
 struct ct_cp_scale {
     int kind;         /* enum ct_cp_sel */
     const char *glob; /* CT_SEL_KERNEL: fnmatch pattern on the (demangled or raw) name */
-    int64_t rank;     /* CT_SEL_RANK, CT_SEL_HOST: the rank number */
+    int64_t rank;     /* CT_SEL_RANK, CT_SEL_HOST: the rank number; CT_SEL_LINK: the sender */
+    int64_t dst;      /* CT_SEL_LINK: the receiving rank */
     int op;           /* CT_SEL_OP: enum ct_nccl_op */
     uint64_t bytes;   /* CT_SEL_OP: 0 any size */
     double factor;    /* >= 0 */
 };
 /* Parses "kernel=GLOB=F", "rank=N=F", "op=NAME[:BYTES]=F", "host=N=F",
- * "data=F", "ckpt=F" into s (glob points into spec). 0, or -EINVAL with a one-line
- * reason in err. */
+ * "data=F", "ckpt=F", "net=F", "link=A-B=F" into s (glob points into
+ * spec). 0, or -EINVAL with a one-line reason in err. */
 int ct_cp_scale_parse(const char *spec, struct ct_cp_scale *s, char *err, size_t errlen);
 
 /*

@@ -16,6 +16,8 @@
 
 #include "decoder/analysis/critical_path.h"
 #include "decoder/analysis/critical_path_int.h"
+#include "decoder/analysis/nccl_links.h"
+#include "decoder/analysis/xfer_model.h"
 #include "decoder/util/array.h"
 #include "decoder/util/demangle.h"
 #include "decoder/util/names.h"
@@ -33,7 +35,8 @@ int ct_cp_scale_parse(const char *spec, struct ct_cp_scale *s, char *err, size_t
     memset(s, 0, sizeof(*s));
     const char *eq = strrchr(spec, '=');
     static const char allowed[] = "allowed: kernel=GLOB=F, rank=N=F, op=NAME[:BYTES]=F, "
-                                  "host=N=F, data=F, ckpt=F (F a factor >= 0)";
+                                  "host=N=F, data=F, ckpt=F, net=F, link=A-B=F (F a factor >= "
+                                  "0)";
     if (!eq || parse_factor(eq + 1, &s->factor)) {
         snprintf(err, errlen, "--scale %s: expected SELECTOR=FACTOR; %s", spec, allowed);
         return -EINVAL;
@@ -57,6 +60,25 @@ int ct_cp_scale_parse(const char *spec, struct ct_cp_scale *s, char *err, size_t
     if (klen == 4 && !strncmp(spec, "ckpt", 4) && (size_t)(eq - spec) == 4) {
         s->kind = CT_SEL_CKPT;
         return 0;
+    }
+    if (klen == 3 && !strncmp(spec, "net", 3) && (size_t)(eq - spec) == 3) {
+        s->kind = CT_SEL_NET;
+        return 0;
+    }
+    if (has_arg && alen && klen == 4 && !strncmp(spec, "link", 4)) {
+        s->kind = CT_SEL_LINK;
+        s->rank = strtoll(a, &end, 10);
+        if (end != a && *end == '-' && end[1]) {
+            const char *b = end + 1;
+            s->dst = strtoll(b, &end, 10);
+            if (end != b && !*end && s->rank >= 0 && s->dst >= 0 && s->rank != s->dst)
+                return 0;
+        }
+        snprintf(err, errlen,
+                 "--scale %s: link=A-B=F needs two different rank numbers, the sender A and "
+                 "the receiver B (link=5-6=0.25)",
+                 spec);
+        return -EINVAL;
     }
     if (has_arg && alen && klen == 6 && !strncmp(spec, "kernel", 6)) {
         s->kind = CT_SEL_KERNEL;
@@ -156,11 +178,20 @@ int ct_cp_scale_check(const struct ct_report *rep, const struct ct_cp_scale *s, 
                 if ((s->kind == CT_SEL_DATA ? R->procs[k]->data_wait : R->procs[k]->ckpt).n)
                     return 0;
             break;
+        default: break;
         }
     }
     if (s->kind == CT_SEL_OP)
         for (size_t i = 0; i < rep->ncoll; i++)
             if (rep->coll[i].op == s->op && (!s->bytes || rep->coll[i].bytes == s->bytes))
+                return 0;
+    if (s->kind == CT_SEL_NET && rep->ncoll)
+        return 0;
+    const struct ct_nlinks *L = rep->nlinks;
+    if (s->kind == CT_SEL_LINK && L)
+        for (size_t i = 0; i < L->nl; i++)
+            if (L->l[i].src_rank == s->rank && L->l[i].dst_rank == s->dst &&
+                isfinite(L->l[i].gbps))
                 return 0;
     /* what there is instead */
     char num[32];
@@ -193,6 +224,27 @@ int ct_cp_scale_check(const struct ct_report *rep, const struct ct_cp_scale *s, 
     case CT_SEL_DATA:
         snprintf(err, errlen, "--scale %s: the run has no data-loader waits to scale", spec);
         break;
+    case CT_SEL_NET:
+        snprintf(err, errlen, "--scale %s: the run has no NCCL operations to scale", spec);
+        break;
+    case CT_SEL_LINK:
+        for (size_t i = 0; L && i < L->nl; i++) {
+            char row[48];
+            if (!isfinite(L->l[i].gbps))
+                continue;
+            snprintf(row, sizeof(row), "%d-%d", L->l[i].src_rank, L->l[i].dst_rank);
+            list_add(have, sizeof(have), &at, &count, row);
+        }
+        if (count)
+            snprintf(err, errlen, "--scale %s: the run has no link %lld-%lld (its links: %s)",
+                     spec, (long long)s->rank, (long long)s->dst, have);
+        else
+            snprintf(err, errlen,
+                     "--scale %s: the run has no per-link bandwidths (they come from NCCL's "
+                     "proxy steps: profiler plugin ABI v4 or later, network transports; "
+                     "docs/nccl.md); net=F scales every transfer",
+                     spec);
+        break;
     default:
         snprintf(err, errlen, "--scale %s: the run has no checkpoint I/O to scale", spec);
         break;
@@ -218,6 +270,7 @@ static double edge_factor(const struct ct_cp_graph *g, const struct cp_edge *e,
         case CT_SEL_HOST: hit = e->cat == CT_CP_HOST && e->kind == CP_GAP && rank == s->rank; break;
         case CT_SEL_DATA: hit = e->cat == CT_CP_DATA; break;
         case CT_SEL_CKPT: hit = e->cat == CT_CP_CKPT && e->kind == CP_DUR; break;
+        default: break; /* net=, link=: ct_cp_replay's bandwidth terms */
         }
         if (hit)
             f *= s->factor;
@@ -225,17 +278,105 @@ static double edge_factor(const struct ct_cp_graph *g, const struct cp_edge *e,
     return f;
 }
 
+/* A communicator whose transfers link= selectors scale, and by what. */
+struct comm_factor {
+    uint64_t comm;
+    double f;
+};
+
+static int cmp_comm_factor(const void *a, const void *b)
+{
+    const struct comm_factor *x = a, *y = b;
+    return (x->comm > y->comm) - (x->comm < y->comm);
+}
+
+/*
+ * The factors net= and link= selectors put on bandwidth terms: *net for
+ * every transfer, and per communicator holding a selected link its own
+ * (*cf, sorted by comm). A ring is paced by its slowest link (a step lasts
+ * as long as the slowest link carries its chunk), so a communicator's
+ * bandwidth term scales by the slowest link's time per byte after the
+ * change over the slowest before: speeding a link that is not the slowest
+ * gives nothing, slowing any link past the slowest costs in full
+ * (docs/critical-path.md, "The network in physical units"). 0 or -ENOMEM.
+ */
+static int bandwidth_factors(const struct ct_report *rep, const struct ct_cp_scale *sc, size_t n,
+                             double *net, struct comm_factor **cf, size_t *ncf)
+{
+    *net = 1;
+    *cf = NULL;
+    *ncf = 0;
+    int links = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (sc[i].kind == CT_SEL_NET)
+            *net *= sc[i].factor;
+        links |= sc[i].kind == CT_SEL_LINK;
+    }
+    const struct ct_nlinks *L = rep->nlinks;
+    if (!links || !L)
+        return 0;
+    for (size_t a = 0, b; a < L->nl; a = b) {
+        double before = 0, after = 0;
+        int hit = 0;
+        for (b = a; b < L->nl && L->l[b].comm == L->l[a].comm; b++) {
+            const struct ct_nlink *l = &L->l[b];
+            if (!(l->gbps > 0) || !isfinite(l->gbps))
+                continue;
+            double t = 1 / l->gbps, f = *net;
+            for (size_t i = 0; i < n; i++)
+                if (sc[i].kind == CT_SEL_LINK && sc[i].rank == l->src_rank &&
+                    sc[i].dst == l->dst_rank) {
+                    f *= sc[i].factor;
+                    hit = 1;
+                }
+            before = fmax(before, t);
+            after = fmax(after, t * f);
+        }
+        if (!hit || !(before > 0))
+            continue;
+        struct comm_factor *g = realloc(*cf, (*ncf + 1) * sizeof(**cf));
+        if (!g) {
+            free(*cf);
+            *cf = NULL;
+            return -ENOMEM;
+        }
+        *cf = g;
+        g[(*ncf)++] = (struct comm_factor){L->l[a].comm, after / before};
+    }
+    if (*ncf)
+        qsort(*cf, *ncf, sizeof(**cf), cmp_comm_factor);
+    return 0;
+}
+
 int ct_cp_replay(struct ct_cp_graph *g, const struct ct_cp_scale *sc, size_t n)
 {
+    double net;
+    struct comm_factor *cf;
+    size_t ncf;
+    if (bandwidth_factors(g->rep, sc, n, &net, &cf, &ncf))
+        return -ENOMEM;
+    int phys = 0;
+    for (size_t i = 0; i < n; i++)
+        phys |= sc[i].kind == CT_SEL_NET || sc[i].kind == CT_SEL_LINK;
     for (size_t i = 0; i < g->ned; i++) {
         struct cp_edge *e = &g->ed[i];
         e->wr = e->w;
         if (n && e->w > 0 && (e->kind == CP_DUR || (e->cat == CT_CP_HOST && e->bind))) {
+            int64_t w = e->w;
+            if (phys && e->xfer && e->kind == CP_DUR) {
+                struct comm_factor key = {e->comm, 0}, *c = NULL;
+                if (ncf)
+                    c = bsearch(&key, cf, ncf, sizeof(*cf), cmp_comm_factor);
+                const struct ct_report *rep = g->rep;
+                w = ct_xfer_scaled(ct_xfer_model_of(rep->xfer, rep->nxfer, e->op, e->nranks), w,
+                                   c ? c->f : net);
+            }
             double f = edge_factor(g, e, sc, n);
-            if (f != 1)
-                e->wr = (int64_t)llround((double)e->w * f);
+            if (f != 1 || w != e->w)
+                e->wr = (int64_t)llround((double)w * f);
         }
     }
+    free(cf);
     for (size_t p = 0; p < g->npt; p++)
         g->pt[p].v = g->pt[p].t; /* points in a cycle (none in order) keep theirs */
     for (size_t k = 0; k < g->norder; k++) {

@@ -16,6 +16,7 @@
 #include "decoder/analysis/goodput.h"
 #include "decoder/analysis/health.h"
 #include "decoder/analysis/nccl_links.h"
+#include "decoder/analysis/xfer_model.h"
 #include "decoder/util/stats.h"
 #include "decoder/read/job.h"
 
@@ -37,6 +38,7 @@ void ct_report_free(struct ct_report *rep)
     if (rep->nlinks)
         ct_nlinks_free(rep->nlinks);
     free(rep->nlinks);
+    free(rep->xfer);
     if (rep->goodput)
         ct_goodput_free(rep->goodput);
     free(rep->goodput);
@@ -157,6 +159,8 @@ int ct_report_analyze(struct ct_job *job, const struct ct_iter_opts *io, struct 
         rc = ct_job_steps(rep);
     if (!rc)
         rc = ct_collectives_table(rep);
+    if (!rc)
+        rc = ct_xfer_models(rep, &rep->xfer, &rep->nxfer);
     if (!rc)
         rc = ct_kernels_table(rep);
     if (!rc && !(rep->nlinks = calloc(1, sizeof(*rep->nlinks))))

@@ -202,10 +202,16 @@ int ct_cmd_cp_main(int argc, char **argv, int whatif)
         FILE *f = of.f;
         {
             status = CT_EXIT_OK;
+            struct ct_whatif_out w = {rep.step_p50, &base, &pred, specs, nsc, NULL, 0};
+            for (size_t i = 0; i < nsc; i++)
+                if (sc[i].kind == CT_SEL_NET || sc[i].kind == CT_SEL_LINK) {
+                    w.models = rep.xfer;
+                    w.nmodels = rep.nxfer;
+                }
             if (whatif && json)
-                ct_whatif_json(f, rep.step_p50, &base, &pred, specs, nsc, job.t0);
+                ct_whatif_json(f, &w, job.t0);
             else if (whatif)
-                ct_whatif_text(f, rep.step_p50, &base, &pred, specs, nsc);
+                ct_whatif_text(f, &w);
             else if (json)
                 ct_cp_json(f, nsc ? &pred : &base, job.t0);
             else

@@ -7,8 +7,10 @@
 
 #include <math.h>
 
+#include "decoder/analysis/xfer_model.h"
 #include "decoder/util/demangle.h"
 #include "decoder/util/json.h"
+#include "decoder/util/names.h"
 
 static double us(int64_t ns)
 {
@@ -147,14 +149,58 @@ static void specs_json(FILE *f, char **specs, size_t n)
     fputc(']', f);
 }
 
-void ct_whatif_json(FILE *f, double measured, const struct ct_cp_result *base,
-                    const struct ct_cp_result *pred, char **specs, size_t nspecs, int64_t t0)
+/* Why a model has no latency, or NULL when it has one. */
+static const char *model_reason(const struct ct_xfer_model *m)
 {
+    switch (m->status) {
+    case CT_XFER_FITTED: return NULL;
+    case CT_XFER_ONE_SIZE:
+        return "sizes too few or too close (the largest under twice the smallest): latency "
+               "not separable, the whole transfer scaled (the most a faster network could give)";
+    case CT_XFER_NO_SLOPE:
+        return "the transfer does not grow with size (latency-bound): left unchanged";
+    default:
+        return "no instance matched across ranks, so no transfer measured: the whole op "
+               "scaled (the most a faster network could give)";
+    }
+}
+
+static void models_json(FILE *f, const struct ct_whatif_out *w)
+{
+    fputs(",\"transfer_models\":[", f);
+    for (size_t i = 0; i < w->nmodels; i++) {
+        const struct ct_xfer_model *m = &w->models[i];
+        fprintf(f, "%s{\"op\":", i ? "," : "");
+        ct_json_str(f, ct_name_nccl_op((uint64_t)m->op));
+        fprintf(f, ",\"ranks\":%d,\"status\":", m->nranks);
+        ct_json_str(f, ct_xfer_status_name(m->status));
+        fprintf(f, ",\"sizes\":%zu,\"min_bytes\":%llu,\"max_bytes\":%llu,\"matched\":%llu,",
+                m->sizes, (unsigned long long)m->min_bytes, (unsigned long long)m->max_bytes,
+                (unsigned long long)m->matched);
+        ct_json_member(f, "latency_us", m->lat_ns / 1000.0, 3);
+        fputc(',', f);
+        /* bytes per ns are GB/s */
+        ct_json_member(f, "bandwidth_gbps", 1 / m->ns_per_byte, 4);
+        fputc(',', f);
+        ct_json_member(f, "fit_error_pct", m->fit_err_pct, 2);
+        fputs(",\"reason\":", f);
+        if (model_reason(m))
+            ct_json_str(f, model_reason(m));
+        else
+            fputs("null", f);
+        fputc('}', f);
+    }
+    fputc(']', f);
+}
+
+void ct_whatif_json(FILE *f, const struct ct_whatif_out *w, int64_t t0)
+{
+    const struct ct_cp_result *base = w->base, *pred = w->pred;
     fprintf(f, "{\"schema\":\"cutrace.whatif\",\"version\":1,\"cutrace_version\":\"%s\",",
             CT_VERSION);
-    specs_json(f, specs, nspecs);
+    specs_json(f, w->specs, w->nspecs);
     fputc(',', f);
-    ct_json_member(f, "measured_step_us", measured / 1000.0, 3);
+    ct_json_member(f, "measured_step_us", w->measured / 1000.0, 3);
     fputc(',', f);
     ct_json_member(f, "replayed_step_us", base->step_p50 / 1000.0, 3);
     fputc(',', f);
@@ -168,21 +214,41 @@ void ct_whatif_json(FILE *f, double measured, const struct ct_cp_result *base,
     ct_json_member(f, "measured_mean_step_us", mean_us(base), 3);
     fputc(',', f);
     ct_json_member(f, "predicted_mean_step_us", mean_us(pred), 3);
+    if (w->models)
+        models_json(f, w);
     fputs(",\"critical_path\":", f);
     ct_cp_json(f, pred, t0);
     fputc('}', f);
 }
 
-void ct_whatif_text(FILE *f, double measured, const struct ct_cp_result *base,
-                    const struct ct_cp_result *pred, char **specs, size_t nspecs)
+void ct_whatif_text(FILE *f, const struct ct_whatif_out *w)
 {
+    const struct ct_cp_result *base = w->base, *pred = w->pred;
     fprintf(f, "what if");
-    for (size_t i = 0; i < nspecs; i++)
-        fprintf(f, " %s", specs[i]);
+    for (size_t i = 0; i < w->nspecs; i++)
+        fprintf(f, " %s", w->specs[i]);
     fprintf(f,
             ":\n  measured step %.3f ms (replayed %.3f ms)\n  predicted step %.3f ms "
-            "(%.3fx)\n  mean step %.3f ms, predicted %.3f ms\n\nnew ",
-            measured / 1e6, base->step_p50 / 1e6, pred->step_p50 / 1e6,
+            "(%.3fx)\n  mean step %.3f ms, predicted %.3f ms\n",
+            w->measured / 1e6, base->step_p50 / 1e6, pred->step_p50 / 1e6,
             base->step_p50 / pred->step_p50, mean_us(base) / 1000.0, mean_us(pred) / 1000.0);
+    if (w->models) {
+        fputs("\ntransfers as latency + size / bandwidth (the bandwidth term scaled):\n", f);
+        for (size_t i = 0; i < w->nmodels; i++) {
+            const struct ct_xfer_model *m = &w->models[i];
+            fprintf(f, "  %s over %d ranks: ", ct_name_nccl_op((uint64_t)m->op), m->nranks);
+            if (m->status == CT_XFER_FITTED) {
+                fprintf(f, "%.1f us + size / %.3g GB/s (%zu sizes %llu-%llu B", m->lat_ns / 1e3,
+                        1 / m->ns_per_byte, m->sizes, (unsigned long long)m->min_bytes,
+                        (unsigned long long)m->max_bytes);
+                if (isfinite(m->fit_err_pct))
+                    fprintf(f, ", fit error %.1f %%", m->fit_err_pct);
+                fputs(")\n", f);
+            } else {
+                fprintf(f, "%s\n", model_reason(m));
+            }
+        }
+    }
+    fputs("\nnew ", f);
     ct_cp_text(f, pred, 10);
 }

@@ -13,10 +13,19 @@ void ct_cp_json(FILE *f, const struct ct_cp_result *r, int64_t t0);
 void ct_cp_text(FILE *f, const struct ct_cp_result *r, size_t top);
 
 /* `cutrace whatif`: measured (the report's median step, ns), the
- * unscaled replay's and the scaled replay's results, the selectors. */
-void ct_whatif_json(FILE *f, double measured, const struct ct_cp_result *base,
-                    const struct ct_cp_result *pred, char **specs, size_t nspecs, int64_t t0);
-void ct_whatif_text(FILE *f, double measured, const struct ct_cp_result *base,
-                    const struct ct_cp_result *pred, char **specs, size_t nspecs);
+ * unscaled replay's and the scaled replay's results, the selectors;
+ * models (NULL: none) the transfer models net= and link= scaled by
+ * (decoder/analysis/xfer_model.h). */
+struct ct_xfer_model;
+struct ct_whatif_out {
+    double measured;
+    const struct ct_cp_result *base, *pred;
+    char **specs;
+    size_t nspecs;
+    const struct ct_xfer_model *models;
+    size_t nmodels;
+};
+void ct_whatif_json(FILE *f, const struct ct_whatif_out *w, int64_t t0);
+void ct_whatif_text(FILE *f, const struct ct_whatif_out *w);
 
 #endif

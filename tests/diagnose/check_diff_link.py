@@ -71,8 +71,12 @@ def diff(a, b):
 
 def main():
     root = tempfile.mkdtemp(prefix="diag-diff-link-")
-    for side, gbps in (("A", 0.5), ("B", 0.35), ("C", 0.5)):
-        for i in range(4):
+    # the sides' runs interleaved: what the machine does meanwhile (a build
+    # beside the tests) drifts over minutes, and run side after side it
+    # lands on one side whole: A's four startups at 600 ms against C's at
+    # 380 in one CI run, a real difference diff rightly flagged
+    for i in range(4):
+        for side, gbps in (("A", 0.5), ("B", 0.35), ("C", 0.5)):
             job(f"{root}/{side}/run{i}", gbps)
     s = diff(f"{root}/A", f"{root}/B")
     m = {x["metric"]: x for x in s["metrics"]}

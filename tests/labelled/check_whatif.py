@@ -79,6 +79,18 @@ CASES = {
     "loader": dict(ranks=1, fault_env={"W_JOB_LOADER_COMPUTE_US": "8000"},
                    truth_env={"W_JOB_LOADER_LATE_MS": "0", "W_JOB_LOADER_COMPUTE_US": "8000"},
                    scale=["data=0"], steps=lambda i: i % 3 == 2),
+    # the network in physical units (docs/critical-path.md): the all-reduce
+    # is a 500 us latency plus its size over 1 GB/s; op= scales both, net=
+    # the second (op=AllReduce=0.25 misses the real run by 11 %)
+    "net": dict(ranks=2, job="dp_sizes", fault_env={"FAKEGPU_NCCL_LAT_US": "500"},
+                truth_env={"FAKEGPU_NCCL_LAT_US": "500", "FAKEGPU_NET_GBPS": "4"},
+                scale=["net=0.25"], naive=["op=AllReduce=0.25"],
+                model=("AllReduce", 2, 500.0, 1.0)),
+    # one link of a 4-rank ring at a quarter of the others' bandwidth, put
+    # back by link= (the ring is paced by its slowest link)
+    "link": dict(ranks=4, job="dp_sizes",
+                 fault_env={"FAKEGPU_NCCL_LAT_US": "500", "FAKEGPU_NCCL_LINKS": "1-2=0.25"},
+                 truth_env={"FAKEGPU_NCCL_LAT_US": "500"}, scale=["link=1-2=0.25"]),
     "graph": dict(ranks=2, fault_env={}, truth_env={"W_JOB_GRAPH_B_US": "1000"},
                   scale=["kernel=g_branch*=0.333333"],
                   on_path=(["g_branch", "g_body"], ["g_side"]),
@@ -199,6 +211,29 @@ def path_names(cp, want, absent, what):
     return bad
 
 
+def model_differs(w, op, ranks, lat_us, gbps):
+    """Problems with the fitted transfer model of (op, ranks): its latency
+    within 5 % + 20 us of lat_us and its bandwidth within 5 % of gbps. The
+    simulated device times each op exactly from the schedule; what moves is
+    the rendezvous, the last rank's kernel start, which the host paces
+    (tens of us on this machine), and a median per size keeps a late one
+    off the fit."""
+    for m in w.get("transfer_models", []):
+        if m["op"] == op and m["ranks"] == ranks:
+            bad = []
+            if m["status"] != "fitted" or m["latency_us"] is None:
+                return [f"model {op} x{ranks}: {m}"]
+            if abs(m["latency_us"] - lat_us) > 0.05 * lat_us + 20:
+                bad.append(f"model {op} x{ranks}: latency {m['latency_us']} us, want {lat_us}")
+            if abs(m["bandwidth_gbps"] - gbps) > 0.05 * gbps:
+                bad.append(f"model {op} x{ranks}: {m['bandwidth_gbps']} GB/s, want {gbps}")
+            print(f"  model {op} x{ranks}: {m['latency_us']} us + size / "
+                  f"{m['bandwidth_gbps']} GB/s over {m['sizes']} sizes, fit error "
+                  f"{m['fit_error_pct']} %")
+            return bad
+    return [f"no transfer model of {op} x{ranks}: {w.get('transfer_models')}"]
+
+
 def fastest(v):
     """The mean of the FASTEST smallest values of v."""
     k = sorted(v)[:FASTEST]
@@ -210,12 +245,15 @@ def main():
     failed = []
     for case in sys.argv[1:]:
         c = CASES[case]
-        pred, truth = [], []
+        pred, truth, naive = [], [], []
         for i in range(runs):
             d = tempfile.mkdtemp(prefix=f"whatif-{case}-")
             try:
-                w = whatif(record(case, c["ranks"], c["fault_env"], os.path.join(d, "f")),
+                job = c.get("job", case)
+                w = whatif(record(job, c["ranks"], c["fault_env"], os.path.join(d, "f")),
                            c["scale"])
+                if "model" in c and i == 0:
+                    failed += model_differs(w, *c["model"])
                 # the replay without scaling reproduces the recording exactly
                 if abs(w["replayed_step_us"] - w["measured_step_us"]) > 0.01:
                     failed.append(f"{case}: replay {w['replayed_step_us']} != measured "
@@ -235,7 +273,10 @@ def main():
                                spilled_differs(os.path.join(d, "f", "traces"), d)]
                     failed += [f"{case}: {b}" for b in
                                graph_records(os.path.join(d, "f", "traces"))]
-                tt = record(c.get("truth_case", case), c["ranks"], c["truth_env"],
+                if "naive" in c:
+                    naive.append(whatif(os.path.join(d, "f", "traces"),
+                                        c["naive"])["predicted_step_us"])
+                tt = record(c.get("truth_case", job), c["ranks"], c["truth_env"],
                             os.path.join(d, "t"))
                 if "steps" in c:
                     pred.append(chosen_steps(w["critical_path"], c["steps"]))
@@ -255,6 +296,14 @@ def main():
               f"medians {statistics.median(pred):.1f} and {statistics.median(truth):.1f} us")
         if err > tol:
             failed.append(f"{case}: error {100 * err:.2f} % > {100 * tol:.2f} %")
+        if naive:
+            # the test tells the two apart: the whole op scaled must miss
+            nerr = abs(fastest(naive) - t) / t
+            print(f"  {' '.join(c['naive'])} instead: predicted {fastest(naive):.1f} us, "
+                  f"error {100 * nerr:.2f} %")
+            if nerr < 2 * tol:
+                failed.append(f"{case}: {' '.join(c['naive'])} within {100 * nerr:.2f} %: "
+                              f"the case does not tell latency from bandwidth")
     if failed:
         print("FAIL\n  " + "\n  ".join(failed))
         sys.exit(1)

@@ -23,6 +23,7 @@
  *            overlap 75 %, compute 10.
  *   dp_seq   the same, but all four buckets wait for the last backward
  *            kernel: overlap 0 %, exposed = comm = 4 per step.
+ *   dp_sizes dp_seq with buckets of 0.25, 0.5, 1 and 2 MB.
  *   pipe     4 ranks = 4 pipeline stages, 4 iterations of 1F1B with 8
  *            micro-batches (f 1, b 2 per micro-batch and stage), the
  *            activations and gradients (4 KiB) sent with Send/Recv as
@@ -200,6 +201,10 @@ static void step_end(struct rank *k)
  * a job that logs on rank 0 does. Its own mid-step sync must not give it
  * another phase than its peers' (tests/labelled/check_unannotated.py). */
 static int log_rank0;
+/* Case dp_sizes: dp_seq with buckets of 0.25, 0.5, 1 and 2 MB (62500 << j
+ * floats), so that a fit over the job's sizes tells the all-reduce's
+ * latency from its bandwidth (`whatif --scale net=F`). */
+static int dp_sizes;
 
 static void dp(struct rank *k, int overlap)
 {
@@ -227,8 +232,9 @@ static void dp(struct rank *k, int overlap)
         }
         if (!overlap)
             for (int j = 0; j < 4; j++)
-                CHECK(ncclAllReduce((void *)(uintptr_t)k->a, (void *)(uintptr_t)k->b, 250000,
-                                    ncclFloat32, ncclSum, k->comm, (cudaStream_t)k->m));
+                CHECK(ncclAllReduce((void *)(uintptr_t)k->a, (void *)(uintptr_t)k->b,
+                                    dp_sizes ? (size_t)62500 << j : 250000, ncclFloat32, ncclSum,
+                                    k->comm, (cudaStream_t)k->m));
         step_end(k);
     }
 }
@@ -627,7 +633,7 @@ static int rank_main(int r, int n, const char *idhex, const char *c)
     log_rank0 = !strcmp(c, "dp_log");
     if (!strcmp(c, "dp") || log_rank0)
         dp(&k, 1);
-    else if (!strcmp(c, "dp_seq"))
+    else if (!strcmp(c, "dp_seq") || (dp_sizes = !strcmp(c, "dp_sizes")))
         dp(&k, 0);
     else if (!strcmp(c, "pipe"))
         pipe_1f1b(&k);

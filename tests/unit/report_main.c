@@ -27,6 +27,7 @@ Suite *html_suite(void);
 Suite *salvaged_suite(void);
 Suite *efficiency_suite(void);
 Suite *nccl_links_suite(void);
+Suite *xfer_model_suite(void);
 
 static const struct th_suite suites[] = {
     {"intervals", intervals_suite},
@@ -49,6 +50,7 @@ static const struct th_suite suites[] = {
     {"diagnose_light", diagnose_light_suite},
     {"salvaged", salvaged_suite},
     {"nccl_links", nccl_links_suite},
+    {"xfer_model", xfer_model_suite},
     {"provenance", provenance_suite},
     {"json", json_suite},
     {"html", html_suite},
