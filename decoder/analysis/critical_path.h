@@ -75,6 +75,20 @@ struct ct_report;
 int ct_cp_scale_check(const struct ct_report *rep, const struct ct_cp_scale *s, const char *spec,
                       char *err, size_t errlen);
 
+/* The factor net= and link= selectors put on the bandwidth term of one
+ * communicator's transfers (those holding a selected link; the others
+ * take net='s alone), with the ring's slowest link before and after. */
+struct ct_cp_comm_factor {
+    uint64_t comm;
+    double f;
+    int32_t before_src, before_dst, after_src, after_dst; /* job ranks */
+    double before_gbps, after_gbps;
+};
+/* *net the product of net= factors; *cf (sorted by comm, free()) the
+ * communicators link= selectors reach. 0 or -ENOMEM. */
+int ct_cp_bandwidth_factors(const struct ct_report *rep, const struct ct_cp_scale *sc, size_t n,
+                            double *net, struct ct_cp_comm_factor **cf, size_t *ncf);
+
 struct ct_cp_graph;
 
 /* Builds the graph of rep's job over every rank and iteration (opens and

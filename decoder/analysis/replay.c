@@ -278,30 +278,22 @@ static double edge_factor(const struct ct_cp_graph *g, const struct cp_edge *e,
     return f;
 }
 
-/* A communicator whose transfers link= selectors scale, and by what. */
-struct comm_factor {
-    uint64_t comm;
-    double f;
-};
-
 static int cmp_comm_factor(const void *a, const void *b)
 {
-    const struct comm_factor *x = a, *y = b;
+    const struct ct_cp_comm_factor *x = a, *y = b;
     return (x->comm > y->comm) - (x->comm < y->comm);
 }
 
 /*
- * The factors net= and link= selectors put on bandwidth terms: *net for
- * every transfer, and per communicator holding a selected link its own
- * (*cf, sorted by comm). A ring is paced by its slowest link (a step lasts
- * as long as the slowest link carries its chunk), so a communicator's
- * bandwidth term scales by the slowest link's time per byte after the
- * change over the slowest before: speeding a link that is not the slowest
- * gives nothing, slowing any link past the slowest costs in full
- * (docs/critical-path.md, "The network in physical units"). 0 or -ENOMEM.
+ * A ring is paced by its slowest link (a step lasts as long as the slowest
+ * link carries its chunk), so a communicator's bandwidth term scales by
+ * its slowest link's time per byte after the change over the slowest
+ * before: speeding a link that is not the slowest gives nothing, slowing
+ * any link past the slowest costs in full (docs/critical-path.md, "The
+ * network in physical units").
  */
-static int bandwidth_factors(const struct ct_report *rep, const struct ct_cp_scale *sc, size_t n,
-                             double *net, struct comm_factor **cf, size_t *ncf)
+int ct_cp_bandwidth_factors(const struct ct_report *rep, const struct ct_cp_scale *sc, size_t n,
+                            double *net, struct ct_cp_comm_factor **cf, size_t *ncf)
 {
     *net = 1;
     *cf = NULL;
@@ -316,6 +308,7 @@ static int bandwidth_factors(const struct ct_report *rep, const struct ct_cp_sca
     if (!links || !L)
         return 0;
     for (size_t a = 0, b; a < L->nl; a = b) {
+        struct ct_cp_comm_factor c = {.comm = L->l[a].comm};
         double before = 0, after = 0;
         int hit = 0;
         for (b = a; b < L->nl && L->l[b].comm == L->l[a].comm; b++) {
@@ -329,19 +322,31 @@ static int bandwidth_factors(const struct ct_report *rep, const struct ct_cp_sca
                     f *= sc[i].factor;
                     hit = 1;
                 }
-            before = fmax(before, t);
-            after = fmax(after, t * f);
+            if (t > before) {
+                before = t;
+                c.before_src = l->src_rank;
+                c.before_dst = l->dst_rank;
+            }
+            if (t * f > after) {
+                after = t * f;
+                c.after_src = l->src_rank;
+                c.after_dst = l->dst_rank;
+            }
         }
         if (!hit || !(before > 0))
             continue;
-        struct comm_factor *g = realloc(*cf, (*ncf + 1) * sizeof(**cf));
+        c.before_gbps = 1 / before;
+        c.after_gbps = after > 0 ? 1 / after : INFINITY;
+        c.f = after / before;
+        struct ct_cp_comm_factor *g = realloc(*cf, (*ncf + 1) * sizeof(**cf));
         if (!g) {
             free(*cf);
             *cf = NULL;
+            *ncf = 0;
             return -ENOMEM;
         }
         *cf = g;
-        g[(*ncf)++] = (struct comm_factor){L->l[a].comm, after / before};
+        g[(*ncf)++] = c;
     }
     if (*ncf)
         qsort(*cf, *ncf, sizeof(**cf), cmp_comm_factor);
@@ -351,9 +356,9 @@ static int bandwidth_factors(const struct ct_report *rep, const struct ct_cp_sca
 int ct_cp_replay(struct ct_cp_graph *g, const struct ct_cp_scale *sc, size_t n)
 {
     double net;
-    struct comm_factor *cf;
+    struct ct_cp_comm_factor *cf;
     size_t ncf;
-    if (bandwidth_factors(g->rep, sc, n, &net, &cf, &ncf))
+    if (ct_cp_bandwidth_factors(g->rep, sc, n, &net, &cf, &ncf))
         return -ENOMEM;
     int phys = 0;
     for (size_t i = 0; i < n; i++)
@@ -364,7 +369,7 @@ int ct_cp_replay(struct ct_cp_graph *g, const struct ct_cp_scale *sc, size_t n)
         if (n && e->w > 0 && (e->kind == CP_DUR || (e->cat == CT_CP_HOST && e->bind))) {
             int64_t w = e->w;
             if (phys && e->xfer && e->kind == CP_DUR) {
-                struct comm_factor key = {e->comm, 0}, *c = NULL;
+                struct ct_cp_comm_factor key = {.comm = e->comm}, *c = NULL;
                 if (ncf)
                     c = bsearch(&key, cf, ncf, sizeof(*cf), cmp_comm_factor);
                 const struct ct_report *rep = g->rep;

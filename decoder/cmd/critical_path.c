@@ -200,14 +200,19 @@ int ct_cmd_cp_main(int argc, char **argv, int whatif)
                 cmd);
     } else {
         FILE *f = of.f;
-        {
+        struct ct_whatif_out w = {rep.step_p50, &base, &pred, specs, nsc, NULL, 0, NULL, 0};
+        struct ct_cp_comm_factor *cf = NULL;
+        double net;
+        for (size_t i = 0; i < nsc; i++)
+            if (sc[i].kind == CT_SEL_NET || sc[i].kind == CT_SEL_LINK) {
+                w.models = rep.xfer;
+                w.nmodels = rep.nxfer;
+            }
+        if (w.models && ct_cp_bandwidth_factors(&rep, sc, nsc, &net, &cf, &w.nlinks)) {
+            fprintf(stderr, "cutrace %s: out of memory\n", cmd);
+        } else {
             status = CT_EXIT_OK;
-            struct ct_whatif_out w = {rep.step_p50, &base, &pred, specs, nsc, NULL, 0};
-            for (size_t i = 0; i < nsc; i++)
-                if (sc[i].kind == CT_SEL_NET || sc[i].kind == CT_SEL_LINK) {
-                    w.models = rep.xfer;
-                    w.nmodels = rep.nxfer;
-                }
+            w.links = cf;
             if (whatif && json)
                 ct_whatif_json(f, &w, job.t0);
             else if (whatif)
@@ -223,6 +228,7 @@ int ct_cmd_cp_main(int argc, char **argv, int whatif)
                 status = CT_EXIT_BAD_INPUT;
             }
         }
+        free(cf);
     }
     ct_out_abort(&of); /* nothing written (no steps, no memory): the old file stays */
 free_all:

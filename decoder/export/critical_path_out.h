@@ -24,6 +24,8 @@ struct ct_whatif_out {
     size_t nspecs;
     const struct ct_xfer_model *models;
     size_t nmodels;
+    const struct ct_cp_comm_factor *links; /* link= selectors' communicators */
+    size_t nlinks;
 };
 void ct_whatif_json(FILE *f, const struct ct_whatif_out *w, int64_t t0);
 void ct_whatif_text(FILE *f, const struct ct_whatif_out *w);

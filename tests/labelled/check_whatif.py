@@ -31,6 +31,14 @@ usage: check_whatif.py CASE...   (environment as check_case.py's)
         prediction errs high by it. With the default 2 ms of compute
         that bias alone was 4.3 % of the step in a loaded CI run; a
         training step of 8 ms (real ones are longer) keeps it near 1 %.
+  net   2 ranks, buckets of 0.25-2 MB all-reduced after the backward pass
+        (w_job.c "dp_sizes"), each op 500 us of latency plus its size at
+        1 GB/s; predicted with --scale net=0.25, truth: FAKEGPU_NET_GBPS=4.
+        The fitted model must be 500 us + size / 1 GB/s (5 % + 20 us, 5 %),
+        and op=AllReduce=0.25 (the whole transfer scaled) must miss by
+        twice the tolerance or more: the case tells latency from bandwidth.
+  link  the same on 4 ranks with link 1 -> 2 at 0.25 GB/s; predicted with
+        --scale link=1-2=0.25, truth: every link at 1 GB/s.
   graph 2 ranks replaying a forked CUDA graph (w_job.c "graph": A, then
         B (3 ms) -> D beside C (4.5 ms), then E after both); predicted
         with --scale kernel=g_branch*=0.333333, truth: the same job with
