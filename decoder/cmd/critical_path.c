@@ -38,7 +38,10 @@ static void usage(FILE *f, const char *cmd)
             "               op=NAME[:BYTES]  a collective's transfer (op=AllReduce=0.5)\n"
             "               host=N       rank N's host time between host events\n"
             "               data         data-loader waits\n"
-            "               ckpt         checkpoint I/O\n",
+            "               ckpt         checkpoint I/O\n"
+            "               net          the network's bandwidth term (net=0.25: 4x faster;\n"
+            "                            each collective's latency, fitted over its sizes, kept)\n"
+            "               link=A-B     the bandwidth of the link from rank A to rank B\n",
             cmd, w ? " --scale SELECTOR=FACTOR..." : " [--scale SELECTOR=FACTOR...]",
             w ? " (at least one; several combine)" : "");
 }
