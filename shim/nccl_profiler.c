@@ -15,7 +15,7 @@
  * step's time in each state, read on our clock when NCCL records the
  * state, is summed into its ProxyOp, and the ProxyOp becomes one
  * CT_REC_NCCL_PROXY record when it and its steps have stopped. Proxy steps
- * can be millions a second: a step costs a clock read and a few atomic
+ * can be millions a second: a step costs TSC reads and a few atomic
  * adds, and writes nothing of its own (tests/bench/bench_nccl_proxy.c).
  * A ProxyOp of another process (PXN: NCCL's descriptor names its pid) is
  * not ours to read and is skipped.
@@ -59,7 +59,22 @@ struct proxy_acc {
     _Atomic uint64_t first, last; /* first step start, last step stop */
     _Atomic uint64_t steps, bytes, gpu_wait, peer_wait, net, flush, busy;
     uint64_t busy_end; /* end of the union of net-state time so far */
+    double rate;       /* the steps' times: TSC ticks of this many ns, or 0: monotonic ns */
 };
+
+/* A step's clock: the TSC when the writer has published its conversion
+ * when the ProxyOp began (a read of a few ns, against clock_gettime's tens:
+ * a step reads it five times), else monotonic ns. */
+static inline uint64_t step_now(const struct proxy_acc *a)
+{
+    return a->rate ? ct_arch_ticks() : ct_clock_mono_ns();
+}
+
+/* A tick count or duration of a's steps in ns. */
+static inline uint64_t step_ns(const struct proxy_acc *a, uint64_t d)
+{
+    return a->rate ? (uint64_t)((double)d * a->rate + 0.5) : d;
+}
 
 /* A step in progress: its current state and since when. */
 struct step_state {
@@ -206,6 +221,10 @@ static void proxy_emit(struct ev *p)
     uint64_t f[CT_NPROXY_NFIELDS] = {0};
     f[CT_NPROXY_START] = atomic_load(&a->first);
     f[CT_NPROXY_END] = atomic_load(&a->last);
+    if (a->rate) {
+        f[CT_NPROXY_START] = ct_clock_ticks_ns(f[CT_NPROXY_START]);
+        f[CT_NPROXY_END] = ct_clock_ticks_ns(f[CT_NPROXY_END]);
+    }
     if (f[CT_NPROXY_END] < f[CT_NPROXY_START])
         f[CT_NPROXY_END] = f[CT_NPROXY_START];
     f[CT_NPROXY_CORR] = op->corr;
@@ -214,11 +233,11 @@ static void proxy_emit(struct ev *p)
     f[CT_NPROXY_SEND] = a->send;
     f[CT_NPROXY_STEPS] = atomic_load(&a->steps);
     f[CT_NPROXY_BYTES] = atomic_load(&a->bytes);
-    f[CT_NPROXY_GPU_WAIT] = atomic_load(&a->gpu_wait);
-    f[CT_NPROXY_PEER_WAIT] = atomic_load(&a->peer_wait);
-    f[CT_NPROXY_NET] = atomic_load(&a->net);
-    f[CT_NPROXY_FLUSH] = atomic_load(&a->flush);
-    f[CT_NPROXY_NET_BUSY] = atomic_load(&a->busy);
+    f[CT_NPROXY_GPU_WAIT] = step_ns(a, atomic_load(&a->gpu_wait));
+    f[CT_NPROXY_PEER_WAIT] = step_ns(a, atomic_load(&a->peer_wait));
+    f[CT_NPROXY_NET] = step_ns(a, atomic_load(&a->net));
+    f[CT_NPROXY_FLUSH] = step_ns(a, atomic_load(&a->flush));
+    f[CT_NPROXY_NET_BUSY] = step_ns(a, atomic_load(&a->busy));
     f[CT_NPROXY_NSTEPS] = a->nsteps;
     f[CT_NPROXY_CHUNK] = a->chunk;
     int guard = ct_tls_guard;
@@ -267,6 +286,7 @@ static void proxy_start(void **handle, void *parent, const struct ct_nprof_proxy
     atomic_store(&a->flush, 0);
     atomic_store(&a->busy, 0);
     a->busy_end = 0;
+    a->rate = ct_clock_pub_rate();
     atomic_store(&e->refs, 1);
     *handle = e;
 }
@@ -283,7 +303,7 @@ static void step_start(void **handle, void *parent)
     atomic_fetch_add(&p->refs, 1);
     e->parent = p;
     e->st.state = 0;
-    e->st.start = e->st.since = ct_clock_mono_ns();
+    e->st.start = e->st.since = step_now(&p->px);
     e->st.bytes = 0;
     *handle = e;
 }
@@ -312,7 +332,7 @@ static void step_close_state(struct ev *e, uint64_t now)
 
 static void step_state(struct ev *e, int state, size_t trans_size)
 {
-    uint64_t now = ct_clock_mono_ns();
+    uint64_t now = step_now(&e->parent->px);
     step_close_state(e, now);
     e->st.state = state;
     e->st.since = now;
@@ -322,7 +342,7 @@ static void step_state(struct ev *e, int state, size_t trans_size)
 
 static void step_stop(struct ev *e)
 {
-    uint64_t now = ct_clock_mono_ns();
+    uint64_t now = step_now(&e->parent->px);
     step_close_state(e, now);
     struct ev *p = e->parent;
     struct proxy_acc *a = &p->px;

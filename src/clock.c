@@ -67,6 +67,7 @@ void ct_clock_conv_init(struct ct_clock_conv *c, const struct ct_clock_pair *fir
     /* Until a second pair arrives assume a nominal 1 tick/ns; the writer
      * takes a second pair before it converts anything. */
     c->ns_per_tick = 1.0;
+    c->rate_base_ns = 0;
 }
 
 void ct_clock_conv_update(struct ct_clock_conv *c, const struct ct_clock_pair *now)
@@ -81,8 +82,10 @@ void ct_clock_conv_update(struct ct_clock_conv *c, const struct ct_clock_pair *n
      * first pair and the newest, so the conversion error stays within about
      * twice the pair jitter whatever the baseline. Below 2 us that jitter
      * dominates and the previous estimate is kept. */
-    if (now->ticks > c->first.ticks && dn >= 2000u)
+    if (now->ticks > c->first.ticks && dn >= 2000u) {
         c->ns_per_tick = (double)dn / (double)dt;
+        c->rate_base_ns = dn;
+    }
     c->anchor = *now;
 }
 
@@ -96,7 +99,7 @@ uint64_t ct_clock_conv_hz(const struct ct_clock_conv *c)
 /* Seqlock: even = stable. Readers retry while the writer is mid-update.
  * Fields are atomics so that the race the seqlock resolves is a defined one. */
 static atomic_uint g_pub_seq;
-static _Atomic uint64_t g_pub_ticks, g_pub_ns, g_pub_rate_bits;
+static _Atomic uint64_t g_pub_ticks, g_pub_ns, g_pub_rate_bits, g_pub_base;
 static atomic_int g_pub_valid;
 
 void ct_clock_publish(const struct ct_clock_conv *c)
@@ -111,15 +114,17 @@ void ct_clock_publish(const struct ct_clock_conv *c)
     atomic_store_explicit(&g_pub_ticks, c->anchor.ticks, memory_order_relaxed);
     atomic_store_explicit(&g_pub_ns, c->anchor.mono_ns, memory_order_relaxed);
     atomic_store_explicit(&g_pub_rate_bits, rate.u, memory_order_relaxed);
+    atomic_store_explicit(&g_pub_base, c->rate_base_ns, memory_order_relaxed);
     atomic_store_explicit(&g_pub_seq, s + 2, memory_order_release);
     atomic_store_explicit(&g_pub_valid, 1, memory_order_release);
 }
 
-uint64_t ct_clock_ns_now(void)
+/* The published conversion; 0 when there is none (monotonic source, or
+ * the writer has not published yet). */
+static int read_pub(struct ct_clock_conv *c)
 {
     if (!ct_clock_tsc || !atomic_load_explicit(&g_pub_valid, memory_order_acquire))
-        return ct_clock_mono_ns();
-    struct ct_clock_conv c;
+        return 0;
     union {
         double d;
         uint64_t u;
@@ -127,12 +132,34 @@ uint64_t ct_clock_ns_now(void)
     unsigned s0, s1;
     do {
         s0 = atomic_load_explicit(&g_pub_seq, memory_order_acquire);
-        c.anchor.ticks = atomic_load_explicit(&g_pub_ticks, memory_order_relaxed);
-        c.anchor.mono_ns = atomic_load_explicit(&g_pub_ns, memory_order_relaxed);
+        c->anchor.ticks = atomic_load_explicit(&g_pub_ticks, memory_order_relaxed);
+        c->anchor.mono_ns = atomic_load_explicit(&g_pub_ns, memory_order_relaxed);
         rate.u = atomic_load_explicit(&g_pub_rate_bits, memory_order_relaxed);
+        c->rate_base_ns = atomic_load_explicit(&g_pub_base, memory_order_relaxed);
         atomic_thread_fence(memory_order_acquire);
         s1 = atomic_load_explicit(&g_pub_seq, memory_order_relaxed);
     } while ((s0 & 1) || s0 != s1);
-    c.ns_per_tick = rate.d;
+    c->ns_per_tick = rate.d;
+    return 1;
+}
+
+uint64_t ct_clock_ns_now(void)
+{
+    struct ct_clock_conv c;
+    if (!read_pub(&c))
+        return ct_clock_mono_ns();
     return ct_clock_conv_ns(&c, ct_arch_ticks());
+}
+
+double ct_clock_pub_rate(void)
+{
+    struct ct_clock_conv c;
+    /* over 10 ms, a pair's ~100 ns of jitter is 1e-5 of the rate */
+    return read_pub(&c) && c.rate_base_ns >= 10000000u ? c.ns_per_tick : 0;
+}
+
+uint64_t ct_clock_ticks_ns(uint64_t ticks)
+{
+    struct ct_clock_conv c;
+    return read_pub(&c) ? ct_clock_conv_ns(&c, ticks) : ticks;
 }

@@ -69,6 +69,7 @@ struct ct_clock_conv {
     struct ct_clock_pair first;
     struct ct_clock_pair anchor;
     double ns_per_tick;
+    uint64_t rate_base_ns; /* the baseline ns_per_tick was measured over, 0: nominal */
 };
 void ct_clock_conv_init(struct ct_clock_conv *c, const struct ct_clock_pair *first);
 void ct_clock_conv_update(struct ct_clock_conv *c, const struct ct_clock_pair *now);
@@ -88,5 +89,13 @@ uint64_t ct_clock_conv_hz(const struct ct_clock_conv *c);
  */
 void ct_clock_publish(const struct ct_clock_conv *c);
 uint64_t ct_clock_ns_now(void);
+/* The published ns per tick, 0 while there is none good for durations
+ * (the monotonic source, or a rate measured over less than 10 ms: the
+ * writer's first passes): a caller that will measure durations in ticks
+ * checks it first. */
+double ct_clock_pub_rate(void);
+/* Ticks read with ct_arch_ticks() in monotonic ns by the published
+ * conversion (unchanged when there is none). */
+uint64_t ct_clock_ticks_ns(uint64_t ticks);
 
 #endif

@@ -141,7 +141,7 @@ struct ct_report {
     struct ct_goodput *goodput;  /* over the job's attempts (goodput.h), from these iterations */
     struct ct_kernels_acc *kacc; /* kernels.c, between collect and table */
     struct ct_nlinks *nlinks;    /* NCCL links and splits (nccl_links.h), NULL on no memory */
-    struct ct_xfer_model *xfer;  /* per collective kind, latency + size / bandwidth (xfer_model.h) */
+    struct ct_xfer_model *xfer; /* per collective kind, latency + size / bandwidth (xfer_model.h) */
     size_t nxfer;
 };
 

@@ -33,7 +33,7 @@ struct cp_edge {
     uint8_t op;       /* enum ct_nccl_op of xfer edges */
     int32_t rank;     /* index into the job's ranks */
     uint32_t stream;
-    int32_t nranks;   /* xfer edges: the collective's kind (2 for point-to-point) */
+    int32_t nranks; /* xfer edges: the collective's kind (2 for point-to-point) */
     uint64_t bytes;
     uint64_t comm;    /* xfer edges: the communicator (its links: link=) */
     const char *name; /* a GPU op's raw name (borrowed from its process) */

@@ -190,8 +190,7 @@ int ct_cp_scale_check(const struct ct_report *rep, const struct ct_cp_scale *s, 
     const struct ct_nlinks *L = rep->nlinks;
     if (s->kind == CT_SEL_LINK && L)
         for (size_t i = 0; i < L->nl; i++)
-            if (L->l[i].src_rank == s->rank && L->l[i].dst_rank == s->dst &&
-                isfinite(L->l[i].gbps))
+            if (L->l[i].src_rank == s->rank && L->l[i].dst_rank == s->dst && isfinite(L->l[i].gbps))
                 return 0;
     /* what there is instead */
     char num[32];
@@ -236,8 +235,8 @@ int ct_cp_scale_check(const struct ct_report *rep, const struct ct_cp_scale *s, 
             list_add(have, sizeof(have), &at, &count, row);
         }
         if (count)
-            snprintf(err, errlen, "--scale %s: the run has no link %lld-%lld (its links: %s)",
-                     spec, (long long)s->rank, (long long)s->dst, have);
+            snprintf(err, errlen, "--scale %s: the run has no link %lld-%lld (its links: %s)", spec,
+                     (long long)s->rank, (long long)s->dst, have);
         else
             snprintf(err, errlen,
                      "--scale %s: the run has no per-link bandwidths (they come from NCCL's "

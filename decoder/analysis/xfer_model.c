@@ -33,8 +33,7 @@ static void fit(const struct ct_report *rep, struct ct_xfer_model *m)
     m->lat_ns = m->ns_per_byte = m->fit_err_pct = NAN;
     for (size_t i = 0; i < rep->ncoll; i++) {
         const struct ct_coll_row *c = &rep->coll[i];
-        if (c->op != m->op || c->nranks != m->nranks || !c->matched ||
-            !isfinite(c->transfer_p50))
+        if (c->op != m->op || c->nranks != m->nranks || !c->matched || !isfinite(c->transfer_p50))
             continue;
         m->sizes++;
         m->matched += c->matched;
@@ -55,8 +54,7 @@ static void fit(const struct ct_report *rep, struct ct_xfer_model *m)
     double mx = sx / k, my = sy / k, sxx = 0, sxy = 0, s0xx = 0, s0xy = 0;
     for (size_t i = 0; i < rep->ncoll; i++) {
         const struct ct_coll_row *c = &rep->coll[i];
-        if (c->op != m->op || c->nranks != m->nranks || !c->matched ||
-            !isfinite(c->transfer_p50))
+        if (c->op != m->op || c->nranks != m->nranks || !c->matched || !isfinite(c->transfer_p50))
             continue;
         double x = (double)c->bytes, y = c->transfer_p50;
         sxx += (x - mx) * (x - mx);
@@ -81,8 +79,8 @@ static void fit(const struct ct_report *rep, struct ct_xfer_model *m)
     double r2 = 0;
     for (size_t i = 0; i < rep->ncoll; i++) {
         const struct ct_coll_row *c = &rep->coll[i];
-        if (c->op != m->op || c->nranks != m->nranks || !c->matched ||
-            !isfinite(c->transfer_p50) || !(c->transfer_p50 > 0))
+        if (c->op != m->op || c->nranks != m->nranks || !c->matched || !isfinite(c->transfer_p50) ||
+            !(c->transfer_p50 > 0))
             continue;
         double e = (c->transfer_p50 - (a + b * (double)c->bytes)) / c->transfer_p50;
         r2 += e * e;

@@ -28,15 +28,15 @@ enum ct_xfer_status {
 
 /* One collective kind (op, communicator size) over the job. */
 struct ct_xfer_model {
-    int op;      /* enum ct_nccl_op */
-    int nranks;  /* 2 for point-to-point */
-    size_t sizes;              /* distinct sizes with matched instances */
+    int op;       /* enum ct_nccl_op */
+    int nranks;   /* 2 for point-to-point */
+    size_t sizes; /* distinct sizes with matched instances */
     uint64_t min_bytes, max_bytes;
-    uint64_t matched;          /* matched instances over those sizes */
-    double lat_ns;             /* fitted latency (>= 0); NAN unless CT_XFER_FITTED */
-    double ns_per_byte;        /* fitted bandwidth term (> 0); NAN unless CT_XFER_FITTED */
-    double fit_err_pct;        /* rms relative residual over the sizes; NAN with 2 sizes */
-    int status;                /* enum ct_xfer_status */
+    uint64_t matched;   /* matched instances over those sizes */
+    double lat_ns;      /* fitted latency (>= 0); NAN unless CT_XFER_FITTED */
+    double ns_per_byte; /* fitted bandwidth term (> 0); NAN unless CT_XFER_FITTED */
+    double fit_err_pct; /* rms relative residual over the sizes; NAN with 2 sizes */
+    int status;         /* enum ct_xfer_status */
 };
 
 /* The models of rep's collectives (rep->coll, one per (op, ranks) that has

@@ -193,8 +193,7 @@ static void models_json(FILE *f, const struct ct_whatif_out *w)
     fputs("],\"link_factors\":[", f);
     for (size_t i = 0; i < w->nlinks; i++) {
         const struct ct_cp_comm_factor *c = &w->links[i];
-        fprintf(f, "%s{\"comm_hash\":\"0x%016llx\",", i ? "," : "",
-                (unsigned long long)c->comm);
+        fprintf(f, "%s{\"comm_hash\":\"0x%016llx\",", i ? "," : "", (unsigned long long)c->comm);
         ct_json_member(f, "factor", c->f, 4);
         fprintf(f, ",\"slowest_before\":\"%d -> %d\",", c->before_src, c->before_dst);
         ct_json_member(f, "slowest_before_gbps", c->before_gbps, 4);
@@ -265,8 +264,8 @@ void ct_whatif_text(FILE *f, const struct ct_whatif_out *w)
             fprintf(f,
                     "  communicator 0x%016llx: bandwidth term x%.3f (its ring's slowest link "
                     "%d -> %d at %.3g GB/s, then %d -> %d at %.3g GB/s)\n",
-                    (unsigned long long)c->comm, c->f, c->before_src, c->before_dst,
-                    c->before_gbps, c->after_src, c->after_dst, c->after_gbps);
+                    (unsigned long long)c->comm, c->f, c->before_src, c->before_dst, c->before_gbps,
+                    c->after_src, c->after_dst, c->after_gbps);
         }
     }
     fputs("\nnew ", f);

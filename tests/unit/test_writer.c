@@ -496,12 +496,40 @@ START_TEST(hang_counts_from_the_waiting_ops_issue)
 }
 END_TEST
 
+/* Durations measured in TSC ticks need a rate measured over a real
+ * baseline (shim/nccl_profiler.c's proxy steps): until the conversion has
+ * one of 10 ms or more, none is published, and ticks stay ticks. */
+START_TEST(a_tick_rate_is_published_for_durations_once_measured)
+{
+    int was = ct_clock_tsc;
+    ct_clock_tsc = 1;
+    struct ct_clock_pair p0 = {.ticks = 1000000, .mono_ns = 5000000, .real_ns = 9000000};
+    struct ct_clock_conv c;
+    ct_clock_conv_init(&c, &p0);
+    ct_clock_publish(&c); /* nominal 1 tick/ns */
+    ck_assert(ct_clock_pub_rate() == 0);
+    /* 2.5 ticks a ns over 4 ms: measured, but too short for durations */
+    struct ct_clock_pair p1 = {.ticks = 1000000 + 10000000, .mono_ns = 5000000 + 4000000};
+    ct_clock_conv_update(&c, &p1);
+    ct_clock_publish(&c);
+    ck_assert(ct_clock_pub_rate() == 0);
+    struct ct_clock_pair p2 = {.ticks = 1000000 + 50000000, .mono_ns = 5000000 + 20000000};
+    ct_clock_conv_update(&c, &p2);
+    ct_clock_publish(&c);
+    ck_assert_double_eq_tol(ct_clock_pub_rate(), 0.4, 1e-12);
+    /* a tick count on the published conversion: 2.5 M ticks after p2 */
+    ck_assert_uint_eq(ct_clock_ticks_ns(p2.ticks + 2500000), p2.mono_ns + 1000000);
+    ct_clock_tsc = was;
+}
+END_TEST
+
 Suite *writer_suite(void)
 {
     Suite *s = suite_create("writer");
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, every_kind_round_trips_through_the_file);
+    tcase_add_test(tc, a_tick_rate_is_published_for_durations_once_measured);
     tcase_add_test(tc, file_is_private_and_never_clobbered);
     tcase_add_test(tc, partial_chunks_reach_the_file_within_the_flush_interval);
     tcase_add_test(tc, exiting_threads_hand_their_records_over);

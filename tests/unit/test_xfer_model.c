@@ -73,10 +73,8 @@ START_TEST(a_kind_is_fitted_as_latency_plus_size_over_bandwidth)
     ck_assert_int_eq(ct_xfer_model_of(m, n, CT_NCCL_OP_SEND, 2)->status, CT_XFER_ONE_SIZE);
     ck_assert_int_eq(ct_xfer_model_of(m, n, CT_NCCL_OP_ALLGATHER, 4)->status, CT_XFER_ONE_SIZE);
     ck_assert(isnan(ct_xfer_model_of(m, n, CT_NCCL_OP_ALLGATHER, 4)->lat_ns));
-    ck_assert_int_eq(ct_xfer_model_of(m, n, CT_NCCL_OP_REDUCESCATTER, 4)->status,
-                     CT_XFER_NO_SLOPE);
-    ck_assert_int_eq(ct_xfer_model_of(m, n, CT_NCCL_OP_BROADCAST, 4)->status,
-                     CT_XFER_UNMATCHED);
+    ck_assert_int_eq(ct_xfer_model_of(m, n, CT_NCCL_OP_REDUCESCATTER, 4)->status, CT_XFER_NO_SLOPE);
+    ck_assert_int_eq(ct_xfer_model_of(m, n, CT_NCCL_OP_BROADCAST, 4)->status, CT_XFER_UNMATCHED);
     ck_assert_ptr_null(ct_xfer_model_of(m, n, CT_NCCL_OP_ALLREDUCE, 4));
 
     /* 1.5 ms at 0.25: the 0.5 ms latency kept, the 1 ms a quarter */
@@ -84,8 +82,7 @@ START_TEST(a_kind_is_fitted_as_latency_plus_size_over_bandwidth)
     /* shorter than the latency: nothing to scale */
     ck_assert_int_eq(ct_xfer_scaled(ar, 400000, 0.25), 400000);
     /* no latency known: the whole transfer (the most a network could give) */
-    ck_assert_int_eq(ct_xfer_scaled(ct_xfer_model_of(m, n, CT_NCCL_OP_SEND, 2), 20000, 0.25),
-                     5000);
+    ck_assert_int_eq(ct_xfer_scaled(ct_xfer_model_of(m, n, CT_NCCL_OP_SEND, 2), 20000, 0.25), 5000);
     ck_assert_int_eq(ct_xfer_scaled(NULL, 20000, 0.5), 10000);
     /* latency-bound: unchanged */
     ck_assert_int_eq(
@@ -139,8 +136,8 @@ static size_t transfers_scaled_by(const struct ct_cp_graph *g, double f)
         if (!e->xfer || e->kind != CP_DUR)
             continue;
         int64_t want = TB_US(100) + (int64_t)llround((double)(e->w - TB_US(100)) * f);
-        ck_assert_msg(e->wr == want, "transfer %lld scaled to %lld, want %lld",
-                      (long long)e->w, (long long)e->wr, (long long)want);
+        ck_assert_msg(e->wr == want, "transfer %lld scaled to %lld, want %lld", (long long)e->w,
+                      (long long)e->wr, (long long)want);
         n++;
     }
     return n;
@@ -151,8 +148,7 @@ START_TEST(net_scales_the_bandwidth_term_of_every_transfer)
     struct ct_job job;
     struct ct_report rep;
     two_sizes(&job, &rep);
-    const struct ct_xfer_model *m =
-        ct_xfer_model_of(rep.xfer, rep.nxfer, CT_NCCL_OP_ALLREDUCE, 2);
+    const struct ct_xfer_model *m = ct_xfer_model_of(rep.xfer, rep.nxfer, CT_NCCL_OP_ALLREDUCE, 2);
     ck_assert_ptr_nonnull(m);
     ck_assert_int_eq(m->status, CT_XFER_FITTED);
     ck_assert_double_eq_tol(m->lat_ns, TB_US(100), 1e-6);
@@ -169,8 +165,7 @@ START_TEST(net_scales_the_bandwidth_term_of_every_transfer)
     ck_assert_int_eq(ct_cp_replay(g, two, 2), 0);
     for (size_t i = 0; i < g->ned; i++)
         if (g->ed[i].xfer && g->ed[i].kind == CP_DUR)
-            ck_assert_int_eq(g->ed[i].wr,
-                             2 * (TB_US(100) + (g->ed[i].w - TB_US(100)) / 2));
+            ck_assert_int_eq(g->ed[i].wr, 2 * (TB_US(100) + (g->ed[i].w - TB_US(100)) / 2));
     ct_cp_free(g);
     ct_report_free(&rep);
     ct_job_free(&job);
@@ -233,8 +228,8 @@ START_TEST(net_and_link_selectors_parse_and_bad_ones_say_why)
     ck_assert_int_eq(s.rank, 5);
     ck_assert_int_eq(s.dst, 6);
     ck_assert(s.factor == 4);
-    const char *bad[] = {"link=5=0.5", "link=5-5=0.5", "link=a-b=1", "link=5-6", "link=-1-2=1",
-                         "link=5-6x=1", "net=1=2", "net=-1"};
+    const char *bad[] = {"link=5=0.5",  "link=5-5=0.5", "link=a-b=1", "link=5-6",
+                         "link=-1-2=1", "link=5-6x=1",  "net=1=2",    "net=-1"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         ck_assert_msg(ct_cp_scale_parse(bad[i], &s, err, sizeof(err)) == -EINVAL, "%s", bad[i]);
     ck_assert_int_eq(ct_cp_scale_parse("link=5-5=0.5", &s, err, sizeof(err)), -EINVAL);
