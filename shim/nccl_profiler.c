@@ -42,7 +42,7 @@
 #include <stdio.h>
 
 #include "shim/nccl_int.h"
-#include "shim/nccl_profiler_abi.h"
+#include "shim/nccl_profiler.h"
 
 #define CT_NPROF_POOL 8192
 
@@ -570,26 +570,22 @@ static ncclResult_t start_v3(void *ctx, void **handle, struct ct_nprof_descr_v3 
     return ncclSuccess;
 }
 
-/* v6's functions are v5's but for the descriptor's extra members. */
-struct ct_nprof_v6 {
-    const char *name;
-    ncclResult_t (*init)(void **ctx, uint64_t comm_id, int *mask, const char *comm_name, int nnodes,
-                         int nranks, int rank, ct_nprof_logger log);
-    ncclResult_t (*start_event)(void *ctx, void **handle, struct ct_nprof_descr_v5 *d);
-    ncclResult_t (*stop_event)(void *handle);
-    ncclResult_t (*record_event_state)(void *handle, int state, union ct_nprof_state_args_v4 *a);
-    ncclResult_t (*finalize)(void *ctx);
-};
-
-CT_EXPORT struct ct_nprof_v6 ncclProfiler_v6 = {
+/* Our plugin's tables: exported by shim/nccl_profiler_chain.c, which
+ * forwards every call to another plugin as well when the user named one. */
+const struct ct_nprof_v6 ct_nprof_own_v6 = {
     "cutrace", init_v6, start_v6, stop_event, record_state_v4, finalize,
 };
-CT_EXPORT struct ct_nprof_v5 ncclProfiler_v5 = {
+const struct ct_nprof_v5 ct_nprof_own_v5 = {
     "cutrace", init_v5, start_v5, stop_event, record_state_v4, finalize,
 };
-CT_EXPORT struct ct_nprof_v4 ncclProfiler_v4 = {
+const struct ct_nprof_v4 ct_nprof_own_v4 = {
     "cutrace", init_v4, start_v4, stop_event, record_state_v4, finalize,
 };
-CT_EXPORT struct ct_nprof_v3 ncclProfiler_v3 = {
+const struct ct_nprof_v3 ct_nprof_own_v3 = {
     "cutrace", init_v3, start_v3, stop_event, record_state_v3, finalize,
 };
+
+int ct_nprof_own_handle(const void *h)
+{
+    return h == &g_group_handle || ours((void *)h);
+}

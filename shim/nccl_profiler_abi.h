@@ -166,6 +166,17 @@ struct ct_nprof_v5 {
     ncclResult_t (*finalize)(void *ctx);
 };
 
+/* v6's functions are v5's but for the descriptor's extra members. */
+struct ct_nprof_v6 {
+    const char *name;
+    ncclResult_t (*init)(void **ctx, uint64_t comm_id, int *mask, const char *comm_name, int nnodes,
+                         int nranks, int rank, ct_nprof_logger log);
+    ncclResult_t (*start_event)(void *ctx, void **handle, struct ct_nprof_descr_v5 *d);
+    ncclResult_t (*stop_event)(void *handle);
+    ncclResult_t (*record_event_state)(void *handle, int state, union ct_nprof_state_args_v4 *a);
+    ncclResult_t (*finalize)(void *ctx);
+};
+
 struct ct_nprof_v4 {
     const char *name;
     ncclResult_t (*init)(void **ctx, int *mask, const char *comm_name, uint64_t comm_hash,

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -449,8 +450,16 @@ int ct_cmd_run(int argc, char **argv)
     if (!nvtx || !*nvtx)
         setenv("NVTX_INJECTION64_PATH", shim, 1);
     /* Per-op GPU times from NCCL's profiler plugin interface: the shim is
-     * that plugin too (NCCL dlopens it; it is already loaded). */
+     * that plugin too (NCCL dlopens it; it is already loaded). A plugin the
+     * user named already (NCCL Inspector) is chained: the shim loads it and
+     * forwards every call (shim/nccl_profiler_chain.c). "none" (plugins
+     * off) and STATIC_PLUGIN (one linked into the program) stay as set. */
     const char *prof = getenv("NCCL_PROFILER_PLUGIN");
+    if (prof && *prof && strcmp(prof, shim) && strcasecmp(prof, "none") &&
+        strcmp(prof, "STATIC_PLUGIN")) {
+        setenv("CUTRACE_NCCL_PROFILER_CHAIN", prof, 1);
+        prof = NULL;
+    }
     if (!prof || !*prof)
         setenv("NCCL_PROFILER_PLUGIN", shim, 1);
     free(preload);
