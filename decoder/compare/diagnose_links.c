@@ -23,7 +23,7 @@ void ct_dg_check_links(struct ctx *c)
         if (coll)
             ct_dg_insufficient(c, CT_FK_SLOW_LINK,
                                "no NCCL proxy-step records (NCCL >= 2.25 under `cutrace run`, "
-                               "network transports; summaries do not carry them)");
+                               "network transports)");
         return;
     }
     if (L->undecided && !L->nslow)

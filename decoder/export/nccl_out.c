@@ -18,11 +18,10 @@
 
 #define NO_PROXY                                                                                   \
     "no NCCL proxy-step records: they need NCCL's profiler plugin at ABI v4 or newer (NCCL >= "    \
-    "2.25) with the job run under `cutrace run`, and network (proxy) transports; summaries do "    \
-    "not carry them"
+    "2.25) with the job run under `cutrace run`, and network (proxy) transports"
 #define NO_INFO                                                                                    \
     "no NCCL profiler-plugin descriptors: they need NCCL >= 2.23 with the job run under "          \
-    "`cutrace run`; summaries do not carry them"
+    "`cutrace run`"
 
 static void member(FILE *f, const char *k, double v, int decimals, int comma)
 {

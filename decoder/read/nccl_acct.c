@@ -99,6 +99,23 @@ struct ct_nacct *ct_nacct_finish(struct ct_nacct_collect *c, int *oom)
     return a;
 }
 
+struct ct_nacct *ct_nacct_adopt(struct ct_nacct *a, int *oom)
+{
+    struct ct_nacct *b = malloc(sizeof(*b));
+    if (!b) {
+        free(a->info);
+        free(a->px);
+        *oom = 1;
+        return NULL;
+    }
+    *b = *a;
+    if (b->ninfo)
+        qsort(b->info, b->ninfo, sizeof(*b->info), cmp_info);
+    if (b->npx)
+        qsort(b->px, b->npx, sizeof(*b->px), cmp_px);
+    return b;
+}
+
 void ct_nacct_collect_free(struct ct_nacct_collect *c)
 {
     free(c->a.info);

@@ -51,6 +51,10 @@ int ct_nacct_record(struct ct_nacct_collect *c, struct ct_reader *rd, const stru
  * (*oom set). c is emptied. */
 struct ct_nacct *ct_nacct_finish(struct ct_nacct_collect *c, int *oom);
 void ct_nacct_collect_free(struct ct_nacct_collect *c);
+/* An account from arrays read elsewhere (a summary), sorted as
+ * ct_nacct_finish sorts: a takes them; NULL with *oom set (and the arrays
+ * freed) when no memory. */
+struct ct_nacct *ct_nacct_adopt(struct ct_nacct *a, int *oom);
 /* A copy (NULL for NULL; NULL with *oom set on failure). */
 struct ct_nacct *ct_nacct_copy(const struct ct_nacct *a, int *oom);
 void ct_nacct_free(struct ct_nacct *a);

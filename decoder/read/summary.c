@@ -21,6 +21,7 @@
 #include "decoder/read/counters.h"
 #include "decoder/read/facts.h"
 #include "decoder/read/life.h"
+#include "decoder/read/nccl_acct.h"
 
 static const char magic[8] = {'C', 'T', 'S', 'U', 'M', 0, 0, 0};
 static const char end_magic[8] = {'C', 'T', 'S', 'U', 'M', 'E', 'N', 'D'};
@@ -68,6 +69,33 @@ static void put_health(struct ct_sum_wbuf *b, const struct ct_hproc *h)
             ct_sum_put_u64(b, (uint64_t)x->t[k]);
             ct_sum_put_u64(b, (uint64_t)x->v[k]);
         }
+    }
+}
+
+/* NCCL's own account of the process's ops (decoder/read/nccl_acct.h). */
+static void put_nacct(struct ct_sum_wbuf *b, const struct ct_nacct *a)
+{
+    ct_sum_put_u64(b, a ? a->ninfo : 0);
+    for (size_t i = 0; a && i < a->ninfo; i++) {
+        const struct ct_ninfo *x = &a->info[i];
+        ct_sum_put_u64(b, x->corr);
+        ct_sum_put_str(b, x->algo);
+        ct_sum_put_str(b, x->proto);
+        ct_sum_put_u32(b, x->channels);
+        ct_sum_put_u32(b, x->warps);
+        ct_sum_put_u32(b, x->flags);
+    }
+    ct_sum_put_u64(b, a ? a->npx : 0);
+    for (size_t i = 0; a && i < a->npx; i++) {
+        const struct ct_nproxy *x = &a->px[i];
+        const uint64_t v[] = {x->corr,      (uint64_t)x->s, (uint64_t)x->e, x->bytes, x->gpu_wait,
+                              x->peer_wait, x->net,         x->flush,       x->busy};
+        for (size_t k = 0; k < sizeof(v) / sizeof(v[0]); k++)
+            ct_sum_put_u64(b, v[k]);
+        ct_sum_put_u32(b, x->channel);
+        ct_sum_put_u32(b, x->steps);
+        ct_sum_put_u32(b, (uint32_t)x->peer);
+        ct_sum_put_u8(b, x->send);
     }
 }
 
@@ -170,6 +198,7 @@ static void encode(struct ct_sum_wbuf *b, const struct ct_proc *p, const char *s
     ct_sum_put_u64(b, (uint64_t)p->host_cut);
     ct_sum_put_u64(b, (uint64_t)p->gpu_cut);
     put_health(b, p->health);
+    put_nacct(b, p->nacct);
     /* the facts as a section of their own, its length first: a reader that
      * wants only the timeline (or only the facts) steps over the rest */
     struct ct_sum_wbuf facts = {0};
@@ -297,6 +326,45 @@ static void get_health(struct ct_sum_rbuf *r, struct ct_hcollect *c, int *presen
     }
 }
 
+/* The NCCL account into p->nacct (NULL when empty), sorted as the
+ * extraction leaves it whatever order the file holds. */
+static void get_nacct(struct ct_sum_rbuf *r, struct ct_proc *p, int *oom)
+{
+    struct ct_nacct a = {0};
+    a.info = ct_sum_get_array(r, &a.ninfo, 8 + 4 + 4 + 12, sizeof(*a.info), oom);
+    for (size_t i = 0; i < a.ninfo && !r->bad; i++) {
+        struct ct_ninfo *x = &a.info[i];
+        x->corr = ct_sum_get_u64(r);
+        char *algo = ct_sum_get_str(r, oom), *proto = ct_sum_get_str(r, oom);
+        snprintf(x->algo, sizeof(x->algo), "%s", algo ? algo : "");
+        snprintf(x->proto, sizeof(x->proto), "%s", proto ? proto : "");
+        free(algo);
+        free(proto);
+        x->channels = ct_sum_get_u32(r);
+        x->warps = ct_sum_get_u32(r);
+        x->flags = ct_sum_get_u32(r);
+    }
+    a.px = ct_sum_get_array(r, &a.npx, 9 * 8 + 13, sizeof(*a.px), oom);
+    for (size_t i = 0; i < a.npx && !r->bad; i++) {
+        struct ct_nproxy *x = &a.px[i];
+        uint64_t *v[] = {&x->corr,  (uint64_t *)&x->s, (uint64_t *)&x->e,
+                         &x->bytes, &x->gpu_wait,      &x->peer_wait,
+                         &x->net,   &x->flush,         &x->busy};
+        for (size_t k = 0; k < sizeof(v) / sizeof(v[0]); k++)
+            *v[k] = ct_sum_get_u64(r);
+        x->channel = ct_sum_get_u32(r);
+        x->steps = ct_sum_get_u32(r);
+        x->peer = (int32_t)ct_sum_get_u32(r);
+        x->send = ct_sum_get_u8(r);
+    }
+    if (r->bad || (!a.ninfo && !a.npx)) {
+        free(a.info);
+        free(a.px);
+        return;
+    }
+    p->nacct = ct_nacct_adopt(&a, oom);
+}
+
 /* Decodes the body after the header into p, the health series into hc and
  * the facts section's place into *facts_at, *facts_n; sets r->bad or *oom. */
 static void decode(struct ct_sum_rbuf *r, struct ct_proc *p, struct ct_hcollect *hc, int *health,
@@ -422,6 +490,7 @@ static void decode(struct ct_sum_rbuf *r, struct ct_proc *p, struct ct_hcollect 
     p->host_cut = (int64_t)ct_sum_get_u64(r);
     p->gpu_cut = (int64_t)ct_sum_get_u64(r);
     get_health(r, hc, health, oom);
+    get_nacct(r, p, oom);
     uint64_t fn = ct_sum_get_u64(r);
     if (!r->bad && fn <= r->n - r->at) {
         *facts_at = r->at;

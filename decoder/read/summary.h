@@ -16,7 +16,7 @@
 #include "decoder/read/timeline.h"
 
 #define CT_SUMMARY_SUFFIX  ".ctsum"
-#define CT_SUMMARY_VERSION 8
+#define CT_SUMMARY_VERSION 9
 
 /* The summary's own encoding (little-endian, fixed width), for the
  * sections another stage fills: the facts that diagnose and diff read
