@@ -36,7 +36,8 @@ const char *ct_diff_change_name(int c)
 int ct_diff_higher_is_better(const char *metric)
 {
     /* GPM activity while busy: the same work in less time is more of it */
-    return !strcmp(metric, "goodput_pct") || !strncmp(metric, "gpm_", 4);
+    return !strcmp(metric, "goodput_pct") || !strncmp(metric, "gpm_", 4) ||
+           !strncmp(metric, "link_gbps:", 10);
 }
 
 int ct_diff_classify(double q, double alpha, double lo, double hi, double min_effect,

@@ -12,6 +12,7 @@
 
 #include "decoder/analysis/efficiency.h"
 #include "decoder/analysis/goodput.h"
+#include "decoder/analysis/nccl_links.h"
 #include "decoder/compare/diff.h"
 #include "decoder/util/names.h"
 #include "decoder/util/stats.h"
@@ -54,7 +55,8 @@ static const struct {
 
 int ct_diff_metric_name_ok(const char *name, char *list, size_t len)
 {
-    if (!strncmp(name, "kernel:", 7) || !strncmp(name, "collective:", 11))
+    if (!strncmp(name, "kernel:", 7) || !strncmp(name, "collective:", 11) ||
+        !strncmp(name, "link_gbps:", 10))
         return 1;
     for (size_t i = 0; i < N_GPM; i++) {
         size_t k = strlen(gpm_metrics[i].name);
@@ -238,6 +240,17 @@ int ct_diff_collect(const struct ct_report *rep, int per_iteration, struct ct_me
             rc = ct_metric_add(&t, "startup_us", g->part[CT_GP_STARTUP] / 1e3);
         rc = rc ? rc : ct_metric_add(&t, "lost_us", g->part[CT_GP_LOST] / 1e3);
         rc = rc ? rc : ct_metric_add(&t, "downtime_us", g->downtime / 1e3);
+    }
+    /* per run: each network link's bandwidth over the run (NCCL's proxy
+     * steps, docs/nccl.md), named by job ranks; one sample each */
+    const struct ct_nlinks *L = rep->nlinks;
+    for (size_t i = 0; !rc && L && i < L->nl; i++) {
+        const struct ct_nlink *l = &L->l[i];
+        if (!isfinite(l->gbps) || l->src_rank < 0 || l->dst_rank < 0)
+            continue;
+        char name[64];
+        snprintf(name, sizeof(name), "link_gbps:%d->%d", l->src_rank, l->dst_rank);
+        rc = ct_metric_add(&t, name, l->gbps);
     }
     if (!rc)
         rc = fold(&t, per_iteration, s);

@@ -19,6 +19,7 @@
 #include "decoder/load/run_identity.h"
 #include "decoder/read/summary.h"
 #include "decoder/read/job.h"
+#include "decoder/read/nccl_acct.h"
 
 static int ends_with(const char *s, const char *suffix)
 {
@@ -189,9 +190,40 @@ void ct_runs_free(struct ct_runset *rs)
 
 /* ------------------------------------------------------------ facts */
 
-/* The key a user's --by name means for this trace. */
-static const char *lookup(const struct ct_proc *p, const char *key)
+/* The NCCL algorithms (or protocols) the process's ops ran with, from the
+ * profiler plugin's descriptors: distinct, sorted, joined by '+' into buf
+ * ("RING+TREE"); NULL when it has none. */
+static const char *nccl_choices(const struct ct_proc *p, int proto, char *buf, size_t len)
 {
+    const struct ct_nacct *a = p->nacct;
+    size_t used = 0;
+    buf[0] = 0;
+    const char *last = "";
+    /* each round appends the smallest name above the last one appended */
+    for (;;) {
+        const char *next = NULL;
+        for (size_t i = 0; a && i < a->ninfo; i++) {
+            const char *v = proto ? a->info[i].proto : a->info[i].algo;
+            if (*v && strcmp(v, last) > 0 && (!next || strcmp(v, next) < 0))
+                next = v;
+        }
+        if (!next)
+            break;
+        int n = snprintf(buf + used, len - used, "%s%s", used ? "+" : "", next);
+        if (n < 0 || (size_t)n >= len - used)
+            break;
+        used += (size_t)n;
+        last = next;
+    }
+    return used ? buf : NULL;
+}
+
+/* The key a user's --by name means for this trace (buf: room for a value
+ * computed from the trace's records). */
+static const char *lookup(const struct ct_proc *p, const char *key, char *buf, size_t len)
+{
+    if (!strcmp(key, "nccl_algo") || !strcmp(key, "nccl_proto"))
+        return nccl_choices(p, key[5] == 'p', buf, len);
     static const char *const alias[][2] = {
         {"gpu", "device.name"},
         {"gpu_model", "device.name"},
@@ -227,13 +259,15 @@ const char *ct_run_value(const struct ct_job *job, const char *key, char *buf, s
         const struct ct_proc *p = &job->procs[i];
         if (!p->facts) /* a later part of a process split by device, or Kineto input */
             continue;
-        const char *v = lookup(p, key);
+        char vb[128], wb[128];
+        const char *v = lookup(p, key, vb, sizeof(vb));
         if (!v)
             continue;
         /* distinct values, in first-seen order */
         int seen = 0;
         for (size_t j = 0; j < i && !seen; j++) {
-            const char *w = job->procs[j].facts ? lookup(&job->procs[j], key) : NULL;
+            const char *w =
+                job->procs[j].facts ? lookup(&job->procs[j], key, wb, sizeof(wb)) : NULL;
             seen = w && !strcmp(v, w);
         }
         if (seen)

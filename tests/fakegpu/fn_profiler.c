@@ -26,6 +26,7 @@
  */
 #include "fn_internal.h"
 
+#include <ctype.h>
 #include <dlfcn.h>
 #include <signal.h>
 #include <stdio.h>
@@ -38,6 +39,8 @@
 
 int fn_prof_version;
 int fn_prof_channels = 2;
+static char fn_prof_algo_buf[16];
+static const char *fn_prof_algo = "RING";
 
 static union {
     const fn_profiler_v3 *v3;
@@ -79,6 +82,16 @@ static int64_t fn_clock(clockid_t id)
 void fn_prof_load(void)
 {
     fn_prof_channels = (int)fn_env_double("FAKEGPU_NCCL_NCHANNELS", 2, 1, FN_MAX_CHANNELS);
+    /* NCCL_ALGO names the algorithm the descriptors report (upper case, as
+     * NCCL's are); the schedule stays the ring's (README, "Links and the ring") */
+    const char *algo = getenv("NCCL_ALGO");
+    if (algo && *algo) {
+        size_t i = 0;
+        for (; algo[i] && i < sizeof(fn_prof_algo_buf) - 1; i++)
+            fn_prof_algo_buf[i] = (char)toupper((unsigned char)algo[i]);
+        fn_prof_algo_buf[i] = 0;
+        fn_prof_algo = fn_prof_algo_buf;
+    }
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -180,7 +193,7 @@ static void fn_fill(fn_prof_descr_v6 *d, const struct fn_ev *e)
         d->coll.datatype = fn_dtype_name(op->dtype);
         d->coll.nChannels = (uint8_t)fn_prof_channels;
         d->coll.nWarps = FN_NWARPS;
-        d->coll.algo = "RING";
+        d->coll.algo = fn_prof_algo;
         d->coll.proto = "LL";
         d->coll.parentGroup = e->parent_group;
         break;
