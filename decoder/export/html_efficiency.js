@@ -10,16 +10,17 @@
     function actRows(r) {
       const E = r.eff;
       if (!E) return [];
-      if (E.why) return [{ act: true, rank: r.rank, metric: "all", label: "GPU activity (GPM)", why: E.why, iv: [], hgt0: ACT_H, ws: r.ws, we: r.we }];
+      if (E.why) return [{ act: true, rank: r.rank, metric: "all", label: "GPU activity (GPM)", why: E.why, iv: [], hgt0: 18, ws: r.ws, we: r.we }];
       return ACT.map(function (a, j) {
         let max = a[2] === "%" ? 100 : 0;
         if (!max) for (let i = 2 + j; i < E.iv.length; i += 6) if (E.iv[i] !== null) max = Math.max(max, E.iv[i]);
-        return { act: true, rank: r.rank, metric: a[0], label: a[1] + (a[2] === "%" ? " %" : " GB/s"), unit: a[2], colour: a[3], col: 2 + j,
-          why: E.missing[a[0]] || (E.iv.length ? null : "no GPM sample interval in the rank's window"), iv: E.iv, max: max > 0 ? max : 1, hgt0: ACT_H, ws: r.ws, we: r.we };
+        const top = max > 0 ? max : 1;
+        return { act: true, rank: r.rank, metric: a[0], label: a[1] + " (0–" + (a[2] === "%" ? "100%" : (top < 10 ? top.toFixed(2) : top.toFixed(0)) + " GB/s") + ")", unit: a[2], colour: a[3], col: 2 + j,
+          why: E.missing[a[0]] || (E.iv.length ? null : "no GPM sample interval in the rank's window"), iv: E.iv, max: top, hgt0: ACT_H, ws: r.ws, we: r.we };
       });
     }
     /* a step line: each interval's value held over it; a gap where a value is absent */
-    function drawAct(row, k, plot, W) {
+    function drawAct(row, k, plot) {
       ctx.fillStyle = "#57606a"; ctx.fillText(row.label, 12, row.y + row.hgt / 2);
       ctx.fillStyle = "#fbfcfd"; ctx.fillRect(LABEL, row.y + 2, plot, row.hgt - 4);
       row.drawn = { segs: 0, sum: 0, w: 0 };
@@ -43,7 +44,6 @@
         if (wb > wa) { row.drawn.sum += v * (wb - wa); row.drawn.w += wb - wa; }
       }
       ctx.stroke(); ctx.lineWidth = 1;
-      ctx.fillStyle = "#57606a"; ctx.fillText(row.unit === "%" ? "100%" : row.max.toFixed(1) + " GB/s", W - 60, row.y + 8);
     }
     /* what the activity rows drew: the line's time-weighted mean over the
      * rank's window (the whole-run view), or the reason it is absent */

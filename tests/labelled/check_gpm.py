@@ -60,7 +60,29 @@ def check(what, ok, detail=""):
         failures.append(f"{what}: {detail}")
 
 
-def run_job(extra_env, expect_rc=0):
+def html_page(traces, report):
+    """`cutrace report --html` of traces in headless Chromium
+    (tests/export/check_html.py): its activity lines and kernel-family
+    table against the report (check_html.py says how). Skipped, said so,
+    without Chromium."""
+    d = os.path.dirname(traces)
+    page, rj = os.path.join(d, "page.html"), os.path.join(d, "report.json")
+    with open(rj, "w", encoding="utf-8") as f:
+        json.dump(report, f)
+    r = subprocess.run([os.environ["CT_CUTRACE"], "report", "--html", "-o", page, traces],
+                       capture_output=True, text=True, timeout=120)
+    check("report --html", r.returncode == 0, r.stderr)
+    here = os.path.dirname(os.path.abspath(__file__))
+    r = subprocess.run([sys.executable, os.path.join(here, "..", "export", "check_html.py"), page,
+                        "--report", rj, "--efficiency"], capture_output=True, text=True,
+                       timeout=300)
+    if r.returncode == 77:
+        print("html page: " + r.stdout.strip())
+        return
+    check("the HTML page's GPU efficiency", r.returncode == 0, r.stdout + r.stderr)
+
+
+def run_job(extra_env, expect_rc=0, html=False):
     d = tempfile.mkdtemp(prefix="labelled-gpm-")
     scratch.append(d)
     env = dict(os.environ)
@@ -111,11 +133,13 @@ def run_job(extra_env, expect_rc=0):
     check("the same efficiency from a summary", from_sum == rep["ranks"][0]["efficiency"],
           f"{r.stderr} {from_sum}")
     dump = [json.loads(line) for line in cli("dump", "--json").splitlines()]
+    if html:
+        html_page(traces, rep)
     return rep, text, dump, p.stderr
 
 
 def case_gpm():
-    rep, text, dump, _ = run_job({})
+    rep, text, dump, _ = run_job({}, html=True)
     k = rep["ranks"][0]
     e = k["efficiency"]
     check("efficiency available", e and e["unavailable"] is None, str(e))
@@ -304,7 +328,7 @@ NV_RANKS = 4
 NV_STEPS = 3
 
 
-def run_nvlink(gbps, name):
+def run_nvlink(gbps, name, html=False):
     """w_nvlink (4 ranks, 3 steps of a 2 ms kernel and one AllReduce of
     600 ms) on a simulated part with NVLink: the fake NCCL's links at gbps
     GB/s, the device named `name` (None: the fake's own, "FakeGPU 0").
@@ -347,6 +371,8 @@ def run_nvlink(gbps, name):
     check("the same collectives' figures from a summary", r.returncode == 0 and
           [k["efficiency"] for k in json.loads(r.stdout)["ranks"]] ==
           [k["efficiency"] for k in rep["ranks"]], r.stderr)
+    if html:
+        html_page(traces, rep)
     return rep, dg, nccl
 
 
@@ -384,7 +410,7 @@ def case_gpm_nvlink():
     """Saturated: 400 GB/s each way on an H100 SXM (NVLink 4, 900 GB/s
     both ways): 800 / 900 = 88.9 % >= 80, PCIe 0: the finding, on every
     rank, its saving unquantified."""
-    rep, dg, nccl = run_nvlink(400, "NVIDIA H100 80GB HBM3")
+    rep, dg, nccl = run_nvlink(400, "NVIDIA H100 80GB HBM3", html=True)
     nvlink_truth(rep, nccl, 400)
     c = rep["ranks"][0]["efficiency"]["collectives"]
     check("platform H100 SXM, 900 GB/s", c["platform"] == "H100 SXM" and
