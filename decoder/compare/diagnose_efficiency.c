@@ -138,7 +138,7 @@ static void check_nvlink(struct ctx *c)
 {
     const struct ct_report *rep = c->rep;
     const char *why = NULL;
-    char buf[200];
+    char buf[200], gpm[300];
     size_t judged = 0, n = 0;
     int ranks[64], more = 0;
     double gbs = 0, pcie = 0, seen = 0;
@@ -147,7 +147,11 @@ static void check_nvlink(struct ctx *c)
     for (size_t r = 0; r < rep->nr; r++) {
         const struct ct_eff *e = rep->rr[r].eff;
         if (!e || e->why) {
-            why = why ? why : e ? e->why : "no rank was analysed";
+            if (!why) {
+                snprintf(gpm, sizeof(gpm), "no GPM figures: %s",
+                         e ? e->why : "no rank was analysed");
+                why = gpm;
+            }
             continue;
         }
         if (!e->coll.total)
@@ -216,7 +220,6 @@ static void check_nvlink(struct ctx *c)
 
 int ct_dg_check_efficiency(struct ctx *c)
 {
-    check_nvlink(c);
     const struct ct_report *rep = c->rep;
     struct acc *v = NULL;
     size_t n = 0, cap = 0;
@@ -269,5 +272,6 @@ int ct_dg_check_efficiency(struct ctx *c)
         ct_dg_insufficient(c, CT_FK_LOW_TENSOR, "no GPM figures: %s", w);
         ct_dg_insufficient(c, CT_FK_MEMORY_PHASE, "no GPM figures: %s", w);
     }
+    check_nvlink(c);
     return 0;
 }
