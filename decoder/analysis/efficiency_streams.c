@@ -45,12 +45,15 @@ static int stream_cmp(const void *a, const void *b)
     return (x->stream > y->stream) - (x->stream < y->stream);
 }
 
-/* The stream's set in ss (added when new); NULL on allocation failure. */
-static struct sset *sset_of(struct sset **ss, size_t *n, size_t *cap, uint32_t stream)
+/* The stream's set in ss (added when new); NULL on allocation failure.
+ * *hint: the last one found (consecutive ops are mostly on one stream). */
+static struct sset *sset_of(struct sset **ss, size_t *n, size_t *cap, uint32_t stream, size_t *hint)
 {
-    for (size_t i = *n; i-- > 0;) /* few streams; the last one is the likely one */
+    if (*hint < *n && (*ss)[*hint].stream == stream)
+        return &(*ss)[*hint];
+    for (size_t i = *n; i-- > 0;) /* a job has a few streams a rank */
         if ((*ss)[i].stream == stream)
-            return &(*ss)[i];
+            return &(*ss)[*hint = i];
     if (*n == *cap) {
         size_t c = *cap ? 2 * *cap : 8;
         struct sset *q = realloc(*ss, c * sizeof(*q));
@@ -59,6 +62,7 @@ static struct sset *sset_of(struct sset **ss, size_t *n, size_t *cap, uint32_t s
         *ss = q;
         *cap = c;
     }
+    *hint = *n;
     struct sset *x = &(*ss)[(*n)++];
     memset(x, 0, sizeof(*x));
     x->stream = stream;
@@ -69,7 +73,7 @@ int ct_eff_streams(const struct ct_rank *R, int64_t ws, int64_t we, const struct
                    size_t n, struct ct_eff *e)
 {
     struct sset *ss = NULL;
-    size_t ns = 0, cap = 0;
+    size_t ns = 0, cap = 0, hint = 0;
     double *len = NULL, *num = NULL, *den = NULL;
     int rc = -ENOMEM;
     for (size_t k = 0; k < R->nops; k++) {
@@ -77,7 +81,7 @@ int ct_eff_streams(const struct ct_rank *R, int64_t ws, int64_t we, const struct
         int64_t s = o->s > ws ? o->s : ws, t = o->e < we ? o->e : we;
         if (!ct_eff_sm_work(o) || t <= s)
             continue;
-        struct sset *x = sset_of(&ss, &ns, &cap, o->stream);
+        struct sset *x = sset_of(&ss, &ns, &cap, o->stream, &hint);
         if (!x || ct_ivset_add(&x->u, s, t))
             goto out;
     }

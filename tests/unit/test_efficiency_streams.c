@@ -16,6 +16,7 @@
 #include "decoder/compare/diagnose.h"
 #include "decoder/compare/runs.h"
 #include "decoder/export/efficiency_out.h"
+#include "decoder/export/html_int.h"
 #include "decoder/read/counters.h"
 #include "decoder/read/facts.h"
 #include "decoder/read/job.h"
@@ -382,6 +383,46 @@ START_TEST(rows_carry_the_gpm_figures_of_each_iteration_and_rank)
 }
 END_TEST
 
+START_TEST(the_page_merges_runs_of_intervals_past_two_thousand_keeping_their_mean)
+{
+    /* 4001 intervals of 100 µs over one kernel [0, 400100): SM (i % 3) * 30,
+     * tensor 50, DRAM (i % 2) * 10, no NVLink series. The page gets runs of
+     * ceil(4001 / 2000) = 3: 1334 points (ns since time zero), the first [0, 300 µs) at SM
+     * (0 + 30 + 60) / 3 = 30, DRAM 10 / 3; the last, intervals 3999 and
+     * 4000, [399900, 400100) µs at SM (0 + 30) / 2 = 15, DRAM 5; NVLink
+     * null in every point and missing with the reason. */
+    struct tb_job b;
+    tb_init(&b);
+    struct ct_proc *m = tb_proc(&b, 0);
+    tb_kernel(m, "k", 1, 0, 400100, 0);
+    struct ct_hproc *h = tb_hp_new();
+    for (int i = 0; i < 4001; i++)
+        tb_gpm_interval(h, 100 * (int64_t)i, 100, (i % 3) * 30, 50, (i % 2) * 10);
+    m->health = h;
+    struct ct_job job;
+    struct ct_report rep;
+    tb_build(&b, &job);
+    tb_analyze(&job, NULL, &rep);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ct_html_eff_rank_json(f, &rep, 0);
+    fclose(f);
+    ck_assert_ptr_nonnull(strstr(buf, ",\"eff\":{\"dev\":0,\"why\":null,\"missing\":{\"sm\":null,"
+                                      "\"tensor\":null,\"dram\":null,\"nvlink\":\"not given by "
+                                      "the device"));
+    ck_assert_ptr_nonnull(strstr(buf, "\"iv\":[0,300000,30.00,50.00,3.33,null,300000,"));
+    ck_assert_ptr_nonnull(strstr(buf, ",399900000,400100000,15.00,50.00,5.00,null]}"));
+    size_t commas = 0;
+    for (const char *p = strstr(buf, "\"iv\":["); *p; p++)
+        commas += *p == ',';
+    ck_assert_uint_eq(commas + 1, 1334 * 6);
+    free(buf);
+    ct_report_free(&rep);
+    ct_job_free(&job);
+}
+END_TEST
+
 Suite *efficiency_streams_suite(void)
 {
     Suite *s = suite_create("efficiency_streams");
@@ -392,6 +433,7 @@ Suite *efficiency_streams_suite(void)
     tcase_add_test(t, the_platform_table_knows_sxm_parts_by_their_recorded_names);
     tcase_add_test(t, nvlink_saturated_needs_four_fifths_of_the_peak_with_pcie_idle);
     tcase_add_test(t, rows_carry_the_gpm_figures_of_each_iteration_and_rank);
+    tcase_add_test(t, the_page_merges_runs_of_intervals_past_two_thousand_keeping_their_mean);
     suite_add_tcase(s, t);
     return s;
 }
