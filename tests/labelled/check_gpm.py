@@ -185,6 +185,19 @@ def case_gpm():
         want = GEMM["tc"] * PHASE_MS * 1e3 / (s["end_us"] - s["start_us"])
         check(f"iteration {it['index']} tensor {it['tensor_active_pct']} ~ {want:.1f}",
               abs(it["tensor_active_pct"] - want) <= 3, str(it))
+    # one stream does all the work: it takes every interval with work, and
+    # its figures are the rank's while-busy ones (the same intervals and
+    # weights, but for the rank's window clipping its first interval by the
+    # first launch's delay, microseconds of 100 ms: 0.5 points covers it)
+    sts = e["streams"]
+    check("one stream", len(sts) == 1, str(sts))
+    if len(sts) == 1:
+        s0 = sts[0]
+        check("the stream took the intervals with work", s0["intervals"] >= e["intervals"] - 2 and
+              s0["own_pct"] == 100, str(s0))
+        for key in ("sm_active_pct", "tensor_active_pct", "dram_bw_pct"):
+            check(f"the stream's {key} = the rank's while busy", s0[key] is not None and
+                  abs(s0[key] - e["busy"][key]) <= 0.5, f"{s0[key]} vs {e['busy'][key]}")
     check("job's families", [f["name"] for f in rep["job"]["efficiency"]["families"]] ==
           [f["name"] for f in e["families"]], str(rep["job"]["efficiency"]))
     check("text section", "GPU efficiency (NVML GPM" in text and "tensor_bound" in text and

@@ -255,6 +255,7 @@ START_TEST(the_platform_table_knows_sxm_parts_by_their_recorded_names)
     ck_assert_ptr_null(ct_platform_of("NVIDIA H200 NVL"));
     ck_assert_ptr_null(ct_platform_of("NVIDIA GH200 480GB"));
     ck_assert_ptr_null(ct_platform_of("NVIDIA H800"));
+    ck_assert_ptr_null(ct_platform_of("NVIDIA H20"));
     ck_assert_ptr_null(ct_platform_of("FakeGPU 0"));
     ck_assert_ptr_null(ct_platform_of(""));
     ck_assert_ptr_null(ct_platform_of(NULL));
