@@ -141,8 +141,8 @@ static void check_nvlink(struct ctx *c)
     char buf[200], gpm[300];
     size_t judged = 0, n = 0;
     int ranks[64], more = 0;
-    double gbs = 0, pcie = 0, seen = 0;
-    const struct ct_platform *plat = NULL;
+    double gbs = 0, pcie = 0, seen = 0, share = 0; /* sums over the ranks where it holds */
+    const struct ct_platform *plat = NULL;         /* the first rank's where it holds */
     const char *dev = NULL;
     for (size_t r = 0; r < rep->nr; r++) {
         const struct ct_eff *e = rep->rr[r].eff;
@@ -184,9 +184,10 @@ static void check_nvlink(struct ctx *c)
             more++;
         gbs += (e->coll.nvlink_tx + e->coll.nvlink_rx) * 1048576.0 / 1e9;
         pcie += pc;
+        share += pct; /* of each rank's own platform's peak */
         seen += (double)e->coll.seen / (double)e->coll.total;
-        plat = p;
-        dev = e->device_name;
+        plat = plat ? plat : p;
+        dev = dev ? dev : e->device_name;
     }
     if (!n) {
         if (!judged)
@@ -205,7 +206,7 @@ static void check_nvlink(struct ctx *c)
     ct_dg_evs(f, "device", "%s", dev);
     ct_dg_ev(f, "nvlink_gbps", gbs / k);
     ct_dg_ev(f, "nvlink_peak_gbps", plat->nvlink_gbs);
-    ct_dg_ev(f, "nvlink_pct_of_peak", 100 * gbs / k / plat->nvlink_gbs);
+    ct_dg_ev(f, "nvlink_pct_of_peak", share / k);
     ct_dg_ev(f, "pcie_gbps", pcie / k);
     ct_dg_ev(f, "collective_seen_pct", 100 * seen / k);
     ct_dg_evs(f, "saving",
@@ -215,7 +216,7 @@ static void check_nvlink(struct ctx *c)
              "NVLink carries %.0f GB/s during the collectives, %.0f%% of the %s's %.0f GB/s "
              "peak, while PCIe carries %.1f GB/s: the collectives are bound by NVLink (fewer "
              "bytes or more overlap with compute shortens them, not a faster network)",
-             gbs / k, 100 * gbs / k / plat->nvlink_gbs, plat->label, plat->nvlink_gbs, pcie / k);
+             gbs / k, share / k, plat->label, plat->nvlink_gbs, pcie / k);
 }
 
 int ct_dg_check_efficiency(struct ctx *c)
