@@ -23,11 +23,14 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "decoder/analysis/analysis.h"
+#include "decoder/analysis/efficiency_int.h"
 #include "decoder/read/counters.h"
+#include "decoder/read/facts.h"
 #include "decoder/util/demangle.h"
 #include "decoder/util/stats.h"
 
@@ -104,12 +107,6 @@ int ct_eff_family_class(const struct ct_eff_family *f)
 
 /* ------------------------------------------------ samples */
 
-struct smp {
-    int64_t s, e;
-    double v[CT_EFF_N]; /* NaN: absent */
-    double busy;        /* |B ∩ I| */
-};
-
 /* The device whose GPM series the rank's figures come from: the one its
  * main process drives when sampled, else the lowest sampled. */
 static int pick_device(const struct ct_hproc *h, int want, const char *name)
@@ -152,12 +149,12 @@ static const char *no_gpm_reason(const struct ct_hproc *h, int *device)
 
 /* The intervals of device d, shifted onto the job clock, with each
  * metric's value (series share the interval's start time). */
-static struct smp *read_samples(const struct ct_hproc *h, int d, int64_t shift, size_t *n,
-                                int missing[CT_EFF_N])
+static struct ct_eff_smp *read_samples(const struct ct_hproc *h, int d, int64_t shift, size_t *n,
+                                       int missing[CT_EFF_N])
 {
     const struct ct_hseries *iv = ct_hproc_find(h, d, "gpm_interval");
     *n = 0;
-    struct smp *v = calloc(iv->n ? iv->n : 1, sizeof(*v));
+    struct ct_eff_smp *v = calloc(iv->n ? iv->n : 1, sizeof(*v));
     if (!v)
         return NULL;
     const struct ct_hseries *ms[CT_EFF_N];
@@ -169,7 +166,7 @@ static struct smp *read_samples(const struct ct_hproc *h, int d, int64_t shift, 
     for (size_t i = 0; i < iv->n; i++) {
         if (iv->v[i] <= 0)
             continue;
-        struct smp *x = &v[(*n)++];
+        struct ct_eff_smp *x = &v[(*n)++];
         x->s = iv->t[i] + shift;
         x->e = x->s + iv->v[i];
         for (int m = 0; m < CT_EFF_N; m++) {
@@ -203,7 +200,7 @@ static int share_cmp(const void *a, const void *b)
 /* Work on the SMs, each piece once: a kernel NCCL launched inside a call
  * whose GPU time came from elsewhere (the profiler plugin, an event pair;
  * `nested`) is that op's time again, counted with the op. */
-static int sm_work(const struct ct_gpu_op *o)
+int ct_eff_sm_work(const struct ct_gpu_op *o)
 {
     return (o->type == CT_GPU_KERNEL && !o->nested) || o->type == CT_GPU_NCCL;
 }
@@ -260,7 +257,7 @@ out:
 }
 
 /* The first interval ending after t (intervals sorted, disjoint). */
-static size_t first_after(const struct smp *v, size_t n, int64_t t)
+static size_t first_after(const struct ct_eff_smp *v, size_t n, int64_t t)
 {
     size_t lo = 0, hi = n;
     while (lo < hi) {
@@ -273,7 +270,7 @@ static size_t first_after(const struct smp *v, size_t n, int64_t t)
     return lo;
 }
 
-static int attribute_families(const struct ct_rank *R, int64_t ws, int64_t we, struct smp *v,
+static int attribute_families(const struct ct_rank *R, int64_t ws, int64_t we, struct ct_eff_smp *v,
                               size_t n, struct ct_eff *e)
 {
     int rc = -ENOMEM;
@@ -290,7 +287,7 @@ static int attribute_families(const struct ct_rank *R, int64_t ws, int64_t we, s
     for (size_t k = 0; k < R->nops; k++) {
         const struct ct_gpu_op *o = &R->ops[k];
         int64_t s = o->s > ws ? o->s : ws, t = o->e < we ? o->e : we;
-        if (!sm_work(o) || t <= s || o->name >= R->nnames)
+        if (!ct_eff_sm_work(o) || t <= s || o->name >= R->nnames)
             continue;
         uint32_t f = of[o->name];
         e->fam[f].busy += t - s;
@@ -321,7 +318,7 @@ static int attribute_families(const struct ct_rank *R, int64_t ws, int64_t we, s
             raw += sh[b].len;
             distinct += b == a || sh[b].f != sh[b - 1].f;
         }
-        const struct smp *x = &v[i];
+        const struct ct_eff_smp *x = &v[i];
         double frac = x->busy / (double)(x->e - x->s);
         for (size_t k = a; k < b; k++) {
             struct ct_eff_family *F = &e->fam[sh[k].f];
@@ -374,8 +371,8 @@ static int fam_cmp(const void *a, const void *b)
 /* ------------------------------------------------ spans */
 
 /* Time-weighted means over [s, t) into out; returns the covered ns. */
-static double span_means(const struct smp *v, size_t n, int64_t s, int64_t t, double out[CT_EFF_N],
-                         double busy[CT_EFF_N])
+static double span_means(const struct ct_eff_smp *v, size_t n, int64_t s, int64_t t,
+                         double out[CT_EFF_N], double busy[CT_EFF_N])
 {
     double num[CT_EFF_N] = {0}, den[CT_EFF_N] = {0}, bnum[CT_EFF_N] = {0}, bden[CT_EFF_N] = {0};
     double covered = 0;
@@ -414,6 +411,7 @@ void ct_efficiency_free(struct ct_eff *e)
         free(e->fam[f].name);
     free(e->fam);
     free(e->it);
+    free(e->str);
     free(e);
 }
 
@@ -428,6 +426,8 @@ int ct_efficiency_rank(struct ct_rank_result *x, int64_t shift)
         e->window[m] = e->busy[m] = NAN;
     const struct ct_hproc *h = R->nprocs ? R->procs[0]->health : NULL;
     int want = R->nprocs ? R->procs[0]->device : -1;
+    const char *dn = R->nprocs ? ct_facts_value(R->procs[0]->facts, "device.name") : NULL;
+    snprintf(e->device_name, sizeof(e->device_name), "%s", dn ? dn : "");
     e->device = h ? pick_device(h, want, "gpm_interval") : -1;
     if (e->device < 0) {
         e->device = want;
@@ -435,7 +435,7 @@ int ct_efficiency_rank(struct ct_rank_result *x, int64_t shift)
         return 0;
     }
     size_t n;
-    struct smp *v = read_samples(h, e->device, shift, &n, e->metric_missing);
+    struct ct_eff_smp *v = read_samples(h, e->device, shift, &n, e->metric_missing);
     if (!v)
         return -ENOMEM;
     int rc = 0;
@@ -443,7 +443,7 @@ int ct_efficiency_rank(struct ct_rank_result *x, int64_t shift)
     double *gaps = NULL;
     /* B: the rank's SM work */
     for (size_t k = 0; k < R->nops && !rc; k++)
-        if (sm_work(&R->ops[k]))
+        if (ct_eff_sm_work(&R->ops[k]))
             rc = ct_ivset_add(&busy, R->ops[k].s, R->ops[k].e);
     if (rc)
         goto out;
@@ -470,6 +470,9 @@ int ct_efficiency_rank(struct ct_rank_result *x, int64_t shift)
     qsort(e->fam, e->nfam, sizeof(*e->fam), fam_cmp);
     while (e->nfam && e->fam[e->nfam - 1].busy == 0) /* names of copies, memsets */
         free(e->fam[--e->nfam].name);
+    if ((rc = ct_eff_streams(R, x->ws, x->we, v, n, e)) ||
+        (rc = ct_eff_collectives(R, x->ws, x->we, v, n, e)))
+        goto out; /* efficiency_streams.c */
     if (x->niters && !(e->it = calloc(x->niters, sizeof(*e->it)))) {
         rc = -ENOMEM;
         goto out;

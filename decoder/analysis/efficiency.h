@@ -80,8 +80,38 @@ struct ct_eff_iter {
     double v[CT_EFF_N];
 };
 
+/* One GPU stream of a rank (docs/efficiency.md, "Per stream"). A sample
+ * interval is the stream's when it holds at least CT_EFF_STREAM_DOMINANT
+ * of the per-stream busy time in it (concurrent streams share it, as
+ * families do); values are while busy over those intervals (NaN: none). */
+#define CT_EFF_STREAM_DOMINANT 0.9
+struct ct_eff_stream {
+    uint32_t stream;
+    int64_t busy;       /* its SM work in the window (the union of its ops), ns */
+    size_t intervals;   /* sample intervals it dominated */
+    double attributed;  /* their busy time |B ∩ I|, ns */
+    double own;         /* of it, the stream's own busy time, ns */
+    double v[CT_EFF_N]; /* while-busy values over them */
+    int cls;            /* enum ct_eff_class of v; CT_EFF_UNCLASSIFIED without intervals */
+};
+
+/* The link traffic of a rank's collectives (docs/efficiency.md,
+ * "Collectives' link traffic"): over the sample intervals its collectives
+ * (the union of its communication kernels) fill at least
+ * CT_EFF_STREAM_DOMINANT of, the bytes each metric moved in them over the
+ * collectives' time there, MiB/s (NaN: not sampled, or no such interval:
+ * why says which). */
+struct ct_eff_coll {
+    int64_t total;    /* the collectives' time in the window, ns */
+    double seen;      /* of it, inside the intervals they filled, ns */
+    size_t intervals; /* those intervals */
+    double pcie_tx, pcie_rx, nvlink_tx, nvlink_rx;
+    const char *why; /* NULL, or why there is no figure (static string) */
+};
+
 struct ct_eff {
     int device;                   /* the device sampled, -1 none */
+    char device_name[96];         /* its recorded name (cuDeviceGetName), "" unknown */
     const char *why;              /* NULL, or why there are no figures (static string) */
     size_t intervals;             /* sample intervals overlapping the window */
     double period_ns;             /* their median length */
@@ -93,6 +123,9 @@ struct ct_eff {
     size_t nfam;
     struct ct_eff_iter *it; /* one per iteration of the rank */
     size_t nit;
+    struct ct_eff_stream *str; /* by busy time, descending */
+    size_t nstr;
+    struct ct_eff_coll coll;
 };
 
 /*
@@ -101,6 +134,12 @@ struct ct_eff {
  * Returns 0 or -ENOMEM. x->eff is NULL only on failure.
  */
 int ct_efficiency_rank(struct ct_rank_result *x, int64_t shift);
+
+/* NVLink tx + rx during e's collectives as % of its platform's peak
+ * (decoder/analysis/platforms.h), NaN without the figure or a table
+ * entry; *pf (may be NULL) gets the entry or NULL. */
+struct ct_platform;
+double ct_efficiency_nvlink_pct(const struct ct_eff *e, const struct ct_platform **pf);
 void ct_efficiency_free(struct ct_eff *e);
 
 #endif

@@ -676,7 +676,8 @@ int ct_diagnose(const struct ct_report *rep, const struct ct_diag_opts *o, struc
         return hrc;
     if (!rep->iterations || rep->step_p50 <= 0) {
         for (int k = 0; k < CT_FK_COUNT; k++)
-            if (k != CT_FK_HANG && k != CT_FK_LOW_TENSOR && k != CT_FK_MEMORY_PHASE)
+            if (k != CT_FK_HANG && k != CT_FK_LOW_TENSOR && k != CT_FK_MEMORY_PHASE &&
+                k != CT_FK_NVLINK_SATURATED)
                 ct_dg_insufficient(&c, k,
                                    "no iterations found (no ProfilerStep ranges, marks or "
                                    "repeating kernel pattern): no step time to weigh savings by");

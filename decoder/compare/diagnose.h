@@ -25,12 +25,13 @@ enum ct_finding_kind {
     CT_FK_LAUNCH_BOUND,
     CT_FK_SYNC_DRAIN,
     CT_FK_PAGEABLE_MEMCPY,
-    CT_FK_THROTTLED_GPU,   /* health counters: slow kernels under clock throttling */
-    CT_FK_HOST_CONTENTION, /* health counters: slow iterations under CPU run-queue pressure */
-    CT_FK_HANG,            /* flight-recorder windows: a collective some members never issued */
-    CT_FK_LOW_TENSOR,      /* GPM: a GEMM family with its tensor pipes idle most of its time */
-    CT_FK_MEMORY_PHASE,    /* GPM: a memory-bound family: a fusion candidate */
-    CT_FK_SLOW_LINK,       /* NCCL proxy steps: a link slower than its communicator's others */
+    CT_FK_THROTTLED_GPU,    /* health counters: slow kernels under clock throttling */
+    CT_FK_HOST_CONTENTION,  /* health counters: slow iterations under CPU run-queue pressure */
+    CT_FK_HANG,             /* flight-recorder windows: a collective some members never issued */
+    CT_FK_LOW_TENSOR,       /* GPM: a GEMM family with its tensor pipes idle most of its time */
+    CT_FK_MEMORY_PHASE,     /* GPM: a memory-bound family: a fusion candidate */
+    CT_FK_SLOW_LINK,        /* NCCL proxy steps: a link slower than its communicator's others */
+    CT_FK_NVLINK_SATURATED, /* GPM: NVLink near its peak during collectives, PCIe idle */
     CT_FK_COUNT
 };
 

@@ -7,9 +7,13 @@
  *                        less than half the time it runs;
  *   memory_bound_phase   any other family of that weight classified
  *                        memory-bound: a fusion candidate.
- * One finding per family, naming every rank where it holds. Their saving is
- * not quantified (null): GPM says how busy the units were, not how much
- * faster the kernels could run, and no replay scales a kernel's efficiency.
+ *   nvlink_saturated     NVLink tx + rx during the collectives at least 80 %
+ *                        of the platform's peak (platforms.h, by the device
+ *                        name) while PCIe carries under 5 % of that peak.
+ * One finding per family (per job for NVLink), naming every rank where it
+ * holds. Their saving is not quantified (null): GPM says how busy the
+ * units and links were, not how much faster the work could run, and no
+ * replay scales a kernel's efficiency or a link's bandwidth.
  */
 #include <math.h>
 #include <stdio.h>
@@ -19,6 +23,7 @@
 
 #include "decoder/analysis/analysis.h"
 #include "decoder/analysis/efficiency.h"
+#include "decoder/analysis/platforms.h"
 #include "decoder/compare/diagnose_int.h"
 
 /* A family below a tenth of the rank's kernel time could at most halve a
@@ -111,6 +116,109 @@ static void finding(struct ctx *c, const struct acc *a)
                  a->name, 100 * a->share / (double)n, dram, tensor);
 }
 
+/*
+ * "Saturated": the collectives move at least 80 % of the link's peak. At
+ * that rate no better use of NVLink (algorithm, protocol, channels) can
+ * make them more than 1 / 0.8 = 1.25x faster: the link, not the schedule,
+ * bounds them, and only fewer bytes (a lower precision, compression) or
+ * more overlap with compute shortens them. The rate is measured over the
+ * intervals the collectives fill to 90 %, where other traffic can add at
+ * most 11 % of its own rate (efficiency_streams.c).
+ * "PCIe idle": under 5 % of the NVLink peak (45 GB/s on NVLink 4, 90 on
+ * NVLink 5) on PCIe at the same time. A network stage of the collective
+ * runs through a NIC on PCIe: one NIC of the platform's generation (400
+ * Gb/s with Hopper, 800 with Blackwell: 50 and 100 GB/s a direction)
+ * would carry more than that in one direction alone. Below it, the data
+ * stay on NVLink: a faster network would not help.
+ */
+#define NVLINK_SATURATED_PCT 80.0
+#define PCIE_IDLE_SHARE      0.05
+
+static void check_nvlink(struct ctx *c)
+{
+    const struct ct_report *rep = c->rep;
+    const char *why = NULL;
+    char buf[200], gpm[300];
+    size_t judged = 0, n = 0;
+    int ranks[64], more = 0;
+    double gbs = 0, pcie = 0, seen = 0, share = 0; /* sums over the ranks where it holds */
+    const struct ct_platform *plat = NULL;         /* the first rank's where it holds */
+    const char *dev = NULL;
+    for (size_t r = 0; r < rep->nr; r++) {
+        const struct ct_eff *e = rep->rr[r].eff;
+        if (!e || e->why) {
+            if (!why) {
+                snprintf(gpm, sizeof(gpm), "no GPM figures: %s",
+                         e ? e->why : "no rank was analysed");
+                why = gpm;
+            }
+            continue;
+        }
+        if (!e->coll.total)
+            continue; /* no collective: nothing to judge on this rank */
+        const struct ct_platform *p = NULL;
+        double pct = ct_efficiency_nvlink_pct(e, &p);
+        if (!p) {
+            snprintf(buf, sizeof(buf),
+                     "no NVLink peak for the device \"%.80s\" (the platform table: H100 SXM, H200 "
+                     "SXM, B200, GB200, GB300)",
+                     e->device_name[0] ? e->device_name : "(name not recorded)");
+            why = why ? why : buf;
+            continue;
+        }
+        if (e->coll.why) {
+            why = why ? why : e->coll.why;
+            continue;
+        }
+        double pc = (e->coll.pcie_tx + e->coll.pcie_rx) * 1048576.0 / 1e9;
+        if (!isfinite(pc)) {
+            why = why ? why : "PCIe rates not given by the device: PCIe idle cannot be told";
+            continue;
+        }
+        judged++;
+        if (!(pct >= NVLINK_SATURATED_PCT) || pc >= PCIE_IDLE_SHARE * p->nvlink_gbs)
+            continue;
+        if (n < sizeof(ranks) / sizeof(ranks[0]))
+            ranks[n++] = rep->rr[r].rank->rank;
+        else
+            more++;
+        gbs += (e->coll.nvlink_tx + e->coll.nvlink_rx) * 1048576.0 / 1e9;
+        pcie += pc;
+        share += pct; /* of each rank's own platform's peak */
+        seen += (double)e->coll.seen / (double)e->coll.total;
+        plat = plat ? plat : p;
+        dev = dev ? dev : e->device_name;
+    }
+    if (!n) {
+        if (!judged)
+            ct_dg_insufficient(c, CT_FK_NVLINK_SATURATED, "%s",
+                               why ? why : "no collective ran on any rank with GPM figures");
+        return;
+    }
+    double k = (double)(n + (size_t)more), conf = seen / k;
+    struct ct_finding *f =
+        ct_dg_add_unquantified(c, CT_FK_NVLINK_SATURATED, conf > 0.95 ? 0.95 : conf);
+    if (!f)
+        return;
+    for (size_t i = 0; i < n; i++)
+        ct_dg_rank_add(f, ranks[i]);
+    ct_dg_evs(f, "platform", "%s (%s)", plat->label, plat->nvlink);
+    ct_dg_evs(f, "device", "%s", dev);
+    ct_dg_ev(f, "nvlink_gbps", gbs / k);
+    ct_dg_ev(f, "nvlink_peak_gbps", plat->nvlink_gbs);
+    ct_dg_ev(f, "nvlink_pct_of_peak", share / k);
+    ct_dg_ev(f, "pcie_gbps", pcie / k);
+    ct_dg_ev(f, "collective_seen_pct", 100 * seen / k);
+    ct_dg_evs(f, "saving",
+              "unquantified: GPM says how busy the link was, not how much faster the "
+              "collectives could run");
+    snprintf(f->summary, sizeof(f->summary),
+             "NVLink carries %.0f GB/s during the collectives, %.0f%% of the %s's %.0f GB/s "
+             "peak, while PCIe carries %.1f GB/s: the collectives are bound by NVLink (fewer "
+             "bytes or more overlap with compute shortens them, not a faster network)",
+             gbs / k, share / k, plat->label, plat->nvlink_gbs, pcie / k);
+}
+
 int ct_dg_check_efficiency(struct ctx *c)
 {
     const struct ct_report *rep = c->rep;
@@ -165,5 +273,6 @@ int ct_dg_check_efficiency(struct ctx *c)
         ct_dg_insufficient(c, CT_FK_LOW_TENSOR, "no GPM figures: %s", w);
         ct_dg_insufficient(c, CT_FK_MEMORY_PHASE, "no GPM figures: %s", w);
     }
+    check_nvlink(c);
     return 0;
 }

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "decoder/analysis/efficiency.h"
 #include "decoder/analysis/goodput.h"
 #include "decoder/analysis/health.h"
 #include "decoder/compare/diff.h"
@@ -102,6 +103,18 @@ static void common(FILE *f, const char *kind, const char *name, const char *side
         }
     }
     fputc('}', f);
+}
+
+/* GPU efficiency columns (docs/efficiency.md): "PREFIX<metric>" for the
+ * metrics (all, or the percentages), null where the samples give none. */
+static void gpm_cols(FILE *f, const char *prefix, const double v[CT_EFF_N], int pct_only)
+{
+    char key[64];
+    for (int m = 0; m < (pct_only ? CT_EFF_NPCT : CT_EFF_N); m++) {
+        snprintf(key, sizeof(key), "%s%s", prefix, ct_eff_json_name(m));
+        fputc(',', f);
+        ct_json_member(f, key, v ? v[m] : NAN, 2);
+    }
 }
 
 static const char *op_name(int op)
@@ -233,6 +246,8 @@ void ct_rows_write(FILE *f, const char *name, const char *side, const struct ct_
             col(f, "idle_us", (double)m->idle);
             col(f, "exposed_comm_us", (double)m->exposed_comm);
             col(f, "bubble_us", (double)m->bubble);
+            const struct ct_eff *e = x->eff;
+            gpm_cols(f, "gpm_", e && !e->why && i < e->nit ? e->it[i].v : NULL, 0);
             fprintf(f, "}\n");
         }
         const struct ct_attribution *a = &x->at;
@@ -254,6 +269,15 @@ void ct_rows_write(FILE *f, const char *name, const char *side, const struct ct_
         col(f, "lateness_us", (double)x->lateness);
         fputc(',', f);
         ct_json_member(f, "slowness", x->slowness, 4);
+        const struct ct_eff *e = x->eff;
+        int have = e && !e->why;
+        gpm_cols(f, "gpm_", have ? e->window : NULL, 0);
+        gpm_cols(f, "gpm_busy_", have ? e->busy : NULL, 1);
+        fputs(",\"gpm_unavailable\":", f);
+        if (have)
+            fputs("null", f);
+        else
+            ct_json_str(f, e ? e->why : "not analysed");
         fputs("}\n", f);
     }
     for (size_t r = 0; r < rep->nr; r++)

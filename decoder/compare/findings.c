@@ -30,6 +30,7 @@ static const char *const kind_names[CT_FK_COUNT] = {
     "low_tensor_activity",
     "memory_bound_phase",
     "slow_link",
+    "nvlink_saturated",
 };
 
 const char *ct_finding_kind_name(int kind)

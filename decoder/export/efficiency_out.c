@@ -13,9 +13,13 @@
 
 #include "decoder/analysis/analysis.h"
 #include "decoder/analysis/efficiency.h"
+#include "decoder/analysis/platforms.h"
 #include "decoder/util/json.h"
 
 #define MISSING_WHY "not given by the device (NVML answered \"not supported\")"
+#define NO_STREAM_WHY                                                                              \
+    "no sample interval where this stream did 90 % of the work (docs/efficiency.md, \"Per "        \
+    "stream\")"
 
 static void values_json(FILE *f, const double v[CT_EFF_N], int pct_only)
 {
@@ -46,6 +50,59 @@ static void family_json(FILE *f, const struct ct_eff_family *F, int first)
     fprintf(f, ",\"class\":\"%s\"}", ct_eff_class_name(F->cls));
 }
 
+static void stream_json(FILE *f, const struct ct_eff_stream *S, int first)
+{
+    fprintf(f, "%s{\"stream\":%u,", first ? "" : ",", S->stream);
+    ct_json_member(f, "busy_us", (double)S->busy / 1e3, 3);
+    fprintf(f, ",\"intervals\":%zu,", S->intervals);
+    ct_json_member(f, "attributed_us", S->attributed / 1e3, 3);
+    fputc(',', f);
+    ct_json_member(f, "own_pct", share_pct(S->own, S->attributed), 2);
+    fputc(',', f);
+    values_json(f, S->v, 0);
+    fprintf(f, ",\"class\":\"%s\",\"unavailable\":", ct_eff_class_name(S->cls));
+    if (S->intervals)
+        fputs("null}", f);
+    else {
+        ct_json_str(f, NO_STREAM_WHY);
+        fputc('}', f);
+    }
+}
+
+static void coll_json(FILE *f, const struct ct_eff *e)
+{
+    const struct ct_eff_coll *c = &e->coll;
+    const struct ct_platform *p = NULL;
+    double pct = e->why ? NAN : ct_efficiency_nvlink_pct(e, &p);
+    fputs(",\"collectives\":{", f);
+    ct_json_member(f, "total_us", e->why ? NAN : (double)c->total / 1e3, 3);
+    fputc(',', f);
+    ct_json_member(f, "seen_pct", e->why ? NAN : share_pct(c->seen, (double)c->total), 2);
+    fprintf(f, ",\"intervals\":%zu", e->why ? 0 : c->intervals);
+    const double v[4] = {c->pcie_tx, c->pcie_rx, c->nvlink_tx, c->nvlink_rx};
+    const char *k[4] = {"pcie_tx_mib_s", "pcie_rx_mib_s", "nvlink_tx_mib_s", "nvlink_rx_mib_s"};
+    for (int i = 0; i < 4; i++) {
+        fputc(',', f);
+        ct_json_member(f, k[i], e->why ? NAN : v[i], 2);
+    }
+    fputs(",\"platform\":", f);
+    if (p)
+        ct_json_str(f, p->label);
+    else
+        fputs("null", f);
+    fputc(',', f);
+    ct_json_member(f, "nvlink_peak_gbs", p ? p->nvlink_gbs : NAN, 1);
+    fputc(',', f);
+    ct_json_member(f, "nvlink_pct_of_peak", pct, 2);
+    fputs(",\"unavailable\":", f);
+    const char *why = e->why ? e->why : c->why;
+    if (why)
+        ct_json_str(f, why);
+    else
+        fputs("null", f);
+    fputc('}', f);
+}
+
 void ct_efficiency_json(FILE *f, const struct ct_report *rep, size_t r)
 {
     const struct ct_eff *e = rep->rr[r].eff;
@@ -58,6 +115,12 @@ void ct_efficiency_json(FILE *f, const struct ct_report *rep, size_t r)
         fprintf(f, "\"device\":%d,", e->device);
     else
         fprintf(f, "\"device\":null,");
+    fputs("\"device_name\":", f);
+    if (e->device_name[0])
+        ct_json_str(f, e->device_name);
+    else
+        fputs("null", f);
+    fputc(',', f);
     fprintf(f, "\"unavailable\":");
     if (e->why)
         ct_json_str(f, e->why);
@@ -92,7 +155,12 @@ void ct_efficiency_json(FILE *f, const struct ct_report *rep, size_t r)
         values_json(f, it->v, 0);
         fputc('}', f);
     }
-    fprintf(f, "]},");
+    fprintf(f, "],\"stream_dominance_pct\":%.0f,\"streams\":[", 100 * CT_EFF_STREAM_DOMINANT);
+    for (size_t k = 0; k < e->nstr; k++)
+        stream_json(f, &e->str[k], k == 0);
+    fputc(']', f);
+    coll_json(f, e);
+    fprintf(f, "},");
 }
 
 /* ------------------------------------------------ the job's families */
@@ -115,7 +183,7 @@ static int by_attributed(const void *a, const void *b)
  * and names): times summed, values weighted by attributed time. Returns
  * the count (0 on allocation failure), *out owned by the caller (names
  * borrowed from rep). */
-static size_t job_families(const struct ct_report *rep, struct ct_eff_family **out)
+size_t ct_efficiency_job_families(const struct ct_report *rep, struct ct_eff_family **out)
 {
     size_t total = 0, n = 0;
     for (size_t r = 0; r < rep->nr; r++)
@@ -163,7 +231,7 @@ static size_t job_families(const struct ct_report *rep, struct ct_eff_family **o
 void ct_efficiency_job_json(FILE *f, const struct ct_report *rep)
 {
     struct ct_eff_family *v = NULL;
-    size_t n = job_families(rep, &v);
+    size_t n = ct_efficiency_job_families(rep, &v);
     fprintf(f, "\"efficiency\":{\"families\":[");
     for (size_t k = 0; k < n; k++)
         family_json(f, &v[k], k == 0);
@@ -201,6 +269,58 @@ static void family_rows(FILE *f, const struct ct_eff_family *v, size_t n, size_t
         fprintf(f, "    (%zu more families in --json)\n", n - max);
 }
 
+/* The rank's busiest streams: their figures over the intervals each did
+ * 90 % of the work in, or why none. */
+static void stream_rows(FILE *f, const struct ct_eff *e, size_t max)
+{
+    for (size_t k = 0; k < e->nstr && k < max; k++) {
+        const struct ct_eff_stream *S = &e->str[k];
+        if (!S->intervals) {
+            fprintf(f, "    stream %u: busy %.1f ms, no interval it did 90%% of the work in: -\n",
+                    S->stream, (double)S->busy / 1e6);
+            continue;
+        }
+        char sm[16], tc[16], dram[16];
+        cell(sm, sizeof(sm), S->v[CT_EFF_SM]);
+        cell(tc, sizeof(tc), S->v[CT_EFF_TENSOR]);
+        cell(dram, sizeof(dram), S->v[CT_EFF_DRAM]);
+        fprintf(f,
+                "    stream %u: busy %.1f ms, %zu intervals it did 90%%+ of the work in: SM %s%%, "
+                "tensor %s%%, DRAM %s%%, %s\n",
+                S->stream, (double)S->busy / 1e6, S->intervals, sm, tc, dram,
+                ct_eff_class_name(S->cls));
+    }
+    if (e->nstr > max)
+        fprintf(f, "    (%zu more streams in --json)\n", e->nstr - max);
+}
+
+/* The collectives' link traffic, against the platform's NVLink peak. */
+static void coll_line(FILE *f, const struct ct_eff *e)
+{
+    const struct ct_eff_coll *c = &e->coll;
+    if (!c->total)
+        return;
+    if (c->why) {
+        fprintf(f, "    collectives (%.1f ms): link traffic -: %s\n", (double)c->total / 1e6,
+                c->why);
+        return;
+    }
+    const struct ct_platform *p = NULL;
+    double pct = ct_efficiency_nvlink_pct(e, &p);
+    char peak[160], pt[16], pr[16];
+    cell(pt, sizeof(pt), c->pcie_tx * 1048576.0 / 1e9);
+    cell(pr, sizeof(pr), c->pcie_rx * 1048576.0 / 1e9);
+    if (p)
+        snprintf(peak, sizeof(peak), "%.1f%% of the %s's %.0f GB/s", pct, p->label, p->nvlink_gbs);
+    else
+        snprintf(peak, sizeof(peak), "peak unknown for \"%.80s\"", e->device_name);
+    fprintf(f,
+            "    collectives (%.1f ms, %.1f%% in %zu intervals they filled): NVLink tx %.1f + rx "
+            "%.1f GB/s (%s), PCIe tx %s + rx %s GB/s\n",
+            (double)c->total / 1e6, share_pct(c->seen, (double)c->total), c->intervals,
+            c->nvlink_tx * 1048576.0 / 1e9, c->nvlink_rx * 1048576.0 / 1e9, peak, pt, pr);
+}
+
 void ct_efficiency_text(FILE *f, const struct ct_report *rep)
 {
     int any = 0;
@@ -235,10 +355,12 @@ void ct_efficiency_text(FILE *f, const struct ct_report *rep)
                 rank, e->device, e->intervals, e->period_ns / 1e6,
                 share_pct(e->covered, (double)win), sm, occ, tc, dram);
         family_rows(f, e->fam, e->nfam, 8);
+        stream_rows(f, e, 4);
+        coll_line(f, e);
     }
     if (rep->nr > 1) {
         struct ct_eff_family *v = NULL;
-        size_t n = job_families(rep, &v);
+        size_t n = ct_efficiency_job_families(rep, &v);
         fprintf(f, "  job (%zu ranks):\n", rep->nr);
         family_rows(f, v, n, 8);
         free(v);

@@ -191,6 +191,7 @@ static void rank_json(FILE *f, const struct ct_report *rep, const struct ct_rank
     fputs("],", f);
     ct_html_timeline(f, rep, (size_t)(x - rep->rr), limit, zlo, zhi);
     health_json(f, rep, (size_t)(x - rep->rr));
+    ct_html_eff_rank_json(f, rep, (size_t)(x - rep->rr)); /* html_efficiency.c */
     fputc('}', f);
 }
 
@@ -625,6 +626,8 @@ static void data_json(FILE *f, const struct ct_report *rep, const struct ct_html
     free(detail);
     fputs("],", f);
     ct_html_cp_json(f, rep, in ? in->cp : NULL);
+    fputc(',', f);
+    ct_html_eff_json(f, rep);
     fputs("}", f);
 }
 
@@ -689,6 +692,8 @@ int ct_report_html(FILE *f, const struct ct_report *rep, const struct ct_html_in
             data_json(f, rep, in);
         else if (!strcmp(page[i], "@TITLE@\n"))
             title(f, rep, in);
+        else if (!strcmp(page[i], "@EFFJS@\n"))
+            ct_html_eff_script(f);
         else
             fputs(page[i], f);
     }

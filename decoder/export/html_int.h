@@ -23,4 +23,11 @@ void ct_html_cp_json(FILE *f, const struct ct_report *rep, const struct ct_html_
 int ct_html_timeline(FILE *f, const struct ct_report *rep, size_t r, size_t limit, int64_t zlo,
                      int64_t zhi);
 
+/* GPU efficiency (html_efficiency.c): a drawn rank's ",\"eff\":{...}" (its
+ * activity lines), the page's "\"eff_fam\":{...}" (the job's kernel
+ * families), and the page script that draws them. */
+void ct_html_eff_rank_json(FILE *f, const struct ct_report *rep, size_t r);
+void ct_html_eff_json(FILE *f, const struct ct_report *rep);
+void ct_html_eff_script(FILE *f);
+
 #endif

@@ -250,9 +250,16 @@ def main():
     check("rows: 4 runs x 2 ranks x 12 iterations", len(its) == 4 * 2 * 12, str(len(its)))
     common = {"schema", "version", "row", "run", "side", "job", "run_start_utc", "rank", "host",
               "gpu", "driver", "cuda_version", "nccl_version", "labels", "iteration"}
-    cols = common | {"start_us", "duration_us", "compute_us", "comm_us", "memory_us", "idle_us",
-                     "exposed_comm_us", "bubble_us"}
+    # GPU efficiency (docs/efficiency.md): null here, the synthetic job has no GPM samples
+    gpm = {"gpm_" + m for m in ("sm_active_pct", "sm_occupancy_pct", "tensor_active_pct",
+                                "dram_bw_pct", "fp64_active_pct", "fp32_active_pct",
+                                "fp16_active_pct", "pcie_tx_mib_s", "pcie_rx_mib_s",
+                                "nvlink_tx_mib_s", "nvlink_rx_mib_s")}
+    cols = common | gpm | {"start_us", "duration_us", "compute_us", "comm_us", "memory_us",
+                           "idle_us", "exposed_comm_us", "bubble_us"}
     check("rows: iteration columns", set(its[0]) == cols, str(sorted(its[0])))
+    check("rows: GPM columns null without samples", all(its[0][k] is None for k in gpm),
+          str(its[0]))
     check("rows: schema", all(l["schema"] == "cutrace.rows" and l["version"] == 2 for l in lines))
     kinds = {}
     for l in lines:

@@ -28,11 +28,21 @@ drew against what the page claims and against the decoder's other outputs:
   - --ident ID=TEXT: the header's element #ID contains TEXT; --title TEXT:
     the document's title contains it;
   - --expect-error: the page (one broken on purpose) says at its top that
-    it could not draw, and marks itself so; nothing else is checked.
+    it could not draw, and marks itself so; nothing else is checked;
+  - with --report, GPU efficiency (docs/efficiency.md): each drawn rank with
+    GPM figures has its activity lines (SM, tensor, DRAM, NVLink) under its
+    rows, each line's time-weighted mean over the rank's window equal to
+    the report's `efficiency.window` figure (a metric the report has null
+    is drawn absent, with its reason, never as a line at 0), a rank without
+    figures one row saying the report's reason; the kernel-family table
+    shows the report's `job.efficiency.families` (name, busy time, SM,
+    tensor, DRAM, class, mixed share), a dash with its reason where a
+    figure is null; --efficiency: the page must have activity lines.
 
 usage: check_html.py PAGE [--report R.json] [--diagnose D.json] [--uniform]
        [--straggler R] [--stream-busy [RANK:]S=NS]... [--step-busy [RANK:]S=NS]...
        [--binned] [--ident ID=TEXT]... [--title TEXT] [--min-charts N] [--expect-error]
+       [--efficiency]
        [--screenshot PNG [--clip Y,H] [--scale F]]
 Exit status 0 when every check passed, 1 otherwise, 77 (skip) without
 Chromium.
@@ -214,7 +224,9 @@ READ = r"""
     ranks: li.dataset.ranks === "" ? [] : li.dataset.ranks.split(",").map(Number), summary: li.querySelector(".summary").textContent }));
   const ident = {};
   document.querySelectorAll("#ident dd").forEach(e => { ident[e.id] = e.textContent; });
-  return JSON.stringify({ selfcheck: document.body.dataset.selfcheck || null, error: document.body.dataset.error || null,
+  const effRows = [...document.querySelectorAll("#efffam tr")].slice(1).map(tr => [...tr.children].map(td =>
+    ({ text: td.textContent, k: td.dataset.k || null, why: td.dataset.why || null })));
+  return JSON.stringify({ selfcheck: document.body.dataset.selfcheck || null, error: document.body.dataset.error || null, effRows: effRows,
     title: document.title, ident: ident, charts: charts, drawnCharts: window.ctDrawn.charts, tlLegend: tlLegend, tlColours: tlColours,
     timeline: T, heat: heat, diagnose: diag, data: JSON.parse(document.getElementById("data").textContent),
     debugVisible: /ok: timeline/.test(document.body.innerText),
@@ -228,6 +240,73 @@ def spec(v):
     k, ns = v.split("=")
     rank, _, stream = k.rpartition(":")
     return (int(rank) if rank else None, int(stream), int(ns))
+
+
+ACT = {"sm": "sm_active_pct", "tensor": "tensor_active_pct", "dram": "dram_bw_pct"}
+
+
+def check_efficiency(got, report, must):
+    """The activity lines and the kernel-family table against the report."""
+    act = got["timeline"].get("act", [])
+    check("activity lines drawn", act or not must, "none")
+    drawn = {r["rank"] for r in got["timeline"]["rows"]}
+    for k in report["ranks"]:
+        if k["rank"] not in drawn:
+            continue
+        e = k["efficiency"]
+        mine = {a["metric"]: a for a in act if a["rank"] == k["rank"]}
+        if e is None:
+            continue
+        if e["unavailable"]:
+            a = mine.get("all")
+            check(f"rank {k['rank']}: no activity, said why", a and a["absent"] == e["unavailable"],
+                  str(mine))
+            continue
+        for metric, key in list(ACT.items()) + [("nvlink", None)]:
+            a = mine.get(metric)
+            if not check(f"rank {k['rank']}: {metric} line", a is not None, str(sorted(mine))):
+                continue
+            if key:
+                want = e["window"][key]
+            else:  # tx + rx, MiB/s -> GB/s
+                tx, rx = e["window"]["nvlink_tx_mib_s"], e["window"]["nvlink_rx_mib_s"]
+                want = None if tx is None or rx is None else (tx + rx) * 1048576 / 1e9
+            if want is None:
+                why = e["metrics_unavailable"].get(key or "nvlink_tx_mib_s", "")
+                check(f"rank {k['rank']}: {metric} absent with its reason, not a line",
+                      a["absent"] and a["absent"] == why and a["segs"] == 0, f"{a} vs {why!r}")
+                continue
+            # the page's values are rounded to 0.01 (%) or 0.001 (GB/s), the
+            # report's to 0.01: a time-weighted mean of them is off by at most
+            # the sum of both roundings
+            tol = 0.011 if key else 0.002 + 0.01 * 1048576 / 1e9 * 2
+            check(f"rank {k['rank']}: {metric} line's mean over the window = the report's {want}",
+                  a["absent"] is None and a["mean"] is not None and abs(a["mean"] - want) <= tol,
+                  str(a))
+    fams = report["job"]["efficiency"]["families"][:50]
+    rows = got["effRows"]
+    if not fams:
+        check("family table: none, said why", len(rows) == 1 and rows[0][0]["why"], str(rows))
+        return
+    check("family table: the report's families, in order", [r[0]["text"] for r in rows] ==
+          [f["name"] for f in fams], f"{[r[0]['text'] for r in rows]}")
+    for r, f in zip(rows, fams):
+        cells = {c["k"]: c for c in r if c["k"]}
+        for k, key in ACT.items():
+            c = cells.get(k)
+            if f[key] is None:
+                check(f"family {f['name']} {k}: a dash with its reason", c and c["text"] == "–" and
+                      c["why"], str(c))
+            else:  # shown to 0.1 from the page's 0.01: within 0.05 + 0.005 + the
+                # report's own 0.005 rounding
+                check(f"family {f['name']} {k} = {f[key]:.1f}", c and c["text"] != "–" and
+                      abs(float(c["text"]) - f[key]) <= 0.06, str(c))
+        check(f"family {f['name']} class", cells.get("class", {}).get("text") ==
+              f["class"].replace("_", " "), str(cells.get("class")))
+        m = cells.get("mixed", {})
+        check(f"family {f['name']} mixed share", m.get("text") == "–" if f["mixed_pct"] is None
+              else m.get("text") not in (None, "–") and abs(float(m["text"]) - f["mixed_pct"]) <= 0.06,
+              str(m))
 
 
 def main():
@@ -244,6 +323,7 @@ def main():
     ap.add_argument("--title")
     ap.add_argument("--min-charts", type=int, default=0)
     ap.add_argument("--expect-error", action="store_true")
+    ap.add_argument("--efficiency", action="store_true")
     ap.add_argument("--screenshot")
     ap.add_argument("--clip")
     ap.add_argument("--scale", type=float, default=1.0)
@@ -384,6 +464,9 @@ def main():
         wl = [(f["kind"], f["ranks"], f["summary"]) for f in want["findings"]]
         gl = [(f["kind"], f["ranks"], f["summary"]) for f in got["diagnose"]]
         check("findings list = diagnose --json", gl == wl, f"page {gl}\ndiagnose {wl}")
+
+    if report:
+        check_efficiency(got, report, a.efficiency)
 
     for kv in a.ident:
         k, v = kv.split("=", 1)

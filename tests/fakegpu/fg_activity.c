@@ -10,6 +10,14 @@
  * query's time, then fold into the device's running totals, so memory is
  * bounded by the work in flight. Concurrent kernels add up (the simulated
  * device has no contention); the fake NVML caps each rate at 100 %.
+ *
+ * NVLink (FAKEGPU_GPM_NVLINK=1): a collective's kernel (ncclDevKernel_*)
+ * sends and receives FAKEGPU_NET_GBPS GB/s over its time less
+ * FAKEGPU_NCCL_LAT_US, the fake NCCL's own figures (README.md, "Links and
+ * the ring"): a ring collective's K steps each carry one chunk per link
+ * direction in chunk / GBPS, so it moves K x chunk bytes each way in
+ * K x chunk / GBPS: its bytes over its time, exactly, when its ranks start
+ * it together (a rank's wait for a late peer would count as transfer).
  */
 #include "fg_gpm.h"
 #include "fg_internal.h"
@@ -22,13 +30,14 @@ struct act_iv {
     int64_t s, e;
     float p[FG_GPM_NFIELDS]; /* kernel profile, 0 for copies */
     double tx, rx;           /* copy bytes */
+    double ntx, nrx;         /* NVLink bytes (collectives) */
 };
 
 struct act_dev {
     struct act_iv *v;
     size_t n, cap;
     int64_t folded_to; /* totals hold every interval ending by then */
-    double acc[FG_GPM_NFIELDS], tx, rx;
+    double acc[FG_GPM_NFIELDS], tx, rx, ntx, nrx;
 };
 
 #define MAX_RULES 32
@@ -41,6 +50,8 @@ static struct {
     struct act_dev dev[FG_MAX_DEVICES];
     struct act_rule rule[MAX_RULES];
     int nrules, parsed;
+    int nvlink;              /* FAKEGPU_GPM_NVLINK=1 */
+    double net_gbps, lat_ns; /* the fake NCCL's FAKEGPU_NET_GBPS, FAKEGPU_NCCL_LAT_US */
 } act;
 
 static const char *const field_key[FG_GPM_NFIELDS] = {"sm",   "occ",  "tc",  "dram",
@@ -55,9 +66,24 @@ static const float prof_other[FG_GPM_NFIELDS] = {50, 30, 0, 10, 0, 30, 0};
 /* FAKEGPU_GPM_PROFILE=PATTERN=key:value,...;PATTERN=...: a kernel whose
  * name contains PATTERN (first that matches) has those shares; keys not
  * given are 0. Malformed entries are skipped. */
+/* A variable as the fake NCCL reads it (fn_env_double): its default when
+ * unset or malformed, clamped to [lo, hi]. */
+static double env_double(const char *name, double def, double lo, double hi)
+{
+    const char *v = getenv(name);
+    char *end;
+    double x = v && *v ? strtod(v, &end) : def;
+    if (v && *v && *end)
+        x = def;
+    return x < lo ? lo : x > hi ? hi : x;
+}
+
 static void parse_rules(void)
 {
     act.parsed = 1;
+    act.nvlink = fg_gpm_nvlink();
+    act.net_gbps = env_double("FAKEGPU_NET_GBPS", 100, 1e-6, 1e9);
+    act.lat_ns = env_double("FAKEGPU_NCCL_LAT_US", 0, 0, 1e9) * 1e3;
     const char *v = getenv("FAKEGPU_GPM_PROFILE");
     while (v && *v && act.nrules < MAX_RULES) {
         const char *end = strchr(v, ';');
@@ -129,6 +155,8 @@ static void fold(struct act_dev *d, int64_t upto)
             d->acc[f] += x->p[f] * len;
         d->tx += x->tx;
         d->rx += x->rx;
+        d->ntx += x->ntx;
+        d->nrx += x->nrx;
         *x = d->v[--d->n];
     }
     if (upto > d->folded_to)
@@ -158,7 +186,11 @@ void fg_activity_op_locked(const fg_op *op)
     iv.s = op->start_ns;
     iv.e = op->end_ns;
     if (op->d.kind == FG_OP_KERNEL || (op->d.kind == FG_OP_EXTERNAL && op->d.name)) {
-        memcpy(iv.p, profile_of(op->d.name), sizeof(iv.p));
+        memcpy(iv.p, profile_of(op->d.name), sizeof(iv.p)); /* parses the variables once */
+        if (act.nvlink && op->d.name && !strncmp(op->d.name, "ncclDevKernel_", 14)) {
+            double t = (double)(iv.e - iv.s) - act.lat_ns; /* GB/s = bytes per ns */
+            iv.ntx = iv.nrx = t > 0 ? act.net_gbps * t : 0;
+        }
     } else if (op->d.kind == FG_OP_COPY) {
         double bytes =
             (double)op->d.u.copy.width * (double)op->d.u.copy.height * (double)op->d.u.copy.depth;
@@ -193,6 +225,8 @@ __attribute__((visibility("default"))) int fakegpu_gpm_integrals(int dev, int64_
     memcpy(out->share, d->acc, sizeof(out->share));
     out->pcie_tx_bytes = d->tx;
     out->pcie_rx_bytes = d->rx;
+    out->nvlink_tx_bytes = d->ntx;
+    out->nvlink_rx_bytes = d->nrx;
     for (size_t i = 0; i < d->n; i++) { /* the parts of intervals running at now */
         const struct act_iv *x = &d->v[i];
         if (x->s >= now)
@@ -202,6 +236,8 @@ __attribute__((visibility("default"))) int fakegpu_gpm_integrals(int dev, int64_
             out->share[f] += x->p[f] * part;
         out->pcie_tx_bytes += x->tx * part / len;
         out->pcie_rx_bytes += x->rx * part / len;
+        out->nvlink_tx_bytes += x->ntx * part / len;
+        out->nvlink_rx_bytes += x->nrx * part / len;
     }
     FG_UNLOCK();
     return 0;

@@ -6,6 +6,7 @@
 #include "fg_internal.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 bool fg_device_valid(CUdevice d)
@@ -46,7 +47,13 @@ CUresult CUDAAPI cuDeviceGetName(char *name, int len, CUdevice dev)
         FG_RETURN(CUDA_ERROR_INVALID_VALUE);
     if (!fg_device_valid(dev))
         FG_RETURN(CUDA_ERROR_INVALID_DEVICE);
-    snprintf(name, (size_t)len, "FakeGPU %d", dev);
+    /* FAKEGPU_DEVICE_NAME: the name of a real part (a platform table keys
+     * on it); default "FakeGPU N" */
+    const char *n = getenv("FAKEGPU_DEVICE_NAME");
+    if (n && *n)
+        snprintf(name, (size_t)len, "%s", n);
+    else
+        snprintf(name, (size_t)len, "FakeGPU %d", dev);
     FG_RETURN(CUDA_SUCCESS);
 }
 

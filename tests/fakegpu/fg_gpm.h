@@ -12,6 +12,7 @@
 #define FG_GPM_H
 
 #include <stdint.h>
+#include <stdlib.h>
 
 /* What a kernel keeps busy while it runs, each 0..100 (% of the device):
  * SM activity, warp occupancy, any tensor pipe, DRAM bandwidth, and the
@@ -30,12 +31,22 @@ enum fg_gpm_field {
 /* Cumulative integrals of one device up to t_ns (CLOCK_MONOTONIC):
  * share[f] in percent x ns (a kernel of profile p running d ns adds
  * p[f] * d), PCIe bytes sent (device to host) and received (host to
- * device). */
+ * device), and NVLink bytes sent and received by the collectives' kernels
+ * (FAKEGPU_GPM_NVLINK=1 only: README.md, "Fake NVML: GPM"). */
 struct fg_gpm_integrals {
     int64_t t_ns;
     double share[FG_GPM_NFIELDS];
     double pcie_tx_bytes, pcie_rx_bytes;
+    double nvlink_tx_bytes, nvlink_rx_bytes;
 };
+
+/* FAKEGPU_GPM_NVLINK=1: the simulated part has NVLink (its collectives'
+ * kernels move data over it, and NVML gives the NVLink metrics). */
+static inline int fg_gpm_nvlink(void)
+{
+    const char *v = getenv("FAKEGPU_GPM_NVLINK");
+    return v && v[0] == '1' && !v[1];
+}
 
 /* The driver's entry point the fake NVML looks up (dlsym): the integrals
  * of device dev up to now (a time earlier than one asked before is taken

@@ -3,8 +3,10 @@
 tests/labelled/w_gpm.c under `cutrace run` with the fake NVML, then
 `cutrace report --json` (and text) against the schedule's truth.
 
-usage: check_gpm.py CASE   (CASE: gpm, gpm_older, gpm_options; environment:
-                            CT_CUTRACE, CT_W_GPM, CT_FAKEGPU_DIR,
+usage: check_gpm.py CASE   (CASE: gpm, gpm_older, gpm_options, gpm_diff,
+                            gpm_nvlink, gpm_nvlink_unsaturated,
+                            gpm_nvlink_unknown; environment: CT_CUTRACE,
+                            CT_W_GPM or CT_W_NVLINK, CT_FAKEGPU_DIR,
                             CT_FAKEGPU_NVML_DIR, CT_FAKE_CUPTI)
 
 gpm: two steps, each a GEMM phase (1.5 s of gemm_bf16_tn) then an elementwise
@@ -58,7 +60,29 @@ def check(what, ok, detail=""):
         failures.append(f"{what}: {detail}")
 
 
-def run_job(extra_env, expect_rc=0):
+def html_page(traces, report):
+    """`cutrace report --html` of traces in headless Chromium
+    (tests/export/check_html.py): its activity lines and kernel-family
+    table against the report (check_html.py says how). Skipped, said so,
+    without Chromium."""
+    d = os.path.dirname(traces)
+    page, rj = os.path.join(d, "page.html"), os.path.join(d, "report.json")
+    with open(rj, "w", encoding="utf-8") as f:
+        json.dump(report, f)
+    r = subprocess.run([os.environ["CT_CUTRACE"], "report", "--html", "-o", page, traces],
+                       capture_output=True, text=True, timeout=120)
+    check("report --html", r.returncode == 0, r.stderr)
+    here = os.path.dirname(os.path.abspath(__file__))
+    r = subprocess.run([sys.executable, os.path.join(here, "..", "export", "check_html.py"), page,
+                        "--report", rj, "--efficiency"], capture_output=True, text=True,
+                       timeout=300)
+    if r.returncode == 77:
+        print("html page: " + r.stdout.strip())
+        return
+    check("the HTML page's GPU efficiency", r.returncode == 0, r.stdout + r.stderr)
+
+
+def run_job(extra_env, expect_rc=0, html=False):
     d = tempfile.mkdtemp(prefix="labelled-gpm-")
     scratch.append(d)
     env = dict(os.environ)
@@ -109,11 +133,13 @@ def run_job(extra_env, expect_rc=0):
     check("the same efficiency from a summary", from_sum == rep["ranks"][0]["efficiency"],
           f"{r.stderr} {from_sum}")
     dump = [json.loads(line) for line in cli("dump", "--json").splitlines()]
+    if html:
+        html_page(traces, rep)
     return rep, text, dump, p.stderr
 
 
 def case_gpm():
-    rep, text, dump, _ = run_job({})
+    rep, text, dump, _ = run_job({}, html=True)
     k = rep["ranks"][0]
     e = k["efficiency"]
     check("efficiency available", e and e["unavailable"] is None, str(e))
@@ -159,6 +185,19 @@ def case_gpm():
         want = GEMM["tc"] * PHASE_MS * 1e3 / (s["end_us"] - s["start_us"])
         check(f"iteration {it['index']} tensor {it['tensor_active_pct']} ~ {want:.1f}",
               abs(it["tensor_active_pct"] - want) <= 3, str(it))
+    # one stream does all the work: it takes every interval with work, and
+    # its figures are the rank's while-busy ones (the same intervals and
+    # weights, but for the rank's window clipping its first interval by the
+    # first launch's delay, microseconds of 100 ms: 0.5 points covers it)
+    sts = e["streams"]
+    check("one stream", len(sts) == 1, str(sts))
+    if len(sts) == 1:
+        s0 = sts[0]
+        check("the stream took the intervals with work", s0["intervals"] >= e["intervals"] - 2 and
+              s0["own_pct"] == 100, str(s0))
+        for key in ("sm_active_pct", "tensor_active_pct", "dram_bw_pct"):
+            check(f"the stream's {key} = the rank's while busy", s0[key] is not None and
+                  abs(s0[key] - e["busy"][key]) <= 0.5, f"{s0[key]} vs {e['busy'][key]}")
     check("job's families", [f["name"] for f in rep["job"]["efficiency"]["families"]] ==
           [f["name"] for f in e["families"]], str(rep["job"]["efficiency"]))
     check("text section", "GPU efficiency (NVML GPM" in text and "tensor_bound" in text and
@@ -298,10 +337,149 @@ def case_gpm_options():
           not [x for x in dump if x["kind"] == "counter" and x["name"].startswith("gpm_")], "")
 
 
+NV_RANKS = 4
+NV_STEPS = 3
+
+
+def run_nvlink(gbps, name, html=False):
+    """w_nvlink (4 ranks, 3 steps of a 2 ms kernel and one AllReduce of
+    600 ms) on a simulated part with NVLink: the fake NCCL's links at gbps
+    GB/s, the device named `name` (None: the fake's own, "FakeGPU 0").
+    Returns the report, the diagnosis and the trace's nccl records."""
+    d = tempfile.mkdtemp(prefix="labelled-gpm-nvlink-")
+    scratch.append(d)
+    # an AllReduce of S bytes on n ranks sends and receives 2(n-1)/n S per
+    # rank over the ring: 600 ms at gbps GB/s
+    count = int(0.6 * gbps * 1e9 / (2 * (NV_RANKS - 1) / NV_RANKS) / 4)
+    env = dict(os.environ)
+    env.update({
+        "LD_LIBRARY_PATH": os.environ["CT_FAKEGPU_DIR"] + ":" + os.environ["CT_FAKEGPU_NVML_DIR"],
+        "CUTRACE_CUPTI_LIB": os.environ["CT_FAKE_CUPTI"],
+        "FAKEGPU_GPM_NVLINK": "1", "FAKEGPU_NET_GBPS": str(gbps),
+        "W_NV_STEPS": str(NV_STEPS), "W_NV_COUNT": str(count),
+    })
+    env.pop("FAKEGPU_DEVICE_NAME", None)
+    if name:
+        env["FAKEGPU_DEVICE_NAME"] = name
+    traces = os.path.join(d, "traces")
+    cutrace = os.environ["CT_CUTRACE"]
+    p = subprocess.run([cutrace, "run", "-o", traces, "--", os.environ["CT_W_NVLINK"], "launch",
+                        str(NV_RANKS)], env=env, capture_output=True, text=True, timeout=150)
+    if p.returncode:
+        sys.exit(f"job: exit {p.returncode}: {p.stderr}")
+
+    def cli(*args):
+        r = subprocess.run([cutrace, *args, traces], capture_output=True, text=True, timeout=120)
+        if r.returncode != 0:
+            sys.exit(f"cutrace {args[0]} failed: {r.stderr}")
+        return r.stdout
+    rep = json.loads(cli("report", "--json"))
+    dg = json.loads(cli("diagnose", "--json"))
+    nccl = [json.loads(x) for x in cli("dump", "--json").splitlines() if '"kind":"nccl"' in x]
+    sums = traces + ".sum"
+    subprocess.run([cutrace, "summarize", "-o", sums, traces], check=True, capture_output=True,
+                   timeout=120)
+    r = subprocess.run([cutrace, "report", "--json", sums], capture_output=True, text=True,
+                       timeout=120)
+    check("the same collectives' figures from a summary", r.returncode == 0 and
+          [k["efficiency"] for k in json.loads(r.stdout)["ranks"]] ==
+          [k["efficiency"] for k in rep["ranks"]], r.stderr)
+    if html:
+        html_page(traces, rep)
+    return rep, dg, nccl
+
+
+def nvlink_truth(rep, nccl, gbps):
+    """Each rank's collectives against the link rate. The simulated NVML's
+    NVLink rate over an interval is the bytes the collectives' kernels
+    moved in it (gbps GB/s each way while they run), so over the intervals
+    they fill it is gbps exactly; recorded in KiB/s integers (a relative
+    error of 1e-6). 1 % covers that with room. The job is in lock step (each
+    AllReduce starts when the previous one ended on every rank): the
+    trace's own bytes over time, 2(n-1)/n S per direction over the kernels'
+    time, is checked to be within 10 % of the link rate (the first
+    AllReduce waits for the ranks' start-up)."""
+    want = gbps * 1e9 / 1048576  # MiB/s each way
+    for k in rep["ranks"]:
+        c = k["efficiency"]["collectives"]
+        check(f"rank {k['rank']}: collectives' figures", c["unavailable"] is None, str(c))
+        if c["unavailable"] is not None:
+            continue
+        for key in ("nvlink_tx_mib_s", "nvlink_rx_mib_s"):
+            check(f"rank {k['rank']}: {key} {c[key]} ~ {want:.0f} (1 %)",
+                  abs(c[key] - want) <= 0.01 * want, str(c))
+        check(f"rank {k['rank']}: PCIe idle (no copy)", c["pcie_tx_mib_s"] == 0 and
+              c["pcie_rx_mib_s"] == 0, str(c))
+        check(f"rank {k['rank']}: most of the collectives' time seen",
+              c["seen_pct"] is not None and c["seen_pct"] >= 80, str(c))
+        mine = [x for x in nccl if x["rank"] == k["rank"] and x.get("gpu_end_ns")]
+        wire = sum(2 * (NV_RANKS - 1) / NV_RANKS * x["bytes"] for x in mine)
+        t = sum(x["gpu_end_ns"] - x["gpu_start_ns"] for x in mine)
+        check(f"rank {k['rank']}: the trace's AllReduces", len(mine) == NV_STEPS and t > 0 and
+              abs(wire / t - gbps) <= 0.1 * gbps, f"{len(mine)} {wire} {t}")
+
+
+def case_gpm_nvlink():
+    """Saturated: 400 GB/s each way on an H100 SXM (NVLink 4, 900 GB/s
+    both ways): 800 / 900 = 88.9 % >= 80, PCIe 0: the finding, on every
+    rank, its saving unquantified."""
+    rep, dg, nccl = run_nvlink(400, "NVIDIA H100 80GB HBM3", html=True)
+    nvlink_truth(rep, nccl, 400)
+    c = rep["ranks"][0]["efficiency"]["collectives"]
+    check("platform H100 SXM, 900 GB/s", c["platform"] == "H100 SXM" and
+          c["nvlink_peak_gbs"] == 900, str(c))
+    check("88.9 % of the peak", c["nvlink_pct_of_peak"] is not None and
+          abs(c["nvlink_pct_of_peak"] - 800 / 9) <= 1, str(c))
+    f = [x for x in dg["findings"] if x["kind"] == "nvlink_saturated"]
+    check("nvlink_saturated found on every rank", len(f) == 1 and
+          f[0]["ranks"] == list(range(NV_RANKS)), str(dg["findings"]))
+    if f:
+        ev = f[0]["evidence"]
+        check("its evidence: 800 GB/s of 900, PCIe 0", abs(ev["nvlink_gbps"] - 800) <= 8 and
+              ev["nvlink_peak_gbps"] == 900 and ev["pcie_gbps"] == 0 and
+              ev["platform"].startswith("H100 SXM"), str(ev))
+        check("its saving unquantified", f[0]["saving_us"] is None and
+              f[0]["saving_from"] == "unquantified", str(f[0]))
+
+
+def case_gpm_nvlink_unsaturated():
+    """200 GB/s each way on the same part: 400 / 900 = 44 %: no finding,
+    and nothing said missing (it was judged)."""
+    rep, dg, nccl = run_nvlink(200, "NVIDIA H100 80GB HBM3")
+    nvlink_truth(rep, nccl, 200)
+    c = rep["ranks"][0]["efficiency"]["collectives"]
+    check("44 % of the peak", c["nvlink_pct_of_peak"] is not None and
+          abs(c["nvlink_pct_of_peak"] - 400 / 9) <= 1, str(c))
+    check("no nvlink_saturated", not [x for x in dg["findings"] if x["kind"] ==
+                                      "nvlink_saturated"], str(dg["findings"]))
+    check("judged: not among the insufficient evidence",
+          "nvlink_saturated" not in [i["kind"] for i in dg["insufficient_evidence"]],
+          str(dg["insufficient_evidence"]))
+
+
+def case_gpm_nvlink_unknown():
+    """Saturating traffic on a part the platform table does not know (the
+    fake's own name): the figures, no peak, and diagnose says why it cannot
+    judge."""
+    rep, dg, nccl = run_nvlink(400, None)
+    nvlink_truth(rep, nccl, 400)
+    c = rep["ranks"][0]["efficiency"]["collectives"]
+    check("no platform, no share of a peak", c["platform"] is None and
+          c["nvlink_peak_gbs"] is None and c["nvlink_pct_of_peak"] is None, str(c))
+    check("no nvlink_saturated", not [x for x in dg["findings"] if x["kind"] ==
+                                      "nvlink_saturated"], str(dg["findings"]))
+    ins = {i["kind"]: i["reason"] for i in dg["insufficient_evidence"]}
+    check("insufficient evidence: no NVLink peak for the device",
+          'no NVLink peak for the device "FakeGPU 0"' in ins.get("nvlink_saturated", ""),
+          str(ins))
+
+
 def main():
     case = sys.argv[1]
     {"gpm": case_gpm, "gpm_older": case_gpm_older, "gpm_options": case_gpm_options,
-     "gpm_diff": case_gpm_diff}[case]()
+     "gpm_diff": case_gpm_diff, "gpm_nvlink": case_gpm_nvlink,
+     "gpm_nvlink_unsaturated": case_gpm_nvlink_unsaturated,
+     "gpm_nvlink_unknown": case_gpm_nvlink_unknown}[case]()
     if failures:
         print(f"{case}: {len(failures)} check(s) failed (traces kept in {', '.join(scratch)}):")
         for f in failures:

@@ -26,6 +26,7 @@ Suite *json_suite(void);
 Suite *html_suite(void);
 Suite *salvaged_suite(void);
 Suite *efficiency_suite(void);
+Suite *efficiency_streams_suite(void);
 Suite *nccl_links_suite(void);
 Suite *xfer_model_suite(void);
 
@@ -55,6 +56,7 @@ static const struct th_suite suites[] = {
     {"json", json_suite},
     {"html", html_suite},
     {"efficiency", efficiency_suite},
+    {"efficiency_streams", efficiency_streams_suite},
     {NULL, NULL},
 };
 

@@ -17,50 +17,8 @@
 #include "decoder/export/efficiency_out.h"
 #include "decoder/read/counters.h"
 #include "decoder/read/job.h"
+#include "tests/unit/gpm_series.h"
 #include "tests/unit/timeline_builder.h"
-
-/* ------------------------------------------------ counter series by hand */
-
-static struct ct_hproc *hp_new(void)
-{
-    struct ct_hproc *h = calloc(1, sizeof(*h));
-    ck_assert_ptr_nonnull(h);
-    h->power_limit = -1;
-    return h;
-}
-
-static void hp_add(struct ct_hproc *h, int dev, const char *name, const char *unit, int64_t t_ns,
-                   int64_t v)
-{
-    struct ct_hseries *s = NULL;
-    for (size_t i = 0; i < h->ns; i++)
-        if (h->s[i].dev == dev && !strcmp(h->s[i].name, name))
-            s = &h->s[i];
-    if (!s) {
-        h->s = realloc(h->s, (h->ns + 1) * sizeof(*h->s));
-        ck_assert_ptr_nonnull(h->s);
-        s = &h->s[h->ns++];
-        memset(s, 0, sizeof(*s));
-        s->dev = dev;
-        strcpy(s->name, name);
-        strcpy(s->unit, unit);
-    }
-    s->t = realloc(s->t, (s->n + 1) * sizeof(*s->t));
-    s->v = realloc(s->v, (s->n + 1) * sizeof(*s->v));
-    ck_assert(s->t && s->v);
-    s->t[s->n] = t_ns;
-    s->v[s->n] = v;
-    s->n++;
-}
-
-/* One GPM interval [s, s + len) µs with SM, tensor and DRAM activity (%). */
-static void interval(struct ct_hproc *h, int64_t s, int64_t len, double sm, double tc, double dram)
-{
-    hp_add(h, 0, "gpm_interval", "ns", TB_US(s), TB_US(len));
-    hp_add(h, 0, "gpm_sm_util", "0.01%", TB_US(s), (int64_t)llround(sm * 100));
-    hp_add(h, 0, "gpm_tensor_util", "0.01%", TB_US(s), (int64_t)llround(tc * 100));
-    hp_add(h, 0, "gpm_dram_bw_util", "0.01%", TB_US(s), (int64_t)llround(dram * 100));
-}
 
 static const struct ct_eff_family *family(const struct ct_eff *e, const char *name)
 {
@@ -94,12 +52,12 @@ static struct ct_proc *two_phases_rank(struct tb_job *bp, int rank)
     tb_kernel(m, "ew", 1, 600, 1000, 1);
     tb_kernel(m, "gemm", 1, 1000, 1600, 1000);
     tb_kernel(m, "ew", 1, 1600, 1900, 1001);
-    struct ct_hproc *h = hp_new();
-    hp_add(h, 0, "gpm_supported", "flag", 0, 1);
-    interval(h, 0, 500, 90, 60, 20);
-    interval(h, 500, 500, 58, 12, 68);
-    interval(h, 1000, 500, 90, 60, 20);
-    interval(h, 1500, 500, 48, 12, 52);
+    struct ct_hproc *h = tb_hp_new();
+    tb_hp_add(h, 0, "gpm_supported", "flag", 0, 1);
+    tb_gpm_interval(h, 0, 500, 90, 60, 20);
+    tb_gpm_interval(h, 500, 500, 58, 12, 68);
+    tb_gpm_interval(h, 1000, 500, 90, 60, 20);
+    tb_gpm_interval(h, 1500, 500, 48, 12, 52);
     m->health = h;
     return m;
 }
@@ -202,8 +160,8 @@ START_TEST(concurrent_families_share_the_busy_time)
     struct ct_proc *m = tb_proc(&b, 0);
     tb_kernel(m, "a", 1, 0, 400, 0);
     tb_kernel(m, "b", 2, 200, 500, 1);
-    struct ct_hproc *h = hp_new();
-    interval(h, 0, 500, 80, 40, 30);
+    struct ct_hproc *h = tb_hp_new();
+    tb_gpm_interval(h, 0, 500, 80, 40, 30);
     m->health = h;
     struct ct_job job;
     struct ct_report rep;
@@ -247,8 +205,8 @@ START_TEST(a_collective_timed_twice_is_one_family)
                                 .launch = 390});
     tb_kernel(m, "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 2, 400, 500, 391);
     m->ops[m->nops - 1].nested = 1;
-    struct ct_hproc *h = hp_new();
-    interval(h, 0, 500, 80, 40, 30);
+    struct ct_hproc *h = tb_hp_new();
+    tb_gpm_interval(h, 0, 500, 80, 40, 30);
     m->health = h;
     struct ct_job job;
     struct ct_report rep;
@@ -276,8 +234,8 @@ START_TEST(the_job_merges_families_over_ranks_by_attributed_time)
     two_phases_rank(&b, 0);
     struct ct_proc *p1 = tb_proc(&b, 1);
     tb_kernel(p1, "gemm", 1, 0, 500, 0);
-    struct ct_hproc *h = hp_new();
-    interval(h, 0, 500, 90, 40, 20);
+    struct ct_hproc *h = tb_hp_new();
+    tb_gpm_interval(h, 0, 500, 90, 40, 20);
     p1->health = h;
     struct ct_job job;
     struct ct_report rep;
@@ -338,10 +296,10 @@ START_TEST(diagnose_names_a_gemm_without_tensor_activity_and_a_memory_bound_phas
     tb_kernel(m, "gemm", 1, 0, 1000, 0);
     tb_kernel(m, "ew", 1, 1000, 1900, 1);
     tb_kernel(m, "small", 1, 2000, 2050, 2);
-    struct ct_hproc *h = hp_new();
-    interval(h, 0, 1000, 80, 20, 30);
-    interval(h, 1000, 1000, 50, 0, 85);
-    interval(h, 2000, 100, 5, 0, 4.5);
+    struct ct_hproc *h = tb_hp_new();
+    tb_gpm_interval(h, 0, 1000, 80, 20, 30);
+    tb_gpm_interval(h, 1000, 1000, 50, 0, 85);
+    tb_gpm_interval(h, 2000, 100, 5, 0, 4.5);
     m->health = h;
     struct ct_job job;
     struct ct_report rep;
@@ -412,22 +370,22 @@ START_TEST(no_figures_without_gpm_and_the_reason_says_why)
     int listed = 0;
     ck_assert_ptr_nonnull(strstr(why_of(NULL, NULL, &listed), "the trace has no counters"));
     ck_assert_int_eq(listed, 1);
-    struct ct_hproc *h = hp_new();
-    hp_add(h, 0, "gpm_supported", "flag", 0, 0); /* an older GPU */
+    struct ct_hproc *h = tb_hp_new();
+    tb_hp_add(h, 0, "gpm_supported", "flag", 0, 0); /* an older GPU */
     ck_assert_ptr_nonnull(strstr(why_of(h, NULL, &listed), "does not support GPM"));
     ck_assert_int_eq(listed, 1);
-    h = hp_new();
-    hp_add(h, 0, "gpm_supported", "flag", 0, -1); /* an older driver */
+    h = tb_hp_new();
+    tb_hp_add(h, 0, "gpm_supported", "flag", 0, -1); /* an older driver */
     ck_assert_ptr_nonnull(strstr(why_of(h, NULL, &listed), "NVML has no GPM functions"));
-    h = hp_new();
-    hp_add(h, -1, "cpu_time", "ms", 0, 1); /* host counters only: NVML missing */
+    h = tb_hp_new();
+    tb_hp_add(h, -1, "cpu_time", "ms", 0, 1); /* host counters only: NVML missing */
     ck_assert_ptr_nonnull(
         strstr(why_of(h, "unavailable: NVML not loadable (x)", &listed), "NVML was not loadable"));
-    h = hp_new();
-    hp_add(h, 0, "sm_clock", "MHz", 0, 1980); /* health counters, GPM off */
+    h = tb_hp_new();
+    tb_hp_add(h, 0, "sm_clock", "MHz", 0, 1980); /* health counters, GPM off */
     ck_assert_ptr_nonnull(strstr(why_of(h, "nvml", &listed), "CUTRACE_GPM_MS=0"));
-    h = hp_new();
-    hp_add(h, 0, "gpm_supported", "flag", 0, 1); /* supported, the run ended first */
+    h = tb_hp_new();
+    tb_hp_add(h, 0, "gpm_supported", "flag", 0, 1); /* supported, the run ended first */
     ck_assert_ptr_nonnull(strstr(why_of(h, "nvml", &listed), "no GPM sample interval"));
 }
 END_TEST

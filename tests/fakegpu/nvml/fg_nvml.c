@@ -301,20 +301,24 @@ API nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t dev, int type, int cou
  * their interval. FAKEGPU_GPM=0 makes every device an older part without
  * GPM (the support query says so, samples are refused); FAKEGPU_GPM=denied
  * answers the query yes and refuses every sample (no permission). The simulated
- * part has no NVLink: those metrics answer "not supported". */
-#define NVML_ERROR_ARGUMENT_VERSION_MISMATCH 25
-#define NVML_GPM_SUPPORT_VERSION             1
-#define NVML_GPM_METRICS_GET_VERSION         1
-#define FG_GPM_METRIC_MAX                    98 /* nvml.h's NVML_GPM_METRIC_MAX of R525 */
-#define NVML_GPM_METRIC_SM_UTIL              2
-#define NVML_GPM_METRIC_SM_OCCUPANCY         3
-#define NVML_GPM_METRIC_ANY_TENSOR_UTIL      5
-#define NVML_GPM_METRIC_DRAM_BW_UTIL         10
-#define NVML_GPM_METRIC_FP64_UTIL            11
-#define NVML_GPM_METRIC_FP32_UTIL            12
-#define NVML_GPM_METRIC_FP16_UTIL            13
-#define NVML_GPM_METRIC_PCIE_TX_PER_SEC      20
-#define NVML_GPM_METRIC_PCIE_RX_PER_SEC      21
+ * part has no NVLink (those metrics answer "not supported") unless
+ * FAKEGPU_GPM_NVLINK=1: then NVLink tx and rx are the bytes the collectives'
+ * kernels moved (fg_activity.c) over the interval. */
+#define NVML_ERROR_ARGUMENT_VERSION_MISMATCH    25
+#define NVML_GPM_SUPPORT_VERSION                1
+#define NVML_GPM_METRICS_GET_VERSION            1
+#define FG_GPM_METRIC_MAX                       98 /* nvml.h's NVML_GPM_METRIC_MAX of R525 */
+#define NVML_GPM_METRIC_SM_UTIL                 2
+#define NVML_GPM_METRIC_SM_OCCUPANCY            3
+#define NVML_GPM_METRIC_ANY_TENSOR_UTIL         5
+#define NVML_GPM_METRIC_DRAM_BW_UTIL            10
+#define NVML_GPM_METRIC_FP64_UTIL               11
+#define NVML_GPM_METRIC_FP32_UTIL               12
+#define NVML_GPM_METRIC_FP16_UTIL               13
+#define NVML_GPM_METRIC_PCIE_TX_PER_SEC         20
+#define NVML_GPM_METRIC_PCIE_RX_PER_SEC         21
+#define NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC 60
+#define NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC 61
 
 typedef struct {
     unsigned version, isSupportedDevice;
@@ -480,7 +484,21 @@ API nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *g)
             m->value = (b->in.pcie_rx_bytes - a->in.pcie_rx_bytes) / (dt / 1e9) / 1048576.0;
             info(m, "pcie_rx", "PCIe receive", "MiB/sec");
             continue;
-        default: /* NVLink, media engines, per-precision tensor pipes: not on this part */
+        case NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC:
+        case NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC:
+            if (!fg_gpm_nvlink()) {
+                m->nvmlReturn = NVML_ERROR_NOT_SUPPORTED; /* a part without NVLink */
+                continue;
+            }
+            m->value = (m->metricId == NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC
+                            ? b->in.nvlink_tx_bytes - a->in.nvlink_tx_bytes
+                            : b->in.nvlink_rx_bytes - a->in.nvlink_rx_bytes) /
+                       (dt / 1e9) / 1048576.0;
+            info(m,
+                 m->metricId == NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC ? "nvlink_tx" : "nvlink_rx",
+                 "NVLink total", "MiB/sec");
+            continue;
+        default: /* media engines, per-precision tensor pipes: not on this part */
             m->nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
             continue;
         }
