@@ -38,7 +38,9 @@ static void usage(FILE *f, const char *cmd)
             "               op=NAME[:BYTES]  a collective's transfer (op=AllReduce=0.5)\n"
             "               host=N       rank N's host time between host events\n"
             "               data         data-loader waits\n"
-            "               ckpt         checkpoint I/O\n",
+            "               ckpt         checkpoint I/O\n"
+            "  --comm-kernels FILE  kernel-name patterns that count as communication\n"
+            "               (docs/nccl.md)\n",
             cmd, w ? " --scale SELECTOR=FACTOR..." : " [--scale SELECTOR=FACTOR...]",
             w ? " (at least one; several combine)" : "");
 }

@@ -68,10 +68,14 @@ struct nccl_fb {
     uint32_t stream, tid;
 };
 
-/* A launch of an NCCL kernel: the call's span and correlation id. */
+/* A launch of an NCCL kernel, or a device-to-device or peer copy (copy
+ * 1: what a copy-engine collective enqueues): the call's span, correlation
+ * id and stream. */
 struct nccl_launch {
     struct span sp;
     uint64_t corr;
+    uint32_t stream;
+    uint8_t copy;
 };
 
 struct event_call {
@@ -98,7 +102,8 @@ struct ct_extraction {
     struct ct_vec nfb;    /* struct nccl_fb of each NCCL op: what the fallbacks need */
     struct ct_vec gend;   /* kv (corr, index into gendv) of ncclGroupEnd API records */
     struct ct_vec gendv;  /* struct span of each ncclGroupEnd record */
-    struct ct_vec nkl;    /* struct nccl_launch: launches of ncclDevKernel_* kernels */
+    struct ct_vec nkl;    /* struct nccl_launch: launches of ncclDevKernel_* kernels, and
+                           * device-to-device and peer copies */
     uint8_t *kcls;        /* per kernel string id: 0 unknown, 1 not NCCL, 2 NCCL */
     size_t kclsn;
     uint8_t *iocls; /* per I/O op string id: 0 unknown, else 16 | ct_io_op_class */

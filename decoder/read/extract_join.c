@@ -45,7 +45,7 @@ static uint64_t nccl_fallback(struct ct_extraction *x, size_t i)
     }
     const struct nccl_launch *kl = x->nkl.p;
     for (size_t k = 0; k < x->nkl.n; k++) {
-        if (kl[k].sp.tid != sp.tid || kl[k].sp.s < sp.s || kl[k].sp.e > sp.e)
+        if (kl[k].copy || kl[k].sp.tid != sp.tid || kl[k].sp.s < sp.s || kl[k].sp.e > sp.e)
             continue;
         long g = ct_kv_find(&x->gcorr, kl[k].corr);
         for (; g >= 0 && (size_t)g < x->gcorr.n && gc[g].key == kl[k].corr; g++)
@@ -53,6 +53,63 @@ static uint64_t nccl_fallback(struct ct_extraction *x, size_t i)
                 return gc[g].val;
     }
     return NONE;
+}
+
+/*
+ * A copy-engine collective (NCCL 2.28's CE collectives, docs/nccl.md): no
+ * kernel, but device-to-device or peer copies (and the stream memory
+ * operations that wait for the peers between them) that NCCL enqueued
+ * inside the op's call, or its group's ncclGroupEnd, on the same thread
+ * (and, in a group, on the op's stream). The op's GPU time is their hull,
+ * from the first copy's start to the last one's end: the stream is the
+ * collective's for all of it. The first copy's interval becomes the hull,
+ * of type nccl (communication, not memory traffic); the others are
+ * dropped (at the end of join). A second op of the same group and stream
+ * finds the same copies and shares the hull, as members share a fused
+ * kernel. Returns the hull's op index, or NONE when there are no copies.
+ */
+static uint64_t nccl_copies(struct ct_extraction *x, size_t i)
+{
+    const struct ct_nccl_call *n = (const struct ct_nccl_call *)x->nccl.p + i;
+    const struct nccl_fb *fb = (const struct nccl_fb *)x->nfb.p + i;
+    const struct ct_kv *gc = x->gcorr.p;
+    struct ct_gpu_op *ops = x->ops.p;
+    struct span sp = {n->host_s, n->host_e, fb->tid};
+    if (fb->group) {
+        long gi = ct_kv_find(&x->gend, fb->group);
+        if (gi < 0)
+            return NONE;
+        sp = ((const struct span *)x->gendv.p)[((const struct ct_kv *)x->gend.p)[gi].val];
+    }
+    const struct nccl_launch *kl = x->nkl.p;
+    uint64_t hull = NONE;
+    int64_t s = INT64_MAX, e = INT64_MIN;
+    for (size_t k = 0; k < x->nkl.n; k++) {
+        if (!kl[k].copy || kl[k].sp.tid != sp.tid || kl[k].sp.s < sp.s || kl[k].sp.e > sp.e ||
+            (fb->group && kl[k].stream != fb->stream))
+            continue;
+        for (long g = ct_kv_find(&x->gcorr, kl[k].corr);
+             g >= 0 && (size_t)g < x->gcorr.n && gc[g].key == kl[k].corr; g++) {
+            uint64_t o = gc[g].val;
+            if (o == NONE || (ops[o].type != CT_GPU_MEMCPY && ops[o].type != CT_GPU_NCCL))
+                continue;
+            s = ops[o].s < s ? ops[o].s : s;
+            e = ops[o].e > e ? ops[o].e : e;
+            if (hull == NONE)
+                hull = o;
+            else if (o != hull)
+                ops[o].name = SYNTHETIC - 1; /* within the hull: dropped at the end of join */
+        }
+    }
+    if (hull != NONE) {
+        ops[hull].s = s;
+        ops[hull].e = e;
+        ops[hull].type = CT_GPU_NCCL;
+        ops[hull].cls = CT_CL_OTHER;
+        ops[hull].op = n->op;
+        ops[hull].launch = n->host_s;
+    }
+    return hull;
 }
 
 /* Links NCCL op i to GPU interval o; an interval already linked to another
@@ -78,7 +135,8 @@ static int link_nccl(struct ct_extraction *x, uint64_t o, size_t i)
  * ncclGroupEnd) that are not the op's GPU time — the plugin or an event
  * pair timed the op — still belong to it: they are linked for their class
  * (nested), so one op's work is not data-parallel as a kernel and "other"
- * as an op.
+ * as an op. So are the copies a copy-engine collective enqueued there:
+ * communication, not memory traffic.
  */
 static int link_nested(struct ct_extraction *x)
 {
@@ -130,7 +188,8 @@ static int link_nested(struct ct_extraction *x)
         for (long g = ct_kv_find(&x->gcorr, l->corr);
              g >= 0 && (size_t)g < x->gcorr.n && gc[g].key == l->corr; g++) {
             struct ct_gpu_op *o = gc[g].val == NONE ? NULL : &ops[gc[g].val];
-            if (o && o->type == CT_GPU_KERNEL && o->nccl < 0) {
+            if (o && o->type == (l->copy ? CT_GPU_MEMCPY : CT_GPU_KERNEL) && o->nccl < 0 &&
+                o->name != SYNTHETIC - 1) {
                 o->nccl = (int32_t)last[j].span;
                 o->nested = 1;
             }
@@ -386,6 +445,8 @@ static int join(struct ct_extraction *x, const uint8_t *name_op)
         if (nc[i].key && ct_kv_seek(&x->gcorr, &ig, nc[i].key))
             continue;
         uint64_t o = nccl_fallback(x, nc[i].val);
+        if (o == NONE)
+            o = nccl_copies(x, nc[i].val);
         if (o != NONE) {
             if (link_nccl(x, o, nc[i].val)) {
                 free(fell);

@@ -157,7 +157,8 @@ void fg_activity_op_locked(const fg_op *op)
     memset(&iv, 0, sizeof(iv));
     iv.s = op->start_ns;
     iv.e = op->end_ns;
-    if (op->d.kind == FG_OP_KERNEL || (op->d.kind == FG_OP_EXTERNAL && op->d.name)) {
+    if (op->d.kind == FG_OP_KERNEL ||
+        (op->d.kind == FG_OP_EXTERNAL && op->d.name && !op->d.ext_copy)) {
         memcpy(iv.p, profile_of(op->d.name), sizeof(iv.p));
     } else if (op->d.kind == FG_OP_COPY) {
         double bytes =

@@ -27,6 +27,7 @@ Suite *html_suite(void);
 Suite *salvaged_suite(void);
 Suite *efficiency_suite(void);
 Suite *nccl_links_suite(void);
+Suite *comm_kernels_suite(void);
 
 static const struct th_suite suites[] = {
     {"intervals", intervals_suite},
@@ -53,6 +54,7 @@ static const struct th_suite suites[] = {
     {"json", json_suite},
     {"html", html_suite},
     {"efficiency", efficiency_suite},
+    {"comm_kernels", comm_kernels_suite},
     {NULL, NULL},
 };
 
