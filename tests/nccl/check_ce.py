@@ -157,6 +157,14 @@ def comm_figures(name, traces, rep, custom_us=0.0):
         overlap = comm * r["overlap_pct"] / 100 if r.get("overlap_pct") is not None else None
         near(f"{name}: rank {k} overlap us", overlap, STEPS * SIDE_US, 0.005)
         check(f"{name}: rank {k} no memory traffic", r["memory_us"] == 0, str(r["memory_us"]))
+        ck = r.get("comm_kernels") or {}
+        check(f"{name}: rank {k} comm kernels", ck.get("count") == (STEPS if custom_us else 0)
+              and ck.get("bytes", 0) is None and
+              abs(ck.get("gpu_us", -1) - STEPS * custom_us) <= 0.005 * STEPS * custom_us,
+              str(ck))
+        why = [u for u in r["unavailable"] if u["figure"] == "comm_kernels_bytes"]
+        check(f"{name}: rank {k} says why the bytes are null", bool(why) == bool(custom_us),
+              str(r["unavailable"]))
         out[k] = r
     return coll[0] if coll else None, out, dur
 

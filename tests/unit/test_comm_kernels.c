@@ -157,6 +157,10 @@ START_TEST(a_custom_allreduce_kernel_counts_as_communication)
     ck_assert_int_eq(res.memory, 0);
     /* an all-reduce without a call record: data-parallel (rule 5, timeline.h) */
     ck_assert_int_eq(res.cls_len[CT_CL_DP], TB_US(150));
+    /* one kernel without a call: its bytes unknown, and said so */
+    ck_assert_uint_eq(res.comm_kernels, 1);
+    ck_assert_int_eq(res.comm_kernels_time, TB_US(150));
+    ck_assert(ct_figure_unavailable(&res, "comm_kernels_bytes"));
     tb_result_free(&res);
     ct_job_free(&job);
 }
@@ -181,6 +185,8 @@ START_TEST(without_a_table_entry_the_kernel_is_compute)
     tb_metrics(&job, 0, NULL, 0, &res);
     ck_assert_int_eq(res.comm, 0);
     ck_assert_int_eq(res.compute, TB_US(300));
+    ck_assert_uint_eq(res.comm_kernels, 0);
+    ck_assert(!ct_figure_unavailable(&res, "comm_kernels_bytes"));
     tb_result_free(&res);
     ct_job_free(&job);
     ct_comm_kernels_reset();
