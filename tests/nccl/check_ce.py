@@ -31,7 +31,9 @@ steps up to tens of ms apart, so each op waits for the later rank: by the
 simulator's rule it ends at the later start + T on both ranks. So the truth
 of a rank's communication time is the sum over ops of (later start + T -
 its start), of busbw S / p50 of those durations (x 2(n-1)/n = 1), of
-exposed communication comm - 6 x 10 ms; all are computed here from the
+exposed communication comm - 6 x 10 ms, of idle time the window (first
+compute start to last all-reduce end) less each step's span (its compute
+start to its all-reduce's end); all are computed here from the
 compute kernels' ends in `cutrace dump`, not from the all-reduce's own
 records, which are what is being checked. Tolerance 0.5 %: the figures are
 exact up to the report's rounding (0.001 us) and the nanosecond rounding of
@@ -103,28 +105,33 @@ def ranks(rep):
 
 def truth(traces):
     """Per rank, the durations of its all-reduces by the simulator's rule,
-    from the ends of its compute kernels (docstring)."""
-    starts = {}
+    from the ends of its compute kernels (docstring), and their ends; the
+    compute kernels' starts."""
+    starts, cstarts = {}, {}
     for f in sorted(os.listdir(traces)):
         m = re.search(r"-r(\d+)-", f)
         if not m or not f.endswith(".cutrace"):
             continue
         d = subprocess.run([os.environ["CT_CUTRACE"], "dump", os.path.join(traces, f)],
                            capture_output=True, text=True, timeout=120)
-        ends = sorted(int(re.search(r" end_ns=(\d+)", line).group(1)) for line in
-                      d.stdout.splitlines() if line.startswith("kind=gpu ") and
-                      " name=w_compute__" in line)
-        starts[int(m.group(1))] = ends
+        lines = [line for line in d.stdout.splitlines()
+                 if line.startswith("kind=gpu ") and " name=w_compute__" in line]
+        starts[int(m.group(1))] = sorted(int(re.search(r" end_ns=(\d+)", line).group(1))
+                                         for line in lines)
+        cstarts[int(m.group(1))] = sorted(int(re.search(r" start_ns=(\d+)", line).group(1))
+                                          for line in lines)
     check("truth: 2 ranks of 6 steps", sorted(starts) == [0, 1] and
           all(len(v) == STEPS for v in starts.values()), str(starts))
     if sorted(starts) != [0, 1] or any(len(v) != STEPS for v in starts.values()):
         return None
     dur = {r: [] for r in starts}
+    ends = []
     for k in range(STEPS):
         end = max(starts[r][k] for r in starts) + T_US * 1e3
+        ends.append(end)
         for r in starts:
             dur[r].append((end - starts[r][k]) / 1e3)
-    return dur
+    return dur, ends, cstarts
 
 
 def p50(v):
@@ -135,7 +142,7 @@ def p50(v):
 
 def comm_figures(name, traces, rep, custom_us=0.0):
     """The all-reduce's figures against the truth (docstring)."""
-    dur = truth(traces)
+    dur, ends, cstarts = truth(traces) or (None, None, None)
     coll = [c for c in rep["collectives"] if c["op"] == "AllReduce"]
     check(f"{name}: one AllReduce row", len(coll) == 1 and coll[0]["count"] == 2 * STEPS
           and coll[0]["bytes"] == 67108864, str(rep["collectives"]))
@@ -156,6 +163,14 @@ def comm_figures(name, traces, rep, custom_us=0.0):
                  sum(dur[k]) + STEPS * custom_us - STEPS * SIDE_US, 0.005)
         overlap = comm * r["overlap_pct"] / 100 if r.get("overlap_pct") is not None else None
         near(f"{name}: rank {k} overlap us", overlap, STEPS * SIDE_US, 0.005)
+        if dur:
+            # busy: each step from its compute kernel's start to the end of
+            # its all-reduce (and custom kernel); idle: the rest of the
+            # window, from the first compute start to the last end
+            c = [x / 1e3 for x in cstarts[k]]
+            e = [x / 1e3 + custom_us for x in ends]
+            near(f"{name}: rank {k} idle us", r["idle_us"],
+                 (e[-1] - c[0]) - sum(e[i] - c[i] for i in range(STEPS)), 0.005)
         check(f"{name}: rank {k} no memory traffic", r["memory_us"] == 0, str(r["memory_us"]))
         ck = r.get("comm_kernels") or {}
         check(f"{name}: rank {k} comm kernels", ck.get("count") == (STEPS if custom_us else 0)
