@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fnmatch.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,16 +69,28 @@ static const char *const ops[] = {
     "Gather",    "Scatter",   "Send",          "Recv",     "SendRecv",  "Other",
 };
 
+/* Answers remembered per thread: readers ask once per kernel record (a
+ * PyTorch trace of millions), and a name tried against every pattern costs
+ * some thirty fnmatch calls. A slot holds a name's address and hash (an
+ * address reused for another name has another hash) with the table's
+ * generation when answered; loading or resetting the table moves it. */
+#define CACHE_SLOTS 1024
+static __thread struct {
+    const char *name;
+    uint64_t hash;
+    const char *op;
+    unsigned gen;
+} cache[CACHE_SLOTS];
+static unsigned generation = 1; /* changes only while the command line is read */
+
 static struct entry *user; /* the files' entries, strings in user_text */
 static size_t nuser;
 static char **user_text; /* one buffer per file loaded */
 static size_t ntext;
 static int no_builtin;
 
-const char *ct_comm_kernel_op(const char *name)
+static const char *lookup(const char *name)
 {
-    if (!name)
-        return NULL;
     for (size_t i = 0; i < nuser; i++)
         if (!fnmatch(user[i].pattern, name, 0))
             return user[i].op;
@@ -85,6 +98,24 @@ const char *ct_comm_kernel_op(const char *name)
         if (!fnmatch(builtin[i].pattern, name, 0))
             return builtin[i].op;
     return NULL;
+}
+
+const char *ct_comm_kernel_op(const char *name)
+{
+    if (!name)
+        return NULL;
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (const char *s = name; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    size_t i = (size_t)((h ^ (uintptr_t)name) % CACHE_SLOTS);
+    if (cache[i].gen == generation && cache[i].name == name && cache[i].hash == h)
+        return cache[i].op;
+    const char *op = lookup(name);
+    cache[i].name = name;
+    cache[i].hash = h;
+    cache[i].op = op;
+    cache[i].gen = generation;
+    return op;
 }
 
 int ct_comm_kernel_entry(size_t i, const char **pattern, const char **op)
@@ -109,6 +140,7 @@ void ct_comm_kernels_reset(void)
     user_text = NULL;
     nuser = ntext = 0;
     no_builtin = 0;
+    generation++;
 }
 
 static const char *op_named(const char *s)
@@ -220,6 +252,7 @@ int ct_comm_kernels_load(const char *path, char *err, size_t errlen)
     nuser += n;
     user_text[ntext++] = text;
     no_builtin |= drop;
+    generation++;
     free(v);
     return 0;
 }
