@@ -143,4 +143,18 @@ struct ct_extraction {
  * and the final ordering into x->p. 0 or -ENOMEM. */
 int ct_extract_finish(struct ct_extraction *x);
 
+/* extract_nccl.c, for the join (all key arrays sorted by correlation id):
+ * the GPU interval standing for NCCL op i without a GPU record of its own
+ * (its group's record, or the NCCL kernel launched inside its call), or
+ * NONE; a copy-engine collective's copies made into one interval standing
+ * for op i, or NONE; op i linked to interval o (copied when o is already
+ * another op's), 0 or -ENOMEM; the kernels and copies NCCL made inside an
+ * op's call linked to it for their class (nested), 0 or -ENOMEM; the
+ * groups' intervals no member took, likewise. */
+uint64_t ct_nccl_fallback(struct ct_extraction *x, size_t i);
+uint64_t ct_nccl_copies(struct ct_extraction *x, size_t i);
+int ct_nccl_link(struct ct_extraction *x, uint64_t o, size_t i);
+int ct_nccl_link_nested(struct ct_extraction *x);
+void ct_nccl_link_groups(struct ct_extraction *x);
+
 #endif
