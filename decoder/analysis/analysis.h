@@ -64,7 +64,7 @@ struct ct_rank_result {
     /* kernels counted as communication with no NCCL call of theirs (a
      * communication-kernel table entry, or an NCCL kernel whose call was not
      * recorded: docs/nccl.md): how many and their summed GPU time; their
-     * bytes are unknown (unavailable "comm_kernels_bytes") */
+     * bytes are unknown (unavailable "comm_kernels.bytes") */
     uint64_t comm_kernels;
     int64_t comm_kernels_time;
     /* busy time (the union of the rank's GPU ops, in its cover), and of it

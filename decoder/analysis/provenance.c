@@ -71,7 +71,7 @@ int ct_unavailable(const struct ct_rank_result *x, size_t i, const char **figure
     if (x->comm_kernels) {
         /* kernels the communication table names, or NCCL kernels whose call
          * was not recorded: communication time, but no call arguments */
-        fig[n] = "comm_kernels_bytes";
+        fig[n] = "comm_kernels.bytes";
         why[n++] = "communication kernels without an NCCL call (comm_kernels: a library's own "
                    "all-reduce, NVSHMEM, DeepEP, or an NCCL kernel whose call was not recorded): "
                    "their bytes are unknown, the kernels' arguments are not recorded, so they "

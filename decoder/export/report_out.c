@@ -320,7 +320,8 @@ void ct_report_json(FILE *f, const struct ct_report *rep, int rank_iters)
         /* kernels that communicate without an NCCL call: bytes unknown */
         fprintf(f, "\"comm_kernels\":{\"count\":%" PRIu64 ",", x->comm_kernels);
         num_ns(f, "gpu_us", x->comm_kernels_time, 1);
-        fprintf(f, "\"bytes\":null},");
+        /* none: none to count (0), else unknown (unavailable comm_kernels.bytes) */
+        fprintf(f, "\"bytes\":%s},", x->comm_kernels ? "null" : "0");
         /* null without GPU work: no share to give */
         pct_or_null(f, "graph_pct",
                     x->busy > 0 ? 100.0 * (double)x->graph_busy / (double)x->busy : -1, 1);

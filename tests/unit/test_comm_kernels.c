@@ -160,7 +160,7 @@ START_TEST(a_custom_allreduce_kernel_counts_as_communication)
     /* one kernel without a call: its bytes unknown, and said so */
     ck_assert_uint_eq(res.comm_kernels, 1);
     ck_assert_int_eq(res.comm_kernels_time, TB_US(150));
-    ck_assert(ct_figure_unavailable(&res, "comm_kernels_bytes"));
+    ck_assert(ct_figure_unavailable(&res, "comm_kernels.bytes"));
     tb_result_free(&res);
     ct_job_free(&job);
 }
@@ -186,7 +186,7 @@ START_TEST(without_a_table_entry_the_kernel_is_compute)
     ck_assert_int_eq(res.comm, 0);
     ck_assert_int_eq(res.compute, TB_US(300));
     ck_assert_uint_eq(res.comm_kernels, 0);
-    ck_assert(!ct_figure_unavailable(&res, "comm_kernels_bytes"));
+    ck_assert(!ct_figure_unavailable(&res, "comm_kernels.bytes"));
     tb_result_free(&res);
     ct_job_free(&job);
     ct_comm_kernels_reset();
