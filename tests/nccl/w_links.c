@@ -12,7 +12,10 @@
  * W_LINKS_CUSTOM_US (unset: none): after the all-reduces, a kernel of
  * that many µs named like vLLM's custom all-reduce
  * (vllm::cross_device_reduce_1stage), launched by the job itself, not by
- * NCCL (docs/nccl.md, "Communication kernels"). Links come from FAKEGPU_NCCL_LINKS /
+ * NCCL (docs/nccl.md, "Communication kernels"). W_LINKS_AHEAD=1: no
+ * synchronize between steps, only after the last (the host enqueues the
+ * whole job ahead of the GPU, so a step's work starts when the previous
+ * step's ends, on every rank alike). Links come from FAKEGPU_NCCL_LINKS /
  * FAKEGPU_NET_GBPS (tests/fakegpu/README.md, "Links and the ring"): the
  * test states each link's truth from them.
  */
@@ -113,6 +116,8 @@ static int rank_main(int r, int n, const char *idhex)
     int steps = steps_env ? atoi(steps_env) : 4;
     if (!counts || !*counts)
         counts = "4194304";
+    const char *ahead_env = getenv("W_LINKS_AHEAD");
+    int ahead = ahead_env && !strcmp(ahead_env, "1");
     for (int k = 0; k < steps; k++) {
         CHECK(cuLaunchKernel(compute, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL));
         if (side) {
@@ -127,8 +132,10 @@ static int rank_main(int r, int n, const char *idhex)
                                 ncclFloat32, ncclSum, comm, (cudaStream_t)s));
         if (custom)
             CHECK(cuLaunchKernel(custom, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL));
-        CHECK(cuStreamSynchronize(s));
-        CHECK(cuStreamSynchronize(s2));
+        if (!ahead || k == steps - 1) {
+            CHECK(cuStreamSynchronize(s));
+            CHECK(cuStreamSynchronize(s2));
+        }
     }
     CHECK(ncclCommDestroy(comm));
     return 0;
