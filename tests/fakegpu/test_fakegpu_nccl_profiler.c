@@ -198,8 +198,10 @@ END_TEST
 
 /*
  * FAKEGPU_NCCL_CE: an AllReduce on copy engines ends by the kernel's rule
- * (the latest start plus 4 ms: 4 MB at 1 GB/s over two ranks), and a v6
- * plugin hears a CeColl event per rank (parent: the call's CollApi event),
+ * (the latest start plus 4 ms: 4 MB at 1 GB/s over two ranks), then an
+ * AllGather of 2 MB per rank (one ring step of 2 MB: 2 ms, both ranks
+ * starting together), and a v6 plugin hears a CeColl event per op and rank
+ * (parent: the call's CollApi event),
  * started and stopped on the calling thread inside the call, before the
  * op's GPU end; no Group, Coll, KernelCh or proxy event. A v5 plugin
  * hears nothing of the op but its API events. A bad value is refused.
@@ -207,12 +209,12 @@ END_TEST
 static void check_ce(int version)
 {
     setenv("FAKEGPU_NET_GBPS", "1", 1);
-    setenv("FAKEGPU_NCCL_CE", "AllReduce", 1);
+    setenv("FAKEGPU_NCCL_CE", "AllReduce,AllGather", 1);
     CUstream s[2];
     ncclComm_t c[2];
     tn_two_ranks(s, c);
     static char sb[16], rb[16];
-    CUevent e0[2], e1[2];
+    CUevent e0[2], e1[2], e2[2];
     int64_t call[2][2];
     for (int r = 0; r < 2; r++) {
         ck_assert_int_eq(tn_launch(r ? "blocker__20000us" : "blocker__30000us", s[r]), 0);
@@ -224,15 +226,20 @@ static void check_ce(int version)
         call[r][0] = (int64_t)a.tv_sec * 1000000000 + a.tv_nsec;
         call[r][1] = (int64_t)b.tv_sec * 1000000000 + b.tv_nsec;
         e1[r] = tn_record(s[r]);
+        NC_OK(ncclAllGather(sb, rb, MB / 2, ncclFloat32, c[r], s[r]));
+        e2[r] = tn_record(s[r]);
     }
-    for (int r = 0; r < 2; r++)
+    for (int r = 0; r < 2; r++) {
         ck_assert_double_eq_tol(tn_elapsed(e0[r], e1[r]), tn_wait_for_latest(e0, 2, r) + 4,
                                 EXACT_MS);
+        ck_assert_double_eq_tol(tn_elapsed(e1[r], e2[r]), 2, EXACT_MS);
+    }
     size_t n;
     const struct fgtp_rec *rec = fgtp_records(&n);
     for (int r = 0; r < 2; r++) {
-        const struct fgtp_rec *ce = find(rec, n, FGTP_START, fnProfileCeColl, 0, (size_t)r);
-        const struct fgtp_rec *api = find(rec, n, FGTP_START, fnProfileCollApi, 0, (size_t)r);
+        /* each rank's calls in turn: its AllReduce's events, then its AllGather's */
+        const struct fgtp_rec *ce = find(rec, n, FGTP_START, fnProfileCeColl, 0, (size_t)(2 * r));
+        const struct fgtp_rec *api = find(rec, n, FGTP_START, fnProfileCollApi, 0, (size_t)(2 * r));
         ck_assert_ptr_nonnull(api);
         if (version < 6) {
             ck_assert_ptr_null(ce);
@@ -254,6 +261,13 @@ static void check_ce(int version)
         ck_assert_ptr_nonnull(stop);
         ck_assert_int_ge(ce->host_ns, call[r][0]);
         ck_assert_int_le(stop->host_ns, call[r][1]);
+        const struct fgtp_rec *ag =
+            find(rec, n, FGTP_START, fnProfileCeColl, 0, (size_t)(2 * r + 1));
+        ck_assert_ptr_nonnull(ag);
+        ck_assert_str_eq(ag->func, "AllGather");
+        ck_assert_uint_eq(ag->count, MB / 2);
+        ck_assert_uint_eq(ag->seq, 1);
+        ck_assert_int_eq(ag->depth, 1);
     }
     ck_assert_ptr_null(find(rec, n, FGTP_START, fnProfileGroup, 0, 0));
     ck_assert_ptr_null(find(rec, n, FGTP_START, fnProfileColl, 0, 0));
