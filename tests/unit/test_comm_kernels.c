@@ -87,6 +87,11 @@ START_TEST(a_file_extends_the_table_and_its_entries_win)
     ck_assert(ct_comm_kernel_entry(0, &pat, &op));
     ck_assert_str_eq(pat, "my_allgather_*");
     ck_assert_str_eq(op, "AllGather");
+    /* the option given again: a second file adds its entries after the first's */
+    path = write_table("ext2.txt", "halo_* SendRecv\nmy_allgather_v2 Other\n");
+    ck_assert_msg(ct_comm_kernels_load(path, err, sizeof(err)) == 0, "%s", err);
+    ck_assert_int_eq(ct_nccl_op_from_kernel("halo_x"), CT_NCCL_OP_SEND);
+    ck_assert_int_eq(ct_nccl_op_from_kernel("my_allgather_v2"), CT_NCCL_OP_ALLGATHER);
     ct_comm_kernels_reset();
     ck_assert_int_eq(ct_nccl_op_from_kernel("my_allgather_v2"), 0);
 }
