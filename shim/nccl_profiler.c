@@ -6,7 +6,12 @@
  * the earliest channel start to the latest channel stop; it becomes a
  * CT_REC_GPU record of type nccl and source nccl_plugin, correlated with
  * the op's NCCL record. A v6 copy-engine collective (CeColl) has no kernel:
- * its interval is its event's start to stop on the host clock.
+ * NCCL starts and stops its event on the calling thread around enqueueing
+ * its copies (ncclLaunchCeColl), so the event's times are the host's
+ * enqueueing, not the GPU's work; only its descriptor is recorded (a
+ * CT_REC_NCCL_INFO with CT_NINFO_F_CE), and the decoder takes the copies
+ * NCCL enqueued inside the op's call, which CUPTI times, as the op's GPU
+ * interval (docs/nccl.md, "Copy-engine collectives").
  *
  * NCCL's own account of each op (docs/nccl.md): its descriptor's
  * algorithm, protocol, channels and warps become a CT_REC_NCCL_INFO record
@@ -88,7 +93,7 @@ struct ev {
     struct ev *parent;
     uint64_t corr;
     uint32_t name;
-    uint8_t ce;             /* op: a copy-engine collective, timed by its own start and stop */
+    uint8_t ce;             /* op: a copy-engine collective: no GPU record of ours (above) */
     _Atomic uint64_t start; /* op: earliest channel start, UINT64_MAX none */
     _Atomic uint64_t end;   /* op: latest channel stop */
     union {
@@ -151,7 +156,7 @@ static void op_release(struct ev *op)
     /* corr 0: the call was not recorded (paused between capture windows),
      * so its GPU time is not ours to give or to miss; with a recorded call
      * it is the window's even when it ran after the window closed */
-    if (op->corr && s != UINT64_MAX && ct_shim_live()) {
+    if (op->corr && !op->ce && s != UINT64_MAX && ct_shim_live()) {
         uint64_t f[CT_GPU_NFIELDS] = {0};
         f[CT_GPU_START] = s;
         f[CT_GPU_END] = e;
@@ -164,7 +169,7 @@ static void op_release(struct ev *op)
         ct_tls_guard = 1;
         ct_emit(CT_REC_GPU, CT_RF_NS, f, CT_GPU_NFIELDS);
         ct_tls_guard = guard;
-    } else if (op->corr) {
+    } else if (op->corr && !op->ce) {
         atomic_fetch_add(&g_untimed, 1);
     }
     atomic_store(&op->kind, EV_FREE);
@@ -404,8 +409,6 @@ static ncclResult_t stop_event(void *handle)
     } else if (kind == EV_CHANNEL) {
         channel_stop(e);
     } else if (kind == EV_OP) {
-        if (e->ce) /* a copy-engine collective: its own start to stop */
-            atomic_store(&e->end, ct_clock_mono_ns());
         op_release(e);
     }
     return ncclSuccess;
@@ -520,17 +523,15 @@ CT_NPROF_START_V456(start_v5, struct ct_nprof_descr_v5)
 CT_NPROF_START_V456(start_v4, struct ct_nprof_descr_v4)
 
 /* v6: v5's events and the copy-engine collective, an op without kernel
- * channels, timed on the host from its start to its stop. */
+ * channels whose GPU time is its copies' (above): its descriptor only. */
 static ncclResult_t start_v6(void *ctx, void **handle, struct ct_nprof_descr_v5 *d)
 {
     if (!d || d->type != CT_NPROF_CE_COLL)
         return start_v5(ctx, handle, d);
     struct ev *e = op_start(handle, d->ce_coll.func, d->ce_coll.count, -1,
                             &(struct op_info){"CE", NULL, 0, 0, CT_NINFO_F_CE});
-    if (e) {
+    if (e)
         e->ce = 1;
-        atomic_store(&e->start, ct_clock_mono_ns());
-    }
     return ncclSuccess;
 }
 

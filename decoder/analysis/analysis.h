@@ -61,6 +61,12 @@ struct ct_rank_result {
     /* of memory: copies timed by an event pair around their blocking host
      * call (the host call's time, pageable staging included) */
     int64_t memory_blocking;
+    /* kernels counted as communication with no NCCL call of theirs (a
+     * communication-kernel table entry, or an NCCL kernel whose call was not
+     * recorded: docs/nccl.md): how many and their summed GPU time; their
+     * bytes are unknown (unavailable "comm_kernels.bytes") */
+    uint64_t comm_kernels;
+    int64_t comm_kernels_time;
     /* busy time (the union of the rank's GPU ops, in its cover), and of it
      * the ops a CUDA graph replay launched: graph_pct */
     int64_t busy, graph_busy;

@@ -243,9 +243,16 @@ int ct_metrics_rank(struct ct_rank_result *res)
             return -ENOMEM;
     }
     breakdown(res);
-    for (size_t i = 0; i < r->nops; i++)
-        if (r->ops[i].blocking)
-            res->memory_blocking += r->ops[i].e - r->ops[i].s;
+    for (size_t i = 0; i < r->nops; i++) {
+        const struct ct_gpu_op *g = &r->ops[i];
+        if (g->blocking)
+            res->memory_blocking += g->e - g->s;
+        if (g->nccl < 0 && g->type == CT_GPU_KERNEL && CT_CL_IS_COMM(g->cls) &&
+            (!r->cover || ct_ivset_len_in(&r->gcover, g->s, g->e) > 0)) {
+            res->comm_kernels++;
+            res->comm_kernels_time += g->e - g->s;
+        }
+    }
     int rc = graph_share(res);
     return rc ? rc : idle_breakdown(res);
 }

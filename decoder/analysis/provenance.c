@@ -38,7 +38,7 @@ const char *ct_gpu_timing_name(const struct ct_coverage *c)
 int ct_unavailable(const struct ct_rank_result *x, size_t i, const char **figure,
                    const char **reason)
 {
-    const char *fig[5], *why[5];
+    const char *fig[6], *why[6];
     size_t n = 0;
     const struct ct_rank *r = x->rank;
     if (x->iter_src == CT_ITER_NONE) {
@@ -67,6 +67,15 @@ int ct_unavailable(const struct ct_rank_result *x, size_t i, const char **figure
         fig[n] = "checkpoint_stall_us";
         why[n++] = "checkpoints between capture windows are not recorded, and no window held "
                    "one";
+    }
+    if (x->comm_kernels) {
+        /* kernels the communication table names, or NCCL kernels whose call
+         * was not recorded: communication time, but no call arguments */
+        fig[n] = "comm_kernels.bytes";
+        why[n++] = "communication kernels without an NCCL call (comm_kernels: a library's own "
+                   "all-reduce, NVSHMEM, DeepEP, or an NCCL kernel whose call was not recorded): "
+                   "their bytes are unknown, the kernels' arguments are not recorded, so they "
+                   "have no collectives row, algbw or busbw (docs/nccl.md)";
     }
     if (x->eff && x->eff->why) {
         /* GPU efficiency figures (efficiency.c): null, with why */

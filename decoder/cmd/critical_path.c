@@ -41,7 +41,9 @@ static void usage(FILE *f, const char *cmd)
             "               ckpt         checkpoint I/O\n"
             "               net          the network's bandwidth term (net=0.25: 4x faster;\n"
             "                            each collective's latency, fitted over its sizes, kept)\n"
-            "               link=A-B     the bandwidth of the link from rank A to rank B\n",
+            "               link=A-B     the bandwidth of the link from rank A to rank B\n"
+            "  --comm-kernels FILE  kernel-name patterns that count as communication\n"
+            "               (docs/nccl.md)\n",
             cmd, w ? " --scale SELECTOR=FACTOR..." : " [--scale SELECTOR=FACTOR...]",
             w ? " (at least one; several combine)" : "");
 }

@@ -26,7 +26,9 @@ static void usage(FILE *f)
                "  --min-saving P  report findings saving at least P%% of the step (default 2)\n"
                "  --skip N        drop the first N iterations of every rank (warm-up)\n"
                "  --rows FILE     also write per-rank/iteration JSON-lines rows\n"
-               "  --run ID        the run to read when the operands hold several\n");
+               "  --run ID        the run to read when the operands hold several\n"
+               "  --comm-kernels FILE  kernel-name patterns that count as communication\n"
+               "                  (docs/nccl.md)\n");
 }
 
 int ct_cmd_diagnose(int argc, char **argv)

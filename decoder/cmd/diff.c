@@ -38,7 +38,9 @@ static void usage(FILE *f)
                "  --reps N        bootstrap resamples (default 2000)\n"
                "  --alpha Q       false-discovery rate across metrics (default 0.05)\n"
                "  --skip N        drop the first N iterations of every rank (warm-up)\n"
-               "  --rows FILE     also write per-run/rank/iteration JSON-lines rows\n");
+               "  --rows FILE     also write per-run/rank/iteration JSON-lines rows\n"
+               "  --comm-kernels FILE  kernel-name patterns that count as communication\n"
+               "                  (docs/nccl.md)\n");
 }
 
 /* A p- or q-value; negative means "not tested" (null). */

@@ -229,6 +229,8 @@ static void usage(FILE *f)
             "  --max-size SIZE  chrome: refuse (exit 2) when the file would be larger than\n"
             "                   SIZE (default 1G; k/M/G/T: powers of 1000; none: no limit)\n"
             "  --run ID         the run to export when the operands hold several\n"
+            "  --comm-kernels FILE  kernel-name patterns that count as communication\n"
+            "                   (docs/nccl.md)\n"
             "Formats and schema: docs/export.md.\n");
 }
 

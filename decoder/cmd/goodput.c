@@ -25,7 +25,9 @@ static void usage(FILE *f)
                "  -o FILE      write it to FILE\n"
                "  --job ID     the job to measure when the traces hold several\n"
                "  --run ID     the run to read when the operands hold several (see docs/runs.md)\n"
-               "  --step NAME  the NVTX range or mark naming iterations (default ProfilerStep)\n");
+               "  --step NAME  the NVTX range or mark naming iterations (default ProfilerStep)\n"
+               "  --comm-kernels FILE  kernel-name patterns that count as communication\n"
+               "               (docs/nccl.md)\n");
 }
 
 /* The distinct job ids of the job's processes, as "a, b, c" in buf; their count. */

@@ -30,27 +30,28 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: cutrace report [--json [--rank-iterations]] [-o FILE] [--step NAME] "
-            "[--steps A-B] [--skip N] "
-            "TRACE|DIR...\n"
-            "  --json        the versioned JSON document (docs/report.md) instead of text:\n"
-            "                per-rank summaries and the job's steps\n"
-            "  --rank-iterations  with --json: also every rank's iterations (a row per\n"
-            "                (rank, iteration); large at thousands of ranks)\n"
-            "  -o FILE       write the report to FILE instead of stdout\n"
-            "  --html        a self-contained HTML page (needs -o FILE; docs/export.md)\n"
-            "  --no-critical-path  with --html: leave out the critical path (its graph\n"
-            "                costs a pass over the job per chunk of steps;\n"
-            "                docs/critical-path.md)\n"
-            "  --step NAME   NVTX range or mark naming iterations (default ProfilerStep)\n"
-            "  --steps A-B   keep iterations with index A..B (either side may be empty)\n"
-            "  --skip N      drop the first N iterations of every rank\n"
-            "  --hta         Kineto input (*.json, *.json.gz): HTA's preprocessing and\n"
-            "                numbers (the default; docs/kineto.md)\n"
-            "  --no-hta      Kineto input: exact ns times, every step, cutrace's rules\n"
-            "  --rows FILE   also write per-rank/iteration JSON-lines rows (docs/diff.md)\n"
-            "  --run ID      the run to read when the operands hold several (see docs/runs.md)\n");
+    fprintf(f, "usage: cutrace report [--json [--rank-iterations]] [-o FILE] [--step NAME] "
+               "[--steps A-B] [--skip N] "
+               "TRACE|DIR...\n"
+               "  --json        the versioned JSON document (docs/report.md) instead of text:\n"
+               "                per-rank summaries and the job's steps\n"
+               "  --rank-iterations  with --json: also every rank's iterations (a row per\n"
+               "                (rank, iteration); large at thousands of ranks)\n"
+               "  -o FILE       write the report to FILE instead of stdout\n"
+               "  --html        a self-contained HTML page (needs -o FILE; docs/export.md)\n"
+               "  --no-critical-path  with --html: leave out the critical path (its graph\n"
+               "                costs a pass over the job per chunk of steps;\n"
+               "                docs/critical-path.md)\n"
+               "  --step NAME   NVTX range or mark naming iterations (default ProfilerStep)\n"
+               "  --steps A-B   keep iterations with index A..B (either side may be empty)\n"
+               "  --skip N      drop the first N iterations of every rank\n"
+               "  --hta         Kineto input (*.json, *.json.gz): HTA's preprocessing and\n"
+               "                numbers (the default; docs/kineto.md)\n"
+               "  --no-hta      Kineto input: exact ns times, every step, cutrace's rules\n"
+               "  --rows FILE   also write per-rank/iteration JSON-lines rows (docs/diff.md)\n"
+               "  --run ID      the run to read when the operands hold several (see docs/runs.md)\n"
+               "  --comm-kernels FILE  kernel-name patterns that count as communication, added\n"
+               "                to (or replacing) the built-in table (docs/nccl.md)\n");
 }
 
 /* The HTML page's critical path (export: decoder/export/html_critical_path.c),

@@ -30,7 +30,9 @@ static void usage(FILE *f)
                "  -o OUT        folder for the summaries (made if missing): OUT/<trace>.ctsum\n"
                "  --step NAME   NVTX range or mark naming iterations (default ProfilerStep);\n"
                "                the commands reading the summaries must use the same\n"
-               "  -j N          traces decoded at once (default: the CPUs online)\n");
+               "  -j N          traces decoded at once (default: the CPUs online)\n"
+               "  --comm-kernels FILE  kernel-name patterns that count as communication\n"
+               "                (docs/nccl.md); the summaries keep what it made communication\n");
 }
 
 struct job {

@@ -317,6 +317,11 @@ void ct_report_json(FILE *f, const struct ct_report *rep, int rank_iters)
         num_ns(f, "window_us", x->covered, 1);
         breakdown(f, x->compute, x->comm, x->memory, x->idle, x->exposed_comm);
         num_ns(f, "memory_blocking_us", x->memory_blocking, 1);
+        /* kernels that communicate without an NCCL call: bytes unknown */
+        fprintf(f, "\"comm_kernels\":{\"count\":%" PRIu64 ",", x->comm_kernels);
+        num_ns(f, "gpu_us", x->comm_kernels_time, 1);
+        /* none: none to count (0), else unknown (unavailable comm_kernels.bytes) */
+        fprintf(f, "\"bytes\":%s},", x->comm_kernels ? "null" : "0");
         /* null without GPU work: no share to give */
         pct_or_null(f, "graph_pct",
                     x->busy > 0 ? 100.0 * (double)x->graph_busy / (double)x->busy : -1, 1);

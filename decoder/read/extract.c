@@ -293,7 +293,9 @@ static int is_nccl_kernel(struct ct_extraction *x, uint64_t sid, int *yes)
 }
 
 /* What the NCCL fallbacks need from API records: ncclGroupEnd spans (their
- * correlation id is the group's id) and launches of NCCL kernels. */
+ * correlation id is the group's id), launches of NCCL kernels, and
+ * device-to-device and peer copies (NCCL's copy-engine collectives enqueue
+ * them inside the op's call: extract_join.c keeps those that are). */
 static int note_nccl_calls(struct ct_extraction *x, const uint64_t *c, size_t st, uint32_t tid)
 {
     uint64_t fam = FLD(CT_API_FAMILY);
@@ -311,16 +313,17 @@ static int note_nccl_calls(struct ct_extraction *x, const uint64_t *c, size_t st
         ((struct span *)x->gendv.p)[x->gendv.n] = sp;
         return ct_kv_push(&x->gend, FLD(CT_API_CORR), x->gendv.n++);
     }
-    if (fam != CT_FAM_LAUNCH)
-        return 0;
-    int yes;
-    if (is_nccl_kernel(x, FLD(CT_API_KERNEL), &yes))
+    int yes = 0, copy = 0;
+    if (fam == CT_FAM_MEMCPY)
+        copy = yes = FLD(CT_API_COPY_KIND) == CT_COPY_DTOD || FLD(CT_API_COPY_KIND) == CT_COPY_PEER;
+    else if (fam == CT_FAM_LAUNCH && is_nccl_kernel(x, FLD(CT_API_KERNEL), &yes))
         return -ENOMEM;
     if (!yes)
         return 0;
     if (ct_vec_room(&x->nkl, sizeof(struct nccl_launch)))
         return -ENOMEM;
-    ((struct nccl_launch *)x->nkl.p)[x->nkl.n++] = (struct nccl_launch){sp, FLD(CT_API_CORR)};
+    ((struct nccl_launch *)x->nkl.p)[x->nkl.n++] =
+        (struct nccl_launch){sp, FLD(CT_API_CORR), (uint32_t)FLD(CT_API_STREAM), (uint8_t)copy};
     return 0;
 }
 
@@ -385,7 +388,7 @@ static int on_api(struct ct_extraction *x, const uint64_t *c, size_t st, uint32_
         rc = ct_u64_push(&x->graphs, FLD(CT_API_CORR));
     if (!rc && (FLD(CT_API_FLAGS) & CT_APIF_EVENT))
         rc = note_event(x, c, st);
-    if (!rc && (fam == CT_FAM_OTHER || fam == CT_FAM_LAUNCH))
+    if (!rc && (fam == CT_FAM_OTHER || fam == CT_FAM_LAUNCH || fam == CT_FAM_MEMCPY))
         rc = note_nccl_calls(x, c, st, tid);
     if (!rc && (fam == CT_FAM_LAUNCH || fam == CT_FAM_MEMCPY || fam == CT_FAM_MEMSET)) {
         rc = push_launch(x, FLD(CT_API_START));

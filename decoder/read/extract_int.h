@@ -68,10 +68,14 @@ struct nccl_fb {
     uint32_t stream, tid;
 };
 
-/* A launch of an NCCL kernel: the call's span and correlation id. */
+/* A launch of an NCCL kernel, or a device-to-device or peer copy (copy
+ * 1: what a copy-engine collective enqueues): the call's span, correlation
+ * id and stream. */
 struct nccl_launch {
     struct span sp;
     uint64_t corr;
+    uint32_t stream;
+    uint8_t copy;
 };
 
 struct event_call {
@@ -98,7 +102,8 @@ struct ct_extraction {
     struct ct_vec nfb;    /* struct nccl_fb of each NCCL op: what the fallbacks need */
     struct ct_vec gend;   /* kv (corr, index into gendv) of ncclGroupEnd API records */
     struct ct_vec gendv;  /* struct span of each ncclGroupEnd record */
-    struct ct_vec nkl;    /* struct nccl_launch: launches of ncclDevKernel_* kernels */
+    struct ct_vec nkl;    /* struct nccl_launch: launches of ncclDevKernel_* kernels, and
+                           * device-to-device and peer copies */
     uint8_t *kcls;        /* per kernel string id: 0 unknown, 1 not NCCL, 2 NCCL */
     size_t kclsn;
     uint8_t *iocls; /* per I/O op string id: 0 unknown, else 16 | ct_io_op_class */
@@ -137,5 +142,19 @@ struct ct_extraction {
 /* extract_join.c: the joins by correlation id, the NCCL GPU-time fallbacks
  * and the final ordering into x->p. 0 or -ENOMEM. */
 int ct_extract_finish(struct ct_extraction *x);
+
+/* extract_nccl.c, for the join (all key arrays sorted by correlation id):
+ * the GPU interval standing for NCCL op i without a GPU record of its own
+ * (its group's record, or the NCCL kernel launched inside its call), or
+ * NONE; a copy-engine collective's copies made into one interval standing
+ * for op i, or NONE; op i linked to interval o (copied when o is already
+ * another op's), 0 or -ENOMEM; the kernels and copies NCCL made inside an
+ * op's call linked to it for their class (nested), 0 or -ENOMEM; the
+ * groups' intervals no member took, likewise. */
+uint64_t ct_nccl_fallback(struct ct_extraction *x, size_t i);
+uint64_t ct_nccl_copies(struct ct_extraction *x, size_t i);
+int ct_nccl_link(struct ct_extraction *x, uint64_t o, size_t i);
+int ct_nccl_link_nested(struct ct_extraction *x);
+void ct_nccl_link_groups(struct ct_extraction *x);
 
 #endif

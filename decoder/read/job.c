@@ -300,11 +300,26 @@ static int is_dp_op(int op)
 }
 
 /* Each GPU op's class: its NCCL op's, else that of the op its kernel's
- * name says (rules 1, 2 and 5 of timeline.h), else as extracted. */
+ * name says (rules 1, 2 and 5 of timeline.h; a kernel the communication
+ * table names, decoder/util/comm_kernels.h, whichever reader left it:
+ * looked up once per name), else as extracted. */
 static void class_ops(struct ct_rank *rk)
 {
+    uint8_t *by_name = rk->nnames ? calloc(rk->nnames, 1) : NULL; /* op + 1, 0: not looked up */
+    /* HTA-compatible input keeps HTA's classes (decoder/read/hta.h) */
+    int names = !(rk->nprocs && rk->procs[0]->hta);
     for (size_t i = 0; i < rk->nops; i++) {
         struct ct_gpu_op *g = &rk->ops[i];
+        if (names && !g->op && g->nccl < 0 && g->type == CT_GPU_KERNEL && g->name < rk->nnames) {
+            if (!by_name || !by_name[g->name]) {
+                int op = ct_nccl_op_from_kernel(rk->names[g->name]);
+                if (by_name)
+                    by_name[g->name] = (uint8_t)(op + 1);
+                g->op = (uint8_t)op;
+            } else {
+                g->op = (uint8_t)(by_name[g->name] - 1);
+            }
+        }
         if (g->nccl >= 0)
             g->cls = rk->nccl[g->nccl].cls;
         else if (g->op == CT_NCCL_OP_SEND || g->op == CT_NCCL_OP_RECV)
@@ -314,6 +329,7 @@ static void class_ops(struct ct_rank *rk)
         else if (g->op)
             g->cls = CT_CL_OTHER;
     }
+    free(by_name);
 }
 
 static int classify(struct ct_job *job)

@@ -3,6 +3,7 @@
  * NCCL op a kernel's name says, what names an iteration. Never prints.
  */
 #include "decoder/read/timeline.h"
+#include "decoder/util/comm_kernels.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -27,10 +28,14 @@ int ct_nccl_op_from_kernel(const char *name)
         {"Scatter", CT_NCCL_OP_SCATTER},
     };
     const char *p = NULL;
+    if (!name)
+        return 0;
     if (!strncmp(name, "ncclDevKernel_", 14))
         p = name + 14;
     else if (!strncmp(name, "ncclKernel_", 11))
         p = name + 11;
+    else if ((p = ct_comm_kernel_op(name)) != NULL)
+        ; /* communication outside NCCL's host API: the table's op name ("Other": none below) */
     else if (!strncmp(name, "nccl", 4))
         p = name + 4;
     if (!p)

@@ -1,6 +1,7 @@
 /* Every command's options in one table, the shared ones parsed once
  * (decoder/util/options.h); and the values options take. */
 #include "decoder/util/options.h"
+#include "decoder/util/comm_kernels.h"
 
 #include <errno.h>
 #include <math.h>
@@ -36,6 +37,10 @@ static const struct {
     {"run", required_argument, 'U',
      CMD(REPORT) | CMD(EXPORT) | CMD(DIAGNOSE) | CMD(GOODPUT) | CMD(CRITICAL_PATH), 1},
     {"job", required_argument, 'J', CMD(GOODPUT), 1},
+    {"comm-kernels", required_argument, 'K',
+     CMD(REPORT) | CMD(EXPORT) | CMD(DIFF) | CMD(DIAGNOSE) | CMD(SUMMARIZE) | CMD(GOODPUT) |
+         CMD(CRITICAL_PATH),
+     1},
     {"help", no_argument, 'h', ALL, 0},
     /* report */
     {"steps", required_argument, 'S', CMD(REPORT), 0},
@@ -127,6 +132,16 @@ int ct_shared_opt(enum ct_cmd_id cmd, const char *name, int c, const char *arg,
     case 'R': o->rows = arg; return 1;
     case 'U': o->run = arg; return 1;
     case 'J': o->job = arg; return 1;
+    case 'K': {
+        char err[512] = "";
+        int rc = ct_comm_kernels_load(arg, err, sizeof(err));
+        if (rc) {
+            fprintf(stderr, "%s: --comm-kernels %s\n", name, rc == -ENOMEM ? "out of memory" : err);
+            return -1;
+        }
+        o->comm_kernels = arg;
+        return 1;
+    }
     case 's':
         if (!*arg) {
             fprintf(stderr, "%s: --step: expected a range or mark name, e.g. --step ProfilerStep\n",

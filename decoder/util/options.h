@@ -11,6 +11,8 @@
  *   --step NAME   the NVTX range or mark that names iterations (not empty)
  *   --run ID      the run to read when the operands hold several
  *   --job ID      the launcher job to measure (goodput)
+ *   --comm-kernels FILE  kernel-name patterns that count as communication
+ *                 (decoder/util/comm_kernels.h; every analysis command)
  * Also the values they and `export` take: percentages ("2" or "2%"),
  * iteration ranges, time windows, rank lists.
  */
@@ -53,6 +55,9 @@ struct ct_shared_opts {
     const char *step; /* --step NAME, or NULL: the default */
     const char *run;  /* --run ID, or NULL */
     const char *job;  /* --job ID, or NULL */
+    /* --comm-kernels FILE (the last given), or NULL; each file given is
+     * loaded into the table of decoder/util/comm_kernels.h as it is parsed */
+    const char *comm_kernels;
 };
 
 /*

@@ -185,7 +185,8 @@ void fg_activity_op_locked(const fg_op *op)
     memset(&iv, 0, sizeof(iv));
     iv.s = op->start_ns;
     iv.e = op->end_ns;
-    if (op->d.kind == FG_OP_KERNEL || (op->d.kind == FG_OP_EXTERNAL && op->d.name)) {
+    if (op->d.kind == FG_OP_KERNEL ||
+        (op->d.kind == FG_OP_EXTERNAL && op->d.name && !op->d.ext_copy)) {
         memcpy(iv.p, profile_of(op->d.name), sizeof(iv.p)); /* parses the variables once */
         if (act.nvlink && op->d.name && !strncmp(op->d.name, "ncclDevKernel_", 14)) {
             double t = (double)(iv.e - iv.s) - act.lat_ns; /* GB/s = bytes per ns */

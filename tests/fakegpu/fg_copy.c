@@ -75,11 +75,14 @@ static CUresult fg_copy_submit(const fg_copy_req *r)
     size_t bytes = r->width * r->height * r->depth;
     if (bytes && (!r->dst.ptr || !r->src.ptr))
         FG_RETURN(CUDA_ERROR_INVALID_VALUE);
-    if (bytes && r->check_dst_dev &&
+    /* a copy-engine collective's copy moves no bytes (the fake NCCL's
+     * buffers may stand for larger ones): its ends need only exist */
+    bool ce = fg_nccl_ce_pending() && r->dst.kind == FG_END_DEVICE && r->src.kind == FG_END_DEVICE;
+    if (bytes && r->check_dst_dev && !ce &&
         !fg_device_extent_ok((uintptr_t)r->dst.ptr,
                              fg_extent(r->width, r->height, r->depth, r->dpitch, r->dslice)))
         FG_RETURN(CUDA_ERROR_INVALID_VALUE);
-    if (bytes && r->check_src_dev &&
+    if (bytes && r->check_src_dev && !ce &&
         !fg_device_extent_ok((uintptr_t)r->src.ptr,
                              fg_extent(r->width, r->height, r->depth, r->spitch, r->sslice)))
         FG_RETURN(CUDA_ERROR_INVALID_VALUE);
@@ -104,6 +107,8 @@ static CUresult fg_copy_submit(const fg_copy_req *r)
     d.u.copy.sslice = r->sslice;
     d.u.copy.src_mem = fg_cupti_mem_of(r->src.kind);
     d.u.copy.dst_mem = fg_cupti_mem_of(r->dst.kind);
+    if (!s->capture)
+        fg_nccl_copy_desc(&d); /* a fake NCCL copy-engine collective's copy */
     FG_RETURN(fg_submit(s, &d, r->sync_api || pageable ? FG_WAIT_SPIN : 0));
 }
 

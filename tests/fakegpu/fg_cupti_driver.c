@@ -68,7 +68,8 @@ void fg_cupti_op_locked(const struct fg_cupti_hooks *h, fg_stream *s, fg_op *op)
 {
     const fg_desc *d = &op->d;
     struct fg_cupti_op r = {0};
-    switch (d->kind) {
+    fg_op_kind kind = d->ext_copy ? FG_OP_COPY : d->kind; /* a copy-engine collective's copy */
+    switch (kind) {
     case FG_OP_KERNEL:
     case FG_OP_EXTERNAL: /* resolver ops (fake NCCL kernels) keep their geometry */
         r.kind = FG_CUPTI_OP_KERNEL;

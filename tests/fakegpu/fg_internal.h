@@ -132,6 +132,9 @@ typedef struct fg_desc {
     } u;
     fg_resolve_fn resolve;
     void *resolve_arg;
+    /* a resolver op that is a copy (u.copy filled, no bytes moved): a fake
+     * NCCL copy-engine collective, reported to CUPTI as a memcpy */
+    bool ext_copy;
 } fg_desc;
 
 struct fg_op {
@@ -307,6 +310,13 @@ bool fg_graph_exec_id(const void *exec, uint32_t *id);
  * NCCL when d names an ncclDevKernel_* and params carries its token
  * (fg_nccl_hooks.h); leaves d unchanged otherwise. */
 void fg_nccl_launch_desc(fg_desc *d, void **params);
+/* Locked.  Turns d (a device-to-device copy, not captured) into a resolver
+ * op of the attached fake NCCL when the calling thread has armed a
+ * copy-engine token (fakegpu_nccl_ce_arm, fg_nccl_hooks.h), consuming it;
+ * leaves d unchanged otherwise. */
+void fg_nccl_copy_desc(fg_desc *d);
+/* Whether the calling thread has armed a copy-engine token. */
+bool fg_nccl_ce_pending(void);
 
 /* ---------------------------------------------------------------- memory */
 

@@ -1,7 +1,9 @@
 /*
  * fg_nccl_driver.c - the driver's side of the fake NCCL interface
  * (fg_nccl_hooks.h): fakegpu_nccl_attach, and the conversion of an
- * ncclDevKernel_* launch that carries a token into a resolver op.
+ * ncclDevKernel_* launch that carries a token into a resolver op, and of a
+ * device-to-device copy made while a copy-engine token is armed into one
+ * (a copy-engine collective).
  * Never calls the fake NCCL except through hooks->resolve, under the lock.
  */
 #include "fg_internal.h"
@@ -43,4 +45,31 @@ void fg_nccl_launch_desc(fg_desc *d, void **params)
     d->duration_ns = 0;
     d->resolve = fg_nccl_resolve;
     d->resolve_arg = (void *)(uintptr_t)l.token;
+}
+
+/* The token the calling thread armed for its next device-to-device copy. */
+static __thread uint64_t fg_nccl_ce_token;
+
+__attribute__((visibility("default"))) void fakegpu_nccl_ce_arm(uint64_t token)
+{
+    fg_nccl_ce_token = token;
+}
+
+bool fg_nccl_ce_pending(void)
+{
+    return fg_nccl_ce_token != 0 && __atomic_load_n(&fg_nccl_hooks_p, __ATOMIC_ACQUIRE);
+}
+
+void fg_nccl_copy_desc(fg_desc *d)
+{
+    uint64_t token = fg_nccl_ce_token;
+    if (!token || !__atomic_load_n(&fg_nccl_hooks_p, __ATOMIC_ACQUIRE) || token > UINTPTR_MAX ||
+        d->u.copy.src_mem != FG_CUPTI_MEM_DEVICE || d->u.copy.dst_mem != FG_CUPTI_MEM_DEVICE)
+        return;
+    fg_nccl_ce_token = 0; /* one copy per arming */
+    d->kind = FG_OP_EXTERNAL;
+    d->ext_copy = true;
+    d->duration_ns = 0;
+    d->resolve = fg_nccl_resolve;
+    d->resolve_arg = (void *)(uintptr_t)token;
 }

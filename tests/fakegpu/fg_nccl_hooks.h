@@ -48,4 +48,14 @@ struct fg_nccl_hooks {
  * FG_NCCL_ABI, or 0 if hooks->abi is not FG_NCCL_ABI. */
 typedef uint32_t (*fg_nccl_attach_fn)(const struct fg_nccl_hooks *hooks);
 
+/* Exported by libcuda.so.1 (default visibility): a copy-engine collective.
+ * The calling thread's next device-to-device copy that is not captured
+ * (cuMemcpyDtoDAsync and its kin; its device ends need not lie inside
+ * their allocations, since no byte moves) becomes a resolver op
+ * decided by hooks->resolve(token, ...) like a launch carrying that token:
+ * no bytes move, and an attached CUPTI is told of a device-to-device
+ * memcpy with the resolved times.  The arming is consumed by that copy;
+ * fakegpu_nccl_ce_arm(0) disarms. */
+typedef void (*fg_nccl_ce_arm_fn)(uint64_t token);
+
 #endif

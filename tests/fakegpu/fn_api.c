@@ -128,6 +128,7 @@ static const struct {
     {"cuModuleGetFunction", offsetof(struct fn_cu, module_get_function), 2000},
     {"cuLaunchKernelEx", offsetof(struct fn_cu, launch_kernel_ex), 11060},
     {"cuStreamIsCapturing", offsetof(struct fn_cu, stream_is_capturing), 10000},
+    {"cuMemcpyDtoDAsync", offsetof(struct fn_cu, memcpy_dtod_async), 3020},
 };
 
 static void fn_cu_load(void)
@@ -142,7 +143,8 @@ static void fn_cu_load(void)
     *(void **)&gpa = dlsym(h, "cuGetProcAddress_v2");
     fg_nccl_attach_fn attach;
     *(void **)&attach = dlsym(h, "fakegpu_nccl_attach");
-    if (!gpa || !attach) {
+    *(void **)&fn_cu.ce_arm = dlsym(h, "fakegpu_nccl_ce_arm");
+    if (!gpa || !attach || !fn_cu.ce_arm) {
         fn_set_error("fake NCCL: libcuda.so.1 is not the fakegpu driver");
         return;
     }

@@ -273,8 +273,36 @@ static CUresult fn_function(const char *name, CUfunction *f)
     return CUDA_SUCCESS;
 }
 
+uint64_t fn_token_register_locked(struct fn_launch *l)
+{
+    l->token = fn_next_token++;
+    *fn_token_slot(l->token) = l;
+    return l->token;
+}
+
+void fn_launch_finish_now(struct fn_launch *l)
+{
+    pthread_mutex_lock(&fn_lock);
+    if (!l->token)
+        fn_token_register_locked(l);
+    l->start_ns = l->end_ns = fn_now();
+    for (size_t i = 0; i < l->nops; i++) {
+        l->ops[i].end_ns = l->start_ns;
+        l->ops[i].end_known = true;
+        l->ops[i].plan.ksteps = 0; /* no transfer: no proxy steps */
+    }
+    l->start_known = l->resolved = true;
+    if (l->profiled)
+        fn_prof_wake_locked();
+    else
+        fn_launch_free_locked(l);
+    pthread_mutex_unlock(&fn_lock);
+}
+
 static ncclResult_t fn_launch(struct fn_launch *l)
 {
+    if (l->ops[0].ce)
+        return fn_ce_launch(l);
     struct ncclComm *c = l->ops[0].comm;
     CUstream stream = l->ops[0].stream;
     char name[96];
@@ -293,10 +321,8 @@ static ncclResult_t fn_launch(struct fn_launch *l)
         cres = fn_cu.stream_is_capturing(stream, &cap);
     struct fg_nccl_launch arg = {.magic = FG_NCCL_LAUNCH_MAGIC};
     pthread_mutex_lock(&fn_lock);
-    if (cap == CU_STREAM_CAPTURE_STATUS_NONE) {
-        l->token = arg.token = fn_next_token++;
-        *fn_token_slot(l->token) = l;
-    }
+    if (cap == CU_STREAM_CAPTURE_STATUS_NONE)
+        arg.token = fn_token_register_locked(l);
     for (size_t i = 0; i < l->nops; i++)
         l->ops[i].comm->inflight++;
     pthread_mutex_unlock(&fn_lock);
@@ -320,23 +346,7 @@ static ncclResult_t fn_launch(struct fn_launch *l)
     if (cres == CUDA_SUCCESS && arg.token)
         return ncclSuccess; /* from here on l belongs to the resolver/proxy */
     /* Not launched, or captured (replays are plain kernels): finish now. */
-    pthread_mutex_lock(&fn_lock);
-    if (!l->token) {
-        l->token = fn_next_token++;
-        *fn_token_slot(l->token) = l;
-    }
-    l->start_ns = l->end_ns = fn_now();
-    for (size_t i = 0; i < l->nops; i++) {
-        l->ops[i].end_ns = l->start_ns;
-        l->ops[i].end_known = true;
-        l->ops[i].plan.ksteps = 0; /* no transfer: no proxy steps */
-    }
-    l->start_known = l->resolved = true;
-    if (l->profiled)
-        fn_prof_wake_locked();
-    else
-        fn_launch_free_locked(l);
-    pthread_mutex_unlock(&fn_lock);
+    fn_launch_finish_now(l);
     if (cres != CUDA_SUCCESS) {
         fn_set_error("fake NCCL: kernel launch failed (CUresult %d)", (int)cres);
         return ncclUnhandledCudaError;
@@ -344,7 +354,16 @@ static ncclResult_t fn_launch(struct fn_launch *l)
     return ncclSuccess;
 }
 
-/* The outermost ncclGroupEnd: one launch per stream, in call order. */
+/* Whether op b goes into the launch that op a starts: the kernel of a's
+ * stream, unless either runs on copy engines (one launch each, no
+ * kernel). */
+static bool fn_same_launch(const struct fn_op *a, const struct fn_op *b)
+{
+    return a == b || (!a->ce && !b->ce && a->stream == b->stream);
+}
+
+/* The outermost ncclGroupEnd: one launch per stream, in call order (and
+ * one per copy-engine op). */
 static ncclResult_t fn_group_flush(void)
 {
     struct fn_op *ops = fn_grp.ops;
@@ -361,7 +380,7 @@ static ncclResult_t fn_group_flush(void)
         struct fn_launch *l = calloc(1, sizeof *l);
         size_t m = 0;
         for (size_t j = i; j < n; j++)
-            m += ops[j].stream == ops[i].stream;
+            m += fn_same_launch(&ops[i], &ops[j]);
         if (l)
             l->ops = calloc(m, sizeof *l->ops);
         if (!l || !l->ops) {
@@ -370,7 +389,7 @@ static ncclResult_t fn_group_flush(void)
             break;
         }
         for (size_t j = i; j < n; j++) {
-            if (ops[j].stream == ops[i].stream) {
+            if (fn_same_launch(&ops[i], &ops[j])) {
                 l->ops[l->nops++] = ops[j];
                 taken[j] = true;
             }
@@ -448,6 +467,10 @@ static ncclResult_t fn_call(struct fn_op op)
     ncclResult_t rc = fn_check(&op);
     if (rc != ncclSuccess)
         return rc;
+    bool bad = false;
+    op.ce = fn_ce_wanted(op.func, &bad);
+    if (bad)
+        return ncclInvalidArgument;
     bool implicit = fn_grp.depth == 0;
     if (implicit && (rc = ncclGroupStart()) != ncclSuccess) /* through the PLT, on purpose */
         return rc;
@@ -459,6 +482,8 @@ static ncclResult_t fn_call(struct fn_op op)
     else
         op.seq = c->coll_seq++;
     fn_plan_op(&op);
+    if (op.ce)
+        op.plan.ksteps = 0; /* copy engines over NVLink: no proxy, no steps */
     fn_prof_api_call_begin(&op, fn_grp.depth);
     if (fn_grp.n == fn_grp.cap) {
         size_t cap = fn_grp.cap ? 2 * fn_grp.cap : 8;

@@ -6,7 +6,8 @@
  * and p2p calls, groups, kernel launches and the resolver the simulated
  * driver polls), fn_links.c (per-peer links and the ring schedule of each
  * op), fn_profiler.c (profiler plugin loading, events, the proxy thread),
- * fn_proxy_steps.c (ProxyOp/ProxyStep events from the ring schedule).  README.md, "Fake NCCL", is
+ * fn_proxy_steps.c (ProxyOp/ProxyStep events from the ring schedule),
+ * fn_ce.c (copy-engine collectives: FAKEGPU_NCCL_CE).  README.md, "Fake NCCL", is
  * the contract.
  *
  * Locking: one mutex, fn_lock, protects the communicator registry, the
@@ -70,8 +71,9 @@ struct ncclComm {
     uint64_t *send_seq; /* per peer: next Send's index */
     uint64_t *recv_seq; /* per peer: next Recv's index */
     uint64_t split_seq;
-    int inflight; /* ops launched and not finished (fn_lock) */
-    int aborted;  /* __atomic */
+    uint64_t ce_seq; /* copy-engine collectives launched (CeColl ceSeqNum) */
+    int inflight;    /* ops launched and not finished (fn_lock) */
+    int aborted;     /* __atomic */
     bool destroyed;
     void *prof_ctx; /* the plugin's context, NULL when none */
     int prof_mask;  /* eActivationMask the plugin returned */
@@ -102,6 +104,7 @@ struct fn_op {
     int root, peer;
     uint64_t seq; /* collectives: comm->coll_seq; p2p: per-peer index */
     CUstream stream;
+    bool ce;         /* run on copy engines (fn_ce.c): a copy, no kernel, no proxy steps */
     int64_t xfer_ns; /* fn_plan_op: latency + transfer */
     struct fn_plan plan;
     int64_t end_ns; /* fn_lock */
@@ -152,6 +155,8 @@ struct fn_cu {
     CUresult (*module_get_function)(CUfunction *, CUmodule, const char *);
     CUresult (*launch_kernel_ex)(const CUlaunchConfig *, CUfunction, void **, void **);
     CUresult (*stream_is_capturing)(CUstream, CUstreamCaptureStatus *);
+    CUresult (*memcpy_dtod_async)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+    fg_nccl_ce_arm_fn ce_arm; /* the driver's fakegpu_nccl_ce_arm */
 };
 extern struct fn_cu fn_cu;
 
@@ -195,6 +200,12 @@ void fn_plan_op(struct fn_op *op);
 
 /* ------------------------------------------------------------ fn_coll.c */
 
+/* Registers l in the token table (fn_lock held) and returns its token. */
+uint64_t fn_token_register_locked(struct fn_launch *l);
+/* A launch that will not be resolved by the driver (captured, failed, or
+ * nothing to do): ends now, with no transfer (takes fn_lock). */
+void fn_launch_finish_now(struct fn_launch *l);
+
 extern const struct fg_nccl_hooks fn_hooks;
 /* Wait (FAKEGPU_NCCL_TIMEOUT_S) until no launched op of c is unfinished. */
 bool fn_comm_drain(struct ncclComm *c);
@@ -203,6 +214,16 @@ const char *fn_dtype_name(ncclDataType_t t);
 unsigned fn_dtype_bytes(ncclDataType_t t);
 /* Locked.  Called by the proxy when a profiled launch is finished. */
 void fn_launch_free_locked(struct fn_launch *l);
+
+/* ---------------------------------------------------------------- fn_ce.c */
+
+/* Whether op (its func set) runs on copy engines: FAKEGPU_NCCL_CE, parsed
+ * once; false with the error set (*bad) when the variable is malformed. */
+bool fn_ce_wanted(fn_func f, bool *bad);
+/* Launches l (one copy-engine op): its CeColl event (v6) around a
+ * device-to-device copy on its stream that the driver turns into a
+ * resolver op of l's token. */
+ncclResult_t fn_ce_launch(struct fn_launch *l);
 
 /* -------------------------------------------------------- fn_profiler.c */
 
@@ -235,6 +256,7 @@ struct fn_ev {
     int depth;                              /* GroupApi */
     void *stream;                           /* KernelLaunch */
     int peer, nsteps, chunk, is_send, step; /* ProxyOp, ProxyStep */
+    uint64_t ce_seq;                        /* CeColl: the communicator's CE counter */
 };
 void *fn_prof_start(const struct ncclComm *c, const struct fn_ev *e);
 void fn_prof_stop(void *h);

@@ -234,13 +234,28 @@ static void fn_fill(fn_prof_descr_v6 *d, const struct fn_ev *e)
         d->proxyOp.isSend = e->is_send;
         break;
     case fnProfileProxyStep: d->proxyStep.step = e->step; break;
+    case fnProfileCeColl:
+        d->ceColl.seqNumber = op->seq;
+        d->ceColl.func = fn_func_name(op->func);
+        d->ceColl.sendBuff = op->sendbuff;
+        d->ceColl.recvBuff = op->recvbuff;
+        d->ceColl.count = op->count;
+        d->ceColl.root = op->root;
+        d->ceColl.datatype = fn_dtype_name(op->dtype);
+        d->ceColl.syncStrategy = "memop"; /* stream memory operations, as NCCL 2.28's */
+        d->ceColl.batchSize = 1;
+        d->ceColl.numBatches = 1;
+        d->ceColl.ceSeqNum = (uint32_t)e->ce_seq;
+        d->ceColl.stream = (void *)op->stream;
+        break;
     default: break;
     }
 }
 
 void *fn_prof_start(const struct ncclComm *c, const struct fn_ev *e)
 {
-    if (!c->prof_ctx || !(c->prof_mask & e->type))
+    if (!c->prof_ctx || !(c->prof_mask & e->type) ||
+        (e->type == fnProfileCeColl && fn_prof_version < 6))
         return NULL;
     void *h = NULL;
     if (fn_prof_version >= 5) {
@@ -403,7 +418,7 @@ void fn_prof_group_ops(struct fn_op *ops, size_t n)
         return;
     for (size_t i = 0; i < n; i++) {
         struct ncclComm *c = ops[i].comm;
-        if (!c->prof_ctx)
+        if (!c->prof_ctx || ops[i].ce) /* a copy-engine op: its CeColl event (fn_ce.c) */
             continue;
         if (!ops[i].pg && (c->prof_mask & fnProfileGroup)) {
             /* First op of this communicator: its Group event. */
@@ -414,7 +429,7 @@ void fn_prof_group_ops(struct fn_op *ops, size_t n)
             if (pg) {
                 pg->handle = h;
                 for (size_t j = i; j < n; j++) {
-                    if (ops[j].comm == c) {
+                    if (ops[j].comm == c && !ops[j].ce) {
                         ops[j].pg = pg;
                         pg->remaining++;
                     }

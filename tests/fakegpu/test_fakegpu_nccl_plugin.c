@@ -1,6 +1,6 @@
 /*
  * test_fakegpu_nccl_plugin.c - a profiler plugin for the fake NCCL's tests
- * (libfgtestprof.so).  Exports ncclProfiler_v5, _v4 and _v3 and records
+ * (libfgtestprof.so).  Exports ncclProfiler_v6, _v5, _v4 and _v3 and records
  * every call (test_fakegpu_nccl_plugin.h).  FGTP_MASK (decimal) is the
  * eActivationMask it returns; default: everything the fake emits.
  */
@@ -66,7 +66,7 @@ static void fgtp_str(char *dst, size_t n, const char *s)
 static int fgtp_mask(void)
 {
     const char *m = getenv("FGTP_MASK");
-    return m ? atoi(m) : 0xfff;
+    return m ? atoi(m) : 0x1fff; /* up to CeColl (v6) */
 }
 
 static void *fgtp_new_ctx(void)
@@ -129,10 +129,13 @@ static ncclResult_t fgtp_init_v5(void **ctx, uint64_t commId, int *mask, const c
     return fgtp_init_common(5, ctx, mask, name, commId, nranks, rank);
 }
 
-static ncclResult_t fgtp_start_v5(void *ctx, void **h, fn_prof_descr_v5 *d)
+/* v5's events; v6 (d6 non-NULL) adds the copy-engine collective, its other
+ * members where v5 has them. */
+static ncclResult_t fgtp_start_v56(int version, void *ctx, void **h, fn_prof_descr_v5 *d,
+                                   const fn_prof_descr_v6 *d6)
 {
     struct fgtp_rec r = {.call = FGTP_START,
-                         .version = 5,
+                         .version = version,
                          .type = d->type,
                          .parent = (uint64_t)(uintptr_t)d->parentObj,
                          .rank = d->rank,
@@ -180,10 +183,29 @@ static ncclResult_t fgtp_start_v5(void *ctx, void **h, fn_prof_descr_v5 *d)
         r.stream = d->p2pApi.stream;
         break;
     case fnProfileKernelLaunch: r.stream = d->kernelLaunch.stream; break;
+    case fnProfileCeColl:
+        if (!d6)
+            break;
+        r.seq = d6->ceColl.seqNumber;
+        fgtp_str(r.func, sizeof r.func, d6->ceColl.func);
+        r.sendbuff = d6->ceColl.sendBuff;
+        r.recvbuff = d6->ceColl.recvBuff;
+        r.count = d6->ceColl.count;
+        r.root = d6->ceColl.root;
+        fgtp_str(r.dtype, sizeof r.dtype, d6->ceColl.datatype);
+        fgtp_str(r.algo, sizeof r.algo, d6->ceColl.syncStrategy);
+        r.stream = d6->ceColl.stream;
+        r.depth = (int)d6->ceColl.ceSeqNum;
+        break;
     default: break;
     }
     *h = (void *)(uintptr_t)fgtp_add(&r);
     return ncclSuccess;
+}
+
+static ncclResult_t fgtp_start_v5(void *ctx, void **h, fn_prof_descr_v5 *d)
+{
+    return fgtp_start_v56(5, ctx, h, d, NULL);
 }
 
 static ncclResult_t fgtp_state_v5(void *h, fn_prof_state st, fn_prof_args_v5 *a)
@@ -197,6 +219,35 @@ __attribute__((visibility("default"))) fn_profiler_v5 ncclProfiler_v5 = {
     .startEvent = fgtp_start_v5,
     .stopEvent = fgtp_stop,
     .recordEventState = fgtp_state_v5,
+    .finalize = fgtp_finalize,
+};
+
+/* ------------------------------------------------------------------ v6 */
+
+static ncclResult_t fgtp_init_v6(void **ctx, uint64_t commId, int *mask, const char *name,
+                                 int nNodes, int nranks, int rank, fn_logger_t logfn)
+{
+    (void)nNodes, (void)logfn;
+    return fgtp_init_common(6, ctx, mask, name, commId, nranks, rank);
+}
+
+/* v5's members keep their offsets in v6's descriptor (fn_profiler_abi.h) */
+static ncclResult_t fgtp_start_v6(void *ctx, void **h, fn_prof_descr_v6 *d)
+{
+    return fgtp_start_v56(6, ctx, h, (fn_prof_descr_v5 *)(void *)d, d);
+}
+
+static ncclResult_t fgtp_state_v6(void *h, fn_prof_state st, fn_prof_args_v6 *a)
+{
+    return fgtp_state(6, h, st, a ? a->kernelCh.pTimer : 0);
+}
+
+__attribute__((visibility("default"))) fn_profiler_v6 ncclProfiler_v6 = {
+    .name = "fgtestprof",
+    .init = fgtp_init_v6,
+    .startEvent = fgtp_start_v6,
+    .stopEvent = fgtp_stop,
+    .recordEventState = fgtp_state_v6,
     .finalize = fgtp_finalize,
 };
 

@@ -1,8 +1,9 @@
 /*
  * test_fakegpu_nccl_profiler.c - the fake NCCL's profiler plugin interface
- * (README.md, "Fake NCCL"): v5, v4 and v3 by path or capped, STATIC_PLUGIN,
- * the activation mask and p2p events, through the test plugin
- * libfgtestprof.so. Part of the test_fakegpu_nccl suite.
+ * (README.md, "Fake NCCL"): v6 by path, v5, v4 and v3 capped, STATIC_PLUGIN,
+ * the activation mask and p2p events, copy-engine collectives (v6 CeColl
+ * events, FAKEGPU_NCCL_CE), through the test plugin libfgtestprof.so. Part
+ * of the test_fakegpu_nccl suite.
  */
 #include "test_fakegpu_nccl.h"
 
@@ -97,7 +98,7 @@ static void check_plugin(int version)
         ck_assert_ptr_eq(co->recvbuff, rb);
         ck_assert_uint_eq(co->count, MB);
         ck_assert_uint_eq(co->nchannels, 2);
-        if (version == 5) {
+        if (version >= 5) { /* v6 is v5 but for copy-engine collectives */
             const struct fgtp_rec *api = find(rec, n, FGTP_START, fnProfileCollApi, 0, (size_t)r);
             ck_assert_ptr_nonnull(api);
             ck_assert_uint_eq(co->parent, api->id);
@@ -157,9 +158,17 @@ static void check_plugin(int version)
     ck_assert_ptr_nonnull(find(rec, n, FGTP_FINALIZE, 0, 0, 1));
 }
 
-START_TEST(plugin_v5_by_path)
+START_TEST(plugin_v6_by_path)
 {
     setenv("NCCL_PROFILER_PLUGIN", FGTESTPROF_PATH, 1);
+    check_plugin(6);
+}
+END_TEST
+
+START_TEST(plugin_v5_when_capped)
+{
+    setenv("NCCL_PROFILER_PLUGIN", FGTESTPROF_PATH, 1);
+    setenv("FAKEGPU_NCCL_PROFILER_VERSION", "5", 1);
     check_plugin(5);
 }
 END_TEST
@@ -183,7 +192,118 @@ END_TEST
 START_TEST(plugin_static_from_global_scope)
 {
     setenv("NCCL_PROFILER_PLUGIN", "STATIC_PLUGIN", 1);
-    check_plugin(5);
+    check_plugin(6);
+}
+END_TEST
+
+/*
+ * FAKEGPU_NCCL_CE: an AllReduce on copy engines ends by the kernel's rule
+ * (the latest start plus 4 ms: 4 MB at 1 GB/s over two ranks), then an
+ * AllGather of 2 MB per rank (one ring step of 2 MB: 2 ms, both ranks
+ * starting together), and a v6 plugin hears a CeColl event per op and rank
+ * (parent: the call's CollApi event),
+ * started and stopped on the calling thread inside the call, before the
+ * op's GPU end; no Group, Coll, KernelCh or proxy event. A v5 plugin
+ * hears nothing of the op but its API events. A bad value is refused.
+ */
+static void check_ce(int version)
+{
+    setenv("FAKEGPU_NET_GBPS", "1", 1);
+    setenv("FAKEGPU_NCCL_CE", "AllReduce,AllGather", 1);
+    CUstream s[2];
+    ncclComm_t c[2];
+    tn_two_ranks(s, c);
+    static char sb[16], rb[16];
+    CUevent e0[2], e1[2], e2[2];
+    int64_t call[2][2];
+    for (int r = 0; r < 2; r++) {
+        ck_assert_int_eq(tn_launch(r ? "blocker__20000us" : "blocker__30000us", s[r]), 0);
+        e0[r] = tn_record(s[r]);
+        struct timespec a, b;
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        NC_OK(ncclAllReduce(sb, rb, MB, ncclFloat32, ncclSum, c[r], s[r]));
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        call[r][0] = (int64_t)a.tv_sec * 1000000000 + a.tv_nsec;
+        call[r][1] = (int64_t)b.tv_sec * 1000000000 + b.tv_nsec;
+        e1[r] = tn_record(s[r]);
+        NC_OK(ncclAllGather(sb, rb, MB / 2, ncclFloat32, c[r], s[r]));
+        e2[r] = tn_record(s[r]);
+    }
+    for (int r = 0; r < 2; r++) {
+        ck_assert_double_eq_tol(tn_elapsed(e0[r], e1[r]), tn_wait_for_latest(e0, 2, r) + 4,
+                                EXACT_MS);
+        ck_assert_double_eq_tol(tn_elapsed(e1[r], e2[r]), 2, EXACT_MS);
+    }
+    size_t n;
+    const struct fgtp_rec *rec = fgtp_records(&n);
+    for (int r = 0; r < 2; r++) {
+        /* each rank's calls in turn: its AllReduce's events, then its AllGather's */
+        const struct fgtp_rec *ce = find(rec, n, FGTP_START, fnProfileCeColl, 0, (size_t)(2 * r));
+        const struct fgtp_rec *api = find(rec, n, FGTP_START, fnProfileCollApi, 0, (size_t)(2 * r));
+        ck_assert_ptr_nonnull(api);
+        if (version < 6) {
+            ck_assert_ptr_null(ce);
+            continue;
+        }
+        ck_assert_ptr_nonnull(ce);
+        ck_assert_uint_eq(ce->parent, api->id);
+        ck_assert_int_eq(ce->rank, r);
+        ck_assert_str_eq(ce->func, "AllReduce");
+        ck_assert_str_eq(ce->dtype, "ncclFloat32");
+        ck_assert_str_eq(ce->algo, "memop");
+        ck_assert_uint_eq(ce->count, MB);
+        ck_assert_ptr_eq(ce->sendbuff, sb);
+        ck_assert_ptr_eq(ce->recvbuff, rb);
+        ck_assert_ptr_eq(ce->stream, (void *)s[r]);
+        ck_assert_uint_eq(ce->seq, 0);
+        ck_assert_int_eq(ce->depth, 0); /* the communicator's first CE op */
+        const struct fgtp_rec *stop = find(rec, n, FGTP_STOP, 0, ce->id, 0);
+        ck_assert_ptr_nonnull(stop);
+        ck_assert_int_ge(ce->host_ns, call[r][0]);
+        ck_assert_int_le(stop->host_ns, call[r][1]);
+        const struct fgtp_rec *ag =
+            find(rec, n, FGTP_START, fnProfileCeColl, 0, (size_t)(2 * r + 1));
+        ck_assert_ptr_nonnull(ag);
+        ck_assert_str_eq(ag->func, "AllGather");
+        ck_assert_uint_eq(ag->count, MB / 2);
+        ck_assert_uint_eq(ag->seq, 1);
+        ck_assert_int_eq(ag->depth, 1);
+    }
+    ck_assert_ptr_null(find(rec, n, FGTP_START, fnProfileGroup, 0, 0));
+    ck_assert_ptr_null(find(rec, n, FGTP_START, fnProfileColl, 0, 0));
+    ck_assert_ptr_null(find(rec, n, FGTP_START, fnProfileKernelCh, 0, 0));
+    ck_assert_ptr_null(find(rec, n, FGTP_START, fnProfileProxyOp, 0, 0));
+    for (int r = 0; r < 2; r++)
+        NC_OK(ncclCommDestroy(c[r]));
+}
+
+START_TEST(plugin_v6_copy_engine_collective)
+{
+    setenv("NCCL_PROFILER_PLUGIN", FGTESTPROF_PATH, 1);
+    check_ce(6);
+}
+END_TEST
+
+START_TEST(plugin_v5_hears_no_copy_engine_collective)
+{
+    setenv("NCCL_PROFILER_PLUGIN", FGTESTPROF_PATH, 1);
+    setenv("FAKEGPU_NCCL_PROFILER_VERSION", "5", 1);
+    check_ce(5);
+}
+END_TEST
+
+START_TEST(copy_engine_knob_refuses_a_bad_value)
+{
+    setenv("FAKEGPU_NCCL_CE", "AllReduce,Bcast", 1);
+    CUstream s[2];
+    ncclComm_t c[2];
+    tn_two_ranks(s, c);
+    static char sb[16], rb[16];
+    ck_assert_int_eq(ncclAllReduce(sb, rb, MB, ncclFloat32, ncclSum, c[0], s[0]),
+                     ncclInvalidArgument);
+    ck_assert_ptr_nonnull(strstr(ncclGetLastError(c[0]), "FAKEGPU_NCCL_CE: 'Bcast'"));
+    for (int r = 0; r < 2; r++)
+        NC_OK(ncclCommDestroy(c[r]));
 }
 END_TEST
 
@@ -228,7 +348,11 @@ TCase *tn_plugin_tcase(void)
 {
     TCase *plugin = tcase_create("plugin");
     tcase_set_timeout(plugin, 30);
-    tcase_add_test(plugin, plugin_v5_by_path);
+    tcase_add_test(plugin, plugin_v6_by_path);
+    tcase_add_test(plugin, plugin_v5_when_capped);
+    tcase_add_test(plugin, plugin_v6_copy_engine_collective);
+    tcase_add_test(plugin, plugin_v5_hears_no_copy_engine_collective);
+    tcase_add_test(plugin, copy_engine_knob_refuses_a_bad_value);
     tcase_add_test(plugin, plugin_v4_when_capped);
     tcase_add_test(plugin, plugin_v3_when_capped);
     tcase_add_test(plugin, plugin_static_from_global_scope);

@@ -4,10 +4,18 @@
  * rank processes (`w_links rank R N IDHEX`, RANK/LOCAL_RANK/WORLD_SIZE
  * set, like torchrun) and waits for them.
  *
- * Schedule (W_LINKS_STEPS steps, default 4): each step is a 2 ms compute
- * kernel, then one AllReduce per size of W_LINKS_COUNTS (float32 element
- * counts, comma-separated, default 4194304), then a synchronize; no NVTX
- * (the decoder finds the repeating steps). Links come from FAKEGPU_NCCL_LINKS /
+ * Schedule (W_LINKS_STEPS steps, default 4): each step is a compute kernel
+ * (W_LINKS_COMPUTE_US µs, default 2000), then one AllReduce per size of W_LINKS_COUNTS (float32
+ * element counts, comma-separated, default 4194304), then a synchronize; no NVTX (the decoder finds
+ * the repeating steps). W_LINKS_SIDE_US (unset: none): a kernel of that many µs on a second stream,
+ * started when the compute kernel ends (an event), so that it runs under the all-reduces (overlap).
+ * W_LINKS_CUSTOM_US (unset: none): after the all-reduces, a kernel of
+ * that many µs named like vLLM's custom all-reduce
+ * (vllm::cross_device_reduce_1stage), launched by the job itself, not by
+ * NCCL (docs/nccl.md, "Communication kernels"). W_LINKS_AHEAD=1: no
+ * synchronize between steps, only after the last (the host enqueues the
+ * whole job ahead of the GPU, so a step's work starts when the previous
+ * step's ends, on every rank alike). Links come from FAKEGPU_NCCL_LINKS /
  * FAKEGPU_NET_GBPS (tests/fakegpu/README.md, "Links and the ring"): the
  * test states each link's truth from them.
  */
@@ -71,7 +79,9 @@ static int rank_main(int r, int n, const char *idhex)
     CUcontext ctx;
     CUstream s;
     CUmodule mod;
-    CUfunction compute;
+    CUfunction compute, side = NULL, custom = NULL;
+    CUstream s2;
+    CUevent ev;
     CUdeviceptr a, b;
     CHECK(cuInit(0));
     CHECK(cuDeviceGet(&d, 0));
@@ -79,7 +89,23 @@ static int rank_main(int r, int n, const char *idhex)
     CHECK(cuCtxSetCurrent(ctx));
     CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
     CHECK(cuModuleLoadData(&mod, "w_links"));
-    CHECK(cuModuleGetFunction(&compute, mod, "w_compute__2000us"));
+    const char *compute_us = getenv("W_LINKS_COMPUTE_US");
+    char cname[64];
+    snprintf(cname, sizeof(cname), "w_compute__%sus",
+             compute_us && *compute_us ? compute_us : "2000");
+    CHECK(cuModuleGetFunction(&compute, mod, cname));
+    CHECK(cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING));
+    CHECK(cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING));
+    const char *side_us = getenv("W_LINKS_SIDE_US"), *custom_us = getenv("W_LINKS_CUSTOM_US");
+    char kname[96];
+    if (side_us && *side_us) {
+        snprintf(kname, sizeof(kname), "w_side__%sus", side_us);
+        CHECK(cuModuleGetFunction(&side, mod, kname));
+    }
+    if (custom_us && *custom_us) {
+        snprintf(kname, sizeof(kname), "vllm::cross_device_reduce_1stage__%sus", custom_us);
+        CHECK(cuModuleGetFunction(&custom, mod, kname));
+    }
     /* the simulated NCCL moves no data: small buffers stand for large ops */
     CHECK(cuMemAlloc(&a, 1 << 16));
     CHECK(cuMemAlloc(&b, 1 << 16));
@@ -90,14 +116,26 @@ static int rank_main(int r, int n, const char *idhex)
     int steps = steps_env ? atoi(steps_env) : 4;
     if (!counts || !*counts)
         counts = "4194304";
+    const char *ahead_env = getenv("W_LINKS_AHEAD");
+    int ahead = ahead_env && !strcmp(ahead_env, "1");
     for (int k = 0; k < steps; k++) {
         CHECK(cuLaunchKernel(compute, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL));
+        if (side) {
+            CHECK(cuEventRecord(ev, s));
+            CHECK(cuStreamWaitEvent(s2, ev, 0));
+            CHECK(cuLaunchKernel(side, 1, 1, 1, 32, 1, 1, 0, s2, NULL, NULL));
+        }
         char buf[256], *save = NULL;
         snprintf(buf, sizeof(buf), "%s", counts);
         for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save))
             CHECK(ncclAllReduce((void *)(uintptr_t)a, (void *)(uintptr_t)b, strtoull(t, NULL, 10),
                                 ncclFloat32, ncclSum, comm, (cudaStream_t)s));
-        CHECK(cuStreamSynchronize(s));
+        if (custom)
+            CHECK(cuLaunchKernel(custom, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL));
+        if (!ahead || k == steps - 1) {
+            CHECK(cuStreamSynchronize(s));
+            CHECK(cuStreamSynchronize(s2));
+        }
     }
     CHECK(ncclCommDestroy(comm));
     return 0;

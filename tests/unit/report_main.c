@@ -29,6 +29,7 @@ Suite *efficiency_suite(void);
 Suite *efficiency_streams_suite(void);
 Suite *nccl_links_suite(void);
 Suite *xfer_model_suite(void);
+Suite *comm_kernels_suite(void);
 
 static const struct th_suite suites[] = {
     {"intervals", intervals_suite},
@@ -57,6 +58,7 @@ static const struct th_suite suites[] = {
     {"html", html_suite},
     {"efficiency", efficiency_suite},
     {"efficiency_streams", efficiency_streams_suite},
+    {"comm_kernels", comm_kernels_suite},
     {NULL, NULL},
 };
 
