@@ -14,6 +14,7 @@
  * GPM sampling (shim/health_gpm.c, CUTRACE_GPM_MS) on the matched devices.
  */
 #include "shim/health.h"
+#include "shim/hw_links.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -177,6 +178,7 @@ static struct {
     /* cost, writer thread CPU time (CLOCK_THREAD_CPUTIME_ID) */
     uint64_t samples, cost_ns, writer_cpu_ns;
     int matched, unmatched;
+    int hw_host; /* the host's NICs recorded (hw_links.c) */
 } h;
 
 void ct_health_meta(const char *key, const char *value)
@@ -303,6 +305,7 @@ static void match_device(int d)
         s->h = dh;
     if (s->h) {
         h.matched++;
+        ct_hw_links_device(h.lib, d, s->h);
     } else {
         char why[200];
         snprintf(why, sizeof(why), "unavailable: device %d (%.100s) not found by NVML", d,
@@ -417,6 +420,10 @@ static void tick(uint64_t now)
     if (due) {
         h.next_ns = now + (uint64_t)h.period_ms * 1000000u;
         sample_host(now);
+        if (!h.hw_host) { /* once per image: the host's NICs */
+            h.hw_host = 1;
+            ct_hw_links_host();
+        }
     }
     for (int d = 0; d < CT_HEALTH_MAX_DEV; d++) {
         if (!atomic_load_explicit(&g_ident[d].ready, memory_order_acquire))
@@ -458,6 +465,7 @@ int ct_health_start(int after_fork)
     }
     h.period_ms = ct_cfg.health_ms;
     h.next_ns = 0;
+    h.hw_host = 0;
     h.psi = -1;
     h.samples = h.cost_ns = h.writer_cpu_ns = 0;
     h.ncpu = sysconf(_SC_NPROCESSORS_ONLN);

@@ -109,6 +109,10 @@ struct ct_coll_row {
     double wait_sum;                         /* the matched instances' waits, summed (ns) */
     double algbw, busbw;                     /* GB/s from p50 */
     uint64_t matched;
+    /* what the links can carry in busbw's unit and busbw's share of it
+     * (speed_of_light.c); NAN with sol_reason */
+    double sol_gbps, sol_pct;
+    char sol_basis[160], sol_reason[320];
 };
 
 struct ct_kernel_row {

@@ -16,6 +16,7 @@
 #include "decoder/analysis/goodput.h"
 #include "decoder/analysis/health.h"
 #include "decoder/analysis/nccl_links.h"
+#include "decoder/analysis/speed_of_light.h"
 #include "decoder/analysis/xfer_model.h"
 #include "decoder/util/stats.h"
 #include "decoder/read/job.h"
@@ -161,6 +162,8 @@ int ct_report_analyze(struct ct_job *job, const struct ct_iter_opts *io, struct 
         rc = ct_collectives_table(rep);
     if (!rc)
         rc = ct_xfer_models(rep, &rep->xfer, &rep->nxfer);
+    if (!rc)
+        rc = ct_speed_of_light(rep);
     if (!rc)
         rc = ct_kernels_table(rep);
     if (!rc && !(rep->nlinks = calloc(1, sizeof(*rep->nlinks))))

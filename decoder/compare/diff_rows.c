@@ -311,6 +311,15 @@ void ct_rows_write(FILE *f, const char *name, const char *side, const struct ct_
         ct_json_member(f, "algbw_gbps", c->algbw, 3);
         fputc(',', f);
         ct_json_member(f, "busbw_gbps", c->busbw, 3);
+        fputc(',', f);
+        ct_json_member(f, "sol_gbps", c->sol_gbps, 3);
+        fputc(',', f);
+        ct_json_member(f, "sol_pct", c->sol_pct, 3);
+        fputs(",\"sol_reason\":", f);
+        if (c->sol_reason[0])
+            ct_json_str(f, c->sol_reason);
+        else
+            fputs("null", f);
         fputs("}\n", f);
     }
 }

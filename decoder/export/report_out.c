@@ -444,6 +444,19 @@ void ct_report_json(FILE *f, const struct ct_report *rep, int rank_iters)
         num(f, "transfer_p50_us", json_us(c->transfer_p50), 1);
         num(f, "algbw_gbps", c->algbw, 1);
         num(f, "busbw_gbps", c->busbw, 0);
+        fputc_unlocked(',', f);
+        num(f, "sol_gbps", c->sol_gbps, 1);
+        num(f, "sol_pct", c->sol_pct, 1);
+        fputs("\"sol_basis\":", f);
+        if (c->sol_basis[0])
+            ct_json_str(f, c->sol_basis);
+        else
+            fputs("null", f);
+        fputs(",\"sol_reason\":", f);
+        if (c->sol_reason[0])
+            ct_json_str(f, c->sol_reason);
+        else
+            fputs("null", f);
         fputc_unlocked('}', f);
     }
     fprintf(f, "],\"kernels\":[");
@@ -845,13 +858,28 @@ void ct_report_text(FILE *f, const struct ct_report *rep)
     }
     if (rep->ncoll) {
         fprintf(f,
-                "\nCollectives (algbw, busbw in GB/s):\n  %-14s %12s %6s %8s %10s %10s %9s %9s\n",
-                "op", "bytes", "ranks", "count", "p50 us", "skew us", "algbw", "busbw");
+                "\nCollectives (algbw, busbw in GB/s; of SoL: busbw over what the links carry):\n"
+                "  %-14s %12s %6s %8s %10s %10s %9s %9s %7s\n",
+                "op", "bytes", "ranks", "count", "p50 us", "skew us", "algbw", "busbw", "of SoL");
         for (size_t i = 0; i < rep->ncoll; i++) {
             const struct ct_coll_row *c = &rep->coll[i];
-            fprintf(f, "  %-14s %12" PRIu64 " %6d %8" PRIu64 " %10.1f %10.1f %9.2f %9.2f\n",
+            char sol[16] = "-";
+            if (isfinite(c->sol_pct))
+                snprintf(sol, sizeof(sol), "%.1f%%", c->sol_pct);
+            fprintf(f, "  %-14s %12" PRIu64 " %6d %8" PRIu64 " %10.1f %10.1f %9.2f %9.2f %7s\n",
                     op_name(c->op), c->bytes, c->nranks, c->count, us(c->p50), us(c->skew_p50),
-                    c->algbw, c->busbw);
+                    c->algbw, c->busbw, sol);
+        }
+        /* what each bound rests on, or why there is none, once per text */
+        for (size_t i = 0; i < rep->ncoll; i++) {
+            const struct ct_coll_row *c = &rep->coll[i];
+            const char *t = c->sol_basis[0] ? c->sol_basis : c->sol_reason;
+            int seen = 0;
+            for (size_t j = 0; j < i && !seen; j++)
+                seen = !strcmp(t, rep->coll[j].sol_basis[0] ? rep->coll[j].sol_basis
+                                                            : rep->coll[j].sol_reason);
+            if (!seen && *t)
+                fprintf(f, "  SoL %s: %s\n", c->sol_basis[0] ? "from" : "unknown", t);
         }
     }
     if (rep->nkern) {

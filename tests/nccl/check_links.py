@@ -118,8 +118,39 @@ if coll:
 sf = slow_findings(diag)
 check("diagnose names the slow link", len(sf) == 1 and sf[0]["ranks"] == [5, 6], str(sf))
 
-# 2. The same job without the slow link: no slow link, and the saving.
-rep2, diag2 = run("even", 8, {})
+# 2. The same job without the slow link: no slow link, and the saving. Its
+#    devices have 18 active NVLink links (the simulated NVML) and its host
+#    two active 400 Gb/s RDMA ports and a third down (a made-up sysfs): the
+#    trace records them, and each collective's speed of light, all ranks on
+#    one host, is NVLink's 18 x 25 GB/s one way (compute capability 9.0).
+sysfs = tempfile.mkdtemp(prefix="links-sysfs-")
+scratch.append(sysfs)
+for nic, state in (("mlx5_0", "4: ACTIVE"), ("mlx5_1", "4: ACTIVE"), ("mlx5_2", "1: DOWN")):
+    port = os.path.join(sysfs, "class", "infiniband", nic, "ports", "1")
+    os.makedirs(port)
+    with open(os.path.join(port, "state"), "w") as f:
+        f.write(state + "\n")
+    with open(os.path.join(port, "rate"), "w") as f:
+        f.write("400 Gb/sec (4X NDR)\n")
+rep2, diag2 = run("even", 8, {"FAKEGPU_NVLINK_LINKS": "18", "CUTRACE_TEST_SYSFS": sysfs,
+                              "CUTRACE_NVML_LIB": os.path.join(os.environ["CT_FAKEGPU_NVML_DIR"],
+                                                               "libnvidia-ml.so.1")})
+for c in rep2["collectives"]:
+    check("speed of light from NVML", c["sol_gbps"] == 450.0 and c["sol_reason"] is None and
+          "18 NVLink links x 25 GB/s" in (c["sol_basis"] or ""), str(c))
+    if c["sol_pct"] is not None:
+        near("its share", c["sol_pct"], 100 * c["busbw_gbps"] / 450.0, 0.01)
+meta = subprocess.run([os.environ["CT_CUTRACE"], "dump", "--json",
+                       os.path.join(scratch[-1], "traces")],
+                      capture_output=True, text=True, timeout=300).stdout
+check("NICs recorded", '"nic_gbps":"800"' in meta and "mlx5_0/1=400" in meta and
+      "mlx5_2" not in meta, "dump has no nic_gbps 800")
+check("NVLink links recorded", '"nvlink_links":"18"' in meta, "dump has no nvlink_links 18")
+# without a reading (the first run: the simulated NVML has no NVLink by
+# default) and a device not in the platform table: absent, with the reason
+for c in rep["collectives"]:
+    check("no speed of light without a reading", c["sol_gbps"] is None and
+          "not in the platform table" in (c["sol_reason"] or ""), str(c))
 check("no slow link without one", rep2["nccl"]["slow_links"] == [], str(rep2["nccl"]["slow_links"]))
 check("no slow_link finding without one", slow_findings(diag2) == [], str(slow_findings(diag2)))
 for l in rep2["nccl"]["links"] or []:

@@ -29,6 +29,7 @@ Suite *efficiency_suite(void);
 Suite *efficiency_streams_suite(void);
 Suite *nccl_links_suite(void);
 Suite *xfer_model_suite(void);
+Suite *speed_of_light_suite(void);
 Suite *comm_kernels_suite(void);
 
 static const struct th_suite suites[] = {
@@ -53,6 +54,7 @@ static const struct th_suite suites[] = {
     {"salvaged", salvaged_suite},
     {"nccl_links", nccl_links_suite},
     {"xfer_model", xfer_model_suite},
+    {"speed_of_light", speed_of_light_suite},
     {"provenance", provenance_suite},
     {"json", json_suite},
     {"html", html_suite},

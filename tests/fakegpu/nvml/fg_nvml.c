@@ -292,6 +292,22 @@ API nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t dev, int type, int cou
     return NVML_ERROR_NOT_SUPPORTED;
 }
 
+/* NVLink state per link: FAKEGPU_NVLINK_LINKS=N makes links 0..N-1
+ * active and the rest of NVML's 18 inactive; unset (a PCIe part) every
+ * link answers NVML_ERROR_NOT_SUPPORTED. Past link 17: an invalid
+ * argument, as NVML answers past a device's links. */
+API nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t dev, unsigned link, unsigned *active)
+{
+    DEV_CHECK(active);
+    const char *v = getenv("FAKEGPU_NVLINK_LINKS");
+    if (!v || !*v)
+        return NVML_ERROR_NOT_SUPPORTED;
+    if (link >= 18)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *active = (long)link < strtol(v, NULL, 10) ? 1 : 0;
+    return NVML_SUCCESS;
+}
+
 /* ------------------------------------------------ GPM (fg_gpm.h) */
 
 /* GPU performance monitoring as nvml.h defines it (values from NVML's
