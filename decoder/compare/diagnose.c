@@ -693,6 +693,7 @@ int ct_diagnose(const struct ct_report *rep, const struct ct_diag_opts *o, struc
     check_idle(&c);
     check_pageable(&c);
     ct_dg_check_links(&c); /* diagnose_links.c */
+    ct_dg_check_choices(&c);
     if (!rc)
         rc = ct_dg_check_health(&c); /* diagnose_health.c */
     if (!rc)

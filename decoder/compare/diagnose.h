@@ -32,6 +32,7 @@ enum ct_finding_kind {
     CT_FK_MEMORY_PHASE,     /* GPM: a memory-bound family: a fusion candidate */
     CT_FK_SLOW_LINK,        /* NCCL proxy steps: a link slower than its communicator's others */
     CT_FK_NVLINK_SATURATED, /* GPM: NVLink near its peak during collectives, PCIe idle */
+    CT_FK_NCCL_CHOICE,      /* a size slower than the next smaller under another algo/proto */
     CT_FK_COUNT
 };
 

@@ -56,5 +56,7 @@ int ct_dg_check_health(struct ctx *c);
 int ct_dg_check_efficiency(struct ctx *c);
 /* diagnose_links.c: slow_link, from NCCL's proxy steps (docs/nccl.md). */
 void ct_dg_check_links(struct ctx *c);
+/* diagnose_links.c: a size NCCL's choice made slower than the next smaller */
+void ct_dg_check_choices(struct ctx *c);
 
 #endif

@@ -8,9 +8,12 @@
  */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
+#include "decoder/analysis/nccl_choices.h"
 #include "decoder/analysis/nccl_links.h"
 #include "decoder/compare/diagnose_int.h"
+#include "decoder/util/names.h"
 
 void ct_dg_check_links(struct ctx *c)
 {
@@ -55,4 +58,54 @@ void ct_dg_check_links(struct ctx *c)
         snprintf(f->whatif, sizeof(f->whatif), "%s", s->whatif);
         snprintf(f->summary, sizeof(f->summary), "%s", ev);
     }
+}
+
+/* The sizes where NCCL's choice of algorithm or protocol cost bandwidth
+ * (decoder/analysis/nccl_choices.h states the rule). The fix is the size
+ * at its smaller neighbour's bus bandwidth: its transfer scaled by the
+ * ratio, replayed; the formula is its instances' time saved. */
+void ct_dg_check_choices(struct ctx *c)
+{
+    const struct ct_report *rep = c->rep;
+    struct ct_nchoice_dip *d;
+    size_t n;
+    int known;
+    if (ct_nccl_choice_dips(rep, &d, &n, &known))
+        return;
+    if (!known) {
+        int coll = 0;
+        for (size_t i = 0; i < rep->ncoll; i++)
+            coll |= rep->coll[i].op != CT_NCCL_OP_SEND && rep->coll[i].op != CT_NCCL_OP_RECV;
+        if (coll)
+            ct_dg_insufficient(c, CT_FK_NCCL_CHOICE,
+                               "no NCCL profiler descriptors (NCCL >= 2.23 under `cutrace "
+                               "run`): the algorithm and protocol per size are not known");
+    }
+    for (size_t k = 0; k < n; k++) {
+        const struct ct_coll_row *r = &rep->coll[d[k].row], *p = &rep->coll[d[k].prev];
+        double per_it = rep->iterations ? d[k].saving_ns / (double)rep->iterations : 0;
+        /* the dip and its cause are measured together, the cause inferred
+         * from the choice changing where the bandwidth fell */
+        struct ct_finding *f = ct_dg_add(c, CT_FK_NCCL_CHOICE, per_it, 0.8);
+        if (!f)
+            continue;
+        for (size_t q = 0; q < rep->nr; q++) /* every member runs it */
+            ct_dg_rank_add(f, rep->rr[q].rank->rank);
+        const char *op = ct_name_nccl_op((uint64_t)r->op);
+        ct_dg_ev(f, "bytes", (double)r->bytes);
+        ct_dg_evs(f, "choice", "%s", d[k].choice);
+        ct_dg_ev(f, "busbw_gbps", r->busbw);
+        ct_dg_ev(f, "smaller_bytes", (double)p->bytes);
+        ct_dg_evs(f, "smaller_choice", "%s", d[k].prev_choice);
+        ct_dg_ev(f, "smaller_busbw_gbps", p->busbw);
+        snprintf(f->whatif, sizeof(f->whatif), "op=%s:%llu=%.6f", op, (unsigned long long)r->bytes,
+                 r->busbw / p->busbw);
+        snprintf(f->summary, sizeof(f->summary),
+                 "%s of %llu B ran %s at %.3g GB/s bus bandwidth, below the %.3g GB/s of the "
+                 "smaller %llu B under %s: NCCL's choice for this size (NCCL_PROTO, NCCL_ALGO "
+                 "or a tuner)",
+                 op, (unsigned long long)r->bytes, d[k].choice, r->busbw, p->busbw,
+                 (unsigned long long)p->bytes, d[k].prev_choice);
+    }
+    free(d);
 }

@@ -31,6 +31,7 @@ static const char *const kind_names[CT_FK_COUNT] = {
     "memory_bound_phase",
     "slow_link",
     "nvlink_saturated",
+    "nccl_choice",
 };
 
 const char *ct_finding_kind_name(int kind)

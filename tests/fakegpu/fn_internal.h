@@ -89,7 +89,8 @@ struct fn_plan {
     int ksteps;
     int next, prev; /* ring neighbours of this rank */
     double lat_ns, step_ns, send_ns;
-    uint64_t chunk; /* bytes per step per channel */
+    uint64_t chunk;    /* bytes per step per channel */
+    const char *proto; /* the protocol the descriptors name (FAKEGPU_NCCL_PROTOS) */
 };
 
 /* One collective or p2p call, a member of a launch. */

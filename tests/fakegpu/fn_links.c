@@ -70,6 +70,9 @@ static bool fn_links_parse(const char *v)
     return ok;
 }
 
+static void fn_protos_load(void);
+static int fn_protos_state; /* 0 not read, 1 good or unset, -1 malformed */
+
 bool fn_links_load(void)
 {
     pthread_mutex_lock(&fn_links_lock);
@@ -81,7 +84,82 @@ bool fn_links_load(void)
     }
     bool ok = fn_links_state > 0;
     pthread_mutex_unlock(&fn_links_lock);
-    return ok;
+    fn_protos_load();
+    return ok && fn_protos_state > 0;
+}
+
+/* FAKEGPU_NCCL_PROTOS="PROTO:MAXBYTES,...,PROTO": the protocol of a ring
+ * op by its size (the first entry whose MAXBYTES it does not pass; the
+ * last has none), each carrying a share of the link's bandwidth as NCCL's
+ * do: LL 1/2 (a flag in every 8 bytes), LL128 15/16 (one in every 128),
+ * SIMPLE all of it. Unset: every op LL at the whole bandwidth (as before
+ * the knob). Malformed: ncclCommInitRank fails with ncclInvalidArgument
+ * naming the entry (fn_links_load). */
+#define FN_MAX_PROTOS 8
+static struct {
+    const char *name;
+    double eff;
+    double max; /* bytes; INFINITY for the last */
+} fn_protos[FN_MAX_PROTOS];
+static int fn_nprotos;
+
+static const struct {
+    const char *name;
+    double eff;
+} fn_proto_eff[] = {{"LL", 0.5}, {"LL128", 15.0 / 16}, {"SIMPLE", 1}};
+
+static void fn_protos_load(void)
+{
+    pthread_mutex_lock(&fn_links_lock);
+    if (fn_protos_state) {
+        pthread_mutex_unlock(&fn_links_lock);
+        return;
+    }
+    const char *v = getenv("FAKEGPU_NCCL_PROTOS");
+    int ok = 1;
+    char *copy = v && *v ? strdup(v) : NULL, *save = NULL;
+    for (char *tok = copy ? strtok_r(copy, ",", &save) : NULL; tok && ok;
+         tok = strtok_r(NULL, ",", &save)) {
+        char *colon = strchr(tok, ':');
+        double max = INFINITY;
+        if (colon) {
+            *colon = 0;
+            char *end;
+            max = strtod(colon + 1, &end);
+            ok = *end == 0 && max > 0;
+        }
+        int k = -1;
+        for (int i = 0; i < 3; i++)
+            if (!strcmp(tok, fn_proto_eff[i].name))
+                k = i;
+        ok = ok && k >= 0 && fn_nprotos < FN_MAX_PROTOS &&
+             (fn_nprotos == 0 || fn_protos[fn_nprotos - 1].max < INFINITY);
+        if (ok)
+            fn_protos[fn_nprotos++] =
+                (typeof(fn_protos[0])){fn_proto_eff[k].name, fn_proto_eff[k].eff, max};
+        else
+            fn_set_error("fake NCCL: FAKEGPU_NCCL_PROTOS: bad entry '%s' (want PROTO:MAXBYTES or "
+                         "a last PROTO, PROTO one of LL, LL128, SIMPLE)",
+                         tok);
+    }
+    free(copy);
+    fn_protos_state = ok ? 1 : -1;
+    pthread_mutex_unlock(&fn_links_lock);
+}
+
+/* The protocol of a ring op of `bytes` and its share of the bandwidth. */
+static const char *fn_proto_of(double bytes, double *eff)
+{
+    fn_protos_load();
+    *eff = 1;
+    if (fn_protos_state < 0 || !fn_nprotos)
+        return "LL";
+    for (int i = 0; i < fn_nprotos; i++)
+        if (bytes <= fn_protos[i].max || i == fn_nprotos - 1) {
+            *eff = fn_protos[i].eff;
+            return fn_protos[i].name;
+        }
+    return "LL";
 }
 
 /* Bandwidth (GB/s = bytes per ns) and latency (ns) of link src -> dst. */
@@ -119,13 +197,16 @@ void fn_plan_op(struct fn_op *op)
         break;
     default: break;
     }
+    p->proto = "LL";
     if (p->ksteps > 0) {
+        double eff;
+        p->proto = fn_proto_of(bytes, &eff);
         p->next = (c->rank + 1) % c->nranks;
         p->prev = (c->rank + c->nranks - 1) % c->nranks;
         for (int r = 0; r < c->nranks; r++) {
             double g, l;
             fn_link(c, r, (r + 1) % c->nranks, &g, &l);
-            double x = l + chunk / g;
+            double x = l + chunk / (g * eff);
             if (x > p->step_ns)
                 p->step_ns = x;
             if (r == c->rank)

@@ -194,7 +194,7 @@ static void fn_fill(fn_prof_descr_v6 *d, const struct fn_ev *e)
         d->coll.nChannels = (uint8_t)fn_prof_channels;
         d->coll.nWarps = FN_NWARPS;
         d->coll.algo = fn_prof_algo;
-        d->coll.proto = "LL";
+        d->coll.proto = op->plan.proto ? op->plan.proto : "LL";
         d->coll.parentGroup = e->parent_group;
         break;
     case fnProfileP2p:

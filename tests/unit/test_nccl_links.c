@@ -3,10 +3,13 @@
  * observations with exact values. Times in ns, bytes per ns = GB/s. */
 #include <check.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cutrace/format.h"
+#include "decoder/analysis/analysis.h"
+#include "decoder/analysis/nccl_choices.h"
 #include "decoder/analysis/nccl_links.h"
 #include "decoder/read/job.h"
 #include "decoder/read/nccl_acct.h"
@@ -211,6 +214,60 @@ START_TEST(a_link_is_named_on_enough_consistent_instances)
 }
 END_TEST
 
+/*
+ * The choice per size (decoder/analysis/nccl_choices.h): AllReduce over 2
+ * ranks at 1, 2, 4 and 8 MB with bus bandwidths 10, 12, 5 and 14 GB/s,
+ * NCCL's choices RING/SIMPLE but RING/LL at 4 MB: 4 MB is below 80 % of
+ * 2 MB's 12 under another choice: a dip, its 10 instances a member (20
+ * over both) of 800 us saving 800 x (1 - 5/12) each. 8 MB above 4 MB: no
+ * dip (the smaller is the slow one). The same bandwidths under one choice,
+ * or 4 MB at 10 (83 % of 12): none. No choices recorded: none, not known.
+ */
+START_TEST(a_size_slower_than_the_smaller_under_another_choice_is_a_dip)
+{
+    struct ct_coll_row c[4];
+    const double bw[4] = {10, 12, 5, 14};
+    for (int i = 0; i < 4; i++)
+        c[i] = (struct ct_coll_row){.op = CT_NCCL_OP_ALLREDUCE,
+                                    .bytes = (uint64_t)1000000 << i,
+                                    .nranks = 2,
+                                    .count = 20,
+                                    .p50 = 800e3,
+                                    .busbw = bw[i]};
+    struct ct_nsplit sp[4];
+    for (int i = 0; i < 4; i++) {
+        sp[i] = (struct ct_nsplit){
+            .comm = 1, .bytes = c[i].bytes, .op = CT_NCCL_OP_ALLREDUCE, .nranks = 2, .count = 20};
+        snprintf(sp[i].algo, sizeof(sp[i].algo), "RING");
+        snprintf(sp[i].proto, sizeof(sp[i].proto), "%s", i == 2 ? "LL" : "SIMPLE");
+    }
+    struct ct_nlinks L = {.split = sp, .nsplit = 4};
+    struct ct_report rep = {.coll = c, .ncoll = 4, .nlinks = &L};
+    struct ct_nchoice_dip *d;
+    size_t n;
+    int known;
+    ck_assert_int_eq(ct_nccl_choice_dips(&rep, &d, &n, &known), 0);
+    ck_assert(known);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_uint_eq(d[0].row, 2);
+    ck_assert_uint_eq(d[0].prev, 1);
+    ck_assert_str_eq(d[0].choice, "RING/LL");
+    ck_assert_str_eq(d[0].prev_choice, "RING/SIMPLE");
+    ck_assert_double_eq_tol(d[0].saving_ns, 10 * 800e3 * (1 - 5.0 / 12), 1e-6);
+    free(d);
+    snprintf(sp[2].proto, sizeof(sp[2].proto), "SIMPLE"); /* one choice */
+    ck_assert_int_eq(ct_nccl_choice_dips(&rep, &d, &n, &known), 0);
+    ck_assert_uint_eq(n, 0);
+    snprintf(sp[2].proto, sizeof(sp[2].proto), "LL");
+    c[2].busbw = 10; /* 83 % of 12: within the margin */
+    ck_assert_int_eq(ct_nccl_choice_dips(&rep, &d, &n, &known), 0);
+    ck_assert_uint_eq(n, 0);
+    L.nsplit = 0;
+    ck_assert_int_eq(ct_nccl_choice_dips(&rep, &d, &n, &known), 0);
+    ck_assert(!known && n == 0);
+}
+END_TEST
+
 /* A link whose steps spent no time on the network has no bandwidth (NAN,
  * null in the report), not an infinite one, and is nobody's peer. */
 START_TEST(a_link_without_network_time_has_no_bandwidth)
@@ -311,6 +368,7 @@ Suite *nccl_links_suite(void)
     tcase_add_test(tc, a_link_without_network_time_has_no_bandwidth);
     tcase_add_test(tc, a_link_slow_in_a_few_ops_is_not_a_slow_link);
     tcase_add_test(tc, a_link_is_named_on_enough_consistent_instances);
+    tcase_add_test(tc, a_size_slower_than_the_smaller_under_another_choice_is_a_dip);
     tcase_add_test(tc, a_rank_of_two_accounted_processes_is_read_whole);
     suite_add_tcase(s, tc);
     return s;
