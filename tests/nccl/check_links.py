@@ -9,30 +9,32 @@ usage: check_links.py   (environment: CT_CUTRACE, CT_W_LINKS, CT_FAKEGPU_DIR,
 
 Schedule: every link 4 GB/s (FAKEGPU_NET_GBPS=4), rank 5 -> rank 6 at
 1 GB/s in the slow case; 4 steps of a 2 ms kernel and one AllReduce of
-64 Mi float32 (256 MiB) over 8 ranks and 2 channels: a ring of 14 steps of
-32 MiB each, 8.39 ms on a 4 GB/s link, 33.6 ms on the slow one, which
-paces every step (the op lasts 14 x 33.6 = 470 ms, 117 ms without it).
+128 Mi float32 (512 MiB) over 8 ranks and 2 channels: a ring of 14 steps of
+64 MiB each, 16.8 ms on a 4 GB/s link, 67.1 ms on the slow one, which
+paces every step (the op lasts 14 x 67.1 = 940 ms, 235 ms without it).
 
 Tolerances. The proxy thread of each simulated rank makes each step's state
 calls when their virtual time comes, and the plugin reads its own clock
 then, as with NCCL's proxy: each state change is observed late by the
 thread's wake-up latency. With 8 processes on the 2-CPU test machine that
-is up to ~1 ms (measured: per-op bandwidths within 10 % on a fast link), so
-a fast link's 8.39 ms transfer per step is read within ~12 % and, over its
-56 steps, its bandwidth within 15 %. The slow link transfers throughout
+is up to ~1.3 ms (two CI runs with a build beside them read a fast link at
+4.63 and 4.67 GB/s with the earlier 8.39 ms steps: 16 %), so a fast
+link's 16.8 ms transfer per step is read within ~8 % and, over its 56
+steps, its bandwidth within 15 %. The slow link transfers throughout
 each step: its state changes at step boundaries, where the next step's
 start is made in the same wake-up as the last one's stop, so only the first
-and the last call's latency count (1 ms of 470 ms): within 2 %. The saving
+and the last call's latency count (1 ms of 940 ms): within 2 %. The saving
 diagnose predicts is checked against a real rerun without the slow link
 (the step p50 of both runs, each of which carries the wake-up latencies of
-synchronising 8 processes, a few ms of ~490): within 10 %.
+synchronising 8 processes, a few ms of ~960): within 10 %.
 
 Under emulation (CT_EMULATED: qemu-user runs the aarch64 build several times
 slower than the host) a wake-up comes up to ~10 ms late: the slow link's two
-counted latencies are then up to 20 ms of 470, within 5 % (measured: 2.0 %),
-and a fast link's step, whose both ends are read late by different amounts,
-is read within the lateness's spread over 8.39 ms: measured up to 2.5 ms
-(a fast link at 4.6 GB/s), so 30 % for the fast links and the transfer.
+counted latencies are then up to 20 ms of 940, within 5 % (measured: 2.0 %
+of 470 with the earlier half-size op), and a fast link's step, whose both
+ends are read late by different amounts, is read within the lateness's
+spread over 16.8 ms: measured up to 2.5 ms of 8.39 with the earlier op (a
+fast link at 4.6 GB/s), so 30 % for the fast links and the transfer.
 """
 import json
 import os
@@ -64,7 +66,7 @@ def run(name, ranks, extra):
     env = dict(os.environ)
     env.update({"LD_LIBRARY_PATH": os.environ["CT_FAKEGPU_DIR"],
                 "CUTRACE_CUPTI_LIB": os.environ["CT_FAKE_CUPTI"],
-                "FAKEGPU_NET_GBPS": "4", "W_LINKS_STEPS": "4", "W_LINKS_COUNTS": "67108864"})
+                "FAKEGPU_NET_GBPS": "4", "W_LINKS_STEPS": "4", "W_LINKS_COUNTS": "134217728"})
     env.pop("FAKEGPU_NCCL_LINKS", None)
     env.update(extra)
     cutrace = os.environ["CT_CUTRACE"]
@@ -96,8 +98,8 @@ check("links", sorted(links) == [(r, (r + 1) % 8) for r in range(8)], str(sorted
 for (s, d), l in links.items():
     near(f"link {s}->{d} GB/s", l["gbps"], 1.0 if s == 5 else 4.0,
          (0.05 if EMULATED else 0.02) if s == 5 else FAST_TOL)
-    # 4 ops x 2 channels x 14 steps x a channel's 16 MiB chunk
-    check(f"link {s}->{d} ops", l["ops"] == 4 and l["bytes"] == 4 * 2 * 14 * (16 << 20), str(l))
+    # 4 ops x 2 channels x 14 steps x a channel's 32 MiB chunk
+    check(f"link {s}->{d} ops", l["ops"] == 4 and l["bytes"] == 4 * 2 * 14 * (32 << 20), str(l))
 slow = n["slow_links"]
 check("one slow link, 5 -> 6", len(slow) == 1 and
       (n["links"][slow[0]["link"]]["src_rank"], n["links"][slow[0]["link"]]["dst_rank"]) == (5, 6),
@@ -108,13 +110,13 @@ if slow:
           slow[0]["evidence"])
 coll = n["collectives"]
 check("collective row", len(coll) == 1 and coll[0]["op"] == "AllReduce" and
-      coll[0]["bytes"] == 268435456 and coll[0]["algo"] == "RING" and coll[0]["proto"] == "LL" and
+      coll[0]["bytes"] == 536870912 and coll[0]["algo"] == "RING" and coll[0]["proto"] == "LL" and
       coll[0]["channels"] == 2 and coll[0]["warps"] == 16 and coll[0]["count"] == 32, str(coll))
-# the transfer of a rank's own link: 14 steps of 8.39 ms (33.6 ms on rank 5),
-# the median over ranks a fast one's; the rest of the 470 ms op is waiting
+# the transfer of a rank's own link: 14 steps of 16.8 ms (67.1 ms on rank
+# 5), the median over ranks a fast one's; the rest of the 940 ms op is waiting
 if coll:
-    near("transfer p50 us", coll[0]["transfer_p50_us"], 14 * 8388.608, FAST_TOL)
-    near("wait p50 us", coll[0]["wait_p50_us"], 14 * (33554.432 - 8388.608), 0.10)
+    near("transfer p50 us", coll[0]["transfer_p50_us"], 14 * 16777.216, FAST_TOL)
+    near("wait p50 us", coll[0]["wait_p50_us"], 14 * (67108.864 - 16777.216), 0.10)
 sf = slow_findings(diag)
 check("diagnose names the slow link", len(sf) == 1 and sf[0]["ranks"] == [5, 6], str(sf))
 
