@@ -91,6 +91,7 @@ struct fn_plan {
     double lat_ns, step_ns, send_ns;
     uint64_t chunk;    /* bytes per step per channel */
     const char *proto; /* the protocol the descriptors name (FAKEGPU_NCCL_PROTOS) */
+    const char *algo;  /* the algorithm, when FAKEGPU_NCCL_ALGOS chose it (else NULL) */
 };
 
 /* One collective or p2p call, a member of a launch. */

@@ -71,7 +71,8 @@ static bool fn_links_parse(const char *v)
 }
 
 static void fn_protos_load(void);
-static int fn_protos_state; /* 0 not read, 1 good or unset, -1 malformed */
+static void fn_algos_load(void);
+static int fn_protos_state, fn_algos_state; /* 0 not read, 1 good or unset, -1 malformed */
 
 bool fn_links_load(void)
 {
@@ -85,7 +86,8 @@ bool fn_links_load(void)
     bool ok = fn_links_state > 0;
     pthread_mutex_unlock(&fn_links_lock);
     fn_protos_load();
-    return ok && fn_protos_state > 0;
+    fn_algos_load();
+    return ok && fn_protos_state > 0 && fn_algos_state > 0;
 }
 
 /* FAKEGPU_NCCL_PROTOS="PROTO:MAXBYTES,...,PROTO": the protocol of a ring
@@ -147,6 +149,66 @@ static void fn_protos_load(void)
     pthread_mutex_unlock(&fn_links_lock);
 }
 
+/* FAKEGPU_NCCL_ALGOS="ALGO:MAXBYTES,...,ALGO" (RING or TREE): the
+ * algorithm of an AllReduce by its size, as FAKEGPU_NCCL_PROTOS picks
+ * protocols. TREE runs up a binary tree and back down: 2 ceil(log2 n) link
+ * latencies and twice the size over the slowest link (a ring moves
+ * 2(n-1)/n of it), so it wins on small ops and loses on large ones; it has
+ * no proxy events. Unset: every op a ring. Malformed: ncclCommInitRank
+ * fails with ncclInvalidArgument naming the entry. */
+static struct {
+    int tree;
+    double max;
+} fn_algos[FN_MAX_PROTOS];
+static int fn_nalgos;
+
+static void fn_algos_load(void)
+{
+    pthread_mutex_lock(&fn_links_lock);
+    if (fn_algos_state) {
+        pthread_mutex_unlock(&fn_links_lock);
+        return;
+    }
+    const char *v = getenv("FAKEGPU_NCCL_ALGOS");
+    int ok = 1;
+    char *copy = v && *v ? strdup(v) : NULL, *save = NULL;
+    for (char *tok = copy ? strtok_r(copy, ",", &save) : NULL; tok && ok;
+         tok = strtok_r(NULL, ",", &save)) {
+        char *colon = strchr(tok, ':');
+        double max = INFINITY;
+        if (colon) {
+            *colon = 0;
+            char *end;
+            max = strtod(colon + 1, &end);
+            ok = *end == 0 && max > 0;
+        }
+        int tree = !strcmp(tok, "TREE");
+        ok = ok && (tree || !strcmp(tok, "RING")) && fn_nalgos < FN_MAX_PROTOS &&
+             (fn_nalgos == 0 || fn_algos[fn_nalgos - 1].max < INFINITY);
+        if (ok)
+            fn_algos[fn_nalgos++] = (typeof(fn_algos[0])){tree, max};
+        else
+            fn_set_error("fake NCCL: FAKEGPU_NCCL_ALGOS: bad entry '%s' (want ALGO:MAXBYTES or a "
+                         "last ALGO, ALGO one of RING, TREE)",
+                         tok);
+    }
+    free(copy);
+    fn_algos_state = ok ? 1 : -1;
+    pthread_mutex_unlock(&fn_links_lock);
+}
+
+/* Whether an AllReduce of `bytes` runs as a tree (FAKEGPU_NCCL_ALGOS). */
+static int fn_tree_for(double bytes)
+{
+    fn_algos_load();
+    if (fn_algos_state < 0 || !fn_nalgos)
+        return 0;
+    for (int i = 0; i < fn_nalgos; i++)
+        if (bytes <= fn_algos[i].max || i == fn_nalgos - 1)
+            return fn_algos[i].tree;
+    return 0;
+}
+
 /* The protocol of a ring op of `bytes` and its share of the bandwidth. */
 static const char *fn_proto_of(double bytes, double *eff)
 {
@@ -198,6 +260,24 @@ void fn_plan_op(struct fn_op *op)
     default: break;
     }
     p->proto = "LL";
+    p->algo = NULL;
+    if (op->func == FN_ALLREDUCE && c->nranks > 1 && fn_tree_for(bytes)) {
+        /* up the tree and back down, each level a link latency, the whole
+         * size twice over the slowest link (README, "Links and the ring") */
+        double eff, gmin = INFINITY, lmax = 0;
+        p->proto = fn_proto_of(bytes, &eff);
+        p->algo = "TREE";
+        for (int r = 0; r < c->nranks; r++) {
+            double g, l;
+            fn_link(c, r, (r + 1) % c->nranks, &g, &l);
+            gmin = fmin(gmin, g);
+            lmax = fmax(lmax, l);
+        }
+        double depth = ceil(log2(n));
+        p->ksteps = 0;
+        op->xfer_ns = llround(op_lat + 2 * depth * lmax + 2 * bytes / (gmin * eff));
+        return;
+    }
     if (p->ksteps > 0) {
         double eff;
         p->proto = fn_proto_of(bytes, &eff);

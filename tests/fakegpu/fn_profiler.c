@@ -193,7 +193,7 @@ static void fn_fill(fn_prof_descr_v6 *d, const struct fn_ev *e)
         d->coll.datatype = fn_dtype_name(op->dtype);
         d->coll.nChannels = (uint8_t)fn_prof_channels;
         d->coll.nWarps = FN_NWARPS;
-        d->coll.algo = fn_prof_algo;
+        d->coll.algo = op->plan.algo ? op->plan.algo : fn_prof_algo;
         d->coll.proto = op->plan.proto ? op->plan.proto : "LL";
         d->coll.parentGroup = e->parent_group;
         break;

@@ -32,15 +32,18 @@ def check(what, ok, detail=""):
         failures.append(f"{what}: {detail}")
 
 
-def run(protos):
+def run(protos, algos=None):
     d = tempfile.mkdtemp(prefix="nccl-choice-")
     env = dict(os.environ)
     env.update({"LD_LIBRARY_PATH": os.environ["CT_FAKEGPU_DIR"],
                 "CUTRACE_CUPTI_LIB": os.environ["CT_FAKE_CUPTI"],
                 "FAKEGPU_NET_GBPS": "1", "W_JOB_DIR": d, "W_JOB_STEPS": "20"})
     env.pop("FAKEGPU_NCCL_PROTOS", None)
+    env.pop("FAKEGPU_NCCL_ALGOS", None)
     if protos:
         env["FAKEGPU_NCCL_PROTOS"] = protos
+    if algos:
+        env["FAKEGPU_NCCL_ALGOS"] = algos
     traces = os.path.join(d, "traces")
     p = subprocess.run([os.environ["CT_CUTRACE"], "run", "-o", traces, "--",
                         os.environ["CT_W_JOB"], "launch", "2", "dp_sizes"],
@@ -83,6 +86,11 @@ for i in range(runs):
         check("one choice: no nccl_choice",
               not [f for f in plain["findings"] if f["kind"] == "nccl_choice"],
               str([f["kind"] for f in plain["findings"]]))
+        # the algorithm instead: a tree (twice the size over a link) for 1 MB
+        _, tree = run(None, "RING:600000,TREE:1100000,RING")
+        t = [f["evidence"] for f in tree["findings"] if f["kind"] == "nccl_choice"]
+        check("a tree for 1 MB is named", len(t) == 1 and t[0]["bytes"] == 1000000 and
+              t[0]["choice"] == "TREE/LL" and t[0]["smaller_choice"] == "RING/LL", str(t))
 if saving:
     real = fastest(step) - fastest(truth)
     pred = fastest(saving)
