@@ -70,9 +70,24 @@ static bool fn_links_parse(const char *v)
     return ok;
 }
 
-static void fn_protos_load(void);
-static void fn_algos_load(void);
-static int fn_protos_state, fn_algos_state; /* 0 not read, 1 good or unset, -1 malformed */
+/* A choice by op size from the environment: "NAME:MAXBYTES,...,NAME" (the
+ * first entry whose MAXBYTES the op's bytes do not pass; the last has
+ * none), each NAME one of names[]. */
+#define FN_MAX_BY_SIZE 8
+struct fn_by_size {
+    const char *env;
+    const char *const *names;
+    int nnames;
+    int state; /* 0 not read, 1 good or unset, -1 malformed */
+    int n, pick[FN_MAX_BY_SIZE];
+    double max[FN_MAX_BY_SIZE];
+};
+static const char *const fn_proto_names[] = {"LL", "LL128", "SIMPLE"};
+static const double fn_proto_eff[] = {0.5, 15.0 / 16, 1};
+static const char *const fn_algo_names[] = {"RING", "TREE"};
+static struct fn_by_size fn_protos = {"FAKEGPU_NCCL_PROTOS", fn_proto_names, 3, 0, 0, {0}, {0}};
+static struct fn_by_size fn_algos = {"FAKEGPU_NCCL_ALGOS", fn_algo_names, 2, 0, 0, {0}, {0}};
+static void fn_by_size_load(struct fn_by_size *t);
 
 bool fn_links_load(void)
 {
@@ -85,39 +100,20 @@ bool fn_links_load(void)
     }
     bool ok = fn_links_state > 0;
     pthread_mutex_unlock(&fn_links_lock);
-    fn_protos_load();
-    fn_algos_load();
-    return ok && fn_protos_state > 0 && fn_algos_state > 0;
+    /* the by-size choices are read with the links: malformed, no communicator */
+    fn_by_size_load(&fn_protos);
+    fn_by_size_load(&fn_algos);
+    return ok && fn_protos.state > 0 && fn_algos.state > 0;
 }
 
-/* FAKEGPU_NCCL_PROTOS="PROTO:MAXBYTES,...,PROTO": the protocol of a ring
- * op by its size (the first entry whose MAXBYTES it does not pass; the
- * last has none), each carrying a share of the link's bandwidth as NCCL's
- * do: LL 1/2 (a flag in every 8 bytes), LL128 15/16 (one in every 128),
- * SIMPLE all of it. Unset: every op LL at the whole bandwidth (as before
- * the knob). Malformed: ncclCommInitRank fails with ncclInvalidArgument
- * naming the entry (fn_links_load). */
-#define FN_MAX_PROTOS 8
-static struct {
-    const char *name;
-    double eff;
-    double max; /* bytes; INFINITY for the last */
-} fn_protos[FN_MAX_PROTOS];
-static int fn_nprotos;
-
-static const struct {
-    const char *name;
-    double eff;
-} fn_proto_eff[] = {{"LL", 0.5}, {"LL128", 15.0 / 16}, {"SIMPLE", 1}};
-
-static void fn_protos_load(void)
+static void fn_by_size_load(struct fn_by_size *t)
 {
     pthread_mutex_lock(&fn_links_lock);
-    if (fn_protos_state) {
+    if (t->state) {
         pthread_mutex_unlock(&fn_links_lock);
         return;
     }
-    const char *v = getenv("FAKEGPU_NCCL_PROTOS");
+    const char *v = getenv(t->env);
     int ok = 1;
     char *copy = v && *v ? strdup(v) : NULL, *save = NULL;
     for (char *tok = copy ? strtok_r(copy, ",", &save) : NULL; tok && ok;
@@ -131,97 +127,57 @@ static void fn_protos_load(void)
             ok = *end == 0 && max > 0;
         }
         int k = -1;
-        for (int i = 0; i < 3; i++)
-            if (!strcmp(tok, fn_proto_eff[i].name))
+        for (int i = 0; i < t->nnames; i++)
+            if (!strcmp(tok, t->names[i]))
                 k = i;
-        ok = ok && k >= 0 && fn_nprotos < FN_MAX_PROTOS &&
-             (fn_nprotos == 0 || fn_protos[fn_nprotos - 1].max < INFINITY);
-        if (ok)
-            fn_protos[fn_nprotos++] =
-                (typeof(fn_protos[0])){fn_proto_eff[k].name, fn_proto_eff[k].eff, max};
-        else
-            fn_set_error("fake NCCL: FAKEGPU_NCCL_PROTOS: bad entry '%s' (want PROTO:MAXBYTES or "
-                         "a last PROTO, PROTO one of LL, LL128, SIMPLE)",
-                         tok);
-    }
-    free(copy);
-    fn_protos_state = ok ? 1 : -1;
-    pthread_mutex_unlock(&fn_links_lock);
-}
-
-/* FAKEGPU_NCCL_ALGOS="ALGO:MAXBYTES,...,ALGO" (RING or TREE): the
- * algorithm of an AllReduce by its size, as FAKEGPU_NCCL_PROTOS picks
- * protocols. TREE runs up a binary tree and back down: 2 ceil(log2 n) link
- * latencies and twice the size over the slowest link (a ring moves
- * 2(n-1)/n of it), so it wins on small ops and loses on large ones; it has
- * no proxy events. Unset: every op a ring. Malformed: ncclCommInitRank
- * fails with ncclInvalidArgument naming the entry. */
-static struct {
-    int tree;
-    double max;
-} fn_algos[FN_MAX_PROTOS];
-static int fn_nalgos;
-
-static void fn_algos_load(void)
-{
-    pthread_mutex_lock(&fn_links_lock);
-    if (fn_algos_state) {
-        pthread_mutex_unlock(&fn_links_lock);
-        return;
-    }
-    const char *v = getenv("FAKEGPU_NCCL_ALGOS");
-    int ok = 1;
-    char *copy = v && *v ? strdup(v) : NULL, *save = NULL;
-    for (char *tok = copy ? strtok_r(copy, ",", &save) : NULL; tok && ok;
-         tok = strtok_r(NULL, ",", &save)) {
-        char *colon = strchr(tok, ':');
-        double max = INFINITY;
-        if (colon) {
-            *colon = 0;
-            char *end;
-            max = strtod(colon + 1, &end);
-            ok = *end == 0 && max > 0;
+        ok = ok && k >= 0 && t->n < FN_MAX_BY_SIZE && (t->n == 0 || t->max[t->n - 1] < INFINITY);
+        if (ok) {
+            t->pick[t->n] = k;
+            t->max[t->n++] = max;
+        } else {
+            fn_set_error("fake NCCL: %s: bad entry '%s' (want NAME:MAXBYTES or a last NAME, NAME "
+                         "one of %s%s%s%s%s)",
+                         t->env, tok, t->names[0], t->nnames > 1 ? ", " : "",
+                         t->nnames > 1 ? t->names[1] : "", t->nnames > 2 ? ", " : "",
+                         t->nnames > 2 ? t->names[2] : "");
         }
-        int tree = !strcmp(tok, "TREE");
-        ok = ok && (tree || !strcmp(tok, "RING")) && fn_nalgos < FN_MAX_PROTOS &&
-             (fn_nalgos == 0 || fn_algos[fn_nalgos - 1].max < INFINITY);
-        if (ok)
-            fn_algos[fn_nalgos++] = (typeof(fn_algos[0])){tree, max};
-        else
-            fn_set_error("fake NCCL: FAKEGPU_NCCL_ALGOS: bad entry '%s' (want ALGO:MAXBYTES or a "
-                         "last ALGO, ALGO one of RING, TREE)",
-                         tok);
     }
     free(copy);
-    fn_algos_state = ok ? 1 : -1;
+    t->state = ok ? 1 : -1;
     pthread_mutex_unlock(&fn_links_lock);
 }
 
-/* Whether an AllReduce of `bytes` runs as a tree (FAKEGPU_NCCL_ALGOS). */
-static int fn_tree_for(double bytes)
+/* The index into t's names for an op of `bytes`, or -1 (unset, malformed). */
+static int fn_by_size_pick(struct fn_by_size *t, double bytes)
 {
-    fn_algos_load();
-    if (fn_algos_state < 0 || !fn_nalgos)
-        return 0;
-    for (int i = 0; i < fn_nalgos; i++)
-        if (bytes <= fn_algos[i].max || i == fn_nalgos - 1)
-            return fn_algos[i].tree;
-    return 0;
+    fn_by_size_load(t);
+    if (t->state < 0)
+        return -1;
+    for (int i = 0; i < t->n; i++)
+        if (bytes <= t->max[i] || i == t->n - 1)
+            return t->pick[i];
+    return -1;
 }
 
-/* The protocol of a ring op of `bytes` and its share of the bandwidth. */
+/* FAKEGPU_NCCL_PROTOS: the protocol of a ring or tree op by its size, each
+ * carrying a share of the link's bandwidth as NCCL's do: LL 1/2 (a flag in
+ * every 8 bytes), LL128 15/16 (one in every 128), SIMPLE all of it. Unset:
+ * every op LL at the whole bandwidth (as before the knob). */
 static const char *fn_proto_of(double bytes, double *eff)
 {
-    fn_protos_load();
-    *eff = 1;
-    if (fn_protos_state < 0 || !fn_nprotos)
-        return "LL";
-    for (int i = 0; i < fn_nprotos; i++)
-        if (bytes <= fn_protos[i].max || i == fn_nprotos - 1) {
-            *eff = fn_protos[i].eff;
-            return fn_protos[i].name;
-        }
-    return "LL";
+    int k = fn_by_size_pick(&fn_protos, bytes);
+    *eff = k >= 0 ? fn_proto_eff[k] : 1;
+    return k >= 0 ? fn_proto_names[k] : "LL";
+}
+
+/* FAKEGPU_NCCL_ALGOS: whether an AllReduce of `bytes` runs as a tree. A
+ * TREE goes up a binary tree and back down: 2 ceil(log2 n) link latencies
+ * and twice the size over the slowest link (a ring moves 2(n-1)/n of it),
+ * so it wins on small ops and loses on large ones; it has no proxy events.
+ * Unset: every op a ring. */
+static int fn_tree_for(double bytes)
+{
+    return fn_by_size_pick(&fn_algos, bytes) == 1;
 }
 
 /* Bandwidth (GB/s = bytes per ns) and latency (ns) of link src -> dst. */

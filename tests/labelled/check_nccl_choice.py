@@ -91,6 +91,15 @@ for i in range(runs):
         t = [f["evidence"] for f in tree["findings"] if f["kind"] == "nccl_choice"]
         check("a tree for 1 MB is named", len(t) == 1 and t[0]["bytes"] == 1000000 and
               t[0]["choice"] == "TREE/LL" and t[0]["smaller_choice"] == "RING/LL", str(t))
+# a malformed knob: the communicator is refused, naming the entry
+for knob in ("FAKEGPU_NCCL_PROTOS", "FAKEGPU_NCCL_ALGOS"):
+    env = dict(os.environ, LD_LIBRARY_PATH=os.environ["CT_FAKEGPU_DIR"], NCCL_DEBUG="WARN",
+               W_JOB_STEPS="1", **{knob: "XX:5"})
+    p = subprocess.run([os.environ["CT_W_JOB"], "launch", "2", "dp_sizes"], env=env,
+                       capture_output=True, text=True, timeout=120)
+    check(f"{knob} malformed: refused", p.returncode != 0 and
+          f"{knob}: bad entry 'XX'" in p.stderr and "failed: 4" in p.stderr, p.stderr[-300:])
+
 if saving:
     real = fastest(step) - fastest(truth)
     pred = fastest(saving)
