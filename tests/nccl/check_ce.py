@@ -21,7 +21,8 @@ ends, i.e. when the all-reduce starts on that rank, so it lies inside it
 comm - overlap. The all-reduce starts when the compute kernel ends only if
 the host has enqueued it by then: the compute kernel lasts 40 ms so that a
 host descheduled on the busy 2-CPU machine still enqueues it in time (a
-2 ms one was overtaken by a 17 ms stall of the host).
+2 ms one was overtaken by a 17 ms stall of the host), 400 ms under qemu-user
+(COMPUTE_US).
 
 Where each all-reduce starts on each rank is the end of that rank's compute
 kernel, which the trace records exactly (the simulated GPU's virtual
@@ -58,6 +59,12 @@ import tempfile
 
 failures = []
 scratch = []
+# the compute kernel outlasts the host's enqueueing of the all-reduce: 40 ms
+# on the busy 2-CPU machine; under qemu-user (CT_EMULATED), whose host runs
+# several times slower, an enqueue came up to 7 ms late over 6 steps in a CI
+# run (each op started after its compute ended, against the truth below):
+# ten times longer there
+COMPUTE_US = 400000 if os.environ.get("CT_EMULATED") else 40000
 T_US = 2 * 33554432 / 4e9 * 1e6  # 16777.216
 STEPS = 6
 SIDE_US = 10000.0
@@ -82,7 +89,7 @@ def job(name, extra):
                 "CUTRACE_CUPTI_LIB": os.environ["CT_FAKE_CUPTI"],
                 "FAKEGPU_NET_GBPS": "4", "W_LINKS_STEPS": str(STEPS),
                 "W_LINKS_COUNTS": "16777216", "W_LINKS_SIDE_US": str(int(SIDE_US)),
-                "W_LINKS_COMPUTE_US": "40000"})
+                "W_LINKS_COMPUTE_US": str(COMPUTE_US)})
     for k in ("FAKEGPU_NCCL_LINKS", "FAKEGPU_NCCL_CE", "W_LINKS_CUSTOM_US", "W_LINKS_AHEAD"):
         env.pop(k, None)
     env.update(extra)
