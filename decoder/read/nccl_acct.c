@@ -91,8 +91,10 @@ struct ct_nacct *ct_nacct_finish(struct ct_nacct_collect *c, int *oom)
         } else {
             *a = c->a;
             c->a = (struct ct_nacct){0};
-            qsort(a->info, a->ninfo, sizeof(*a->info), cmp_info);
-            qsort(a->px, a->npx, sizeof(*a->px), cmp_px);
+            if (a->ninfo) /* qsort of NULL, 0 is undefined (UBSan) */
+                qsort(a->info, a->ninfo, sizeof(*a->info), cmp_info);
+            if (a->npx)
+                qsort(a->px, a->npx, sizeof(*a->px), cmp_px);
         }
     }
     ct_nacct_collect_free(c);
