@@ -576,10 +576,16 @@ static void data_json(FILE *f, const struct ct_report *rep, const struct ct_html
     fputs(",\"coll\":[", f);
     for (size_t i = 0; i < rep->ncoll; i++) {
         const struct ct_coll_row *c = &rep->coll[i];
-        fprintf(f, "%s[\"%s\",%" PRIu64 ",%d,%" PRIu64 ",%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.3f,%.3f]",
+        fprintf(f, "%s[\"%s\",%" PRIu64 ",%d,%" PRIu64 ",%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.3f,%.3f,",
                 i ? "," : "", op_name(c->op), c->bytes, c->nranks, c->count, fin(c->p50),
                 fin(c->p90), fin(c->max), fin(c->skew_p50), fin(c->wait_p50), fin(c->transfer_p50),
                 fin(c->algbw), fin(c->busbw));
+        /* the speed of light: its share (null when absent) and what it rests
+         * on, or why there is none */
+        ct_json_num(f, c->sol_pct, 1);
+        fputc(',', f);
+        ct_json_str(f, c->sol_basis[0] ? c->sol_basis : c->sol_reason);
+        fputc(']', f);
     }
     /* every kernel's total, for the shares; then the 50 with the most */
     int64_t ktotal = 0;

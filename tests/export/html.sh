@@ -61,6 +61,11 @@ for id in breakdown overlap attr iters health-sm health-power health-thr; do
   grep -q "<div id=\"$id\"><svg" "$tmp/dom.html" || { echo "chart $id missing"; exit 1; }
 done
 grep -q '<table id="coll"><tr><th>op' "$tmp/dom.html" || { echo "collective table missing"; exit 1; }
+# each collective's speed of light, or why there is none (the synthetic job
+# spans two hosts and records no RDMA rate): never a 0
+grep -q '<th>of SoL</th><th>SoL from (or why none)</th>' "$tmp/dom.html" &&
+  grep -q '<td>-</td><td>host node[0-9]*: no RDMA rate recorded' "$tmp/dom.html" ||
+  { echo "collective table: no speed-of-light column, or no reason for its absence"; exit 1; }
 # one SM clock line per rank; rank 1's throttled share is drawn with its reason
 [ "$(grep -o '<title>rank [0-9] GPU 0 SM clock' "$tmp/dom.html" | wc -l)" = 4 ] ||
   { echo "SM clock lines missing"; exit 1; }
