@@ -429,17 +429,16 @@ static int build_rank(struct ct_cp_graph *g, const struct ct_rank_result *x, int
             if (ct_grow((void **)&g->keys, &g->capkeys, g->nkeys, sizeof(*g->keys)))
                 goto out;
             struct cp_key *k = &g->keys[g->nkeys++];
-            *k = (struct cp_key){.m = ct_nccl_match_key(n),
-                                 .ps = ox[i].ps,
-                                 .pe = ox[i].pe,
-                                 .rank = ri,
-                                 .nranks = n->op == CT_NCCL_OP_SEND || n->op == CT_NCCL_OP_RECV
-                                               ? 2
-                                               : n->nranks,
-                                 .op = n->op,
-                                 .bytes = n->bytes,
-                                 .stream = o->stream,
-                                 .arrive = !seen[o->nccl]};
+            *k = (struct cp_key){
+                .m = ct_nccl_match_key(n),
+                .ps = ox[i].ps,
+                .pe = ox[i].pe,
+                .rank = ri,
+                .nranks = n->op == CT_NCCL_OP_SEND || n->op == CT_NCCL_OP_RECV ? 2 : n->nranks,
+                .op = n->op,
+                .bytes = n->bytes,
+                .stream = o->stream,
+                .arrive = !seen[o->nccl]};
             seen[o->nccl] = 1;
         } else {
             if (ct_cp_add_edge(g, ox[i].ps, ox[i].pe, CP_DUR, cls_cat(o->cls), ri))
