@@ -318,8 +318,10 @@ oom:
 
 /* An NCCL op's fields; on_gpu: on its GPU interval, whose own args have
  * the stream and correlation id already (a key appears once). */
-static void nccl_args(struct args *a, struct ct_trace *t, const struct ct_record *r, int on_gpu)
+static void nccl_args(struct args *a, struct ct_chrome_writer *w, const struct ct_record *r,
+                      int on_gpu)
 {
+    struct ct_trace *t = w->t;
     const uint64_t *f = r->f;
     char hex[24];
     a_s(a, "op", ct_name_nccl_op(f[CT_NCCL_OP]));
@@ -346,6 +348,20 @@ static void nccl_args(struct args *a, struct ct_trace *t, const struct ct_record
     unsigned src = ct_trace_nccl_gpu(t, r, &gs, &ge);
     if (src)
         a_s(a, "gpu_source", ct_name_gpu_source(src));
+    /* what NCCL's profiler plugin said it chose (docs/nccl.md) */
+    const struct ct_record *in = ct_chrome_nccl_info(w, f[CT_NCCL_CORR]);
+    if (in) {
+        const char *algo = ct_trace_str(t, in->f[CT_NINFO_ALGO]);
+        const char *proto = ct_trace_str(t, in->f[CT_NINFO_PROTO]);
+        if (*algo)
+            a_s(a, "algo", algo);
+        if (*proto)
+            a_s(a, "proto", proto);
+        if (in->f[CT_NINFO_CHANNELS])
+            a_u(a, "channels", in->f[CT_NINFO_CHANNELS]);
+        if (in->f[CT_NINFO_WARPS])
+            a_u(a, "warps", in->f[CT_NINFO_WARPS]);
+    }
 }
 
 static const char *nccl_call_name(uint64_t op, char *buf, size_t n)
@@ -455,7 +471,7 @@ static void gpu_event(struct ct_chrome_writer *w, size_t i)
         a_s(&a, "mangled", ct_trace_str(t, f[CT_GPU_NAME]));
     a_s(&a, "source", ct_name_gpu_source(f[CT_GPU_SOURCE]));
     if (nccl)
-        nccl_args(&a, t, call, 1);
+        nccl_args(&a, w, call, 1);
     a_end(&a);
     size_t n;
     const size_t *ix = ct_trace_gpu(t, f[CT_GPU_CORR], &n);
@@ -483,7 +499,7 @@ static void synth_event(struct ct_chrome_writer *w, const struct synth *s)
     dur(w, (uint64_t)s->s, (uint64_t)s->e);
     struct args a = {w->f, 0};
     a_s(&a, "source", "nccl_record");
-    nccl_args(&a, t, r, 0);
+    nccl_args(&a, w, r, 0);
     a_end(&a);
     if (!ct_chrome_in(w, (int64_t)f[CT_NCCL_START], (int64_t)f[CT_NCCL_END]))
         return; /* its call is outside the window: no flow to end */
@@ -503,7 +519,7 @@ static int nccl_event(struct ct_chrome_writer *w, size_t i)
     cat(w, "nccl");
     dur(w, f[CT_NCCL_START], f[CT_NCCL_END]);
     struct args a = {w->f, 0};
-    nccl_args(&a, t, r, 0);
+    nccl_args(&a, w, r, 0);
     a_end(&a);
     size_t n;
     const size_t *gx = ct_trace_gpu(t, f[CT_NCCL_CORR], &n);
@@ -628,6 +644,8 @@ static int write_trace(struct ct_chrome_writer *w, struct ct_progress *pr, size_
 {
     struct ct_trace *t = w->t;
     int rc = thread_meta(w);
+    if (!rc)
+        rc = ct_chrome_nccl_index(w);
     if (rc)
         return rc;
     /* GPU intervals known only from an NCCL record, merged in start order */
@@ -693,6 +711,8 @@ static int write_trace(struct ct_chrome_writer *w, struct ct_progress *pr, size_
     if (!rc) {
         ct_chrome_counters(w);
         ct_chrome_health_counters(w);
+        if (w->nccl_proxy)
+            rc = ct_chrome_nccl_proxy(w);
     }
     return rc;
 }
@@ -727,7 +747,8 @@ int ct_export_chrome(FILE *f, struct ct_export_job *x, struct ct_progress *pr, c
                                      .shift = s->shift,
                                      .flow_base = (uint64_t)(i + 1) << 40,
                                      .first = &first,
-                                     .later_proc = s->rank == last_rank};
+                                     .later_proc = s->rank == last_rank,
+                                     .nccl_proxy = x->nccl_proxy};
         if (s->rank != last_rank) {
             char buf[300];
             snprintf(buf, sizeof(buf), "rank %d (%s)", s->rank, s->host ? s->host : "?");
@@ -746,6 +767,7 @@ int ct_export_chrome(FILE *f, struct ct_export_job *x, struct ct_progress *pr, c
             snprintf(err, errlen, "out of memory");
         free(w.tracks);
         free(w.cd);
+        free(w.info);
         ct_trace_free(&t);
         if (ferror(f)) {
             snprintf(err, errlen, "error writing output");
