@@ -24,7 +24,10 @@ against `cutrace dump --json` of the same traces:
     proxy steps of an op while its kernel runs: tests/fakegpu/README.md);
   - every NCCL call slice and op GPU slice carries its nccl_info record's
     algorithm, protocol, channels and warps (ABI v3 too: descriptors only);
-  - the size estimate with --nccl-proxy is within check_size.py's 25 %.
+  - the size estimate with --nccl-proxy is within check_size.py's 25 %;
+  - `report --rows`: one "link" row per link of `report --json`'s
+    nccl.links, with its figures and whether it is a slow link (none at
+    ABI v3).
 html: `cutrace report --html` opened in headless Chromium (check_html.py's
 Browser); check_html.py's own checks pass on the page, and
   - per communicator a matrix whose non-empty cells are exactly the JSON's
@@ -213,6 +216,26 @@ def check_chrome(d, traces, name):
     return len(slices)
 
 
+def check_rows(d, traces, name):
+    """report --rows: a link row per link of report --json's nccl.links."""
+    rows_path, rep_path = os.path.join(d, "rows.jsonl"), os.path.join(d, "rows-report.json")
+    cutrace("report", "--json", "-o", rep_path, "--rows", rows_path, traces)
+    N = json.load(open(rep_path))["nccl"]
+    rows = [json.loads(x) for x in open(rows_path)]
+    got = [r for r in rows if r["row"] == "link"]
+    links = N["links"] or []
+    slow = {s["link"] for s in N["slow_links"] or []}
+    check(f"{name}: a link row per link", len(got) == len(links), f"{len(got)} vs {len(links)}")
+    for i, (r, l) in enumerate(zip(got, links)):
+        for k in ("comm_hash", "src", "dst", "src_rank", "dst_rank", "ops", "bytes", "gbps",
+                  "p10_gbps", "p50_gbps", "p90_gbps", "net_us"):
+            check(f"{name}: link row {i} {k}", r[k] == l[k], f"{r[k]} vs {l[k]}")
+        check(f"{name}: link row {i} slow", r["slow"] == (i in slow), str(r))
+        check(f"{name}: link row {i} schema", r["schema"] == "cutrace.rows" and r["rank"] is None
+              and r["iteration"] is None, str(r))
+    return len(got)
+
+
 # what the page drew in its NCCL section, read from the DOM
 READ = r"""
 JSON.stringify({
@@ -333,7 +356,8 @@ def main():
         os.makedirs(d)
         traces = run_job(d, extra)
         if mode == "chrome":
-            summary.append(f"{name}: {check_chrome(d, traces, name)} proxy slices")
+            summary.append(f"{name}: {check_chrome(d, traces, name)} proxy slices, "
+                           f"{check_rows(d, traces, name)} link rows")
         else:
             check_page(d, traces, name, proxy)
             summary.append(f"{name}: page checked")
