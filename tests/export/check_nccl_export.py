@@ -21,7 +21,8 @@ against `cutrace dump --json` of the same traces:
     slice's args equal its record's fields (steps, bytes, the state sums)
     and its duration its end - start, to the ns; each slice lies inside
     its op's GPU interval on the same rank (the simulated NCCL makes the
-    proxy steps of an op while its kernel runs: tests/fakegpu/README.md);
+    proxy steps of an op while its kernel runs: tests/fakegpu/README.md),
+    its end up to the proxy thread's wake-up late (LATE_NS, below);
   - every NCCL call slice and op GPU slice carries its nccl_info record's
     algorithm, protocol, channels and warps (ABI v3 too: descriptors only);
   - the size estimate with --nccl-proxy is within check_size.py's 25 %;
@@ -55,6 +56,19 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# How late a ProxyOp's last stop may be seen after its op's GPU end. The
+# simulated NCCL stops the op's ProxyOps at the op's end (its GPU interval,
+# from the plugin's GPU timer: exact), but its proxy thread makes each call
+# when it wakes after that virtual time (the fake's driver learns an op's
+# end by polling every 1 ms), and the plugin reads its clock then: measured
+# 1.3-3.7 ms late over 5 runs of 4 ranks on the 2-CPU test machine, ~10 ms
+# a wake-up under emulation (tests/nccl/check_links.py). 10 ms (30 ms
+# emulated) is a tenth of the 100 ms op: a slice outside its op by more
+# than that is drawn against the wrong op, not late.
+# The start has no such slack: a ProxyOp starts after its op's GPU start
+# (the transfer begins when the last member has started), and lateness
+# only delays it.
+LATE_NS = 30_000_000 if os.environ.get("CT_EMULATED") else 10_000_000
 failures = []
 
 
@@ -145,7 +159,7 @@ def check_chrome(d, traces, name):
             gpu[(e["pid"], e["args"]["correlation_id"])] = (e["ts"], e["ts"] + e["dur"])
     calls = [e for e in ev if e["ph"] == "X" and e.get("cat") == "nccl" and
              not names.get((e["pid"], e["tid"]), "").startswith("GPU ")]
-    nproxy = 0
+    nproxy, worst = 0, [0]
     for _, rs in recs:
         rank = rs[0]["rank"]
         px = [r for r in rs if r["kind"] == "nccl_proxy"]
@@ -177,11 +191,14 @@ def check_chrome(d, traces, name):
                  "to" if r["direction"] == "send" else "from", r["peer"]), tr), tr)
             g = gpu.get((rank, r["correlation_id"]))
             if check(f"{name}: rank {rank} {k} op's GPU interval", g is not None, ""):
-                # both times from one trace clock: exact, to the export's ns
+                # one trace clock for both; the op's interval is the plugin's
+                # GPU timer (exact), the ProxyOp's ends the proxy thread's
+                # observations, late by its wake-up only (docstring)
+                late = round((e["ts"] + e["dur"]) * 1000) - round(g[1] * 1000)
                 check(f"{name}: rank {rank} {k} inside its op's GPU interval",
-                      round(g[0] * 1000) <= round(e["ts"] * 1000) and
-                      round((e["ts"] + e["dur"]) * 1000) <= round(g[1] * 1000),
+                      round(g[0] * 1000) <= round(e["ts"] * 1000) and late <= LATE_NS,
                       f"slice {e['ts']}+{e['dur']}, op {g}")
+                worst[0] = max(worst[0], late)
         # the descriptor on the op's call and GPU slices
         ops = [r for r in rs if r["kind"] == "nccl"]
         for r in ops:
@@ -213,6 +230,7 @@ def check_chrome(d, traces, name):
                         "-o", os.path.join(d, "x.sqlite"), traces], capture_output=True, text=True)
     check(f"{name}: --nccl-proxy with sqlite refused", p.returncode == 2 and
           "--nccl-proxy" in p.stderr and "--format chrome" in p.stderr, p.stderr)
+    print(f"{name}: the latest ProxyOp end after its op's GPU end: {worst[0] / 1e6:.3f} ms")
     return len(slices)
 
 
