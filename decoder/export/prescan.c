@@ -54,7 +54,7 @@ enum {
     B_TRACE = 2048,   /* per trace: process and thread names, sort indexes */
     B_CP = 232,       /* a critical-path slice with its flow binding (name added) */
     B_NINFO = 45,     /* an op's descriptor, on its call's and its GPU slice (names added) */
-    B_PROXY = 370,    /* export --nccl-proxy: a ProxyOp's X with its state sums */
+    B_PROXY = 339,    /* export --nccl-proxy: a ProxyOp's X with its state sums */
 };
 
 struct scan {
