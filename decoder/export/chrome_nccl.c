@@ -20,8 +20,12 @@
 #include "decoder/util/names.h"
 
 /* A proxy track's tid: below the GPU streams' (CT_GPU_TID, from 2^30) and
- * above any Linux thread id (pid_max is at most 2^22); CT_LANES per track. */
-#define CT_PROXY_TID(track, lane) (0x30000000u + (uint32_t)(track)*CT_LANES + (uint32_t)(lane))
+ * above any Linux thread id (pid_max is at most 2^22); the trace's index
+ * in bits 20-27, so that two traces of one rank (a child process) keep
+ * their tracks apart; CT_LANES per track. */
+#define CT_PROXY_TID(w, track, lane)                                                               \
+    (0x30000000u + ((uint32_t)((w)->flow_base >> 40) & 0xffu) * 0x100000u +                        \
+     ((uint32_t)(track)*CT_LANES + (uint32_t)(lane)) % 0x100000u)
 
 static const struct ct_trace *sort_trace; /* qsort has no context argument */
 
@@ -140,20 +144,23 @@ static int proxy_slice(struct ct_chrome_writer *w, const struct ct_record *r, st
     if (e > T->lane_end[l])
         T->lane_end[l] = e;
     for (; T->named <= l; T->named++) {
-        char name[160], lane[32] = "";
+        char name[200], lane[64] = "";
         if (T->named)
             snprintf(lane, sizeof(lane), " (overlapping, lane %d)", T->named);
+        if (w->later_proc) /* as the counters: a rank's later traces say their pid */
+            snprintf(lane + strlen(lane), sizeof(lane) - strlen(lane), " (pid %" PRIu32 ")",
+                     w->src->pid);
         snprintf(name, sizeof(name), "NCCL proxy comm %016" PRIx64 " ch %u %s %s peer %d%s", comm,
                  T->channel, send ? "send" : "recv", send ? "to" : "from", peer, lane);
         /* after the GPU streams (sort indexes below 10^9 / 10), before the
          * host threads (10^9 + tid) */
-        meta(w, CT_PROXY_TID(k, T->named), name, 900000000L + (long)k * CT_LANES + T->named);
+        meta(w, CT_PROXY_TID(w, k, T->named), name, 900000000L + (long)k * CT_LANES + T->named);
     }
     char nm[64];
     snprintf(nm, sizeof(nm), "nccl%s %s",
              call && call->kind == CT_REC_NCCL ? ct_name_nccl_op(call->f[CT_NCCL_OP]) : "Op",
              send ? "send" : "recv");
-    ct_chrome_ev(w, "X", CT_PROXY_TID(k, l), s, nm);
+    ct_chrome_ev(w, "X", CT_PROXY_TID(w, k, l), s, nm);
     fputs(",\"cat\":\"nccl_proxy\",\"dur\":", w->f);
     ct_chrome_ts(w->f, e > s ? e - s : 0);
     FILE *o = w->f;

@@ -186,7 +186,8 @@ def check_chrome(d, traces, name):
                   f"{e['dur']} us vs {r['end_ns'] - r['start_ns']} ns")
             tr = names[(e["pid"], e["tid"])]
             check(f"{name}: rank {rank} {k} track", re.fullmatch(
-                r"NCCL proxy comm [0-9a-f]{16} ch %d %s %s peer %d( \(overlapping, lane \d\))?" %
+                r"NCCL proxy comm [0-9a-f]{16} ch %d %s %s peer %d( \(overlapping, lane \d\))?"
+                r"( \(pid \d+\))?" %
                 (r["channel"], "send" if r["direction"] == "send" else "recv",
                  "to" if r["direction"] == "send" else "from", r["peer"]), tr), tr)
             g = gpu.get((rank, r["correlation_id"]))
