@@ -27,12 +27,11 @@
     (0x30000000u + ((uint32_t)((w)->flow_base >> 40) & 0xffu) * 0x100000u +                        \
      ((uint32_t)(track)*CT_LANES + (uint32_t)(lane)) % 0x100000u)
 
-static const struct ct_trace *sort_trace; /* qsort has no context argument */
-
-static int cmp_info(const void *a, const void *b)
+static int cmp_info(const void *a, const void *b, void *ctx)
 {
-    uint64_t x = sort_trace->recs[*(const size_t *)a].f[CT_NINFO_CORR];
-    uint64_t y = sort_trace->recs[*(const size_t *)b].f[CT_NINFO_CORR];
+    const struct ct_trace *t = ctx;
+    uint64_t x = t->recs[*(const size_t *)a].f[CT_NINFO_CORR];
+    uint64_t y = t->recs[*(const size_t *)b].f[CT_NINFO_CORR];
     return (x > y) - (x < y);
 }
 
@@ -50,8 +49,7 @@ int ct_chrome_nccl_index(struct ct_chrome_writer *w)
     for (size_t i = 0; i < t->n && w->ninfo < n; i++)
         if (t->recs[i].kind == CT_REC_NCCL_INFO)
             w->info[w->ninfo++] = i;
-    sort_trace = t;
-    qsort(w->info, w->ninfo, sizeof(*w->info), cmp_info);
+    qsort_r(w->info, w->ninfo, sizeof(*w->info), cmp_info, w->t);
     return 0;
 }
 
