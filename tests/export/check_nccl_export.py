@@ -23,6 +23,7 @@ against `cutrace dump --json` of the same traces:
     its op's GPU interval on the same rank (the simulated NCCL makes the
     proxy steps of an op while its kernel runs: tests/fakegpu/README.md),
     its end up to the proxy thread's wake-up late (LATE_NS, below);
+  - --ranks and --window select the proxy slices as the other events;
   - every NCCL call slice and op GPU slice carries its nccl_info record's
     algorithm, protocol, channels and warps (ABI v3 too: descriptors only);
   - the size estimate with --nccl-proxy is within check_size.py's 25 %;
@@ -220,6 +221,29 @@ def check_chrome(d, traces, name):
                       (a.get("algo"), a.get("proto"), a.get("channels"), a.get("warps")) ==
                       (i["algo"], i["proto"], i["channels"], i["warps"]), str(a))
     check(f"{name}: ProxyOps recorded", (nproxy > 0) == (name != "v3"), f"{nproxy}")
+    # the selection applies to the proxy slices as to the rest: --ranks, and
+    # --window (µs on the report's clock: report_time_zero_ts in the file)
+    key = lambda e: (e["pid"], e["args"]["correlation_id"], e["args"]["channel"],
+                     e["args"]["peer"], e["args"]["direction"])
+    if slices:
+        sub = os.path.join(d, "ranks.json")
+        cutrace("export", "--format", "chrome", "--nccl-proxy", "--ranks", "1,2", "-o", sub, traces)
+        got = {key(e) for e in json.load(open(sub))["traceEvents"] if e.get("cat") == "nccl_proxy"}
+        check(f"{name}: --ranks 1,2: their proxy slices", got == {key(e) for e in slices
+                                                                 if e["pid"] in (1, 2)}, "")
+        doc = json.load(open(proxy))
+        rz = doc["otherData"]["report_time_zero_ts"]
+        mid = sorted(e["ts"] + e["dur"] / 2 for e in slices)[len(slices) // 2] - rz
+        w0, w1 = mid - 500, mid + 500
+        sub = os.path.join(d, "window.json")
+        cutrace("export", "--format", "chrome", "--nccl-proxy", "--window", f"{w0:.3f}-{w1:.3f}",
+                "-o", sub, traces)
+        got = {key(e) for e in json.load(open(sub))["traceEvents"] if e.get("cat") == "nccl_proxy"}
+        # µs with three decimals on both sides: the window's ends are exact ns
+        want = {key(e) for e in slices if e["ts"] + e["dur"] - rz >= w0 and e["ts"] - rz <= w1}
+        check(f"{name}: --window: the proxy slices overlapping it", got == want and want and
+              len(want) < len(slices), f"{len(got)} vs {len(want)} of {len(slices)}")
+        print(f"{name}: --window {w0:.3f}-{w1:.3f}: {len(got)} of {len(slices)} proxy slices")
     # the size estimate with the proxy slices
     os.makedirs(os.path.join(d, "size"))
     p = subprocess.run([sys.executable, os.path.join(HERE, "check_size.py"),
