@@ -20,7 +20,10 @@
  *        {"slowing", one 0/1 series per reason bit seen}, ...; per host
  *        "host CPU use" {"%"}, "host CPU pressure", "host major faults".
  * With `export --critical-path`, each step's critical path follows on
- * tracks of its own (decoder/export/chrome_critical_path.c).
+ * tracks of its own (decoder/export/chrome_critical_path.c); with
+ * `--nccl-proxy`, each trace's NCCL ProxyOps after its other events
+ * (decoder/export/chrome_nccl.c, which also gives an NCCL op's slices the
+ * profiler plugin's algorithm, protocol and channels).
  * Times are µs with three decimals (exact ns) since the export's time zero,
  * the job's earliest record (decoder/export/export.h): none is negative,
  * which Perfetto would drop; "displayTimeUnit":"ns". Per track, X events

@@ -1,6 +1,7 @@
 /*
  * What the Chrome trace-event writer (decoder/export/chrome.c) shares with
- * its counter tracks (export/chrome_counters.c): the writer's state.
+ * its counter tracks (export/chrome_counters.c) and NCCL's proxy tracks
+ * (export/chrome_nccl.c): the writer's state.
  */
 #ifndef CT_EXPORT_CHROME_INT_H
 #define CT_EXPORT_CHROME_INT_H
