@@ -215,7 +215,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: cutrace export --format chrome|sqlite -o FILE [--step NAME] [--ranks LIST]\n"
             "                      [--iterations A-B | --window START-END] [--critical-path]\n"
-            "                      [--max-size SIZE] TRACE|DIR...\n"
+            "                      [--max-size SIZE] [--nccl-proxy] TRACE|DIR...\n"
             "  --format chrome  Chrome trace-event JSON (ui.perfetto.dev, chrome://tracing)\n"
             "  --format sqlite  SQLite database shaped like Nsight Systems' export\n"
             "  -o FILE          the file to write (replaced once complete; never an input or\n"
@@ -226,6 +226,9 @@ static void usage(FILE *f)
             "  --window S-E     only what overlaps S..E us on the job clock (report's start_us)\n"
             "  --critical-path  chrome: also each step's critical path, a slice per edge on a\n"
             "                   \"critical path\" track per rank, chained by flow arrows\n"
+            "  --nccl-proxy     chrome: also NCCL's proxy activity, per rank a track per\n"
+            "                   (communicator, channel, peer, direction), a slice per\n"
+            "                   ProxyOp with its state sums as args (docs/nccl.md)\n"
             "  --max-size SIZE  chrome: refuse (exit 2) when the file would be larger than\n"
             "                   SIZE (default 1G; k/M/G/T: powers of 1000; none: no limit)\n"
             "  --run ID         the run to export when the operands hold several\n"
@@ -241,7 +244,7 @@ int ct_cmd_export(int argc, char **argv)
     const char *format = NULL, *ranks = NULL;
     int64_t it_first = 0, it_last = -1;
     double w0 = 0, w1 = 0;
-    int have_iters = 0, have_window = 0, cpath = 0, have_max = 0;
+    int have_iters = 0, have_window = 0, cpath = 0, have_max = 0, nproxy = 0;
     uint64_t max_size = CT_EXPORT_MAX_BYTES;
     int c;
     optind = 1;
@@ -276,6 +279,7 @@ int ct_cmd_export(int argc, char **argv)
             have_window = 1;
             break;
         case 'c': cpath = 1; break;
+        case 'p': nproxy = 1; break;
         case 'M':
             if (parse_size(optarg, &max_size)) {
                 fprintf(stderr,
@@ -295,7 +299,7 @@ int ct_cmd_export(int argc, char **argv)
                     "cutrace export: unknown or incomplete option '%s'; allowed: "
                     "--format chrome|sqlite, -o FILE, --step NAME, --ranks LIST, "
                     "--iterations A-B, --window START-END, --critical-path, --max-size SIZE, "
-                    "--run ID\n",
+                    "--nccl-proxy, --run ID\n",
                     argv[optind - 1]);
             return CT_EXIT_USAGE;
         }
@@ -344,6 +348,13 @@ int ct_cmd_export(int argc, char **argv)
         fprintf(stderr, "cutrace export: --critical-path draws into the Chrome JSON timeline: "
                         "use it with --format chrome (cutrace critical-path --json gives the "
                         "figures)\n");
+        return CT_EXIT_USAGE;
+    }
+    if (nproxy && sqlite) {
+        fprintf(stderr, "cutrace export: --nccl-proxy draws NCCL's proxy tracks into the Chrome "
+                        "JSON timeline: use it with --format chrome (cutrace dump --json gives "
+                        "the nccl_proxy records)\n");
+        free(sel.ranks);
         return CT_EXIT_USAGE;
     }
     if (!out || !*out) {
@@ -434,6 +445,7 @@ int ct_cmd_export(int argc, char **argv)
     }
     /* the time zero (the job's earliest record) and the Chrome file's size
      * before anything is written: a file no viewer opens is refused */
+    x.nccl_proxy = nproxy;
     struct ct_export_size est = {0};
     rc = ct_export_prescan(&x, !sqlite, &est, &pr, err, sizeof(err));
     if (!rc && !sqlite && est.bytes > max_size) {

@@ -1,6 +1,6 @@
 /*
- * JSON-lines rows of a run's job, ranks, iterations, kernels and
- * collectives (`--rows FILE` of diff, diagnose and report): one
+ * JSON-lines rows of a run's job, ranks, iterations, kernels,
+ * collectives and NCCL's links (`--rows FILE` of diff, diagnose and report): one
  * self-describing object a line, flat columns, with what a fleet database
  * joins on (job id, run start, host, GPU, driver, CUDA and NCCL versions,
  * tags), so it loads thousands of runs with its JSON reader (DuckDB
@@ -19,6 +19,7 @@
 #include "decoder/analysis/efficiency.h"
 #include "decoder/analysis/goodput.h"
 #include "decoder/analysis/health.h"
+#include "decoder/analysis/nccl_links.h"
 #include "decoder/compare/diff.h"
 #include "decoder/read/facts.h"
 #include "decoder/util/json.h"
@@ -162,6 +163,43 @@ static void health_row(FILE *f, const char *name, const char *side, const struct
     else
         fputs("null", f);
     fputs("}\n", f);
+}
+
+static void rank_or_null(FILE *f, const char *k, int32_t r)
+{
+    if (r >= 0)
+        fprintf(f, ",\"%s\":%d", k, r);
+    else
+        fprintf(f, ",\"%s\":null", k);
+}
+
+/* One row per directed link of NCCL's account (the report's nccl.links,
+ * docs/nccl.md): none without proxy records. */
+static void link_rows(FILE *f, const char *name, const char *side, const struct ct_report *rep)
+{
+    const struct ct_nlinks *L = rep->nlinks;
+    for (size_t i = 0; L && i < L->nl; i++) {
+        const struct ct_nlink *l = &L->l[i];
+        int slow = 0;
+        for (size_t k = 0; k < L->nslow; k++)
+            slow |= L->slow[k].link == i;
+        common(f, "link", name, side, rep, NULL);
+        fprintf(f, ",\"iteration\":null,\"comm_hash\":\"0x%016" PRIx64 "\",\"src\":%d,\"dst\":%d",
+                l->comm, l->src, l->dst);
+        rank_or_null(f, "src_rank", l->src_rank);
+        rank_or_null(f, "dst_rank", l->dst_rank);
+        fprintf(f, ",\"ops\":%" PRIu64 ",\"bytes\":%" PRIu64, l->ops, l->bytes);
+        fputc(',', f);
+        ct_json_member(f, "gbps", l->gbps, 3);
+        fputc(',', f);
+        ct_json_member(f, "p10_gbps", l->p10, 3);
+        fputc(',', f);
+        ct_json_member(f, "p50_gbps", l->p50, 3);
+        fputc(',', f);
+        ct_json_member(f, "p90_gbps", l->p90, 3);
+        col(f, "net_us", l->busy_ns);
+        fprintf(f, ",\"slow\":%s}\n", slow ? "true" : "false");
+    }
 }
 
 /* The job row, then per rank its iterations and the rank row, then the
@@ -322,4 +360,5 @@ void ct_rows_write(FILE *f, const char *name, const char *side, const struct ct_
             fputs("null", f);
         fputs("}\n", f);
     }
+    link_rows(f, name, side, rep);
 }

@@ -20,7 +20,10 @@
  *        {"slowing", one 0/1 series per reason bit seen}, ...; per host
  *        "host CPU use" {"%"}, "host CPU pressure", "host major faults".
  * With `export --critical-path`, each step's critical path follows on
- * tracks of its own (decoder/export/chrome_critical_path.c).
+ * tracks of its own (decoder/export/chrome_critical_path.c); with
+ * `--nccl-proxy`, each trace's NCCL ProxyOps after its other events
+ * (decoder/export/chrome_nccl.c, which also gives an NCCL op's slices the
+ * profiler plugin's algorithm, protocol and channels).
  * Times are µs with three decimals (exact ns) since the export's time zero,
  * the job's earliest record (decoder/export/export.h): none is negative,
  * which Perfetto would drop; "displayTimeUnit":"ns". Per track, X events
@@ -318,8 +321,10 @@ oom:
 
 /* An NCCL op's fields; on_gpu: on its GPU interval, whose own args have
  * the stream and correlation id already (a key appears once). */
-static void nccl_args(struct args *a, struct ct_trace *t, const struct ct_record *r, int on_gpu)
+static void nccl_args(struct args *a, struct ct_chrome_writer *w, const struct ct_record *r,
+                      int on_gpu)
 {
+    struct ct_trace *t = w->t;
     const uint64_t *f = r->f;
     char hex[24];
     a_s(a, "op", ct_name_nccl_op(f[CT_NCCL_OP]));
@@ -346,6 +351,20 @@ static void nccl_args(struct args *a, struct ct_trace *t, const struct ct_record
     unsigned src = ct_trace_nccl_gpu(t, r, &gs, &ge);
     if (src)
         a_s(a, "gpu_source", ct_name_gpu_source(src));
+    /* what NCCL's profiler plugin said it chose (docs/nccl.md) */
+    const struct ct_record *in = ct_chrome_nccl_info(w, f[CT_NCCL_CORR]);
+    if (in) {
+        const char *algo = ct_trace_str(t, in->f[CT_NINFO_ALGO]);
+        const char *proto = ct_trace_str(t, in->f[CT_NINFO_PROTO]);
+        if (*algo)
+            a_s(a, "algo", algo);
+        if (*proto)
+            a_s(a, "proto", proto);
+        if (in->f[CT_NINFO_CHANNELS])
+            a_u(a, "channels", in->f[CT_NINFO_CHANNELS]);
+        if (in->f[CT_NINFO_WARPS])
+            a_u(a, "warps", in->f[CT_NINFO_WARPS]);
+    }
 }
 
 static const char *nccl_call_name(uint64_t op, char *buf, size_t n)
@@ -455,7 +474,7 @@ static void gpu_event(struct ct_chrome_writer *w, size_t i)
         a_s(&a, "mangled", ct_trace_str(t, f[CT_GPU_NAME]));
     a_s(&a, "source", ct_name_gpu_source(f[CT_GPU_SOURCE]));
     if (nccl)
-        nccl_args(&a, t, call, 1);
+        nccl_args(&a, w, call, 1);
     a_end(&a);
     size_t n;
     const size_t *ix = ct_trace_gpu(t, f[CT_GPU_CORR], &n);
@@ -483,7 +502,7 @@ static void synth_event(struct ct_chrome_writer *w, const struct synth *s)
     dur(w, (uint64_t)s->s, (uint64_t)s->e);
     struct args a = {w->f, 0};
     a_s(&a, "source", "nccl_record");
-    nccl_args(&a, t, r, 0);
+    nccl_args(&a, w, r, 0);
     a_end(&a);
     if (!ct_chrome_in(w, (int64_t)f[CT_NCCL_START], (int64_t)f[CT_NCCL_END]))
         return; /* its call is outside the window: no flow to end */
@@ -503,7 +522,7 @@ static int nccl_event(struct ct_chrome_writer *w, size_t i)
     cat(w, "nccl");
     dur(w, f[CT_NCCL_START], f[CT_NCCL_END]);
     struct args a = {w->f, 0};
-    nccl_args(&a, t, r, 0);
+    nccl_args(&a, w, r, 0);
     a_end(&a);
     size_t n;
     const size_t *gx = ct_trace_gpu(t, f[CT_NCCL_CORR], &n);
@@ -628,6 +647,8 @@ static int write_trace(struct ct_chrome_writer *w, struct ct_progress *pr, size_
 {
     struct ct_trace *t = w->t;
     int rc = thread_meta(w);
+    if (!rc)
+        rc = ct_chrome_nccl_index(w);
     if (rc)
         return rc;
     /* GPU intervals known only from an NCCL record, merged in start order */
@@ -693,6 +714,8 @@ static int write_trace(struct ct_chrome_writer *w, struct ct_progress *pr, size_
     if (!rc) {
         ct_chrome_counters(w);
         ct_chrome_health_counters(w);
+        if (w->nccl_proxy)
+            rc = ct_chrome_nccl_proxy(w);
     }
     return rc;
 }
@@ -727,7 +750,8 @@ int ct_export_chrome(FILE *f, struct ct_export_job *x, struct ct_progress *pr, c
                                      .shift = s->shift,
                                      .flow_base = (uint64_t)(i + 1) << 40,
                                      .first = &first,
-                                     .later_proc = s->rank == last_rank};
+                                     .later_proc = s->rank == last_rank,
+                                     .nccl_proxy = x->nccl_proxy};
         if (s->rank != last_rank) {
             char buf[300];
             snprintf(buf, sizeof(buf), "rank %d (%s)", s->rank, s->host ? s->host : "?");
@@ -746,6 +770,7 @@ int ct_export_chrome(FILE *f, struct ct_export_job *x, struct ct_progress *pr, c
             snprintf(err, errlen, "out of memory");
         free(w.tracks);
         free(w.cd);
+        free(w.info);
         ct_trace_free(&t);
         if (ferror(f)) {
             snprintf(err, errlen, "error writing output");

@@ -1,6 +1,7 @@
 /*
  * What the Chrome trace-event writer (decoder/export/chrome.c) shares with
- * its counter tracks (export/chrome_counters.c): the writer's state.
+ * its counter tracks (export/chrome_counters.c) and NCCL's proxy tracks
+ * (export/chrome_nccl.c): the writer's state.
  */
 #ifndef CT_EXPORT_CHROME_INT_H
 #define CT_EXPORT_CHROME_INT_H
@@ -58,6 +59,9 @@ struct ct_chrome_writer {
     const struct ct_export_sel *sel; /* what to write (--ranks, --window) */
     int *first;                      /* no event written yet in the file */
     int later_proc;                  /* not the rank's first trace: counter names say the pid */
+    int nccl_proxy;                  /* export --nccl-proxy: the proxy tracks */
+    size_t *info;                    /* NCCL_INFO records by correlation id (chrome_nccl.c) */
+    size_t ninfo;
 };
 
 /* Whether the span [s, e] of trace ns lies in the selected window. */
@@ -82,5 +86,13 @@ int ct_chrome_critical_path(FILE *f, const struct ct_export_job *x, int *first);
  * health counters. */
 void ct_chrome_counters(struct ct_chrome_writer *w);
 void ct_chrome_health_counters(struct ct_chrome_writer *w);
+
+/* chrome_nccl.c: w->info, the trace's NCCL_INFO records by correlation id
+ * (0 or -ENOMEM; the caller frees w->info); the descriptor of the op of
+ * correlation id corr, or NULL; with export --nccl-proxy, the proxy
+ * tracks of the trace, written after its other events (0 or -ENOMEM). */
+int ct_chrome_nccl_index(struct ct_chrome_writer *w);
+const struct ct_record *ct_chrome_nccl_info(const struct ct_chrome_writer *w, uint64_t corr);
+int ct_chrome_nccl_proxy(struct ct_chrome_writer *w);
 
 #endif

@@ -56,6 +56,9 @@ struct ct_export_job {
      * (cp_last -1: to the end), within sel. */
     const struct ct_cp_path *cp;
     int64_t cp_first, cp_last;
+    /* `export --nccl-proxy` (Chrome only): NCCL's ProxyOps on tracks of
+     * their own (decoder/export/chrome_nccl.c) */
+    int nccl_proxy;
 };
 
 /* Whether the selection holds rank r. */
@@ -83,7 +86,8 @@ static inline uint64_t ct_export_rec_end(const struct ct_record *r)
     case CT_REC_GPU:
     case CT_REC_NCCL:
     case CT_REC_IO:
-    case CT_REC_NVTX_RANGE: return r->f[1];
+    case CT_REC_NVTX_RANGE:
+    case CT_REC_NCCL_PROXY: return r->f[1];
     default: return r->f[0];
     }
 }

@@ -9,8 +9,9 @@
  * zoomable timeline per rank (decoder/export/html_timeline.c), the
  * breakdown, overlap and attribution charts, per-stream utilisation, each
  * kernel's share of compute time, per-iteration charts, health counters,
- * the critical path (decoder/export/html_critical_path.c) and the
- * collective and kernel tables.
+ * the critical path (decoder/export/html_critical_path.c), the
+ * collective and kernel tables, and NCCL's per-link bandwidth matrix and
+ * per-collective choices (decoder/export/html_nccl.c).
  *
  * The C side writes the figures as one JSON object inside
  * <script type="application/json"> (strings escaped so that no "<" can
@@ -634,6 +635,8 @@ static void data_json(FILE *f, const struct ct_report *rep, const struct ct_html
     ct_html_cp_json(f, rep, in ? in->cp : NULL);
     fputc(',', f);
     ct_html_eff_json(f, rep);
+    fputc(',', f);
+    ct_html_nccl_json(f, rep); /* html_nccl.c */
     fputs("}", f);
 }
 
@@ -700,6 +703,8 @@ int ct_report_html(FILE *f, const struct ct_report *rep, const struct ct_html_in
             title(f, rep, in);
         else if (!strcmp(page[i], "@EFFJS@\n"))
             ct_html_eff_script(f);
+        else if (!strcmp(page[i], "@NCCLJS@\n"))
+            ct_html_nccl_script(f);
         else
             fputs(page[i], f);
     }

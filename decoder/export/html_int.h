@@ -30,4 +30,9 @@ void ct_html_eff_rank_json(FILE *f, const struct ct_report *rep, size_t r);
 void ct_html_eff_json(FILE *f, const struct ct_report *rep);
 void ct_html_eff_script(FILE *f);
 
+/* NCCL (html_nccl.c): the page's "\"nccl\":{...}" (the report's JSON
+ * section, escaped for <script>) and the page script that draws it. */
+void ct_html_nccl_json(FILE *f, const struct ct_report *rep);
+void ct_html_nccl_script(FILE *f);
+
 #endif

@@ -53,6 +53,8 @@ enum {
     B_COUNTER = 80,   /* a health counter sample (one C event, name included) */
     B_TRACE = 2048,   /* per trace: process and thread names, sort indexes */
     B_CP = 232,       /* a critical-path slice with its flow binding (name added) */
+    B_NINFO = 45,     /* an op's descriptor, on its call's and its GPU slice (names added) */
+    B_PROXY = 339,    /* export --nccl-proxy: a ProxyOp's X with its state sums */
 };
 
 struct scan {
@@ -60,6 +62,7 @@ struct scan {
     const struct ct_export_sel *sel;
     int64_t shift; /* to the job clock */
     int count;     /* the trace is selected: count its events */
+    int proxy;     /* export --nccl-proxy: ProxyOps are events */
     int64_t lo, hi;
     uint64_t events, bytes, records;
     int64_t *dem; /* per string id: the demangled name's length + 1 (0: not yet) */
@@ -145,6 +148,14 @@ static void count(struct scan *s, const struct ct_record *r)
     case CT_REC_DROP: add(s, 1, B_MARK); break;
     case CT_REC_ERROR: add(s, 1, B_MARK + slen(s, f[CT_ERROR_WHAT])); break;
     case CT_REC_COUNTER: add(s, 1, B_COUNTER); break;
+    case CT_REC_NCCL_INFO: /* args of two slices, no event of its own */
+        add(s, 0, 2 * (B_NINFO + slen(s, f[CT_NINFO_ALGO]) + slen(s, f[CT_NINFO_PROTO])));
+        return;
+    case CT_REC_NCCL_PROXY:
+        if (!s->proxy)
+            return;
+        add(s, 1, B_PROXY);
+        break;
     default: return; /* metadata, clock pairs: no event of their own */
     }
     s->records++;
@@ -215,6 +226,7 @@ static int scan_trace(struct pool *P, struct scan *s, size_t i, char *err, size_
     s->rd = &rd;
     s->shift = src->shift;
     s->count = P->chrome && ct_export_rank_on(&P->x->sel, src->rank);
+    s->proxy = P->x->nccl_proxy;
     s->ndem = 0; /* string ids are the trace's own */
     free(s->dem);
     s->dem = NULL;
@@ -277,6 +289,7 @@ int ct_export_prescan(struct ct_export_job *x, int chrome, struct ct_export_size
             1u << CT_NVTX_MESSAGE | 1u << CT_NVTX_DOMAIN | 1u << CT_NVTX_DEPTH;
         fields[CT_REC_NVTX_MARK] = 1u << CT_MARK_MESSAGE | 1u << CT_MARK_DOMAIN;
         fields[CT_REC_ERROR] = 1u << CT_ERROR_WHAT;
+        fields[CT_REC_NCCL_INFO] = 1u << CT_NINFO_ALGO | 1u << CT_NINFO_PROTO;
     }
     /* one trace a thread at a time, as the first pass reads them
      * (decoder/load/load.c): each keeps one reader and one string table */

@@ -67,6 +67,7 @@ static const struct {
     {"window", required_argument, 'w', CMD(EXPORT), 0},
     {"critical-path", no_argument, 'c', CMD(EXPORT), 0},
     {"max-size", required_argument, 'M', CMD(EXPORT), 0},
+    {"nccl-proxy", no_argument, 'p', CMD(EXPORT), 0},
     /* run */
     {"buffer-kb", required_argument, 'b', CMD(RUN), 0},
     {"flush-ms", required_argument, 'f', CMD(RUN), 0},

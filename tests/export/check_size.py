@@ -39,6 +39,8 @@ def kind(e, names):
         return "B_API"
     if ph == "X" and cat == "critical_path":
         return "B_CP"
+    if ph == "X" and cat == "nccl_proxy":
+        return "B_PROXY"
     if ph == "X" and track.startswith("GPU "):
         return "B_GPU"
     if ph == "X" and cat == "nccl":

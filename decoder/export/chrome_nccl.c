@@ -1,0 +1,201 @@
+/*
+ * NCCL's own account of its ops in the Chrome trace-event export
+ * (decoder/export/chrome.c; docs/export.md, docs/nccl.md): the index that
+ * gives each op's slice its profiler-plugin descriptor (algorithm,
+ * protocol, channels, warps: CT_REC_NCCL_INFO), and, with `export
+ * --nccl-proxy`, the proxy tracks: per rank a track per (communicator,
+ * channel, peer, direction) holding a slice per ProxyOp (CT_REC_NCCL_PROXY)
+ * from its first step's start to its last step's stop, its args the
+ * recorded state sums. The proxy tracks are written after the trace's
+ * other events, so that a file without them is the same file with their
+ * events left out (the export test checks exactly that).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decoder/export/chrome_int.h"
+#include "decoder/util/json.h"
+#include "decoder/util/names.h"
+
+/* A proxy track's tid: below the GPU streams' (CT_GPU_TID, from 2^30) and
+ * above any Linux thread id (pid_max is at most 2^22); the trace's index
+ * in bits 20-27, so that two traces of one rank (a child process) keep
+ * their tracks apart; CT_LANES per track. */
+#define CT_PROXY_TID(w, track, lane)                                                               \
+    (0x30000000u + ((uint32_t)((w)->flow_base >> 40) & 0xffu) * 0x100000u +                        \
+     ((uint32_t)(track)*CT_LANES + (uint32_t)(lane)) % 0x100000u)
+
+static int cmp_info(const void *a, const void *b, void *ctx)
+{
+    const struct ct_trace *t = ctx;
+    uint64_t x = t->recs[*(const size_t *)a].f[CT_NINFO_CORR];
+    uint64_t y = t->recs[*(const size_t *)b].f[CT_NINFO_CORR];
+    return (x > y) - (x < y);
+}
+
+int ct_chrome_nccl_index(struct ct_chrome_writer *w)
+{
+    const struct ct_trace *t = w->t;
+    size_t n = t->count[CT_REC_NCCL_INFO];
+    w->info = NULL;
+    w->ninfo = 0;
+    if (!n)
+        return 0; /* the common case: no descriptor, nothing to join */
+    w->info = malloc(n * sizeof(*w->info));
+    if (!w->info)
+        return -ENOMEM;
+    for (size_t i = 0; i < t->n && w->ninfo < n; i++)
+        if (t->recs[i].kind == CT_REC_NCCL_INFO)
+            w->info[w->ninfo++] = i;
+    qsort_r(w->info, w->ninfo, sizeof(*w->info), cmp_info, w->t);
+    return 0;
+}
+
+const struct ct_record *ct_chrome_nccl_info(const struct ct_chrome_writer *w, uint64_t corr)
+{
+    size_t lo = 0, hi = w->ninfo;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (w->t->recs[w->info[mid]].f[CT_NINFO_CORR] < corr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < w->ninfo && w->t->recs[w->info[lo]].f[CT_NINFO_CORR] == corr)
+        return &w->t->recs[w->info[lo]];
+    return NULL;
+}
+
+struct ptrack {
+    uint64_t comm;
+    uint32_t channel;
+    int32_t peer;
+    uint8_t send;
+    int named; /* lanes whose thread_name is written */
+    int64_t lane_end[CT_LANES];
+};
+
+static void meta(struct ct_chrome_writer *w, uint32_t tid, const char *name, long sort)
+{
+    ct_chrome_ev(w, "M", tid, -w->shift, "thread_name");
+    fputs(",\"args\":{\"name\":", w->f);
+    ct_json_str(w->f, name);
+    fputs("}}", w->f);
+    ct_chrome_ev(w, "M", tid, -w->shift, "thread_sort_index");
+    fprintf(w->f, ",\"args\":{\"sort_index\":%ld}}", sort);
+}
+
+/* The track of (comm, channel, peer, direction), added when new; index or
+ * SIZE_MAX when out of memory. */
+static size_t track_of(struct ptrack **v, size_t *n, size_t *cap, uint64_t comm, uint32_t channel,
+                       int32_t peer, uint8_t send)
+{
+    for (size_t i = 0; i < *n; i++)
+        if ((*v)[i].comm == comm && (*v)[i].channel == channel && (*v)[i].peer == peer &&
+            (*v)[i].send == send)
+            return i;
+    if (*n == *cap) {
+        size_t c = *cap ? 2 * *cap : 16;
+        struct ptrack *q = realloc(*v, c * sizeof(*q));
+        if (!q)
+            return SIZE_MAX;
+        *v = q;
+        *cap = c;
+    }
+    struct ptrack *p = &(*v)[*n];
+    memset(p, 0, sizeof(*p));
+    p->comm = comm;
+    p->channel = channel;
+    p->peer = peer;
+    p->send = send;
+    for (int l = 0; l < CT_LANES; l++)
+        p->lane_end[l] = INT64_MIN;
+    return (*n)++;
+}
+
+static void arg_u(FILE *f, const char *k, uint64_t v)
+{
+    fprintf(f, ",\"%s\":%" PRIu64, k, v);
+}
+
+/* One ProxyOp's slice on its track (the first lane free at its start:
+ * ProxyOps of one track overlap only when one op's steps reach past the
+ * next op's first, which Perfetto would not nest). */
+static int proxy_slice(struct ct_chrome_writer *w, const struct ct_record *r, struct ptrack **v,
+                       size_t *n, size_t *cap)
+{
+    const uint64_t *f = r->f;
+    const struct ct_record *call = ct_trace_call(w->t, f[CT_NPROXY_CORR]);
+    uint64_t comm = call && call->kind == CT_REC_NCCL ? call->f[CT_NCCL_COMM] : 0;
+    uint8_t send = f[CT_NPROXY_SEND] != 0;
+    int32_t peer = (int32_t)(int64_t)f[CT_NPROXY_PEER];
+    size_t k = track_of(v, n, cap, comm, (uint32_t)f[CT_NPROXY_CHANNEL], peer, send);
+    if (k == SIZE_MAX)
+        return -ENOMEM;
+    struct ptrack *T = &(*v)[k];
+    int64_t s = (int64_t)f[CT_NPROXY_START], e = (int64_t)f[CT_NPROXY_END];
+    int l = 0;
+    while (l < CT_LANES - 1 && T->lane_end[l] > s)
+        l++;
+    if (e > T->lane_end[l])
+        T->lane_end[l] = e;
+    for (; T->named <= l; T->named++) {
+        char name[200], lane[64] = "";
+        if (T->named)
+            snprintf(lane, sizeof(lane), " (overlapping, lane %d)", T->named);
+        if (w->later_proc) /* as the counters: a rank's later traces say their pid */
+            snprintf(lane + strlen(lane), sizeof(lane) - strlen(lane), " (pid %" PRIu32 ")",
+                     w->src->pid);
+        snprintf(name, sizeof(name), "NCCL proxy comm %016" PRIx64 " ch %u %s %s peer %d%s", comm,
+                 T->channel, send ? "send" : "recv", send ? "to" : "from", peer, lane);
+        /* after the GPU streams (sort indexes below 10^9 / 10), before the
+         * host threads (10^9 + tid) */
+        meta(w, CT_PROXY_TID(w, k, T->named), name, 900000000L + (long)k * CT_LANES + T->named);
+    }
+    char nm[64];
+    snprintf(nm, sizeof(nm), "nccl%s %s",
+             call && call->kind == CT_REC_NCCL ? ct_name_nccl_op(call->f[CT_NCCL_OP]) : "Op",
+             send ? "send" : "recv");
+    ct_chrome_ev(w, "X", CT_PROXY_TID(w, k, l), s, nm);
+    fputs(",\"cat\":\"nccl_proxy\",\"dur\":", w->f);
+    ct_chrome_ts(w->f, e > s ? e - s : 0);
+    FILE *o = w->f;
+    fputs(",\"args\":{", o);
+    fprintf(o, "\"correlation_id\":%" PRIu64, f[CT_NPROXY_CORR]);
+    arg_u(o, "channel", f[CT_NPROXY_CHANNEL]);
+    fprintf(o, ",\"peer\":%" PRId64 ",\"direction\":\"%s\"", (int64_t)f[CT_NPROXY_PEER],
+            send ? "send" : "recv");
+    arg_u(o, "steps", f[CT_NPROXY_STEPS]);
+    arg_u(o, "bytes", f[CT_NPROXY_BYTES]);
+    arg_u(o, "gpu_wait_ns", f[CT_NPROXY_GPU_WAIT]);
+    arg_u(o, "peer_wait_ns", f[CT_NPROXY_PEER_WAIT]);
+    arg_u(o, "net_ns", f[CT_NPROXY_NET]);
+    arg_u(o, "flush_ns", f[CT_NPROXY_FLUSH]);
+    arg_u(o, "net_busy_ns", f[CT_NPROXY_NET_BUSY]);
+    arg_u(o, "nsteps", f[CT_NPROXY_NSTEPS]);
+    arg_u(o, "chunk_size", f[CT_NPROXY_CHUNK]);
+    fputs("}}", o);
+    return 0;
+}
+
+int ct_chrome_nccl_proxy(struct ct_chrome_writer *w)
+{
+    const struct ct_trace *t = w->t;
+    if (!t->count[CT_REC_NCCL_PROXY])
+        return 0;
+    struct ptrack *v = NULL;
+    size_t n = 0, cap = 0;
+    int rc = 0;
+    /* records are in start order: each track's slices come in start order */
+    for (size_t i = 0; i < t->n && !rc; i++) {
+        const struct ct_record *r = &t->recs[i];
+        if (r->kind != CT_REC_NCCL_PROXY ||
+            !ct_chrome_in(w, (int64_t)r->f[CT_NPROXY_START], (int64_t)r->f[CT_NPROXY_END]))
+            continue;
+        rc = proxy_slice(w, r, &v, &n, &cap);
+    }
+    free(v);
+    return rc;
+}
