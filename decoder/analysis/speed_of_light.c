@@ -163,12 +163,12 @@ int ct_speed_of_light(struct ct_report *rep)
             if (!o->e)
                 continue;
             int p2p = o->op == CT_NCCL_OP_SEND || o->op == CT_NCCL_OP_RECV;
-            int nr = p2p ? 2 : o->nranks;
+            int members = p2p ? 2 : o->nranks; /* the row's ranks, as ct_collectives_table keys */
             const struct ct_coll_row *c = &rep->coll[hit];
-            if (c->op != o->op || c->bytes != o->bytes || c->nranks != nr) {
+            if (c->op != o->op || c->bytes != o->bytes || c->nranks != members) {
                 for (hit = 0; hit < rep->ncoll; hit++) {
                     c = &rep->coll[hit];
-                    if (c->op == o->op && c->bytes == o->bytes && c->nranks == nr)
+                    if (c->op == o->op && c->bytes == o->bytes && c->nranks == members)
                         break;
                 }
                 if (hit == rep->ncoll) {
