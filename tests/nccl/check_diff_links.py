@@ -17,7 +17,8 @@ What must hold:
   - diff A B: link_gbps:1->2 regressed, its interval holding 0.25 (the
     measured link is within 15 % of its truth, docs/nccl.md, so the ratio
     of two such is within 0.25 x (1 +- 0.35); asked: the interval's centre
-    within that band), every other link no evidence;
+    within that band), every other link no evidence (not under qemu:
+    below);
   - diff --by nccl_algo A B: two segments, RING and TREE, 4 runs a side
     each, and in each link_gbps:1->2 regressed.
 """
@@ -78,8 +79,13 @@ if s:
     check("its ratio near a quarter", mid is not None and 0.25 * 0.65 <= mid <= 0.25 * 1.35,
           str(s))
     print(f"link 1->2: B/A {s['ratio']} [{s['ci_low']}, {s['ci_high']}], {s['verdict']}")
+# Under qemu-user (CT_EMULATED) a simulated proxy wakes up to ~10 ms late,
+# and how late depends on its ring's pacing: a healthy link read 4.93 GB/s
+# in A's rings and 4.14 in B's (paced by the slow link) in a CI run, a
+# real difference of what was measured, not of the link: there only the
+# slow link's verdict is held.
 for k in links:
-    if k != "link_gbps:1->2":
+    if k != "link_gbps:1->2" and not os.environ.get("CT_EMULATED"):
         check(f"{k} unchanged", m[k]["verdict"] == "no evidence", str(m[k]))
 
 by = diff("--by", "nccl_algo", f"{root}/A", f"{root}/B")
