@@ -21,8 +21,7 @@ ends, i.e. when the all-reduce starts on that rank, so it lies inside it
 comm - overlap. The all-reduce starts when the compute kernel ends only if
 the host has enqueued it by then: the compute kernel lasts 40 ms so that a
 host descheduled on the busy 2-CPU machine still enqueues it in time (a
-2 ms one was overtaken by a 17 ms stall of the host), 400 ms under qemu-user
-(COMPUTE_US).
+2 ms one was overtaken by a 17 ms stall of the host). Skipped under qemu-user.
 
 Where each all-reduce starts on each rank is the end of that rank's compute
 kernel, which the trace records exactly (the simulated GPU's virtual
@@ -59,12 +58,17 @@ import tempfile
 
 failures = []
 scratch = []
-# the compute kernel outlasts the host's enqueueing of the all-reduce: 40 ms
-# on the busy 2-CPU machine; under qemu-user (CT_EMULATED), whose host runs
-# several times slower, an enqueue came up to 7 ms late over 6 steps in a CI
-# run (each op started after its compute ended, against the truth below):
-# ten times longer there
-COMPUTE_US = 400000 if os.environ.get("CT_EMULATED") else 40000
+COMPUTE_US = 40000
+# The truth below is the simulator's schedule from the recorded compute
+# kernels' ends, which holds when the host enqueues each step's all-reduce
+# and side kernel before its compute kernel ends. Under qemu-user
+# (CT_EMULATED) the emulated host does not, even with 400 ms kernels (a CI
+# run: rank 1's communication 107.8 ms against 100.7, overlap 67.1 against
+# 60): a timing test of the simulator in real time, left out there as the
+# labelled jobs are (tests/cross/aarch64.sh).
+if os.environ.get("CT_EMULATED"):
+    print("nccl-ce: skipped under qemu (the simulator's real-time schedule)")
+    sys.exit(0)
 T_US = 2 * 33554432 / 4e9 * 1e6  # 16777.216
 STEPS = 6
 SIDE_US = 10000.0
