@@ -52,33 +52,67 @@ enum ct_clock_pref {
 void ct_clock_init(enum ct_clock_pref pref);
 enum ct_clock_source ct_clock_source(void);
 
-/* A (ticks, monotonic, realtime) triple read as close together as we can. */
+/* A (ticks, monotonic, realtime) triple read as close together as we can;
+ * spread: the ticks between the reads that bracket it (0 without the TSC). */
 struct ct_clock_pair {
     uint64_t ticks;
     uint64_t mono_ns;
     uint64_t real_ns;
+    uint64_t spread;
 };
 void ct_clock_pair_take(struct ct_clock_pair *p);
 
 /*
  * Ticks -> monotonic ns. Owned by one thread (the writer) that feeds it
- * pairs; the rate comes from the longest baseline seen, the offset from the
- * newest pair. With the monotonic source it is the identity.
+ * pairs. The conversion is one continuous, increasing function of the
+ * ticks, the same whenever a tick is converted: a record written long after
+ * its start (a range at its pop, a call that blocked) converts that start
+ * exactly as the records written around it then did. It is piecewise
+ * linear: a knot every CT_CLOCK_KNOT_NS, each segment's slope the rate
+ * measured over the longest baseline, slewed to take up the newest pair's
+ * offset over the next few knots (as NTP slews a clock rather than step
+ * it). Knots stay in a history (hist) so older ticks find their segment;
+ * without one (a published copy, a salvaged file) a tick before the anchor
+ * is extrapolated from it. With the monotonic source it is the identity.
  */
+struct ct_clock_knot {
+    uint64_t ticks, ns;
+    double slope; /* ns per tick from this knot on */
+};
+#define CT_CLOCK_FINE   2048 /* the newest knots: 102 s at one a 50 ms */
+#define CT_CLOCK_COARSE 2048 /* every coarse_every-th knot since the first */
+struct ct_clock_hist {
+    struct ct_clock_knot fine[CT_CLOCK_FINE]; /* ring: knot i at i % CT_CLOCK_FINE */
+    uint64_t nfine;                           /* knots made */
+    struct ct_clock_knot coarse[CT_CLOCK_COARSE];
+    uint32_t ncoarse, coarse_every;
+};
 struct ct_clock_conv {
     struct ct_clock_pair first;
-    struct ct_clock_pair anchor;
-    double ns_per_tick;
-    uint64_t rate_base_ns; /* the baseline ns_per_tick was measured over, 0: nominal */
+    struct ct_clock_pair anchor; /* the newest knot: ticks and its ns (mono_ns) */
+    double ns_per_tick;          /* the newest segment's slope */
+    uint64_t rate_base_ns;       /* the baseline rate was measured over, 0: nominal */
+    double rate;                 /* ns per tick over that baseline (durations) */
+    uint64_t knot_mono_ns;       /* when the newest knot was made */
+    struct ct_clock_hist *hist;  /* the writer's; NULL in copies */
 };
-void ct_clock_conv_init(struct ct_clock_conv *c, const struct ct_clock_pair *first);
+/* hist: where the knots go (NULL: none kept). */
+void ct_clock_conv_init(struct ct_clock_conv *c, const struct ct_clock_pair *first,
+                        struct ct_clock_hist *hist);
 void ct_clock_conv_update(struct ct_clock_conv *c, const struct ct_clock_pair *now);
-static inline uint64_t ct_clock_conv_ns(const struct ct_clock_conv *c, uint64_t ticks)
+/* A tick before the newest knot, from the history. */
+uint64_t ct_clock_conv_past(const struct ct_clock_conv *c, uint64_t ticks);
+/* Ticks -> ns whatever the process's source (a salvaged file's own). */
+static inline uint64_t ct_clock_conv_at(const struct ct_clock_conv *c, uint64_t ticks)
 {
-    if (!ct_clock_tsc)
-        return ticks;
+    if (ticks < c->anchor.ticks && c->hist)
+        return ct_clock_conv_past(c, ticks);
     int64_t d = (int64_t)(ticks - c->anchor.ticks);
     return c->anchor.mono_ns + (uint64_t)(int64_t)((double)d * c->ns_per_tick);
+}
+static inline uint64_t ct_clock_conv_ns(const struct ct_clock_conv *c, uint64_t ticks)
+{
+    return ct_clock_tsc ? ct_clock_conv_at(c, ticks) : ticks;
 }
 /* Estimated ticks per second (0 with the monotonic source). */
 uint64_t ct_clock_conv_hz(const struct ct_clock_conv *c);

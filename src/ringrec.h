@@ -29,8 +29,7 @@ static inline uint64_t ct_ringrec_ns(uint64_t v, unsigned flags, const struct ct
 {
     if (!tsc || (flags & 0x01 /* CT_RF_NS */))
         return v;
-    int64_t d = (int64_t)(v - conv->anchor.ticks);
-    return conv->anchor.mono_ns + (uint64_t)(int64_t)((double)d * conv->ns_per_tick);
+    return ct_clock_conv_at(conv, v);
 }
 
 #endif

@@ -74,6 +74,8 @@ static int emit_bytes(const uint8_t *p, size_t n)
 /* The ring whose records the chunk being built holds, and up to where:
  * its tail moves there once the chunk is written (or given up), not
  * before, so that a SIGKILL in between finds them in the live mapping. */
+/* The conversion's knots (clock.h): the writer's alone, as its conversion. */
+static struct ct_clock_hist g_clock_hist;
 static struct ct_ring *g_src;
 static uint64_t g_src_pos;
 
@@ -677,7 +679,7 @@ int ct_writer_open(const struct ct_recorder_config *cfg, const struct ct_meta_kv
     ct_rec.cctx = cctx;
     struct ct_clock_pair p;
     ct_clock_pair_take(&p);
-    ct_clock_conv_init(&ct_rec.conv, &p);
+    ct_clock_conv_init(&ct_rec.conv, &p, &g_clock_hist);
     ct_live_conv_set(&ct_rec.conv);
     ct_rec.last_sync_ns = p.mono_ns;
     ct_cap_init(0, 0);

@@ -130,4 +130,5 @@ try:
                         "4", "--health", "--throttled", "1"], check=True)
         print("export labelled throttle: ok")
 finally:
-    shutil.rmtree(d, ignore_errors=True)
+    if not os.environ.get("CT_KEEP"):
+        shutil.rmtree(d, ignore_errors=True)

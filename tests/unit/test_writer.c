@@ -2,9 +2,11 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -505,7 +507,7 @@ START_TEST(a_tick_rate_is_published_for_durations_once_measured)
     ct_clock_tsc = 1;
     struct ct_clock_pair p0 = {.ticks = 1000000, .mono_ns = 5000000, .real_ns = 9000000};
     struct ct_clock_conv c;
-    ct_clock_conv_init(&c, &p0);
+    ct_clock_conv_init(&c, &p0, NULL);
     ct_clock_publish(&c); /* nominal 1 tick/ns */
     ck_assert(ct_clock_pub_rate() == 0);
     /* 2.5 ticks a ns over 4 ms: measured, but too short for durations */
@@ -523,6 +525,87 @@ START_TEST(a_tick_rate_is_published_for_durations_once_measured)
 }
 END_TEST
 
+/* The record clock converts a tick the same whenever it is converted: a
+ * range's start, written at its pop 12 ms on, against the calls converted
+ * while it was open (export-labelled: a step's range began 0.7 us after the
+ * call that followed its push, the conversion re-anchored between them).
+ * The host's monotonic clock drifts against the TSC (a 60 s wave of 2 us)
+ * and every pair has up to 300 ns of jitter; 300 s of 5 ms writer passes,
+ * beyond the 102 s of knots kept whole. Within those the second conversion
+ * is exact; older ones move by the coarse knots' chord: the slopes' slew,
+ * under 2e-6 of a 3.2 s spacing. The conversion stays within 3 us of the
+ * host clock (jitter, and the drift over the 200 ms the slew takes it up
+ * in) and never goes back. */
+static uint64_t drift_mono(uint64_t ticks)
+{
+    double s = (double)ticks * 0.4 * 1e-9;
+    return (uint64_t)((double)ticks * 0.4 + 2000.0 * sin(2 * 3.14159265358979 * s / 60.0)) +
+           1000000000u;
+}
+
+START_TEST(a_tick_converts_the_same_whenever_it_is_converted)
+{
+    static struct ct_clock_hist hist;
+    enum { PASSES = 60000, PER = 4 };
+    static uint64_t tk[PASSES * PER], ns[PASSES * PER];
+    int was = ct_clock_tsc;
+    ct_clock_tsc = 1;
+    unsigned seed = 7;
+    uint64_t tick_per_pass = 12500000; /* 5 ms at 0.4 ns a tick */
+    struct ct_clock_pair p = {.ticks = 1000, .mono_ns = drift_mono(1000)};
+    struct ct_clock_conv c;
+    ct_clock_conv_init(&c, &p, &hist);
+    size_t n = 0;
+    for (int i = 1; i <= PASSES; i++) {
+        p.ticks = 1000 + (uint64_t)i * tick_per_pass;
+        p.mono_ns = drift_mono(p.ticks) + (uint64_t)(rand_r(&seed) % 600) - 300;
+        ct_clock_conv_update(&c, &p);
+        for (int k = 0; k < PER; k++) {
+            /* what the pass drains: records since the previous pass, and a
+             * range's start 12 ms back */
+            uint64_t t = p.ticks - (uint64_t)(rand_r(&seed) % tick_per_pass);
+            if (k == 0 && i > 3)
+                t = p.ticks - 30000000;
+            tk[n] = t;
+            ns[n] = ct_clock_conv_ns(&c, t);
+            double err = (double)(int64_t)(ns[n] - drift_mono(t));
+            if (i > 200) /* the first second: the rate's own estimate settles */
+                ck_assert_msg(err < 3000 && err > -3000, "pass %d: %.0f ns off", i, err);
+            n++;
+        }
+    }
+    uint64_t fine_from = c.hist->fine[(c.hist->nfine - CT_CLOCK_FINE) % CT_CLOCK_FINE].ticks;
+    size_t exact = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t again = ct_clock_conv_ns(&c, tk[i]);
+        int64_t d = (int64_t)(again - ns[i]);
+        if (tk[i] >= fine_from) {
+            ck_assert_msg(d == 0, "tick %zu: %lld ns apart", i, (long long)d);
+            exact++;
+        } else {
+            ck_assert_msg(d < 2000 && d > -2000, "old tick %zu: %lld ns apart", i, (long long)d);
+        }
+    }
+    ck_assert_uint_gt(exact, (size_t)PER * CT_CLOCK_FINE * 9); /* ~100 s of them */
+    /* increasing: across every knot, and a microsecond apart between */
+    uint64_t prev = 0;
+    for (uint64_t t = 1000 + tick_per_pass; t < p.ticks; t += 2500) {
+        uint64_t v = ct_clock_conv_ns(&c, t);
+        ck_assert_msg(v >= prev, "tick %llu goes back", (unsigned long long)t);
+        prev = v;
+        if ((t - 1000) % tick_per_pass == tick_per_pass - 2500) {
+            /* the last tick of a segment and the first of the next */
+            uint64_t at = t + 2499, after = t + 2500;
+            ck_assert_msg(ct_clock_conv_ns(&c, at) <= ct_clock_conv_ns(&c, after),
+                          "back at the knot at tick %llu", (unsigned long long)after);
+        }
+        if (t < p.ticks - 2 * tick_per_pass * CT_CLOCK_FINE)
+            t += tick_per_pass - 2500; /* a knot's neighbours where coarse knots hold it */
+    }
+    ct_clock_tsc = was;
+}
+END_TEST
+
 Suite *writer_suite(void)
 {
     Suite *s = suite_create("writer");
@@ -530,6 +613,7 @@ Suite *writer_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, every_kind_round_trips_through_the_file);
     tcase_add_test(tc, a_tick_rate_is_published_for_durations_once_measured);
+    tcase_add_test(tc, a_tick_converts_the_same_whenever_it_is_converted);
     tcase_add_test(tc, file_is_private_and_never_clobbered);
     tcase_add_test(tc, partial_chunks_reach_the_file_within_the_flush_interval);
     tcase_add_test(tc, exiting_threads_hand_their_records_over);
