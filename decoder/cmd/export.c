@@ -352,8 +352,8 @@ int ct_cmd_export(int argc, char **argv)
     }
     if (nproxy && sqlite) {
         fprintf(stderr, "cutrace export: --nccl-proxy draws NCCL's proxy tracks into the Chrome "
-                        "JSON timeline: use it with --format chrome (cutrace dump --json gives "
-                        "the nccl_proxy records)\n");
+                        "JSON timeline: use it with --format chrome (the SQLite file always has "
+                        "them, in its NCCL_PROXY_OPS table)\n");
         free(sel.ranks);
         return CT_EXIT_USAGE;
     }

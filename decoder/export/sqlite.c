@@ -67,7 +67,21 @@ static const char schema[] =
     " op TEXT NOT NULL, commHash TEXT NOT NULL, seq INTEGER NOT NULL, count INTEGER NOT NULL,"
     " dtype TEXT NOT NULL, bytes INTEGER NOT NULL, redop TEXT NOT NULL, root INTEGER,"
     " peer INTEGER, streamId INTEGER NOT NULL, groupId INTEGER NOT NULL,"
-    " correlationId INTEGER NOT NULL, commRank INTEGER NOT NULL, nranks INTEGER NOT NULL);"
+    " correlationId INTEGER NOT NULL, commRank INTEGER NOT NULL, nranks INTEGER NOT NULL);";
+
+/* The rest of cutrace's own tables (NCCL's account of its ops from the
+ * profiler plugin, docs/nccl.md; I/O; ranks; iterations): a string of its
+ * own, as C limits a literal's length. */
+static const char schema_own[] =
+    "CREATE TABLE NCCL_INFO (start INTEGER NOT NULL, globalPid INTEGER NOT NULL,"
+    " rank INTEGER NOT NULL, correlationId INTEGER NOT NULL, algo TEXT, proto TEXT,"
+    " channels INTEGER, warps INTEGER, p2p INTEGER NOT NULL, copyEngine INTEGER NOT NULL);"
+    "CREATE TABLE NCCL_PROXY_OPS (start INTEGER NOT NULL, end INTEGER NOT NULL,"
+    " globalTid INTEGER NOT NULL, rank INTEGER NOT NULL, correlationId INTEGER NOT NULL,"
+    " channel INTEGER NOT NULL, peer INTEGER NOT NULL, direction TEXT NOT NULL,"
+    " steps INTEGER NOT NULL, bytes INTEGER NOT NULL, gpuWait INTEGER NOT NULL,"
+    " peerWait INTEGER NOT NULL, net INTEGER NOT NULL, flush INTEGER NOT NULL,"
+    " netBusy INTEGER NOT NULL, nSteps INTEGER NOT NULL, chunkSize INTEGER NOT NULL);"
     "CREATE TABLE IO_SPANS (start INTEGER NOT NULL, end INTEGER NOT NULL,"
     " globalTid INTEGER NOT NULL, rank INTEGER NOT NULL, op TEXT NOT NULL, fd INTEGER NOT NULL,"
     " fdType TEXT NOT NULL, path TEXT NOT NULL, bytes INTEGER NOT NULL, result INTEGER NOT NULL,"
@@ -130,6 +144,8 @@ static const char indexes[] =
     "CREATE INDEX nvtx_start ON NVTX_EVENTS (start);"
     "CREATE INDEX nccl_corr ON NCCL_OPS (correlationId);"
     "CREATE INDEX nccl_start ON NCCL_OPS (start);"
+    "CREATE INDEX nccl_info_corr ON NCCL_INFO (globalPid, correlationId);"
+    "CREATE INDEX nccl_proxy_corr ON NCCL_PROXY_OPS (rank, correlationId);"
     "CREATE INDEX io_start ON IO_SPANS (start);";
 
 enum stmt {
@@ -143,6 +159,8 @@ enum stmt {
     ST_RUNTIME,
     ST_NVTX,
     ST_NCCL,
+    ST_NCCL_INFO,
+    ST_NCCL_PROXY,
     ST_IO,
     ST_RANK,
     ST_ITER,
@@ -164,6 +182,9 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_RUNTIME] = "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?,?,?,?,?,?,?)",
     [ST_NVTX] = "INSERT INTO NVTX_EVENTS VALUES (?,?,?,?,?,?)",
     [ST_NCCL] = "INSERT INTO NCCL_OPS VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    [ST_NCCL_INFO] = "INSERT INTO NCCL_INFO VALUES (?,?,?,?,?,?,?,?,?,?)",
+    [ST_NCCL_PROXY] = ("INSERT INTO NCCL_PROXY_OPS VALUES "
+                       "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"),
     [ST_IO] = "INSERT INTO IO_SPANS VALUES (?,?,?,?,?,?,?,?,?,?,?)",
     [ST_RANK] = "INSERT INTO RANKS VALUES (?,?,?,?,?,?,?)",
     [ST_ITER] = "INSERT INTO ITERATIONS VALUES (?,?,?,?,?)",
@@ -472,6 +493,53 @@ static void nccl_row(struct sqlite_writer *w, const struct ct_record *r)
     step(w, k);
 }
 
+/* What NCCL's profiler plugin said of an op (NCCL_INFO) and its proxy
+ * operations (NCCL_PROXY_OPS), joined to NCCL_OPS by (rank, correlationId):
+ * unknown channels and warps (0 in the trace) are NULL, an empty algorithm
+ * or protocol (NCCL gave none) NULL. */
+static void nccl_info_row(struct sqlite_writer *w, const struct ct_record *r)
+{
+    const uint64_t *f = r->f;
+    enum stmt k = ST_NCCL_INFO;
+    b_i(w, k, 1, T(w, f[CT_NINFO_TIME]));
+    b_i(w, k, 2, w->gpid);
+    b_i(w, k, 3, w->src->rank);
+    b_i(w, k, 4, (int64_t)f[CT_NINFO_CORR]);
+    const char *algo = ct_trace_str(w->t, f[CT_NINFO_ALGO]);
+    const char *proto = ct_trace_str(w->t, f[CT_NINFO_PROTO]);
+    if (algo && *algo)
+        b_t(w, k, 5, algo);
+    if (proto && *proto)
+        b_t(w, k, 6, proto);
+    if (f[CT_NINFO_CHANNELS])
+        b_i(w, k, 7, (int64_t)f[CT_NINFO_CHANNELS]);
+    if (f[CT_NINFO_WARPS])
+        b_i(w, k, 8, (int64_t)f[CT_NINFO_WARPS]);
+    b_i(w, k, 9, !!(f[CT_NINFO_FLAGS] & CT_NINFO_F_P2P));
+    b_i(w, k, 10, !!(f[CT_NINFO_FLAGS] & CT_NINFO_F_CE));
+    step(w, k);
+}
+
+static void nccl_proxy_row(struct sqlite_writer *w, const struct ct_record *r)
+{
+    const uint64_t *f = r->f;
+    enum stmt k = ST_NCCL_PROXY;
+    b_i(w, k, 1, T(w, f[CT_NPROXY_START]));
+    b_i(w, k, 2, T(w, f[CT_NPROXY_END]));
+    b_i(w, k, 3, w->gpid | r->tid);
+    b_i(w, k, 4, w->src->rank);
+    b_i(w, k, 5, (int64_t)f[CT_NPROXY_CORR]);
+    b_i(w, k, 6, (int64_t)f[CT_NPROXY_CHANNEL]);
+    b_i(w, k, 7, (int64_t)f[CT_NPROXY_PEER]);
+    b_t(w, k, 8, f[CT_NPROXY_SEND] ? "send" : "recv");
+    static const int col[] = {CT_NPROXY_STEPS,     CT_NPROXY_BYTES,  CT_NPROXY_GPU_WAIT,
+                              CT_NPROXY_PEER_WAIT, CT_NPROXY_NET,    CT_NPROXY_FLUSH,
+                              CT_NPROXY_NET_BUSY,  CT_NPROXY_NSTEPS, CT_NPROXY_CHUNK};
+    for (int i = 0; i < (int)(sizeof(col) / sizeof(col[0])); i++)
+        b_i(w, k, 9 + i, (int64_t)f[col[i]]);
+    step(w, k);
+}
+
 static void record_row(struct sqlite_writer *w, const struct ct_record *r, size_t i)
 {
     const uint64_t *f = r->f;
@@ -493,6 +561,8 @@ static void record_row(struct sqlite_writer *w, const struct ct_record *r, size_
             gpu_row(w, r, i);
         break;
     case CT_REC_NCCL: nccl_row(w, r); break;
+    case CT_REC_NCCL_INFO: nccl_info_row(w, r); break;
+    case CT_REC_NCCL_PROXY: nccl_proxy_row(w, r); break;
     case CT_REC_IO:
         k = ST_IO;
         b_i(w, k, 1, T(w, f[CT_IO_START]));
@@ -634,6 +704,7 @@ int ct_export_sqlite(const char *out, struct ct_export_job *x, struct ct_progres
     }
     char *msg = NULL;
     if (sqlite3_exec(w.db, schema, NULL, NULL, &msg) != SQLITE_OK ||
+        sqlite3_exec(w.db, schema_own, NULL, NULL, &msg) != SQLITE_OK ||
         sqlite3_exec(w.db, enums, NULL, NULL, &msg) != SQLITE_OK)
         goto sql_error;
     for (int k = 0; k < ST_COUNT; k++)

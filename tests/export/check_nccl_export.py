@@ -27,6 +27,13 @@ against `cutrace dump --json` of the same traces:
   - every NCCL call slice and op GPU slice carries its nccl_info record's
     algorithm, protocol, channels and warps (ABI v3 too: descriptors only);
   - the size estimate with --nccl-proxy is within check_size.py's 25 %;
+  - the SQLite file (`export --format sqlite`): NCCL_INFO has one row per
+    nccl_info record of the dump and NCCL_PROXY_OPS one per nccl_proxy
+    record, each with its record's fields (unknown channels and warps, an
+    empty algorithm or protocol as NULL), every time shifted by its rank's
+    one offset (the export's time base) to the ns, every duration exact;
+    each joins its NCCL_OPS row by (rank, correlationId); --nccl-proxy
+    with --format sqlite is refused (exit 2) naming the table, no file made;
   - `report --rows`: one "link" row per link of `report --json`'s
     nccl.links, with its figures and whether it is a slow link (none at
     ABI v3).
@@ -259,6 +266,65 @@ def check_chrome(d, traces, name):
     return len(slices)
 
 
+def check_sqlite(d, traces, name):
+    """NCCL_INFO and NCCL_PROXY_OPS against the dump's records."""
+    import sqlite3
+    recs = dumps(traces, d)
+    db_path = os.path.join(d, "job.sqlite")
+    cutrace("export", "--format", "sqlite", "-o", db_path, traces)
+    db = sqlite3.connect(db_path)
+    want_info, want_proxy = {}, {}
+    for _, rs in recs:
+        for r in rs:
+            if r["kind"] == "nccl_info":
+                want_info[(r["rank"], r["correlation_id"])] = r
+            elif r["kind"] == "nccl_proxy":
+                want_proxy[(r["rank"], r["correlation_id"], r["channel"], r["peer"],
+                            r["direction"])] = r
+    got = db.execute("SELECT rank, correlationId, start, algo, proto, channels, warps, p2p, "
+                     "copyEngine FROM NCCL_INFO").fetchall()
+    check(f"{name}: an NCCL_INFO row per nccl_info record", len(got) == len(want_info),
+          f"{len(got)} vs {len(want_info)}")
+    shift = {}
+    for rank, corr, start, algo, proto, ch, warps, p2p, ce in got:
+        r = want_info.get((rank, corr))
+        if not check(f"{name}: NCCL_INFO row of a record", r is not None, f"{rank} {corr}"):
+            continue
+        shift.setdefault(rank, r["time_ns"] - start)
+        check(f"{name}: NCCL_INFO start", r["time_ns"] - start == shift[rank], f"{rank} {corr}")
+        check(f"{name}: NCCL_INFO fields",
+              (algo, proto, ch, warps, p2p, ce) ==
+              (r["algo"] or None, r["proto"] or None, r["channels"] or None, r["warps"] or None,
+               r["flags"] & 1, (r["flags"] >> 1) & 1), f"{(algo, proto, ch, warps, p2p, ce)} {r}")
+    got = db.execute("SELECT rank, correlationId, channel, peer, direction, start, end, steps, "
+                     "bytes, gpuWait, peerWait, net, flush, netBusy, nSteps, chunkSize "
+                     "FROM NCCL_PROXY_OPS").fetchall()
+    check(f"{name}: an NCCL_PROXY_OPS row per nccl_proxy record", len(got) == len(want_proxy),
+          f"{len(got)} vs {len(want_proxy)}")
+    for row in got:
+        r = want_proxy.get(row[:5])
+        if not check(f"{name}: NCCL_PROXY_OPS row of a record", r is not None, str(row[:5])):
+            continue
+        rank, start, end = row[0], row[5], row[6]
+        shift.setdefault(rank, r["start_ns"] - start)
+        check(f"{name}: NCCL_PROXY_OPS times", (r["start_ns"] - start, r["end_ns"] - end) ==
+              (shift[rank], shift[rank]), str(row))
+        check(f"{name}: NCCL_PROXY_OPS fields", list(row[7:]) ==
+              [r[k] for k in ("steps", "bytes", "gpu_wait_ns", "peer_wait_ns", "net_ns",
+                              "flush_ns", "net_busy_ns", "nsteps", "chunk_size")], str(row))
+    orphans = db.execute("SELECT COUNT(*) FROM NCCL_PROXY_OPS p WHERE NOT EXISTS (SELECT 1 FROM "
+                         "NCCL_OPS o WHERE o.rank = p.rank AND o.correlationId = "
+                         "p.correlationId)").fetchone()[0]
+    check(f"{name}: every proxy op joins its NCCL_OPS row", orphans == 0, str(orphans))
+    p = subprocess.run([os.environ["CT_CUTRACE"], "export", "--format", "sqlite", "--nccl-proxy",
+                        "-o", os.path.join(d, "refused.sqlite"), traces], capture_output=True,
+                       text=True, timeout=300)
+    check(f"{name}: --nccl-proxy with sqlite refused, naming the table",
+          p.returncode == 2 and "NCCL_PROXY_OPS" in p.stderr
+          and not os.path.exists(os.path.join(d, "refused.sqlite")), p.stderr)
+    return len(got)
+
+
 def check_rows(d, traces, name):
     """report --rows: a link row per link of report --json's nccl.links."""
     rows_path, rep_path = os.path.join(d, "rows.jsonl"), os.path.join(d, "rows-report.json")
@@ -400,6 +466,7 @@ def main():
         traces = run_job(d, extra)
         if mode == "chrome":
             summary.append(f"{name}: {check_chrome(d, traces, name)} proxy slices, "
+                           f"{check_sqlite(d, traces, name)} proxy rows, "
                            f"{check_rows(d, traces, name)} link rows")
         else:
             check_page(d, traces, name, proxy)
