@@ -479,10 +479,10 @@ int ct_cupti_start(char *why, size_t whylen)
      * be lost that way: CUPTI flushes as often. */
     uint32_t period = ct_cfg.flush_ms && ct_cfg.flush_ms < 100 ? ct_cfg.flush_ms : 100;
     if (c.period && c.period(period) == CUPTI_SUCCESS) {
-        char v[16];
-        snprintf(v, sizeof(v), "%u", period);
+        char ms[16];
+        snprintf(ms, sizeof(ms), "%u", period);
         uint64_t f[CT_META_NFIELDS] = {ct_clock_now(), CT_SCOPE_RECORDER, 0,
-                                       ct_intern("cupti_flush_ms"), ct_intern(v)};
+                                       ct_intern("cupti_flush_ms"), ct_intern(ms)};
         ct_emit(CT_REC_META, 0, f, CT_META_NFIELDS);
     }
     /* graph edges in replayed nodes' ids (shim/cuda_graph.c); without the

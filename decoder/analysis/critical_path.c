@@ -408,13 +408,13 @@ static int build_rank(struct ct_cp_graph *g, const struct ct_rank_result *x, int
                 goto out;
             j++;
         }
-        const struct slast *w = NULL;
+        const struct slast *other = NULL; /* the other stream's latest end */
         for (size_t k = 0; k < nen; k++)
-            if (en[k].stream != o->stream && (!w || en[k].e > w->e))
-                w = &en[k];
-        if (infer && !ge && !root && w && w->e > known && o->s - w->e <= CT_CP_WAIT_NS &&
-            w->pe != ox[i].pe) {
-            if (ct_cp_add_edge(g, w->pe, ox[i].ps, CP_GAP, CT_CP_GPU_GAP, ri))
+            if (en[k].stream != o->stream && (!other || en[k].e > other->e))
+                other = &en[k];
+        if (infer && !ge && !root && other && other->e > known &&
+            o->s - other->e <= CT_CP_WAIT_NS && other->pe != ox[i].pe) {
+            if (ct_cp_add_edge(g, other->pe, ox[i].ps, CP_GAP, CT_CP_GPU_GAP, ri))
                 goto out;
             g->ed[g->ned - 1].stream = o->stream;
         }

@@ -214,15 +214,15 @@ static int events(const struct ct_rank *r, int64_t lo, int64_t hi, int with_sync
         if (u == 0 || keys[u - 1] != keys[i])
             keys[u++] = keys[i];
     for (size_t i = 0; i < k; i++) {
-        size_t lo = 0, hi = u;
-        while (lo < hi) {
-            size_t mid = (lo + hi) / 2;
+        size_t a = 0, b = u;
+        while (a < b) {
+            size_t mid = (a + b) / 2;
             if (keys[mid] < v[i].key)
-                lo = mid + 1;
+                a = mid + 1;
             else
-                hi = mid;
+                b = mid;
         }
-        v[i].tok = (uint32_t)lo;
+        v[i].tok = (uint32_t)a;
     }
     free(keys);
     *out = v;

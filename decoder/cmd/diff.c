@@ -257,12 +257,12 @@ int ct_cmd_diff(int argc, char **argv)
     size_t npaths = 0;
     for (int k = 0; k < 2 && !rc; k++)
         for (size_t i = 0; i < s[k].rs.n && !rc; i++) {
-            char **v = realloc(paths, (npaths + s[k].rs.runs[i].n + 1) * sizeof(*v));
-            if (!v) {
+            char **grown = realloc(paths, (npaths + s[k].rs.runs[i].n + 1) * sizeof(*grown));
+            if (!grown) {
                 rc = -ENOMEM;
                 break;
             }
-            paths = v;
+            paths = grown;
             for (size_t j = 0; j < s[k].rs.runs[i].n; j++)
                 paths[npaths++] = s[k].rs.runs[i].paths[j];
         }

@@ -474,11 +474,11 @@ static void check_idle(struct ctx *c)
             continue;
         for (size_t r = 0; r < rep->nr; r++) {
             const struct ct_attribution *a = &rep->rr[r].at;
-            int64_t v = kind == CT_FK_DATA_STALL     ? a->data_stall
-                        : kind == CT_FK_CKPT_STALL   ? a->checkpoint_stall
-                        : kind == CT_FK_LAUNCH_BOUND ? a->launch_overhead
-                                                     : a->sync_drain;
-            if (ct_dg_per_iter(&rep->rr[r], v) >= c->o->min_saving * c->step)
+            int64_t own = kind == CT_FK_DATA_STALL     ? a->data_stall
+                          : kind == CT_FK_CKPT_STALL   ? a->checkpoint_stall
+                          : kind == CT_FK_LAUNCH_BOUND ? a->launch_overhead
+                                                       : a->sync_drain;
+            if (ct_dg_per_iter(&rep->rr[r], own) >= c->o->min_saving * c->step)
                 ct_dg_rank_add(f, rep->rr[r].rank->rank);
         }
         ct_dg_ev(f, "us_per_iteration", best / 1e3);

@@ -115,8 +115,8 @@ int ct_dg_replay_savings(struct ctx *c)
     d->nf = k;
 out:
     ct_cp_result_free(&base);
-    for (size_t k = 0; pred && k < nsets; k++)
-        ct_cp_result_free(&pred[k]);
+    for (size_t j = 0; pred && j < nsets; j++)
+        ct_cp_result_free(&pred[j]);
     free(sc);
     free(buf);
     free(sets);

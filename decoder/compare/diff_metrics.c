@@ -248,7 +248,6 @@ int ct_diff_collect(const struct ct_report *rep, int per_iteration, struct ct_me
         const struct ct_nlink *l = &L->l[i];
         if (!isfinite(l->gbps) || l->src_rank < 0 || l->dst_rank < 0)
             continue;
-        char name[64];
         snprintf(name, sizeof(name), "link_gbps:%d->%d", l->src_rank, l->dst_rank);
         rc = ct_metric_add(&t, name, l->gbps);
     }

@@ -378,10 +378,10 @@ void ct_report_json(FILE *f, const struct ct_report *rep, int rank_iters)
         char why[256];
         if (x->iter_src != CT_ITER_NONE &&
             ct_coverage_factor(R, x->iter_src == CT_ITER_PERIOD, why, sizeof(why)) < 1) {
-            char note[320];
-            snprintf(note, sizeof(note), "lowered from %.3f: %s", x->iter_conf_found, why);
+            char lowered[320];
+            snprintf(lowered, sizeof(lowered), "lowered from %.3f: %s", x->iter_conf_found, why);
             fprintf(f, "\"iteration_confidence_note\":");
-            ct_json_str(f, note);
+            ct_json_str(f, lowered);
             fputc_unlocked(',', f);
         } else {
             fprintf(f, "\"iteration_confidence_note\":null,");

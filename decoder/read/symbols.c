@@ -196,16 +196,16 @@ void ct_symbolize(struct ct_trace *t, uint64_t ip, char *out, size_t n)
                     file_off >= ph->p_offset + ph->p_filesz)
                     continue;
                 uint64_t vaddr = file_off - ph->p_offset + ph->p_vaddr;
-                size_t lo = 0, hi = f->nsyms;
-                while (lo < hi) { /* last symbol at or below vaddr */
-                    size_t mid = lo + (hi - lo) / 2;
+                size_t sym_lo = 0, sym_hi = f->nsyms;
+                while (sym_lo < sym_hi) { /* last symbol at or below vaddr */
+                    size_t mid = sym_lo + (sym_hi - sym_lo) / 2;
                     if (f->syms[mid].addr <= vaddr)
-                        lo = mid + 1;
+                        sym_lo = mid + 1;
                     else
-                        hi = mid;
+                        sym_hi = mid;
                 }
-                if (lo > 0) {
-                    const struct sym *s = &f->syms[lo - 1];
+                if (sym_lo > 0) {
+                    const struct sym *s = &f->syms[sym_lo - 1];
                     if (s->size == 0 || vaddr < s->addr + s->size) {
                         snprintf(out, n, "%s+0x%llx (%s)", s->name,
                                  (unsigned long long)(vaddr - s->addr), base(path));
