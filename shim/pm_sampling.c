@@ -110,6 +110,7 @@ struct pm_dev {
     int idx[CT_PM_NMETRIC];           /* their ct_pm_metrics index */
     size_t n;
     uint64_t next_ns;
+    uint64_t last_end; /* the previous sample's end, trace clock */
     int said_overflow, said_decode, said_sample;
 };
 
@@ -435,8 +436,9 @@ static int record_samples(uint64_t now, int d, uint64_t off)
             continue;
         }
         uint64_t s, len;
-        if (ct_pm_sample_span(si.startTimestamp, si.endTimestamp, off, &s, &len) != 0)
+        if (ct_pm_sample_span(si.startTimestamp, si.endTimestamp, off, x->last_end, &s, &len))
             continue; /* an empty sample (sampling stopping) */
+        x->last_end = s + len;
         ct_health_counter(s, d, p.n_interval, (int64_t)len, p.u_ns);
         for (size_t k = 0; k < x->n; k++) {
             int64_t c;

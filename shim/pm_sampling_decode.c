@@ -53,13 +53,18 @@ uint64_t ct_pm_gpu_to_mono(uint64_t gpu_ns, uint64_t off)
     return gpu_ns > off ? gpu_ns - off : 0;
 }
 
-int ct_pm_sample_span(uint64_t gpu_start, uint64_t gpu_end, uint64_t off, uint64_t *start,
-                      uint64_t *len)
+int ct_pm_sample_span(uint64_t gpu_start, uint64_t gpu_end, uint64_t off, uint64_t prev_end,
+                      uint64_t *start, uint64_t *len)
 {
     if (gpu_end <= gpu_start || gpu_start <= off)
         return -1;
-    *start = ct_pm_gpu_to_mono(gpu_start, off);
-    *len = gpu_end - gpu_start;
+    uint64_t s = ct_pm_gpu_to_mono(gpu_start, off), e = s + (gpu_end - gpu_start);
+    if (s < prev_end)
+        s = prev_end;
+    if (e <= s)
+        return -1;
+    *start = s;
+    *len = e - s;
     return 0;
 }
 

@@ -32,12 +32,16 @@ int ct_pm_counter_value(int m, double v, int64_t *out);
  * back to back; 0 for a stamp before the monotonic clock's origin. */
 uint64_t ct_pm_gpu_to_mono(uint64_t gpu_ns, uint64_t off);
 
-/* Sample [gpu_start, gpu_end) on the trace clock with one offset for both
- * ends (its length stays exact): *start and *len; 0, or -1 for a sample to
- * skip (no length: CUPTI hands out empty samples when sampling stops; or
- * a start before the clock's origin). */
-int ct_pm_sample_span(uint64_t gpu_start, uint64_t gpu_end, uint64_t off, uint64_t *start,
-                      uint64_t *len);
+/* Sample [gpu_start, gpu_end) on the trace clock, *start and *len, with
+ * one offset for both ends (its length stays exact). prev_end is where
+ * the device's previous sample ended on the trace clock (0: none): the
+ * offset is read again each decode pass, and its jitter (tens of ns) must
+ * not make two samples overlap, so a start before it is moved up to it
+ * (the sample shortened by as much). 0, or -1 for a sample to skip: no
+ * length (CUPTI hands out empty samples as sampling stops), a start
+ * before the clock's origin, or one wholly before prev_end. */
+int ct_pm_sample_span(uint64_t gpu_start, uint64_t gpu_end, uint64_t off, uint64_t prev_end,
+                      uint64_t *start, uint64_t *len);
 
 /* Samples a counter data image holds: enough for four decode passes of
  * pass_ms at interval_us (a late writer pass still fits), at least 16, at

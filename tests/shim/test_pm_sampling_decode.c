@@ -60,13 +60,13 @@ START_TEST(gpu_times_land_on_the_monotonic_clock_with_exact_lengths)
     const uint64_t off = 1733580000000000000ull - 5000000000ull;
     uint64_t s = 0, len = 0;
     ck_assert_uint_eq(ct_pm_gpu_to_mono(off + 5000000123ull, off), 5000000123ull);
-    ck_assert_int_eq(ct_pm_sample_span(off + 7000000000ull, off + 7001000000ull, off, &s, &len),
-                     0);
+    ck_assert_int_eq(
+        ct_pm_sample_span(off + 7000000000ull, off + 7001000000ull, off, 0, &s, &len), 0);
     ck_assert_uint_eq(s, 7000000000ull);
     ck_assert_uint_eq(len, 1000000u); /* 1 ms, whatever the offset */
     /* a stamp from before the monotonic clock's origin maps to nothing */
     ck_assert_uint_eq(ct_pm_gpu_to_mono(off - 1, off), 0);
-    ck_assert_int_lt(ct_pm_sample_span(off - 10, off + 10, off, &s, &len), 0);
+    ck_assert_int_lt(ct_pm_sample_span(off - 10, off + 10, off, 0, &s, &len), 0);
 }
 END_TEST
 
@@ -75,10 +75,33 @@ START_TEST(empty_samples_are_skipped)
     uint64_t s = 9, len = 9;
     const uint64_t off = 1000;
     /* CUPTI hands out zero-length samples as sampling stops */
-    ck_assert_int_lt(ct_pm_sample_span(5000, 5000, off, &s, &len), 0);
-    ck_assert_int_lt(ct_pm_sample_span(6000, 5000, off, &s, &len), 0);
+    ck_assert_int_lt(ct_pm_sample_span(5000, 5000, off, 0, &s, &len), 0);
+    ck_assert_int_lt(ct_pm_sample_span(6000, 5000, off, 0, &s, &len), 0);
+    /* wholly before the previous sample's end: nothing left of it */
+    ck_assert_int_lt(ct_pm_sample_span(5000, 6000, off, 5000, &s, &len), 0);
     ck_assert_uint_eq(s, 9);
     ck_assert_uint_eq(len, 9);
+}
+END_TEST
+
+START_TEST(a_sample_never_overlaps_the_previous_one)
+{
+    /* the offset read at the next pass is 30 ns smaller: the sample would
+     * start 30 ns before the previous one ended; it starts at that end,
+     * 30 ns shorter, and ends where its own times say */
+    const uint64_t off = 1000000, prev_end = 2000000;
+    uint64_t s = 0, len = 0;
+    ck_assert_int_eq(ct_pm_sample_span(off + prev_end - 30, off + prev_end + 999970, off,
+                                       prev_end, &s, &len),
+                     0);
+    ck_assert_uint_eq(s, prev_end);
+    ck_assert_uint_eq(len, 999970u);
+    /* a gap stays a gap */
+    ck_assert_int_eq(ct_pm_sample_span(off + prev_end + 40, off + prev_end + 1000040, off,
+                                       prev_end, &s, &len),
+                     0);
+    ck_assert_uint_eq(s, prev_end + 40);
+    ck_assert_uint_eq(len, 1000000u);
 }
 END_TEST
 
@@ -102,6 +125,7 @@ int main(void)
     tcase_add_test(tc, values_that_are_no_value_are_not_recorded);
     tcase_add_test(tc, gpu_times_land_on_the_monotonic_clock_with_exact_lengths);
     tcase_add_test(tc, empty_samples_are_skipped);
+    tcase_add_test(tc, a_sample_never_overlaps_the_previous_one);
     tcase_add_test(tc, image_holds_four_passes_within_bounds);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
