@@ -64,10 +64,10 @@
 /* The support answer, `pm_supported`, once per device. */
 enum {
     PM_SAMPLED = 1,
-    PM_DEVICE_NO = 0,   /* the device does not support PM sampling */
-    PM_NOT_OURS = -1,   /* CUPTI is not ours: not taken */
-    PM_STEP_FAILED = -2 /* a step failed (its API and result said) */,
-    PM_NO_API = -3,     /* this CUPTI has no PM sampling API */
+    PM_DEVICE_NO = 0,    /* the device does not support PM sampling */
+    PM_NOT_OURS = -1,    /* CUPTI is not ours: not taken */
+    PM_STEP_FAILED = -2, /* a step failed (its API and result said) */
+    PM_NO_API = -3,      /* this CUPTI has no PM sampling API */
 };
 
 /* Every entry point, typed as the toolkit declares it, resolved once
@@ -160,8 +160,8 @@ static void resolve(void)
     missing |= !p.fn.field;
     FN_LIST(FN_RESOLVE)
 #undef FN_RESOLVE
-    p.fn.result_string = (CUptiResult(*)(CUptiResult, const char **))ct_fn(
-        dlsym(p.lib, "cuptiGetResultString"));
+    p.fn.result_string =
+        (CUptiResult(*)(CUptiResult, const char **))ct_fn(dlsym(p.lib, "cuptiGetResultString"));
     if (!missing)
         p.resolved = 1;
 }
@@ -202,8 +202,8 @@ static void refuse(uint64_t now, int d, int code, const char *why)
     p.dev[d].state = -1;
     ct_health_counter(now, d, p.n_supported, code, p.u_flag);
     char buf[320];
-    snprintf(buf, sizeof(buf), "%s: device %d: %s", code == PM_NOT_OURS ? "not taken" : "unavailable",
-             d, why);
+    snprintf(buf, sizeof(buf), "%s: device %d: %s",
+             code == PM_NOT_OURS ? "not taken" : "unavailable", d, why);
     ct_health_meta("pm_sampling", buf);
 }
 
@@ -214,8 +214,8 @@ static void step_failed(uint64_t now, int d, const char *api, CUptiResult r)
     char why[200];
     if (r == CUPTI_ERROR_NOT_SUPPORTED || r == CUPTI_ERROR_INVALID_CHIP_NAME) {
         snprintf(why, sizeof(why),
-                 "the device does not support CUPTI PM sampling (Turing and later do): %s: %s",
-                 api, result(r));
+                 "the device does not support CUPTI PM sampling (Turing and later do): %s: %s", api,
+                 result(r));
         refuse(now, d, PM_DEVICE_NO, why);
         return;
     }
@@ -237,7 +237,8 @@ static void teardown(struct pm_dev *x)
 {
     if (x->obj) {
         if (x->started) {
-            CUpti_PmSampling_Stop_Params s = {CUpti_PmSampling_Stop_Params_STRUCT_SIZE, NULL, x->obj};
+            CUpti_PmSampling_Stop_Params s = {CUpti_PmSampling_Stop_Params_STRUCT_SIZE, NULL,
+                                              x->obj};
             p.fn.stop(&s);
         }
         CUpti_PmSampling_Disable_Params q = {CUpti_PmSampling_Disable_Params_STRUCT_SIZE, NULL,
@@ -276,7 +277,7 @@ static int open_device(uint64_t now, int d)
     if (!p.profiler_inited) {
         CUpti_Profiler_Initialize_Params q = {CUpti_Profiler_Initialize_Params_STRUCT_SIZE, NULL};
         if (!step_ok(now, d, "cuptiProfilerInitialize", p.fn.init(&q)))
-        goto fail;
+            goto fail;
         p.profiler_inited = 1;
     }
     CUpti_Device_GetChipName_Params chip = {CUpti_Device_GetChipName_Params_STRUCT_SIZE, NULL,
@@ -284,8 +285,11 @@ static int open_device(uint64_t now, int d)
     if (!step_ok(now, d, "cuptiDeviceGetChipName", p.fn.chip(&chip)))
         goto fail;
     CUpti_Profiler_Host_Initialize_Params hi = {CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE,
-                                                NULL, CUPTI_PROFILER_TYPE_PM_SAMPLING,
-                                                chip.pChipName, NULL, NULL};
+                                                NULL,
+                                                CUPTI_PROFILER_TYPE_PM_SAMPLING,
+                                                chip.pChipName,
+                                                NULL,
+                                                NULL};
     if (!step_ok(now, d, "cuptiProfilerHostInitialize", p.fn.host_init(&hi)))
         goto fail;
     x->host = hi.pHostObject;
@@ -335,25 +339,21 @@ static int open_device(uint64_t now, int d)
     if (!step_ok(now, d, "cuptiPmSamplingEnable", p.fn.enable(&en)))
         goto fail;
     x->obj = en.pPmSamplingObject;
-    CUpti_PmSampling_SetConfig_Params sc = {CUpti_PmSampling_SetConfig_Params_STRUCT_SIZE,
-                                            NULL,
-                                            x->obj,
-                                            x->config_size,
-                                            x->config,
-                                            CT_PM_HW_BUFFER,
-                                            (uint64_t)p.interval_us * 1000u,
-                                            CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL,
-                                            CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_OLDEST};
+    CUpti_PmSampling_SetConfig_Params sc = {
+        CUpti_PmSampling_SetConfig_Params_STRUCT_SIZE,
+        NULL,
+        x->obj,
+        x->config_size,
+        x->config,
+        CT_PM_HW_BUFFER,
+        (uint64_t)p.interval_us * 1000u,
+        CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL,
+        CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_OLDEST};
     if (!step_ok(now, d, "cuptiPmSamplingSetConfig", p.fn.set_config(&sc)))
         goto fail;
     CUpti_PmSampling_GetCounterDataSize_Params ds = {
-        CUpti_PmSampling_GetCounterDataSize_Params_STRUCT_SIZE,
-        NULL,
-        x->obj,
-        x->names,
-        x->n,
-        ct_pm_max_samples(p.interval_us, CT_PM_PASS_MS),
-        0};
+        CUpti_PmSampling_GetCounterDataSize_Params_STRUCT_SIZE, NULL, x->obj, x->names, x->n,
+        ct_pm_max_samples(p.interval_us, CT_PM_PASS_MS),        0};
     if (!step_ok(now, d, "cuptiPmSamplingGetCounterDataSize", p.fn.data_size(&ds)))
         goto fail;
     if (!(x->image = malloc(ds.counterDataSize ? ds.counterDataSize : 1))) {
@@ -389,14 +389,19 @@ static int record_samples(uint64_t now, int d, uint64_t off)
 {
     struct pm_dev *x = &p.dev[d];
     CUpti_PmSampling_GetCounterDataInfo_Params inf = {
-        CUpti_PmSampling_GetCounterDataInfo_Params_STRUCT_SIZE, NULL, x->image, x->image_size, 0,
-        0, 0};
+        CUpti_PmSampling_GetCounterDataInfo_Params_STRUCT_SIZE,
+        NULL,
+        x->image,
+        x->image_size,
+        0,
+        0,
+        0};
     CUptiResult r = p.fn.data_info(&inf);
     char buf[200];
     if (r != CUPTI_SUCCESS) {
         if (!x->said_sample++) {
-            snprintf(buf, sizeof(buf), "device %d: cuptiPmSamplingGetCounterDataInfo failed: %s",
-                     d, result(r));
+            snprintf(buf, sizeof(buf), "device %d: cuptiPmSamplingGetCounterDataInfo failed: %s", d,
+                     result(r));
             ct_health_meta("pm_sampling_error", buf);
         }
         return -1;
@@ -429,8 +434,8 @@ static int record_samples(uint64_t now, int d, uint64_t off)
         }
         if (r != CUPTI_SUCCESS) {
             if (!x->said_sample++) {
-                snprintf(buf, sizeof(buf), "device %d: %s failed: %s (the sample is lost)", d,
-                         api, result(r));
+                snprintf(buf, sizeof(buf), "device %d: %s failed: %s (the sample is lost)", d, api,
+                         result(r));
                 ct_health_meta("pm_sampling_error", buf);
             }
             continue;
@@ -461,13 +466,9 @@ static void decode_pass(uint64_t now, int d)
     uint64_t mono = ct_clock_mono_ns();
     uint64_t off = ct_clock_real_ns() - mono;
     for (int round = 0; round < CT_PM_ROUNDS; round++) {
-        CUpti_PmSampling_DecodeData_Params dd = {CUpti_PmSampling_DecodeData_Params_STRUCT_SIZE,
-                                                 NULL,
-                                                 x->obj,
-                                                 x->image,
-                                                 x->image_size,
-                                                 CUPTI_PM_SAMPLING_DECODE_STOP_REASON_OTHER,
-                                                 0};
+        CUpti_PmSampling_DecodeData_Params dd = {
+            CUpti_PmSampling_DecodeData_Params_STRUCT_SIZE, NULL, x->obj, x->image, x->image_size,
+            CUPTI_PM_SAMPLING_DECODE_STOP_REASON_OTHER,     0};
         CUptiResult r = p.fn.decode(&dd);
         if (dd.overflow || r == CUPTI_ERROR_OUT_OF_MEMORY) {
             if (!x->said_overflow++) {

@@ -20,13 +20,12 @@
 const struct ct_pm_metric ct_pm_metrics[CT_PM_NMETRIC] = {
     {"sm__cycles_active.avg.pct_of_peak_sustained_elapsed", "gpm_sm_util", "0.01%", 100},
     {"sm__warps_active.avg.pct_of_peak_sustained_elapsed", "gpm_sm_occupancy", "0.01%", 100},
-    {"sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed", "gpm_tensor_util",
-     "0.01%", 100},
+    {"sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed", "gpm_tensor_util", "0.01%",
+     100},
     {"dram__throughput.avg.pct_of_peak_sustained_elapsed", "gpm_dram_bw_util", "0.01%", 100},
     {"sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_elapsed", "gpm_fp64_util", "0.01%",
      100},
-    {"sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_elapsed", "gpm_fp32_util", "0.01%",
-     100},
+    {"sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_elapsed", "gpm_fp32_util", "0.01%", 100},
     {"sm__pipe_fp16_cycles_active.avg.pct_of_peak_sustained_elapsed", "gpm_fp16_util", "0.01%",
      100},
     /* the GPU's own direction: what it writes goes out (tx), what it

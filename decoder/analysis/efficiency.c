@@ -157,8 +157,7 @@ static const char *no_pm_reason(const struct ct_hproc *h, int d)
     case -1:
         return "CUPTI PM sampling not taken: CUPTI is not cutrace's (another profiler holds it, "
                "or GPU timing is not CUPTI; the recorder metadata `pm_sampling` says which)";
-    case -3:
-        return "CUPTI has no PM sampling API (a CUPTI older than CUDA 12.6)";
+    case -3: return "CUPTI has no PM sampling API (a CUPTI older than CUDA 12.6)";
     case 1:
         return "no CUPTI PM sample in the window (shorter than one CUTRACE_PM_SAMPLING_US "
                "interval)";

@@ -331,8 +331,8 @@ void ct_efficiency_text(FILE *f, const struct ct_report *rep)
         const struct ct_eff *e = rep->nr ? rep->rr[0].eff : NULL;
         if (e && e->why && strncmp(e->why, "the trace has no counters", 25) &&
             strncmp(e->why, "GPM was not sampled", 19))
-            fprintf(f, "\nGPU efficiency (%s): unavailable: %s\n",
-                    ct_eff_source_label(e->source), e->why);
+            fprintf(f, "\nGPU efficiency (%s): unavailable: %s\n", ct_eff_source_label(e->source),
+                    e->why);
         return;
     }
     /* the source the figures rest on: one named in the title when every

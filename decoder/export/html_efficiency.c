@@ -34,7 +34,6 @@
 #define CT_HTML_EFF_PTS 2000 /* about a point per pixel of a full-width timeline */
 #define CT_HTML_EFF_FAM 50
 
-
 /* A number, or null when absent. */
 static void num(FILE *f, double v, int decimals)
 {

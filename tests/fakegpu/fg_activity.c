@@ -10,8 +10,9 @@
  * FG_GPM_FOLD_LAG_NS before a query's time, then fold into the device's
  * running totals, so memory is bounded by the work of that lag; a query
  * may ask for any time after the fold (the fake CUPTI's PM sampling asks
- * for its samples' past boundaries after the fake NVML asked for now). Concurrent kernels add up (the simulated
- * device has no contention); the fake NVML caps each rate at 100 %.
+ * for its samples' past boundaries after the fake NVML asked for now).
+ * Concurrent kernels add up (the simulated device has no contention); the
+ * fake NVML caps each rate at 100 %.
  *
  * NVLink (FAKEGPU_GPM_NVLINK=1): a collective's kernel (ncclDevKernel_*)
  * sends and receives FAKEGPU_NET_GBPS GB/s over its time less

@@ -63,12 +63,12 @@ static const struct fgpm_metric {
     {"nvltx__bytes.sum.per_second", FGPM_NVL_TX, 0},
     {"nvlrx__bytes.sum.per_second", FGPM_NVL_RX, 0},
 };
-#define FGPM_NMETRIC   (int)(sizeof(fgpm_metrics) / sizeof(fgpm_metrics[0]))
-#define FGPM_MAX_DEV   64
-#define FGPM_MAGIC_H   0x70686f31u /* host object */
-#define FGPM_MAGIC_C   0x70636631u /* config image */
-#define FGPM_MAGIC_D   0x70646931u /* counter data image */
-#define FGPM_MAGIC_O   0x706f6231u /* sampling object */
+#define FGPM_NMETRIC (int)(sizeof(fgpm_metrics) / sizeof(fgpm_metrics[0]))
+#define FGPM_MAX_DEV 64
+#define FGPM_MAGIC_H 0x70686f31u /* host object */
+#define FGPM_MAGIC_C 0x70636631u /* config image */
+#define FGPM_MAGIC_D 0x70646931u /* counter data image */
+#define FGPM_MAGIC_O 0x706f6231u /* sampling object */
 /* bytes a sample of n metrics takes in the hardware buffer */
 #define FGPM_RECORD_BYTES(n) (32u + 8u * (unsigned)(n))
 
@@ -172,7 +172,8 @@ FGC_EXPORT CUptiResult CUPTIAPI cuptiDeviceGetChipName(CUpti_Device_GetChipName_
 
 /* ------------------------------------------------ profiler, host side */
 
-FGC_EXPORT CUptiResult CUPTIAPI cuptiProfilerHostInitialize(CUpti_Profiler_Host_Initialize_Params *q)
+FGC_EXPORT CUptiResult CUPTIAPI
+cuptiProfilerHostInitialize(CUpti_Profiler_Host_Initialize_Params *q)
 {
     if (!q || q->structSize < CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE || !q->pChipName ||
         q->profilerType >= CUPTI_PROFILER_TYPE_PROFILER_INVALID)
@@ -257,8 +258,8 @@ static int data_header(const uint8_t *image, size_t size, struct fgpm_data *h)
     if (!image || size < sizeof(*h))
         return -1;
     memcpy(h, image, sizeof(*h));
-    if (h->magic != FGPM_MAGIC_D ||
-        size < sizeof(*h) + h->max * sizeof(struct fgpm_sample) || h->populated > h->max)
+    if (h->magic != FGPM_MAGIC_D || size < sizeof(*h) + h->max * sizeof(struct fgpm_sample) ||
+        h->populated > h->max)
         return -1;
     return 0;
 }
@@ -273,7 +274,8 @@ cuptiProfilerHostEvaluateToGpuValues(CUpti_Profiler_Host_EvaluateToGpuValues_Par
 {
     struct fgpm_data h;
     if (!q || q->structSize < CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE ||
-        !host_ok(q->pHostObject) || data_header(q->pCounterDataImage, q->counterDataImageSize, &h) ||
+        !host_ok(q->pHostObject) ||
+        data_header(q->pCounterDataImage, q->counterDataImageSize, &h) ||
         (q->numMetrics && (!q->ppMetricNames || !q->pMetricValues)))
         return CUPTI_ERROR_INVALID_PARAMETER;
     if (q->rangeIndex >= h.populated)
@@ -383,8 +385,8 @@ cuptiPmSamplingGetCounterDataSize(CUpti_PmSampling_GetCounterDataSize_Params *q)
     return CUPTI_SUCCESS;
 }
 
-FGC_EXPORT CUptiResult CUPTIAPI cuptiPmSamplingCounterDataImageInitialize(
-    CUpti_PmSampling_CounterDataImage_Initialize_Params *q)
+FGC_EXPORT CUptiResult CUPTIAPI
+cuptiPmSamplingCounterDataImageInitialize(CUpti_PmSampling_CounterDataImage_Initialize_Params *q)
 {
     if (!q || q->structSize < CUpti_PmSampling_CounterDataImage_Initialize_Params_STRUCT_SIZE ||
         !obj_ok(q->pPmSamplingObject) || !q->pCounterData ||

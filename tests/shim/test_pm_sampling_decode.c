@@ -29,7 +29,7 @@ START_TEST(percentages_become_hundredths_and_rates_kib_per_second)
 {
     int64_t c = -1;
     ck_assert_int_eq(ct_pm_counter_value(2, 63.456, &c), 0); /* tensor, % */
-    ck_assert_int_eq(c, 6346);                                /* rounded to 0.01 % */
+    ck_assert_int_eq(c, 6346);                               /* rounded to 0.01 % */
     ck_assert_int_eq(ct_pm_counter_value(0, 0, &c), 0);
     ck_assert_int_eq(c, 0);
     /* a sum of units past 100 % is capped, as GPM's are */
@@ -60,8 +60,8 @@ START_TEST(gpu_times_land_on_the_monotonic_clock_with_exact_lengths)
     const uint64_t off = 1733580000000000000ull - 5000000000ull;
     uint64_t s = 0, len = 0;
     ck_assert_uint_eq(ct_pm_gpu_to_mono(off + 5000000123ull, off), 5000000123ull);
-    ck_assert_int_eq(
-        ct_pm_sample_span(off + 7000000000ull, off + 7001000000ull, off, 0, &s, &len), 0);
+    ck_assert_int_eq(ct_pm_sample_span(off + 7000000000ull, off + 7001000000ull, off, 0, &s, &len),
+                     0);
     ck_assert_uint_eq(s, 7000000000ull);
     ck_assert_uint_eq(len, 1000000u); /* 1 ms, whatever the offset */
     /* a stamp from before the monotonic clock's origin maps to nothing */
@@ -91,15 +91,15 @@ START_TEST(a_sample_never_overlaps_the_previous_one)
      * 30 ns shorter, and ends where its own times say */
     const uint64_t off = 1000000, prev_end = 2000000;
     uint64_t s = 0, len = 0;
-    ck_assert_int_eq(ct_pm_sample_span(off + prev_end - 30, off + prev_end + 999970, off,
-                                       prev_end, &s, &len),
-                     0);
+    ck_assert_int_eq(
+        ct_pm_sample_span(off + prev_end - 30, off + prev_end + 999970, off, prev_end, &s, &len),
+        0);
     ck_assert_uint_eq(s, prev_end);
     ck_assert_uint_eq(len, 999970u);
     /* a gap stays a gap */
-    ck_assert_int_eq(ct_pm_sample_span(off + prev_end + 40, off + prev_end + 1000040, off,
-                                       prev_end, &s, &len),
-                     0);
+    ck_assert_int_eq(
+        ct_pm_sample_span(off + prev_end + 40, off + prev_end + 1000040, off, prev_end, &s, &len),
+        0);
     ck_assert_uint_eq(s, prev_end + 40);
     ck_assert_uint_eq(len, 1000000u);
 }

@@ -474,13 +474,15 @@ API nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *g)
             f = FG_GPM_FP16, info(m, "fp16_util", "FP16 utilization", "%");
             break;
         case NVML_GPM_METRIC_PCIE_TX_PER_SEC:
-            m->value = fg_gpm_bytes_per_s(&a->in, &b->in, a->in.pcie_tx_bytes, b->in.pcie_tx_bytes) /
-                       1048576.0;
+            m->value =
+                fg_gpm_bytes_per_s(&a->in, &b->in, a->in.pcie_tx_bytes, b->in.pcie_tx_bytes) /
+                1048576.0;
             info(m, "pcie_tx", "PCIe transmit", "MiB/sec");
             continue;
         case NVML_GPM_METRIC_PCIE_RX_PER_SEC:
-            m->value = fg_gpm_bytes_per_s(&a->in, &b->in, a->in.pcie_rx_bytes, b->in.pcie_rx_bytes) /
-                       1048576.0;
+            m->value =
+                fg_gpm_bytes_per_s(&a->in, &b->in, a->in.pcie_rx_bytes, b->in.pcie_rx_bytes) /
+                1048576.0;
             info(m, "pcie_rx", "PCIe receive", "MiB/sec");
             continue;
         case NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC:
