@@ -52,6 +52,10 @@ extern __thread struct ct_clones *ct_tls_clones;
 /* Activity collection on or off with the capture window (capture.c): a
  * paused shim leaves CUPTI idle, so kernels run uninstrumented. */
 void ct_cupti_activities(int on);
+/* The dlopen handle of the CUPTI this process holds for GPU timing, NULL
+ * when CUPTI timing is not on (another profiler holds CUPTI, or another
+ * mode): what shim/pm_sampling.c may use. */
+void *ct_cupti_lib(void);
 /* GPU records CUPTI delivered outside every capture window (dropped). */
 uint64_t ct_cupti_outside(void);
 

@@ -503,6 +503,11 @@ void ct_cupti_activities(int on)
         (on ? c.enable : c.disable)(g_kinds[i]);
 }
 
+void *ct_cupti_lib(void)
+{
+    return atomic_load(&g_active) ? c.lib : NULL;
+}
+
 uint64_t ct_cupti_outside(void)
 {
     return atomic_load_explicit(&g_outside, memory_order_relaxed);

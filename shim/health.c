@@ -11,7 +11,9 @@
  * described device), never linked: a machine without it records "health =
  * unavailable: REASON" once as recorder metadata and goes on with the host
  * counters. Nothing here may fail the job or print. The same pass drives
- * GPM sampling (shim/health_gpm.c, CUTRACE_GPM_MS) on the matched devices.
+ * GPM sampling (shim/health_gpm.c, CUTRACE_GPM_MS) on the matched devices
+ * and CUPTI PM sampling (shim/pm_sampling.c, CUTRACE_PM_SAMPLING_US) on
+ * every described device.
  */
 #include "shim/health.h"
 #include "shim/hw_links.h"
@@ -27,6 +29,7 @@
 
 #include "shim/health_gpm.h"
 #include "shim/health_proc.h"
+#include "shim/pm_sampling.h"
 #include "shim/shim.h"
 #include "src/ownfd.h"
 
@@ -412,7 +415,7 @@ static void tick(uint64_t now)
         return;
     int fresh = atomic_load_explicit(&g_new_device, memory_order_acquire);
     int due = h.period_ms && (now >= h.next_ns || fresh);
-    if (!due && !ct_cfg.gpm_ms)
+    if (!due && !ct_cfg.gpm_ms && !ct_cfg.pm_sampling_us)
         return;
     if (fresh)
         atomic_store_explicit(&g_new_device, 0, memory_order_relaxed);
@@ -428,17 +431,20 @@ static void tick(uint64_t now)
     for (int d = 0; d < CT_HEALTH_MAX_DEV; d++) {
         if (!atomic_load_explicit(&g_ident[d].ready, memory_order_acquire))
             continue;
+        /* CUPTI PM sampling needs no NVML; a device it samples is not
+         * GPM-sampled too (one source per device: docs/efficiency.md) */
+        int pm = d < CT_PM_MAX_DEV && ct_pm_device(now, d);
         if (!h.nvml_tried)
             nvml_open(); /* the job has initialised CUDA: it described a device */
         if (!h.lib)
-            break;
+            continue;
         if (!h.dev[d].tried)
             match_device(d);
         if (!h.dev[d].h)
             continue;
         if (due)
             sample_device(now, d);
-        if (d < CT_GPM_MAX_DEV)
+        if (d < CT_GPM_MAX_DEV && !pm)
             ct_gpm_device(now, d, h.dev[d].h);
     }
     if (!due)
@@ -451,9 +457,10 @@ static void tick(uint64_t now)
 
 int ct_health_start(int after_fork)
 {
-    if (!ct_cfg.health_ms && !ct_cfg.gpm_ms)
+    if (!ct_cfg.health_ms && !ct_cfg.gpm_ms && !ct_cfg.pm_sampling_us)
         return 0;
     ct_gpm_start(after_fork);
+    ct_pm_start(after_fork);
     if (after_fork) {
         /* CUDA (and NVML's handles) belong to the parent: host counters
          * only, until this image describes devices of its own (it cannot) */
@@ -487,6 +494,7 @@ int ct_health_start(int after_fork)
 
 void ct_health_finish(void)
 {
+    ct_pm_finish();
     ct_gpm_finish();
     if (!ct_cfg.health_ms || !h.samples)
         return;

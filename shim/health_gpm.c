@@ -195,6 +195,9 @@ static int open_device(uint64_t now, int d, void *h)
     }
     x->state = 1;
     ct_health_counter(now, d, g.n_supported, 1, g.u_flag);
+    char src[64]; /* which source writes this device's gpm_* counters */
+    snprintf(src, sizeof(src), "gpm device %d period_ms %u", d, g.period_ms);
+    ct_health_meta("efficiency_source", src);
     if (!g.said_ok) {
         ct_health_meta("gpm", "supported");
         g.said_ok = 1;

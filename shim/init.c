@@ -25,6 +25,7 @@
 
 #include "shim/gpu.h"
 #include "shim/health.h"
+#include "shim/pm_sampling.h"
 #include "shim/io.h"
 #include "shim/nvtx.h"
 #include "src/config.h"
@@ -188,6 +189,7 @@ static void start_gpu_timing(int pref)
             mode = CT_GPU_CUPTI;
         } else {
             recorder_meta_str("gpu_timing_fallback", why);
+            ct_pm_cupti_refused(why); /* PM sampling is not taken either: says why */
             ct_emit_error(why, 0);
             pref = 2;
         }

@@ -126,6 +126,7 @@ static const char *const known_vars[] = {"CUTRACE_BUFFER_KB",
                                          "CUTRACE_MODE",
                                          "CUTRACE_NVML_LIB",
                                          "CUTRACE_OUTPUT",
+                                         "CUTRACE_PM_SAMPLING_US",
                                          "CUTRACE_REDACT",
                                          "CUTRACE_RESTART_COUNT",
                                          "CUTRACE_RUN_ID",
@@ -380,6 +381,22 @@ int ct_config_from_env(struct ct_config *c, const char *(*getenv_fn)(const char 
             return -EINVAL;
         }
         c->gpm_ms = (unsigned)v;
+    }
+    /* CUPTI PM sampling (shim/pm_sampling.c, docs/efficiency.md): opt-in.
+     * Below 10 us the writer decodes more samples than a pass can take at
+     * the default flush period; above 100 ms GPM (CUTRACE_GPM_MS) gives the
+     * same figures for less. */
+    const char *ps = getenv_fn("CUTRACE_PM_SAMPLING_US");
+    if (ps) {
+        if (ct_parse_int(ps, 0, CT_PM_SAMPLING_US_MAX, &v) != 0 ||
+            (v > 0 && v < CT_PM_SAMPLING_US_MIN)) {
+            snprintf(err, errlen,
+                     "CUTRACE_PM_SAMPLING_US=%s: expected 0 (off) or a CUPTI PM sampling interval "
+                     "from %d to %d us",
+                     ps, CT_PM_SAMPLING_US_MIN, CT_PM_SAMPLING_US_MAX);
+            return -EINVAL;
+        }
+        c->pm_sampling_us = (unsigned)v;
     }
     static const char *const policy[] = {"oldest", "stop", NULL};
     if ((rc = get_word(getenv_fn, "CUTRACE_MAX_POLICY", policy, c->max_stop, err, errlen)) < 0)

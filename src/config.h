@@ -19,6 +19,11 @@
 /* docs/efficiency.md, "Cost": the default GPM period */
 #define CT_GPM_MS_DEFAULT 100
 
+/* CUTRACE_PM_SAMPLING_US: CUPTI PM sampling's interval, 0 (off, the
+ * default) or within these bounds (src/config.c says why) */
+#define CT_PM_SAMPLING_US_MIN 10
+#define CT_PM_SAMPLING_US_MAX 100000
+
 struct ct_config {
     char output[4096];        /* CUTRACE_OUTPUT: directory for traces (default ".") */
     size_t buffer_kb;         /* CUTRACE_BUFFER_KB: per-thread ring, 64..1048576, default 1024 */
@@ -46,6 +51,7 @@ struct ct_config {
     unsigned health_ms;       /* CUTRACE_HEALTH_MS: health counter period, 0 = off (default 100) */
     unsigned
         gpm_ms; /* CUTRACE_GPM_MS: NVML GPM sampling period, 0 = off (default CT_GPM_MS_DEFAULT) */
+    unsigned pm_sampling_us; /* CUTRACE_PM_SAMPLING_US: CUPTI PM sampling interval, 0 = off */
     /* CUTRACE_HOST_TRACE_KB: a process without CUDA, NCCL or NVTX work gets a
      * trace once its I/O moved this much (default 1024); 0: every process */
     unsigned host_trace_kb;

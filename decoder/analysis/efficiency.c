@@ -55,6 +55,29 @@ const char *ct_eff_json_name(int m)
     return m >= 0 && m < CT_EFF_N ? json_name[m] : "?";
 }
 
+const char *ct_eff_source_name(int src)
+{
+    return src == CT_EFF_SRC_PM ? "cupti_pm_sampling" : "nvml_gpm";
+}
+
+const char *ct_eff_source_label(int src)
+{
+    return src == CT_EFF_SRC_PM ? "CUPTI PM sampling" : "NVML GPM";
+}
+
+const char *ct_eff_interval_series(int src)
+{
+    return src == CT_EFF_SRC_PM ? "pm_interval" : "gpm_interval";
+}
+
+const char *ct_eff_missing_why(int src)
+{
+    return src == CT_EFF_SRC_PM
+               ? "not given by the device (the chip refused the CUPTI metric: the recorder "
+                 "metadata `pm_sampling_metrics_dropped`)"
+               : "not given by the device (NVML answered \"not supported\")";
+}
+
 const char *ct_eff_class_name(int c)
 {
     static const char *const n[] = {"unclassified",  "tensor_bound",  "memory_bound",
@@ -120,12 +143,45 @@ static int pick_device(const struct ct_hproc *h, int want, const char *name)
     return d;
 }
 
-/* Why a rank without intervals has no figures. */
-static const char *no_gpm_reason(const struct ct_hproc *h, int *device)
+/* Why CUPTI PM sampling gave device d no sample (its answer,
+ * shim/pm_sampling.c), or NULL when it was not asked for. */
+static const char *no_pm_reason(const struct ct_hproc *h, int d)
 {
+    const struct ct_hseries *s = d >= 0 ? ct_hproc_find(h, d, "pm_supported") : NULL;
+    if (!s || !s->n)
+        return NULL;
+    switch (s->v[s->n - 1]) {
+    case 0:
+        return "the device does not support CUPTI PM sampling (an older GPU: Turing and later "
+               "do)";
+    case -1:
+        return "CUPTI PM sampling not taken: CUPTI is not cutrace's (another profiler holds it, "
+               "or GPU timing is not CUPTI; the recorder metadata `pm_sampling` says which)";
+    case -3: return "CUPTI has no PM sampling API (a CUPTI older than CUDA 12.6)";
+    case 1:
+        return "no CUPTI PM sample in the window (shorter than one CUTRACE_PM_SAMPLING_US "
+               "interval)";
+    default:
+        return "a CUPTI PM sampling step failed (the recorder metadata `pm_sampling` says which "
+               "and its result)";
+    }
+}
+
+/* Why a rank without intervals has no figures. PM sampling was asked for
+ * explicitly: its answer comes first. */
+static const char *no_gpm_reason(const struct ct_hproc *h, int *device, int *src)
+{
+    *src = CT_EFF_SRC_GPM;
     if (!h)
         return "the trace has no counters (a PyTorch profiler trace, or a recorder before "
                "format v2)";
+    int pd = pick_device(h, *device, "pm_supported");
+    const char *pm = no_pm_reason(h, pd);
+    if (pm) {
+        *device = pd;
+        *src = CT_EFF_SRC_PM;
+        return pm;
+    }
     int d = pick_device(h, *device, "gpm_supported");
     const struct ct_hseries *s = d >= 0 ? ct_hproc_find(h, d, "gpm_supported") : NULL;
     if (s && s->n) {
@@ -149,10 +205,12 @@ static const char *no_gpm_reason(const struct ct_hproc *h, int *device)
 
 /* The intervals of device d, shifted onto the job clock, with each
  * metric's value (series share the interval's start time). */
-static struct ct_eff_smp *read_samples(const struct ct_hproc *h, int d, int64_t shift, size_t *n,
-                                       int missing[CT_EFF_N])
+static struct ct_eff_smp *read_samples(const struct ct_hproc *h, int d, int src, int64_t shift,
+                                       size_t *n, int missing[CT_EFF_N])
 {
-    const struct ct_hseries *iv = ct_hproc_find(h, d, "gpm_interval");
+    /* both sources write the same metric series: a sample's values are
+     * those stamped at its own interval's start */
+    const struct ct_hseries *iv = ct_hproc_find(h, d, ct_eff_interval_series(src));
     *n = 0;
     struct ct_eff_smp *v = calloc(iv->n ? iv->n : 1, sizeof(*v));
     if (!v)
@@ -161,7 +219,7 @@ static struct ct_eff_smp *read_samples(const struct ct_hproc *h, int d, int64_t 
     size_t at[CT_EFF_N] = {0};
     for (int m = 0; m < CT_EFF_N; m++) {
         ms[m] = ct_hproc_find(h, d, series[m]);
-        missing[m] = !ms[m] || !ms[m]->n;
+        missing[m] = 1; /* until one of this source's samples gives it */
     }
     for (size_t i = 0; i < iv->n; i++) {
         if (iv->v[i] <= 0)
@@ -174,8 +232,10 @@ static struct ct_eff_smp *read_samples(const struct ct_hproc *h, int d, int64_t 
             const struct ct_hseries *q = ms[m];
             while (q && at[m] < q->n && q->t[at[m]] < iv->t[i])
                 at[m]++;
-            if (q && at[m] < q->n && q->t[at[m]] == iv->t[i])
+            if (q && at[m] < q->n && q->t[at[m]] == iv->t[i]) {
                 x->v[m] = (double)q->v[at[m]] / (m < CT_EFF_NPCT ? 100.0 : 1024.0);
+                missing[m] = 0;
+            }
         }
     }
     return v;
@@ -428,14 +488,20 @@ int ct_efficiency_rank(struct ct_rank_result *x, int64_t shift)
     int want = R->nprocs ? R->procs[0]->device : -1;
     const char *dn = R->nprocs ? ct_facts_value(R->procs[0]->facts, "device.name") : NULL;
     snprintf(e->device_name, sizeof(e->device_name), "%s", dn ? dn : "");
-    e->device = h ? pick_device(h, want, "gpm_interval") : -1;
+    /* the finer source where there are both (docs/efficiency.md) */
+    e->source = CT_EFF_SRC_PM;
+    e->device = h ? pick_device(h, want, "pm_interval") : -1;
+    if (e->device < 0) {
+        e->source = CT_EFF_SRC_GPM;
+        e->device = h ? pick_device(h, want, "gpm_interval") : -1;
+    }
     if (e->device < 0) {
         e->device = want;
-        e->why = no_gpm_reason(h, &e->device);
+        e->why = no_gpm_reason(h, &e->device, &e->source);
         return 0;
     }
     size_t n;
-    struct ct_eff_smp *v = read_samples(h, e->device, shift, &n, e->metric_missing);
+    struct ct_eff_smp *v = read_samples(h, e->device, e->source, shift, &n, e->metric_missing);
     if (!v)
         return -ENOMEM;
     int rc = 0;
@@ -454,7 +520,11 @@ int ct_efficiency_rank(struct ct_rank_result *x, int64_t shift)
     for (size_t i = 0; i < n; i++)
         e->intervals += v[i].e > x->ws && v[i].s < x->we;
     if (!e->intervals) {
-        e->why = "no GPM sample interval in the window (shorter than one CUTRACE_GPM_MS period)";
+        e->why = e->source == CT_EFF_SRC_PM
+                     ? "no CUPTI PM sample in the window (shorter than one "
+                       "CUTRACE_PM_SAMPLING_US interval)"
+                     : "no GPM sample interval in the window (shorter than one CUTRACE_GPM_MS "
+                       "period)";
         goto out;
     }
     if (!(gaps = malloc(n * sizeof(*gaps)))) {

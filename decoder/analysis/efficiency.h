@@ -41,6 +41,20 @@ enum ct_eff_metric {
 const char *ct_eff_series(int m);
 const char *ct_eff_json_name(int m);
 
+/* Where a rank's figures come from (docs/efficiency.md): NVML GPM
+ * (shim/health_gpm.c) or CUPTI PM sampling (shim/pm_sampling.c), both
+ * recorded as the same gpm_* counters, each sample with its interval
+ * series ("gpm_interval", "pm_interval"). Where a device has both, the
+ * finer PM samples are used. */
+enum ct_eff_source { CT_EFF_SRC_GPM = 0, CT_EFF_SRC_PM = 1 };
+/* "nvml_gpm" / "cupti_pm_sampling" (JSON), "NVML GPM" / "CUPTI PM
+ * sampling" (text), and the interval series of the source. */
+const char *ct_eff_source_name(int src);
+const char *ct_eff_source_label(int src);
+const char *ct_eff_interval_series(int src);
+/* Why a metric the device did not give is null, by source. */
+const char *ct_eff_missing_why(int src);
+
 enum ct_eff_class {
     CT_EFF_UNCLASSIFIED = 0, /* a metric the rule needs is missing */
     CT_EFF_TENSOR_BOUND,
@@ -111,6 +125,7 @@ struct ct_eff_coll {
 
 struct ct_eff {
     int device;                   /* the device sampled, -1 none */
+    int source;                   /* enum ct_eff_source of the figures, or of why there are none */
     char device_name[96];         /* its recorded name (cuDeviceGetName), "" unknown */
     const char *why;              /* NULL, or why there are no figures (static string) */
     size_t intervals;             /* sample intervals overlapping the window */

@@ -16,7 +16,6 @@
 #include "decoder/analysis/platforms.h"
 #include "decoder/util/json.h"
 
-#define MISSING_WHY "not given by the device (NVML answered \"not supported\")"
 #define NO_STREAM_WHY                                                                              \
     "no sample interval where this stream did 90 % of the work (docs/efficiency.md, \"Per "        \
     "stream\")"
@@ -110,7 +109,8 @@ void ct_efficiency_json(FILE *f, const struct ct_report *rep, size_t r)
         fprintf(f, "\"efficiency\":null,");
         return;
     }
-    fprintf(f, "\"efficiency\":{\"source\":\"nvml_gpm\",");
+    /* the source the figures rest on: the finer where there are both */
+    fprintf(f, "\"efficiency\":{\"source\":\"%s\",", ct_eff_source_name(e->source));
     if (e->device >= 0)
         fprintf(f, "\"device\":%d,", e->device);
     else
@@ -140,7 +140,7 @@ void ct_efficiency_json(FILE *f, const struct ct_report *rep, size_t r)
     for (int m = 0; m < CT_EFF_N && !e->why; m++)
         if (e->metric_missing[m]) {
             fprintf(f, "%s\"%s\":", first ? "" : ",", ct_eff_json_name(m));
-            ct_json_str(f, MISSING_WHY);
+            ct_json_str(f, ct_eff_missing_why(e->source));
             first = 0;
         }
     fprintf(f, "},\"families\":[");
@@ -331,11 +331,18 @@ void ct_efficiency_text(FILE *f, const struct ct_report *rep)
         const struct ct_eff *e = rep->nr ? rep->rr[0].eff : NULL;
         if (e && e->why && strncmp(e->why, "the trace has no counters", 25) &&
             strncmp(e->why, "GPM was not sampled", 19))
-            fprintf(f, "\nGPU efficiency (NVML GPM): unavailable: %s\n", e->why);
+            fprintf(f, "\nGPU efficiency (%s): unavailable: %s\n", ct_eff_source_label(e->source),
+                    e->why);
         return;
     }
-    fprintf(f,
-            "\nGPU efficiency (NVML GPM; per kernel family while it runs, docs/efficiency.md):\n");
+    /* the source the figures rest on: one named in the title when every
+     * rank's is the same, else each rank's line says */
+    int srcs = 0;
+    for (size_t r = 0; r < rep->nr; r++)
+        if (rep->rr[r].eff && !rep->rr[r].eff->why)
+            srcs |= 1 << rep->rr[r].eff->source;
+    fprintf(f, "\nGPU efficiency (%s; per kernel family while it runs, docs/efficiency.md):\n",
+            srcs == 3 ? "NVML GPM and CUPTI PM sampling" : ct_eff_source_label(srcs == 2));
     for (size_t r = 0; r < rep->nr; r++) {
         const struct ct_eff *e = rep->rr[r].eff;
         int rank = rep->rr[r].rank->rank;
@@ -350,9 +357,9 @@ void ct_efficiency_text(FILE *f, const struct ct_report *rep)
         cell(dram, sizeof(dram), e->busy[CT_EFF_DRAM]);
         int64_t win = rep->rr[r].we - rep->rr[r].ws;
         fprintf(f,
-                "  rank %d, device %d: %zu intervals of %.0f ms, %.1f%% of its window; while "
-                "busy: SM %s%%, occupancy %s%%, tensor %s%%, DRAM %s%%\n",
-                rank, e->device, e->intervals, e->period_ns / 1e6,
+                "  rank %d, device %d: %zu intervals of %.3g ms (%s), %.1f%% of its window; "
+                "while busy: SM %s%%, occupancy %s%%, tensor %s%%, DRAM %s%%\n",
+                rank, e->device, e->intervals, e->period_ns / 1e6, ct_eff_source_label(e->source),
                 share_pct(e->covered, (double)win), sm, occ, tc, dram);
         family_rows(f, e->fam, e->nfam, 8);
         stream_rows(f, e, 4);

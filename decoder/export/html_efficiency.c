@@ -34,8 +34,6 @@
 #define CT_HTML_EFF_PTS 2000 /* about a point per pixel of a full-width timeline */
 #define CT_HTML_EFF_FAM 50
 
-#define MISSING_WHY "not given by the device (NVML answered \"not supported\")"
-
 /* A number, or null when absent. */
 static void num(FILE *f, double v, int decimals)
 {
@@ -86,12 +84,12 @@ static void act_json(FILE *f, const struct ct_report *rep, size_t r)
             e->metric_missing[m_of[a]] || (a == A_NVL && e->metric_missing[CT_EFF_NVLINK_RX]);
         fprintf(f, "%s\"%s\":", a ? "," : "", act_key[a]);
         if (miss)
-            ct_html_str(f, MISSING_WHY);
+            ct_html_str(f, ct_eff_missing_why(e->source));
         else
             fputs("null", f);
     }
     fputs("},\"iv\":[", f);
-    const struct ct_hseries *iv = ct_hproc_find(h, e->device, "gpm_interval");
+    const struct ct_hseries *iv = ct_hproc_find(h, e->device, ct_eff_interval_series(e->source));
     struct act_src src = {{ct_hproc_find(h, e->device, "gpm_sm_util"),
                            ct_hproc_find(h, e->device, "gpm_tensor_util"),
                            ct_hproc_find(h, e->device, "gpm_dram_bw_util"),

@@ -6,10 +6,13 @@
  *
  * Every kernel, once its start and end are known, adds its profile over
  * [start, end) to its device; every copy with a host end adds its bytes
- * over its transfer. Intervals wait in a list until they end before a
- * query's time, then fold into the device's running totals, so memory is
- * bounded by the work in flight. Concurrent kernels add up (the simulated
- * device has no contention); the fake NVML caps each rate at 100 %.
+ * over its transfer. Intervals wait in a list until they end
+ * FG_GPM_FOLD_LAG_NS before a query's time, then fold into the device's
+ * running totals, so memory is bounded by the work of that lag; a query
+ * may ask for any time after the fold (the fake CUPTI's PM sampling asks
+ * for its samples' past boundaries after the fake NVML asked for now).
+ * Concurrent kernels add up (the simulated device has no contention); the
+ * fake NVML caps each rate at 100 %.
  *
  * NVLink (FAKEGPU_GPM_NVLINK=1): a collective's kernel (ncclDevKernel_*)
  * sends and receives FAKEGPU_NET_GBPS GB/s over its time less
@@ -171,7 +174,7 @@ static void add(int dev, const struct act_iv *iv)
     if (d->n == d->cap) {
         /* what ended by now can no longer change a query (queries ask for
          * now or later): fold it before growing */
-        fold(d, fg_now());
+        fold(d, fg_now() - FG_GPM_FOLD_LAG_NS);
         if (d->n == d->cap && !fg_grow((void **)&d->v, &d->cap, d->n + 1, sizeof(*d->v)))
             return;
     }
@@ -218,9 +221,9 @@ __attribute__((visibility("default"))) int fakegpu_gpm_integrals(int dev, int64_
     FG_LOCK();
     fg_progress(); /* settle what can be */
     struct act_dev *d = &act.dev[dev];
+    fold(d, now - FG_GPM_FOLD_LAG_NS);
     if (now < d->folded_to)
-        now = d->folded_to;
-    fold(d, now);
+        now = d->folded_to; /* folded: asked too late for a time this old */
     memset(out, 0, sizeof(*out));
     out->t_ns = now;
     memcpy(out->share, d->acc, sizeof(out->share));
@@ -228,11 +231,11 @@ __attribute__((visibility("default"))) int fakegpu_gpm_integrals(int dev, int64_
     out->pcie_rx_bytes = d->rx;
     out->nvlink_tx_bytes = d->ntx;
     out->nvlink_rx_bytes = d->nrx;
-    for (size_t i = 0; i < d->n; i++) { /* the parts of intervals running at now */
+    for (size_t i = 0; i < d->n; i++) { /* the parts of intervals not folded, up to now */
         const struct act_iv *x = &d->v[i];
         if (x->s >= now)
             continue;
-        double part = (double)(now - x->s), len = (double)(x->e - x->s);
+        double part = (double)((x->e < now ? x->e : now) - x->s), len = (double)(x->e - x->s);
         for (int f = 0; f < FG_GPM_NFIELDS; f++)
             out->share[f] += x->p[f] * part;
         out->pcie_tx_bytes += x->tx * part / len;

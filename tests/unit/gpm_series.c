@@ -41,10 +41,34 @@ void tb_hp_add(struct ct_hproc *h, int dev, const char *name, const char *unit, 
     s->n++;
 }
 
-void tb_gpm_interval(struct ct_hproc *h, int64_t s, int64_t len, double sm, double tc, double dram)
+static void sample(struct ct_hproc *h, const char *iv, int64_t s, int64_t len, double sm, double tc,
+                   double dram)
 {
-    tb_hp_add(h, 0, "gpm_interval", "ns", TB_US(s), TB_US(len));
+    tb_hp_add(h, 0, iv, "ns", TB_US(s), TB_US(len));
     tb_hp_add(h, 0, "gpm_sm_util", "0.01%", TB_US(s), (int64_t)llround(sm * 100));
     tb_hp_add(h, 0, "gpm_tensor_util", "0.01%", TB_US(s), (int64_t)llround(tc * 100));
     tb_hp_add(h, 0, "gpm_dram_bw_util", "0.01%", TB_US(s), (int64_t)llround(dram * 100));
+}
+
+void tb_gpm_interval(struct ct_hproc *h, int64_t s, int64_t len, double sm, double tc, double dram)
+{
+    sample(h, "gpm_interval", s, len, sm, tc, dram);
+}
+
+void tb_pm_sample(struct ct_hproc *h, int64_t s, int64_t len, double sm, double tc, double dram)
+{
+    sample(h, "pm_interval", s, len, sm, tc, dram);
+}
+
+void tb_hp_sort(struct ct_hproc *h)
+{
+    for (size_t i = 0; i < h->ns; i++) { /* insertion sort: a few samples */
+        struct ct_hseries *x = &h->s[i];
+        for (size_t j = 1; j < x->n; j++)
+            for (size_t k = j; k > 0 && x->t[k - 1] > x->t[k]; k--) {
+                int64_t t = x->t[k], v = x->v[k];
+                x->t[k] = x->t[k - 1], x->v[k] = x->v[k - 1];
+                x->t[k - 1] = t, x->v[k - 1] = v;
+            }
+    }
 }

@@ -17,5 +17,11 @@ void tb_hp_add(struct ct_hproc *h, int dev, const char *name, const char *unit, 
 /* One GPM interval [s, s + len) µs of device 0 with SM, tensor and DRAM
  * activity (%). */
 void tb_gpm_interval(struct ct_hproc *h, int64_t s, int64_t len, double sm, double tc, double dram);
+/* Sorts every series by time, as the reader leaves them
+ * (decoder/read/counters.h); samples added in time order need not. */
+void tb_hp_sort(struct ct_hproc *h);
+/* The same as a CUPTI PM sample (shim/pm_sampling.c): `pm_interval`
+ * beside the same metric series. */
+void tb_pm_sample(struct ct_hproc *h, int64_t s, int64_t len, double sm, double tc, double dram);
 
 #endif

@@ -30,6 +30,7 @@ START_TEST(defaults_when_unset)
     ck_assert_uint_eq(c.io_stack_ns, 1000000);
     ck_assert_uint_eq(c.health_ms, 100);
     ck_assert_uint_eq(c.gpm_ms, CT_GPM_MS_DEFAULT);
+    ck_assert_uint_eq(c.pm_sampling_us, 0); /* opt-in */
 }
 END_TEST
 
@@ -53,6 +54,8 @@ START_TEST(valid_values_are_taken)
                                       "0",
                                       "CUTRACE_GPM_MS",
                                       "250",
+                                      "CUTRACE_PM_SAMPLING_US",
+                                      "1000",
                                       NULL};
     struct ct_config c;
     char err[256] = "";
@@ -67,6 +70,7 @@ START_TEST(valid_values_are_taken)
     ck_assert_uint_eq(c.io_stack_ns, 0);
     ck_assert_uint_eq(c.health_ms, 0);
     ck_assert_uint_eq(c.gpm_ms, 250);
+    ck_assert_uint_eq(c.pm_sampling_us, 1000);
 }
 END_TEST
 
@@ -92,6 +96,11 @@ START_TEST(bad_values_name_the_variable_and_the_allowed_values)
          "CUTRACE_GPM_MS=50: expected 0 (off) or a GPM sampling period from 100 to 60000 ms"},
         {"CUTRACE_GPM_MS", "1e3", "CUTRACE_GPM_MS=1e3: expected 0 (off) or a GPM sampling"},
         {"CUTRACE_GPM_MS", "60001", "CUTRACE_GPM_MS=60001: expected 0 (off) or a GPM sampling"},
+        {"CUTRACE_PM_SAMPLING_US", "5",
+         "CUTRACE_PM_SAMPLING_US=5: expected 0 (off) or a CUPTI PM sampling interval from 10 to "
+         "100000 us"},
+        {"CUTRACE_PM_SAMPLING_US", "100001", "CUTRACE_PM_SAMPLING_US=100001: expected 0 (off)"},
+        {"CUTRACE_PM_SAMPLING_US", "1ms", "CUTRACE_PM_SAMPLING_US=1ms: expected 0 (off)"},
         {"CUTRACE_MODE", "sampled", "CUTRACE_MODE=sampled: expected full or light"},
         {"CUTRACE_LIGHT_WINDOW_MS", "5", "CUTRACE_LIGHT_WINDOW_MS=5: expected an integer from 10"},
         /* the per-kernel sampling of old is refused, not silently ignored */

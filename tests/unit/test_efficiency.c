@@ -365,6 +365,116 @@ static const char *why_of(struct ct_hproc *h, const char *status, int *listed)
     return buf;
 }
 
+/*
+ * The kernels of two_phases_rank on a device sampled by both sources: GPM
+ * intervals of 500 (stamped 1 after the kernels' boundaries, with blended
+ * values as there) and CUPTI PM samples every 100 (pm_interval). The PM
+ * samples fall on the kernels' boundaries (600, 1000, 1600, 1900 are
+ * multiples of 100), so each is one family's truth: gemm SM 90, tensor
+ * 60, DRAM 20; ew SM 50, tensor 0, DRAM 80; [1900, 2000) idle, all 0. The
+ * figures must rest on the PM samples alone. (The shim never records both
+ * on one device at once: GPM leaves a PM-sampled device alone; a trace may
+ * still hold both, GPM before PM started, or from another recorder.)
+ */
+START_TEST(pm_samples_are_used_where_a_device_has_both_sources)
+{
+    struct tb_job b;
+    tb_init(&b);
+    struct ct_proc *m = tb_proc(&b, 0);
+    tb_range(m, 0, 1000, 0);
+    tb_range(m, 1000, 2000, 1);
+    tb_kernel(m, "gemm", 1, 0, 600, 0);
+    tb_kernel(m, "ew", 1, 600, 1000, 1);
+    tb_kernel(m, "gemm", 1, 1000, 1600, 1000);
+    tb_kernel(m, "ew", 1, 1600, 1900, 1001);
+    struct ct_hproc *h = tb_hp_new();
+    tb_hp_add(h, 0, "gpm_supported", "flag", 0, 1);
+    tb_gpm_interval(h, 1, 500, 90, 60, 20);
+    tb_gpm_interval(h, 501, 500, 58, 12, 68);
+    tb_gpm_interval(h, 1001, 500, 90, 60, 20);
+    tb_gpm_interval(h, 1501, 499, 48, 12, 52);
+    tb_hp_add(h, 0, "pm_supported", "flag", 0, 1);
+    for (int64_t t = 0; t < 2000; t += 100) {
+        int gemm = t < 600 || (t >= 1000 && t < 1600), ew = !gemm && t < 1900;
+        tb_pm_sample(h, t, 100, gemm ? 90 : ew ? 50 : 0, gemm ? 60 : 0, gemm ? 20 : ew ? 80 : 0);
+    }
+    tb_hp_sort(h);
+    m->health = h;
+    struct ct_job job;
+    struct ct_report rep;
+    tb_build(&b, &job);
+    tb_analyze(&job, NULL, &rep);
+    const struct ct_eff *e = rep.rr[0].eff;
+    ck_assert_ptr_null(e->why);
+    ck_assert_int_eq(e->source, CT_EFF_SRC_PM);
+    ck_assert_uint_eq(e->intervals, 19); /* [0,1900) of the window */
+    NEAR(e->period_ns, 100e3);
+    const struct ct_eff_family *g = family(e, "gemm"), *w = family(e, "ew");
+    NEAR(g->v[CT_EFF_TENSOR], 60);
+    NEAR(g->v[CT_EFF_DRAM], 20);
+    NEAR(g->v[CT_EFF_SM], 90);
+    NEAR(g->mixed, 0);
+    NEAR(w->v[CT_EFF_TENSOR], 0);
+    NEAR(w->v[CT_EFF_DRAM], 80);
+    NEAR(w->mixed, 0);
+    /* no longer a blend: the finer samples see the phases apart */
+    ck_assert_int_eq(w->cls, CT_EFF_MEMORY_BOUND);
+    ck_assert_int_eq(g->cls, CT_EFF_TENSOR_BOUND);
+    /* window [0,1900): tensor 60 over 1200 of it */
+    NEAR(e->window[CT_EFF_TENSOR], 60.0 * 1200 / 1900);
+    /* the source, said in the JSON and the text */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ck_assert_ptr_nonnull(f);
+    ct_efficiency_json(f, &rep, 0);
+    ct_efficiency_text(f, &rep);
+    fclose(f);
+    ck_assert_ptr_nonnull(strstr(buf, "\"efficiency\":{\"source\":\"cupti_pm_sampling\","));
+    ck_assert_ptr_nonnull(strstr(buf, "GPU efficiency (CUPTI PM sampling;"));
+    ck_assert_ptr_nonnull(strstr(buf, "19 intervals of 0.1 ms (CUPTI PM sampling)"));
+    free(buf);
+    ct_report_free(&rep);
+    ct_job_free(&job);
+}
+END_TEST
+
+START_TEST(no_pm_figures_say_pm_samplings_reason_unless_gpm_has_some)
+{
+    int listed = 0;
+    struct ct_hproc *h = tb_hp_new();
+    tb_hp_add(h, 0, "pm_supported", "flag", 0, 0); /* a pre-Turing part */
+    ck_assert_ptr_nonnull(strstr(why_of(h, NULL, &listed), "does not support CUPTI PM sampling"));
+    ck_assert_int_eq(listed, 1);
+    h = tb_hp_new();
+    tb_hp_add(h, 0, "pm_supported", "flag", 0, -1); /* another profiler holds CUPTI */
+    ck_assert_ptr_nonnull(strstr(why_of(h, NULL, &listed), "CUPTI PM sampling not taken"));
+    h = tb_hp_new();
+    tb_hp_add(h, 0, "pm_supported", "flag", 0, -3);
+    ck_assert_ptr_nonnull(strstr(why_of(h, NULL, &listed), "no PM sampling API"));
+    h = tb_hp_new();
+    tb_hp_add(h, 0, "pm_supported", "flag", 0, -2);
+    ck_assert_ptr_nonnull(strstr(why_of(h, NULL, &listed), "step failed"));
+    h = tb_hp_new();
+    tb_hp_add(h, 0, "pm_supported", "flag", 0, 1); /* sampling, the run ended first */
+    ck_assert_ptr_nonnull(strstr(why_of(h, NULL, &listed), "no CUPTI PM sample in the window"));
+    /* PM refused, GPM sampled: the GPM figures */
+    struct tb_job b;
+    tb_init(&b);
+    struct ct_proc *m = two_phases_rank(&b, 0);
+    tb_hp_add(m->health, 0, "pm_supported", "flag", 0, 0);
+    struct ct_job job;
+    struct ct_report rep;
+    tb_build(&b, &job);
+    tb_analyze(&job, NULL, &rep);
+    ck_assert_ptr_null(rep.rr[0].eff->why);
+    ck_assert_int_eq(rep.rr[0].eff->source, CT_EFF_SRC_GPM);
+    ck_assert_uint_eq(rep.rr[0].eff->intervals, 4);
+    ct_report_free(&rep);
+    ct_job_free(&job);
+}
+END_TEST
+
 START_TEST(no_figures_without_gpm_and_the_reason_says_why)
 {
     int listed = 0;
@@ -434,6 +544,8 @@ Suite *efficiency_suite(void)
     tcase_add_test(t, the_job_merges_families_over_ranks_by_attributed_time);
     tcase_add_test(t, diagnose_names_a_gemm_without_tensor_activity_and_a_memory_bound_phase);
     tcase_add_test(t, no_figures_without_gpm_and_the_reason_says_why);
+    tcase_add_test(t, pm_samples_are_used_where_a_device_has_both_sources);
+    tcase_add_test(t, no_pm_figures_say_pm_samplings_reason_unless_gpm_has_some);
     tcase_add_test(t,
                    the_busiest_unit_at_half_its_time_or_more_bounds_the_work_unless_mostly_mixed);
     suite_add_tcase(s, t);

@@ -408,25 +408,6 @@ API nvmlReturn_t nvmlGpmSampleFree(nvmlGpmSample_t s)
     return NVML_SUCCESS;
 }
 
-/* The simulated driver's integrals of device d at now (zeros without a
- * loaded, initialised driver: nothing ran). */
-static void integrals(int d, struct fg_gpm_integrals *in)
-{
-    fg_gpm_integrals_fn fn = NULL;
-    void *p = dlsym(RTLD_DEFAULT, "fakegpu_gpm_integrals");
-    if (!p) {
-        void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-        if (lib)
-            p = dlsym(lib, "fakegpu_gpm_integrals");
-    }
-    memcpy(&fn, &p, sizeof(p));
-    int64_t now = now_ns();
-    if (!fn || fn(d, now, in) != 0) {
-        memset(in, 0, sizeof(*in));
-        in->t_ns = now;
-    }
-}
-
 API nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t dev, nvmlGpmSample_t s)
 {
     DEV_CHECK(s);
@@ -436,7 +417,7 @@ API nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t dev, nvmlGpmSample_t s)
         return NVML_ERROR_NOT_SUPPORTED;
     if (gpm_denied())
         return 4; /* NVML_ERROR_NO_PERMISSION */
-    integrals(dev->ordinal, &s->in);
+    fg_gpm_integrals_at(dev->ordinal, now_ns(), &s->in);
     s->dev = dev->ordinal;
     return NVML_SUCCESS;
 }
@@ -493,11 +474,15 @@ API nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *g)
             f = FG_GPM_FP16, info(m, "fp16_util", "FP16 utilization", "%");
             break;
         case NVML_GPM_METRIC_PCIE_TX_PER_SEC:
-            m->value = (b->in.pcie_tx_bytes - a->in.pcie_tx_bytes) / (dt / 1e9) / 1048576.0;
+            m->value =
+                fg_gpm_bytes_per_s(&a->in, &b->in, a->in.pcie_tx_bytes, b->in.pcie_tx_bytes) /
+                1048576.0;
             info(m, "pcie_tx", "PCIe transmit", "MiB/sec");
             continue;
         case NVML_GPM_METRIC_PCIE_RX_PER_SEC:
-            m->value = (b->in.pcie_rx_bytes - a->in.pcie_rx_bytes) / (dt / 1e9) / 1048576.0;
+            m->value =
+                fg_gpm_bytes_per_s(&a->in, &b->in, a->in.pcie_rx_bytes, b->in.pcie_rx_bytes) /
+                1048576.0;
             info(m, "pcie_rx", "PCIe receive", "MiB/sec");
             continue;
         case NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC:
@@ -507,9 +492,11 @@ API nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *g)
                 continue;
             }
             m->value = (m->metricId == NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC
-                            ? b->in.nvlink_tx_bytes - a->in.nvlink_tx_bytes
-                            : b->in.nvlink_rx_bytes - a->in.nvlink_rx_bytes) /
-                       (dt / 1e9) / 1048576.0;
+                            ? fg_gpm_bytes_per_s(&a->in, &b->in, a->in.nvlink_tx_bytes,
+                                                 b->in.nvlink_tx_bytes)
+                            : fg_gpm_bytes_per_s(&a->in, &b->in, a->in.nvlink_rx_bytes,
+                                                 b->in.nvlink_rx_bytes)) /
+                       1048576.0;
             info(m,
                  m->metricId == NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC ? "nvlink_tx" : "nvlink_rx",
                  "NVLink total", "MiB/sec");
@@ -518,8 +505,7 @@ API nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *g)
             m->nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
             continue;
         }
-        double v = (b->in.share[f] - a->in.share[f]) / dt;
-        m->value = v < 0 ? 0 : v > 100 ? 100 : v; /* concurrent kernels add up: capped */
+        m->value = fg_gpm_pct(&a->in, &b->in, f); /* concurrent kernels add up: capped */
     }
     return NVML_SUCCESS;
 }
