@@ -148,7 +148,7 @@ static void check_nvlink(struct ctx *c)
         const struct ct_eff *e = rep->rr[r].eff;
         if (!e || e->why) {
             if (!why) {
-                snprintf(gpm, sizeof(gpm), "no GPM figures: %s",
+                snprintf(gpm, sizeof(gpm), "no GPU activity samples: %s",
                          e ? e->why : "no rank was analysed");
                 why = gpm;
             }
@@ -270,8 +270,8 @@ int ct_dg_check_efficiency(struct ctx *c)
     free(v);
     if (!any) {
         const char *w = why ? why : "no rank was analysed";
-        ct_dg_insufficient(c, CT_FK_LOW_TENSOR, "no GPM figures: %s", w);
-        ct_dg_insufficient(c, CT_FK_MEMORY_PHASE, "no GPM figures: %s", w);
+        ct_dg_insufficient(c, CT_FK_LOW_TENSOR, "no GPU activity samples: %s", w);
+        ct_dg_insufficient(c, CT_FK_MEMORY_PHASE, "no GPU activity samples: %s", w);
     }
     check_nvlink(c);
     return 0;
