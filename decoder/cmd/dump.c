@@ -340,6 +340,11 @@ static size_t print_record(struct out *o, struct ct_trace *t, size_t i)
         f_u(o, "nsteps", f[CT_NPROXY_NSTEPS]);
         f_u(o, "chunk_size", f[CT_NPROXY_CHUNK]);
         break;
+    case CT_REC_NCCL_CHANNEL: /* format v5 (docs/nccl.md) */
+        span(o, f);
+        f_u(o, "correlation_id", f[CT_NCHAN_CORR]);
+        f_u(o, "channel", f[CT_NCHAN_CHANNEL]);
+        break;
     default: break;
     }
     fputs(o->json ? "}\n" : "\n", o->f);
