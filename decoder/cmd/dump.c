@@ -137,6 +137,11 @@ static void api_fields(struct out *o, struct ct_trace *t, const uint64_t *f)
     case CT_FAM_MEMCPY:
         f_u(o, "bytes", f[CT_API_BYTES]);
         f_s(o, "copy_kind", ct_name_copy_kind(f[CT_API_COPY_KIND]));
+        /* a batch's copies and the copy a failed one stopped at (format v5) */
+        if (f[CT_API_GRID_X])
+            f_u(o, "count", f[CT_API_GRID_X]);
+        if (f[CT_API_GRID_Y])
+            f_u(o, "fail_index", f[CT_API_GRID_Y] - 1);
         break;
     case CT_FAM_MEMSET:
     case CT_FAM_ALLOC: f_u(o, "bytes", f[CT_API_BYTES]); break;

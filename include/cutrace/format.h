@@ -335,8 +335,8 @@ enum ct_api_field {
     CT_API_DEVICE,    /* I     device ordinal, -1 unknown */
     CT_API_STREAM,    /* U     stable stream id (0 = none) */
     CT_API_KERNEL,    /* STR   kernel name (launches) */
-    CT_API_GRID_X,    /* U */
-    CT_API_GRID_Y,    /* U */
+    CT_API_GRID_X,    /* U     launches: grid x; copies (v5): a batch's count, else 0 */
+    CT_API_GRID_Y,    /* U     launches: grid y; copies (v5): a failed batch's failIdx + 1 */
     CT_API_GRID_Z,    /* U */
     CT_API_BLOCK_X,   /* U */
     CT_API_BLOCK_Y,   /* U */
