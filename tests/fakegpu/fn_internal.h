@@ -159,6 +159,9 @@ struct fn_cu {
     CUresult (*launch_kernel_ex)(const CUlaunchConfig *, CUfunction, void **, void **);
     CUresult (*stream_is_capturing)(CUstream, CUstreamCaptureStatus *);
     CUresult (*memcpy_dtod_async)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+    /* cuMemcpyBatchAsync at ABI 13000 (its _v2), NULL when the driver lacks it */
+    CUresult (*memcpy_batch_async)(CUdeviceptr *, CUdeviceptr *, size_t *, size_t,
+                                   CUmemcpyAttributes *, size_t *, size_t, CUstream);
     fg_nccl_ce_arm_fn ce_arm; /* the driver's fakegpu_nccl_ce_arm */
 };
 extern struct fn_cu fn_cu;
