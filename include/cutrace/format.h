@@ -591,13 +591,13 @@ enum ct_nccl_proxy_field {
  * channel rather than one per op with its channels packed: an op has up
  * to 64 channels (more than CT_MAX_FIELDS), and a channel's record is
  * written when it stops, from its own event, with no per-op state to
- * gather. Columns make the per-channel cost small: the start is coded
- * against the previous channel's stop (the channels of an op start
- * within microseconds: 2-3 bytes), the stop against the start (the
- * channel's run: 3-4 bytes below 16 s), the correlation id against the
- * previous record's (0 within an op: 1 byte), the channel 1 byte, and
- * the kind byte: about 8-10 bytes a channel before zstd (docs/nccl.md,
- * "Record format", measured). Not written at ABI v3 (no GPU timers: its
+ * gather. Before zstd a channel costs its kind byte, the start coded
+ * against the previous record's stop (minus about a run: up to 4 bytes
+ * for runs below 16 s), the stop against the start (the run: up to 4),
+ * the correlation id against the previous record's (0 within an op, a
+ * few between: 1 byte) and the channel (1): 9-11 bytes; zstd takes most
+ * of it where an op's channels run alike (docs/nccl.md, "Record format",
+ * measured: about 1 byte a channel). Not written at ABI v3 (no GPU timers: its
  * channel events are the proxy thread's observations) nor for a channel
  * whose start or stop came without a timer. */
 enum ct_nccl_channel_field {
