@@ -23,7 +23,7 @@ const char *ct_nchan_why_text(int why)
     case CT_NCHAN_WHY_NO_CHANNELS:
         return "no per-channel records: they need NCCL's profiler plugin at ABI v4 or newer (GPU "
                "timers; ABI v3's channel events are the proxy thread's observations) under "
-               "`cutrace run`, a format v5 trace, and not a summary";
+               "`cutrace run`, and a format v5 trace (or a summary of version 10 of one)";
     case CT_NCHAN_WHY_CE: return "a copy-engine collective: no kernel, so no channels";
     case CT_NCHAN_WHY_NO_KERNEL:
         return "no kernel record of the op's kernel on its stream (CUPTI's activity records off or "

@@ -3,7 +3,7 @@
 all-reduce job (tests/nccl/w_links.c) under `cutrace run` with one slow
 channel, the same job with even channels at plugin ABI v4, and at ABI v3,
 against the simulated NCCL's schedule (tests/fakegpu/README.md, "Kernel
-channels").
+channels"); the slow job's report from its summaries is its traces'.
 
 usage: check_channels.py   (environment: CT_CUTRACE, CT_W_LINKS, CT_FAKEGPU_DIR,
                             CT_FAKE_CUPTI)
@@ -85,7 +85,11 @@ def run(name, extra):
         out = subprocess.run([cutrace, "dump", "--json", os.path.join(traces, f)],
                              capture_output=True, text=True, timeout=300).stdout
         recs += [json.loads(line) for line in out.splitlines() if line.strip()]
+    scratch_traces[name] = traces
     return json.loads(r.stdout), text, recs
+
+
+scratch_traces = {}
 
 
 # 1. One slow channel, with setup and stagger.
@@ -123,6 +127,19 @@ if not failures:
 check("text table", "kernel channels, p50 us:" in text and
       any(l.split()[:1] == ["AllReduce"] and l.split()[5:6] == [str(SLOW)]
           for l in text.splitlines()), text)
+
+# Summaries carry the channel records (summary version 10): the report from
+# them is the traces' byte for byte.
+sums = scratch_traces["slow"] + "-sums"
+r = subprocess.run([os.environ["CT_CUTRACE"], "summarize", "-o", sums, scratch_traces["slow"]],
+                   capture_output=True, text=True, timeout=300)
+check("summarize", r.returncode == 0, r.stderr)
+a = subprocess.run([os.environ["CT_CUTRACE"], "report", "--json", scratch_traces["slow"]],
+                   capture_output=True, text=True, timeout=300).stdout
+b = subprocess.run([os.environ["CT_CUTRACE"], "report", "--json", sums], capture_output=True,
+                   text=True, timeout=300).stdout
+check("the report from summaries is the traces'", a == b and
+      json.loads(b)["nccl"]["collectives"][0]["busiest_channel"] == SLOW, "they differ")
 
 # 2. Even channels at ABI v4 (its KernelCh events carry the timers too): no
 #    setup, no spreads, no busiest channel (every instance a tie).
