@@ -17,8 +17,9 @@
  * algorithm, protocol, channels and warps become a CT_REC_NCCL_INFO record
  * at its start; from v4 on, each kernel channel whose start and stop the
  * GPU's timer stamped becomes a CT_REC_NCCL_CHANNEL record when it stops
- * (v3's are the proxy thread's observations: none), and its ProxyOp events (one per channel, peer and
- * direction) and their ProxyStep events are aggregated in place: each
+ * (v3's are the proxy thread's observations: none), and its ProxyOp
+ * events (one per channel, peer and direction) and their ProxyStep events
+ * are aggregated in place: each
  * step's time in each state, read on our clock when NCCL records the
  * state, is summed into its ProxyOp, and the ProxyOp becomes one
  * CT_REC_NCCL_PROXY record when it and its steps have stopped. Proxy steps
