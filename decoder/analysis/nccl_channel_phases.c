@@ -187,11 +187,17 @@ static int64_t kernel_start(const struct ct_rank *R, uint32_t stream, int64_t fi
     return INT64_MIN;
 }
 
-static size_t row_of(const struct ct_nlinks *L, const struct ct_nccl_call *c)
+/* The collective row of c; *last (the previous call's) is tried first: a
+ * job's calls repeat a few collectives, so the scan is rare. */
+static size_t row_of(const struct ct_nlinks *L, const struct ct_nccl_call *c, size_t *last)
 {
+    size_t k = *last;
+    if (k < L->nsplit && L->split[k].comm == c->comm && L->split[k].op == c->op &&
+        L->split[k].bytes == c->bytes)
+        return k;
     for (size_t i = 0; i < L->nsplit; i++)
         if (L->split[i].comm == c->comm && L->split[i].op == c->op && L->split[i].bytes == c->bytes)
-            return i;
+            return *last = i;
     return SIZE_MAX;
 }
 
@@ -214,7 +220,7 @@ int ct_nccl_channel_phases(struct ct_job *job, struct ct_nlinks *L)
     int64_t *s = malloc(nch * sizeof(*s)), *e = malloc(nch * sizeof(*e));
     uint32_t *id = malloc(nch * sizeof(*id));
     int rc = obs && s && e && id ? 0 : -ENOMEM;
-    size_t nobs = 0;
+    size_t nobs = 0, last = SIZE_MAX;
     for (size_t r = 0; r < job->nranks && !rc; r++) {
         struct ct_rank *R = &job->ranks[r];
         if ((rc = ct_rank_open(R)))
@@ -236,7 +242,7 @@ int ct_nccl_channel_phases(struct ct_job *job, struct ct_nlinks *L)
                     e[n] = a->ch[k].e + shift;
                     id[n] = a->ch[k].channel;
                 }
-                size_t row = n ? row_of(L, c) : SIZE_MAX;
+                size_t row = n ? row_of(L, c, &last) : SIZE_MAX;
                 if (row == SIZE_MAX)
                     continue;
                 int64_t first = s[0];
