@@ -1,8 +1,9 @@
 /*
  * Copies: every synchronous and asynchronous variant, 1D/2D/3D and peer,
- * legacy and per-thread. Records bytes and direction; the direction of a
- * unified-addressing copy (cuMemcpy, cuMemcpyAsync) is looked up from the
- * pointers' memory types after the call.
+ * legacy and per-thread, and batches (cuMemcpyBatchAsync). Records bytes
+ * and direction; the direction of a unified-addressing copy (cuMemcpy,
+ * cuMemcpyAsync, a batch's copies) is looked up from the pointers' memory
+ * types after the call.
  */
 #include "shim/gpu.h"
 
@@ -208,6 +209,109 @@ CUresult ct_impl_cuMemcpyPeerAsync_ptsz(CUdeviceptr dst, CUcontext dctx, CUdevic
                                         CUcontext sctx, size_t n, CUstream s)
 {
     return peer(CT_SYM_cuMemcpyPeerAsync_ptsz, CT_APIF_PER_THREAD, dst, dctx, src, sctx, n, s, 1);
+}
+
+/*
+ * Batches (CUDA 12.8 on; NCCL's copy-engine collectives make them): one
+ * call enqueues `count` 1D copies between unified addresses on the stream,
+ * in order. One API record: bytes the sum of the sizes, the copies' count
+ * in its grid x field and, when a 12.8 call failed on one copy, that
+ * copy's index + 1 (failIdx + 1) in grid y (docs/recording.md, "Copies");
+ * the direction that of every copy when they agree, else none. CUPTI
+ * gives each copy a memcpy record, all with the call's correlation id.
+ * The driver's result, its failIdx and errno reach the caller unchanged.
+ */
+typedef CUresult (*batch_fn)(CUdeviceptr *, CUdeviceptr *, size_t *, size_t, CUmemcpyAttributes *,
+                             size_t *, size_t, size_t *, CUstream);
+typedef CUresult (*batch_v2_fn)(CUdeviceptr *, CUdeviceptr *, size_t *, size_t,
+                                CUmemcpyAttributes *, size_t *, size_t, CUstream);
+
+struct batch_args {
+    CUdeviceptr *dsts, *srcs;
+    size_t *sizes, count;
+    CUmemcpyAttributes *attrs;
+    size_t *attr_idxs, nattrs;
+    size_t *fail; /* 12.8's failIdx; NULL for _v2 or when the caller gave none */
+    int v2;
+};
+
+static CUresult batch_call(ct_voidfn real, const struct batch_args *a, CUstream s)
+{
+    if (a->v2)
+        return ((batch_v2_fn)real)(a->dsts, a->srcs, a->sizes, a->count, a->attrs, a->attr_idxs,
+                                   a->nattrs, s);
+    return ((batch_fn)real)(a->dsts, a->srcs, a->sizes, a->count, a->attrs, a->attr_idxs, a->nattrs,
+                            a->fail, s);
+}
+
+static CUresult batch(enum ct_sym sym, unsigned flags, const struct batch_args *a, CUstream s)
+{
+    ct_voidfn real = ct_fn(ct_real_get(sym));
+    if (!real)
+        return CT_NOT_AVAILABLE;
+    if (!ct_shim_recording())
+        return batch_call(real, a, s);
+    struct ct_call c;
+    struct ct_gpu_op g;
+    ct_call_enter_gpu(&c, s, flags, &g);
+    CUresult r = batch_call(real, a, s);
+    CT_ERRNO_SAVE; /* the pointer look-ups below reach the driver */
+    uint64_t bytes = 0;
+    int kind = -1;
+    for (size_t i = 0; a->sizes && a->dsts && a->srcs && i < a->count; i++) {
+        bytes += a->sizes[i];
+        int k = (int)kind_of(is_device_ptr(a->srcs[i]), is_device_ptr(a->dsts[i]));
+        kind = kind < 0 || kind == k ? k : CT_COPY_NONE;
+    }
+    uint64_t failed = r != CUDA_SUCCESS && a->fail && *a->fail < UINT32_MAX ? *a->fail + 1 : 0;
+    flags |= CT_APIF_ASYNC;
+    int dev;
+    uint64_t sid = ct_stream_id(s, flags & CT_APIF_PER_THREAD, &dev);
+    unsigned k = kind < 0 ? CT_COPY_NONE : (unsigned)kind;
+    ct_gpu_after(&c, &g, s, flags, sid, dev, CT_GPU_MEMCPY, 0, bytes, k);
+    if (__builtin_expect(ct_cfg.stacks != 0, 1) && ct_stack_wanted(0))
+        ct_stack_capture(c.corr);
+    uint64_t *w = ct_call_record(&c, sym, CT_FAM_MEMCPY, r, sid, dev, flags, k);
+    if (w) {
+        w[CT_PA_KERNEL_SHMEM] = 0;
+        w[CT_PA_GRID_XY] = (a->count < UINT32_MAX ? a->count : UINT32_MAX) | failed << 32;
+        w[CT_PA_GRID_Z_BLK_X] = 0;
+        w[CT_PA_BLK_YZ] = 0;
+        w[CT_PA_BYTES] = bytes;
+        ct_call_commit();
+    }
+    ct_call_leave(&c);
+    CT_ERRNO_RESTORE;
+    return r;
+}
+
+CUresult ct_impl_cuMemcpyBatchAsync(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes,
+                                    size_t count, CUmemcpyAttributes *attrs, size_t *idxs,
+                                    size_t nattrs, size_t *fail, CUstream s)
+{
+    struct batch_args a = {dsts, srcs, sizes, count, attrs, idxs, nattrs, fail, 0};
+    return batch(CT_SYM_cuMemcpyBatchAsync, 0, &a, s);
+}
+CUresult ct_impl_cuMemcpyBatchAsync_ptsz(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes,
+                                         size_t count, CUmemcpyAttributes *attrs, size_t *idxs,
+                                         size_t nattrs, size_t *fail, CUstream s)
+{
+    struct batch_args a = {dsts, srcs, sizes, count, attrs, idxs, nattrs, fail, 0};
+    return batch(CT_SYM_cuMemcpyBatchAsync_ptsz, CT_APIF_PER_THREAD, &a, s);
+}
+CUresult ct_impl_cuMemcpyBatchAsync_v2(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes,
+                                       size_t count, CUmemcpyAttributes *attrs, size_t *idxs,
+                                       size_t nattrs, CUstream s)
+{
+    struct batch_args a = {dsts, srcs, sizes, count, attrs, idxs, nattrs, NULL, 1};
+    return batch(CT_SYM_cuMemcpyBatchAsync_v2, 0, &a, s);
+}
+CUresult ct_impl_cuMemcpyBatchAsync_v2_ptsz(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes,
+                                            size_t count, CUmemcpyAttributes *attrs, size_t *idxs,
+                                            size_t nattrs, CUstream s)
+{
+    struct batch_args a = {dsts, srcs, sizes, count, attrs, idxs, nattrs, NULL, 1};
+    return batch(CT_SYM_cuMemcpyBatchAsync_v2_ptsz, CT_APIF_PER_THREAD, &a, s);
 }
 
 /* 2D and 3D copies: bytes and direction come from the descriptor. */

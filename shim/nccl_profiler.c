@@ -15,8 +15,11 @@
  *
  * NCCL's own account of each op (docs/nccl.md): its descriptor's
  * algorithm, protocol, channels and warps become a CT_REC_NCCL_INFO record
- * at its start; from v4 on, its ProxyOp events (one per channel, peer and
- * direction) and their ProxyStep events are aggregated in place: each
+ * at its start; from v4 on, each kernel channel whose start and stop the
+ * GPU's timer stamped becomes a CT_REC_NCCL_CHANNEL record when it stops
+ * (v3's are the proxy thread's observations: none), and its ProxyOp
+ * events (one per channel, peer and direction) and their ProxyStep events
+ * are aggregated in place: each
  * step's time in each state, read on our clock when NCCL records the
  * state, is summed into its ProxyOp, and the ProxyOp becomes one
  * CT_REC_NCCL_PROXY record when it and its steps have stopped. Proxy steps
@@ -81,6 +84,13 @@ static inline uint64_t step_ns(const struct proxy_acc *a, uint64_t d)
     return a->rate ? (uint64_t)((double)d * a->rate + 0.5) : d;
 }
 
+/* A kernel channel: its id, and whether both of its ends came from the
+ * GPU's timer (ABI v4 on), which alone makes its record (start/end). */
+struct channel_state {
+    uint32_t id;
+    uint8_t timed_start, timed_end;
+};
+
 /* A step in progress: its current state and since when. */
 struct step_state {
     int state; /* NCCL's state id, 0: none yet */
@@ -99,6 +109,7 @@ struct ev {
     union {
         struct proxy_acc px;
         struct step_state st;
+        struct channel_state ch;
     };
 };
 
@@ -363,7 +374,7 @@ static void step_stop(struct ev *e)
     proxy_release(p);
 }
 
-static void channel_start(void **handle, void *parent, int has_timer, uint64_t ptimer)
+static void channel_start(void **handle, void *parent, int has_timer, uint64_t ptimer, uint32_t id)
 {
     *handle = NULL;
     if (!ours(parent) || atomic_load(&((struct ev *)parent)->kind) != EV_OP)
@@ -374,9 +385,32 @@ static void channel_start(void **handle, void *parent, int has_timer, uint64_t p
     struct ev *op = parent;
     atomic_fetch_add(&op->refs, 1);
     e->parent = op;
-    atomic_store(&e->start, has_timer && ptimer ? gpu_to_mono(ptimer) : ct_clock_mono_ns());
+    e->ch.id = id;
+    e->ch.timed_start = has_timer && ptimer;
+    e->ch.timed_end = 0;
+    atomic_store(&e->start, e->ch.timed_start ? gpu_to_mono(ptimer) : ct_clock_mono_ns());
     atomic_store(&e->end, 0);
     *handle = e;
+}
+
+/* The channel's own record (CT_REC_NCCL_CHANNEL): only when the GPU's
+ * timer stamped both ends; v3's are the proxy thread's observations, which
+ * measure its polling, not the kernel (docs/nccl.md). One emit, from the
+ * channel's own event: no per-op state, no lock. */
+static void channel_emit(const struct ev *e, uint64_t s, uint64_t t)
+{
+    const struct ev *op = e->parent;
+    if (!e->ch.timed_start || !e->ch.timed_end || !op->corr || op->ce || !ct_shim_live())
+        return;
+    uint64_t f[CT_NCHAN_NFIELDS] = {0};
+    f[CT_NCHAN_START] = s;
+    f[CT_NCHAN_END] = t < s ? s : t; /* an offset update between start and stop */
+    f[CT_NCHAN_CORR] = op->corr;
+    f[CT_NCHAN_CHANNEL] = e->ch.id;
+    int guard = ct_tls_guard;
+    ct_tls_guard = 1;
+    ct_emit(CT_REC_NCCL_CHANNEL, CT_RF_NS, f, CT_NCHAN_NFIELDS);
+    ct_tls_guard = guard;
 }
 
 static void channel_stop(struct ev *e)
@@ -386,6 +420,8 @@ static void channel_stop(struct ev *e)
     uint64_t t = atomic_load(&e->end);
     if (!t)
         t = ct_clock_mono_ns(); /* v3, or no stop timer given */
+    else
+        channel_emit(e, s, t);
     uint64_t cur = atomic_load(&op->start);
     while (s && s < cur && !atomic_compare_exchange_weak(&op->start, &cur, s))
         ;
@@ -423,8 +459,10 @@ static ncclResult_t record_state_v4(void *handle, int state, union ct_nprof_stat
     if (kind == EV_STEP)
         step_state(e, state, a ? a->proxy_step.trans_size : 0);
     else if (kind == EV_CHANNEL && state == CT_NPROF_STATE_KERNEL_CH_STOP && a &&
-             a->kernel_ch.ptimer)
+             a->kernel_ch.ptimer) {
         atomic_store(&e->end, gpu_to_mono(a->kernel_ch.ptimer));
+        e->ch.timed_end = 1;
+    }
     return ncclSuccess;
 }
 
@@ -512,7 +550,7 @@ static ncclResult_t init_v6(void **ctx, uint64_t comm_id, int *mask, const char 
             op_start(handle, d->p2p.func, d->p2p.count, d->p2p.peer,                               \
                      &(struct op_info){NULL, NULL, d->p2p.nchannels, 0, CT_NINFO_F_P2P});          \
         else if (d->type == CT_NPROF_KERNEL_CH)                                                    \
-            channel_start(handle, d->parent, 1, d->kernel_ch.ptimer);                              \
+            channel_start(handle, d->parent, 1, d->kernel_ch.ptimer, d->kernel_ch.channel);        \
         else if (d->type == CT_NPROF_PROXY_OP)                                                     \
             proxy_start(handle, d->parent, &d->proxy_op);                                          \
         else if (d->type == CT_NPROF_PROXY_STEP)                                                   \
@@ -567,7 +605,7 @@ static ncclResult_t start_v3(void *ctx, void **handle, struct ct_nprof_descr_v3 
         op_start(handle, d->p2p.func, d->p2p.count, d->p2p.peer,
                  &(struct op_info){NULL, NULL, 0, 0, CT_NINFO_F_P2P});
     else if (d->type == CT_NPROF_KERNEL_CH)
-        channel_start(handle, d->parent, 0, 0);
+        channel_start(handle, d->parent, 0, 0, 0);
     return ncclSuccess;
 }
 

@@ -398,6 +398,8 @@ static size_t split_row(struct ct_nlinks *out, const struct ct_nccl_call *c,
     memset(s, 0, sizeof(*s));
     s->comm = c->comm, s->op = c->op, s->bytes = c->bytes, s->nranks = c->nranks;
     s->wait_p50_ns = s->transfer_p50_ns = NAN;
+    s->ce = info && (info->flags & CT_NINFO_F_CE);
+    ct_nchan_row_init(&s->ch);
     if (info) {
         memcpy(s->algo, info->algo, sizeof(s->algo));
         memcpy(s->proto, info->proto, sizeof(s->proto));

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "decoder/analysis/nccl_channel_phases.h"
+
 struct ct_job;
 
 /* A link is slow when its bandwidth is below (1 - CT_SLOW_LINK_TOL) of
@@ -79,6 +81,9 @@ struct ct_nsplit {
     double transfer_p50_ns;
     char algo[16], proto[16]; /* "" unknown */
     uint32_t channels, warps;
+    uint8_t ce; /* a copy-engine collective (no kernel channels) */
+    /* the kernel's phases from its channels (nccl_channel_phases.h) */
+    struct ct_nchan_row ch;
 };
 
 struct ct_nlinks {

@@ -171,6 +171,8 @@ int ct_report_analyze(struct ct_job *job, const struct ct_iter_opts *io, struct 
     if (!rc)
         rc = ct_nccl_links(rep->job, rep->nlinks); /* nccl_links.c */
     if (!rc)
+        rc = ct_nccl_channel_phases(rep->job, rep->nlinks); /* nccl_channel_phases.c */
+    if (!rc)
         rc = ct_stragglers(rep);
     if (!rc)
         rc = ct_pipeline_topology(rep);

@@ -137,6 +137,11 @@ static void api_fields(struct out *o, struct ct_trace *t, const uint64_t *f)
     case CT_FAM_MEMCPY:
         f_u(o, "bytes", f[CT_API_BYTES]);
         f_s(o, "copy_kind", ct_name_copy_kind(f[CT_API_COPY_KIND]));
+        /* a batch's copies and the copy a failed one stopped at (format v5) */
+        if (f[CT_API_GRID_X])
+            f_u(o, "count", f[CT_API_GRID_X]);
+        if (f[CT_API_GRID_Y])
+            f_u(o, "fail_index", f[CT_API_GRID_Y] - 1);
         break;
     case CT_FAM_MEMSET:
     case CT_FAM_ALLOC: f_u(o, "bytes", f[CT_API_BYTES]); break;
@@ -339,6 +344,11 @@ static size_t print_record(struct out *o, struct ct_trace *t, size_t i)
         f_u(o, "net_busy_ns", f[CT_NPROXY_NET_BUSY]);
         f_u(o, "nsteps", f[CT_NPROXY_NSTEPS]);
         f_u(o, "chunk_size", f[CT_NPROXY_CHUNK]);
+        break;
+    case CT_REC_NCCL_CHANNEL: /* format v5 (docs/nccl.md) */
+        span(o, f);
+        f_u(o, "correlation_id", f[CT_NCHAN_CORR]);
+        f_u(o, "channel", f[CT_NCHAN_CHANNEL]);
         break;
     default: break;
     }

@@ -39,6 +39,32 @@ static const char *rank_or(char *b, size_t n, int32_t job_rank, int32_t comm_ran
     return b;
 }
 
+static void why_json(FILE *f, const char *k, int why, int comma)
+{
+    fprintf(f, "\"%s\":", k);
+    why ? ct_json_str(f, ct_nchan_why_text(why)) : (void)fputs("null", f);
+    if (comma)
+        fputc(',', f);
+}
+
+/* The kernel's phases from its channels (nccl_channel_phases.h): each
+ * figure null with its reason where the instances cannot give it. */
+static void channels_json(FILE *f, const struct ct_nchan_row *c)
+{
+    fprintf(f, "\"channel_instances\":%" PRIu64 ",", c->instances);
+    member(f, "kernel_setup_p50_us", c->setup_p50_ns / 1e3, 3, 1);
+    member(f, "channel_start_spread_p50_us", c->start_spread_p50_ns / 1e3, 3, 1);
+    fputs("\"busiest_channel\":", f);
+    c->busiest >= 0 ? fprintf(f, "%d", c->busiest) : fputs("null", f);
+    fputc(',', f);
+    member(f, "busiest_channel_pct", c->busiest_pct, 1, 1);
+    member(f, "busiest_channel_run_p50_us", c->run_p50_ns / 1e3, 3, 1);
+    member(f, "channel_stop_spread_p50_us", c->stop_spread_p50_ns / 1e3, 3, 1);
+    why_json(f, "channel_reason", c->why, 1);
+    why_json(f, "kernel_setup_reason", c->why ? c->why : c->setup_why, 1);
+    why_json(f, "busiest_channel_reason", c->why ? c->why : c->busiest_why, 0);
+}
+
 void ct_nccl_json(FILE *f, const struct ct_report *rep)
 {
     const struct ct_nlinks *L = rep->nlinks;
@@ -119,10 +145,47 @@ void ct_nccl_json(FILE *f, const struct ct_report *rep)
         s->warps ? fprintf(f, "%u", s->warps) : fputs("null", f);
         fputc(',', f);
         member(f, "wait_p50_us", s->wait_p50_ns / 1e3, 3, 1);
-        member(f, "transfer_p50_us", s->transfer_p50_ns / 1e3, 3, 0);
+        member(f, "transfer_p50_us", s->transfer_p50_ns / 1e3, 3, 1);
+        channels_json(f, &s->ch);
         fputc('}', f);
     }
     fputs("]}", f);
+}
+
+static const char *us_or_dash(char *b, size_t n, double ns)
+{
+    if (isfinite(ns))
+        snprintf(b, n, "%.1f", ns / 1e3);
+    else
+        snprintf(b, n, "-");
+    return b;
+}
+
+/* The kernel phases' table, then each reason for a dash once. */
+static void channels_text(FILE *f, const struct ct_nlinks *L)
+{
+    fprintf(f, "  kernel channels, p50 us:\n  %-14s %12s %9s %8s %12s %7s %11s %11s\n", "op",
+            "bytes", "instances", "setup", "start spread", "busiest", "its run", "stop spread");
+    int seen[8] = {0};
+    for (size_t i = 0; i < L->nsplit; i++) {
+        const struct ct_nchan_row *c = &L->split[i].ch;
+        char a[24], b[24], d[24], e[24], ch[24] = "-";
+        if (c->busiest >= 0)
+            snprintf(ch, sizeof(ch), "%d", c->busiest);
+        fprintf(f, "  %-14s %12" PRIu64 " %9" PRIu64 " %8s %12s %7s %11s %11s\n",
+                ct_name_nccl_op(L->split[i].op), L->split[i].bytes, c->instances,
+                us_or_dash(a, sizeof(a), c->setup_p50_ns),
+                us_or_dash(b, sizeof(b), c->start_spread_p50_ns), ch,
+                us_or_dash(d, sizeof(d), c->run_p50_ns),
+                us_or_dash(e, sizeof(e), c->stop_spread_p50_ns));
+        const uint8_t whys[3] = {c->why, c->setup_why, c->busiest_why};
+        for (int k = 0; k < 3; k++)
+            if (whys[k] && whys[k] < 8)
+                seen[whys[k]] = 1;
+    }
+    for (int w = 1; w < 8; w++)
+        if (seen[w])
+            fprintf(f, "    -: %s\n", ct_nchan_why_text(w));
 }
 
 void ct_nccl_text(FILE *f, const struct ct_report *rep)
@@ -146,6 +209,7 @@ void ct_nccl_text(FILE *f, const struct ct_report *rep)
                     s->proto[0] ? s->proto : "-", s->channels, s->warps, w, t);
         }
     }
+    channels_text(f, L);
     if (!L->nl) {
         fprintf(f, "  links: - (%s)\n", NO_PROXY);
         return;

@@ -59,6 +59,12 @@ int ct_nacct_record(struct ct_nacct_collect *c, struct ct_reader *rd, const stru
         x->net = f[CT_NPROXY_NET];
         x->flush = f[CT_NPROXY_FLUSH];
         x->busy = f[CT_NPROXY_NET_BUSY];
+    } else if (r->kind == CT_REC_NCCL_CHANNEL) {
+        if (grow((void **)&c->a.ch, &c->capc, c->a.nch, sizeof(*c->a.ch)))
+            return -ENOMEM;
+        c->a.ch[c->a.nch++] =
+            (struct ct_nchan){f[CT_NCHAN_CORR], (int64_t)f[CT_NCHAN_START],
+                              (int64_t)f[CT_NCHAN_END], (uint32_t)f[CT_NCHAN_CHANNEL]};
     }
     return 0;
 }
@@ -81,10 +87,18 @@ static int cmp_px(const void *a, const void *b)
     return (x->channel > y->channel) - (x->channel < y->channel);
 }
 
+static int cmp_ch(const void *a, const void *b)
+{
+    const struct ct_nchan *x = a, *y = b;
+    if (x->corr != y->corr)
+        return (x->corr > y->corr) - (x->corr < y->corr);
+    return (x->channel > y->channel) - (x->channel < y->channel);
+}
+
 struct ct_nacct *ct_nacct_finish(struct ct_nacct_collect *c, int *oom)
 {
     struct ct_nacct *a = NULL;
-    if (c->a.ninfo || c->a.npx) {
+    if (c->a.ninfo || c->a.npx || c->a.nch) {
         a = malloc(sizeof(*a));
         if (!a) {
             *oom = 1;
@@ -95,6 +109,8 @@ struct ct_nacct *ct_nacct_finish(struct ct_nacct_collect *c, int *oom)
                 qsort(a->info, a->ninfo, sizeof(*a->info), cmp_info);
             if (a->npx)
                 qsort(a->px, a->npx, sizeof(*a->px), cmp_px);
+            if (a->nch)
+                qsort(a->ch, a->nch, sizeof(*a->ch), cmp_ch);
         }
     }
     ct_nacct_collect_free(c);
@@ -107,6 +123,7 @@ struct ct_nacct *ct_nacct_adopt(struct ct_nacct *a, int *oom)
     if (!b) {
         free(a->info);
         free(a->px);
+        free(a->ch);
         *oom = 1;
         return NULL;
     }
@@ -115,6 +132,8 @@ struct ct_nacct *ct_nacct_adopt(struct ct_nacct *a, int *oom)
         qsort(b->info, b->ninfo, sizeof(*b->info), cmp_info);
     if (b->npx)
         qsort(b->px, b->npx, sizeof(*b->px), cmp_px);
+    if (b->nch)
+        qsort(b->ch, b->nch, sizeof(*b->ch), cmp_ch);
     return b;
 }
 
@@ -122,6 +141,7 @@ void ct_nacct_collect_free(struct ct_nacct_collect *c)
 {
     free(c->a.info);
     free(c->a.px);
+    free(c->a.ch);
     memset(c, 0, sizeof(*c));
 }
 
@@ -133,16 +153,20 @@ struct ct_nacct *ct_nacct_copy(const struct ct_nacct *a, int *oom)
     if (b) {
         b->info = malloc((a->ninfo ? a->ninfo : 1) * sizeof(*b->info));
         b->px = malloc((a->npx ? a->npx : 1) * sizeof(*b->px));
+        b->ch = malloc((a->nch ? a->nch : 1) * sizeof(*b->ch));
     }
-    if (!b || !b->info || !b->px) {
+    if (!b || !b->info || !b->px || !b->ch) {
         ct_nacct_free(b);
         *oom = 1;
         return NULL;
     }
     memcpy(b->info, a->info, a->ninfo * sizeof(*b->info));
     memcpy(b->px, a->px, a->npx * sizeof(*b->px));
+    if (a->nch)
+        memcpy(b->ch, a->ch, a->nch * sizeof(*b->ch));
     b->ninfo = a->ninfo;
     b->npx = a->npx;
+    b->nch = a->nch;
     return b;
 }
 
@@ -152,6 +176,7 @@ void ct_nacct_free(struct ct_nacct *a)
         return;
     free(a->info);
     free(a->px);
+    free(a->ch);
     free(a);
 }
 
@@ -166,4 +191,17 @@ const struct ct_ninfo *ct_nacct_info(const struct ct_nacct *a, uint64_t corr)
             hi = mid;
     }
     return a && lo < a->ninfo && a->info[lo].corr == corr ? &a->info[lo] : NULL;
+}
+
+size_t ct_nacct_chan_first(const struct ct_nacct *a, uint64_t corr)
+{
+    size_t lo = 0, hi = a ? a->nch : 0;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (a->ch[mid].corr < corr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
 }

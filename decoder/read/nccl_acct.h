@@ -1,8 +1,9 @@
 /*
  * NCCL's own account of a process's ops as its trace holds them (format v4
- * CT_REC_NCCL_INFO and CT_REC_NCCL_PROXY records, docs/nccl.md): each op's
- * algorithm, protocol and channels, and its proxy steps aggregated per
- * channel, peer and direction. Gathered while the trace is extracted
+ * CT_REC_NCCL_INFO and CT_REC_NCCL_PROXY records, v5 CT_REC_NCCL_CHANNEL,
+ * docs/nccl.md): each op's algorithm, protocol and channels, its proxy
+ * steps aggregated per channel, peer and direction, and each kernel
+ * channel's start and stop. Gathered while the trace is extracted
  * (decoder/read/extract.c) and kept on its process (struct ct_proc.nacct),
  * joined to the process's NCCL calls by correlation id. What the report
  * derives from them is decoder/analysis/nccl_links.h. Nothing here prints;
@@ -30,20 +31,30 @@ struct ct_nproxy {
     uint64_t bytes, gpu_wait, peer_wait, net, flush, busy;
 };
 
+/* One kernel channel (CT_NCHAN_* fields), times on the trace's clock. */
+struct ct_nchan {
+    uint64_t corr;
+    int64_t s, e;
+    uint32_t channel;
+};
+
 struct ct_nacct {
     struct ct_ninfo *info; /* by corr */
     size_t ninfo;
     struct ct_nproxy *px; /* by (corr, send, peer, channel) */
     size_t npx;
+    struct ct_nchan *ch; /* by (corr, channel); summaries do not carry them (NULL) */
+    size_t nch;
 };
 
 struct ct_nacct_collect {
     struct ct_nacct a;
-    size_t capi, capp;
+    size_t capi, capp, capc;
 };
 struct ct_reader;
 struct ct_record;
-/* Feed every record; kinds other than NCCL_INFO/NCCL_PROXY are ignored.
+/* Feed every record; kinds other than NCCL_INFO/NCCL_PROXY/NCCL_CHANNEL
+ * are ignored.
  * 0 or -ENOMEM. */
 int ct_nacct_record(struct ct_nacct_collect *c, struct ct_reader *rd, const struct ct_record *r);
 /* The records gathered, sorted, in one object the caller owns
@@ -58,6 +69,8 @@ struct ct_nacct *ct_nacct_adopt(struct ct_nacct *a, int *oom);
 /* A copy (NULL for NULL; NULL with *oom set on failure). */
 struct ct_nacct *ct_nacct_copy(const struct ct_nacct *a, int *oom);
 void ct_nacct_free(struct ct_nacct *a);
+/* The index of corr's first channel in a->ch (a->nch when it has none). */
+size_t ct_nacct_chan_first(const struct ct_nacct *a, uint64_t corr);
 /* The info record of corr, or NULL. */
 const struct ct_ninfo *ct_nacct_info(const struct ct_nacct *a, uint64_t corr);
 

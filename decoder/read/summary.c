@@ -97,6 +97,13 @@ static void put_nacct(struct ct_sum_wbuf *b, const struct ct_nacct *a)
         ct_sum_put_u32(b, (uint32_t)x->peer);
         ct_sum_put_u8(b, x->send);
     }
+    ct_sum_put_u64(b, a ? a->nch : 0); /* version 10 */
+    for (size_t i = 0; a && i < a->nch; i++) {
+        ct_sum_put_u64(b, a->ch[i].corr);
+        ct_sum_put_u64(b, (uint64_t)a->ch[i].s);
+        ct_sum_put_u64(b, (uint64_t)a->ch[i].e);
+        ct_sum_put_u32(b, a->ch[i].channel);
+    }
 }
 
 static void encode(struct ct_sum_wbuf *b, const struct ct_proc *p, const char *step)
@@ -328,7 +335,7 @@ static void get_health(struct ct_sum_rbuf *r, struct ct_hcollect *c, int *presen
 
 /* The NCCL account into p->nacct (NULL when empty), sorted as the
  * extraction leaves it whatever order the file holds. */
-static void get_nacct(struct ct_sum_rbuf *r, struct ct_proc *p, int *oom)
+static void get_nacct(struct ct_sum_rbuf *r, struct ct_proc *p, int *oom, uint32_t version)
 {
     struct ct_nacct a = {0};
     a.info = ct_sum_get_array(r, &a.ninfo, 8 + 4 + 4 + 12, sizeof(*a.info), oom);
@@ -357,9 +364,19 @@ static void get_nacct(struct ct_sum_rbuf *r, struct ct_proc *p, int *oom)
         x->peer = (int32_t)ct_sum_get_u32(r);
         x->send = ct_sum_get_u8(r);
     }
-    if (r->bad || (!a.ninfo && !a.npx)) {
+    if (version >= 10) { /* the kernel channels */
+        a.ch = ct_sum_get_array(r, &a.nch, 3 * 8 + 4, sizeof(*a.ch), oom);
+        for (size_t i = 0; i < a.nch && !r->bad; i++) {
+            a.ch[i].corr = ct_sum_get_u64(r);
+            a.ch[i].s = (int64_t)ct_sum_get_u64(r);
+            a.ch[i].e = (int64_t)ct_sum_get_u64(r);
+            a.ch[i].channel = ct_sum_get_u32(r);
+        }
+    }
+    if (r->bad || (!a.ninfo && !a.npx && !a.nch)) {
         free(a.info);
         free(a.px);
+        free(a.ch);
         return;
     }
     p->nacct = ct_nacct_adopt(&a, oom);
@@ -368,7 +385,7 @@ static void get_nacct(struct ct_sum_rbuf *r, struct ct_proc *p, int *oom)
 /* Decodes the body after the header into p, the health series into hc and
  * the facts section's place into *facts_at, *facts_n; sets r->bad or *oom. */
 static void decode(struct ct_sum_rbuf *r, struct ct_proc *p, struct ct_hcollect *hc, int *health,
-                   size_t *facts_at, size_t *facts_n, int *oom)
+                   size_t *facts_at, size_t *facts_n, int *oom, uint32_t version)
 {
     p->source = CT_SOURCE_SUMMARY;
     p->path = ct_sum_get_str(r, oom);
@@ -490,7 +507,7 @@ static void decode(struct ct_sum_rbuf *r, struct ct_proc *p, struct ct_hcollect 
     p->host_cut = (int64_t)ct_sum_get_u64(r);
     p->gpu_cut = (int64_t)ct_sum_get_u64(r);
     get_health(r, hc, health, oom);
-    get_nacct(r, p, oom);
+    get_nacct(r, p, oom, version);
     uint64_t fn = ct_sum_get_u64(r);
     if (!r->bad && fn <= r->n - r->at) {
         *facts_at = r->at;
@@ -559,12 +576,12 @@ static int parse(const void *buf, size_t len, const char *what, int check_step, 
     struct ct_sum_rbuf r = {raw, got, sizeof(magic), 0};
     uint32_t version = ct_sum_get_u32(&r);
     (void)ct_sum_get_u32(&r);
-    if (version != CT_SUMMARY_VERSION) {
+    if (version < CT_SUMMARY_VERSION_MIN || version > CT_SUMMARY_VERSION) {
         free(raw);
         snprintf(err, errlen,
-                 "%s: summary version %u; this cutrace reads version %d: summarize the traces "
-                 "again with this cutrace",
-                 what, version, CT_SUMMARY_VERSION);
+                 "%s: summary version %u; this cutrace reads versions %d to %d: summarize the "
+                 "traces again with this cutrace",
+                 what, version, CT_SUMMARY_VERSION_MIN, CT_SUMMARY_VERSION);
         return -EINVAL;
     }
     int oom = 0;
@@ -580,7 +597,7 @@ static int parse(const void *buf, size_t len, const char *what, int check_step, 
     }
     free(made_with);
     size_t facts_at = 0, facts_n = 0;
-    decode(&r, p, hc, health, &facts_at, &facts_n, &oom);
+    decode(&r, p, hc, health, &facts_at, &facts_n, &oom, version);
     size_t at = r.at;
     int bad = r.bad;
     if (!bad && !oom && facts_n) {

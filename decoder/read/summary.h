@@ -16,7 +16,10 @@
 #include "decoder/read/timeline.h"
 
 #define CT_SUMMARY_SUFFIX  ".ctsum"
-#define CT_SUMMARY_VERSION 9
+#define CT_SUMMARY_VERSION 10
+/* the oldest read: version 9 is version 10 without the NCCL kernel
+ * channels (docs/summary.md) */
+#define CT_SUMMARY_VERSION_MIN 9
 
 /* The summary's own encoding (little-endian, fixed width), for the
  * sections another stage fills: the facts that diagnose and diff read

@@ -1,5 +1,5 @@
 /*
- * cutrace trace file format, version 4 — the only contract between the
+ * cutrace trace file format, version 5 — the only contract between the
  * recorder (libcutrace.so) and the decoder (`cutrace`).
  *
  * Every format change bumps CT_FORMAT_VERSION and adds a golden file under
@@ -10,9 +10,10 @@
  * from the live mapping of a process that died, below) and the live mapping
  * itself; 4 adds CT_REC_NCCL_INFO and CT_REC_NCCL_PROXY (NCCL's own
  * account of an op from its profiler plugin: algorithm, protocol and
- * channels; proxy steps per channel, peer and direction). Nothing else
- * changed: a version 1, 2 or 3 file is a version 4 file without those, and
- * readers accept all four.
+ * channels; proxy steps per channel, peer and direction); 5 adds
+ * CT_REC_NCCL_CHANNEL (each kernel channel's start and stop on the GPU's
+ * timer). Nothing else changed: a version 1 to 4 file is a version 5 file
+ * without those, and readers accept all five.
  *
  * ## File layout
  *
@@ -201,7 +202,7 @@
 
 #include <stdint.h>
 
-#define CT_FORMAT_VERSION     4u
+#define CT_FORMAT_VERSION     5u
 #define CT_FORMAT_VERSION_MIN 1u         /* oldest version readers still accept */
 #define CT_FILE_MAGIC         "CUTRACE"  /* 8 bytes with its NUL */
 #define CT_FOOTER_MAGIC       "CTFOOTER" /* 8 bytes, no NUL */
@@ -254,19 +255,20 @@ enum ct_codec {
 
 /* Record kinds. 0 is never written (in memory it pads a ring). */
 enum ct_record_kind {
-    CT_REC_META = 1,   /* one key/value of process, device, comm metadata */
-    CT_REC_CLOCK,      /* clock sync pair */
-    CT_REC_API,        /* a CUDA driver call (host span) */
-    CT_REC_GPU,        /* a GPU-side interval */
-    CT_REC_NCCL,       /* an NCCL collective or point-to-point call */
-    CT_REC_IO,         /* a file/pipe/socket operation or host wait */
-    CT_REC_NVTX_RANGE, /* push/pop or start/end range */
-    CT_REC_NVTX_MARK,  /* instantaneous mark */
-    CT_REC_DROP,       /* records lost, with why */
-    CT_REC_ERROR,      /* something of the recorder's own failed */
-    CT_REC_COUNTER,    /* a sampled health counter (format version 2) */
-    CT_REC_NCCL_INFO,  /* NCCL's algorithm, protocol, channels of an op (version 4) */
-    CT_REC_NCCL_PROXY, /* an op's proxy steps on one channel to or from one peer (version 4) */
+    CT_REC_META = 1,     /* one key/value of process, device, comm metadata */
+    CT_REC_CLOCK,        /* clock sync pair */
+    CT_REC_API,          /* a CUDA driver call (host span) */
+    CT_REC_GPU,          /* a GPU-side interval */
+    CT_REC_NCCL,         /* an NCCL collective or point-to-point call */
+    CT_REC_IO,           /* a file/pipe/socket operation or host wait */
+    CT_REC_NVTX_RANGE,   /* push/pop or start/end range */
+    CT_REC_NVTX_MARK,    /* instantaneous mark */
+    CT_REC_DROP,         /* records lost, with why */
+    CT_REC_ERROR,        /* something of the recorder's own failed */
+    CT_REC_COUNTER,      /* a sampled health counter (format version 2) */
+    CT_REC_NCCL_INFO,    /* NCCL's algorithm, protocol, channels of an op (version 4) */
+    CT_REC_NCCL_PROXY,   /* an op's proxy steps on one channel to or from one peer (version 4) */
+    CT_REC_NCCL_CHANNEL, /* one kernel channel of an op: its GPU start and stop (version 5) */
     CT_REC_KIND_COUNT
 };
 
@@ -333,8 +335,8 @@ enum ct_api_field {
     CT_API_DEVICE,    /* I     device ordinal, -1 unknown */
     CT_API_STREAM,    /* U     stable stream id (0 = none) */
     CT_API_KERNEL,    /* STR   kernel name (launches) */
-    CT_API_GRID_X,    /* U */
-    CT_API_GRID_Y,    /* U */
+    CT_API_GRID_X,    /* U     launches: grid x; copies (v5): a batch's count, else 0 */
+    CT_API_GRID_Y,    /* U     launches: grid y; copies (v5): a failed batch's failIdx + 1 */
     CT_API_GRID_Z,    /* U */
     CT_API_BLOCK_X,   /* U */
     CT_API_BLOCK_Y,   /* U */
@@ -582,6 +584,30 @@ enum ct_nccl_proxy_field {
     CT_NPROXY_NFIELDS
 };
 
+/* CT_REC_NCCL_CHANNEL (version 5): one channel of an op's NCCL kernel
+ * (the profiler plugin's KernelCh event, ABI v4 on): its start and stop
+ * as the GPU's globaltimer stamped them (the event's pTimer and its
+ * KernelChStop state's), converted to the trace clock. One record per
+ * channel rather than one per op with its channels packed: an op has up
+ * to 64 channels (more than CT_MAX_FIELDS), and a channel's record is
+ * written when it stops, from its own event, with no per-op state to
+ * gather. Before zstd a channel costs its kind byte, the start coded
+ * against the previous record's stop (minus about a run: up to 4 bytes
+ * for runs below 16 s), the stop against the start (the run: up to 4),
+ * the correlation id against the previous record's (0 within an op, a
+ * few between: 1 byte) and the channel (1): 9-11 bytes; zstd takes most
+ * of it where an op's channels run alike (docs/nccl.md, "Record format",
+ * measured: about 1 byte a channel). Not written at ABI v3 (no GPU timers: its
+ * channel events are the proxy thread's observations) nor for a channel
+ * whose start or stop came without a timer. */
+enum ct_nccl_channel_field {
+    CT_NCHAN_START,   /* TIME  the channel's start (globaltimer) */
+    CT_NCHAN_END,     /* END   its stop (globaltimer at KernelChStop) */
+    CT_NCHAN_CORR,    /* SEQ   correlation id of the NCCL record */
+    CT_NCHAN_CHANNEL, /* U     channel id */
+    CT_NCHAN_NFIELDS
+};
+
 struct ct_kind_desc {
     const char *name;
     uint8_t nfields;
@@ -634,6 +660,9 @@ static const struct ct_kind_desc ct_kind_table[CT_REC_KIND_COUNT] = {
                            {CT_CODEC_TIME, CT_CODEC_END, CT_CODEC_SEQ, CT_CODEC_U, CT_CODEC_I,
                             CT_CODEC_U, CT_CODEC_U, CT_CODEC_U, CT_CODEC_U, CT_CODEC_U, CT_CODEC_U,
                             CT_CODEC_U, CT_CODEC_U, CT_CODEC_U, CT_CODEC_U}},
+    [CT_REC_NCCL_CHANNEL] = {"nccl_channel",
+                             CT_NCHAN_NFIELDS,
+                             {CT_CODEC_TIME, CT_CODEC_END, CT_CODEC_SEQ, CT_CODEC_U}},
 };
 
 #endif /* CUTRACE_FORMAT_H */

@@ -29,6 +29,8 @@ REQUIRED = {
                    "peer": int, "direction": str, "steps": int, "bytes": int,
                    "gpu_wait_ns": int, "peer_wait_ns": int, "net_ns": int, "flush_ns": int,
                    "net_busy_ns": int, "nsteps": int, "chunk_size": int},
+    # format v5: one NCCL kernel channel's GPU start and stop
+    "nccl_channel": {"start_ns": int, "end_ns": int, "correlation_id": int, "channel": int},
 }
 n = 0
 for lineno, line in enumerate(sys.stdin, 1):
@@ -49,7 +51,7 @@ for lineno, line in enumerate(sys.stdin, 1):
     for key, typ in REQUIRED[kind].items():
         if not isinstance(obj.get(key), typ) or isinstance(obj.get(key), bool):
             sys.exit(f"line {lineno}: {kind}.{key} missing or not {typ.__name__}")
-    if kind in ("api", "gpu", "io", "nccl", "nccl_proxy") and obj["end_ns"] < obj["start_ns"]:
+    if kind in ("api", "gpu", "io", "nccl", "nccl_proxy", "nccl_channel") and obj["end_ns"] < obj["start_ns"]:
         sys.exit(f"line {lineno}: end_ns before start_ns")
     if kind == "api" and obj.get("family") == "launch":
         for key in ("grid", "block"):

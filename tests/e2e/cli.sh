@@ -52,6 +52,17 @@ grep -q '"kind":"nccl_info",.*"algo":"RING","proto":"SIMPLE","channels":2,"warps
     grep -q '"kind":"nccl_proxy",.*"channel":1,"peer":1,"direction":"send","steps":28' "$tmp/v4.jsonl" &&
     grep -q 'nccl_info 1, nccl_proxy 4' "$tmp/v4.info" &&
     ok || bad "golden v4: the NCCL descriptor and ProxyOps"
+# ... and of format v5: v4's with its all-reduce's two kernel channels
+if "$cutrace" dump --json tests/golden/v5.cutrace > "$tmp/v5.jsonl" &&
+    cmp -s "$tmp/v5.jsonl" tests/golden/v5.jsonl; then ok; else
+    bad "golden v5 dump --json differs:"; diff "$tmp/v5.jsonl" tests/golden/v5.jsonl | head -5; fi
+if "$cutrace" info tests/golden/v5.cutrace > "$tmp/v5.info" && cmp -s "$tmp/v5.info" tests/golden/v5.info; then ok; else
+    bad "golden v5 info differs:"; diff "$tmp/v5.info" tests/golden/v5.info | head -5; fi
+if python3 tests/e2e/check_dump_json.py < "$tmp/v5.jsonl" > /dev/null; then ok; else bad "golden v5 JSON contract"; fi
+[ "$(grep -c '"kind":"nccl_channel"' "$tmp/v5.jsonl")" = 2 ] &&
+    grep -q '"kind":"nccl_channel",.*"correlation_id":125,"channel":1}' "$tmp/v5.jsonl" &&
+    grep -q 'nccl_proxy 4, nccl_channel 2' "$tmp/v5.info" &&
+    ok || bad "golden v5: the NCCL kernel channels"
 grep -q '"message":"killed in step 2"' "$tmp/v3.jsonl" && grep -q '"signal":"9"' "$tmp/v3.jsonl" &&
     grep -q 'status:     complete, salvaged: the process was killed by SIGKILL' "$tmp/v3.info" &&
     ok || bad "golden v3: the salvaged marks, the signal and the status"
@@ -121,9 +132,9 @@ check_error 2 "unknown command 'frobnicate'" frobnicate
 check_error 2 "expected at least one trace" dump
 cp tests/golden/v1.cutrace "$tmp/v9.cutrace"
 printf '\x09' | dd of="$tmp/v9.cutrace" bs=1 seek=16 conv=notrunc 2> /dev/null
-check_error 1 "v9.cutrace: trace format version 9 is newer than this cutrace supports (4)" info "$tmp/v9.cutrace"
-printf '\x05' | dd of="$tmp/v9.cutrace" bs=1 seek=16 conv=notrunc 2> /dev/null
-check_error 1 "v9.cutrace: trace format version 5 is newer than this cutrace supports (4)" info "$tmp/v9.cutrace"
+check_error 1 "v9.cutrace: trace format version 9 is newer than this cutrace supports (5)" info "$tmp/v9.cutrace"
+printf '\x06' | dd of="$tmp/v9.cutrace" bs=1 seek=16 conv=notrunc 2> /dev/null
+check_error 1 "v9.cutrace: trace format version 6 is newer than this cutrace supports (5)" info "$tmp/v9.cutrace"
 
 # 5. Run tags: --tag (repeatable) and CUTRACE_TAGS end up in every trace's metadata.
 # (A sanitizer build's shim needs its runtime preloaded first, which `cutrace run`

@@ -69,24 +69,33 @@ static size_t fg_extent(size_t width, size_t height, size_t depth, size_t pitch,
     return (depth - 1) * slice + (height - 1) * pitch + width;
 }
 
-static CUresult fg_copy_submit(const fg_copy_req *r)
+/* Locked.  Whether r's ends are valid (its stream aside). */
+static CUresult fg_copy_check_locked(const fg_copy_req *r)
 {
-    FG_ENTER();
     size_t bytes = r->width * r->height * r->depth;
     if (bytes && (!r->dst.ptr || !r->src.ptr))
-        FG_RETURN(CUDA_ERROR_INVALID_VALUE);
+        return CUDA_ERROR_INVALID_VALUE;
     /* a copy-engine collective's copy moves no bytes (the fake NCCL's
      * buffers may stand for larger ones): its ends need only exist */
     bool ce = fg_nccl_ce_pending() && r->dst.kind == FG_END_DEVICE && r->src.kind == FG_END_DEVICE;
     if (bytes && r->check_dst_dev && !ce &&
         !fg_device_extent_ok((uintptr_t)r->dst.ptr,
                              fg_extent(r->width, r->height, r->depth, r->dpitch, r->dslice)))
-        FG_RETURN(CUDA_ERROR_INVALID_VALUE);
+        return CUDA_ERROR_INVALID_VALUE;
     if (bytes && r->check_src_dev && !ce &&
         !fg_device_extent_ok((uintptr_t)r->src.ptr,
                              fg_extent(r->width, r->height, r->depth, r->spitch, r->sslice)))
-        FG_RETURN(CUDA_ERROR_INVALID_VALUE);
-    CUresult rc;
+        return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fg_copy_submit(const fg_copy_req *r)
+{
+    FG_ENTER();
+    size_t bytes = r->width * r->height * r->depth;
+    CUresult rc = fg_copy_check_locked(r);
+    if (rc != CUDA_SUCCESS)
+        FG_RETURN(rc);
     fg_stream *s = fg_stream_get(r->stream, r->per_thread, &rc);
     if (!s)
         FG_RETURN(rc);
@@ -254,6 +263,101 @@ CUresult CUDAAPI cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t Byt
 {
     return fg_copy_1d(FG_DPTR(dst), FG_DECL_UNIFIED, FG_DPTR(src), FG_DECL_UNIFIED, ByteCount,
                       false, hStream, true);
+}
+
+/* ----------------------------------------------------------------- batch */
+
+/* cuMemcpyBatchAsync (CUDA 12.8; _v2 in 13.0 drops failIdx): `count` 1D
+ * copies between unified addresses on one stream, each enqueued in order
+ * as cuMemcpyAsync would (its direction from the registry). Every copy is
+ * checked before any is enqueued, so a failing batch enqueues nothing and
+ * names the first bad copy in *failIdx (SIZE_MAX for an error of the call
+ * itself: no copies, NULL arrays, a bad stream). The attributes (source
+ * access order, location hints) change nothing here. A CUPTI gets one
+ * memcpy record per copy, all with the call's one correlation id. */
+static fg_copy_req fg_batch_req(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream hs, bool pt)
+{
+    return (fg_copy_req){
+        .dst = fg_end_decl(FG_DPTR(dst), FG_DECL_UNIFIED),
+        .src = fg_end_decl(FG_DPTR(src), FG_DECL_UNIFIED),
+        .width = n,
+        .height = 1,
+        .depth = 1,
+        .stream = hs,
+        .per_thread = pt,
+    };
+}
+
+static CUresult fg_copy_batch(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
+                              size_t *fail, CUstream hs, bool pt)
+{
+    if (!__atomic_load_n(&fg.initialized, __ATOMIC_ACQUIRE))
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (fail)
+        *fail = SIZE_MAX;
+    if (!count || !dsts || !srcs || !sizes)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult rc;
+    FG_LOCK();
+    bool stream_ok = fg_stream_get(hs, pt, &rc) != NULL;
+    FG_UNLOCK();
+    if (!stream_ok)
+        return rc;
+    for (size_t i = 0; i < count; i++) {
+        fg_copy_req r = fg_batch_req(dsts[i], srcs[i], sizes[i], hs, pt);
+        FG_LOCK();
+        rc = fg_copy_check_locked(&r);
+        FG_UNLOCK();
+        if (rc != CUDA_SUCCESS) {
+            if (fail)
+                *fail = i;
+            return rc;
+        }
+    }
+    const struct fg_cupti_hooks *h = fg_cupti();
+    if (h)
+        fg_cupti_batch_begin(h);
+    for (size_t i = 0; i < count && rc == CUDA_SUCCESS; i++) {
+        fg_copy_req r = fg_batch_req(dsts[i], srcs[i], sizes[i], hs, pt);
+        rc = fg_copy_submit(&r);
+        if (rc != CUDA_SUCCESS && fail)
+            *fail = i;
+    }
+    if (h)
+        fg_cupti_batch_end();
+    return rc;
+}
+
+CUresult CUDAAPI cuMemcpyBatchAsync(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes,
+                                    size_t count, CUmemcpyAttributes *attrs, size_t *attrsIdxs,
+                                    size_t numAttrs, size_t *failIdx, CUstream hStream)
+{
+    (void)attrs, (void)attrsIdxs, (void)numAttrs;
+    return fg_copy_batch(dsts, srcs, sizes, count, failIdx, hStream, false);
+}
+
+CUresult CUDAAPI cuMemcpyBatchAsync_ptsz(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes,
+                                         size_t count, CUmemcpyAttributes *attrs, size_t *attrsIdxs,
+                                         size_t numAttrs, size_t *failIdx, CUstream hStream)
+{
+    (void)attrs, (void)attrsIdxs, (void)numAttrs;
+    return fg_copy_batch(dsts, srcs, sizes, count, failIdx, hStream, true);
+}
+
+CUresult CUDAAPI cuMemcpyBatchAsync_v2(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes,
+                                       size_t count, CUmemcpyAttributes *attrs, size_t *attrsIdxs,
+                                       size_t numAttrs, CUstream hStream)
+{
+    (void)attrs, (void)attrsIdxs, (void)numAttrs;
+    return fg_copy_batch(dsts, srcs, sizes, count, NULL, hStream, false);
+}
+
+CUresult CUDAAPI cuMemcpyBatchAsync_v2_ptsz(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes,
+                                            size_t count, CUmemcpyAttributes *attrs,
+                                            size_t *attrsIdxs, size_t numAttrs, CUstream hStream)
+{
+    (void)attrs, (void)attrsIdxs, (void)numAttrs;
+    return fg_copy_batch(dsts, srcs, sizes, count, NULL, hStream, true);
 }
 
 /* ------------------------------------------------------------------ peer */

@@ -7,8 +7,9 @@
  * ops of the seam).
  *
  * Correlation: an API call that enqueues one op gets its correlation id
- * lazily, when the op is reported (fg_submit); cuGraphLaunch takes one
- * up front for all replayed nodes (a thread-local scope); synchronising
+ * lazily, when the op is reported (fg_submit); cuGraphLaunch and
+ * cuMemcpyBatchAsync take one up front for all their ops (a thread-local
+ * scope); synchronising
  * calls take one on entry.  Calls recorded into a capture get none.
  */
 #include "fg_internal.h"
@@ -146,6 +147,16 @@ void fg_cupti_graph_begin(const struct fg_cupti_hooks *h, uint32_t graph_id)
 void fg_cupti_graph_node(uint64_t node_id)
 {
     fg_cupti_scope.node_id = node_id;
+}
+
+void fg_cupti_batch_begin(const struct fg_cupti_hooks *h)
+{
+    fg_cupti_graph_begin(h, 0); /* graph id 0: no graph */
+}
+
+void fg_cupti_batch_end(void)
+{
+    fg_cupti_graph_end();
 }
 
 void fg_cupti_graph_end(void)

@@ -299,6 +299,14 @@ void fg_cupti_sync_end(uint32_t corr, int64_t enter_ns, fg_cupti_sync_type type,
 void fg_cupti_graph_begin(const struct fg_cupti_hooks *h, uint32_t graph_id);
 void fg_cupti_graph_node(uint64_t node_id);
 void fg_cupti_graph_end(void);
+/* cuMemcpyBatchAsync: one correlation id for every copy of the batch. */
+/* (cuda.h declares no cuMemcpyBatchAsync_v2_ptsz: its per-thread macro
+ * makes the name; fg_copy.c defines it) */
+CUresult CUDAAPI cuMemcpyBatchAsync_v2_ptsz(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes,
+                                            size_t count, CUmemcpyAttributes *attrs,
+                                            size_t *attrsIdxs, size_t numAttrs, CUstream hStream);
+void fg_cupti_batch_begin(const struct fg_cupti_hooks *h);
+void fg_cupti_batch_end(void);
 /* The driver table's graph look-ups (fg_graph.c); they take fg.lock. */
 bool fg_graph_node_id(const void *node, uint64_t *id);
 bool fg_graph_id(const void *graph, uint32_t *id);

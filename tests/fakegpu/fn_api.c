@@ -159,6 +159,15 @@ static void fn_cu_load(void)
         }
         memcpy((char *)&fn_cu + fn_cu_table[i].off, &fn, sizeof fn);
     }
+    /* optional: NCCL 2.28 enqueues a copy-engine collective's copies with
+     * it where the driver has it (CUDA 12.8 on; fn_ce.c) */
+    void *batch = NULL;
+    CUdriverProcAddressQueryResult bst;
+    if (gpa("cuMemcpyBatchAsync", &batch, 13000, CU_GET_PROC_ADDRESS_DEFAULT, &bst) !=
+            CUDA_SUCCESS ||
+        bst != CU_GET_PROC_ADDRESS_SUCCESS)
+        batch = NULL;
+    memcpy(&fn_cu.memcpy_batch_async, &batch, sizeof batch);
     if (fn_cu.init(0) != CUDA_SUCCESS) {
         fn_set_error("fake NCCL: cuInit failed");
         fn_cu_status = ncclUnhandledCudaError;

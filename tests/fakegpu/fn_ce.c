@@ -92,6 +92,24 @@ static size_t fn_ce_part(const struct fn_op *op, CUdeviceptr *dst, CUdeviceptr *
     return part;
 }
 
+/* FAKEGPU_NCCL_CE_BATCH=1: the copy goes through cuMemcpyBatchAsync (a
+ * batch of one, as NCCL 2.28 makes its copies with it on CUDA 12.8 and
+ * later) where the driver has it, else cuMemcpyDtoDAsync. */
+static bool fn_ce_batch(void)
+{
+    const char *v = getenv("FAKEGPU_NCCL_CE_BATCH");
+    return v && !strcmp(v, "1") && fn_cu.memcpy_batch_async;
+}
+
+static CUresult fn_ce_copy_batch(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream s)
+{
+    CUmemcpyAttributes attr;
+    memset(&attr, 0, sizeof attr);
+    attr.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+    size_t idx = 0;
+    return fn_cu.memcpy_batch_async(&dst, &src, &bytes, 1, &attr, &idx, 1, s);
+}
+
 ncclResult_t fn_ce_launch(struct fn_launch *l)
 {
     struct fn_op *op = &l->ops[0];
@@ -114,7 +132,10 @@ ncclResult_t fn_ce_launch(struct fn_launch *l)
     void *h = fn_prof_start(c, &e);
     if (cres == CUDA_SUCCESS && bytes) {
         fn_cu.ce_arm(token); /* 0 under capture: a plain copy is recorded */
-        cres = fn_cu.memcpy_dtod_async(dst, src, bytes, op->stream);
+        if (fn_ce_batch())
+            cres = fn_ce_copy_batch(dst, src, bytes, op->stream);
+        else
+            cres = fn_cu.memcpy_dtod_async(dst, src, bytes, op->stream);
         fn_cu.ce_arm(0);
     }
     fn_prof_stop(h);

@@ -89,9 +89,10 @@ struct fn_plan {
     int ksteps;
     int next, prev; /* ring neighbours of this rank */
     double lat_ns, step_ns, send_ns;
-    uint64_t chunk;    /* bytes per step per channel */
-    const char *proto; /* the protocol the descriptors name (FAKEGPU_NCCL_PROTOS) */
-    const char *algo;  /* the algorithm, when FAKEGPU_NCCL_ALGOS chose it (else NULL) */
+    uint64_t chunk;        /* bytes per step per channel */
+    const char *proto;     /* the protocol the descriptors name (FAKEGPU_NCCL_PROTOS) */
+    const char *algo;      /* the algorithm, when FAKEGPU_NCCL_ALGOS chose it (else NULL) */
+    int64_t slow_extra_ns; /* fn_kphases.c: how much later the slow channel stops */
 };
 
 /* One collective or p2p call, a member of a launch. */
@@ -158,6 +159,9 @@ struct fn_cu {
     CUresult (*launch_kernel_ex)(const CUlaunchConfig *, CUfunction, void **, void **);
     CUresult (*stream_is_capturing)(CUstream, CUstreamCaptureStatus *);
     CUresult (*memcpy_dtod_async)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+    /* cuMemcpyBatchAsync at ABI 13000 (its _v2), NULL when the driver lacks it */
+    CUresult (*memcpy_batch_async)(CUdeviceptr *, CUdeviceptr *, size_t *, size_t,
+                                   CUmemcpyAttributes *, size_t *, size_t, CUstream);
     fg_nccl_ce_arm_fn ce_arm; /* the driver's fakegpu_nccl_ce_arm */
 };
 extern struct fn_cu fn_cu;
@@ -199,6 +203,19 @@ ncclResult_t fn_shm_split_exchange(struct fn_shm *s, int rank, uint64_t seq, int
 bool fn_links_load(void);
 /* Fills op->plan and op->xfer_ns from the links of op's communicator. */
 void fn_plan_op(struct fn_op *op);
+
+/* --------------------------------------------------------- fn_kphases.c */
+
+/* Parses FAKEGPU_NCCL_CH_SETUP_US and FAKEGPU_NCCL_SLOW_CHANNEL once per
+ * process; false (with the error set) when one is malformed. */
+bool fn_kphases_load(void);
+/* Adds the channels' setup and the slow channel to op's plan and xfer_ns
+ * (after fn_plan_op's schedule). */
+void fn_kphases_plan(struct fn_op *op);
+/* Channel ch's start in launch l, and its stop in op (once p_end_ns is
+ * known), on the virtual clock. */
+int64_t fn_kphases_ch_start(const struct fn_launch *l, int ch);
+int64_t fn_kphases_ch_stop(const struct fn_op *op, int ch);
 
 /* ------------------------------------------------------------ fn_coll.c */
 

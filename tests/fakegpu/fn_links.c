@@ -103,7 +103,7 @@ bool fn_links_load(void)
     /* the by-size choices are read with the links: malformed, no communicator */
     fn_by_size_load(&fn_protos);
     fn_by_size_load(&fn_algos);
-    return ok && fn_protos.state > 0 && fn_algos.state > 0;
+    return ok && fn_protos.state > 0 && fn_algos.state > 0 && fn_kphases_load();
 }
 
 static void fn_by_size_load(struct fn_by_size *t)
@@ -194,7 +194,7 @@ static void fn_link(const struct ncclComm *c, int src, int dst, double *gbps, do
     }
 }
 
-void fn_plan_op(struct fn_op *op)
+static void fn_plan_schedule(struct fn_op *op)
 {
     const struct ncclComm *c = op->comm;
     double n = c->nranks, bytes = (double)op->count * fn_dtype_bytes(op->dtype);
@@ -269,4 +269,10 @@ void fn_plan_op(struct fn_op *op)
     default: break; /* Broadcast, Reduce: S = count x size, F = 1 */
     }
     op->xfer_ns = llround(op_lat + l + s * f / g);
+}
+
+void fn_plan_op(struct fn_op *op)
+{
+    fn_plan_schedule(op);
+    fn_kphases_plan(op); /* the kernel's channels (fn_kphases.c) */
 }

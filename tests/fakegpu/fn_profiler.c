@@ -478,7 +478,7 @@ static void fn_proxy_start_kch(struct fn_launch *l)
             struct fn_ev e = {.type = fnProfileKernelCh,
                               .parent = op->h_op,
                               .channel = (uint8_t)ch,
-                              .ptimer = (uint64_t)(l->start_ns + fn_gtimer_offset)};
+                              .ptimer = (uint64_t)(fn_kphases_ch_start(l, ch) + fn_gtimer_offset)};
             op->h_kch[ch] = fn_prof_start(op->comm, &e);
         }
     }
@@ -489,7 +489,7 @@ static void fn_proxy_stop_op(struct fn_op *op)
 {
     for (int ch = 0; ch < fn_prof_channels; ch++) {
         fn_prof_record(op->h_kch[ch], fnProfilerKernelChStop,
-                       (uint64_t)(op->p_end_ns + fn_gtimer_offset));
+                       (uint64_t)(fn_kphases_ch_stop(op, ch) + fn_gtimer_offset));
         fn_prof_stop(op->h_kch[ch]);
     }
     fn_prof_stop(op->h_op);

@@ -39,7 +39,8 @@ static bool fn_has_steps(const struct fn_op *op)
 static int64_t fn_phase_time(const struct fn_op *op, int ph)
 {
     const struct fn_plan *p = &op->plan;
-    int64_t t0 = op->p_end_ns - llround(p->ksteps * p->step_ns);
+    /* the ring's schedule ends before a slow channel's extra (fn_kphases.c) */
+    int64_t t0 = op->p_end_ns - p->slow_extra_ns - llround(p->ksteps * p->step_ns);
     if (ph == 0)
         return t0;
     if (ph > 3 * p->ksteps)

@@ -220,6 +220,19 @@ for k in ce_ranks:
     if k in k_ranks:
         near(f"rank {k} compute, copy engines vs kernel", ce_ranks[k]["compute_us"],
              k_ranks[k]["compute_us"], 0.005)
+# The same copies through cuMemcpyBatchAsync (NCCL 2.28 on CUDA 12.8 and
+# later; FAKEGPU_NCCL_CE_BATCH=1): one batch API record per all-reduce,
+# the same truth.
+cb = job("ce-batch", {"FAKEGPU_NCCL_CE": "1", "FAKEGPU_NCCL_CE_BATCH": "1"})
+comm_figures("copy engines, batch", cb, report(cb))
+nb = 0
+for f in sorted(os.listdir(cb)):
+    d = subprocess.run([os.environ["CT_CUTRACE"], "dump", "--json", os.path.join(cb, f)],
+                       capture_output=True, text=True, timeout=120).stdout
+    nb += sum(1 for line in d.splitlines()
+              if '"name":"cuMemcpyBatchAsync_v2"' in line and '"kind":"api"' in line and
+              '"count":1' in line and '"bytes":67108864' in line)
+check("copy engines, batch: one batch call per all-reduce", nb == 2 * STEPS, str(nb))
 n = report(ce).get("nccl") or {}
 check("copy engines: no proxy steps", n.get("proxy_records") == 0, str(n))
 check("copy engines: NCCL's choice is CE", any(c.get("algo") == "CE" for c in

@@ -48,6 +48,14 @@ static void compare_with_expectations(const struct th_run *r)
                       (unsigned long long)f[CT_API_STREAM], stream);
         ck_assert_msg(f[CT_API_FLAGS] == flags, "%s: flags %llu, expected %u", name,
                       (unsigned long long)f[CT_API_FLAGS], flags);
+        /* a copy's count (batches; 0 for the others) and a failed batch's
+         * failIdx + 1 sit in the grid x and y columns (docs/recording.md) */
+        if (!strcmp(family, "memcpy")) {
+            ck_assert_msg(f[CT_API_GRID_X] == gx, "%s: count %llu, expected %u", name,
+                          (unsigned long long)f[CT_API_GRID_X], gx);
+            ck_assert_msg(f[CT_API_GRID_Y] == bx, "%s: failIdx+1 %llu, expected %u", name,
+                          (unsigned long long)f[CT_API_GRID_Y], bx);
+        }
         if (!strcmp(family, "launch") && gx) {
             ck_assert_uint_eq(f[CT_API_GRID_X], gx);
             ck_assert_uint_eq(f[CT_API_BLOCK_X], bx);
@@ -94,6 +102,7 @@ static void families(const char *mode)
     char *out = th_run_clean(&r);
     /* the bad launch: the driver's error comes back unchanged, errno too */
     ck_assert_ptr_nonnull(strstr(out, "RESULT bad_launch=400 errno=4321"));
+    ck_assert_ptr_nonnull(strstr(out, "RESULT bad_batch=1 fail=1 errno=4321"));
     free(out);
     compare_with_expectations(&r);
 }

@@ -180,7 +180,7 @@ static void iteration(struct synth *s, int it)
 
 /* Format v4: NCCL's own account of the last all-reduce (its profiler
  * plugin's descriptor, and a ProxyOp per channel: a send to ring peer 1
- * and a receive from peer 7, two channels). */
+ * and a receive from peer 7, two channels); v5: its kernel channels. */
 static void nccl_internals(struct synth *s)
 {
     uint64_t info[CT_NINFO_NFIELDS] = {
@@ -207,6 +207,13 @@ static void nccl_internals(struct synth *s)
             p[CT_NPROXY_CHUNK] = 1u << 19;
             emit(CT_REC_NCCL_PROXY, p, CT_NPROXY_NFIELDS);
         }
+    /* format v5: its kernel's two channels, the second starting 2 us later
+     * and stopping with the op, the first 3 us before */
+    for (unsigned ch = 0; ch < 2; ch++) {
+        uint64_t c[CT_NCHAN_NFIELDS] = {s->ar_s + 2000 * ch, s->ar_e - 3000 * (1 - ch), s->ar_corr,
+                                        ch};
+        emit(CT_REC_NCCL_CHANNEL, c, CT_NCHAN_NFIELDS);
+    }
 }
 
 /* The golden salvaged trace: what is written stays, the writer stops

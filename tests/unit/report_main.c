@@ -28,6 +28,7 @@ Suite *salvaged_suite(void);
 Suite *efficiency_suite(void);
 Suite *efficiency_streams_suite(void);
 Suite *nccl_links_suite(void);
+Suite *nccl_channel_phases_suite(void);
 Suite *xfer_model_suite(void);
 Suite *speed_of_light_suite(void);
 Suite *comm_kernels_suite(void);
@@ -53,6 +54,7 @@ static const struct th_suite suites[] = {
     {"diagnose_light", diagnose_light_suite},
     {"salvaged", salvaged_suite},
     {"nccl_links", nccl_links_suite},
+    {"nccl_channel_phases", nccl_channel_phases_suite},
     {"xfer_model", xfer_model_suite},
     {"speed_of_light", speed_of_light_suite},
     {"provenance", provenance_suite},

@@ -241,6 +241,42 @@ int main(int argc, char **argv)
     ok(CALL(PFN_cuMemcpyPeerAsync_v7000_ptsz, cuMemcpyPeerAsync_ptsz, d2, ctx, d1, ctx, 29, NULL),
        "peer");
 
+    /* batches (CUDA 12.8's with failIdx, 13.0's _v2): one record a call,
+     * its copies' total bytes, their count in the grid x column and, for a
+     * failed 12.8 call, failIdx + 1 in the block x column (grid y) */
+    CUdeviceptr bd[3] = {d2, d2 + 512, d2 + 1024}, bs[3] = {d1, d1 + 512, d1 + 1024};
+    CUdeviceptr bh[2] = {(CUdeviceptr)(uintptr_t)h, (CUdeviceptr)(uintptr_t)h + 256};
+    size_t bsz[3] = {100, 200, 300}, bidx[1] = {0}, fidx = 7;
+    CUmemcpyAttributes battr;
+    memset(&battr, 0, sizeof(battr));
+    battr.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+    expect("cuMemcpyBatchAsync", "memcpy", 600, "DtoD", g_sid, 3, 0, 0, "-", 2);
+    ok(CALL(PFN_cuMemcpyBatchAsync_v12080, cuMemcpyBatchAsync, bd, bs, bsz, 3, &battr, bidx, 1,
+            &fidx, g_s),
+       "batch");
+    expect("cuMemcpyBatchAsync_ptsz", "memcpy", 300, "DtoD", g_pt, 2, 0, 0, "-", 3);
+    ok(CALL(PFN_cuMemcpyBatchAsync_v12080_ptsz, cuMemcpyBatchAsync_ptsz, bd, bs, bsz, 2, &battr,
+            bidx, 1, &fidx, NULL),
+       "batch pt");
+    expect("cuMemcpyBatchAsync_v2", "memcpy", 300, "HtoD", g_sid, 2, 0, 0, "-", 2);
+    ok(CALL(PFN_cuMemcpyBatchAsync_v13000, cuMemcpyBatchAsync_v2, bd, bh, bsz, 2, &battr, bidx, 1,
+            g_s),
+       "batch v2");
+    /* mixed directions: none */
+    CUdeviceptr bm[2] = {d1, (CUdeviceptr)(uintptr_t)h};
+    expect("cuMemcpyBatchAsync_v2_ptsz", "memcpy", 300, "none", g_pt, 2, 0, 0, "-", 3);
+    ok(CALL(PFN_cuMemcpyBatchAsync_v13000_ptsz, cuMemcpyBatchAsync_v2_ptsz, bd, bm, bsz, 2, &battr,
+            bidx, 1, NULL),
+       "batch v2 pt");
+    /* a batch whose second copy has no destination: the driver's error,
+     * its failIdx and errno reach the caller unchanged; nothing enqueued */
+    CUdeviceptr bbad[3] = {d2, 0, d2 + 1024};
+    expect("cuMemcpyBatchAsync", "memcpy", 600, "-", g_sid, 3, 2, 0, "-", 2);
+    errno = 4321;
+    CUresult bad_batch = CALL(PFN_cuMemcpyBatchAsync_v12080, cuMemcpyBatchAsync, bbad, bs, bsz, 3,
+                              &battr, bidx, 1, &fidx, g_s);
+    printf("RESULT bad_batch=%d fail=%zu errno=%d\n", (int)bad_batch, fidx, errno);
+
     /* 2D and 3D copies */
     CUDA_MEMCPY2D c2;
     memset(&c2, 0, sizeof(c2));
