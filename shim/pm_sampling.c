@@ -99,8 +99,11 @@ struct pm_fns {
     CUptiResult (*result_string)(CUptiResult, const char **);
 };
 
+/* a device sampled until the finish: GPM does not take it after */
+#define PM_DONE 2
+
 struct pm_dev {
-    int state; /* 0 not asked, 1 sampling, -1 not sampled (said why) */
+    int state; /* 0 not asked, 1 sampling, -1 not sampled (said why), PM_DONE */
     CUpti_Profiler_Host_Object *host;
     CUpti_PmSampling_Object *obj;
     int started;
@@ -124,8 +127,8 @@ static struct {
     struct pm_dev dev[CT_PM_MAX_DEV];
     uint32_t name[CT_PM_NMETRIC], unit[CT_PM_NMETRIC], n_interval, n_supported, u_ns, u_flag;
     uint64_t samples, passes, cost_ns;
-    _Atomic int busy; /* a pass or the finish holds the state */
-    int finished;
+    _Atomic int busy;     /* a pass or the finish holds the state */
+    _Atomic int finished; /* set after each device's last state: read without the busy flag */
 } p;
 
 static uint64_t thread_cpu_ns(void)
@@ -508,8 +511,12 @@ static void decode_pass(uint64_t now, int d)
 
 int ct_pm_device(uint64_t now, int d)
 {
-    if (!p.interval_us || d < 0 || d >= CT_PM_MAX_DEV || p.finished)
+    if (!p.interval_us || d < 0 || d >= CT_PM_MAX_DEV)
         return 0;
+    /* after the finish a device it sampled stays its: GPM opened there in
+     * a writer pass after the exit's finish wrote a second source */
+    if (p.finished)
+        return p.dev[d].state == PM_DONE;
     struct pm_dev *x = &p.dev[d];
     if (x->state < 0)
         return 0;
@@ -552,6 +559,7 @@ void ct_pm_finish(void)
             x->started = 0;
         decode_pass(now, d); /* what was sampled up to the stop */
         teardown(x);
+        x->state = PM_DONE;
     }
     p.finished = 1;
     if (p.passes) {
