@@ -48,13 +48,54 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "shim/nccl_int.h"
 #include "shim/nccl_profiler.h"
 
 #define CT_NPROF_POOL 8192
 
-enum ev_kind { EV_FREE = 0, EV_OP = 1, EV_CHANNEL = 2, EV_PROXY = 3, EV_STEP = 4 };
+enum ev_kind { EV_FREE = 0, EV_OP = 1, EV_CHANNEL = 2, EV_PROXY = 3, EV_STEP = 4, EV_NET = 5 };
+
+/* A ProxyOp's network work on one queue pair or socket (CT_REC_NCCL_NET):
+ * filled on the proxy thread that progresses the ProxyOp and stops its
+ * network events (NCCL's transports call the profiler from their isend,
+ * irecv and test, which that thread makes), so in place without atomics;
+ * read once the ProxyOp and its events have all stopped. */
+struct net_acc {
+    uint8_t transport; /* enum ct_nccl_net_transport, 0: slot unused */
+    int32_t device;
+    uint32_t qp;
+    uint64_t first, last, wrs, bytes, busy;
+};
+/* Taken from a pool of their own (a ProxyOp of a transport that reports
+ * nothing pays nothing: the ProxyOp pool stays 160 bytes a slot). */
+struct net_block {
+    _Atomic int used;
+    struct net_acc qps[CT_NNET_MAX]; /* per queue pair or socket */
+    uint64_t other_wrs, other_bytes; /* on queue pairs past the slots */
+};
+static _Atomic uint64_t g_pool_full; /* events or network blocks refused: pools full */
+#define CT_NPROF_NET_POOL 1024
+static struct net_block g_net_pool[CT_NPROF_NET_POOL];
+static _Atomic unsigned g_net_next;
+
+static struct net_block *net_block_alloc(void)
+{
+    for (unsigned tries = 0; tries < CT_NPROF_NET_POOL; tries++) {
+        unsigned i =
+            atomic_fetch_add_explicit(&g_net_next, 1, memory_order_relaxed) % CT_NPROF_NET_POOL;
+        int expected = 0;
+        if (atomic_compare_exchange_strong(&g_net_pool[i].used, &expected, 1)) {
+            struct net_block *b = &g_net_pool[i];
+            memset(b->qps, 0, sizeof(b->qps));
+            b->other_wrs = b->other_bytes = 0;
+            return b;
+        }
+    }
+    atomic_fetch_add(&g_pool_full, 1); /* said at finalize, as a full event pool is */
+    return NULL;
+}
 
 /* A ProxyOp's sums (CT_NPROXY_* fields). Its steps run on one proxy
  * thread, in order (NCCL's proxy progresses a ProxyOp's steps in
@@ -66,8 +107,9 @@ struct proxy_acc {
     uint8_t send;
     _Atomic uint64_t first, last; /* first step start, last step stop */
     _Atomic uint64_t steps, bytes, gpu_wait, peer_wait, net, flush, busy;
-    uint64_t busy_end; /* end of the union of net-state time so far */
-    double rate;       /* the steps' times: TSC ticks of this many ns, or 0: monotonic ns */
+    uint64_t busy_end;      /* end of the union of net-state time so far */
+    double rate;            /* the steps' times: TSC ticks of this many ns, or 0: monotonic ns */
+    struct net_block *netb; /* its network work, from the first network event on */
 };
 
 /* A step's clock: the TSC when the writer has published its conversion
@@ -91,6 +133,14 @@ struct channel_state {
     uint8_t timed_start, timed_end;
 };
 
+/* A network event in progress: where it runs, its bytes, since when. */
+struct net_state {
+    uint8_t transport;
+    int32_t device;
+    uint32_t qp;
+    uint64_t bytes, start;
+};
+
 /* A step in progress: its current state and since when. */
 struct step_state {
     int state; /* NCCL's state id, 0: none yet */
@@ -110,13 +160,13 @@ struct ev {
         struct proxy_acc px;
         struct step_state st;
         struct channel_state ch;
+        struct net_state net;
     };
 };
 
 static struct ev g_pool[CT_NPROF_POOL];
 static _Atomic unsigned g_next;
 static _Atomic uint64_t g_untimed;
-static _Atomic uint64_t g_pool_full;
 static int g_group_handle; /* Group events: a non-NULL handle we ignore */
 static int g_ctx;
 
@@ -259,6 +309,34 @@ static void proxy_emit(struct ev *p)
     int guard = ct_tls_guard;
     ct_tls_guard = 1;
     ct_emit(CT_REC_NCCL_PROXY, CT_RF_NS, f, CT_NPROXY_NFIELDS);
+    const struct net_block *nb = a->netb;
+    int last = -1;
+    for (int i = 0; i < CT_NNET_MAX; i++)
+        if (nb && nb->qps[i].transport)
+            last = i;
+    for (int i = 0; i <= last; i++) {
+        const struct net_acc *n = &nb->qps[i];
+        uint64_t g[CT_NNET_NFIELDS] = {0};
+        g[CT_NNET_START] = a->rate ? ct_clock_ticks_ns(n->first) : n->first;
+        g[CT_NNET_END] = a->rate ? ct_clock_ticks_ns(n->last) : n->last;
+        if (g[CT_NNET_END] < g[CT_NNET_START])
+            g[CT_NNET_END] = g[CT_NNET_START];
+        g[CT_NNET_CORR] = op->corr;
+        g[CT_NNET_CHANNEL] = a->channel;
+        g[CT_NNET_PEER] = (uint64_t)(int64_t)a->peer;
+        g[CT_NNET_SEND] = a->send;
+        g[CT_NNET_TRANSPORT] = n->transport;
+        g[CT_NNET_DEVICE] = (uint64_t)(int64_t)n->device;
+        g[CT_NNET_QP] = n->qp;
+        g[CT_NNET_WRS] = n->wrs;
+        g[CT_NNET_BYTES] = n->bytes;
+        g[CT_NNET_BUSY] = step_ns(a, n->busy);
+        if (i == last) {
+            g[CT_NNET_OTHER_WRS] = nb->other_wrs;
+            g[CT_NNET_OTHER_BYTES] = nb->other_bytes;
+        }
+        ct_emit(CT_REC_NCCL_NET, CT_RF_NS, g, CT_NNET_NFIELDS);
+    }
     ct_tls_guard = guard;
 }
 
@@ -269,6 +347,10 @@ static void proxy_release(struct ev *p)
     if (atomic_fetch_sub(&p->refs, 1) != 1)
         return;
     proxy_emit(p);
+    if (p->px.netb) {
+        atomic_store(&p->px.netb->used, 0);
+        p->px.netb = NULL;
+    }
     struct ev *op = p->parent;
     atomic_store(&p->kind, EV_FREE);
     op_release(op);
@@ -303,6 +385,7 @@ static void proxy_start(void **handle, void *parent, const struct ct_nprof_proxy
     atomic_store(&a->busy, 0);
     a->busy_end = 0;
     a->rate = ct_clock_pub_rate();
+    a->netb = NULL;
     atomic_store(&e->refs, 1);
     *handle = e;
 }
@@ -370,6 +453,74 @@ static void step_stop(struct ev *e)
         ;
     atomic_fetch_add(&a->bytes, e->st.bytes);
     atomic_fetch_add(&a->steps, 1);
+    atomic_store(&e->kind, EV_FREE);
+    proxy_release(p);
+}
+
+/* A network plugin's event under one of our steps: IB work requests and
+ * socket operations (version 1 of each, the transports NCCL ships); other
+ * plugins' events are not read. It holds its ProxyOp until it stops. */
+static void net_start(void **handle, void *parent, const struct ct_nprof_net_plugin *d)
+{
+    *handle = NULL;
+    if (!ours(parent) || atomic_load(&((struct ev *)parent)->kind) != EV_STEP || !d->data)
+        return;
+    uint32_t type = (uint32_t)d->id & CT_NPROF_NET_TYPE_MASK;
+    uint32_t ver = (uint32_t)d->id & CT_NPROF_NET_VER_MASK;
+    struct net_state n = {0};
+    if (type == CT_NPROF_NET_TYPE_IB && ver == 1) {
+        const struct ct_nprof_net_ib_v1 *ib = d->data;
+        if (ib->type != 1) /* ncclProfileQp */
+            return;
+        n = (struct net_state){CT_NNET_IB, ib->qp.device, (uint32_t)ib->qp.qp_num, ib->qp.length,
+                               0};
+    } else if (type == CT_NPROF_NET_TYPE_SOCK && ver == 1) {
+        const struct ct_nprof_net_sock_v1 *so = d->data;
+        if (so->type != 1) /* ncclProfileSocket */
+            return;
+        n = (struct net_state){CT_NNET_SOCKET, -1, (uint32_t)so->sock.fd, so->sock.length, 0};
+    } else {
+        return;
+    }
+    struct ev *p = ((struct ev *)parent)->parent; /* the step's ProxyOp */
+    struct ev *e = ev_alloc(EV_NET);
+    if (!e)
+        return;
+    atomic_fetch_add(&p->refs, 1);
+    e->parent = p;
+    n.start = step_now(&p->px);
+    e->net = n;
+    *handle = e;
+}
+
+static void net_stop(struct ev *e)
+{
+    struct ev *p = e->parent;
+    struct proxy_acc *a = &p->px;
+    uint64_t now = step_now(a);
+    const struct net_state *n = &e->net;
+    struct net_acc *slot = NULL;
+    if (!a->netb)
+        a->netb = net_block_alloc(); /* NULL: the pool is out, the work goes unsaid */
+    for (int i = 0; a->netb && i < CT_NNET_MAX && !slot; i++) {
+        struct net_acc *t = &a->netb->qps[i];
+        if (!t->transport) {
+            *t = (struct net_acc){n->transport, n->device, n->qp, n->start, now, 0, 0, 0};
+            slot = t;
+        } else if (t->transport == n->transport && t->device == n->device && t->qp == n->qp) {
+            slot = t;
+        }
+    }
+    if (slot) {
+        slot->first = n->start < slot->first ? n->start : slot->first;
+        slot->last = now > slot->last ? now : slot->last;
+        slot->wrs++;
+        slot->bytes += n->bytes;
+        slot->busy += now > n->start ? now - n->start : 0;
+    } else if (a->netb) {
+        a->netb->other_wrs++;
+        a->netb->other_bytes += n->bytes;
+    }
     atomic_store(&e->kind, EV_FREE);
     proxy_release(p);
 }
@@ -444,6 +595,8 @@ static ncclResult_t stop_event(void *handle)
         proxy_release(e);
     } else if (kind == EV_CHANNEL) {
         channel_stop(e);
+    } else if (kind == EV_NET) {
+        net_stop(e);
     } else if (kind == EV_OP) {
         op_release(e);
     }
@@ -484,7 +637,7 @@ static ncclResult_t init_common(void **ctx, int *mask, uint64_t nccl_hash, int v
     *mask = CT_NPROF_GROUP | CT_NPROF_COLL | CT_NPROF_P2P | CT_NPROF_KERNEL_CH;
     /* v3's steps carry no transSize and lack the peer-wait state */
     if (version >= 4)
-        *mask |= CT_NPROF_PROXY_OP | CT_NPROF_PROXY_STEP;
+        *mask |= CT_NPROF_PROXY_OP | CT_NPROF_PROXY_STEP | CT_NPROF_NET_PLUGIN;
     if (version >= 6)
         *mask |= CT_NPROF_CE_COLL;
     uint64_t ours_hash = ct_nccl_tls()->init_hash;
@@ -555,6 +708,8 @@ static ncclResult_t init_v6(void **ctx, uint64_t comm_id, int *mask, const char 
             proxy_start(handle, d->parent, &d->proxy_op);                                          \
         else if (d->type == CT_NPROF_PROXY_STEP)                                                   \
             step_start(handle, d->parent);                                                         \
+        else if (d->type == CT_NPROF_NET_PLUGIN)                                                   \
+            net_start(handle, d->parent, &d->net);                                                 \
         return ncclSuccess;                                                                        \
     }
 CT_NPROF_START_V456(start_v5, struct ct_nprof_descr_v5)

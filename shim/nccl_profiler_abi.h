@@ -24,7 +24,8 @@ enum {
     CT_NPROF_PROXY_OP = 1 << 3,
     CT_NPROF_PROXY_STEP = 1 << 4,
     CT_NPROF_KERNEL_CH = 1 << 6,
-    CT_NPROF_CE_COLL = 1 << 12, /* v6 */
+    CT_NPROF_NET_PLUGIN = 1 << 7, /* events of the network plugin, under a ProxyStep */
+    CT_NPROF_CE_COLL = 1 << 12,   /* v6 */
 };
 /* recordEventState ids (NCCL's ncclProfilerEventState_t) */
 enum {
@@ -73,6 +74,43 @@ struct ct_nprof_proxy_op {
     int chunk_size;
     int is_send;
 };
+/* A network plugin's event (NetPlugin, v3 on): the plugin's own descriptor,
+ * named by an id of a type (high 16 bits) and a version (low 16). */
+struct ct_nprof_net_plugin {
+    int64_t id;
+    void *data;
+};
+#define CT_NPROF_NET_VER_MASK  0xffffu
+#define CT_NPROF_NET_TYPE_MASK 0xffff0000u
+#define CT_NPROF_NET_TYPE_IB   (1u << 16)
+#define CT_NPROF_NET_TYPE_SOCK (2u << 16)
+/* NCCL's IB transport, version 1: one event per work request posted on a
+ * queue pair (type 1, ncclProfileQp), from its post to its completion */
+struct ct_nprof_net_ib_v1 {
+    uint8_t type;
+    union {
+        struct {
+            int device; /* the transport's device index (a NIC port) */
+            uint64_t wr_id;
+            int opcode;
+            int qp_num;
+            size_t length;
+        } qp;
+    };
+};
+/* NCCL's socket transport, version 1: one event per socket operation
+ * (type 1, ncclProfileSocket) */
+struct ct_nprof_net_sock_v1 {
+    uint8_t type;
+    union {
+        struct {
+            int fd;
+            int op;
+            size_t length;
+        } sock;
+    };
+};
+
 /* v6 copy-engine collective, up to what we read */
 struct ct_nprof_ce_coll_v6 {
     uint64_t seq;
@@ -92,6 +130,7 @@ struct ct_nprof_descr_v5 {
         struct ct_nprof_p2p_v4 p2p;
         struct ct_nprof_proxy_op proxy_op;
         struct ct_nprof_kernel_ch_v4 kernel_ch;
+        struct ct_nprof_net_plugin net;
         struct ct_nprof_ce_coll_v6 ce_coll;
         uint64_t align_;
     };
@@ -106,6 +145,7 @@ struct ct_nprof_descr_v4 {
         struct ct_nprof_p2p_v4 p2p;
         struct ct_nprof_proxy_op proxy_op;
         struct ct_nprof_kernel_ch_v4 kernel_ch;
+        struct ct_nprof_net_plugin net;
         uint64_t align_;
     };
 };

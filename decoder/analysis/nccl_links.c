@@ -52,6 +52,7 @@ void ct_nlinks_free(struct ct_nlinks *l)
     free(l->l);
     free(l->slow);
     free(l->split);
+    free(l->nics);
     memset(l, 0, sizeof(*l));
 }
 
@@ -408,6 +409,53 @@ static size_t split_row(struct ct_nlinks *out, const struct ct_nccl_call *c,
     return out->nsplit++;
 }
 
+/* Per rank, its processes' network work summed per (transport, device,
+ * direction), in the accounts' order. 0 or -ENOMEM. */
+static int nic_rows(const struct ct_job *job, struct ct_nlinks *out)
+{
+    size_t cap = 0;
+    for (size_t r = 0; r < job->nranks; r++)
+        for (size_t p = 0; p < job->ranks[r].nprocs; p++)
+            if (job->ranks[r].procs[p]->nacct)
+                cap += job->ranks[r].procs[p]->nacct->nnic;
+    if (!cap)
+        return 0;
+    out->nics = calloc(cap, sizeof(*out->nics));
+    if (!out->nics)
+        return -ENOMEM;
+    for (size_t r = 0; r < job->nranks; r++) {
+        size_t first = out->nnics;
+        for (size_t p = 0; p < job->ranks[r].nprocs; p++) {
+            const struct ct_nacct *a = job->ranks[r].procs[p]->nacct;
+            for (size_t k = 0; a && k < a->nnic; k++) {
+                const struct ct_nnic *n = &a->nic[k];
+                size_t i = first;
+                while (i < out->nnics &&
+                       (out->nics[i].n.transport != n->transport ||
+                        out->nics[i].n.device != n->device || out->nics[i].n.send != n->send))
+                    i++;
+                struct ct_nnic_row *w = &out->nics[i];
+                if (i == out->nnics) {
+                    out->nnics++;
+                    *w = (struct ct_nnic_row){.rank = job->ranks[r].rank, .n = *n};
+                    continue;
+                }
+                w->n.proxy_ops += n->proxy_ops;
+                w->n.wrs += n->wrs;
+                w->n.bytes += n->bytes;
+                w->n.busy += n->busy;
+                w->n.other_wrs += n->other_wrs;
+                w->n.other_bytes += n->other_bytes;
+            }
+        }
+    }
+    for (size_t i = 0; i < out->nnics; i++) {
+        const struct ct_nnic *n = &out->nics[i].n;
+        out->nics[i].wr_gbps = n->busy ? (double)n->bytes / (double)n->busy : NAN;
+    }
+    return 0;
+}
+
 int ct_nccl_links(const struct ct_job *job, struct ct_nlinks *out)
 {
     memset(out, 0, sizeof(*out));
@@ -492,6 +540,8 @@ int ct_nccl_links(const struct ct_job *job, struct ct_nlinks *out)
     }
     if (!rc)
         rc = ct_nlinks_from_obs(obs, nobs, out);
+    if (!rc)
+        rc = nic_rows(job, out);
     if (!rc) {
         qsort(sv, nsv, sizeof(*sv), cmp_split_val);
         for (size_t i = 0; i < nsv;) {

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "decoder/analysis/nccl_channel_phases.h"
+#include "decoder/read/nccl_acct.h"
 
 struct ct_job;
 
@@ -86,9 +87,23 @@ struct ct_nsplit {
     struct ct_nchan_row ch;
 };
 
+/* One rank's network transport work on one device in one direction
+ * (NCCL's network plugin events, docs/nccl.md "Network devices"): its
+ * processes' accounts summed. wr_gbps: bytes over the work requests' own
+ * times summed, the rate a work request moved at (NaN without busy time);
+ * several in flight at once each count their own time, so it is not the
+ * device's throughput. */
+struct ct_nnic_row {
+    int rank;
+    struct ct_nnic n;
+    double wr_gbps;
+};
+
 struct ct_nlinks {
     struct ct_nlink *l;
     size_t nl;
+    struct ct_nnic_row *nics; /* by rank, transport, device, direction */
+    size_t nnics;
     struct ct_nslow *slow;
     size_t nslow;
     struct ct_nsplit *split;

@@ -350,6 +350,21 @@ static size_t print_record(struct out *o, struct ct_trace *t, size_t i)
         f_u(o, "correlation_id", f[CT_NCHAN_CORR]);
         f_u(o, "channel", f[CT_NCHAN_CHANNEL]);
         break;
+    case CT_REC_NCCL_NET: /* format v5 (docs/nccl.md) */
+        span(o, f);
+        f_u(o, "correlation_id", f[CT_NNET_CORR]);
+        f_u(o, "channel", f[CT_NNET_CHANNEL]);
+        f_i(o, "peer", (int64_t)f[CT_NNET_PEER]);
+        f_s(o, "direction", f[CT_NNET_SEND] ? "send" : "recv");
+        f_s(o, "transport", ct_name_nccl_net_transport(f[CT_NNET_TRANSPORT]));
+        f_i(o, "device", (int64_t)f[CT_NNET_DEVICE]);
+        f_u(o, "qp", f[CT_NNET_QP]);
+        f_u(o, "wrs", f[CT_NNET_WRS]);
+        f_u(o, "bytes", f[CT_NNET_BYTES]);
+        f_u(o, "busy_ns", f[CT_NNET_BUSY]);
+        f_u(o, "other_wrs", f[CT_NNET_OTHER_WRS]);
+        f_u(o, "other_bytes", f[CT_NNET_OTHER_BYTES]);
+        break;
     default: break;
     }
     fputs(o->json ? "}\n" : "\n", o->f);

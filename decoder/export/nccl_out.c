@@ -19,6 +19,10 @@
 #define NO_PROXY                                                                                   \
     "no NCCL proxy-step records: they need NCCL's profiler plugin at ABI v4 or newer (NCCL >= "    \
     "2.25) with the job run under `cutrace run`, and network (proxy) transports"
+#define NO_NET                                                                                     \
+    "no network-plugin events: NCCL's IB and socket transports report them (NetPlugin events, "    \
+    "ABI v4 on, NCCL built with its network profiling) under proxy steps; NVLink, shared-memory "  \
+    "and P2P transports have none"
 #define NO_INFO                                                                                    \
     "no NCCL profiler-plugin descriptors: they need NCCL >= 2.23 with the job run under "          \
     "`cutrace run`"
@@ -129,6 +133,28 @@ void ct_nccl_json(FILE *f, const struct ct_report *rep)
         }
         fputs("],", f);
     }
+    fputs("\"nics\":", f);
+    if (!L->nnics) {
+        fputs("null,\"nics_reason\":", f);
+        ct_json_str(f, NO_NET);
+        fputc(',', f);
+    } else {
+        fputc('[', f);
+        for (size_t i = 0; i < L->nnics; i++) {
+            const struct ct_nnic_row *w = &L->nics[i];
+            const struct ct_nnic *n = &w->n;
+            fprintf(f,
+                    "%s{\"rank\":%d,\"transport\":\"%s\",\"device\":%d,\"direction\":\"%s\","
+                    "\"proxy_ops\":%" PRIu64 ",\"wrs\":%" PRIu64 ",\"bytes\":%" PRIu64 ",",
+                    i ? "," : "", w->rank, ct_name_nccl_net_transport(n->transport), n->device,
+                    n->send ? "send" : "recv", n->proxy_ops, n->wrs, n->bytes);
+            member(f, "busy_us", (double)n->busy / 1e3, 3, 1);
+            member(f, "wr_gbps", w->wr_gbps, 3, 1);
+            fprintf(f, "\"other_wrs\":%" PRIu64 ",\"other_bytes\":%" PRIu64 "}", n->other_wrs,
+                    n->other_bytes);
+        }
+        fputs("],\"nics_reason\":null,", f);
+    }
     fputs("\"collectives\":[", f);
     for (size_t i = 0; i < L->nsplit; i++) {
         const struct ct_nsplit *s = &L->split[i];
@@ -228,5 +254,20 @@ void ct_nccl_text(FILE *f, const struct ct_report *rep)
         char ev[256];
         ct_nlinks_evidence(ev, sizeof(ev), rep->nlinks, k);
         fprintf(f, "  slow %s\n", ev);
+    }
+    if (!L->nnics) {
+        fprintf(f, "  network devices: - (%s)\n", NO_NET);
+        return;
+    }
+    fprintf(f, "  %-6s %-9s %6s %-4s %8s %14s %12s\n", "rank", "transport", "device", "dir", "wrs",
+            "bytes", "WR GB/s");
+    for (size_t i = 0; i < L->nnics; i++) {
+        const struct ct_nnic_row *w = &L->nics[i];
+        char g[24] = "-";
+        if (isfinite(w->wr_gbps))
+            snprintf(g, sizeof(g), "%.3f", w->wr_gbps);
+        fprintf(f, "  %-6d %-9s %6d %-4s %8" PRIu64 " %14" PRIu64 " %12s\n", w->rank,
+                ct_name_nccl_net_transport(w->n.transport), w->n.device,
+                w->n.send ? "send" : "recv", w->n.wrs, w->n.bytes, g);
     }
 }

@@ -59,6 +59,25 @@ int ct_nacct_record(struct ct_nacct_collect *c, struct ct_reader *rd, const stru
         x->net = f[CT_NPROXY_NET];
         x->flush = f[CT_NPROXY_FLUSH];
         x->busy = f[CT_NPROXY_NET_BUSY];
+    } else if (r->kind == CT_REC_NCCL_NET) {
+        uint8_t tr = (uint8_t)f[CT_NNET_TRANSPORT], send = f[CT_NNET_SEND] != 0;
+        int32_t dev = (int32_t)(int64_t)f[CT_NNET_DEVICE];
+        size_t i = 0;
+        while (i < c->a.nnic && (c->a.nic[i].transport != tr || c->a.nic[i].device != dev ||
+                                 c->a.nic[i].send != send))
+            i++;
+        if (i == c->a.nnic) {
+            if (grow((void **)&c->a.nic, &c->capn, c->a.nnic, sizeof(*c->a.nic)))
+                return -ENOMEM;
+            c->a.nic[c->a.nnic++] = (struct ct_nnic){.transport = tr, .send = send, .device = dev};
+        }
+        struct ct_nnic *n = &c->a.nic[i];
+        n->proxy_ops++;
+        n->wrs += f[CT_NNET_WRS];
+        n->bytes += f[CT_NNET_BYTES];
+        n->busy += f[CT_NNET_BUSY];
+        n->other_wrs += f[CT_NNET_OTHER_WRS];
+        n->other_bytes += f[CT_NNET_OTHER_BYTES];
     } else if (r->kind == CT_REC_NCCL_CHANNEL) {
         if (grow((void **)&c->a.ch, &c->capc, c->a.nch, sizeof(*c->a.ch)))
             return -ENOMEM;
@@ -95,10 +114,20 @@ static int cmp_ch(const void *a, const void *b)
     return (x->channel > y->channel) - (x->channel < y->channel);
 }
 
+static int cmp_nic(const void *a, const void *b)
+{
+    const struct ct_nnic *x = a, *y = b;
+    if (x->transport != y->transport)
+        return (int)x->transport - (int)y->transport;
+    if (x->device != y->device)
+        return (x->device > y->device) - (x->device < y->device);
+    return (int)y->send - (int)x->send;
+}
+
 struct ct_nacct *ct_nacct_finish(struct ct_nacct_collect *c, int *oom)
 {
     struct ct_nacct *a = NULL;
-    if (c->a.ninfo || c->a.npx || c->a.nch) {
+    if (c->a.ninfo || c->a.npx || c->a.nch || c->a.nnic) {
         a = malloc(sizeof(*a));
         if (!a) {
             *oom = 1;
@@ -111,6 +140,8 @@ struct ct_nacct *ct_nacct_finish(struct ct_nacct_collect *c, int *oom)
                 qsort(a->px, a->npx, sizeof(*a->px), cmp_px);
             if (a->nch)
                 qsort(a->ch, a->nch, sizeof(*a->ch), cmp_ch);
+            if (a->nnic)
+                qsort(a->nic, a->nnic, sizeof(*a->nic), cmp_nic);
         }
     }
     ct_nacct_collect_free(c);
@@ -124,6 +155,7 @@ struct ct_nacct *ct_nacct_adopt(struct ct_nacct *a, int *oom)
         free(a->info);
         free(a->px);
         free(a->ch);
+        free(a->nic);
         *oom = 1;
         return NULL;
     }
@@ -134,6 +166,8 @@ struct ct_nacct *ct_nacct_adopt(struct ct_nacct *a, int *oom)
         qsort(b->px, b->npx, sizeof(*b->px), cmp_px);
     if (b->nch)
         qsort(b->ch, b->nch, sizeof(*b->ch), cmp_ch);
+    if (b->nnic)
+        qsort(b->nic, b->nnic, sizeof(*b->nic), cmp_nic);
     return b;
 }
 
@@ -142,6 +176,7 @@ void ct_nacct_collect_free(struct ct_nacct_collect *c)
     free(c->a.info);
     free(c->a.px);
     free(c->a.ch);
+    free(c->a.nic);
     memset(c, 0, sizeof(*c));
 }
 
@@ -154,8 +189,9 @@ struct ct_nacct *ct_nacct_copy(const struct ct_nacct *a, int *oom)
         b->info = malloc((a->ninfo ? a->ninfo : 1) * sizeof(*b->info));
         b->px = malloc((a->npx ? a->npx : 1) * sizeof(*b->px));
         b->ch = malloc((a->nch ? a->nch : 1) * sizeof(*b->ch));
+        b->nic = malloc((a->nnic ? a->nnic : 1) * sizeof(*b->nic));
     }
-    if (!b || !b->info || !b->px || !b->ch) {
+    if (!b || !b->info || !b->px || !b->ch || !b->nic) {
         ct_nacct_free(b);
         *oom = 1;
         return NULL;
@@ -167,6 +203,9 @@ struct ct_nacct *ct_nacct_copy(const struct ct_nacct *a, int *oom)
     b->ninfo = a->ninfo;
     b->npx = a->npx;
     b->nch = a->nch;
+    if (a->nnic)
+        memcpy(b->nic, a->nic, a->nnic * sizeof(*b->nic));
+    b->nnic = a->nnic;
     return b;
 }
 
@@ -177,6 +216,7 @@ void ct_nacct_free(struct ct_nacct *a)
     free(a->info);
     free(a->px);
     free(a->ch);
+    free(a->nic);
     free(a);
 }
 

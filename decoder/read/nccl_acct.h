@@ -1,9 +1,11 @@
 /*
  * NCCL's own account of a process's ops as its trace holds them (format v4
- * CT_REC_NCCL_INFO and CT_REC_NCCL_PROXY records, v5 CT_REC_NCCL_CHANNEL,
+ * CT_REC_NCCL_INFO and CT_REC_NCCL_PROXY records, v5 CT_REC_NCCL_CHANNEL
+ * and CT_REC_NCCL_NET,
  * docs/nccl.md): each op's algorithm, protocol and channels, its proxy
  * steps aggregated per channel, peer and direction, and each kernel
- * channel's start and stop. Gathered while the trace is extracted
+ * channel's start and stop, and the network transport's work per device.
+ * Gathered while the trace is extracted
  * (decoder/read/extract.c) and kept on its process (struct ct_proc.nacct),
  * joined to the process's NCCL calls by correlation id. What the report
  * derives from them is decoder/analysis/nccl_links.h. Nothing here prints;
@@ -38,6 +40,16 @@ struct ct_nchan {
     uint32_t channel;
 };
 
+/* The network transport's work on one device in one direction over the
+ * process (CT_REC_NCCL_NET records summed): transport enum
+ * ct_nccl_net_transport, device -1 for sockets. busy: the work requests'
+ * own times summed, so bytes / busy is the rate a work request moved at. */
+struct ct_nnic {
+    uint8_t transport, send;
+    int32_t device;
+    uint64_t proxy_ops, wrs, bytes, busy, other_wrs, other_bytes;
+};
+
 struct ct_nacct {
     struct ct_ninfo *info; /* by corr */
     size_t ninfo;
@@ -45,15 +57,17 @@ struct ct_nacct {
     size_t npx;
     struct ct_nchan *ch; /* by (corr, channel); summaries do not carry them (NULL) */
     size_t nch;
+    struct ct_nnic *nic; /* by (transport, device, send); summaries from version 11 */
+    size_t nnic;
 };
 
 struct ct_nacct_collect {
     struct ct_nacct a;
-    size_t capi, capp, capc;
+    size_t capi, capp, capc, capn;
 };
 struct ct_reader;
 struct ct_record;
-/* Feed every record; kinds other than NCCL_INFO/NCCL_PROXY/NCCL_CHANNEL
+/* Feed every record; kinds other than NCCL_INFO/NCCL_PROXY/NCCL_CHANNEL/NCCL_NET
  * are ignored.
  * 0 or -ENOMEM. */
 int ct_nacct_record(struct ct_nacct_collect *c, struct ct_reader *rd, const struct ct_record *r);

@@ -104,6 +104,17 @@ static void put_nacct(struct ct_sum_wbuf *b, const struct ct_nacct *a)
         ct_sum_put_u64(b, (uint64_t)a->ch[i].e);
         ct_sum_put_u32(b, a->ch[i].channel);
     }
+    ct_sum_put_u64(b, a ? a->nnic : 0); /* version 11 */
+    for (size_t i = 0; a && i < a->nnic; i++) {
+        const struct ct_nnic *n = &a->nic[i];
+        ct_sum_put_u8(b, n->transport);
+        ct_sum_put_u8(b, n->send);
+        ct_sum_put_u32(b, (uint32_t)n->device);
+        const uint64_t v[] = {n->proxy_ops, n->wrs,       n->bytes,
+                              n->busy,      n->other_wrs, n->other_bytes};
+        for (size_t k = 0; k < sizeof(v) / sizeof(v[0]); k++)
+            ct_sum_put_u64(b, v[k]);
+    }
 }
 
 static void encode(struct ct_sum_wbuf *b, const struct ct_proc *p, const char *step)
@@ -373,10 +384,24 @@ static void get_nacct(struct ct_sum_rbuf *r, struct ct_proc *p, int *oom, uint32
             a.ch[i].channel = ct_sum_get_u32(r);
         }
     }
-    if (r->bad || (!a.ninfo && !a.npx && !a.nch)) {
+    if (version >= 11) { /* the network devices */
+        a.nic = ct_sum_get_array(r, &a.nnic, 2 + 4 + 6 * 8, sizeof(*a.nic), oom);
+        for (size_t i = 0; i < a.nnic && !r->bad; i++) {
+            struct ct_nnic *n = &a.nic[i];
+            n->transport = ct_sum_get_u8(r);
+            n->send = ct_sum_get_u8(r);
+            n->device = (int32_t)ct_sum_get_u32(r);
+            uint64_t *v[] = {&n->proxy_ops, &n->wrs,       &n->bytes,
+                             &n->busy,      &n->other_wrs, &n->other_bytes};
+            for (size_t k = 0; k < sizeof(v) / sizeof(v[0]); k++)
+                *v[k] = ct_sum_get_u64(r);
+        }
+    }
+    if (r->bad || (!a.ninfo && !a.npx && !a.nch && !a.nnic)) {
         free(a.info);
         free(a.px);
         free(a.ch);
+        free(a.nic);
         return;
     }
     p->nacct = ct_nacct_adopt(&a, oom);

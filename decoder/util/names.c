@@ -28,6 +28,12 @@ const char *ct_name_gpu_source(uint64_t v)
     return LOOKUP(t, v);
 }
 
+const char *ct_name_nccl_net_transport(uint64_t v)
+{
+    static const char *const t[] = {NULL, "ib", "socket"};
+    return LOOKUP(t, v);
+}
+
 const char *ct_name_family(uint64_t v)
 {
     static const char *const t[] = {"other", "launch", "memcpy", "memset",

@@ -9,6 +9,8 @@
 const char *ct_name_copy_kind(uint64_t v);
 const char *ct_name_gpu_type(uint64_t v);
 const char *ct_name_gpu_source(uint64_t v);
+/* enum ct_nccl_net_transport: "ib", "socket" */
+const char *ct_name_nccl_net_transport(uint64_t v);
 const char *ct_name_family(uint64_t v);
 const char *ct_name_nccl_op(uint64_t v);
 const char *ct_name_nccl_dtype(uint64_t v);

@@ -12,7 +12,8 @@
  * account of an op from its profiler plugin: algorithm, protocol and
  * channels; proxy steps per channel, peer and direction); 5 adds
  * CT_REC_NCCL_CHANNEL (each kernel channel's start and stop on the GPU's
- * timer). Nothing else changed: a version 1 to 4 file is a version 5 file
+ * timer) and CT_REC_NCCL_NET (the network transport's work per ProxyOp and
+ * queue pair or socket). Nothing else changed: a version 1 to 4 file is a version 5 file
  * without those, and readers accept all five.
  *
  * ## File layout
@@ -269,6 +270,7 @@ enum ct_record_kind {
     CT_REC_NCCL_INFO,    /* NCCL's algorithm, protocol, channels of an op (version 4) */
     CT_REC_NCCL_PROXY,   /* an op's proxy steps on one channel to or from one peer (version 4) */
     CT_REC_NCCL_CHANNEL, /* one kernel channel of an op: its GPU start and stop (version 5) */
+    CT_REC_NCCL_NET,     /* a ProxyOp's network work on one queue pair or socket (version 5) */
     CT_REC_KIND_COUNT
 };
 
@@ -608,6 +610,35 @@ enum ct_nccl_channel_field {
     CT_NCHAN_NFIELDS
 };
 
+/* CT_REC_NCCL_NET (version 5): what NCCL's network transport reported of
+ * one ProxyOp's transfers (the profiler plugin's NetPlugin events, children
+ * of its ProxySteps) on one queue pair (IB: one event per work request
+ * from its post to its completion) or one socket (one event per socket
+ * operation), aggregated by the recorder per (ProxyOp, transport, device,
+ * queue pair or socket), written after the op's CT_REC_NCCL_PROXY record.
+ * busy: the work requests' times summed (several in flight overlap: it can
+ * exceed end - start). At most CT_NNET_MAX a ProxyOp; work on further ones is
+ * counted in the last record's `other_wrs` and `other_bytes`. */
+#define CT_NNET_MAX 4
+enum ct_nccl_net_transport { CT_NNET_IB = 1, CT_NNET_SOCKET = 2 };
+enum ct_nccl_net_field {
+    CT_NNET_START,       /* TIME  first work request's post */
+    CT_NNET_END,         /* END   last one's completion */
+    CT_NNET_CORR,        /* SEQ   correlation id of the NCCL record */
+    CT_NNET_CHANNEL,     /* U     channel id of the ProxyOp */
+    CT_NNET_PEER,        /* I     its peer (communicator rank) */
+    CT_NNET_SEND,        /* U     1 send, 0 receive */
+    CT_NNET_TRANSPORT,   /* U     enum ct_nccl_net_transport */
+    CT_NNET_DEVICE,      /* I     the transport's device (IB: NIC port index), -1 socket */
+    CT_NNET_QP,          /* U     queue pair number (IB), socket descriptor (socket) */
+    CT_NNET_WRS,         /* U     work requests (socket operations) */
+    CT_NNET_BYTES,       /* U     their bytes */
+    CT_NNET_BUSY,        /* U     ns, their times summed */
+    CT_NNET_OTHER_WRS,   /* U     work requests on queue pairs past CT_NNET_MAX */
+    CT_NNET_OTHER_BYTES, /* U     their bytes */
+    CT_NNET_NFIELDS
+};
+
 struct ct_kind_desc {
     const char *name;
     uint8_t nfields;
@@ -663,6 +694,11 @@ static const struct ct_kind_desc ct_kind_table[CT_REC_KIND_COUNT] = {
     [CT_REC_NCCL_CHANNEL] = {"nccl_channel",
                              CT_NCHAN_NFIELDS,
                              {CT_CODEC_TIME, CT_CODEC_END, CT_CODEC_SEQ, CT_CODEC_U}},
+    [CT_REC_NCCL_NET] = {"nccl_net",
+                         CT_NNET_NFIELDS,
+                         {CT_CODEC_TIME, CT_CODEC_END, CT_CODEC_SEQ, CT_CODEC_U, CT_CODEC_I,
+                          CT_CODEC_U, CT_CODEC_U, CT_CODEC_I, CT_CODEC_U, CT_CODEC_U, CT_CODEC_U,
+                          CT_CODEC_U, CT_CODEC_U, CT_CODEC_U}},
 };
 
 #endif /* CUTRACE_FORMAT_H */

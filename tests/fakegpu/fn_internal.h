@@ -120,9 +120,10 @@ struct fn_op {
     bool stopped;
     bool p_end_known; /* proxy's copy of end_known/end_ns */
     int64_t p_end_ns;
-    int p_phase;                     /* proxy: next phase of the step schedule */
-    void *h_pop[FN_MAX_CHANNELS][2]; /* ProxyOp events [channel][0 send, 1 recv] */
-    void *h_pst[FN_MAX_CHANNELS][2]; /* the ProxyStep event in progress */
+    int p_phase;                      /* proxy: next phase of the step schedule */
+    void *h_pop[FN_MAX_CHANNELS][2];  /* ProxyOp events [channel][0 send, 1 recv] */
+    void *h_pst[FN_MAX_CHANNELS][2];  /* the ProxyStep event in progress */
+    void *h_pnet[FN_MAX_CHANNELS][2]; /* its network event (a work request) in progress */
 };
 
 /* One kernel launch: the ops of one stream in one outermost group. */
@@ -248,6 +249,12 @@ ncclResult_t fn_ce_launch(struct fn_launch *l);
 
 extern int fn_prof_version; /* 0 (no plugin), 3 to 6; set by fn_prof_load */
 extern int fn_prof_channels;
+/* The network plugin events the proxy makes under its steps
+ * (FAKEGPU_NCCL_NET: ib (default), socket, none) and the IB devices a
+ * rank's channels spread over (FAKEGPU_NCCL_NET_DEVS, channel c on device
+ * c mod N). */
+enum { FN_NET_NONE, FN_NET_IB, FN_NET_SOCKET };
+extern int fn_prof_net, fn_prof_net_devs;
 void fn_prof_load(void); /* once per process */
 void fn_prof_comm_init(struct ncclComm *c);
 void fn_prof_comm_finalize(struct ncclComm *c);
@@ -276,6 +283,8 @@ struct fn_ev {
     void *stream;                           /* KernelLaunch */
     int peer, nsteps, chunk, is_send, step; /* ProxyOp, ProxyStep */
     uint64_t ce_seq;                        /* CeColl: the communicator's CE counter */
+    int64_t net_id;                         /* NetPlugin: the plugin's type | version */
+    void *net_data;                         /* NetPlugin: its descriptor */
 };
 void *fn_prof_start(const struct ncclComm *c, const struct fn_ev *e);
 void fn_prof_stop(void *h);

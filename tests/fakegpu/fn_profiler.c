@@ -39,6 +39,7 @@
 
 int fn_prof_version;
 int fn_prof_channels = 2;
+int fn_prof_net = FN_NET_IB, fn_prof_net_devs = 1;
 static char fn_prof_algo_buf[16];
 static const char *fn_prof_algo = "RING";
 
@@ -82,6 +83,11 @@ static int64_t fn_clock(clockid_t id)
 void fn_prof_load(void)
 {
     fn_prof_channels = (int)fn_env_double("FAKEGPU_NCCL_NCHANNELS", 2, 1, FN_MAX_CHANNELS);
+    const char *net = getenv("FAKEGPU_NCCL_NET");
+    fn_prof_net = !net || !*net || !strcmp(net, "ib") ? FN_NET_IB
+                  : !strcmp(net, "socket")            ? FN_NET_SOCKET
+                                                      : FN_NET_NONE;
+    fn_prof_net_devs = (int)fn_env_double("FAKEGPU_NCCL_NET_DEVS", 1, 1, 8);
     /* NCCL_ALGO names the algorithm the descriptors report (upper case, as
      * NCCL's are); the schedule stays the ring's (README, "Links and the ring") */
     const char *algo = getenv("NCCL_ALGO");
@@ -234,6 +240,10 @@ static void fn_fill(fn_prof_descr_v6 *d, const struct fn_ev *e)
         d->proxyOp.isSend = e->is_send;
         break;
     case fnProfileProxyStep: d->proxyStep.step = e->step; break;
+    case fnProfileNetPlugin:
+        d->netPlugin.id = e->net_id;
+        d->netPlugin.data = e->net_data;
+        break;
     case fnProfileCeColl:
         d->ceColl.seqNumber = op->seq;
         d->ceColl.func = fn_func_name(op->func);
@@ -308,6 +318,8 @@ void *fn_prof_start(const struct ncclComm *c, const struct fn_ev *e)
             d.proxyOp = f.proxyOp;
         } else if (e->type == fnProfileProxyStep) {
             d.proxyStep.step = f.proxyStep.step;
+        } else if (e->type == fnProfileNetPlugin) {
+            d.netPlugin = f.netPlugin;
         } else if (e->type != fnProfileGroup) {
             return NULL; /* API events are v5 only */
         }

@@ -83,6 +83,32 @@ struct fn_prof_net_plugin {
     int64_t id;
     void *data;
 };
+/* The network plugins' own event descriptors (NCCL's net_ib_v1.h,
+ * net_socket_v1.h): the id is a type (high 16 bits) | a version (low 16). */
+#define FN_NET_TYPE_IB   (1u << 16)
+#define FN_NET_TYPE_SOCK (2u << 16)
+typedef struct {
+    uint8_t type; /* 1: ncclProfileQp */
+    union {
+        struct {
+            int device;
+            uint64_t wr_id;
+            int opcode;
+            int qpNum;
+            size_t length;
+        } qp;
+    };
+} fn_prof_net_ib_v1;
+typedef struct {
+    uint8_t type; /* 1: ncclProfileSocket */
+    union {
+        struct {
+            int fd;
+            int op;
+            size_t length;
+        } sock;
+    };
+} fn_prof_net_sock_v1;
 
 /* ------------------------------------------------------------------ v3 */
 

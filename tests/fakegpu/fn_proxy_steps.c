@@ -16,6 +16,13 @@
  *   receive ProxyStep: started at the step's start in RecvWait, then
  *     RecvFlushWait (transSize = chunk) and RecvGPUWait at the step's end,
  *     stopped there.
+ * Under each step, unless FAKEGPU_NCCL_NET=none, the network plugin's
+ * event of its transfer (NetPlugin, parent: the step): IB (default) one
+ * work request of the chunk on queue pair 0x100 + 2 x channel + (0 send,
+ * 1 receive) of device channel mod FAKEGPU_NCCL_NET_DEVS, a send's from
+ * its SendWait to the step's end (the link's latency + chunk / bandwidth),
+ * a receive's from the step's start to its end; with socket, the same
+ * spans as one socket operation each on descriptor 100 + 2 x channel + dir.
  * Events are made when their virtual time has come (the plugin reads its
  * own clock, as with NCCL's proxy), in schedule order; the ProxyOps stop
  * at the op's end, before its KernelCh events.
@@ -55,6 +62,34 @@ static int64_t fn_phase_time(const struct fn_op *op, int ph)
     return b < e ? b : e;
 }
 
+/* The network plugin's event of channel ch's transfer in direction dir
+ * (0 send, 1 receive), under step handle parent. The descriptor lives for
+ * the start call only, as a transport's request data may not. */
+static void *fn_net_start(struct fn_op *op, void *parent, int ch, int dir, int step)
+{
+    if (fn_prof_net == FN_NET_NONE || !parent)
+        return NULL;
+    fn_prof_net_ib_v1 ib = {.type = 1};
+    fn_prof_net_sock_v1 so = {.type = 1};
+    struct fn_ev e = {.type = fnProfileNetPlugin, .parent = parent};
+    if (fn_prof_net == FN_NET_IB) {
+        ib.qp.device = ch % fn_prof_net_devs;
+        ib.qp.wr_id = (uint64_t)step;
+        ib.qp.opcode = dir ? 2 : 1;
+        ib.qp.qpNum = 0x100 + 2 * ch + dir;
+        ib.qp.length = op->plan.chunk;
+        e.net_id = (int64_t)(FN_NET_TYPE_IB | 1u);
+        e.net_data = &ib;
+    } else {
+        so.sock.fd = 100 + 2 * ch + dir;
+        so.sock.op = dir;
+        so.sock.length = op->plan.chunk;
+        e.net_id = (int64_t)(FN_NET_TYPE_SOCK | 1u);
+        e.net_data = &so;
+    }
+    return fn_prof_start(op->comm, &e);
+}
+
 static void fn_phase_run(struct fn_op *op, int ph)
 {
     const struct fn_plan *p = &op->plan;
@@ -88,10 +123,15 @@ static void fn_phase_run(struct fn_op *op, int ph)
             struct fn_ev r = {.type = fnProfileProxyStep, .parent = pop[1], .step = k};
             pst[1] = fn_prof_start(op->comm, &r);
             fn_prof_record(pst[1], fnProfilerProxyStepRecvWait, 0);
+            op->h_pnet[ch][1] = fn_net_start(op, pst[1], ch, 1, k);
         } else if (j == 1) {
             fn_prof_record(pst[0], fnProfilerProxyStepSendPeerWait_v4, 0);
             fn_prof_record(pst[0], fnProfilerProxyStepSendWait, p->chunk);
+            op->h_pnet[ch][0] = fn_net_start(op, pst[0], ch, 0, k);
         } else {
+            fn_prof_stop(op->h_pnet[ch][0]);
+            fn_prof_stop(op->h_pnet[ch][1]);
+            op->h_pnet[ch][0] = op->h_pnet[ch][1] = NULL;
             fn_prof_stop(pst[0]);
             fn_prof_record(pst[1], fnProfilerProxyStepRecvFlushWait, p->chunk);
             fn_prof_record(pst[1], fnProfilerProxyStepRecvGPUWait, p->chunk);

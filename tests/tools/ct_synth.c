@@ -180,7 +180,8 @@ static void iteration(struct synth *s, int it)
 
 /* Format v4: NCCL's own account of the last all-reduce (its profiler
  * plugin's descriptor, and a ProxyOp per channel: a send to ring peer 1
- * and a receive from peer 7, two channels); v5: its kernel channels. */
+ * and a receive from peer 7, two channels); v5: its kernel channels and
+ * one ProxyOp's network work. */
 static void nccl_internals(struct synth *s)
 {
     uint64_t info[CT_NINFO_NFIELDS] = {
@@ -214,6 +215,23 @@ static void nccl_internals(struct synth *s)
                                         ch};
         emit(CT_REC_NCCL_CHANNEL, c, CT_NCHAN_NFIELDS);
     }
+    /* ... and its send's network work on one IB queue pair: 28 work
+     * requests of its ProxyOp's bytes, busy half the op */
+    uint64_t n[CT_NNET_NFIELDS] = {s->ar_s + len / 4,
+                                   s->ar_e - len / 10,
+                                   s->ar_corr,
+                                   1,
+                                   1,
+                                   1,
+                                   CT_NNET_IB,
+                                   0,
+                                   0x10b,
+                                   28,
+                                   100u << 19,
+                                   len / 2,
+                                   0,
+                                   0};
+    emit(CT_REC_NCCL_NET, n, CT_NNET_NFIELDS);
 }
 
 /* The golden salvaged trace: what is written stays, the writer stops
