@@ -95,6 +95,21 @@ static void pm_setup(struct pm *p, const char **names, size_t n, uint64_t interv
     CUPTI_OK(cuptiPmSamplingCounterDataImageInitialize(&di));
 }
 
+/* What pm_setup took, given back (the object disabled when still enabled,
+ * the host object, the image): LeakSanitizer checks every test. */
+static void pm_teardown(struct pm *p, int disable)
+{
+    if (disable) {
+        CUpti_PmSampling_Disable_Params dp = {CUpti_PmSampling_Disable_Params_STRUCT_SIZE, NULL,
+                                              p->obj};
+        cuptiPmSamplingDisable(&dp);
+    }
+    CUpti_Profiler_Host_Deinitialize_Params hd = {
+        CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE, NULL, p->host};
+    CUPTI_OK(cuptiProfilerHostDeinitialize(&hd));
+    free(p->image);
+}
+
 static void pm_start(struct pm *p)
 {
     CUpti_PmSampling_Start_Params st = {CUpti_PmSampling_Start_Params_STRUCT_SIZE, NULL, p->obj};
@@ -205,6 +220,9 @@ START_TEST(refuses_what_cupti_refuses)
                                           en.pPmSamplingObject};
     CUPTI_OK(cuptiPmSamplingDisable(&dp));
     CUPTI_OK(cuptiPmSamplingEnable(&again)); /* free again */
+    CUpti_Profiler_Host_Deinitialize_Params hd = {
+        CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE, NULL, hi.pHostObject};
+    CUPTI_OK(cuptiProfilerHostDeinitialize(&hd));
 }
 END_TEST
 
@@ -316,6 +334,7 @@ START_TEST(each_sample_is_the_time_weighted_truth)
         1,
         &x};
     ck_assert_int_eq(cuptiProfilerHostEvaluateToGpuValues(&ev), CUPTI_ERROR_INVALID_METRIC_NAME);
+    pm_teardown(&p, 1);
 }
 END_TEST
 
@@ -367,6 +386,8 @@ START_TEST(a_full_image_and_an_overflowing_buffer)
     ck_assert_int_eq(pm_decode(&q, &dd), CUPTI_ERROR_OUT_OF_MEMORY);
     ck_assert_int_eq(dd.overflow, 1);
     ck_assert_uint_eq(pm_completed(&q), 3);
+    pm_teardown(&q, 1);
+    pm_teardown(&p, 0);
 }
 END_TEST
 
