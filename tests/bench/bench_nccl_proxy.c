@@ -6,7 +6,9 @@
  * under it, and times STEPS proxy steps as NCCL's proxy makes them: start,
  * SendGPUWait, SendPeerWait, SendWait (with transSize), stop; the same
  * loop against an empty plugin is the baseline. Prints ns per step for
- * both. Not run by the tests (it measures, it does not check).
+ * both; then the same with one IB work request's network event (start,
+ * stop) inside each step, as NCCL's IB transport makes them. Not run by the tests (it measures, it
+ * does not check).
  */
 #include <dlfcn.h>
 #include <stdint.h>
@@ -42,9 +44,12 @@ static double now(void)
     return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
 }
 
-/* ns per step of p over n steps (the best of 5 runs) */
-static double steps(const struct ct_nprof_v5 *p, void *ctx, long n)
+/* ns per step of p over n steps (the best of 5 runs); net: with an IB
+ * work request's event in each */
+static double steps(const struct ct_nprof_v5 *p, void *ctx, long n, int net)
 {
+    struct ct_nprof_net_ib_v1 wr = {.type = 1,
+                                    .qp = {.device = 0, .qp_num = 0x100, .length = 1 << 20}};
     double best = 1e30;
     for (int run = 0; run < 5; run++) {
         struct ct_nprof_descr_v5 d;
@@ -74,6 +79,17 @@ static double steps(const struct ct_nprof_v5 *p, void *ctx, long n)
             p->record_event_state(h, CT_NPROF_STEP_SEND_GPU_WAIT, &a);
             p->record_event_state(h, CT_NPROF_STEP_SEND_PEER_WAIT, &a);
             p->record_event_state(h, CT_NPROF_STEP_SEND_WAIT, &a);
+            if (net) {
+                struct ct_nprof_descr_v5 w;
+                memset(&w, 0, sizeof w);
+                w.type = CT_NPROF_NET_PLUGIN;
+                w.parent = h;
+                w.net.id = (int64_t)(CT_NPROF_NET_TYPE_IB | 1u);
+                w.net.data = &wr;
+                void *q = NULL;
+                p->start_event(ctx, &q, &w);
+                p->stop_event(q);
+            }
             p->stop_event(h);
         }
         double dt = (now() - t0) / (double)n;
@@ -104,9 +120,13 @@ int main(int argc, char **argv)
         return 2;
     }
     struct ct_nprof_v5 nop = {"nop", NULL, nop_start, nop_stop, nop_state, NULL};
-    double base = steps(&nop, NULL, n), ours = steps(p, ctx, n);
+    double base = steps(&nop, NULL, n, 0), ours = steps(p, ctx, n, 0);
     printf("proxy step (start, 3 states, stop): cutrace %.1f ns, empty plugin %.1f ns, added "
            "%.1f ns\n",
+           ours, base, ours - base);
+    base = steps(&nop, NULL, n, 1), ours = steps(p, ctx, n, 1);
+    printf("proxy step with an IB work request's event: cutrace %.1f ns, empty plugin %.1f ns, "
+           "added %.1f ns\n",
            ours, base, ours - base);
     p->finalize(ctx);
     return 0;
