@@ -27,6 +27,11 @@
     (0x30000000u + ((uint32_t)((w)->flow_base >> 40) & 0xffu) * 0x100000u +                        \
      ((uint32_t)(track)*CT_LANES + (uint32_t)(lane)) % 0x100000u)
 
+/* A kernel-channel track's tid: as a proxy track's, below theirs. */
+#define CT_CHAN_TID(w, track, lane)                                                                \
+    (0x20000000u + ((uint32_t)((w)->flow_base >> 40) & 0xffu) * 0x100000u +                        \
+     ((uint32_t)(track)*CT_LANES + (uint32_t)(lane)) % 0x100000u)
+
 static int cmp_info(const void *a, const void *b, void *ctx)
 {
     const struct ct_trace *t = ctx;
@@ -180,22 +185,68 @@ static int proxy_slice(struct ct_chrome_writer *w, const struct ct_record *r, st
     return 0;
 }
 
+/* One kernel channel's slice (format v5 nccl_channel) on the track of
+ * its communicator and channel: ops of two communicators on two streams
+ * can run their channel c at once, hence lanes as for the proxies. */
+static int channel_slice(struct ct_chrome_writer *w, const struct ct_record *r, struct ptrack **v,
+                         size_t *n, size_t *cap)
+{
+    const uint64_t *f = r->f;
+    const struct ct_record *call = ct_trace_call(w->t, f[CT_NCHAN_CORR]);
+    uint64_t comm = call && call->kind == CT_REC_NCCL ? call->f[CT_NCCL_COMM] : 0;
+    size_t k = track_of(v, n, cap, comm, (uint32_t)f[CT_NCHAN_CHANNEL], -1, 0);
+    if (k == SIZE_MAX)
+        return -ENOMEM;
+    struct ptrack *T = &(*v)[k];
+    int64_t s = (int64_t)f[CT_NCHAN_START], e = (int64_t)f[CT_NCHAN_END];
+    int l = 0;
+    while (l < CT_LANES - 1 && T->lane_end[l] > s)
+        l++;
+    if (e > T->lane_end[l])
+        T->lane_end[l] = e;
+    for (; T->named <= l; T->named++) {
+        char name[200], lane[64] = "";
+        if (T->named)
+            snprintf(lane, sizeof(lane), " (overlapping, lane %d)", T->named);
+        if (w->later_proc)
+            snprintf(lane + strlen(lane), sizeof(lane) - strlen(lane), " (pid %" PRIu32 ")",
+                     w->src->pid);
+        snprintf(name, sizeof(name), "NCCL kernel comm %016" PRIx64 " ch %u%s", comm, T->channel,
+                 lane);
+        /* just before the proxy tracks (above) */
+        meta(w, CT_CHAN_TID(w, k, T->named), name, 890000000L + (long)k * CT_LANES + T->named);
+    }
+    char nm[64];
+    snprintf(nm, sizeof(nm), "nccl%s ch %u",
+             call && call->kind == CT_REC_NCCL ? ct_name_nccl_op(call->f[CT_NCCL_OP]) : "Op",
+             T->channel);
+    ct_chrome_ev(w, "X", CT_CHAN_TID(w, k, l), s, nm);
+    fputs(",\"cat\":\"nccl_channel\",\"dur\":", w->f);
+    ct_chrome_ts(w->f, e > s ? e - s : 0);
+    fprintf(w->f, ",\"args\":{\"correlation_id\":%" PRIu64 ",\"channel\":%" PRIu64 "}}",
+            f[CT_NCHAN_CORR], f[CT_NCHAN_CHANNEL]);
+    return 0;
+}
+
 int ct_chrome_nccl_proxy(struct ct_chrome_writer *w)
 {
     const struct ct_trace *t = w->t;
-    if (!t->count[CT_REC_NCCL_PROXY])
+    if (!t->count[CT_REC_NCCL_PROXY] && !t->count[CT_REC_NCCL_CHANNEL])
         return 0;
-    struct ptrack *v = NULL;
-    size_t n = 0, cap = 0;
+    struct ptrack *v = NULL, *cv = NULL;
+    size_t n = 0, cap = 0, cn = 0, ccap = 0;
     int rc = 0;
     /* records are in start order: each track's slices come in start order */
     for (size_t i = 0; i < t->n && !rc; i++) {
         const struct ct_record *r = &t->recs[i];
-        if (r->kind != CT_REC_NCCL_PROXY ||
-            !ct_chrome_in(w, (int64_t)r->f[CT_NPROXY_START], (int64_t)r->f[CT_NPROXY_END]))
-            continue;
-        rc = proxy_slice(w, r, &v, &n, &cap);
+        if (r->kind == CT_REC_NCCL_PROXY &&
+            ct_chrome_in(w, (int64_t)r->f[CT_NPROXY_START], (int64_t)r->f[CT_NPROXY_END]))
+            rc = proxy_slice(w, r, &v, &n, &cap);
+        else if (r->kind == CT_REC_NCCL_CHANNEL &&
+                 ct_chrome_in(w, (int64_t)r->f[CT_NCHAN_START], (int64_t)r->f[CT_NCHAN_END]))
+            rc = channel_slice(w, r, &cv, &cn, &ccap);
     }
     free(v);
+    free(cv);
     return rc;
 }

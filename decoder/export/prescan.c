@@ -55,6 +55,7 @@ enum {
     B_CP = 232,       /* a critical-path slice with its flow binding (name added) */
     B_NINFO = 45,     /* an op's descriptor, on its call's and its GPU slice (names added) */
     B_PROXY = 339,    /* export --nccl-proxy: a ProxyOp's X with its state sums */
+    B_CHANNEL = 170,  /* export --nccl-proxy: a kernel channel's X */
 };
 
 struct scan {
@@ -155,6 +156,11 @@ static void count(struct scan *s, const struct ct_record *r)
         if (!s->proxy)
             return;
         add(s, 1, B_PROXY);
+        break;
+    case CT_REC_NCCL_CHANNEL:
+        if (!s->proxy)
+            return;
+        add(s, 1, B_CHANNEL);
         break;
     default: return; /* metadata, clock pairs: no event of their own */
     }

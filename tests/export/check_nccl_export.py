@@ -147,15 +147,31 @@ def check_chrome(d, traces, name):
     names = {(e["pid"], e["tid"]): e["args"]["name"] for e in ev
              if e["ph"] == "M" and e["name"] == "thread_name"}
     ptids = {k for k, v in names.items() if v.startswith("NCCL proxy ")}
+    ctids = {k for k, v in names.items() if v.startswith("NCCL kernel ")}
     check(f"{name}: no proxy slice without --nccl-proxy",
-          not [e for e in ev_plain if e.get("cat") == "nccl_proxy" or
-               (e["ph"] == "M" and "NCCL proxy" in str(e.get("args", {}).get("name")))], "")
+          not [e for e in ev_plain if e.get("cat") in ("nccl_proxy", "nccl_channel") or
+               (e["ph"] == "M" and "NCCL proxy" in str(e.get("args", {}).get("name"))) or
+               (e["ph"] == "M" and "NCCL kernel" in str(e.get("args", {}).get("name")))], "")
     # byte for byte: the option's file less its proxy events
     h1, l1, t1 = event_lines(plain)
     h2, l2, t2 = event_lines(proxy)
-    kept = [x for x in l2 if (json.loads(x)["pid"], json.loads(x)["tid"]) not in ptids]
+    kept = [x for x in l2
+            if (json.loads(x)["pid"], json.loads(x)["tid"]) not in ptids | ctids]
     check(f"{name}: file without the option = with it less its proxy events",
           (h1, l1, t1) == (h2, kept, t2), f"{len(l1)} vs {len(kept)} events")
+    # the kernel channels (format v5 nccl_channel): one slice per record of
+    # the dump on its (communicator, channel) track, duration to the ns
+    chans = [e for e in ev if e.get("cat") == "nccl_channel"]
+    want_ch = {(rs[0]["rank"], r["correlation_id"], r["channel"]): r["end_ns"] - r["start_ns"]
+               for _, rs in recs for r in rs if r["kind"] == "nccl_channel"}
+    got_ch = {(e["pid"], e["args"]["correlation_id"], e["args"]["channel"]): round(e["dur"] * 1000)
+              for e in chans}
+    check(f"{name}: a kernel-channel slice per nccl_channel record, its duration exact",
+          got_ch == want_ch and len(chans) == len(want_ch), f"{len(chans)} vs {len(want_ch)}")
+    check(f"{name}: channel slices on their channel's track",
+          all((e["pid"], e["tid"]) in ctids and re.fullmatch(
+              r"NCCL kernel comm [0-9a-f]{16} ch %d( \(overlapping, lane \d\))?( \(pid \d+\))?"
+              % e["args"]["channel"], names[(e["pid"], e["tid"])]) for e in chans), "")
     slices = [e for e in ev if e.get("cat") == "nccl_proxy"]
     check(f"{name}: proxy slices on proxy tracks",
           all((e["pid"], e["tid"]) in ptids and e["ph"] == "X" for e in slices), "")
@@ -263,7 +279,7 @@ def check_chrome(d, traces, name):
     check(f"{name}: --nccl-proxy with sqlite refused", p.returncode == 2 and
           "--nccl-proxy" in p.stderr and "--format chrome" in p.stderr, p.stderr)
     print(f"{name}: the latest ProxyOp end after its op's GPU end: {worst[0] / 1e6:.3f} ms")
-    return len(slices)
+    return f"{len(slices)}+{len(chans)}"
 
 
 def check_sqlite(d, traces, name):
@@ -465,7 +481,7 @@ def main():
         os.makedirs(d)
         traces = run_job(d, extra)
         if mode == "chrome":
-            summary.append(f"{name}: {check_chrome(d, traces, name)} proxy slices, "
+            summary.append(f"{name}: {check_chrome(d, traces, name)} proxy and channel slices, "
                            f"{check_sqlite(d, traces, name)} proxy rows, "
                            f"{check_rows(d, traces, name)} link rows")
         else:
