@@ -26,6 +26,7 @@
 #include "decoder/export/export.h"
 #include "decoder/util/names.h"
 #include "decoder/read/tracefile.h"
+#include "decoder/export/sqlite_int.h"
 
 static const char schema[] =
     "PRAGMA journal_mode=OFF;PRAGMA synchronous=OFF;PRAGMA locking_mode=EXCLUSIVE;"
@@ -82,6 +83,15 @@ static const char schema_own[] =
     " steps INTEGER NOT NULL, bytes INTEGER NOT NULL, gpuWait INTEGER NOT NULL,"
     " peerWait INTEGER NOT NULL, net INTEGER NOT NULL, flush INTEGER NOT NULL,"
     " netBusy INTEGER NOT NULL, nSteps INTEGER NOT NULL, chunkSize INTEGER NOT NULL);"
+    "CREATE TABLE NCCL_CHANNELS (start INTEGER NOT NULL, end INTEGER NOT NULL,"
+    " globalPid INTEGER NOT NULL, rank INTEGER NOT NULL, correlationId INTEGER NOT NULL,"
+    " channel INTEGER NOT NULL);"
+    "CREATE TABLE NCCL_NET (start INTEGER NOT NULL, end INTEGER NOT NULL,"
+    " globalTid INTEGER NOT NULL, rank INTEGER NOT NULL, correlationId INTEGER NOT NULL,"
+    " channel INTEGER NOT NULL, peer INTEGER NOT NULL, direction TEXT NOT NULL,"
+    " transport TEXT NOT NULL, device INTEGER, qp INTEGER NOT NULL, wrs INTEGER NOT NULL,"
+    " bytes INTEGER NOT NULL, busy INTEGER NOT NULL, otherWrs INTEGER NOT NULL,"
+    " otherBytes INTEGER NOT NULL);"
     "CREATE TABLE IO_SPANS (start INTEGER NOT NULL, end INTEGER NOT NULL,"
     " globalTid INTEGER NOT NULL, rank INTEGER NOT NULL, op TEXT NOT NULL, fd INTEGER NOT NULL,"
     " fdType TEXT NOT NULL, path TEXT NOT NULL, bytes INTEGER NOT NULL, result INTEGER NOT NULL,"
@@ -146,27 +156,9 @@ static const char indexes[] =
     "CREATE INDEX nccl_start ON NCCL_OPS (start);"
     "CREATE INDEX nccl_info_corr ON NCCL_INFO (globalPid, correlationId);"
     "CREATE INDEX nccl_proxy_corr ON NCCL_PROXY_OPS (rank, correlationId);"
+    "CREATE INDEX nccl_channel_corr ON NCCL_CHANNELS (rank, correlationId);"
+    "CREATE INDEX nccl_net_corr ON NCCL_NET (rank, correlationId);"
     "CREATE INDEX io_start ON IO_SPANS (start);";
-
-enum stmt {
-    ST_STR,
-    ST_ENV,
-    ST_GPU_INFO,
-    ST_KERNEL,
-    ST_MEMCPY,
-    ST_MEMSET,
-    ST_SYNC,
-    ST_RUNTIME,
-    ST_NVTX,
-    ST_NCCL,
-    ST_NCCL_INFO,
-    ST_NCCL_PROXY,
-    ST_IO,
-    ST_RANK,
-    ST_ITER,
-    ST_ITER_M,
-    ST_COUNT
-};
 
 static const char *const stmt_sql[ST_COUNT] = {
     [ST_STR] = "INSERT INTO StringIds VALUES (?,?)",
@@ -185,30 +177,12 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_NCCL_INFO] = "INSERT INTO NCCL_INFO VALUES (?,?,?,?,?,?,?,?,?,?)",
     [ST_NCCL_PROXY] = ("INSERT INTO NCCL_PROXY_OPS VALUES "
                        "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"),
+    [ST_NCCL_CHANNEL] = "INSERT INTO NCCL_CHANNELS VALUES (?,?,?,?,?,?)",
+    [ST_NCCL_NET] = "INSERT INTO NCCL_NET VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
     [ST_IO] = "INSERT INTO IO_SPANS VALUES (?,?,?,?,?,?,?,?,?,?,?)",
     [ST_RANK] = "INSERT INTO RANKS VALUES (?,?,?,?,?,?,?)",
     [ST_ITER] = "INSERT INTO ITERATIONS VALUES (?,?,?,?,?)",
     [ST_ITER_M] = "INSERT INTO ITERATION_METRICS VALUES (?,?,?,?,?,?,?,?,?)",
-};
-
-/* StringIds: every distinct string once (open addressing, FNV-1a). */
-struct strtab {
-    char **s;
-    int64_t *id;
-    size_t cap, n;
-};
-
-struct sqlite_writer {
-    sqlite3 *db;
-    sqlite3_stmt *st[ST_COUNT];
-    struct strtab strs;
-    struct ct_trace *t;
-    const struct ct_export_src *src;
-    int64_t shift, gpid;
-    int64_t *raw_ids; /* per trace: trace string id -> StringIds id (0: not yet) */
-    int64_t *dem_ids, *short_ids;
-    uint64_t *gnode; /* per record of t: its graph node id (graph_nodes), or NULL */
-    int rc;          /* first SQLite error */
 };
 
 static uint64_t fnv(const char *s)
@@ -217,17 +191,6 @@ static uint64_t fnv(const char *s)
     for (; *s; s++)
         h = (h ^ (uint8_t)*s) * 1099511628211ull;
     return h;
-}
-
-static int step(struct sqlite_writer *w, enum stmt k)
-{
-    sqlite3_stmt *s = w->st[k];
-    int rc = sqlite3_step(s);
-    sqlite3_reset(s);
-    sqlite3_clear_bindings(s);
-    if (rc != SQLITE_DONE && !w->rc)
-        w->rc = rc;
-    return rc == SQLITE_DONE ? 0 : -EIO;
 }
 
 /* The StringIds id of s (inserted on first use); 0 on failure. */
@@ -308,21 +271,6 @@ static void kernel_ids(struct sqlite_writer *w, uint64_t sid, int64_t *dem, int6
         w->dem_ids[sid] = *dem;
         w->short_ids[sid] = *shrt;
     }
-}
-
-static void b_i(struct sqlite_writer *w, enum stmt k, int col, int64_t v)
-{
-    sqlite3_bind_int64(w->st[k], col, v);
-}
-
-static void b_t(struct sqlite_writer *w, enum stmt k, int col, const char *v)
-{
-    sqlite3_bind_text(w->st[k], col, v, -1, SQLITE_TRANSIENT);
-}
-
-static int64_t T(struct sqlite_writer *w, uint64_t trace_ns)
-{
-    return (int64_t)trace_ns + w->shift;
 }
 
 static int cupti_copy_kind(uint64_t k)
@@ -457,89 +405,6 @@ static uint64_t *graph_nodes(const struct ct_trace *t, int *rc)
     return node;
 }
 
-static void nccl_row(struct sqlite_writer *w, const struct ct_record *r)
-{
-    const uint64_t *f = r->f;
-    enum stmt k = ST_NCCL;
-    char hex[24];
-    b_i(w, k, 1, T(w, f[CT_NCCL_START]));
-    b_i(w, k, 2, T(w, f[CT_NCCL_END]));
-    uint64_t gs, ge;
-    unsigned src = ct_trace_nccl_gpu(w->t, r, &gs, &ge);
-    if (src) {
-        b_i(w, k, 3, T(w, gs));
-        b_i(w, k, 4, T(w, ge));
-        b_t(w, k, 5, ct_name_gpu_source(src));
-    }
-    b_i(w, k, 6, w->gpid | r->tid);
-    b_i(w, k, 7, w->src->rank);
-    b_t(w, k, 8, ct_name_nccl_op(f[CT_NCCL_OP]));
-    snprintf(hex, sizeof(hex), "%016" PRIx64, f[CT_NCCL_COMM]);
-    b_t(w, k, 9, hex);
-    b_i(w, k, 10, (int64_t)f[CT_NCCL_SEQ]);
-    b_i(w, k, 11, (int64_t)f[CT_NCCL_COUNT]);
-    b_t(w, k, 12, ct_name_nccl_dtype(f[CT_NCCL_DTYPE]));
-    b_i(w, k, 13, (int64_t)f[CT_NCCL_BYTES]);
-    b_t(w, k, 14, ct_name_nccl_redop(f[CT_NCCL_REDOP]));
-    if ((int64_t)f[CT_NCCL_ROOT] >= 0)
-        b_i(w, k, 15, (int64_t)f[CT_NCCL_ROOT]);
-    if ((int64_t)f[CT_NCCL_PEER] >= 0)
-        b_i(w, k, 16, (int64_t)f[CT_NCCL_PEER]);
-    b_i(w, k, 17, (int64_t)f[CT_NCCL_STREAM]);
-    b_i(w, k, 18, (int64_t)f[CT_NCCL_GROUP]);
-    b_i(w, k, 19, (int64_t)f[CT_NCCL_CORR]);
-    b_i(w, k, 20, (int64_t)f[CT_NCCL_RANK]);
-    b_i(w, k, 21, (int64_t)f[CT_NCCL_NRANKS]);
-    step(w, k);
-}
-
-/* What NCCL's profiler plugin said of an op (NCCL_INFO) and its proxy
- * operations (NCCL_PROXY_OPS), joined to NCCL_OPS by (rank, correlationId):
- * unknown channels and warps (0 in the trace) are NULL, an empty algorithm
- * or protocol (NCCL gave none) NULL. */
-static void nccl_info_row(struct sqlite_writer *w, const struct ct_record *r)
-{
-    const uint64_t *f = r->f;
-    enum stmt k = ST_NCCL_INFO;
-    b_i(w, k, 1, T(w, f[CT_NINFO_TIME]));
-    b_i(w, k, 2, w->gpid);
-    b_i(w, k, 3, w->src->rank);
-    b_i(w, k, 4, (int64_t)f[CT_NINFO_CORR]);
-    const char *algo = ct_trace_str(w->t, f[CT_NINFO_ALGO]);
-    const char *proto = ct_trace_str(w->t, f[CT_NINFO_PROTO]);
-    if (algo && *algo)
-        b_t(w, k, 5, algo);
-    if (proto && *proto)
-        b_t(w, k, 6, proto);
-    if (f[CT_NINFO_CHANNELS])
-        b_i(w, k, 7, (int64_t)f[CT_NINFO_CHANNELS]);
-    if (f[CT_NINFO_WARPS])
-        b_i(w, k, 8, (int64_t)f[CT_NINFO_WARPS]);
-    b_i(w, k, 9, !!(f[CT_NINFO_FLAGS] & CT_NINFO_F_P2P));
-    b_i(w, k, 10, !!(f[CT_NINFO_FLAGS] & CT_NINFO_F_CE));
-    step(w, k);
-}
-
-static void nccl_proxy_row(struct sqlite_writer *w, const struct ct_record *r)
-{
-    const uint64_t *f = r->f;
-    enum stmt k = ST_NCCL_PROXY;
-    b_i(w, k, 1, T(w, f[CT_NPROXY_START]));
-    b_i(w, k, 2, T(w, f[CT_NPROXY_END]));
-    b_i(w, k, 3, w->gpid | r->tid);
-    b_i(w, k, 4, w->src->rank);
-    b_i(w, k, 5, (int64_t)f[CT_NPROXY_CORR]);
-    b_i(w, k, 6, (int64_t)f[CT_NPROXY_CHANNEL]);
-    b_i(w, k, 7, (int64_t)f[CT_NPROXY_PEER]);
-    b_t(w, k, 8, f[CT_NPROXY_SEND] ? "send" : "recv");
-    static const int col[] = {CT_NPROXY_STEPS,     CT_NPROXY_BYTES,  CT_NPROXY_GPU_WAIT,
-                              CT_NPROXY_PEER_WAIT, CT_NPROXY_NET,    CT_NPROXY_FLUSH,
-                              CT_NPROXY_NET_BUSY,  CT_NPROXY_NSTEPS, CT_NPROXY_CHUNK};
-    for (int i = 0; i < (int)(sizeof(col) / sizeof(col[0])); i++)
-        b_i(w, k, 9 + i, (int64_t)f[col[i]]);
-    step(w, k);
-}
-
 static void record_row(struct sqlite_writer *w, const struct ct_record *r, size_t i)
 {
     const uint64_t *f = r->f;
@@ -560,9 +425,11 @@ static void record_row(struct sqlite_writer *w, const struct ct_record *r, size_
         if (!ct_trace_gpu_superseded(w->t, r)) /* one row per op, from its best source */
             gpu_row(w, r, i);
         break;
-    case CT_REC_NCCL: nccl_row(w, r); break;
-    case CT_REC_NCCL_INFO: nccl_info_row(w, r); break;
-    case CT_REC_NCCL_PROXY: nccl_proxy_row(w, r); break;
+    case CT_REC_NCCL:
+    case CT_REC_NCCL_INFO:
+    case CT_REC_NCCL_PROXY:
+    case CT_REC_NCCL_CHANNEL:
+    case CT_REC_NCCL_NET: ct_sqlite_nccl_row(w, r); break;
     case CT_REC_IO:
         k = ST_IO;
         b_i(w, k, 1, T(w, f[CT_IO_START]));

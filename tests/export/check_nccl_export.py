@@ -16,6 +16,8 @@ against `cutrace dump --json` of the same traces:
     byte for byte, the file with the option less its proxy events (they are
     written after each trace's other events), so the option adds and
     changes nothing else;
+  - with it, one slice per nccl_channel record on its (communicator,
+    channel) track, its duration to the ns;
   - with it, per rank one slice per nccl_proxy record of the dump, on a
     track per (communicator, channel, peer, direction) named so; each
     slice's args equal its record's fields (steps, bytes, the state sums)
@@ -28,7 +30,8 @@ against `cutrace dump --json` of the same traces:
     algorithm, protocol, channels and warps (ABI v3 too: descriptors only);
   - the size estimate with --nccl-proxy is within check_size.py's 25 %;
   - the SQLite file (`export --format sqlite`): NCCL_INFO has one row per
-    nccl_info record of the dump and NCCL_PROXY_OPS one per nccl_proxy
+    nccl_info record of the dump, NCCL_PROXY_OPS one per nccl_proxy,
+    NCCL_CHANNELS one per nccl_channel and NCCL_NET one per nccl_net
     record, each with its record's fields (unknown channels and warps, an
     empty algorithm or protocol as NULL), every time shifted by its rank's
     one offset (the export's time base) to the ns, every duration exact;
@@ -328,6 +331,26 @@ def check_sqlite(d, traces, name):
         check(f"{name}: NCCL_PROXY_OPS fields", list(row[7:]) ==
               [r[k] for k in ("steps", "bytes", "gpu_wait_ns", "peer_wait_ns", "net_ns",
                               "flush_ns", "net_busy_ns", "nsteps", "chunk_size")], str(row))
+    # kernel channels and network work (format v5): a row per record
+    want_ch = {(r["rank"], r["correlation_id"], r["channel"]): r for _, rs in recs for r in rs
+               if r["kind"] == "nccl_channel"}
+    got_ch = db.execute("SELECT rank, correlationId, channel, start, end FROM NCCL_CHANNELS")\
+        .fetchall()
+    check(f"{name}: an NCCL_CHANNELS row per nccl_channel record, times shifted alike",
+          len(got_ch) == len(want_ch) and all(
+              (want_ch[g[:3]]["start_ns"] - g[3], want_ch[g[:3]]["end_ns"] - g[4]) ==
+              (shift[g[0]], shift[g[0]]) for g in got_ch if g[:3] in want_ch) and
+          {g[:3] for g in got_ch} == set(want_ch), f"{len(got_ch)} vs {len(want_ch)}")
+    want_net = {(r["rank"], r["correlation_id"], r["channel"], r["peer"], r["direction"],
+                 r["qp"]): r for _, rs in recs for r in rs if r["kind"] == "nccl_net"}
+    got_net = db.execute("SELECT rank, correlationId, channel, peer, direction, qp, transport, "
+                         "device, wrs, bytes, busy, otherWrs, otherBytes FROM NCCL_NET").fetchall()
+    check(f"{name}: an NCCL_NET row per nccl_net record with its fields",
+          len(got_net) == len(want_net) and all(
+              g[:6] in want_net and list(g[6:]) == [
+                  want_net[g[:6]][k] if k != "device" or want_net[g[:6]][k] >= 0 else None
+                  for k in ("transport", "device", "wrs", "bytes", "busy_ns", "other_wrs",
+                            "other_bytes")] for g in got_net), f"{len(got_net)} vs {len(want_net)}")
     orphans = db.execute("SELECT COUNT(*) FROM NCCL_PROXY_OPS p WHERE NOT EXISTS (SELECT 1 FROM "
                          "NCCL_OPS o WHERE o.rank = p.rank AND o.correlationId = "
                          "p.correlationId)").fetchone()[0]
