@@ -1,7 +1,7 @@
 /*
- * NCCL profiler plugin: libcutrace.so exports ncclProfiler_v6, _v5, _v4 and
- * _v3, and `cutrace run` points NCCL_PROFILER_PLUGIN at it, so NCCL (>= 2.23
- * for v3, 2.25 v4, 2.26 v5, 2.28 v6) reports each collective and
+ * NCCL profiler plugin: libcutrace.so exports ncclProfiler_v7, _v6, _v5, _v4
+ * and _v3, and `cutrace run` points NCCL_PROFILER_PLUGIN at it, so NCCL (>= 2.23
+ * for v3, 2.25 v4, 2.26 v5, 2.28 v6, v7 where it speaks it) reports each collective and
  * point-to-point op with per-channel kernel events. An op's GPU interval is
  * the earliest channel start to the latest channel stop; it becomes a
  * CT_REC_GPU record of type nccl and source nccl_plugin, correlated with
@@ -55,7 +55,15 @@
 
 #define CT_NPROF_POOL 8192
 
-enum ev_kind { EV_FREE = 0, EV_OP = 1, EV_CHANNEL = 2, EV_PROXY = 3, EV_STEP = 4, EV_NET = 5 };
+enum ev_kind {
+    EV_FREE = 0,
+    EV_OP = 1,
+    EV_CHANNEL = 2,
+    EV_PROXY = 3,
+    EV_STEP = 4,
+    EV_NET = 5,
+    EV_PHASE = 6 /* v7: a kernel channel's barrier phase (channel_state: its channel, phase) */
+};
 
 /* A ProxyOp's network work on one queue pair or socket (CT_REC_NCCL_NET):
  * filled on the proxy thread that progresses the ProxyOp and stops its
@@ -131,6 +139,7 @@ static inline uint64_t step_ns(const struct proxy_acc *a, uint64_t d)
 struct channel_state {
     uint32_t id;
     uint8_t timed_start, timed_end;
+    uint8_t phase; /* EV_PHASE: NCCL's phaseId */
 };
 
 /* A network event in progress: where it runs, its bytes, since when. */
@@ -583,6 +592,55 @@ static void channel_stop(struct ev *e)
     op_release(op);
 }
 
+/* v7: a barrier phase of one of our kernel channels (a KernelPhase event;
+ * NCCL makes them for its symmetric kernels), from the GPU's timer at its
+ * start to its KernelPhaseStop state's. It holds the channel's op, whose
+ * correlation id its record carries, until it stops. */
+static void phase_start(void **handle, void *parent, const struct ct_nprof_kernel_phase_v7 *d)
+{
+    *handle = NULL;
+    if (!ours(parent) || atomic_load(&((struct ev *)parent)->kind) != EV_CHANNEL || !d->ptimer)
+        return;
+    struct ev *op = ((struct ev *)parent)->parent;
+    struct ev *e = ev_alloc(EV_PHASE);
+    if (!e)
+        return;
+    atomic_fetch_add(&op->refs, 1);
+    e->parent = op;
+    e->ch.id = ((struct ev *)parent)->ch.id;
+    e->ch.phase = d->phase;
+    atomic_store(&e->start, gpu_to_mono(d->ptimer));
+    atomic_store(&e->end, 0);
+    *handle = e;
+}
+
+static void phase_stop(struct ev *e)
+{
+    struct ev *op = e->parent;
+    uint64_t s = atomic_load(&e->start), t = atomic_load(&e->end);
+    if (t && op->corr && ct_shim_live()) { /* no stop timer: no phase to give */
+        uint64_t f[CT_NPHASE_NFIELDS] = {s, t < s ? s : t, op->corr, e->ch.id, e->ch.phase};
+        int guard = ct_tls_guard;
+        ct_tls_guard = 1;
+        ct_emit(CT_REC_NCCL_PHASE, CT_RF_NS, f, CT_NPHASE_NFIELDS);
+        ct_tls_guard = guard;
+    }
+    atomic_store(&e->kind, EV_FREE);
+    op_release(op);
+}
+
+/* v7: the tag the application gave op (0: none, nothing written). */
+static void op_tag(const struct ev *op, uint64_t tag)
+{
+    if (!op || !op->corr || !tag || !ct_shim_live())
+        return;
+    uint64_t f[CT_NTAG_NFIELDS] = {ct_clock_mono_ns(), op->corr, tag};
+    int guard = ct_tls_guard;
+    ct_tls_guard = 1;
+    ct_emit(CT_REC_NCCL_TAG, CT_RF_NS, f, CT_NTAG_NFIELDS);
+    ct_tls_guard = guard;
+}
+
 static ncclResult_t stop_event(void *handle)
 {
     if (!ours(handle))
@@ -597,6 +655,8 @@ static ncclResult_t stop_event(void *handle)
         channel_stop(e);
     } else if (kind == EV_NET) {
         net_stop(e);
+    } else if (kind == EV_PHASE) {
+        phase_stop(e);
     } else if (kind == EV_OP) {
         op_release(e);
     }
@@ -615,6 +675,9 @@ static ncclResult_t record_state_v4(void *handle, int state, union ct_nprof_stat
              a->kernel_ch.ptimer) {
         atomic_store(&e->end, gpu_to_mono(a->kernel_ch.ptimer));
         e->ch.timed_end = 1;
+    } else if (kind == EV_PHASE && state == CT_NPROF_STATE_KERNEL_PHASE_STOP && a &&
+               a->kernel_ch.ptimer) {
+        atomic_store(&e->end, gpu_to_mono(a->kernel_ch.ptimer));
     }
     return ncclSuccess;
 }
@@ -640,6 +703,8 @@ static ncclResult_t init_common(void **ctx, int *mask, uint64_t nccl_hash, int v
         *mask |= CT_NPROF_PROXY_OP | CT_NPROF_PROXY_STEP | CT_NPROF_NET_PLUGIN;
     if (version >= 6)
         *mask |= CT_NPROF_CE_COLL;
+    if (version >= 7)
+        *mask |= CT_NPROF_KERNEL_PHASE;
     uint64_t ours_hash = ct_nccl_tls()->init_hash;
     if (ours_hash && nccl_hash) {
         int guard = ct_tls_guard;
@@ -728,6 +793,35 @@ static ncclResult_t start_v6(void *ctx, void **handle, struct ct_nprof_descr_v5 
     return ncclSuccess;
 }
 
+/* v7: v6's events read from v7's descriptor (each member a v6 one with
+ * more after it), the ops' user tags, and the kernel channels' phases. */
+static ncclResult_t init_v7(void **ctx, uint64_t comm_id, int *mask, const char *comm_name,
+                            int nnodes, int nranks, int rank, ct_nprof_logger log)
+{
+    (void)comm_name, (void)nnodes, (void)nranks, (void)rank, (void)log;
+    return init_common(ctx, mask, comm_id, 7);
+}
+
+static ncclResult_t start_v7(void *ctx, void **handle, struct ct_nprof_descr_v7 *d)
+{
+    *handle = NULL;
+    if (!d)
+        return ncclSuccess;
+    if (d->type == CT_NPROF_KERNEL_PHASE) {
+        phase_start(handle, d->parent, &d->kernel_phase);
+        return ncclSuccess;
+    }
+    ncclResult_t rc = start_v6(ctx, handle, (struct ct_nprof_descr_v5 *)(void *)d);
+    if (!ours(*handle) || atomic_load(&((struct ev *)*handle)->kind) != EV_OP)
+        return rc;
+    uint64_t tag = d->type == CT_NPROF_COLL      ? d->coll.user_tag
+                   : d->type == CT_NPROF_P2P     ? d->p2p.user_tag
+                   : d->type == CT_NPROF_CE_COLL ? d->ce_coll.user_tag
+                                                 : 0;
+    op_tag(*handle, tag);
+    return rc;
+}
+
 /* ------------------------------------------------------------------ v4 */
 
 static ncclResult_t init_v4(void **ctx, int *mask, const char *comm_name, uint64_t comm_hash,
@@ -766,6 +860,9 @@ static ncclResult_t start_v3(void *ctx, void **handle, struct ct_nprof_descr_v3 
 
 /* Our plugin's tables: exported by shim/nccl_profiler_chain.c, which
  * forwards every call to another plugin as well when the user named one. */
+const struct ct_nprof_v7 ct_nprof_own_v7 = {
+    "cutrace", init_v7, start_v7, stop_event, record_state_v4, finalize,
+};
 const struct ct_nprof_v6 ct_nprof_own_v6 = {
     "cutrace", init_v6, start_v6, stop_event, record_state_v4, finalize,
 };

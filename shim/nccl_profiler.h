@@ -1,6 +1,6 @@
 /*
  * cutrace's NCCL profiler plugin (shim/nccl_profiler.c) as tables of its
- * own functions, and the exported ncclProfiler_v3..v6 that call them
+ * own functions, and the exported ncclProfiler_v3..v7 that call them
  * (shim/nccl_profiler_chain.c), forwarding every call to a second plugin
  * too when the user had named one (docs/nccl.md, "Another profiler
  * plugin").
@@ -10,6 +10,7 @@
 
 #include "shim/nccl_profiler_abi.h"
 
+extern const struct ct_nprof_v7 ct_nprof_own_v7;
 extern const struct ct_nprof_v6 ct_nprof_own_v6;
 extern const struct ct_nprof_v5 ct_nprof_own_v5;
 extern const struct ct_nprof_v4 ct_nprof_own_v4;

@@ -9,7 +9,11 @@
  * v6 adds copy-engine collective members to v5's union and changes nothing
  * else (its init, state arguments and functions are v5's), so one
  * descriptor type serves both; ceColl is read only from v6 events.
- * (No public header defines a v7 yet.)
+ * v7 (NCCL's profiler_v7.h) appends a user tag (and kernel-variant
+ * members) to its Coll, P2p and CeColl members and adds KernelPhase
+ * events: every v6 member is a prefix of v7's, so a v7 descriptor read as
+ * a v6 one is a v6 descriptor, and a v6 plugin can be handed one but for
+ * the KernelPhase events and their stop state.
  */
 #ifndef CT_NCCL_PROFILER_ABI_H
 #define CT_NCCL_PROFILER_ABI_H
@@ -24,8 +28,9 @@ enum {
     CT_NPROF_PROXY_OP = 1 << 3,
     CT_NPROF_PROXY_STEP = 1 << 4,
     CT_NPROF_KERNEL_CH = 1 << 6,
-    CT_NPROF_NET_PLUGIN = 1 << 7, /* events of the network plugin, under a ProxyStep */
-    CT_NPROF_CE_COLL = 1 << 12,   /* v6 */
+    CT_NPROF_NET_PLUGIN = 1 << 7,    /* events of the network plugin, under a ProxyStep */
+    CT_NPROF_CE_COLL = 1 << 12,      /* v6 */
+    CT_NPROF_KERNEL_PHASE = 1 << 15, /* v7: a kernel channel's barrier phases */
 };
 /* recordEventState ids (NCCL's ncclProfilerEventState_t) */
 enum {
@@ -36,6 +41,7 @@ enum {
     CT_NPROF_STEP_RECV_GPU_WAIT = 12,
     CT_NPROF_STEP_SEND_PEER_WAIT = 20, /* v4 */
     CT_NPROF_STATE_KERNEL_CH_STOP = 22,
+    CT_NPROF_STATE_KERNEL_PHASE_STOP = 31, /* v7, with the kernelCh timer argument */
 };
 
 typedef void (*ct_nprof_logger)(void);
@@ -120,6 +126,52 @@ struct ct_nprof_ce_coll_v6 {
     size_t count;
 };
 
+/* v7's members that add to v6's, up to what we read */
+struct ct_nprof_coll_v7 {
+    struct ct_nprof_coll_v4 v4;
+    void *parent_group;
+    const char *kernel_variant;
+    _Bool is_sym_coll;
+    uint64_t user_tag; /* 0: untagged */
+};
+struct ct_nprof_p2p_v7 {
+    struct ct_nprof_p2p_v4 v4;
+    void *parent_group;
+    uint64_t user_tag;
+};
+struct ct_nprof_ce_coll_v7 {
+    struct ct_nprof_ce_coll_v6 v6;
+    int root;
+    const char *datatype, *sync_strategy;
+    _Bool intra_batch_sync;
+    uint32_t batch_size, num_batches, ce_seq;
+    void *stream;
+    uint64_t user_tag;
+};
+/* v7's KernelPhase: a child of a KernelCh event, one of its barrier
+ * phases (0 initial sync, 1 compute, 2 final sync), from the GPU's
+ * timer at its start to the KernelPhaseStop state's */
+struct ct_nprof_kernel_phase_v7 {
+    uint8_t channel, phase;
+    const char *name;
+    uint64_t ptimer;
+};
+struct ct_nprof_descr_v7 {
+    uint64_t type;
+    void *parent;
+    int rank;
+    union {
+        struct ct_nprof_coll_v7 coll;
+        struct ct_nprof_p2p_v7 p2p;
+        struct ct_nprof_proxy_op proxy_op;
+        struct ct_nprof_kernel_ch_v4 kernel_ch;
+        struct ct_nprof_net_plugin net;
+        struct ct_nprof_ce_coll_v7 ce_coll;
+        struct ct_nprof_kernel_phase_v7 kernel_phase;
+        uint64_t align_;
+    };
+};
+
 /* v5 and v6 (v6's union only adds ceColl and its siblings) */
 struct ct_nprof_descr_v5 {
     uint64_t type;
@@ -201,6 +253,17 @@ struct ct_nprof_v5 {
     ncclResult_t (*init)(void **ctx, uint64_t comm_id, int *mask, const char *comm_name, int nnodes,
                          int nranks, int rank, ct_nprof_logger log);
     ncclResult_t (*start_event)(void *ctx, void **handle, struct ct_nprof_descr_v5 *d);
+    ncclResult_t (*stop_event)(void *handle);
+    ncclResult_t (*record_event_state)(void *handle, int state, union ct_nprof_state_args_v4 *a);
+    ncclResult_t (*finalize)(void *ctx);
+};
+
+/* v7's are v6's but for the descriptor's (above). */
+struct ct_nprof_v7 {
+    const char *name;
+    ncclResult_t (*init)(void **ctx, uint64_t comm_id, int *mask, const char *comm_name, int nnodes,
+                         int nranks, int rank, ct_nprof_logger log);
+    ncclResult_t (*start_event)(void *ctx, void **handle, struct ct_nprof_descr_v7 *d);
     ncclResult_t (*stop_event)(void *handle);
     ncclResult_t (*record_event_state)(void *handle, int state, union ct_nprof_state_args_v4 *a);
     ncclResult_t (*finalize)(void *ctx);

@@ -1,5 +1,5 @@
 /*
- * nccl_profiler_chain.c - the exported ncclProfiler_v3..v6 tables, and the
+ * nccl_profiler_chain.c - the exported ncclProfiler_v3..v7 tables, and the
  * forwarding of every call to a second profiler plugin (NCCL Inspector, a
  * site's own) when the user had named one.
  *
@@ -8,9 +8,11 @@
  * plugin, `cutrace run` moves that name to CUTRACE_NCCL_PROFILER_CHAIN and
  * this file loads it (NCCL's own rule: the name as given, else
  * libnccl-profiler-NAME.so) at the first communicator, at the ABI version
- * NCCL asked of us (v5 and v6 stand in for each other: v6 only adds
- * copy-engine events, never passed to a v5 plugin). Both plugins then see
- * every call:
+ * NCCL asked of us (v5, v6 and v7 stand in for each other: v6 only adds
+ * copy-engine events, never passed to a v5 plugin, and v7 kernel phases,
+ * passed to v7 plugins only, and members after v6's in its descriptors,
+ * which a v5 or v6 plugin does not read). Both plugins then see every
+ * call:
  *
  *  - init: each its own; NCCL's activation mask becomes the union of
  *    ours and theirs (they get a mask of their own to write, folded into
@@ -45,7 +47,7 @@
 static struct {
     int loaded;                    /* their tables below are set */
     int version;                   /* their ABI */
-    const struct ct_nprof_v6 *v56; /* v5 and v6 share the layout */
+    const struct ct_nprof_v6 *v56; /* v5, v6 and v7 share the layout */
     const struct ct_nprof_v4 *v4;
     const struct ct_nprof_v3 *v3;
 } g_chain;
@@ -69,6 +71,7 @@ static struct pair {
 static _Atomic unsigned g_pair_next;
 static _Atomic uint64_t g_pair_lost;
 
+CT_EXPORT extern struct ct_nprof_v7 ncclProfiler_v7;
 CT_EXPORT extern struct ct_nprof_v6 ncclProfiler_v6;
 CT_EXPORT extern struct ct_nprof_v5 ncclProfiler_v5;
 CT_EXPORT extern struct ct_nprof_v4 ncclProfiler_v4;
@@ -107,13 +110,19 @@ static void chain_load(void)
     const char *sym = NULL;
     if (g_asked >= 5) {
         /* a v6 plugin takes v5 calls and a v5 plugin v6 calls but for
-         * copy-engine events */
-        const char *order[2] = {g_asked == 6 ? "ncclProfiler_v6" : "ncclProfiler_v5",
-                                g_asked == 6 ? "ncclProfiler_v5" : "ncclProfiler_v6"};
-        for (int i = 0; i < 2 && !g_chain.v56; i++)
+         * copy-engine events; v7 calls, a v6 or v5 plugin but for kernel
+         * phases: the version asked first, then the nearest */
+        const char *order[3] = {"ncclProfiler_v7", "ncclProfiler_v6", "ncclProfiler_v5"};
+        if (g_asked == 6)
+            order[0] = "ncclProfiler_v6", order[1] = "ncclProfiler_v5",
+            order[2] = "ncclProfiler_v7";
+        else if (g_asked == 5)
+            order[0] = "ncclProfiler_v5", order[1] = "ncclProfiler_v6",
+            order[2] = "ncclProfiler_v7";
+        for (int i = 0; i < 3 && !g_chain.v56; i++)
             if ((g_chain.v56 = ct_dlsym_real(h, order[i])))
                 sym = order[i];
-        g_chain.version = sym ? sym[13] - '0' : 0;
+        g_chain.version = sym ? sym[sizeof("ncclProfiler_v") - 1] - '0' : 0;
     } else if (g_asked == 4) {
         g_chain.v4 = ct_dlsym_real(h, sym = "ncclProfiler_v4");
         g_chain.version = g_chain.v4 ? 4 : 0;
@@ -123,13 +132,14 @@ static void chain_load(void)
     }
     if (!g_chain.version) {
         snprintf(buf, sizeof(buf), "%s not used: it has no ncclProfiler_v%d%s", name, g_asked,
-                 g_asked >= 5 ? " or v5/v6" : "");
+                 g_asked >= 5 ? " or v5/v6/v7" : "");
         chain_meta(buf);
         return; /* left loaded: unloading a library is not ours to risk */
     }
     /* cutrace under another name (a copy of libcutrace.so is the same
      * library once loaded): forwarding to ourselves would never end */
-    if ((const void *)g_chain.v56 == (const void *)&ncclProfiler_v6 ||
+    if ((const void *)g_chain.v56 == (const void *)&ncclProfiler_v7 ||
+        (const void *)g_chain.v56 == (const void *)&ncclProfiler_v6 ||
         (const void *)g_chain.v56 == (const void *)&ncclProfiler_v5 ||
         (const void *)g_chain.v4 == (const void *)&ncclProfiler_v4 ||
         (const void *)g_chain.v3 == (const void *)&ncclProfiler_v3) {
@@ -224,10 +234,11 @@ static void *join(void *ours, void *theirs)
 }
 
 /* Whether event type t goes to a plugin asking mask (a v5 plugin never
- * gets v6's copy-engine events). */
+ * gets v6's copy-engine events, a v5 or v6 one v7's kernel phases). */
 static int wants(int mask, uint64_t t)
 {
-    return (mask & (int)t) && (t != CT_NPROF_CE_COLL || g_chain.version >= 6);
+    return (mask & (int)t) && (t != CT_NPROF_CE_COLL || g_chain.version >= 6) &&
+           (t != CT_NPROF_KERNEL_PHASE || g_chain.version >= 7);
 }
 
 /* startEvent of both, each with its own parent in d (swapped in place). */
@@ -284,7 +295,7 @@ static ncclResult_t chain_state_v4(void *h, int state, union ct_nprof_state_args
     split(h, &op, &tp);
     if (op)
         ct_nprof_own_v6.record_event_state(op, state, a);
-    if (tp)
+    if (tp && (state != CT_NPROF_STATE_KERNEL_PHASE_STOP || g_chain.version >= 7))
         (g_chain.version >= 5 ? g_chain.v56->record_event_state
                               : g_chain.v4->record_event_state)(tp, state, a);
     return ncclSuccess;
@@ -324,12 +335,19 @@ static ncclResult_t chain_finalize(void *ctx)
     return ncclSuccess;
 }
 
-/* ------------------------------------------------------------ v5, v6 */
+/* ------------------------------------------------------------ v5, v6, v7 */
 
 static ncclResult_t their_start_v56(void *ctx, void **h, struct ct_nprof_descr_v5 *d)
 {
     return g_chain.v56->start_event(ctx, h, d);
 }
+/* a v7 descriptor to their plugin: v7's own if it is one, else its v6
+ * prefix (wants() kept the kernel phases from it) */
+static ncclResult_t their_start_v7(void *ctx, void **h, struct ct_nprof_descr_v7 *d)
+{
+    return g_chain.v56->start_event(ctx, h, (struct ct_nprof_descr_v5 *)(void *)d);
+}
+CHAIN_START(chain_start_v7, struct ct_nprof_descr_v7, ct_nprof_own_v7, their_start_v7)
 CHAIN_START(chain_start_v6, struct ct_nprof_descr_v5, ct_nprof_own_v6, their_start_v56)
 CHAIN_START(chain_start_v5, struct ct_nprof_descr_v5, ct_nprof_own_v5, their_start_v56)
 
@@ -345,6 +363,7 @@ CHAIN_START(chain_start_v5, struct ct_nprof_descr_v5, ct_nprof_own_v5, their_sta
             g_chain.v56->init(&theirs, id, &g_their_mask, name, nnodes, nranks, rank, log);        \
         return chained_ctx(ctx, mask, rc, theirs, trc);                                            \
     }
+CHAIN_INIT_V56(chain_init_v7, ct_nprof_own_v7, 7)
 CHAIN_INIT_V56(chain_init_v6, ct_nprof_own_v6, 6)
 CHAIN_INIT_V56(chain_init_v5, ct_nprof_own_v5, 5)
 
@@ -386,6 +405,9 @@ static ncclResult_t chain_init_v3(void **ctx, int *mask)
     return chained_ctx(ctx, mask, rc, theirs, trc);
 }
 
+CT_EXPORT struct ct_nprof_v7 ncclProfiler_v7 = {
+    "cutrace", chain_init_v7, chain_start_v7, chain_stop, chain_state_v4, chain_finalize,
+};
 CT_EXPORT struct ct_nprof_v6 ncclProfiler_v6 = {
     "cutrace", chain_init_v6, chain_start_v6, chain_stop, chain_state_v4, chain_finalize,
 };

@@ -53,6 +53,7 @@ void ct_nlinks_free(struct ct_nlinks *l)
     free(l->slow);
     free(l->split);
     free(l->nics);
+    free(l->tags);
     memset(l, 0, sizeof(*l));
 }
 
@@ -399,6 +400,7 @@ static size_t split_row(struct ct_nlinks *out, const struct ct_nccl_call *c,
     memset(s, 0, sizeof(*s));
     s->comm = c->comm, s->op = c->op, s->bytes = c->bytes, s->nranks = c->nranks;
     s->wait_p50_ns = s->transfer_p50_ns = NAN;
+    s->phase_p50_ns[0] = s->phase_p50_ns[1] = s->phase_p50_ns[2] = NAN;
     s->ce = info && (info->flags & CT_NINFO_F_CE);
     ct_nchan_row_init(&s->ch);
     if (info) {
@@ -456,6 +458,91 @@ static int nic_rows(const struct ct_job *job, struct ct_nlinks *out)
     return 0;
 }
 
+/* An op instance's barrier phases: its row and per phase the longest
+ * channel's time (-1: none of that phase). */
+struct phase_obs {
+    size_t row;
+    int64_t ns[3];
+};
+
+static int cmp_phase_obs(const void *a, const void *b)
+{
+    size_t x = ((const struct phase_obs *)a)->row, y = ((const struct phase_obs *)b)->row;
+    return (x > y) - (x < y);
+}
+
+/* The op's phases (a's records of corr) into *o; 0 when it has none. The
+ * channels run at once: the op spends in a phase its slowest channel's. */
+static int op_phases(const struct ct_nacct *a, uint64_t corr, struct phase_obs *o)
+{
+    o->ns[0] = o->ns[1] = o->ns[2] = -1;
+    int any = 0;
+    for (size_t k = ct_nacct_phase_first(a, corr); k < a->nph && a->ph[k].corr == corr; k++) {
+        const struct ct_nphase *p = &a->ph[k];
+        if (p->phase > 2 || p->e < p->s)
+            continue;
+        if (p->e - p->s > o->ns[p->phase])
+            o->ns[p->phase] = p->e - p->s;
+        any = 1;
+    }
+    return any;
+}
+
+/* Medians per row and phase of obs (sorted here). 0 or -ENOMEM. */
+static int phase_rows(struct ct_nlinks *out, struct phase_obs *obs, size_t n)
+{
+    if (!n)
+        return 0;
+    qsort(obs, n, sizeof(*obs), cmp_phase_obs);
+    double *w = malloc(n * sizeof(*w));
+    if (!w)
+        return -ENOMEM;
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        while (j < n && obs[j].row == obs[i].row)
+            j++;
+        struct ct_nsplit *s = &out->split[obs[i].row];
+        s->phase_instances = j - i;
+        for (int ph = 0; ph < 3; ph++) {
+            size_t m = 0;
+            for (size_t k = i; k < j; k++)
+                if (obs[k].ns[ph] >= 0)
+                    w[m++] = (double)obs[k].ns[ph];
+            s->phase_p50_ns[ph] = m ? ct_median(w, m) : NAN;
+        }
+        i = j;
+    }
+    free(w);
+    return 0;
+}
+
+/* The op's user tag into out->tags. 0 or -ENOMEM. */
+static int tag_add(struct ct_nlinks *out, uint64_t tag, int64_t gpu_ns)
+{
+    size_t i = 0;
+    while (i < out->ntags && out->tags[i].tag != tag)
+        i++;
+    if (i == out->ntags) {
+        struct ct_ntag_row *t = realloc(out->tags, (out->ntags + 1) * sizeof(*t));
+        if (!t)
+            return -ENOMEM;
+        out->tags = t;
+        t[out->ntags++] = (struct ct_ntag_row){.tag = tag};
+    }
+    out->tags[i].ops++;
+    if (gpu_ns >= 0) {
+        out->tags[i].timed++;
+        out->tags[i].gpu_ns += (double)gpu_ns;
+    }
+    return 0;
+}
+
+static int cmp_tag_row(const void *a, const void *b)
+{
+    uint64_t x = ((const struct ct_ntag_row *)a)->tag, y = ((const struct ct_ntag_row *)b)->tag;
+    return (x > y) - (x < y);
+}
+
 int ct_nccl_links(const struct ct_job *job, struct ct_nlinks *out)
 {
     memset(out, 0, sizeof(*out));
@@ -473,7 +560,9 @@ int ct_nccl_links(const struct ct_job *job, struct ct_nlinks *out)
     struct rmap *map = malloc((ncalls ? ncalls : 1) * sizeof(*map));
     struct ct_nlink_obs *obs = malloc((npx ? npx : 1) * sizeof(*obs));
     struct split_val *sv = malloc((nsplit ? nsplit : 1) * sizeof(*sv));
-    int rc = map && obs && sv ? 0 : -ENOMEM;
+    struct phase_obs *pobs = malloc((nsplit ? nsplit : 1) * sizeof(*pobs));
+    size_t npobs = 0;
+    int rc = map && obs && sv && pobs ? 0 : -ENOMEM;
     size_t nmap = 0, nobs = 0, nsv = 0;
     for (size_t r = 0; r < job->nranks && !rc; r++)
         for (size_t i = 0; i < job->ranks[r].nnccl; i++)
@@ -533,6 +622,11 @@ int ct_nccl_links(const struct ct_job *job, struct ct_nlinks *out)
                     break;
                 }
                 out->split[row].count++;
+                if (a->nph && npobs < nsplit && op_phases(a, c->corr, &pobs[npobs]))
+                    pobs[npobs++].row = row;
+                uint64_t tag = a->ntag ? ct_nacct_tag(a, c->corr) : 0;
+                if (tag && (rc = tag_add(out, tag, op_ns)))
+                    break;
                 if (any && op_ns >= 0 && nsv < nsplit)
                     sv[nsv++] = (struct split_val){row, fmax(0, (double)op_ns - busy), busy};
             }
@@ -542,6 +636,10 @@ int ct_nccl_links(const struct ct_job *job, struct ct_nlinks *out)
         rc = ct_nlinks_from_obs(obs, nobs, out);
     if (!rc)
         rc = nic_rows(job, out);
+    if (!rc)
+        rc = phase_rows(out, pobs, npobs);
+    if (!rc && out->ntags > 1)
+        qsort(out->tags, out->ntags, sizeof(*out->tags), cmp_tag_row);
     if (!rc) {
         qsort(sv, nsv, sizeof(*sv), cmp_split_val);
         for (size_t i = 0; i < nsv;) {
@@ -564,6 +662,7 @@ int ct_nccl_links(const struct ct_job *job, struct ct_nlinks *out)
     free(map);
     free(obs);
     free(sv);
+    free(pobs);
     if (rc)
         ct_nlinks_free(out);
     return rc;

@@ -85,6 +85,18 @@ struct ct_nsplit {
     uint8_t ce; /* a copy-engine collective (no kernel channels) */
     /* the kernel's phases from its channels (nccl_channel_phases.h) */
     struct ct_nchan_row ch;
+    /* v7's barrier phases (initial_sync, compute, final_sync): per op
+     * instance the longest channel's, medians over the instances that
+     * have them (NAN: none, phase_instances 0) */
+    double phase_p50_ns[3];
+    uint64_t phase_instances;
+};
+
+/* The ops an application tagged (v7's user tags) with one tag: how many
+ * over every rank, and their GPU time summed (those with a GPU interval). */
+struct ct_ntag_row {
+    uint64_t tag, ops, timed;
+    double gpu_ns;
 };
 
 /* One rank's network transport work on one device in one direction
@@ -104,6 +116,8 @@ struct ct_nlinks {
     size_t nl;
     struct ct_nnic_row *nics; /* by rank, transport, device, direction */
     size_t nnics;
+    struct ct_ntag_row *tags; /* by tag */
+    size_t ntags;
     struct ct_nslow *slow;
     size_t nslow;
     struct ct_nsplit *split;

@@ -350,6 +350,17 @@ static size_t print_record(struct out *o, struct ct_trace *t, size_t i)
         f_u(o, "correlation_id", f[CT_NCHAN_CORR]);
         f_u(o, "channel", f[CT_NCHAN_CHANNEL]);
         break;
+    case CT_REC_NCCL_PHASE: /* format v5 (docs/nccl.md) */
+        span(o, f);
+        f_u(o, "correlation_id", f[CT_NPHASE_CORR]);
+        f_u(o, "channel", f[CT_NPHASE_CHANNEL]);
+        f_s(o, "phase", ct_name_nccl_phase(f[CT_NPHASE_PHASE]));
+        break;
+    case CT_REC_NCCL_TAG: /* format v5 (docs/nccl.md) */
+        f_u(o, "time_ns", f[CT_NTAG_TIME]);
+        f_u(o, "correlation_id", f[CT_NTAG_CORR]);
+        f_u(o, "tag", f[CT_NTAG_TAG]);
+        break;
     case CT_REC_NCCL_NET: /* format v5 (docs/nccl.md) */
         span(o, f);
         f_u(o, "correlation_id", f[CT_NNET_CORR]);

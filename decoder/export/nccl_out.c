@@ -23,6 +23,12 @@
     "no network-plugin events: NCCL's IB and socket transports report them (NetPlugin events, "    \
     "ABI v4 on, NCCL built with its network profiling) under proxy steps; NVLink, shared-memory "  \
     "and P2P transports have none"
+#define NO_PHASES                                                                                  \
+    "no kernel-phase records: NCCL's profiler plugin ABI v7 reports the barrier phases of its "    \
+    "symmetric-memory kernels only"
+#define NO_TAGS                                                                                    \
+    "no user tags: the application set none (ncclCollConfig_t's userProfilerTag) or NCCL's "       \
+    "profiler plugin ABI is older than v7"
 #define NO_INFO                                                                                    \
     "no NCCL profiler-plugin descriptors: they need NCCL >= 2.23 with the job run under "          \
     "`cutrace run`"
@@ -173,9 +179,31 @@ void ct_nccl_json(FILE *f, const struct ct_report *rep)
         member(f, "wait_p50_us", s->wait_p50_ns / 1e3, 3, 1);
         member(f, "transfer_p50_us", s->transfer_p50_ns / 1e3, 3, 1);
         channels_json(f, &s->ch);
+        fputc(',', f);
+        fprintf(f, "\"phase_instances\":%" PRIu64 ",", s->phase_instances);
+        member(f, "initial_sync_p50_us", s->phase_p50_ns[0] / 1e3, 3, 1);
+        member(f, "compute_p50_us", s->phase_p50_ns[1] / 1e3, 3, 1);
+        member(f, "final_sync_p50_us", s->phase_p50_ns[2] / 1e3, 3, 1);
+        fputs("\"phase_reason\":", f);
+        s->phase_instances ? (void)fputs("null", f) : ct_json_str(f, NO_PHASES);
         fputc('}', f);
     }
-    fputs("]}", f);
+    fputs("],\"user_tags\":", f);
+    if (!L->ntags) {
+        fputs("null,\"user_tags_reason\":", f);
+        ct_json_str(f, NO_TAGS);
+    } else {
+        fputc('[', f);
+        for (size_t i = 0; i < L->ntags; i++) {
+            const struct ct_ntag_row *t = &L->tags[i];
+            fprintf(f, "%s{\"tag\":%" PRIu64 ",\"ops\":%" PRIu64 ",\"timed_ops\":%" PRIu64 ",",
+                    i ? "," : "", t->tag, t->ops, t->timed);
+            member(f, "gpu_us", t->timed ? t->gpu_ns / 1e3 : NAN, 3, 0);
+            fputc('}', f);
+        }
+        fputs("],\"user_tags_reason\":null", f);
+    }
+    fputc('}', f);
 }
 
 static const char *us_or_dash(char *b, size_t n, double ns)
@@ -236,6 +264,31 @@ void ct_nccl_text(FILE *f, const struct ct_report *rep)
         }
     }
     channels_text(f, L);
+    int phases = 0;
+    for (size_t i = 0; i < L->nsplit; i++)
+        phases |= L->split[i].phase_instances > 0;
+    if (phases) {
+        fprintf(f, "  kernel barrier phases (v7), p50 us:\n  %-14s %12s %9s %12s %10s %10s\n", "op",
+                "bytes", "instances", "initial sync", "compute", "final sync");
+        for (size_t i = 0; i < L->nsplit; i++) {
+            const struct ct_nsplit *s = &L->split[i];
+            if (!s->phase_instances)
+                continue;
+            char a[24], b[24], c[24];
+            fprintf(f, "  %-14s %12" PRIu64 " %9" PRIu64 " %12s %10s %10s\n",
+                    ct_name_nccl_op(s->op), s->bytes, s->phase_instances,
+                    us_or_dash(a, sizeof(a), s->phase_p50_ns[0]),
+                    us_or_dash(b, sizeof(b), s->phase_p50_ns[1]),
+                    us_or_dash(c, sizeof(c), s->phase_p50_ns[2]));
+        }
+    }
+    for (size_t i = 0; i < L->ntags; i++) {
+        const struct ct_ntag_row *t = &L->tags[i];
+        char g[24] = "-";
+        if (t->timed)
+            snprintf(g, sizeof(g), "%.1f", t->gpu_ns / 1e3);
+        fprintf(f, "  user tag %" PRIu64 ": %" PRIu64 " ops, GPU %s us\n", t->tag, t->ops, g);
+    }
     if (!L->nl) {
         fprintf(f, "  links: - (%s)\n", NO_PROXY);
         return;

@@ -78,6 +78,17 @@ int ct_nacct_record(struct ct_nacct_collect *c, struct ct_reader *rd, const stru
         n->busy += f[CT_NNET_BUSY];
         n->other_wrs += f[CT_NNET_OTHER_WRS];
         n->other_bytes += f[CT_NNET_OTHER_BYTES];
+    } else if (r->kind == CT_REC_NCCL_PHASE) {
+        if (grow((void **)&c->a.ph, &c->capph, c->a.nph, sizeof(*c->a.ph)))
+            return -ENOMEM;
+        c->a.ph[c->a.nph++] =
+            (struct ct_nphase){f[CT_NPHASE_CORR], (int64_t)f[CT_NPHASE_START],
+                               (int64_t)f[CT_NPHASE_END], (uint32_t)f[CT_NPHASE_CHANNEL],
+                               (uint8_t)(f[CT_NPHASE_PHASE] > 255 ? 255 : f[CT_NPHASE_PHASE])};
+    } else if (r->kind == CT_REC_NCCL_TAG) {
+        if (grow((void **)&c->a.tag, &c->capt, c->a.ntag, sizeof(*c->a.tag)))
+            return -ENOMEM;
+        c->a.tag[c->a.ntag++] = (struct ct_ntag){f[CT_NTAG_CORR], f[CT_NTAG_TAG]};
     } else if (r->kind == CT_REC_NCCL_CHANNEL) {
         if (grow((void **)&c->a.ch, &c->capc, c->a.nch, sizeof(*c->a.ch)))
             return -ENOMEM;
@@ -124,24 +135,50 @@ static int cmp_nic(const void *a, const void *b)
     return (int)y->send - (int)x->send;
 }
 
+static int cmp_ph(const void *a, const void *b)
+{
+    const struct ct_nphase *x = a, *y = b;
+    if (x->corr != y->corr)
+        return (x->corr > y->corr) - (x->corr < y->corr);
+    if (x->channel != y->channel)
+        return (x->channel > y->channel) - (x->channel < y->channel);
+    return (int)x->phase - (int)y->phase;
+}
+
+static int cmp_tag(const void *a, const void *b)
+{
+    uint64_t x = ((const struct ct_ntag *)a)->corr, y = ((const struct ct_ntag *)b)->corr;
+    return (x > y) - (x < y);
+}
+
+/* Every array of a sorted (qsort of NULL, 0 is undefined: UBSan). */
+static void sort_all(struct ct_nacct *a)
+{
+    if (a->ninfo)
+        qsort(a->info, a->ninfo, sizeof(*a->info), cmp_info);
+    if (a->npx)
+        qsort(a->px, a->npx, sizeof(*a->px), cmp_px);
+    if (a->nch)
+        qsort(a->ch, a->nch, sizeof(*a->ch), cmp_ch);
+    if (a->nnic)
+        qsort(a->nic, a->nnic, sizeof(*a->nic), cmp_nic);
+    if (a->nph)
+        qsort(a->ph, a->nph, sizeof(*a->ph), cmp_ph);
+    if (a->ntag)
+        qsort(a->tag, a->ntag, sizeof(*a->tag), cmp_tag);
+}
+
 struct ct_nacct *ct_nacct_finish(struct ct_nacct_collect *c, int *oom)
 {
     struct ct_nacct *a = NULL;
-    if (c->a.ninfo || c->a.npx || c->a.nch || c->a.nnic) {
+    if (c->a.ninfo || c->a.npx || c->a.nch || c->a.nnic || c->a.nph || c->a.ntag) {
         a = malloc(sizeof(*a));
         if (!a) {
             *oom = 1;
         } else {
             *a = c->a;
             c->a = (struct ct_nacct){0};
-            if (a->ninfo) /* qsort of NULL, 0 is undefined (UBSan) */
-                qsort(a->info, a->ninfo, sizeof(*a->info), cmp_info);
-            if (a->npx)
-                qsort(a->px, a->npx, sizeof(*a->px), cmp_px);
-            if (a->nch)
-                qsort(a->ch, a->nch, sizeof(*a->ch), cmp_ch);
-            if (a->nnic)
-                qsort(a->nic, a->nnic, sizeof(*a->nic), cmp_nic);
+            sort_all(a);
         }
     }
     ct_nacct_collect_free(c);
@@ -156,18 +193,13 @@ struct ct_nacct *ct_nacct_adopt(struct ct_nacct *a, int *oom)
         free(a->px);
         free(a->ch);
         free(a->nic);
+        free(a->ph);
+        free(a->tag);
         *oom = 1;
         return NULL;
     }
     *b = *a;
-    if (b->ninfo)
-        qsort(b->info, b->ninfo, sizeof(*b->info), cmp_info);
-    if (b->npx)
-        qsort(b->px, b->npx, sizeof(*b->px), cmp_px);
-    if (b->nch)
-        qsort(b->ch, b->nch, sizeof(*b->ch), cmp_ch);
-    if (b->nnic)
-        qsort(b->nic, b->nnic, sizeof(*b->nic), cmp_nic);
+    sort_all(b);
     return b;
 }
 
@@ -177,6 +209,8 @@ void ct_nacct_collect_free(struct ct_nacct_collect *c)
     free(c->a.px);
     free(c->a.ch);
     free(c->a.nic);
+    free(c->a.ph);
+    free(c->a.tag);
     memset(c, 0, sizeof(*c));
 }
 
@@ -190,8 +224,10 @@ struct ct_nacct *ct_nacct_copy(const struct ct_nacct *a, int *oom)
         b->px = malloc((a->npx ? a->npx : 1) * sizeof(*b->px));
         b->ch = malloc((a->nch ? a->nch : 1) * sizeof(*b->ch));
         b->nic = malloc((a->nnic ? a->nnic : 1) * sizeof(*b->nic));
+        b->ph = malloc((a->nph ? a->nph : 1) * sizeof(*b->ph));
+        b->tag = malloc((a->ntag ? a->ntag : 1) * sizeof(*b->tag));
     }
-    if (!b || !b->info || !b->px || !b->ch || !b->nic) {
+    if (!b || !b->info || !b->px || !b->ch || !b->nic || !b->ph || !b->tag) {
         ct_nacct_free(b);
         *oom = 1;
         return NULL;
@@ -206,6 +242,12 @@ struct ct_nacct *ct_nacct_copy(const struct ct_nacct *a, int *oom)
     if (a->nnic)
         memcpy(b->nic, a->nic, a->nnic * sizeof(*b->nic));
     b->nnic = a->nnic;
+    if (a->nph)
+        memcpy(b->ph, a->ph, a->nph * sizeof(*b->ph));
+    b->nph = a->nph;
+    if (a->ntag)
+        memcpy(b->tag, a->tag, a->ntag * sizeof(*b->tag));
+    b->ntag = a->ntag;
     return b;
 }
 
@@ -217,6 +259,8 @@ void ct_nacct_free(struct ct_nacct *a)
     free(a->px);
     free(a->ch);
     free(a->nic);
+    free(a->ph);
+    free(a->tag);
     free(a);
 }
 
@@ -244,4 +288,30 @@ size_t ct_nacct_chan_first(const struct ct_nacct *a, uint64_t corr)
             hi = mid;
     }
     return lo;
+}
+
+size_t ct_nacct_phase_first(const struct ct_nacct *a, uint64_t corr)
+{
+    size_t lo = 0, hi = a ? a->nph : 0;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (a->ph[mid].corr < corr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+uint64_t ct_nacct_tag(const struct ct_nacct *a, uint64_t corr)
+{
+    size_t lo = 0, hi = a ? a->ntag : 0;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (a->tag[mid].corr < corr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return a && lo < a->ntag && a->tag[lo].corr == corr ? a->tag[lo].tag : 0;
 }

@@ -50,6 +50,19 @@ struct ct_nnic {
     uint64_t proxy_ops, wrs, bytes, busy, other_wrs, other_bytes;
 };
 
+/* One barrier phase of one kernel channel (CT_NPHASE_* fields, v7). */
+struct ct_nphase {
+    uint64_t corr;
+    int64_t s, e;
+    uint32_t channel;
+    uint8_t phase; /* enum ct_nccl_phase_id */
+};
+
+/* An op's user tag (CT_NTAG_*, v7). */
+struct ct_ntag {
+    uint64_t corr, tag;
+};
+
 struct ct_nacct {
     struct ct_ninfo *info; /* by corr */
     size_t ninfo;
@@ -59,11 +72,15 @@ struct ct_nacct {
     size_t nch;
     struct ct_nnic *nic; /* by (transport, device, send); summaries from version 11 */
     size_t nnic;
+    struct ct_nphase *ph; /* by (corr, channel, phase); summaries from version 11 */
+    size_t nph;
+    struct ct_ntag *tag; /* by corr; summaries from version 11 */
+    size_t ntag;
 };
 
 struct ct_nacct_collect {
     struct ct_nacct a;
-    size_t capi, capp, capc, capn;
+    size_t capi, capp, capc, capn, capph, capt;
 };
 struct ct_reader;
 struct ct_record;
@@ -85,6 +102,10 @@ struct ct_nacct *ct_nacct_copy(const struct ct_nacct *a, int *oom);
 void ct_nacct_free(struct ct_nacct *a);
 /* The index of corr's first channel in a->ch (a->nch when it has none). */
 size_t ct_nacct_chan_first(const struct ct_nacct *a, uint64_t corr);
+/* The index of corr's first phase in a->ph (a->nph when it has none). */
+size_t ct_nacct_phase_first(const struct ct_nacct *a, uint64_t corr);
+/* corr's user tag, 0 when it has none. */
+uint64_t ct_nacct_tag(const struct ct_nacct *a, uint64_t corr);
 /* The info record of corr, or NULL. */
 const struct ct_ninfo *ct_nacct_info(const struct ct_nacct *a, uint64_t corr);
 

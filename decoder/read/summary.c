@@ -115,6 +115,19 @@ static void put_nacct(struct ct_sum_wbuf *b, const struct ct_nacct *a)
         for (size_t k = 0; k < sizeof(v) / sizeof(v[0]); k++)
             ct_sum_put_u64(b, v[k]);
     }
+    ct_sum_put_u64(b, a ? a->nph : 0); /* version 11: v7's kernel phases and user tags */
+    for (size_t i = 0; a && i < a->nph; i++) {
+        ct_sum_put_u64(b, a->ph[i].corr);
+        ct_sum_put_u64(b, (uint64_t)a->ph[i].s);
+        ct_sum_put_u64(b, (uint64_t)a->ph[i].e);
+        ct_sum_put_u32(b, a->ph[i].channel);
+        ct_sum_put_u8(b, a->ph[i].phase);
+    }
+    ct_sum_put_u64(b, a ? a->ntag : 0);
+    for (size_t i = 0; a && i < a->ntag; i++) {
+        ct_sum_put_u64(b, a->tag[i].corr);
+        ct_sum_put_u64(b, a->tag[i].tag);
+    }
 }
 
 static void encode(struct ct_sum_wbuf *b, const struct ct_proc *p, const char *step)
@@ -396,12 +409,27 @@ static void get_nacct(struct ct_sum_rbuf *r, struct ct_proc *p, int *oom, uint32
             for (size_t k = 0; k < sizeof(v) / sizeof(v[0]); k++)
                 *v[k] = ct_sum_get_u64(r);
         }
+        a.ph = ct_sum_get_array(r, &a.nph, 3 * 8 + 4 + 1, sizeof(*a.ph), oom);
+        for (size_t i = 0; i < a.nph && !r->bad; i++) {
+            a.ph[i].corr = ct_sum_get_u64(r);
+            a.ph[i].s = (int64_t)ct_sum_get_u64(r);
+            a.ph[i].e = (int64_t)ct_sum_get_u64(r);
+            a.ph[i].channel = ct_sum_get_u32(r);
+            a.ph[i].phase = ct_sum_get_u8(r);
+        }
+        a.tag = ct_sum_get_array(r, &a.ntag, 2 * 8, sizeof(*a.tag), oom);
+        for (size_t i = 0; i < a.ntag && !r->bad; i++) {
+            a.tag[i].corr = ct_sum_get_u64(r);
+            a.tag[i].tag = ct_sum_get_u64(r);
+        }
     }
-    if (r->bad || (!a.ninfo && !a.npx && !a.nch && !a.nnic)) {
+    if (r->bad || (!a.ninfo && !a.npx && !a.nch && !a.nnic && !a.nph && !a.ntag)) {
         free(a.info);
         free(a.px);
         free(a.ch);
         free(a.nic);
+        free(a.ph);
+        free(a.tag);
         return;
     }
     p->nacct = ct_nacct_adopt(&a, oom);

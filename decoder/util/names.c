@@ -34,6 +34,12 @@ const char *ct_name_nccl_net_transport(uint64_t v)
     return LOOKUP(t, v);
 }
 
+const char *ct_name_nccl_phase(uint64_t v)
+{
+    static const char *const t[] = {"initial_sync", "compute", "final_sync"};
+    return LOOKUP(t, v);
+}
+
 const char *ct_name_family(uint64_t v)
 {
     static const char *const t[] = {"other", "launch", "memcpy", "memset",

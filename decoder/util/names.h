@@ -9,6 +9,8 @@
 const char *ct_name_copy_kind(uint64_t v);
 const char *ct_name_gpu_type(uint64_t v);
 const char *ct_name_gpu_source(uint64_t v);
+/* enum ct_nccl_phase_id: "initial_sync", "compute", "final_sync" */
+const char *ct_name_nccl_phase(uint64_t v);
 /* enum ct_nccl_net_transport: "ib", "socket" */
 const char *ct_name_nccl_net_transport(uint64_t v);
 const char *ct_name_family(uint64_t v);

@@ -12,9 +12,10 @@
  * account of an op from its profiler plugin: algorithm, protocol and
  * channels; proxy steps per channel, peer and direction); 5 adds
  * CT_REC_NCCL_CHANNEL (each kernel channel's start and stop on the GPU's
- * timer) and CT_REC_NCCL_NET (the network transport's work per ProxyOp and
- * queue pair or socket). Nothing else changed: a version 1 to 4 file is a version 5 file
- * without those, and readers accept all five.
+ * timer), CT_REC_NCCL_NET (the network transport's work per ProxyOp and
+ * queue pair or socket), CT_REC_NCCL_PHASE (a kernel channel's barrier
+ * phases, profiler ABI v7) and CT_REC_NCCL_TAG (an op's user tag, v7). Nothing else changed: a
+ * version 1 to 4 file is a version 5 file without those, and readers accept all five.
  *
  * ## File layout
  *
@@ -271,6 +272,8 @@ enum ct_record_kind {
     CT_REC_NCCL_PROXY,   /* an op's proxy steps on one channel to or from one peer (version 4) */
     CT_REC_NCCL_CHANNEL, /* one kernel channel of an op: its GPU start and stop (version 5) */
     CT_REC_NCCL_NET,     /* a ProxyOp's network work on one queue pair or socket (version 5) */
+    CT_REC_NCCL_PHASE,   /* one barrier phase of a kernel channel (version 5) */
+    CT_REC_NCCL_TAG,     /* an op's user tag (version 5) */
     CT_REC_KIND_COUNT
 };
 
@@ -639,6 +642,30 @@ enum ct_nccl_net_field {
     CT_NNET_NFIELDS
 };
 
+/* CT_REC_NCCL_PHASE (version 5): one barrier phase of one kernel channel
+ * of an op (the profiler plugin's v7 KernelPhase event, NCCL's symmetric
+ * kernels only): its start and stop on the GPU's timer, converted as the
+ * channel's (CT_REC_NCCL_CHANNEL). */
+enum ct_nccl_phase_id { CT_NPHASE_INITIAL_SYNC, CT_NPHASE_COMPUTE, CT_NPHASE_FINAL_SYNC };
+enum ct_nccl_phase_field {
+    CT_NPHASE_START,   /* TIME  the phase's start (globaltimer) */
+    CT_NPHASE_END,     /* END   its stop (KernelPhaseStop's timer) */
+    CT_NPHASE_CORR,    /* SEQ   correlation id of the NCCL record */
+    CT_NPHASE_CHANNEL, /* U     channel id */
+    CT_NPHASE_PHASE,   /* U     enum ct_nccl_phase_id (NCCL's phaseId; larger ones kept) */
+    CT_NPHASE_NFIELDS
+};
+
+/* CT_REC_NCCL_TAG (version 5): the tag the application gave an op (v7's
+ * userTag, ncclCollConfig_t's userProfilerTag), written at the op's start
+ * when not 0. */
+enum ct_nccl_tag_field {
+    CT_NTAG_TIME, /* TIME  when the event started */
+    CT_NTAG_CORR, /* SEQ   correlation id of the NCCL record */
+    CT_NTAG_TAG,  /* U     the tag */
+    CT_NTAG_NFIELDS
+};
+
 struct ct_kind_desc {
     const char *name;
     uint8_t nfields;
@@ -699,6 +726,10 @@ static const struct ct_kind_desc ct_kind_table[CT_REC_KIND_COUNT] = {
                          {CT_CODEC_TIME, CT_CODEC_END, CT_CODEC_SEQ, CT_CODEC_U, CT_CODEC_I,
                           CT_CODEC_U, CT_CODEC_U, CT_CODEC_I, CT_CODEC_U, CT_CODEC_U, CT_CODEC_U,
                           CT_CODEC_U, CT_CODEC_U, CT_CODEC_U}},
+    [CT_REC_NCCL_PHASE] = {"nccl_phase",
+                           CT_NPHASE_NFIELDS,
+                           {CT_CODEC_TIME, CT_CODEC_END, CT_CODEC_SEQ, CT_CODEC_U, CT_CODEC_U}},
+    [CT_REC_NCCL_TAG] = {"nccl_tag", CT_NTAG_NFIELDS, {CT_CODEC_TIME, CT_CODEC_SEQ, CT_CODEC_U}},
 };
 
 #endif /* CUTRACE_FORMAT_H */

@@ -61,10 +61,13 @@ if "$cutrace" info tests/golden/v5.cutrace > "$tmp/v5.info" && cmp -s "$tmp/v5.i
 if python3 tests/e2e/check_dump_json.py < "$tmp/v5.jsonl" > /dev/null; then ok; else bad "golden v5 JSON contract"; fi
 [ "$(grep -c '"kind":"nccl_channel"' "$tmp/v5.jsonl")" = 2 ] &&
     grep -q '"kind":"nccl_channel",.*"correlation_id":125,"channel":1}' "$tmp/v5.jsonl" &&
-    grep -q 'nccl_proxy 4, nccl_channel 2, nccl_net 1' "$tmp/v5.info" &&
+    grep -q 'nccl_proxy 4, nccl_channel 2, nccl_net 1, nccl_phase 1, nccl_tag 1' "$tmp/v5.info" &&
     ok || bad "golden v5: the NCCL kernel channels"
 grep -q '"kind":"nccl_net",.*"channel":1,"peer":1,"direction":"send","transport":"ib","device":0,"qp":267,"wrs":28,"bytes":52428800' "$tmp/v5.jsonl" &&
     ok || bad "golden v5: the network work of a ProxyOp"
+grep -q '"kind":"nccl_tag",.*"correlation_id":125,"tag":42}' "$tmp/v5.jsonl" &&
+    grep -q '"kind":"nccl_phase",.*"correlation_id":125,"channel":0,"phase":"compute"}' "$tmp/v5.jsonl" &&
+    ok || bad "golden v5: a user tag and a kernel phase (ABI v7)"
 grep -q '"message":"killed in step 2"' "$tmp/v3.jsonl" && grep -q '"signal":"9"' "$tmp/v3.jsonl" &&
     grep -q 'status:     complete, salvaged: the process was killed by SIGKILL' "$tmp/v3.info" &&
     ok || bad "golden v3: the salvaged marks, the signal and the status"

@@ -5,7 +5,14 @@
  * names a library (dlopen'ed; a bare name that fails is retried as
  * libnccl-profiler-<name>.so) or is STATIC_PLUGIN (symbols looked up in the
  * global scope).  The newest of ncclProfiler_v6, _v5, _v4, _v3 found is
- * used, capped by FAKEGPU_NCCL_PROFILER_VERSION (3..6).
+ * used, capped by FAKEGPU_NCCL_PROFILER_VERSION (3..7; 6 when unset, so
+ * the tests run the ABI most NCCL releases speak; 7 looks for _v7 first).
+ * At v7 each Coll, P2p and CeColl descriptor carries the user tag
+ * FAKEGPU_NCCL_USER_TAG + the op's sequence number (unset: 0, untagged),
+ * and with FAKEGPU_NCCL_KPHASES="I:F" each kernel channel gets its three
+ * barrier phases (KernelPhase events under it, made as the op stops):
+ * initial_sync its first I microseconds, final_sync its last F, compute
+ * between.
  *
  * Events: the v5 API events on the calling thread around each call; at the
  * outermost ncclGroupEnd, on the calling thread and before the launch, one
@@ -28,6 +35,7 @@
 
 #include <ctype.h>
 #include <dlfcn.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,7 +56,9 @@ static union {
     const fn_profiler_v4 *v4;
     const fn_profiler_v5 *v5;
     const fn_profiler_v6 *v6;
+    const fn_profiler_v7 *v7;
 } fn_plugin;
+static double fn_prof_tag_base = -1, fn_prof_kp_init_ns = -1, fn_prof_kp_final_ns = -1;
 static int64_t fn_gtimer_offset; /* CLOCK_REALTIME - CLOCK_MONOTONIC */
 
 static pthread_cond_t fn_prof_cond;
@@ -123,14 +133,25 @@ void fn_prof_load(void)
             return;
         }
     }
-    int cap = (int)fn_env_double("FAKEGPU_NCCL_PROFILER_VERSION", 6, 3, 6);
+    fn_prof_tag_base = fn_env_double("FAKEGPU_NCCL_USER_TAG", -1, 0, 1e15);
+    const char *kp = getenv("FAKEGPU_NCCL_KPHASES");
+    if (kp && *kp) {
+        char *end;
+        fn_prof_kp_init_ns = strtod(kp, &end) * 1e3;
+        fn_prof_kp_final_ns = *end == ':' ? strtod(end + 1, NULL) * 1e3 : -1;
+        if (!(fn_prof_kp_init_ns >= 0) || !(fn_prof_kp_final_ns >= 0))
+            fn_prof_kp_init_ns = fn_prof_kp_final_ns = -1; /* malformed: no phases */
+    }
+    int cap = (int)fn_env_double("FAKEGPU_NCCL_PROFILER_VERSION", 6, 3, 7);
     for (int v = cap; v >= 3; v--) {
         char sym[32];
         snprintf(sym, sizeof sym, "ncclProfiler_v%d", v);
         void *p = dlsym(h, sym);
         if (!p)
             continue;
-        if (v == 6)
+        if (v == 7)
+            fn_plugin.v7 = p;
+        else if (v == 6)
             fn_plugin.v6 = p;
         else if (v == 5)
             fn_plugin.v5 = p;
@@ -155,7 +176,8 @@ void fn_prof_comm_init(struct ncclComm *c)
         rc = fn_plugin.v4->init(&ctx, &mask, name, c->hash, 1, c->nranks, c->rank, fn_log);
         break;
     case 5:
-    case 6: /* v6's init is v5's */
+    case 6: /* v6's and v7's init are v5's */
+    case 7:
         rc = fn_plugin.v5->init(&ctx, c->hash, &mask, name, 1, c->nranks, c->rank, fn_log);
         break;
     default: return;
@@ -176,7 +198,8 @@ void fn_prof_comm_finalize(struct ncclComm *c)
     case 3: fn_plugin.v3->finalize(ctx); break;
     case 4: fn_plugin.v4->finalize(ctx); break;
     case 5:
-    case 6: fn_plugin.v5->finalize(ctx); break;
+    case 6:
+    case 7: fn_plugin.v5->finalize(ctx); break;
     default: break;
     }
 }
@@ -276,7 +299,32 @@ void *fn_prof_start(const struct ncclComm *c, const struct fn_ev *e)
         d.parentObj = e->parent;
         d.rank = c->rank;
         fn_fill(&d, e);
-        if (fn_prof_version == 6)
+        if (fn_prof_version == 7) {
+            /* each v6 member is the prefix of its v7 one */
+            fn_prof_descr_v7 d7;
+            memset(&d7, 0, sizeof d7);
+            d7.type = d.type;
+            d7.parentObj = d.parentObj;
+            d7.rank = d.rank;
+            memcpy(&d7.coll, &d.coll, sizeof d - offsetof(fn_prof_descr_v6, coll));
+            uint64_t tag =
+                fn_prof_tag_base >= 0 && e->op ? (uint64_t)fn_prof_tag_base + e->op->seq : 0;
+            if (e->type == fnProfileColl)
+                d7.coll.userTag = tag;
+            else if (e->type == fnProfileP2p)
+                d7.p2p.userTag = tag;
+            else if (e->type == fnProfileCeColl)
+                d7.ceColl.userTag = tag;
+            else if (e->type == fnProfileKernelPhase) {
+                d7.kernelPhase.channelId = e->channel;
+                d7.kernelPhase.phaseId = (uint8_t)e->step;
+                d7.kernelPhase.phaseName = e->step == 0   ? "initial_sync"
+                                           : e->step == 1 ? "compute"
+                                                          : "final_sync";
+                d7.kernelPhase.pTimer = e->ptimer;
+            }
+            fn_plugin.v7->startEvent(c->prof_ctx, &h, &d7);
+        } else if (fn_prof_version == 6)
             fn_plugin.v6->startEvent(c->prof_ctx, &h, &d);
         else
             fn_plugin.v5->startEvent(c->prof_ctx, &h, (fn_prof_descr_v5 *)(void *)&d);
@@ -370,7 +418,8 @@ void fn_prof_stop(void *h)
     case 3: fn_plugin.v3->stopEvent(h); break;
     case 4: fn_plugin.v4->stopEvent(h); break;
     case 5:
-    case 6: fn_plugin.v5->stopEvent(h); break;
+    case 6:
+    case 7: fn_plugin.v5->stopEvent(h); break;
     default: break;
     }
 }
@@ -382,7 +431,7 @@ void fn_prof_record(void *h, fn_prof_state st, uint64_t arg)
         return;
     fn_prof_args_v5 a;
     memset(&a, 0, sizeof a);
-    if (st == fnProfilerKernelChStop)
+    if (st == fnProfilerKernelChStop || st == fnProfilerKernelPhaseStop)
         a.kernelCh.pTimer = arg;
     else
         a.proxyStep.transSize = (size_t)arg;
@@ -497,9 +546,35 @@ static void fn_proxy_start_kch(struct fn_launch *l)
     l->kch_started = true;
 }
 
-static void fn_proxy_stop_op(struct fn_op *op)
+/* v7 with FAKEGPU_NCCL_KPHASES: channel ch's three barrier phases over
+ * [s, e] (virtual ns), under its KernelCh event, start, stop state and
+ * stop each, as NCCL makes them once the kernel is done. */
+static void fn_proxy_kphases(struct fn_op *op, int ch, int64_t s, int64_t e)
+{
+    if (fn_prof_version < 7 || fn_prof_kp_init_ns < 0 || !op->h_kch[ch])
+        return;
+    int64_t a = s + llround(fn_prof_kp_init_ns), b = e - llround(fn_prof_kp_final_ns);
+    if (a > e)
+        a = e;
+    if (b < a)
+        b = a;
+    const int64_t at[4] = {s, a, b, e};
+    for (int ph = 0; ph < 3; ph++) {
+        struct fn_ev ev = {.type = fnProfileKernelPhase,
+                           .parent = op->h_kch[ch],
+                           .channel = (uint8_t)ch,
+                           .step = ph,
+                           .ptimer = (uint64_t)(at[ph] + fn_gtimer_offset)};
+        void *h = fn_prof_start(op->comm, &ev);
+        fn_prof_record(h, fnProfilerKernelPhaseStop, (uint64_t)(at[ph + 1] + fn_gtimer_offset));
+        fn_prof_stop(h);
+    }
+}
+
+static void fn_proxy_stop_op(const struct fn_launch *l, struct fn_op *op)
 {
     for (int ch = 0; ch < fn_prof_channels; ch++) {
+        fn_proxy_kphases(op, ch, fn_kphases_ch_start(l, ch), fn_kphases_ch_stop(op, ch));
         fn_prof_record(op->h_kch[ch], fnProfilerKernelChStop,
                        (uint64_t)(fn_kphases_ch_stop(op, ch) + fn_gtimer_offset));
         fn_prof_stop(op->h_kch[ch]);
@@ -538,7 +613,7 @@ static int64_t fn_proxy_pass(struct fn_launch *const *ls, size_t n)
             if (due < wake)
                 wake = due;
             if (op->p_end_known && now >= op->p_end_ns && due == INT64_MAX) {
-                fn_proxy_stop_op(op);
+                fn_proxy_stop_op(l, op);
                 continue;
             }
             all = false;

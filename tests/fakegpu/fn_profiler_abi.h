@@ -44,6 +44,7 @@ enum {
     fnProfileCeColl = 1 << 12, /* v6 */
     fnProfileCeSync = 1 << 13,
     fnProfileCeBatch = 1 << 14,
+    fnProfileKernelPhase = 1 << 15, /* v7 */
 };
 
 /* Event states used by the fake (values of ncclProfilerEventState_t). */
@@ -55,6 +56,7 @@ typedef enum fn_prof_state {
     fnProfilerProxyStepRecvGPUWait = 12,
     fnProfilerProxyStepSendPeerWait_v4 = 20,
     fnProfilerKernelChStop = 22,
+    fnProfilerKernelPhaseStop = 31, /* v7 */
     fnProfilerGroupStartApiStop = 23,
     fnProfilerGroupEndApiStart = 24,
 } fn_prof_state;
@@ -414,5 +416,119 @@ typedef struct {
                                      fn_prof_args_v6 *eStateArgs);
     ncclResult_t (*finalize)(void *context);
 } fn_profiler_v6;
+
+/* ------------------------------------------------------------------ v7 */
+
+/* NCCL's profiler_v7.h: v6's members with a user tag (and, on Coll, the
+ * kernel's variant) after them, and the KernelPhase sub-event. */
+typedef struct {
+    uint64_t type;
+    void *parentObj;
+    int rank;
+    union {
+        struct {
+            bool graphCaptured;
+            int groupDepth;
+        } groupApi;
+        struct {
+            const char *func;
+            size_t count;
+            const char *datatype;
+            int root;
+            void *stream;
+            bool graphCaptured;
+            uint64_t userTag;
+        } collApi;
+        struct {
+            const char *func;
+            size_t count;
+            const char *datatype;
+            void *stream;
+            bool graphCaptured;
+            uint64_t userTag;
+        } p2pApi;
+        struct {
+            void *stream;
+        } kernelLaunch;
+        struct {
+            uint64_t seqNumber;
+            const char *func;
+            void const *sendBuff;
+            void *recvBuff;
+            size_t count;
+            int root;
+            const char *datatype;
+            uint8_t nChannels;
+            uint8_t nWarps;
+            const char *algo;
+            const char *proto;
+            void *parentGroup;
+            const char *kernelVariant;
+            bool isSymColl;
+            uint64_t userTag;
+        } coll;
+        struct {
+            const char *func;
+            void *buff;
+            const char *datatype;
+            size_t count;
+            int peer;
+            uint8_t nChannels;
+            void *parentGroup;
+            uint64_t userTag;
+        } p2p;
+        struct fn_prof_proxy_op proxyOp;
+        struct {
+            int step;
+        } proxyStep;
+        struct {
+            uint8_t channelId;
+            uint64_t pTimer;
+        } kernelCh;
+        struct fn_prof_net_plugin netPlugin;
+        struct {
+            uint64_t seqNumber;
+            const char *func;
+            void const *sendBuff;
+            void *recvBuff;
+            size_t count;
+            int root;
+            const char *datatype;
+            const char *syncStrategy;
+            bool intraBatchSync;
+            uint32_t batchSize;
+            uint32_t numBatches;
+            uint32_t ceSeqNum;
+            void *stream;
+            uint64_t userTag;
+        } ceColl;
+        struct {
+            bool isComplete;
+            int nRanks;
+        } ceCollSync;
+        struct {
+            int numOps;
+            size_t totalBytes;
+            bool useIntraSync;
+        } ceCollBatch;
+        struct {
+            uint8_t channelId;
+            uint8_t phaseId; /* 0 initial_sync, 1 compute, 2 final_sync */
+            const char *phaseName;
+            uint64_t pTimer;
+        } kernelPhase;
+    };
+} fn_prof_descr_v7;
+
+typedef struct {
+    const char *name;
+    ncclResult_t (*init)(void **context, uint64_t commId, int *eActivationMask,
+                         const char *commName, int nNodes, int nranks, int rank, fn_logger_t logfn);
+    ncclResult_t (*startEvent)(void *context, void **eHandle, fn_prof_descr_v7 *eDescr);
+    ncclResult_t (*stopEvent)(void *eHandle);
+    ncclResult_t (*recordEventState)(void *eHandle, fn_prof_state eState,
+                                     fn_prof_args_v6 *eStateArgs);
+    ncclResult_t (*finalize)(void *context);
+} fn_profiler_v7;
 
 #endif

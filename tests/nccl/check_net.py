@@ -18,9 +18,10 @@ channels x 4 ops x 6 = 48 work requests of 48 MiB, exactly, and the
 A send work request lasts the step's SendWait state (the simulator posts
 it as the state begins and completes it as the step ends); the recorder
 reads its clock at each of those plugin calls, which follow each other on
-the proxy thread, so over a rank's sends the work requests' time is its
-ProxyOps' network time within 5 % (the calls between are microseconds; the
-slack is for a preemption between two of them on a loaded machine). The
+the proxy thread, so a ProxyOp's send work requests never take more than
+its network time, and take all of it but the calls between (microseconds):
+the median ProxyOp's 95 % or more (a median, as a preemption between two of
+those calls on a loaded machine moves a ProxyOp, not the middle one). The
 slow link: rank 1's sends take 4x the time on the wire; the proxy thread's
 late wake-ups (up to ~1 ms a step on the 2-CPU test machine,
 tests/nccl/check_links.py) add alike to every rank's work requests, so
@@ -102,11 +103,17 @@ for n in nics:
     check(f"rank {n['rank']} device {n['device']} {n['direction']}: work requests and bytes",
           (n["wrs"], n["bytes"], n["proxy_ops"], n["transport"]) ==
           (want, want * CHUNK, (NCH // DEVS) * STEPS, "ib"), str(n))
-for rank in range(RANKS):
-    busy = sum(n["busy_us"] for n in nics if n["rank"] == rank and n["direction"] == "send")
-    net = sum(p["net_ns"] for p in proxies if p["rank"] == rank and p["direction"] == "send") / 1e3
-    check(f"rank {rank}: send work requests' time is its ProxyOps' network time within 5 %",
-          net > 0 and abs(busy - net) <= 0.05 * net, f"{busy:.1f} vs {net:.1f} us")
+ratios = []
+for r in nets:
+    p = px.get(key(r))
+    if p and r["direction"] == "send":
+        # inside its ProxyOp's SendWait time: never more (1 us of rounding)
+        check("a send's work requests within its ProxyOp's network time",
+              r["busy_ns"] <= p["net_ns"] + 1000, f"{r['busy_ns']} vs {p['net_ns']}")
+        ratios.append(r["busy_ns"] / p["net_ns"] if p["net_ns"] else 0)
+ratios.sort()
+check("the median ProxyOp's send work requests take 95 % of its network time or more",
+      ratios and ratios[len(ratios) // 2] >= 0.95, str(ratios[len(ratios) // 2] if ratios else None))
 rate = {(n["rank"], n["device"]): n["wr_gbps"] for n in nics if n["direction"] == "send"}
 for dev in range(DEVS):
     for other in (0, 2, 3):

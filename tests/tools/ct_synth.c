@@ -232,6 +232,12 @@ static void nccl_internals(struct synth *s)
                                    0,
                                    0};
     emit(CT_REC_NCCL_NET, n, CT_NNET_NFIELDS);
+    /* ... and (profiler ABI v7) its user tag and channel 0's compute phase */
+    uint64_t tag[CT_NTAG_NFIELDS] = {s->ar_s, s->ar_corr, 42};
+    emit(CT_REC_NCCL_TAG, tag, CT_NTAG_NFIELDS);
+    uint64_t ph[CT_NPHASE_NFIELDS] = {s->ar_s + 1000, s->ar_e - 4000, s->ar_corr, 0,
+                                      CT_NPHASE_COMPUTE};
+    emit(CT_REC_NCCL_PHASE, ph, CT_NPHASE_NFIELDS);
 }
 
 /* The golden salvaged trace: what is written stays, the writer stops
