@@ -26,7 +26,11 @@ slow link: rank 1's sends take 4x the time on the wire; the proxy thread's
 late wake-ups (up to ~1 ms a step on the 2-CPU test machine,
 tests/nccl/check_links.py) add alike to every rank's work requests, so
 rank 1's rate is between 1/4 and (1.05 + 1) / (4.19 + 1) = 0.39 of each
-other rank's: below 0.5 of each.
+other rank's: below 0.5 of each. Under qemu-user (CT_EMULATED) a simulated
+proxy wakes up to ~10 ms late a step (tests/nccl/check_links.py), which
+would allow (1.05 + 10) / (4.19 + 10) = 0.78, and the calls around a work
+request are emulated too: the two timing checks are left out there, the
+exact ones stay.
 """
 import json
 import os
@@ -103,6 +107,7 @@ for n in nics:
     check(f"rank {n['rank']} device {n['device']} {n['direction']}: work requests and bytes",
           (n["wrs"], n["bytes"], n["proxy_ops"], n["transport"]) ==
           (want, want * CHUNK, (NCH // DEVS) * STEPS, "ib"), str(n))
+EMULATED = bool(os.environ.get("CT_EMULATED"))
 ratios = []
 for r in nets:
     p = px.get(key(r))
@@ -113,13 +118,14 @@ for r in nets:
         ratios.append(r["busy_ns"] / p["net_ns"] if p["net_ns"] else 0)
 ratios.sort()
 check("the median ProxyOp's send work requests take 95 % of its network time or more",
-      ratios and ratios[len(ratios) // 2] >= 0.95, str(ratios[len(ratios) // 2] if ratios else None))
+      EMULATED or (ratios and ratios[len(ratios) // 2] >= 0.95),
+      str(ratios[len(ratios) // 2] if ratios else None))
 rate = {(n["rank"], n["device"]): n["wr_gbps"] for n in nics if n["direction"] == "send"}
 for dev in range(DEVS):
     for other in (0, 2, 3):
         a, b = rate.get((1, dev)), rate.get((other, dev))
         check(f"device {dev}: the slow link's sends below half of rank {other}'s",
-              a is not None and b and a < 0.5 * b, f"{a} vs {b}")
+              a is not None and b and (EMULATED or a < 0.5 * b), f"{a} vs {b}")
 check("text: the devices' table", "WR GB/s" in text and "\n  1      ib             0 send" in text,
       text[-1500:])
 # the report from summaries is the traces'
