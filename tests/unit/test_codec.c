@@ -286,6 +286,50 @@ START_TEST(chunk_decode_reports_position_of_damage_at_every_cut)
 }
 END_TEST
 
+/* A kind byte outside 1..CT_REC_KIND_COUNT-1 is damage at that byte: the
+ * first one of the chunk is named, whichever kinds follow it (the kinds are
+ * counted in one pass and searched only when an unknown one is there). */
+START_TEST(chunk_decode_names_the_first_unknown_kind_byte)
+{
+    struct ct_chunk_enc e = {0};
+    struct ct_buf out = {0};
+    ct_chunk_begin(&e, 3, 0, 500);
+    uint64_t f[CT_API_NFIELDS] = {600, 700, 1, 5};
+    for (int i = 0; i < 40; i++)
+        ck_assert_int_eq(ct_chunk_add_record(&e, CT_REC_API, f, CT_API_NFIELDS), 0);
+    ck_assert_int_eq(ct_chunk_finish(&e, &out), 0);
+    /* the kind bytes follow the header's varints: magic, thread, sequence,
+     * base time, string count (0), record count */
+    uint8_t hdr[6 * CT_VARINT_MAX];
+    size_t at = 0;
+    const uint64_t h[] = {CT_CHUNK_MAGIC, 3, 0, 500, 0, 40};
+    for (size_t i = 0; i < 6; i++)
+        at += ct_varint_put(hdr + at, h[i]);
+    ck_assert_mem_eq(out.p, hdr, at);
+    for (size_t k = 0; k < 40; k++)
+        ck_assert_uint_eq(out.p[at + k], CT_REC_API);
+    const size_t bad_at[] = {0, 17, 39};
+    const uint8_t bad[] = {0, CT_REC_KIND_COUNT, 255};
+    uint8_t *buf = malloc(out.len);
+    ck_assert_ptr_nonnull(buf);
+    for (size_t i = 0; i < 3; i++)
+        for (size_t j = 0; j < 3; j++) {
+            memcpy(buf, out.p, out.len);
+            buf[at + bad_at[i]] = bad[j];
+            if (bad_at[i] + 1 < 40)
+                buf[at + 39] = bad[(j + 1) % 3]; /* a later one is not the one named */
+            size_t pos = SIZE_MAX;
+            const char *what = NULL;
+            ck_assert_int_eq(ct_chunk_decode(buf, out.len, NULL, NULL, &pos, &what), -EBADMSG);
+            ck_assert_uint_eq(pos, at + bad_at[i]);
+            ck_assert_str_eq(what, "a known record kind (1..10)");
+        }
+    free(buf);
+    ct_chunk_enc_free(&e);
+    ct_buf_free(&out);
+}
+END_TEST
+
 START_TEST(chunk_decode_survives_random_bytes)
 {
     srand(12345);
@@ -321,6 +365,7 @@ Suite *codec_suite(void)
     tcase_add_test(tc, chunk_blocks_carry_the_same_rows_as_records);
     tcase_add_test(tc, chunk_rejects_wrong_kind_or_field_count);
     tcase_add_test(tc, chunk_decode_reports_position_of_damage_at_every_cut);
+    tcase_add_test(tc, chunk_decode_names_the_first_unknown_kind_byte);
     tcase_add_test(tc, chunk_decode_survives_random_bytes);
     suite_add_tcase(s, tc);
     return s;
