@@ -47,32 +47,23 @@ int ct_calls_note(struct ct_calls *c, int64_t s, int64_t e, uint32_t tid, int64_
     return 0;
 }
 
-int ct_calls_launch(struct ct_calls *c, int64_t key, int64_t s)
+int ct_calls_first_grow(struct ct_calls *c, size_t key)
 {
-    if (key < 0)
-        return 0;
-    if ((size_t)key >= c->nfirst) {
-        size_t n = c->nfirst ? c->nfirst : 64;
-        while (n <= (size_t)key)
-            n *= 2;
-        int64_t *v = realloc(c->first, n * sizeof(*v));
-        if (!v)
-            return -ENOMEM;
-        for (size_t i = c->nfirst; i < n; i++)
-            v[i] = INT64_MAX;
-        c->first = v;
-        c->nfirst = n;
-    }
-    if (s < c->first[key])
-        c->first[key] = s;
+    size_t n = c->nfirst ? c->nfirst : 64;
+    while (n <= key)
+        n *= 2;
+    int64_t *v = realloc(c->first, n * sizeof(*v));
+    if (!v)
+        return -ENOMEM;
+    for (size_t i = c->nfirst; i < n; i++)
+        v[i] = INT64_MAX;
+    c->first = v;
+    c->nfirst = n;
     return 0;
 }
 
-int ct_calls_launcher(struct ct_calls *c, uint32_t tid)
+int ct_calls_launcher_add(struct ct_calls *c, uint32_t tid)
 {
-    /* called for every launch: the last thread noted is nearly always it */
-    if (c->ntids && c->tids[c->ntids - 1] == tid)
-        return 0;
     for (size_t i = 0; i < c->ntids; i++)
         if (c->tids[i] == tid) {
             c->tids[i] = c->tids[c->ntids - 1];
@@ -197,12 +188,14 @@ static int on_gpu(struct ct_extraction *x, const uint64_t *c, size_t st, uint32_
             return -ENOMEM;
         idx = x->ops.n++;
         /* by op index (ops made from NCCL records have none: 0) */
-        while (x->gsrc.n <= idx) {
-            if (ct_vec_room(&x->gsrc, 1))
+        while (x->gsrc.cap <= idx)
+            if (ct_vec_grow(&x->gsrc, 1))
                 return -ENOMEM;
-            ((uint8_t *)x->gsrc.p)[x->gsrc.n++] = 0;
-        }
-        ((uint8_t *)x->gsrc.p)[idx] = (uint8_t)FLD(CT_GPU_SOURCE);
+        uint8_t *src = x->gsrc.p;
+        if (x->gsrc.n < idx)
+            memset(src + x->gsrc.n, 0, idx - x->gsrc.n);
+        src[idx] = (uint8_t)FLD(CT_GPU_SOURCE);
+        x->gsrc.n = idx + 1;
         last_gpu(x, tid, idx, g->s);
         if (ct_sdev_seen(x->p, g->stream, (int32_t)(int64_t)FLD(CT_GPU_DEVICE)))
             return -ENOMEM;
