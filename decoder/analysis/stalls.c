@@ -106,29 +106,33 @@ static int launch_set(const struct ct_rank *r, const struct ct_proc *main, struc
 /* Piece [a, b) of the idle time, not covered by by[0..k): the part that
  * by[k] covers goes to len[k], the rest on to by[k + 1], and what no set
  * covers to len[nby] (unexplained). Pieces arrive in time order at every
- * level, so each set's cursor j[k] only moves forward. */
+ * level, so each set's cursor j[k] only moves forward. A set with nothing
+ * in the piece passes it whole to the next in this loop, not by a call:
+ * most pieces fall to one set after passing several. */
 static void split(const struct ct_ivset *const *by, int nby, size_t *j, int k, int64_t a, int64_t b,
                   int64_t *len)
 {
-    if (k == nby) {
-        len[nby] += b - a;
+    for (; k < nby; k++) {
+        const struct ct_ivset *s = by[k];
+        while (j[k] < s->n && s->v[j[k]].e <= a)
+            j[k]++;
+        if (j[k] == s->n || s->v[j[k]].s >= b)
+            continue;
+        int64_t cur = a;
+        for (size_t x = j[k]; x < s->n && s->v[x].s < b && cur < b; x++) {
+            int64_t cs = s->v[x].s > cur ? s->v[x].s : cur, ce = s->v[x].e < b ? s->v[x].e : b;
+            if (cs > cur)
+                split(by, nby, j, k + 1, cur, cs, len);
+            if (ce > cs)
+                len[k] += ce - cs;
+            if (ce > cur)
+                cur = ce;
+        }
+        if (cur < b)
+            split(by, nby, j, k + 1, cur, b, len);
         return;
     }
-    const struct ct_ivset *s = by[k];
-    while (j[k] < s->n && s->v[j[k]].e <= a)
-        j[k]++;
-    int64_t cur = a;
-    for (size_t x = j[k]; x < s->n && s->v[x].s < b && cur < b; x++) {
-        int64_t cs = s->v[x].s > cur ? s->v[x].s : cur, ce = s->v[x].e < b ? s->v[x].e : b;
-        if (cs > cur)
-            split(by, nby, j, k + 1, cur, cs, len);
-        if (ce > cs)
-            len[k] += ce - cs;
-        if (ce > cur)
-            cur = ce;
-    }
-    if (cur < b)
-        split(by, nby, j, k + 1, cur, b, len);
+    len[nby] += b - a;
 }
 
 /* An idle gap [a, b): the parts inside capture windows (all of it without
