@@ -454,8 +454,9 @@ static int decode_rows(struct col_state *st, const uint8_t *kinds, uint64_t nrec
             FAIL(what);                                                                            \
     } while (0)
 
-int ct_chunk_decode(const uint8_t *p, size_t n, const struct ct_chunk_sink *sink,
-                    struct ct_chunk_info *info, size_t *err_pos, const char **err_what)
+/* ct_chunk_decode, or with `whole` ct_chunk_decode_whole. */
+static int decode(const uint8_t *p, size_t n, const struct ct_chunk_sink *sink, int whole,
+                  struct ct_chunk_info *info, size_t *err_pos, const char **err_what)
 {
     const uint8_t *q = p, *end = p + n;
     uint64_t magic;
@@ -469,6 +470,9 @@ int ct_chunk_decode(const uint8_t *p, size_t n, const struct ct_chunk_sink *sink
     GET(ci.nstrings, "string count");
     if (ci.nstrings > n)
         FAIL("string count within the chunk size");
+    const uint8_t *strings = q;
+    int deliver = sink && (sink->on_record || sink->on_block);
+    whole = whole && deliver;
     for (uint64_t i = 0; i < ci.nstrings; i++) {
         uint64_t id, len;
         GET(id, "string id");
@@ -477,7 +481,7 @@ int ct_chunk_decode(const uint8_t *p, size_t n, const struct ct_chunk_sink *sink
             FAIL("string id in 1..2^32-1");
         if (len > (uint64_t)(end - q))
             FAIL("string bytes within the chunk");
-        if (sink && sink->on_string) {
+        if (sink && sink->on_string && !whole) {
             int rc = sink->on_string(sink->ctx, (uint32_t)id, (const char *)q, (uint32_t)len);
             if (rc)
                 return rc;
@@ -521,15 +525,26 @@ int ct_chunk_decode(const uint8_t *p, size_t n, const struct ct_chunk_sink *sink
     }
     if (q != end)
         FAIL("end of chunk after the last column");
-    if (!sink || (!sink->on_record && !sink->on_block)) {
-        /* Validation only: the one value check left is string ids below
-         * 2^32, i.e. no set byte in planes 4 and up of a string column. */
+    if (!deliver || whole) {
+        /* Validation: the one value check left is string ids below 2^32,
+         * i.e. no set byte in planes 4 and up of a string column. */
         for (unsigned k = 1; k < CT_REC_KIND_COUNT; k++)
             for (unsigned i = 0; count[k] && i < ct_kind_table[k].nfields; i++)
                 if (ct_kind_table[k].codec[i] == CT_CODEC_STR && width[k][i] > 4 &&
                     !all_zero(col[k][i] + 4 * count[k], (width[k][i] - 4) * count[k]))
                     FAIL("string id below 2^32");
-    } else {
+    }
+    /* the checked chunk's strings, read again: each was checked above */
+    for (uint64_t i = 0; whole && sink->on_string && i < ci.nstrings; i++) {
+        uint64_t id = 0, len = 0;
+        ct_varint_get(&strings, end, &id);
+        ct_varint_get(&strings, end, &len);
+        int rc = sink->on_string(sink->ctx, (uint32_t)id, (const char *)strings, (uint32_t)len);
+        if (rc)
+            return rc;
+        strings += len;
+    }
+    if (deliver) {
         struct col_state st = {.count = count, .col = col, .width = width, .fields = sink->fields};
         for (unsigned k = 0; k < CT_REC_KIND_COUNT; k++) {
             st.prev[k] = ci.base_time;
@@ -544,4 +559,16 @@ int ct_chunk_decode(const uint8_t *p, size_t n, const struct ct_chunk_sink *sink
     if (info)
         *info = ci;
     return 0;
+}
+
+int ct_chunk_decode(const uint8_t *p, size_t n, const struct ct_chunk_sink *sink,
+                    struct ct_chunk_info *info, size_t *err_pos, const char **err_what)
+{
+    return decode(p, n, sink, 0, info, err_pos, err_what);
+}
+
+int ct_chunk_decode_whole(const uint8_t *p, size_t n, const struct ct_chunk_sink *sink,
+                          struct ct_chunk_info *info, size_t *err_pos, const char **err_what)
+{
+    return decode(p, n, sink, 1, info, err_pos, err_what);
 }
