@@ -168,16 +168,21 @@ static int merge_ops(struct ct_rank *r)
     }
     /* one process's ops arrive sorted by start (every reader leaves them so): then
      * skip the sort, which costs as much as all the extraction */
-    size_t run = 1, ties = 0;
+    size_t run = 1, first = r->nops; /* the first op before its equal start's by end */
     for (; run < r->nops && r->ops[run - 1].s <= r->ops[run].s; run++)
-        ties += r->ops[run - 1].s == r->ops[run].s;
+        if (r->ops[run - 1].s == r->ops[run].s && r->ops[run - 1].e > r->ops[run].e &&
+            first == r->nops)
+            first = run;
     if (run < r->nops) {
         qsort(r->ops, r->nops, sizeof(*r->ops), cmp_gop);
-    } else if (ties) {
+    } else if (first < r->nops) {
         /* sorted by start: order each run of equal starts by end, stably
          * as glibc's merge sort would (insertion sort: such runs are short;
-         * a long one, from odd input, goes to qsort as before) */
-        for (size_t i = 0, j; i < r->nops; i = j) {
+         * a long one, from odd input, goes to qsort as before), from the
+         * run of the first out of order (those before are in order) */
+        while (first > 0 && r->ops[first - 1].s == r->ops[first].s)
+            first--;
+        for (size_t i = first, j; i < r->nops; i = j) {
             for (j = i + 1; j < r->nops && r->ops[j].s == r->ops[i].s;)
                 j++;
             if (j - i > 64) {
