@@ -103,46 +103,58 @@ static int launch_set(const struct ct_rank *r, const struct ct_proc *main, struc
     return 0;
 }
 
-/* Piece [a, b) of the idle time, not covered by by[0..k): the part that
- * by[k] covers goes to len[k], the rest on to by[k + 1], and what no set
- * covers to len[nby] (unexplained). Pieces arrive in time order at every
+/* The sweep of take_all over the non-empty sets, in order of priority: set
+ * k's intervals v[k][0..n[k]), its cursor j[k] and share len[k]; len[nuse]
+ * what none covers. One struct of plain arrays: the sweep's reads of a set
+ * are not reloaded after each write of a share, as they were through
+ * pointers to separate arrays (which may alias). */
+struct sweep {
+    const struct ct_iv *v[8];
+    size_t n[8], j[8];
+    int64_t len[9];
+    int nuse;
+};
+
+/* Piece [a, b) of the idle time, not covered by sets 0..k-1: the part that
+ * set k covers goes to len[k], the rest on to set k + 1, and what no set
+ * covers to len[nuse] (unexplained). Pieces arrive in time order at every
  * level, so each set's cursor j[k] only moves forward. A set with nothing
  * in the piece passes it whole to the next in this loop, not by a call:
  * most pieces fall to one set after passing several. */
-static void split(const struct ct_ivset *const *by, int nby, size_t *j, int k, int64_t a, int64_t b,
-                  int64_t *len)
+static void split(struct sweep *w, int k, int64_t a, int64_t b)
 {
-    for (; k < nby; k++) {
-        const struct ct_ivset *s = by[k];
-        while (j[k] < s->n && s->v[j[k]].e <= a)
-            j[k]++;
-        if (j[k] == s->n || s->v[j[k]].s >= b)
+    for (; k < w->nuse; k++) {
+        const struct ct_iv *v = w->v[k];
+        size_t n = w->n[k], x = w->j[k];
+        while (x < n && v[x].e <= a)
+            x++;
+        w->j[k] = x;
+        if (x == n || v[x].s >= b)
             continue;
         int64_t cur = a;
-        for (size_t x = j[k]; x < s->n && s->v[x].s < b && cur < b; x++) {
-            int64_t cs = s->v[x].s > cur ? s->v[x].s : cur, ce = s->v[x].e < b ? s->v[x].e : b;
+        for (; x < n && v[x].s < b && cur < b; x++) {
+            int64_t cs = v[x].s > cur ? v[x].s : cur, ce = v[x].e < b ? v[x].e : b;
             if (cs > cur)
-                split(by, nby, j, k + 1, cur, cs, len);
+                split(w, k + 1, cur, cs);
             if (ce > cs)
-                len[k] += ce - cs;
+                w->len[k] += ce - cs;
             if (ce > cur)
                 cur = ce;
         }
         if (cur < b)
-            split(by, nby, j, k + 1, cur, b, len);
+            split(w, k + 1, cur, b);
         return;
     }
-    len[nby] += b - a;
+    w->len[w->nuse] += b - a;
 }
 
 /* An idle gap [a, b): the parts inside capture windows (all of it without
  * cover) go to split; a pause is not idle time. The cover's cursor *cj
  * moves forward as the gaps do. */
-static void gap(const struct ct_ivset *cover, size_t *cj, const struct ct_ivset *const *use,
-                int nuse, size_t *j, int64_t a, int64_t b, int64_t *got)
+static void gap(const struct ct_ivset *cover, size_t *cj, struct sweep *w, int64_t a, int64_t b)
 {
     if (!cover) {
-        split(use, nuse, j, 0, a, b, got);
+        split(w, 0, a, b);
         return;
     }
     while (*cj < cover->n && cover->v[*cj].e <= a)
@@ -151,7 +163,7 @@ static void gap(const struct ct_ivset *cover, size_t *cj, const struct ct_ivset 
         int64_t s = cover->v[x].s > a ? cover->v[x].s : a,
                 e = cover->v[x].e < b ? cover->v[x].e : b;
         if (e > s)
-            split(use, nuse, j, 0, s, e, got);
+            split(w, 0, s, e);
     }
 }
 
@@ -163,32 +175,31 @@ static void gap(const struct ct_ivset *cover, size_t *cj, const struct ct_ivset 
 static void take_all(const struct ct_ivset *gpu, const struct ct_ivset *cover, int64_t ws,
                      int64_t we, const struct ct_ivset *const *by, int nby, int64_t *len)
 {
-    size_t j[8] = {0};
     /* empty sets take nothing: the sweep skips them (a level less of
      * recursion for every idle piece) */
-    const struct ct_ivset *use[8];
-    int at[8], nuse = 0;
-    int64_t got[9] = {0};
+    struct sweep w = {.nuse = 0};
+    int at[8];
     for (int k = 0; k < nby; k++) {
         len[k] = 0;
         if (by[k]->n) {
-            at[nuse] = k;
-            use[nuse++] = by[k];
+            at[w.nuse] = k;
+            w.v[w.nuse] = by[k]->v;
+            w.n[w.nuse++] = by[k]->n;
         }
     }
     int64_t cur = ws;
     size_t cj = 0;
     for (size_t i = 0; i < gpu->n && gpu->v[i].s < we; i++) {
         if (gpu->v[i].s > cur)
-            gap(cover, &cj, use, nuse, j, cur, gpu->v[i].s, got);
+            gap(cover, &cj, &w, cur, gpu->v[i].s);
         if (gpu->v[i].e > cur)
             cur = gpu->v[i].e;
     }
     if (cur < we)
-        gap(cover, &cj, use, nuse, j, cur, we, got);
-    for (int u = 0; u < nuse; u++)
-        len[at[u]] = got[u];
-    len[nby] = got[nuse];
+        gap(cover, &cj, &w, cur, we);
+    for (int u = 0; u < w.nuse; u++)
+        len[at[u]] = w.len[u];
+    len[nby] = w.len[w.nuse];
 }
 
 /* Checkpoint stall by step-time excess: for each iteration that holds
