@@ -78,23 +78,31 @@ static int drain_set(const struct ct_proc *p, struct ct_ivset *out)
  */
 static int launch_set(const struct ct_rank *r, const struct ct_proc *main, struct ct_ivset *out)
 {
+    /* the arrays and the stack's top in locals: a store of an interval
+     * (int64_t) may alias the counts (size_t), which would otherwise be
+     * loaded again after each */
+    const struct ct_gpu_op *ops = r->ops;
+    const int64_t *launches = main->launches;
+    const size_t nops = r->nops, nlaunches = main->nlaunches;
     size_t at = 0; /* where the previous op's launch was found */
     int sorted = 1;
-    for (size_t i = 0; i < r->nops; i++) {
-        int64_t h = r->ops[i].launch, e = r->ops[i].s;
+    for (size_t i = 0; i < nops; i++) {
+        int64_t h = ops[i].launch, e = ops[i].s;
         if (h == INT64_MIN || h >= e)
             continue;
         /* the main process's previous launch call (ops in GPU order launch
          * in nearly the same host order) */
-        size_t lo = ct_gallop(main->launches, main->nlaunches, h, 0, &at);
-        if (lo > 0 && h - main->launches[lo - 1] <= CT_LAUNCH_BURST_NS)
-            h = main->launches[lo - 1];
-        if (out->n && e < out->v[out->n - 1].e)
+        size_t lo = ct_gallop(launches, nlaunches, h, 0, &at);
+        if (lo > 0 && h - launches[lo - 1] <= CT_LAUNCH_BURST_NS)
+            h = launches[lo - 1];
+        size_t n = out->n;
+        if (n && e < out->v[n - 1].e)
             sorted = 0;
-        while (sorted && out->n && out->v[out->n - 1].e >= h) {
-            struct ct_iv top = out->v[--out->n];
-            h = top.s < h ? top.s : h;
+        while (sorted && n && out->v[n - 1].e >= h) {
+            int64_t top = out->v[--n].s;
+            h = top < h ? top : h;
         }
+        out->n = n;
         if (ct_ivset_add(out, h, e))
             return -ENOMEM;
     }
