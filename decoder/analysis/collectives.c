@@ -275,8 +275,10 @@ int ct_collectives_table(struct ct_report *rep)
         row->wait_sum = 0;
         for (size_t k = 0; k < nm; k++)
             row->wait_sum += w[k];
-        row->wait_p50 = ct_median(w, nm);
-        row->transfer_p50 = ct_median(t, nm);
+        /* by selection (times in whole ns: no NaN, no -0); d above is
+         * sorted for its maximum */
+        row->wait_p50 = ct_median_select(w, nm);
+        row->transfer_p50 = ct_median_select(t, nm);
         row->algbw = row->p50 > 0 ? (double)row->bytes / row->p50 : 0; /* bytes/ns = GB/s */
         row->busbw = row->algbw * bus_factor(row->op, row->nranks);
         i = j;
@@ -293,7 +295,7 @@ int ct_collectives_table(struct ct_report *rep)
         return -ENOMEM;
     }
     for (size_t r = 0; r < rep->ncoll; r++)
-        rep->coll[r].skew_p50 = ct_median(sk, row_skews(job, &m, &rep->coll[r], sk));
+        rep->coll[r].skew_p50 = ct_median_select(sk, row_skews(job, &m, &rep->coll[r], sk));
     free(m.k);
     free(sk);
     return 0;
