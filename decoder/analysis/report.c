@@ -36,6 +36,7 @@ void ct_report_free(struct ct_report *rep)
         free(rep->kern[i].name);
     free(rep->kern);
     ct_kernels_acc_free(rep->kacc);
+    ct_coll_match_free(rep->cmatch);
     if (rep->nlinks)
         ct_nlinks_free(rep->nlinks);
     free(rep->nlinks);
@@ -95,7 +96,7 @@ int ct_report_analyze(struct ct_job *job, const struct ct_iter_opts *io, struct 
     rep->rr = calloc(job->nranks ? job->nranks : 1, sizeof(*rep->rr));
     if (!rep->rr)
         return -ENOMEM;
-    int rc = ct_collectives_match(job);
+    int rc = ct_collectives_match(rep);
     size_t total_it = 0;
     rep->iterations = job->nranks ? SIZE_MAX : 0;
     for (size_t r = 0; r < job->nranks && !rc; r++) {
