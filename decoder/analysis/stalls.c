@@ -121,6 +121,7 @@ struct sweep {
     size_t n[8], j[8];
     int64_t len[9];
     int nuse;
+    int64_t next; /* the earliest start at the cursors of all sets but the last */
 };
 
 /* Piece [a, b) of the idle time, not covered by sets 0..k-1: the part that
@@ -156,13 +157,35 @@ static void split(struct sweep *w, int k, int64_t a, int64_t b)
     w->len[w->nuse] += b - a;
 }
 
+static void next_start(struct sweep *w)
+{
+    w->next = INT64_MAX;
+    for (int k = 0; k + 1 < w->nuse; k++)
+        if (w->j[k] < w->n[k] && w->v[k][w->j[k]].s < w->next)
+            w->next = w->v[k][w->j[k]].s;
+}
+
+/* Piece [a, b) to split. One that ends by the next start of every set but
+ * the last (most pieces: the last, the launch overhead, covers most idle
+ * time) goes straight to the last: the others would each pass it on, their
+ * cursors unmoved. */
+static void piece(struct sweep *w, int64_t a, int64_t b)
+{
+    if (w->nuse && b <= w->next) {
+        split(w, w->nuse - 1, a, b);
+        return;
+    }
+    split(w, 0, a, b);
+    next_start(w);
+}
+
 /* An idle gap [a, b): the parts inside capture windows (all of it without
- * cover) go to split; a pause is not idle time. The cover's cursor *cj
+ * cover) go to piece; a pause is not idle time. The cover's cursor *cj
  * moves forward as the gaps do. */
 static void gap(const struct ct_ivset *cover, size_t *cj, struct sweep *w, int64_t a, int64_t b)
 {
     if (!cover) {
-        split(w, 0, a, b);
+        piece(w, a, b);
         return;
     }
     while (*cj < cover->n && cover->v[*cj].e <= a)
@@ -171,7 +194,7 @@ static void gap(const struct ct_ivset *cover, size_t *cj, struct sweep *w, int64
         int64_t s = cover->v[x].s > a ? cover->v[x].s : a,
                 e = cover->v[x].e < b ? cover->v[x].e : b;
         if (e > s)
-            split(w, 0, s, e);
+            piece(w, s, e);
     }
 }
 
@@ -195,6 +218,7 @@ static void take_all(const struct ct_ivset *gpu, const struct ct_ivset *cover, i
             w.n[w.nuse++] = by[k]->n;
         }
     }
+    next_start(&w);
     int64_t cur = ws;
     size_t cj = 0;
     for (size_t i = 0; i < gpu->n && gpu->v[i].s < we; i++) {
