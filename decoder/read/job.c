@@ -396,8 +396,9 @@ static inline int add_op(struct ct_rank *r, const struct ct_gpu_op *g, int sorte
                : 0;
 }
 
-/* The ops' classes (class_op) and the class sets, all GPU busy time and
- * communication's (the unions of the class sets). With the ops in start
+/* The ops' classes (class_op), their count with a known launch, and the
+ * class sets, all GPU busy time and communication's (the unions of the
+ * class sets). With the ops in start
  * order (as merge_rank leaves them) one pass merging each op into the last
  * interval of its sets builds them normalised; from an op out of that order
  * on, the rest are added and the sets normalised at the end (sort, then
@@ -406,19 +407,22 @@ static int build_sets(struct ct_rank *r)
 {
     uint8_t *by_name = r->nnames ? calloc(r->nnames, 1) : NULL;
     int names = !(r->nprocs && r->procs[0]->hta), rc = 0;
-    size_t i = 0;
+    size_t i = 0, launched = 0;
     for (; i < r->nops && !rc; i++) {
         struct ct_gpu_op *g = &r->ops[i];
         if (i && g->s < g[-1].s)
             break;
         class_op(r, g, by_name, names);
+        launched += g->launch != INT64_MIN;
         rc = add_op(r, g, 1);
     }
     int sorted = i == r->nops;
     for (; i < r->nops && !rc; i++) {
         class_op(r, &r->ops[i], by_name, names);
+        launched += r->ops[i].launch != INT64_MIN;
         rc = add_op(r, &r->ops[i], 0);
     }
+    r->nlaunched = launched;
     free(by_name);
     if (!sorted) {
         for (int c = 0; c < CT_CL_COUNT; c++)
