@@ -288,7 +288,7 @@ static void decode_kind(struct col_state *st, unsigned k, uint64_t *v, size_t m)
     int pair = nt == 2 && d->codec[times[0]] == CT_CODEC_TIME && d->codec[times[1]] == CT_CODEC_END;
     for (unsigned i = 0; i < d->nfields; i++) {
         uint64_t *c = v + (size_t)i * m;
-        /* not read: not decoded, nor checked (the reader's first pass
+        /* not read: not decoded, nor checked (the reader's whole-chunk check
          * validates strings), nor copied into the records (decode_rows) */
         if (!is_time(d->codec[i]) && !((want >> i) & 1)) {
             memset(c, 0, m * sizeof(*c)); /* reads as 0 in a block too */
@@ -472,7 +472,7 @@ static int decode(const uint8_t *p, size_t n, const struct ct_chunk_sink *sink, 
         FAIL("string count within the chunk size");
     const uint8_t *strings = q;
     int deliver = sink && (sink->on_record || sink->on_block);
-    whole = whole && deliver;
+    whole = whole && sink;
     for (uint64_t i = 0; i < ci.nstrings; i++) {
         uint64_t id, len;
         GET(id, "string id");

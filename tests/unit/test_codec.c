@@ -306,6 +306,12 @@ START_TEST(chunk_decode_whole_delivers_nothing_of_a_damaged_chunk)
         ck_assert_int_eq(rc, (bad ? -EBADMSG : 0));
         ck_assert_uint_eq(all.strings, (bad ? 0 : 2));
         ck_assert_uint_eq(all.rows, (bad ? 0 : 1100));
+        /* a sink of strings alone: they too wait for the whole check */
+        struct seen strs = {0};
+        struct ct_chunk_sink ss = {&strs, seen_string, NULL, NULL, NULL};
+        ck_assert_int_eq(ct_chunk_decode_whole(out.p, out.len, &ss, NULL, &pos, &what),
+                         (bad ? -EBADMSG : 0));
+        ck_assert_uint_eq(strs.strings, (bad ? 0 : 2));
         if (bad) {
             ck_assert_str_eq(what, "string id below 2^32");
             ck_assert_uint_eq(pos, out.len);
