@@ -157,6 +157,7 @@ static void split(struct sweep *w, int k, int64_t a, int64_t b)
     w->len[w->nuse] += b - a;
 }
 
+/* w->next from the cursors (INT64_MAX when those sets are done). */
 static void next_start(struct sweep *w)
 {
     w->next = INT64_MAX;

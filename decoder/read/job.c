@@ -398,11 +398,10 @@ static inline int add_op(struct ct_rank *r, const struct ct_gpu_op *g, int sorte
 
 /* The ops' classes (class_op), their count with a known launch, and the
  * class sets, all GPU busy time and communication's (the unions of the
- * class sets). With the ops in start
- * order (as merge_rank leaves them) one pass merging each op into the last
- * interval of its sets builds them normalised; from an op out of that order
- * on, the rest are added and the sets normalised at the end (sort, then
- * merge: the same sets). */
+ * class sets). With the ops in start order (as merge_rank leaves them) one
+ * pass merging each op into the last interval of its sets builds them
+ * normalised; from an op out of that order on, the rest are added and the
+ * sets normalised at the end (sort, then merge: the same sets). */
 static int build_sets(struct ct_rank *r)
 {
     uint8_t *by_name = r->nnames ? calloc(r->nnames, 1) : NULL;
