@@ -97,4 +97,14 @@ struct ct_chunk_info {
 int ct_chunk_decode(const uint8_t *p, size_t n, const struct ct_chunk_sink *sink,
                     struct ct_chunk_info *info, size_t *err_pos, const char **err_what);
 
+/*
+ * The same, but the whole chunk is checked before anything (strings
+ * included) goes to the sink, in the one parse: a damaged chunk delivers
+ * nothing. -EBADMSG with *err_what set is its damage; a sink's own
+ * -EBADMSG leaves *err_what as it was. (ct_chunk_decode delivers the
+ * strings and the records before the first string id >= 2^32.)
+ */
+int ct_chunk_decode_whole(const uint8_t *p, size_t n, const struct ct_chunk_sink *sink,
+                          struct ct_chunk_info *info, size_t *err_pos, const char **err_what);
+
 #endif

@@ -524,12 +524,16 @@ static int read_zstd_frame(struct ct_reader *r, const struct ct_chunk_sink *sink
                     ZSTD_isError(got) ? ZSTD_getErrorName(got) : "content size mismatch");
         return resync(r, off) ? -EIO : 2;
     }
-    /* Validate the whole chunk before delivering any of it, so a damaged
-     * chunk never yields half its records. */
+    /* The whole chunk is validated before any of it is delivered, so a
+     * damaged chunk never yields half its records: in one parse, where a
+     * checking decode used to come first. */
     size_t epos = 0;
     const char *ewhat = NULL;
-    int rc = ct_chunk_decode(r->out.p, got, NULL, NULL, &epos, &ewhat);
-    if (rc == -EBADMSG) {
+    struct pass_ctx pc = {r, sink};
+    struct ct_chunk_sink wrap = {&pc, pass_string, pass_record, sink ? sink->fields : NULL,
+                                 sink && sink->on_block ? pass_block : NULL};
+    int rc = ct_chunk_decode_whole(r->out.p, got, &wrap, NULL, &epos, &ewhat);
+    if (rc == -EBADMSG && ewhat) {
         char detail[128];
         snprintf(detail, sizeof(detail), "byte %zu of the chunk: expected %s", epos, ewhat);
         note_damage(r, off, "corrupt chunk: %s", detail);
@@ -537,10 +541,6 @@ static int read_zstd_frame(struct ct_reader *r, const struct ct_chunk_sink *sink
         skipped(r, off, fsize);
         return 2;
     }
-    struct pass_ctx pc = {r, sink};
-    struct ct_chunk_sink wrap = {&pc, pass_string, pass_record, sink ? sink->fields : NULL,
-                                 sink && sink->on_block ? pass_block : NULL};
-    rc = ct_chunk_decode(r->out.p, got, &wrap, NULL, &epos, &ewhat);
     r->buf_pos += fsize;
     if (rc == -EBADMSG) { /* a string id beyond our limit */
         note_damage(r, off, "corrupt chunk: %s", "string id below 2^24");

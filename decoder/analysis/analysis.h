@@ -134,6 +134,7 @@ struct ct_job_step {
 };
 
 struct ct_kernels_acc;
+struct ct_coll_match;
 
 struct ct_report {
     struct ct_job *job;
@@ -148,9 +149,10 @@ struct ct_report {
     double step_p90, step_p99; /* the same distribution's tail (a serving loop's latency) */
     struct ct_job_step *steps; /* by index (ct_job_steps) */
     size_t nsteps;
-    struct ct_goodput *goodput;  /* over the job's attempts (goodput.h), from these iterations */
-    struct ct_kernels_acc *kacc; /* kernels.c, between collect and table */
-    struct ct_nlinks *nlinks;    /* NCCL links and splits (nccl_links.h), NULL on no memory */
+    struct ct_goodput *goodput;   /* over the job's attempts (goodput.h), from these iterations */
+    struct ct_kernels_acc *kacc;  /* kernels.c, between collect and table */
+    struct ct_coll_match *cmatch; /* collectives.c: the ops by match key, between match and table */
+    struct ct_nlinks *nlinks;     /* NCCL links and splits (nccl_links.h), NULL on no memory */
     struct ct_xfer_model *xfer; /* per collective kind, latency + size / bandwidth (xfer_model.h) */
     size_t nxfer;
 };
@@ -203,7 +205,11 @@ int ct_own_work(const struct ct_rank *R, struct ct_ivset *out);
  * each rank's stages, micro-batches and expected bubble (rules in
  * bubbles.c). 0 or -ENOMEM. */
 int ct_pipeline_topology(struct ct_report *rep);
-int ct_collectives_match(struct ct_job *job);
+/* Matches rep->job's NCCL ops across ranks (all_s of each collective's
+ * members), keeping the ops sorted by match key in rep->cmatch for
+ * ct_collectives_table (the keys do not change between them: one sort
+ * for both). 0 or -ENOMEM. */
+int ct_collectives_match(struct ct_report *rep);
 /* The key that matches an NCCL op across ranks (collectives.c, the rule of
  * docs/report.md): a collective by (comm, seq), a Send by (comm, its comm
  * rank -> peer, seq), a Recv by (comm, peer -> its comm rank, seq); src and
@@ -219,6 +225,7 @@ int ct_match_key_cmp(const struct ct_match_key *a, const struct ct_match_key *b)
  * 0 or -ENOMEM. */
 int ct_job_steps(struct ct_report *rep);
 int ct_collectives_table(struct ct_report *rep);
+void ct_coll_match_free(struct ct_coll_match *m);
 int ct_stragglers(struct ct_report *rep);
 /* kernels.c: ct_kernels_collect reduces the open rank rep->rr[r].rank to
  * its kernel figures (called for each rank, in rank order); ct_kernels_table

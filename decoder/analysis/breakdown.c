@@ -38,17 +38,28 @@ static int64_t overlap_c(const struct ct_ivset *a, const struct ct_ivset *b,
 }
 
 /* Graph coverage: of the rank's GPU busy time, what graph replays
- * launched (the union of their ops), both within the cover. */
+ * launched (the union of their ops), both within the cover; and, in the
+ * same walk of the ops, the time of blocking copies and the communication
+ * kernels outside NCCL's calls. */
 static int graph_share(struct ct_rank_result *res)
 {
     const struct ct_rank *r = res->rank;
     const struct ct_ivset *cover = ct_rank_gcover(r);
     struct ct_ivset g = {0};
-    for (size_t i = 0; i < r->nops; i++)
-        if (r->ops[i].graph && ct_ivset_add(&g, r->ops[i].s, r->ops[i].e)) {
+    for (size_t i = 0; i < r->nops; i++) {
+        const struct ct_gpu_op *o = &r->ops[i];
+        if (o->graph && ct_ivset_add(&g, o->s, o->e)) {
             ct_ivset_free(&g);
             return -ENOMEM;
         }
+        if (o->blocking)
+            res->memory_blocking += o->e - o->s;
+        if (o->nccl < 0 && o->type == CT_GPU_KERNEL && CT_CL_IS_COMM(o->cls) &&
+            (!r->cover || ct_ivset_len_in(&r->gcover, o->s, o->e) > 0)) {
+            res->comm_kernels++;
+            res->comm_kernels_time += o->e - o->s;
+        }
+    }
     ct_ivset_normalize(&g);
     res->busy = len_c(&r->gpu, cover);
     res->graph_busy = len_c(&g, cover);
@@ -70,8 +81,13 @@ static void breakdown(struct ct_rank_result *res)
     res->overlap = overlap_c(&r->comm, compute, cv);
     res->exposed_comm = res->comm - res->overlap;
     for (int c = CT_CL_DP; c < CT_CL_COUNT; c++) {
-        res->cls_len[c] = len_c(&r->cls[c], cv);
-        res->cls_overlap[c] = overlap_c(&r->cls[c], compute, cv);
+        /* a rank with one communication class (the common case) has its
+         * set equal to the union's: its figures are the union's, taken,
+         * not computed again (a walk of both large sets) */
+        const struct ct_ivset *s = &r->cls[c];
+        int same = s->n == r->comm.n && (!s->n || !memcmp(s->v, r->comm.v, s->n * sizeof(*s->v)));
+        res->cls_len[c] = same ? res->comm : len_c(s, cv);
+        res->cls_overlap[c] = same ? res->overlap : overlap_c(s, compute, cv);
         res->cls_exposed[c] = res->cls_len[c] - res->cls_overlap[c];
     }
     size_t at[6] = {0}; /* iterations come in time order: one sweep per set */
@@ -243,16 +259,6 @@ int ct_metrics_rank(struct ct_rank_result *res)
             return -ENOMEM;
     }
     breakdown(res);
-    for (size_t i = 0; i < r->nops; i++) {
-        const struct ct_gpu_op *g = &r->ops[i];
-        if (g->blocking)
-            res->memory_blocking += g->e - g->s;
-        if (g->nccl < 0 && g->type == CT_GPU_KERNEL && CT_CL_IS_COMM(g->cls) &&
-            (!r->cover || ct_ivset_len_in(&r->gcover, g->s, g->e) > 0)) {
-            res->comm_kernels++;
-            res->comm_kernels_time += g->e - g->s;
-        }
-    }
     int rc = graph_share(res);
     return rc ? rc : idle_breakdown(res);
 }

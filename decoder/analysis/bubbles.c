@@ -117,7 +117,7 @@ int ct_bubbles_rank(struct ct_rank_result *res, struct ct_ivset *out, int *pipel
             int64_t d = res->iters[k].e - res->iters[k].s;
             pct[k] = d > 0 ? 100.0 * (double)res->im[k].bubble / (double)d : 0;
         }
-        res->bubble_pct = ct_median(pct, res->niters);
+        res->bubble_pct = ct_median_select(pct, res->niters); /* no NaN, no -0 */
         free(pct);
     }
 out:
@@ -205,8 +205,8 @@ int ct_pipeline_topology(struct ct_report *rep)
             }
             for (size_t k = 0; k < x->niters; k++)
                 va[k] = per[2 * k], va[x->niters + k] = per[2 * k + 1];
-            m_a[r] = ct_median(va, x->niters);
-            m_b[r] = ct_median(va + x->niters, x->niters);
+            m_a[r] = ct_median_select(va, x->niters); /* counts */
+            m_b[r] = ct_median_select(va + x->niters, x->niters);
             free(va);
         } else {
             m_a[r] = (double)cnt[0];

@@ -81,12 +81,12 @@ static int is_p2p(int op)
 }
 
 /* Groups of matched ops, as index ranges into the sorted key array. */
-struct match {
+struct ct_coll_match {
     struct key *k;
     size_t n;
 };
 
-static int build_keys(struct ct_job *job, struct match *m)
+static int build_keys(struct ct_job *job, struct ct_coll_match *m)
 {
     size_t n = 0;
     for (size_t r = 0; r < job->nranks; r++)
@@ -115,11 +115,23 @@ static int same(const struct key *a, const struct key *b)
 
 #define OP(job, k) (&(job)->ranks[(k)->rank].nccl[(k)->op])
 
-int ct_collectives_match(struct ct_job *job)
+void ct_coll_match_free(struct ct_coll_match *m)
 {
-    struct match m;
-    if (build_keys(job, &m))
+    if (m)
+        free(m->k);
+    free(m);
+}
+
+int ct_collectives_match(struct ct_report *rep)
+{
+    struct ct_job *job = rep->job;
+    struct ct_coll_match *mp = calloc(1, sizeof(*mp));
+    if (!mp || build_keys(job, mp)) {
+        free(mp);
         return -ENOMEM;
+    }
+    rep->cmatch = mp;
+    struct ct_coll_match m = *mp;
     for (size_t i = 0; i < m.n;) {
         size_t j = i;
         int64_t maxs = INT64_MIN;
@@ -135,7 +147,6 @@ int ct_collectives_match(struct ct_job *job)
             job->ranks[m.k[i].rank].cov.unmatched_p2p++;
         i = j;
     }
-    free(m.k);
     return 0;
 }
 
@@ -186,7 +197,7 @@ static const ct_key_fn ref_order[] = {ref_op, ref_bytes, ref_nranks};
 
 /* Arrival skew (max start - min start) of every matched instance whose
  * first member has row c's op, bytes and ranks; n at most ninst. */
-static size_t row_skews(const struct ct_job *job, const struct match *m,
+static size_t row_skews(const struct ct_job *job, const struct ct_coll_match *m,
                         const struct ct_coll_row *c, double *w)
 {
     size_t ns = 0;
@@ -275,8 +286,10 @@ int ct_collectives_table(struct ct_report *rep)
         row->wait_sum = 0;
         for (size_t k = 0; k < nm; k++)
             row->wait_sum += w[k];
-        row->wait_p50 = ct_median(w, nm);
-        row->transfer_p50 = ct_median(t, nm);
+        /* by selection (times in whole ns: no NaN, no -0); d above is
+         * sorted for its maximum */
+        row->wait_p50 = ct_median_select(w, nm);
+        row->transfer_p50 = ct_median_select(t, nm);
         row->algbw = row->p50 > 0 ? (double)row->bytes / row->p50 : 0; /* bytes/ns = GB/s */
         row->busbw = row->algbw * bus_factor(row->op, row->nranks);
         i = j;
@@ -286,15 +299,20 @@ int ct_collectives_table(struct ct_report *rep)
     free(t);
     free(w);
     /* an instance has two members or more: at most n / 2 of them */
-    struct match m;
+    /* the ops by match key, as ct_collectives_match sorted them (its
+     * keys, else sorted here) */
+    struct ct_coll_match m = {0};
     double *sk = malloc((n / 2 + 1) * sizeof(*sk));
-    if (!sk || build_keys(job, &m)) {
+    if (!sk || (!rep->cmatch && build_keys(job, &m))) {
         free(sk);
         return -ENOMEM;
     }
+    if (rep->cmatch)
+        m = *rep->cmatch;
     for (size_t r = 0; r < rep->ncoll; r++)
-        rep->coll[r].skew_p50 = ct_median(sk, row_skews(job, &m, &rep->coll[r], sk));
-    free(m.k);
+        rep->coll[r].skew_p50 = ct_median_select(sk, row_skews(job, &m, &rep->coll[r], sk));
+    if (!rep->cmatch)
+        free(m.k);
     free(sk);
     return 0;
 }

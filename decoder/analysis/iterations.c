@@ -242,7 +242,7 @@ static double median_step(const struct ct_iter *it, size_t n)
         return -1;
     for (size_t i = 0; i < n; i++)
         d[i] = (double)(it[i].e - it[i].s);
-    double m = ct_median(d, n);
+    double m = ct_median_select(d, n); /* whole ns: no NaN, no -0 */
     free(d);
     return m;
 }
@@ -477,9 +477,7 @@ int ct_iterations_gpu_side(struct ct_rank_result *x)
     /* an op whose launch is unknown is placed by its GPU start, which says
      * nothing of the step that launched it: left out when most ops have
      * their launch (as the repeat detector does) */
-    size_t known = 0, at = 0;
-    for (size_t i = 0; i < r->nops; i++)
-        known += r->ops[i].launch != INT64_MIN;
+    size_t known = r->nlaunched, at = 0;
     for (size_t i = 0; i < r->nops; i++) {
         const struct ct_gpu_op *g = &r->ops[i];
         if (g->launch == INT64_MIN && 2 * known > r->nops)

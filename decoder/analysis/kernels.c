@@ -195,41 +195,44 @@ int ct_kernels_collect(struct ct_report *rep, size_t r)
         return -ENOMEM;
     struct ct_kernels_acc *a = rep->kacc;
     struct ct_rank *R = rep->rr[r].rank;
-    size_t nn = R->nnames ? R->nnames : 1, nc = 0;
-    for (size_t i = 0; i < R->nops; i++)
-        nc += R->ops[i].cls == CT_CL_COMPUTE;
-    uint64_t *keys = malloc((nc ? nc : 1) * sizeof(*keys));
-    if (!keys)
-        return -ENOMEM;
-    int rc = 0;
+    const struct ct_gpu_op *ops = R->ops;
+    const size_t nops = R->nops, nn = R->nnames ? R->nnames : 1;
     /* the rank's durations grouped by name (off[k] moves to the end of
      * group k while filling, then back by the group's count), each group
      * sorted by its keys (a kernel's durations often come in order, or are
-     * few distinct values: the sort then only checks) */
+     * few distinct values: the sort then only checks); the groups' sizes
+     * give the compute ops' count, and each duration's key is made as it
+     * is placed: two walks of the ops */
     size_t *off = calloc(nn + 1, sizeof(*off));
+    if (!off)
+        return -ENOMEM;
+    for (size_t i = 0; i < nops; i++)
+        if (ops[i].cls == CT_CL_COMPUTE)
+            off[ops[i].name + 1]++;
+    for (size_t k = 0; k < nn; k++)
+        off[k + 1] += off[k];
+    size_t nc = off[nn];
+    uint64_t *keys = malloc((nc ? nc : 1) * sizeof(*keys));
     double *d = malloc((nc ? nc : 1) * sizeof(*d));
-    if (!off || !d) {
+    if (!keys || !d) {
         free(off);
         free(d);
         free(keys);
         return -ENOMEM;
     }
-    for (size_t i = 0; i < R->nops; i++)
-        if (R->ops[i].cls == CT_CL_COMPUTE)
-            off[R->ops[i].name + 1]++;
-    for (size_t k = 0; k < nn; k++)
-        off[k + 1] += off[k];
-    for (size_t i = 0; i < R->nops; i++) {
-        const struct ct_gpu_op *g = &R->ops[i];
-        if (g->cls == CT_CL_COMPUTE)
-            d[off[g->name]++] = (double)(g->e - g->s);
+    for (size_t i = 0; i < nops; i++) {
+        const struct ct_gpu_op *g = &ops[i];
+        if (g->cls != CT_CL_COMPUTE)
+            continue;
+        size_t at = off[g->name]++;
+        d[at] = (double)(g->e - g->s);
+        keys[at] = dur_key((int64_t)d[at]);
     }
+    int rc = 0;
     for (size_t k = 0, s = 0; k < R->nnames && !rc; s = off[k], k++) {
         size_t n = off[k] - s;
         if (!n)
             continue;
-        for (size_t i = s; i < off[k]; i++)
-            keys[i] = dur_key((int64_t)d[i]);
         rc = ct_u64_sort(keys + s, n);
         if (!rc)
             rc = collect_group(a, r, R->names[k], keys + s, d + s, n);

@@ -150,10 +150,7 @@ static int events(const struct ct_rank *r, int64_t lo, int64_t hi, int with_sync
      * clock: when most ops have their launch, those without one are left
      * out (a profiler that lost their launching calls, in one mode of
      * reading a trace and not the other, would change the cycles). */
-    size_t known = 0;
-    for (size_t i = 0; i < r->nops; i++)
-        known += r->ops[i].launch != INT64_MIN;
-    int need_launch = 2 * known > r->nops;
+    int need_launch = 2 * r->nlaunched > r->nops;
     /* the host's synchronisations, at their ends: a step that ends with a
      * loss.item() ends there, and a step of launches that repeat no token
      * of their own (one kernel, or the same kernel hundreds of times) is

@@ -36,6 +36,7 @@ void ct_report_free(struct ct_report *rep)
         free(rep->kern[i].name);
     free(rep->kern);
     ct_kernels_acc_free(rep->kacc);
+    ct_coll_match_free(rep->cmatch);
     if (rep->nlinks)
         ct_nlinks_free(rep->nlinks);
     free(rep->nlinks);
@@ -95,7 +96,7 @@ int ct_report_analyze(struct ct_job *job, const struct ct_iter_opts *io, struct 
     rep->rr = calloc(job->nranks ? job->nranks : 1, sizeof(*rep->rr));
     if (!rep->rr)
         return -ENOMEM;
-    int rc = ct_collectives_match(job);
+    int rc = ct_collectives_match(rep);
     size_t total_it = 0;
     rep->iterations = job->nranks ? SIZE_MAX : 0;
     for (size_t r = 0; r < job->nranks && !rc; r++) {
@@ -151,9 +152,11 @@ int ct_report_analyze(struct ct_job *job, const struct ct_iter_opts *io, struct 
         for (size_t r = 0; r < rep->nr; r++)
             for (size_t i = 0; i < rep->rr[r].niters; i++)
                 d[k++] = (double)(rep->rr[r].iters[i].e - rep->rr[r].iters[i].s);
-        rep->step_p90 = ct_percentile(d, k, 90);
-        rep->step_p99 = ct_percentile(d, k, 99);
-        rep->step_p50 = ct_median(d, k);
+        /* by selection: the durations are not read in order after (whole
+         * numbers of ns: no NaN, no -0) */
+        rep->step_p90 = ct_percentile_select(d, k, 90);
+        rep->step_p99 = ct_percentile_select(d, k, 99);
+        rep->step_p50 = ct_median_select(d, k);
         free(d);
     }
     if (!rc)
@@ -201,15 +204,15 @@ int ct_step_kinds(const struct ct_rank_result *res, struct ct_step_kind *regular
     }
     for (size_t i = 0; i < n; i++)
         c[i] = (double)res->im[i].compute;
-    double med = ct_median(c, n); /* sorts c: read res->im below */
+    double med = ct_median_select(c, n); /* reorders c: read res->im below */
     for (size_t i = 0; i < n; i++) {
         int h = (double)res->im[i].compute > 1.25 * med;
         struct ct_step_kind *k = h ? heavy : regular;
         (h ? dh : dr)[k->steps++] = (double)(res->iters[i].e - res->iters[i].s);
         k->compute += res->im[i].compute;
     }
-    regular->p50 = ct_median(dr, regular->steps);
-    heavy->p50 = ct_median(dh, heavy->steps);
+    regular->p50 = ct_median_select(dr, regular->steps);
+    heavy->p50 = ct_median_select(dh, heavy->steps);
     free(c);
     free(dr);
     free(dh);

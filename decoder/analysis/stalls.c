@@ -78,23 +78,31 @@ static int drain_set(const struct ct_proc *p, struct ct_ivset *out)
  */
 static int launch_set(const struct ct_rank *r, const struct ct_proc *main, struct ct_ivset *out)
 {
+    /* the arrays and the stack's top in locals: a store of an interval
+     * (int64_t) may alias the counts (size_t), which would otherwise be
+     * loaded again after each */
+    const struct ct_gpu_op *ops = r->ops;
+    const int64_t *launches = main->launches;
+    const size_t nops = r->nops, nlaunches = main->nlaunches;
     size_t at = 0; /* where the previous op's launch was found */
     int sorted = 1;
-    for (size_t i = 0; i < r->nops; i++) {
-        int64_t h = r->ops[i].launch, e = r->ops[i].s;
+    for (size_t i = 0; i < nops; i++) {
+        int64_t h = ops[i].launch, e = ops[i].s;
         if (h == INT64_MIN || h >= e)
             continue;
         /* the main process's previous launch call (ops in GPU order launch
          * in nearly the same host order) */
-        size_t lo = ct_gallop(main->launches, main->nlaunches, h, 0, &at);
-        if (lo > 0 && h - main->launches[lo - 1] <= CT_LAUNCH_BURST_NS)
-            h = main->launches[lo - 1];
-        if (out->n && e < out->v[out->n - 1].e)
+        size_t lo = ct_gallop(launches, nlaunches, h, 0, &at);
+        if (lo > 0 && h - launches[lo - 1] <= CT_LAUNCH_BURST_NS)
+            h = launches[lo - 1];
+        size_t n = out->n;
+        if (n && e < out->v[n - 1].e)
             sorted = 0;
-        while (sorted && out->n && out->v[out->n - 1].e >= h) {
-            struct ct_iv top = out->v[--out->n];
-            h = top.s < h ? top.s : h;
+        while (sorted && n && out->v[n - 1].e >= h) {
+            int64_t top = out->v[--n].s;
+            h = top < h ? top : h;
         }
+        out->n = n;
         if (ct_ivset_add(out, h, e))
             return -ENOMEM;
     }
@@ -103,42 +111,82 @@ static int launch_set(const struct ct_rank *r, const struct ct_proc *main, struc
     return 0;
 }
 
-/* Piece [a, b) of the idle time, not covered by by[0..k): the part that
- * by[k] covers goes to len[k], the rest on to by[k + 1], and what no set
- * covers to len[nby] (unexplained). Pieces arrive in time order at every
- * level, so each set's cursor j[k] only moves forward. */
-static void split(const struct ct_ivset *const *by, int nby, size_t *j, int k, int64_t a, int64_t b,
-                  int64_t *len)
+/* The sweep of take_all over the non-empty sets, in order of priority: set
+ * k's intervals v[k][0..n[k]), its cursor j[k] and share len[k]; len[nuse]
+ * what none covers. One struct of plain arrays: the sweep's reads of a set
+ * are not reloaded after each write of a share, as they were through
+ * pointers to separate arrays (which may alias). */
+struct sweep {
+    const struct ct_iv *v[8];
+    size_t n[8], j[8];
+    int64_t len[9];
+    int nuse;
+    int64_t next; /* the earliest start at the cursors of all sets but the last */
+};
+
+/* Piece [a, b) of the idle time, not covered by sets 0..k-1: the part that
+ * set k covers goes to len[k], the rest on to set k + 1, and what no set
+ * covers to len[nuse] (unexplained). Pieces arrive in time order at every
+ * level, so each set's cursor j[k] only moves forward. A set with nothing
+ * in the piece passes it whole to the next in this loop, not by a call:
+ * most pieces fall to one set after passing several. */
+static void split(struct sweep *w, int k, int64_t a, int64_t b)
 {
-    if (k == nby) {
-        len[nby] += b - a;
+    for (; k < w->nuse; k++) {
+        const struct ct_iv *v = w->v[k];
+        size_t n = w->n[k], x = w->j[k];
+        while (x < n && v[x].e <= a)
+            x++;
+        w->j[k] = x;
+        if (x == n || v[x].s >= b)
+            continue;
+        int64_t cur = a;
+        for (; x < n && v[x].s < b && cur < b; x++) {
+            int64_t cs = v[x].s > cur ? v[x].s : cur, ce = v[x].e < b ? v[x].e : b;
+            if (cs > cur)
+                split(w, k + 1, cur, cs);
+            if (ce > cs)
+                w->len[k] += ce - cs;
+            if (ce > cur)
+                cur = ce;
+        }
+        if (cur < b)
+            split(w, k + 1, cur, b);
         return;
     }
-    const struct ct_ivset *s = by[k];
-    while (j[k] < s->n && s->v[j[k]].e <= a)
-        j[k]++;
-    int64_t cur = a;
-    for (size_t x = j[k]; x < s->n && s->v[x].s < b && cur < b; x++) {
-        int64_t cs = s->v[x].s > cur ? s->v[x].s : cur, ce = s->v[x].e < b ? s->v[x].e : b;
-        if (cs > cur)
-            split(by, nby, j, k + 1, cur, cs, len);
-        if (ce > cs)
-            len[k] += ce - cs;
-        if (ce > cur)
-            cur = ce;
+    w->len[w->nuse] += b - a;
+}
+
+/* w->next from the cursors (INT64_MAX when those sets are done). */
+static void next_start(struct sweep *w)
+{
+    w->next = INT64_MAX;
+    for (int k = 0; k + 1 < w->nuse; k++)
+        if (w->j[k] < w->n[k] && w->v[k][w->j[k]].s < w->next)
+            w->next = w->v[k][w->j[k]].s;
+}
+
+/* Piece [a, b) to split. One that ends by the next start of every set but
+ * the last (most pieces: the last, the launch overhead, covers most idle
+ * time) goes straight to the last: the others would each pass it on, their
+ * cursors unmoved. */
+static void piece(struct sweep *w, int64_t a, int64_t b)
+{
+    if (w->nuse && b <= w->next) {
+        split(w, w->nuse - 1, a, b);
+        return;
     }
-    if (cur < b)
-        split(by, nby, j, k + 1, cur, b, len);
+    split(w, 0, a, b);
+    next_start(w);
 }
 
 /* An idle gap [a, b): the parts inside capture windows (all of it without
- * cover) go to split; a pause is not idle time. The cover's cursor *cj
+ * cover) go to piece; a pause is not idle time. The cover's cursor *cj
  * moves forward as the gaps do. */
-static void gap(const struct ct_ivset *cover, size_t *cj, const struct ct_ivset *const *use,
-                int nuse, size_t *j, int64_t a, int64_t b, int64_t *got)
+static void gap(const struct ct_ivset *cover, size_t *cj, struct sweep *w, int64_t a, int64_t b)
 {
     if (!cover) {
-        split(use, nuse, j, 0, a, b, got);
+        piece(w, a, b);
         return;
     }
     while (*cj < cover->n && cover->v[*cj].e <= a)
@@ -147,7 +195,7 @@ static void gap(const struct ct_ivset *cover, size_t *cj, const struct ct_ivset 
         int64_t s = cover->v[x].s > a ? cover->v[x].s : a,
                 e = cover->v[x].e < b ? cover->v[x].e : b;
         if (e > s)
-            split(use, nuse, j, 0, s, e, got);
+            piece(w, s, e);
     }
 }
 
@@ -159,32 +207,32 @@ static void gap(const struct ct_ivset *cover, size_t *cj, const struct ct_ivset 
 static void take_all(const struct ct_ivset *gpu, const struct ct_ivset *cover, int64_t ws,
                      int64_t we, const struct ct_ivset *const *by, int nby, int64_t *len)
 {
-    size_t j[8] = {0};
     /* empty sets take nothing: the sweep skips them (a level less of
      * recursion for every idle piece) */
-    const struct ct_ivset *use[8];
-    int at[8], nuse = 0;
-    int64_t got[9] = {0};
+    struct sweep w = {.nuse = 0};
+    int at[8];
     for (int k = 0; k < nby; k++) {
         len[k] = 0;
         if (by[k]->n) {
-            at[nuse] = k;
-            use[nuse++] = by[k];
+            at[w.nuse] = k;
+            w.v[w.nuse] = by[k]->v;
+            w.n[w.nuse++] = by[k]->n;
         }
     }
+    next_start(&w);
     int64_t cur = ws;
     size_t cj = 0;
     for (size_t i = 0; i < gpu->n && gpu->v[i].s < we; i++) {
         if (gpu->v[i].s > cur)
-            gap(cover, &cj, use, nuse, j, cur, gpu->v[i].s, got);
+            gap(cover, &cj, &w, cur, gpu->v[i].s);
         if (gpu->v[i].e > cur)
             cur = gpu->v[i].e;
     }
     if (cur < we)
-        gap(cover, &cj, use, nuse, j, cur, we, got);
-    for (int u = 0; u < nuse; u++)
-        len[at[u]] = got[u];
-    len[nby] = got[nuse];
+        gap(cover, &cj, &w, cur, we);
+    for (int u = 0; u < w.nuse; u++)
+        len[at[u]] = w.len[u];
+    len[nby] = w.len[w.nuse];
 }
 
 /* Checkpoint stall by step-time excess: for each iteration that holds

@@ -47,32 +47,23 @@ int ct_calls_note(struct ct_calls *c, int64_t s, int64_t e, uint32_t tid, int64_
     return 0;
 }
 
-int ct_calls_launch(struct ct_calls *c, int64_t key, int64_t s)
+int ct_calls_first_grow(struct ct_calls *c, size_t key)
 {
-    if (key < 0)
-        return 0;
-    if ((size_t)key >= c->nfirst) {
-        size_t n = c->nfirst ? c->nfirst : 64;
-        while (n <= (size_t)key)
-            n *= 2;
-        int64_t *v = realloc(c->first, n * sizeof(*v));
-        if (!v)
-            return -ENOMEM;
-        for (size_t i = c->nfirst; i < n; i++)
-            v[i] = INT64_MAX;
-        c->first = v;
-        c->nfirst = n;
-    }
-    if (s < c->first[key])
-        c->first[key] = s;
+    size_t n = c->nfirst ? c->nfirst : 64;
+    while (n <= key)
+        n *= 2;
+    int64_t *v = realloc(c->first, n * sizeof(*v));
+    if (!v)
+        return -ENOMEM;
+    for (size_t i = c->nfirst; i < n; i++)
+        v[i] = INT64_MAX;
+    c->first = v;
+    c->nfirst = n;
     return 0;
 }
 
-int ct_calls_launcher(struct ct_calls *c, uint32_t tid)
+int ct_calls_launcher_add(struct ct_calls *c, uint32_t tid)
 {
-    /* called for every launch: the last thread noted is nearly always it */
-    if (c->ntids && c->tids[c->ntids - 1] == tid)
-        return 0;
     for (size_t i = 0; i < c->ntids; i++)
         if (c->tids[i] == tid) {
             c->tids[i] = c->tids[c->ntids - 1];
@@ -174,40 +165,44 @@ static void last_gpu(struct ct_extraction *x, uint32_t tid, uint64_t op, int64_t
 
 static int on_gpu(struct ct_extraction *x, const uint64_t *c, size_t st, uint32_t tid)
 {
+    /* loaded once, as on_api's */
+    const uint64_t type = FLD(CT_GPU_TYPE), corr = FLD(CT_GPU_CORR), src = FLD(CT_GPU_SOURCE);
+    const int64_t s = (int64_t)FLD(CT_GPU_START), e = (int64_t)FLD(CT_GPU_END);
     uint64_t idx = NONE;
-    if (FLD(CT_GPU_TYPE) == CT_GPU_MEMCPY && /* a copy's transfer: the facts' */
-        ct_facts_gpu_copy(&x->facts, FLD(CT_GPU_CORR), (int64_t)FLD(CT_GPU_START),
-                          (int64_t)FLD(CT_GPU_END)))
+    if (type == CT_GPU_MEMCPY && /* a copy's transfer: the facts' */
+        ct_facts_gpu_copy(&x->facts, corr, s, e))
         return -ENOMEM;
-    if (FLD(CT_GPU_TYPE) != CT_GPU_SYNC && FLD(CT_GPU_END) > FLD(CT_GPU_START)) {
+    if (type != CT_GPU_SYNC && (uint64_t)e > (uint64_t)s) {
         if (ct_vec_room(&x->ops, sizeof(struct ct_gpu_op)))
             return -ENOMEM;
         struct ct_gpu_op *g = (struct ct_gpu_op *)x->ops.p + x->ops.n;
         memset(g, 0, sizeof(*g));
-        g->s = (int64_t)FLD(CT_GPU_START);
-        g->e = (int64_t)FLD(CT_GPU_END);
+        g->s = s;
+        g->e = e;
         g->stream = (uint32_t)FLD(CT_GPU_STREAM);
-        g->type = (uint8_t)FLD(CT_GPU_TYPE);
-        g->blocking = FLD(CT_GPU_SOURCE) == CT_SRC_EVENTS_BLOCKING;
+        g->type = (uint8_t)type;
+        g->blocking = src == CT_SRC_EVENTS_BLOCKING;
         if (name_of(x, FLD(CT_GPU_NAME), &g->name))
             return -ENOMEM;
-        ct_cov_source(&x->p->cov, FLD(CT_GPU_SOURCE));
-        if (g->type == CT_GPU_MEMCPY && FLD(CT_GPU_COPY_KIND) == CT_COPY_HTOD &&
-            ct_ivset_add(&x->p->htod, g->s, g->e))
+        ct_cov_source(&x->p->cov, src);
+        if (type == CT_GPU_MEMCPY && FLD(CT_GPU_COPY_KIND) == CT_COPY_HTOD &&
+            ct_ivset_add(&x->p->htod, s, e))
             return -ENOMEM;
         idx = x->ops.n++;
         /* by op index (ops made from NCCL records have none: 0) */
-        while (x->gsrc.n <= idx) {
-            if (ct_vec_room(&x->gsrc, 1))
+        while (x->gsrc.cap <= idx)
+            if (ct_vec_grow(&x->gsrc, 1))
                 return -ENOMEM;
-            ((uint8_t *)x->gsrc.p)[x->gsrc.n++] = 0;
-        }
-        ((uint8_t *)x->gsrc.p)[idx] = (uint8_t)FLD(CT_GPU_SOURCE);
-        last_gpu(x, tid, idx, g->s);
+        uint8_t *by = x->gsrc.p;
+        if (x->gsrc.n < idx)
+            memset(by + x->gsrc.n, 0, idx - x->gsrc.n);
+        by[idx] = (uint8_t)src;
+        x->gsrc.n = idx + 1;
+        last_gpu(x, tid, idx, s);
         if (ct_sdev_seen(x->p, g->stream, (int32_t)(int64_t)FLD(CT_GPU_DEVICE)))
             return -ENOMEM;
     }
-    return ct_kv_push(&x->gcorr, FLD(CT_GPU_CORR), idx);
+    return ct_kv_push(&x->gcorr, corr, idx);
 }
 
 static int push_launch(struct ct_extraction *x, uint64_t t)
@@ -299,7 +294,6 @@ static int is_nccl_kernel(struct ct_extraction *x, uint64_t sid, int *yes)
 static int note_nccl_calls(struct ct_extraction *x, const uint64_t *c, size_t st, uint32_t tid)
 {
     uint64_t fam = FLD(CT_API_FAMILY);
-    struct span sp = {(int64_t)FLD(CT_API_START), (int64_t)FLD(CT_API_END), tid};
     if (fam == CT_FAM_OTHER) {
         uint64_t sid = FLD(CT_API_NAME);
         if (!x->gend_sid) {
@@ -310,7 +304,8 @@ static int note_nccl_calls(struct ct_extraction *x, const uint64_t *c, size_t st
         }
         if (sid != x->gend_sid || ct_vec_room(&x->gendv, sizeof(struct span)))
             return sid != x->gend_sid ? 0 : -ENOMEM;
-        ((struct span *)x->gendv.p)[x->gendv.n] = sp;
+        ((struct span *)x->gendv.p)[x->gendv.n] =
+            (struct span){(int64_t)FLD(CT_API_START), (int64_t)FLD(CT_API_END), tid};
         return ct_kv_push(&x->gend, FLD(CT_API_CORR), x->gendv.n++);
     }
     int yes = 0, copy = 0;
@@ -322,6 +317,7 @@ static int note_nccl_calls(struct ct_extraction *x, const uint64_t *c, size_t st
         return 0;
     if (ct_vec_room(&x->nkl, sizeof(struct nccl_launch)))
         return -ENOMEM;
+    struct span sp = {(int64_t)FLD(CT_API_START), (int64_t)FLD(CT_API_END), tid};
     ((struct nccl_launch *)x->nkl.p)[x->nkl.n++] =
         (struct nccl_launch){sp, FLD(CT_API_CORR), (uint32_t)FLD(CT_API_STREAM), (uint8_t)copy};
     return 0;
@@ -373,37 +369,40 @@ static int note_sync(struct ct_extraction *x, const uint64_t *c, size_t st, uint
 
 static int on_api(struct ct_extraction *x, const uint64_t *c, size_t st, uint32_t tid)
 {
-    uint64_t fam = FLD(CT_API_FAMILY);
+    /* the fields every call reads, loaded once: stores to the extraction's
+     * arrays may alias the column block (both uint64_t), so each use of
+     * FLD after one would be a load again */
+    const uint64_t fam = FLD(CT_API_FAMILY), corr = FLD(CT_API_CORR), flags = FLD(CT_API_FLAGS);
+    const int64_t s = (int64_t)FLD(CT_API_START), e = (int64_t)FLD(CT_API_END);
     struct ct_proc *p = x->p;
-    int rc = ct_kv_push(&x->calls, FLD(CT_API_CORR), FLD(CT_API_START));
+    int rc = ct_kv_push(&x->calls, corr, (uint64_t)s);
     if (!rc && fam == CT_FAM_MEMCPY) { /* a copy's host call: the facts' */
-        struct ct_copy_fact cf = {.host_s = (int64_t)FLD(CT_API_START),
-                                  .host_e = (int64_t)FLD(CT_API_END),
+        struct ct_copy_fact cf = {.host_s = s,
+                                  .host_e = e,
                                   .bytes = FLD(CT_API_BYTES),
                                   .kind = (uint8_t)FLD(CT_API_COPY_KIND),
-                                  .async = (FLD(CT_API_FLAGS) & CT_APIF_ASYNC) != 0};
-        rc = ct_facts_copy_call(&x->facts, FLD(CT_API_CORR), &cf);
+                                  .async = (flags & CT_APIF_ASYNC) != 0};
+        rc = ct_facts_copy_call(&x->facts, corr, &cf);
     }
     if (!rc && fam == CT_FAM_GRAPH)
-        rc = ct_u64_push(&x->graphs, FLD(CT_API_CORR));
-    if (!rc && (FLD(CT_API_FLAGS) & CT_APIF_EVENT))
+        rc = ct_u64_push(&x->graphs, corr);
+    if (!rc && (flags & CT_APIF_EVENT))
         rc = note_event(x, c, st);
     if (!rc && (fam == CT_FAM_OTHER || fam == CT_FAM_LAUNCH || fam == CT_FAM_MEMCPY))
         rc = note_nccl_calls(x, c, st, tid);
     if (!rc && (fam == CT_FAM_LAUNCH || fam == CT_FAM_MEMCPY || fam == CT_FAM_MEMSET)) {
-        rc = push_launch(x, FLD(CT_API_START));
-        if (!rc && !(FLD(CT_API_FLAGS) & CT_APIF_CAPTURED))
-            rc = ct_kv_push(&x->timed, FLD(CT_API_CORR), (uint32_t)FLD(CT_API_STREAM));
+        rc = push_launch(x, (uint64_t)s);
+        if (!rc && !(flags & CT_APIF_CAPTURED))
+            rc = ct_kv_push(&x->timed, corr, (uint32_t)FLD(CT_API_STREAM));
         if (!rc)
             rc = ct_calls_launcher(&x->bcalls, tid);
     }
-    int64_t s = (int64_t)FLD(CT_API_START), e = (int64_t)FLD(CT_API_END);
     int64_t key = fam == CT_FAM_LAUNCH ? (int64_t)FLD(CT_API_KERNEL) : fam == CT_FAM_GRAPH ? 0 : -1;
     if (!rc)
         rc = ct_calls_launch(&x->bcalls, key, s);
-    if (!rc && ct_is_blocking_call(fam, FLD(CT_API_FLAGS), e - s))
+    if (!rc && ct_is_blocking_call(fam, flags, e - s))
         rc = ct_calls_note(&x->bcalls, s, e, tid, key);
-    if (!rc && ct_is_host_sync(fam, FLD(CT_API_FLAGS)) && !(rc = ct_ivset_add(&p->sync, s, e)))
+    if (!rc && ct_is_host_sync(fam, flags) && !(rc = ct_ivset_add(&p->sync, s, e)))
         rc = note_sync(x, c, st, fam);
     if (!rc && fam == CT_FAM_MEMCPY && ct_is_ckpt_copy(FLD(CT_API_COPY_KIND), FLD(CT_API_BYTES)))
         rc = ct_ivset_add(&p->ckpt, s, e);

@@ -45,10 +45,31 @@ struct ct_calls {
 };
 /* key: as ct_call_span's. */
 int ct_calls_note(struct ct_calls *c, int64_t s, int64_t e, uint32_t tid, int64_t key);
-int ct_calls_launcher(struct ct_calls *c, uint32_t tid);
+/* The slow paths of the two below: c->first grown to hold key (new
+ * entries INT64_MAX), tid looked up or added. 0 or -ENOMEM. */
+int ct_calls_first_grow(struct ct_calls *c, size_t key);
+int ct_calls_launcher_add(struct ct_calls *c, uint32_t tid);
+/* Inline, as the two below: every launch passes here. */
+static inline int ct_calls_launcher(struct ct_calls *c, uint32_t tid)
+{
+    /* the last thread noted is nearly always it (ct_calls_launcher_add
+     * moves a thread found to the end) */
+    if (c->ntids && c->tids[c->ntids - 1] == tid)
+        return 0;
+    return ct_calls_launcher_add(c, tid);
+}
 /* Every launch of kernel key (>= 0) starting at s, for ct_calls_finish's
  * first-launch rule; in any order. */
-int ct_calls_launch(struct ct_calls *c, int64_t key, int64_t s);
+static inline int ct_calls_launch(struct ct_calls *c, int64_t key, int64_t s)
+{
+    if (key < 0)
+        return 0;
+    if ((size_t)key >= c->nfirst && ct_calls_first_grow(c, (size_t)key))
+        return -ENOMEM;
+    if (s < c->first[key])
+        c->first[key] = s;
+    return 0;
+}
 int ct_calls_finish(struct ct_calls *c, struct ct_ivset *out, int64_t off);
 void ct_calls_free(struct ct_calls *c);
 

@@ -26,10 +26,14 @@ static void drop_superseded(struct ct_extraction *x)
     struct ct_kv *gc = x->gcorr.p;
     struct ct_gpu_op *ops = x->ops.p;
     const uint8_t *src = x->gsrc.p;
-    for (size_t a = 0, b; a < x->gcorr.n; a = b) {
-        for (b = a + 1; b < x->gcorr.n && gc[b].key == gc[a].key; b++)
-            ;
-        if (b - a < 2 || !gc[a].key)
+    for (size_t a = 0, b; a + 1 < x->gcorr.n; a = b) {
+        /* a run of one key (nearly every one): on to the next */
+        b = a + 1;
+        if (gc[b].key != gc[a].key)
+            continue;
+        while (b < x->gcorr.n && gc[b].key == gc[a].key)
+            b++;
+        if (!gc[a].key)
             continue;
         for (size_t i = a; i < b; i++) {
             if (gc[i].val == NONE || gc[i].val >= x->gsrc.n)

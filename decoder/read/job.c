@@ -168,16 +168,21 @@ static int merge_ops(struct ct_rank *r)
     }
     /* one process's ops arrive sorted by start (every reader leaves them so): then
      * skip the sort, which costs as much as all the extraction */
-    size_t run = 1, ties = 0;
+    size_t run = 1, first = r->nops; /* the first op before its equal start's by end */
     for (; run < r->nops && r->ops[run - 1].s <= r->ops[run].s; run++)
-        ties += r->ops[run - 1].s == r->ops[run].s;
+        if (r->ops[run - 1].s == r->ops[run].s && r->ops[run - 1].e > r->ops[run].e &&
+            first == r->nops)
+            first = run;
     if (run < r->nops) {
         qsort(r->ops, r->nops, sizeof(*r->ops), cmp_gop);
-    } else if (ties) {
+    } else if (first < r->nops) {
         /* sorted by start: order each run of equal starts by end, stably
          * as glibc's merge sort would (insertion sort: such runs are short;
-         * a long one, from odd input, goes to qsort as before) */
-        for (size_t i = 0, j; i < r->nops; i = j) {
+         * a long one, from odd input, goes to qsort as before), from the
+         * run of the first out of order (those before are in order) */
+        while (first > 0 && r->ops[first - 1].s == r->ops[first].s)
+            first--;
+        for (size_t i = first, j; i < r->nops; i = j) {
             for (j = i + 1; j < r->nops && r->ops[j].s == r->ops[i].s;)
                 j++;
             if (j - i > 64) {
@@ -302,34 +307,29 @@ static int is_dp_op(int op)
 /* Each GPU op's class: its NCCL op's, else that of the op its kernel's
  * name says (rules 1, 2 and 5 of timeline.h; a kernel the communication
  * table names, decoder/util/comm_kernels.h, whichever reader left it:
- * looked up once per name), else as extracted. */
-static void class_ops(struct ct_rank *rk)
+ * looked up once per name), else as extracted. by_name: op + 1 by name
+ * index (0: not looked up), or NULL; names: 0 for HTA-compatible input,
+ * which keeps HTA's classes (decoder/read/hta.h). Applied by build_sets as
+ * it puts each op in its sets: one walk of the ops for both. */
+static inline void class_op(const struct ct_rank *rk, struct ct_gpu_op *g, uint8_t *by_name,
+                            int names)
 {
-    uint8_t *by_name = rk->nnames ? calloc(rk->nnames, 1) : NULL; /* op + 1, 0: not looked up */
-    /* HTA-compatible input keeps HTA's classes (decoder/read/hta.h) */
-    int names = !(rk->nprocs && rk->procs[0]->hta);
-    for (size_t i = 0; i < rk->nops; i++) {
-        struct ct_gpu_op *g = &rk->ops[i];
-        if (names && !g->op && g->nccl < 0 && g->type == CT_GPU_KERNEL && g->name < rk->nnames) {
-            if (!by_name || !by_name[g->name]) {
-                int op = ct_nccl_op_from_kernel(rk->names[g->name]);
-                if (by_name)
-                    by_name[g->name] = (uint8_t)(op + 1);
-                g->op = (uint8_t)op;
-            } else {
-                g->op = (uint8_t)(by_name[g->name] - 1);
-            }
+    if (names && !g->op && g->nccl < 0 && g->type == CT_GPU_KERNEL && g->name < rk->nnames) {
+        if (!by_name || !by_name[g->name]) {
+            int op = ct_nccl_op_from_kernel(rk->names[g->name]);
+            if (by_name)
+                by_name[g->name] = (uint8_t)(op + 1);
+            g->op = (uint8_t)op;
+        } else {
+            g->op = (uint8_t)(by_name[g->name] - 1);
         }
-        if (g->nccl >= 0)
-            g->cls = rk->nccl[g->nccl].cls;
-        else if (g->op == CT_NCCL_OP_SEND || g->op == CT_NCCL_OP_RECV)
-            g->cls = CT_CL_PP;
-        else if (is_dp_op(g->op))
-            g->cls = CT_CL_DP;
-        else if (g->op)
-            g->cls = CT_CL_OTHER;
     }
-    free(by_name);
+    if (g->nccl >= 0)
+        g->cls = rk->nccl[g->nccl].cls;
+    else if (g->op) /* none (0, a compute kernel's): as extracted */
+        g->cls = g->op == CT_NCCL_OP_SEND || g->op == CT_NCCL_OP_RECV ? CT_CL_PP
+                 : is_dp_op(g->op)                                    ? CT_CL_DP
+                                                                      : CT_CL_OTHER;
 }
 
 static int classify(struct ct_job *job)
@@ -372,8 +372,6 @@ static int classify(struct ct_job *job)
             else
                 o->cls = CT_CL_DP;
         }
-        if (rk->ops)
-            class_ops(rk);
     }
     for (size_t i = 0; i < nc; i++)
         free(cs[i].members);
@@ -398,26 +396,40 @@ static inline int add_op(struct ct_rank *r, const struct ct_gpu_op *g, int sorte
                : 0;
 }
 
-/* The class sets, all GPU busy time and communication's (the unions of
- * the class sets). With the ops in start order (as merge_rank leaves them)
- * one pass merging each op into the last interval of its sets builds them
- * normalised; otherwise every op is added and the sets normalised (sort,
- * then merge). */
+/* The ops' classes (class_op), their count with a known launch, and the
+ * class sets, all GPU busy time and communication's (the unions of the
+ * class sets). With the ops in start order (as merge_rank leaves them) one
+ * pass merging each op into the last interval of its sets builds them
+ * normalised; from an op out of that order on, the rest are added and the
+ * sets normalised at the end (sort, then merge: the same sets). */
 static int build_sets(struct ct_rank *r)
 {
-    int sorted = 1;
-    for (size_t i = 1; i < r->nops && sorted; i++)
-        sorted = r->ops[i].s >= r->ops[i - 1].s;
-    for (size_t i = 0; i < r->nops; i++)
-        if (add_op(r, &r->ops[i], sorted))
-            return -ENOMEM;
+    uint8_t *by_name = r->nnames ? calloc(r->nnames, 1) : NULL;
+    int names = !(r->nprocs && r->procs[0]->hta), rc = 0;
+    size_t i = 0, launched = 0;
+    for (; i < r->nops && !rc; i++) {
+        struct ct_gpu_op *g = &r->ops[i];
+        if (i && g->s < g[-1].s)
+            break;
+        class_op(r, g, by_name, names);
+        launched += g->launch != INT64_MIN;
+        rc = add_op(r, g, 1);
+    }
+    int sorted = i == r->nops;
+    for (; i < r->nops && !rc; i++) {
+        class_op(r, &r->ops[i], by_name, names);
+        launched += r->ops[i].launch != INT64_MIN;
+        rc = add_op(r, &r->ops[i], 0);
+    }
+    r->nlaunched = launched;
+    free(by_name);
     if (!sorted) {
         for (int c = 0; c < CT_CL_COUNT; c++)
             ct_ivset_normalize(&r->cls[c]);
         ct_ivset_normalize(&r->gpu);
         ct_ivset_normalize(&r->comm);
     }
-    return 0;
+    return rc;
 }
 
 /* Whether a process did GPU work of any kind: launches, GPU ops, NCCL. */
@@ -650,7 +662,6 @@ int ct_rank_open(struct ct_rank *r)
     if (!rc)
         rc = merge_ops(r);
     if (!rc) {
-        class_ops(r);
         ct_clock_shift_ops(r, r->skew_ns);
         rc = build_sets(r);
     }

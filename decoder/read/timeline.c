@@ -57,6 +57,15 @@ int64_t ct_step_number(const char *msg)
     const char *h = strrchr(msg, '#');
     if (!h || !h[1])
         return CT_STEP_NONE;
+    /* plain digits, too few to overflow (the common "ProfilerStep#12"):
+     * read here, strtoll's value without its call (a long job has a step
+     * message per step); anything else as strtoll reads it */
+    int64_t n = 0;
+    size_t i = 1;
+    for (; i <= 18 && h[i] >= '0' && h[i] <= '9'; i++)
+        n = n * 10 + (h[i] - '0');
+    if (!h[i])
+        return n;
     char *end;
     long long v = strtoll(h + 1, &end, 10);
     return *end ? CT_STEP_NONE : v;

@@ -300,6 +300,9 @@ struct ct_rank {
     size_t nprocs;
     struct ct_gpu_op *ops; /* all GPU intervals, sorted by start */
     size_t nops;
+    size_t nlaunched;          /* of those, the ops whose launch is known: counted as the
+                                * sets are built, for the analyses that leave out those
+                                * without one when most have it */
     struct ct_nccl_call *nccl; /* sorted by host start */
     size_t nnccl;
     char **names; /* pointers borrowed from the processes; ops[].name indexes it */

@@ -67,12 +67,14 @@ void ct_json_str(FILE *f, const char *str)
     fputc_unlocked('"', f);
 }
 
+/* The two digits of each number below 100: numbers are written two
+ * digits at a time (half the divisions of one at a time). */
+static const char pair[] = "00010203040506070809101112131415161718192021222324252627282930313233"
+                           "34353637383940414243444546474849505152535455565758596061626364656667"
+                           "6869707172737475767778798081828384858687888990919293949596979899";
+
 size_t ct_json_u64_fmt(char *p, uint64_t a)
 {
-    static const char pair[] =
-        "00010203040506070809101112131415161718192021222324252627282930313233"
-        "34353637383940414243444546474849505152535455565758596061626364656667"
-        "6869707172737475767778798081828384858687888990919293949596979899";
     char d[20];
     size_t i = sizeof(d);
     while (a >= 100) {
@@ -145,14 +147,27 @@ static char *fixed_digits(double v, int decimals, char *buf, char *e)
     unsigned long long m = (unsigned long long)fabs(r), ip = m / iscale[decimals];
     unsigned long long fp = m % iscale[decimals];
     char *p = e;
-    for (int d = 0; d < decimals; d++, fp /= 10)
+    int d = decimals;
+    for (; d >= 2; d -= 2, fp /= 100) { /* exactly `decimals` digits, two at a time */
+        unsigned t = (unsigned)(fp % 100);
+        *--p = pair[2 * t + 1];
+        *--p = pair[2 * t];
+    }
+    if (d)
         *--p = (char)('0' + fp % 10);
     if (decimals)
         *--p = '.';
-    do {
-        *--p = (char)('0' + ip % 10);
-        ip /= 10;
-    } while (ip);
+    for (; ip >= 100; ip /= 100) {
+        unsigned t = (unsigned)(ip % 100);
+        *--p = pair[2 * t + 1];
+        *--p = pair[2 * t];
+    }
+    if (ip >= 10) {
+        *--p = pair[2 * ip + 1];
+        *--p = pair[2 * ip];
+    } else {
+        *--p = (char)('0' + ip);
+    }
     if (r < 0)
         *--p = '-';
     return p > buf ? p : NULL;

@@ -239,6 +239,117 @@ START_TEST(chunk_blocks_carry_the_same_rows_as_records)
 }
 END_TEST
 
+/* What a sink was given: strings and rows counted; refuse: its strings
+ * refused with -EBADMSG (as the reader's are past its string id limit). */
+struct seen {
+    size_t strings, rows;
+    int refuse;
+};
+
+static int seen_string(void *ctx, uint32_t id, const char *s, uint32_t len)
+{
+    struct seen *w = ctx;
+    (void)id, (void)s, (void)len;
+    w->strings++;
+    return w->refuse ? -EBADMSG : 0;
+}
+
+static int seen_block(void *ctx, const struct ct_block *b)
+{
+    struct seen *w = ctx;
+    w->rows += b->n;
+    return 0;
+}
+
+/* ct_chunk_decode_whole delivers a sound chunk as ct_chunk_decode does, and
+ * nothing of a damaged one (a string id of 2^32 in row 700, or the chunk
+ * cut short), naming the damage; where ct_chunk_decode gives the strings
+ * and the rows before the bad id. A sink's own -EBADMSG is not damage:
+ * err_what stays unset. */
+START_TEST(chunk_decode_whole_delivers_nothing_of_a_damaged_chunk)
+{
+    srand(33);
+    for (int bad = 0; bad < 2; bad++) {
+        struct ct_chunk_enc e = {0};
+        struct ct_buf out = {0};
+        ct_chunk_begin(&e, 9, 1, 1000);
+        ck_assert_int_eq(ct_chunk_add_string(&e, 1, "cuLaunchKernel", 14), 0);
+        ck_assert_int_eq(ct_chunk_add_string(&e, 2, "gemm", 4), 0);
+        uint64_t t = 1000;
+        for (int i = 0; i < 1100; i++) {
+            /* row 700 a call: a kind with a string column */
+            unsigned kind = i == 700 ? CT_REC_API : 1 + (unsigned)rand() % (CT_REC_KIND_COUNT - 1);
+            uint64_t f[CT_MAX_FIELDS];
+            const struct ct_kind_desc *d = &ct_kind_table[kind];
+            for (unsigned j = 0; j < d->nfields; j++)
+                f[j] =
+                    d->codec[j] == CT_CODEC_STR ? 1 + (uint64_t)rand() % 2 : (uint64_t)rand() * 977;
+            f[0] = t += (uint64_t)(rand() % 1000);
+            if (bad && i == 700)
+                for (unsigned j = 0; j < d->nfields; j++)
+                    if (d->codec[j] == CT_CODEC_STR)
+                        f[j] = UINT64_C(1) << 32;
+            ck_assert_int_eq(ct_chunk_add_record(&e, kind, f, d->nfields), 0);
+        }
+        ck_assert_int_eq(ct_chunk_finish(&e, &out), 0);
+        size_t pos = 0;
+        const char *what = NULL;
+        struct seen part = {0}, all = {0};
+        struct ct_chunk_sink ps = {&part, seen_string, NULL, NULL, seen_block};
+        struct ct_chunk_sink as = {&all, seen_string, NULL, NULL, seen_block};
+        ck_assert_int_eq(ct_chunk_decode(out.p, out.len, &ps, NULL, &pos, &what),
+                         bad ? -EBADMSG : 0);
+        ck_assert_uint_eq(part.strings, 2);
+        ck_assert_uint_eq(part.rows, (bad ? 700 : 1100));
+        what = NULL;
+        int rc = ct_chunk_decode_whole(out.p, out.len, &as, NULL, &pos, &what);
+        ck_assert_int_eq(rc, (bad ? -EBADMSG : 0));
+        ck_assert_uint_eq(all.strings, (bad ? 0 : 2));
+        ck_assert_uint_eq(all.rows, (bad ? 0 : 1100));
+        /* a sink of strings alone: they too wait for the whole check */
+        struct seen strs = {0};
+        struct ct_chunk_sink ss = {&strs, seen_string, NULL, NULL, NULL};
+        ck_assert_int_eq(ct_chunk_decode_whole(out.p, out.len, &ss, NULL, &pos, &what),
+                         (bad ? -EBADMSG : 0));
+        ck_assert_uint_eq(strs.strings, (bad ? 0 : 2));
+        if (bad) {
+            ck_assert_str_eq(what, "string id below 2^32");
+            ck_assert_uint_eq(pos, out.len);
+        } else {
+            /* the same rows, field by field */
+            static struct rows a, b;
+            a.n = b.n = 0;
+            struct ct_chunk_sink rs = {&a, NULL, NULL, NULL, rows_block};
+            struct ct_chunk_sink ws = {&b, NULL, NULL, NULL, rows_block};
+            ck_assert_int_eq(ct_chunk_decode(out.p, out.len, &rs, NULL, &pos, &what), 0);
+            ck_assert_int_eq(ct_chunk_decode_whole(out.p, out.len, &ws, NULL, &pos, &what), 0);
+            ck_assert_uint_eq(b.n, a.n);
+            for (size_t i = 0; i < a.n; i++)
+                ck_assert_msg(!memcmp(&a.r[i], &b.r[i], sizeof(a.r[i])), "row %zu differs", i);
+            /* cut short: damage, nothing delivered */
+            struct seen cut = {0};
+            struct ct_chunk_sink cs = {&cut, seen_string, NULL, NULL, seen_block};
+            what = NULL;
+            ck_assert_int_eq(ct_chunk_decode_whole(out.p, out.len / 2, &cs, NULL, &pos, &what),
+                             -EBADMSG);
+            ck_assert_ptr_nonnull(what);
+            ck_assert_uint_eq(cut.strings + cut.rows, 0);
+            /* the sink's own refusal: no damage named, no rows */
+            struct seen refused = {.refuse = 1};
+            struct ct_chunk_sink fs = {&refused, seen_string, NULL, NULL, seen_block};
+            what = NULL;
+            ck_assert_int_eq(ct_chunk_decode_whole(out.p, out.len, &fs, NULL, &pos, &what),
+                             -EBADMSG);
+            ck_assert_ptr_null(what);
+            ck_assert_uint_eq(refused.strings, 1);
+            ck_assert_uint_eq(refused.rows, 0);
+        }
+        ct_chunk_enc_free(&e);
+        ct_buf_free(&out);
+    }
+}
+END_TEST
+
 START_TEST(chunk_rejects_wrong_kind_or_field_count)
 {
     struct ct_chunk_enc e = {0};
@@ -286,6 +397,50 @@ START_TEST(chunk_decode_reports_position_of_damage_at_every_cut)
 }
 END_TEST
 
+/* A kind byte outside 1..CT_REC_KIND_COUNT-1 is damage at that byte: the
+ * first one of the chunk is named, whichever kinds follow it (the kinds are
+ * counted in one pass and searched only when an unknown one is there). */
+START_TEST(chunk_decode_names_the_first_unknown_kind_byte)
+{
+    struct ct_chunk_enc e = {0};
+    struct ct_buf out = {0};
+    ct_chunk_begin(&e, 3, 0, 500);
+    uint64_t f[CT_API_NFIELDS] = {600, 700, 1, 5};
+    for (int i = 0; i < 40; i++)
+        ck_assert_int_eq(ct_chunk_add_record(&e, CT_REC_API, f, CT_API_NFIELDS), 0);
+    ck_assert_int_eq(ct_chunk_finish(&e, &out), 0);
+    /* the kind bytes follow the header's varints: magic, thread, sequence,
+     * base time, string count (0), record count */
+    uint8_t hdr[6 * CT_VARINT_MAX];
+    size_t at = 0;
+    const uint64_t h[] = {CT_CHUNK_MAGIC, 3, 0, 500, 0, 40};
+    for (size_t i = 0; i < 6; i++)
+        at += ct_varint_put(hdr + at, h[i]);
+    ck_assert_mem_eq(out.p, hdr, at);
+    for (size_t k = 0; k < 40; k++)
+        ck_assert_uint_eq(out.p[at + k], CT_REC_API);
+    const size_t bad_at[] = {0, 17, 39};
+    const uint8_t bad[] = {0, CT_REC_KIND_COUNT, 255};
+    uint8_t *buf = malloc(out.len);
+    ck_assert_ptr_nonnull(buf);
+    for (size_t i = 0; i < 3; i++)
+        for (size_t j = 0; j < 3; j++) {
+            memcpy(buf, out.p, out.len);
+            buf[at + bad_at[i]] = bad[j];
+            if (bad_at[i] + 1 < 40)
+                buf[at + 39] = bad[(j + 1) % 3]; /* a later one is not the one named */
+            size_t pos = SIZE_MAX;
+            const char *what = NULL;
+            ck_assert_int_eq(ct_chunk_decode(buf, out.len, NULL, NULL, &pos, &what), -EBADMSG);
+            ck_assert_uint_eq(pos, at + bad_at[i]);
+            ck_assert_str_eq(what, "a known record kind (1..10)");
+        }
+    free(buf);
+    ct_chunk_enc_free(&e);
+    ct_buf_free(&out);
+}
+END_TEST
+
 START_TEST(chunk_decode_survives_random_bytes)
 {
     srand(12345);
@@ -319,8 +474,10 @@ Suite *codec_suite(void)
     tcase_add_test(tc, zigzag_round_trips_signed_extremes);
     tcase_add_test(tc, chunk_round_trips_every_kind_with_extreme_values);
     tcase_add_test(tc, chunk_blocks_carry_the_same_rows_as_records);
+    tcase_add_test(tc, chunk_decode_whole_delivers_nothing_of_a_damaged_chunk);
     tcase_add_test(tc, chunk_rejects_wrong_kind_or_field_count);
     tcase_add_test(tc, chunk_decode_reports_position_of_damage_at_every_cut);
+    tcase_add_test(tc, chunk_decode_names_the_first_unknown_kind_byte);
     tcase_add_test(tc, chunk_decode_survives_random_bytes);
     suite_add_tcase(s, tc);
     return s;

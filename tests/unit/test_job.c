@@ -124,6 +124,11 @@ START_TEST(step_number_is_the_integer_after_the_last_hash)
     ck_assert_int_eq(ct_step_number("ProfilerStep#"), CT_STEP_NONE);
     ck_assert_int_eq(ct_step_number("ProfilerStep#1x"), CT_STEP_NONE);
     ck_assert_int_eq(ct_step_number(""), CT_STEP_NONE);
+    /* 18 digits and more (read by strtoll from 19: its clamp on overflow) */
+    ck_assert_int_eq(ct_step_number("s#123456789012345678"), INT64_C(123456789012345678));
+    ck_assert_int_eq(ct_step_number("s#1234567890123456789"), INT64_C(1234567890123456789));
+    ck_assert_int_eq(ct_step_number("s#99999999999999999999"), INT64_MAX);
+    ck_assert_int_eq(ct_step_number("s#00000000000000000000012"), 12);
 }
 END_TEST
 

@@ -195,6 +195,37 @@ START_TEST(each_idle_instant_goes_to_the_first_class_that_covers_it)
 END_TEST
 
 /*
+ * A hundred kernels 1 ms apart, each launched 50 us before it starts (the
+ * previous launch call under 1 ms earlier: each gap is launch overhead
+ * from that call), and a data wait [50100,50600) in the gap after the
+ * 50th, whose second part still falls to launch overhead: the pieces
+ * before and after it that only the launch set reaches (which the sweep
+ * hands straight to it) and the one the wait reaches add up exactly.
+ * Idle 99 x 900 = 89100: data 500, launch 88600.
+ */
+START_TEST(pieces_only_the_last_set_reaches_are_split_as_the_others)
+{
+    struct tb_job b;
+    struct ct_job job;
+    struct ct_report rep;
+    tb_init(&b);
+    struct ct_proc *m = tb_proc(&b, 0);
+    for (int i = 1; i <= 100; i++)
+        tb_kernel(m, "k", 1, 1000 * i, 1000 * i + 100, 1000 * i - 50);
+    tb_data_wait(m, 50100, 50600);
+    tb_build(&b, &job);
+    tb_analyze(&job, NULL, &rep);
+    const struct ct_attribution *a = &tb_result(&rep, 0)->at;
+    ck_assert_int_eq(a->data_stall, TB_US(500));
+    ck_assert_int_eq(a->launch_overhead, TB_US(88600));
+    ck_assert_int_eq(a->unexplained, 0);
+    ck_assert_int_eq(a->sync_drain, 0);
+    ct_report_free(&rep);
+    ct_job_free(&job);
+}
+END_TEST
+
+/*
  * examples/sim_train's step, cut down: kernel A [100,200), then the host
  * sits in an input copy call [150,900) that blocked (pageable, or the
  * simulated device copying on the host); its transfer [160,300) ran at
@@ -465,6 +496,7 @@ Suite *stalls_suite(void)
     TCase *tc = tcase_create("stalls");
     tcase_set_timeout(tc, 10);
     tcase_add_test(tc, data_stall_is_idle_time_in_main_process_waits);
+    tcase_add_test(tc, pieces_only_the_last_set_reaches_are_split_as_the_others);
     tcase_add_test(tc, checkpoint_idle_is_idle_time_in_any_process_checkpoint_io);
     tcase_add_test(tc, sync_drain_runs_from_sync_return_to_next_launch_call);
     tcase_add_test(tc, launch_overhead_runs_from_host_launch_to_gpu_start);
