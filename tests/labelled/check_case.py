@@ -160,22 +160,30 @@ def case_dp(rep, out, overlap, late=None):
     # between ranks persists through the step: only the buckets synchronise,
     # and they do not hold up the compute streams), so per iteration the
     # smallest communication time over ranks is the schedule's exactly:
-    # comm 4 ms, exposed 1 ms (all 4 ms without overlap).
+    # comm 4 ms, exposed 1 ms (all 4 ms without overlap). That needs one
+    # rank last for the whole step: host jitter between the processes can
+    # flip the order between two buckets of one step (a CI run: rank 1 last
+    # for three buckets, rank 0 for the fourth, so both waited, 109 us the
+    # least), so the schedule's figures must hold in two thirds of the
+    # iterations, each to 1 %, and in the median.
     exposed = 1000 if overlap else 4000
     lasts = []
     for i in range(1, 10):
         its = [k["iterations"][i] for k in rep["ranks"]]
         last = min(its, key=lambda it: it["comm_us"])
         lasts.append(last)
-        if late is None:
-            near(f"iteration {i} comm of the last rank", last["comm_us"], 4000, 0.01)
-            near(f"iteration {i} exposed comm of the last rank", last["exposed_comm_us"], exposed,
-                 0.01)
-    if late is not None:
-        near("median comm of the last rank", statistics.median(x["comm_us"] for x in lasts), 4000,
-             0.01)
-        near("median exposed comm of the last rank",
-             statistics.median(x["exposed_comm_us"] for x in lasts), exposed, 0.01)
+    if late is None:
+        def exact(key, want):
+            return [i + 1 for i, x in enumerate(lasts) if abs(x[key] - want) > 0.01 * want]
+        for key, want in (("comm_us", 4000), ("exposed_comm_us", exposed)):
+            off = exact(key, want)
+            check(f"{key} of the last rank exact in two thirds of the iterations",
+                  len(off) <= len(lasts) // 3,
+                  f"iterations {off}: {[round(lasts[i - 1][key], 3) for i in off]}, want {want}")
+    near("median comm of the last rank", statistics.median(x["comm_us"] for x in lasts), 4000,
+         0.01)
+    near("median exposed comm of the last rank",
+         statistics.median(x["exposed_comm_us"] for x in lasts), exposed, 0.01)
     # buckets 0-2 hide under the next backward kernel even when the peer is
     # late by up to 0.5 ms (each bucket then waits alike), the last is
     # exposed: 75 % overlap on each rank in most iterations
