@@ -125,6 +125,29 @@ static void arg_u(FILE *f, const char *k, uint64_t v)
     fprintf(f, ",\"%s\":%" PRIu64, k, v);
 }
 
+/* The first lane of track T free at s, taken up to e (Perfetto does not
+ * nest slices that overlap without one holding the other). */
+static int take_lane(struct ptrack *T, int64_t s, int64_t e)
+{
+    int l = 0;
+    while (l < CT_LANES - 1 && T->lane_end[l] > s)
+        l++;
+    if (e > T->lane_end[l])
+        T->lane_end[l] = e;
+    return l;
+}
+
+/* What a lane track's name adds: which lane, and a rank's later trace's
+ * pid (as the counters say it). */
+static void lane_suffix(const struct ct_chrome_writer *w, int lane, char *buf, size_t n)
+{
+    buf[0] = 0;
+    if (lane)
+        snprintf(buf, n, " (overlapping, lane %d)", lane);
+    if (w->later_proc)
+        snprintf(buf + strlen(buf), n - strlen(buf), " (pid %" PRIu32 ")", w->src->pid);
+}
+
 /* One ProxyOp's slice on its track (the first lane free at its start:
  * ProxyOps of one track overlap only when one op's steps reach past the
  * next op's first, which Perfetto would not nest). */
@@ -141,18 +164,10 @@ static int proxy_slice(struct ct_chrome_writer *w, const struct ct_record *r, st
         return -ENOMEM;
     struct ptrack *T = &(*v)[k];
     int64_t s = (int64_t)f[CT_NPROXY_START], e = (int64_t)f[CT_NPROXY_END];
-    int l = 0;
-    while (l < CT_LANES - 1 && T->lane_end[l] > s)
-        l++;
-    if (e > T->lane_end[l])
-        T->lane_end[l] = e;
+    int l = take_lane(T, s, e);
     for (; T->named <= l; T->named++) {
-        char name[200], lane[64] = "";
-        if (T->named)
-            snprintf(lane, sizeof(lane), " (overlapping, lane %d)", T->named);
-        if (w->later_proc) /* as the counters: a rank's later traces say their pid */
-            snprintf(lane + strlen(lane), sizeof(lane) - strlen(lane), " (pid %" PRIu32 ")",
-                     w->src->pid);
+        char name[200], lane[64];
+        lane_suffix(w, T->named, lane, sizeof(lane));
         snprintf(name, sizeof(name), "NCCL proxy comm %016" PRIx64 " ch %u %s %s peer %d%s", comm,
                  T->channel, send ? "send" : "recv", send ? "to" : "from", peer, lane);
         /* after the GPU streams (sort indexes below 10^9 / 10), before the
@@ -199,18 +214,10 @@ static int channel_slice(struct ct_chrome_writer *w, const struct ct_record *r, 
         return -ENOMEM;
     struct ptrack *T = &(*v)[k];
     int64_t s = (int64_t)f[CT_NCHAN_START], e = (int64_t)f[CT_NCHAN_END];
-    int l = 0;
-    while (l < CT_LANES - 1 && T->lane_end[l] > s)
-        l++;
-    if (e > T->lane_end[l])
-        T->lane_end[l] = e;
+    int l = take_lane(T, s, e);
     for (; T->named <= l; T->named++) {
-        char name[200], lane[64] = "";
-        if (T->named)
-            snprintf(lane, sizeof(lane), " (overlapping, lane %d)", T->named);
-        if (w->later_proc)
-            snprintf(lane + strlen(lane), sizeof(lane) - strlen(lane), " (pid %" PRIu32 ")",
-                     w->src->pid);
+        char name[200], lane[64];
+        lane_suffix(w, T->named, lane, sizeof(lane));
         snprintf(name, sizeof(name), "NCCL kernel comm %016" PRIx64 " ch %u%s", comm, T->channel,
                  lane);
         /* just before the proxy tracks (above) */
