@@ -41,6 +41,12 @@
  * GPU timer: its kernel-channel start and stop are reported by NCCL's proxy
  * thread when it observes them, so the host clock at those calls is used.
  *
+ * One file, past 800 lines, on purpose: every event kind here (op, kernel
+ * channel and its v7 phases, ProxyOp, ProxyStep, network event) lives in
+ * one fixed pool with one reference-counting rule (a child holds its op or
+ * ProxyOp until it stops); splitting by kind would put the pool, struct ev
+ * and those lifetimes behind a header every part reaches into.
+ *
  * These callbacks run on NCCL's threads, never inside a job's wrapped call:
  * they may read the clock, but still take no lock and allocate nothing
  * (handles come from a fixed pool).
