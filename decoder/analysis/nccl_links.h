@@ -59,14 +59,32 @@ struct ct_nlink {
     double saving_ns; /* slow links: op time at the peers' bandwidth, saved; else 0 */
 };
 
-/* A slow link (struct ct_nlink index) and its evidence. */
+/* A slow link (struct ct_nlink index) and its evidence.
+ *
+ * A ring is paced by its slowest link, so two slow links of one
+ * communicator (both links of a rank whose NIC is slow) each leave the
+ * other pacing the ring: fixing one alone saves what separates it from
+ * the next slowest, little or nothing, and only fixing both saves the
+ * ring's time. So each op instance is replayed as its slowest link: the
+ * link's saving_ns (and whatif) is the link fixed alone, the others as
+ * measured; the group's is every slow link of the communicator fixed
+ * together. For a link slow alone both are the same. */
 struct ct_nslow {
     size_t link;
-    double peers_lo, peers_hi, peers_med; /* the communicator's other links, GB/s */
-    double share_pct;                     /* saving_ns / op_ns of the link's ops */
+    /* the communicator's links that are not slow, GB/s (the other slow
+     * links are not a healthy link's rate) */
+    double peers_lo, peers_hi, peers_med;
+    double share_pct; /* saving_ns / op_ns of the link's ops */
     /* the fix as whatif selectors: each (op, size) the link carried scaled
      * by its transfer at the peers' bandwidth over its recorded transfer */
     char whatif[160];
+    /* its group: the communicator's slow links, first at slow[group] */
+    size_t group, ngroup;
+    double group_saving_ns, group_share_pct; /* all of them at the peers' bandwidth */
+    char group_whatif[160];
+    /* the rank every link of a group of two or more touches (a NIC, cable
+     * or host of its own), communicator and job rank; -1 none, unknown */
+    int32_t common, common_rank;
 };
 
 /* Per collective (communicator, op, size): NCCL's choices and the split of
@@ -134,7 +152,12 @@ int ct_nlinks_from_obs(const struct ct_nlink_obs *obs, size_t n, struct ct_nlink
 int ct_nccl_links(const struct ct_job *job, struct ct_nlinks *out);
 void ct_nlinks_free(struct ct_nlinks *l);
 /* The one-line evidence of slow link k of L ("link rank 5 -> rank 6:
- * 1 GB/s, peers 4.04-4.18 GB/s, 74.1 % of its ops' time"). */
+ * 1 GB/s, peers 4.04-4.18 GB/s, 74.1 % of its ops' time"; in a group, its
+ * saving alone and the group's). */
 void ct_nlinks_evidence(char *buf, size_t n, const struct ct_nlinks *L, size_t k);
+/* The evidence of the group whose first link is slow[k] ("links rank 4 ->
+ * rank 5 (1 GB/s), rank 5 -> rank 6 (1 GB/s), peers ...: every one through
+ * rank 5; together 74.1 % of their ops' time"). */
+void ct_nlinks_group_evidence(char *buf, size_t n, const struct ct_nlinks *L, size_t k);
 
 #endif

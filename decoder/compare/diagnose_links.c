@@ -15,6 +15,16 @@
 #include "decoder/compare/diagnose_int.h"
 #include "decoder/util/names.h"
 
+/* A rank of a group's links, once (two links through one rank name it
+ * twice). */
+static void rank_once(struct ct_finding *f, int r)
+{
+    for (size_t i = 0; i < f->nranks; i++)
+        if (f->ranks[i] == r)
+            return;
+    ct_dg_rank_add(f, r);
+}
+
 void ct_dg_check_links(struct ctx *c)
 {
     const struct ct_report *rep = c->rep;
@@ -35,27 +45,45 @@ void ct_dg_check_links(struct ctx *c)
                            "collective instances shared with them: too few to tell a slow link "
                            "from proxy timing noise",
                            L->undecided);
+    /* one finding per communicator's slow links: a ring is paced by its
+     * slowest, so they are fixed together (nccl_links.h) */
     for (size_t k = 0; k < L->nslow; k++) {
         const struct ct_nslow *s = &L->slow[k];
-        const struct ct_nlink *l = &L->l[s->link];
-        double per_it = rep->iterations ? l->saving_ns / (double)rep->iterations : 0;
+        if (s->group != k)
+            continue;
+        double per_it = rep->iterations ? s->group_saving_ns / (double)rep->iterations : 0;
         struct ct_finding *f = ct_dg_add(c, CT_FK_SLOW_LINK, per_it, 0.9);
         if (!f)
             continue;
-        if (l->src_rank >= 0)
-            ct_dg_rank_add(f, l->src_rank);
-        if (l->dst_rank >= 0)
-            ct_dg_rank_add(f, l->dst_rank);
-        char ev[256];
-        ct_nlinks_evidence(ev, sizeof(ev), L, k);
-        ct_dg_evs(f, "link", "%d -> %d", l->src_rank, l->dst_rank);
+        char ev[320], names[160] = "";
+        size_t used = 0;
+        double ops = 0;
+        for (size_t j = k; j < k + s->ngroup; j++) {
+            const struct ct_nlink *l = &L->l[L->slow[j].link];
+            if (l->src_rank >= 0)
+                rank_once(f, l->src_rank);
+            if (l->dst_rank >= 0)
+                rank_once(f, l->dst_rank);
+            int w = snprintf(names + used, sizeof(names) - used, "%s%d -> %d", j > k ? ", " : "",
+                             l->src_rank, l->dst_rank);
+            used = w > 0 && used + (size_t)w < sizeof(names) ? used + (size_t)w : used;
+            ops = fmax(ops, (double)l->ops);
+        }
+        const struct ct_nlink *l = &L->l[s->link];
+        ct_nlinks_group_evidence(ev, sizeof(ev), L, k);
+        ct_dg_evs(f, "link", "%s", names);
         ct_dg_ev(f, "gbps", l->gbps);
         ct_dg_ev(f, "peers_lo_gbps", s->peers_lo);
         ct_dg_ev(f, "peers_hi_gbps", s->peers_hi);
         ct_dg_ev(f, "peers_median_gbps", s->peers_med);
-        ct_dg_ev(f, "share_pct", isfinite(s->share_pct) ? s->share_pct : 0);
-        ct_dg_ev(f, "ops", (double)l->ops);
-        snprintf(f->whatif, sizeof(f->whatif), "%s", s->whatif);
+        ct_dg_ev(f, "share_pct", isfinite(s->group_share_pct) ? s->group_share_pct : 0);
+        ct_dg_ev(f, "ops", ops);
+        if (s->ngroup > 1) {
+            ct_dg_ev(f, "slow_links", (double)s->ngroup);
+            if (s->common_rank >= 0)
+                ct_dg_ev(f, "common_rank", (double)s->common_rank);
+        }
+        snprintf(f->whatif, sizeof(f->whatif), "%s", s->group_whatif);
         snprintf(f->summary, sizeof(f->summary), "%s", ev);
     }
 }

@@ -133,6 +133,15 @@ void ct_nccl_json(FILE *f, const struct ct_report *rep)
             member(f, "share_pct", s->share_pct, 2, 1);
             fputs("\"whatif\":", f);
             ct_json_str(f, s->whatif);
+            fprintf(f, ",\"group\":%zu,\"group_links\":%zu,", s->group, s->ngroup);
+            member(f, "group_saving_us", s->group_saving_ns / 1e3, 3, 1);
+            member(f, "group_share_pct", s->group_share_pct, 2, 1);
+            fputs("\"group_whatif\":", f);
+            ct_json_str(f, s->group_whatif);
+            fputs(",\"common_rank\":", f);
+            s->common_rank >= 0 ? fprintf(f, "%d", s->common_rank) : fputs("null", f);
+            fputs(",\"common_comm_rank\":", f);
+            s->common >= 0 ? fprintf(f, "%d", s->common) : fputs("null", f);
             fputs(",\"evidence\":", f);
             ct_json_str(f, ev);
             fputc('}', f);

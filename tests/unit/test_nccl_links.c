@@ -182,6 +182,62 @@ START_TEST(a_link_slow_in_a_few_ops_is_not_a_slow_link)
 END_TEST
 
 /*
+ * Two slow links through one rank (its NIC): a 4-rank ring whose links
+ * 1 -> 2 and 2 -> 3 carry each op's 1000 bytes in 400 and `b23` ns, the
+ * others in 100 (10 GB/s), 4 ops of 450 ns of transfer. The ring waits for
+ * its slowest link, so fixing one alone saves only what separates it from
+ * the other: with both at 400 nothing; with 2 -> 3 at 200 (5 GB/s, 100
+ * at the peers' 10), fixing 1 -> 2 alone saves 400 - 200 per op and fixing
+ * 2 -> 3 alone nothing; fixed together each op takes the healthy links'
+ * 100: 300 saved per op, 1200 of the ops' 2000 ns, the transfer 1 - 1200 /
+ * 1800 of itself. One group, both links through rank 2.
+ */
+START_TEST(two_slow_links_of_one_ring_are_fixed_together)
+{
+    const uint64_t b23[2] = {400, 200};
+    const double alone12[2] = {0, 800}, sel12[2] = {1, 1 - 800.0 / 1800};
+    for (int c = 0; c < 2; c++) {
+        struct ct_nlink_obs o[32];
+        size_t n = 0;
+        for (int k = 0; k < 4; k++)
+            for (int s = 0; s < 4; s++)
+                o[n++] = ob(7, s, 4, k, s == 1 ? 400 : s == 2 ? b23[c] : 100);
+        struct ct_nlinks L = {0};
+        ck_assert_int_eq(ct_nlinks_from_obs(o, n, &L), 0);
+        ck_assert_uint_eq(L.nslow, 2);
+        for (size_t k = 0; k < 2; k++) {
+            const struct ct_nslow *s = &L.slow[k];
+            ck_assert_uint_eq(s->group, 0);
+            ck_assert_uint_eq(s->ngroup, 2);
+            ck_assert_int_eq(s->common, 2);
+            ck_assert_int_eq(s->common_rank, 2);
+            ck_assert_double_eq_tol(s->peers_med, 10, 1e-12);
+            ck_assert_double_eq_tol(s->group_saving_ns, 1200, 1e-9);
+            ck_assert_double_eq_tol(s->group_share_pct, 60, 1e-9);
+            ck_assert_str_eq(s->group_whatif, "op=AllReduce:4096=0.333333");
+        }
+        ck_assert_uint_eq(L.slow[0].link, 1);
+        ck_assert_double_eq_tol(L.l[1].saving_ns, alone12[c], 1e-9);
+        ck_assert_double_eq_tol(L.l[2].saving_ns, 0, 1e-9);
+        char want[32], ev[320];
+        snprintf(want, sizeof(want), "op=AllReduce:4096=%.6f", sel12[c]);
+        ck_assert_str_eq(L.slow[0].whatif, want);
+        ck_assert_str_eq(L.slow[1].whatif, "op=AllReduce:4096=1.000000");
+        ct_nlinks_group_evidence(ev, sizeof(ev), &L, 0);
+        ck_assert_msg(strstr(ev, "links rank 1 -> rank 2 (2.5 GB/s), rank 2 -> rank 3 (") &&
+                          strstr(ev, "peers 10-10 GB/s: every one through rank 2; together "
+                                     "60.0 % of their ops' time"),
+                      "%s", ev);
+        ct_nlinks_evidence(ev, sizeof(ev), &L, 1);
+        ck_assert_msg(strstr(ev, "0.0 % of its ops' time alone, 60.0 % with the 1 other slow "
+                                 "link of its communicator (all through rank 2)"),
+                      "%s", ev);
+        ct_nlinks_free(&L);
+    }
+}
+END_TEST
+
+/*
  * The least evidence (docs/nccl.md, "Consistency"): a 4-rank ring, link
  * 1 -> 2 at a quarter of its peers' bandwidth in `slow` of its n ops and
  * at theirs in the rest. Named when a coin would be so consistent with a
@@ -368,6 +424,7 @@ Suite *nccl_links_suite(void)
     tcase_add_test(tc, a_link_without_network_time_has_no_bandwidth);
     tcase_add_test(tc, a_link_slow_in_a_few_ops_is_not_a_slow_link);
     tcase_add_test(tc, a_link_is_named_on_enough_consistent_instances);
+    tcase_add_test(tc, two_slow_links_of_one_ring_are_fixed_together);
     tcase_add_test(tc, a_size_slower_than_the_smaller_under_another_choice_is_a_dip);
     tcase_add_test(tc, a_rank_of_two_accounted_processes_is_read_whole);
     suite_add_tcase(s, tc);
