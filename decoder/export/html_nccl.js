@@ -52,7 +52,9 @@
           }
           box.appendChild(t);
           for (const i of idx) if (slow[i]) {
-            box.appendChild(h("p", { class: "note", "data-slow-link": i }, "Slow: " + slow[i].evidence + " (saving " + fmtT(slow[i].saving_us * 1e3) + "; whatif " + slow[i].whatif + ")"));
+            box.appendChild(h("p", { class: "note", "data-slow-link": i }, "Slow: " + slow[i].evidence + (slow[i].group_links > 1
+              ? " (saving alone " + fmtT(slow[i].saving_us * 1e3) + ", with its group's " + slow[i].group_links + " links " + fmtT(slow[i].group_saving_us * 1e3) + "; whatif " + slow[i].group_whatif + ")"
+              : " (saving " + fmtT(slow[i].saving_us * 1e3) + "; whatif " + slow[i].whatif + ")")));
             rec.slow.push({ link: i, evidence: slow[i].evidence });
           }
           drawn.nccl.comms.push(rec);
