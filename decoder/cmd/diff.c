@@ -32,7 +32,8 @@ static void usage(FILE *f)
                "                  others are diagnostics, corrected among themselves\n"
                "  --by KEY        compare per value of KEY: host, gpu, driver, nccl_version,\n"
                "                  nccl_algo, nccl_proto (what NCCL chose), an NCCL_* setting\n"
-               "                  or a --tag key\n"
+               "                  or a --tag key; nccl_tag: per NCCL user tag (profiler ABI\n"
+               "                  v7), that tag's ops, gpu_us and op_us (primary op_us)\n"
                "  --min-effect P  smallest change that counts, percent (default 2)\n"
                "  --seed N        bootstrap seed (default 1; printed)\n"
                "  --reps N        bootstrap resamples (default 2000)\n"
@@ -115,6 +116,33 @@ static void fmt_ratio(const struct ct_diff_row *r, char *ratio, size_t rlen, cha
     snprintf(ci, clen, "[%s, %s]", lo, hi);
 }
 
+/* A median, p or q in text: "-" where it is not computed (NaN, or a p or
+ * q of -1: not tested). */
+static void fmt_fig(char *buf, size_t len, const char *fmt, double v)
+{
+    if (isfinite(v) && v >= 0)
+        snprintf(buf, len, fmt, v);
+    else
+        snprintf(buf, len, "-");
+}
+
+/* --by KEY: the keys cutrace computes start "nccl_" (NCCL's own settings
+ * are NCCL_*, a --tag key is reached by its full name tag.KEY): another
+ * one is a typo that would make every run "(none)". 1 when KEY is usable. */
+static int by_ok(const char *by)
+{
+    static const char *const ours[] = {"nccl_algo", "nccl_proto", "nccl_tag", "nccl_version",
+                                       "nccl"};
+    if (!*by)
+        return 0;
+    if (strncmp(by, "nccl_", 5))
+        return 1;
+    for (size_t i = 0; i < sizeof(ours) / sizeof(ours[0]); i++)
+        if (!strcmp(by, ours[i]))
+            return 1;
+    return 0;
+}
+
 /* A JSON figure name as the text table heads it. */
 static const char *text_figure(const char *figure)
 {
@@ -134,10 +162,14 @@ static void print_rows_text(FILE *f, const struct ct_diff_row *r, size_t n)
             int in = pass == 0 ? r[i].primary : !r[i].primary && (r[i].change != 0) == (pass == 1);
             if (!in)
                 continue;
-            char ratio[16], ci[40];
+            char ratio[16], ci[40], ma[24], mb[24], p[16], q[16];
             fmt_ratio(&r[i], ratio, sizeof(ratio), ci, sizeof(ci));
-            fprintf(f, "  %-40.40s %12.3f %12.3f %8s %19s %9.3g %9.3g  %s\n", r[i].name, r[i].med_a,
-                    r[i].med_b, ratio, ci, r[i].p, r[i].q, ct_diff_change_name(r[i].change));
+            fmt_fig(ma, sizeof(ma), "%.3f", r[i].med_a);
+            fmt_fig(mb, sizeof(mb), "%.3f", r[i].med_b);
+            fmt_fig(p, sizeof(p), "%.3g", r[i].p);
+            fmt_fig(q, sizeof(q), "%.3g", r[i].q);
+            fprintf(f, "  %-40.40s %12s %12s %8s %19s %9s %9s  %s\n", r[i].name, ma, mb, ratio, ci,
+                    p, q, ct_diff_change_name(r[i].change));
         }
     /* the figures shown as "-", with why: one line per metric and reason */
     for (size_t i = 0; i < n; i++)
@@ -233,6 +265,21 @@ int ct_cmd_diff(int argc, char **argv)
             return CT_EXIT_USAGE;
         }
     }
+    if (by && !by_ok(by)) {
+        fprintf(stderr,
+                "cutrace diff: --by '%s': no such key; expected nccl_algo, nccl_proto, nccl_tag, "
+                "nccl_version, host, gpu, driver, an NCCL_* setting, a metadata key or a --tag "
+                "key (tag.KEY) (docs/diff.md)\n",
+                by);
+        return CT_EXIT_USAGE;
+    }
+    int by_tag = by && !strcmp(by, CT_DIFF_BY_TAG);
+    if (by_tag && primary) {
+        fprintf(stderr, "cutrace diff: --primary with --by nccl_tag: a tag's primary is its "
+                        "op_us (docs/diff.md)\n");
+        return CT_EXIT_USAGE;
+    }
+    const char *seg_primary = by_tag ? "op_us" : primary;
     int json = so.json;
     const char *out = so.out, *rows_path = so.rows;
     io.skip = so.skip;
@@ -280,7 +327,7 @@ int ct_cmd_diff(int argc, char **argv)
     for (int k = 0; k < 2 && !rc; k++)
         rc = ct_diff_side_load(&s[k], by, &io, rows, k ? "B" : "A", err, sizeof(err));
     if (!rc)
-        rc = ct_diff_segments(s, &segs, &nseg);
+        rc = by_tag ? ct_diff_tag_segments(s, &segs, &nseg) : ct_diff_segments(s, &segs, &nseg);
     if (!rc)
         rc = ct_diff_side_warnings(s, &wl, &nwl);
     if (rc) {
@@ -304,8 +351,8 @@ int ct_cmd_diff(int argc, char **argv)
                 "at alpha, diagnostics BH q\n"
                 "  otherwise: ratio of medians, 95%% bootstrap CI (seed %" PRIu64
                 ", %u resamples), Mann-Whitney U, BH q\n",
-                s[0].rs.n, s[1].rs.n, o.min_effect * 100, o.alpha, primary ? primary : "step_us",
-                o.seed, o.reps);
+                s[0].rs.n, s[1].rs.n, o.min_effect * 100, o.alpha,
+                seg_primary ? seg_primary : "step_us", o.seed, o.reps);
     if (json) {
         if (by)
             ct_json_str(f, by);
@@ -322,7 +369,8 @@ int ct_cmd_diff(int argc, char **argv)
     for (size_t g = 0; g < nseg && !rc; g++) {
         struct ct_diff_segment *sg = &segs[g];
         struct ct_diff_segment_result res;
-        rc = ct_diff_segment_compare(s, sg, &o, primary, &io, &res, err, sizeof(err));
+        rc = by_tag ? ct_diff_tag_compare(s, sg, &o, &io, &res, err, sizeof(err))
+                    : ct_diff_segment_compare(s, sg, &o, primary, &io, &res, err, sizeof(err));
         int per_it = res.per_iteration, run_level = res.run_level, pchange = res.primary_change;
         struct ct_diff_row *r = res.rows;
         size_t nr = res.nrows;
@@ -340,7 +388,9 @@ int ct_cmd_diff(int argc, char **argv)
                                 : "runs");
             if (run_level) {
                 fprintf(f, "\"primary\":");
-                ct_json_str(f, nr && r[0].primary ? r[0].name : primary ? primary : "step_us");
+                ct_json_str(f, nr && r[0].primary ? r[0].name
+                               : seg_primary      ? seg_primary
+                                                  : "step_us");
                 fprintf(f,
                         ",\"primary_verdict\":\"%s\",\"primary_change\":\"%s\",\"explained_by\":[",
                         ct_diff_verdict_name(nr && r[0].primary ? r[0].verdict : 0),

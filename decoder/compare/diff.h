@@ -65,8 +65,8 @@ struct ct_diff_row {
      * regressed/improved beyond the minimum effect, +-1 changed but possibly
      * below it, 0 no evidence; positive is worse. */
     int change;
-    int verdict; /* change / 2: -1 improved, 0 no evidence, 1 regressed */
-    struct ct_diff_unavail unavail[3];
+    int verdict;                       /* change / 2: -1 improved, 0 no evidence, 1 regressed */
+    struct ct_diff_unavail unavail[7]; /* both medians and the five figures at most */
     size_t nunavail;
     /* run-level rows (ct_diff_compare_runs) */
     int primary;                 /* the primary metric: tested alone at alpha (q = p) */

@@ -18,7 +18,13 @@ void ct_diff_side_free(struct ct_diff_side *s)
             ct_metric_set_free(&s->samples[i]);
         if (s->cmdline)
             free(s->cmdline[i]);
+        if (s->tsum)
+            ct_metric_set_free(&s->tsum[i]);
+        if (s->tsamp)
+            ct_metric_set_free(&s->tsamp[i]);
     }
+    free(s->tsum);
+    free(s->tsamp);
     free(s->nranks);
     free(s->cmdline);
     free(s->value);
@@ -38,6 +44,10 @@ int ct_diff_side_load(struct ct_diff_side *s, const char *by, const struct ct_it
     s->cmdline = calloc(n, sizeof(*s->cmdline));
     if (!s->value || !s->summary || !s->samples || !s->nranks || !s->cmdline)
         return -ENOMEM;
+    int by_tag = by && !strcmp(by, CT_DIFF_BY_TAG); /* not a run's value: diff_tags.c */
+    if (by_tag &&
+        (!(s->tsum = calloc(n, sizeof(*s->tsum))) || !(s->tsamp = calloc(n, sizeof(*s->tsamp)))))
+        return -ENOMEM;
     for (size_t i = 0; i < n; i++) {
         struct ct_run *run = &s->rs.runs[i];
         char buf[512];
@@ -47,13 +57,17 @@ int ct_diff_side_load(struct ct_diff_side *s, const char *by, const struct ct_it
         if (rc)
             return rc;
         /* what the traces say about themselves came with them (facts) */
-        s->value[i] = strdup(by ? ct_run_value(&job, by, buf, sizeof(buf)) : "all");
+        s->value[i] = strdup(by && !by_tag ? ct_run_value(&job, by, buf, sizeof(buf)) : "all");
         rc = s->value[i] ? ct_run_cmdlines(&job, &s->cmdline[i]) : -ENOMEM;
         s->nranks[i] = rep.nr;
         if (!rc)
             rc = ct_diff_collect(&rep, 0, &s->summary[i]);
         if (!rc)
             rc = ct_diff_collect(&rep, 1, &s->samples[i]);
+        if (!rc && by_tag)
+            rc = ct_diff_collect_tags(&rep, 0, &s->tsum[i]);
+        if (!rc && by_tag)
+            rc = ct_diff_collect_tags(&rep, 1, &s->tsamp[i]);
         if (rows && !rc)
             ct_rows_write(rows, run->name, name, &rep);
         ct_report_free(&rep);
@@ -110,7 +124,12 @@ static int side_samples(struct ct_diff_side *s, const char *value, int per_itera
         if (strcmp(s->value[i], value))
             continue;
         int rc = 0;
-        if (per_iteration) {
+        if (per_iteration && s->tag_view) { /* a tag's samples, kept at load */
+            const struct ct_metric_set *m = &s->samples[i];
+            for (size_t k = 0; k < m->n && !rc; k++)
+                for (size_t j = 0; j < m->m[k].n && !rc; j++)
+                    rc = ct_metric_add(out, m->m[k].name, m->m[k].v[j]);
+        } else if (per_iteration) {
             struct ct_job job;
             struct ct_report rep;
             if ((rc = ct_run_report(&s->rs.runs[i], io, &job, &rep, err, errlen)))
@@ -224,6 +243,9 @@ int ct_diff_segment_compare(struct ct_diff_side s[2], const struct ct_diff_segme
 void ct_diff_segment_result_free(struct ct_diff_segment_result *res)
 {
     free(res->rows);
+    for (size_t i = 0; i < res->nown; i++)
+        ct_metric_set_free(&res->own[i]);
+    free(res->own);
     ct_metric_set_free(&res->a);
     ct_metric_set_free(&res->b);
     memset(res, 0, sizeof(*res));

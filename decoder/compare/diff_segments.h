@@ -30,6 +30,10 @@ struct ct_diff_side {
     struct ct_metric_set *samples; /* per run: its within-run samples */
     size_t *nranks;                /* per run: its ranks */
     char **cmdline;                /* per run: its command lines (ct_run_cmdlines) */
+    /* --by nccl_tag (diff_tags.c): per run its tags' metrics, as a summary
+     * (tsum) and as within-run samples (tsamp); NULL otherwise */
+    struct ct_metric_set *tsum, *tsamp;
+    int tag_view; /* a tag's view of a side: its samples are in samples[], not reloaded */
 };
 
 /*
@@ -67,6 +71,8 @@ struct ct_diff_segment_result {
     int primary_change;        /* the primary metric's change at run level, else 0 */
     char explained[1024];      /* the diagnostics that changed with the primary, ", "-separated */
     char warn[512];            /* "" or one warning */
+    struct ct_metric_set *own; /* --by nccl_tag: the tag's views the rows name (diff_tags.c) */
+    size_t nown;
 };
 /* Compares segment g: per_iteration samples reload each of its runs. */
 int ct_diff_segment_compare(struct ct_diff_side s[2], const struct ct_diff_segment *g,
@@ -75,6 +81,20 @@ int ct_diff_segment_compare(struct ct_diff_side s[2], const struct ct_diff_segme
                             char *err, size_t errlen);
 
 void ct_diff_segment_result_free(struct ct_diff_segment_result *res);
+
+/* --by nccl_tag (diff_tags.c, docs/diff.md "Per user tag"): the key, the
+ * tags' metrics of a run's report ("nccl_tag:TAG:ops", ":gpu_us",
+ * ":op_us"; per_iteration as ct_diff_collect), a segment per tag seen on
+ * either side in numeric order (every run in each; one "(none)" segment
+ * when neither has a tag), and one segment compared on its tag's metrics
+ * with op_us as the primary, a metric a side lacks a null row with the
+ * reason. 0 or a negative errno. */
+#define CT_DIFF_BY_TAG "nccl_tag"
+int ct_diff_collect_tags(const struct ct_report *rep, int per_iteration, struct ct_metric_set *s);
+int ct_diff_tag_segments(const struct ct_diff_side s[2], struct ct_diff_segment **segs, size_t *n);
+int ct_diff_tag_compare(struct ct_diff_side s[2], const struct ct_diff_segment *g,
+                        const struct ct_diff_opts *o, const struct ct_iter_opts *io,
+                        struct ct_diff_segment_result *res, char *err, size_t errlen);
 
 /* Whether two changes (ct_diff_row.change) go the same way. */
 int ct_diff_same_sign(int x, int y);

@@ -365,6 +365,9 @@ static void nccl_args(struct args *a, struct ct_chrome_writer *w, const struct c
         if (in->f[CT_NINFO_WARPS])
             a_u(a, "warps", in->f[CT_NINFO_WARPS]);
     }
+    uint64_t tag; /* the application's tag for it (v7) */
+    if (ct_chrome_nccl_tag(w, f[CT_NCCL_CORR], &tag))
+        a_u(a, "user_tag", tag);
 }
 
 static const char *nccl_call_name(uint64_t op, char *buf, size_t n)
@@ -771,6 +774,7 @@ int ct_export_chrome(FILE *f, struct ct_export_job *x, struct ct_progress *pr, c
         free(w.tracks);
         free(w.cd);
         free(w.info);
+        free(w.tags);
         ct_trace_free(&t);
         if (ferror(f)) {
             snprintf(err, errlen, "error writing output");

@@ -62,6 +62,8 @@ struct ct_chrome_writer {
     int nccl_proxy;                  /* export --nccl-proxy: the proxy tracks */
     size_t *info;                    /* NCCL_INFO records by correlation id (chrome_nccl.c) */
     size_t ninfo;
+    size_t *tags; /* NCCL_TAG records by correlation id (chrome_nccl.c) */
+    size_t ntags;
 };
 
 /* Whether the span [s, e] of trace ns lies in the selected window. */
@@ -94,5 +96,9 @@ void ct_chrome_health_counters(struct ct_chrome_writer *w);
 int ct_chrome_nccl_index(struct ct_chrome_writer *w);
 const struct ct_record *ct_chrome_nccl_info(const struct ct_chrome_writer *w, uint64_t corr);
 int ct_chrome_nccl_proxy(struct ct_chrome_writer *w);
+/* chrome_nccl.c: the user tag (profiler ABI v7) of the op of correlation
+ * id corr into *tag: 1, or 0 when it has none (w->tags, built by
+ * ct_chrome_nccl_index with w->info; the caller frees both). */
+int ct_chrome_nccl_tag(const struct ct_chrome_writer *w, uint64_t corr, uint64_t *tag);
 
 #endif

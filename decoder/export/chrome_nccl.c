@@ -40,14 +40,59 @@ static int cmp_info(const void *a, const void *b, void *ctx)
     return (x > y) - (x < y);
 }
 
+static int cmp_tag(const void *a, const void *b, void *ctx)
+{
+    const struct ct_trace *t = ctx;
+    uint64_t x = t->recs[*(const size_t *)a].f[CT_NTAG_CORR];
+    uint64_t y = t->recs[*(const size_t *)b].f[CT_NTAG_CORR];
+    return (x > y) - (x < y);
+}
+
+/* w->tags: the trace's user-tag records (v7) by correlation id. */
+static int tag_index(struct ct_chrome_writer *w)
+{
+    const struct ct_trace *t = w->t;
+    size_t n = t->count[CT_REC_NCCL_TAG];
+    w->tags = NULL;
+    w->ntags = 0;
+    if (!n)
+        return 0; /* below ABI v7, or no op tagged */
+    w->tags = malloc(n * sizeof(*w->tags));
+    if (!w->tags)
+        return -ENOMEM;
+    for (size_t i = 0; i < t->n && w->ntags < n; i++)
+        if (t->recs[i].kind == CT_REC_NCCL_TAG)
+            w->tags[w->ntags++] = i;
+    qsort_r(w->tags, w->ntags, sizeof(*w->tags), cmp_tag, w->t);
+    return 0;
+}
+
+int ct_chrome_nccl_tag(const struct ct_chrome_writer *w, uint64_t corr, uint64_t *tag)
+{
+    size_t lo = 0, hi = w->ntags;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (w->t->recs[w->tags[mid]].f[CT_NTAG_CORR] < corr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < w->ntags && w->t->recs[w->tags[lo]].f[CT_NTAG_CORR] == corr) {
+        *tag = w->t->recs[w->tags[lo]].f[CT_NTAG_TAG];
+        return 1;
+    }
+    return 0;
+}
+
 int ct_chrome_nccl_index(struct ct_chrome_writer *w)
 {
     const struct ct_trace *t = w->t;
     size_t n = t->count[CT_REC_NCCL_INFO];
     w->info = NULL;
     w->ninfo = 0;
-    if (!n)
-        return 0; /* the common case: no descriptor, nothing to join */
+    int rc = tag_index(w);
+    if (!n || rc)
+        return rc; /* the common case: no descriptor, nothing to join */
     w->info = malloc(n * sizeof(*w->info));
     if (!w->info)
         return -ENOMEM;
@@ -204,7 +249,7 @@ static int proxy_slice(struct ct_chrome_writer *w, const struct ct_record *r, st
  * its communicator and channel: ops of two communicators on two streams
  * can run their channel c at once, hence lanes as for the proxies. */
 static int channel_slice(struct ct_chrome_writer *w, const struct ct_record *r, struct ptrack **v,
-                         size_t *n, size_t *cap)
+                         size_t *n, size_t *cap, uint32_t *tid)
 {
     const uint64_t *f = r->f;
     const struct ct_record *call = ct_trace_call(w->t, f[CT_NCHAN_CORR]);
@@ -227,12 +272,100 @@ static int channel_slice(struct ct_chrome_writer *w, const struct ct_record *r, 
     snprintf(nm, sizeof(nm), "nccl%s ch %u",
              call && call->kind == CT_REC_NCCL ? ct_name_nccl_op(call->f[CT_NCCL_OP]) : "Op",
              T->channel);
-    ct_chrome_ev(w, "X", CT_CHAN_TID(w, k, l), s, nm);
+    *tid = CT_CHAN_TID(w, k, l);
+    ct_chrome_ev(w, "X", *tid, s, nm);
     fputs(",\"cat\":\"nccl_channel\",\"dur\":", w->f);
     ct_chrome_ts(w->f, e > s ? e - s : 0);
     fprintf(w->f, ",\"args\":{\"correlation_id\":%" PRIu64 ",\"channel\":%" PRIu64 "}}",
             f[CT_NCHAN_CORR], f[CT_NCHAN_CHANNEL]);
     return 0;
+}
+
+/* Phase records (v7) by (correlation id, channel, start). */
+static int cmp_phase(const void *a, const void *b, void *ctx)
+{
+    const struct ct_trace *t = ctx;
+    const uint64_t *x = t->recs[*(const size_t *)a].f, *y = t->recs[*(const size_t *)b].f;
+    static const int key[] = {CT_NPHASE_CORR, CT_NPHASE_CHANNEL, CT_NPHASE_START, CT_NPHASE_END};
+    for (size_t i = 0; i < sizeof(key) / sizeof(key[0]); i++)
+        if (x[key[i]] != y[key[i]])
+            return x[key[i]] < y[key[i]] ? -1 : 1;
+    return 0;
+}
+
+/* The phase records of the trace sorted by cmp_phase into *ix (NULL, 0
+ * when none). 0 or -ENOMEM. */
+static int phase_index(const struct ct_trace *t, size_t **ix, size_t *n)
+{
+    size_t want = t->count[CT_REC_NCCL_PHASE];
+    *ix = NULL;
+    *n = 0;
+    if (!want)
+        return 0;
+    if (!(*ix = malloc(want * sizeof(**ix))))
+        return -ENOMEM;
+    for (size_t i = 0; i < t->n && *n < want; i++)
+        if (t->recs[i].kind == CT_REC_NCCL_PHASE)
+            (*ix)[(*n)++] = i;
+    qsort_r(*ix, *n, sizeof(**ix), cmp_phase, (void *)t);
+    return 0;
+}
+
+/*
+ * The barrier phases (format v5 nccl_phase, profiler ABI v7) of kernel
+ * channel record c, drawn on its slice's track (tid) right after it, so
+ * that Perfetto nests them in it: "initial_sync", "compute", "final_sync",
+ * cat nccl_phase. A phase and its channel are stamped by one GPU timer and
+ * converted with one offset, but a refresh of the offset between the two
+ * conversions can move one by up to the conversion's error (docs/nccl.md,
+ * "Kernel channels": 1 us), and consecutive phases may touch: a slice must
+ * lie inside its parent and not straddle its sibling, or Perfetto moves it
+ * to an overflow track. So each phase is clamped into the channel and to
+ * after the previous phase's end; the ns that moved are its arg
+ * `clamped_ns` (absent when nothing moved). A phase entirely outside its
+ * channel belongs to another instance of it (none in NCCL: one kernel per
+ * op) and is left out.
+ */
+static void channel_phases(struct ct_chrome_writer *w, const struct ct_record *c, uint32_t tid,
+                           const size_t *ix, size_t nix)
+{
+    const struct ct_trace *t = w->t;
+    uint64_t corr = c->f[CT_NCHAN_CORR], ch = c->f[CT_NCHAN_CHANNEL];
+    int64_t cs = (int64_t)c->f[CT_NCHAN_START], ce = (int64_t)c->f[CT_NCHAN_END];
+    if (ce < cs)
+        ce = cs;
+    size_t lo = 0, hi = nix;
+    while (lo < hi) { /* the first phase of (corr, ch) */
+        size_t mid = (lo + hi) / 2;
+        const uint64_t *f = t->recs[ix[mid]].f;
+        if (f[CT_NPHASE_CORR] < corr || (f[CT_NPHASE_CORR] == corr && f[CT_NPHASE_CHANNEL] < ch))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    int64_t prev = cs;
+    for (size_t i = lo; i < nix; i++) {
+        const uint64_t *f = t->recs[ix[i]].f;
+        if (f[CT_NPHASE_CORR] != corr || f[CT_NPHASE_CHANNEL] != ch)
+            break;
+        int64_t s = (int64_t)f[CT_NPHASE_START], e = (int64_t)f[CT_NPHASE_END];
+        if (e < cs || s > ce)
+            continue;
+        int64_t s2 = s < prev ? prev : s, e2 = e > ce ? ce : e;
+        if (e2 < s2)
+            e2 = s2;
+        uint64_t moved = (uint64_t)(s2 - s) + (uint64_t)(e > e2 ? e - e2 : e2 - e);
+        ct_chrome_ev(w, "X", tid, s2, ct_name_nccl_phase(f[CT_NPHASE_PHASE]));
+        fputs(",\"cat\":\"nccl_phase\",\"dur\":", w->f);
+        ct_chrome_ts(w->f, e2 - s2);
+        fprintf(w->f, ",\"args\":{\"correlation_id\":%" PRIu64 ",\"channel\":%" PRIu64, corr, ch);
+        fputs(",\"phase\":", w->f);
+        ct_json_str(w->f, ct_name_nccl_phase(f[CT_NPHASE_PHASE]));
+        if (moved)
+            arg_u(w->f, "clamped_ns", moved);
+        fputs("}}", w->f);
+        prev = e2;
+    }
 }
 
 int ct_chrome_nccl_proxy(struct ct_chrome_writer *w)
@@ -241,8 +374,8 @@ int ct_chrome_nccl_proxy(struct ct_chrome_writer *w)
     if (!t->count[CT_REC_NCCL_PROXY] && !t->count[CT_REC_NCCL_CHANNEL])
         return 0;
     struct ptrack *v = NULL, *cv = NULL;
-    size_t n = 0, cap = 0, cn = 0, ccap = 0;
-    int rc = 0;
+    size_t n = 0, cap = 0, cn = 0, ccap = 0, *ph = NULL, nph = 0;
+    int rc = phase_index(t, &ph, &nph);
     /* records are in start order: each track's slices come in start order */
     for (size_t i = 0; i < t->n && !rc; i++) {
         const struct ct_record *r = &t->recs[i];
@@ -250,10 +383,14 @@ int ct_chrome_nccl_proxy(struct ct_chrome_writer *w)
             ct_chrome_in(w, (int64_t)r->f[CT_NPROXY_START], (int64_t)r->f[CT_NPROXY_END]))
             rc = proxy_slice(w, r, &v, &n, &cap);
         else if (r->kind == CT_REC_NCCL_CHANNEL &&
-                 ct_chrome_in(w, (int64_t)r->f[CT_NCHAN_START], (int64_t)r->f[CT_NCHAN_END]))
-            rc = channel_slice(w, r, &cv, &cn, &ccap);
+                 ct_chrome_in(w, (int64_t)r->f[CT_NCHAN_START], (int64_t)r->f[CT_NCHAN_END])) {
+            uint32_t tid;
+            if (!(rc = channel_slice(w, r, &cv, &cn, &ccap, &tid)) && nph)
+                channel_phases(w, r, tid, ph, nph);
+        }
     }
     free(v);
     free(cv);
+    free(ph);
     return rc;
 }

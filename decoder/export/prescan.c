@@ -56,6 +56,8 @@ enum {
     B_NINFO = 45,     /* an op's descriptor, on its call's and its GPU slice (names added) */
     B_PROXY = 339,    /* export --nccl-proxy: a ProxyOp's X with its state sums */
     B_CHANNEL = 170,  /* export --nccl-proxy: a kernel channel's X */
+    B_PHASE = 175,    /* export --nccl-proxy: a channel's barrier phase's X (v7) */
+    B_NTAG = 20,      /* an op's user tag, on its call's and its GPU slice (v7) */
 };
 
 struct scan {
@@ -162,6 +164,14 @@ static void count(struct scan *s, const struct ct_record *r)
             return;
         add(s, 1, B_CHANNEL);
         break;
+    case CT_REC_NCCL_PHASE:
+        if (!s->proxy)
+            return;
+        add(s, 1, B_PHASE);
+        break;
+    case CT_REC_NCCL_TAG: /* args of two slices, no event of its own */
+        add(s, 0, 2 * B_NTAG);
+        return;
     default: return; /* metadata, clock pairs: no event of their own */
     }
     s->records++;

@@ -29,6 +29,8 @@ enum stmt {
     ST_NCCL_PROXY,
     ST_NCCL_CHANNEL,
     ST_NCCL_NET,
+    ST_NCCL_PHASE,
+    ST_NCCL_TAG,
     ST_IO,
     ST_RANK,
     ST_ITER,
@@ -86,7 +88,7 @@ static inline int64_t T(struct sqlite_writer *w, uint64_t trace_ns)
 }
 
 /* The row of an NCCL record (NCCL_OPS, NCCL_INFO, NCCL_PROXY_OPS,
- * NCCL_CHANNELS, NCCL_NET) of w's trace: sqlite_nccl.c. */
+ * NCCL_CHANNELS, NCCL_NET, NCCL_KERNEL_PHASES, NCCL_TAGS) of w's trace: sqlite_nccl.c. */
 void ct_sqlite_nccl_row(struct sqlite_writer *w, const struct ct_record *r);
 
 #endif

@@ -1,8 +1,9 @@
 /*
  * NCCL's tables of the SQLite export (docs/export.md): its calls
  * (NCCL_OPS), and its own account of them from the profiler plugin
- * (NCCL_INFO, NCCL_PROXY_OPS, NCCL_CHANNELS, NCCL_NET), each joined to
- * NCCL_OPS by (rank, correlationId).
+ * (NCCL_INFO, NCCL_PROXY_OPS, NCCL_CHANNELS, NCCL_NET, and profiler ABI
+ * v7's NCCL_KERNEL_PHASES and NCCL_TAGS), each joined to NCCL_OPS by
+ * (rank, correlationId).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -131,6 +132,42 @@ static void nccl_net_row(struct sqlite_writer *w, const struct ct_record *r)
     step(w, k);
 }
 
+/* One barrier phase of one kernel channel (format v5 nccl_phase, profiler
+ * ABI v7): NCCL_KERNEL_PHASES, its times as the trace has them (not
+ * clamped into the channel's: the Perfetto export nests them, this table
+ * keeps what was measured); the phase's name as `dump` gives it
+ * ("unknown" for an id past the three NCCL defines). */
+static void nccl_phase_row(struct sqlite_writer *w, const struct ct_record *r)
+{
+    const uint64_t *f = r->f;
+    enum stmt k = ST_NCCL_PHASE;
+    b_i(w, k, 1, T(w, f[CT_NPHASE_START]));
+    b_i(w, k, 2, T(w, f[CT_NPHASE_END]));
+    b_i(w, k, 3, w->gpid);
+    b_i(w, k, 4, w->src->rank);
+    b_i(w, k, 5, (int64_t)f[CT_NPHASE_CORR]);
+    b_i(w, k, 6, (int64_t)f[CT_NPHASE_CHANNEL]);
+    b_t(w, k, 7, ct_name_nccl_phase(f[CT_NPHASE_PHASE]));
+    step(w, k);
+}
+
+/* An op's user tag (format v5 nccl_tag, profiler ABI v7): NCCL_TAGS, a
+ * table of its own as the trace has a record of its own, written only for
+ * a tagged op (NCCL_INFO has a row per described op, almost all
+ * untagged). The tag is NCCL's uint64_t in SQLite's signed 64-bit
+ * INTEGER: one above 2^63 - 1 reads as its two's complement. */
+static void nccl_tag_row(struct sqlite_writer *w, const struct ct_record *r)
+{
+    const uint64_t *f = r->f;
+    enum stmt k = ST_NCCL_TAG;
+    b_i(w, k, 1, T(w, f[CT_NTAG_TIME]));
+    b_i(w, k, 2, w->gpid);
+    b_i(w, k, 3, w->src->rank);
+    b_i(w, k, 4, (int64_t)f[CT_NTAG_CORR]);
+    b_i(w, k, 5, (int64_t)f[CT_NTAG_TAG]);
+    step(w, k);
+}
+
 void ct_sqlite_nccl_row(struct sqlite_writer *w, const struct ct_record *r)
 {
     switch (r->kind) {
@@ -139,6 +176,8 @@ void ct_sqlite_nccl_row(struct sqlite_writer *w, const struct ct_record *r)
     case CT_REC_NCCL_PROXY: nccl_proxy_row(w, r); break;
     case CT_REC_NCCL_CHANNEL: nccl_channel_row(w, r); break;
     case CT_REC_NCCL_NET: nccl_net_row(w, r); break;
+    case CT_REC_NCCL_PHASE: nccl_phase_row(w, r); break;
+    case CT_REC_NCCL_TAG: nccl_tag_row(w, r); break;
     default: break;
     }
 }

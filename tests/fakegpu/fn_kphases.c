@@ -15,7 +15,11 @@
  * all), so it stops (F - 1) x K x D after the others (K steps of D, the
  * ring's schedule in fn_links.c) and the op ends with it. The other
  * channels, and every channel's proxy steps, keep the ring's schedule,
- * ending K x D after the transfer began.
+ * ending K x D after the transfer began. FAKEGPU_NCCL_SLOW_SEQ="M:R:US":
+ * every kernel op whose sequence number is R modulo M carries US
+ * microseconds more transfer on every rank (with FAKEGPU_NCCL_USER_TAG and
+ * FAKEGPU_NCCL_USER_TAG_MOD=M: the ops of one user tag made slower), its
+ * channels stopping with it.
  *
  * Nothing here locks: the knobs are read once, before any communicator.
  */
@@ -29,6 +33,8 @@
 static int fn_kp_state; /* 0 not read, 1 good, -1 malformed (under fn_kp_once) */
 static double fn_kp_setup_ns, fn_kp_stagger_ns, fn_kp_slow_factor = 1;
 static int fn_kp_slow_ch = -1;
+static unsigned long long fn_kp_seq_mod, fn_kp_seq_rem; /* FAKEGPU_NCCL_SLOW_SEQ; mod 0: none */
+static double fn_kp_seq_extra_ns;
 static pthread_once_t fn_kp_once = PTHREAD_ONCE_INIT;
 
 /* "A[:B]" of non-negative numbers; false when malformed. */
@@ -63,6 +69,16 @@ static void fn_kp_read(void)
         fn_kp_slow_ch = ok ? (int)c : -1;
         fn_kp_slow_factor = ok ? f : 1;
     }
+    v = getenv("FAKEGPU_NCCL_SLOW_SEQ");
+    if (ok && v && *v) {
+        double us = -1;
+        char tail;
+        ok = sscanf(v, "%llu:%llu:%lf%c", &fn_kp_seq_mod, &fn_kp_seq_rem, &us, &tail) == 3 &&
+             fn_kp_seq_mod > 0 && fn_kp_seq_rem < fn_kp_seq_mod && us >= 0 && isfinite(us);
+        fn_kp_seq_extra_ns = ok ? us * 1e3 : 0;
+        if (!ok)
+            fn_kp_seq_mod = 0;
+    }
     fn_kp_state = ok ? 1 : -1;
 }
 
@@ -70,8 +86,9 @@ bool fn_kphases_load(void)
 {
     pthread_once(&fn_kp_once, fn_kp_read);
     if (fn_kp_state < 0)
-        fn_set_error("fake NCCL: FAKEGPU_NCCL_CH_SETUP_US wants US[:US] and "
-                     "FAKEGPU_NCCL_SLOW_CHANNEL CHANNEL:FACTOR (FACTOR >= 1)");
+        fn_set_error("fake NCCL: FAKEGPU_NCCL_CH_SETUP_US wants US[:US], "
+                     "FAKEGPU_NCCL_SLOW_CHANNEL CHANNEL:FACTOR (FACTOR >= 1) and "
+                     "FAKEGPU_NCCL_SLOW_SEQ M:R:US (R < M)");
     return fn_kp_state > 0;
 }
 
@@ -85,6 +102,8 @@ void fn_kphases_plan(struct fn_op *op)
     if (p->ksteps > 0 && fn_kp_slow_ch >= 0 && fn_kp_slow_ch < fn_prof_channels)
         p->slow_extra_ns = llround((fn_kp_slow_factor - 1) * p->ksteps * p->step_ns);
     op->xfer_ns += llround(setup) + p->slow_extra_ns;
+    if (fn_kp_seq_mod && op->seq % fn_kp_seq_mod == fn_kp_seq_rem)
+        op->xfer_ns += llround(fn_kp_seq_extra_ns);
 }
 
 int64_t fn_kphases_ch_start(const struct fn_launch *l, int ch)

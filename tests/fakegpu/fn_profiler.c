@@ -8,7 +8,8 @@
  * used, capped by FAKEGPU_NCCL_PROFILER_VERSION (3..7; 6 when unset, so
  * the tests run the ABI most NCCL releases speak; 7 looks for _v7 first).
  * At v7 each Coll, P2p and CeColl descriptor carries the user tag
- * FAKEGPU_NCCL_USER_TAG + the op's sequence number (unset: 0, untagged),
+ * FAKEGPU_NCCL_USER_TAG + the op's sequence number (unset: 0, untagged;
+ * modulo FAKEGPU_NCCL_USER_TAG_MOD where set: tags that recur),
  * and with FAKEGPU_NCCL_KPHASES="I:F" each kernel channel gets its three
  * barrier phases (KernelPhase events under it, made as the op stops):
  * initial_sync its first I microseconds, final_sync its last F, compute
@@ -58,6 +59,7 @@ static union {
     const fn_profiler_v6 *v6;
     const fn_profiler_v7 *v7;
 } fn_plugin;
+static double fn_prof_tag_mod = 0;
 static double fn_prof_tag_base = -1, fn_prof_kp_init_ns = -1, fn_prof_kp_final_ns = -1;
 static int64_t fn_gtimer_offset; /* CLOCK_REALTIME - CLOCK_MONOTONIC */
 
@@ -134,6 +136,7 @@ void fn_prof_load(void)
         }
     }
     fn_prof_tag_base = fn_env_double("FAKEGPU_NCCL_USER_TAG", -1, 0, 1e15);
+    fn_prof_tag_mod = floor(fn_env_double("FAKEGPU_NCCL_USER_TAG_MOD", 0, 0, 1e9));
     const char *kp = getenv("FAKEGPU_NCCL_KPHASES");
     if (kp && *kp) {
         char *end;
@@ -307,8 +310,11 @@ void *fn_prof_start(const struct ncclComm *c, const struct fn_ev *e)
             d7.parentObj = d.parentObj;
             d7.rank = d.rank;
             memcpy(&d7.coll, &d.coll, sizeof d - offsetof(fn_prof_descr_v6, coll));
-            uint64_t tag =
-                fn_prof_tag_base >= 0 && e->op ? (uint64_t)fn_prof_tag_base + e->op->seq : 0;
+            uint64_t tag = fn_prof_tag_base >= 0 && e->op
+                               ? (uint64_t)fn_prof_tag_base +
+                                     (fn_prof_tag_mod >= 1 ? e->op->seq % (uint64_t)fn_prof_tag_mod
+                                                           : e->op->seq)
+                               : 0;
             if (e->type == fnProfileColl)
                 d7.coll.userTag = tag;
             else if (e->type == fnProfileP2p)
