@@ -138,6 +138,11 @@ for b in SIZES:
             # the median instance starts aligned (host ahead): busbw = 540 GB/s
             near("NVLS 64 MiB busbw", c["busbw_gbps"], 540.0, 0.01)
             check("NVLS busbw above the link bound", c["busbw_gbps"] > 450 * 1.05, str(c))
+# the text: the NVLS rows' dashes with their reason, once
+text = subprocess.run([os.environ["CT_CUTRACE"], "report", o["traces"]], capture_output=True,
+                      text=True, timeout=300).stdout
+check("text: the NVLS reason once", text.count("    -: NVLS: the NVSwitch reduces") == 1,
+      text[text.find("NCCL (profiler"):][:1500])
 check("RING -> NVLS: no nccl_choice finding", choice_findings(diag) == [],
       str(choice_findings(diag)))
 check("no links invented: ring links only", all(
