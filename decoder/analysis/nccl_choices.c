@@ -12,6 +12,16 @@
  *
  * The choice of a (op, bytes, ranks) row is what NCCL's descriptors said
  * of most of its instances (rep->nlinks->split, per communicator).
+ *
+ * Rows under algorithms of different kinds compare as they are: NVLS and
+ * CollNet reduce in the switch and their bus bandwidth can pass a link's
+ * rate (no speed of light for them, speed_of_light.c), but the bus factor
+ * (2(n-1)/n for AllReduce) depends on the op and its ranks only, which the
+ * compared rows share, so comparing bus bandwidths is comparing how fast
+ * the job's bytes moved. A switch from RING to NVLS above a size is no dip
+ * (NVLS is faster); NVLS below and a ring above, slower by more than the
+ * margin, is one: the larger size lost what NVLS gave the smaller
+ * (tests/nccl/check_nvls.py).
  */
 #include "decoder/analysis/nccl_choices.h"
 

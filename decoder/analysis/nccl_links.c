@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cutrace/format.h"
 #include "decoder/read/nccl_acct.h"
@@ -55,6 +56,17 @@ void ct_nlinks_free(struct ct_nlinks *l)
     free(l->nics);
     free(l->tags);
     memset(l, 0, sizeof(*l));
+}
+
+const char *ct_nsplit_why(const struct ct_nlinks *L, const struct ct_nsplit *s)
+{
+    if (isfinite(s->wait_p50_ns) && isfinite(s->transfer_p50_ns))
+        return NULL;
+    if (!L->proxy_records)
+        return CT_NSPLIT_NO_PROXY;
+    if (!strncasecmp(s->algo, "NVLS", 4) && strcasecmp(s->algo, "NVLS_TREE"))
+        return CT_NSPLIT_NVLS;
+    return CT_NSPLIT_NO_STEPS;
 }
 
 static const struct per_op *g_per; /* cmp_inst's array (qsort has no context) */
@@ -790,6 +802,16 @@ int ct_nccl_links(const struct ct_job *job, struct ct_nlinks *out)
                         continue;
                     any = 1;
                     busy = fmax(busy, (double)x->busy);
+                    /* CollNet's ProxyOps go to the collective network,
+                     * whose peer NCCL gives as the communicator's size
+                     * (connect.cc: collnetDirect.out, a chain root's
+                     * collnetChain.up): no rank is at the other end, so
+                     * no rank-to-rank link; its time is still the op's
+                     * network transfer (the split above) */
+                    if (x->peer < 0 || (c->nranks > 0 && x->peer >= c->nranks)) {
+                        out->collnet_ops++;
+                        continue;
+                    }
                     obs[nobs++] =
                         (struct ct_nlink_obs){.comm = c->comm,
                                               .op_key = ((uint64_t)r << 40) ^ i,

@@ -144,7 +144,24 @@ struct ct_nlinks {
     /* links below their peers over the job but sharing too few instances
      * with them to be named (fewer than 4: CT_SLOW_LINK_CHANCE) */
     size_t undecided;
+    /* send ProxyOps whose peer is no rank of the communicator (CollNet's,
+     * to the collective network: NCCL's peer is the communicator's size):
+     * left out of the links, counted here */
+    uint64_t collnet_ops;
 };
+
+/* Why a collectives row's wait/transfer split is null (NULL: it is not). */
+#define CT_NSPLIT_NO_PROXY                                                                         \
+    "no NCCL proxy-step records in the job (ABI v3, NCCL older than 2.25, not under `cutrace "     \
+    "run`, or no network transport)"
+#define CT_NSPLIT_NVLS                                                                             \
+    "NVLS: the NVSwitch reduces over NVLink and NCCL runs no proxy steps for it (its NVLS "        \
+    "channels have no network peer), so no transfer is measured; the collectives table's "         \
+    "split from the ranks' arrivals stands"
+#define CT_NSPLIT_NO_STEPS                                                                         \
+    "no proxy steps for this collective: NCCL ran its transfers without a network proxy "          \
+    "(NVLink, PCIe or shared memory) or the traces have none for it"
+const char *ct_nsplit_why(const struct ct_nlinks *L, const struct ct_nsplit *s);
 
 /* Links and slow links from observations (any order). 0 or -ENOMEM. */
 int ct_nlinks_from_obs(const struct ct_nlink_obs *obs, size_t n, struct ct_nlinks *out);

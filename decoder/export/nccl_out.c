@@ -29,6 +29,10 @@
 #define NO_TAGS                                                                                    \
     "no user tags: the application set none (ncclCollConfig_t's userProfilerTag) or NCCL's "       \
     "profiler plugin ABI is older than v7"
+#define COLLNET_OPS                                                                                \
+    "%" PRIu64 " send ProxyOps to the collective network (CollNet: NCCL's peer is the "            \
+    "communicator's size, the network switch's endpoint, not a rank) are not links between "       \
+    "ranks: left out of links"
 #define NO_INFO                                                                                    \
     "no NCCL profiler-plugin descriptors: they need NCCL >= 2.23 with the job run under "          \
     "`cutrace run`"
@@ -87,13 +91,20 @@ void ct_nccl_json(FILE *f, const struct ct_report *rep)
             L->proxy_records);
     fputs("\"unavailable\":[", f);
     int first = 1;
-    if (!L->nl) {
+    if (!L->nl && !L->collnet_ops) {
         ct_json_str(f, NO_PROXY);
         first = 0;
     }
     if (!L->info_ops) {
         fputs(first ? "" : ",", f);
         ct_json_str(f, NO_INFO);
+        first = 0;
+    }
+    if (L->collnet_ops) {
+        char b[256];
+        snprintf(b, sizeof(b), COLLNET_OPS, L->collnet_ops);
+        fputs(first ? "" : ",", f);
+        ct_json_str(f, b);
     }
     fputs("],\"links\":", f);
     if (!L->nl) {
@@ -187,6 +198,10 @@ void ct_nccl_json(FILE *f, const struct ct_report *rep)
         fputc(',', f);
         member(f, "wait_p50_us", s->wait_p50_ns / 1e3, 3, 1);
         member(f, "transfer_p50_us", s->transfer_p50_ns / 1e3, 3, 1);
+        const char *why = ct_nsplit_why(L, s);
+        fputs("\"split_reason\":", f);
+        why ? ct_json_str(f, why) : (void)fputs("null", f);
+        fputc(',', f);
         channels_json(f, &s->ch);
         fputc(',', f);
         fprintf(f, "\"phase_instances\":%" PRIu64 ",", s->phase_instances);
@@ -271,6 +286,14 @@ void ct_nccl_text(FILE *f, const struct ct_report *rep)
                     ct_name_nccl_op(s->op), s->bytes, s->nranks, s->algo[0] ? s->algo : "-",
                     s->proto[0] ? s->proto : "-", s->channels, s->warps, w, t);
         }
+        const char *whys[3] = {CT_NSPLIT_NO_PROXY, CT_NSPLIT_NVLS, CT_NSPLIT_NO_STEPS};
+        for (int k = 0; k < 3; k++)
+            for (size_t i = 0; i < L->nsplit; i++)
+                if (ct_nsplit_why(L, &L->split[i]) &&
+                    !strcmp(ct_nsplit_why(L, &L->split[i]), whys[k])) {
+                    fprintf(f, "    -: %s\n", whys[k]);
+                    break;
+                }
     }
     channels_text(f, L);
     int phases = 0;
@@ -298,8 +321,14 @@ void ct_nccl_text(FILE *f, const struct ct_report *rep)
             snprintf(g, sizeof(g), "%.1f", t->gpu_ns / 1e3);
         fprintf(f, "  user tag %" PRIu64 ": %" PRIu64 " ops, GPU %s us\n", t->tag, t->ops, g);
     }
+    if (L->collnet_ops) {
+        fprintf(f, "  ");
+        fprintf(f, COLLNET_OPS, L->collnet_ops);
+        fprintf(f, "\n");
+    }
     if (!L->nl) {
-        fprintf(f, "  links: - (%s)\n", NO_PROXY);
+        if (!L->collnet_ops)
+            fprintf(f, "  links: - (%s)\n", NO_PROXY);
         return;
     }
     fprintf(f, "  %-24s %6s %10s %10s %10s %10s\n", "link (sender -> receiver)", "ops", "GB/s",

@@ -7,8 +7,8 @@
  * driver polls), fn_links.c (per-peer links and the ring schedule of each
  * op), fn_profiler.c (profiler plugin loading, events, the proxy thread),
  * fn_proxy_steps.c (ProxyOp/ProxyStep events from the ring schedule),
- * fn_ce.c (copy-engine collectives: FAKEGPU_NCCL_CE).  README.md, "Fake NCCL", is
- * the contract.
+ * fn_ce.c (copy-engine collectives: FAKEGPU_NCCL_CE), fn_algos.c (NVLS and
+ * CollNet).  README.md, "Fake NCCL", is the contract.
  *
  * Locking: one mutex, fn_lock, protects the communicator registry, the
  * launch table and everything the resolver touches.  The resolver runs
@@ -92,6 +92,7 @@ struct fn_plan {
     uint64_t chunk;        /* bytes per step per channel */
     const char *proto;     /* the protocol the descriptors name (FAKEGPU_NCCL_PROTOS) */
     const char *algo;      /* the algorithm, when FAKEGPU_NCCL_ALGOS chose it (else NULL) */
+    bool in_switch;        /* NVLS or CollNet (fn_algos.c): next/prev may be the network */
     int64_t slow_extra_ns; /* fn_kphases.c: how much later the slow channel stops */
 };
 
@@ -204,6 +205,15 @@ ncclResult_t fn_shm_split_exchange(struct fn_shm *s, int rank, uint64_t seq, int
 bool fn_links_load(void);
 /* Fills op->plan and op->xfer_ns from the links of op's communicator. */
 void fn_plan_op(struct fn_op *op);
+
+/* ----------------------------------------------------------- fn_algos.c */
+
+/* FAKEGPU_NCCL_RANKS_PER_NODE for c (its size when unset or larger). */
+int fn_ranks_per_node(const struct ncclComm *c);
+/* Plans op, an AllReduce of `bytes`, under algo ("NVLS", "COLLNET_DIRECT",
+ * "COLLNET_CHAIN"); false when c's layout does not allow it (the caller
+ * runs the ring, as NCCL disables it). */
+bool fn_algo_plan(struct fn_op *op, const char *algo, double bytes, double op_lat);
 
 /* --------------------------------------------------------- fn_kphases.c */
 

@@ -99,7 +99,7 @@ void fn_kphases_plan(struct fn_op *op)
     if (op->ce || fn_kp_state <= 0)
         return;
     double setup = fn_kp_setup_ns + (fn_prof_channels - 1) * fn_kp_stagger_ns;
-    if (p->ksteps > 0 && fn_kp_slow_ch >= 0 && fn_kp_slow_ch < fn_prof_channels)
+    if (p->ksteps > 0 && !p->in_switch && fn_kp_slow_ch >= 0 && fn_kp_slow_ch < fn_prof_channels)
         p->slow_extra_ns = llround((fn_kp_slow_factor - 1) * p->ksteps * p->step_ns);
     op->xfer_ns += llround(setup) + p->slow_extra_ns;
     if (fn_kp_seq_mod && op->seq % fn_kp_seq_mod == fn_kp_seq_rem)

@@ -84,9 +84,11 @@ struct fn_by_size {
 };
 static const char *const fn_proto_names[] = {"LL", "LL128", "SIMPLE"};
 static const double fn_proto_eff[] = {0.5, 15.0 / 16, 1};
-static const char *const fn_algo_names[] = {"RING", "TREE"};
+/* TREE here; NVLS and CollNet in fn_algos.c */
+static const char *const fn_algo_names[] = {"RING", "TREE", "NVLS", "COLLNET_DIRECT",
+                                            "COLLNET_CHAIN"};
 static struct fn_by_size fn_protos = {"FAKEGPU_NCCL_PROTOS", fn_proto_names, 3, 0, 0, {0}, {0}};
-static struct fn_by_size fn_algos = {"FAKEGPU_NCCL_ALGOS", fn_algo_names, 2, 0, 0, {0}, {0}};
+static struct fn_by_size fn_algos = {"FAKEGPU_NCCL_ALGOS", fn_algo_names, 5, 0, 0, {0}, {0}};
 static void fn_by_size_load(struct fn_by_size *t);
 
 bool fn_links_load(void)
@@ -135,11 +137,13 @@ static void fn_by_size_load(struct fn_by_size *t)
             t->pick[t->n] = k;
             t->max[t->n++] = max;
         } else {
+            char names[128] = "";
+            for (int i = 0; i < t->nnames; i++)
+                snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
+                         i ? ", " : "", t->names[i]);
             fn_set_error("fake NCCL: %s: bad entry '%s' (want NAME:MAXBYTES or a last NAME, NAME "
-                         "one of %s%s%s%s%s)",
-                         t->env, tok, t->names[0], t->nnames > 1 ? ", " : "",
-                         t->nnames > 1 ? t->names[1] : "", t->nnames > 2 ? ", " : "",
-                         t->nnames > 2 ? t->names[2] : "");
+                         "one of %s)",
+                         t->env, tok, names);
         }
     }
     free(copy);
@@ -170,14 +174,14 @@ static const char *fn_proto_of(double bytes, double *eff)
     return k >= 0 ? fn_proto_names[k] : "LL";
 }
 
-/* FAKEGPU_NCCL_ALGOS: whether an AllReduce of `bytes` runs as a tree. A
- * TREE goes up a binary tree and back down: 2 ceil(log2 n) link latencies
- * and twice the size over the slowest link (a ring moves 2(n-1)/n of it),
- * so it wins on small ops and loses on large ones; it has no proxy events.
- * Unset: every op a ring. */
-static int fn_tree_for(double bytes)
+/* FAKEGPU_NCCL_ALGOS: the algorithm of an AllReduce of `bytes`, or -1
+ * (unset: every op a ring). A TREE goes up a binary tree and back down:
+ * 2 ceil(log2 n) link latencies and twice the size over the slowest link
+ * (a ring moves 2(n-1)/n of it), so it wins on small ops and loses on
+ * large ones; it has no proxy events. NVLS and CollNet: fn_algos.c. */
+static int fn_algo_for(double bytes)
 {
-    return fn_by_size_pick(&fn_algos, bytes) == 1;
+    return fn_by_size_pick(&fn_algos, bytes);
 }
 
 /* Bandwidth (GB/s = bytes per ns) and latency (ns) of link src -> dst. */
@@ -217,7 +221,10 @@ static void fn_plan_schedule(struct fn_op *op)
     }
     p->proto = "LL";
     p->algo = NULL;
-    if (op->func == FN_ALLREDUCE && c->nranks > 1 && fn_tree_for(bytes)) {
+    int algo = op->func == FN_ALLREDUCE && c->nranks > 1 ? fn_algo_for(bytes) : -1;
+    if (algo >= 2 && fn_algo_plan(op, fn_algo_names[algo], bytes, op_lat))
+        return;
+    if (algo == 1) {
         /* up the tree and back down, each level a link latency, the whole
          * size twice over the slowest link (README, "Links and the ring") */
         double eff, gmin = INFINITY, lmax = 0;

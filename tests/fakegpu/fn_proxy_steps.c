@@ -4,7 +4,9 @@
  * (struct fn_plan, fn_links.c), so the truth of every link is known.
  *
  * Per op and channel, two ProxyOps (parent: the Coll event): a send to
- * the next rank of the ring and a receive from the previous one, each
+ * the next rank of the ring and a receive from the previous one (CollNet,
+ * fn_algos.c: both with the collective network, whose peer is the
+ * communicator's size, on the heads that talk to it), each
  * with nSteps = the ring's steps and chunkSize = the chunk of one channel.
  * The op's transfer begins at T0 = its end - ksteps x step; step k lasts
  * [T0 + k x step, T0 + (k+1) x step]. In it:

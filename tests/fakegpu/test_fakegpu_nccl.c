@@ -567,7 +567,12 @@ int main(void)
                                        "FAKEGPU_NCCL_NCHANNELS",
                                        "NCCL_PROFILER_PLUGIN",
                                        "NCCL_DEBUG",
-                                       "FGTP_MASK"};
+                                       "FGTP_MASK",
+                                       "FAKEGPU_NCCL_ALGOS",
+                                       "FAKEGPU_NCCL_RANKS_PER_NODE",
+                                       "FAKEGPU_NCCL_NVLS_GBPS",
+                                       "FAKEGPU_NCCL_NVLS_LAT_US",
+                                       "FAKEGPU_NCCL_LINK_LAT_US"};
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
         unsetenv(vars[i]);
     Suite *su = suite_create("fakegpu-nccl");
@@ -589,6 +594,7 @@ int main(void)
     tcase_add_test(timing, split_orders_by_key_then_rank);
     suite_add_tcase(su, timing);
     suite_add_tcase(su, tn_plugin_tcase());
+    suite_add_tcase(su, tn_algos_tcase());
     SRunner *sr = srunner_create(su);
     srunner_set_fork_status(sr, CK_FORK);
     srunner_run_all(sr, CK_NORMAL);

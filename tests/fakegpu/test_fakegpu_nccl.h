@@ -32,5 +32,7 @@ void tn_two_ranks(CUstream s[2], ncclComm_t c[2]);
 
 /* test_fakegpu_nccl_profiler.c */
 TCase *tn_plugin_tcase(void);
+/* test_fakegpu_nccl_algos.c */
+TCase *tn_algos_tcase(void);
 
 #endif

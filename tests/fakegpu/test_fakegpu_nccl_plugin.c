@@ -168,6 +168,12 @@ static ncclResult_t fgtp_start_v56(int version, void *ctx, void **h, fn_prof_des
         r.channel = d->kernelCh.channelId;
         r.ptimer = d->kernelCh.pTimer;
         break;
+    case fnProfileProxyOp:
+        r.channel = d->proxyOp.channelId;
+        r.peer = d->proxyOp.peer;
+        r.root = d->proxyOp.isSend; /* ProxyOp: isSend in root */
+        r.count = (size_t)d->proxyOp.nSteps;
+        break;
     case fnProfileGroupApi: r.depth = d->groupApi.groupDepth; break;
     case fnProfileCollApi:
         fgtp_str(r.func, sizeof r.func, d->collApi.func);
@@ -291,6 +297,11 @@ static ncclResult_t fgtp_start_v4(void *ctx, void **h, fn_prof_descr_v4 *d)
     } else if (d->type == fnProfileKernelCh) {
         r.channel = d->kernelCh.channelId;
         r.ptimer = d->kernelCh.pTimer;
+    } else if (d->type == fnProfileProxyOp) {
+        r.channel = d->proxyOp.channelId;
+        r.peer = d->proxyOp.peer;
+        r.root = d->proxyOp.isSend; /* ProxyOp: isSend in root */
+        r.count = (size_t)d->proxyOp.nSteps;
     }
     *h = (void *)(uintptr_t)fgtp_add(&r);
     return ncclSuccess;

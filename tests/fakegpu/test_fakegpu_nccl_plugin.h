@@ -25,10 +25,10 @@ struct fgtp_rec {
     uint64_t hash;   /* INIT: commHash (v4) / commId (v5); START v3: commHash */
     char name[32];   /* INIT: commName; START v3: name */
     uint64_t seq;    /* Coll */
-    char func[24], dtype[24], algo[8], proto[8]; /* CeColl: syncStrategy in algo */
-    const void *sendbuff, *recvbuff;             /* Coll; P2p buff in recvbuff */
-    size_t count;
-    int root, peer, depth; /* depth: GroupApi's; CeColl: ceSeqNum */
+    char func[24], dtype[24], algo[16], proto[8]; /* CeColl: syncStrategy in algo */
+    const void *sendbuff, *recvbuff;              /* Coll; P2p buff in recvbuff */
+    size_t count;                                 /* ProxyOp (v4 on): nSteps */
+    int root, peer, depth; /* depth: GroupApi's; CeColl: ceSeqNum; ProxyOp: isSend in root */
     unsigned nchannels, nwarps, channel;
     uint64_t ptimer;   /* KernelCh START (v4/v5), STATE KernelChStop */
     int state;         /* STATE */

@@ -413,6 +413,73 @@ START_TEST(a_rank_of_two_accounted_processes_is_read_whole)
 }
 END_TEST
 
+/* The process's one call (correlation id 0) described by NCCL as algo. */
+static void info_account(struct ct_proc *p, const char *algo)
+{
+    struct ct_nacct *a = p->nacct ? p->nacct : calloc(1, sizeof(*a));
+    struct ct_ninfo *i = calloc(1, sizeof(*i));
+    ck_assert(a && i);
+    *i = (struct ct_ninfo){.corr = 0, .channels = 2, .warps = 16};
+    snprintf(i->algo, sizeof(i->algo), "%s", algo);
+    snprintf(i->proto, sizeof(i->proto), "SIMPLE");
+    a->info = i;
+    a->ninfo = 1;
+    p->nacct = a;
+}
+
+/*
+ * CollNet's ProxyOps go to the collective network, whose peer NCCL gives
+ * as the communicator's size (connect.cc): a ProxyOp to peer 2 of a
+ * 2-rank communicator makes no link (counted in collnet_ops), while its
+ * network time is still the op's transfer (400 of its 1000 ns). An NVLS
+ * op of another process (no proxy steps in a job that has some) has no
+ * split, with the NVLS reason; a job without proxy records, the other.
+ */
+START_TEST(a_proxy_op_to_the_collective_network_is_no_link)
+{
+    struct tb_job b;
+    struct ct_job job;
+    tb_init(&b);
+    struct ct_proc *p0 = tb_proc(&b, 0);
+    struct ct_proc *p1 = tb_child(&b, p0);
+    struct tb_coll o = {.op = CT_NCCL_OP_ALLREDUCE,
+                        .comm = 7,
+                        .bytes = 1 << 20,
+                        .comm_rank = 0,
+                        .peer = -1,
+                        .nranks = 2,
+                        .stream = 3,
+                        .s = 1000,
+                        .e = 1001,
+                        .launch = 1000};
+    tb_nccl(p0, o);
+    o.seq = 1, o.bytes = 2 << 20, o.s += 5000, o.e += 5000, o.launch += 5000;
+    tb_nccl(p1, o);
+    proxy_account(p0);
+    p0->nacct->px[0].peer = 2; /* the communicator's size */
+    info_account(p0, "COLLNET_DIRECT");
+    info_account(p1, "NVLS");
+    tb_build(&b, &job);
+    struct ct_nlinks L;
+    ck_assert_int_eq(ct_nccl_links(&job, &L), 0);
+    ck_assert_uint_eq(L.nl, 0);
+    ck_assert_uint_eq(L.collnet_ops, 1);
+    ck_assert_uint_eq(L.nsplit, 2);
+    const struct ct_nsplit *cn = L.split[0].bytes == 1 << 20 ? &L.split[0] : &L.split[1];
+    const struct ct_nsplit *nv = cn == &L.split[0] ? &L.split[1] : &L.split[0];
+    ck_assert_str_eq(cn->algo, "COLLNET_DIRECT");
+    ck_assert_double_eq_tol(cn->transfer_p50_ns, 400, 1e-9);
+    ck_assert_ptr_null(ct_nsplit_why(&L, cn));
+    ck_assert_str_eq(nv->algo, "NVLS");
+    ck_assert(isnan(nv->transfer_p50_ns) && isnan(nv->wait_p50_ns));
+    ck_assert_str_eq(ct_nsplit_why(&L, nv), CT_NSPLIT_NVLS);
+    L.proxy_records = 0;
+    ck_assert_str_eq(ct_nsplit_why(&L, nv), CT_NSPLIT_NO_PROXY);
+    ct_nlinks_free(&L);
+    ct_job_free(&job);
+}
+END_TEST
+
 Suite *nccl_links_suite(void)
 {
     Suite *s = suite_create("nccl_links");
@@ -427,6 +494,7 @@ Suite *nccl_links_suite(void)
     tcase_add_test(tc, two_slow_links_of_one_ring_are_fixed_together);
     tcase_add_test(tc, a_size_slower_than_the_smaller_under_another_choice_is_a_dip);
     tcase_add_test(tc, a_rank_of_two_accounted_processes_is_read_whole);
+    tcase_add_test(tc, a_proxy_op_to_the_collective_network_is_no_link);
     suite_add_tcase(s, tc);
     return s;
 }
