@@ -482,12 +482,14 @@ void ct_nlinks_evidence(char *buf, size_t n, const struct ct_nlinks *L, size_t k
     const struct ct_nslow *s = &L->slow[k];
     const struct ct_nlink *l = &L->l[s->link];
     char a[32], b[32];
-    int w = snprintf(buf, n, "link %s -> %s: %.3g GB/s, peers %.3g-%.3g GB/s, %.1f %% of its ops' time",
-                     who(a, sizeof(a), l->src_rank, l->src), who(b, sizeof(b), l->dst_rank, l->dst),
-                     l->gbps, s->peers_lo, s->peers_hi, isfinite(s->share_pct) ? s->share_pct : 0);
+    int w =
+        snprintf(buf, n, "link %s -> %s: %.3g GB/s, peers %.3g-%.3g GB/s, %.1f %% of its ops' time",
+                 who(a, sizeof(a), l->src_rank, l->src), who(b, sizeof(b), l->dst_rank, l->dst),
+                 l->gbps, s->peers_lo, s->peers_hi, isfinite(s->share_pct) ? s->share_pct : 0);
     if (s->ngroup < 2 || w < 0 || (size_t)w >= n)
         return;
-    snprintf(buf + w, n - (size_t)w, " alone, %.1f %% with the %zu other slow link%s of its communicator%s%s",
+    snprintf(buf + w, n - (size_t)w,
+             " alone, %.1f %% with the %zu other slow link%s of its communicator%s%s",
              isfinite(s->group_share_pct) ? s->group_share_pct : 0, s->ngroup - 1,
              s->ngroup > 2 ? "s" : "", s->common >= 0 ? " (all through " : "",
              s->common >= 0 ? who(a, sizeof(a), s->common_rank, s->common) : "");

@@ -12,11 +12,6 @@
 #include "decoder/util/json.h"
 #include "decoder/util/names.h"
 
-static double fin(double v)
-{
-    return isfinite(v) ? v : 0;
-}
-
 void ct_diagnosis_json(FILE *f, const struct ct_diagnosis *d, double min_saving)
 {
     fprintf(f, "{\"schema\":\"cutrace.diagnose\",\"version\":1,\"cutrace_version\":\"%s\",",
@@ -129,8 +124,14 @@ void ct_diagnosis_text(FILE *f, const struct ct_diagnosis *d, double min_saving)
         for (size_t k = 0; k < x->nev; k++) {
             if (x->ev[k].str[0])
                 fprintf(f, " %s=\"%s\"", x->ev[k].key, x->ev[k].str);
+            else if (!isfinite(x->ev[k].num)) /* not measured: never a 0 */
+                fprintf(f, " %s=-", x->ev[k].key);
             else
-                fprintf(f, " %s=%.4g", x->ev[k].key, fin(x->ev[k].num));
+                fprintf(f,
+                        x->ev[k].num == floor(x->ev[k].num) && fabs(x->ev[k].num) < 1e15
+                            ? " %s=%.0f"
+                            : " %s=%.4g",
+                        x->ev[k].key, x->ev[k].num);
         }
         fputc('\n', f);
     }

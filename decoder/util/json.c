@@ -191,7 +191,11 @@ void ct_json_num(FILE *f, double v, int decimals)
 
 void ct_json_num_g(FILE *f, double v)
 {
-    if (isfinite(v))
+    /* a count or a size is exact (16777216 bytes, not 1.67772e+07): six
+     * digits are a measurement's, not an integer's */
+    if (isfinite(v) && v == floor(v) && fabs(v) < 9007199254740992.0)
+        fprintf(f, "%.0f", v);
+    else if (isfinite(v))
         fprintf(f, "%.6g", v);
     else
         fputs("null", f);

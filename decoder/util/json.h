@@ -27,7 +27,7 @@ void ct_json_str(FILE *f, const char *s);
 
 /* v with `decimals` decimals (%.Nf), or null. */
 void ct_json_num(FILE *f, double v, int decimals);
-/* v as %.6g (ratios, p-values, thresholds), or null. */
+/* v as %.6g (ratios, p-values, thresholds), an integer exactly, or null. */
 void ct_json_num_g(FILE *f, double v);
 /* "key":v with `decimals` decimals, or "key":null. */
 void ct_json_member(FILE *f, const char *key, double v, int decimals);

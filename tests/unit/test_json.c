@@ -77,6 +77,33 @@ START_TEST(non_finite_numbers_are_null)
 }
 END_TEST
 
+/* ct_json_num_g: an integer (a count, a size in bytes) exactly, whatever its
+ * digits; anything else to six significant digits; non-finite as null. */
+START_TEST(a_general_number_keeps_an_integer_whole)
+{
+    const struct {
+        double v;
+        const char *want;
+    } c[] = {{16777216, "16777216"},
+             {-3, "-3"},
+             {0, "0"},
+             {9007199254740991.0, "9007199254740991"},
+             {1e300, "1e+300"},
+             {0.994229, "0.994229"},
+             {707210.126, "707210"},
+             {NAN, "null"}};
+    for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+        char *got = NULL;
+        size_t n = 0;
+        FILE *f = open_memstream(&got, &n);
+        ct_json_num_g(f, c[i].v);
+        fclose(f);
+        ck_assert_str_eq(got, c[i].want);
+        free(got);
+    }
+}
+END_TEST
+
 Suite *json_suite(void)
 {
     Suite *s = suite_create("json");
@@ -84,6 +111,7 @@ Suite *json_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, numbers_are_written_as_printf_writes_them);
     tcase_add_test(tc, non_finite_numbers_are_null);
+    tcase_add_test(tc, a_general_number_keeps_an_integer_whole);
     suite_add_tcase(s, tc);
     return s;
 }
