@@ -56,6 +56,7 @@ enum {
     B_NINFO = 45,     /* an op's descriptor, on its call's and its GPU slice (names added) */
     B_PROXY = 339,    /* export --nccl-proxy: a ProxyOp's X with its state sums */
     B_CHANNEL = 170,  /* export --nccl-proxy: a kernel channel's X */
+    B_STEP = 380,     /* export --nccl-proxy: a raw proxy step's X with its states */
 };
 
 struct scan {
@@ -161,6 +162,11 @@ static void count(struct scan *s, const struct ct_record *r)
         if (!s->proxy)
             return;
         add(s, 1, B_CHANNEL);
+        break;
+    case CT_REC_NCCL_STEP:
+        if (!s->proxy)
+            return;
+        add(s, 1, B_STEP);
         break;
     default: return; /* metadata, clock pairs: no event of their own */
     }

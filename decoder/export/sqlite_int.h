@@ -29,6 +29,7 @@ enum stmt {
     ST_NCCL_PROXY,
     ST_NCCL_CHANNEL,
     ST_NCCL_NET,
+    ST_NCCL_STEP,
     ST_IO,
     ST_RANK,
     ST_ITER,
