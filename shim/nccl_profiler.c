@@ -485,8 +485,9 @@ static void step_raw(struct ev *e, uint64_t now)
         a->raw[i] += e->st.d[i];
         s.dur[i] = step_ns(a, a->raw[i]) - step_ns(a, before);
     }
-    s.start = a->rate ? ct_clock_ticks_ns(e->st.start) : e->st.start;
-    s.stop = a->rate ? ct_clock_ticks_ns(now) : now;
+    s.stop = a->rate ? ct_clock_ticks_ns(now) : now; /* one conversion: the start from its run */
+    uint64_t run = step_ns(a, now > e->st.start ? now - e->st.start : 0);
+    s.start = s.stop > run ? s.stop - run : 0;
     ct_nsteps_write(&s);
 }
 

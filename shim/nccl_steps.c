@@ -15,6 +15,12 @@
  * CUTRACE_DURATION) already choose when: steps of ops outside a window are
  * neither recorded nor counted, so the budget is spent inside them.
  *
+ * The proxy thread's buffer is shared with the ProxyOps' aggregates: a raw
+ * step is written only while that buffer is less than half full, so that
+ * when the writer falls behind a burst of steps (millions a second) the
+ * steps are left out, counted as not recorded raw, and the aggregates
+ * still find the room they found without raw steps.
+ *
  * Runs on NCCL's proxy threads: no lock, no allocation, no syscall.
  */
 #include "shim/nccl_steps.h"
@@ -26,6 +32,18 @@
 
 uint64_t ct_nsteps_budget;
 static _Atomic uint64_t g_claimed; /* steps that asked for the budget, recorded or not */
+static _Atomic uint64_t g_skipped; /* of the budget's, left out: the buffer half full */
+
+/* This thread's ring is less than half full (the producer's view of the
+ * consumer's tail, refreshed only when it says otherwise). */
+static int ring_has_room(struct ct_ring *r)
+{
+    uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+    if (head - r->cached_tail <= r->size / 2)
+        return 1;
+    r->cached_tail = atomic_load_explicit(&r->tail, memory_order_acquire);
+    return head - r->cached_tail <= r->size / 2;
+}
 
 int ct_nsteps_claim(void)
 {
@@ -51,6 +69,11 @@ void ct_nsteps_write(const struct ct_nstep *s)
     f[CT_NSTEP_SEND] = s->send;
     f[CT_NSTEP_STEP] = s->step;
     f[CT_NSTEP_BYTES] = s->bytes;
+    struct ct_ring *r = ct_thread_ring();
+    if (!r || !ring_has_room(r)) {
+        atomic_fetch_add_explicit(&g_skipped, 1, memory_order_relaxed);
+        return;
+    }
     int guard = ct_tls_guard;
     ct_tls_guard = 1;
     ct_emit(CT_REC_NCCL_STEP, CT_RF_NS, f, CT_NSTEP_NFIELDS);
@@ -69,6 +92,7 @@ void ct_nsteps_start(const char *bad_value_why, uint64_t budget)
     char buf[256];
     ct_nsteps_budget = budget;
     atomic_store(&g_claimed, 0);
+    atomic_store(&g_skipped, 0);
     if (bad_value_why && *bad_value_why) {
         snprintf(buf, sizeof(buf), "%s; raw steps are off", bad_value_why);
         meta("nccl_steps_ignored", buf);
@@ -84,6 +108,8 @@ void ct_nsteps_finish(void)
         return;
     uint64_t n = atomic_load(&g_claimed);
     uint64_t raw = n < ct_nsteps_budget ? n : ct_nsteps_budget;
+    uint64_t skipped = atomic_load(&g_skipped);
+    raw = raw > skipped ? raw - skipped : 0;
     char buf[32];
     snprintf(buf, sizeof(buf), "%llu", (unsigned long long)raw);
     meta("nccl_steps_raw", buf);

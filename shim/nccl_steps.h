@@ -29,8 +29,9 @@ struct ct_nstep {
 int ct_nsteps_claim(void);
 
 /* Writes s as a CT_REC_NCCL_STEP record (its states' begins from its stop
- * backwards, so each state's time is exactly s->dur). NCCL's proxy
- * thread: no lock, no allocation, no syscall (the thread's ring). */
+ * backwards, so each state's time is exactly s->dur), unless the thread's
+ * buffer is half full (then counted as not raw). NCCL's proxy thread: no
+ * lock, no allocation, no syscall (the thread's ring). */
 void ct_nsteps_write(const struct ct_nstep *s);
 
 /* At the shim's start, with the trace open: the budget from the config,
