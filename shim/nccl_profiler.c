@@ -139,7 +139,7 @@ static inline uint64_t step_now(const struct proxy_acc *a)
 /* A tick count or duration of a's steps in ns. */
 static inline uint64_t step_ns(const struct proxy_acc *a, uint64_t d)
 {
-    return a->rate ? (uint64_t)((double)d * a->rate + 0.5) : d;
+    return ct_nsteps_ns(a->rate, d); /* raw steps convert alike (shim/nccl_steps.h) */
 }
 
 /* A kernel channel: its id, and whether both of its ends came from the
@@ -463,32 +463,24 @@ static void step_close_state(struct ev *e, uint64_t now)
 }
 
 /* CUTRACE_NCCL_STEPS: the step's own record (shim/nccl_steps.c), while the
- * budget lasts. Its states' times go to ns through the ProxyOp's running
- * sums, converted once each (step_ns of the sum after less of the sum
- * before), so that over all of a ProxyOp's steps they add up to its
- * record's sums to the ns. */
+ * budget lasts; its state times to ns through the ProxyOp's running sums. */
 static void step_raw(struct ev *e, uint64_t now)
 {
     struct proxy_acc *a = &e->parent->px;
     const struct ev *op = e->parent->parent;
-    if (!op->corr || !ct_shim_live() || !ct_nsteps_claim())
-        return;
-    struct ct_nstep s = {.corr = op->corr,
-                         .bytes = e->st.bytes,
-                         .channel = a->channel,
-                         .step = e->st.step,
-                         .peer = a->peer,
-                         .send = a->send,
-                         .seen = e->st.seen};
-    for (int i = 0; i < 3; i++) {
-        uint64_t before = a->raw[i];
-        a->raw[i] += e->st.d[i];
-        s.dur[i] = step_ns(a, a->raw[i]) - step_ns(a, before);
-    }
-    s.stop = a->rate ? ct_clock_ticks_ns(now) : now; /* one conversion: the start from its run */
-    uint64_t run = step_ns(a, now > e->st.start ? now - e->st.start : 0);
-    s.start = s.stop > run ? s.stop - run : 0;
-    ct_nsteps_write(&s);
+    if (op->corr && ct_shim_live() && ct_nsteps_claim())
+        ct_nsteps_write(&(struct ct_nstep){e->st.start,
+                                           now,
+                                           {e->st.d[0], e->st.d[1], e->st.d[2]},
+                                           a->rate,
+                                           a->raw,
+                                           op->corr,
+                                           e->st.bytes,
+                                           a->channel,
+                                           e->st.step,
+                                           a->peer,
+                                           a->send,
+                                           e->st.seen});
 }
 
 static void step_state(struct ev *e, int state, size_t trans_size)

@@ -52,17 +52,26 @@ int ct_nsteps_claim(void)
 
 void ct_nsteps_write(const struct ct_nstep *s)
 {
-    uint64_t f[CT_NSTEP_NFIELDS] = {0};
+    uint64_t f[CT_NSTEP_NFIELDS] = {0}, dur[3];
+    for (int i = 0; i < 3; i++) {
+        uint64_t before = s->sums[i];
+        s->sums[i] += s->d[i];
+        dur[i] = ct_nsteps_ns(s->rate, s->sums[i]) - ct_nsteps_ns(s->rate, before);
+    }
+    /* one clock conversion: the stop; the start from the step's run */
+    uint64_t stop = s->rate ? ct_clock_ticks_ns(s->stop) : s->stop;
+    uint64_t run = ct_nsteps_ns(s->rate, s->stop > s->start ? s->stop - s->start : 0);
+    uint64_t start = stop > run ? stop - run : 0;
     /* each state begins where the next present one (or the stop) begins
      * less its own time; time in no known state comes first */
-    uint64_t t = s->stop;
+    uint64_t t = stop;
     for (int i = 2; i >= 0; i--) {
-        t = t > s->dur[i] ? t - s->dur[i] : 0;
+        t = t > dur[i] ? t - dur[i] : 0;
         if (s->seen & (1u << i))
             f[CT_NSTEP_STATE0 + i] = t;
     }
-    f[CT_NSTEP_START] = s->start < t ? s->start : t;
-    f[CT_NSTEP_END] = s->stop;
+    f[CT_NSTEP_START] = start < t ? start : t;
+    f[CT_NSTEP_END] = stop;
     f[CT_NSTEP_CORR] = s->corr;
     f[CT_NSTEP_CHANNEL] = s->channel;
     f[CT_NSTEP_PEER] = (uint64_t)(int64_t)s->peer;

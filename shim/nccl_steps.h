@@ -12,11 +12,23 @@
  * NCCL can report a step; read on NCCL's proxy threads. */
 extern uint64_t ct_nsteps_budget;
 
-/* A stopped step, on the trace clock: its start and stop, its time in each
- * of its three state slots (format.h, CT_REC_NCCL_STEP), which slots it
- * entered (bit i), and its ProxyOp's identity. */
+/* A duration d of a step's clock in ns: d ticks of rate ns each, or d
+ * itself (rate 0: the clock is monotonic ns). The ProxyOps' aggregates
+ * convert with it too, so that the raw steps' sums are theirs exactly. */
+static inline uint64_t ct_nsteps_ns(double rate, uint64_t d)
+{
+    return rate ? (uint64_t)((double)d * rate + 0.5) : d;
+}
+
+/* A stopped step, on its ProxyOp's clock (rate: ns per TSC tick, 0 when
+ * the times are monotonic ns): its start and stop, its time in each of its
+ * three state slots (format.h, CT_REC_NCCL_STEP), the ProxyOp's running
+ * sums of those (updated by the write; the ProxyOp's steps stop on one
+ * proxy thread), which slots it entered (bit i), its ProxyOp's identity. */
 struct ct_nstep {
-    uint64_t start, stop, dur[3];
+    uint64_t start, stop, d[3];
+    double rate;
+    uint64_t *sums;
     uint64_t corr, bytes;
     uint32_t channel, step;
     int32_t peer;
@@ -28,10 +40,13 @@ struct ct_nstep {
  * atomic add: no lock, no syscall; any thread. */
 int ct_nsteps_claim(void);
 
-/* Writes s as a CT_REC_NCCL_STEP record (its states' begins from its stop
- * backwards, so each state's time is exactly s->dur), unless the thread's
- * buffer is half full (then counted as not raw). NCCL's proxy thread: no
- * lock, no allocation, no syscall (the thread's ring). */
+/* Writes s as a CT_REC_NCCL_STEP record, unless the thread's buffer is
+ * half full (then counted as not raw): its stop converted to the trace
+ * clock, each state's time in ns as the conversion of its ProxyOp's sum
+ * after it less that of the sum before it (so that over all of a ProxyOp's
+ * steps they add up to its CT_REC_NCCL_PROXY sums to the ns), the states'
+ * begins from the stop backwards. NCCL's proxy thread: no lock, no
+ * allocation, no syscall (the thread's ring). */
 void ct_nsteps_write(const struct ct_nstep *s);
 
 /* At the shim's start, with the trace open: the budget from the config,
