@@ -15,7 +15,10 @@ ProxyOp's `nccl_step` records are its `nccl_proxy` record's steps: as many,
 step indices 0..K-1 once each, their bytes summing to its bytes, each
 state's time summed over them equal to its record's sum (gpu_wait,
 peer_wait, net, flush) to the ns, started in the order of their indices,
-and inside the ProxyOp's interval. Exactness: the recorder converts a
+and inside the ProxyOp's interval; SQLite's NCCL_PROXY_STEPS likewise, joined
+to NCCL_PROXY_OPS and NCCL_OPS; Perfetto's step slices only with
+--nccl-proxy, each on its ProxyOp's steps track with its record's states,
+the size estimate within 25 %. Exactness: the recorder converts a
 ProxyOp's state times to ns through running sums (shim/nccl_profiler.c,
 step_raw), so the steps' sums are the conversion of the very tick sums the
 aggregate converts: no rounding tolerance, on the TSC clock as on the
@@ -233,6 +236,14 @@ check("chrome: the file without --nccl-proxy is the file with it less the NCCL t
       ev == [e for e in no_steps if e.get("cat") not in ("nccl_proxy", "nccl_channel") and not
              (e.get("ph") == "M" and names.get((e["pid"], e["tid"]), "").startswith("NCCL "))],
       f"{len(ev)} events vs {len(no_steps)}")
+
+# the size estimate with the step slices (tests/export/check_size.py's 25 %)
+os.makedirs(os.path.join(scratch[-1], "size"))
+p = subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                                 "export", "check_size.py"),
+                    os.environ["CT_CUTRACE"], os.path.join(scratch[-1], "size"), "--",
+                    "--nccl-proxy", traces_on], capture_output=True, text=True, timeout=300)
+check("chrome: the size estimate with the step slices", p.returncode == 0, p.stdout + p.stderr)
 
 # 2. a budget below the job's steps
 _, bud, _ = run("budget", {"CUTRACE_NCCL_STEPS": "50"})
