@@ -25,6 +25,7 @@
 
 #include "shim/gpu.h"
 #include "shim/health.h"
+#include "shim/nccl_steps.h"
 #include "shim/pm_sampling.h"
 #include "shim/io.h"
 #include "shim/nvtx.h"
@@ -217,6 +218,7 @@ void ct_shim_finish(void)
     ct_nvtx_finish();   /* NVTX counters, while the trace is open (also on _exit/exec) */
     ct_io_finish();     /* I/O spans skipped under CUTRACE_IO_MIN_NS (also on _exit/exec) */
     ct_health_finish(); /* the health sampler's cost */
+    ct_nsteps_finish(); /* raw NCCL proxy steps recorded and not (CUTRACE_NCCL_STEPS) */
     uint64_t lookups, wrapped;
     ct_procaddr_stats(&lookups, &wrapped);
     recorder_meta("cuGetProcAddress_lookups", lookups);
@@ -463,6 +465,7 @@ static int start_recording(int after_fork)
         say("cutrace: cannot record to %s: %s; recording is off\n", path, strerror(-r));
         return -1;
     }
+    ct_nsteps_start(ct_cfg.nccl_steps_err, ct_cfg.nccl_steps_err[0] ? 0 : ct_cfg.nccl_steps);
     if (ct_health_start(after_fork) != 0) /* counters on the writer thread (CUTRACE_HEALTH_MS) */
         ct_emit_error("cutrace: no writer slot for the health sampler; no counters", -ENOSPC);
     if (after_fork) {

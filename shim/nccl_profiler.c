@@ -58,6 +58,7 @@
 
 #include "shim/nccl_int.h"
 #include "shim/nccl_profiler.h"
+#include "shim/nccl_steps.h"
 
 #define CT_NPROF_POOL 8192
 
@@ -124,6 +125,7 @@ struct proxy_acc {
     uint64_t busy_end;      /* end of the union of net-state time so far */
     double rate;            /* the steps' times: TSC ticks of this many ns, or 0: monotonic ns */
     struct net_block *netb; /* its network work, from the first network event on */
+    uint64_t raw[3];        /* CUTRACE_NCCL_STEPS: its raw steps' state slots so far (step_raw) */
 };
 
 /* A step's clock: the TSC when the writer has published its conversion
@@ -137,7 +139,7 @@ static inline uint64_t step_now(const struct proxy_acc *a)
 /* A tick count or duration of a's steps in ns. */
 static inline uint64_t step_ns(const struct proxy_acc *a, uint64_t d)
 {
-    return a->rate ? (uint64_t)((double)d * a->rate + 0.5) : d;
+    return ct_nsteps_ns(a->rate, d); /* raw steps convert alike (shim/nccl_steps.h) */
 }
 
 /* A kernel channel: its id, and whether both of its ends came from the
@@ -160,6 +162,9 @@ struct net_state {
 struct step_state {
     int state; /* NCCL's state id, 0: none yet */
     uint64_t since, start, bytes;
+    uint64_t d[3]; /* time in each state slot (CT_REC_NCCL_STEP's order), for its raw record */
+    uint32_t step; /* NCCL's step index */
+    uint8_t seen;  /* slots entered, bit i */
 };
 
 struct ev {
@@ -401,11 +406,12 @@ static void proxy_start(void **handle, void *parent, const struct ct_nprof_proxy
     a->busy_end = 0;
     a->rate = ct_clock_pub_rate();
     a->netb = NULL;
+    a->raw[0] = a->raw[1] = a->raw[2] = 0;
     atomic_store(&e->refs, 1);
     *handle = e;
 }
 
-static void step_start(void **handle, void *parent)
+static void step_start(void **handle, void *parent, int step)
 {
     *handle = NULL;
     if (!ours(parent) || atomic_load(&((struct ev *)parent)->kind) != EV_PROXY)
@@ -419,6 +425,9 @@ static void step_start(void **handle, void *parent)
     e->st.state = 0;
     e->st.start = e->st.since = step_now(&p->px);
     e->st.bytes = 0;
+    e->st.d[0] = e->st.d[1] = e->st.d[2] = 0;
+    e->st.step = step > 0 ? (uint32_t)step : 0;
+    e->st.seen = 0;
     *handle = e;
 }
 
@@ -427,21 +436,51 @@ static void step_close_state(struct ev *e, uint64_t now)
 {
     struct proxy_acc *a = &e->parent->px;
     uint64_t s = e->st.since, d = now > s ? now - s : 0;
+    int slot = 2; /* the state's slot in the raw record: the order NCCL enters them */
     switch (e->st.state) {
-    case CT_NPROF_STEP_SEND_GPU_WAIT:
+    case CT_NPROF_STEP_SEND_GPU_WAIT: slot = 0; /* fall through */
     case CT_NPROF_STEP_RECV_GPU_WAIT: atomic_fetch_add(&a->gpu_wait, d); break;
-    case CT_NPROF_STEP_SEND_PEER_WAIT: atomic_fetch_add(&a->peer_wait, d); break;
-    case CT_NPROF_STEP_RECV_FLUSH_WAIT: atomic_fetch_add(&a->flush, d); break;
+    case CT_NPROF_STEP_SEND_PEER_WAIT:
+        slot = 1;
+        atomic_fetch_add(&a->peer_wait, d);
+        break;
+    case CT_NPROF_STEP_RECV_FLUSH_WAIT:
+        slot = 1;
+        atomic_fetch_add(&a->flush, d);
+        break;
+    case CT_NPROF_STEP_RECV_WAIT: slot = 0; /* fall through */
     case CT_NPROF_STEP_SEND_WAIT:
-    case CT_NPROF_STEP_RECV_WAIT:
         atomic_fetch_add(e->st.state == CT_NPROF_STEP_SEND_WAIT ? &a->net : &a->peer_wait, d);
         if (now > a->busy_end) {
             atomic_fetch_add(&a->busy, now - (s > a->busy_end ? s : a->busy_end));
             a->busy_end = now;
         }
         break;
-    default: break;
+    default: return; /* none yet, or a state we do not know: in no sum */
     }
+    e->st.d[slot] += d;
+    e->st.seen |= (uint8_t)(1u << slot);
+}
+
+/* CUTRACE_NCCL_STEPS: the step's own record (shim/nccl_steps.c), while the
+ * budget lasts; its state times to ns through the ProxyOp's running sums. */
+static void step_raw(struct ev *e, uint64_t now)
+{
+    struct proxy_acc *a = &e->parent->px;
+    const struct ev *op = e->parent->parent;
+    if (op->corr && ct_shim_live() && ct_nsteps_claim())
+        ct_nsteps_write(&(struct ct_nstep){e->st.start,
+                                           now,
+                                           {e->st.d[0], e->st.d[1], e->st.d[2]},
+                                           a->rate,
+                                           a->raw,
+                                           op->corr,
+                                           e->st.bytes,
+                                           a->channel,
+                                           e->st.step,
+                                           a->peer,
+                                           a->send,
+                                           e->st.seen});
 }
 
 static void step_state(struct ev *e, int state, size_t trans_size)
@@ -468,6 +507,8 @@ static void step_stop(struct ev *e)
         ;
     atomic_fetch_add(&a->bytes, e->st.bytes);
     atomic_fetch_add(&a->steps, 1);
+    if (ct_nsteps_budget)
+        step_raw(e, now);
     atomic_store(&e->kind, EV_FREE);
     proxy_release(p);
 }
@@ -778,7 +819,7 @@ static ncclResult_t init_v6(void **ctx, uint64_t comm_id, int *mask, const char 
         else if (d->type == CT_NPROF_PROXY_OP)                                                     \
             proxy_start(handle, d->parent, &d->proxy_op);                                          \
         else if (d->type == CT_NPROF_PROXY_STEP)                                                   \
-            step_start(handle, d->parent);                                                         \
+            step_start(handle, d->parent, d->proxy_step.step);                                     \
         else if (d->type == CT_NPROF_NET_PLUGIN)                                                   \
             net_start(handle, d->parent, &d->net);                                                 \
         return ncclSuccess;                                                                        \

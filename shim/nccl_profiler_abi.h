@@ -80,6 +80,10 @@ struct ct_nprof_proxy_op {
     int chunk_size;
     int is_send;
 };
+/* A ProxyStep (v3 on): the step's index in its ProxyOp */
+struct ct_nprof_proxy_step {
+    int step;
+};
 /* A network plugin's event (NetPlugin, v3 on): the plugin's own descriptor,
  * named by an id of a type (high 16 bits) and a version (low 16). */
 struct ct_nprof_net_plugin {
@@ -164,6 +168,7 @@ struct ct_nprof_descr_v7 {
         struct ct_nprof_coll_v7 coll;
         struct ct_nprof_p2p_v7 p2p;
         struct ct_nprof_proxy_op proxy_op;
+        struct ct_nprof_proxy_step proxy_step;
         struct ct_nprof_kernel_ch_v4 kernel_ch;
         struct ct_nprof_net_plugin net;
         struct ct_nprof_ce_coll_v7 ce_coll;
@@ -181,6 +186,7 @@ struct ct_nprof_descr_v5 {
         struct ct_nprof_coll_v4 coll;
         struct ct_nprof_p2p_v4 p2p;
         struct ct_nprof_proxy_op proxy_op;
+        struct ct_nprof_proxy_step proxy_step;
         struct ct_nprof_kernel_ch_v4 kernel_ch;
         struct ct_nprof_net_plugin net;
         struct ct_nprof_ce_coll_v6 ce_coll;
@@ -196,6 +202,7 @@ struct ct_nprof_descr_v4 {
         struct ct_nprof_coll_v4 coll;
         struct ct_nprof_p2p_v4 p2p;
         struct ct_nprof_proxy_op proxy_op;
+        struct ct_nprof_proxy_step proxy_step;
         struct ct_nprof_kernel_ch_v4 kernel_ch;
         struct ct_nprof_net_plugin net;
         uint64_t align_;

@@ -124,6 +124,7 @@ static const char *const known_vars[] = {"CUTRACE_BUFFER_KB",
                                          "CUTRACE_MAX_MB",
                                          "CUTRACE_MAX_POLICY",
                                          "CUTRACE_MODE",
+                                         "CUTRACE_NCCL_STEPS",
                                          "CUTRACE_NVML_LIB",
                                          "CUTRACE_OUTPUT",
                                          "CUTRACE_PM_SAMPLING_US",
@@ -397,6 +398,23 @@ int ct_config_from_env(struct ct_config *c, const char *(*getenv_fn)(const char 
             return -EINVAL;
         }
         c->pm_sampling_us = (unsigned)v;
+    }
+    /* Raw NCCL proxy steps (shim/nccl_steps.c): opt-in and bounded, as a
+     * job can make millions a second. A bad value turns only them off
+     * (nccl_steps_err), not the recording. */
+    const char *ns = getenv_fn("CUTRACE_NCCL_STEPS");
+    if (ns) {
+        if (!strcmp(ns, "off"))
+            c->nccl_steps = 0;
+        else if (!strcmp(ns, "on"))
+            c->nccl_steps = CT_NCCL_STEPS_ON;
+        else if (ct_parse_int(ns, 0, CT_NCCL_STEPS_MAX, &v) == 0)
+            c->nccl_steps = (uint64_t)v;
+        else
+            snprintf(c->nccl_steps_err, sizeof(c->nccl_steps_err),
+                     "CUTRACE_NCCL_STEPS=%.40s: expected off (0), on (%d steps) or a number of "
+                     "raw proxy steps a process records, from 1 to %d",
+                     ns, CT_NCCL_STEPS_ON, CT_NCCL_STEPS_MAX);
     }
     static const char *const policy[] = {"oldest", "stop", NULL};
     if ((rc = get_word(getenv_fn, "CUTRACE_MAX_POLICY", policy, c->max_stop, err, errlen)) < 0)

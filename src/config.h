@@ -24,6 +24,12 @@
 #define CT_PM_SAMPLING_US_MIN 10
 #define CT_PM_SAMPLING_US_MAX 100000
 
+/* CUTRACE_NCCL_STEPS: raw NCCL proxy steps (docs/nccl.md, "Raw proxy
+ * steps"): off (0, the default), on (CT_NCCL_STEPS_ON), or a budget of
+ * 1..CT_NCCL_STEPS_MAX step records a process */
+#define CT_NCCL_STEPS_ON  1000000
+#define CT_NCCL_STEPS_MAX 100000000
+
 struct ct_config {
     char output[4096];        /* CUTRACE_OUTPUT: directory for traces (default ".") */
     size_t buffer_kb;         /* CUTRACE_BUFFER_KB: per-thread ring, 64..1048576, default 1024 */
@@ -59,6 +65,12 @@ struct ct_config {
      * live mapping in /dev/shm), dir (beside the trace) or private (process
      * memory: a SIGKILL loses what was not written); enum ct_live_where */
     int buffers;
+    /* CUTRACE_NCCL_STEPS: raw proxy steps a process may record, 0 off */
+    uint64_t nccl_steps;
+    /* A bad CUTRACE_NCCL_STEPS is not fatal to recording (the aggregates
+     * do not need it): raw steps stay off and this says why, for the
+     * trace (shim/nccl_steps.c) and for `cutrace run`, which refuses it. */
+    char nccl_steps_err[192];
 };
 
 void ct_config_defaults(struct ct_config *c);

@@ -15,6 +15,7 @@
 #include "decoder/load/load.h"
 #include "decoder/util/json.h"
 #include "decoder/util/names.h"
+#include "decoder/read/nccl_steps.h"
 #include "decoder/read/symbols.h"
 #include "decoder/read/tracefile.h"
 
@@ -361,6 +362,27 @@ static size_t print_record(struct out *o, struct ct_trace *t, size_t i)
         f_u(o, "correlation_id", f[CT_NTAG_CORR]);
         f_u(o, "tag", f[CT_NTAG_TAG]);
         break;
+    case CT_REC_NCCL_STEP: { /* format v6 (docs/nccl.md, "Raw proxy steps") */
+        f_u(o, "start_ns", f[CT_NSTEP_START]);
+        f_u(o, "end_ns", f[CT_NSTEP_END]);
+        f_u(o, "correlation_id", f[CT_NSTEP_CORR]);
+        f_u(o, "channel", f[CT_NSTEP_CHANNEL]);
+        f_i(o, "peer", (int64_t)f[CT_NSTEP_PEER]);
+        f_s(o, "direction", f[CT_NSTEP_SEND] ? "send" : "recv");
+        f_u(o, "step", f[CT_NSTEP_STEP]);
+        f_u(o, "bytes", f[CT_NSTEP_BYTES]);
+        uint64_t at[CT_NSS_COUNT], dur[CT_NSS_COUNT];
+        int order[3];
+        ct_nstep_states(f, at, dur, order);
+        for (int st = 0; st < CT_NSS_COUNT; st++) {
+            char k[32];
+            snprintf(k, sizeof(k), "%s_at_ns", ct_nstep_state_name[st]);
+            f_null_or_i(o, k, at[st] ? (int64_t)at[st] : -1); /* null: never entered */
+            snprintf(k, sizeof(k), "%s_ns", ct_nstep_state_name[st]);
+            f_u(o, k, dur[st]);
+        }
+        break;
+    }
     case CT_REC_NCCL_NET: /* format v5 (docs/nccl.md) */
         span(o, f);
         f_u(o, "correlation_id", f[CT_NNET_CORR]);

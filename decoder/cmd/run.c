@@ -133,6 +133,10 @@ static int check_config(const int *opt_set)
         fprintf(stderr, "cutrace run: %s\n", err);
         return -1;
     }
+    if (cfg.nccl_steps_err[0]) { /* the shim would record without raw steps: refused here */
+        fprintf(stderr, "cutrace run: %s\n", cfg.nccl_steps_err);
+        return -1;
+    }
     for (char **e = environ; e && *e; e++) {
         if (strncmp(*e, "CUTRACE_", 8) != 0)
             continue;

@@ -6,7 +6,11 @@
  * --nccl-proxy`, the proxy tracks: per rank a track per (communicator,
  * channel, peer, direction) holding a slice per ProxyOp (CT_REC_NCCL_PROXY)
  * from its first step's start to its last step's stop, its args the
- * recorded state sums. The proxy tracks are written after the trace's
+ * recorded state sums, and, where the trace has raw steps (format v6
+ * CT_REC_NCCL_STEP, CUTRACE_NCCL_STEPS), beside each such track one of its
+ * steps: a slice per step, its states' begins and times as args (steps in
+ * flight overlap, so they cannot nest in the ProxyOp's slice). The proxy
+ * tracks are written after the trace's
  * other events, so that a file without them is the same file with their
  * events left out (the export test checks exactly that).
  */
@@ -16,6 +20,7 @@
 #include <string.h>
 
 #include "decoder/export/chrome_int.h"
+#include "decoder/read/nccl_steps.h"
 #include "decoder/util/json.h"
 #include "decoder/util/names.h"
 
@@ -30,6 +35,11 @@
 /* A kernel-channel track's tid: as a proxy track's, below theirs. */
 #define CT_CHAN_TID(w, track, lane)                                                                \
     (0x20000000u + ((uint32_t)((w)->flow_base >> 40) & 0xffu) * 0x100000u +                        \
+     ((uint32_t)(track)*CT_LANES + (uint32_t)(lane)) % 0x100000u)
+
+/* A proxy-steps track's tid: as a proxy track's, below the channels'. */
+#define CT_STEP_TID(w, track, lane)                                                                \
+    (0x10000000u + ((uint32_t)((w)->flow_base >> 40) & 0xffu) * 0x100000u +                        \
      ((uint32_t)(track)*CT_LANES + (uint32_t)(lane)) % 0x100000u)
 
 static int cmp_info(const void *a, const void *b, void *ctx)
@@ -368,13 +378,64 @@ static void channel_phases(struct ct_chrome_writer *w, const struct ct_record *c
     }
 }
 
+/* One raw proxy step's slice (format v6 nccl_step) on the steps track of
+ * its ProxyOp's (communicator, channel, peer, direction), the first lane
+ * free at its start (the steps in flight overlap). Args: the step's
+ * identity and, per state it entered, when it began (`*_at_us`, on the
+ * export's time axis) and its ns, in the order it entered them. */
+static int step_slice(struct ct_chrome_writer *w, const struct ct_record *r, struct ptrack **v,
+                      size_t *n, size_t *cap)
+{
+    const uint64_t *f = r->f;
+    const struct ct_record *call = ct_trace_call(w->t, f[CT_NSTEP_CORR]);
+    uint64_t comm = call && call->kind == CT_REC_NCCL ? call->f[CT_NCCL_COMM] : 0;
+    uint8_t send = f[CT_NSTEP_SEND] != 0;
+    int32_t peer = (int32_t)(int64_t)f[CT_NSTEP_PEER];
+    size_t k = track_of(v, n, cap, comm, (uint32_t)f[CT_NSTEP_CHANNEL], peer, send);
+    if (k == SIZE_MAX)
+        return -ENOMEM;
+    struct ptrack *T = &(*v)[k];
+    int64_t s = (int64_t)f[CT_NSTEP_START], e = (int64_t)f[CT_NSTEP_END];
+    int l = take_lane(T, s, e);
+    for (; T->named <= l; T->named++) {
+        char name[200], lane[64];
+        lane_suffix(w, T->named, lane, sizeof(lane));
+        snprintf(name, sizeof(name), "NCCL proxy steps comm %016" PRIx64 " ch %u %s %s peer %d%s",
+                 comm, T->channel, send ? "send" : "recv", send ? "to" : "from", peer, lane);
+        /* after the proxy tracks, before the host threads (10^9 + tid) */
+        meta(w, CT_STEP_TID(w, k, T->named), name, 950000000L + (long)k * CT_LANES + T->named);
+    }
+    char nm[48];
+    snprintf(nm, sizeof(nm), "%s step %" PRIu64, send ? "send" : "recv", f[CT_NSTEP_STEP]);
+    ct_chrome_ev(w, "X", CT_STEP_TID(w, k, l), s, nm);
+    fputs(",\"cat\":\"nccl_step\",\"dur\":", w->f);
+    ct_chrome_ts(w->f, e > s ? e - s : 0);
+    FILE *o = w->f;
+    fprintf(o, ",\"args\":{\"correlation_id\":%" PRIu64, f[CT_NSTEP_CORR]);
+    arg_u(o, "channel", f[CT_NSTEP_CHANNEL]);
+    fprintf(o, ",\"peer\":%" PRId64 ",\"direction\":\"%s\"", (int64_t)peer, send ? "send" : "recv");
+    arg_u(o, "step", f[CT_NSTEP_STEP]);
+    arg_u(o, "bytes", f[CT_NSTEP_BYTES]);
+    uint64_t at[CT_NSS_COUNT], dur[CT_NSS_COUNT];
+    int order[3];
+    int m = ct_nstep_states(f, at, dur, order);
+    for (int i = 0; i < m; i++) {
+        fprintf(o, ",\"%s_at_us\":", ct_nstep_state_name[order[i]]);
+        ct_chrome_ts(o, (int64_t)at[order[i]] + w->shift);
+        fprintf(o, ",\"%s_ns\":%" PRIu64, ct_nstep_state_name[order[i]], dur[order[i]]);
+    }
+    fputs("}}", o);
+    return 0;
+}
+
 int ct_chrome_nccl_proxy(struct ct_chrome_writer *w)
 {
     const struct ct_trace *t = w->t;
-    if (!t->count[CT_REC_NCCL_PROXY] && !t->count[CT_REC_NCCL_CHANNEL])
+    if (!t->count[CT_REC_NCCL_PROXY] && !t->count[CT_REC_NCCL_CHANNEL] &&
+        !t->count[CT_REC_NCCL_STEP])
         return 0;
-    struct ptrack *v = NULL, *cv = NULL;
-    size_t n = 0, cap = 0, cn = 0, ccap = 0, *ph = NULL, nph = 0;
+    struct ptrack *v = NULL, *cv = NULL, *sv = NULL;
+    size_t n = 0, cap = 0, cn = 0, ccap = 0, sn = 0, scap = 0, *ph = NULL, nph = 0;
     int rc = phase_index(t, &ph, &nph);
     /* records are in start order: each track's slices come in start order */
     for (size_t i = 0; i < t->n && !rc; i++) {
@@ -387,10 +448,13 @@ int ct_chrome_nccl_proxy(struct ct_chrome_writer *w)
             uint32_t tid;
             if (!(rc = channel_slice(w, r, &cv, &cn, &ccap, &tid)) && nph)
                 channel_phases(w, r, tid, ph, nph);
-        }
+        } else if (r->kind == CT_REC_NCCL_STEP &&
+                   ct_chrome_in(w, (int64_t)r->f[CT_NSTEP_START], (int64_t)r->f[CT_NSTEP_END]))
+            rc = step_slice(w, r, &sv, &sn, &scap);
     }
     free(v);
     free(cv);
+    free(sv);
     free(ph);
     return rc;
 }

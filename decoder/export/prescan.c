@@ -58,6 +58,7 @@ enum {
     B_CHANNEL = 170,  /* export --nccl-proxy: a kernel channel's X */
     B_PHASE = 175,    /* export --nccl-proxy: a channel's barrier phase's X (v7) */
     B_NTAG = 20,      /* an op's user tag, on its call's and its GPU slice (v7) */
+    B_STEP = 340,     /* export --nccl-proxy: a raw proxy step's X with its states (335 measured) */
 };
 
 struct scan {
@@ -172,6 +173,11 @@ static void count(struct scan *s, const struct ct_record *r)
     case CT_REC_NCCL_TAG: /* args of two slices, no event of its own */
         add(s, 0, 2 * B_NTAG);
         return;
+    case CT_REC_NCCL_STEP:
+        if (!s->proxy)
+            return;
+        add(s, 1, B_STEP);
+        break;
     default: return; /* metadata, clock pairs: no event of their own */
     }
     s->records++;

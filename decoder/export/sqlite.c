@@ -97,6 +97,12 @@ static const char schema_own[] =
     " channel INTEGER NOT NULL, phase TEXT NOT NULL);"
     "CREATE TABLE NCCL_TAGS (start INTEGER NOT NULL, globalPid INTEGER NOT NULL,"
     " rank INTEGER NOT NULL, correlationId INTEGER NOT NULL, tag INTEGER NOT NULL);"
+    "CREATE TABLE NCCL_PROXY_STEPS (start INTEGER NOT NULL, end INTEGER NOT NULL,"
+    " globalTid INTEGER NOT NULL, rank INTEGER NOT NULL, correlationId INTEGER NOT NULL,"
+    " channel INTEGER NOT NULL, peer INTEGER NOT NULL, direction TEXT NOT NULL,"
+    " step INTEGER NOT NULL, bytes INTEGER NOT NULL, gpuWaitStart INTEGER,"
+    " gpuWait INTEGER NOT NULL, peerWaitStart INTEGER, peerWait INTEGER NOT NULL,"
+    " netStart INTEGER, net INTEGER NOT NULL, flushStart INTEGER, flush INTEGER NOT NULL);"
     "CREATE TABLE IO_SPANS (start INTEGER NOT NULL, end INTEGER NOT NULL,"
     " globalTid INTEGER NOT NULL, rank INTEGER NOT NULL, op TEXT NOT NULL, fd INTEGER NOT NULL,"
     " fdType TEXT NOT NULL, path TEXT NOT NULL, bytes INTEGER NOT NULL, result INTEGER NOT NULL,"
@@ -166,6 +172,7 @@ static const char indexes[] =
     "CREATE INDEX nccl_phase_corr ON NCCL_KERNEL_PHASES (rank, correlationId);"
     "CREATE INDEX nccl_tag_corr ON NCCL_TAGS (rank, correlationId);"
     "CREATE INDEX nccl_tag_tag ON NCCL_TAGS (tag);"
+    "CREATE INDEX nccl_step_corr ON NCCL_PROXY_STEPS (rank, correlationId);"
     "CREATE INDEX io_start ON IO_SPANS (start);";
 
 static const char *const stmt_sql[ST_COUNT] = {
@@ -189,6 +196,7 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_NCCL_NET] = "INSERT INTO NCCL_NET VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
     [ST_NCCL_PHASE] = "INSERT INTO NCCL_KERNEL_PHASES VALUES (?,?,?,?,?,?,?)",
     [ST_NCCL_TAG] = "INSERT INTO NCCL_TAGS VALUES (?,?,?,?,?)",
+    [ST_NCCL_STEP] = "INSERT INTO NCCL_PROXY_STEPS VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
     [ST_IO] = "INSERT INTO IO_SPANS VALUES (?,?,?,?,?,?,?,?,?,?,?)",
     [ST_RANK] = "INSERT INTO RANKS VALUES (?,?,?,?,?,?,?)",
     [ST_ITER] = "INSERT INTO ITERATIONS VALUES (?,?,?,?,?)",
@@ -442,6 +450,7 @@ static void record_row(struct sqlite_writer *w, const struct ct_record *r, size_
     case CT_REC_NCCL_NET:
     case CT_REC_NCCL_PHASE:
     case CT_REC_NCCL_TAG: ct_sqlite_nccl_row(w, r); break;
+    case CT_REC_NCCL_STEP: ct_sqlite_nccl_row(w, r); break;
     case CT_REC_IO:
         k = ST_IO;
         b_i(w, k, 1, T(w, f[CT_IO_START]));

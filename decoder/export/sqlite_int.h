@@ -31,6 +31,7 @@ enum stmt {
     ST_NCCL_NET,
     ST_NCCL_PHASE,
     ST_NCCL_TAG,
+    ST_NCCL_STEP,
     ST_IO,
     ST_RANK,
     ST_ITER,

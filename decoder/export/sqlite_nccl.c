@@ -1,14 +1,16 @@
 /*
  * NCCL's tables of the SQLite export (docs/export.md): its calls
  * (NCCL_OPS), and its own account of them from the profiler plugin
- * (NCCL_INFO, NCCL_PROXY_OPS, NCCL_CHANNELS, NCCL_NET, and profiler ABI
- * v7's NCCL_KERNEL_PHASES and NCCL_TAGS), each joined to NCCL_OPS by
+ * (NCCL_INFO, NCCL_PROXY_OPS, NCCL_CHANNELS, NCCL_NET, the raw steps of
+ * CUTRACE_NCCL_STEPS in NCCL_PROXY_STEPS, and profiler ABI v7's
+ * NCCL_KERNEL_PHASES and NCCL_TAGS), each joined to NCCL_OPS by
  * (rank, correlationId).
  */
 #include <inttypes.h>
 #include <stdio.h>
 
 #include "decoder/export/sqlite_int.h"
+#include "decoder/read/nccl_steps.h"
 #include "decoder/util/names.h"
 
 static void nccl_row(struct sqlite_writer *w, const struct ct_record *r)
@@ -168,6 +170,35 @@ static void nccl_tag_row(struct sqlite_writer *w, const struct ct_record *r)
     step(w, k);
 }
 
+/* One raw proxy step (format v6 nccl_step, CUTRACE_NCCL_STEPS):
+ * NCCL_PROXY_STEPS, joined to its ProxyOp's NCCL_PROXY_OPS row by (rank,
+ * correlationId, channel, peer, direction); each state's start NULL when
+ * the step never entered it, its time (ns) then 0. */
+static void nccl_step_row(struct sqlite_writer *w, const struct ct_record *r)
+{
+    const uint64_t *f = r->f;
+    enum stmt k = ST_NCCL_STEP;
+    b_i(w, k, 1, T(w, f[CT_NSTEP_START]));
+    b_i(w, k, 2, T(w, f[CT_NSTEP_END]));
+    b_i(w, k, 3, w->gpid | r->tid);
+    b_i(w, k, 4, w->src->rank);
+    b_i(w, k, 5, (int64_t)f[CT_NSTEP_CORR]);
+    b_i(w, k, 6, (int64_t)f[CT_NSTEP_CHANNEL]);
+    b_i(w, k, 7, (int64_t)f[CT_NSTEP_PEER]);
+    b_t(w, k, 8, f[CT_NSTEP_SEND] ? "send" : "recv");
+    b_i(w, k, 9, (int64_t)f[CT_NSTEP_STEP]);
+    b_i(w, k, 10, (int64_t)f[CT_NSTEP_BYTES]);
+    uint64_t at[CT_NSS_COUNT], dur[CT_NSS_COUNT];
+    int order[3];
+    ct_nstep_states(f, at, dur, order);
+    for (int s = 0; s < CT_NSS_COUNT; s++) { /* gpuWait, peerWait, net, flush */
+        if (at[s])
+            b_i(w, k, 11 + 2 * s, T(w, at[s]));
+        b_i(w, k, 12 + 2 * s, (int64_t)dur[s]);
+    }
+    step(w, k);
+}
+
 void ct_sqlite_nccl_row(struct sqlite_writer *w, const struct ct_record *r)
 {
     switch (r->kind) {
@@ -178,6 +209,7 @@ void ct_sqlite_nccl_row(struct sqlite_writer *w, const struct ct_record *r)
     case CT_REC_NCCL_NET: nccl_net_row(w, r); break;
     case CT_REC_NCCL_PHASE: nccl_phase_row(w, r); break;
     case CT_REC_NCCL_TAG: nccl_tag_row(w, r); break;
+    case CT_REC_NCCL_STEP: nccl_step_row(w, r); break;
     default: break;
     }
 }

@@ -1,5 +1,5 @@
 /*
- * cutrace trace file format, version 5 — the only contract between the
+ * cutrace trace file format, version 6 — the only contract between the
  * recorder (libcutrace.so) and the decoder (`cutrace`).
  *
  * Every format change bumps CT_FORMAT_VERSION and adds a golden file under
@@ -14,8 +14,10 @@
  * CT_REC_NCCL_CHANNEL (each kernel channel's start and stop on the GPU's
  * timer), CT_REC_NCCL_NET (the network transport's work per ProxyOp and
  * queue pair or socket), CT_REC_NCCL_PHASE (a kernel channel's barrier
- * phases, profiler ABI v7) and CT_REC_NCCL_TAG (an op's user tag, v7). Nothing else changed: a
- * version 1 to 4 file is a version 5 file without those, and readers accept all five.
+ * phases, profiler ABI v7) and CT_REC_NCCL_TAG (an op's user tag, v7); 6 adds
+ * CT_REC_NCCL_STEP (one raw proxy step, on request: CUTRACE_NCCL_STEPS).
+ * Nothing else changed: a version 1 to 5 file is a version 6 file without
+ * those, and readers accept all six.
  *
  * ## File layout
  *
@@ -204,7 +206,7 @@
 
 #include <stdint.h>
 
-#define CT_FORMAT_VERSION     5u
+#define CT_FORMAT_VERSION     6u
 #define CT_FORMAT_VERSION_MIN 1u         /* oldest version readers still accept */
 #define CT_FILE_MAGIC         "CUTRACE"  /* 8 bytes with its NUL */
 #define CT_FOOTER_MAGIC       "CTFOOTER" /* 8 bytes, no NUL */
@@ -274,6 +276,7 @@ enum ct_record_kind {
     CT_REC_NCCL_NET,     /* a ProxyOp's network work on one queue pair or socket (version 5) */
     CT_REC_NCCL_PHASE,   /* one barrier phase of a kernel channel (version 5) */
     CT_REC_NCCL_TAG,     /* an op's user tag (version 5) */
+    CT_REC_NCCL_STEP,    /* one proxy step with its states' times, on request (version 6) */
     CT_REC_KIND_COUNT
 };
 
@@ -666,6 +669,36 @@ enum ct_nccl_tag_field {
     CT_NTAG_NFIELDS
 };
 
+/* CT_REC_NCCL_STEP (version 6): one ProxyStep of a ProxyOp, raw, written
+ * when it stops, only under CUTRACE_NCCL_STEPS (a per-process budget of
+ * steps; the ProxyOp's CT_REC_NCCL_PROXY is written all the same). Its
+ * times are when each state began, each coded against the one before
+ * (OTIME: absent when the step never entered the state), the stop against
+ * the last present one (END) and the start against the previous step's
+ * stop (TIME): a step costs about 14-20 bytes before zstd (docs/nccl.md,
+ * "Raw proxy steps"). The three state slots, in the order NCCL enters them:
+ * send: GPU wait (SendGPUWait), peer wait (SendPeerWait), network
+ * (SendWait); receive: peer wait (RecvWait), flush (RecvFlushWait), GPU
+ * wait (RecvGPUWait). A state lasts from its begin to the next present
+ * begin (or the stop); the recorder places the step's time in each state
+ * that way even if NCCL entered one twice (it does not), so that each
+ * state's time summed over a ProxyOp's steps is its CT_REC_NCCL_PROXY sum
+ * to the ns; time in no known state comes before the first state. */
+enum ct_nccl_step_field {
+    CT_NSTEP_START,   /* TIME  the step's start (its ProxyStep event's start) */
+    CT_NSTEP_STATE0,  /* OTIME send: GPU wait began; receive: peer wait */
+    CT_NSTEP_STATE1,  /* OTIME send: peer wait; receive: flush */
+    CT_NSTEP_STATE2,  /* OTIME send: network (SendWait); receive: GPU wait */
+    CT_NSTEP_END,     /* END   the step's stop */
+    CT_NSTEP_CORR,    /* SEQ   correlation id of the NCCL record */
+    CT_NSTEP_CHANNEL, /* U     channel id of its ProxyOp */
+    CT_NSTEP_PEER,    /* I     its peer (communicator rank) */
+    CT_NSTEP_SEND,    /* U     1 send, 0 receive */
+    CT_NSTEP_STEP,    /* SEQ   NCCL's step index */
+    CT_NSTEP_BYTES,   /* U     its bytes (transSize) */
+    CT_NSTEP_NFIELDS
+};
+
 struct ct_kind_desc {
     const char *name;
     uint8_t nfields;
@@ -730,6 +763,11 @@ static const struct ct_kind_desc ct_kind_table[CT_REC_KIND_COUNT] = {
                            CT_NPHASE_NFIELDS,
                            {CT_CODEC_TIME, CT_CODEC_END, CT_CODEC_SEQ, CT_CODEC_U, CT_CODEC_U}},
     [CT_REC_NCCL_TAG] = {"nccl_tag", CT_NTAG_NFIELDS, {CT_CODEC_TIME, CT_CODEC_SEQ, CT_CODEC_U}},
+    [CT_REC_NCCL_STEP] = {"nccl_step",
+                          CT_NSTEP_NFIELDS,
+                          {CT_CODEC_TIME, CT_CODEC_OTIME, CT_CODEC_OTIME, CT_CODEC_OTIME,
+                           CT_CODEC_END, CT_CODEC_SEQ, CT_CODEC_U, CT_CODEC_I, CT_CODEC_U,
+                           CT_CODEC_SEQ, CT_CODEC_U}},
 };
 
 #endif /* CUTRACE_FORMAT_H */

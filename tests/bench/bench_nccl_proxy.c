@@ -7,8 +7,13 @@
  * SendGPUWait, SendPeerWait, SendWait (with transSize), stop; the same
  * loop against an empty plugin is the baseline. Prints ns per step for
  * both; then the same with one IB work request's network event (start,
- * stop) inside each step, as NCCL's IB transport makes them. Not run by the tests (it measures, it
- * does not check).
+ * stop) inside each step, as NCCL's IB transport makes them; then the
+ * plain step again under an op the shim recorded (its Coll event started
+ * inside a wrapped ncclAllReduce: bench_nccl_stub.c), the only steps that
+ * CUTRACE_NCCL_STEPS records raw: run it with the variable unset and with
+ * a budget above 5 x STEPS to compare the per-step cost of raw steps off
+ * and on (docs/nccl.md). Not run by the tests (it measures, it does not
+ * check).
  */
 #include <dlfcn.h>
 #include <stdint.h>
@@ -37,6 +42,18 @@ static ncclResult_t nop_state(void *h, int s, union ct_nprof_state_args_v4 *a)
     return ncclSuccess;
 }
 
+/* bench_nccl_stub.c: the "real" ncclAllReduce the shim wraps */
+extern void (*bench_nccl_inside)(void);
+
+static const struct ct_nprof_v5 *g_p;
+static void *g_ctx, *g_coll;
+static struct ct_nprof_descr_v5 *g_d;
+
+static void start_coll_inside(void)
+{
+    g_p->start_event(g_ctx, &g_coll, g_d);
+}
+
 static double now(void)
 {
     struct timespec t;
@@ -45,8 +62,8 @@ static double now(void)
 }
 
 /* ns per step of p over n steps (the best of 5 runs); net: with an IB
- * work request's event in each */
-static double steps(const struct ct_nprof_v5 *p, void *ctx, long n, int net)
+ * work request's event in each; rec: under an op the shim recorded */
+static double steps(const struct ct_nprof_v5 *p, void *ctx, long n, int net, int rec)
 {
     struct ct_nprof_net_ib_v1 wr = {.type = 1,
                                     .qp = {.device = 0, .qp_num = 0x100, .length = 1 << 20}};
@@ -58,7 +75,15 @@ static double steps(const struct ct_nprof_v5 *p, void *ctx, long n, int net)
         d.coll.func = "AllReduce";
         d.coll.count = 1;
         void *coll = NULL, *pop = NULL;
-        p->start_event(ctx, &coll, &d);
+        if (rec) {
+            g_p = p, g_ctx = ctx, g_d = &d, g_coll = NULL;
+            bench_nccl_inside = start_coll_inside;
+            ncclAllReduce(NULL, NULL, 1, ncclFloat, ncclSum, NULL, NULL);
+            bench_nccl_inside = NULL;
+            coll = g_coll;
+        } else {
+            p->start_event(ctx, &coll, &d);
+        }
         memset(&d, 0, sizeof d);
         d.type = CT_NPROF_PROXY_OP;
         d.parent = coll;
@@ -120,14 +145,19 @@ int main(int argc, char **argv)
         return 2;
     }
     struct ct_nprof_v5 nop = {"nop", NULL, nop_start, nop_stop, nop_state, NULL};
-    double base = steps(&nop, NULL, n, 0), ours = steps(p, ctx, n, 0);
+    double base = steps(&nop, NULL, n, 0, 0), ours = steps(p, ctx, n, 0, 0);
     printf("proxy step (start, 3 states, stop): cutrace %.1f ns, empty plugin %.1f ns, added "
            "%.1f ns\n",
            ours, base, ours - base);
-    base = steps(&nop, NULL, n, 1), ours = steps(p, ctx, n, 1);
+    base = steps(&nop, NULL, n, 1, 0), ours = steps(p, ctx, n, 1, 0);
     printf("proxy step with an IB work request's event: cutrace %.1f ns, empty plugin %.1f ns, "
            "added %.1f ns\n",
            ours, base, ours - base);
+    const char *raw = getenv("CUTRACE_NCCL_STEPS");
+    base = steps(&nop, NULL, n, 0, 1), ours = steps(p, ctx, n, 0, 1);
+    printf("proxy step of a recorded op, CUTRACE_NCCL_STEPS=%s: cutrace %.1f ns, empty plugin "
+           "%.1f ns, added %.1f ns\n",
+           raw ? raw : "(unset)", ours, base, ours - base);
     p->finalize(ctx);
     return 0;
 }

@@ -35,6 +35,10 @@ REQUIRED = {
     "nccl_phase": {"start_ns": int, "end_ns": int, "correlation_id": int, "channel": int,
                    "phase": str},
     "nccl_tag": {"time_ns": int, "correlation_id": int, "tag": int},
+    # format v6: a raw proxy step (CUTRACE_NCCL_STEPS); *_at_ns null when never entered
+    "nccl_step": {"start_ns": int, "end_ns": int, "correlation_id": int, "channel": int,
+                  "peer": int, "direction": str, "step": int, "bytes": int, "gpu_wait_ns": int,
+                  "peer_wait_ns": int, "net_ns": int, "flush_ns": int},
     # format v5: a ProxyOp's network work on one queue pair or socket
     "nccl_net": {"start_ns": int, "end_ns": int, "correlation_id": int, "channel": int,
                  "peer": int, "direction": str, "transport": str, "device": int, "qp": int,
@@ -59,7 +63,7 @@ for lineno, line in enumerate(sys.stdin, 1):
     for key, typ in REQUIRED[kind].items():
         if not isinstance(obj.get(key), typ) or isinstance(obj.get(key), bool):
             sys.exit(f"line {lineno}: {kind}.{key} missing or not {typ.__name__}")
-    if kind in ("api", "gpu", "io", "nccl", "nccl_proxy", "nccl_channel", "nccl_net", "nccl_phase") and obj["end_ns"] < obj["start_ns"]:
+    if kind in ("api", "gpu", "io", "nccl", "nccl_proxy", "nccl_channel", "nccl_net", "nccl_phase", "nccl_step") and obj["end_ns"] < obj["start_ns"]:
         sys.exit(f"line {lineno}: end_ns before start_ns")
     if kind == "api" and obj.get("family") == "launch":
         for key in ("grid", "block"):

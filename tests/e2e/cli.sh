@@ -68,6 +68,17 @@ grep -q '"kind":"nccl_net",.*"channel":1,"peer":1,"direction":"send","transport"
 grep -q '"kind":"nccl_tag",.*"correlation_id":125,"tag":42}' "$tmp/v5.jsonl" &&
     grep -q '"kind":"nccl_phase",.*"correlation_id":125,"channel":0,"phase":"compute"}' "$tmp/v5.jsonl" &&
     ok || bad "golden v5: a user tag and a kernel phase (ABI v7)"
+# ... and of format v6: v5's with two raw proxy steps (CUTRACE_NCCL_STEPS)
+if "$cutrace" dump --json tests/golden/v6.cutrace > "$tmp/v6.jsonl" &&
+    cmp -s "$tmp/v6.jsonl" tests/golden/v6.jsonl; then ok; else
+    bad "golden v6 dump --json differs:"; diff "$tmp/v6.jsonl" tests/golden/v6.jsonl | head -5; fi
+if "$cutrace" info tests/golden/v6.cutrace > "$tmp/v6.info" && cmp -s "$tmp/v6.info" tests/golden/v6.info; then ok; else
+    bad "golden v6 info differs:"; diff "$tmp/v6.info" tests/golden/v6.info | head -5; fi
+if python3 tests/e2e/check_dump_json.py < "$tmp/v6.jsonl" > /dev/null; then ok; else bad "golden v6 JSON contract"; fi
+grep -q '"kind":"nccl_step",.*"direction":"send","step":0,"bytes":524288,"gpu_wait_at_ns":[0-9]*,"gpu_wait_ns":1000,"peer_wait_at_ns":[0-9]*,"peer_wait_ns":2000,"net_at_ns":[0-9]*,"net_ns":40000,"flush_at_ns":null,"flush_ns":0}' "$tmp/v6.jsonl" &&
+    grep -q '"kind":"nccl_step",.*"direction":"recv",.*"gpu_wait_ns":5000,.*"peer_wait_ns":30000,"net_at_ns":null,"net_ns":0,"flush_at_ns":null,"flush_ns":0}' "$tmp/v6.jsonl" &&
+    grep -q 'nccl_tag 1, nccl_step 2' "$tmp/v6.info" &&
+    ok || bad "golden v6: two raw proxy steps, a state never entered null"
 grep -q '"message":"killed in step 2"' "$tmp/v3.jsonl" && grep -q '"signal":"9"' "$tmp/v3.jsonl" &&
     grep -q 'status:     complete, salvaged: the process was killed by SIGKILL' "$tmp/v3.info" &&
     ok || bad "golden v3: the salvaged marks, the signal and the status"
@@ -137,9 +148,9 @@ check_error 2 "unknown command 'frobnicate'" frobnicate
 check_error 2 "expected at least one trace" dump
 cp tests/golden/v1.cutrace "$tmp/v9.cutrace"
 printf '\x09' | dd of="$tmp/v9.cutrace" bs=1 seek=16 conv=notrunc 2> /dev/null
-check_error 1 "v9.cutrace: trace format version 9 is newer than this cutrace supports (5)" info "$tmp/v9.cutrace"
-printf '\x06' | dd of="$tmp/v9.cutrace" bs=1 seek=16 conv=notrunc 2> /dev/null
-check_error 1 "v9.cutrace: trace format version 6 is newer than this cutrace supports (5)" info "$tmp/v9.cutrace"
+check_error 1 "v9.cutrace: trace format version 9 is newer than this cutrace supports (6)" info "$tmp/v9.cutrace"
+printf '\x07' | dd of="$tmp/v9.cutrace" bs=1 seek=16 conv=notrunc 2> /dev/null
+check_error 1 "v9.cutrace: trace format version 7 is newer than this cutrace supports (6)" info "$tmp/v9.cutrace"
 
 # 5. Run tags: --tag (repeatable) and CUTRACE_TAGS end up in every trace's metadata.
 # (A sanitizer build's shim needs its runtime preloaded first, which `cutrace run`

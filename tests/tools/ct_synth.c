@@ -181,7 +181,7 @@ static void iteration(struct synth *s, int it)
 /* Format v4: NCCL's own account of the last all-reduce (its profiler
  * plugin's descriptor, and a ProxyOp per channel: a send to ring peer 1
  * and a receive from peer 7, two channels); v5: its kernel channels and
- * one ProxyOp's network work. */
+ * one ProxyOp's network work; v6: two raw proxy steps. */
 static void nccl_internals(struct synth *s)
 {
     uint64_t info[CT_NINFO_NFIELDS] = {
@@ -238,6 +238,16 @@ static void nccl_internals(struct synth *s)
     uint64_t ph[CT_NPHASE_NFIELDS] = {s->ar_s + 1000, s->ar_e - 4000, s->ar_corr, 0,
                                       CT_NPHASE_COMPUTE};
     emit(CT_REC_NCCL_PHASE, ph, CT_NPHASE_NFIELDS);
+    /* format v6 (CUTRACE_NCCL_STEPS): channel 1's first raw steps, a send
+     * (GPU wait 1 us, peer wait 2 us, network 40 us) and a receive that
+     * never flushed (peer wait 30 us, GPU wait 5 us) */
+    uint64_t t0 = s->ar_s + 1000;
+    uint64_t st[CT_NSTEP_NFIELDS] = {t0, t0, t0 + 1000, t0 + 3000, t0 + 43000, s->ar_corr,
+                                     1,  1,  1,         0,         1u << 19};
+    emit(CT_REC_NCCL_STEP, st, CT_NSTEP_NFIELDS);
+    uint64_t rt[CT_NSTEP_NFIELDS] = {t0 + 10, t0 + 10, 0, t0 + 30010, t0 + 35010, s->ar_corr,
+                                     1,       7,       0, 0,          1u << 19};
+    emit(CT_REC_NCCL_STEP, rt, CT_NSTEP_NFIELDS);
 }
 
 /* The golden salvaged trace: what is written stays, the writer stops

@@ -1,6 +1,7 @@
 /* Suite "config": CUTRACE_* validation names the variable and the range. */
 #include <check.h>
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "src/config.h"
@@ -154,6 +155,48 @@ START_TEST(light_mode_windows_are_shorter_than_their_period)
 }
 END_TEST
 
+/* Raw NCCL proxy steps: off by default, on, a budget; a bad value turns
+ * only them off and says why (the recording goes on: `cutrace run`
+ * refuses it from nccl_steps_err). */
+START_TEST(nccl_steps_take_off_on_or_a_budget_and_a_bad_value_is_a_reason_not_an_error)
+{
+    static const struct {
+        const char *value;
+        uint64_t budget;
+    } good[] = {
+        {"off", 0}, {"0", 0}, {"on", CT_NCCL_STEPS_ON}, {"1", 1}, {"100000000", CT_NCCL_STEPS_MAX}};
+    static const char *const bad[] = {"lots", "-1", "100000001", "", "1e6"};
+    struct ct_config c;
+    char err[256] = "";
+    ct_config_defaults(&c);
+    g_env = NULL;
+    ck_assert_int_eq(ct_config_from_env(&c, fake_getenv, err, sizeof(err)), 0);
+    ck_assert_uint_eq(c.nccl_steps, 0);
+    ck_assert_str_eq(c.nccl_steps_err, "");
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        const char *env[] = {"CUTRACE_NCCL_STEPS", good[i].value, NULL};
+        ct_config_defaults(&c);
+        g_env = env;
+        ck_assert_int_eq(ct_config_from_env(&c, fake_getenv, err, sizeof(err)), 0);
+        ck_assert_uint_eq(c.nccl_steps, good[i].budget);
+        ck_assert_str_eq(c.nccl_steps_err, "");
+    }
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        const char *env[] = {"CUTRACE_NCCL_STEPS", bad[i], NULL};
+        char want[256];
+        snprintf(want, sizeof(want),
+                 "CUTRACE_NCCL_STEPS=%s: expected off (0), on (1000000 steps) or a number of raw "
+                 "proxy steps a process records, from 1 to 100000000",
+                 bad[i]);
+        ct_config_defaults(&c);
+        g_env = env;
+        ck_assert_int_eq(ct_config_from_env(&c, fake_getenv, err, sizeof(err)), 0);
+        ck_assert_uint_eq(c.nccl_steps, 0);
+        ck_assert_str_eq(c.nccl_steps_err, want);
+    }
+}
+END_TEST
+
 Suite *config_suite(void)
 {
     Suite *s = suite_create("config");
@@ -163,6 +206,7 @@ Suite *config_suite(void)
     tcase_add_test(tc, valid_values_are_taken);
     tcase_add_test(tc, bad_values_name_the_variable_and_the_allowed_values);
     tcase_add_test(tc, light_mode_windows_are_shorter_than_their_period);
+    tcase_add_test(tc, nccl_steps_take_off_on_or_a_budget_and_a_bad_value_is_a_reason_not_an_error);
     suite_add_tcase(s, tc);
     return s;
 }
