@@ -76,8 +76,10 @@
         r.appendChild(cell(c.algo, c.algo, unsaid));
         r.appendChild(cell(c.proto, c.proto, unsaid));
         r.appendChild(cell(c.channels, String(c.channels), unsaid));
-        r.appendChild(cell(c.wait_p50_us, fmtT(c.wait_p50_us * 1e3), noProxy));
-        r.appendChild(cell(c.transfer_p50_us, fmtT(c.transfer_p50_us * 1e3), noProxy));
+        /* the row's own reason (split_reason: NVLS has no proxy steps) before the section's */
+        const why = c.split_reason || noProxy;
+        r.appendChild(cell(c.wait_p50_us, fmtT(c.wait_p50_us * 1e3), why));
+        r.appendChild(cell(c.transfer_p50_us, fmtT(c.transfer_p50_us * 1e3), why));
         t.appendChild(r);
         drawn.nccl.coll.push({ comm: c.comm_hash, op: c.op, bytes: c.bytes, texts: [...r.children].map(x => x.textContent) });
       }
