@@ -54,6 +54,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "shim/nccl_int.h"
@@ -190,10 +191,15 @@ static _Atomic uint64_t g_untimed;
 static int g_group_handle; /* Group events: a non-NULL handle we ignore */
 static int g_ctx;
 
+/* The slots ev_alloc uses: all of them, or fewer under
+ * CUTRACE_TEST_NPROF_POOL (tests: a pool that fills), set at init. */
+static unsigned g_pool_n = CT_NPROF_POOL;
+
 static struct ev *ev_alloc(int kind)
 {
-    for (unsigned tries = 0; tries < CT_NPROF_POOL; tries++) {
-        unsigned i = atomic_fetch_add_explicit(&g_next, 1, memory_order_relaxed) % CT_NPROF_POOL;
+    unsigned n = g_pool_n;
+    for (unsigned tries = 0; tries < n; tries++) {
+        unsigned i = atomic_fetch_add_explicit(&g_next, 1, memory_order_relaxed) % n;
         int expected = EV_FREE;
         if (atomic_compare_exchange_strong(&g_pool[i].kind, &expected, kind))
             return &g_pool[i];
@@ -740,6 +746,9 @@ static ncclResult_t record_state_v3(void *handle, int state, void *a)
 static ncclResult_t init_common(void **ctx, int *mask, uint64_t nccl_hash, int version)
 {
     *ctx = &g_ctx;
+    const char *tp = getenv("CUTRACE_TEST_NPROF_POOL");
+    if (tp && atoi(tp) > 0 && atoi(tp) < CT_NPROF_POOL)
+        g_pool_n = (unsigned)atoi(tp);
     if (!ct_shim_live()) {
         *mask = 0;
         return ncclSuccess;
@@ -766,14 +775,23 @@ static ncclResult_t init_common(void **ctx, int *mask, uint64_t nccl_hash, int v
     return ncclSuccess;
 }
 
+/* Ops that ended without a GPU interval and events refused by a full
+ * pool, each under its own reason: a full pool is ours (events NCCL made
+ * that we could not follow), an untimed op NCCL's (no timer reached us). */
 static ncclResult_t finalize(void *ctx)
 {
     (void)ctx;
-    uint64_t n = atomic_exchange(&g_untimed, 0) + atomic_exchange(&g_pool_full, 0);
-    if (n && ct_shim_live()) {
+    const struct {
+        _Atomic uint64_t *n;
+        uint64_t reason;
+    } c[] = {{&g_untimed, CT_DROP_GPU_UNTIMED}, {&g_pool_full, CT_DROP_NCCL_POOL_FULL}};
+    for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+        uint64_t n = atomic_exchange(c[i].n, 0);
+        if (!n || !ct_shim_live())
+            continue;
         int guard = ct_tls_guard;
         ct_tls_guard = 1;
-        uint64_t f[CT_DROP_NFIELDS] = {ct_clock_mono_ns(), n, CT_DROP_GPU_UNTIMED};
+        uint64_t f[CT_DROP_NFIELDS] = {ct_clock_mono_ns(), n, c[i].reason};
         ct_emit(CT_REC_DROP, CT_RF_NS, f, CT_DROP_NFIELDS);
         ct_tls_guard = guard;
     }

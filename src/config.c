@@ -137,6 +137,7 @@ static const char *const known_vars[] = {"CUTRACE_BUFFER_KB",
                                          "CUTRACE_START",
                                          "CUTRACE_TAGS",
                                          "CUTRACE_TEST_CLOCK_OFFSET_NS",
+                                         "CUTRACE_TEST_NPROF_POOL",
                                          "CUTRACE_TEST_SHM_DIR",
                                          "CUTRACE_ZSTD_LEVEL",
                                          NULL};

@@ -101,8 +101,9 @@ const char *ct_name_scope(uint64_t v)
 
 const char *ct_name_drop_reason(uint64_t v)
 {
-    static const char *const t[] = {NULL,           "ring_full",   "no_buffer", "write_failed",
-                                    "strings_full", "gpu_untimed", "cupti",     "io_below_min"};
+    static const char *const t[] = {NULL,           "ring_full",    "no_buffer",
+                                    "write_failed", "strings_full", "gpu_untimed",
+                                    "cupti",        "io_below_min", "nccl_pool_full"};
     return LOOKUP(t, v);
 }
 

@@ -519,6 +519,9 @@ enum ct_drop_reason {
     CT_DROP_GPU_UNTIMED = 5,  /* ops left without a GPU interval (event pool/queue full) */
     CT_DROP_CUPTI = 6,        /* activity records CUPTI reported as dropped */
     CT_DROP_IO_BELOW_MIN = 7, /* io spans shorter than CUTRACE_IO_MIN_NS: counted, not recorded */
+    /* NCCL profiler events (ops, channels, ProxyOps, steps, network work)
+     * not followed: the plugin's fixed event or network pools were full */
+    CT_DROP_NCCL_POOL_FULL = 8,
 };
 
 /* CT_REC_ERROR */

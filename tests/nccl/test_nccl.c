@@ -246,6 +246,28 @@ START_TEST(two_ranks_plugin_v5)
 }
 END_TEST
 
+/* A plugin event pool that fills (CUTRACE_TEST_NPROF_POOL=2 slots: an op
+ * and one of its channels or ProxyOps at a time) costs the events it
+ * refuses, counted under their own drop reason (nccl_pool_full), not as
+ * ops NCCL left untimed; the job runs on and every op is still recorded. */
+START_TEST(a_full_plugin_pool_is_counted_as_its_own_drop)
+{
+    char p[700];
+    const char *env[] = {plugin_env(p, sizeof(p)), "FAKEGPU_NCCL_PROFILER_VERSION=5",
+                         "CUTRACE_TEST_NPROF_POOL=2", NULL};
+    struct job j;
+    run_job(&j, w_nccl(), 2, "mix", env);
+    char *out = th_cutrace("dump --json %s | grep '\"kind\":\"drop\"'", j.r.traces);
+    ck_assert_msg(strstr(out, "\"reason\":\"nccl_pool_full\""), "no nccl_pool_full drop: %s", out);
+    free(out);
+    for (int r = 0; r < 2; r++) {
+        const struct ct_record *ops[64];
+        ck_assert_int_eq(nccl_ops(&j.t[r], ops, 64), N_MIX);
+    }
+    free_job(&j);
+}
+END_TEST
+
 START_TEST(four_ranks_plugin_v4)
 {
     char p[700];
@@ -542,6 +564,7 @@ Suite *nccl_suite(void)
     tcase_add_test(tc, two_ranks_plugin_v5);
     tcase_add_test(tc, an_op_two_sources_time_is_one_interval_from_the_better);
     tcase_add_test(tc, four_ranks_plugin_v4);
+    tcase_add_test(tc, a_full_plugin_pool_is_counted_as_its_own_drop);
     tcase_add_test(tc, eight_ranks_plugin_v3);
     tcase_add_test(tc, static_plugin);
     tcase_add_test(tc, four_ranks_without_plugin_use_cupti_kernels);
