@@ -172,6 +172,8 @@ void ct_nlinks_free(struct ct_nlinks *l);
  * 1 GB/s, peers 4.04-4.18 GB/s, 74.1 % of its ops' time"; in a group, its
  * saving alone and the group's). */
 void ct_nlinks_evidence(char *buf, size_t n, const struct ct_nlinks *L, size_t k);
+/* "rank R" (the job rank) or, where it is unknown, "comm rank C", into b. */
+const char *ct_nlinks_who(char *b, size_t n, int32_t job_rank, int32_t comm_rank);
 /* The evidence of the group whose first link is slow[k] ("links rank 4 ->
  * rank 5 (1 GB/s), rank 5 -> rank 6 (1 GB/s), peers ...: every one through
  * rank 5; together 74.1 % of their ops' time"). */

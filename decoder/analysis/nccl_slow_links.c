@@ -447,7 +447,7 @@ int ct_nlinks_from_obs(const struct ct_nlink_obs *obs, size_t n, struct ct_nlink
     return rc;
 }
 
-static const char *who(char *b, size_t n, int32_t job_rank, int32_t comm_rank)
+const char *ct_nlinks_who(char *b, size_t n, int32_t job_rank, int32_t comm_rank)
 {
     if (job_rank >= 0)
         snprintf(b, n, "rank %d", job_rank);
@@ -463,15 +463,16 @@ void ct_nlinks_evidence(char *buf, size_t n, const struct ct_nlinks *L, size_t k
     char a[32], b[32];
     int w =
         snprintf(buf, n, "link %s -> %s: %.3g GB/s, peers %.3g-%.3g GB/s, %.1f %% of its ops' time",
-                 who(a, sizeof(a), l->src_rank, l->src), who(b, sizeof(b), l->dst_rank, l->dst),
-                 l->gbps, s->peers_lo, s->peers_hi, isfinite(s->share_pct) ? s->share_pct : 0);
+                 ct_nlinks_who(a, sizeof(a), l->src_rank, l->src),
+                 ct_nlinks_who(b, sizeof(b), l->dst_rank, l->dst), l->gbps, s->peers_lo,
+                 s->peers_hi, isfinite(s->share_pct) ? s->share_pct : 0);
     if (s->ngroup < 2 || w < 0 || (size_t)w >= n)
         return;
     snprintf(buf + w, n - (size_t)w,
              " alone, %.1f %% with the %zu other slow link%s of its communicator%s%s",
              isfinite(s->group_share_pct) ? s->group_share_pct : 0, s->ngroup - 1,
              s->ngroup > 2 ? "s" : "", s->common >= 0 ? " (all through " : "",
-             s->common >= 0 ? who(a, sizeof(a), s->common_rank, s->common) : "");
+             s->common >= 0 ? ct_nlinks_who(a, sizeof(a), s->common_rank, s->common) : "");
     if (s->common >= 0 && strlen(buf) + 1 < n)
         strcat(buf, ")");
 }
@@ -486,8 +487,8 @@ void ct_nlinks_group_evidence(char *buf, size_t n, const struct ct_nlinks *L, si
         const struct ct_nlink *l = &L->l[L->slow[j].link];
         int w = snprintf(buf + used, n - used, "%s%s -> %s (%.3g GB/s)",
                          j == s->group ? (s->ngroup > 1 ? "links " : "link ") : ", ",
-                         who(a, sizeof(a), l->src_rank, l->src),
-                         who(b, sizeof(b), l->dst_rank, l->dst), l->gbps);
+                         ct_nlinks_who(a, sizeof(a), l->src_rank, l->src),
+                         ct_nlinks_who(b, sizeof(b), l->dst_rank, l->dst), l->gbps);
         if (w < 0)
             return;
         used += (size_t)w;
@@ -498,7 +499,7 @@ void ct_nlinks_group_evidence(char *buf, size_t n, const struct ct_nlinks *L, si
     used += w > 0 ? (size_t)w : 0;
     if (used < n && s->common >= 0) {
         w = snprintf(buf + used, n - used, ": every one through %s",
-                     who(a, sizeof(a), s->common_rank, s->common));
+                     ct_nlinks_who(a, sizeof(a), s->common_rank, s->common));
         used += w > 0 ? (size_t)w : 0;
     }
     if (used < n)

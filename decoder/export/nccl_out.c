@@ -44,15 +44,6 @@ static void member(FILE *f, const char *k, double v, int decimals, int comma)
         fputc(',', f);
 }
 
-static const char *rank_or(char *b, size_t n, int32_t job_rank, int32_t comm_rank)
-{
-    if (job_rank >= 0)
-        snprintf(b, n, "rank %d", job_rank);
-    else
-        snprintf(b, n, "comm rank %d", comm_rank);
-    return b;
-}
-
 static void why_json(FILE *f, const char *k, int why, int comma)
 {
     fprintf(f, "\"%s\":", k);
@@ -336,8 +327,8 @@ void ct_nccl_text(FILE *f, const struct ct_report *rep)
     for (size_t i = 0; i < L->nl; i++) {
         const struct ct_nlink *l = &L->l[i];
         char a[32], b[32], name[80];
-        snprintf(name, sizeof(name), "%s -> %s", rank_or(a, sizeof(a), l->src_rank, l->src),
-                 rank_or(b, sizeof(b), l->dst_rank, l->dst));
+        snprintf(name, sizeof(name), "%s -> %s", ct_nlinks_who(a, sizeof(a), l->src_rank, l->src),
+                 ct_nlinks_who(b, sizeof(b), l->dst_rank, l->dst));
         fprintf(f, "  %-24s %6" PRIu64 " %10.3f %10.3f %10.3f %10.3f\n", name, l->ops, l->gbps,
                 l->p10, l->p50, l->p90);
     }
