@@ -51,13 +51,12 @@ right after the all-reduce on its stream, nothing beside it) adds exactly
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
 
-failures = []
-scratch = []
+from outcome import check, finish, scratch
+
 COMPUTE_US = 40000
 # The truth below is the simulator's schedule from the recorded compute
 # kernels' ends, which holds when the host enqueues each step's all-reduce
@@ -72,11 +71,6 @@ if os.environ.get("CT_EMULATED"):
 T_US = 2 * 33554432 / 4e9 * 1e6  # 16777.216
 STEPS = 6
 SIDE_US = 10000.0
-
-
-def check(what, ok, detail=""):
-    if not ok:
-        failures.append(f"{what}: {detail}")
 
 
 def near(what, got, want, rel, absolute=0.002):
@@ -269,10 +263,4 @@ for cmd in (["report"], ["diagnose"], ["export", "-o", os.path.join(scratch[-1],
           and "bad.txt:1: unknown op 'AllReduse'; allowed: AllReduce" in r.stderr,
           f"rc {r.returncode}: {r.stderr.strip()}")
 
-if failures:
-    print("\n".join(failures))
-    print(f"kept for inspection: {' '.join(scratch)}")
-    sys.exit(1)
-for d in scratch:
-    shutil.rmtree(d, ignore_errors=True)
-print("ok")
+finish()

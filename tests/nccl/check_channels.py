@@ -37,21 +37,15 @@ setup read 0.3 us for 20): the setup is not checked there.
 """
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
 from statistics import median
 
-failures = []
-scratch = []
+from outcome import EMULATED, check, failures, finish, scratch
+
 K, D = 6, 1048576.0  # ns
 SETUP, STAGGER, SLOW, FACTOR, NCH, RANKS, STEPS = 20000, 5000, 2, 3, 4, 4, 4
-
-
-def check(what, ok, detail=""):
-    if not ok:
-        failures.append(f"{what}: {detail}")
 
 
 def near(what, got, want, tol):
@@ -104,7 +98,6 @@ coll = rep["nccl"]["collectives"]
 check("one collective row", len(coll) == 1, str(coll))
 c = coll[0] if coll else {}
 check("instances", c.get("channel_instances") == RANKS * STEPS, str(c))
-EMULATED = bool(os.environ.get("CT_EMULATED"))
 
 
 def setup_ok(what, row, want):
@@ -180,10 +173,4 @@ check("v3: nulls with the reason", c["channel_instances"] == 0 and
       "ABI v4" in (c["channel_reason"] or ""), str(c))
 check("v3 text: dashes and the reason", "no per-channel records" in text, text)
 
-if failures:
-    print("\n".join(failures))
-    print(f"kept for inspection: {' '.join(scratch)}")
-    sys.exit(1)
-for d in scratch:
-    shutil.rmtree(d, ignore_errors=True)
-print("ok")
+finish()

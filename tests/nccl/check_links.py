@@ -42,25 +42,13 @@ wake-up lateness per synchronisation of 8 processes (a CI run measured
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
 
-failures = []
-scratch = []
-EMULATED = bool(os.environ.get("CT_EMULATED"))
+from outcome import EMULATED, check, finish, near, scratch
+
 FAST_TOL = 0.30 if EMULATED else 0.15  # the docstring's tolerances
-
-
-def check(what, ok, detail=""):
-    if not ok:
-        failures.append(f"{what}: {detail}")
-
-
-def near(what, got, want, rel):
-    check(what, got is not None and abs(got - want) <= abs(want) * rel,
-          f"got {got}, want {want} +- {rel * 100:.0f} %")
 
 
 def run(name, ranks, extra):
@@ -200,10 +188,4 @@ for v, proxy in (("3", False), ("4", True), ("6", True)):
               any("proxy-step" in u for u in m["unavailable"]), str(m))
     check(f"v{v} choices", m["collectives"] and m["collectives"][0]["algo"] == "RING", str(m))
 
-if failures:
-    print("\n".join(failures))
-    print(f"kept for inspection: {' '.join(scratch)}")
-    sys.exit(1)
-for d in scratch:
-    shutil.rmtree(d, ignore_errors=True)
-print("ok")
+finish()

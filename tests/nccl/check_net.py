@@ -34,19 +34,13 @@ exact ones stay.
 """
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
 
-failures = []
-scratch = []
+from outcome import EMULATED, check, finish, scratch
+
 RANKS, NCH, STEPS, K, CHUNK, DEVS = 4, 4, 4, 6, 1 << 20, 2
-
-
-def check(what, ok, detail=""):
-    if not ok:
-        failures.append(f"{what}: {detail}")
 
 
 def run(name, extra):
@@ -107,7 +101,6 @@ for n in nics:
     check(f"rank {n['rank']} device {n['device']} {n['direction']}: work requests and bytes",
           (n["wrs"], n["bytes"], n["proxy_ops"], n["transport"]) ==
           (want, want * CHUNK, (NCH // DEVS) * STEPS, "ib"), str(n))
-EMULATED = bool(os.environ.get("CT_EMULATED"))
 ratios = []
 for r in nets:
     p = px.get(key(r))
@@ -155,10 +148,4 @@ check("none: nics null with the reason", rep["nccl"]["nics"] is None and
       "no network-plugin events" in (rep["nccl"]["nics_reason"] or ""), str(rep["nccl"])[:300])
 check("none: text says why", "network devices: - (no network-plugin events" in text, text[-800:])
 
-if failures:
-    print("\n".join(failures[:40]))
-    print("kept: " + ", ".join(scratch))
-    sys.exit(1)
-for s in scratch:
-    shutil.rmtree(s, ignore_errors=True)
-print("ok")
+finish()

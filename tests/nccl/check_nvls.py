@@ -44,24 +44,13 @@ usage: check_nvls.py   (environment: CT_CUTRACE, CT_W_LINKS, CT_FAKEGPU_DIR,
 """
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
 
-failures = []
-scratch = []
+from outcome import check, finish, near, scratch
+
 MIB = 1 << 20
-
-
-def check(what, ok, detail=""):
-    if not ok:
-        failures.append(f"{what}: {detail}")
-
-
-def near(what, got, want, rel, abs_tol=0.0):
-    check(what, got is not None and abs(got - want) <= abs(want) * rel + abs_tol,
-          f"got {got}, want {want} +- {rel * 100:.1f} % + {abs_tol}")
 
 
 def run(name, ranks, extra, cmds=("report", "diagnose")):
@@ -208,10 +197,4 @@ check("chain: 2 roots x 2 ops x 2 channels counted",
       any(u.startswith("8 send ProxyOps to the collective network") for u in n["unavailable"]) and
       not any("no NCCL proxy-step records" in u for u in n["unavailable"]), str(n["unavailable"]))
 
-if failures:
-    print("\n".join(failures))
-    print(f"kept for inspection: {' '.join(scratch)}")
-    sys.exit(1)
-for d in scratch:
-    shutil.rmtree(d, ignore_errors=True)
-print("ok")
+finish()

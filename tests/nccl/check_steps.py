@@ -41,21 +41,15 @@ job records without raw steps and its trace says why.
 import collections
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
 
-failures = []
-scratch = []
+from outcome import check, finish, scratch
+
 RANKS, NCH, STEPS, K, CHUNK = 4, 4, 4, 6, 1 << 20
 PER_RANK = STEPS * NCH * 2 * K
 TSC_SLACK_NS = 20000
-
-
-def check(what, ok, detail=""):
-    if not ok:
-        failures.append(f"{what}: {detail}")
 
 
 def job_env(extra):
@@ -296,10 +290,4 @@ check("preloaded: no step record, the aggregates recorded",
       not [r for r in pre if r["kind"] == "nccl_step"] and
       len([r for r in pre if r["kind"] == "nccl_proxy"]) == RANKS * STEPS * NCH * 2, "")
 
-if failures:
-    print("\n".join(failures[:40]))
-    print("kept: " + ", ".join(scratch))
-    sys.exit(1)
-for s in scratch:
-    shutil.rmtree(s, ignore_errors=True)
-print(f"ok (trace bytes: {size_off} off, {size_on} with {RANKS * PER_RANK} raw steps)")
+finish(f"ok (trace bytes: {size_off} off, {size_on} with {RANKS * PER_RANK} raw steps)")

@@ -24,20 +24,15 @@ from the v7 job's summaries is its traces'.
 """
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
 from statistics import median
 
-failures, scratch = [], []
+from outcome import check, finish, scratch
+
 RANKS, NCH, STEPS, INIT, FINAL = 4, 4, 4, 30000, 50000
 CUTRACE = os.environ["CT_CUTRACE"]
-
-
-def check(what, ok, detail=""):
-    if not ok:
-        failures.append(f"{what}: {detail}")
 
 
 def run(name, extra):
@@ -145,10 +140,4 @@ check("v6: phases null with the reason", all(
 check("v6: tags null with the reason", rep["nccl"]["user_tags"] is None and
       "v7" in (rep["nccl"]["user_tags_reason"] or ""), str(rep["nccl"].get("user_tags_reason")))
 
-if failures:
-    print("\n".join(failures[:40]))
-    print("kept: " + ", ".join(scratch))
-    sys.exit(1)
-for s in scratch:
-    shutil.rmtree(s, ignore_errors=True)
-print("ok")
+finish()

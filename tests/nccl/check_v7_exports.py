@@ -40,21 +40,15 @@ Checked:
 """
 import json
 import os
-import shutil
 import sqlite3
 import subprocess
 import sys
 import tempfile
 
-failures, scratch = [], []
+from outcome import check, finish, scratch
+
 RANKS, NCH, STEPS, EXTRA_US = 4, 4, 8, 2000
 CUTRACE = os.environ["CT_CUTRACE"]
-
-
-def check(what, ok, detail=""):
-    if not ok:
-        failures.append(f"{what}: {str(detail)[:600]}")
-    return ok
 
 
 def run(name, extra):
@@ -238,10 +232,4 @@ text = cli("diff", "--by", "nccl_tag", ta, t6).stdout
 check("diff text: null figures as '-' with the reason", "nccl_tag = 1001" in text and
       "median_b" in text and "ABI v7" in text and "nan" not in text, text[-1500:])
 
-if failures:
-    print("\n".join(failures[:40]))
-    print("kept: " + ", ".join(scratch))
-    sys.exit(1)
-for s in scratch:
-    shutil.rmtree(s, ignore_errors=True)
-print("ok")
+finish()
