@@ -265,6 +265,7 @@ static int cmp_tag_row(const void *a, const void *b)
 int ct_nccl_links(const struct ct_job *job, struct ct_nlinks *out)
 {
     memset(out, 0, sizeof(*out));
+    out->raw_known = 1;
     /* nsplit: the calls of the processes with NCCL's account, which the
      * loop below visits once each */
     size_t ncalls = 0, npx = 0, nsplit = 0;
@@ -296,9 +297,14 @@ int ct_nccl_links(const struct ct_job *job, struct ct_nlinks *out)
          * calls only, correlation ids being per process */
         for (size_t p = 0, off = 0; p < R->nprocs && !rc; off += R->procs[p++]->nnccl) {
             const struct ct_nacct *a = R->procs[p]->nacct;
+            if (R->procs[p]->source == CT_SOURCE_SUMMARY)
+                out->raw_known = 0;
             if (!a)
                 continue;
             out->proxy_records += a->npx;
+            out->raw_steps += a->raw_steps;
+            for (size_t k = 0; k < a->npx; k++)
+                out->proxy_steps += a->px[k].steps;
             size_t end = off + R->procs[p]->nnccl < R->nnccl ? off + R->procs[p]->nnccl : R->nnccl;
             for (size_t i = off; i < end && !rc; i++) {
                 const struct ct_nccl_call *c = &R->nccl[i];

@@ -148,6 +148,11 @@ struct ct_nlinks {
      * to the collective network: NCCL's peer is the communicator's size):
      * left out of the links, counted here */
     uint64_t collnet_ops;
+    /* raw proxy step records (CUTRACE_NCCL_STEPS) against the steps the
+     * ProxyOps' aggregates counted; raw_known 0 when a process was read
+     * from a summary, which does not carry the count */
+    uint64_t raw_steps, proxy_steps;
+    int raw_known;
 };
 
 /* Why a collectives row's wait/transfer split is null (NULL: it is not). */

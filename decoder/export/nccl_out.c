@@ -33,6 +33,7 @@
     "%" PRIu64 " send ProxyOps to the collective network (CollNet: NCCL's peer is the "            \
     "communicator's size, the network switch's endpoint, not a rank) are not links between "       \
     "ranks: left out of links"
+#define NO_RAW "a summary does not carry the count of raw proxy steps (read the traces)"
 #define NO_INFO                                                                                    \
     "no NCCL profiler-plugin descriptors: they need NCCL >= 2.23 with the job run under "          \
     "`cutrace run`"
@@ -80,6 +81,16 @@ void ct_nccl_json(FILE *f, const struct ct_report *rep)
     }
     fprintf(f, "{\"plugin_ops\":%" PRIu64 ",\"proxy_records\":%" PRIu64 ",", L->info_ops,
             L->proxy_records);
+    /* raw proxy steps (CUTRACE_NCCL_STEPS) recorded, against the steps the
+     * ProxyOps counted: how much of the job the exports' step slices show */
+    fprintf(f, "\"proxy_steps\":%" PRIu64 ",\"raw_steps\":", L->proxy_steps);
+    if (L->raw_known) {
+        fprintf(f, "%" PRIu64 ",\"raw_steps_reason\":null,", L->raw_steps);
+    } else {
+        fputs("null,\"raw_steps_reason\":", f);
+        ct_json_str(f, NO_RAW);
+        fputc(',', f);
+    }
     fputs("\"unavailable\":[", f);
     int first = 1;
     if (!L->nl && !L->collnet_ops) {
@@ -312,6 +323,11 @@ void ct_nccl_text(FILE *f, const struct ct_report *rep)
             snprintf(g, sizeof(g), "%.1f", t->gpu_ns / 1e3);
         fprintf(f, "  user tag %" PRIu64 ": %" PRIu64 " ops, GPU %s us\n", t->tag, t->ops, g);
     }
+    if (L->raw_known && L->raw_steps)
+        fprintf(f,
+                "  raw proxy steps (CUTRACE_NCCL_STEPS): %" PRIu64 " recorded of the %" PRIu64
+                " the ProxyOps counted\n",
+                L->raw_steps, L->proxy_steps);
     if (L->collnet_ops) {
         fprintf(f, "  ");
         fprintf(f, COLLNET_OPS, L->collnet_ops);

@@ -580,7 +580,8 @@ static int on_other(struct ct_extraction *x, const struct ct_record *r)
     case CT_REC_NCCL_CHANNEL:
     case CT_REC_NCCL_NET:
     case CT_REC_NCCL_PHASE:
-    case CT_REC_NCCL_TAG: return ct_nacct_record(&x->nacct, x->rd, r);
+    case CT_REC_NCCL_TAG:
+    case CT_REC_NCCL_STEP: return ct_nacct_record(&x->nacct, x->rd, r);
     case CT_REC_DROP: x->p->cov.dropped += f[CT_DROP_COUNT]; return 0;
     case CT_REC_ERROR:
         ct_life_error(&x->p->life, ct_reader_string(x->rd, f[CT_ERROR_WHAT]), (int64_t)f[0]);

@@ -28,6 +28,10 @@ static int grow(void **p, size_t *cap, size_t n, size_t elem)
 int ct_nacct_record(struct ct_nacct_collect *c, struct ct_reader *rd, const struct ct_record *r)
 {
     const uint64_t *f = r->f;
+    if (r->kind == CT_REC_NCCL_STEP) { /* counted: the exports read them, not the analyses */
+        c->a.raw_steps++;
+        return 0;
+    }
     if (r->kind == CT_REC_NCCL_INFO) {
         if (grow((void **)&c->a.info, &c->capi, c->a.ninfo, sizeof(*c->a.info)))
             return -ENOMEM;
@@ -171,7 +175,8 @@ static void sort_all(struct ct_nacct *a)
 struct ct_nacct *ct_nacct_finish(struct ct_nacct_collect *c, int *oom)
 {
     struct ct_nacct *a = NULL;
-    if (c->a.ninfo || c->a.npx || c->a.nch || c->a.nnic || c->a.nph || c->a.ntag) {
+    if (c->a.ninfo || c->a.npx || c->a.nch || c->a.nnic || c->a.nph || c->a.ntag ||
+        c->a.raw_steps) {
         a = malloc(sizeof(*a));
         if (!a) {
             *oom = 1;

@@ -76,6 +76,9 @@ struct ct_nacct {
     size_t nph;
     struct ct_ntag *tag; /* by corr; summaries from version 11 */
     size_t ntag;
+    /* raw proxy step records (CUTRACE_NCCL_STEPS, format v6); summaries
+     * do not carry the count */
+    uint64_t raw_steps;
 };
 
 struct ct_nacct_collect {

@@ -239,8 +239,34 @@ p = subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath
                     "--nccl-proxy", traces_on], capture_output=True, text=True, timeout=300)
 check("chrome: the size estimate with the step slices", p.returncode == 0, p.stdout + p.stderr)
 
+
+
+def report_nccl(traces):
+    out = subprocess.run([os.environ["CT_CUTRACE"], "report", "--json", traces],
+                         capture_output=True, text=True, timeout=300, check=True).stdout
+    return json.loads(out)["nccl"]
+
+
+# the report counts the raw steps against the ProxyOps' steps (every rank's)
+n_on = report_nccl(traces_on)
+check("report: raw steps of the ProxyOps' steps",
+      (n_on["raw_steps"], n_on["proxy_steps"], n_on["raw_steps_reason"]) ==
+      (RANKS * PER_RANK, RANKS * PER_RANK, None), str(n_on))
+
+# summaries do not carry the count: null with the reason, not 0
+sums = os.path.join(scratch[-1], "sums")
+subprocess.run([os.environ["CT_CUTRACE"], "summarize", "-o", sums, traces_on], check=True,
+               capture_output=True, timeout=300)
+n_sums = report_nccl(sums)
+check("report from summaries: raw steps null with the reason",
+      n_sums["raw_steps"] is None and "summary" in (n_sums["raw_steps_reason"] or ""),
+      str(n_sums)[:300])
+
 # 2. a budget below the job's steps
-_, bud, _ = run("budget", {"CUTRACE_NCCL_STEPS": "50"})
+traces_bud, bud, _ = run("budget", {"CUTRACE_NCCL_STEPS": "50"})
+n_bud = report_nccl(traces_bud)
+check("report: the budget's raw steps of all",
+      (n_bud["raw_steps"], n_bud["proxy_steps"]) == (RANKS * 50, RANKS * PER_RANK), str(n_bud))
 for r in range(RANKS):
     mine = [x for x in bud if x["rank"] == r]
     n = len([x for x in mine if x["kind"] == "nccl_step"])
@@ -254,7 +280,10 @@ for r in range(RANKS):
           sum(x["steps"] for x in px) == PER_RANK, str(len(px)))
 
 # 3. off: no step record, the same records otherwise
-_, off, size_off = run("off", {})
+traces_off, off, size_off = run("off", {})
+n_off = report_nccl(traces_off)
+check("report: none raw with steps off", (n_off["raw_steps"], n_off["proxy_steps"]) ==
+      (0, RANKS * PER_RANK), str(n_off))
 check("off: no step record and no nccl_steps entry",
       not [r for r in off if r["kind"] == "nccl_step"] and
       not [r for r in off if r["kind"] == "meta" and
