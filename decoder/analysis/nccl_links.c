@@ -297,10 +297,10 @@ int ct_nccl_links(const struct ct_job *job, struct ct_nlinks *out)
          * calls only, correlation ids being per process */
         for (size_t p = 0, off = 0; p < R->nprocs && !rc; off += R->procs[p++]->nnccl) {
             const struct ct_nacct *a = R->procs[p]->nacct;
-            if (R->procs[p]->source == CT_SOURCE_SUMMARY)
-                out->raw_known = 0;
             if (!a)
                 continue;
+            if (a->raw_unknown)
+                out->raw_known = 0;
             out->proxy_records += a->npx;
             out->raw_steps += a->raw_steps;
             for (size_t k = 0; k < a->npx; k++)

@@ -150,7 +150,7 @@ struct ct_nlinks {
     uint64_t collnet_ops;
     /* raw proxy step records (CUTRACE_NCCL_STEPS) against the steps the
      * ProxyOps' aggregates counted; raw_known 0 when a process was read
-     * from a summary, which does not carry the count */
+     * from a summary older than version 12, which did not count them */
     uint64_t raw_steps, proxy_steps;
     int raw_known;
 };

@@ -33,7 +33,9 @@
     "%" PRIu64 " send ProxyOps to the collective network (CollNet: NCCL's peer is the "            \
     "communicator's size, the network switch's endpoint, not a rank) are not links between "       \
     "ranks: left out of links"
-#define NO_RAW "a summary does not carry the count of raw proxy steps (read the traces)"
+#define NO_RAW                                                                                     \
+    "a summary older than version 12 does not carry the count of raw proxy steps (summarize "      \
+    "the traces again)"
 #define NO_INFO                                                                                    \
     "no NCCL profiler-plugin descriptors: they need NCCL >= 2.23 with the job run under "          \
     "`cutrace run`"

@@ -76,9 +76,10 @@ struct ct_nacct {
     size_t nph;
     struct ct_ntag *tag; /* by corr; summaries from version 11 */
     size_t ntag;
-    /* raw proxy step records (CUTRACE_NCCL_STEPS, format v6); summaries
-     * do not carry the count */
+    /* raw proxy step records (CUTRACE_NCCL_STEPS, format v6); raw_unknown
+     * for a summary older than version 12, which did not count them */
     uint64_t raw_steps;
+    int raw_unknown;
 };
 
 struct ct_nacct_collect {

@@ -128,6 +128,7 @@ static void put_nacct(struct ct_sum_wbuf *b, const struct ct_nacct *a)
         ct_sum_put_u64(b, a->tag[i].corr);
         ct_sum_put_u64(b, a->tag[i].tag);
     }
+    ct_sum_put_u64(b, a ? a->raw_steps : 0); /* version 12: the raw proxy steps' count */
 }
 
 static void encode(struct ct_sum_wbuf *b, const struct ct_proc *p, const char *step)
@@ -423,7 +424,11 @@ static void get_nacct(struct ct_sum_rbuf *r, struct ct_proc *p, int *oom, uint32
             a.tag[i].tag = ct_sum_get_u64(r);
         }
     }
-    if (r->bad || (!a.ninfo && !a.npx && !a.nch && !a.nnic && !a.nph && !a.ntag)) {
+    if (version >= 12)
+        a.raw_steps = ct_sum_get_u64(r);
+    else
+        a.raw_unknown = 1; /* older summaries did not count them */
+    if (r->bad || (!a.ninfo && !a.npx && !a.nch && !a.nnic && !a.nph && !a.ntag && !a.raw_steps)) {
         free(a.info);
         free(a.px);
         free(a.ch);
