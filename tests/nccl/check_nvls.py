@@ -48,7 +48,7 @@ import subprocess
 import sys
 import tempfile
 
-from outcome import check, finish, near, scratch
+from outcome import EMULATED, check, finish, near, scratch
 
 MIB = 1 << 20
 
@@ -141,10 +141,18 @@ check("no links invented: ring links only", all(
 o = run("reverse", 4, {"W_LINKS_COUNTS": COUNTS, "FAKEGPU_NCCL_ALGOS": "NVLS:5000000,RING",
                        "W_LINKS_STEPS": "4"})
 f = [x["evidence"] for x in choice_findings(o["diagnose"])]
-# (diagnose's evidence numbers keep 6 significant digits: 16777216 reads
-# 16777200)
-check("NVLS -> RING: the ring named", len(f) == 1 and abs(f[0]["bytes"] - 16 * MIB) < 100 and
-      f[0]["choice"] == "RING/LL" and f[0]["smaller_choice"] == "NVLS/SIMPLE", str(f))
+if EMULATED and not f:
+    # under qemu the host's own overhead paces the steps (each call runs
+    # several times slower than the simulated GPU), so the replay of the
+    # faster 16 MiB ring saves nothing and dismisses the finding: the rule
+    # must still have named it, and only the replay set it aside
+    dis = [x["kind"] for x in o["diagnose"]["dismissed_by_replay"]]
+    check("NVLS -> RING: the ring named (dismissed by the replay under emulation)",
+          "nccl_choice" in dis, str(dis))
+else:
+    check("NVLS -> RING: the ring named",
+          len(f) == 1 and f[0]["bytes"] == 16 * MIB and f[0]["choice"] == "RING/LL" and
+          f[0]["smaller_choice"] == "NVLS/SIMPLE", str(f))
 
 # 2. CollNet Direct over 2 nodes of 2 for 64 MiB, the ring for 4 MiB.
 #    A synchronize after each step (W_LINKS_AHEAD=0): with the host ahead, the
