@@ -44,14 +44,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decoder/compare/huber_fit.h"
 #include "decoder/compare/stats_test.h"
 #include "decoder/util/stats.h"
 
-#define MAXP      24    /* columns of one model: the intercept and what entered */
-#define MIN_SIDE  3     /* jobs with and without a candidate value */
-#define HUBER_K   1.345 /* 95 % efficiency at the normal */
-#define LIBERAL   0.05  /* forward entry before the strict, joint test */
-#define CP_WINDOW 200   /* jobs each side of a change point read for what changed */
+#define MAXP     CT_HUBER_MAXP
+#define MIN_SIDE CT_FX_MIN_SIDE
+#define LIBERAL  0.05 /* forward entry before the strict, joint test */
 
 const char *ct_fx_part_name(int k)
 {
@@ -59,237 +58,6 @@ const char *ct_fx_part_name(int k)
                                                 "straggler_wait", "data_stall", "checkpoint",
                                                 "other_idle"};
     return k >= 0 && k < CT_FX_NPARTS ? n[k] : "?";
-}
-
-/* ------------------------------------------------------------ the fit */
-
-struct fit {
-    int ok, aliased;
-    size_t n, p;
-    double beta[MAXP], se[MAXP];
-    double df, scale;
-    /* per 0/1 column: the jobs with it and without it whose residual the
-     * fit did not clip (what its estimate rests on) */
-    double eff1[MAXP], eff0[MAXP];
-};
-
-/* Cholesky of the p x p matrix a in place (lower); 0, or the column whose
- * pivot vanished (1-based): that column is a combination of those before
- * it over the rows used. */
-static int chol(double *a, size_t p)
-{
-    for (size_t j = 0; j < p; j++) {
-        double d = a[j * p + j];
-        double orig = d;
-        for (size_t k = 0; k < j; k++)
-            d -= a[j * p + k] * a[j * p + k];
-        if (!(d > 1e-9 * (orig > 1 ? orig : 1)))
-            return (int)j + 1;
-        d = sqrt(d);
-        a[j * p + j] = d;
-        for (size_t i = j + 1; i < p; i++) {
-            double s = a[i * p + j];
-            for (size_t k = 0; k < j; k++)
-                s -= a[i * p + k] * a[j * p + k];
-            a[i * p + j] = s / d;
-        }
-    }
-    return 0;
-}
-
-/* Solves L L' x = b in place. */
-static void chol_solve(const double *l, size_t p, double *b)
-{
-    for (size_t i = 0; i < p; i++) {
-        double s = b[i];
-        for (size_t k = 0; k < i; k++)
-            s -= l[i * p + k] * b[k];
-        b[i] = s / l[i * p + i];
-    }
-    for (size_t i = p; i-- > 0;) {
-        double s = b[i];
-        for (size_t k = i + 1; k < p; k++)
-            s -= l[k * p + i] * b[k];
-        b[i] = s / l[i * p + i];
-    }
-}
-
-/* Weighted normal equations: beta for weights w over the used rows; the
- * Cholesky factor of X'WX left in a. */
-static int wls(const double *y, const double *const *X, size_t p, size_t n, const double *w,
-               double *a, double *beta)
-{
-    for (size_t r = 0; r < p; r++) {
-        double b = 0;
-        for (size_t i = 0; i < n; i++)
-            b += w[i] * X[r][i] * y[i];
-        beta[r] = b;
-        for (size_t c = 0; c <= r; c++) {
-            double s = 0;
-            for (size_t i = 0; i < n; i++)
-                s += w[i] * X[r][i] * X[c][i];
-            a[r * p + c] = a[c * p + r] = s;
-        }
-    }
-    int bad = chol(a, p);
-    if (bad)
-        return bad;
-    chol_solve(a, p, beta);
-    return 0;
-}
-
-static double mad_scale(const double *r, const double *use, size_t n, double *tmp)
-{
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++)
-        if (use[i] > 0)
-            tmp[k++] = fabs(r[i]);
-    double m = ct_median(tmp, k);
-    return 1.4826 * m;
-}
-
-/*
- * Huber's M-estimate of y on the columns X[0..p) over the rows with
- * use[i] > 0 (X[0] is the intercept). scratch holds 4n doubles. Aliased
- * when a column is a combination of the others over those rows.
- */
-static void huber(const double *y, const double *const *X, size_t p, size_t n, const double *use,
-                  double *scratch, struct fit *f)
-{
-    memset(f, 0, sizeof(*f));
-    f->p = p;
-    double *w = scratch, *r = scratch + n, *tmp = scratch + 2 * n;
-    double a[MAXP * MAXP], beta[MAXP];
-    size_t used = 0;
-    for (size_t i = 0; i < n; i++) {
-        w[i] = use[i] > 0 ? 1 : 0;
-        used += use[i] > 0;
-    }
-    f->n = used;
-    if (used < p + 2)
-        return;
-    int bad = wls(y, X, p, n, w, a, beta);
-    if (bad) {
-        f->aliased = bad;
-        return;
-    }
-    double s = 0;
-    for (int it = 0; it < 50; it++) {
-        for (size_t i = 0; i < n; i++) {
-            double fit = 0;
-            for (size_t c = 0; c < p; c++)
-                fit += X[c][i] * beta[c];
-            r[i] = y[i] - fit;
-        }
-        s = mad_scale(r, use, n, tmp);
-        if (!(s > 1e-12))
-            break; /* more than half the residuals are 0: least squares stands */
-        for (size_t i = 0; i < n; i++)
-            w[i] = use[i] > 0 ? (fabs(r[i]) <= HUBER_K * s ? 1 : HUBER_K * s / fabs(r[i])) : 0;
-        double nb[MAXP];
-        if (wls(y, X, p, n, w, a, nb))
-            break;
-        double d = 0;
-        for (size_t c = 0; c < p; c++) {
-            d = fabs(nb[c] - beta[c]) > d ? fabs(nb[c] - beta[c]) : d;
-            beta[c] = nb[c];
-        }
-        if (d < 1e-10)
-            break;
-    }
-    for (size_t i = 0; i < n; i++) {
-        double fit = 0;
-        for (size_t c = 0; c < p; c++)
-            fit += X[c][i] * beta[c];
-        r[i] = y[i] - fit;
-    }
-    /* Huber's covariance: K^2 [sum psi^2 / (n - p)] / m^2 (X'X)^-1, m the
-     * share of unclipped residuals, K = 1 + p/n (1 - m)/m */
-    double psi2 = 0, m = 0, ss = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!(use[i] > 0))
-            continue;
-        ss += r[i] * r[i];
-        if (s > 1e-12) {
-            double u = r[i] / s;
-            double ps = u > HUBER_K ? HUBER_K : u < -HUBER_K ? -HUBER_K : u;
-            psi2 += ps * ps;
-            m += fabs(u) <= HUBER_K;
-        }
-    }
-    double dfree = (double)used - (double)p;
-    double var;
-    if (s > 1e-12 && m > 0) {
-        m /= (double)used;
-        double K = 1 + (double)p / (double)used * (1 - m) / m;
-        var = K * K * s * s * (psi2 / dfree) / (m * m);
-    } else {
-        var = ss / dfree;
-    }
-    for (size_t i = 0; i < n; i++)
-        w[i] = use[i] > 0 ? 1 : 0;
-    if (wls(y, X, p, n, w, a, tmp)) /* X'X's factor for the covariance */
-        return;
-    /* The same covariance from each job's own residual (the sandwich
-     * A^-1 B A^-1, A = sum psi'(u) x x', B = sum (psi(u) / (1 - h))^2 x x'
-     * with the leverage h: HC3): a value seen in few jobs, one of them far
-     * off, has the scatter of its own jobs, not the workload's. Each
-     * column's standard error is the larger of the two. */
-    double bread[MAXP * MAXP], meat[MAXP * MAXP] = {0};
-    int sandwich = s > 1e-12;
-    if (sandwich) {
-        for (size_t i = 0; i < n; i++)
-            w[i] = use[i] > 0 && fabs(r[i]) <= HUBER_K * s ? 1 : 0;
-        sandwich = !wls(y, X, p, n, w, bread, tmp);
-    }
-    for (size_t i = 0; sandwich && i < n; i++) {
-        if (!(use[i] > 0))
-            continue;
-        double z[MAXP], h = 0;
-        for (size_t c = 0; c < p; c++)
-            z[c] = X[c][i];
-        /* h = x' (X'X)^-1 x: L z = x, h = |z|^2 */
-        for (size_t c = 0; c < p; c++) {
-            double v = z[c];
-            for (size_t k = 0; k < c; k++)
-                v -= a[c * p + k] * z[k];
-            z[c] = v / a[c * p + c];
-            h += z[c] * z[c];
-        }
-        h = h < 0.99 ? h : 0.99;
-        double u = r[i] / s;
-        double ps = (u > HUBER_K ? HUBER_K : u < -HUBER_K ? -HUBER_K : u) / (1 - h);
-        for (size_t c = 0; c < p; c++)
-            for (size_t k = 0; k < p; k++)
-                meat[c * p + k] += ps * ps * X[c][i] * X[k][i];
-    }
-    for (size_t c = 0; c < p; c++) {
-        double e[MAXP] = {0};
-        e[c] = 1;
-        chol_solve(a, p, e);
-        f->se[c] = sqrt(var * e[c]);
-        if (sandwich) {
-            double v[MAXP] = {0}, q = 0;
-            v[c] = 1;
-            chol_solve(bread, p, v);
-            for (size_t k = 0; k < p; k++)
-                for (size_t l = 0; l < p; l++)
-                    q += v[k] * meat[k * p + l] * v[l];
-            double se2 = sqrt(s * s * q);
-            f->se[c] = se2 > f->se[c] ? se2 : f->se[c];
-        }
-        f->beta[c] = beta[c];
-        f->eff1[c] = f->eff0[c] = 0;
-        for (size_t i = 0; i < n; i++) {
-            if (!(use[i] > 0))
-                continue;
-            int kept = !(s > 1e-12) || fabs(r[i]) <= HUBER_K * s;
-            *(X[c][i] > 0.5 ? &f->eff1[c] : &f->eff0[c]) += kept;
-        }
-    }
-    f->df = dfree;
-    f->scale = sqrt(var);
-    f->ok = var >= 0 && dfree >= 1;
 }
 
 /* ------------------------------------------------------------ candidates */
@@ -302,7 +70,7 @@ struct cand {
     size_t n1;
     int selected, model_alias;
     double p, q;
-    struct fit fin;
+    struct ct_huber_fit fin;
     size_t col; /* in the final model */
 };
 
@@ -572,7 +340,7 @@ static int candidates(const struct ct_fleet_jobs *js, struct wmodel *m)
  * nothing to rest on (every job of it clipped, its location anywhere
  * between the two halves) and is not tested.
  */
-static int robust(const struct fit *f, size_t col)
+static int robust(const struct ct_huber_fit *f, size_t col)
 {
     return f->ok && f->df >= 3 && f->se[col] > 0 && f->eff1[col] >= MIN_SIDE &&
            f->eff0[col] >= MIN_SIDE;
@@ -581,7 +349,7 @@ static int robust(const struct fit *f, size_t col)
 /* The model of the selected columns plus candidate extra (SIZE_MAX: none)
  * on y. */
 static void model_fit(const struct wmodel *m, const double *y, const double *use, size_t extra,
-                      double *scratch, struct fit *f)
+                      double *scratch, struct ct_huber_fit *f)
 {
     const double *X[MAXP];
     size_t p = 0;
@@ -590,7 +358,7 @@ static void model_fit(const struct wmodel *m, const double *y, const double *use
         X[p++] = m->c[m->sel[s]].x;
     if (extra != SIZE_MAX)
         X[p++] = m->c[extra].x;
-    huber(y, X, p, m->W->n, use, scratch, f);
+    ct_huber_fit(y, X, p, m->W->n, use, scratch, f);
 }
 
 /* ------------------------------------------------------------ change points */
@@ -613,236 +381,6 @@ static int step_in_time(const double *x, size_t n)
             before1 += x[k] > 0.5;
     }
     return best * 20 <= n;
-}
-
-/* Max over splits k in [lo + ms, hi - ms] of the two-sample t of
- * y[lo..k) against y[k..hi) (pooled variance); its split in *at. */
-static double max_t(const double *y, size_t lo, size_t hi, size_t ms, size_t *at)
-{
-    double best = -1;
-    size_t n = hi - lo;
-    double S = 0, SS = 0;
-    for (size_t i = lo; i < hi; i++)
-        S += y[i], SS += y[i] * y[i];
-    double s1 = 0, ss1 = 0;
-    for (size_t k = lo; k < hi - ms; k++) {
-        s1 += y[k], ss1 += y[k] * y[k];
-        size_t n1 = k + 1 - lo, n2 = n - n1;
-        if (n1 < ms)
-            continue;
-        double m1 = s1 / (double)n1, m2 = (S - s1) / (double)n2;
-        double v1 = ss1 - (double)n1 * m1 * m1, v2 = (SS - ss1) - (double)n2 * m2 * m2;
-        double sp = (v1 + v2) / (double)(n - 2);
-        double t = fabs(m1 - m2) / sqrt((sp > 1e-30 ? sp : 1e-30) * (1.0 / n1 + 1.0 / n2));
-        if (t > best) {
-            best = t;
-            *at = k + 1;
-        }
-    }
-    return best;
-}
-
-struct cpctx {
-    struct ct_fleet_explain *x;
-    const struct ct_fleet_jobs *js;
-    size_t w;
-    const double *y;
-    double *perm, *win;
-    uint64_t rng;
-    double thresh;
-    size_t *cuts;
-    size_t ncuts;
-};
-
-static void segment(struct cpctx *c, size_t lo, size_t hi, int depth)
-{
-    size_t ms = MIN_SIDE;
-    if (depth > 3 || hi - lo < 2 * ms + 1 || c->ncuts >= 16)
-        return;
-    /* the segment's values held to its median +- 2 robust scales (MAD x
-     * 1.4826): one job slowed by something recorded nowhere, at the edge
-     * of the series, is not a change of the workload. The clipping depends
-     * only on the values, not their order, so the permutations stay
-     * exchangeable. */
-    size_t n = hi - lo;
-    memcpy(c->perm, c->y + lo, n * sizeof(double));
-    double med = ct_median(c->perm, n);
-    for (size_t i = 0; i < n; i++)
-        c->perm[i] = fabs(c->y[lo + i] - med);
-    double sc = 2 * 1.4826 * ct_median(c->perm, n);
-    for (size_t i = 0; i < n; i++) {
-        double v = c->y[lo + i];
-        c->win[i] = sc > 0 && v > med + sc ? med + sc : sc > 0 && v < med - sc ? med - sc : v;
-    }
-    size_t at = 0;
-    double t = max_t(c->win, 0, n, ms, &at);
-    if (!(t > 0))
-        return;
-    at += lo;
-    /* the same statistic over random orders of the same jobs */
-    unsigned B = c->x->o.perms, ge = 0;
-    for (unsigned b = 0; b < B; b++) {
-        memcpy(c->perm, c->win, (hi - lo) * sizeof(double));
-        for (size_t i = hi - lo - 1; i > 0; i--) {
-            size_t k = (size_t)(ct_rng_next(&c->rng) % (i + 1));
-            double tmp = c->perm[i];
-            c->perm[i] = c->perm[k];
-            c->perm[k] = tmp;
-        }
-        size_t dummy;
-        ge += max_t(c->perm, 0, hi - lo, ms, &dummy) >= t - 1e-12;
-    }
-    double p = (1.0 + ge) / (1.0 + B);
-    if (p > c->thresh)
-        return;
-    c->cuts[c->ncuts++] = at;
-    segment(c, lo, at, depth + 1);
-    segment(c, at, hi, depth + 1);
-}
-
-static int cmp_size(const void *a, const void *b)
-{
-    size_t x = *(const size_t *)a, y = *(const size_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* "key: old -> new" for each factor whose values moved at the cut: a value
- * in at most a fifth of the jobs of [lo, cut) and at least four fifths of
- * [cut, hi). */
-static int changed_at(const struct ct_fleet_jobs *js, const struct ct_fx_workload *W, size_t lo,
-                      size_t cut, size_t hi, struct ct_fx_change *ch)
-{
-    const char *vals[256];
-    for (size_t i = lo; i < hi; i++) {
-        const struct ct_fleet_job *j = &js->j[W->jobs[i]];
-        for (size_t v = 0; v < j->nfv; v++) {
-            const char *key = j->fv[v].key, *val = j->fv[v].value;
-            /* once per (key, value) */
-            int seen = 0;
-            for (size_t q = lo; q < i && !seen; q++) {
-                const struct ct_fleet_job *k = &js->j[W->jobs[q]];
-                size_t nv = ct_fleet_values(k, key, vals, 256);
-                for (size_t z = 0; z < nv && !seen; z++)
-                    seen = !strcmp(vals[z], val);
-            }
-            for (size_t z = 0; z < v && !seen; z++)
-                seen = !strcmp(j->fv[z].key, key) && !strcmp(j->fv[z].value, val);
-            if (seen)
-                continue;
-            double before = 0, after = 0;
-            for (size_t q = lo; q < hi; q++) {
-                const struct ct_fleet_job *k = &js->j[W->jobs[q]];
-                size_t nv = ct_fleet_values(k, key, vals, 256);
-                int has = 0;
-                for (size_t z = 0; z < nv; z++)
-                    has |= !strcmp(vals[z], val);
-                *(q < cut ? &before : &after) += has;
-            }
-            before /= (double)(cut - lo);
-            after /= (double)(hi - cut);
-            if (!(before <= 0.2 && after >= 0.8))
-                continue;
-            /* what it replaced: the key's value that went the other way */
-            const char *old = NULL;
-            for (size_t q = lo; q < cut && !old; q++) {
-                const struct ct_fleet_job *k = &js->j[W->jobs[q]];
-                size_t nv = ct_fleet_values(k, key, vals, 256);
-                for (size_t z = 0; z < nv && !old; z++) {
-                    double b2 = 0, a2 = 0;
-                    for (size_t r = lo; r < hi; r++) {
-                        const char *v2[256];
-                        size_t n2 = ct_fleet_values(&js->j[W->jobs[r]], key, v2, 256);
-                        int has = 0;
-                        for (size_t y = 0; y < n2; y++)
-                            has |= !strcmp(v2[y], vals[z]);
-                        *(r < cut ? &b2 : &a2) += has;
-                    }
-                    if (b2 / (double)(cut - lo) >= 0.8 && a2 / (double)(hi - cut) <= 0.2)
-                        old = vals[z];
-                }
-            }
-            char line[512];
-            snprintf(line, sizeof(line), "%s: %s -> %s", key, old ? old : "(others)", val);
-            char **x = realloc(ch->changed, (ch->nchanged + 1) * sizeof(*x));
-            if (!x)
-                return -ENOMEM;
-            ch->changed = x;
-            if (!(x[ch->nchanged] = strdup(line)))
-                return -ENOMEM;
-            ch->nchanged++;
-        }
-    }
-    return 0;
-}
-
-static int change_points(struct ct_fleet_explain *x, size_t w, const double *y, size_t ntested)
-{
-    const struct ct_fx_workload *W = &x->w[w];
-    struct cpctx c = {.x = x, .js = x->js, .w = w, .y = y};
-    uint64_t h = x->o.seed;
-    for (const char *s = W->name; *s; s++)
-        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-    c.rng = h;
-    c.thresh = x->o.alpha / (double)(ntested ? ntested : 1);
-    c.perm = malloc(W->n * sizeof(double));
-    c.win = malloc(W->n * sizeof(double));
-    c.cuts = malloc(16 * sizeof(size_t));
-    if (!c.perm || !c.win || !c.cuts) {
-        free(c.perm);
-        free(c.win);
-        free(c.cuts);
-        return -ENOMEM;
-    }
-    segment(&c, 0, W->n, 0);
-    qsort(c.cuts, c.ncuts, sizeof(size_t), cmp_size);
-    int rc = 0;
-    for (size_t k = 0; k < c.ncuts && !rc; k++) {
-        size_t lo = k ? c.cuts[k - 1] : 0, hi = k + 1 < c.ncuts ? c.cuts[k + 1] : W->n;
-        size_t cut = c.cuts[k];
-        struct ct_fx_change *ch = realloc(x->c, (x->nc + 1) * sizeof(*ch));
-        if (!ch) {
-            rc = -ENOMEM;
-            break;
-        }
-        x->c = ch;
-        ch = &x->c[x->nc++];
-        memset(ch, 0, sizeof(*ch));
-        ch->w = w;
-        ch->at = cut;
-        ch->at_us = x->js->j[W->jobs[cut]].start_us;
-        /* the step's ratio across it: geometric means of the segments beside
-         * it, with Student's 95 % interval (not corrected for having
-         * looked for the split: read it as the size, not as a test) */
-        double m1 = 0, m2 = 0, v1 = 0, v2 = 0;
-        size_t n1 = cut - lo, n2 = hi - cut;
-        for (size_t i = lo; i < cut; i++)
-            m1 += y[i];
-        for (size_t i = cut; i < hi; i++)
-            m2 += y[i];
-        m1 /= (double)n1;
-        m2 /= (double)n2;
-        for (size_t i = lo; i < cut; i++)
-            v1 += (y[i] - m1) * (y[i] - m1);
-        for (size_t i = cut; i < hi; i++)
-            v2 += (y[i] - m2) * (y[i] - m2);
-        double df = (double)(n1 + n2 - 2);
-        double se = sqrt((v1 + v2) / df * (1.0 / n1 + 1.0 / n2));
-        double tq = ct_t_q2(0.05, df);
-        ch->effect_pct = 100 * (exp(m2 - m1) - 1);
-        ch->lo_pct = 100 * (exp(m2 - m1 - tq * se) - 1);
-        ch->hi_pct = 100 * (exp(m2 - m1 + tq * se) - 1);
-        ch->p = ct_t_p2((m2 - m1) / (se > 0 ? se : 1e-30), df);
-        /* what changed is read from at most CP_WINDOW jobs each side: a
-         * factor that changed at the point changed there, and a workload
-         * of many thousand jobs costs no more */
-        size_t wlo = cut - lo > CP_WINDOW ? cut - CP_WINDOW : lo;
-        size_t whi = hi - cut > CP_WINDOW ? cut + CP_WINDOW : hi;
-        rc = changed_at(x->js, W, wlo, cut, whi, ch);
-    }
-    free(c.perm);
-    free(c.win);
-    free(c.cuts);
-    return rc;
 }
 
 /* ------------------------------------------------------------ explain */
@@ -942,7 +480,7 @@ static int finding(struct ct_fleet_explain *x, struct wmodel *m, size_t w, struc
     }
     f->n_with = c->n1;
     f->n_without = W->n - c->n1;
-    const struct fit *F = &c->fin;
+    const struct ct_huber_fit *F = &c->fin;
     size_t col = c->col;
     double alpha_cov = 1 - x->level;
     double tq = ct_t_q2(alpha_cov, F->df);
@@ -975,7 +513,7 @@ static int finding(struct ct_fleet_explain *x, struct wmodel *m, size_t w, struc
         }
         if (ok < m->nsel + 1 + 2 * MIN_SIDE || on < MIN_SIDE || ok - on < MIN_SIDE)
             continue;
-        struct fit pf;
+        struct ct_huber_fit pf;
         model_fit(m, buf, use, SIZE_MAX, scratch, &pf);
         if (!pf.ok)
             continue;
@@ -1023,7 +561,7 @@ static int finding(struct ct_fleet_explain *x, struct wmodel *m, size_t w, struc
         }
         if (!(f->coll = strdup(coll)))
             return -ENOMEM;
-        struct fit bf = {0};
+        struct ct_huber_fit bf = {0};
         if (ok >= m->nsel + 1 + 2 * MIN_SIDE && on >= MIN_SIDE && ok - on >= MIN_SIDE)
             model_fit(m, buf, use, SIZE_MAX, scratch, &bf);
         if (bf.ok) {
@@ -1052,7 +590,7 @@ static void select_columns(struct wmodel *m, size_t n, double level, double *scr
             struct cand *c = &m->c[k];
             if (c->selected || c->model_alias)
                 continue;
-            struct fit f;
+            struct ct_huber_fit f;
             model_fit(m, m->y, use, k, scratch, &f);
             if (f.aliased) {
                 c->model_alias = 1;
@@ -1078,7 +616,7 @@ static void select_columns(struct wmodel *m, size_t n, double level, double *scr
 static void drop_columns(struct wmodel *m, double level, double *scratch, const double *use)
 {
     while (m->nsel) {
-        struct fit f;
+        struct ct_huber_fit f;
         model_fit(m, m->y, use, SIZE_MAX, scratch, &f);
         size_t worst = SIZE_MAX;
         double worstp = level;
@@ -1193,7 +731,7 @@ int ct_fleet_explain_run(const struct ct_fleet_jobs *js, const struct ct_fleet_e
         W->nselected = m->nsel;
         /* the final model: the selected columns' joint p; the others'
          * p when added to it */
-        struct fit fin;
+        struct ct_huber_fit fin;
         model_fit(m, m->y, use, SIZE_MAX, scratch, &fin);
         W->sigma = fin.ok ? fin.scale : NAN;
         /* change points are looked for in the step with the effects of the
@@ -1220,7 +758,7 @@ int ct_fleet_explain_run(const struct ct_fleet_jobs *js, const struct ct_fleet_e
             struct cand *c = &m->c[k];
             if (c->selected || c->model_alias)
                 continue;
-            struct fit f;
+            struct ct_huber_fit f;
             model_fit(m, m->y, use, k, scratch, &f);
             if (f.aliased)
                 c->model_alias = 1;
@@ -1286,7 +824,7 @@ int ct_fleet_explain_run(const struct ct_fleet_jobs *js, const struct ct_fleet_e
         int dated = x->w[w].n >= o->min_jobs && x->w[w].n >= 2 * MIN_SIDE + 1;
         for (size_t i = 0; i < x->w[w].n && dated; i++)
             dated = js->j[x->w[w].jobs[i]].start_us != INT64_MIN;
-        if (dated && (rc = change_points(x, w, M[w].ycp ? M[w].ycp : M[w].y, ntested)))
+        if (dated && (rc = ct_fx_change_points(x, w, M[w].ycp ? M[w].ycp : M[w].y, ntested)))
             goto fail;
     }
     rc = 0;

@@ -27,6 +27,9 @@ enum {
 };
 const char *ct_fx_part_name(int k); /* "step_mean", "compute", ... */
 
+/* the fewest jobs on each side of a candidate value or a change point */
+#define CT_FX_MIN_SIDE 3
+
 struct ct_fx_part {
     int ok;              /* fitted (enough jobs with the figure) */
     double beta, lo, hi; /* µs per step */
@@ -84,5 +87,10 @@ struct ct_fleet_explain {
     size_t nc;
     size_t cp_tested; /* workloads tested for change points */
 };
+
+/* The change points of workload w from its log step times y in run-start
+ * order, added to x->c; ntested: the candidates tried, which sets the
+ * threshold (fleet_change_points.c). 0 or -ENOMEM. */
+int ct_fx_change_points(struct ct_fleet_explain *x, size_t w, const double *y, size_t ntested);
 
 #endif
