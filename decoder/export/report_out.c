@@ -433,9 +433,10 @@ void ct_report_json(FILE *f, const struct ct_report *rep, int rank_iters)
     for (size_t i = 0; i < rep->ncoll; i++) {
         const struct ct_coll_row *c = &rep->coll[i];
         fprintf(f,
-                "%s{\"op\":\"%s\",\"bytes\":%" PRIu64 ",\"nranks\":%d,\"count\":%" PRIu64
+                "%s{\"op\":\"%s\",\"lib\":\"%s\",\"bytes\":%" PRIu64 ",\"nranks\":%d,\"count\":%" PRIu64
                 ",\"matched\":%" PRIu64 ",",
-                i ? "," : "", op_name(c->op), c->bytes, c->nranks, c->count, c->matched);
+                i ? "," : "", op_name(c->op), ct_comm_lib_name(c->lib), c->bytes, c->nranks,
+                c->count, c->matched);
         num(f, "p50_us", json_us(c->p50), 1);
         num(f, "p90_us", json_us(c->p90), 1);
         num(f, "max_us", json_us(c->max), 1);
@@ -866,8 +867,12 @@ void ct_report_text(FILE *f, const struct ct_report *rep)
             char sol[16] = "-";
             if (isfinite(c->sol_pct))
                 snprintf(sol, sizeof(sol), "%.1f%%", c->sol_pct);
+            char name[40];
+            /* NVSHMEM's rows say so: a user is never told NCCL ran them */
+            snprintf(name, sizeof(name), "%s%s", c->lib == CT_LIB_NVSHMEM ? "nvshmem:" : "",
+                     op_name(c->op));
             fprintf(f, "  %-14s %12" PRIu64 " %6d %8" PRIu64 " %10.1f %10.1f %9.2f %9.2f %7s\n",
-                    op_name(c->op), c->bytes, c->nranks, c->count, us(c->p50), us(c->skew_p50),
+                    name, c->bytes, c->nranks, c->count, us(c->p50), us(c->skew_p50),
                     c->algbw, c->busbw, sol);
         }
         /* what each bound rests on, or why there is none, once per text */
