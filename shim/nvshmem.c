@@ -156,9 +156,9 @@ static const uint8_t type_size[CT_SHMEM_T_COUNT] = {
 #undef TYPE_SIZE
 };
 
-static void begin(struct ct_nccl_opcall *c, const char *api, _Atomic uint32_t *api_id,
-                  unsigned op, uint64_t count, unsigned type, int redop, int root,
-                  ct_shmem_team_t team, cudaStream_t stream)
+static void begin(struct ct_nccl_opcall *c, const char *api, _Atomic uint32_t *api_id, unsigned op,
+                  uint64_t count, unsigned type, int redop, int root, ct_shmem_team_t team,
+                  cudaStream_t stream)
 {
     c->api = api;
     c->api_id = api_id;
@@ -220,13 +220,13 @@ static void sync_all(all_fn real, const char *api, _Atomic uint32_t *id, cudaStr
 #define API_ID static _Atomic uint32_t id_
 
 #define COLL_WRAP(fname, op, type, redop)                                                          \
-    CT_EXPORT int fname(ct_shmem_team_t team, void *d, const void *s, size_t n, cudaStream_t st)  \
+    CT_EXPORT int fname(ct_shmem_team_t team, void *d, const void *s, size_t n, cudaStream_t st)   \
     {                                                                                              \
         API_ID;                                                                                    \
         return coll(REAL(coll_fn, #fname), #fname, &id_, op, type, redop, team, d, s, n, st);      \
     }
 #define BCAST_WRAP(fname, type)                                                                    \
-    CT_EXPORT int fname(ct_shmem_team_t team, void *d, const void *s, size_t n, int root,         \
+    CT_EXPORT int fname(ct_shmem_team_t team, void *d, const void *s, size_t n, int root,          \
                         cudaStream_t st)                                                           \
     {                                                                                              \
         API_ID;                                                                                    \
@@ -243,13 +243,14 @@ static void sync_all(all_fn real, const char *api, _Atomic uint32_t *id, cudaStr
               CT_SHMEM_OP_##op)                                                                    \
     COLL_WRAP(nvshmemx_##name##_##op##_reducescatter_on_stream, CT_NCCL_OP_REDUCESCATTER,          \
               CT_SHMEM_T_##name, CT_SHMEM_OP_##op)
-#define STD_WRAPS(name) RED_WRAPS(name, min) RED_WRAPS(name, max) RED_WRAPS(name, sum) RED_WRAPS(name, prod)
+#define STD_WRAPS(name)                                                                            \
+    RED_WRAPS(name, min) RED_WRAPS(name, max) RED_WRAPS(name, sum) RED_WRAPS(name, prod)
 #define BIT_WRAPS(name) RED_WRAPS(name, and) RED_WRAPS(name, or) RED_WRAPS(name, xor)
 /* by kind (shmem_types.h); "mem" is no TYPENAME: its three are below */
 #define KIND_M(name)
-#define KIND_R(name) RMA_WRAPS(name)
-#define KIND_S(name) RMA_WRAPS(name) STD_WRAPS(name)
-#define KIND_B(name) RMA_WRAPS(name) STD_WRAPS(name) BIT_WRAPS(name)
+#define KIND_R(name)                 RMA_WRAPS(name)
+#define KIND_S(name)                 RMA_WRAPS(name) STD_WRAPS(name)
+#define KIND_B(name)                 RMA_WRAPS(name) STD_WRAPS(name) BIT_WRAPS(name)
 #define TYPE_WRAPS(name, size, kind) KIND_##kind(name)
 
 CT_SHMEM_TYPES(TYPE_WRAPS)
@@ -275,8 +276,8 @@ CT_EXPORT int nvshmemx_team_sync_on_stream(ct_shmem_team_t team, cudaStream_t st
 CT_EXPORT void nvshmemx_barrier_all_on_stream(cudaStream_t st)
 {
     API_ID;
-    sync_all(REAL(all_fn, "nvshmemx_barrier_all_on_stream"), "nvshmemx_barrier_all_on_stream",
-             &id_, st);
+    sync_all(REAL(all_fn, "nvshmemx_barrier_all_on_stream"), "nvshmemx_barrier_all_on_stream", &id_,
+             st);
 }
 
 CT_EXPORT void nvshmemx_sync_all_on_stream(cudaStream_t st)

@@ -328,7 +328,8 @@ static void nccl_args(struct args *a, struct ct_chrome_writer *w, const struct c
     const uint64_t *f = r->f;
     char hex[24];
     a_s(a, "op", f[CT_NCCL_OP] == CT_NCCL_OP_COUNT ? "other" : ct_name_nccl_op(f[CT_NCCL_OP]));
-    a_s(a, "lib", ct_name_comm_lib(f[CT_NCCL_DTYPE]));
+    if (f[CT_NCCL_DTYPE] & CT_NCCL_DTYPE_NVSHMEM) /* format v7: not NCCL's */
+        a_s(a, "lib", ct_name_comm_lib(f[CT_NCCL_DTYPE]));
     a_u(a, "bytes", f[CT_NCCL_BYTES]);
     a_u(a, "count", f[CT_NCCL_COUNT]);
     a_s(a, "dtype", ct_name_comm_dtype(f[CT_NCCL_DTYPE]));
@@ -521,8 +522,7 @@ static int nccl_event(struct ct_chrome_writer *w, size_t i)
     const struct ct_record *r = &t->recs[i];
     const uint64_t *f = r->f;
     char buf[64];
-    ct_chrome_ev(w, "X", r->tid, (int64_t)f[CT_NCCL_START],
-                 nccl_call_name(f, buf, sizeof(buf)));
+    ct_chrome_ev(w, "X", r->tid, (int64_t)f[CT_NCCL_START], nccl_call_name(f, buf, sizeof(buf)));
     cat(w, "nccl");
     dur(w, f[CT_NCCL_START], f[CT_NCCL_END]);
     struct args a = {w->f, 0};

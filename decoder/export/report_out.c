@@ -433,8 +433,8 @@ void ct_report_json(FILE *f, const struct ct_report *rep, int rank_iters)
     for (size_t i = 0; i < rep->ncoll; i++) {
         const struct ct_coll_row *c = &rep->coll[i];
         fprintf(f,
-                "%s{\"op\":\"%s\",\"lib\":\"%s\",\"bytes\":%" PRIu64 ",\"nranks\":%d,\"count\":%" PRIu64
-                ",\"matched\":%" PRIu64 ",",
+                "%s{\"op\":\"%s\",\"lib\":\"%s\",\"bytes\":%" PRIu64
+                ",\"nranks\":%d,\"count\":%" PRIu64 ",\"matched\":%" PRIu64 ",",
                 i ? "," : "", op_name(c->op), ct_comm_lib_name(c->lib), c->bytes, c->nranks,
                 c->count, c->matched);
         num(f, "p50_us", json_us(c->p50), 1);
@@ -872,8 +872,8 @@ void ct_report_text(FILE *f, const struct ct_report *rep)
             snprintf(name, sizeof(name), "%s%s", c->lib == CT_LIB_NVSHMEM ? "nvshmem:" : "",
                      op_name(c->op));
             fprintf(f, "  %-14s %12" PRIu64 " %6d %8" PRIu64 " %10.1f %10.1f %9.2f %9.2f %7s\n",
-                    name, c->bytes, c->nranks, c->count, us(c->p50), us(c->skew_p50),
-                    c->algbw, c->busbw, sol);
+                    name, c->bytes, c->nranks, c->count, us(c->p50), us(c->skew_p50), c->algbw,
+                    c->busbw, sol);
         }
         /* what each bound rests on, or why there is none, once per text */
         for (size_t i = 0; i < rep->ncoll; i++) {

@@ -97,7 +97,7 @@ struct ct_nccl_call {
 enum ct_comm_lib { CT_LIB_NCCL = 0, CT_LIB_NVSHMEM = 1 };
 /* The library of a CT_REC_NCCL record's dtype field, and its name as the
  * report and the exports give it ("nccl", "nvshmem"). */
-#define CT_COMM_LIB_OF(dtype) (((dtype) & CT_NCCL_DTYPE_NVSHMEM) ? CT_LIB_NVSHMEM : CT_LIB_NCCL)
+#define CT_COMM_LIB_OF(dtype) (((dtype)&CT_NCCL_DTYPE_NVSHMEM) ? CT_LIB_NVSHMEM : CT_LIB_NCCL)
 const char *ct_comm_lib_name(int lib);
 
 /* A stream id and the device it belongs to. */
