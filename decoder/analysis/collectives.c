@@ -89,12 +89,9 @@ struct ct_coll_match {
 static int build_keys(struct ct_job *job, struct ct_coll_match *m)
 {
     size_t n = 0;
-    /* an op of no size (NVSHMEM's barrier and sync: op "other") has no
-     * bandwidth: no row; it is communication all the same */
-#define ROWED(o) ((o)->e != 0 && (o)->op != CT_NCCL_OP_COUNT)
     for (size_t r = 0; r < job->nranks; r++)
         for (size_t i = 0; i < job->ranks[r].nnccl; i++)
-            n += ROWED(&job->ranks[r].nccl[i]);
+            n += job->ranks[r].nccl[i].e != 0;
     m->k = malloc((n ? n : 1) * sizeof(*m->k));
     if (!m->k)
         return -ENOMEM;
