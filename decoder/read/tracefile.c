@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decoder/util/comm_kernels.h"
 #include "src/config.h"
 
 struct load_ctx {
@@ -322,8 +323,10 @@ static unsigned nccl_interval(struct ct_trace *t, uint64_t corr, uint64_t *s, ui
     return best;
 }
 
-/* The ncclDevKernel launch made on `tid` during [t0, t1], from record
- * index `from` on (records are sorted by start time). */
+/* The ncclDevKernel launch, or the launch of a kernel the table of
+ * communication kernels names (NVSHMEM's on-stream kernels: the decoder's
+ * rule, decoder/read/extract.c), made on `tid` during [t0, t1], from
+ * record index `from` on (records are sorted by start time). */
 static unsigned nested_kernel(struct ct_trace *t, size_t from, uint32_t tid, uint64_t t0,
                               uint64_t t1, uint64_t *s, uint64_t *e)
 {
@@ -333,7 +336,7 @@ static unsigned nested_kernel(struct ct_trace *t, size_t from, uint32_t tid, uin
             r->f[CT_API_START] < t0 || r->f[CT_API_END] > t1)
             continue;
         const char *k = ct_reader_string(&t->rd, r->f[CT_API_KERNEL]);
-        if (!k || strncmp(k, "ncclDevKernel", 13) != 0)
+        if (!k || (strncmp(k, "ncclDevKernel", 13) != 0 && !ct_comm_kernel_op(k)))
             continue;
         size_t n;
         const size_t *ix = ct_trace_gpu(t, r->f[CT_API_CORR], &n);
