@@ -7,7 +7,10 @@ calling through dlsym on the library's handle (no wrapper sees the calls:
 the old behaviour, communication kernels without bytes).
 
 usage: check_shmem.py   (environment: CT_CUTRACE, CT_W_SHMEM, CT_W_SHMEM_DL,
-                         CT_FAKEGPU_DIR, CT_FAKE_CUPTI)
+                         CT_FAKEGPU_DIR, CT_FAKE_CUPTI, CT_SHIM)
+
+First, the shim's exports against NVSHMEM's documented host API: a wrapper
+for every on-stream collective of every type its headers list, no other.
 
 Truth (the fake's model, tests/fakegpu/README.md "Fake NVSHMEM"): at
 FAKEGPU_NET_GBPS = 8, an op of B bytes (nccl-tests' size) over n PEs is one
@@ -223,7 +226,43 @@ def unwrapped():
              STEPS * 1.0)
 
 
+# NVSHMEM's documented host lists (nvshmemx_coll_api.h over the type lists
+# of nvshmem_api_macros.h), written out here apart from the shim's table
+RMA = ["bfloat16", "half", "float", "double", "char", "short", "schar", "int", "long",
+       "longlong", "uchar", "ushort", "uint", "ulong", "ulonglong", "int8", "int16", "int32",
+       "int64", "uint8", "uint16", "uint32", "uint64", "size", "ptrdiff"]
+BITWISE = ["uchar", "ushort", "uint", "ulong", "ulonglong", "int8", "int16", "int32", "int64",
+           "uint8", "uint16", "uint32", "uint64", "size"]
+STANDARD = BITWISE + ["char", "schar", "short", "int", "long", "longlong", "bfloat16", "half",
+                      "float", "double"]
+
+
+def exports():
+    """The shim exports a wrapper for exactly NVSHMEM's on-stream
+    collectives (and nvshmem_team_destroy, for handle reuse)."""
+    want = {"nvshmem_team_destroy", "nvshmemx_alltoallmem_on_stream",
+            "nvshmemx_fcollectmem_on_stream", "nvshmemx_broadcastmem_on_stream",
+            "nvshmemx_barrier_on_stream", "nvshmemx_team_sync_on_stream",
+            "nvshmemx_barrier_all_on_stream", "nvshmemx_sync_all_on_stream"}
+    for t in RMA:
+        want |= {f"nvshmemx_{t}_{c}_on_stream" for c in ("alltoall", "fcollect", "broadcast")}
+    for ops, types in ((("and", "or", "xor"), BITWISE), (("min", "max", "sum", "prod"), STANDARD)):
+        for t in types:
+            for o in ops:
+                want |= {f"nvshmemx_{t}_{o}_reduce_on_stream",
+                         f"nvshmemx_{t}_{o}_reducescatter_on_stream"}
+    p = subprocess.run(["nm", "-D", "--defined-only", os.environ["CT_SHIM"]],
+                       capture_output=True, text=True, timeout=60)
+    if p.returncode:
+        print(f"nvshmem: exports not checked (nm: {p.stderr.strip()})")
+        return
+    got = {line.split()[-1] for line in p.stdout.splitlines() if " nvshmem" in line}
+    check("shim exports NVSHMEM's collectives", got == want,
+          f"missing {sorted(want - got)[:5]}, extra {sorted(got - want)[:5]}, {len(want)} wanted")
+
+
 try:
+    exports()
     linked()
     unwrapped()
 finally:
