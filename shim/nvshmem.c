@@ -31,13 +31,16 @@
  */
 #include <dlfcn.h>
 #include <stddef.h>
+#include <string.h>
 
 #include <cutrace/shmem_types.h>
 
 #include "shim/dlsym_real.h"
 #include "shim/nccl_int.h"
+#include "shim/nvshmem.h"
 
 typedef int ct_shmem_team_t; /* nvshmem_team_t */
+CT_EXPORT void nvshmem_team_destroy(ct_shmem_team_t team);
 
 /* NVSHMEMX_ERROR_INTERNAL (nvshmemx_status.h): our wrapper was called but
  * no NVSHMEM is in the process. */
@@ -87,6 +90,36 @@ static void *shmem_real(const char *name, void *_Atomic *slot)
         static void *_Atomic slot_;                                                                \
         (type) ct_fn(shmem_real(name, &slot_));                                                    \
     })
+
+/* NVSHMEM in the process (our own exports excluded): a definition after
+ * us or a loaded libnvshmem_host. */
+static int shmem_present(const char *name)
+{
+    CT_ERRNO_SAVE;
+    int guard = ct_tls_guard;
+    ct_tls_guard = 1;
+    int found = ct_dlsym_real(RTLD_NEXT, name) != NULL;
+    if (!found) {
+        void *h = dlopen("libnvshmem_host.so.3", RTLD_LAZY | RTLD_NOLOAD);
+        if (!h)
+            h = dlopen("libnvshmem_host.so", RTLD_LAZY | RTLD_NOLOAD);
+        found = h != NULL;
+    }
+    ct_tls_guard = guard;
+    CT_ERRNO_RESTORE;
+    return found;
+}
+
+CT_NO_SANITIZE int ct_shmem_probe_fails(const char *name, void *p)
+{
+    if (strncmp(name, "nvshmem", 7) != 0)
+        return 0;
+    Dl_info a, b;
+    void *self = ct_fn_addr((ct_voidfn)nvshmem_team_destroy);
+    if (!dladdr(p, &a) || !dladdr(self, &b) || a.dli_fbase != b.dli_fbase)
+        return 0; /* NVSHMEM's own definition (or another library's) */
+    return !shmem_present(name);
+}
 
 /* ------------------------------------------------------------- teams */
 

@@ -7,9 +7,11 @@ calling through dlsym on the library's handle (no wrapper sees the calls:
 the old behaviour, communication kernels without bytes).
 
 usage: check_shmem.py   (environment: CT_CUTRACE, CT_W_SHMEM, CT_W_SHMEM_DL,
-                         CT_FAKEGPU_DIR, CT_FAKE_CUPTI, CT_SHIM)
+                         CT_FAKEGPU_DIR, CT_FAKE_CUPTI, CT_SHIM,
+                         CT_W_NOSHMEM)
 
-First, the shim's exports against NVSHMEM's documented host API: a wrapper
+First, a job without NVSHMEM probing for it by dlsym finds nothing (as
+without cutrace), and finds it once libnvshmem_host is loaded; the shim's exports against NVSHMEM's documented host API: a wrapper
 for every on-stream collective of every type its headers list, no other.
 
 Truth (the fake's model, tests/fakegpu/README.md "Fake NVSHMEM"): at
@@ -261,7 +263,23 @@ def exports():
           f"missing {sorted(want - got)[:5]}, extra {sorted(got - want)[:5]}, {len(want)} wanted")
 
 
+def probes():
+    """A job without NVSHMEM probing for it by dlsym finds nothing, as
+    without cutrace (the shim's nvshmem* exports are hidden from probes);
+    with libnvshmem_host loaded it finds every name."""
+    for arg, want in (([], "found 0"), (["load"], "found 4")):
+        d = tempfile.mkdtemp(prefix="shmem-probe-")
+        scratch.append(d)
+        env = dict(os.environ, LD_LIBRARY_PATH=os.environ["CT_FAKEGPU_DIR"])
+        p = subprocess.run([CUTRACE, "run", "-o", os.path.join(d, "t"), "--",
+                            os.environ["CT_W_NOSHMEM"], *arg], env=env, capture_output=True,
+                           text=True, timeout=120)
+        check(f"probes {arg}: {want}", p.returncode == 0 and want in p.stdout,
+              f"rc {p.returncode}: {p.stdout} {p.stderr}")
+
+
 try:
+    probes()
     exports()
     linked()
     unwrapped()
