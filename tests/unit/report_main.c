@@ -33,6 +33,7 @@ Suite *xfer_model_suite(void);
 Suite *speed_of_light_suite(void);
 Suite *comm_kernels_suite(void);
 Suite *shmem_types_suite(void);
+Suite *shmem_ops_suite(void);
 
 static const struct th_suite suites[] = {
     {"intervals", intervals_suite},
@@ -65,6 +66,7 @@ static const struct th_suite suites[] = {
     {"efficiency_streams", efficiency_streams_suite},
     {"comm_kernels", comm_kernels_suite},
     {"shmem_types", shmem_types_suite},
+    {"shmem_ops", shmem_ops_suite},
     {NULL, NULL},
 };
 
