@@ -185,6 +185,12 @@ def linked():
     t = subprocess.run([CUTRACE, "report", traces], capture_output=True, text=True, timeout=240)
     check("linked: text rows nvshmem:", "nvshmem:AllReduce" in t.stdout and
           "nvshmem:AlltoAll" in t.stdout and "nvshmem:Broadcast" in t.stdout, t.stdout[-800:])
+    # diff: NVSHMEM's collectives apart from NCCL's
+    t = subprocess.run([CUTRACE, "diff", traces, traces], capture_output=True, text=True,
+                       timeout=240)
+    check("linked: diff metrics collective:nvshmem:", t.returncode == 0 and
+          f"collective:nvshmem:AllReduce:{4 * NR}" in t.stdout and
+          "collective:AllReduce:" not in t.stdout, t.stdout[-800:] + t.stderr[-300:])
     db = os.path.join(os.path.dirname(traces), "job.sqlite")
     e = subprocess.run([CUTRACE, "export", "--format", "sqlite", "-o", db, traces],
                        capture_output=True, text=True, timeout=240)
