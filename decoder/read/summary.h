@@ -16,9 +16,11 @@
 #include "decoder/read/timeline.h"
 
 #define CT_SUMMARY_SUFFIX  ".ctsum"
-#define CT_SUMMARY_VERSION 11
+#define CT_SUMMARY_VERSION 12
 /* the oldest read: version 9 is version 10 without the NCCL kernel
- * channels, 10 is 11 without the network devices (docs/summary.md) */
+ * channels, 10 is 11 without the network devices, 11 is 12 whose NCCL ops
+ * are all NCCL's (12: an op's class byte carries its library in its high
+ * nibble, so an older reader refuses NVSHMEM's ops; docs/summary.md) */
 #define CT_SUMMARY_VERSION_MIN 9
 
 /* The summary's own encoding (little-endian, fixed width), for the

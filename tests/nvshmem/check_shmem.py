@@ -185,6 +185,17 @@ def linked():
     t = subprocess.run([CUTRACE, "report", traces], capture_output=True, text=True, timeout=240)
     check("linked: text rows nvshmem:", "nvshmem:AllReduce" in t.stdout and
           "nvshmem:AlltoAll" in t.stdout and "nvshmem:Broadcast" in t.stdout, t.stdout[-800:])
+    # summaries (version 12) keep the library
+    sums = os.path.join(os.path.dirname(traces), "sums")
+    t = subprocess.run([CUTRACE, "summarize", "-o", sums, traces], capture_output=True,
+                       text=True, timeout=240)
+    check("linked: summarize", t.returncode == 0, t.stderr)
+    if t.returncode == 0:
+        srep = report(sums)
+        check("linked: summaries' rows NVSHMEM's, as the traces'",
+              [(c["op"], c["lib"], c["bytes"], c["count"]) for c in srep["collectives"]] ==
+              [(c["op"], c["lib"], c["bytes"], c["count"]) for c in rep["collectives"]],
+              str(srep["collectives"]))
     # diff: NVSHMEM's collectives apart from NCCL's
     t = subprocess.run([CUTRACE, "diff", traces, traces], capture_output=True, text=True,
                        timeout=240)
