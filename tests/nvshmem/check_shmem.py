@@ -4,7 +4,8 @@
 on the fake libnvshmem_host (tests/fakegpu/fs_nvshmem.c) under `cutrace
 run`, linked (the shim's wrappers record every call), then the same job
 calling through dlsym on the library's handle (no wrapper sees the calls:
-the old behaviour, communication kernels without bytes).
+the old behaviour, communication kernels without bytes); and the linked job
+under --gpu-timing events (an event pair around each call).
 
 usage: check_shmem.py   (environment: CT_CUTRACE, CT_W_SHMEM, CT_W_SHMEM_DL,
                          CT_FAKEGPU_DIR, CT_FAKE_CUPTI, CT_SHIM,
@@ -67,7 +68,7 @@ def near(what, got, want, tol):
     check(what, got is not None and abs(got - want) <= tol, f"got {got}, want {want} +- {tol}")
 
 
-def job(name, exe):
+def job(name, exe, *run_opts):
     d = tempfile.mkdtemp(prefix=f"shmem-{name}-")
     scratch.append(d)
     env = dict(os.environ)
@@ -75,7 +76,7 @@ def job(name, exe):
                 "CUTRACE_CUPTI_LIB": os.environ["CT_FAKE_CUPTI"],
                 "FAKEGPU_NET_GBPS": str(int(GBPS)), "W_SHMEM_STEPS": str(STEPS)})
     traces = os.path.join(d, "traces")
-    p = subprocess.run([CUTRACE, "run", "-o", traces, "--", exe, "launch", str(NPES)],
+    p = subprocess.run([CUTRACE, "run", *run_opts, "-o", traces, "--", exe, "launch", str(NPES)],
                        env=env, capture_output=True, text=True, timeout=240)
     # w_shmem exits 4 when errno after an NVSHMEM call is not the EIO the
     # fake left: the linked job checks that the wrappers preserve errno
@@ -225,6 +226,20 @@ def linked():
               not any(n.startswith("nccl") for n in names), str(sorted(set(names))[:20]))
 
 
+def events():
+    """Under --gpu-timing events an op's GPU time is the event pair around
+    its call on its stream: the same kernel, so the same truth."""
+    rep = report(job("events", os.environ["CT_W_SHMEM"], "--gpu-timing", "events"))
+    rows = {c["op"]: c for c in rep["collectives"]}
+    check("events: three NVSHMEM rows", sorted(rows) == ["AllReduce", "AlltoAll", "Broadcast"]
+          and all(c["lib"] == "nvshmem" and c["count"] == NPES * STEPS
+                  for c in rep["collectives"]), str(rep["collectives"]))
+    for op, t in (("AllReduce", T_RED), ("AlltoAll", T_A2A), ("Broadcast", T_BC)):
+        if op in rows:
+            near(f"events: {op} p50 us", rows[op]["p50_us"], t, 1.0)
+            near(f"events: {op} busbw", rows[op]["busbw_gbps"], GBPS, GBPS * 0.005)
+
+
 def unwrapped():
     traces = job("dlsym", os.environ["CT_W_SHMEM_DL"])
     rep = report(traces)
@@ -299,6 +314,7 @@ try:
     probes()
     exports()
     linked()
+    events()
     unwrapped()
 finally:
     for d in scratch:
