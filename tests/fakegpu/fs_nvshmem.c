@@ -33,7 +33,6 @@ struct team {
 
 static int g_pe = -1, g_npes;
 static struct team g_teams[MAX_TEAMS];
-static int g_nsplits;
 static CUmodule g_mod;
 
 static double env_double(const char *name, double dflt)
@@ -113,8 +112,8 @@ EXPORT int nvshmem_team_translate_pe(team_t src, int pe, team_t dst)
 }
 
 /* Collective over the parent in NVSHMEM; here every PE makes the same
- * splits in the same order, so the handle (1 + splits made) is the same on
- * every PE, as NVSHMEM's agreement gives. */
+ * splits and destroys in the same order, so the handle (the lowest one
+ * free) is the same on every PE, as NVSHMEM's agreement gives. */
 EXPORT int nvshmem_team_split_strided(team_t parent, int start, int stride, int size,
                                       const void *config, long mask, team_t *new_team)
 {
@@ -124,19 +123,24 @@ EXPORT int nvshmem_team_split_strided(team_t parent, int start, int stride, int 
     if (!new_team)
         return 1;
     *new_team = TEAM_INVALID;
+    team_t h = 1;
+    while (h < MAX_TEAMS && g_teams[h].used)
+        h++;
     if (!p || size < 1 || stride < 1 || start < 0 || start + (size - 1) * stride >= p->size ||
-        g_nsplits + 1 >= MAX_TEAMS)
+        h == MAX_TEAMS)
         return 1;
-    team_t h = ++g_nsplits;
     g_teams[h] = (struct team){1, p->start + start * p->stride, p->stride * stride, size};
     if (rank_in(&g_teams[h], g_pe) >= 0)
         *new_team = h;
     return 0;
 }
 
+/* Frees the handle for the next split (every PE calls it, members or not:
+ * the fake's PEs keep every team, so all must free it alike). */
 EXPORT void nvshmem_team_destroy(team_t t)
 {
-    (void)t; /* handles are not reused here */
+    if (t > TEAM_WORLD && t < MAX_TEAMS)
+        g_teams[t].used = 0;
 }
 
 /*

@@ -22,7 +22,10 @@ kernel lasting B x f / 8 ns, f its bus factor: the sum-reduce of 4 Mi floats
 per PE (B = 4 x 1 MiB, f = 3/4) 393.216 us, the broadcast of 512 Ki floats
 on a 2-PE half (B = 2 MiB, f = 1) 262.144 us, the barrier 1 us (no bytes).
 So every row's p50 is its kernel's duration and its busbw is 8 GB/s. Four
-steps on every PE: 16 of each op per row.
+steps on every PE: 16 of each op per row, and 4 more broadcasts on the
+halves made after the strided ones were destroyed (their handles reused:
+the shim must register the new teams afresh, one hash per team on its
+members, sequence from 0).
 
 Tolerances: an op's GPU interval is its kernel's, as the fake CUPTI records
 it: start and end pass through the CUPTI timestamp conversion with
@@ -126,8 +129,9 @@ def linked():
         c = rows.get(op)
         if not c:
             continue
+        m = NPES * (STEPS + (op == "Broadcast"))  # one broadcast more, on the new halves
         check(f"linked: {op} bytes, ranks, count", c["bytes"] == b and c["nranks"] == n and
-              c["count"] == NPES * STEPS and c["matched"] == NPES * STEPS, str(c))
+              c["count"] == m and c["matched"] == m, str(c))
         near(f"linked: {op} p50 us", c["p50_us"], t, 1.0)
         near(f"linked: {op} busbw", c["busbw_gbps"], GBPS, GBPS * 0.005)
     # the records: every call once, NVSHMEM's, with its bytes; its GPU
@@ -135,13 +139,13 @@ def linked():
     hashes = {}
     for k, rs in recs.items():
         ops = [r for r in rs if r["kind"] == "nccl"]
-        check(f"linked: rank {k} 16 ops, all NVSHMEM's", len(ops) == 4 * STEPS and
+        check(f"linked: rank {k} 17 ops, all NVSHMEM's", len(ops) == 4 * STEPS + 1 and
               all(r.get("lib") == "nvshmem" for r in ops), str(len(ops)))
         by = {}
         for r in ops:
             by.setdefault(r["op"], []).append(r)
         check(f"linked: rank {k} ops", {o: len(v) for o, v in by.items()} ==
-              {"AllReduce": STEPS, "AlltoAll": STEPS, "Broadcast": STEPS, "other": STEPS},
+              {"AllReduce": STEPS, "AlltoAll": STEPS, "Broadcast": STEPS + 1, "other": STEPS},
               str({o: len(v) for o, v in by.items()}))
         red = by.get("AllReduce", [])
         check(f"linked: rank {k} reduce fields", all(
@@ -150,23 +154,30 @@ def linked():
             str(red[:1]))
         check(f"linked: rank {k} barrier has no bytes",
               all(r["bytes"] == 0 for r in by.get("other", [])), str(by.get("other", [])[:1]))
-        bc = by.get("Broadcast", [])
-        check(f"linked: rank {k} broadcast on its half", all(
-            r["nranks"] == 2 and r["comm_rank"] == k // 2 and r["root"] == 0 for r in bc),
+        bc = sorted(by.get("Broadcast", []), key=lambda r: r["start_ns"])
+        check(f"linked: rank {k} broadcasts on its strided half", all(
+            r["nranks"] == 2 and r["comm_rank"] == k // 2 and r["root"] == 0 for r in bc[:-1]),
             str(bc[:1]))
+        # the last one on its contiguous half, whose team reuses a destroyed
+        # handle: registered afresh (its rank, a new sequence)
+        check(f"linked: rank {k} last broadcast on its new half", bc and
+              bc[-1]["nranks"] == 2 and bc[-1]["comm_rank"] == k % 2 and bc[-1]["seq"] == 0,
+              str(bc[-1:]))
         rk = kernels(rs, "nvshmemi_float_sum_rdxn_on_stream_kernel")
         gi = sorted((r.get("gpu_start_ns"), r.get("gpu_end_ns")) for r in red)
         check(f"linked: rank {k} reduce GPU interval is its kernel's", gi == rk and len(rk) == STEPS,
               f"{gi} vs {rk}")
         for r in ops:
-            hashes.setdefault((r["op"] == "Broadcast", k % 2 if r["op"] == "Broadcast" else 0),
-                              set()).add(r["comm_hash"])
+            team = ("world", 0)
+            if r["op"] == "Broadcast":
+                team = ("new half", k // 2) if r is bc[-1] else ("strided half", k % 2)
+            hashes.setdefault(team, set()).add(r["comm_hash"])
         # communication by class, no comm kernels left without bytes
         R = next(x for x in rep["ranks"] if x["rank"] == k)
         near(f"linked: rank {k} dp comm us", R["comm_by_kind"]["dp"]["comm_us"], STEPS * T_RED,
              STEPS * 1.0)
         near(f"linked: rank {k} other comm us", R["comm_by_kind"]["other"]["comm_us"],
-             STEPS * (T_A2A + T_BC + T_BAR), 3 * STEPS * 1.0)
+             STEPS * (T_A2A + T_BC + T_BAR) + T_BC, (3 * STEPS + 1) * 1.0)
         ck = R["comm_kernels"]
         check(f"linked: rank {k} no comm kernels outside calls",
               ck["count"] == 0 and ck["bytes"] == 0, str(ck))
@@ -179,9 +190,9 @@ def linked():
         got = dp["comm_us"] * dp["overlap_pct"] / 100 if dp["overlap_pct"] is not None else None
         near(f"linked: rank {k} dp overlap us", got, ov / 1e3, STEPS * 2.0)
     # one communicator per team, the same hash on every member
-    check("linked: world, even and odd teams: one hash each, all distinct",
-          all(len(v) == 1 for v in hashes.values()) and len(hashes) == 3 and
-          len(set().union(*hashes.values())) == 3, str(hashes))
+    check("linked: world, strided and new halves: one hash each, all distinct",
+          all(len(v) == 1 for v in hashes.values()) and len(hashes) == 5 and
+          len(set().union(*hashes.values())) == 5, str(hashes))
     # text report and exports name them as NVSHMEM's, never NCCL's
     t = subprocess.run([CUTRACE, "report", traces], capture_output=True, text=True, timeout=240)
     check("linked: text rows nvshmem:", "nvshmem:AllReduce" in t.stdout and
@@ -211,7 +222,8 @@ def linked():
         con = sqlite3.connect(db)
         n = con.execute("SELECT lib, dtype, count(*) FROM NCCL_OPS GROUP BY lib, dtype").fetchall()
         check("linked: sqlite NCCL_OPS lib nvshmem", sorted(n) ==
-              [("nvshmem", "float", 3 * STEPS * NPES), ("nvshmem", "mem", STEPS * NPES)], str(n))
+              [("nvshmem", "float", (3 * STEPS + 1) * NPES), ("nvshmem", "mem", STEPS * NPES)],
+              str(n))
         con.close()
     cj = os.path.join(os.path.dirname(traces), "job.json")
     e = subprocess.run([CUTRACE, "export", "--format", "chrome", "-o", cj, traces],
@@ -232,7 +244,8 @@ def events():
     rep = report(job("events", os.environ["CT_W_SHMEM"], "--gpu-timing", "events"))
     rows = {c["op"]: c for c in rep["collectives"]}
     check("events: three NVSHMEM rows", sorted(rows) == ["AllReduce", "AlltoAll", "Broadcast"]
-          and all(c["lib"] == "nvshmem" and c["count"] == NPES * STEPS
+          and all(c["lib"] == "nvshmem" and
+                  c["count"] == NPES * (STEPS + (c["op"] == "Broadcast"))
                   for c in rep["collectives"]), str(rep["collectives"]))
     for op, t in (("AllReduce", T_RED), ("AlltoAll", T_A2A), ("Broadcast", T_BC)):
         if op in rows:
@@ -250,9 +263,10 @@ def unwrapped():
         check(f"dlsym: rank {k} no op records", not [r for r in rs if r["kind"] == "nccl"])
         R = next(x for x in rep["ranks"] if x["rank"] == k)
         ck = R["comm_kernels"]
-        check(f"dlsym: rank {k} comm kernels without bytes", ck["count"] == 4 * STEPS and
+        check(f"dlsym: rank {k} comm kernels without bytes", ck["count"] == 4 * STEPS + 1 and
               ck["bytes"] is None, str(ck))
-        near(f"dlsym: rank {k} comm kernels us", ck["gpu_us"], STEPS * per, 4 * STEPS * 1.0)
+        near(f"dlsym: rank {k} comm kernels us", ck["gpu_us"], STEPS * per + T_BC,
+             (4 * STEPS + 1) * 1.0)
         check(f"dlsym: rank {k} says why the bytes are null",
               [u for u in R["unavailable"] if u["figure"] == "comm_kernels.bytes"],
               str(R["unavailable"]))

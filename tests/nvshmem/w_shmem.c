@@ -18,11 +18,12 @@
  *   bcast     nvshmemx_float_broadcast_on_stream(own half, W_SHMEM_NB, root 0)
  *             (default 524288: 2 MiB)
  *   barrier   nvshmemx_barrier_on_stream(world)
- * then synchronises. After every NVSHMEM call errno must be EIO (the fake
- * leaves it so): a wrapper that clobbered it fails the job (exit 4).
- * Built twice: linked with libnvshmem_host, and (CT_DLOPEN) calling the
- * collectives through dlsym on the library's handle, which no preloaded
- * wrapper sees (NVSHMEM's kernels then run with no host call recorded).
+ * then synchronises; then destroys both halves' teams and splits the world
+ * into its first and second half (which reuse their handles), and runs one
+ * more broadcast of W_SHMEM_NB floats on its half. After every NVSHMEM call errno must be EIO (the
+ * fake leaves it so): a wrapper that clobbered it fails the job (exit 4). Built twice: linked with
+ * libnvshmem_host, and (CT_DLOPEN) calling the collectives through dlsym on the library's handle,
+ * which no preloaded wrapper sees (NVSHMEM's kernels then run with no host call recorded).
  */
 #include <cuda.h>
 #include <errno.h>
@@ -39,11 +40,13 @@ typedef int (*bcast_fn)(team_t, void *, const void *, size_t, int, cudaStream_t)
 typedef int (*sync_fn)(team_t, cudaStream_t);
 typedef int (*init_fn)(void);
 typedef void (*fini_fn)(void);
+typedef void (*destroy_fn)(team_t);
 typedef int (*split_fn)(team_t, int, int, int, const void *, long, team_t *);
 
 int nvshmem_init(void);
 void nvshmem_finalize(void);
 int nvshmem_team_split_strided(team_t, int, int, int, const void *, long, team_t *);
+void nvshmem_team_destroy(team_t);
 /* float * in NVSHMEM's header: the same ABI */
 int nvshmemx_float_sum_reduce_on_stream(team_t, void *, const void *, size_t, cudaStream_t);
 int nvshmemx_float_alltoall_on_stream(team_t, void *, const void *, size_t, cudaStream_t);
@@ -155,6 +158,17 @@ static int pe_main(int pe, int npes)
         CHECK(cuStreamSynchronize(s));
         CHECK(cuStreamSynchronize(s2));
     }
+    /* handles reused: both halves destroyed (by every PE, as the fake
+     * wants), then the world split into its first and second half, which
+     * take handles 1 and 2 again, and one more broadcast on each PE's */
+    SHMEM(nvshmem_team_destroy, destroy_fn)(1);
+    SHMEM(nvshmem_team_destroy, destroy_fn)(2);
+    team_t first = -1, second = -1;
+    SHMEM(nvshmem_team_split_strided, split_fn)(0, 0, 1, npes / 2, NULL, 0, &first);
+    SHMEM(nvshmem_team_split_strided, split_fn)(0, npes / 2, 1, npes - npes / 2, NULL, 0, &second);
+    SHMEM_CALL(SHMEM(nvshmemx_float_broadcast_on_stream, bcast_fn)(pe < npes / 2 ? first : second,
+                                                                   d, d, nb, 0, (cudaStream_t)s));
+    CHECK(cuStreamSynchronize(s));
     SHMEM(nvshmem_finalize, fini_fn)();
     return 0;
 }
