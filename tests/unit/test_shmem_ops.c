@@ -13,6 +13,7 @@
 #include "cutrace/shmem_types.h"
 #include "decoder/read/extract.h"
 #include "decoder/read/timeline.h"
+#include "decoder/read/tracefile.h"
 #include "src/recorder.h"
 #include "tests/unit/helpers.h"
 
@@ -78,7 +79,8 @@ static void shmem_reduce(uint64_t corr, uint64_t s, uint64_t e)
  * op, not a communication kernel of its own. A kernel of the job's on
  * another stream inside the call ([106,107), stream 10, GPU [200,230)) is
  * not the op's. NVSHMEM's kernel launched outside any recorded call
- * ([500,501), GPU [510,530)) is a communication kernel of no op.
+ * ([500,501), GPU [510,530)) is a communication kernel of no op. `dump`
+ * and the exports (ct_trace_nccl_gpu) give the record the same hull.
  */
 START_TEST(nvshmem_kernels_inside_its_call_are_the_ops_gpu_time)
 {
@@ -122,6 +124,19 @@ START_TEST(nvshmem_kernels_inside_its_call_are_the_ops_gpu_time)
     ck_assert_int_eq(mine, 1);
     ck_assert_int_eq(lone, 1);
     ct_proc_free(&p);
+    /* dump's and the exports' view of the record: the same hull */
+    struct ct_trace t;
+    ck_assert_int_eq(ct_trace_load(&t, path, 1, err, sizeof(err)), 0);
+    const struct ct_record *op = NULL;
+    for (size_t i = 0; i < t.n; i++)
+        if (t.recs[i].kind == CT_REC_NCCL)
+            op = &t.recs[i];
+    ck_assert_ptr_nonnull(op);
+    uint64_t gs = 0, ge = 0;
+    ck_assert_uint_eq(ct_trace_nccl_gpu(&t, op, &gs, &ge), CT_SRC_CUPTI);
+    ck_assert_uint_eq(gs, T0 + 200000);
+    ck_assert_uint_eq(ge, T0 + 270000);
+    ct_trace_free(&t);
 }
 END_TEST
 
