@@ -858,10 +858,19 @@ void ct_report_text(FILE *f, const struct ct_report *rep)
                 (double)a->unexplained / 1e6);
     }
     if (rep->ncoll) {
+        /* the op column fits NVSHMEM's names ("nvshmem:ReduceScatter"): 14
+         * as before for NCCL's */
+        int w = 14;
+        for (size_t i = 0; i < rep->ncoll; i++)
+            if (rep->coll[i].lib == CT_LIB_NVSHMEM)
+                w = 8 + (int)strlen(op_name(rep->coll[i].op)) > w
+                        ? 8 + (int)strlen(op_name(rep->coll[i].op))
+                        : w;
         fprintf(f,
                 "\nCollectives (algbw, busbw in GB/s; of SoL: busbw over what the links carry):\n"
-                "  %-14s %12s %6s %8s %10s %10s %9s %9s %7s\n",
-                "op", "bytes", "ranks", "count", "p50 us", "skew us", "algbw", "busbw", "of SoL");
+                "  %-*s %12s %6s %8s %10s %10s %9s %9s %7s\n",
+                w, "op", "bytes", "ranks", "count", "p50 us", "skew us", "algbw", "busbw",
+                "of SoL");
         for (size_t i = 0; i < rep->ncoll; i++) {
             const struct ct_coll_row *c = &rep->coll[i];
             char sol[16] = "-";
@@ -871,7 +880,7 @@ void ct_report_text(FILE *f, const struct ct_report *rep)
             /* NVSHMEM's rows say so: a user is never told NCCL ran them */
             snprintf(name, sizeof(name), "%s%s", c->lib == CT_LIB_NVSHMEM ? "nvshmem:" : "",
                      op_name(c->op));
-            fprintf(f, "  %-14s %12" PRIu64 " %6d %8" PRIu64 " %10.1f %10.1f %9.2f %9.2f %7s\n",
+            fprintf(f, "  %-*s %12" PRIu64 " %6d %8" PRIu64 " %10.1f %10.1f %9.2f %9.2f %7s\n", w,
                     name, c->bytes, c->nranks, c->count, us(c->p50), us(c->skew_p50), c->algbw,
                     c->busbw, sol);
         }
