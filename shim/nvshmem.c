@@ -198,8 +198,11 @@ static void begin(struct ct_nccl_opcall *c, const char *api, _Atomic uint32_t *a
     struct ct_nccl_comm *cm =
         ct_nccl_tls()->depth == 0 && !ct_tls_guard ? team_comm(team, stream) : NULL;
     uint64_t esize = op == CT_NCCL_OP_COUNT ? 0 : type_size[type];
+    /* the caller's errno reaches the real call (a barrier leaves it be) */
+    CT_ERRNO_SAVE;
     ct_nccl_op_enter(c, op, count, CT_NCCL_DTYPE_NVSHMEM | type, esize, redop, root, -1, cm,
                      stream);
+    CT_ERRNO_RESTORE;
 }
 
 static int coll(coll_fn real, const char *api, _Atomic uint32_t *id, unsigned op, unsigned type,

@@ -20,10 +20,13 @@
  *   barrier   nvshmemx_barrier_on_stream(world)
  * then synchronises; then destroys both halves' teams and splits the world
  * into its first and second half (which reuse their handles), and runs one
- * more broadcast of W_SHMEM_NB floats on its half. After every NVSHMEM call errno must be EIO (the
- * fake leaves it so): a wrapper that clobbered it fails the job (exit 4). Built twice: linked with
- * libnvshmem_host, and (CT_DLOPEN) calling the collectives through dlsym on the library's handle,
- * which no preloaded wrapper sees (NVSHMEM's kernels then run with no host call recorded).
+ * more broadcast of W_SHMEM_NB floats on its half. After every NVSHMEM call
+ * errno must be what the library left (EIO after a collective; after the
+ * barrier the job's own ENOTTY, which the fake leaves alone): a wrapper that
+ * clobbered it fails the job (exit 4). Built twice: linked with
+ * libnvshmem_host, and (CT_DLOPEN) calling the collectives through dlsym on
+ * the library's handle, which no preloaded wrapper sees (NVSHMEM's kernels
+ * then run with no host call recorded).
  */
 #include <cuda.h>
 #include <errno.h>
@@ -84,20 +87,23 @@ static any_fn sym(const char *name)
         }                                                                                          \
     } while (0)
 
-/* An NVSHMEM call: succeeds and leaves errno as the library set it. */
-#define SHMEM_CALL(x)                                                                              \
+/* An NVSHMEM call, errno `pre` before it: succeeds and leaves errno
+ * `want`, what the library left (the fake: EIO after a sized collective,
+ * untouched by a barrier). */
+#define SHMEM_CALL_ERRNO(x, pre, want)                                                             \
     do {                                                                                           \
-        errno = 0;                                                                                 \
+        errno = (pre);                                                                             \
         int r_ = (x);                                                                              \
         if (r_ != 0) {                                                                             \
             fprintf(stderr, "w_shmem: %s: %d\n", #x, r_);                                          \
             exit(2);                                                                               \
         }                                                                                          \
-        if (errno != EIO) {                                                                        \
-            fprintf(stderr, "w_shmem: errno after %s: %d, not EIO\n", #x, errno);                  \
+        if (errno != (want)) {                                                                     \
+            fprintf(stderr, "w_shmem: errno after %s: %d, not %d\n", #x, errno, (want));           \
             exit(4);                                                                               \
         }                                                                                          \
     } while (0)
+#define SHMEM_CALL(x) SHMEM_CALL_ERRNO(x, 0, EIO)
 
 static long env_long(const char *name, long dflt)
 {
@@ -154,7 +160,8 @@ static int pe_main(int pe, int npes)
         SHMEM_CALL(SHMEM(nvshmemx_float_alltoall_on_stream, coll_fn)(0, d, d, na, (cudaStream_t)s));
         SHMEM_CALL(SHMEM(nvshmemx_float_broadcast_on_stream, bcast_fn)(half, d, d, nb, 0,
                                                                        (cudaStream_t)s));
-        SHMEM_CALL(SHMEM(nvshmemx_barrier_on_stream, sync_fn)(0, (cudaStream_t)s));
+        SHMEM_CALL_ERRNO(SHMEM(nvshmemx_barrier_on_stream, sync_fn)(0, (cudaStream_t)s), ENOTTY,
+                         ENOTTY);
         CHECK(cuStreamSynchronize(s));
         CHECK(cuStreamSynchronize(s2));
     }
