@@ -11,6 +11,7 @@
 #include "shim/cuda_table.h"
 #include "shim/dlsym_real.h"
 #include "shim/nccl_table.h"
+#include "shim/nvshmem.h"
 #include "shim/shim.h"
 
 /*
@@ -22,7 +23,7 @@ CT_NO_SANITIZE static void *ct_dlsym_nccl(const char *name, void *p)
 {
     int row = ct_nccl_find(name);
     if (row < 0)
-        return p;
+        return ct_shmem_probe_fails(name, p) ? NULL : p; /* NVSHMEM's names, likewise */
     if (p == ct_nccl_wrapper(row))
         return ct_nccl_present() ? p : NULL;
     if (!ct_nccl_claim((enum ct_nccl_sym)row, p))

@@ -79,9 +79,9 @@ static uint64_t dtype_size(ncclDataType_t t)
 }
 
 /* nccl-tests' message size of an op (its algbw divides this by the time). */
-static uint64_t op_bytes(unsigned op, uint64_t count, ncclDataType_t t, int nranks)
+static uint64_t op_bytes(unsigned op, uint64_t count, uint64_t esize, int nranks)
 {
-    uint64_t b = count * dtype_size(t);
+    uint64_t b = count * esize;
     switch (op) {
     case CT_NCCL_OP_ALLGATHER:
     case CT_NCCL_OP_REDUCESCATTER:
@@ -91,19 +91,6 @@ static uint64_t op_bytes(unsigned op, uint64_t count, ncclDataType_t t, int nran
     default: return b;
     }
 }
-
-/* An op call being recorded. */
-struct op_call {
-    int rec;
-    unsigned op;
-    uint64_t corr, t0, count;
-    ncclDataType_t dtype;
-    int redop, root, peer;
-    cudaStream_t stream;
-    struct ct_nccl_comm *comm;
-    uint64_t seq;
-    struct ct_gpu_op gpu;
-};
 
 /* The op's sequence number on its communicator (see the top). */
 static uint64_t next_seq(struct ct_nccl_comm *cm, unsigned op, int peer)
@@ -118,8 +105,9 @@ static uint64_t next_seq(struct ct_nccl_comm *cm, unsigned op, int peer)
                                      1, memory_order_relaxed);
 }
 
-static int op_enter(struct op_call *c, unsigned op, uint64_t count, ncclDataType_t dtype, int redop,
-                    int root, int peer, ncclComm_t comm, cudaStream_t stream)
+int ct_nccl_op_enter(struct ct_nccl_opcall *c, unsigned op, uint64_t count, uint64_t dtype,
+                     uint64_t esize, int redop, int root, int peer, struct ct_nccl_comm *cm,
+                     cudaStream_t stream)
 {
     struct ct_nccl_tls *t = ct_nccl_tls();
     c->rec = t->depth == 0 && !ct_tls_guard && ct_shim_recording();
@@ -130,19 +118,20 @@ static int op_enter(struct op_call *c, unsigned op, uint64_t count, ncclDataType
          * start` on each) then number the same op the same, and the
          * decoder matches it across them. */
         if (t->depth == 1 && !ct_tls_guard && atomic_load(&ct_shim_state) == CT_SHIM_PAUSED)
-            next_seq(ct_nccl_comm_get(comm), op, peer);
+            next_seq(cm, op, peer);
         return 0;
     }
     ct_tls_guard = 1; /* our own bookkeeping below calls nothing recorded */
     c->op = op;
     c->count = count;
     c->dtype = dtype;
+    c->esize = esize;
     c->redop = redop;
     c->root = root;
     c->peer = peer;
     c->stream = stream;
     c->corr = ct_next_corr();
-    c->comm = ct_nccl_comm_get(comm);
+    c->comm = cm;
     c->seq = next_seq(c->comm, op, peer);
     if (t->group_depth == 0) {
         t->npending = 0;
@@ -167,7 +156,7 @@ static int op_enter(struct op_call *c, unsigned op, uint64_t count, ncclDataType
     return 1;
 }
 
-static void op_leave(struct op_call *c, ncclResult_t r)
+void ct_nccl_op_leave(struct ct_nccl_opcall *c, int failed)
 {
     struct ct_nccl_tls *t = ct_nccl_tls();
     t->depth--;
@@ -179,7 +168,7 @@ static void op_leave(struct op_call *c, ncclResult_t r)
     int dev = -1;
     uint64_t sid = ct_stream_id((CUstream)c->stream, 0, &dev);
     int nranks = c->comm ? c->comm->nranks : 0;
-    uint64_t bytes = op_bytes(c->op, c->count, c->dtype, nranks);
+    uint64_t bytes = op_bytes(c->op, c->count, c->esize, nranks);
     uint64_t f[CT_NCCL_NFIELDS] = {0};
     f[CT_NCCL_START] = c->t0;
     f[CT_NCCL_END] = t1;
@@ -199,12 +188,12 @@ static void op_leave(struct op_call *c, ncclResult_t r)
     f[CT_NCCL_NRANKS] = (uint64_t)nranks;
     /* a failed call enqueued nothing: recorded (the job saw it) but with
      * the error in place of a group, so no GPU time is looked for */
-    if (r != ncclSuccess && r != ncclInProgress)
+    if (failed)
         f[CT_NCCL_GROUP] = 0;
     ct_emit(CT_REC_NCCL, 0, f, CT_NCCL_NFIELDS);
     if (c->gpu.start)
         ct_events_after(&c->gpu, (CUstream)c->stream, 0, c->corr, sid, dev, CT_GPU_NCCL,
-                        ct_nccl_name_id(op_api_name[c->op], &op_name_ids[c->op]), bytes, 0);
+                        ct_nccl_name_id(c->api, c->api_id), bytes, 0);
     ct_tls_guard = 0;
     CT_ERRNO_RESTORE;
 }
@@ -253,12 +242,22 @@ uint64_t ct_nccl_take_pending(const char *func, uint64_t count, int peer)
 
 /* ------------------------------------------------------------ ops */
 
+/* An NCCL op: its element size and API name from its op and datatype. */
+static void op_enter(struct ct_nccl_opcall *c, unsigned op, uint64_t count, ncclDataType_t dtype,
+                     int redop, int root, int peer, ncclComm_t comm, cudaStream_t stream)
+{
+    c->api = op_api_name[op];
+    c->api_id = &op_name_ids[op];
+    ct_nccl_op_enter(c, op, count, (uint64_t)dtype, dtype_size(dtype), redop, root, peer,
+                     ct_nccl_comm_get(comm), stream);
+}
+
 #define OP_BODY(call)                                                                              \
     do {                                                                                           \
-        struct op_call c;                                                                          \
+        struct ct_nccl_opcall c;                                                                   \
         op_enter(&c, OP_ARGS);                                                                     \
         ncclResult_t r = call;                                                                     \
-        op_leave(&c, r);                                                                           \
+        ct_nccl_op_leave(&c, r != ncclSuccess && r != ncclInProgress);                             \
         return r;                                                                                  \
     } while (0)
 

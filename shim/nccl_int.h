@@ -17,6 +17,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "shim/gpu.h"
 #include "shim/nccl_table.h"
 #include "shim/shim.h"
 
@@ -78,6 +79,35 @@ struct ct_nccl_pending *ct_nccl_pending_slot(struct ct_nccl_tls *t);
 /* Profiler plugin (shim/nccl_profiler.c): the op matching a Coll or P2p
  * event started on this thread, 0 if none. `name` is NCCL's func string. */
 uint64_t ct_nccl_take_pending(const char *func, uint64_t count, int peer);
+
+/* An op call being recorded (shim/nccl.c; NVSHMEM's collectives,
+ * shim/nvshmem.c, are recorded the same way). `api` and `api_id` name the
+ * call for an event pair around it; set them before ct_nccl_op_enter. */
+struct ct_nccl_opcall {
+    int rec;
+    unsigned op;
+    uint64_t corr, t0, count, dtype, esize;
+    int redop, root, peer;
+    void *stream; /* cudaStream_t */
+    struct ct_nccl_comm *comm;
+    uint64_t seq;
+    const char *api;
+    _Atomic uint32_t *api_id;
+    struct ct_gpu_op gpu;
+};
+
+/* The outermost op call of this thread (depth 0, not inside our own
+ * bookkeeping, recording) starts: it takes its sequence number, a
+ * correlation id, a pending slot (for the profiler plugin) and, in event
+ * mode, the event before it. Returns whether it is recorded (c->rec).
+ * esize: bytes per element (count * esize, times the ranks for the
+ * gathering ops, is the record's bytes, nccl-tests' size). */
+int ct_nccl_op_enter(struct ct_nccl_opcall *c, unsigned op, uint64_t count, uint64_t dtype,
+                     uint64_t esize, int redop, int root, int peer, struct ct_nccl_comm *cm,
+                     cudaStream_t stream);
+/* The call returned (failed: it enqueued nothing): writes its CT_REC_NCCL
+ * record; errno is preserved. */
+void ct_nccl_op_leave(struct ct_nccl_opcall *c, int failed);
 
 /* Writes an API record for an NCCL call that is not an op (groups,
  * communicator creation and teardown). */

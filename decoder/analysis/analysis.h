@@ -101,6 +101,7 @@ struct ct_rank_result {
 
 struct ct_coll_row {
     int op;
+    int lib; /* enum ct_comm_lib (decoder/read/timeline.h) */
     uint64_t bytes;
     int nranks;
     uint64_t count;

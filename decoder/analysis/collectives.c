@@ -166,7 +166,7 @@ static double bus_factor(int op, int n)
 }
 
 struct ref {
-    int op, nranks;
+    int lib, op, nranks;
     uint64_t bytes;
     const struct ct_nccl_call *o;
 };
@@ -174,6 +174,8 @@ struct ref {
 static int cmp_ref(const void *a, const void *b)
 {
     const struct ref *x = a, *y = b;
+    if (x->lib != y->lib)
+        return x->lib - y->lib;
     if (x->op != y->op)
         return x->op - y->op;
     if (x->bytes != y->bytes)
@@ -183,7 +185,8 @@ static int cmp_ref(const void *a, const void *b)
 
 static uint64_t ref_op(const void *e)
 {
-    return signed_key(((const struct ref *)e)->op);
+    const struct ref *r = e;
+    return signed_key(r->lib * 256 + r->op); /* NCCL's rows first, then NVSHMEM's */
 }
 static uint64_t ref_bytes(const void *e)
 {
@@ -214,7 +217,7 @@ static size_t row_skews(const struct ct_job *job, const struct ct_coll_match *m,
         int np = is_p2p(o0->op) ? 2 : o0->nranks;
         /* a matched Send/Recv pair is an instance of both its Send row
          * and its Recv row, whichever of the two sorts first */
-        if (j - i >= 2 && o0->bytes == c->bytes && np == c->nranks &&
+        if (j - i >= 2 && o0->bytes == c->bytes && np == c->nranks && o0->lib == c->lib &&
             (o0->op == c->op || (is_p2p(o0->op) && is_p2p(c->op))))
             w[ns++] = (double)(mx - mn);
         i = j;
@@ -222,7 +225,7 @@ static size_t row_skews(const struct ct_job *job, const struct ct_coll_match *m,
     return ns;
 }
 
-/* The table has a row per (op, bytes, ranks), a handful in a job however
+/* The table has a row per (library, op, bytes, ranks), a handful in a job however
  * many ops it ran, and its scratch is sized by the largest row: at a
  * thousand ranks of short steps the job's NCCL ops are most of what is
  * resident, and a table or scratch of one entry per op would double that
@@ -231,9 +234,12 @@ int ct_collectives_table(struct ct_report *rep)
 {
     struct ct_job *job = rep->job;
     size_t n = 0;
+    /* an op of no size (NVSHMEM's barrier and sync: op "other") has no
+     * bandwidth: no row; it is communication all the same */
+#define ROWED(o) ((o)->e != 0 && (o)->op != CT_NCCL_OP_COUNT)
     for (size_t r = 0; r < job->nranks; r++)
         for (size_t i = 0; i < job->ranks[r].nnccl; i++)
-            n += job->ranks[r].nccl[i].e != 0;
+            n += ROWED(&job->ranks[r].nccl[i]);
     struct ref *v = malloc((n ? n : 1) * sizeof(*v));
     if (!v)
         return -ENOMEM;
@@ -241,8 +247,8 @@ int ct_collectives_table(struct ct_report *rep)
     for (size_t r = 0; r < job->nranks; r++)
         for (size_t i = 0; i < job->ranks[r].nnccl; i++) {
             const struct ct_nccl_call *o = &job->ranks[r].nccl[i];
-            if (o->e)
-                v[n++] = (struct ref){o->op, is_p2p(o->op) ? 2 : o->nranks, o->bytes, o};
+            if (ROWED(o))
+                v[n++] = (struct ref){o->lib, o->op, is_p2p(o->op) ? 2 : o->nranks, o->bytes, o};
         }
     if (ct_sort_by(v, n, sizeof(*v), ref_order, 3))
         qsort(v, n, sizeof(*v), cmp_ref);
@@ -276,6 +282,7 @@ int ct_collectives_table(struct ct_report *rep)
         }
         struct ct_coll_row *row = &rep->coll[rep->ncoll++];
         row->op = v[i].op;
+        row->lib = v[i].lib;
         row->bytes = v[i].bytes;
         row->nranks = v[i].nranks;
         row->count = j - i;

@@ -187,13 +187,15 @@ static void nccl_fields(struct out *o, struct ct_trace *t, const struct ct_recor
 {
     const uint64_t *f = r->f;
     span(o, f);
-    f_s(o, "op", ct_name_nccl_op(f[CT_NCCL_OP]));
+    f_s(o, "op", f[CT_NCCL_OP] == CT_NCCL_OP_COUNT ? "other" : ct_name_nccl_op(f[CT_NCCL_OP]));
+    if (f[CT_NCCL_DTYPE] & CT_NCCL_DTYPE_NVSHMEM) /* format v7: not NCCL's */
+        f_s(o, "lib", ct_name_comm_lib(f[CT_NCCL_DTYPE]));
     f_hex(o, "comm_hash", f[CT_NCCL_COMM]);
     f_u(o, "seq", f[CT_NCCL_SEQ]);
     f_u(o, "count", f[CT_NCCL_COUNT]);
-    f_s(o, "dtype", ct_name_nccl_dtype(f[CT_NCCL_DTYPE]));
+    f_s(o, "dtype", ct_name_comm_dtype(f[CT_NCCL_DTYPE]));
     f_u(o, "bytes", f[CT_NCCL_BYTES]);
-    f_s(o, "redop", ct_name_nccl_redop(f[CT_NCCL_REDOP]));
+    f_s(o, "redop", ct_name_comm_redop(f[CT_NCCL_DTYPE], f[CT_NCCL_REDOP]));
     f_null_or_i(o, "root", (int64_t)f[CT_NCCL_ROOT]);
     f_null_or_i(o, "peer", (int64_t)f[CT_NCCL_PEER]);
     f_u(o, "stream", f[CT_NCCL_STREAM]);

@@ -106,8 +106,8 @@ static void check_slow_collective(struct ctx *c)
         uint64_t ref_bytes = 0;
         for (size_t j = 0; j < rep->ncoll; j++) {
             const struct ct_coll_row *b = &rep->coll[j];
-            if (j == i || b->op != a->op || b->bytes > a->bytes || b->p50 <= 0 ||
-                b->nranks != a->nranks)
+            if (j == i || b->op != a->op || b->lib != a->lib || b->bytes > a->bytes ||
+                b->p50 <= 0 || b->nranks != a->nranks)
                 continue;
             any_ref = 1;
             double tb = b->matched && b->transfer_p50 > 0 ? b->transfer_p50 : b->p50;
@@ -129,7 +129,8 @@ static void check_slow_collective(struct ctx *c)
         for (size_t r = 0; r < rep->nr; r++)
             ct_dg_rank_add(f, rep->rr[r].rank->rank);
         const char *op = ct_name_nccl_op((uint64_t)a->op);
-        ct_dg_evs(f, "collective", "%s %llu bytes over %d ranks", op, (unsigned long long)a->bytes,
+        ct_dg_evs(f, "collective", "%s%s %llu bytes over %d ranks",
+                  a->lib == CT_LIB_NVSHMEM ? "nvshmem:" : "", op, (unsigned long long)a->bytes,
                   a->nranks);
         ct_dg_ev(f, "transfer_p50_us", tr / 1e3);
         ct_dg_ev(f, "busbw_gbps", bw);

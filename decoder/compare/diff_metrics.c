@@ -200,7 +200,9 @@ int ct_diff_collect(const struct ct_report *rep, int per_iteration, struct ct_me
             const struct ct_nccl_call *o = &R->nccl[i];
             if (o->e <= o->s)
                 continue;
-            snprintf(name, sizeof(name), "collective:%s:%" PRIu64, op_name(o->op), o->bytes);
+            /* NVSHMEM's apart from NCCL's of the same op and size */
+            snprintf(name, sizeof(name), "collective:%s%s:%" PRIu64,
+                     o->lib == CT_LIB_NVSHMEM ? "nvshmem:" : "", op_name(o->op), o->bytes);
             /* within one run, waiting on peers follows host jitter: compare
              * the transfer part (from the last member's arrival) */
             int64_t from = per_iteration && o->all_s > o->s ? o->all_s : o->s;

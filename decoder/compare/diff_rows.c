@@ -334,9 +334,10 @@ void ct_rows_write(FILE *f, const char *name, const char *side, const struct ct_
         const struct ct_coll_row *c = &rep->coll[i];
         common(f, "collective", name, side, rep, NULL);
         fprintf(f,
-                ",\"iteration\":null,\"op\":\"%s\",\"bytes\":%" PRIu64
+                ",\"iteration\":null,\"op\":\"%s\",\"lib\":\"%s\",\"bytes\":%" PRIu64
                 ",\"nranks\":%d,\"count\":%" PRIu64 ",\"matched\":%" PRIu64,
-                op_name(c->op), c->bytes, c->nranks, c->count, c->matched);
+                op_name(c->op), ct_comm_lib_name(c->lib), c->bytes, c->nranks, c->count,
+                c->matched);
         col(f, "p50_us", c->p50);
         col(f, "transfer_p50_us", c->transfer_p50);
         col(f, "wait_p50_us", c->wait_p50);

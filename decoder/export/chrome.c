@@ -327,11 +327,13 @@ static void nccl_args(struct args *a, struct ct_chrome_writer *w, const struct c
     struct ct_trace *t = w->t;
     const uint64_t *f = r->f;
     char hex[24];
-    a_s(a, "op", ct_name_nccl_op(f[CT_NCCL_OP]));
+    a_s(a, "op", f[CT_NCCL_OP] == CT_NCCL_OP_COUNT ? "other" : ct_name_nccl_op(f[CT_NCCL_OP]));
+    if (f[CT_NCCL_DTYPE] & CT_NCCL_DTYPE_NVSHMEM) /* format v7: not NCCL's */
+        a_s(a, "lib", ct_name_comm_lib(f[CT_NCCL_DTYPE]));
     a_u(a, "bytes", f[CT_NCCL_BYTES]);
     a_u(a, "count", f[CT_NCCL_COUNT]);
-    a_s(a, "dtype", ct_name_nccl_dtype(f[CT_NCCL_DTYPE]));
-    a_s(a, "redop", ct_name_nccl_redop(f[CT_NCCL_REDOP]));
+    a_s(a, "dtype", ct_name_comm_dtype(f[CT_NCCL_DTYPE]));
+    a_s(a, "redop", ct_name_comm_redop(f[CT_NCCL_DTYPE], f[CT_NCCL_REDOP]));
     snprintf(hex, sizeof(hex), "%016" PRIx64, f[CT_NCCL_COMM]);
     a_s(a, "comm_hash", hex);
     a_u(a, "seq", f[CT_NCCL_SEQ]);
@@ -370,10 +372,10 @@ static void nccl_args(struct args *a, struct ct_chrome_writer *w, const struct c
         a_u(a, "user_tag", tag);
 }
 
-static const char *nccl_call_name(uint64_t op, char *buf, size_t n)
+/* "ncclAllReduce", or "nvshmem:AllReduce" for NVSHMEM's (format v7) */
+static const char *nccl_call_name(const uint64_t *f, char *buf, size_t n)
 {
-    snprintf(buf, n, "nccl%s", ct_name_nccl_op(op));
-    return buf;
+    return ct_name_comm_call(f[CT_NCCL_DTYPE], f[CT_NCCL_OP], buf, n);
 }
 
 static int api_event(struct ct_chrome_writer *w, size_t i)
@@ -448,7 +450,7 @@ static void gpu_event(struct ct_chrome_writer *w, size_t i)
     case CT_GPU_MEMSET: nm = "Memset"; break;
     case CT_GPU_NCCL:
         if (call && call->kind == CT_REC_NCCL)
-            nm = nccl_call_name(call->f[CT_NCCL_OP], buf, sizeof(buf));
+            nm = nccl_call_name(call->f, buf, sizeof(buf));
         else if (!*nm)
             nm = "NCCL";
         break;
@@ -500,7 +502,7 @@ static void synth_event(struct ct_chrome_writer *w, const struct synth *s)
         return;
     uint32_t tid = gpu_tid(w, stream_device(t, f[CT_NCCL_STREAM]),
                            f[CT_NCCL_STREAM] | CT_NCCL_TRACK, s->s, s->e);
-    ct_chrome_ev(w, "X", tid, s->s, nccl_call_name(f[CT_NCCL_OP], buf, sizeof(buf)));
+    ct_chrome_ev(w, "X", tid, s->s, nccl_call_name(f, buf, sizeof(buf)));
     cat(w, "nccl");
     dur(w, (uint64_t)s->s, (uint64_t)s->e);
     struct args a = {w->f, 0};
@@ -520,8 +522,7 @@ static int nccl_event(struct ct_chrome_writer *w, size_t i)
     const struct ct_record *r = &t->recs[i];
     const uint64_t *f = r->f;
     char buf[64];
-    ct_chrome_ev(w, "X", r->tid, (int64_t)f[CT_NCCL_START],
-                 nccl_call_name(f[CT_NCCL_OP], buf, sizeof(buf)));
+    ct_chrome_ev(w, "X", r->tid, (int64_t)f[CT_NCCL_START], nccl_call_name(f, buf, sizeof(buf)));
     cat(w, "nccl");
     dur(w, f[CT_NCCL_START], f[CT_NCCL_END]);
     struct args a = {w->f, 0};

@@ -433,9 +433,10 @@ void ct_report_json(FILE *f, const struct ct_report *rep, int rank_iters)
     for (size_t i = 0; i < rep->ncoll; i++) {
         const struct ct_coll_row *c = &rep->coll[i];
         fprintf(f,
-                "%s{\"op\":\"%s\",\"bytes\":%" PRIu64 ",\"nranks\":%d,\"count\":%" PRIu64
-                ",\"matched\":%" PRIu64 ",",
-                i ? "," : "", op_name(c->op), c->bytes, c->nranks, c->count, c->matched);
+                "%s{\"op\":\"%s\",\"lib\":\"%s\",\"bytes\":%" PRIu64
+                ",\"nranks\":%d,\"count\":%" PRIu64 ",\"matched\":%" PRIu64 ",",
+                i ? "," : "", op_name(c->op), ct_comm_lib_name(c->lib), c->bytes, c->nranks,
+                c->count, c->matched);
         num(f, "p50_us", json_us(c->p50), 1);
         num(f, "p90_us", json_us(c->p90), 1);
         num(f, "max_us", json_us(c->max), 1);
@@ -857,18 +858,31 @@ void ct_report_text(FILE *f, const struct ct_report *rep)
                 (double)a->unexplained / 1e6);
     }
     if (rep->ncoll) {
+        /* the op column fits NVSHMEM's names ("nvshmem:ReduceScatter"): 14
+         * as before for NCCL's */
+        int w = 14;
+        for (size_t i = 0; i < rep->ncoll; i++)
+            if (rep->coll[i].lib == CT_LIB_NVSHMEM)
+                w = 8 + (int)strlen(op_name(rep->coll[i].op)) > w
+                        ? 8 + (int)strlen(op_name(rep->coll[i].op))
+                        : w;
         fprintf(f,
                 "\nCollectives (algbw, busbw in GB/s; of SoL: busbw over what the links carry):\n"
-                "  %-14s %12s %6s %8s %10s %10s %9s %9s %7s\n",
-                "op", "bytes", "ranks", "count", "p50 us", "skew us", "algbw", "busbw", "of SoL");
+                "  %-*s %12s %6s %8s %10s %10s %9s %9s %7s\n",
+                w, "op", "bytes", "ranks", "count", "p50 us", "skew us", "algbw", "busbw",
+                "of SoL");
         for (size_t i = 0; i < rep->ncoll; i++) {
             const struct ct_coll_row *c = &rep->coll[i];
             char sol[16] = "-";
             if (isfinite(c->sol_pct))
                 snprintf(sol, sizeof(sol), "%.1f%%", c->sol_pct);
-            fprintf(f, "  %-14s %12" PRIu64 " %6d %8" PRIu64 " %10.1f %10.1f %9.2f %9.2f %7s\n",
-                    op_name(c->op), c->bytes, c->nranks, c->count, us(c->p50), us(c->skew_p50),
-                    c->algbw, c->busbw, sol);
+            char name[40];
+            /* NVSHMEM's rows say so: a user is never told NCCL ran them */
+            snprintf(name, sizeof(name), "%s%s", c->lib == CT_LIB_NVSHMEM ? "nvshmem:" : "",
+                     op_name(c->op));
+            fprintf(f, "  %-*s %12" PRIu64 " %6d %8" PRIu64 " %10.1f %10.1f %9.2f %9.2f %7s\n", w,
+                    name, c->bytes, c->nranks, c->count, us(c->p50), us(c->skew_p50), c->algbw,
+                    c->busbw, sol);
         }
         /* what each bound rests on, or why there is none, once per text */
         for (size_t i = 0; i < rep->ncoll; i++) {

@@ -68,7 +68,8 @@ static const char schema[] =
     " op TEXT NOT NULL, commHash TEXT NOT NULL, seq INTEGER NOT NULL, count INTEGER NOT NULL,"
     " dtype TEXT NOT NULL, bytes INTEGER NOT NULL, redop TEXT NOT NULL, root INTEGER,"
     " peer INTEGER, streamId INTEGER NOT NULL, groupId INTEGER NOT NULL,"
-    " correlationId INTEGER NOT NULL, commRank INTEGER NOT NULL, nranks INTEGER NOT NULL);";
+    " correlationId INTEGER NOT NULL, commRank INTEGER NOT NULL, nranks INTEGER NOT NULL,"
+    " lib TEXT NOT NULL);";
 
 /* The rest of cutrace's own tables (NCCL's account of its ops from the
  * profiler plugin, docs/nccl.md; I/O; ranks; iterations): a string of its
@@ -188,7 +189,7 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_SYNC] = "INSERT INTO CUPTI_ACTIVITY_KIND_SYNCHRONIZATION VALUES (?,?,?,?,?,?,?,?,?)",
     [ST_RUNTIME] = "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?,?,?,?,?,?,?)",
     [ST_NVTX] = "INSERT INTO NVTX_EVENTS VALUES (?,?,?,?,?,?)",
-    [ST_NCCL] = "INSERT INTO NCCL_OPS VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    [ST_NCCL] = "INSERT INTO NCCL_OPS VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
     [ST_NCCL_INFO] = "INSERT INTO NCCL_INFO VALUES (?,?,?,?,?,?,?,?,?,?)",
     [ST_NCCL_PROXY] = ("INSERT INTO NCCL_PROXY_OPS VALUES "
                        "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"),

@@ -29,14 +29,14 @@ static void nccl_row(struct sqlite_writer *w, const struct ct_record *r)
     }
     b_i(w, k, 6, w->gpid | r->tid);
     b_i(w, k, 7, w->src->rank);
-    b_t(w, k, 8, ct_name_nccl_op(f[CT_NCCL_OP]));
+    b_t(w, k, 8, f[CT_NCCL_OP] == CT_NCCL_OP_COUNT ? "other" : ct_name_nccl_op(f[CT_NCCL_OP]));
     snprintf(hex, sizeof(hex), "%016" PRIx64, f[CT_NCCL_COMM]);
     b_t(w, k, 9, hex);
     b_i(w, k, 10, (int64_t)f[CT_NCCL_SEQ]);
     b_i(w, k, 11, (int64_t)f[CT_NCCL_COUNT]);
-    b_t(w, k, 12, ct_name_nccl_dtype(f[CT_NCCL_DTYPE]));
+    b_t(w, k, 12, ct_name_comm_dtype(f[CT_NCCL_DTYPE]));
     b_i(w, k, 13, (int64_t)f[CT_NCCL_BYTES]);
-    b_t(w, k, 14, ct_name_nccl_redop(f[CT_NCCL_REDOP]));
+    b_t(w, k, 14, ct_name_comm_redop(f[CT_NCCL_DTYPE], f[CT_NCCL_REDOP]));
     if ((int64_t)f[CT_NCCL_ROOT] >= 0)
         b_i(w, k, 15, (int64_t)f[CT_NCCL_ROOT]);
     if ((int64_t)f[CT_NCCL_PEER] >= 0)
@@ -46,6 +46,7 @@ static void nccl_row(struct sqlite_writer *w, const struct ct_record *r)
     b_i(w, k, 19, (int64_t)f[CT_NCCL_CORR]);
     b_i(w, k, 20, (int64_t)f[CT_NCCL_RANK]);
     b_i(w, k, 21, (int64_t)f[CT_NCCL_NRANKS]);
+    b_t(w, k, 22, ct_name_comm_lib(f[CT_NCCL_DTYPE]));
     step(w, k);
 }
 

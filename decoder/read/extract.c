@@ -34,6 +34,7 @@
 #include "decoder/read/host_classes.h"
 #include "decoder/read/life.h"
 #include "decoder/util/array.h"
+#include "decoder/util/comm_kernels.h"
 #include "decoder/util/stats.h"
 #include "src/config.h"
 
@@ -234,6 +235,7 @@ static int on_nccl(struct ct_extraction *x, const uint64_t *c, size_t st, uint32
     n->nranks = (int32_t)FLD(CT_NCCL_NRANKS);
     n->stream = (uint32_t)FLD(CT_NCCL_STREAM);
     n->op = (uint8_t)FLD(CT_NCCL_OP);
+    n->lib = (uint8_t)CT_COMM_LIB_OF(FLD(CT_NCCL_DTYPE));
     n->cls = CT_CL_OTHER;
     uint64_t synth = NONE;
     if (FLD(CT_NCCL_GPU_START) && FLD(CT_NCCL_GPU_END) > FLD(CT_NCCL_GPU_START)) {
@@ -263,7 +265,10 @@ static int on_nccl(struct ct_extraction *x, const uint64_t *c, size_t st, uint32
     return rc ? rc : ct_calls_launcher(&x->bcalls, tid);
 }
 
-/* Whether kernel string id sid names an NCCL kernel (cached per id). */
+/* Whether kernel string id sid names an NCCL kernel, or one the table of
+ * communication kernels names (decoder/util/comm_kernels.h: NVSHMEM's
+ * on-stream kernels, NCCL's symmetric-memory ones), which launched inside
+ * an op's call is that op's GPU work (cached per id). */
 static int is_nccl_kernel(struct ct_extraction *x, uint64_t sid, int *yes)
 {
     if (sid >= x->kclsn) {
@@ -279,9 +284,10 @@ static int is_nccl_kernel(struct ct_extraction *x, uint64_t sid, int *yes)
     }
     if (!x->kcls[sid]) {
         const char *name = ct_reader_string(x->rd, sid);
-        x->kcls[sid] =
-            name && (!strncmp(name, "ncclDevKernel", 13) || !strncmp(name, "ncclKernel", 10)) ? 2
-                                                                                              : 1;
+        x->kcls[sid] = name && (!strncmp(name, "ncclDevKernel", 13) ||
+                                !strncmp(name, "ncclKernel", 10) || ct_comm_kernel_op(name))
+                           ? 2
+                           : 1;
     }
     *yes = x->kcls[sid] == 2;
     return 0;

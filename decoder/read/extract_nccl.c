@@ -15,14 +15,16 @@
  * own correlation id (the rules of ct_trace_nccl_gpu in tracefile.h): a
  * record of its group's id (an event pair around the outermost
  * ncclGroupEnd; the one on the op's stream if there are several), else the
- * ncclDevKernel launch made inside the op's call, or inside its group's
- * ncclGroupEnd, on the same thread. Returns an op index or NONE. */
+ * ncclDevKernel launch (or a kernel the table of communication kernels
+ * names) made inside the op's call, or inside its group's ncclGroupEnd, on
+ * the same thread; for an NVSHMEM op the hull of those on its stream.
+ * Returns an op index or NONE. */
 uint64_t ct_nccl_fallback(struct ct_extraction *x, size_t i)
 {
     const struct ct_nccl_call *n = (const struct ct_nccl_call *)x->nccl.p + i;
     const struct nccl_fb *fb = (const struct nccl_fb *)x->nfb.p + i;
     const struct ct_kv *gc = x->gcorr.p;
-    const struct ct_gpu_op *ops = x->ops.p;
+    struct ct_gpu_op *ops = x->ops.p;
     struct span sp = {n->host_s, n->host_e, fb->tid};
     if (fb->group) {
         uint64_t pick = NONE;
@@ -40,16 +42,38 @@ uint64_t ct_nccl_fallback(struct ct_extraction *x, size_t i)
             return NONE;
         sp = ((const struct span *)x->gendv.p)[((const struct ct_kv *)x->gend.p)[gi].val];
     }
+    /* NVSHMEM may enqueue several kernels in one call, all on the op's
+     * stream: their hull is the op's, the first kernel's interval grown to
+     * it, the others dropped (at the end of join), as a copy-engine
+     * collective's copies; NCCL's op is its one kernel */
+    int hull = n->lib == CT_LIB_NVSHMEM;
+    uint64_t first = NONE;
+    int64_t s = INT64_MAX, e = INT64_MIN;
     const struct nccl_launch *kl = x->nkl.p;
     for (size_t k = 0; k < x->nkl.n; k++) {
-        if (kl[k].copy || kl[k].sp.tid != sp.tid || kl[k].sp.s < sp.s || kl[k].sp.e > sp.e)
+        if (kl[k].copy || kl[k].sp.tid != sp.tid || kl[k].sp.s < sp.s || kl[k].sp.e > sp.e ||
+            (hull && kl[k].stream != fb->stream))
             continue;
         long g = ct_kv_find(&x->gcorr, kl[k].corr);
-        for (; g >= 0 && (size_t)g < x->gcorr.n && gc[g].key == kl[k].corr; g++)
-            if (gc[g].val != NONE && ops[gc[g].val].type == CT_GPU_KERNEL)
-                return gc[g].val;
+        for (; g >= 0 && (size_t)g < x->gcorr.n && gc[g].key == kl[k].corr; g++) {
+            uint64_t o = gc[g].val;
+            if (o == NONE || ops[o].type != CT_GPU_KERNEL)
+                continue;
+            if (!hull)
+                return o;
+            s = ops[o].s < s ? ops[o].s : s;
+            e = ops[o].e > e ? ops[o].e : e;
+            if (first == NONE)
+                first = o;
+            else if (o != first)
+                ops[o].name = SYNTHETIC - 1;
+        }
     }
-    return NONE;
+    if (first != NONE) {
+        ops[first].s = s;
+        ops[first].e = e;
+    }
+    return first;
 }
 
 /*

@@ -160,7 +160,7 @@ static void encode(struct ct_sum_wbuf *b, const struct ct_proc *p, const char *s
         ct_sum_put_u32(b, (uint32_t)o->nranks);
         ct_sum_put_u32(b, o->stream);
         ct_sum_put_u8(b, o->op);
-        ct_sum_put_u8(b, o->cls);
+        ct_sum_put_u8(b, (uint8_t)(o->cls | o->lib << 4)); /* version 12: the library */
     }
     ct_sum_put_launches(b, p->launches, p->nlaunches);
     put_ivset(b, &p->sync);
@@ -470,8 +470,10 @@ static void decode(struct ct_sum_rbuf *r, struct ct_proc *p, struct ct_hcollect 
         o->nranks = (int32_t)ct_sum_get_u32(r);
         o->stream = ct_sum_get_u32(r);
         o->op = ct_sum_get_u8(r);
-        o->cls = ct_sum_get_u8(r);
-        if (o->cls >= CT_CL_COUNT)
+        uint8_t cl = ct_sum_get_u8(r);
+        o->cls = cl & 15;
+        o->lib = cl >> 4; /* 0, NCCL, before version 12 */
+        if (o->cls >= CT_CL_COUNT || o->lib > CT_LIB_NVSHMEM)
             r->bad = 1;
     }
     for (size_t i = 0; i < p->nops; i++)

@@ -19,7 +19,9 @@
 #define CT_SUMMARY_VERSION 12
 /* the oldest read: version 9 is version 10 without the NCCL kernel
  * channels, 10 is 11 without the network devices, 11 is 12 without the
- * raw proxy steps' count (docs/summary.md) */
+ * raw proxy steps' count and whose NCCL ops are all NCCL's (12: an op's
+ * class byte carries its library in its high nibble, so an older reader
+ * refuses NVSHMEM's ops; docs/summary.md) */
 #define CT_SUMMARY_VERSION_MIN 9
 
 /* The summary's own encoding (little-endian, fixed width), for the

@@ -14,6 +14,11 @@ const char *ct_class_name(int cls)
     return cls >= 0 && cls < CT_CL_COUNT ? n[cls] : "?";
 }
 
+const char *ct_comm_lib_name(int lib)
+{
+    return lib == CT_LIB_NVSHMEM ? "nvshmem" : "nccl";
+}
+
 int ct_nccl_op_from_kernel(const char *name)
 {
     static const struct {

@@ -90,7 +90,15 @@ struct ct_nccl_call {
     uint32_t stream; /* its stream's id: the device it ran on (ct_sdev_of) */
     uint8_t op, cls;
     uint8_t from_op; /* 0 but while ct_proc_settle runs (decoder/read/spill.h) */
+    uint8_t lib;     /* enum ct_comm_lib: whose collective it is */
 };
+
+/* The library whose call an op's record is (format v7: CT_NCCL_DTYPE_NVSHMEM). */
+enum ct_comm_lib { CT_LIB_NCCL = 0, CT_LIB_NVSHMEM = 1 };
+/* The library of a CT_REC_NCCL record's dtype field, and its name as the
+ * report and the exports give it ("nccl", "nvshmem"). */
+#define CT_COMM_LIB_OF(dtype) (((dtype)&CT_NCCL_DTYPE_NVSHMEM) ? CT_LIB_NVSHMEM : CT_LIB_NCCL)
+const char *ct_comm_lib_name(int lib);
 
 /* A stream id and the device it belongs to. */
 struct ct_sdev {

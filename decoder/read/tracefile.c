@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decoder/util/comm_kernels.h"
 #include "src/config.h"
 
 struct load_ctx {
@@ -322,31 +323,41 @@ static unsigned nccl_interval(struct ct_trace *t, uint64_t corr, uint64_t *s, ui
     return best;
 }
 
-/* The ncclDevKernel launch made on `tid` during [t0, t1], from record
- * index `from` on (records are sorted by start time). */
+/* The ncclDevKernel launch, or the launch of a kernel the table of
+ * communication kernels names (NVSHMEM's on-stream kernels: the decoder's
+ * rule, decoder/read/extract_nccl.c), made on `tid` during [t0, t1], from
+ * record index `from` on (records are sorted by start time); with `hull`
+ * (an NVSHMEM op) the hull of every such kernel on `stream`. */
 static unsigned nested_kernel(struct ct_trace *t, size_t from, uint32_t tid, uint64_t t0,
-                              uint64_t t1, uint64_t *s, uint64_t *e)
+                              uint64_t t1, int hull, uint64_t stream, uint64_t *s, uint64_t *e)
 {
+    unsigned src = 0;
     for (size_t i = from; i < t->n && t->recs[i].f[0] <= t1; i++) {
         const struct ct_record *r = &t->recs[i];
         if (r->kind != CT_REC_API || r->tid != tid || r->f[CT_API_FAMILY] != CT_FAM_LAUNCH ||
-            r->f[CT_API_START] < t0 || r->f[CT_API_END] > t1)
+            r->f[CT_API_START] < t0 || r->f[CT_API_END] > t1 ||
+            (hull && r->f[CT_API_STREAM] != stream))
             continue;
         const char *k = ct_reader_string(&t->rd, r->f[CT_API_KERNEL]);
-        if (!k || strncmp(k, "ncclDevKernel", 13) != 0)
+        if (!k || (strncmp(k, "ncclDevKernel", 13) != 0 && !ct_comm_kernel_op(k)))
             continue;
         size_t n;
         const size_t *ix = ct_trace_gpu(t, r->f[CT_API_CORR], &n);
         for (size_t j = 0; j < n; j++) {
             const uint64_t *f = t->recs[ix[j]].f;
-            if (f[CT_GPU_TYPE] == CT_GPU_KERNEL) {
+            if (f[CT_GPU_TYPE] != CT_GPU_KERNEL)
+                continue;
+            if (!src || f[CT_GPU_START] < *s)
                 *s = f[CT_GPU_START];
+            if (!src || f[CT_GPU_END] > *e)
                 *e = f[CT_GPU_END];
-                return (unsigned)f[CT_GPU_SOURCE];
-            }
+            src = src ? src : (unsigned)f[CT_GPU_SOURCE];
+            if (!hull)
+                return src;
+            break;
         }
     }
-    return 0;
+    return src;
 }
 
 unsigned ct_trace_nccl_gpu(struct ct_trace *t, const struct ct_record *op, uint64_t *start,
@@ -383,7 +394,8 @@ unsigned ct_trace_nccl_gpu(struct ct_trace *t, const struct ct_record *op, uint6
         else
             hi = mid;
     }
-    return nested_kernel(t, lo, span->tid, t0, t1, start, end);
+    return nested_kernel(t, lo, span->tid, t0, t1, !!(op->f[CT_NCCL_DTYPE] & CT_NCCL_DTYPE_NVSHMEM),
+                         op->f[CT_NCCL_STREAM], start, end);
 }
 
 void ct_trace_free(struct ct_trace *t)

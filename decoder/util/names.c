@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cutrace/format.h"
+#include "cutrace/shmem_types.h"
 
 #define LOOKUP(table, v) ((v) < sizeof(table) / sizeof(table[0]) && table[v] ? table[v] : "unknown")
 
@@ -69,6 +70,52 @@ const char *ct_name_nccl_redop(uint64_t v)
 {
     static const char *const t[] = {"sum", "prod", "max", "min", "avg"};
     return LOOKUP(t, v);
+}
+
+/* A CT_REC_NCCL record's library, type and operator (format v7: NVSHMEM's
+ * collectives carry CT_NCCL_DTYPE_NVSHMEM and their own tables). */
+const char *ct_name_comm_lib(uint64_t dtype)
+{
+    return dtype & CT_NCCL_DTYPE_NVSHMEM ? "nvshmem" : "nccl";
+}
+
+const char *ct_name_shmem_type(uint64_t v)
+{
+    static const char *const t[] = {
+#define TYPE_NAME(name, size, kind) #name,
+        CT_SHMEM_TYPES(TYPE_NAME)
+#undef TYPE_NAME
+    };
+    return LOOKUP(t, v);
+}
+
+const char *ct_name_comm_dtype(uint64_t dtype)
+{
+    if (dtype & CT_NCCL_DTYPE_NVSHMEM)
+        return ct_name_shmem_type(dtype & 0xff);
+    return ct_name_nccl_dtype(dtype);
+}
+
+const char *ct_name_comm_redop(uint64_t dtype, uint64_t redop)
+{
+    static const char *const t[] = {
+#define OP_NAME(op) #op,
+        CT_SHMEM_REDOPS(OP_NAME)
+#undef OP_NAME
+    };
+    if (dtype & CT_NCCL_DTYPE_NVSHMEM)
+        return LOOKUP(t, redop);
+    return ct_name_nccl_redop(redop);
+}
+
+const char *ct_name_comm_call(uint64_t dtype, uint64_t op, char *buf, size_t n)
+{
+    const char *o = op == CT_NCCL_OP_COUNT ? "other" : ct_name_nccl_op(op);
+    if (dtype & CT_NCCL_DTYPE_NVSHMEM)
+        snprintf(buf, n, "nvshmem:%s", o);
+    else
+        snprintf(buf, n, "nccl%s", o);
+    return buf;
 }
 
 const char *ct_name_signal(long v, char *buf, size_t n)

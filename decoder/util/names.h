@@ -17,6 +17,16 @@ const char *ct_name_family(uint64_t v);
 const char *ct_name_nccl_op(uint64_t v);
 const char *ct_name_nccl_dtype(uint64_t v);
 const char *ct_name_nccl_redop(uint64_t v);
+/* A CT_REC_NCCL record's library ("nccl", "nvshmem"), datatype and
+ * reduction operator by its dtype field (format v7: NVSHMEM's collectives
+ * carry CT_NCCL_DTYPE_NVSHMEM and NVSHMEM's type and operator), and its
+ * call's name ("ncclAllReduce", "nvshmem:AllReduce", "nvshmem:other" for a
+ * barrier or sync) written into buf. */
+const char *ct_name_comm_lib(uint64_t dtype);
+const char *ct_name_shmem_type(uint64_t v);
+const char *ct_name_comm_dtype(uint64_t dtype);
+const char *ct_name_comm_redop(uint64_t dtype, uint64_t redop);
+const char *ct_name_comm_call(uint64_t dtype, uint64_t op, char *buf, size_t n);
 const char *ct_name_fd_type(uint64_t v);
 const char *ct_name_scope(uint64_t v);
 const char *ct_name_drop_reason(uint64_t v);

@@ -1,5 +1,5 @@
 /*
- * cutrace trace file format, version 6 — the only contract between the
+ * cutrace trace file format, version 7 — the only contract between the
  * recorder (libcutrace.so) and the decoder (`cutrace`).
  *
  * Every format change bumps CT_FORMAT_VERSION and adds a golden file under
@@ -15,9 +15,12 @@
  * timer), CT_REC_NCCL_NET (the network transport's work per ProxyOp and
  * queue pair or socket), CT_REC_NCCL_PHASE (a kernel channel's barrier
  * phases, profiler ABI v7) and CT_REC_NCCL_TAG (an op's user tag, v7); 6 adds
- * CT_REC_NCCL_STEP (one raw proxy step, on request: CUTRACE_NCCL_STEPS).
- * Nothing else changed: a version 1 to 5 file is a version 6 file without
- * those, and readers accept all six.
+ * CT_REC_NCCL_STEP (one raw proxy step, on request: CUTRACE_NCCL_STEPS);
+ * 7 lets a CT_REC_NCCL record be another library's collective (NVSHMEM's
+ * on-stream collectives: CT_NCCL_DTYPE_NVSHMEM in its dtype field, below),
+ * so that a reader of version 6 or older, which would call it NCCL's,
+ * refuses the file. Nothing else changed: a version 1 to 6 file is a
+ * version 7 file without those, and readers accept all seven.
  *
  * ## File layout
  *
@@ -206,7 +209,7 @@
 
 #include <stdint.h>
 
-#define CT_FORMAT_VERSION     6u
+#define CT_FORMAT_VERSION     7u
 #define CT_FORMAT_VERSION_MIN 1u         /* oldest version readers still accept */
 #define CT_FILE_MAGIC         "CUTRACE"  /* 8 bytes with its NUL */
 #define CT_FOOTER_MAGIC       "CTFOOTER" /* 8 bytes, no NUL */
@@ -434,9 +437,9 @@ enum ct_nccl_field {
     CT_NCCL_COMM,      /* U     communicator hash, identical on every rank */
     CT_NCCL_SEQ,       /* SEQ   per-communicator sequence number */
     CT_NCCL_COUNT,     /* U     element count */
-    CT_NCCL_DTYPE,     /* U     ncclDataType_t value */
+    CT_NCCL_DTYPE,     /* U     ncclDataType_t value, or CT_NCCL_DTYPE_NVSHMEM | type */
     CT_NCCL_BYTES,     /* U */
-    CT_NCCL_REDOP,     /* U     ncclRedOp_t value */
+    CT_NCCL_REDOP,     /* U     ncclRedOp_t value (NVSHMEM: enum ct_shmem_redop) */
     CT_NCCL_ROOT,      /* I     root rank, -1 if none */
     CT_NCCL_PEER,      /* I     peer rank, -1 if none */
     CT_NCCL_STREAM,    /* U     stable stream id */
@@ -462,6 +465,15 @@ enum ct_nccl_op {
     CT_NCCL_OP_BCAST,
     CT_NCCL_OP_COUNT
 };
+/* Version 7: a CT_REC_NCCL record whose dtype has this bit is NVSHMEM's
+ * collective (nvshmemx_*_on_stream), not NCCL's: the dtype's low byte is
+ * the index of its type in CT_SHMEM_TYPES (include/cutrace/shmem_types.h),
+ * the redop an enum ct_shmem_redop (-1 without one), the communicator the
+ * NVSHMEM team, the op what the collective is in NCCL's terms (a
+ * reduction: AllReduce; fcollect: AllGather; alltoall: AlltoAll;
+ * broadcast: Broadcast; reducescatter: ReduceScatter; barrier and sync:
+ * CT_NCCL_OP_COUNT, "other", 0 bytes). */
+#define CT_NCCL_DTYPE_NVSHMEM 0x10000u
 
 /* CT_REC_IO */
 enum ct_io_field {

@@ -60,6 +60,9 @@ for lineno, line in enumerate(sys.stdin, 1):
     kind = obj["kind"]
     if kind not in REQUIRED:
         sys.exit(f"line {lineno}: unknown kind {kind}")
+    # format v7: an NVSHMEM collective's record says so ("lib", absent on NCCL's)
+    if kind == "nccl" and obj.get("lib", "nvshmem") != "nvshmem":
+        sys.exit(f"line {lineno}: nccl.lib must be nvshmem when present")
     for key, typ in REQUIRED[kind].items():
         if not isinstance(obj.get(key), typ) or isinstance(obj.get(key), bool):
             sys.exit(f"line {lineno}: {kind}.{key} missing or not {typ.__name__}")

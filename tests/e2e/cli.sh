@@ -79,6 +79,17 @@ grep -q '"kind":"nccl_step",.*"direction":"send","step":0,"bytes":524288,"gpu_wa
     grep -q '"kind":"nccl_step",.*"direction":"recv",.*"gpu_wait_ns":5000,.*"peer_wait_ns":30000,"net_at_ns":null,"net_ns":0,"flush_at_ns":null,"flush_ns":0}' "$tmp/v6.jsonl" &&
     grep -q 'nccl_tag 1, nccl_step 2' "$tmp/v6.info" &&
     ok || bad "golden v6: two raw proxy steps, a state never entered null"
+# ... and of format v7: v6's with an NVSHMEM collective, which says so
+if "$cutrace" dump --json tests/golden/v7.cutrace > "$tmp/v7.jsonl" &&
+    cmp -s "$tmp/v7.jsonl" tests/golden/v7.jsonl; then ok; else
+    bad "golden v7 dump --json differs:"; diff "$tmp/v7.jsonl" tests/golden/v7.jsonl | head -5; fi
+if "$cutrace" info tests/golden/v7.cutrace > "$tmp/v7.info" && cmp -s "$tmp/v7.info" tests/golden/v7.info; then ok; else
+    bad "golden v7 info differs:"; diff "$tmp/v7.info" tests/golden/v7.info | head -5; fi
+if python3 tests/e2e/check_dump_json.py < "$tmp/v7.jsonl" > /dev/null; then ok; else bad "golden v7 JSON contract"; fi
+[ "$(grep -c '"lib":"nvshmem"' "$tmp/v7.jsonl")" = 1 ] &&
+    grep -q '"kind":"nccl",.*"op":"AllReduce","lib":"nvshmem",.*"count":1048576,"dtype":"float","bytes":4194304,"redop":"sum"' "$tmp/v7.jsonl" &&
+    ! grep -q '"lib":"nvshmem"' "$tmp/v6.jsonl" &&
+    ok || bad "golden v7: one NVSHMEM op, its type and operator NVSHMEM's; none in v6"
 grep -q '"message":"killed in step 2"' "$tmp/v3.jsonl" && grep -q '"signal":"9"' "$tmp/v3.jsonl" &&
     grep -q 'status:     complete, salvaged: the process was killed by SIGKILL' "$tmp/v3.info" &&
     ok || bad "golden v3: the salvaged marks, the signal and the status"
@@ -148,9 +159,9 @@ check_error 2 "unknown command 'frobnicate'" frobnicate
 check_error 2 "expected at least one trace" dump
 cp tests/golden/v1.cutrace "$tmp/v9.cutrace"
 printf '\x09' | dd of="$tmp/v9.cutrace" bs=1 seek=16 conv=notrunc 2> /dev/null
-check_error 1 "v9.cutrace: trace format version 9 is newer than this cutrace supports (6)" info "$tmp/v9.cutrace"
-printf '\x07' | dd of="$tmp/v9.cutrace" bs=1 seek=16 conv=notrunc 2> /dev/null
-check_error 1 "v9.cutrace: trace format version 7 is newer than this cutrace supports (6)" info "$tmp/v9.cutrace"
+check_error 1 "v9.cutrace: trace format version 9 is newer than this cutrace supports (7)" info "$tmp/v9.cutrace"
+printf '\x08' | dd of="$tmp/v9.cutrace" bs=1 seek=16 conv=notrunc 2> /dev/null
+check_error 1 "v9.cutrace: trace format version 8 is newer than this cutrace supports (7)" info "$tmp/v9.cutrace"
 
 # 5. Run tags: --tag (repeatable) and CUTRACE_TAGS end up in every trace's metadata.
 # (A sanitizer build's shim needs its runtime preloaded first, which `cutrace run`

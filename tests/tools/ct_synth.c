@@ -181,7 +181,8 @@ static void iteration(struct synth *s, int it)
 /* Format v4: NCCL's own account of the last all-reduce (its profiler
  * plugin's descriptor, and a ProxyOp per channel: a send to ring peer 1
  * and a receive from peer 7, two channels); v5: its kernel channels and
- * one ProxyOp's network work; v6: two raw proxy steps. */
+ * one ProxyOp's network work; v6: two raw proxy steps; v7: an NVSHMEM
+ * collective. */
 static void nccl_internals(struct synth *s)
 {
     uint64_t info[CT_NINFO_NFIELDS] = {
@@ -248,6 +249,28 @@ static void nccl_internals(struct synth *s)
     uint64_t rt[CT_NSTEP_NFIELDS] = {t0 + 10, t0 + 10, 0, t0 + 30010, t0 + 35010, s->ar_corr,
                                      1,       7,       0, 0,          1u << 19};
     emit(CT_REC_NCCL_STEP, rt, CT_NSTEP_NFIELDS);
+    /* format v7: an NVSHMEM collective (nvshmemx_float_sum_reduce_on_stream
+     * of 1 Mi floats over a 4-PE team), marked in its dtype, timed by its
+     * own interval */
+    uint64_t v[CT_NCCL_NFIELDS] = {0};
+    v[CT_NCCL_START] = s->ar_e + 5000;
+    v[CT_NCCL_END] = s->ar_e + 12000;
+    v[CT_NCCL_OP] = CT_NCCL_OP_ALLREDUCE;
+    v[CT_NCCL_COMM] = 0x5e3e5e3e00000004ull;
+    v[CT_NCCL_SEQ] = 0;
+    v[CT_NCCL_COUNT] = 1u << 20;
+    v[CT_NCCL_DTYPE] = CT_NCCL_DTYPE_NVSHMEM | 1; /* float: CT_SHMEM_TYPES' index 1 */
+    v[CT_NCCL_BYTES] = 4u << 20;
+    v[CT_NCCL_REDOP] = 5; /* sum: enum ct_shmem_redop */
+    v[CT_NCCL_ROOT] = (uint64_t)-1;
+    v[CT_NCCL_PEER] = (uint64_t)-1;
+    v[CT_NCCL_STREAM] = 9;
+    v[CT_NCCL_CORR] = ++s->corr;
+    v[CT_NCCL_RANK] = 1;
+    v[CT_NCCL_NRANKS] = 4;
+    v[CT_NCCL_GPU_START] = s->ar_e + 20000;
+    v[CT_NCCL_GPU_END] = s->ar_e + 120000;
+    emit(CT_REC_NCCL, v, CT_NCCL_NFIELDS);
 }
 
 /* The golden salvaged trace: what is written stays, the writer stops

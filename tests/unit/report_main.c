@@ -32,6 +32,8 @@ Suite *nccl_channel_phases_suite(void);
 Suite *xfer_model_suite(void);
 Suite *speed_of_light_suite(void);
 Suite *comm_kernels_suite(void);
+Suite *shmem_types_suite(void);
+Suite *shmem_ops_suite(void);
 
 static const struct th_suite suites[] = {
     {"intervals", intervals_suite},
@@ -63,6 +65,8 @@ static const struct th_suite suites[] = {
     {"efficiency", efficiency_suite},
     {"efficiency_streams", efficiency_streams_suite},
     {"comm_kernels", comm_kernels_suite},
+    {"shmem_types", shmem_types_suite},
+    {"shmem_ops", shmem_ops_suite},
     {NULL, NULL},
 };
 
