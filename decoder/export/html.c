@@ -577,10 +577,22 @@ static void data_json(FILE *f, const struct ct_report *rep, const struct ct_html
     fputs(",\"coll\":[", f);
     for (size_t i = 0; i < rep->ncoll; i++) {
         const struct ct_coll_row *c = &rep->coll[i];
-        fprintf(f, "%s[\"%s\",%" PRIu64 ",%d,%" PRIu64 ",%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.3f,%.3f,",
-                i ? "," : "", op_name(c->op), c->bytes, c->nranks, c->count, fin(c->p50),
-                fin(c->p90), fin(c->max), fin(c->skew_p50), fin(c->wait_p50), fin(c->transfer_p50),
-                fin(c->algbw), fin(c->busbw));
+        /* the op named with its library where it is not NCCL's (the
+         * report's text does the same); a figure the report has null is
+         * null here too, drawn as a dash, never a 0 */
+        fprintf(f, "%s[\"%s%s\",%" PRIu64 ",%d,%" PRIu64, i ? "," : "",
+                c->lib == CT_LIB_NVSHMEM ? "nvshmem:" : "", op_name(c->op), c->bytes, c->nranks,
+                c->count);
+        const double ns[] = {c->p50, c->p90, c->max, c->skew_p50, c->wait_p50, c->transfer_p50};
+        for (size_t k = 0; k < sizeof(ns) / sizeof(ns[0]); k++) {
+            fputc(',', f);
+            ct_json_num(f, ns[k], 1);
+        }
+        fputc(',', f);
+        ct_json_num(f, c->algbw, 3);
+        fputc(',', f);
+        ct_json_num(f, c->busbw, 3);
+        fputc(',', f);
         /* the speed of light: its share (null when absent) and what it rests
          * on, or why there is none */
         ct_json_num(f, c->sol_pct, 1);

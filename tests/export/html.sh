@@ -102,6 +102,26 @@ assert all(a[3] == b[2] for a, b in zip(e, e[1:])), "median path not contiguous"
 assert len({x[0] for x in e}) > 1, "median path on one rank"
 print("html critical path: ok (%d edges in the median step)" % len(e))
 PY
+# the collectives table's figures are the report's, null (a dash) where the
+# report has none, never a 0; the op named with its library when not NCCL's
+python3 - "$out/report.html" "$tmp/report.json" <<'PY'
+import json, re, sys
+page = open(sys.argv[1]).read()
+rows = json.loads(re.search(r'<script type="application/json" id="data">\n(.*?)</script>', page,
+                            re.S).group(1))["coll"]
+want = json.load(open(sys.argv[2]))["collectives"]
+assert len(rows) == len(want) > 0, (len(rows), len(want))
+keys = ["p50_us", "p90_us", "max_us", "arrival_skew_p50_us", "wait_p50_us", "transfer_p50_us"]
+for r, c in zip(rows, want):
+    name = ("" if c["lib"] == "nccl" else c["lib"] + ":") + c["op"]
+    assert r[:4] == [name, c["bytes"], c["nranks"], c["count"]], (r[:4], c)
+    for k, v in zip(keys, r[4:10]):
+        assert (v is None) == (c[k] is None), (k, v, c[k])
+        assert v is None or abs(v / 1e3 - c[k]) <= 0.051, (k, v, c[k])
+    for k, v in zip(("algbw_gbps", "busbw_gbps"), r[10:12]):
+        assert (v is None) == (c[k] is None) and (v is None or abs(v - c[k]) <= 0.0051), (k, v, c)
+print("html collectives: ok (%d rows)" % len(rows))
+PY
 # bounded: 250 steps in 200 columns (each the sum of its steps), a median
 # step of 514 edges drawn as its 400 longest, the rest counted and summed
 # (checked against the step's slices in export --critical-path)
