@@ -493,16 +493,24 @@ static struct rank_acc *rank_of(struct ct_fleet_adder *a, const struct jrow *r)
 }
 
 /* The row's values for a table's columns (run_id from the job) into t. */
-static int trow(struct ct_fleet_adder *a, struct table *t, const struct jrow *r)
+/* Row r into table t, its column `key` (NULL: none) as `val` instead of
+ * the row's own. */
+static int trow_as(struct ct_fleet_adder *a, struct table *t, const struct jrow *r, const char *key,
+                   const char *val)
 {
     int rc = tput(t, a->run_id);
     for (int c = 1; c < t->ncols && !rc; c++)
-        rc = tput(t, gs(r, t->cols[c]));
+        rc = tput(t, key && !strcmp(t->cols[c], key) ? val : gs(r, t->cols[c]));
     if (!rc)
         t->rows++;
     if (!rc && t->len > (8u << 20))
         rc = tflush(a->db, t, a->err, sizeof(a->err));
     return rc;
+}
+
+static int trow(struct ct_fleet_adder *a, struct table *t, const struct jrow *r)
+{
+    return trow_as(a, t, r, NULL, NULL);
 }
 
 /* "2024-05-01T12:00:00.123456Z" as unix µs, INT64_MIN when not that. */
@@ -760,6 +768,15 @@ static int child(struct ct_fleet_adder *a, const char *kind)
             a->wait += t;
         else if (c > 0 && w > 0)
             a->wait += c * w;
+        /* an op of another library than NCCL (NVSHMEM's host collectives)
+         * is stored as "LIB:OP", as the report and diff name it, so one op
+         * and size of two libraries stay two collectives */
+        const char *lib = gs(r, "lib"), *op = gs(r, "op");
+        char named[96];
+        if (lib && op && strcmp(lib, "nccl")) {
+            snprintf(named, sizeof(named), "%s:%s", lib, op);
+            return trow_as(a, &a->t[T_COLL], r, "op", named);
+        }
         return trow(a, &a->t[T_COLL], r);
     }
     return 0; /* a row kind of a later version: not stored */

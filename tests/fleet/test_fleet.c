@@ -140,6 +140,42 @@ START_TEST(adding_a_job_twice_changes_nothing)
 }
 END_TEST
 
+/* One op and size run by two libraries (NCCL's AllReduce and NVSHMEM's
+ * host collective of the same size) stays two collectives: NVSHMEM's is
+ * stored as "nvshmem:AllReduce", as the report and diff name it, and a
+ * row without a library (rows before it) is NCCL's as it was. */
+START_TEST(a_collective_of_another_library_is_its_own_row)
+{
+    const char *p = tmp_path("libs.db");
+    unlink(p);
+    struct ct_fdb *db;
+    char err[512];
+    ck_assert_int_eq(ct_fdb_open(p, CT_FDB_CREATE, &db, err, sizeof(err)), 0);
+    char *a = job_rows("rl", "h1", 2, 3, 1000);
+    const char *common = "\"schema\":\"cutrace.rows\",\"version\":2,\"run\":\"/r\","
+                         "\"side\":null,\"job\":\"j\",\"rank\":null,\"host\":null,"
+                         "\"iteration\":null,\"bytes\":1048576,\"nranks\":2,\"count\":6";
+    size_t n = strlen(a), cap = n + 1024;
+    a = realloc(a, cap);
+    snprintf(a + n, cap - n,
+             "{%s,\"row\":\"collective\",\"op\":\"AllReduce\",\"lib\":\"nccl\",\"p50_us\":10}\n"
+             "{%s,\"row\":\"collective\",\"op\":\"AllReduce\",\"lib\":\"nvshmem\",\"p50_us\":20}\n"
+             "{%s,\"row\":\"collective\",\"op\":\"AllGather\",\"p50_us\":30}\n",
+             common, common, common);
+    struct ct_fleet_add_stats st = {0};
+    ck_assert_int_eq(add_text(db, a, &st), 0);
+    free(a);
+    ck_assert_int_eq(count(db, "SELECT count(*) FROM collectives WHERE op = 'AllReduce' AND "
+                               "p50_us = 10"),
+                     1);
+    ck_assert_int_eq(count(db, "SELECT count(*) FROM collectives WHERE op = "
+                               "'nvshmem:AllReduce' AND p50_us = 20"),
+                     1);
+    ck_assert_int_eq(count(db, "SELECT count(*) FROM collectives WHERE op = 'AllGather'"), 1);
+    ct_fdb_close(db);
+}
+END_TEST
+
 /* GPU time of the job above, by docs/fleet.md: 2 ranks x (startup 1000 +
  * productive 3000) = 8000 GPU-µs; productive 6000 split: exposed comm
  * 2 x 3 x 100 = 600, in-step idle 600 (nothing moved out of the steps),
@@ -528,6 +564,7 @@ static Suite *store_suite(void)
     TCase *t = tcase_create("store");
     tcase_set_timeout(t, 30);
     tcase_add_test(t, adding_a_job_twice_changes_nothing);
+    tcase_add_test(t, a_collective_of_another_library_is_its_own_row);
     tcase_add_test(t, gpu_time_is_split_as_documented);
     tcase_add_test(t, a_version_1_store_is_migrated);
     tcase_add_test(t, a_newer_store_is_refused);
