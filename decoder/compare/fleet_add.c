@@ -23,266 +23,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "decoder/compare/fleet_row.h"
 #include "decoder/compare/fleet_store.h"
-
-/* ------------------------------------------------------------ one row */
-
-enum { JNULL, JNUM, JSTR, JBOOL };
-
-struct jv {
-    const char *key;
-    const char *s; /* string value, or the number's text */
-    double num;
-    int type;
-};
-
-/* One parsed row: members of the top-level object; members of a nested
- * object (labels) have key "labels:KEY". Strings point into scratch. */
-struct jrow {
-    struct jv *v;
-    size_t n, cap;
-    char *scratch;
-    size_t slen, scap;
-};
-
-static const char *ws(const char *p, const char *e)
-{
-    while (p < e && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n'))
-        p++;
-    return p;
-}
-
-static void put_utf8(char **o, unsigned c)
-{
-    char *q = *o;
-    if (c < 0x80) {
-        *q++ = (char)c;
-    } else if (c < 0x800) {
-        *q++ = (char)(0xC0 | (c >> 6));
-        *q++ = (char)(0x80 | (c & 0x3F));
-    } else if (c < 0x10000) {
-        *q++ = (char)(0xE0 | (c >> 12));
-        *q++ = (char)(0x80 | ((c >> 6) & 0x3F));
-        *q++ = (char)(0x80 | (c & 0x3F));
-    } else {
-        *q++ = (char)(0xF0 | (c >> 18));
-        *q++ = (char)(0x80 | ((c >> 12) & 0x3F));
-        *q++ = (char)(0x80 | ((c >> 6) & 0x3F));
-        *q++ = (char)(0x80 | (c & 0x3F));
-    }
-    *o = q;
-}
-
-static int hex4(const char *p, const char *e, unsigned *c)
-{
-    if (e - p < 4)
-        return -1;
-    *c = 0;
-    for (int i = 0; i < 4; i++) {
-        char h = p[i];
-        unsigned d = h >= '0' && h <= '9'   ? (unsigned)(h - '0')
-                     : h >= 'a' && h <= 'f' ? (unsigned)(h - 'a' + 10)
-                     : h >= 'A' && h <= 'F' ? (unsigned)(h - 'A' + 10)
-                                            : 16;
-        if (d > 15)
-            return -1;
-        *c = *c * 16 + d;
-    }
-    return 0;
-}
-
-/* A string at p (after its opening quote) into the scratch: the end of
- * the string in the input, or NULL. */
-static const char *str(struct jrow *r, const char *p, const char *e, const char **out,
-                       const char *prefix)
-{
-    char *o = r->scratch + r->slen, *start = o;
-    if (prefix) {
-        size_t k = strlen(prefix);
-        memcpy(o, prefix, k);
-        o += k;
-    }
-    while (p < e && *p != '"') {
-        if (*p != '\\') {
-            *o++ = *p++;
-            continue;
-        }
-        if (++p >= e)
-            return NULL;
-        char c = *p++;
-        switch (c) {
-        case '"': *o++ = '"'; break;
-        case '\\': *o++ = '\\'; break;
-        case '/': *o++ = '/'; break;
-        case 'b': *o++ = '\b'; break;
-        case 'f': *o++ = '\f'; break;
-        case 'n': *o++ = '\n'; break;
-        case 'r': *o++ = '\r'; break;
-        case 't': *o++ = '\t'; break;
-        case 'u': {
-            unsigned u, lo;
-            if (hex4(p, e, &u))
-                return NULL;
-            p += 4;
-            if (u >= 0xD800 && u < 0xDC00 && e - p >= 6 && p[0] == '\\' && p[1] == 'u' &&
-                !hex4(p + 2, e, &lo) && lo >= 0xDC00 && lo < 0xE000) {
-                u = 0x10000 + ((u - 0xD800) << 10) + (lo - 0xDC00);
-                p += 6;
-            }
-            put_utf8(&o, u ? u : 0xFFFD); /* a NUL would cut the string: U+FFFD */
-            break;
-        }
-        default: return NULL;
-        }
-    }
-    if (p >= e)
-        return NULL;
-    *o++ = 0;
-    r->slen = (size_t)(o - r->scratch);
-    *out = start;
-    return p + 1;
-}
-
-static int add(struct jrow *r, const char *key, const char *s, double num, int type)
-{
-    if (r->n == r->cap) {
-        size_t c = r->cap ? r->cap * 2 : 64;
-        struct jv *v = realloc(r->v, c * sizeof(*v));
-        if (!v)
-            return -ENOMEM;
-        r->v = v;
-        r->cap = c;
-    }
-    r->v[r->n++] = (struct jv){key, s, num, type};
-    return 0;
-}
-
-/* A scalar value at p; for an object nested one level (labels), its
- * members. The end of the value, or NULL. */
-static const char *value(struct jrow *r, const char *key, const char *p, const char *e, int depth)
-{
-    p = ws(p, e);
-    if (p >= e)
-        return NULL;
-    if (*p == '"') {
-        const char *s;
-        if (!(p = str(r, p + 1, e, &s, NULL)) || add(r, key, s, 0, JSTR))
-            return NULL;
-        return p;
-    }
-    if (*p == '{' && depth == 0) {
-        p = ws(p + 1, e);
-        if (p < e && *p == '}')
-            return p + 1;
-        for (;;) {
-            p = ws(p, e);
-            if (p >= e || *p != '"')
-                return NULL;
-            char prefix[64];
-            snprintf(prefix, sizeof(prefix), "%s:", key);
-            const char *k;
-            if (!(p = str(r, p + 1, e, &k, prefix)))
-                return NULL;
-            p = ws(p, e);
-            if (p >= e || *p != ':')
-                return NULL;
-            if (!(p = value(r, k, p + 1, e, 1)))
-                return NULL;
-            p = ws(p, e);
-            if (p < e && *p == ',') {
-                p++;
-                continue;
-            }
-            return p < e && *p == '}' ? p + 1 : NULL;
-        }
-    }
-    if (!strncmp(p, "null", 4) && e - p >= 4)
-        return add(r, key, NULL, NAN, JNULL) ? NULL : p + 4;
-    if (!strncmp(p, "true", 4) && e - p >= 4)
-        return add(r, key, "true", 1, JBOOL) ? NULL : p + 4;
-    if (!strncmp(p, "false", 5) && e - p >= 5)
-        return add(r, key, "false", 0, JBOOL) ? NULL : p + 5;
-    /* a number: its text kept as the store's value */
-    const char *q = p;
-    while (q < e && strchr("+-0123456789.eE", *q))
-        q++;
-    if (q == p)
-        return NULL;
-    char *o = r->scratch + r->slen;
-    memcpy(o, p, (size_t)(q - p));
-    o[q - p] = 0;
-    r->slen += (size_t)(q - p) + 1;
-    char *end;
-    double d = strtod(o, &end);
-    if (*end)
-        return NULL;
-    return add(r, key, o, d, JNUM) ? NULL : q;
-}
-
-/* Parses one line: 0, -EINVAL (not one JSON object of the rows' shape),
- * -ENOMEM. */
-static int parse(struct jrow *r, const char *line, size_t n)
-{
-    r->n = 0;
-    r->slen = 0;
-    size_t need = 2 * n + 64;
-    if (need > r->scap) {
-        char *s = realloc(r->scratch, need);
-        if (!s)
-            return -ENOMEM;
-        r->scratch = s;
-        r->scap = need;
-    }
-    const char *p = ws(line, line + n), *e = line + n;
-    if (p >= e || *p != '{')
-        return -EINVAL;
-    p = ws(p + 1, e);
-    if (p < e && *p == '}')
-        return 0;
-    for (;;) {
-        p = ws(p, e);
-        if (p >= e || *p != '"')
-            return -EINVAL;
-        const char *k;
-        if (!(p = str(r, p + 1, e, &k, NULL)))
-            return -EINVAL;
-        p = ws(p, e);
-        if (p >= e || *p != ':')
-            return -EINVAL;
-        if (!(p = value(r, k, p + 1, e, 0)))
-            return r->n == r->cap ? -ENOMEM : -EINVAL;
-        p = ws(p, e);
-        if (p < e && *p == ',') {
-            p++;
-            continue;
-        }
-        if (p < e && *p == '}')
-            break;
-        return -EINVAL;
-    }
-    p = ws(p + 1, e);
-    return p == e ? 0 : -EINVAL;
-}
-
-static const struct jv *get(const struct jrow *r, const char *key)
-{
-    for (size_t i = 0; i < r->n; i++)
-        if (!strcmp(r->v[i].key, key))
-            return &r->v[i];
-    return NULL;
-}
-
-static const char *gs(const struct jrow *r, const char *key)
-{
-    const struct jv *v = get(r, key);
-    return v && (v->type == JSTR || v->type == JNUM) ? v->s : NULL;
-}
-
-static double gn(const struct jrow *r, const char *key)
-{
-    const struct jv *v = get(r, key);
-    return v && v->type == JNUM ? v->num : NAN;
-}
 
 /* ------------------------------------------------------------ buffered tables */
 
@@ -404,11 +146,11 @@ struct rank_acc {
 struct ct_fleet_adder {
     struct ct_fdb *db;
     const char *source;
-    struct jrow row;
+    struct ct_jrow row;
     int in_job, skip;
     char *run_id;
-    struct jrow job; /* the job row, kept (its own scratch) */
-    char *job_line;  /* its text */
+    struct ct_jrow job; /* the job row, kept (its own scratch) */
+    char *job_line;     /* its text */
     struct table t[T_N];
     struct rank_acc *ra; /* by rank number */
     size_t nra;
@@ -473,9 +215,9 @@ static void job_reset(struct ct_fleet_adder *a)
     a->in_job = a->skip = 0;
 }
 
-static struct rank_acc *rank_of(struct ct_fleet_adder *a, const struct jrow *r)
+static struct rank_acc *rank_of(struct ct_fleet_adder *a, const struct ct_jrow *r)
 {
-    double v = gn(r, "rank");
+    double v = ct_jrow_num(r, "rank");
     if (!(v >= 0 && v < (double)(1 << 24)))
         return NULL;
     size_t k = (size_t)v;
@@ -495,12 +237,12 @@ static struct rank_acc *rank_of(struct ct_fleet_adder *a, const struct jrow *r)
 /* The row's values for a table's columns (run_id from the job) into t. */
 /* Row r into table t, its column `key` (NULL: none) as `val` instead of
  * the row's own. */
-static int trow_as(struct ct_fleet_adder *a, struct table *t, const struct jrow *r, const char *key,
-                   const char *val)
+static int trow_as(struct ct_fleet_adder *a, struct table *t, const struct ct_jrow *r,
+                   const char *key, const char *val)
 {
     int rc = tput(t, a->run_id);
     for (int c = 1; c < t->ncols && !rc; c++)
-        rc = tput(t, key && !strcmp(t->cols[c], key) ? val : gs(r, t->cols[c]));
+        rc = tput(t, key && !strcmp(t->cols[c], key) ? val : ct_jrow_str(r, t->cols[c]));
     if (!rc)
         t->rows++;
     if (!rc && t->len > (8u << 20))
@@ -508,7 +250,7 @@ static int trow_as(struct ct_fleet_adder *a, struct table *t, const struct jrow 
     return rc;
 }
 
-static int trow(struct ct_fleet_adder *a, struct table *t, const struct jrow *r)
+static int trow(struct ct_fleet_adder *a, struct table *t, const struct ct_jrow *r)
 {
     return trow_as(a, t, r, NULL, NULL);
 }
@@ -543,11 +285,12 @@ static int cmp_str(const void *x, const void *y)
 /* The identity a job is stored under: its run identities sorted (the
  * traces of a job's attempts name several), or, for rows without one, the
  * job id, start and run name. */
-static char *identity(const struct jrow *r)
+static char *identity(const struct ct_jrow *r)
 {
-    const char *id = gs(r, "run_id");
+    const char *id = ct_jrow_str(r, "run_id");
     if (!id) {
-        const char *job = gs(r, "job"), *start = gs(r, "run_start_utc"), *run = gs(r, "run");
+        const char *job = ct_jrow_str(r, "job"), *start = ct_jrow_str(r, "run_start_utc"),
+                   *run = ct_jrow_str(r, "run");
         size_t n =
             64 + (job ? strlen(job) : 0) + (start ? strlen(start) : 0) + (run ? strlen(run) : 0);
         char *s = malloc(n);
@@ -624,7 +367,7 @@ static int job_begin(struct ct_fleet_adder *a, const char *line, size_t n)
         return -ENOMEM;
     memcpy(a->job_line, line, n);
     a->job_line[n] = 0;
-    if ((rc = parse(&a->job, a->job_line, n)))
+    if ((rc = ct_jrow_parse(&a->job, a->job_line, n)))
         return rc;
     if ((rc = ct_fdb_begin(a->db, a->err, sizeof(a->err))))
         return rc;
@@ -633,26 +376,26 @@ static int job_begin(struct ct_fleet_adder *a, const char *line, size_t n)
     time_t t = time(NULL);
     struct tm tm;
     strftime(now, sizeof(now), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
-    const struct jrow *j = &a->job;
+    const struct ct_jrow *j = &a->job;
     struct ct_fdb_stmt *s = a->ins;
     ct_fdb_bind_text(s, 1, a->run_id);
-    ct_fdb_bind_text(s, 2, gs(j, "job"));
-    ct_fdb_bind_text(s, 3, gs(j, "run"));
+    ct_fdb_bind_text(s, 2, ct_jrow_str(j, "job"));
+    ct_fdb_bind_text(s, 3, ct_jrow_str(j, "run"));
     ct_fdb_bind_text(s, 4, a->source);
-    ct_fdb_bind_text(s, 5, gs(j, "run_start_utc"));
-    int64_t us = utc_us(gs(j, "run_start_utc"));
+    ct_fdb_bind_text(s, 5, ct_jrow_str(j, "run_start_utc"));
+    int64_t us = utc_us(ct_jrow_str(j, "run_start_utc"));
     if (us == INT64_MIN)
         ct_fdb_bind_null(s, 6);
     else
         ct_fdb_bind_i64(s, 6, us);
     ct_fdb_bind_text(s, 7, now);
     for (int c = 7; c < NCOLS(job_cols); c++) {
-        const struct jv *v = get(j, job_cols[c]);
-        if (v && v->type == JNUM &&
+        const struct ct_jv *v = ct_jrow_get(j, job_cols[c]);
+        if (v && v->type == CT_JNUM &&
             (!strcmp(job_cols[c], "ranks") || !strcmp(job_cols[c], "iterations") ||
              !strcmp(job_cols[c], "attempts")))
             ct_fdb_bind_i64(s, c + 1, (int64_t)v->num);
-        else if (v && v->type == JNUM)
+        else if (v && v->type == CT_JNUM)
             ct_fdb_bind_double(s, c + 1, v->num);
         else
             ct_fdb_bind_text(s, c + 1, v ? v->s : NULL);
@@ -679,16 +422,16 @@ static int job_begin(struct ct_fleet_adder *a, const char *line, size_t n)
 /* A child row of the current job. */
 static int child(struct ct_fleet_adder *a, const char *kind)
 {
-    const struct jrow *r = &a->row;
+    const struct ct_jrow *r = &a->row;
     if (!strcmp(kind, "attempt")) {
         static const char *const parts[10] = {
             "startup_us", "productive_us", "checkpoint_us", "restore_us",  "lost_us",
             "hang_us",    "data_stall_us", "idle_us",       "shutdown_us", "unclassified_us"};
-        double ranks = gn(r, "ranks");
+        double ranks = ct_jrow_num(r, "ranks");
         if (!(ranks >= 0))
             ranks = 0;
         for (int k = 0; k < 10; k++) {
-            double v = gn(r, parts[k]);
+            double v = ct_jrow_num(r, parts[k]);
             if (!isfinite(v)) {
                 a->att_missing |= k == 1 || k == 0;
                 v = 0;
@@ -701,8 +444,9 @@ static int child(struct ct_fleet_adder *a, const char *kind)
     if (!strcmp(kind, "iteration")) {
         struct rank_acc *x = rank_of(a, r);
         if (x) {
-            double d = gn(r, "duration_us"), e = gn(r, "exposed_comm_us"), i = gn(r, "idle_us");
-            double c = gn(r, "compute_us"), m = gn(r, "memory_us");
+            double d = ct_jrow_num(r, "duration_us"), e = ct_jrow_num(r, "exposed_comm_us"),
+                   i = ct_jrow_num(r, "idle_us");
+            double c = ct_jrow_num(r, "compute_us"), m = ct_jrow_num(r, "memory_us");
             x->S += isfinite(d) ? d : 0;
             x->E += isfinite(e) ? e : 0;
             x->I += isfinite(i) ? i : 0;
@@ -715,11 +459,11 @@ static int child(struct ct_fleet_adder *a, const char *kind)
     if (!strcmp(kind, "rank")) {
         struct rank_acc *x = rank_of(a, r);
         if (x) {
-            const char *h = gs(r, "host");
+            const char *h = ct_jrow_str(r, "host");
             free(x->host);
             x->host = h ? strdup(h) : NULL;
-            double d = gn(r, "data_stall_us"), k = gn(r, "checkpoint_stall_us");
-            double c = gn(r, "compute_us");
+            double d = ct_jrow_num(r, "data_stall_us"), k = ct_jrow_num(r, "checkpoint_stall_us");
+            double c = ct_jrow_num(r, "compute_us");
             x->data = isfinite(d) ? d : 0;
             x->ckpt = isfinite(k) ? k : 0;
             x->compute = isfinite(c) ? c : 0;
@@ -729,10 +473,10 @@ static int child(struct ct_fleet_adder *a, const char *kind)
     if (!strcmp(kind, "health")) {
         struct rank_acc *x = rank_of(a, r);
         if (x) {
-            const char *p = gs(r, "clock_policy");
+            const char *p = ct_jrow_str(r, "clock_policy");
             free(x->policy);
             x->policy = p ? strdup(p) : NULL;
-            double lim = gn(r, "power_limit_w");
+            double lim = ct_jrow_num(r, "power_limit_w");
             free(x->limit);
             x->limit = NULL;
             if (isfinite(lim)) {
@@ -744,7 +488,7 @@ static int child(struct ct_fleet_adder *a, const char *kind)
         return trow(a, &a->t[T_HEALTH], r);
     }
     if (!strcmp(kind, "kernel")) {
-        const char *n = gs(r, "name");
+        const char *n = ct_jrow_str(r, "name");
         if (n) {
             if (a->nkern == a->capk) {
                 size_t c = a->capk ? a->capk * 2 : 64;
@@ -763,7 +507,8 @@ static int child(struct ct_fleet_adder *a, const char *kind)
     if (!strcmp(kind, "collective")) {
         /* rank-µs waiting for the last member: the total when the rows have
          * it, else the median wait times the instances */
-        double c = gn(r, "count"), w = gn(r, "wait_p50_us"), t = gn(r, "wait_total_us");
+        double c = ct_jrow_num(r, "count"), w = ct_jrow_num(r, "wait_p50_us"),
+               t = ct_jrow_num(r, "wait_total_us");
         if (t >= 0)
             a->wait += t;
         else if (c > 0 && w > 0)
@@ -771,7 +516,7 @@ static int child(struct ct_fleet_adder *a, const char *kind)
         /* an op of another library than NCCL (NVSHMEM's host collectives)
          * is stored as "LIB:OP", as the report and diff name it, so one op
          * and size of two libraries stay two collectives */
-        const char *lib = gs(r, "lib"), *op = gs(r, "op");
+        const char *lib = ct_jrow_str(r, "lib"), *op = ct_jrow_str(r, "op");
         char named[96];
         if (lib && op && strcmp(lib, "nccl")) {
             snprintf(named, sizeof(named), "%s:%s", lib, op);
@@ -802,7 +547,7 @@ static int job_end(struct ct_fleet_adder *a)
         rc = tflush(a->db, &a->t[i], a->err, sizeof(a->err));
     if (rc)
         return rc;
-    const struct jrow *j = &a->job;
+    const struct ct_jrow *j = &a->job;
     /* hosts: distinct, sorted; the layout: ranks x most ranks on a host */
     size_t nh = 0, most = 0;
     char **hv = calloc(a->nra ? a->nra : 1, sizeof(*hv));
@@ -831,11 +576,11 @@ static int job_end(struct ct_fleet_adder *a)
             strcat(hosts, "+");
         strcat(hosts, hv[i]);
     }
-    double ranks = gn(j, "ranks");
+    double ranks = ct_jrow_num(j, "ranks");
     char layout[64], cmd[4096], fp[64];
     snprintf(layout, sizeof(layout), "%.0fx%zu", isfinite(ranks) ? ranks : 0, most ? most : 1);
-    ct_fleet_command_signature(gs(j, "cmdline"), cmd, sizeof(cmd));
-    const char *named = gs(j, "labels:tag.workload");
+    ct_fleet_command_signature(ct_jrow_str(j, "cmdline"), cmd, sizeof(cmd));
+    const char *named = ct_jrow_str(j, "labels:tag.workload");
     if (named)
         snprintf(fp, sizeof(fp), "%s", named);
     else
@@ -862,7 +607,7 @@ static int job_end(struct ct_fleet_adder *a)
     for (int k = 0; k < CT_FP_N; k++)
         part[k] = NAN;
     double gpu = NAN, kept_share = NAN;
-    double down = gn(j, "downtime_us");
+    double down = ct_jrow_num(j, "downtime_us");
     if (a->natt && !a->att_missing && isfinite(ranks)) {
         const double *p = a->att_parts; /* startup, productive, checkpoint, restore, lost,
                                            hang, data, idle, shutdown, unclassified */
@@ -943,17 +688,19 @@ int ct_fleet_adder_line(struct ct_fleet_adder *a, const char *line, size_t n)
     a->line++;
     while (n && (line[n - 1] == '\n' || line[n - 1] == '\r'))
         n--;
-    const char *p = ws(line, line + n);
+    const char *p = line;
+    while (p < line + n && (*p == ' ' || *p == '\t' || *p == '\r'))
+        p++;
     if (p == line + n)
         return 0; /* blank */
-    int rc = parse(&a->row, line, n);
+    int rc = ct_jrow_parse(&a->row, line, n);
     if (rc) {
         snprintf(a->err, sizeof(a->err), "line %zu: %s", a->line,
                  rc == -ENOMEM ? "out of memory" : "not a JSON object of cutrace.rows");
         return rc;
     }
-    const char *schema = gs(&a->row, "schema"), *kind = gs(&a->row, "row");
-    double version = gn(&a->row, "version");
+    const char *schema = ct_jrow_str(&a->row, "schema"), *kind = ct_jrow_str(&a->row, "row");
+    double version = ct_jrow_num(&a->row, "version");
     if (!schema || strcmp(schema, "cutrace.rows") || !kind) {
         snprintf(a->err, sizeof(a->err),
                  "line %zu: not a cutrace.rows row (expected \"schema\":\"cutrace.rows\" and "
