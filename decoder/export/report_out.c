@@ -29,6 +29,15 @@ static double us(double ns)
     return isfinite(ns) ? ns / 1000.0 : 0;
 }
 
+/* A figure for the text with `prec` decimals, or "-" when it has none. */
+static void fig(char *b, size_t n, double v, int prec)
+{
+    if (isfinite(v))
+        snprintf(b, n, "%.*f", prec, v);
+    else
+        snprintf(b, n, "-");
+}
+
 /* For the JSON: a non-finite figure stays non-finite (null, util/json.h). */
 static double json_us(double ns)
 {
@@ -880,9 +889,15 @@ void ct_report_text(FILE *f, const struct ct_report *rep)
             /* NVSHMEM's rows say so: a user is never told NCCL ran them */
             snprintf(name, sizeof(name), "%s%s", c->lib == CT_LIB_NVSHMEM ? "nvshmem:" : "",
                      op_name(c->op));
-            fprintf(f, "  %-*s %12" PRIu64 " %6d %8" PRIu64 " %10.1f %10.1f %9.2f %9.2f %7s\n", w,
-                    name, c->bytes, c->nranks, c->count, us(c->p50), us(c->skew_p50), c->algbw,
-                    c->busbw, sol);
+            /* a figure the rows cannot give (one rank: no skew) is a dash,
+             * never a 0 or "nan" */
+            char p50[24], skew[24], alg[24], bus[24];
+            fig(p50, sizeof(p50), c->p50 / 1e3, 1);
+            fig(skew, sizeof(skew), c->skew_p50 / 1e3, 1);
+            fig(alg, sizeof(alg), c->algbw, 2);
+            fig(bus, sizeof(bus), c->busbw, 2);
+            fprintf(f, "  %-*s %12" PRIu64 " %6d %8" PRIu64 " %10s %10s %9s %9s %7s\n", w, name,
+                    c->bytes, c->nranks, c->count, p50, skew, alg, bus, sol);
         }
         /* what each bound rests on, or why there is none, once per text */
         for (size_t i = 0; i < rep->ncoll; i++) {
