@@ -56,7 +56,10 @@ if ! handler && [ "$(id -u)" = 0 ]; then
   fi
 fi
 if handler; then
-  CT_EMULATED=qemu-aarch64 meson test -C "$arm" --no-rebuild --suite shim --suite process --suite io \
+  # each Check case's own timeout three times over: qemu runs the
+  # workloads several times slower, more beside other suites (a CI run's
+  # process suite took 86 s against 30 s alone, its fork case past 60 s)
+  CK_TIMEOUT_MULTIPLIER=3 CT_EMULATED=qemu-aarch64 meson test -C "$arm" --no-rebuild --suite shim --suite process --suite io \
     --suite nvtx --suite nccl --num-processes 2 > "$build/cross-aarch64-suites.log" 2>&1 ||
     { grep -E "FAIL|ERROR|:[EF]:" "$build/cross-aarch64-suites.log" "$arm/meson-logs/testlog.txt"; exit 1; }
   echo "shim, process, io, nvtx, nccl under qemu: $(awk '/^Ok:/ { print $2 }' \

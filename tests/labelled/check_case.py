@@ -153,7 +153,11 @@ def case_dp(rep, out, overlap, late=None):
         # time (more when the machine is busy), never less
         steps = 11000 if overlap else 14000
         d = median_iter(k, "duration_us")
-        check(f"rank {r} iteration duration", steps * 0.999 <= d <= steps + 2000, str(d))
+        # a rank that waits for the late one's host (dp_log) is longer by
+        # that wait, which its buckets hold beyond their 4 x 1 ms: measured
+        held = max(0.0, median_iter(k, "comm_us") - 4000) if waits else 0.0
+        check(f"rank {r} iteration duration", steps * 0.999 <= d <= steps + 2000 + held,
+              f"{d} (its buckets held {held:.0f} us past the schedule)")
         check(f"rank {r} bubble_pct", k["bubble_pct"] is None and k["expected_bubble_pct"] is None)
         check(f"rank {r} not a straggler", not k["straggler"]["flagged"], str(k["straggler"]))
     # The rank that starts a step last never waits for its peer (the offset
