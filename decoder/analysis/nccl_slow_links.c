@@ -332,13 +332,17 @@ static int group_savings(struct ct_nlinks *out, size_t a, size_t b, size_t first
     int32_t job = -1, common = rc ? -1 : common_end(out, first, ns, &job);
     for (size_t k = 0; k < ns && !rc; k++) {
         const struct ct_nlink *L = &out->l[S[k].link];
-        S[k].share_pct = L->op_ns > 0 ? 100 * L->saving_ns / L->op_ns : NAN;
+        /* a saving above the ops' own time is a network time longer than
+         * the ops (proxy observations late): no share, never above 100 % */
+        S[k].share_pct =
+            L->op_ns > 0 && L->saving_ns <= L->op_ns ? 100 * L->saving_ns / L->op_ns : NAN;
         put_selectors(S[k].whatif, sizeof(S[k].whatif), key, nkeys, acc, stride, k);
         put_selectors(S[k].group_whatif, sizeof(S[k].group_whatif), key, nkeys, acc, stride, ns);
         S[k].group = first;
         S[k].ngroup = ns;
         S[k].group_saving_ns = group_saved;
-        S[k].group_share_pct = group_op > 0 ? 100 * group_saved / group_op : NAN;
+        S[k].group_share_pct =
+            group_op > 0 && group_saved <= group_op ? 100 * group_saved / group_op : NAN;
         S[k].common = common;
         S[k].common_rank = job;
     }
@@ -456,22 +460,31 @@ const char *ct_nlinks_who(char *b, size_t n, int32_t job_rank, int32_t comm_rank
     return b;
 }
 
+/* "72.5 %", or "an unknown share" where the saving passed the ops' time. */
+static const char *share(char *b, size_t n, double pct)
+{
+    if (isfinite(pct))
+        snprintf(b, n, "%.1f %%", pct);
+    else
+        snprintf(b, n, "an unknown share");
+    return b;
+}
+
 void ct_nlinks_evidence(char *buf, size_t n, const struct ct_nlinks *L, size_t k)
 {
     const struct ct_nslow *s = &L->slow[k];
     const struct ct_nlink *l = &L->l[s->link];
-    char a[32], b[32];
-    int w =
-        snprintf(buf, n, "link %s -> %s: %.3g GB/s, peers %.3g-%.3g GB/s, %.1f %% of its ops' time",
-                 ct_nlinks_who(a, sizeof(a), l->src_rank, l->src),
-                 ct_nlinks_who(b, sizeof(b), l->dst_rank, l->dst), l->gbps, s->peers_lo,
-                 s->peers_hi, isfinite(s->share_pct) ? s->share_pct : 0);
+    char a[32], b[32], p[32];
+    int w = snprintf(buf, n, "link %s -> %s: %.3g GB/s, peers %.3g-%.3g GB/s, %s of its ops' time",
+                     ct_nlinks_who(a, sizeof(a), l->src_rank, l->src),
+                     ct_nlinks_who(b, sizeof(b), l->dst_rank, l->dst), l->gbps, s->peers_lo,
+                     s->peers_hi, share(p, sizeof(p), s->share_pct));
     if (s->ngroup < 2 || w < 0 || (size_t)w >= n)
         return;
     snprintf(buf + w, n - (size_t)w,
-             " alone, %.1f %% with the %zu other slow link%s of its communicator%s%s",
-             isfinite(s->group_share_pct) ? s->group_share_pct : 0, s->ngroup - 1,
-             s->ngroup > 2 ? "s" : "", s->common >= 0 ? " (all through " : "",
+             " alone, %s with the %zu other slow link%s of its communicator%s%s",
+             share(p, sizeof(p), s->group_share_pct), s->ngroup - 1, s->ngroup > 2 ? "s" : "",
+             s->common >= 0 ? " (all through " : "",
              s->common >= 0 ? ct_nlinks_who(a, sizeof(a), s->common_rank, s->common) : "");
     if (s->common >= 0 && strlen(buf) + 1 < n)
         strcat(buf, ")");
@@ -481,7 +494,7 @@ void ct_nlinks_group_evidence(char *buf, size_t n, const struct ct_nlinks *L, si
 {
     const struct ct_nslow *s = &L->slow[k];
     size_t used = 0;
-    char a[32], b[32];
+    char a[32], b[32], p[32];
     buf[0] = 0;
     for (size_t j = s->group; j < s->group + s->ngroup && used < n; j++) {
         const struct ct_nlink *l = &L->l[L->slow[j].link];
@@ -503,7 +516,6 @@ void ct_nlinks_group_evidence(char *buf, size_t n, const struct ct_nlinks *L, si
         used += w > 0 ? (size_t)w : 0;
     }
     if (used < n)
-        snprintf(buf + used, n - used, "; %s%.1f %% of their ops' time",
-                 s->ngroup > 1 ? "together " : "",
-                 isfinite(s->group_share_pct) ? s->group_share_pct : 0);
+        snprintf(buf + used, n - used, "; %s%s of their ops' time",
+                 s->ngroup > 1 ? "together " : "", share(p, sizeof(p), s->group_share_pct));
 }

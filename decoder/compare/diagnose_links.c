@@ -76,7 +76,7 @@ void ct_dg_check_links(struct ctx *c)
         ct_dg_ev(f, "peers_lo_gbps", s->peers_lo);
         ct_dg_ev(f, "peers_hi_gbps", s->peers_hi);
         ct_dg_ev(f, "peers_median_gbps", s->peers_med);
-        ct_dg_ev(f, "share_pct", isfinite(s->group_share_pct) ? s->group_share_pct : 0);
+        ct_dg_ev(f, "share_pct", s->group_share_pct); /* NaN: none (null, "-") */
         ct_dg_ev(f, "ops", ops);
         if (s->ngroup > 1) {
             ct_dg_ev(f, "slow_links", (double)s->ngroup);

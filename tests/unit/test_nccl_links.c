@@ -237,6 +237,28 @@ START_TEST(two_slow_links_of_one_ring_are_fixed_together)
 }
 END_TEST
 
+/* A link whose network time passes its ops' own time (4000 ns of network
+ * time in a 500 ns op: proxy observations late) saves more than the ops
+ * last: its share is none (NaN, null), never above 100 %, and the evidence
+ * says so rather than a number. */
+START_TEST(a_saving_past_the_ops_time_has_no_share)
+{
+    struct ct_nlink_obs o[32];
+    size_t n = 0;
+    for (int k = 0; k < 4; k++)
+        for (int s = 0; s < 4; s++)
+            o[n++] = ob(8, s, 4, k, s == 1 ? 4000 : 100);
+    struct ct_nlinks L = {0};
+    ck_assert_int_eq(ct_nlinks_from_obs(o, n, &L), 0);
+    ck_assert_uint_eq(L.nslow, 1);
+    ck_assert(isnan(L.slow[0].share_pct) && isnan(L.slow[0].group_share_pct));
+    char ev[320];
+    ct_nlinks_evidence(ev, sizeof(ev), &L, 0);
+    ck_assert_msg(strstr(ev, "an unknown share of its ops' time"), "%s", ev);
+    ct_nlinks_free(&L);
+}
+END_TEST
+
 /*
  * The least evidence (docs/nccl.md, "Consistency"): a 4-rank ring, link
  * 1 -> 2 at a quarter of its peers' bandwidth in `slow` of its n ops and
@@ -492,6 +514,7 @@ Suite *nccl_links_suite(void)
     tcase_add_test(tc, a_link_slow_in_a_few_ops_is_not_a_slow_link);
     tcase_add_test(tc, a_link_is_named_on_enough_consistent_instances);
     tcase_add_test(tc, two_slow_links_of_one_ring_are_fixed_together);
+    tcase_add_test(tc, a_saving_past_the_ops_time_has_no_share);
     tcase_add_test(tc, a_size_slower_than_the_smaller_under_another_choice_is_a_dip);
     tcase_add_test(tc, a_rank_of_two_accounted_processes_is_read_whole);
     tcase_add_test(tc, a_proxy_op_to_the_collective_network_is_no_link);
